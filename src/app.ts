@@ -1,0 +1,62 @@
+// Composes the route plugins into the application; main.ts and the tests both call createApp.
+import { Elysia } from "elysia";
+import type { Config } from "./config.ts";
+import { RETRY_AFTER_SECONDS, errorBody } from "./errors.ts";
+import { ingestRoutes } from "./ingest/routes.ts";
+import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer.ts";
+import { healthRoutes } from "./ops/health.ts";
+import type { Logger } from "./ops/log.ts";
+import { reportRoutes } from "./report/routes.ts";
+import type { Store } from "./store/store.ts";
+import { apiDocs } from "./web/api-docs.ts";
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  writer: GroupCommitWriter;
+  clock: () => number;
+  version: string;
+  log: Logger;
+}
+
+export function createApp(deps: AppDeps) {
+  const { config, writer, clock, version, log } = deps;
+  return new Elysia({ serve: { maxRequestBodySize: hardBodyLimit(config.maxBodyBytes) } })
+    .onError(({ code, error, set, path }) => {
+      // Every error leaves in the one shape; no stack traces reach clients.
+      set.headers["content-type"] = "application/json";
+      if (error instanceof StorageUnavailableError) {
+        log.error("storage unavailable", { path, error: error.message });
+        set.status = 503;
+        set.headers["retry-after"] = String(RETRY_AFTER_SECONDS);
+        return errorBody("storage_unavailable", "the database cannot accept writes right now; retry later");
+      }
+      switch (code) {
+        case "NOT_FOUND":
+          set.status = 404;
+          return errorBody("not_found", `no route for ${path}`);
+        case "PARSE":
+          set.status = 400;
+          return errorBody("invalid_json", "body is not valid JSON");
+        case "VALIDATION": {
+          set.status = 422;
+          const issue = error.valueError;
+          const field = issue?.path.replace(/^\//, "").replaceAll("/", ".") || undefined;
+          return errorBody("invalid_field", issue ? `${field ?? "value"}: ${issue.message}` : "request does not match the schema", field);
+        }
+        default:
+          log.error("unhandled error", { path, code: String(code), error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+          set.status = 500;
+          return errorBody("internal", "internal error; see the server log");
+      }
+    })
+    .use(apiDocs({ version }))
+    .use(healthRoutes({ version, writerStats: writer.stats, clock }))
+    .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config }))
+    .use(reportRoutes(deps.store));
+}
+
+/** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */
+export const hardBodyLimit = (limit: number): number => Math.max(limit * 4, 1024 * 1024);
+
+export type App = ReturnType<typeof createApp>;

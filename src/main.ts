@@ -1,0 +1,105 @@
+#!/usr/bin/env bun
+// CLI entry: `installstats <command> [flags]`.
+import pkg from "../package.json" with { type: "json" };
+import { ConfigError, configHelp, parseCommandLine, type Config } from "./config.ts";
+import { createApp } from "./app.ts";
+import { createWriter } from "./ingest/writer.ts";
+import { createLogger } from "./ops/log.ts";
+import { DatabaseOpenError, openDatabase } from "./store/database.ts";
+import { createSqliteStore } from "./store/sqlite-store.ts";
+
+const VERSION = pkg.version;
+
+const USAGE = `installstats ${VERSION}: self-hosted installation telemetry
+
+Usage: installstats <command> [options]
+
+Commands:
+  serve      run the HTTP service (default)
+  migrate    apply pending database migrations and exit
+
+Options (every command):
+${configHelp()}
+  -h, --help     show help
+  -v, --version  print the version
+
+Flags win over INSTALLSTATS_* environment variables, which win over defaults.`;
+
+class UsageError extends Error {}
+
+function openStore(config: Config) {
+  const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+  return createSqliteStore(sqlite, db);
+}
+
+async function serve(config: Config): Promise<void> {
+  const clock = Date.now;
+  const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock);
+  const store = openStore(config);
+  const writer = createWriter(store, config.maxBatch);
+  const app = createApp({ config, store, writer, clock, version: VERSION, log });
+  app.listen({ hostname: config.host, port: config.port });
+  const port = app.server?.port;
+  // The one line on stdout: scripts and tests read the address from it.
+  process.stdout.write(`installstats ${VERSION} listening on http://${config.host}:${port}\n`);
+  log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("shutting down", { signal });
+    await app.stop(); // stop accepting; in-flight requests finish
+    await writer.drain(); // everything acknowledged or queued is committed
+    store.close();
+    log.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+async function run(argv: string[]): Promise<number> {
+  const first = argv[0];
+  if (first === "-v" || first === "--version" || first === "version") {
+    console.log(VERSION);
+    return 0;
+  }
+  const command = first === undefined || first.startsWith("-") ? "serve" : first;
+  const rest = command === first ? argv.slice(1) : argv;
+  if (command === "help" || (command === "serve" && (rest.includes("-h") || rest.includes("--help")))) {
+    console.log(USAGE);
+    return 0;
+  }
+  const { config, flags } = parseCommandLine(rest, process.env);
+  if (flags.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  switch (command) {
+    case "serve":
+      await serve(config);
+      return -1; // keeps running
+    case "migrate":
+      openStore(config).close();
+      console.log(`${config.db}: migrations applied`);
+      return 0;
+    default:
+      throw new UsageError(`unknown command "${command}"; see installstats --help`);
+  }
+}
+
+try {
+  const code = await run(process.argv.slice(2));
+  if (code >= 0) process.exit(code);
+} catch (e) {
+  if (e instanceof DatabaseOpenError) {
+    console.error(`installstats: ${e.message}`);
+    process.exit(3);
+  }
+  if (e instanceof ConfigError || e instanceof UsageError || (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS"))) {
+    console.error(`installstats: ${e.message}`);
+    process.exit(2);
+  }
+  throw e;
+}

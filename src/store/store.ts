@@ -1,0 +1,61 @@
+// The narrow storage interface: ingestion and the read API depend on this, not on SQLite,
+// so another backend (PostgreSQL) can sit beside the SQLite one.
+import type { InstallRow, NewInstallRow, Outcome, RejectReason } from "./schema.ts";
+
+export type StartReport = Omit<NewInstallRow, "createdAt" | "updatedAt" | "durationMs" | "repaired">;
+
+export interface StatusUpdate {
+  randomId: string;
+  status: string;
+  outcome: Outcome;
+  error: string | null;
+}
+
+export type Endpoint = "upload" | "updatestatus";
+
+export interface Rejection {
+  endpoint: Endpoint;
+  reason: RejectReason;
+  httpStatus: number;
+  field: string | null;
+  message: string;
+  randomId: string | null;
+  body: Uint8Array;
+}
+
+/** What arrived with a report, kept so a repaired body can be logged raw. */
+interface Received {
+  raw: Uint8Array;
+  repairs: readonly string[];
+  at: number;
+}
+
+export type WriteOp =
+  | ({ kind: "start"; report: StartReport } & Received)
+  | ({ kind: "update"; update: StatusUpdate } & Received)
+  | { kind: "reject"; rejection: Rejection; at: number };
+
+export type WriteResult =
+  | { kind: "created"; outcome: Outcome }
+  | { kind: "duplicate" }
+  | { kind: "updated"; outcome: Outcome }
+  | { kind: "held" }
+  | { kind: "conflict"; outcome: Outcome }
+  | { kind: "logged" };
+
+/** The HTTP status each result is answered with (DESIGN.md section 2); the rejected log records it too. */
+export const RESULT_STATUS = {
+  created: 201,
+  duplicate: 200,
+  updated: 200,
+  held: 202,
+  conflict: 409,
+  logged: 0, // a rejection carries its own status
+} as const satisfies Record<WriteResult["kind"], number>;
+
+export interface Store {
+  /** Applies the operations in one transaction, in order. Throws if the transaction cannot commit. */
+  write(ops: readonly WriteOp[]): WriteResult[];
+  getInstall(randomId: string): InstallRow | undefined;
+  close(): void;
+}

@@ -47,6 +47,8 @@ export function openDatabase(path: string, opts: OpenOptions): { sqlite: Databas
     // WAL: readers never block the writer. synchronous=FULL syncs the WAL at every commit, so an
     // acknowledged report survives power loss; NORMAL survives process crashes only (config.durability).
     sqlite.run("PRAGMA busy_timeout = 5000");
+    // Before anything that writes (even switching to WAL rewrites the header).
+    checkOwnership(sqlite, path);
     sqlite.run("PRAGMA journal_mode = WAL");
     sqlite.run(`PRAGMA synchronous = ${opts.durability === "full" ? "FULL" : "NORMAL"}`);
     sqlite.run("PRAGMA foreign_keys = ON");
@@ -54,7 +56,6 @@ export function openDatabase(path: string, opts: OpenOptions): { sqlite: Databas
     sqlite.run("PRAGMA cache_size = -32000");
     // Keep the WAL from growing without bound after a burst.
     sqlite.run("PRAGMA journal_size_limit = 67108864");
-    checkOwnership(sqlite, path);
   } catch (e) {
     sqlite.close();
     if (e instanceof DatabaseOpenError) throw e;

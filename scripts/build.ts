@@ -1,0 +1,22 @@
+// Compiles the single executable: dist/installstats, with migrations and every web asset inside.
+// Usage: bun run build [--outfile path]
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({ args: Bun.argv.slice(2), options: { outfile: { type: "string" } } });
+const outfile = values.outfile ?? "dist/installstats";
+const root = new URL("..", import.meta.url).pathname;
+
+const cmd = [
+  "bun", "build", "--compile", "src/main.ts",
+  "--outfile", outfile,
+  // Migrations are read from /$bunfs/root/drizzle at start-up (src/store/database.ts).
+  "--asset", "drizzle",
+  // ESM bytecode halves start-up; plain --bytecode would default to CJS and reject top-level await.
+  "--format=esm", "--bytecode", "--minify",
+  // A deployed binary must not pick up whatever .env or bunfig.toml sits in its working directory.
+  "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
+];
+const started = performance.now();
+const proc = Bun.spawnSync(cmd, { cwd: root, stdout: "inherit", stderr: "inherit" });
+if (proc.exitCode !== 0) process.exit(proc.exitCode ?? 1);
+console.log(`built ${outfile} in ${((performance.now() - started) / 1000).toFixed(1)} s`);

@@ -1,0 +1,106 @@
+// End to end: the compiled binary, driven over HTTP by scripts/client.sh (the reference client's
+// exact curl invocation), restarted on the same database, and read back.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { client, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+
+let bin: string;
+let dir: string;
+let server: RunningServer;
+
+beforeAll(async () => {
+  bin = await compiledBinary();
+  dir = tempDir();
+});
+
+afterAll(async () => {
+  if (server?.proc.exitCode === null) await server.stop();
+});
+
+const getJson = async (url: string) => {
+  const res = await fetch(url);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+
+describe("compiled binary", () => {
+  test("--version and --help work without a database", async () => {
+    const version = Bun.spawnSync([bin, "--version"]);
+    expect(version.exitCode).toBe(0);
+    expect(version.stdout.toString().trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const help = Bun.spawnSync([bin, "serve", "--help"]);
+    expect(help.exitCode).toBe(0);
+    for (const flag of ["--port", "--host", "--db", "INSTALLSTATS_PORT", "INSTALLSTATS_DB"]) expect(help.stdout.toString()).toContain(flag);
+    const bad = Bun.spawnSync([bin, "serve", "--port", "http"]);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr.toString()).toContain("--port");
+  });
+
+  test("a full install lifecycle for containers and VMs survives a restart", async () => {
+    // The database path comes from the environment here, to exercise INSTALLSTATS_* too.
+    const db = join(dir, "lifecycle.db");
+    server = await startServer(bin, [], { INSTALLSTATS_DB: db });
+    const url = server.url;
+
+    expect(await client(url, ["--id", "ct-ok", "--app", "jellyfin", "--disk", "32G", "install", "done"])).toEqual(["upload 201", "updatestatus 200"]);
+    expect(await client(url, ["--id", "ct-legacy", "--legacy", "--app", "pihole", "install", "failed", "exit code 100"])).toEqual(["upload 201", "updatestatus 200"]);
+    expect(await client(url, ["--id", "vm-ok", "--vm", "--app", "haos-vm", "--disk", "32G", "--ram", "4096", "--cores", "2", "install", "done"])).toEqual(["upload 201", "updatestatus 200"]);
+    // A raw quote and a newline in the error text: the client sends broken JSON, as in the wild.
+    expect(await client(url, ["--id", "vm-broken", "--vm", "--host-version", "--pve", "9.0.3", "install", "failed", 'command "qm importdisk" failed\nat 10.1.2.3'])).toEqual(["upload 201", "updatestatus 200"]);
+    // Status update before its start report: held, then applied.
+    expect(await client(url, ["--id", "late-start", "update", "done", "none"])).toEqual(["updatestatus 202"]);
+    expect(await client(url, ["--id", "late-start", "start"])).toEqual(["upload 201"]);
+    // Once per run: a second final status is refused, the record keeps the first.
+    expect(await client(url, ["--id", "ct-ok", "update", "failed", "again"])).toEqual(["updatestatus 409"]);
+    // Opted out: nothing is sent.
+    expect(await client(url, ["--id", "opted-out", "install", "done"], { DIAGNOSTICS: "no" })).toEqual([]);
+    // Unknown pve version: the literal "not found".
+    expect(await client(url, ["--id", "no-pve", "--pve", "", "start"])).toEqual(["upload 201"]);
+
+    expect(await server.stop("SIGTERM")).toBe(0);
+    server = await startServer(bin, ["--db", db]);
+
+    const rec = async (id: string) => (await getJson(`${server.url}/api/installs/${id}`)).body;
+    // The container client sends `"disk_size": 32G` unquoted: repaired, and converted.
+    expect(await rec("ct-ok")).toMatchObject({ type: "lxc", ct_type: 1, nsapp: "jellyfin", disk_size: 32, status: "done", outcome: "success", disableip6: "no", repaired: true });
+    expect((await rec("ct-ok")).duration_s).toBeNumber();
+    expect(await rec("ct-legacy")).toMatchObject({ nsapp: "pihole", disableip6: null, status: "failed", outcome: "failed", error: "exit code 100", repaired: false });
+    expect(await rec("vm-ok")).toMatchObject({ type: "vm", ct_type: 2, disk_size: 32, ram_size: 4096, core_count: 2, disableip6: null, outcome: "success" });
+    expect(await rec("vm-broken")).toMatchObject({
+      type: "vm",
+      pve_version: "9.0.3",
+      outcome: "failed",
+      error: 'command "qm importdisk" failed\nat <ipv4>',
+      repaired: true,
+    });
+    expect(await rec("late-start")).toMatchObject({ status: "done", outcome: "success", duration_s: null });
+    expect(await rec("no-pve")).toMatchObject({ pve_version: "not found", outcome: "in_progress" });
+    expect((await getJson(`${server.url}/api/installs/opted-out`)).status).toBe(404);
+  });
+
+  test("serves its OpenAPI spec and docs page with every asset embedded", async () => {
+    const spec = await getJson(`${server.url}/openapi/json`);
+    expect(spec.status).toBe(200);
+    const paths = Object.keys(spec.body.paths as object);
+    for (const p of ["/upload", "/upload/updatestatus", "/api/installs/{random_id}", "/healthz"]) expect(paths).toContain(p);
+    const page = await (await fetch(`${server.url}/openapi`)).text();
+    expect(page).not.toMatch(/https?:\/\//);
+    const src = /src="([^"]*scalar[^"]*)"/.exec(page)?.[1];
+    expect(src).toBeDefined();
+    const js = await fetch(new URL(src!, server.url));
+    expect(js.status).toBe(200);
+    expect((await js.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
+  });
+
+  test("refuses a database file that is not its own, without touching it", async () => {
+    const foreign = join(dir, "foreign.db");
+    const { Database } = await import("bun:sqlite");
+    const other = new Database(foreign);
+    other.run("CREATE TABLE notes (body TEXT)");
+    other.close();
+    const before = await Bun.file(foreign).bytes();
+    const run = Bun.spawnSync([bin, "migrate", "--db", foreign]);
+    expect(run.exitCode).toBe(3);
+    expect(run.stderr.toString()).toContain("another application");
+    expect(await Bun.file(foreign).bytes()).toEqual(before);
+  });
+});

@@ -1,0 +1,87 @@
+// An in-process app over an in-memory database, with a clock the test moves by hand.
+import { createApp } from "../../src/app.ts";
+import { defaults, type Config } from "../../src/config.ts";
+import { createWriter } from "../../src/ingest/writer.ts";
+import { createLogger } from "../../src/ops/log.ts";
+import { openDatabase } from "../../src/store/database.ts";
+import { rejectedReports } from "../../src/store/schema.ts";
+import { createSqliteStore } from "../../src/store/sqlite-store.ts";
+
+export function manualClock(start = Date.parse("2026-06-01T12:00:00Z")) {
+  let now = start;
+  const clock = () => now;
+  clock.advance = (ms: number) => {
+    now += ms;
+  };
+  return clock;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+export function testApp(overrides: Partial<Config> = {}) {
+  const config: Config = { ...defaults, ...overrides };
+  const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
+  const store = createSqliteStore(sqlite, db);
+  const writer = createWriter(store, config.maxBatch);
+  const clock = manualClock();
+  const logLines: string[] = [];
+  const log = createLogger("debug", (line) => logLines.push(line), clock);
+  const app = createApp({ config, store, writer, clock, version: "0.0.0-test", log });
+
+  async function send(method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
+    const res = await app.handle(
+      new Request(`http://localhost${path}`, {
+        method,
+        body,
+        headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+      }),
+    );
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new Error(`${method} ${path} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+    }
+    return { status: res.status, headers: res.headers, body: parsed as Record<string, unknown> };
+  }
+
+  return {
+    app,
+    config,
+    store,
+    sqlite,
+    db,
+    writer,
+    clock,
+    logLines,
+    post: (path: string, body: string | Uint8Array | object, headers?: Record<string, string>) =>
+      send("POST", path, typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body), headers),
+    get: (path: string) => send("GET", path),
+    rejected: () => db.select().from(rejectedReports).all(),
+  };
+}
+
+/** A start report as the current container client sends it. */
+export function startReport(randomId: string, fields: Record<string, unknown> = {}) {
+  return {
+    ct_type: 1,
+    type: "lxc",
+    disk_size: 8,
+    core_count: 2,
+    ram_size: 2048,
+    os_type: "debian",
+    os_version: "12",
+    disableip6: "yes",
+    nsapp: "adguard",
+    method: "default",
+    pve_version: "8.2.2",
+    status: "installing",
+    random_id: randomId,
+    ...fields,
+  };
+}

@@ -1,0 +1,83 @@
+// Builds the real executable once per test process and runs it as a child on a free port.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const ROOT = new URL("../..", import.meta.url).pathname;
+
+let built: Promise<string> | undefined;
+
+/** Path of a freshly compiled binary (INSTALLSTATS_BIN overrides, to test a release build). */
+export function compiledBinary(): Promise<string> {
+  built ??= (async () => {
+    if (process.env.INSTALLSTATS_BIN) return process.env.INSTALLSTATS_BIN;
+    const dir = mkdtempSync(join(tmpdir(), "installstats-bin-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    const outfile = join(dir, "installstats");
+    const proc = Bun.spawn(["bun", "scripts/build.ts", "--outfile", outfile], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    if ((await proc.exited) !== 0) throw new Error(`build failed: ${await new Response(proc.stderr).text()}`);
+    return outfile;
+  })();
+  return built;
+}
+
+export function tempDir(prefix = "installstats-test-"): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface RunningServer {
+  url: string;
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  /** Everything the server wrote to stderr (its JSON log), read so far. */
+  stderr(): string;
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startServer(bin: string, args: string[], env: Record<string, string> = {}): Promise<RunningServer> {
+  const proc = Bun.spawn([bin, "serve", "--host", "127.0.0.1", "--port", "0", ...args], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", ...env },
+  });
+  let errText = "";
+  void (async () => {
+    for await (const chunk of proc.stderr) errText += new TextDecoder().decode(chunk);
+  })();
+  const reader = proc.stdout.getReader();
+  let out = "";
+  const deadline = Date.now() + 15_000;
+  while (!/listening on (http:\/\/\S+)/.test(out)) {
+    if (Date.now() > deadline) throw new Error(`server did not start: ${out} ${errText}`);
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`server exited (${await proc.exited}): ${out} ${errText}`);
+    out += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+  return {
+    url,
+    proc,
+    stderr: () => errText,
+    async stop(signal = "SIGTERM") {
+      proc.kill(signal);
+      return proc.exited;
+    },
+  };
+}
+
+/** Runs scripts/client.sh and returns its stdout lines ("upload 201", ...). */
+export async function client(url: string, args: string[], env: Record<string, string> = {}): Promise<string[]> {
+  const proc = Bun.spawn(["bash", join(ROOT, "scripts/client.sh"), "--url", url, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", ...env },
+  });
+  const out = await new Response(proc.stdout).text();
+  const code = await proc.exited;
+  if (code !== 0) throw new Error(`client.sh ${args.join(" ")} exited ${code}: ${await new Response(proc.stderr).text()}`);
+  return out.trim().split("\n").filter(Boolean);
+}

@@ -7,6 +7,8 @@ import { createWriter } from "./ingest/writer.ts";
 import { createLogger } from "./ops/log.ts";
 import { DatabaseOpenError, openDatabase } from "./store/database.ts";
 import { createSqliteStore } from "./store/sqlite-store.ts";
+import { listRejected } from "./store/rejected-log.ts";
+import { rejectedReports, type RejectReason } from "./store/schema.ts";
 
 const VERSION = pkg.version;
 
@@ -17,6 +19,8 @@ Usage: installstats <command> [options]
 Commands:
   serve      run the HTTP service (default)
   migrate    apply pending database migrations and exit
+  rejected   list the rejected-reports log as NDJSON, newest first
+             [--limit N (default 100)] [--reason invalid_json|invalid_field|already_final|repaired|payload_too_large]
 
 Options (every command):
 ${configHelp()}
@@ -59,6 +63,21 @@ async function serve(config: Config): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
+function printRejected(config: Config, flags: Record<string, string | boolean | undefined>): void {
+  const limit = flags.limit === undefined ? 100 : Number(flags.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError("--limit must be a positive whole number");
+  const reasons: readonly string[] = rejectedReports.reason.enumValues;
+  const reason = flags.reason;
+  if (reason !== undefined && (typeof reason !== "string" || !reasons.includes(reason))) {
+    throw new UsageError(`--reason must be one of ${reasons.join(", ")}`);
+  }
+  const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+  for (const entry of listRejected(db, { limit, reason: reason as RejectReason | undefined })) {
+    process.stdout.write(`${JSON.stringify(entry)}\n`);
+  }
+  sqlite.close();
+}
+
 async function run(argv: string[]): Promise<number> {
   const first = argv[0];
   if (first === "-v" || first === "--version" || first === "version") {
@@ -71,7 +90,10 @@ async function run(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const { config, flags } = parseCommandLine(rest, process.env);
+  const { config, flags } = parseCommandLine(rest, process.env, {
+    limit: { type: "string" },
+    reason: { type: "string" },
+  });
   if (flags.help) {
     console.log(USAGE);
     return 0;
@@ -83,6 +105,9 @@ async function run(argv: string[]): Promise<number> {
     case "migrate":
       openStore(config).close();
       console.log(`${config.db}: migrations applied`);
+      return 0;
+    case "rejected":
+      printRejected(config, flags);
       return 0;
     default:
       throw new UsageError(`unknown command "${command}"; see installstats --help`);

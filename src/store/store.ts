@@ -2,7 +2,10 @@
 // so another backend (PostgreSQL) can sit beside the SQLite one.
 import type { InstallRow, NewInstallRow, Outcome, RejectReason } from "./schema.ts";
 
-export type StartReport = Omit<NewInstallRow, "createdAt" | "updatedAt" | "durationMs" | "repaired">;
+/** Every column present (null when absent): the prepared insert binds each one. */
+type Complete<T> = { [K in keyof T]-?: Exclude<T[K], undefined> };
+
+export type StartReport = Complete<Omit<NewInstallRow, "createdAt" | "updatedAt" | "durationMs" | "repaired">>;
 
 export interface StatusUpdate {
   randomId: string;

@@ -36,7 +36,7 @@ export function testApp(overrides: Partial<Config> = {}) {
     const res = await app.handle(
       new Request(`http://localhost${path}`, {
         method,
-        body,
+        body: body instanceof Uint8Array ? new Uint8Array(body) : body,
         headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
       }),
     );

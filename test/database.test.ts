@@ -1,0 +1,56 @@
+// Opening the database: deliberate setup, embedded migrations on fresh and existing files,
+// refusal of files that are not ours.
+import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { APPLICATION_ID, DatabaseOpenError, migrationsFolder, openDatabase } from "../src/store/database.ts";
+import { tempDir } from "./helpers/binary.ts";
+
+const journalEntries = () => (JSON.parse(readFileSync(join(migrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
+
+describe("openDatabase", () => {
+  test("a fresh file gets WAL, the chosen synchronous level, a busy timeout and every migration", () => {
+    const path = join(tempDir(), "fresh.db");
+    for (const [durability, level] of [["full", 2], ["normal", 1]] as const) {
+      const { sqlite } = openDatabase(path, { durability, migrate: true });
+      expect(sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+      expect(sqlite.query("PRAGMA synchronous").get()).toEqual({ synchronous: level });
+      expect(sqlite.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 });
+      expect(sqlite.query("PRAGMA application_id").get()).toEqual({ application_id: APPLICATION_ID });
+      const tables = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all().map((r) => (r as { name: string }).name);
+      expect(tables).toEqual(expect.arrayContaining(["installs", "held_updates", "rejected_reports", "__drizzle_migrations"]));
+      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: journalEntries() });
+      sqlite.close();
+    }
+  });
+
+  test("reopening an existing database keeps its data and applies nothing twice", () => {
+    const path = join(tempDir(), "existing.db");
+    const first = openDatabase(path, { durability: "full", migrate: true });
+    first.sqlite.run("INSERT INTO installs (random_id, type, status, outcome, created_at, updated_at) VALUES ('keep', 'lxc', 'installing', 'in_progress', 1, 1)");
+    first.sqlite.close();
+    const again = openDatabase(path, { durability: "full", migrate: true });
+    expect(again.sqlite.query("SELECT random_id FROM installs").all()).toEqual([{ random_id: "keep" }]);
+    expect(again.sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: journalEntries() });
+    again.sqlite.close();
+  });
+
+  test("another application's SQLite file is refused and left byte-for-byte unchanged", () => {
+    const path = join(tempDir(), "foreign.db");
+    const other = new Database(path);
+    other.run("CREATE TABLE notes (body TEXT)");
+    other.close();
+    const before = readFileSync(path);
+    expect(() => openDatabase(path, { durability: "full", migrate: true })).toThrow(DatabaseOpenError);
+    expect(readFileSync(path)).toEqual(before);
+  });
+
+  test("a corrupted file gives a clear error and is not overwritten", () => {
+    const path = join(tempDir(), "corrupt.db");
+    writeFileSync(path, "this is not a database at all ".repeat(200));
+    const before = readFileSync(path);
+    expect(() => openDatabase(path, { durability: "full", migrate: true })).toThrow(/not a usable SQLite database/);
+    expect(readFileSync(path)).toEqual(before);
+  });
+});

@@ -1,0 +1,62 @@
+// The group-commit writer, against a real store.
+import { describe, expect, test } from "bun:test";
+import { createWriter, StorageUnavailableError } from "../src/ingest/writer.ts";
+import { openDatabase } from "../src/store/database.ts";
+import { createSqliteStore } from "../src/store/sqlite-store.ts";
+import type { Store, WriteOp } from "../src/store/store.ts";
+
+const start = (id: string): WriteOp => ({
+  kind: "start",
+  at: 1,
+  raw: new Uint8Array(),
+  repairs: [],
+  report: {
+    randomId: id, type: "lxc", ctType: 1, diskSize: 8, coreCount: 1, ramSize: 512, osType: "debian", osVersion: "12",
+    disableip6: null, nsapp: "app", method: null, pveVersion: null, status: "installing", outcome: "in_progress", error: null,
+  },
+});
+
+function realStore() {
+  const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
+  return { sqlite, store: createSqliteStore(sqlite, db) };
+}
+
+describe("group-commit writer", () => {
+  test("writes submitted in one turn share one transaction, and resolve only after it", async () => {
+    const { sqlite, store } = realStore();
+    const seen: number[] = [];
+    const spy: Store = { ...store, write: (ops) => (seen.push(ops.length), store.write(ops)) };
+    const writer = createWriter(spy, 1000);
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => writer.submit(start(`w${i}`))));
+    expect(seen).toEqual([50]);
+    expect(results.every((r) => r.kind === "created")).toBe(true);
+    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 50 });
+  });
+
+  test("maxBatch caps a transaction; the rest follows in the next", async () => {
+    const { store } = realStore();
+    const seen: number[] = [];
+    const writer = createWriter({ write: (ops) => (seen.push(ops.length), store.write(ops)) }, 20);
+    await Promise.all(Array.from({ length: 45 }, (_, i) => writer.submit(start(`m${i}`))));
+    expect(seen).toEqual([20, 20, 5]);
+  });
+
+  test("one failing write does not fail its neighbours", async () => {
+    const { store } = realStore();
+    const poison = start("poison");
+    const writer = createWriter({ write: (ops) => (ops.includes(poison) ? (() => { throw new TypeError("bug"); })() : store.write(ops)) }, 100);
+    const outcomes = await Promise.allSettled([writer.submit(start("a")), writer.submit(poison), writer.submit(start("b"))]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(writer.stats.failedBatches).toBe(1);
+  });
+
+  test("SQLite errors become StorageUnavailableError; drain waits for the queue", async () => {
+    const { sqlite, store } = realStore();
+    const writer = createWriter(store, 100);
+    sqlite.run("PRAGMA query_only = ON");
+    const failed = writer.submit(start("x"));
+    await writer.drain();
+    await expect(failed).rejects.toBeInstanceOf(StorageUnavailableError);
+    expect(writer.stats.lastError).toContain("readonly");
+  });
+});

@@ -5,19 +5,23 @@ export const IPV4_MASK = "<ipv4>";
 export const IPV6_MASK = "<ipv6>";
 
 const IPV4 = /(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)/g;
-// Candidates only; each is confirmed with isIPv6. Requiring "::" or at least 7 colons keeps
-// clock times (12:34:56) and MAC addresses out.
-const IPV6 = /(?<![\w:.])[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*[0-9A-Fa-f](?:%[\w.]+)?(?![\w:])|(?<![\w:])::(?![\w:])/g;
+// Each run of hex digits, colons and dots is taken whole, once (the capture inside a lookahead
+// cannot backtrack, so this is linear in the text), then judged by maskV6. A zone (%eth0) is
+// masked with its address.
+const V6_RUN = /(?<![\w:.%])(?=([0-9A-Fa-f:.]+))\1(%\w+)?/g;
+const LONGEST_V6 = 45;
 
-function maskV6(candidate: string): string {
-  const bare = candidate.replace(/%[\w.]+$/, "");
+function maskV6(match: string, run: string, _zone: string | undefined, offset: number, text: string): string {
+  if (/\w/.test(text.charAt(offset + match.length))) return match; // part of a longer word
+  const trailing = /\.+$/.exec(run)?.[0] ?? ""; // a sentence's full stop is not part of it
+  const bare = run.slice(0, run.length - trailing.length);
   const colons = bare.split(":").length - 1;
-  const plausible = bare.includes("::") || colons >= 7 || (colons >= 6 && bare.includes("."));
-  return plausible && isIPv6(bare) ? IPV6_MASK : candidate;
+  // Requiring "::" or 7 colons keeps clock times (12:34:56) and MAC addresses out; a lone "::"
+  // is pacman's prompt far more often than the unspecified address.
+  const plausible = bare !== "::" && (bare.includes("::") || colons >= 7 || (colons >= 6 && bare.includes(".")));
+  return plausible && bare.length <= LONGEST_V6 && isIPv6(bare) ? IPV6_MASK + trailing : match;
 }
 
 export function maskIpAddresses(text: string): string {
-  return text
-    .replace(IPV6, maskV6)
-    .replace(IPV4, (candidate) => (isIPv4(candidate) ? IPV4_MASK : candidate));
+  return text.replace(V6_RUN, maskV6).replace(IPV4, (candidate) => (isIPv4(candidate) ? IPV4_MASK : candidate));
 }

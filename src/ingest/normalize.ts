@@ -23,9 +23,9 @@ class FieldError extends Error {
   }
 }
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // ANSI colour/cursor sequences that scripts print into their error output.
-const ANSI = /\u001b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)|[@-Z\\-_])/g;
+const ANSI = /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)|[ -/]+[0-~]|[0-~])|\u009b[0-?]*[ -/]*[@-~]/g;
 
 function cut(text: string, max: number): string {
   if (text.length <= max) return text;
@@ -46,7 +46,7 @@ function asText(body: JsonObject, key: string): string | null {
 function label(body: JsonObject, key: string, max: number): string | null {
   const raw = asText(body, key);
   if (raw === null) return null;
-  const text = cut(raw.replace(ANSI, "").replace(/[\u0000-\u001f\u007f]+/g, " ").trim(), max).trim();
+  const text = cut(raw.replace(ANSI, "").replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim(), max).trim();
   return text === "" ? null : text;
 }
 
@@ -57,8 +57,10 @@ function errorText(body: JsonObject, key: string, opts: NormalizeOptions): strin
   let text = raw
     .replace(ANSI, "")
     .replace(/\r\n?/g, "\n")
-    .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "")
+    .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, "")
     .trim();
+  // Cut first (with room for an address at the edge), so masking never works on more than it keeps.
+  text = cut(text, opts.maxErrorLength + 64);
   if (opts.maskIps) text = maskIpAddresses(text);
   text = cut(text, opts.maxErrorLength).trim();
   return text === "" ? null : text;
@@ -89,6 +91,7 @@ function numeric(body: JsonObject, key: string, unit: Unit, integer: boolean): n
     throw new FieldError(key, `${key} must be a number, got ${typeof v === "boolean" ? "a boolean" : Array.isArray(v) ? "an array" : "an object"}`);
   }
   if (!Number.isFinite(n) || n < 0) throw new FieldError(key, `${key} must be a non-negative number`);
+  if (n === 0) n = 0; // -0 is stored as 0
   if (integer) {
     // Units can make whole values fractional (1.5G of RAM is 1536 MiB, 100M of RAM is not whole): round those.
     const whole = unit === "none" ? n : Math.round(n);

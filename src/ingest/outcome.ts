@@ -12,7 +12,8 @@ const IN_PROGRESS = new Set([
 // A failure caused by the user pressing Ctrl-C: the reference client reports it as
 // status "failed" with error "INTERRUPTED"; exit code 130 is bash's code for SIGINT.
 // TERMINATED (SIGTERM) stays a failure: it is as often a host shutdown or a timeout.
-const USER_INTERRUPT = /^\s*(interrupted|sigint\b|aborted by user|cancell?ed by user|user (abort|cancel)|(exit(ed)?( with)?( code)?|code)\s*:?\s*130\b)/i;
+const USER_INTERRUPT =
+  /^\s*(interrupted|sigint\b|130\s*$|aborted by user|cancell?ed by user|user (abort|cancel)|(script )?terminated by (user|ctrl[-+ ]?c)|(exit(ed)?( with)?( (code|status))?|code|status)\s*:?\s*130\b)/i;
 
 export function deriveOutcome(status: string, error: string | null): Outcome {
   if (SUCCESS.has(status)) return "success";

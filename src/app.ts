@@ -6,6 +6,7 @@ import { ingestRoutes } from "./ingest/routes.ts";
 import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer.ts";
 import { healthRoutes } from "./ops/health.ts";
 import type { Logger } from "./ops/log.ts";
+import { QueryError } from "./report/query.ts";
 import { reportRoutes } from "./report/routes.ts";
 import type { Store } from "./store/store.ts";
 import { apiDocs } from "./web/api-docs.ts";
@@ -31,6 +32,10 @@ export function createApp(deps: AppDeps) {
         set.headers["retry-after"] = String(RETRY_AFTER_SECONDS);
         return errorBody("storage_unavailable", "the database cannot accept writes right now; retry later");
       }
+      if (error instanceof QueryError) {
+        set.status = 422;
+        return errorBody("invalid_field", error.message, error.field);
+      }
       switch (code) {
         case "NOT_FOUND":
           set.status = 404;
@@ -53,7 +58,7 @@ export function createApp(deps: AppDeps) {
     .use(apiDocs({ version }))
     .use(healthRoutes({ version, writerStats: writer.stats, clock }))
     .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config }))
-    .use(reportRoutes(deps.store));
+    .use(reportRoutes({ store: deps.store, clock }));
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

@@ -8,6 +8,7 @@ import { createLogger } from "./ops/log.ts";
 import { DatabaseOpenError, openDatabase } from "./store/database.ts";
 import { createSqliteStore } from "./store/sqlite-store.ts";
 import { listRejected } from "./store/rejected-log.ts";
+import { verifyRollups } from "./report/verify.ts";
 import { rejectedReports, type RejectReason } from "./store/schema.ts";
 
 const VERSION = pkg.version;
@@ -19,6 +20,7 @@ Usage: installstats <command> [options]
 Commands:
   serve      run the HTTP service (default)
   migrate    apply pending database migrations and exit
+  verify     check database integrity and that every rollup equals a recount of the records
   rejected   list the rejected-reports log as NDJSON, newest first
              [--limit N (default 100)] [--reason invalid_json|invalid_field|already_final|repaired|payload_too_large]
 
@@ -78,6 +80,20 @@ function printRejected(config: Config, flags: Record<string, string | boolean | 
   sqlite.close();
 }
 
+function verify(config: Config): number {
+  const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+  const integrity = (sqlite.query("PRAGMA integrity_check").all() as { integrity_check: string }[]).map((r) => r.integrity_check);
+  const progress = process.stderr.isTTY
+    ? (day: number, end: number) => process.stderr.write(`\rverifying ${new Date(day).toISOString().slice(0, 10)} (until ${new Date(end).toISOString().slice(0, 10)})`)
+    : undefined;
+  const rollups = verifyRollups(createSqliteStore(sqlite, db), progress);
+  if (progress) process.stderr.write("\n");
+  sqlite.close();
+  const ok = integrity.length === 1 && integrity[0] === "ok" && rollups.ok;
+  console.log(JSON.stringify({ ok, integrity, rollups }, null, 2));
+  return ok ? 0 : 1;
+}
+
 async function run(argv: string[]): Promise<number> {
   const first = argv[0];
   if (first === "-v" || first === "--version" || first === "version") {
@@ -109,6 +125,8 @@ async function run(argv: string[]): Promise<number> {
     case "rejected":
       printRejected(config, flags);
       return 0;
+    case "verify":
+      return verify(config);
     default:
       throw new UsageError(`unknown command "${command}"; see installstats --help`);
   }

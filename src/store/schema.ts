@@ -1,6 +1,6 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
-import { sqliteTable, text, integer, real, blob, index } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const installs = sqliteTable(
   "installs",
@@ -26,7 +26,11 @@ export const installs = sqliteTable(
     durationMs: integer("duration_ms"),
     repaired: integer("repaired", { mode: "boolean" }).notNull().default(false),
   },
-  (t) => [index("installs_created_at").on(t.createdAt)],
+  (t) => [
+    index("installs_created_at").on(t.createdAt),
+    // Per-app listings and scans stay fast however rare the app.
+    index("installs_nsapp_created_at").on(t.nsapp, t.createdAt),
+  ],
 );
 
 /** Status updates that arrived before their start report; applied when it comes. */
@@ -63,3 +67,40 @@ export type NewInstallRow = typeof installs.$inferInsert;
 export type RejectedRow = typeof rejectedReports.$inferInsert;
 export type RejectReason = RejectedRow["reason"];
 export type Outcome = InstallRow["outcome"];
+
+/**
+ * Rollup cells (src/report/rollup.ts): one row per grain (0 hour, 1 day) x time bucket x app slice
+ * ("*" every app, "=<nsapp>" one app), kept in the same transaction as every write to `installs`.
+ * The RollupData is split in three JSON columns so a query parses only what it needs: the
+ * per-app counts (large on "*" rows) and the error counts are apart from the rest.
+ */
+export const rollups = sqliteTable(
+  "rollups",
+  {
+    id: integer("id").primaryKey(),
+    grain: integer("grain").notNull(),
+    app: text("app").notNull(),
+    bucket: integer("bucket").notNull(),
+    /** Every dimension but nsapp, and the duration histograms. */
+    data: text("data").notNull(),
+    /** The nsapp dimension ("*" rows only). */
+    apps: text("apps").notNull(),
+    /** Error signature id -> failed installs. */
+    errors: text("errors").notNull(),
+  },
+  (t) => [uniqueIndex("rollups_cell").on(t.grain, t.app, t.bucket)],
+);
+
+/** What is known of each error signature across all time: an example and where it was seen. */
+export const errorSignatures = sqliteTable("error_signatures", {
+  id: text("id").primaryKey(),
+  signature: text("signature").notNull(),
+  example: text("example").notNull(),
+  firstSeen: integer("first_seen").notNull(),
+  lastSeen: integer("last_seen").notNull(),
+  /** JSON array of the apps that have failed with this signature. */
+  apps: text("apps").notNull(),
+});
+
+export type RollupRow = typeof rollups.$inferSelect;
+export type ErrorSignatureRow = typeof errorSignatures.$inferSelect;

@@ -1,11 +1,14 @@
 // SQLite implementation of the Store: one connection, prepared statements, one transaction per batch.
 import type { Database } from "bun:sqlite";
-import { eq, sql, getTableColumns, type Placeholder } from "drizzle-orm";
+import { and, eq, sql, getTableColumns, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./database.ts";
-import { installs, heldUpdates, rejectedReports } from "./schema.ts";
+import { installs, heldUpdates, rejectedReports, rollups, errorSignatures, type InstallRow } from "./schema.ts";
 import { RESULT_STATUS, type Rejection, type Store, type WriteOp, type WriteResult } from "./store.ts";
 import { isFinal } from "../ingest/outcome.ts";
+import { createSqliteReads } from "./sqlite-reads.ts";
+import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns } from "../report/rollup.ts";
+import { SignatureSightings, failureSignatureId } from "../report/error-signature.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -58,6 +61,32 @@ function prepareStatements(db: Db) {
       .insert(rejectedReports)
       .values(placeholdersFor(rejectedReports))
       .prepare(),
+    getRollup: db
+      .select({ data: rollups.data, apps: rollups.apps, errors: rollups.errors })
+      .from(rollups)
+      .where(and(eq(rollups.grain, sql.placeholder("grain")), eq(rollups.app, sql.placeholder("app")), eq(rollups.bucket, sql.placeholder("bucket"))))
+      .prepare(),
+    putRollup: db
+      .insert(rollups)
+      .values({ ...placeholdersFor(rollups), id: sql`NULL` })
+      .onConflictDoUpdate({
+        target: [rollups.grain, rollups.app, rollups.bucket],
+        set: { data: sql`excluded.data`, apps: sql`excluded.apps`, errors: sql`excluded.errors` },
+      })
+      .prepare(),
+    deleteRollup: db
+      .delete(rollups)
+      .where(and(eq(rollups.grain, sql.placeholder("grain")), eq(rollups.app, sql.placeholder("app")), eq(rollups.bucket, sql.placeholder("bucket"))))
+      .prepare(),
+    getSignature: db.select().from(errorSignatures).where(eq(errorSignatures.id, byId.id)).prepare(),
+    putSignature: db
+      .insert(errorSignatures)
+      .values(placeholdersFor(errorSignatures))
+      .onConflictDoUpdate({
+        target: errorSignatures.id,
+        set: { firstSeen: sql`excluded.first_seen`, lastSeen: sql`excluded.last_seen`, apps: sql`excluded.apps` },
+      })
+      .prepare(),
   };
 }
 
@@ -83,12 +112,23 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     );
   };
 
-  function applyStart(op: Extract<WriteOp, { kind: "start" }>): WriteResult {
+  /** What one batch changes besides the rows themselves; merged in before COMMIT. */
+  interface BatchEffects {
+    deltas: RollupDeltas;
+    sightings: SignatureSightings;
+  }
+
+  /** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
+  function count(fx: BatchEffects, row: InstallRow, sign: 1 | -1, at: number): void {
+    fx.deltas.add(row, row.outcome, sign, failureSignatureId(row.outcome, row.error));
+    if (sign === 1 && row.outcome === "failed" && row.error !== null) fx.sightings.see(row.error, row.nsapp, at);
+  }
+
+  function applyStart(op: Extract<WriteOp, { kind: "start" }>, fx: BatchEffects): WriteResult {
     const { report } = op;
     if (q.findInstall.get({ id: report.randomId })) return { kind: "duplicate" };
     const held = q.findHeld.get({ id: report.randomId });
-    const repaired = op.repairs.length > 0 || (held?.repaired ?? false);
-    q.insertInstall.run({
+    const row: InstallRow = {
       ...report,
       // A final status that arrived first wins over the start report's "installing";
       // its duration is unknown, since it came before the start.
@@ -98,17 +138,19 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       createdAt: op.at,
       updatedAt: op.at,
       durationMs: null,
-      repaired,
-    });
+      repaired: op.repairs.length > 0 || (held?.repaired ?? false),
+    };
+    q.insertInstall.run(row);
     if (held) q.deleteHeld.run({ id: report.randomId });
-    const result: WriteResult = { kind: "created", outcome: held?.outcome ?? report.outcome };
+    count(fx, row, 1, op.at);
+    const result: WriteResult = { kind: "created", outcome: row.outcome };
     logRepair(op, result, report.randomId);
     return result;
   }
 
-  function applyUpdate(op: Extract<WriteOp, { kind: "update" }>): WriteResult {
+  function applyUpdate(op: Extract<WriteOp, { kind: "update" }>, fx: BatchEffects): WriteResult {
     const { update } = op;
-    const record = q.findInstall.get({ id: update.randomId });
+    const record = q.getInstall.get({ id: update.randomId });
     const current = record?.outcome ?? q.findHeld.get({ id: update.randomId })?.outcome;
     if (current !== undefined && isFinal(current)) {
       logRejection(
@@ -128,15 +170,18 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     const repaired = op.repairs.length > 0;
     let result: WriteResult;
     if (record) {
-      q.finishInstall.run({
-        id: update.randomId,
+      const updated: InstallRow = {
+        ...record,
         status: update.status,
         outcome: update.outcome,
         error: update.error,
         updatedAt: op.at,
         durationMs: isFinal(update.outcome) ? Math.max(0, op.at - record.createdAt) : null,
-        repaired,
-      });
+        repaired: record.repaired || repaired,
+      };
+      q.finishInstall.run({ id: update.randomId, ...updated });
+      count(fx, record, -1, op.at);
+      count(fx, updated, 1, op.at);
       result = { kind: "updated", outcome: update.outcome };
     } else {
       q.upsertHeld.run({ ...update, receivedAt: op.at, repaired });
@@ -146,21 +191,53 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     return result;
   }
 
-  function apply(op: WriteOp): WriteResult {
+  function mergeRollups(deltas: RollupDeltas): void {
+    for (const { key, data } of deltas.cells.values()) {
+      const stored = q.getRollup.get(key);
+      const merged = mergeInto(stored ? fromColumns(stored) : emptyData(), data);
+      if (isEmpty(merged)) q.deleteRollup.run(key);
+      else q.putRollup.run({ ...key, ...toColumns(merged) });
+    }
+  }
+
+  function mergeSightings(sightings: SignatureSightings): void {
+    for (const [id, seen] of sightings.seen) {
+      const stored = q.getSignature.get({ id });
+      const apps = new Set<string>(stored ? (JSON.parse(stored.apps) as string[]) : []);
+      for (const app of seen.apps) apps.add(app);
+      q.putSignature.run({
+        id,
+        signature: seen.signature,
+        example: stored?.example ?? seen.example,
+        firstSeen: Math.min(stored?.firstSeen ?? seen.firstSeen, seen.firstSeen),
+        lastSeen: Math.max(stored?.lastSeen ?? seen.lastSeen, seen.lastSeen),
+        apps: JSON.stringify([...apps].sort()),
+      });
+    }
+  }
+
+  function apply(op: WriteOp, fx: BatchEffects): WriteResult {
     switch (op.kind) {
       case "start":
-        return applyStart(op);
+        return applyStart(op, fx);
       case "update":
-        return applyUpdate(op);
+        return applyUpdate(op, fx);
       case "reject":
         logRejection(op.rejection, op.at);
         return { kind: "logged" };
     }
   }
 
-  const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => ops.map(apply));
+  const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
+    const fx: BatchEffects = { deltas: new RollupDeltas(), sightings: new SignatureSightings() };
+    const results = ops.map((op) => apply(op, fx));
+    mergeRollups(fx.deltas);
+    mergeSightings(fx.sightings);
+    return results;
+  });
 
   return {
+    ...createSqliteReads(sqlite, db),
     write: (ops) => writeBatch.immediate(ops),
     getInstall: (randomId) => q.getInstall.get({ id: randomId }),
     close: () => sqlite.close(),

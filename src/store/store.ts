@@ -1,6 +1,7 @@
 // The narrow storage interface: ingestion and the read API depend on this, not on SQLite,
 // so another backend (PostgreSQL) can sit beside the SQLite one.
-import type { InstallRow, NewInstallRow, Outcome, RejectReason } from "./schema.ts";
+import type { ErrorSignatureRow, InstallRow, NewInstallRow, Outcome, RejectReason } from "./schema.ts";
+import type { Grain, RollupData, RollupPart } from "../report/rollup.ts";
 
 /** Every column present (null when absent): the prepared insert binds each one. */
 type Complete<T> = { [K in keyof T]-?: Exclude<T[K], undefined> };
@@ -56,7 +57,51 @@ export const RESULT_STATUS = {
   logged: 0, // a rejection carries its own status
 } as const satisfies Record<WriteResult["kind"], number>;
 
-export interface Store {
+/** Which installs a read covers; times are epoch ms, `to` exclusive. */
+export interface InstallFilter {
+  nsapp?: string;
+  status?: string;
+  outcome?: Outcome;
+  type?: string;
+  osType?: string;
+  osVersion?: string;
+  pveVersion?: string;
+  method?: string;
+  from?: number;
+  to?: number;
+  /** Free text, matched in app name and error text. */
+  q?: string;
+}
+
+/** Position after the last row of a page (newest first). */
+export interface ListCursor {
+  createdAt: number;
+  rowid: number;
+}
+
+export interface RollupSelection {
+  grain: Grain;
+  app: string;
+  from: number;
+  to: number;
+  parts: readonly RollupPart[];
+}
+
+export interface StoreReads {
+  /** Newest first, `limit` rows after `after`; `next` is null on the last page. */
+  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor }): { rows: InstallRow[]; next: ListCursor | null };
+  /** Every matching install, oldest first, streamed (constant memory). */
+  iterateInstalls(filter: InstallFilter): Iterable<InstallRow>;
+  /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first. */
+  readRollups(selection: RollupSelection): { bucket: number; data: RollupData }[];
+  /** Every rollup cell of one grain with bucket in [from, to), all app slices. */
+  rollupCells(grain: Grain, from: number, to: number): { app: string; bucket: number; data: RollupData }[];
+  signatures(ids: readonly string[]): ErrorSignatureRow[];
+  /** created_at of the oldest and newest install, or null when there are none. */
+  recordSpan(): { first: number; last: number } | null;
+}
+
+export interface Store extends StoreReads {
   /** Applies the operations in one transaction, in order. Throws if the transaction cannot commit. */
   write(ops: readonly WriteOp[]): WriteResult[];
   getInstall(randomId: string): InstallRow | undefined;

@@ -1,0 +1,162 @@
+// Rollups: per time bucket (hour, day) and per app slice ("*" = every app), the counts of every
+// dimension value by outcome, plus duration histograms and error-signature counts.
+// One row holds every dimension, so a write batch touches (distinct apps + 1) x grains rows
+// however many dimensions there are (docs/decisions.md, "Rollups").
+import type { InstallRow, Outcome } from "../store/schema.ts";
+
+export const OUTCOMES = ["success", "failed", "aborted", "in_progress", "unknown"] as const satisfies readonly Outcome[];
+export const OUTCOME_INDEX: Record<Outcome, number> = { success: 0, failed: 1, aborted: 2, in_progress: 3, unknown: 4 };
+
+/** Dimensions a breakdown can group by. */
+export const DIMENSIONS = ["nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size"] as const;
+export type Dimension = (typeof DIMENSIONS)[number];
+
+/** Row slice of every app; one app's slice is appSlice(nsapp) (prefixed, so no app name can collide). */
+export const ALL_APPS = "*";
+export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
+export const HOUR = 3_600_000;
+export const DAY = 24 * HOUR;
+export const GRAINS = { hour: 0, day: 1 } as const;
+export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
+export const GRAIN_MS: Record<Grain, number> = { 0: HOUR, 1: DAY };
+
+/** Counts by outcome, indexed as OUTCOMES. */
+export type Counts = [number, number, number, number, number];
+
+export interface RollupData {
+  /** dimension -> value -> counts; "" stands for an absent value. */
+  dims: Partial<Record<Dimension, Record<string, Counts>>>;
+  /** outcome -> duration bin -> installs that finished with that outcome and a known duration. */
+  dur: Partial<Record<Outcome, Record<string, number>>>;
+  /** error signature id -> failed installs with that signature. */
+  err: Record<string, number>;
+}
+
+/** The fields of a record that rollups read. */
+export type RollupRecord = Pick<
+  InstallRow,
+  "nsapp" | "osType" | "osVersion" | "pveVersion" | "type" | "method" | "status" | "ctType" | "coreCount" | "ramSize" | "outcome" | "createdAt" | "durationMs" | "error"
+>;
+
+const text = (v: string | number | null): string => (v === null ? "" : String(v));
+
+export function dimensionValue(r: RollupRecord, dim: Dimension): string {
+  switch (dim) {
+    case "nsapp": return text(r.nsapp);
+    case "os": return [r.osType, r.osVersion].filter((v) => v !== null).join(" ");
+    case "pve_version": return text(r.pveVersion);
+    case "type": return r.type;
+    case "method": return text(r.method);
+    case "status": return r.status;
+    case "ct_type": return text(r.ctType);
+    case "core_count": return text(r.coreCount);
+    case "ram_size": return text(r.ramSize);
+  }
+}
+
+// Durations in log-spaced bins, four per doubling (each bin spans +19%), from 1 s to ~18 days.
+const BINS_PER_DOUBLING = 4;
+export function durationBin(ms: number): number {
+  const s = Math.max(ms, 1000) / 1000;
+  return Math.min(Math.floor(Math.log2(s) * BINS_PER_DOUBLING), 80);
+}
+/** The geometric middle of a bin, in seconds. */
+export const binMiddleSeconds = (bin: number): number => 2 ** ((bin + 0.5) / BINS_PER_DOUBLING);
+
+export const bucketStart = (t: number, grain: Grain): number => t - (t % GRAIN_MS[grain]);
+
+export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: {} });
+
+/** Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of record `r` into `d`. */
+export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, app: string, errorSig: string | null): void {
+  const i = OUTCOME_INDEX[outcome];
+  for (const dim of DIMENSIONS) {
+    if (dim === "nsapp" && app !== ALL_APPS) continue; // an app row is its own nsapp
+    const values = (d.dims[dim] ??= {});
+    const counts = (values[dimensionValue(r, dim)] ??= [0, 0, 0, 0, 0]);
+    counts[i] = counts[i]! + sign;
+  }
+  if (r.durationMs !== null && outcome !== "in_progress") {
+    const bins = (d.dur[outcome] ??= {});
+    const bin = durationBin(r.durationMs);
+    bins[bin] = (bins[bin] ?? 0) + sign;
+  }
+  if (errorSig !== null && outcome === "failed") d.err[errorSig] = (d.err[errorSig] ?? 0) + sign;
+}
+
+/** a += b, dropping entries that reach zero so a row always equals a recount. */
+export function mergeInto(a: RollupData, b: RollupData): RollupData {
+  for (const [dim, values] of Object.entries(b.dims) as [Dimension, Record<string, Counts>][]) {
+    const target = (a.dims[dim] ??= {});
+    for (const [value, counts] of Object.entries(values)) {
+      const t = (target[value] ??= [0, 0, 0, 0, 0]);
+      for (let k = 0; k < 5; k++) t[k]! += counts[k]!;
+      if (t.every((n) => n === 0)) delete target[value];
+    }
+    if (Object.keys(target).length === 0) delete a.dims[dim];
+  }
+  for (const [outcome, bins] of Object.entries(b.dur) as [Outcome, Record<string, number>][]) {
+    const target = (a.dur[outcome] ??= {});
+    for (const [bin, n] of Object.entries(bins)) {
+      const v = (target[bin] ?? 0) + n;
+      if (v === 0) delete target[bin];
+      else target[bin] = v;
+    }
+    if (Object.keys(target).length === 0) delete a.dur[outcome];
+  }
+  for (const [sig, n] of Object.entries(b.err)) {
+    const v = (a.err[sig] ?? 0) + n;
+    if (v === 0) delete a.err[sig];
+    else a.err[sig] = v;
+  }
+  return a;
+}
+
+export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length === 0;
+
+/** Row key of a rollup cell. */
+export type RollupKey = {
+  grain: Grain;
+  app: string;
+  bucket: number;
+};
+
+/**
+ * Deltas of one write batch, collected in memory and merged into the stored rows in the same
+ * transaction: each row is read and written once per batch, whatever the number of records.
+ */
+export class RollupDeltas {
+  readonly cells = new Map<string, { key: RollupKey; data: RollupData }>();
+
+  /** Counts `sign` installs of `r` as `outcome` in every row it belongs to. */
+  add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
+    for (const grain of [GRAINS.hour, GRAINS.day]) {
+      const bucket = bucketStart(r.createdAt, grain);
+      for (const app of [ALL_APPS, appSlice(r.nsapp)]) {
+        const id = `${grain}|${bucket}|${app}`;
+        let cell = this.cells.get(id);
+        if (!cell) this.cells.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
+        addRecord(cell.data, r, outcome, sign, app, errorSig);
+      }
+    }
+  }
+}
+
+/** How a cell is stored: three JSON columns, so readers parse only the part they need. */
+export interface RollupColumns {
+  data: string;
+  apps: string;
+  errors: string;
+}
+export type RollupPart = keyof RollupColumns;
+
+export function toColumns(d: RollupData): RollupColumns {
+  const { nsapp, ...rest } = d.dims;
+  return { data: JSON.stringify({ dims: rest, dur: d.dur }), apps: JSON.stringify(nsapp ?? {}), errors: JSON.stringify(d.err) };
+}
+
+export function fromColumns(c: Partial<RollupColumns>): RollupData {
+  const base = c.data ? (JSON.parse(c.data) as Pick<RollupData, "dims" | "dur">) : { dims: {}, dur: {} };
+  if (c.apps && c.apps !== "{}") base.dims.nsapp = JSON.parse(c.apps) as Record<string, Counts>;
+  return { dims: base.dims, dur: base.dur, err: c.errors ? (JSON.parse(c.errors) as Record<string, number>) : {} };
+}

@@ -1,0 +1,289 @@
+// The read API against independent recounts: generated installs go in through HTTP (updates
+// crossing hour and day boundaries, updates before their start, aborted, unknown, stuck), and
+// every aggregate is compared with a plain recount of the raw rows.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { startReport, testApp } from "./helpers/app.ts";
+import { errorSignature } from "../src/report/error-signature.ts";
+import { verifyRollups } from "../src/report/verify.ts";
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const APPS = Array.from({ length: 12 }, (_, i) => `app-${i}`);
+const ERRORS = ["exit code 1", "exit code 100", "Failed at line 42: apt-get install -y curl", "curl: (6) Could not resolve host: github.com", "unable to create CT 105 - storage 'local-lvm' does not exist"];
+
+function prng(seed: number) {
+  return () => {
+    seed = (seed * 1664525 + 1013904223) >>> 0;
+    return seed / 2 ** 32;
+  };
+}
+
+type Event = { t: number; path: string; body: object };
+
+/** Installs over ~40 days; some updates come hours later, some before their start. */
+function generate(n: number, start: number, seed = 7): Event[] {
+  const rnd = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const events: Event[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = `gen-${seed}-${i}`;
+    const t = start + Math.floor(rnd() * 40 * DAY);
+    const app = APPS[Math.min(APPS.length - 1, Math.floor(rnd() ** 2 * APPS.length))]!;
+    const vm = rnd() < 0.2;
+    events.push({
+      t,
+      path: "/upload",
+      body: startReport(id, {
+        nsapp: app,
+        type: vm ? "vm" : "lxc",
+        ct_type: vm ? 2 : 1,
+        os_type: pick(["debian", "ubuntu", "alpine"]),
+        os_version: pick(["12", "24.04", "3.20"]),
+        pve_version: pick(["8.2.2", "8.3.0", "9.0.3", "not found"]),
+        method: pick(["default", "advanced"]),
+        core_count: pick([1, 2, 4]),
+        ram_size: pick([512, 2048]),
+      }),
+    });
+    const r = rnd();
+    const later = Math.floor(rnd() * 5 * HOUR); // often into the next hour, sometimes the next day
+    if (r < 0.6) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "done", error: "none", random_id: id } });
+    else if (r < 0.8) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "failed", error: `${pick(ERRORS)} on 10.0.0.${i % 250}`, random_id: id } });
+    else if (r < 0.85) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "failed", error: "INTERRUPTED", random_id: id } });
+    else if (r < 0.88) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "weird", random_id: id } });
+    else if (r < 0.93) events.push({ t: t - 1000, path: "/upload/updatestatus", body: { status: "done", random_id: id } }); // before its start
+    // else: stays in progress
+  }
+  return events.sort((a, b) => a.t - b.t);
+}
+
+type Row = {
+  random_id: string; nsapp: string | null; type: string; os_type: string | null; os_version: string | null; pve_version: string | null;
+  method: string | null; status: string; outcome: string; error: string | null; created_at: number; duration_ms: number | null;
+};
+
+const t = testApp();
+const base = Date.parse("2026-03-01T00:00:00Z");
+let rows: Row[] = [];
+
+beforeAll(async () => {
+  t.clock.advance(base - t.clock()); // the events are absolute times from `base`
+  for (const e of generate(1500, base)) {
+    t.clock.advance(e.t - t.clock());
+    const res = await t.post(e.path, e.body);
+    expect(res.status).toBeLessThan(300);
+  }
+  rows = t.sqlite.query("SELECT * FROM installs").all() as Row[];
+});
+
+const inWindow = (from: number, to: number) => rows.filter((r) => r.created_at >= from && r.created_at < to);
+const countBy = <K extends string>(list: Row[], key: (r: Row) => K) => {
+  const m = new Map<K, number>();
+  for (const r of list) m.set(key(r), (m.get(key(r)) ?? 0) + 1);
+  return m;
+};
+const outcomes = (list: Row[]) => {
+  const c = countBy(list, (r) => r.outcome);
+  return { total: list.length, success: c.get("success") ?? 0, failed: c.get("failed") ?? 0, aborted: c.get("aborted") ?? 0, in_progress: c.get("in_progress") ?? 0, unknown: c.get("unknown") ?? 0 };
+};
+const iso = (ms: number) => new Date(ms).toISOString();
+const WINDOWS = [
+  { name: "whole range", from: base - DAY, to: base + 45 * DAY },
+  { name: "ragged hours", from: base + 3 * DAY + 5 * HOUR, to: base + 17 * DAY + 13 * HOUR },
+  { name: "within one day", from: base + 10 * DAY + 2 * HOUR, to: base + 10 * DAY + 9 * HOUR },
+];
+
+describe("aggregates equal a recount of the raw rows", () => {
+  test("the data has every case in it", () => {
+    const o = outcomes(rows);
+    expect(o.total).toBe(1500);
+    for (const k of ["success", "failed", "aborted", "in_progress", "unknown"] as const) expect(o[k]).toBeGreaterThan(10);
+  });
+
+  for (const w of WINDOWS) {
+    test(`summary, ${w.name}`, async () => {
+      const res = await t.get(`/api/stats/summary?from=${iso(w.from)}&to=${iso(w.to)}`);
+      expect(res.status).toBe(200);
+      const expected = outcomes(inWindow(w.from, w.to));
+      expect(res.body).toMatchObject({ ...expected, source: "rollup" });
+      expect(res.body.success_rate).toBeCloseTo(expected.success / (expected.success + expected.failed), 4);
+    });
+
+    test(`breakdown by every dimension, ${w.name}`, async () => {
+      const dims: Record<string, (r: Row) => string> = {
+        nsapp: (r) => r.nsapp ?? "",
+        type: (r) => r.type,
+        os: (r) => [r.os_type, r.os_version].filter((v) => v !== null).join(" "),
+        pve_version: (r) => r.pve_version ?? "",
+        method: (r) => r.method ?? "",
+        status: (r) => r.status,
+      };
+      for (const [by, key] of Object.entries(dims)) {
+        const res = await t.get(`/api/stats/breakdown?by=${by}&limit=1000&from=${iso(w.from)}&to=${iso(w.to)}`);
+        const got = Object.fromEntries((res.body.groups as { value: string; total: number; failed: number }[]).map((g) => [g.value, [g.total, g.failed]]));
+        const want: Record<string, [number, number]> = {};
+        for (const r of inWindow(w.from, w.to)) {
+          const v = key(r);
+          want[v] ??= [0, 0];
+          want[v]![0]++;
+          if (r.outcome === "failed") want[v]![1]++;
+        }
+        expect(got).toEqual(want);
+      }
+    });
+
+    test(`errors by signature, ${w.name}`, async () => {
+      const res = await t.get(`/api/stats/errors?limit=1000&from=${iso(w.from)}&to=${iso(w.to)}`);
+      const failed = inWindow(w.from, w.to).filter((r) => r.outcome === "failed" && r.error !== null);
+      const want = countBy(failed, (r) => errorSignature(r.error)!);
+      const got = res.body.signatures as { signature: string; count: number; apps: string[]; example: string }[];
+      expect(Object.fromEntries(got.map((s) => [s.signature, s.count]))).toEqual(Object.fromEntries(want));
+      expect(res.body.total_failed).toBe(failed.length);
+      for (const s of got) {
+        const apps = new Set(failed.filter((r) => errorSignature(r.error) === s.signature).map((r) => r.nsapp));
+        for (const app of apps) expect(s.apps).toContain(app!);
+        expect(errorSignature(s.example)).toBe(s.signature); // the example really has that signature
+      }
+    });
+  }
+
+  test("signatures normalize numbers and masked addresses", async () => {
+    const res = await t.get(`/api/stats/errors?from=${iso(base - DAY)}&to=${iso(base + 45 * DAY)}`);
+    const sigs = (res.body.signatures as { signature: string }[]).map((s) => s.signature);
+    expect(sigs).toContain("exit code <n> on <ip>");
+    expect(sigs.length).toBeLessThanOrEqual(ERRORS.length);
+  });
+
+  test("timeseries per day and per hour, zero-filled", async () => {
+    const from = base + 2 * DAY;
+    const to = base + 9 * DAY;
+    const daily = await t.get(`/api/stats/timeseries?interval=day&from=${iso(from)}&to=${iso(to)}`);
+    const points = daily.body.points as { t: string; total: number; failed: number }[];
+    expect(points.length).toBe(7);
+    for (const p of points) {
+      const start = Date.parse(p.t);
+      const want = outcomes(inWindow(start, start + DAY));
+      expect([p.total, p.failed]).toEqual([want.total, want.failed]);
+    }
+    const hourly = await t.get(`/api/stats/timeseries?interval=hour&from=${iso(from)}&to=${iso(from + DAY)}`);
+    const hours = hourly.body.points as { t: string; total: number }[];
+    expect(hours.length).toBe(24);
+    expect(hours.map((p) => p.total)).toEqual(hours.map((p) => inWindow(Date.parse(p.t), Date.parse(p.t) + HOUR).length));
+    const weekly = await t.get(`/api/stats/timeseries?interval=week&from=${iso(base)}&to=${iso(base + 28 * DAY)}`);
+    for (const p of weekly.body.points as { t: string; total: number }[]) {
+      expect(new Date(p.t).getUTCDay()).toBe(1); // Monday
+      expect(p.total).toBe(inWindow(Math.max(Date.parse(p.t), base), Math.min(Date.parse(p.t) + 7 * DAY, base + 28 * DAY)).length);
+    }
+  });
+
+  test("filters: app and outcome from rollups; other combinations by scan, with the same answers", async () => {
+    const w = `from=${iso(base)}&to=${iso(base + 41 * DAY)}`;
+    const all = inWindow(base, base + 41 * DAY);
+    const app = await t.get(`/api/stats/breakdown?by=os&nsapp=app-0&outcome=failed&${w}`);
+    expect(app.body.source).toBe("rollup");
+    const want = countBy(all.filter((r) => r.nsapp === "app-0" && r.outcome === "failed"), (r) => `${r.os_type} ${r.os_version}`);
+    expect(Object.fromEntries((app.body.groups as { value: string; total: number }[]).map((g) => [g.value, g.total]))).toEqual(Object.fromEntries(want));
+
+    const scanned = await t.get(`/api/stats/breakdown?by=nsapp&type=vm&method=default&${w}&limit=100`);
+    expect(scanned.body.source).toBe("scan");
+    const wantScan = countBy(all.filter((r) => r.type === "vm" && r.method === "default"), (r) => r.nsapp ?? "");
+    expect(Object.fromEntries((scanned.body.groups as { value: string; total: number }[]).map((g) => [g.value, g.total]))).toEqual(Object.fromEntries(wantScan));
+
+    const text = await t.get(`/api/stats/summary?q=resolve+host&${w}`);
+    expect(text.body.source).toBe("scan");
+    expect(text.body.total).toBe(all.filter((r) => (r.error ?? "").toLowerCase().includes("resolve host")).length);
+  });
+
+  test("failure-rate ranking respects the minimum-runs floor", async () => {
+    const res = await t.get(`/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=40&from=${iso(base)}&to=${iso(base + 41 * DAY)}`);
+    const groups = res.body.groups as { success: number; failed: number; failure_rate: number }[];
+    expect(groups.length).toBeGreaterThan(0);
+    for (const g of groups) expect(g.success + g.failed).toBeGreaterThanOrEqual(40);
+    for (let i = 1; i < groups.length; i++) expect(groups[i - 1]!.failure_rate).toBeGreaterThanOrEqual(groups[i]!.failure_rate);
+  });
+
+  test("duration percentiles are close to the exact ones", async () => {
+    const res = await t.get(`/api/stats/summary?from=${iso(base - DAY)}&to=${iso(base + 45 * DAY)}`);
+    const durations = rows.filter((r) => r.outcome === "success" && r.duration_ms !== null).map((r) => r.duration_ms! / 1000).sort((a, b) => a - b);
+    const exact = (q: number) => durations[Math.ceil(q * durations.length) - 1]!;
+    const d = res.body.duration as { n: number; median_s: number; p90_s: number };
+    expect(d.n).toBe(durations.length);
+    expect(Math.abs(d.median_s - exact(0.5)) / exact(0.5)).toBeLessThan(0.2);
+    expect(Math.abs(d.p90_s - exact(0.9)) / exact(0.9)).toBeLessThan(0.2);
+  });
+
+  test("top apps over 30, 90 and 365 days", async () => {
+    const res = await t.get("/api/stats/top-apps?limit=5");
+    const now = t.clock();
+    for (const [key, days] of [["30d", 30], ["90d", 90], ["365d", 365]] as const) {
+      const win = res.body[key] as { total: number; apps: { nsapp: string; count: number; percent: number }[] };
+      const to = Math.floor(now / HOUR) * HOUR + HOUR;
+      const list = inWindow(to - days * DAY, to);
+      expect(win.total).toBe(list.length);
+      const want = [...countBy(list, (r) => r.nsapp ?? "")].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 5);
+      expect(win.apps.map((a) => [a.nsapp, a.count])).toEqual(want);
+    }
+  });
+
+  test("rollups equal a full recount (verify), and verify notices a tampered cell", () => {
+    const ok = verifyRollups(t.store);
+    expect(ok).toMatchObject({ ok: true, records: 1500, mismatches: [], signatureGaps: 0 });
+    const cell = t.sqlite.query("SELECT id, data FROM rollups WHERE app = '*' AND grain = 1 LIMIT 1").get() as { id: number; data: string };
+    t.sqlite.run("UPDATE rollups SET data = ? WHERE id = ?", [cell.data.replace(/\[(\d+),/, (_, n) => `[${Number(n) + 1},`), cell.id]);
+    const bad = verifyRollups(t.store);
+    expect(bad.ok).toBe(false);
+    expect(bad.mismatches.length).toBe(1);
+    t.sqlite.run("UPDATE rollups SET data = ? WHERE id = ?", [cell.data, cell.id]);
+    expect(verifyRollups(t.store).ok).toBe(true);
+  });
+});
+
+describe("listing", () => {
+  test("cursor pagination walks every record once, newest first, with and without filters", async () => {
+    for (const filter of ["", "&nsapp=app-1", "&outcome=failed&type=lxc"]) {
+      const seen: { random_id: string; created_at: string }[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await t.get(`/api/installs?limit=97${filter}${cursor ? `&cursor=${cursor}` : ""}`);
+        expect(res.status).toBe(200);
+        seen.push(...(res.body.installs as { random_id: string; created_at: string }[]));
+        cursor = res.body.next_cursor as string | null;
+      } while (cursor);
+      const want = t.sqlite
+        .query(`SELECT random_id FROM installs WHERE 1=1 ${filter.replace(/&(\w+)=([\w-]+)/g, (_, k, v) => ` AND ${k} = '${v}'`)} ORDER BY created_at DESC, rowid DESC`)
+        .all()
+        .map((r) => (r as { random_id: string }).random_id);
+      expect(seen.map((r) => r.random_id)).toEqual(want);
+    }
+  });
+
+  test("windows: days, from/to with a date-only end meaning the whole day, and clear errors", async () => {
+    const day = base + 5 * DAY;
+    const res = await t.get(`/api/installs?limit=500&from=${iso(day).slice(0, 10)}&to=${iso(day).slice(0, 10)}`);
+    expect((res.body.installs as unknown[]).length).toBe(inWindow(day, day + DAY).length);
+    expect((await t.get("/api/stats/summary?from=yesterday")).body).toMatchObject({ error: "invalid_field", field: "from" });
+    expect((await t.get("/api/stats/summary?days=7&from=2026-01-01")).body).toMatchObject({ error: "invalid_field", field: "days" });
+    expect((await t.get("/api/stats/summary?from=2026-05-01&to=2026-04-01")).body).toMatchObject({ error: "invalid_field", field: "from" });
+    expect((await t.get("/api/stats/timeseries?interval=hour&days=60")).body).toMatchObject({ error: "invalid_field", field: "interval" });
+    expect((await t.get("/api/stats/breakdown?by=color")).status).toBe(422);
+    expect((await t.get("/api/installs?cursor=bogus")).body).toMatchObject({ error: "invalid_field", field: "cursor" });
+  });
+});
+
+describe("rollups under concurrency", () => {
+  test("concurrent starts and updates, updates racing their starts: rollups still equal a recount", async () => {
+    const c = testApp();
+    const ids = Array.from({ length: 400 }, (_, i) => `race-${i}`);
+    await Promise.all(
+      ids.flatMap((id, i) => [
+        c.post("/upload", startReport(id, { nsapp: APPS[i % APPS.length] })),
+        c.post("/upload/updatestatus", { status: i % 4 ? "done" : "failed", error: `exit code ${i % 3}`, random_id: id }),
+      ]),
+    );
+    const check = verifyRollups(c.store);
+    expect(check).toMatchObject({ ok: true, records: 400 });
+    const summary = await c.get("/api/stats/summary");
+    expect(summary.body.total).toBe(400);
+    expect((summary.body.success as number) + (summary.body.failed as number)).toBe(400);
+  });
+});

@@ -67,15 +67,20 @@ export const bucketStart = (t: number, grain: Grain): number => t - (t % GRAIN_M
 
 export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: {} });
 
+/** A record's value in every dimension, computed once however many cells it is counted in. */
+export function dimensionValues(r: RollupRecord): string[] {
+  return DIMENSIONS.map((dim) => dimensionValue(r, dim));
+}
+
 /** Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of record `r` into `d`. */
-export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, app: string, errorSig: string | null): void {
+export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, app: string, errorSig: string | null, values = dimensionValues(r)): void {
   const i = OUTCOME_INDEX[outcome];
-  for (const dim of DIMENSIONS) {
-    if (dim === "nsapp" && app !== ALL_APPS) continue; // an app row is its own nsapp
-    const values = (d.dims[dim] ??= {});
-    const counts = (values[dimensionValue(r, dim)] ??= [0, 0, 0, 0, 0]);
+  DIMENSIONS.forEach((dim, k) => {
+    if (dim === "nsapp" && app !== ALL_APPS) return; // an app row is its own nsapp
+    const byValue = (d.dims[dim] ??= {});
+    const counts = (byValue[values[k]!] ??= [0, 0, 0, 0, 0]);
     counts[i] = counts[i]! + sign;
-  }
+  });
   if (r.durationMs !== null && outcome !== "in_progress") {
     const bins = (d.dur[outcome] ??= {});
     const bin = durationBin(r.durationMs);
@@ -130,13 +135,14 @@ export class RollupDeltas {
 
   /** Counts `sign` installs of `r` as `outcome` in every row it belongs to. */
   add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
+    const values = dimensionValues(r);
     for (const grain of [GRAINS.hour, GRAINS.day]) {
       const bucket = bucketStart(r.createdAt, grain);
       for (const app of [ALL_APPS, appSlice(r.nsapp)]) {
         const id = `${grain}|${bucket}|${app}`;
         let cell = this.cells.get(id);
         if (!cell) this.cells.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
-        addRecord(cell.data, r, outcome, sign, app, errorSig);
+        addRecord(cell.data, r, outcome, sign, app, errorSig, values);
       }
     }
   }

@@ -7,7 +7,7 @@ import { installs, heldUpdates, rejectedReports, rollups, errorSignatures, type 
 import { RESULT_STATUS, type Rejection, type Store, type WriteOp, type WriteResult } from "./store.ts";
 import { isFinal } from "../ingest/outcome.ts";
 import { createSqliteReads } from "./sqlite-reads.ts";
-import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns } from "../report/rollup.ts";
+import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupData } from "../report/rollup.ts";
 import { SignatureSightings, failureSignatureId } from "../report/error-signature.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
@@ -191,12 +191,37 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     return result;
   }
 
+  // Hot rollup cells stay parsed between batches: most batches touch the same current-hour and
+  // current-day cells, and re-parsing them was a third of the write cost. The cache is dropped
+  // when a transaction fails (it may hold uncommitted merges) and when another connection wrote
+  // to the database (PRAGMA data_version moves), so it never disagrees with the stored rows.
+  const cellCache = new Map<string, RollupData>();
+  const CELL_CACHE_LIMIT = 4096;
+  const dataVersion = sqlite.query("PRAGMA data_version");
+  let seenVersion = -1;
+
+  function checkCache(): void {
+    const { data_version } = dataVersion.get() as { data_version: number };
+    if (data_version !== seenVersion) cellCache.clear();
+    seenVersion = data_version;
+  }
+
   function mergeRollups(deltas: RollupDeltas): void {
-    for (const { key, data } of deltas.cells.values()) {
-      const stored = q.getRollup.get(key);
-      const merged = mergeInto(stored ? fromColumns(stored) : emptyData(), data);
-      if (isEmpty(merged)) q.deleteRollup.run(key);
-      else q.putRollup.run({ ...key, ...toColumns(merged) });
+    for (const [id, { key, data }] of deltas.cells) {
+      let cell = cellCache.get(id);
+      if (cell) cellCache.delete(id); // re-inserted below, as most recently used
+      else {
+        const stored = q.getRollup.get(key);
+        cell = stored ? fromColumns(stored) : emptyData();
+      }
+      mergeInto(cell, data);
+      if (isEmpty(cell)) {
+        q.deleteRollup.run(key);
+        continue;
+      }
+      q.putRollup.run({ ...key, ...toColumns(cell) });
+      cellCache.set(id, cell);
+      if (cellCache.size > CELL_CACHE_LIMIT) cellCache.delete(cellCache.keys().next().value!);
     }
   }
 
@@ -229,6 +254,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
   }
 
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
+    checkCache();
     const fx: BatchEffects = { deltas: new RollupDeltas(), sightings: new SignatureSightings() };
     const results = ops.map((op) => apply(op, fx));
     mergeRollups(fx.deltas);
@@ -238,7 +264,14 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
 
   return {
     ...createSqliteReads(sqlite, db),
-    write: (ops) => writeBatch.immediate(ops),
+    write(ops) {
+      try {
+        return writeBatch.immediate(ops);
+      } catch (e) {
+        cellCache.clear();
+        throw e;
+      }
+    },
     getInstall: (randomId) => q.getInstall.get({ id: randomId }),
     close: () => sqlite.close(),
   };

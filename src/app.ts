@@ -6,6 +6,7 @@ import { ingestRoutes } from "./ingest/routes.ts";
 import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer.ts";
 import { healthRoutes } from "./ops/health.ts";
 import type { Logger } from "./ops/log.ts";
+import { compatRoutes } from "./report/compat-routes.ts";
 import { QueryError } from "./report/query.ts";
 import { reportRoutes } from "./report/routes.ts";
 import type { Store } from "./store/store.ts";
@@ -58,7 +59,8 @@ export function createApp(deps: AppDeps) {
     .use(apiDocs({ version }))
     .use(healthRoutes({ version, writerStats: writer.stats, clock }))
     .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config }))
-    .use(reportRoutes({ store: deps.store, clock }));
+    .use(reportRoutes({ store: deps.store, clock }))
+    .use(compatRoutes({ store: deps.store, clock }));
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

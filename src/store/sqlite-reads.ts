@@ -1,7 +1,7 @@
 // Read queries over SQLite: install listings (keyset pagination), streaming iteration,
 // rollup cells and error signatures.
-import type { Database } from "bun:sqlite";
-import { and, asc, desc, eq, gte, inArray, lt, or, sql, getTableColumns, type SQL } from "drizzle-orm";
+import type { Database, SQLQueryBindings } from "bun:sqlite";
+import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, type SQL } from "drizzle-orm";
 import type { Db } from "./database.ts";
 import { errorSignatures, installs, rollups, type InstallRow } from "./schema.ts";
 import type { InstallFilter, ListCursor, RollupSelection, StoreReads } from "./store.ts";
@@ -9,30 +9,46 @@ import { fromColumns } from "../report/rollup.ts";
 
 const installColumns = getTableColumns(installs);
 
-/** Turns a raw SQLite row (column names) into a typed row, as Drizzle would. */
-function decodeInstall(raw: Record<string, unknown>): InstallRow {
+const installKeys = Object.keys(installColumns) as (keyof InstallRow)[];
+const CREATED_AT = installKeys.indexOf("createdAt");
+const installDecoders = installKeys.map((key) => installColumns[key]);
+
+/** Turns a raw SQLite row (values in column order) into a typed row, as Drizzle would. */
+function decodeInstall(values: unknown[]): InstallRow {
   const row: Record<string, unknown> = {};
-  for (const [key, column] of Object.entries(installColumns)) {
-    const value = raw[column.name];
-    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  for (let i = 0; i < installKeys.length; i++) {
+    const value = values[i];
+    row[installKeys[i]!] = value === null || value === undefined ? null : installDecoders[i]!.mapFromDriverValue(value);
   }
   return row as InstallRow;
 }
 
+/** Rows per chunk of installChunks unless the caller says otherwise. */
+const CHUNK_ROWS = 1000;
+
 const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+type TextColumn = typeof installs.nsapp | typeof installs.status | typeof installs.type | typeof installs.osType | typeof installs.osVersion | typeof installs.pveVersion | typeof installs.method;
+
+/** Exact match; "" matches installs without the value (stored as null). */
+function matches(column: TextColumn, value: string | undefined): SQL | undefined {
+  if (value === undefined) return undefined;
+  return value === "" ? or(isNull(column), eq(column, "")) : eq(column, value);
+}
 
 export function whereOf(f: InstallFilter): SQL | undefined {
   const c: (SQL | undefined)[] = [
-    f.nsapp === undefined ? undefined : eq(installs.nsapp, f.nsapp),
-    f.status === undefined ? undefined : eq(installs.status, f.status),
+    matches(installs.nsapp, f.nsapp),
+    matches(installs.status, f.status),
     f.outcome === undefined ? undefined : eq(installs.outcome, f.outcome),
-    f.type === undefined ? undefined : eq(installs.type, f.type),
-    f.osType === undefined ? undefined : eq(installs.osType, f.osType),
-    f.osVersion === undefined ? undefined : eq(installs.osVersion, f.osVersion),
-    f.pveVersion === undefined ? undefined : eq(installs.pveVersion, f.pveVersion),
-    f.method === undefined ? undefined : eq(installs.method, f.method),
+    matches(installs.type, f.type),
+    matches(installs.osType, f.osType),
+    matches(installs.osVersion, f.osVersion),
+    matches(installs.pveVersion, f.pveVersion),
+    matches(installs.method, f.method),
     f.from === undefined ? undefined : gte(installs.createdAt, f.from),
     f.to === undefined ? undefined : lt(installs.createdAt, f.to),
+    f.until === undefined ? undefined : lte(installs.createdAt, f.until),
   ];
   if (f.q !== undefined && f.q !== "") {
     const pattern = `%${escapeLike(f.q)}%`;
@@ -43,8 +59,38 @@ export function whereOf(f: InstallFilter): SQL | undefined {
 
 export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
   const rowid = sql<number>`${installs}.rowid`;
+  // total_changes() moves with this connection's commits, data_version with other connections'.
+  const changes = sqlite.query("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v");
+
+  function* installChunks(filter: InstallFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): Generator<InstallRow[], void> {
+    if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
+    const where = whereOf(filter);
+    let remaining = limit;
+    let after: ListCursor | null = null;
+    while (remaining > 0) {
+      const n = Math.min(chunkRows, remaining);
+      const keyset = after ? sql`(${installs.createdAt}, ${rowid}) > (${after.createdAt}, ${after.rowid})` : undefined;
+      const query = db
+        .select({ ...installColumns, rowid })
+        .from(installs)
+        .where(and(where, keyset))
+        .orderBy(asc(installs.createdAt), asc(rowid))
+        .limit(n)
+        .offset(after ? 0 : offset) // only the first chunk skips; the rest continue by keyset
+        .toSQL();
+      const rows = sqlite.query(query.sql).values(...(query.params as SQLQueryBindings[])) as unknown[][];
+      const last = rows.at(-1);
+      if (!last) return;
+      yield rows.map(decodeInstall);
+      if (rows.length < n) return;
+      remaining -= rows.length;
+      after = { createdAt: last[CREATED_AT] as number, rowid: last[installKeys.length] as number };
+    }
+  }
 
   return {
+    installChunks,
+
     listInstalls(filter, { limit, after }) {
       const keyset = after ? sql`(${installs.createdAt}, ${rowid}) < (${after.createdAt}, ${after.rowid})` : undefined;
       const rows = db
@@ -61,13 +107,23 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
     },
 
     *iterateInstalls(filter) {
-      const query = db.select().from(installs).where(whereOf(filter)).orderBy(asc(installs.createdAt)).toSQL();
-      const statement = sqlite.query(query.sql);
-      try {
-        for (const raw of statement.iterate(...(query.params as never[]))) yield decodeInstall(raw as Record<string, unknown>);
-      } finally {
-        statement.finalize();
-      }
+      for (const chunk of installChunks(filter)) yield* chunk;
+    },
+
+    errorTextCounts() {
+      const n = sql<number>`count(*)`.mapWith(Number);
+      return db
+        .select({ error: sql<string>`${installs.error}`, count: n })
+        .from(installs)
+        .where(and(isNotNull(installs.error), ne(installs.error, "")))
+        .groupBy(installs.error)
+        .orderBy(desc(n), asc(installs.error))
+        .all();
+    },
+
+    changeMarker() {
+      const { c, v } = changes.get() as { c: number; v: number };
+      return `${c}:${v}`;
     },
 
     readRollups({ grain, app, from, to, parts }: RollupSelection) {

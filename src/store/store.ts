@@ -57,7 +57,7 @@ export const RESULT_STATUS = {
   logged: 0, // a rejection carries its own status
 } as const satisfies Record<WriteResult["kind"], number>;
 
-/** Which installs a read covers; times are epoch ms, `to` exclusive. */
+/** Which installs a read covers; "" for a text filter matches installs without that value. */
 export interface InstallFilter {
   nsapp?: string;
   status?: string;
@@ -71,6 +71,8 @@ export interface InstallFilter {
   to?: number;
   /** Free text, matched in app name and error text. */
   q?: string;
+  /** created_at <= until: a stream that began at `until` ends even while installs keep arriving. */
+  until?: number;
 }
 
 /** Position after the last row of a page (newest first). */
@@ -90,8 +92,18 @@ export interface RollupSelection {
 export interface StoreReads {
   /** Newest first, `limit` rows after `after`; `next` is null on the last page. */
   listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor }): { rows: InstallRow[]; next: ListCursor | null };
-  /** Every matching install, oldest first, streamed (constant memory). */
+  /**
+   * Matching installs oldest first, `offset` skipped, at most `limit`, in chunks of `chunkRows`.
+   * Each chunk is one query run to completion, so no statement stays open while a consumer
+   * (a download, say) takes its time: WAL checkpoints are never held up.
+   */
+  installChunks(filter: InstallFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): Generator<InstallRow[], void>;
+  /** Every matching install, oldest first, in constant memory (installChunks, flattened). */
   iterateInstalls(filter: InstallFilter): Iterable<InstallRow>;
+  /** Installs per exact error text (non-empty), most frequent first: one scan of every install. */
+  errorTextCounts(): { error: string; count: number }[];
+  /** Changes whenever any connection commits: a cheap key for caching answers. */
+  changeMarker(): string;
   /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first. */
   readRollups(selection: RollupSelection): { bucket: number; data: RollupData }[];
   /** Every rollup cell of one grain with bucket in [from, to), all app slices. */

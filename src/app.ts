@@ -9,12 +9,12 @@ import type { Logger } from "./ops/log.ts";
 import { compatRoutes } from "./report/compat-routes.ts";
 import { QueryError } from "./report/query.ts";
 import { reportRoutes } from "./report/routes.ts";
-import type { Store } from "./store/store.ts";
+import type { StoreReads } from "./store/store.ts";
 import { apiDocs } from "./web/api-docs.ts";
 
 export interface AppDeps {
   config: Config;
-  store: Store;
+  store: StoreReads;
   writer: GroupCommitWriter;
   clock: () => number;
   version: string;

@@ -4,6 +4,8 @@ import pkg from "../package.json" with { type: "json" };
 import { ConfigError, configHelp, parseCommandLine, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import { createWriter } from "./ingest/writer.ts";
+import { createSqliteReads } from "./store/sqlite-reads.ts";
+import { startWriteThread } from "./store/worker-commit.ts";
 import { createLogger } from "./ops/log.ts";
 import { DatabaseOpenError, openDatabase } from "./store/database.ts";
 import { createSqliteStore } from "./store/sqlite-store.ts";
@@ -41,9 +43,14 @@ function openStore(config: Config) {
 async function serve(config: Config): Promise<void> {
   const clock = Date.now;
   const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock);
-  const store = openStore(config);
-  const writer = createWriter(store, config.maxBatch);
-  const app = createApp({ config, store, writer, clock, version: VERSION, log });
+  // This thread applies migrations and serves reads; the write thread owns the only writer.
+  const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+  const thread = await startWriteThread(new URL("./store/write-worker.ts", import.meta.url), config.db, config.durability, (e) => {
+    log.error("write thread crashed; exiting so the supervisor restarts the service", { error: e.message });
+    process.exit(1);
+  });
+  const writer = createWriter(thread.commit, config.maxBatch);
+  const app = createApp({ config, store: createSqliteReads(sqlite, db), writer, clock, version: VERSION, log });
   app.listen({ hostname: config.host, port: config.port });
   const port = app.server?.port;
   // The one line on stdout: scripts and tests read the address from it.
@@ -57,7 +64,8 @@ async function serve(config: Config): Promise<void> {
     log.info("shutting down", { signal });
     await app.stop(); // stop accepting; in-flight requests finish
     await writer.drain(); // everything acknowledged or queued is committed
-    store.close();
+    await thread.close();
+    sqlite.close();
     log.info("stopped");
     process.exit(0);
   };

@@ -5,7 +5,7 @@
 // memory stays constant at any size and ingestion interleaves with a long download.
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../errors.ts";
-import type { InstallFilter, Store } from "../store/store.ts";
+import type { InstallFilter, StoreReads } from "../store/store.ts";
 import {
   CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, pageWindow,
   type CompatSource,
@@ -78,7 +78,7 @@ export function reuseWhileExpensive<T>(compute: () => T, version: () => string, 
 }
 
 export interface CompatDeps {
-  store: Store;
+  store: StoreReads;
   clock: () => number;
 }
 

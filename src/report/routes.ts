@@ -1,7 +1,7 @@
 // Read API: install listing and records, aggregates over rollups.
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../errors.ts";
-import type { Store } from "../store/store.ts";
+import type { StoreReads } from "../store/store.ts";
 import { InstallRecord, toRecord } from "./record.ts";
 import { FilterQuery, QueryError, decodeCursor, encodeCursor, resolveWindow, toFilter, windowJson } from "./query.ts";
 import { DIMENSIONS, DAY } from "./rollup.ts";
@@ -82,7 +82,7 @@ const InstallPage = t.Object({ installs: t.Array(InstallRecord), next_cursor: t.
 
 const Dimension = t.Union(DIMENSIONS.map((d) => t.Literal(d)));
 
-export function reportRoutes(deps: { store: Store; clock: () => number }) {
+export function reportRoutes(deps: { store: StoreReads; clock: () => number }) {
   const { store, clock } = deps;
   const stats = createStats(store);
   const statsWindow = (q: FilterQuery) => resolveWindow(q, clock(), DEFAULT_STATS_DAYS)!;

@@ -88,7 +88,10 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
     }
   }
 
+  const getInstall = db.select().from(installs).where(eq(installs.randomId, sql.placeholder("id"))).prepare();
+
   return {
+    getInstall: (randomId) => getInstall.get({ id: randomId }),
     installChunks,
 
     listInstalls(filter, { limit, after }) {

@@ -27,7 +27,6 @@ function prepareStatements(db: Db) {
       .from(installs)
       .where(eq(installs.randomId, byId.id))
       .prepare(),
-    getInstall: db.select().from(installs).where(eq(installs.randomId, byId.id)).prepare(),
     insertInstall: db.insert(installs).values(placeholdersFor(installs)).prepare(),
     finishInstall: db
       .update(installs)
@@ -92,6 +91,7 @@ function prepareStatements(db: Db) {
 
 export function createSqliteStore(sqlite: Database, db: Db): Store {
   const q = prepareStatements(db);
+  const reads = createSqliteReads(sqlite, db);
 
   const logRejection = (r: Rejection, at: number) =>
     q.insertRejected.run({ id: null, receivedAt: at, ...r, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) });
@@ -150,7 +150,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
 
   function applyUpdate(op: Extract<WriteOp, { kind: "update" }>, fx: BatchEffects): WriteResult {
     const { update } = op;
-    const record = q.getInstall.get({ id: update.randomId });
+    const record = reads.getInstall(update.randomId);
     const current = record?.outcome ?? q.findHeld.get({ id: update.randomId })?.outcome;
     if (current !== undefined && isFinal(current)) {
       logRejection(
@@ -263,7 +263,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
   });
 
   return {
-    ...createSqliteReads(sqlite, db),
+    ...reads,
     write(ops) {
       try {
         return writeBatch.immediate(ops);
@@ -272,7 +272,6 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         throw e;
       }
     },
-    getInstall: (randomId) => q.getInstall.get({ id: randomId }),
     close: () => sqlite.close(),
   };
 }

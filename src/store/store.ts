@@ -90,6 +90,7 @@ export interface RollupSelection {
 }
 
 export interface StoreReads {
+  getInstall(randomId: string): InstallRow | undefined;
   /** Newest first, `limit` rows after `after`; `next` is null on the last page. */
   listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor }): { rows: InstallRow[]; next: ListCursor | null };
   /**
@@ -116,6 +117,5 @@ export interface StoreReads {
 export interface Store extends StoreReads {
   /** Applies the operations in one transaction, in order. Throws if the transaction cannot commit. */
   write(ops: readonly WriteOp[]): WriteResult[];
-  getInstall(randomId: string): InstallRow | undefined;
   close(): void;
 }

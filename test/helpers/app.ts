@@ -1,7 +1,7 @@
 // An in-process app over an in-memory database, with a clock the test moves by hand.
 import { createApp } from "../../src/app.ts";
 import { defaults, type Config } from "../../src/config.ts";
-import { createWriter } from "../../src/ingest/writer.ts";
+import { createWriter, inProcessCommit } from "../../src/ingest/writer.ts";
 import { createLogger } from "../../src/ops/log.ts";
 import { openDatabase } from "../../src/store/database.ts";
 import { rejectedReports } from "../../src/store/schema.ts";
@@ -26,7 +26,7 @@ export function testApp(overrides: Partial<Config> = {}) {
   const config: Config = { ...defaults, ...overrides };
   const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
   const store = createSqliteStore(sqlite, db);
-  const writer = createWriter(store, config.maxBatch);
+  const writer = createWriter(inProcessCommit(store.write), config.maxBatch);
   const clock = manualClock();
   const logLines: string[] = [];
   const log = createLogger("debug", (line) => logLines.push(line), clock);

@@ -7,6 +7,7 @@ import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer
 import { healthRoutes } from "./ops/health.ts";
 import type { Logger } from "./ops/log.ts";
 import { compatRoutes } from "./report/compat-routes.ts";
+import { exportRoutes } from "./report/export-routes.ts";
 import { QueryError } from "./report/query.ts";
 import { reportRoutes } from "./report/routes.ts";
 import type { StoreReads } from "./store/store.ts";
@@ -60,7 +61,8 @@ export function createApp(deps: AppDeps) {
     .use(healthRoutes({ version, writerStats: writer.stats, clock }))
     .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config }))
     .use(reportRoutes({ store: deps.store, clock }))
-    .use(compatRoutes({ store: deps.store, clock }));
+    .use(compatRoutes({ store: deps.store, clock }))
+    .use(exportRoutes({ store: deps.store, clock }));
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

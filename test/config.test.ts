@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, defaults, loadConfig, parseCommandLine } from "../src/config.ts";
+import { ConfigError, defaults, loadConfig } from "../src/config.ts";
 
 describe("config", () => {
   test("flags win over environment, which wins over defaults", () => {
@@ -17,10 +17,5 @@ describe("config", () => {
     expect(() => loadConfig({}, { INSTALLSTATS_PORT: "70000" })).toThrow(/INSTALLSTATS_PORT/);
     expect(() => loadConfig({ durability: "sometimes" }, {})).toThrow(ConfigError);
     expect(() => loadConfig({ "mask-ips": "maybe" }, {})).toThrow(/true or false/);
-  });
-
-  test("parseCommandLine rejects unknown flags", () => {
-    expect(parseCommandLine(["--port", "1234", "extra"], {})).toMatchObject({ config: { port: 1234 }, positionals: ["extra"] });
-    expect(() => parseCommandLine(["--prot", "1"], {})).toThrow();
   });
 });

@@ -1,0 +1,54 @@
+// What every CLI command is: a name, its own flags, a run function. main.ts dispatches.
+import type { Config } from "../config.ts";
+
+export interface Flag {
+  type: "string" | "boolean";
+  short?: string;
+  help: string;
+}
+
+export interface CommandContext {
+  config: Config;
+  flags: Record<string, string | boolean | undefined>;
+  positionals: string[];
+  version: string;
+  /** write-worker.ts as the entry module resolves it (see src/store/worker-commit.ts). */
+  workerUrl: URL;
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Progress lines on a terminal; nothing when stderr is piped. */
+  progress: (text: string) => void;
+}
+
+export interface Command {
+  name: string;
+  summary: string;
+  /** Arguments after the flags, for the usage line, e.g. "<file>". */
+  args?: string;
+  flags?: Record<string, Flag>;
+  /** Exit code; a serve-like command resolves -1 and keeps running. */
+  run(ctx: CommandContext): Promise<number> | number;
+}
+
+export class UsageError extends Error {}
+
+/** A flag's value as a positive whole number, or the default. */
+export function countFlag(ctx: CommandContext, name: string, fallback: number): number {
+  const raw = ctx.flags[name];
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (typeof raw !== "string" || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive whole number`);
+  return n;
+}
+
+/** `\r`-overwritten progress on a terminal, silent when piped. */
+export function terminalProgress(stream: NodeJS.WriteStream): (text: string) => void {
+  if (!stream.isTTY) return () => {};
+  let last = 0;
+  return (text) => {
+    const now = Date.now();
+    if (text !== "" && now - last < 100) return; // a few updates a second is plenty
+    last = now;
+    stream.write(text === "" ? "\r\x1b[K" : `\r\x1b[K${text}`);
+  };
+}

@@ -1,0 +1,45 @@
+import { createApp } from "../app.ts";
+import { createWriter } from "../ingest/writer.ts";
+import { createLogger } from "../ops/log.ts";
+import { openDatabase } from "../store/database.ts";
+import { createSqliteReads } from "../store/sqlite-reads.ts";
+import { startWriteThread } from "../store/worker-commit.ts";
+import type { Command } from "./command.ts";
+
+export const serve: Command = {
+  name: "serve",
+  summary: "run the HTTP service (the default command)",
+  async run({ config, version, workerUrl, out }) {
+    const clock = Date.now;
+    const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock);
+    // This thread applies migrations and serves reads; the write thread owns the only writer.
+    const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+    const thread = await startWriteThread(workerUrl, config.db, config.durability, (e) => {
+      log.error("write thread crashed; exiting so the supervisor restarts the service", { error: e.message });
+      process.exit(1);
+    });
+    const writer = createWriter(thread.commit, config.maxBatch);
+    const app = createApp({ config, store: createSqliteReads(sqlite, db), writer, clock, version, log });
+    app.listen({ hostname: config.host, port: config.port });
+    const port = app.server?.port;
+    // The one line on stdout: scripts and tests read the address from it.
+    out(`installstats ${version} listening on http://${config.host}:${port}\n`);
+    log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
+
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info("shutting down", { signal });
+      await app.stop(); // stop accepting; in-flight requests finish
+      await writer.drain(); // everything acknowledged or queued is committed
+      await thread.close();
+      sqlite.close();
+      log.info("stopped");
+      process.exit(0);
+    };
+    process.on("SIGTERM", () => void shutdown("SIGTERM"));
+    process.on("SIGINT", () => void shutdown("SIGINT"));
+    return -1;
+  },
+};

@@ -87,7 +87,9 @@ function accepted(result: WriteResult, randomId: string, repaired: boolean): Rep
         body: errorBody("already_final", `install ${randomId} already has a final status (${result.outcome}); update not applied`, "status"),
       };
     case "logged":
-      throw new Error("a report write cannot answer 'logged'");
+    case "deleted":
+    case "expired":
+      throw new Error(`a report write cannot answer '${result.kind}'`);
   }
 }
 

@@ -5,7 +5,7 @@ import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./database.ts";
 import { installs, heldUpdates, rejectedReports, rollups, errorSignatures, type InstallRow } from "./schema.ts";
 import { RESULT_STATUS, type Rejection, type Store, type WriteOp, type WriteResult } from "./store.ts";
-import { isFinal } from "../ingest/outcome.ts";
+import { deriveOutcome, isFinal } from "../ingest/outcome.ts";
 import { createSqliteReads } from "./sqlite-reads.ts";
 import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupData } from "../report/rollup.ts";
 import { SignatureSightings, failureSignatureId } from "../report/error-signature.ts";
@@ -56,6 +56,14 @@ function prepareStatements(db: Db) {
       })
       .prepare(),
     deleteHeld: db.delete(heldUpdates).where(eq(heldUpdates.randomId, byId.id)).prepare(),
+    deleteInstall: db.delete(installs).where(eq(installs.randomId, byId.id)).prepare(),
+    deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning({ id: rejectedReports.id }).prepare(),
+    deleteHeldReturning: db.delete(heldUpdates).where(eq(heldUpdates.randomId, byId.id)).returning({ id: heldUpdates.randomId }).prepare(),
+    setOutcome: db
+      .update(installs)
+      .set({ outcome: sql`${sql.placeholder("outcome")}`, updatedAt: sql`${sql.placeholder("updatedAt")}` })
+      .where(eq(installs.randomId, byId.id))
+      .prepare(),
     insertRejected: db
       .insert(rejectedReports)
       .values(placeholdersFor(rejectedReports))
@@ -151,7 +159,9 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
   function applyUpdate(op: Extract<WriteOp, { kind: "update" }>, fx: BatchEffects): WriteResult {
     const { update } = op;
     const record = reads.getInstall(update.randomId);
-    const current = record?.outcome ?? q.findHeld.get({ id: update.randomId })?.outcome;
+    // A record is open while its status is a progress status, even if it timed out (expire):
+    // the late final status still applies then.
+    const current = record ? deriveOutcome(record.status, null) : q.findHeld.get({ id: update.randomId })?.outcome;
     if (current !== undefined && isFinal(current)) {
       logRejection(
         {
@@ -250,6 +260,24 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       case "reject":
         logRejection(op.rejection, op.at);
         return { kind: "logged" };
+      case "delete": {
+        const record = reads.getInstall(op.randomId);
+        if (record) {
+          q.deleteInstall.run({ id: op.randomId });
+          count(fx, record, -1, op.at);
+        }
+        const held = q.deleteHeldReturning.all({ id: op.randomId }).length > 0;
+        const logged = q.deleteRejectedOf.all({ id: op.randomId }).length > 0;
+        return { kind: "deleted", found: record !== undefined || held || logged };
+      }
+      case "expire": {
+        const record = reads.getInstall(op.randomId);
+        if (!record || record.outcome !== "in_progress") return { kind: "expired", changed: false };
+        q.setOutcome.run({ id: op.randomId, outcome: "unknown", updatedAt: op.at });
+        count(fx, record, -1, op.at);
+        count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
+        return { kind: "expired", changed: true };
+      }
     }
   }
 

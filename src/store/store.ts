@@ -37,7 +37,11 @@ interface Received {
 export type WriteOp =
   | ({ kind: "start"; report: StartReport } & Received)
   | ({ kind: "update"; update: StatusUpdate } & Received)
-  | { kind: "reject"; rejection: Rejection; at: number };
+  | { kind: "reject"; rejection: Rejection; at: number }
+  /** Removes everything stored about one install: record, held update, rejected-log bodies. */
+  | { kind: "delete"; randomId: string; at: number }
+  /** An install still in progress becomes outcome "unknown" (timed out); its status stays as sent. */
+  | { kind: "expire"; randomId: string; at: number };
 
 export type WriteResult =
   | { kind: "created"; outcome: Outcome }
@@ -45,7 +49,9 @@ export type WriteResult =
   | { kind: "updated"; outcome: Outcome }
   | { kind: "held" }
   | { kind: "conflict"; outcome: Outcome }
-  | { kind: "logged" };
+  | { kind: "logged" }
+  | { kind: "deleted"; found: boolean }
+  | { kind: "expired"; changed: boolean };
 
 /** The HTTP status each result is answered with (DESIGN.md section 2); the rejected log records it too. */
 export const RESULT_STATUS = {
@@ -55,6 +61,8 @@ export const RESULT_STATUS = {
   held: 202,
   conflict: 409,
   logged: 0, // a rejection carries its own status
+  deleted: 200,
+  expired: 200,
 } as const satisfies Record<WriteResult["kind"], number>;
 
 /** Which installs a read covers; "" for a text filter matches installs without that value. */

@@ -89,6 +89,8 @@ function accepted(result: WriteResult, randomId: string, repaired: boolean): Rep
     case "logged":
     case "deleted":
     case "expired":
+    case "forgotten":
+    case "marked":
       throw new Error(`a report write cannot answer '${result.kind}'`);
   }
 }

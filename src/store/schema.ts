@@ -58,6 +58,9 @@ export const rejectedReports = sqliteTable(
     message: text("message").notNull(),
     randomId: text("random_id"),
     body: blob("body", { mode: "buffer" }).notNull(),
+    /** When `installstats replay` last ran this body through the parser, and what came of it. */
+    replayedAt: integer("replayed_at"),
+    replayResult: text("replay_result"),
   },
   (t) => [index("rejected_reports_received_at").on(t.receivedAt)],
 );

@@ -1,6 +1,6 @@
 // SQLite implementation of the Store: one connection, prepared statements, one transaction per batch.
 import type { Database } from "bun:sqlite";
-import { and, eq, sql, getTableColumns, type Placeholder } from "drizzle-orm";
+import { and, eq, lt, sql, getTableColumns, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./database.ts";
 import { installs, heldUpdates, rejectedReports, rollups, errorSignatures, type InstallRow } from "./schema.ts";
@@ -57,6 +57,16 @@ function prepareStatements(db: Db) {
       .prepare(),
     deleteHeld: db.delete(heldUpdates).where(eq(heldUpdates.randomId, byId.id)).prepare(),
     deleteInstall: db.delete(installs).where(eq(installs.randomId, byId.id)).prepare(),
+    forgetRejected: db
+      .delete(rejectedReports)
+      .where(lt(rejectedReports.receivedAt, sql.placeholder("before")))
+      .returning({ id: rejectedReports.id })
+      .prepare(),
+    markReplayed: db
+      .update(rejectedReports)
+      .set({ replayedAt: sql`${sql.placeholder("at")}`, replayResult: sql`${sql.placeholder("result")}` })
+      .where(eq(rejectedReports.id, sql.placeholder("id")))
+      .prepare(),
     deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning({ id: rejectedReports.id }).prepare(),
     deleteHeldReturning: db.delete(heldUpdates).where(eq(heldUpdates.randomId, byId.id)).returning({ id: heldUpdates.randomId }).prepare(),
     setOutcome: db
@@ -102,7 +112,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
   const reads = createSqliteReads(sqlite, db);
 
   const logRejection = (r: Rejection, at: number) =>
-    q.insertRejected.run({ id: null, receivedAt: at, ...r, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) });
+    q.insertRejected.run({ id: null, receivedAt: at, ...r, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), replayedAt: null, replayResult: null });
 
   const logRepair = (op: Extract<WriteOp, { raw: Uint8Array }>, result: WriteResult, randomId: string) => {
     if (op.repairs.length === 0) return;
@@ -278,6 +288,11 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
         return { kind: "expired", changed: true };
       }
+      case "forget-rejected":
+        return { kind: "forgotten", count: q.forgetRejected.all({ before: op.before }).length };
+      case "mark-replayed":
+        q.markReplayed.run({ id: op.rejectedId, at: op.at, result: op.result });
+        return { kind: "marked" };
     }
   }
 

@@ -41,7 +41,11 @@ export type WriteOp =
   /** Removes everything stored about one install: record, held update, rejected-log bodies. */
   | { kind: "delete"; randomId: string; at: number }
   /** An install still in progress becomes outcome "unknown" (timed out); its status stays as sent. */
-  | { kind: "expire"; randomId: string; at: number };
+  | { kind: "expire"; randomId: string; at: number }
+  /** Drops rejected-log entries received before `before` (retention). */
+  | { kind: "forget-rejected"; before: number; at: number }
+  /** Records the outcome of replaying a rejected-log entry through the current parser. */
+  | { kind: "mark-replayed"; rejectedId: number; result: string; at: number };
 
 export type WriteResult =
   | { kind: "created"; outcome: Outcome }
@@ -51,7 +55,9 @@ export type WriteResult =
   | { kind: "conflict"; outcome: Outcome }
   | { kind: "logged" }
   | { kind: "deleted"; found: boolean }
-  | { kind: "expired"; changed: boolean };
+  | { kind: "expired"; changed: boolean }
+  | { kind: "forgotten"; count: number }
+  | { kind: "marked" };
 
 /** The HTTP status each result is answered with (DESIGN.md section 2); the rejected log records it too. */
 export const RESULT_STATUS = {
@@ -63,6 +69,8 @@ export const RESULT_STATUS = {
   logged: 0, // a rejection carries its own status
   deleted: 200,
   expired: 200,
+  forgotten: 200,
+  marked: 200,
 } as const satisfies Record<WriteResult["kind"], number>;
 
 /** Which installs a read covers; "" for a text filter matches installs without that value. */

@@ -4,6 +4,8 @@ import type { Config } from "./config.ts";
 import { RETRY_AFTER_SECONDS, errorBody } from "./errors.ts";
 import { ingestRoutes } from "./ingest/routes.ts";
 import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer.ts";
+import { adminRoutes } from "./ops/admin-routes.ts";
+import { hardening } from "./ops/hardening.ts";
 import { healthRoutes } from "./ops/health.ts";
 import type { Logger } from "./ops/log.ts";
 import { compatRoutes } from "./report/compat-routes.ts";
@@ -57,12 +59,14 @@ export function createApp(deps: AppDeps) {
           return errorBody("internal", "internal error; see the server log");
       }
     })
+    .use(hardening(config))
     .use(apiDocs({ version }))
     .use(healthRoutes({ version, writerStats: writer.stats, clock }))
     .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config }))
     .use(reportRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
-    .use(exportRoutes({ store: deps.store, clock }));
+    .use(exportRoutes({ store: deps.store, clock }))
+    .use(adminRoutes({ store: deps.store, writer, clock }));
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

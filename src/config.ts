@@ -1,9 +1,7 @@
 // One typed config object: command-line flags > INSTALLSTATS_* environment > defaults.
-
 import type { Level } from "./ops/log.ts";
 
 export type Durability = "full" | "normal";
-const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
 
 export interface Config {
   host: string;
@@ -23,7 +21,31 @@ export interface Config {
   /** Most reports written in one transaction. */
   maxBatch: number;
   logLevel: Level;
+  /** Required (Bearer) for reads and the dashboard when set; null = reads are public. */
+  readToken: string | null;
+  /** Required (Bearer) for admin actions; null = admin actions are disabled. */
+  adminToken: string | null;
+  /** Origins allowed to read cross-origin; empty = none, ["*"] = any. */
+  corsOrigins: string[];
+  /** Ingestion requests per second per client (token bucket); 0 = no limit. */
+  rateLimit: number;
+  /** Requests a client may send at once before the rate applies. */
+  rateBurst: number;
+  /** Peers whose X-Forwarded-For is believed (reverse proxies); addresses or CIDRs. */
+  trustedProxies: string[];
+  /** Installs still in progress after this long become outcome "unknown"; 0 = never. */
+  stuckAfterMs: number;
+  /** Installs and rejected reports older than this are deleted; 0 = keep forever. */
+  retentionMs: number;
+  /** Where automatic backups go; null = "backups" beside the database. */
+  backupDir: string | null;
+  /** Time between automatic backups; 0 = none. */
+  backupEveryMs: number;
+  /** Automatic backups kept (the oldest are deleted). */
+  backupKeep: number;
 }
+
+const HOUR = 3_600_000;
 
 export const defaults: Config = {
   host: "0.0.0.0",
@@ -36,32 +58,67 @@ export const defaults: Config = {
   durability: "full",
   maxBatch: 1000,
   logLevel: "info",
+  readToken: null,
+  adminToken: null,
+  corsOrigins: [],
+  rateLimit: 0,
+  rateBurst: 60,
+  trustedProxies: [],
+  stuckAfterMs: 12 * HOUR,
+  retentionMs: 0,
+  backupDir: null,
+  backupEveryMs: 0,
+  backupKeep: 7,
 };
 
 type Key = keyof Config;
+type Kind = "text" | "optional-text" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
 
 interface Option {
   key: Key;
   flag: string;
   env: string;
+  kind: Kind;
   help: string;
 }
 
 /** Every setting, with its flag and environment variable; `--help` is generated from this. */
 export const options: readonly Option[] = [
-  { key: "host", flag: "host", env: "INSTALLSTATS_HOST", help: "address to listen on" },
-  { key: "port", flag: "port", env: "INSTALLSTATS_PORT", help: "TCP port (0 = any free port)" },
-  { key: "db", flag: "db", env: "INSTALLSTATS_DB", help: "SQLite database file" },
-  { key: "maxBodyBytes", flag: "max-body", env: "INSTALLSTATS_MAX_BODY", help: "largest request body in bytes; accepts 256k, 1m" },
-  { key: "maxErrorLength", flag: "max-error-length", env: "INSTALLSTATS_MAX_ERROR_LENGTH", help: "characters kept of an error text" },
-  { key: "maxFieldLength", flag: "max-field-length", env: "INSTALLSTATS_MAX_FIELD_LENGTH", help: "characters kept of other text fields" },
-  { key: "maskIps", flag: "mask-ips", env: "INSTALLSTATS_MASK_IPS", help: "mask IP addresses in error texts (true|false)" },
-  { key: "durability", flag: "durability", env: "INSTALLSTATS_DURABILITY", help: "full (survives power loss) | normal (survives crashes, faster)" },
-  { key: "maxBatch", flag: "max-batch", env: "INSTALLSTATS_MAX_BATCH", help: "most reports per write transaction" },
-  { key: "logLevel", flag: "log-level", env: "INSTALLSTATS_LOG_LEVEL", help: "debug | info | warn | error" },
+  { key: "host", flag: "host", env: "INSTALLSTATS_HOST", kind: "text", help: "address to listen on" },
+  { key: "port", flag: "port", env: "INSTALLSTATS_PORT", kind: "port", help: "TCP port (0 = any free port)" },
+  { key: "db", flag: "db", env: "INSTALLSTATS_DB", kind: "text", help: "SQLite database file" },
+  { key: "maxBodyBytes", flag: "max-body", env: "INSTALLSTATS_MAX_BODY", kind: "size", help: "largest request body in bytes; accepts 256k, 1m" },
+  { key: "maxErrorLength", flag: "max-error-length", env: "INSTALLSTATS_MAX_ERROR_LENGTH", kind: "count", help: "characters kept of an error text" },
+  { key: "maxFieldLength", flag: "max-field-length", env: "INSTALLSTATS_MAX_FIELD_LENGTH", kind: "count", help: "characters kept of other text fields" },
+  { key: "maskIps", flag: "mask-ips", env: "INSTALLSTATS_MASK_IPS", kind: "bool", help: "mask IP addresses in error texts (true|false)" },
+  { key: "durability", flag: "durability", env: "INSTALLSTATS_DURABILITY", kind: "durability", help: "full (survives power loss) | normal (survives crashes, faster)" },
+  { key: "maxBatch", flag: "max-batch", env: "INSTALLSTATS_MAX_BATCH", kind: "count", help: "most reports per write transaction" },
+  { key: "logLevel", flag: "log-level", env: "INSTALLSTATS_LOG_LEVEL", kind: "level", help: "debug | info | warn | error" },
+  { key: "readToken", flag: "read-token", env: "INSTALLSTATS_READ_TOKEN", kind: "optional-text", help: "bearer token required for reads and the dashboard (prefer the environment variable)" },
+  { key: "adminToken", flag: "admin-token", env: "INSTALLSTATS_ADMIN_TOKEN", kind: "optional-text", help: "bearer token for admin actions; unset = admin API off (prefer the environment variable)" },
+  { key: "corsOrigins", flag: "cors-origins", env: "INSTALLSTATS_CORS_ORIGINS", kind: "list", help: "comma-separated origins allowed to read cross-origin, or *" },
+  { key: "rateLimit", flag: "rate-limit", env: "INSTALLSTATS_RATE_LIMIT", kind: "count", help: "ingestion requests per second per client, 0 = off" },
+  { key: "rateBurst", flag: "rate-burst", env: "INSTALLSTATS_RATE_BURST", kind: "count", help: "requests a client may send at once" },
+  { key: "trustedProxies", flag: "trusted-proxies", env: "INSTALLSTATS_TRUSTED_PROXIES", kind: "list", help: "comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed" },
+  { key: "stuckAfterMs", flag: "stuck-after", env: "INSTALLSTATS_STUCK_AFTER", kind: "duration", help: "installs in progress this long become outcome unknown (e.g. 12h), 0 = never" },
+  { key: "retentionMs", flag: "retention", env: "INSTALLSTATS_RETENTION", kind: "duration", help: "delete installs older than this (e.g. 400d), 0 = keep forever" },
+  { key: "backupDir", flag: "backup-dir", env: "INSTALLSTATS_BACKUP_DIR", kind: "optional-text", help: "directory of automatic backups (default: backups/ beside the database)" },
+  { key: "backupEveryMs", flag: "backup-every", env: "INSTALLSTATS_BACKUP_EVERY", kind: "duration", help: "time between automatic backups (e.g. 1d), 0 = none" },
+  { key: "backupKeep", flag: "backup-keep", env: "INSTALLSTATS_BACKUP_KEEP", kind: "count", help: "automatic backups kept" },
 ];
 
 export class ConfigError extends Error {}
+
+const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
+const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: HOUR, d: 24 * HOUR, w: 7 * 24 * HOUR };
+
+/** "400d", "12h", "90m", "2w", "30s"; "0" means none. NaN when malformed. */
+export function parseDuration(text: string): number {
+  const t = text.trim();
+  if (t === "0") return 0;
+  const m = /^(\d+(?:\.\d+)?)\s*([smhdw])$/i.exec(t);
+  return m ? Math.round(Number(m[1]) * DURATION_UNITS[m[2]!.toLowerCase()]!) : Number.NaN;
+}
 
 function parseSize(text: string): number {
   const m = /^\s*(\d+)\s*([kmg]?)i?b?\s*$/i.exec(text);
@@ -77,21 +134,28 @@ function parseBool(text: string): boolean | undefined {
   return undefined;
 }
 
-function coerce(key: Key, raw: string, source: string): Config[Key] {
+function coerce(o: Option, raw: string, source: string): Config[Key] {
   const fail = (what: string): never => {
     throw new ConfigError(`${source}: ${what}, got ${JSON.stringify(raw)}`);
   };
-  switch (key) {
-    case "host":
-    case "db":
+  switch (o.kind) {
+    case "text":
       return raw.trim() === "" ? fail("must not be empty") : raw;
-    case "maskIps":
+    case "optional-text":
+      return raw.trim() === "" ? null : raw;
+    case "bool":
       return parseBool(raw) ?? fail("must be true or false");
     case "durability":
       return raw === "full" || raw === "normal" ? raw : fail("must be full or normal");
-    case "logLevel":
+    case "level":
       return LEVELS.find((l) => l === raw) ?? fail(`must be one of ${LEVELS.join(", ")}`);
-    case "maxBodyBytes": {
+    case "list":
+      return raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    case "duration": {
+      const ms = parseDuration(raw);
+      return Number.isFinite(ms) ? ms : fail("must be a duration such as 30m, 12h, 400d or 0");
+    }
+    case "size": {
       const n = parseSize(raw);
       return Number.isSafeInteger(n) && n > 0 ? n : fail("must be a size such as 262144 or 256k");
     }
@@ -99,36 +163,38 @@ function coerce(key: Key, raw: string, source: string): Config[Key] {
       const n = Number(raw);
       return Number.isInteger(n) && n >= 0 && n <= 65535 ? n : fail("must be a port number 0-65535");
     }
-    default: {
+    case "count": {
       const n = Number(raw);
-      return Number.isInteger(n) && n > 0 ? n : fail("must be a positive whole number");
+      const zeroAllowed = o.key === "rateLimit";
+      return Number.isInteger(n) && (n > 0 || (zeroAllowed && n === 0)) ? n : fail(`must be a ${zeroAllowed ? "non-negative" : "positive"} whole number`);
     }
   }
 }
 
-/** Flags as `parseArgs` expects them, for the subcommands that take the config. */
+/** Flags as `parseArgs` expects them, for every command. */
 export const configFlags = Object.fromEntries(options.map((o) => [o.flag, { type: "string" as const }]));
 
-export function loadConfig(
-  flags: Partial<Record<string, string | boolean | undefined>>,
-  env: Record<string, string | undefined>,
-): Config {
+export function loadConfig(flags: Partial<Record<string, string | boolean | undefined>>, env: Record<string, string | undefined>): Config {
   const config: Config = { ...defaults };
   for (const o of options) {
     const flag = flags[o.flag];
-    const fromEnv = env[o.env];
-    const raw = typeof flag === "string" ? flag : fromEnv;
+    const raw = typeof flag === "string" ? flag : env[o.env];
     if (raw === undefined) continue;
     const source = typeof flag === "string" ? `--${o.flag}` : o.env;
     // Each key gets a value of its own type; the cast only joins the union back to the record.
-    (config as unknown as Record<Key, Config[Key]>)[o.key] = coerce(o.key, raw, source);
+    (config as unknown as Record<Key, Config[Key]>)[o.key] = coerce(o, raw, source);
   }
   return config;
 }
 
+function shown(value: Config[Key], kind: Kind): string {
+  if (value === null) return "unset";
+  if (Array.isArray(value)) return value.length === 0 ? "none" : value.join(",");
+  if (kind === "duration") return value === 0 ? "0 (off)" : `${Number(value) / HOUR}h`;
+  return String(value);
+}
+
 export function configHelp(): string {
   const width = Math.max(...options.map((o) => o.flag.length)) + 2;
-  return options
-    .map((o) => `  --${o.flag.padEnd(width)} ${o.help} [${o.env}, default ${String(defaults[o.key])}]`)
-    .join("\n");
+  return options.map((o) => `  --${o.flag.padEnd(width)} ${o.help} [${o.env}, default ${shown(defaults[o.key], o.kind)}]`).join("\n");
 }

@@ -17,6 +17,9 @@ export type ErrorCode =
   | "already_final"
   | "payload_too_large"
   | "not_found"
+  | "unauthorized"
+  | "forbidden"
+  | "rate_limited"
   | "storage_unavailable"
   | "internal";
 

@@ -97,7 +97,6 @@ describe("compat API over a hand-made dataset", () => {
     const res = await c.get("/data/json");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
-    expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.text.endsWith("]\n")).toBe(true); // json.Encoder ends with a newline
     const records = res.body as Rec[];
     expect(withoutId(records)).toEqual(EXPECTED.map(({ ...r }) => r));
@@ -158,7 +157,6 @@ describe("compat API over a hand-made dataset", () => {
   test("/data/summary: total_entries, status_count, nsapp_count over all time, keys sorted", async () => {
     const res = await c.get("/data/summary");
     expect(res.status).toBe(200);
-    expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(Object.keys(res.body as Rec)).toEqual(["total_entries", "status_count", "nsapp_count"]);
     expect(res.body).toEqual({
       total_entries: 9,
@@ -271,7 +269,6 @@ describe("compat API over a hand-made dataset", () => {
   test("/data/errors: installs per exact error text, any status, most frequent first", async () => {
     const res = await c.get("/data/errors");
     expect(res.status).toBe(200);
-    expect(res.headers.get("access-control-allow-origin")).toBe("*");
     // Recount from the expected records: every non-empty error, whatever the status.
     const want = new Map<string, number>();
     for (const r of EXPECTED) if (r.error !== "") want.set(r.error as string, (want.get(r.error as string) ?? 0) + 1);
@@ -288,13 +285,21 @@ describe("compat API over a hand-made dataset", () => {
     for (const e of got) expect(Object.keys(e)).toEqual(["error", "count"]);
   });
 
-  test("CORS: a preflight is answered, as by the original's rs/cors", async () => {
-    const res = await c.raw("/data/summary", { method: "OPTIONS", headers: { origin: "https://example.org", "access-control-request-method": "GET" } });
-    expect(res.status).toBe(204);
-    expect(res.headers.get("access-control-allow-origin")).toBe("*");
-    expect(res.headers.get("access-control-allow-methods")).toContain("GET");
-    for (const p of ["/data/json", "/data/paginated", "/data/nsapp?nsapp=x", "/data/status?status=x", "/data/os", "/data/date"]) {
-      expect((await c.raw(p)).headers.get("access-control-allow-origin"), p).toBe("*");
+  test("CORS is off by default (restrictive), and --cors-origins opens it; security headers reach streamed answers", async () => {
+    const closed = await c.raw("/data/json", { headers: { origin: "https://example.org" } });
+    expect(closed.headers.get("access-control-allow-origin")).toBeNull();
+    expect(closed.headers.get("x-content-type-options")).toBe("nosniff");
+
+    const open = testApp({ corsOrigins: ["*"] });
+    const preflight = await open.app.handle(
+      new Request("http://localhost/data/summary", { method: "OPTIONS", headers: { origin: "https://example.org", "access-control-request-method": "GET" } }),
+    );
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-methods")).toContain("GET");
+    for (const p of ["/data/json", "/data/paginated", "/data/nsapp?nsapp=x", "/data/status?status=x", "/data/os", "/data/summary", "/data/errors"]) {
+      const res = await open.app.handle(new Request(`http://localhost${p}`, { headers: { origin: "https://example.org" } }));
+      expect(res.headers.get("access-control-allow-origin"), p).toBe("*");
     }
   });
 

@@ -1,5 +1,5 @@
 import { openDatabase } from "../store/database.ts";
-import { listRejected } from "../store/rejected-log.ts";
+import { createSqliteReads } from "../store/sqlite-reads.ts";
 import { rejectedReports, type RejectReason } from "../store/schema.ts";
 import { UsageError, countFlag, type Command } from "./command.ts";
 
@@ -19,7 +19,7 @@ export const rejected: Command = {
       throw new UsageError(`--reason must be one of ${REASONS.join(", ")}`);
     }
     const { sqlite, db } = openDatabase(ctx.config.db, { durability: ctx.config.durability, migrate: true });
-    for (const entry of listRejected(db, { limit, reason: reason as RejectReason | undefined })) ctx.out(`${JSON.stringify(entry)}\n`);
+    for (const entry of createSqliteReads(sqlite, db).listRejected({ limit, reason: reason as RejectReason | undefined })) ctx.out(`${JSON.stringify(entry)}\n`);
     sqlite.close();
     return 0;
   },

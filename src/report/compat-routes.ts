@@ -16,13 +16,6 @@ import { createStats } from "./stats.ts";
 /** Rows per streamed chunk (one query each). */
 export const CHUNK_ROWS = 1000;
 
-// The original answered with permissive CORS (rs/cors, every origin): browser dashboards on other
-// origins read it directly.
-const CORS = {
-  "access-control-allow-origin": "*",
-  "access-control-allow-methods": "GET, OPTIONS",
-  "access-control-allow-headers": "Content-Type, Authorization",
-} as const;
 
 /** A JSON array streamed from row chunks: one chunk serialised per pull, so memory stays bounded. */
 export function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Response {
@@ -48,7 +41,7 @@ export function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Respo
       chunks.return?.();
     },
   });
-  return new Response(body, { status: 200, headers: { "content-type": "application/json", ...CORS } });
+  return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
 }
 
 const floorHour = (ms: number): number => Math.floor(ms / HOUR) * HOUR;
@@ -98,9 +91,6 @@ export function compatRoutes(deps: CompatDeps) {
   };
 
   return new Elysia({ name: "compat" })
-    .options("/data/*", () => new Response(null, { status: 204, headers: { ...CORS, "access-control-max-age": "86400" } }), {
-      detail: { tags, summary: "CORS preflight", hide: true },
-    })
     .get("/data/json", () => list({}), {
       response: { 200: RecordList },
       detail: { tags, summary: "Every install (original API)", description: "All installs, oldest first, streamed as one JSON array." },
@@ -115,8 +105,7 @@ export function compatRoutes(deps: CompatDeps) {
     })
     .get(
       "/data/summary",
-      ({ set }) => {
-        Object.assign(set.headers, CORS);
+      () => {
         const span = store.recordSpan();
         if (!span) return { total_entries: 0, status_count: {}, nsapp_count: {} };
         // All time, from rollups: the first install's hour up to past both now and the newest install.
@@ -140,8 +129,7 @@ export function compatRoutes(deps: CompatDeps) {
     })
     .get(
       "/data/date",
-      ({ request, set, status }) => {
-        Object.assign(set.headers, CORS);
+      ({ request, status }) => {
         const range = dateRange(param(request, "start_date"), param(request, "end_date"));
         if (!range.ok) return status(400, errorBody("invalid_field", range.message, range.field));
         return list({ from: range.from, to: range.to });
@@ -174,10 +162,7 @@ export function compatRoutes(deps: CompatDeps) {
     })
     .get(
       "/data/errors",
-      ({ set }) => {
-        Object.assign(set.headers, CORS);
-        return errorCounts();
-      },
+      () => errorCounts(),
       {
         response: { 200: CompatErrors },
         detail: {

@@ -16,6 +16,8 @@ export interface RejectedEntry {
   body: string | null;
   /** The body in base64 when it is not valid UTF-8, so nothing is lost in the listing. */
   body_base64: string | null;
+  replayed_at: string | null;
+  replay_result: string | null;
 }
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
@@ -50,5 +52,7 @@ export function listRejected(db: Db, opts: { limit: number; reason?: RejectReaso
       message: r.message,
       random_id: r.randomId,
       ...describeBody(r.body),
+      replayed_at: r.replayedAt === null ? null : new Date(r.replayedAt).toISOString(),
+      replay_result: r.replayResult,
     }));
 }

@@ -6,6 +6,7 @@ import type { Db } from "./database.ts";
 import { errorSignatures, installs, rollups, type InstallRow } from "./schema.ts";
 import type { InstallFilter, ListCursor, RollupSelection, StoreReads } from "./store.ts";
 import { fromColumns } from "../report/rollup.ts";
+import { listRejected } from "./rejected-log.ts";
 
 const installColumns = getTableColumns(installs);
 
@@ -125,6 +126,8 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
         .orderBy(desc(n), asc(installs.error))
         .all();
     },
+
+    listRejected: (opts) => listRejected(db, opts),
 
     changeMarker() {
       const { c, v } = changes.get() as { c: number; v: number };

@@ -2,6 +2,7 @@
 // so another backend (PostgreSQL) can sit beside the SQLite one.
 import type { ErrorSignatureRow, InstallRow, NewInstallRow, Outcome, RejectReason } from "./schema.ts";
 import type { Grain, RollupData, RollupPart } from "../report/rollup.ts";
+import type { RejectedEntry } from "./rejected-log.ts";
 
 /** Every column present (null when absent): the prepared insert binds each one. */
 type Complete<T> = { [K in keyof T]-?: Exclude<T[K], undefined> };
@@ -119,6 +120,8 @@ export interface StoreReads {
   iterateInstalls(filter: InstallFilter): Iterable<InstallRow>;
   /** Installs per exact error text (non-empty), most frequent first: one scan of every install. */
   errorTextCounts(): { error: string; count: number }[];
+  /** The rejected-reports log, newest first; `before` is the id to continue from. */
+  listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[];
   /** Changes whenever any connection commits: a cheap key for caching answers. */
   changeMarker(): string;
   /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first. */

@@ -1,0 +1,53 @@
+// Security headers on every response, CORS only for configured origins, access control.
+import { Elysia } from "elysia";
+import { errorBody } from "../errors.ts";
+import { checkAccess } from "./access.ts";
+
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "cross-origin-opener-policy": "same-origin",
+  "permissions-policy": "camera=(), microphone=(), geolocation=()",
+  // Everything the pages need comes from this server; inline styles and scripts are what the
+  // bundled docs page uses.
+  "content-security-policy":
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+} as const;
+
+export interface HardeningOptions {
+  readToken: string | null;
+  adminToken: string | null;
+  /** [] = no cross-origin reads; ["*"] = any origin. */
+  corsOrigins: readonly string[];
+}
+
+export function hardening(o: HardeningOptions) {
+  const anyOrigin = o.corsOrigins.includes("*");
+  const allowed = (origin: string | null) => origin !== null && (anyOrigin || o.corsOrigins.includes(origin));
+
+  return new Elysia({ name: "hardening" })
+    .onRequest(({ request, set }) => {
+      Object.assign(set.headers, SECURITY_HEADERS);
+      const origin = request.headers.get("origin");
+      if (allowed(origin)) {
+        set.headers["access-control-allow-origin"] = anyOrigin ? "*" : origin!;
+        if (!anyOrigin) set.headers.vary = "Origin";
+        if (request.method === "OPTIONS") {
+          set.headers["access-control-allow-methods"] = "GET, POST, DELETE, OPTIONS";
+          set.headers["access-control-allow-headers"] = "Authorization, Content-Type";
+          set.headers["access-control-max-age"] = "86400";
+          set.status = 204;
+          return "";
+        }
+      }
+      const denied = checkAccess(request, new URL(request.url).pathname, o);
+      if (denied) {
+        set.status = denied.status;
+        if (denied.status === 401) set.headers["www-authenticate"] = 'Bearer realm="installstats"';
+        set.headers["content-type"] = "application/json";
+        return errorBody(denied.error, denied.message);
+      }
+    })
+    .as("global");
+}

@@ -1,0 +1,101 @@
+// Access control, security headers and error safety.
+import { describe, expect, test } from "bun:test";
+import { startReport, testApp } from "./helpers/app.ts";
+import { accessOf, tokenMatches } from "../src/ops/access.ts";
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+async function call(t: ReturnType<typeof testApp>, method: string, path: string, headers: Record<string, string> = {}, body?: object) {
+  const res = await t.app.handle(
+    new Request(`http://localhost${path}`, { method, headers: body ? { "content-type": "application/json", ...headers } : headers, body: body ? JSON.stringify(body) : undefined }),
+  );
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe("access", () => {
+  test("routes are classified: ingestion and health open, DELETE and /api/admin admin, the rest read", () => {
+    expect(accessOf("POST", "/upload")).toBe("open");
+    expect(accessOf("POST", "/upload/updatestatus")).toBe("open");
+    expect(accessOf("GET", "/healthz")).toBe("open");
+    expect(accessOf("DELETE", "/api/installs/x")).toBe("admin");
+    expect(accessOf("GET", "/api/admin/rejected")).toBe("admin");
+    for (const p of ["/api/installs", "/api/stats/summary", "/data/json", "/openapi", "/metrics", "/"]) expect(accessOf("GET", p)).toBe("read");
+    expect(tokenMatches("secret", "secret")).toBe(true);
+    expect(tokenMatches("secreT", "secret")).toBe(false);
+    expect(tokenMatches(null, "secret")).toBe(false);
+  });
+
+  test("without tokens: reads are public, admin actions are off (403)", async () => {
+    const t = testApp();
+    await t.post("/upload", startReport("a"));
+    expect((await call(t, "GET", "/api/installs/a")).status).toBe(200);
+    const del = await call(t, "DELETE", "/api/installs/a");
+    expect(del.status).toBe(403);
+    expect(del.body).toMatchObject({ error: "forbidden" });
+    expect((await call(t, "GET", "/api/installs/a")).status).toBe(200);
+  });
+
+  test("a read token guards reads (not ingestion or health); the admin token reads too", async () => {
+    const t = testApp({ readToken: "r3ad", adminToken: "adm1n" });
+    expect((await t.post("/upload", startReport("b"))).status).toBe(201);
+    expect((await t.post("/upload/updatestatus", { status: "done", random_id: "b" })).status).toBe(200);
+    expect((await call(t, "GET", "/healthz")).status).toBe(200);
+    for (const path of ["/api/installs/b", "/api/stats/summary", "/data/summary", "/openapi/json", "/api/export?format=ndjson"]) {
+      const none = await call(t, "GET", path).catch(() => null);
+      expect(none?.status, path).toBe(401);
+      expect(none?.headers.get("www-authenticate"), path).toContain("Bearer");
+      expect((await call(t, "GET", path, bearer("wrong")).catch(() => null))?.status, path).toBe(401);
+    }
+    expect((await call(t, "GET", "/api/installs/b", bearer("r3ad"))).status).toBe(200);
+    expect((await call(t, "GET", "/api/installs/b", bearer("adm1n"))).status).toBe(200);
+  });
+
+  test("admin: DELETE needs the admin token, not the read token, and removes the install", async () => {
+    const t = testApp({ readToken: "r3ad", adminToken: "adm1n" });
+    await t.post("/upload", startReport("c"));
+    expect((await call(t, "DELETE", "/api/installs/c")).status).toBe(401);
+    expect((await call(t, "DELETE", "/api/installs/c", bearer("r3ad"))).status).toBe(401);
+    expect((await call(t, "DELETE", "/api/installs/c", bearer("adm1n"))).body).toEqual({ deleted: true, random_id: "c" });
+    expect((await call(t, "DELETE", "/api/installs/c", bearer("adm1n"))).status).toBe(404);
+    expect((await call(t, "GET", "/api/installs/c", bearer("r3ad"))).status).toBe(404);
+  });
+
+  test("admin: the rejected log is listed with raw bodies", async () => {
+    const t = testApp({ adminToken: "adm1n" });
+    await t.post("/upload", "{{nope");
+    expect((await call(t, "GET", "/api/admin/rejected")).status).toBe(401);
+    const list = await call(t, "GET", "/api/admin/rejected?limit=5", bearer("adm1n"));
+    expect(list.status).toBe(200);
+    expect((list.body.entries as { reason: string; body: string }[])[0]).toMatchObject({ reason: "invalid_json", body: "{{nope" });
+  });
+});
+
+describe("headers and errors", () => {
+  test("security headers on every kind of answer; no CORS unless configured", async () => {
+    const t = testApp();
+    for (const [method, path, body] of [["GET", "/api/stats/summary"], ["GET", "/nope"], ["POST", "/upload", startReport("h")], ["GET", "/openapi"]] as const) {
+      const res = await t.app.handle(new Request(`http://localhost${path}`, { method, headers: { origin: "https://evil.example" }, body: body ? JSON.stringify(body) : undefined }));
+      expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
+      expect(res.headers.get("x-frame-options"), path).toBe("DENY");
+      expect(res.headers.get("content-security-policy"), path).toContain("default-src 'self'");
+      expect(res.headers.get("access-control-allow-origin"), path).toBeNull();
+    }
+    const named = testApp({ corsOrigins: ["https://dash.example"] });
+    const ok = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://dash.example" } }));
+    expect(ok.headers.get("access-control-allow-origin")).toBe("https://dash.example");
+    const other = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://evil.example" } }));
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  test("an internal error answers 500 with the one error shape and no stack trace", async () => {
+    const t = testApp();
+    // A bug (not a storage error) inside a read: the client sees a clean 500, the log the stack.
+    t.store.getInstall = () => {
+      throw new TypeError("boom at somewhere.ts:1");
+    };
+    const res = await t.get("/api/installs/x");
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: "internal", message: "internal error; see the server log" });
+    expect(t.logLines.join("")).toContain("boom");
+  });
+});

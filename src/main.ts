@@ -7,11 +7,12 @@ import { DatabaseOpenError } from "./store/database.ts";
 import { UsageError, terminalProgress, type Command } from "./cli/command.ts";
 import { migrate } from "./cli/migrate.ts";
 import { rejected } from "./cli/rejected.ts";
+import { seed } from "./cli/seed.ts";
 import { serve } from "./cli/serve.ts";
 import { verify } from "./cli/verify.ts";
 
 const VERSION = pkg.version;
-const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected];
+const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;

@@ -75,12 +75,12 @@ export function dimensionValues(r: RollupRecord): string[] {
 /** Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of record `r` into `d`. */
 export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, app: string, errorSig: string | null, values = dimensionValues(r)): void {
   const i = OUTCOME_INDEX[outcome];
-  DIMENSIONS.forEach((dim, k) => {
-    if (dim === "nsapp" && app !== ALL_APPS) return; // an app row is its own nsapp
-    const byValue = (d.dims[dim] ??= {});
+  // An app row is its own nsapp: it skips the first dimension.
+  for (let k = app === ALL_APPS ? 0 : 1; k < DIMENSIONS.length; k++) {
+    const byValue = (d.dims[DIMENSIONS[k]!] ??= {});
     const counts = (byValue[values[k]!] ??= [0, 0, 0, 0, 0]);
     counts[i] = counts[i]! + sign;
-  });
+  }
   if (r.durationMs !== null && outcome !== "in_progress") {
     const bins = (d.dur[outcome] ??= {});
     const bin = durationBin(r.durationMs);
@@ -91,30 +91,39 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */
 export function mergeInto(a: RollupData, b: RollupData): RollupData {
-  for (const [dim, values] of Object.entries(b.dims) as [Dimension, Record<string, Counts>][]) {
-    const target = (a.dims[dim] ??= {});
-    for (const [value, counts] of Object.entries(values)) {
+  for (const dim in b.dims) {
+    const values = b.dims[dim as Dimension]!;
+    const target = (a.dims[dim as Dimension] ??= {});
+    for (const value in values) {
+      const counts = values[value]!;
       const t = (target[value] ??= [0, 0, 0, 0, 0]);
-      for (let k = 0; k < 5; k++) t[k]! += counts[k]!;
-      if (t.every((n) => n === 0)) delete target[value];
+      let any = 0;
+      for (let k = 0; k < 5; k++) any |= t[k] = t[k]! + counts[k]!;
+      if (any === 0) delete target[value];
     }
-    if (Object.keys(target).length === 0) delete a.dims[dim];
+    if (isBare(target)) delete a.dims[dim as Dimension];
   }
-  for (const [outcome, bins] of Object.entries(b.dur) as [Outcome, Record<string, number>][]) {
-    const target = (a.dur[outcome] ??= {});
-    for (const [bin, n] of Object.entries(bins)) {
-      const v = (target[bin] ?? 0) + n;
+  for (const outcome in b.dur) {
+    const bins = b.dur[outcome as Outcome]!;
+    const target = (a.dur[outcome as Outcome] ??= {});
+    for (const bin in bins) {
+      const v = (target[bin] ?? 0) + bins[bin]!;
       if (v === 0) delete target[bin];
       else target[bin] = v;
     }
-    if (Object.keys(target).length === 0) delete a.dur[outcome];
+    if (isBare(target)) delete a.dur[outcome as Outcome];
   }
-  for (const [sig, n] of Object.entries(b.err)) {
-    const v = (a.err[sig] ?? 0) + n;
+  for (const sig in b.err) {
+    const v = (a.err[sig] ?? 0) + b.err[sig]!;
     if (v === 0) delete a.err[sig];
     else a.err[sig] = v;
   }
   return a;
+}
+
+function isBare(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }
 
 export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length === 0;

@@ -270,6 +270,12 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       case "reject":
         logRejection(op.rejection, op.at);
         return { kind: "logged" };
+      case "load": {
+        if (q.findInstall.get({ id: op.row.randomId })) return { kind: "duplicate" };
+        q.insertInstall.run(op.row);
+        count(fx, op.row, 1, op.row.updatedAt);
+        return { kind: "created", outcome: op.row.outcome };
+      }
       case "delete": {
         const record = reads.getInstall(op.randomId);
         if (record) {

@@ -39,6 +39,11 @@ export type WriteOp =
   | ({ kind: "start"; report: StartReport } & Received)
   | ({ kind: "update"; update: StatusUpdate } & Received)
   | { kind: "reject"; rejection: Rejection; at: number }
+  /**
+   * A complete record as it stands (seed, import): stored and counted once, where a start report
+   * and its update would be counted three times (+1 in progress, -1, +1 final).
+   */
+  | { kind: "load"; row: InstallRow; at: number }
   /** Removes everything stored about one install: record, held update, rejected-log bodies. */
   | { kind: "delete"; randomId: string; at: number }
   /** An install still in progress becomes outcome "unknown" (timed out); its status stays as sent. */

@@ -1,0 +1,26 @@
+import { openDatabase } from "../store/database.ts";
+import { createSqliteStore } from "../store/sqlite-store.ts";
+import { SEED_DEFAULTS, seedDatabase, seedOptions } from "../ops/seed.ts";
+import { UsageError, countFlag, type Command } from "./command.ts";
+
+export const seed: Command = {
+  name: "seed",
+  summary: "fill the database with realistic generated installs (for trying things out and benchmarks)",
+  flags: {
+    records: { type: "string", help: "how many installs (required)" },
+    days: { type: "string", help: `spread over the last N days (default ${SEED_DEFAULTS.days})` },
+    seed: { type: "string", help: `random seed; the same seed gives the same data (default ${SEED_DEFAULTS.seed})` },
+  },
+  run(ctx) {
+    if (ctx.flags.records === undefined) throw new UsageError("--records is required, e.g. installstats seed --records 100000");
+    const records = countFlag(ctx, "records", 1);
+    const options = seedOptions({ records, days: countFlag(ctx, "days", SEED_DEFAULTS.days), seed: countFlag(ctx, "seed", SEED_DEFAULTS.seed) });
+    // Generated data needs no power-loss durability while it is written.
+    const { sqlite, db } = openDatabase(ctx.config.db, { durability: "normal", migrate: true });
+    const result = seedDatabase(createSqliteStore(sqlite, db), options, (p) => ctx.progress(`seeding ${p.written.toLocaleString()} / ${p.total.toLocaleString()}`));
+    ctx.progress("");
+    sqlite.close();
+    ctx.out(`${ctx.config.db}: ${result.records} installs in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,335 @@
+// `installstats seed`: the synthetic data generator (distributions, determinism) and writing
+// through the store's one write path.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { openDatabase } from "../src/store/database.ts";
+import { createSqliteStore } from "../src/store/sqlite-store.ts";
+import type { Store, WriteOp } from "../src/store/store.ts";
+import { errorSignature } from "../src/report/error-signature.ts";
+import { generateInstalls, seedDatabase, seedOptions, type SeedInstall, type SeedOptions } from "../src/ops/seed.ts";
+import { Rng, buildCatalogue, uuid4, type AppSpec } from "../src/ops/seed-data.ts";
+
+const DAY = 86_400_000;
+const END = Date.UTC(2026, 10, 21, 12, 34, 56, 789);
+const SAMPLE = 60_000;
+
+const catalogue = new Map<string, AppSpec>(buildCatalogue().map((app) => [app.name, app]));
+let sample: SeedInstall[] = [];
+const opts: SeedOptions = seedOptions({ records: SAMPLE, days: 365, end: END, seed: 7 });
+
+beforeAll(() => {
+  sample = [...generateInstalls(opts)];
+});
+
+const finalOutcome = (r: SeedInstall) => r.update?.outcome ?? r.report.outcome;
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+function countBy<T>(items: Iterable<T>, key: (t: T) => string): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const item of items) {
+    const k = key(item);
+    m.set(k, (m.get(k) ?? 0) + 1);
+  }
+  return m;
+}
+
+describe("PRNG and ids", () => {
+  test("a seed gives the same stream; uuids are version 4 and distinct", () => {
+    const a = new Rng(42);
+    const b = new Rng(42);
+    const c = new Rng(43);
+    const sa = Array.from({ length: 100 }, () => a.u32());
+    expect(Array.from({ length: 100 }, () => b.u32())).toEqual(sa);
+    expect(Array.from({ length: 100 }, () => c.u32())).not.toEqual(sa);
+    const r = new Rng(1);
+    const ids = Array.from({ length: 5000 }, () => uuid4(r));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test("the catalogue has hundreds of apps of every install type", () => {
+    expect(catalogue.size).toBeGreaterThanOrEqual(250);
+    const types = countBy(catalogue.values(), (a) => a.type);
+    for (const t of ["lxc", "vm", "turnkey", "pve", "addon", "tool"]) expect(types.get(t) ?? 0).toBeGreaterThan(0);
+    expect(types.get("lxc")!).toBeGreaterThan(catalogue.size * 0.7);
+    for (const app of catalogue.values()) {
+      expect(app.failRange[0]).toBeGreaterThanOrEqual(0.01);
+      expect(app.failRange[1]).toBeLessThanOrEqual(0.4);
+      expect(app.failRange[0]).toBeLessThan(app.failRange[1]);
+      expect(app.medianS).toBeGreaterThanOrEqual(30);
+      expect(app.medianS).toBeLessThanOrEqual(600);
+    }
+  });
+});
+
+describe("generator", () => {
+  test("exactly N records, deterministic for a seed, different for another", () => {
+    for (const n of [0, 1, 7, 1000]) expect([...generateInstalls({ ...opts, records: n })].length).toBe(n);
+    expect(sample.length).toBe(SAMPLE);
+    const again = [...generateInstalls({ ...opts, records: 2000 })];
+    const twice = [...generateInstalls({ ...opts, records: 2000 })];
+    expect(twice).toEqual(again);
+    const other = [...generateInstalls({ ...opts, records: 2000, seed: 8 })];
+    expect(other.map((r) => r.report.randomId)).not.toEqual(again.map((r) => r.report.randomId));
+    expect(new Set(sample.map((r) => r.report.randomId)).size).toBe(SAMPLE);
+  });
+
+  test("times lie in [end - days, end], in start order, updates after their start", () => {
+    const from = END - 365 * DAY;
+    let previous = -Infinity;
+    for (const r of sample) {
+      expect(r.at).toBeGreaterThanOrEqual(from);
+      expect(r.at).toBeLessThanOrEqual(END);
+      expect(r.at).toBeGreaterThanOrEqual(previous);
+      previous = r.at;
+      if (r.update) {
+        expect(r.updateAt!).toBeGreaterThan(r.at);
+        expect(r.updateAt!).toBeLessThanOrEqual(END);
+      } else expect(r.updateAt).toBeNull();
+    }
+    // Spread over the whole window, growing over it.
+    const firstMonth = sample.filter((r) => r.at < from + 30 * DAY).length;
+    const lastMonth = sample.filter((r) => r.at >= END - 30 * DAY).length;
+    expect(firstMonth).toBeGreaterThan(SAMPLE * 0.03);
+    expect(lastMonth).toBeGreaterThan(firstMonth * 1.5);
+  });
+
+  test("daily and weekly rhythm: evening peak, night trough, busier weekends", () => {
+    const byHour = countBy(sample, (r) => String(new Date(r.at).getUTCHours()));
+    expect(byHour.get("19")!).toBeGreaterThan(byHour.get("6")! * 2);
+    const byDay = countBy(sample, (r) => String(new Date(r.at).getUTCDay()));
+    expect(byDay.get("6")!).toBeGreaterThan(byDay.get("2")! * 1.2);
+  });
+
+  test("popularity is long-tailed", () => {
+    const apps = [...countBy(sample, (r) => r.report.nsapp!).values()].sort((a, b) => b - a);
+    expect(apps.length).toBeGreaterThan(200);
+    const top = apps[0]!;
+    const median = apps[Math.floor(apps.length / 2)]!;
+    expect(top / SAMPLE).toBeGreaterThan(0.05);
+    expect(top / SAMPLE).toBeLessThan(0.3);
+    expect(top).toBeGreaterThan(median * 30);
+    // The 20 most installed apps are about half of all installs; the long tail the rest.
+    const top20 = apps.slice(0, 20).reduce((a, b) => a + b, 0);
+    expect(top20 / SAMPLE).toBeGreaterThan(0.35);
+    expect(top20 / SAMPLE).toBeLessThan(0.75);
+  });
+
+  test("outcomes: mostly done, a few failed, some aborted, a small share still installing", () => {
+    const outcomes = countBy(sample, finalOutcome);
+    const share = (o: string) => (outcomes.get(o) ?? 0) / SAMPLE;
+    expect(share("success")).toBeGreaterThan(0.8);
+    expect(share("success")).toBeLessThan(0.92);
+    expect(share("failed")).toBeGreaterThan(0.05);
+    expect(share("aborted")).toBeGreaterThan(0.01);
+    expect(share("aborted")).toBeLessThan(0.04);
+    expect(share("in_progress")).toBeGreaterThan(0.003);
+    expect(share("in_progress")).toBeLessThan(0.03);
+    expect(outcomes.get("unknown")).toBeUndefined();
+    for (const r of sample) {
+      expect(r.report.status).toBe("installing");
+      expect(r.report.outcome).toBe("in_progress");
+      if (r.update) expect(["done", "failed"]).toContain(r.update.status);
+    }
+  });
+
+  test("every app's failure rate is within its configured range", () => {
+    const byApp = new Map<string, { n: number; failed: number }>();
+    for (const r of sample) {
+      const s = byApp.get(r.report.nsapp!) ?? { n: 0, failed: 0 };
+      s.n++;
+      if (finalOutcome(r) === "failed") s.failed++;
+      byApp.set(r.report.nsapp!, s);
+    }
+    let checked = 0;
+    for (const [name, { n, failed }] of byApp) {
+      if (n < 300) continue;
+      const [lo, hi] = catalogue.get(name)!.failRange;
+      const rate = failed / n;
+      const slack = 3.5 * Math.sqrt((hi * (1 - hi)) / n) + 0.005;
+      expect({ name, ok: rate >= lo - slack && rate <= hi + slack, rate, lo, hi }).toMatchObject({ name, ok: true });
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(15);
+    // The broken apps are visibly broken.
+    const worst = [...catalogue.values()].filter((a) => a.failRange[0] >= 0.2).map((a) => a.name);
+    expect(worst.length).toBeGreaterThanOrEqual(3);
+    const frigate = byApp.get("frigate")!;
+    expect(frigate.failed / frigate.n).toBeGreaterThan(0.15);
+  });
+
+  test("failed installs carry real-looking error texts, normalized (IPs masked), grouping into signatures", () => {
+    const failed = sample.filter((r) => finalOutcome(r) === "failed");
+    const texts = new Set<string>();
+    const signatures = new Set<string>();
+    let masked = 0;
+    for (const r of failed) {
+      const error = r.update!.error;
+      expect(error).not.toBeNull();
+      expect(error!.length).toBeGreaterThan(0);
+      expect(error).not.toMatch(/\u001b/); // colours stripped by the normalizer
+      expect(error).not.toMatch(/(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)/); // no raw IPv4
+      if (/<ipv[46]>/.test(error!)) masked++;
+      texts.add(error!);
+      signatures.add(errorSignature(error)!);
+    }
+    expect(masked).toBeGreaterThan(10);
+    // Volatile parts (CT ids, line numbers, paths, addresses) vary; signatures collapse them.
+    expect(texts.size).toBeGreaterThan(signatures.size * 2);
+    const all = [...texts].join("\n");
+    for (const needle of ["exit code", "E: Unable to locate package", "Could not resolve host", "unable to create CT", "TERMINATED", "No error message", "wget https://github.com/"]) {
+      expect(all).toContain(needle);
+    }
+    for (const r of sample.filter((x) => finalOutcome(x) === "aborted")) {
+      expect(r.update!.status).toBe("failed");
+      expect(["INTERRUPTED", "exit code 130: Script terminated by Ctrl+C"]).toContain(r.update!.error!);
+    }
+    for (const r of sample.filter((x) => finalOutcome(x) === "success")) {
+      expect([null, "none", "No error message"]).toContain(r.update!.error);
+    }
+  });
+
+  test("durations: per-app log-normal medians of 1-10 minutes with a long tail", () => {
+    const ms = sample.filter((r) => r.update).map((r) => r.updateAt! - r.at).sort((a, b) => a - b);
+    expect(ms[0]!).toBeGreaterThanOrEqual(4000);
+    expect(ms[ms.length - 1]!).toBeLessThanOrEqual(10 * 3_600_000);
+    const median = quantile(ms, 0.5);
+    expect(median).toBeGreaterThan(60_000);
+    expect(median).toBeLessThan(600_000);
+    expect(quantile(ms, 0.999)).toBeGreaterThan(median * 8); // the tail reaches hours
+    // Successful installs of an app centre on its configured median.
+    const byApp = new Map<string, number[]>();
+    for (const r of sample) {
+      if (finalOutcome(r) !== "success") continue;
+      const list = byApp.get(r.report.nsapp!) ?? [];
+      list.push(r.updateAt! - r.at);
+      byApp.set(r.report.nsapp!, list);
+    }
+    let checked = 0;
+    for (const [name, list] of byApp) {
+      if (list.length < 400) continue;
+      const observed = quantile(list.sort((a, b) => a - b), 0.5) / 1000;
+      const configured = catalogue.get(name)!.medianS;
+      expect({ name, ratio: observed / configured > 0.8 && observed / configured < 1.25 }).toEqual({ name, ratio: true });
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+
+  test("fields look like real clients: VMs, containers, host scripts, OS and host versions", () => {
+    for (const r of sample) {
+      const s = r.report;
+      if (s.type === "vm") {
+        expect(s.ctType).toBe(2);
+        expect(s.disableip6).toBeNull();
+        expect(s.diskSize!).toBeGreaterThanOrEqual(8);
+      } else if (s.type === "lxc" || s.type === "turnkey") {
+        expect([0, 1]).toContain(s.ctType!);
+        expect(s.diskSize!).toBeGreaterThanOrEqual(2);
+        expect(s.diskSize!).toBeLessThanOrEqual(64);
+        expect(s.coreCount!).toBeGreaterThanOrEqual(1);
+        expect(s.coreCount!).toBeLessThanOrEqual(8);
+        expect(s.ramSize!).toBeGreaterThanOrEqual(512);
+        expect(s.ramSize!).toBeLessThanOrEqual(16384);
+        expect([null, "yes", "no"]).toContain(s.disableip6);
+      } else {
+        expect(s.ctType).toBeNull();
+        expect(s.diskSize).toBeNull();
+      }
+      expect(s.pveVersion).toMatch(/^(7\.4-\d+|8\.[0-4]\.\d+|9\.[01]\.\d+|not found)$/);
+      expect(s.osType).not.toBeNull();
+      expect(s.method).not.toBeNull();
+    }
+    const byType = countBy(sample, (r) => r.report.type);
+    expect(byType.get("lxc")! / SAMPLE).toBeGreaterThan(0.75);
+    expect(byType.get("vm")! / SAMPLE).toBeGreaterThan(0.02);
+    const os = countBy(sample, (r) => r.report.osType!);
+    expect(os.get("debian")! / SAMPLE).toBeGreaterThan(0.5);
+    for (const t of ["ubuntu", "alpine", "fedora"]) expect(os.get(t) ?? 0).toBeGreaterThan(0);
+    const methods = countBy(sample, (r) => r.report.method!);
+    expect(methods.get("default")! / SAMPLE).toBeGreaterThan(0.5);
+    expect(methods.get("advanced")! / SAMPLE).toBeGreaterThan(0.1);
+    expect(sample.filter((r) => r.report.pveVersion === "not found").length).toBeGreaterThan(0);
+    // Adoption moves: PVE 9 and Debian 13 grow over the year.
+    const share = (list: SeedInstall[], f: (r: SeedInstall) => boolean) => list.filter(f).length / list.length;
+    const early = sample.filter((r) => r.at < END - 320 * DAY);
+    const late = sample.filter((r) => r.at >= END - 45 * DAY);
+    const pve9 = (r: SeedInstall) => r.report.pveVersion!.startsWith("9.");
+    expect(share(early, pve9)).toBeLessThan(0.1);
+    expect(share(late, pve9)).toBeGreaterThan(0.5);
+    const deb13 = (r: SeedInstall) => r.report.osType === "debian" && r.report.osVersion === "13";
+    expect(share(late, deb13)).toBeGreaterThan(share(early, deb13) + 0.2);
+  });
+});
+
+describe("seedDatabase", () => {
+  const small = (records: number, extra: Partial<SeedOptions> = {}): SeedOptions =>
+    seedOptions({ records, days: 30, end: END, seed: 3, batchSize: 3000, ...extra });
+
+  function memoryStore() {
+    const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
+    return { sqlite, store: createSqliteStore(sqlite, db) };
+  }
+
+  test("writes exactly N installs through Store.write, in bounded batches, rollups included", () => {
+    const { sqlite, store } = memoryStore();
+    const batches: WriteOp[][] = [];
+    const spy: Store = { ...store, write: (ops) => (batches.push([...ops]), store.write(ops)) };
+    const progress: number[] = [];
+    const options = small(20_000);
+    const result = seedDatabase(spy, options, (p) => {
+      expect(p.total).toBe(20_000);
+      progress.push(p.written);
+    });
+    expect(result.records).toBe(20_000);
+    expect(result.seconds).toBeGreaterThan(0);
+    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 20_000 });
+    expect(progress[progress.length - 1]).toBe(20_000);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    for (const batch of batches) expect(batch.length).toBeLessThanOrEqual(3000);
+    expect(batches.length).toBeGreaterThanOrEqual(Math.ceil(20_000 / 3000)); // one load op per record
+
+    // Rows are what was written: same outcomes, times and durations.
+    const rows = batches.flat().flatMap((op) => (op.kind === "load" ? [op.row] : []));
+    expect(rows.length).toBe(20_000);
+    const expected = countBy(rows, (row) => row.outcome);
+    const stored = sqlite.query("SELECT outcome, count(*) AS n FROM installs GROUP BY outcome").all() as { outcome: string; n: number }[];
+    expect(new Map(stored.map((s) => [s.outcome, s.n]))).toEqual(expected);
+    const span = sqlite.query("SELECT min(created_at) AS lo, max(updated_at) AS hi, min(duration_ms) AS d FROM installs").get() as { lo: number; hi: number; d: number };
+    expect(span.lo).toBeGreaterThanOrEqual(END - 30 * DAY);
+    expect(span.hi).toBeLessThanOrEqual(END);
+    expect(span.d).toBeGreaterThanOrEqual(4000);
+    expect(sqlite.query("SELECT count(*) AS n FROM installs WHERE outcome != 'in_progress' AND duration_ms IS NULL").get()).toEqual({ n: 0 });
+    // Nothing was held, conflicting or rejected; rollups and signatures were kept.
+    expect(sqlite.query("SELECT count(*) AS n FROM held_updates").get()).toEqual({ n: 0 });
+    expect(sqlite.query("SELECT count(*) AS n FROM rejected_reports").get()).toEqual({ n: 0 });
+    expect((sqlite.query("SELECT count(*) AS n FROM rollups").get() as { n: number }).n).toBeGreaterThan(30);
+    expect((sqlite.query("SELECT count(*) AS n FROM error_signatures").get() as { n: number }).n).toBeGreaterThan(50);
+    const failed = sqlite.query("SELECT error FROM installs WHERE outcome = 'failed'").all() as { error: string | null }[];
+    expect(failed.every((f) => f.error !== null && f.error !== "")).toBe(true);
+    store.close();
+  }, 60_000); // generous for a loaded machine
+
+  test("refuses to seed the same seed and window twice; another seed or window adds to the database", () => {
+    const { sqlite, store } = memoryStore();
+    seedDatabase(store, small(300));
+    expect(() => seedDatabase(store, small(300))).toThrow(/already holds the records of seed 3/);
+    expect(() => seedDatabase(store, small(50))).toThrow(/already holds the records of seed 3/);
+    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 300 });
+    expect(seedDatabase(store, small(200, { seed: 4 })).records).toBe(200);
+    expect(seedDatabase(store, small(100, { days: 29 })).records).toBe(100);
+    expect(seedDatabase(store, small(100, { end: END - DAY })).records).toBe(100);
+    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 700 });
+    expect(sqlite.query("SELECT count(*) AS n FROM rejected_reports").get()).toEqual({ n: 0 });
+    store.close();
+  });
+
+  test("rejects nonsense options", () => {
+    const { store } = memoryStore();
+    expect(() => seedDatabase(store, small(-1))).toThrow(RangeError);
+    expect(() => seedDatabase(store, small(10, { days: 0 }))).toThrow(RangeError);
+    expect(() => seedDatabase(store, small(10, { batchSize: 1 }))).toThrow(RangeError);
+    expect(() => seedDatabase(store, small(10, { end: END + 0.5 }))).toThrow(RangeError);
+    expect(() => [...generateInstalls(small(10, { records: 1.5 }))]).toThrow(RangeError);
+    store.close();
+  });
+});

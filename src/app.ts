@@ -6,6 +6,10 @@ import { ingestRoutes } from "./ingest/routes.ts";
 import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer.ts";
 import { adminRoutes } from "./ops/admin-routes.ts";
 import { hardening } from "./ops/hardening.ts";
+import type { Metrics } from "./ops/metrics.ts";
+import { metricsRoutes } from "./ops/metrics-routes.ts";
+import { clientAddress, createRateLimiter, proxyMatcher } from "./ops/rate-limit.ts";
+import type { Server } from "bun";
 import { healthRoutes } from "./ops/health.ts";
 import type { Logger } from "./ops/log.ts";
 import { compatRoutes } from "./report/compat-routes.ts";
@@ -22,10 +26,15 @@ export interface AppDeps {
   clock: () => number;
   version: string;
   log: Logger;
+  metrics: Metrics;
 }
 
 export function createApp(deps: AppDeps) {
-  const { config, writer, clock, version, log } = deps;
+  const { config, writer, clock, version, log, metrics } = deps;
+  const trusted = proxyMatcher(config.trustedProxies);
+  const clientOf = (request: Request, server: Server<unknown> | null) =>
+    clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted);
+  const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
   return new Elysia({ serve: { maxRequestBodySize: hardBodyLimit(config.maxBodyBytes) } })
     .onError(({ code, error, set, path }) => {
       // Every error leaves in the one shape; no stack traces reach clients.
@@ -60,9 +69,10 @@ export function createApp(deps: AppDeps) {
       }
     })
     .use(hardening(config))
+    .use(metricsRoutes({ metrics, store: deps.store, dbPath: config.db, clock, started: clock() }))
     .use(apiDocs({ version }))
     .use(healthRoutes({ version, writerStats: writer.stats, clock }))
-    .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config }))
+    .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config, metrics, limiter, clientOf }))
     .use(reportRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))

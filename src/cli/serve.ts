@@ -1,6 +1,7 @@
 import { createApp } from "../app.ts";
 import { createWriter } from "../ingest/writer.ts";
 import { createLogger } from "../ops/log.ts";
+import { createMetrics } from "../ops/metrics.ts";
 import { openDatabase } from "../store/database.ts";
 import { createSqliteReads } from "../store/sqlite-reads.ts";
 import { startWriteThread } from "../store/worker-commit.ts";
@@ -18,8 +19,12 @@ export const serve: Command = {
       log.error("write thread crashed; exiting so the supervisor restarts the service", { error: e.message });
       process.exit(1);
     });
-    const writer = createWriter(thread.commit, config.maxBatch);
-    const app = createApp({ config, store: createSqliteReads(sqlite, db), writer, clock, version, log });
+    const metrics = createMetrics();
+    const writer = createWriter(thread.commit, config.maxBatch, (size, seconds) => {
+      metrics.batchSize.observe(size);
+      metrics.commitSeconds.observe(seconds);
+    });
+    const app = createApp({ config, store: createSqliteReads(sqlite, db), writer, clock, version, log, metrics });
     app.listen({ hostname: config.host, port: config.port });
     const port = app.server?.port;
     // The one line on stdout: scripts and tests read the address from it.

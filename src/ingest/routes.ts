@@ -8,12 +8,20 @@ import { parseLenientJson } from "./lenient-json.ts";
 import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "./normalize.ts";
 import { readBody } from "./read-body.ts";
 import type { GroupCommitWriter } from "./writer.ts";
+import type { Server } from "bun";
+import type { Metrics } from "../ops/metrics.ts";
+import type { RateLimiter } from "../ops/rate-limit.ts";
 
 export interface IngestDeps {
   writer: GroupCommitWriter;
   normalize: NormalizeOptions;
   maxBodyBytes: number;
   clock: () => number;
+  metrics: Metrics;
+  /** Per-client limit; null = none. */
+  limiter: RateLimiter | null;
+  /** The address a request counts against (proxy-aware). */
+  clientOf: (request: Request, server: Server<unknown> | null) => string;
 }
 
 export const Accepted = t.Object(
@@ -66,6 +74,7 @@ const responses = {
   409: ErrorBody,
   413: ErrorBody,
   422: ErrorBody,
+  429: ErrorBody,
   503: ErrorBody,
 };
 
@@ -96,7 +105,7 @@ function accepted(result: WriteResult, randomId: string, repaired: boolean): Rep
 }
 
 export function ingestRoutes(deps: IngestDeps) {
-  const { writer, normalize, maxBodyBytes, clock } = deps;
+  const { writer, normalize, maxBodyBytes, clock, metrics, limiter, clientOf } = deps;
 
   async function reject(
     endpoint: Endpoint,
@@ -108,6 +117,7 @@ export function ingestRoutes(deps: IngestDeps) {
     randomId: string | null = null,
   ): Promise<Reply> {
     await writer.submit({ kind: "reject", at: clock(), rejection: { endpoint, reason, httpStatus, field, message, randomId, body } });
+    metrics.rejected.inc({ reason });
     return { status: httpStatus, body: errorBody(reason, message, field) };
   }
 
@@ -133,7 +143,28 @@ export function ingestRoutes(deps: IngestDeps) {
       op = { kind: "update", update: update.value, ...received };
     }
     const randomId = op.kind === "start" ? op.report.randomId : op.update.randomId;
-    return accepted(await writer.submit(op), randomId, parsed.repairs.length > 0);
+    const reply = accepted(await writer.submit(op), randomId, parsed.repairs.length > 0);
+    if (parsed.repairs.length > 0) metrics.rejected.inc({ reason: "repaired" });
+    if (reply.status === 409) metrics.rejected.inc({ reason: "already_final" });
+    return reply;
+  }
+
+  /** Rate limit, then ingest; every answer is timed. */
+  async function handle(endpoint: Endpoint, request: Request, server: Server<unknown> | null, set: { status?: number | string; headers: Record<string, string | number> }) {
+    const started = performance.now();
+    if (limiter) {
+      const verdict = limiter.take(clientOf(request, server), clock());
+      if (!verdict.ok) {
+        metrics.rateLimited.inc();
+        set.status = 429;
+        set.headers["retry-after"] = String(verdict.retryAfterS);
+        return errorBody("rate_limited", `too many reports from this address; retry in ${verdict.retryAfterS} s`);
+      }
+    }
+    const r = await ingest(endpoint, request);
+    metrics.ingestSeconds.observe((performance.now() - started) / 1000, { endpoint });
+    set.status = r.status;
+    return r.body;
   }
 
   const hook = (summary: string, description: string, doc: typeof StartReportDoc | typeof StatusUpdateDoc) => ({
@@ -150,20 +181,12 @@ export function ingestRoutes(deps: IngestDeps) {
   return new Elysia({ name: "ingest" })
     .post(
       "/upload",
-      async ({ request, set }) => {
-        const r = await ingest("upload", request);
-        set.status = r.status;
-        return r.body;
-      },
+      ({ request, server, set }) => handle("upload", request, server, set),
       hook("Installation started", "201 for a new random_id, 200 with duplicate:true when it is already stored (the stored record is unchanged).", StartReportDoc),
     )
     .post(
       "/upload/updatestatus",
-      async ({ request, set }) => {
-        const r = await ingest("updatestatus", request);
-        set.status = r.status;
-        return r.body;
-      },
+      ({ request, server, set }) => handle("updatestatus", request, server, set),
       hook("Installation status update", "200 when applied, 202 when held until the start report arrives, 409 when the install already has a final status.", StatusUpdateDoc),
     );
 }

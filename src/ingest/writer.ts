@@ -37,14 +37,19 @@ export interface GroupCommitWriter {
   readonly stats: Readonly<WriterStats>;
 }
 
-export function createWriter(commit: Commit, maxBatch: number): GroupCommitWriter {
+/** Called after each committed batch (metrics). */
+export type BatchObserver = (size: number, seconds: number) => void;
+
+export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchObserver): GroupCommitWriter {
   let queue: Pending[] = [];
   let busy = false;
   let idle: (() => void)[] = [];
   const stats: WriterStats = { batches: 0, writes: 0, failedBatches: 0, lastBatchSize: 0, largestBatch: 0, lastError: null };
 
   async function write(batch: Pending[]): Promise<void> {
+    const started = performance.now();
     const results = await commit(batch.map((p) => p.op));
+    onBatch?.(batch.length, (performance.now() - started) / 1000);
     stats.batches++;
     stats.writes += batch.length;
     stats.lastBatchSize = batch.length;

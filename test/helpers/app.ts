@@ -3,6 +3,7 @@ import { createApp } from "../../src/app.ts";
 import { defaults, type Config } from "../../src/config.ts";
 import { createWriter, inProcessCommit } from "../../src/ingest/writer.ts";
 import { createLogger } from "../../src/ops/log.ts";
+import { createMetrics } from "../../src/ops/metrics.ts";
 import { openDatabase } from "../../src/store/database.ts";
 import { rejectedReports } from "../../src/store/schema.ts";
 import { createSqliteStore } from "../../src/store/sqlite-store.ts";
@@ -26,11 +27,15 @@ export function testApp(overrides: Partial<Config> = {}) {
   const config: Config = { ...defaults, ...overrides };
   const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
   const store = createSqliteStore(sqlite, db);
-  const writer = createWriter(inProcessCommit(store.write), config.maxBatch);
+  const metrics = createMetrics();
+  const writer = createWriter(inProcessCommit(store.write), config.maxBatch, (size, seconds) => {
+    metrics.batchSize.observe(size);
+    metrics.commitSeconds.observe(seconds);
+  });
   const clock = manualClock();
   const logLines: string[] = [];
   const log = createLogger("debug", (line) => logLines.push(line), clock);
-  const app = createApp({ config, store, writer, clock, version: "0.0.0-test", log });
+  const app = createApp({ config, store, writer, clock, version: "0.0.0-test", log, metrics });
 
   async function send(method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
     const res = await app.handle(
@@ -57,6 +62,7 @@ export function testApp(overrides: Partial<Config> = {}) {
     sqlite,
     db,
     writer,
+    metrics,
     clock,
     logLines,
     post: (path: string, body: string | Uint8Array | object, headers?: Record<string, string>) =>

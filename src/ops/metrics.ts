@@ -1,0 +1,97 @@
+// A small Prometheus registry: counters, gauges and histograms rendered in the text format.
+type Labels = Record<string, string>;
+
+const key = (labels: Labels) => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
+const escape = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+const labelText = (labels: Labels) => {
+  const parts = Object.entries(labels)
+    .sort(([a], [b]) => (a === "le" ? 1 : b === "le" ? -1 : a.localeCompare(b)))
+    .map(([k, v]) => `${k}="${escape(v)}"`);
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+};
+
+interface Metric {
+  render(): string;
+}
+
+export class Counter implements Metric {
+  private values = new Map<string, { labels: Labels; value: number }>();
+  constructor(readonly name: string, readonly help: string) {}
+  inc(labels: Labels = {}, by = 1): void {
+    const k = key(labels);
+    const v = this.values.get(k);
+    if (v) v.value += by;
+    else this.values.set(k, { labels, value: by });
+  }
+  get(labels: Labels = {}): number {
+    return this.values.get(key(labels))?.value ?? 0;
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
+    for (const { labels, value } of this.values.values()) lines.push(`${this.name}${labelText(labels)} ${value}`);
+    return lines.join("\n");
+  }
+}
+
+/** A gauge read when scraped. */
+export class Gauge implements Metric {
+  constructor(readonly name: string, readonly help: string, private read: () => { labels?: Labels; value: number }[]) {}
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    for (const { labels = {}, value } of this.read()) lines.push(`${this.name}${labelText(labels)} ${value}`);
+    return lines.join("\n");
+  }
+}
+
+export class Histogram implements Metric {
+  private series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  constructor(readonly name: string, readonly help: string, readonly buckets: readonly number[]) {}
+  observe(value: number, labels: Labels = {}): void {
+    const k = key(labels);
+    let s = this.series.get(k);
+    if (!s) this.series.set(k, (s = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
+    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) s.counts[i]!++;
+    s.sum += value;
+    s.count++;
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
+    for (const s of this.series.values()) {
+      this.buckets.forEach((le, i) => lines.push(`${this.name}_bucket${labelText({ ...s.labels, le: String(le) })} ${s.counts[i]}`));
+      lines.push(`${this.name}_bucket${labelText({ ...s.labels, le: "+Inf" })} ${s.count}`);
+      lines.push(`${this.name}_sum${labelText(s.labels)} ${s.sum}`);
+      lines.push(`${this.name}_count${labelText(s.labels)} ${s.count}`);
+    }
+    return lines.join("\n");
+  }
+}
+
+export class Registry {
+  private metrics: Metric[] = [];
+  add<M extends Metric>(m: M): M {
+    this.metrics.push(m);
+    return m;
+  }
+  render(): string {
+    return `${this.metrics.map((m) => m.render()).join("\n")}\n`;
+  }
+}
+
+/** The service's own metrics; gauges that need the database are added by whoever has it. */
+export function createMetrics() {
+  const registry = new Registry();
+  return {
+    registry,
+    requests: registry.add(new Counter("installstats_http_requests_total", "HTTP requests by route, method and status")),
+    ingestSeconds: registry.add(
+      new Histogram("installstats_ingest_duration_seconds", "Time from a report's arrival to its answer (commit included)", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]),
+    ),
+    batchSize: registry.add(new Histogram("installstats_write_batch_size", "Writes per committed transaction", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])),
+    commitSeconds: registry.add(new Histogram("installstats_write_commit_seconds", "Time to write and commit one batch", [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])),
+    rejected: registry.add(new Counter("installstats_rejected_reports_total", "Reports not applied as sent, by reason (kept in the rejected-reports log)")),
+    rateLimited: registry.add(new Counter("installstats_rate_limited_total", "Ingestion requests answered 429")),
+    jobRuns: registry.add(new Counter("installstats_job_runs_total", "Scheduled job runs by job and result")),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,94 @@
+// Per-client rate limiting (proxy-aware only for trusted proxies) and the Prometheus metrics.
+import { describe, expect, test } from "bun:test";
+import { startReport, testApp } from "./helpers/app.ts";
+import { clientAddress, createRateLimiter, proxyMatcher } from "../src/ops/rate-limit.ts";
+
+describe("token bucket", () => {
+  test("burst, then the rate; Retry-After says when the next token comes", () => {
+    const limiter = createRateLimiter(2, 3);
+    const t0 = 1_000_000;
+    expect([1, 2, 3].map(() => limiter.take("a", t0).ok)).toEqual([true, true, true]);
+    expect(limiter.take("a", t0)).toEqual({ ok: false, retryAfterS: 1 });
+    expect(limiter.take("b", t0).ok).toBe(true); // another client has its own bucket
+    expect(limiter.take("a", t0 + 500).ok).toBe(true); // 0.5 s at 2/s = one token
+    expect(limiter.take("a", t0 + 500).ok).toBe(false);
+  });
+
+  test("memory stays bounded: the least recently seen clients are forgotten", () => {
+    const limiter = createRateLimiter(1, 1, 100);
+    for (let i = 0; i < 1000; i++) limiter.take(`c${i}`, 0);
+    expect(limiter.size).toBe(100);
+  });
+
+  test("X-Forwarded-For is believed only from trusted proxies, right-most untrusted hop first", () => {
+    const trusted = proxyMatcher(["10.0.0.0/8", "::1"]);
+    expect(clientAddress("203.0.113.9", "1.2.3.4", trusted)).toBe("203.0.113.9"); // untrusted peer: header ignored
+    expect(clientAddress("10.1.2.3", "198.51.100.7", trusted)).toBe("198.51.100.7");
+    expect(clientAddress("10.1.2.3", "6.6.6.6, 198.51.100.7, 10.0.0.5", trusted)).toBe("198.51.100.7"); // forged left part skipped
+    expect(clientAddress("::1", "192.0.2.1", trusted)).toBe("192.0.2.1");
+    expect(clientAddress("::ffff:10.0.0.1", "192.0.2.2", trusted)).toBe("192.0.2.2");
+    expect(clientAddress(null, "192.0.2.3", trusted)).toBe("unknown");
+    expect(() => proxyMatcher(["not-an-ip"])).toThrow(/not an IP/);
+  });
+});
+
+describe("rate limiting over HTTP", () => {
+  test("429 with Retry-After and a JSON body once a client's burst is spent; reads are not limited", async () => {
+    const t = testApp({ rateLimit: 1, rateBurst: 2 });
+    expect((await t.post("/upload", startReport("r1"))).status).toBe(201);
+    expect((await t.post("/upload", startReport("r2"))).status).toBe(201);
+    const limited = await t.post("/upload", startReport("r3"));
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toBe("1");
+    expect(limited.body).toMatchObject({ error: "rate_limited" });
+    expect((await t.get("/api/installs/r3")).status).toBe(404);
+    expect((await t.get("/api/stats/summary")).status).toBe(200);
+    t.clock.advance(1000);
+    expect((await t.post("/upload", startReport("r3"))).status).toBe(201);
+  });
+
+  test("behind a trusted proxy each forwarded client has its own bucket", async () => {
+    const t = testApp({ rateLimit: 1, rateBurst: 1, trustedProxies: ["127.0.0.1", "::1"] });
+    const server = t.app.listen({ hostname: "127.0.0.1", port: 0 });
+    try {
+      const post = (id: string, client: string) =>
+        fetch(`http://127.0.0.1:${server.server!.port}/upload`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-forwarded-for": client },
+          body: JSON.stringify(startReport(id)),
+        }).then((r) => r.status);
+      expect(await post("p1", "198.51.100.1")).toBe(201);
+      expect(await post("p2", "198.51.100.1")).toBe(429);
+      expect(await post("p3", "198.51.100.2")).toBe(201);
+    } finally {
+      await t.app.stop();
+    }
+  });
+});
+
+describe("/metrics", () => {
+  test("Prometheus text with requests, latency, batches, rejected reasons, rate limiting and installs by outcome", async () => {
+    const t = testApp({ rateLimit: 100, rateBurst: 5 });
+    await t.post("/upload", startReport("m1"));
+    await t.post("/upload/updatestatus", { status: "failed", error: "exit code 1", random_id: "m1" });
+    await t.post("/upload/updatestatus", { status: "done", random_id: "m1" }); // 409
+    await t.post("/upload", "{{broken");
+    await t.post("/upload", startReport("m2"));
+    await t.post("/upload", startReport("m3")); // 6th request: limited
+    await Bun.sleep(20); // requests are counted after their answer has gone out
+    const res = await t.app.handle(new Request("http://localhost/metrics"));
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const text = await res.text();
+    const value = (line: string) => Number(text.split("\n").find((l) => l.startsWith(line))?.slice(line.length).trim());
+    expect(value('installstats_http_requests_total{method="POST",route="/upload",status="201"}')).toBe(2);
+    expect(value('installstats_http_requests_total{method="POST",route="/upload",status="429"}')).toBe(1);
+    expect(value('installstats_rejected_reports_total{reason="invalid_json"}')).toBe(1);
+    expect(value('installstats_rejected_reports_total{reason="already_final"}')).toBe(1);
+    expect(value("installstats_rate_limited_total")).toBe(1);
+    expect(value('installstats_ingest_duration_seconds_count{endpoint="upload"}')).toBe(3);
+    expect(value("installstats_write_batch_size_count")).toBeGreaterThan(0);
+    expect(value('installstats_installs{outcome="failed"}')).toBe(1);
+    expect(value('installstats_installs{outcome="in_progress"}')).toBe(1);
+    expect(text).toContain('installstats_database_bytes{file="db"}');
+  });
+});

@@ -2,6 +2,8 @@ import { createApp } from "../app.ts";
 import { createWriter } from "../ingest/writer.ts";
 import { createLogger } from "../ops/log.ts";
 import { createMetrics } from "../ops/metrics.ts";
+import { startJobs } from "../ops/jobs.ts";
+import { scheduledJobs } from "../ops/schedule.ts";
 import { openDatabase } from "../store/database.ts";
 import { createSqliteReads } from "../store/sqlite-reads.ts";
 import { startWriteThread } from "../store/worker-commit.ts";
@@ -24,18 +26,22 @@ export const serve: Command = {
       metrics.batchSize.observe(size);
       metrics.commitSeconds.observe(seconds);
     });
-    const app = createApp({ config, store: createSqliteReads(sqlite, db), writer, clock, version, log, metrics });
+    const store = createSqliteReads(sqlite, db);
+    const app = createApp({ config, store, writer, clock, version, log, metrics });
     app.listen({ hostname: config.host, port: config.port });
     const port = app.server?.port;
     // The one line on stdout: scripts and tests read the address from it.
     out(`installstats ${version} listening on http://${config.host}:${port}\n`);
     log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
 
+    const jobs = startJobs(scheduledJobs({ config, store, writer, clock }), { log, metrics });
+
     let stopping = false;
     const shutdown = async (signal: string) => {
       if (stopping) return;
       stopping = true;
       log.info("shutting down", { signal });
+      jobs.stop();
       await app.stop(); // stop accepting; in-flight requests finish
       await writer.drain(); // everything acknowledged or queued is committed
       await thread.close();

@@ -1,5 +1,6 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
+import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const installs = sqliteTable(
@@ -30,6 +31,8 @@ export const installs = sqliteTable(
     index("installs_created_at").on(t.createdAt),
     // Per-app listings and scans stay fast however rare the app.
     index("installs_nsapp_created_at").on(t.nsapp, t.createdAt),
+    // Only installs still in progress: the stuck-install job finds old ones without a scan.
+    index("installs_in_progress").on(t.createdAt).where(sql`outcome = 'in_progress'`),
   ],
 );
 

@@ -129,6 +129,17 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
 
     listRejected: (opts) => listRejected(db, opts),
 
+    stuckInstalls(before, limit) {
+      return db
+        .select({ id: installs.randomId })
+        .from(installs)
+        .where(and(eq(installs.outcome, "in_progress"), lt(installs.createdAt, before)))
+        .orderBy(asc(installs.createdAt))
+        .limit(limit)
+        .all()
+        .map((r) => r.id);
+    },
+
     changeMarker() {
       const { c, v } = changes.get() as { c: number; v: number };
       return `${c}:${v}`;

@@ -127,6 +127,8 @@ export interface StoreReads {
   errorTextCounts(): { error: string; count: number }[];
   /** The rejected-reports log, newest first; `before` is the id to continue from. */
   listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[];
+  /** random_ids of installs still in progress that started before `before`, oldest first. */
+  stuckInstalls(before: number, limit: number): string[];
   /** Changes whenever any connection commits: a cheap key for caching answers. */
   changeMarker(): string;
   /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first. */

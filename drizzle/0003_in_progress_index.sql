@@ -1,0 +1,1 @@
+CREATE INDEX `installs_in_progress` ON `installs` (`created_at`) WHERE outcome = 'in_progress';

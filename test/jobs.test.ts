@@ -1,0 +1,50 @@
+// Scheduled jobs: stuck installs expire through the write path; runs are logged and counted.
+import { describe, expect, test } from "bun:test";
+import { startReport, testApp } from "./helpers/app.ts";
+import { createLogger } from "../src/ops/log.ts";
+import { startJobs } from "../src/ops/jobs.ts";
+import { expireStuckJob } from "../src/ops/expire-stuck.ts";
+import { verifyRollups } from "../src/report/verify.ts";
+
+const HOUR = 3_600_000;
+
+describe("expire-stuck", () => {
+  test("only installs in progress past the age become unknown; rollups stay exact; runs are logged and counted", async () => {
+    const t = testApp();
+    await t.post("/upload", startReport("old-stuck"));
+    await t.post("/upload", startReport("old-done"));
+    await t.post("/upload/updatestatus", { status: "done", random_id: "old-done" });
+    t.clock.advance(13 * HOUR);
+    await t.post("/upload", startReport("young"));
+    const lines: string[] = [];
+    const jobs = startJobs([expireStuckJob({ store: t.store, writer: t.writer, clock: t.clock, stuckAfterMs: 12 * HOUR })], {
+      log: createLogger("info", (l) => lines.push(l), t.clock),
+      metrics: t.metrics,
+    });
+    try {
+      await jobs.runNow("expire-stuck");
+    } finally {
+      jobs.stop();
+    }
+    expect((await t.get("/api/installs/old-stuck")).body).toMatchObject({ outcome: "unknown", status: "installing" });
+    expect((await t.get("/api/installs/old-done")).body).toMatchObject({ outcome: "success" });
+    expect((await t.get("/api/installs/young")).body).toMatchObject({ outcome: "in_progress" });
+    expect(verifyRollups(t.store).ok).toBe(true);
+    const done = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "job done");
+    expect(done).toMatchObject({ job: "expire-stuck", expired: 1 });
+    expect(t.metrics.jobRuns.get({ job: "expire-stuck", result: "ok" })).toBe(1);
+  });
+
+  test("a failing job is logged and counted, not thrown", async () => {
+    const t = testApp();
+    const lines: string[] = [];
+    const jobs = startJobs([{ name: "broken", everyMs: 3_600_000, run: async () => { throw new Error("disk on fire"); } }], {
+      log: createLogger("info", (l) => lines.push(l), t.clock),
+      metrics: t.metrics,
+    });
+    await jobs.runNow("broken");
+    jobs.stop();
+    expect(lines.some((l) => l.includes("job failed") && l.includes("disk on fire"))).toBe(true);
+    expect(t.metrics.jobRuns.get({ job: "broken", result: "error" })).toBe(1);
+  });
+});

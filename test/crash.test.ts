@@ -66,5 +66,9 @@ for (const durability of ["full", "normal"] as const) {
     const check = new Database(db, { readonly: true });
     expect(check.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
     check.close();
+    // Rollups agree with a recount of what survived.
+    const verify = Bun.spawnSync([bin, "verify", "--db", db]);
+    expect(verify.exitCode).toBe(0);
+    expect(JSON.parse(verify.stdout.toString())).toMatchObject({ ok: true, rollups: { ok: true, mismatches: [] } });
   });
 }

@@ -66,7 +66,7 @@ test(`${TOTAL.toLocaleString()} hostile bodies: zero 5xx, every one stored or in
     const replies = await Promise.all(
       Array.from({ length: Math.min(CONCURRENCY, TOTAL - i) }, async (_, k) => {
         const { path, body } = hostile(rnd, i + k);
-        const res = await t.app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body }));
+        const res = await t.app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: new Uint8Array(body) }));
         const json = (await res.json()) as { result?: string; repaired?: boolean };
         return { status: res.status, json };
       }),

@@ -14,7 +14,7 @@ export const serve: Command = {
   summary: "run the HTTP service (the default command)",
   async run({ config, version, workerUrl, out }) {
     const clock = Date.now;
-    const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock);
+    const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
     // This thread applies migrations and serves reads; the write thread owns the only writer.
     const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
     const thread = await startWriteThread(workerUrl, config.db, config.durability, (e) => {

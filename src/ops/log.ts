@@ -1,4 +1,4 @@
-// Structured logging: one JSON object per line on stderr.
+// Structured logging: one JSON object per line on stderr, or readable lines on a terminal.
 export type Level = "debug" | "info" | "warn" | "error";
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -9,10 +9,18 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
-export function createLogger(min: Level, write: (line: string) => void, clock: () => number): Logger {
+/** One line for a person at a terminal: "12:00:00 info  listening port=8080". */
+function pretty(time: number, level: Level, msg: string, fields: Record<string, unknown>): string {
+  const rest = Object.entries(fields).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`);
+  return `${new Date(time).toISOString().slice(11, 19)} ${level.padEnd(5)} ${msg}${rest.length ? ` ${rest.join(" ")}` : ""}\n`;
+}
+
+/** JSON lines for machines (files, journald); `human` gives readable lines for a terminal. */
+export function createLogger(min: Level, write: (line: string) => void, clock: () => number, human = false): Logger {
   const at = (level: Level) => (msg: string, fields: Record<string, unknown> = {}) => {
     if (ORDER[level] < ORDER[min]) return;
-    write(`${JSON.stringify({ time: new Date(clock()).toISOString(), level, msg, ...fields })}\n`);
+    const time = clock();
+    write(human ? pretty(time, level, msg, fields) : `${JSON.stringify({ time: new Date(time).toISOString(), level, msg, ...fields })}\n`);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }

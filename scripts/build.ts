@@ -7,8 +7,7 @@ const outfile = values.outfile ?? "dist/installstats";
 const root = new URL("..", import.meta.url).pathname;
 
 const cmd = [
-  // The write thread is a second entrypoint: a Worker inside the executable.
-  "bun", "build", "--compile", "src/main.ts", "src/store/write-worker.ts",
+  "bun", "build", "--compile", "src/main.ts",
   "--outfile", outfile,
   // Migrations are read from /$bunfs/root/drizzle at start-up (src/store/database.ts).
   "--asset", "drizzle",

@@ -35,7 +35,8 @@ export function createApp(deps: AppDeps) {
   const clientOf = (request: Request, server: Server<unknown> | null) =>
     clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted);
   const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
-  return new Elysia({ serve: { maxRequestBodySize: hardBodyLimit(config.maxBodyBytes) } })
+  // precompile: compose every route at start-up (lazily composed routes were being recomposed under load).
+  return new Elysia({ precompile: true, serve: { maxRequestBodySize: hardBodyLimit(config.maxBodyBytes) } })
     .onError(({ code, error, set, path }) => {
       // Every error leaves in the one shape; no stack traces reach clients.
       set.headers["content-type"] = "application/json";

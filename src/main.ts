@@ -5,14 +5,20 @@ import pkg from "../package.json" with { type: "json" };
 import { ConfigError, configFlags, configHelp, loadConfig } from "./config.ts";
 import { DatabaseOpenError } from "./store/database.ts";
 import { UsageError, terminalProgress, type Command } from "./cli/command.ts";
+import { backup } from "./cli/backup.ts";
+import { exportCommand } from "./cli/export.ts";
+import { importCommand } from "./cli/import.ts";
 import { migrate } from "./cli/migrate.ts";
+import { prune } from "./cli/prune.ts";
 import { rejected } from "./cli/rejected.ts";
+import { replay } from "./cli/replay.ts";
+import { restore } from "./cli/restore.ts";
 import { seed } from "./cli/seed.ts";
 import { serve } from "./cli/serve.ts";
 import { verify } from "./cli/verify.ts";
 
 const VERSION = pkg.version;
-const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed];
+const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed, backup, restore, exportCommand, importCommand, prune, replay];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;
@@ -73,7 +79,6 @@ async function run(argv: string[]): Promise<number> {
     flags,
     positionals,
     version: VERSION,
-    workerUrl: new URL("./store/write-worker.ts", import.meta.url),
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     progress: terminalProgress(process.stderr),

@@ -12,8 +12,6 @@ export interface CommandContext {
   flags: Record<string, string | boolean | undefined>;
   positionals: string[];
   version: string;
-  /** write-worker.ts as the entry module resolves it (see src/store/worker-commit.ts). */
-  workerUrl: URL;
   out: (text: string) => void;
   err: (text: string) => void;
   /** Progress lines on a terminal; nothing when stderr is piped. */

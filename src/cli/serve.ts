@@ -1,32 +1,26 @@
 import { createApp } from "../app.ts";
-import { createWriter } from "../ingest/writer.ts";
+import { createWriter, inProcessCommit } from "../ingest/writer.ts";
+import { createSqliteStore } from "../store/sqlite-store.ts";
 import { createLogger } from "../ops/log.ts";
 import { createMetrics } from "../ops/metrics.ts";
 import { startJobs } from "../ops/jobs.ts";
 import { scheduledJobs } from "../ops/schedule.ts";
 import { openDatabase } from "../store/database.ts";
-import { createSqliteReads } from "../store/sqlite-reads.ts";
-import { startWriteThread } from "../store/worker-commit.ts";
 import type { Command } from "./command.ts";
 
 export const serve: Command = {
   name: "serve",
   summary: "run the HTTP service (the default command)",
-  async run({ config, version, workerUrl, out }) {
+  async run({ config, version, out }) {
     const clock = Date.now;
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
-    // This thread applies migrations and serves reads; the write thread owns the only writer.
     const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
-    const thread = await startWriteThread(workerUrl, config.db, config.durability, (e) => {
-      log.error("write thread crashed; exiting so the supervisor restarts the service", { error: e.message });
-      process.exit(1);
-    });
+    const store = createSqliteStore(sqlite, db);
     const metrics = createMetrics();
-    const writer = createWriter(thread.commit, config.maxBatch, (size, seconds) => {
+    const writer = createWriter(inProcessCommit(store.write), config.maxBatch, (size, seconds) => {
       metrics.batchSize.observe(size);
       metrics.commitSeconds.observe(seconds);
     });
-    const store = createSqliteReads(sqlite, db);
     const app = createApp({ config, store, writer, clock, version, log, metrics });
     app.listen({ hostname: config.host, port: config.port });
     const port = app.server?.port;
@@ -44,8 +38,7 @@ export const serve: Command = {
       jobs.stop();
       await app.stop(); // stop accepting; in-flight requests finish
       await writer.drain(); // everything acknowledged or queued is committed
-      await thread.close();
-      sqlite.close();
+      store.close();
       log.info("stopped");
       process.exit(0);
     };

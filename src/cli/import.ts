@@ -1,0 +1,52 @@
+import { existsSync, statSync } from "node:fs";
+import { inProcessCommit } from "../ingest/writer.ts";
+import { ImportFormatError, importRecords } from "../ops/import-records.ts";
+import { openDatabase } from "../store/database.ts";
+import { createSqliteStore } from "../store/sqlite-store.ts";
+import { UsageError, type Command } from "./command.ts";
+
+/** Invalid records listed one by one on stderr; past this, only counted. */
+const SHOWN_INVALID = 20;
+
+const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+export const importCommand: Command = {
+  name: "import",
+  summary: "import records from our NDJSON export or the original API's /data/json array (- reads stdin)",
+  args: "<file|->",
+  async run(ctx) {
+    const [file, ...extra] = ctx.positionals;
+    if (file === undefined || extra.length > 0) throw new UsageError("import takes one argument, a file or - for stdin: installstats import <file|->");
+    if (file !== "-") {
+      if (!existsSync(file)) throw new UsageError(`${file} does not exist`);
+      if (statSync(file).isDirectory()) throw new UsageError(`${file} is a directory`);
+    }
+    const input = file === "-" ? Bun.stdin.stream() : Bun.file(file).stream();
+    const { sqlite, db } = openDatabase(ctx.config.db, { durability: ctx.config.durability, migrate: true });
+    let shown = 0;
+    try {
+      const store = createSqliteStore(sqlite, db);
+      const summary = await importRecords({ reads: store, commit: inProcessCommit(store.write) }, input, {
+        normalize: ctx.config,
+        onProgress: (s, bytes) => ctx.progress(`importing: ${s.read.toLocaleString()} read, ${s.imported.toLocaleString()} imported (${mib(bytes)})`),
+        onInvalid: (position, message) => {
+          if (shown++ < SHOWN_INVALID) {
+            ctx.progress("");
+            ctx.err(`installstats import: ${position}: ${message}\n`);
+          }
+        },
+      });
+      ctx.progress("");
+      if (shown > SHOWN_INVALID) ctx.err(`installstats import: ${shown - SHOWN_INVALID} more invalid records not shown\n`);
+      const { format, read, imported, duplicates, invalid } = summary;
+      ctx.out(`${JSON.stringify({ format, read, imported, duplicates, invalid })}\n`);
+      return 0;
+    } catch (e) {
+      ctx.progress("");
+      if (e instanceof ImportFormatError) throw new UsageError(`${file === "-" ? "stdin" : file}: ${e.message} (records before this point were imported)`);
+      throw e;
+    } finally {
+      sqlite.close();
+    }
+  },
+};

@@ -1,0 +1,38 @@
+import { existsSync } from "node:fs";
+import { parseDuration } from "../config.ts";
+import { inProcessCommit } from "../ingest/writer.ts";
+import { pruneOlderThan } from "../ops/prune.ts";
+import { openDatabase } from "../store/database.ts";
+import { createSqliteStore } from "../store/sqlite-store.ts";
+import { UsageError, type Command } from "./command.ts";
+
+export const prune: Command = {
+  name: "prune",
+  summary: "delete installs created, and rejected-log entries received, before now minus a duration",
+  flags: {
+    "older-than": { type: "string", help: "age of what goes, e.g. 400d, 12w, 36h (s m h d w: m is minutes) (required)" },
+    "dry-run": { type: "boolean", help: "count what would go, delete nothing" },
+  },
+  async run(ctx) {
+    const raw = ctx.flags["older-than"];
+    if (typeof raw !== "string") throw new UsageError("--older-than is required, e.g. installstats prune --older-than 400d");
+    const age = parseDuration(raw);
+    if (!Number.isFinite(age) || age <= 0) throw new UsageError(`--older-than must be a duration such as 400d, 12w or 36h, got ${JSON.stringify(raw)}`);
+    if (ctx.positionals.length > 0) throw new UsageError("prune takes no arguments");
+    if (!existsSync(ctx.config.db)) throw new UsageError(`no database at ${ctx.config.db} (see --db)`);
+    const now = Date.now();
+    const { sqlite, db } = openDatabase(ctx.config.db, { durability: ctx.config.durability, migrate: true });
+    try {
+      const store = createSqliteStore(sqlite, db);
+      const result = await pruneOlderThan(
+        { reads: store, db, commit: inProcessCommit(store.write) },
+        { cutoff: now - age, now, dryRun: ctx.flags["dry-run"] === true, onProgress: (n) => ctx.progress(`pruning: ${n.toLocaleString()} installs deleted`) },
+      );
+      ctx.progress("");
+      ctx.out(`${JSON.stringify(result)}\n`);
+      return 0;
+    } finally {
+      sqlite.close();
+    }
+  },
+};

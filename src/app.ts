@@ -7,6 +7,7 @@ import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer
 import { adminRoutes } from "./ops/admin-routes.ts";
 import { hardening } from "./ops/hardening.ts";
 import type { Metrics } from "./ops/metrics.ts";
+import type { Maintenance } from "./ops/maintenance.ts";
 import { metricsRoutes } from "./ops/metrics-routes.ts";
 import { clientAddress, createRateLimiter, proxyMatcher } from "./ops/rate-limit.ts";
 import type { Server } from "bun";
@@ -27,6 +28,7 @@ export interface AppDeps {
   version: string;
   log: Logger;
   metrics: Metrics;
+  maintenance: Maintenance;
 }
 
 export function createApp(deps: AppDeps) {
@@ -77,7 +79,7 @@ export function createApp(deps: AppDeps) {
     .use(reportRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
-    .use(adminRoutes({ store: deps.store, writer, clock }));
+    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

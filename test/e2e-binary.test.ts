@@ -104,3 +104,31 @@ describe("compiled binary", () => {
     expect(await Bun.file(foreign).bytes()).toEqual(before);
   });
 });
+
+describe("operations in the compiled binary", () => {
+  test("scheduled backups keep the newest N; an admin backup over HTTP needs the token", async () => {
+    const { readdirSync } = await import("node:fs");
+    const db = join(dir, "ops.db");
+    const backups = join(dir, "backups");
+    const ops = await startServer(bin, ["--db", db, "--backup-dir", backups, "--backup-every", "1s", "--backup-keep", "2"], { INSTALLSTATS_ADMIN_TOKEN: "adm1n" });
+    try {
+      expect(await client(ops.url, ["--id", "ops-1", "install", "done"])).toEqual(["upload 201", "updatestatus 200"]);
+      await Bun.sleep(3500);
+      const files = readdirSync(backups).filter((f) => f.endsWith(".db"));
+      expect(files.length).toBe(2);
+      expect(ops.stderr()).toContain('"job":"backup"');
+      expect((await fetch(`${ops.url}/api/admin/backup`, { method: "POST" })).status).toBe(401);
+      const res = await fetch(`${ops.url}/api/admin/backup`, { method: "POST", headers: { authorization: "Bearer adm1n" } });
+      expect(res.status).toBe(200);
+      const made = (await res.json()) as { path: string; bytes: number };
+      expect(made.bytes).toBeGreaterThan(0);
+      // The backup is a working database holding what was acknowledged.
+      const { Database } = await import("bun:sqlite");
+      const copy = new Database(made.path, { readonly: true });
+      expect(copy.query("SELECT status FROM installs WHERE random_id = 'ops-1'").get()).toEqual({ status: "done" });
+      copy.close();
+    } finally {
+      expect(await ops.stop()).toBe(0);
+    }
+  });
+});

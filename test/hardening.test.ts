@@ -99,3 +99,26 @@ describe("headers and errors", () => {
     expect(t.logLines.join("")).toContain("boom");
   });
 });
+
+describe("admin maintenance over HTTP", () => {
+  test("prune and replay need the admin token and do their work (backup: test/e2e-binary.test.ts)", async () => {
+    const t = testApp({ adminToken: "adm1n" });
+    await t.post("/upload", startReport("old"));
+    t.clock.advance(500 * 24 * 3600_000);
+    await t.post("/upload", startReport("new"));
+    await t.post("/upload", '{"type": "lxc", "random_id": "rep", "nsapp": "x"'); // 400: the current parser still cannot read it
+    expect((await call(t, "POST", "/api/admin/prune?older_than=400d")).status).toBe(401);
+    const dry = await call(t, "POST", "/api/admin/prune?older_than=400d&dry_run=true", bearer("adm1n"));
+    expect(dry.body).toMatchObject({ dry_run: true, installs: 1 });
+    expect((await t.get("/api/installs/old")).status).toBe(200);
+    const pruned = await call(t, "POST", "/api/admin/prune?older_than=400d", bearer("adm1n"));
+    expect(pruned.body).toMatchObject({ dry_run: false, installs: 1 });
+    expect((await t.get("/api/installs/old")).status).toBe(404);
+    expect((await t.get("/api/installs/new")).status).toBe(200);
+    expect((await call(t, "POST", "/api/admin/prune?older_than=soon", bearer("adm1n"))).body).toMatchObject({ error: "invalid_field", field: "older_than" });
+
+    const replay = await call(t, "POST", "/api/admin/replay", bearer("adm1n"));
+    expect(replay.body).toMatchObject({ tried: 1 });
+    expect(replay.body.results).toEqual({ "still invalid": 1 });
+  });
+});

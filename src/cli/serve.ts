@@ -5,6 +5,7 @@ import { createLogger } from "../ops/log.ts";
 import { createMetrics } from "../ops/metrics.ts";
 import { startJobs } from "../ops/jobs.ts";
 import { scheduledJobs } from "../ops/schedule.ts";
+import { createMaintenance } from "../ops/maintenance.ts";
 import { openDatabase } from "../store/database.ts";
 import type { Command } from "./command.ts";
 
@@ -21,14 +22,15 @@ export const serve: Command = {
       metrics.batchSize.observe(size);
       metrics.commitSeconds.observe(seconds);
     });
-    const app = createApp({ config, store, writer, clock, version, log, metrics });
+    const maintenance = createMaintenance({ config, reads: store, db, writer, clock });
+    const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance });
     app.listen({ hostname: config.host, port: config.port });
     const port = app.server?.port;
     // The one line on stdout: scripts and tests read the address from it.
     out(`installstats ${version} listening on http://${config.host}:${port}\n`);
     log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
 
-    const jobs = startJobs(scheduledJobs({ config, store, writer, clock }), { log, metrics });
+    const jobs = startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics });
 
     let stopping = false;
     const shutdown = async (signal: string) => {

@@ -4,6 +4,10 @@ import { ErrorBody, errorBody } from "../errors.ts";
 import type { GroupCommitWriter } from "../ingest/writer.ts";
 import { rejectedReports } from "../store/schema.ts";
 import type { StoreReads } from "../store/store.ts";
+import { parseDuration } from "../config.ts";
+import { QueryError } from "../report/query.ts";
+import type { Maintenance } from "./maintenance.ts";
+import { REPLAYABLE } from "./replay.ts";
 
 const REASONS = rejectedReports.reason.enumValues;
 
@@ -24,8 +28,8 @@ const RejectedEntrySchema = t.Object({
 
 const security = [{ bearer: [] }];
 
-export function adminRoutes(deps: { store: StoreReads; writer: GroupCommitWriter; clock: () => number }) {
-  const { store, writer, clock } = deps;
+export function adminRoutes(deps: { store: StoreReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }) {
+  const { store, writer, clock, maintenance } = deps;
   const tags = ["admin"];
   return new Elysia({ name: "admin" })
     .delete(
@@ -58,5 +62,41 @@ export function adminRoutes(deps: { store: StoreReads; writer: GroupCommitWriter
         response: { 200: t.Object({ entries: t.Array(RejectedEntrySchema) }), 422: ErrorBody },
         detail: { tags, security, summary: "The rejected-reports log, newest first, with raw bodies" },
       },
-    );
+    )
+    .post(
+      "/api/admin/prune",
+      async ({ query }) => {
+        const olderThan = parseDuration(query.older_than);
+        if (!Number.isFinite(olderThan) || olderThan <= 0) throw new QueryError("older_than", "older_than must be a duration such as 400d, 12w or 36h");
+        return maintenance.prune(olderThan, query.dry_run === true);
+      },
+      {
+        query: t.Object({ older_than: t.String({ description: "e.g. 400d, 12w, 36h" }), dry_run: t.Optional(t.BooleanString()) }),
+        response: {
+          200: t.Object({ cutoff: t.String(), dry_run: t.Boolean(), installs: t.Integer(), held: t.Integer(), rejected: t.Integer() }),
+          422: ErrorBody,
+        },
+        detail: { tags, security, summary: "Delete installs and rejected reports older than a duration", description: "Aggregates follow at once (rollups are kept exact)." },
+      },
+    )
+    .post(
+      "/api/admin/replay",
+      ({ query }) => maintenance.replay({ reason: query.reason, limit: query.limit, dryRun: query.dry_run === true }),
+      {
+        query: t.Object({
+          reason: t.Optional(t.Union(REPLAYABLE.map((r) => t.Literal(r)))),
+          limit: t.Optional(t.Numeric({ minimum: 1 })),
+          dry_run: t.Optional(t.BooleanString()),
+        }),
+        response: {
+          200: t.Object({ dry_run: t.Boolean(), tried: t.Integer(), results: t.Record(t.String(), t.Integer()), skipped: t.Integer() }),
+          422: ErrorBody,
+        },
+        detail: { tags, security, summary: "Re-run rejected reports through the current parser" },
+      },
+    )
+    .post("/api/admin/backup", () => maintenance.backup(), {
+      response: { 200: t.Object({ path: t.String(), bytes: t.Integer(), removed: t.Array(t.String()) }) },
+      detail: { tags, security, summary: "Write a consistent backup into the backup directory (keeps the newest backup-keep)" },
+    });
 }

@@ -4,10 +4,26 @@ import type { GroupCommitWriter } from "../ingest/writer.ts";
 import type { StoreReads } from "../store/store.ts";
 import { expireStuckJob } from "./expire-stuck.ts";
 import type { Job } from "./jobs.ts";
+import type { Maintenance } from "./maintenance.ts";
 
-export function scheduledJobs(deps: { config: Config; store: StoreReads; writer: GroupCommitWriter; clock: () => number }): Job[] {
-  const { config } = deps;
+const HOUR = 3_600_000;
+
+export function scheduledJobs(deps: { config: Config; store: StoreReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }): Job[] {
+  const { config, maintenance } = deps;
   const jobs: Job[] = [];
   if (config.stuckAfterMs > 0) jobs.push(expireStuckJob({ ...deps, stuckAfterMs: config.stuckAfterMs }));
+  if (config.retentionMs > 0) {
+    jobs.push({
+      name: "retention",
+      everyMs: Math.min(HOUR, Math.max(60_000, config.retentionMs / 100)),
+      run: async () => {
+        const r = await maintenance.prune(config.retentionMs, false);
+        return { deleted_installs: r.installs, deleted_held: r.held, deleted_rejected: r.rejected, cutoff: r.cutoff };
+      },
+    });
+  }
+  if (config.backupEveryMs > 0) {
+    jobs.push({ name: "backup", everyMs: config.backupEveryMs, run: async () => ({ ...(await maintenance.backup()) }) });
+  }
   return jobs;
 }

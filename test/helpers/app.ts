@@ -4,6 +4,7 @@ import { defaults, type Config } from "../../src/config.ts";
 import { createWriter, inProcessCommit } from "../../src/ingest/writer.ts";
 import { createLogger } from "../../src/ops/log.ts";
 import { createMetrics } from "../../src/ops/metrics.ts";
+import { createMaintenance } from "../../src/ops/maintenance.ts";
 import { openDatabase } from "../../src/store/database.ts";
 import { rejectedReports } from "../../src/store/schema.ts";
 import { createSqliteStore } from "../../src/store/sqlite-store.ts";
@@ -35,7 +36,8 @@ export function testApp(overrides: Partial<Config> = {}) {
   const clock = manualClock();
   const logLines: string[] = [];
   const log = createLogger("debug", (line) => logLines.push(line), clock);
-  const app = createApp({ config, store, writer, clock, version: "0.0.0-test", log, metrics });
+  const maintenance = createMaintenance({ config, reads: store, db, writer, clock });
+  const app = createApp({ config, store, writer, clock, version: "0.0.0-test", log, metrics, maintenance });
 
   async function send(method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
     const res = await app.handle(
@@ -63,6 +65,7 @@ export function testApp(overrides: Partial<Config> = {}) {
     db,
     writer,
     metrics,
+    maintenance,
     clock,
     logLines,
     post: (path: string, body: string | Uint8Array | object, headers?: Record<string, string>) =>

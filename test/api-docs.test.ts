@@ -1,6 +1,9 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, test, setDefaultTimeout } from "bun:test";
 import { Elysia, t } from "elysia";
 import { apiDocs, DOCS_PATH, FAVICON_PATH, SCALAR_ASSET_PATH, SPEC_PATH } from "../src/web/api-docs.ts";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 const app = new Elysia().use(apiDocs({ version: "0.0.0-test" })).post(
   "/v1/report",

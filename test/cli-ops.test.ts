@@ -1,7 +1,7 @@
 // Operations commands: backup, restore, export, import, prune, replay. Their core functions
 // against real databases in temporary files, and the real CLI (exit codes, --help, output,
 // progress silence when piped) through `bun src/main.ts`.
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { Database } from "bun:sqlite";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +31,9 @@ import { rejectedReports } from "../src/store/schema.ts";
 import { createSqliteStore } from "../src/store/sqlite-store.ts";
 import type { StartReport, Store, WriteOp } from "../src/store/store.ts";
 import { startReport, testApp } from "./helpers/app.ts";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 const ROOT = resolve(import.meta.dir, "..");
 const DIR = mkdtempSync(join(tmpdir(), "installstats-cli-ops-"));

@@ -1,8 +1,11 @@
 // scripts/client.sh: the installer-client emulator sends exactly what real clients send.
 // A tiny capture server records every request raw; the script is run with Bun.spawn.
 // Only 127.0.0.1 traffic.
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 const SCRIPT = join(import.meta.dir, "..", "scripts", "client.sh");
 

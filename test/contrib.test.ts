@@ -1,8 +1,11 @@
 // contrib/installstats.service is a valid, hardened systemd unit that runs the real binary.
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, compiledBinary, tempDir } from "./helpers/binary.ts";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 const unit = readFileSync(join(ROOT, "contrib/installstats.service"), "utf8");
 const analyze = Bun.which("systemd-analyze");

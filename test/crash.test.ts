@@ -1,10 +1,13 @@
 // Crash safety: under concurrent load the binary is killed with SIGKILL; after a restart every
 // report that was answered with a 2xx is present, and the database is intact.
-import { expect, test } from "bun:test";
+import { expect, test, setDefaultTimeout } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { compiledBinary, startServer, tempDir } from "./helpers/binary.ts";
 import { startReport } from "./helpers/app.ts";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 const WORKERS = 32;
 const LOAD_MS = 1500;

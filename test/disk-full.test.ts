@@ -1,11 +1,14 @@
 // Disk full: the compiled binary on a tiny filesystem answers 503 + Retry-After when SQLite
 // cannot write, loses nothing it acknowledged, and recovers by itself when space returns.
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, test, setDefaultTimeout } from "bun:test";
 import { Database } from "bun:sqlite";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compiledBinary, startServer, tempDir } from "./helpers/binary.ts";
 import { startReport, testApp } from "./helpers/app.ts";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 const mountPoint = tempDir("installstats-full-");
 // A 4 MiB tmpfs needs root (CI and this machine run as root); elsewhere the failure is simulated.

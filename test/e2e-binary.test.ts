@@ -1,8 +1,11 @@
 // End to end: the compiled binary, driven over HTTP by scripts/client.sh (the reference client's
 // exact curl invocation), restarted on the same database, and read back.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
 import { client, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 let bin: string;
 let dir: string;

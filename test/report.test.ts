@@ -1,10 +1,13 @@
 // The read API against independent recounts: generated installs go in through HTTP (updates
 // crossing hour and day boundaries, updates before their start, aborted, unknown, stuck), and
 // every aggregate is compared with a plain recount of the raw rows.
-import { beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
 import { errorSignature } from "../src/report/error-signature.ts";
 import { verifyRollups } from "../src/report/verify.ts";
+
+// Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
+setDefaultTimeout(120_000);
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -20,7 +20,7 @@ function placeholdersFor<T extends SQLiteTable>(table: T): Placeholders<T> {
 
 const byId = { id: sql.placeholder("id") };
 /** One rollup cell, by its key. */
-const cell = and(eq(rollups.grain, sql.placeholder("grain")), eq(rollups.app, sql.placeholder("app")), eq(rollups.bucket, sql.placeholder("bucket")));
+const cellKey = and(eq(rollups.grain, sql.placeholder("grain")), eq(rollups.app, sql.placeholder("app")), eq(rollups.bucket, sql.placeholder("bucket")));
 
 function prepareStatements(db: Db) {
   return {
@@ -83,7 +83,7 @@ function prepareStatements(db: Db) {
     getRollup: db
       .select({ data: rollups.data, apps: rollups.apps, errors: rollups.errors })
       .from(rollups)
-      .where(cell)
+      .where(cellKey)
       .prepare(),
     putRollup: db
       .insert(rollups)
@@ -95,7 +95,7 @@ function prepareStatements(db: Db) {
       .prepare(),
     deleteRollup: db
       .delete(rollups)
-      .where(cell)
+      .where(cellKey)
       .prepare(),
     getSignature: db.select().from(errorSignatures).where(eq(errorSignatures.id, byId.id)).prepare(),
     putSignature: db

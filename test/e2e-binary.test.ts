@@ -78,6 +78,12 @@ describe("compiled binary", () => {
     expect(await rec("late-start")).toMatchObject({ status: "done", outcome: "success", duration_s: null });
     expect(await rec("no-pve")).toMatchObject({ pve_version: "not found", outcome: "in_progress" });
     expect((await getJson(`${server.url}/api/installs/opted-out`)).status).toBe(404);
+
+    // Privacy: the clients' address (127.0.0.1) is stored nowhere: not in the database, not in the WAL.
+    for (const file of [db, `${db}-wal`]) {
+      const bytes = Buffer.from(await Bun.file(file).arrayBuffer().catch(() => new ArrayBuffer(0)));
+      expect(bytes.includes("127.0.0.1")).toBe(false);
+    }
   });
 
   test("serves its OpenAPI spec and docs page with every asset embedded", async () => {

@@ -3,7 +3,7 @@
 import type { Outcome } from "../store/schema.ts";
 import type { InstallFilter } from "../store/store.ts";
 import {
-  ALL_APPS, DAY, GRAINS, HOUR, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, emptyData,
+  ALL_APPS, DAY, GRAINS, HOUR, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil,
   type Counts, type Dimension, type Grain, type RollupData, type RollupRecord,
 } from "./rollup.ts";
 import { failureSignatureId } from "./error-signature.ts";
@@ -20,14 +20,26 @@ export interface Cell {
   data: RollupData;
 }
 
-/** A window as hour cells at its ragged edges and day cells in between; no instant counted twice. */
-export function decompose({ from, to }: Window): Span[] {
+/**
+ * A window as hour cells at its ragged edges, day cells inside those, and (when `months`) whole
+ * calendar months in the middle; no instant is counted twice. Timeseries by day or week pass
+ * `months: false`, since a month cell cannot be split into days.
+ */
+export function decompose({ from, to }: Window, { months = true } = {}): Span[] {
   const firstDay = Math.ceil(from / DAY) * DAY;
   const lastDay = Math.floor(to / DAY) * DAY;
   if (firstDay >= lastDay) return from < to ? [{ grain: GRAINS.hour, from, to }] : [];
   const spans: Span[] = [];
   if (from < firstDay) spans.push({ grain: GRAINS.hour, from, to: firstDay });
-  spans.push({ grain: GRAINS.day, from: firstDay, to: lastDay });
+  const firstMonth = monthCeil(firstDay);
+  const lastMonth = bucketStart(lastDay, GRAINS.month);
+  if (months && firstMonth < lastMonth) {
+    if (firstDay < firstMonth) spans.push({ grain: GRAINS.day, from: firstDay, to: firstMonth });
+    spans.push({ grain: GRAINS.month, from: firstMonth, to: lastMonth });
+    if (lastMonth < lastDay) spans.push({ grain: GRAINS.day, from: lastMonth, to: lastDay });
+  } else {
+    spans.push({ grain: GRAINS.day, from: firstDay, to: lastDay });
+  }
   if (lastDay < to) spans.push({ grain: GRAINS.hour, from: lastDay, to });
   return spans;
 }

@@ -16,9 +16,10 @@ export const ALL_APPS = "*";
 export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
 export const HOUR = 3_600_000;
 export const DAY = 24 * HOUR;
-export const GRAINS = { hour: 0, day: 1 } as const;
+/** Hour and day cells serve ragged window edges; month cells (calendar months, UTC) long windows. */
+export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
 export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
-export const GRAIN_MS: Record<Grain, number> = { 0: HOUR, 1: DAY };
+const ALL_GRAINS: readonly Grain[] = [GRAINS.hour, GRAINS.day, GRAINS.month];
 
 /** Counts by outcome, indexed as OUTCOMES. */
 export type Counts = [number, number, number, number, number];
@@ -63,7 +64,20 @@ export function durationBin(ms: number): number {
 /** The geometric middle of a bin, in seconds. */
 export const binMiddleSeconds = (bin: number): number => 2 ** ((bin + 0.5) / BINS_PER_DOUBLING);
 
-export const bucketStart = (t: number, grain: Grain): number => t - (t % GRAIN_MS[grain]);
+export function bucketStart(t: number, grain: Grain): number {
+  if (grain === GRAINS.hour) return t - (t % HOUR);
+  if (grain === GRAINS.day) return t - (t % DAY);
+  const d = new Date(t);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+/** The first month boundary at or after `t`. */
+export function monthCeil(t: number): number {
+  const start = bucketStart(t, GRAINS.month);
+  if (start === t) return t;
+  const d = new Date(start);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
 
 export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: {} });
 
@@ -145,7 +159,7 @@ export class RollupDeltas {
   /** Counts `sign` installs of `r` as `outcome` in every row it belongs to. */
   add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
     const values = dimensionValues(r);
-    for (const grain of [GRAINS.hour, GRAINS.day]) {
+    for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(r.createdAt, grain);
       for (const app of [ALL_APPS, appSlice(r.nsapp)]) {
         const id = `${grain}|${bucket}|${app}`;

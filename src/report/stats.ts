@@ -42,7 +42,7 @@ export function createStats(store: StoreReads) {
 
     timeseries(f: InstallFilter, w: Window, interval: Interval) {
       // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
-      const spans: Span[] = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : decompose(w);
+      const spans: Span[] = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : decompose(w, { months: false });
       const r = read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
       return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
     },

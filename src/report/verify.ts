@@ -1,6 +1,6 @@
 // `installstats verify`: the rollups must equal a full recount of the records, cell by cell.
 import type { StoreReads } from "../store/store.ts";
-import { DAY, GRAINS, RollupDeltas, type RollupData } from "./rollup.ts";
+import { DAY, GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type RollupKey } from "./rollup.ts";
 import { errorSignature, failureSignatureId, signatureId } from "./error-signature.ts";
 
 export interface CellMismatch {
@@ -49,15 +49,39 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
     return knownSignatures.get(id);
   };
 
-  // Cells outside the records' days must not exist at all.
-  for (const grain of [GRAINS.hour, GRAINS.day]) {
-    for (const stray of [...store.rollupCells(grain, Number.MIN_SAFE_INTEGER, firstDay), ...store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER)]) {
+  // Cells outside the records' days (months) must not exist at all.
+  for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
+    const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
+    for (const stray of [...store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start), ...store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER)]) {
       mismatch({ grain, app: stray.app, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
     }
   }
 
+  // Month cells gather the records of many days: their expected state is summed day by day and
+  // compared when the month is done.
+  const monthExpected = new Map<string, { key: RollupKey; data: RollupData }>();
+  let currentMonth: number | null = null;
+  const checkMonth = (month: number) => {
+    const stored = new Map(store.rollupCells(GRAINS.month, month, month + 1).map((c) => [c.app, c.data]));
+    for (const { key, data } of monthExpected.values()) {
+      check.cells++;
+      const have = stored.get(key.app);
+      stored.delete(key.app);
+      if (have === undefined || canonical(have) !== canonical(data)) {
+        mismatch({ grain: key.grain, app: key.app, bucket: new Date(month).toISOString(), expected: data, stored: have ?? null });
+      }
+    }
+    for (const [app, data] of stored) mismatch({ grain: GRAINS.month, app, bucket: new Date(month).toISOString(), expected: null, stored: data });
+    monthExpected.clear();
+  };
+
   for (let day = firstDay; day < endDay; day += DAY) {
     onDay?.(day, endDay);
+    const month = bucketStart(day, GRAINS.month);
+    if (month !== currentMonth) {
+      if (currentMonth !== null) checkMonth(currentMonth);
+      currentMonth = month;
+    }
     const expected = new RollupDeltas();
     for (const r of store.iterateInstalls({ from: day, to: day + DAY })) {
       check.records++;
@@ -73,6 +97,12 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
       for (const c of store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.app}`, { grain, ...c });
     }
     for (const [id, { key, data }] of expected.cells) {
+      if (key.grain === GRAINS.month) {
+        const acc = monthExpected.get(id);
+        if (acc) mergeInto(acc.data, data);
+        else monthExpected.set(id, { key, data });
+        continue;
+      }
       check.cells++;
       const have = stored.get(id);
       stored.delete(id);
@@ -84,6 +114,7 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
       mismatch({ grain: extra.grain, app: extra.app, bucket: new Date(extra.bucket).toISOString(), expected: null, stored: extra.data });
     }
   }
+  if (currentMonth !== null) checkMonth(currentMonth);
   if (check.signatureGaps > 0) check.ok = false;
   return check;
 }

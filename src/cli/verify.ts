@@ -1,13 +1,24 @@
 import { verifyRollups } from "../report/verify.ts";
 import { openDatabase } from "../store/database.ts";
 import { createSqliteReads } from "../store/sqlite-reads.ts";
-import type { Command } from "./command.ts";
+import { UsageError, type Command } from "./command.ts";
+import { databaseInUse } from "../ops/backup.ts";
+import { createSqliteStore } from "../store/sqlite-store.ts";
 
 export const verify: Command = {
   name: "verify",
   summary: "check database integrity and that every rollup equals a recount of the records (exit 1 if not)",
-  run({ config, out, progress }) {
+  flags: { repair: { type: "boolean", help: "first rebuild every rollup from the raw records (the server must be stopped)" } },
+  run({ config, flags, out, progress }) {
+    if (flags.repair) {
+      const use = databaseInUse(config.db);
+      if (use.inUse) throw new UsageError(`${config.db} is in use (a server is running?); stop it before --repair`);
+    }
     const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+    if (flags.repair) {
+      createSqliteStore(sqlite, db).rebuildRollups((d, end) => progress(`rebuilding ${new Date(d).toISOString().slice(0, 10)} (until ${new Date(end).toISOString().slice(0, 10)})`));
+      progress("");
+    }
     const integrity = (sqlite.query("PRAGMA integrity_check").all() as { integrity_check: string }[]).map((r) => r.integrity_check);
     const day = (t: number) => new Date(t).toISOString().slice(0, 10);
     const rollups = verifyRollups(createSqliteReads(sqlite, db), (d, end) => progress(`verifying ${day(d)} (until ${day(end)})`));

@@ -315,6 +315,24 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
 
   return {
     ...reads,
+    rebuildRollups(onDay) {
+      const span = reads.recordSpan();
+      sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
+      cellCache.clear();
+      if (!span) return;
+      const DAY = 86_400_000;
+      const end = span.last - (span.last % DAY) + DAY;
+      const rebuildDay = sqlite.transaction((day: number) => {
+        const deltas = new RollupDeltas();
+        for (const r of reads.iterateInstalls({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+        mergeRollups(deltas); // month cells add up across the days, as they do when written live
+      });
+      for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
+        onDay?.(day, end);
+        rebuildDay.immediate(day);
+      }
+    },
+
     write(ops) {
       try {
         return writeBatch.immediate(ops);

@@ -143,5 +143,10 @@ export interface StoreReads {
 export interface Store extends StoreReads {
   /** Applies the operations in one transaction, in order. Throws if the transaction cannot commit. */
   write(ops: readonly WriteOp[]): WriteResult[];
+  /**
+   * Recomputes every rollup cell from the raw records, one day per transaction (after an upgrade
+   * that changes what rollups hold, or to repair what `verify` found). Run with the server stopped.
+   */
+  rebuildRollups(onDay?: (day: number, end: number) => void): void;
   close(): void;
 }

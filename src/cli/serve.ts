@@ -1,4 +1,4 @@
-import { createApp } from "../app.ts";
+import { composeRoutes, createApp } from "../app.ts";
 import { createWriter, inProcessCommit } from "../ingest/writer.ts";
 import { createSqliteStore } from "../store/sqlite-store.ts";
 import { createLogger } from "../ops/log.ts";
@@ -25,6 +25,7 @@ export const serve: Command = {
     const maintenance = createMaintenance({ config, reads: store, db, writer, clock });
     const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance });
     app.listen({ hostname: config.host, port: config.port });
+    setImmediate(() => composeRoutes(app));
     const port = app.server?.port;
     // The one line on stdout: scripts and tests read the address from it.
     out(`installstats ${version} listening on http://${config.host}:${port}\n`);

@@ -1,0 +1,472 @@
+#!/usr/bin/env bun
+// Ingestion benchmark: builds the current source into a temporary binary, then drives it with wrk
+// (scripts/bench/ingest.lua: realistic, unique start reports and status updates over keep-alive
+// connections) at several concurrency levels, next to a no-storage baseline server
+// (scripts/bench/baseline-server.ts) driven by the same script in the same run. Reports req/s,
+// p50/p99 latency, the ratio to the baseline, peak RSS, start-up time and bytes per stored record
+// after a fill, and checks that every acknowledged report is in the database.
+//
+//   bun scripts/bench-ingest.ts [--duration 10] [--connections 16,64,256] [--fill 1000000]
+//                               [--durability full|normal] [--quick] [--threads 2] [--warmup 2]
+//                               [--startup-runs 20] [--repeat 1] [--quiet-wait 60] [--bin path] [--keep]
+//   bun scripts/bench-ingest.ts --render bench-results/ingest-<timestamp>.json   (re-render a saved run)
+// --repeat N runs every (mode, connections) pair N times, alternating baseline and installstats,
+// and reports the median (with the range): this machine may be shared, so one run can be disturbed.
+// --quiet-wait S (default 60, 0 in --quick): before each run, wait up to S seconds until other
+// processes use less than 20% of a core; every run reports the CPU others used while it ran.
+//
+// Needs wrk (Debian: apt-get install -y wrk). Only 127.0.0.1 traffic. Every child process is
+// killed at the end, also on failure. Output: a markdown report on stdout and in
+// bench-results/ingest-<timestamp>.md (+ .json with the raw numbers).
+// Exit code: 1 if an acknowledged report is missing from the database (or could not be checked),
+// 2 if the harness itself failed; missed performance targets are only marked in the report.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { Database } from "bun:sqlite";
+import {
+  cpuSeconds, fileSizes, healthStats, killAllChildren, machineCpu, memSampler, readAcks, readMem, runWrk, sleep,
+  spawnListening, stopGracefully, storageBreakdown, sumThreads, verifyAcks, waitForQuiet,
+  type FileSizes, type Listening, type Mode, type StorageBreakdown, type Verification, type WrkResult,
+} from "./bench/lib.ts";
+import { renderReport, type BenchResults, type CellResult, type FillResult, type StartupResult } from "./bench/report.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const LUA = join(ROOT, "scripts/bench/ingest.lua");
+const BASELINE = join(ROOT, "scripts/bench/baseline-server.ts");
+
+// ------------------------------------------------------------------ options
+
+const { values: opt } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: {
+    duration: { type: "string" },
+    connections: { type: "string" },
+    fill: { type: "string" },
+    durability: { type: "string", default: "full" },
+    quick: { type: "boolean", default: false },
+    threads: { type: "string" },
+    warmup: { type: "string" },
+    "startup-runs": { type: "string" },
+    repeat: { type: "string" },
+    "quiet-wait": { type: "string" },
+    bin: { type: "string" },
+    keep: { type: "boolean", default: false },
+    render: { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+
+if (opt.help) {
+  const lines = readFileSync(new URL(import.meta.url).pathname, "utf8").split("\n").slice(1);
+  console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith("//"))).map((l) => l.replace(/^\/\/ ?/, "")).join("\n"));
+  process.exit(0);
+}
+
+if (opt.render) {
+  // Re-renders the markdown of a saved run (after a change to the report), next to its JSON.
+  const saved = JSON.parse(readFileSync(opt.render, "utf8")) as BenchResults;
+  const { markdown } = renderReport(saved);
+  console.log(markdown);
+  writeFileSync(opt.render.replace(/\.json$/, ".md"), markdown);
+  process.exit(0);
+}
+
+function intOption(name: string, value: string | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) usage(`--${name} must be a whole number >= ${min}`);
+  return n;
+}
+
+function usage(message: string): never {
+  console.error(`bench-ingest: ${message}`);
+  process.exit(2);
+}
+
+const quick = opt.quick;
+const threads = intOption("threads", opt.threads, Math.min(2, availableParallelism()), 1);
+const durationS = intOption("duration", opt.duration, quick ? 2 : 10, 1);
+const warmupS = intOption("warmup", opt.warmup, quick ? 1 : 2, 0);
+const fillTarget = intOption("fill", opt.fill, quick ? 10_000 : 1_000_000, 0);
+const startupRuns = intOption("startup-runs", opt["startup-runs"], 20, 0);
+const repeat = intOption("repeat", opt.repeat, 1, 1);
+const quietWaitS = intOption("quiet-wait", opt["quiet-wait"], quick ? 0 : 60, 0);
+const QUIET_OTHER_PCT = 20;
+const connections = (opt.connections ?? "16,64,256").split(",").map((s) => Number(s.trim()));
+if (connections.some((c) => !Number.isInteger(c) || c < threads)) usage(`--connections must be whole numbers >= threads (${threads})`);
+const durability = opt.durability;
+if (durability !== "full" && durability !== "normal") usage("--durability must be full or normal");
+const FILL_CONNECTIONS = 64;
+const FILL_MAX_S = 3600;
+
+// ------------------------------------------------------------------ cleanup, always
+
+const work = mkdtempSync(join(tmpdir(), "bench-ingest-"));
+let cleaned = false;
+function cleanup(): void {
+  if (cleaned) return;
+  cleaned = true;
+  killAllChildren();
+  if (!opt.keep) rmSync(work, { recursive: true, force: true });
+}
+process.on("exit", cleanup);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.on(signal, () => {
+    console.error(`bench-ingest: ${signal}, stopping every child process`);
+    cleanup();
+    process.exit(130);
+  });
+}
+
+const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+// Unique per wrk run within this benchmark, so ids never collide in one database.
+let nonceCounter = Math.floor(Math.random() * 65536);
+const nextNonce = () => (nonceCounter = (nonceCounter + 1) % 65536);
+
+// ------------------------------------------------------------------ build
+
+async function build(): Promise<{ bin: string; buildS: number; sizeBytes: number }> {
+  if (opt.bin) return { bin: opt.bin, buildS: 0, sizeBytes: statSync(opt.bin).size };
+  const bin = join(work, "bin", "installstats");
+  mkdirSync(join(work, "bin"));
+  const started = performance.now();
+  const proc = Bun.spawn(["bun", "scripts/build.ts", "--outfile", bin], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`build failed (${code}): ${out}\n${err}`);
+  return { bin, buildS: (performance.now() - started) / 1000, sizeBytes: statSync(bin).size };
+}
+
+// ------------------------------------------------------------------ servers
+
+type Target = "installstats" | "baseline";
+
+function startTarget(target: Target, bin: string, dir: string): Promise<Listening> {
+  const stderrPath = join(dir, `${target}.stderr.log`);
+  if (target === "baseline") return spawnListening(["bun", BASELINE, "--host", "127.0.0.1", "--port", "0"], { stderrPath, timeoutMs: 15_000 });
+  return spawnListening(
+    [bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", join(dir, "installs.db"), "--durability", durability!],
+    { stderrPath, timeoutMs: 15_000 },
+  );
+}
+
+/** Stops a server and insists on a clean exit (0): the benchmark checks a graceful shutdown too. */
+async function stopTarget(server: Listening, what: string): Promise<number | null> {
+  const code = await stopGracefully(server.proc, 120_000);
+  if (code !== 0) log(`WARNING: ${what} exited with ${code === null ? "no exit within 120 s (killed)" : code} on SIGTERM`);
+  return code;
+}
+
+// ------------------------------------------------------------------ one measured cell
+
+interface CellOptions {
+  target: Target;
+  mode: Mode;
+  connections: number;
+  record: boolean;
+  label: string;
+  rep: number;
+}
+
+async function quietEnough(what: string): Promise<{ waitedS: number; quiet: boolean }> {
+  if (quietWaitS === 0) return { waitedS: 0, quiet: true };
+  const q = await waitForQuiet(QUIET_OTHER_PCT, quietWaitS);
+  if (!q.quiet) log(`  machine still busy after ${q.waitedS.toFixed(0)} s (others use ${q.otherPct.toFixed(0)}% of a core); running ${what} anyway`);
+  else if (q.waitedS > 1.5) log(`  waited ${q.waitedS.toFixed(0)} s for a quiet machine`);
+  return { waitedS: q.waitedS, quiet: q.quiet };
+}
+
+async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
+  const quiet = await quietEnough(o.label);
+  const dir = join(work, o.label);
+  const acks = join(dir, "acks");
+  mkdirSync(acks, { recursive: true });
+  const server = await startTarget(o.target, bin, dir);
+  const mem = memSampler(server.pid);
+  try {
+    const base = { lua: LUA, url: server.url, threads, connections: o.connections, mode: o.mode, outdir: acks, record: o.record };
+    const runs: WrkResult[] = [];
+    if (warmupS > 0) runs.push(await runWrk({ ...base, durationS: warmupS, nonce: nextNonce(), tag: "warm" }));
+    const h0 = o.target === "installstats" ? await healthStats(server.url) : null;
+    const cpu0 = cpuSeconds(server.pid);
+    const machine0 = machineCpu();
+    const self0 = process.cpuUsage();
+    const measured = await runWrk({ ...base, durationS, nonce: nextNonce(), tag: "run" });
+    runs.push(measured);
+    const cpu1 = cpuSeconds(server.pid);
+    const machine1 = machineCpu();
+    const selfS = (() => {
+      const d = process.cpuUsage(self0);
+      return (d.user + d.system) / 1e6;
+    })();
+    const h1 = o.target === "installstats" ? await healthStats(server.url) : null;
+    const peak = mem.finish();
+    const dbPath = join(dir, "installs.db");
+    const live: FileSizes | null = o.target === "installstats" ? fileSizes(dbPath) : null;
+    const exitCode = await stopTarget(server, `${o.target} (${o.label})`);
+
+    let verification: Verification | null = null;
+    if (o.target === "installstats" && o.record) {
+      const starts = runs.flatMap((r) => readAcks(acks, r.tag, threads, "start"));
+      const updates = runs.flatMap((r) => readAcks(acks, r.tag, threads, "update"));
+      verification = verifyAcks(dbPath, starts, updates, sumThreads(runs, "n_created"), sumThreads(runs, "n_updated"));
+    }
+    const writes = h0 && h1 ? h1.writes - h0.writes : null;
+    const batches = h0 && h1 ? h1.batches - h0.batches : null;
+    const serverS = cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : 0;
+    const otherCpuPct = (100 * (machine1.busyS - machine0.busyS - serverS - measured.cpuS - selfS)) / measured.wallS;
+    return {
+      target: o.target,
+      mode: o.mode,
+      connections: o.connections,
+      record: o.record,
+      rep: o.rep,
+      quietWaitS: quiet.waitedS,
+      otherCpuPct: Math.max(0, otherCpuPct),
+      stealPct: (100 * (machine1.stealS - machine0.stealS)) / measured.wallS,
+      wrk: stripStdout(measured),
+      warmup: runs.length > 1 ? stripStdout(runs[0]!) : null,
+      serverCpuPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / measured.wallS : null,
+      wrkCpuPct: (100 * measured.cpuS) / measured.wallS,
+      avgBatch: writes !== null && batches ? writes / batches : null,
+      peakRssKb: peak.peakRssKb,
+      hwmKb: peak.hwmKb,
+      exitCode,
+      liveFiles: live,
+      verification,
+      unexpected: {
+        n_duplicate: sumThreads(runs, "n_duplicate"),
+        n_held: sumThreads(runs, "n_held"),
+        n_409: sumThreads(runs, "n_409"),
+        n_4xx: sumThreads(runs, "n_4xx"),
+        n_5xx: sumThreads(runs, "n_5xx"),
+        n_noid: sumThreads(runs, "n_noid"),
+        socketErrors: runs.reduce((n, r) => n + r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout, 0),
+      },
+    };
+  } finally {
+    mem.finish();
+    if (server.proc.exitCode === null) server.proc.kill("SIGKILL");
+  }
+}
+
+const stripStdout = (r: WrkResult): WrkResult => ({ ...r, stdout: "" });
+
+// ------------------------------------------------------------------ fill and bytes per record
+
+async function runFill(bin: string): Promise<FillResult> {
+  await quietEnough("the fill");
+  const dir = join(work, "fill");
+  const acks = join(dir, "acks");
+  mkdirSync(acks, { recursive: true });
+  const server = await startTarget("installstats", bin, dir);
+  const mem = memSampler(server.pid, 100);
+  const dbPath = join(dir, "installs.db");
+  const progress: { t: number; writes: number; rssKb: number }[] = [];
+  const started = performance.now();
+  let lastLog = 0;
+  try {
+    const machine0 = machineCpu();
+    const cpu0 = cpuSeconds(server.pid) ?? 0;
+    const self0 = process.cpuUsage();
+    const wrk = await runWrk({
+      lua: LUA, url: server.url, threads, connections: FILL_CONNECTIONS, mode: "start", outdir: acks, record: true,
+      durationS: FILL_MAX_S, nonce: nextNonce(), tag: "fill", pollMs: 250,
+      stopWhen: async () => {
+        const h = await healthStats(server.url);
+        if (!h) return false;
+        const t = (performance.now() - started) / 1000;
+        progress.push({ t, writes: h.writes, rssKb: readMem(server.pid)?.rssKb ?? 0 });
+        if (t - lastLog >= 15) {
+          lastLog = t;
+          log(`fill: ${h.writes} / ${fillTarget} records after ${t.toFixed(0)} s`);
+        }
+        return h.writes >= fillTarget;
+      },
+    });
+    const serverS = (cpuSeconds(server.pid) ?? cpu0) - cpu0;
+    const selfUsage = process.cpuUsage(self0);
+    const otherS = machineCpu().busyS - machine0.busyS - serverS - wrk.cpuS - (selfUsage.user + selfUsage.system) / 1e6;
+    const peak = mem.finish();
+    const live = fileSizes(dbPath);
+    const exitCode = await stopTarget(server, "installstats (fill)");
+    const starts = readAcks(acks, "fill", threads, "start");
+    log(`fill: verifying ${starts.length} acknowledged ids`);
+    const verification = verifyAcks(dbPath, starts, [], sumThreads([wrk], "n_created"), 0);
+    const storage: StorageBreakdown = storageBreakdown(dbPath);
+    const timeAt = (n: number) => progress.find((p) => p.writes >= n)?.t ?? NaN;
+    const tenth = fillTarget / 10;
+    return {
+      target: fillTarget,
+      connections: FILL_CONNECTIONS,
+      wrk: stripStdout(wrk),
+      seconds: wrk.wallS,
+      serverCpuPct: (100 * serverS) / wrk.wallS,
+      otherCpuPct: Math.max(0, (100 * otherS) / wrk.wallS),
+      rateFirstTenth: tenth / timeAt(tenth),
+      rateLastTenth: tenth / (timeAt(fillTarget) - timeAt(fillTarget - tenth)),
+      peakRssKb: peak.peakRssKb,
+      hwmKb: peak.hwmKb,
+      // RSS when the database passed each tenth of the fill: a plateau is a cache filling up, a slope a leak.
+      rssByTenth: Array.from({ length: 10 }, (_, i) => progress.find((p) => p.writes >= (fillTarget * (i + 1)) / 10)?.rssKb ?? NaN),
+      exitCode,
+      liveFiles: live,
+      verification,
+      storage,
+    };
+  } finally {
+    mem.finish();
+    if (server.proc.exitCode === null) server.proc.kill("SIGKILL");
+  }
+}
+
+// ------------------------------------------------------------------ start-up
+
+async function measureStartup(bin: string): Promise<StartupResult> {
+  const dir = join(work, "startup");
+  mkdirSync(dir, { recursive: true });
+  const lineMs: number[] = [];
+  const healthMs: number[] = [];
+  const exitCodes: (number | null)[] = [];
+  for (let i = 0; i < startupRuns; i++) {
+    const server = await spawnListening(
+      [bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", join(dir, `empty-${i}.db`), "--durability", durability!],
+      { stderrPath: join(dir, `server-${i}.stderr.log`), timeoutMs: 15_000 },
+    );
+    try {
+      lineMs.push(server.readyMs);
+      for (let attempt = 0; ; attempt++) {
+        const ok = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+        if (ok) {
+          healthMs.push(performance.now() - server.spawnedAt);
+          break;
+        }
+        if (attempt > 1000) throw new Error("GET /healthz never succeeded");
+        await sleep(1);
+      }
+      exitCodes.push(await stopGracefully(server.proc, 15_000));
+    } finally {
+      if (server.proc.exitCode === null) server.proc.kill("SIGKILL");
+    }
+  }
+  return { runs: startupRuns, lineMs, healthMs, exitCodes };
+}
+
+// ------------------------------------------------------------------ machine
+
+function machineInfo(): BenchResults["machine"] {
+  const cpuModel = cpus()[0]?.model ?? "unknown";
+  const text = (cmd: string[]) => {
+    try {
+      const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+      return (r.stdout.toString() + r.stderr.toString()).trim();
+    } catch {
+      return "";
+    }
+  };
+  const mem = new Database(":memory:");
+  const sqlite = (mem.query("SELECT sqlite_version() AS v").get() as { v: string }).v;
+  mem.close();
+  return {
+    nproc: availableParallelism(),
+    cpuModel,
+    memGiB: totalmem() / 2 ** 30,
+    kernel: release(),
+    bun: Bun.version,
+    wrk: text(["wrk", "-v"]).split("\n")[0] ?? "",
+    sqlite,
+    workDir: work,
+    workFs: text(["stat", "-f", "-c", "%T", work]),
+    commit: text(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]),
+    loadBefore: loadavg(),
+    loadAfter: [],
+  };
+}
+
+// ------------------------------------------------------------------ main
+
+async function main(): Promise<number> {
+  if (!Bun.which("wrk")) usage("wrk is not installed (Debian: apt-get install -y wrk)");
+  const started = new Date();
+  const machine = machineInfo();
+  log(`work dir ${work}; ${threads} wrk threads; ${durationS} s per run (+${warmupS} s warm-up); connections ${connections.join(",")}; durability ${durability}`);
+
+  log("building the binary from the current source");
+  const { bin, buildS, sizeBytes } = await build();
+  log(`built ${bin} (${(sizeBytes / 1e6).toFixed(0)} MB) in ${buildS.toFixed(1)} s`);
+
+  log(`start-up: ${startupRuns} spawns on a fresh empty database`);
+  await quietEnough("start-up");
+  const startup = await measureStartup(bin);
+
+  const cells: CellResult[] = [];
+  for (let rep = 0; rep < repeat; rep++) {
+    for (const mode of ["start", "mixed"] as const) {
+      for (const c of connections) {
+        for (const target of ["baseline", "installstats"] as const) {
+          log(`${mode} c=${c}: ${target}${repeat > 1 ? ` (repetition ${rep + 1}/${repeat})` : ""}`);
+          const cell = await runCell(bin, { target, mode, connections: c, record: true, label: `${target}-${mode}-c${c}-r${rep}`, rep });
+          log(`  ${cell.wrk.rps.toFixed(0)} req/s, p50 ${(cell.wrk.latency_us.p50 / 1000).toFixed(2)} ms, p99 ${(cell.wrk.latency_us.p99 / 1000).toFixed(2)} ms, other processes ${cell.otherCpuPct.toFixed(0)}% CPU`);
+          cells.push(cell);
+        }
+      }
+    }
+  }
+
+  // What wrk's response() callback costs: the same baseline run with and without it.
+  const probeConnections = connections.includes(64) ? 64 : connections[Math.floor(connections.length / 2)]!;
+  log(`response() cost on the baseline, start c=${probeConnections}`);
+  // Alternated (with, without, with, without, ...) so drift on a shared machine hits both sides.
+  const withResponse: CellResult[] = [];
+  const withoutResponse: CellResult[] = [];
+  for (let i = 0; i < (quick ? 1 : 2); i++) {
+    withResponse.push(await runCell(bin, { target: "baseline", mode: "start", connections: probeConnections, record: true, label: `probe-with-response-${i}`, rep: i }));
+    withoutResponse.push(await runCell(bin, { target: "baseline", mode: "start", connections: probeConnections, record: false, label: `probe-without-response-${i}`, rep: i }));
+  }
+
+  let fill: FillResult | null = null;
+  if (fillTarget > 0) {
+    log(`fill: start reports at c=${FILL_CONNECTIONS} until the database holds ${fillTarget} records`);
+    fill = await runFill(bin);
+  }
+  machine.loadAfter = loadavg();
+
+  const results: BenchResults = {
+    command: `bun scripts/bench-ingest.ts${Bun.argv.length > 2 ? ` ${Bun.argv.slice(2).join(" ")}` : ""}`,
+    startedAt: started.toISOString(),
+    finishedAt: new Date().toISOString(),
+    settings: { durationS, warmupS, threads, connections, durability, fill: fillTarget, quick, startupRuns, repeat, quietWaitS },
+    machine,
+    build: { buildS, sizeBytes },
+    startup,
+    cells,
+    responseProbe: { connections: probeConnections, with: withResponse, without: withoutResponse },
+    fill,
+  };
+  const { markdown, correctnessFailures } = renderReport(results);
+  console.log(markdown);
+  const outDir = join(ROOT, "bench-results");
+  mkdirSync(outDir, { recursive: true });
+  const stamp = started.toISOString().replace(/[:.]/g, "-");
+  const mdPath = join(outDir, `ingest-${stamp}.md`);
+  writeFileSync(mdPath, markdown);
+  writeFileSync(join(outDir, `ingest-${stamp}.json`), JSON.stringify(results, null, 2));
+  log(`report written to ${mdPath}`);
+  if (correctnessFailures.length > 0) {
+    log(`CORRECTNESS FAILURE: ${correctnessFailures.join("; ")}`);
+    return 1;
+  }
+  return 0;
+}
+
+try {
+  const code = await main();
+  cleanup();
+  process.exit(code);
+} catch (e) {
+  console.error(`bench-ingest: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  cleanup();
+  process.exit(2);
+}

@@ -67,11 +67,14 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
 
   function* installChunks(filter: InstallFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): Generator<InstallRow[], void> {
     if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
-    const where = whereOf(filter);
     let remaining = limit;
     let after: ListCursor | null = null;
     while (remaining > 0) {
       const n = Math.min(chunkRows, remaining);
+      // One lower bound only: with two (the window's and the cursor's) SQLite cannot tell which is
+      // larger and starts the index range at the first, rescanning from the window start on every
+      // chunk (quadratic). So the cursor's time replaces the window's start.
+      const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
       const keyset = after ? sql`(${installs.createdAt}, ${rowid}) > (${after.createdAt}, ${after.rowid})` : undefined;
       const query = db
         .select({ ...installColumns, rowid })
@@ -98,11 +101,13 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
     installChunks,
 
     listInstalls(filter, { limit, after }) {
+      // One upper bound only (see installChunks): the cursor's time replaces the window's end.
+      const bounded = after ? { ...filter, to: Math.min(filter.to ?? after.createdAt + 1, after.createdAt + 1) } : filter;
       const keyset = after ? sql`(${installs.createdAt}, ${rowid}) < (${after.createdAt}, ${after.rowid})` : undefined;
       const rows = db
         .select({ ...installColumns, rowid })
         .from(installs)
-        .where(and(whereOf(filter), keyset))
+        .where(and(whereOf(bounded), keyset))
         .orderBy(desc(installs.createdAt), desc(rowid))
         .limit(limit + 1)
         .all();

@@ -271,6 +271,7 @@ async function runFill(bin: string): Promise<FillResult> {
     const machine0 = machineCpu();
     const cpu0 = cpuSeconds(server.pid) ?? 0;
     const self0 = process.cpuUsage();
+    let interrupted: string | null = null;
     const wrk = await runWrk({
       lua: LUA, url: server.url, threads, connections: FILL_CONNECTIONS, mode: "start", outdir: acks, record: true,
       durationS: FILL_MAX_S, nonce: nextNonce(), tag: "fill", pollMs: 250,
@@ -285,26 +286,37 @@ async function runFill(bin: string): Promise<FillResult> {
         }
         return h.writes >= fillTarget;
       },
+    }).catch((e: unknown): null => {
+      // wrk died (killed from outside, ...): its id files are cut short, so the acknowledged ids
+      // cannot be checked, but the database is intact and still measured.
+      interrupted = `load generator failed, acknowledged ids not verified: ${e instanceof Error ? e.message : String(e)}`.slice(0, 300);
+      log(`fill: ${interrupted}`);
+      return null;
     });
+    const wallS = (performance.now() - started) / 1000;
     const serverS = (cpuSeconds(server.pid) ?? cpu0) - cpu0;
     const selfUsage = process.cpuUsage(self0);
-    const otherS = machineCpu().busyS - machine0.busyS - serverS - wrk.cpuS - (selfUsage.user + selfUsage.system) / 1e6;
+    const otherS = machineCpu().busyS - machine0.busyS - serverS - (wrk?.cpuS ?? 0) - (selfUsage.user + selfUsage.system) / 1e6;
     const peak = mem.finish();
     const live = fileSizes(dbPath);
     const exitCode = await stopTarget(server, "installstats (fill)");
-    const starts = readAcks(acks, "fill", threads, "start");
-    log(`fill: verifying ${starts.length} acknowledged ids`);
-    const verification = verifyAcks(dbPath, starts, [], sumThreads([wrk], "n_created"), 0);
+    let verification: Verification | null = null;
+    if (wrk) {
+      const starts = readAcks(acks, "fill", threads, "start");
+      log(`fill: verifying ${starts.length} acknowledged ids`);
+      verification = verifyAcks(dbPath, starts, [], sumThreads([wrk], "n_created"), 0);
+    }
     const storage: StorageBreakdown = storageBreakdown(dbPath);
     const timeAt = (n: number) => progress.find((p) => p.writes >= n)?.t ?? NaN;
     const tenth = fillTarget / 10;
     return {
       target: fillTarget,
       connections: FILL_CONNECTIONS,
-      wrk: stripStdout(wrk),
-      seconds: wrk.wallS,
-      serverCpuPct: (100 * serverS) / wrk.wallS,
-      otherCpuPct: Math.max(0, (100 * otherS) / wrk.wallS),
+      wrk: wrk ? stripStdout(wrk) : null,
+      interrupted,
+      seconds: wallS,
+      serverCpuPct: (100 * serverS) / wallS,
+      otherCpuPct: Math.max(0, (100 * otherS) / wallS),
       rateFirstTenth: tenth / timeAt(tenth),
       rateLastTenth: tenth / (timeAt(fillTarget) - timeAt(fillTarget - tenth)),
       peakRssKb: peak.peakRssKb,
@@ -397,9 +409,23 @@ async function main(): Promise<number> {
   const { bin, buildS, sizeBytes } = await build();
   log(`built ${bin} (${(sizeBytes / 1e6).toFixed(0)} MB) in ${buildS.toFixed(1)} s`);
 
+  // A failed phase (a server that would not start, a wrk killed from outside, ...) is recorded and
+  // the run goes on, so the report is always written; the exit code is then 2.
+  const harnessErrors: string[] = [];
+  async function attempt<T>(what: string, fn: () => Promise<T>): Promise<T | null> {
+    try {
+      return await fn();
+    } catch (e) {
+      const message = `${what}: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500);
+      log(`ERROR ${message}`);
+      harnessErrors.push(message);
+      return null;
+    }
+  }
+
   log(`start-up: ${startupRuns} spawns on a fresh empty database`);
   await quietEnough("start-up");
-  const startup = await measureStartup(bin);
+  const startup = (await attempt("start-up", () => measureStartup(bin))) ?? { runs: 0, lineMs: [], healthMs: [], exitCodes: [] };
 
   const cells: CellResult[] = [];
   for (let rep = 0; rep < repeat; rep++) {
@@ -407,7 +433,9 @@ async function main(): Promise<number> {
       for (const c of connections) {
         for (const target of ["baseline", "installstats"] as const) {
           log(`${mode} c=${c}: ${target}${repeat > 1 ? ` (repetition ${rep + 1}/${repeat})` : ""}`);
-          const cell = await runCell(bin, { target, mode, connections: c, record: true, label: `${target}-${mode}-c${c}-r${rep}`, rep });
+          const label = `${target}-${mode}-c${c}-r${rep}`;
+          const cell = await attempt(label, () => runCell(bin, { target, mode, connections: c, record: true, label, rep }));
+          if (!cell) continue;
           log(`  ${cell.wrk.rps.toFixed(0)} req/s, p50 ${(cell.wrk.latency_us.p50 / 1000).toFixed(2)} ms, p99 ${(cell.wrk.latency_us.p99 / 1000).toFixed(2)} ms, other processes ${cell.otherCpuPct.toFixed(0)}% CPU`);
           cells.push(cell);
         }
@@ -422,14 +450,18 @@ async function main(): Promise<number> {
   const withResponse: CellResult[] = [];
   const withoutResponse: CellResult[] = [];
   for (let i = 0; i < (quick ? 1 : 2); i++) {
-    withResponse.push(await runCell(bin, { target: "baseline", mode: "start", connections: probeConnections, record: true, label: `probe-with-response-${i}`, rep: i }));
-    withoutResponse.push(await runCell(bin, { target: "baseline", mode: "start", connections: probeConnections, record: false, label: `probe-without-response-${i}`, rep: i }));
+    for (const record of [true, false]) {
+      const label = `probe-${record ? "with" : "without"}-response-${i}`;
+      const cell = await attempt(label, () => runCell(bin, { target: "baseline", mode: "start", connections: probeConnections, record, label, rep: i }));
+      if (cell) (record ? withResponse : withoutResponse).push(cell);
+    }
   }
 
   let fill: FillResult | null = null;
   if (fillTarget > 0) {
     log(`fill: start reports at c=${FILL_CONNECTIONS} until the database holds ${fillTarget} records`);
-    fill = await runFill(bin);
+    fill = await attempt("fill", () => runFill(bin));
+    if (fill?.interrupted) harnessErrors.push(`fill: ${fill.interrupted}`);
   }
   machine.loadAfter = loadavg();
 
@@ -444,6 +476,7 @@ async function main(): Promise<number> {
     cells,
     responseProbe: { connections: probeConnections, with: withResponse, without: withoutResponse },
     fill,
+    harnessErrors,
   };
   const { markdown, correctnessFailures } = renderReport(results);
   console.log(markdown);
@@ -457,6 +490,10 @@ async function main(): Promise<number> {
   if (correctnessFailures.length > 0) {
     log(`CORRECTNESS FAILURE: ${correctnessFailures.join("; ")}`);
     return 1;
+  }
+  if (harnessErrors.length > 0) {
+    log(`incomplete run: ${harnessErrors.length} phase(s) failed (see the report)`);
+    return 2;
   }
   return 0;
 }

@@ -31,7 +31,9 @@ export interface CellResult {
 export interface FillResult {
   target: number;
   connections: number;
-  wrk: WrkResult;
+  /** Null when the load generator died before reporting (see interrupted). */
+  wrk: WrkResult | null;
+  interrupted: string | null;
   seconds: number;
   serverCpuPct: number;
   otherCpuPct: number;
@@ -42,7 +44,7 @@ export interface FillResult {
   rssByTenth?: number[];
   exitCode: number | null;
   liveFiles: FileSizes;
-  verification: Verification;
+  verification: Verification | null;
   storage: StorageBreakdown;
 }
 
@@ -67,6 +69,8 @@ export interface BenchResults {
   cells: CellResult[];
   responseProbe: { connections: number; with: CellResult[]; without: CellResult[] };
   fill: FillResult | null;
+  /** Phases that failed (the run went on without them). */
+  harnessErrors?: string[];
 }
 
 // Targets from the issue.
@@ -180,7 +184,7 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   const allVerifications: { what: string; v: Verification }[] = serverCells
     .filter((c) => c.verification)
     .map((c) => ({ what: `${c.mode} c=${c.connections}`, v: c.verification! }));
-  if (r.fill) allVerifications.push({ what: "fill", v: r.fill.verification });
+  if (r.fill?.verification) allVerifications.push({ what: "fill", v: r.fill.verification });
   let totalAcked = 0;
   let totalMissing = 0;
   for (const { what, v } of allVerifications) {
@@ -194,7 +198,7 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   if (r.fill && r.fill.exitCode !== 0) failures.push(`fill: server exit ${r.fill.exitCode ?? "killed"} on SIGTERM`);
 
   // ---------------------------------------------------------------- targets
-  const peakHwm = Math.max(...serverCells.map((c) => c.hwmKb), r.fill?.hwmKb ?? 0);
+  const peakHwm = Math.max(0, ...serverCells.map((c) => c.hwmKb), r.fill?.hwmKb ?? 0);
   targetRows.push({ name: `peak RSS of the server < ${TARGETS.peakRssMb} MB (all runs and the fill)`, measured: `${mb(peakHwm)} MB`, met: peakHwm / 1024 < TARGETS.peakRssMb });
   if (r.fill) {
     const bpr = r.fill.storage.bytesPerRecord;
@@ -232,7 +236,11 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
     const s = f.storage;
     line("## Fill and bytes per record");
     line();
-    line(`Start reports at ${f.connections} connections into a fresh database until it held ${fmt(f.target)} records: ${fmt(s.rows)} records in ${fmt(f.seconds, 1)} s (${fmt(f.wrk.rps)} req/s overall; ${fmt(f.rateFirstTenth)} records/s over the first tenth, ${fmt(f.rateLastTenth)} records/s over the last tenth), p50 ${ms(f.wrk.latency_us.p50)} ms, p99 ${ms(f.wrk.latency_us.p99)} ms, server CPU ${fmt(f.serverCpuPct)}% of a core, other processes ${fmt(f.otherCpuPct)}%, peak RSS ${mb(f.hwmKb)} MB. Verified: ${fmt(f.verification.ackedStarts)} acknowledged, ${fmt(f.verification.missingStarts)} missing.`);
+    const lat = f.wrk ? `, ${fmt(f.wrk.rps)} req/s overall, p50 ${ms(f.wrk.latency_us.p50)} ms, p99 ${ms(f.wrk.latency_us.p99)} ms` : "";
+    const verified = f.verification
+      ? `Verified: ${fmt(f.verification.ackedStarts)} acknowledged, ${fmt(f.verification.missingStarts)} missing.`
+      : `**Not verified: ${f.interrupted ?? "no acknowledgements"}.**`;
+    line(`Start reports at ${f.connections} connections into a fresh database until it held ${fmt(f.target)} records: ${fmt(s.rows)} records in ${fmt(f.seconds, 1)} s (${fmt(f.rateFirstTenth)} records/s over the first tenth, ${fmt(f.rateLastTenth)} records/s over the last tenth${lat}), server CPU ${fmt(f.serverCpuPct)}% of a core, other processes ${fmt(f.otherCpuPct)}%, peak RSS ${mb(f.hwmKb)} MB. ${verified}`);
     line();
     if (f.rssByTenth) {
       line(`Server RSS (MB) as the database passed each tenth of the fill: ${f.rssByTenth.map((kb) => mb(kb)).join(", ")}.`);
@@ -260,17 +268,21 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   line("## Start-up");
   line();
   line(`${st.runs} spawns of the binary, each on a new empty database file (migrations applied at start-up):`);
+  const lo = (v: number[]) => (v.length ? Math.min(...v) : NaN);
+  const hi = (v: number[]) => (v.length ? Math.max(...v) : NaN);
   line();
   line("| from spawn to | median ms | p95 ms | min ms | max ms |");
   line("|---|---:|---:|---:|---:|");
-  line(`| the "listening on" line on stdout | ${fmt(median(st.lineMs), 1)} | ${fmt(quantile(st.lineMs, 95), 1)} | ${fmt(Math.min(...st.lineMs), 1)} | ${fmt(Math.max(...st.lineMs), 1)} |`);
-  line(`| the first GET /healthz answered 200 | ${fmt(median(st.healthMs), 1)} | ${fmt(quantile(st.healthMs, 95), 1)} | ${fmt(Math.min(...st.healthMs), 1)} | ${fmt(Math.max(...st.healthMs), 1)} |`);
+  line(`| the "listening on" line on stdout | ${fmt(median(st.lineMs), 1)} | ${fmt(quantile(st.lineMs, 95), 1)} | ${fmt(lo(st.lineMs), 1)} | ${fmt(hi(st.lineMs), 1)} |`);
+  line(`| the first GET /healthz answered 200 | ${fmt(median(st.healthMs), 1)} | ${fmt(quantile(st.healthMs, 95), 1)} | ${fmt(lo(st.healthMs), 1)} | ${fmt(hi(st.healthMs), 1)} |`);
   line();
   const badExits = st.exitCodes.filter((c) => c !== 0).length;
   if (badExits > 0) line(`${badExits} of the start-up runs did not exit 0 on SIGTERM.`), line();
 
   // ---------------------------------------------------------------- response() cost
   const p = r.responseProbe;
+  if (p.with.length > 0 && p.without.length > 0) renderProbe();
+  function renderProbe() {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const rpsWith = mean(p.with.map((c) => c.wrk.rps));
   const rpsWithout = mean(p.without.map((c) => c.wrk.rps));
@@ -289,6 +301,16 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   line();
   line(`Throughput with the callback is ${cost >= 0 ? `${(cost * 100).toFixed(1)}% lower` : `${(-cost * 100).toFixed(1)}% higher (noise)`}; it costs wrk ${fmt(usPerReq(p.with) - usPerReq(p.without), 1)} µs of CPU per request. Against installstats (a few thousand req/s) that is negligible; against the baseline it takes CPU the baseline server could use, so it lowers the baseline a little and flatters the ratios by at most that much. Every measured row uses response() on both sides.`);
   line();
+  }
+
+  if (r.harnessErrors && r.harnessErrors.length > 0) {
+    line("## Incomplete run");
+    line();
+    line("These phases failed and are missing from the tables above:");
+    line();
+    for (const e of r.harnessErrors) line(`- ${e}`);
+    line();
+  }
 
   // ---------------------------------------------------------------- machine and notes
   const m = r.machine;
@@ -299,7 +321,7 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   line(`- databases in ${m.workDir} (${m.workFs}); load generator, server and harness share the machine`);
   const disturbed = r.cells.filter((c) => c.otherCpuPct >= 20);
   const waited = r.cells.reduce((n, c) => n + c.quietWaitS, 0);
-  line(`- other processes during the measured runs: median ${fmt(median(r.cells.map((c) => c.otherCpuPct)))}%, max ${fmt(Math.max(...r.cells.map((c) => c.otherCpuPct)))}% of a core; ${disturbed.length} of ${r.cells.length} runs shared the machine with >= 20% of a core of someone else's work${disturbed.length > 0 ? ` (${disturbed.map((c) => `${c.target} ${c.mode} c=${c.connections}${r.settings.repeat > 1 ? ` rep ${c.rep + 1}` : ""}`).join(", ")})` : ""}; ${fmt(waited)} s spent waiting for a quiet machine (--quiet-wait ${r.settings.quietWaitS})`);
+  line(`- other processes during the measured runs: median ${fmt(median(r.cells.map((c) => c.otherCpuPct)))}%, max ${fmt(r.cells.length ? Math.max(...r.cells.map((c) => c.otherCpuPct)) : NaN)}% of a core; ${disturbed.length} of ${r.cells.length} runs shared the machine with >= 20% of a core of someone else's work${disturbed.length > 0 ? ` (${disturbed.map((c) => `${c.target} ${c.mode} c=${c.connections}${r.settings.repeat > 1 ? ` rep ${c.rep + 1}` : ""}`).join(", ")})` : ""}; ${fmt(waited)} s spent waiting for a quiet machine (--quiet-wait ${r.settings.quietWaitS})`);
   line(`- load average before ${m.loadBefore.map((x) => x.toFixed(2)).join(" ")}, after ${m.loadAfter.map((x) => x.toFixed(2)).join(" ")}`);
   line();
   line("Notes: wrk's Lua API gives no connection identity, so in mixed mode the status update for an id is sent after that id's 2xx by the same wrk thread, over whichever of the thread's keep-alive connections is free next (real clients use a new curl connection per request anyway); updates therefore always hit an existing record (200), never the held path. Bodies are valid JSON (the repair path is not exercised).");

@@ -4,7 +4,6 @@ import { describe, expect, test } from "bun:test";
 import { createApp } from "../src/app.ts";
 import { createLogger } from "../src/ops/log.ts";
 import { CONTENT_TYPES, EXPORT_COLUMNS, csvHeader, csvRow, exportFilename, exportStream, ndjsonLine } from "../src/report/export.ts";
-import { exportRoutes } from "../src/report/export-routes.ts";
 import { InstallRecord, toRecord } from "../src/report/record.ts";
 import type { InstallRow } from "../src/store/schema.ts";
 import type { StoreReads, WriteOp } from "../src/store/store.ts";

@@ -487,7 +487,7 @@ const ipv6 = (r: Rng): string =>
   r.pick([`2a01:4f8:${r.int(0x1000, 0xffff).toString(16)}::${r.int(1, 255).toString(16)}`, `2606:50c0:8000::15${r.int(3, 4)}`, `2001:db8::${r.int(1, 99)}`, `2a00:1450:4001:${r.int(0x800, 0x82f).toString(16)}::200e`]);
 const STORAGES = ["local-lvm", "local-lvm", "local-lvm", "local-zfs", "local", "nvme", "data", "ssd-pool", "ceph-pool", "tank", "vmdata", "local-btrfs"];
 const HOSTS = ["github.com", "github.com", "raw.githubusercontent.com", "deb.debian.org", "archive.ubuntu.com", "registry.npmjs.org", "pypi.org", "download.docker.com", "dl-cdn.alpinelinux.org", "objects.githubusercontent.com", "deb.nodesource.com"];
-const version = (r: Rng, ctx: ErrorContext, base: number): string => {
+const version = (_r: Rng, ctx: ErrorContext, base: number): string => {
   const steps = Math.floor(ctx.frac * 24) + (base % 7);
   return `${base % 4}.${Math.floor(steps / 5) + (base % 13)}.${steps % 5}`;
 };
@@ -680,7 +680,7 @@ const GENERIC: readonly (readonly [(r: Rng, ctx: ErrorContext) => string, number
   [(r) => `E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process ${r.int(300, 48_000)} (${r.pick(["apt-get", "apt", "unattended-upgr"])})`, 2, ["ct", "host"]],
   [(r) => `E: Failed to fetch http://deb.debian.org/debian/pool/main/o/openssl/libssl3_3.0.${r.int(11, 17)}-1~deb12u${r.int(1, 3)}_amd64.deb  Temporary failure resolving 'deb.debian.org'`, 2, ["ct", "host"]],
   [(r, c) => `Container ${c.ctid}: no network after 10 attempts (ping ${r.pick(["1.1.1.1", "8.8.8.8", "9.9.9.9"])} failed)`, 2, ["ct"]],
-  [(r, c) => `Container ${c.ctid} failed to start: startup for container '${c.ctid}' failed`, 2, ["ct"]],
+  [(_r, c) => `Container ${c.ctid} failed to start: startup for container '${c.ctid}' failed`, 2, ["ct"]],
   [(r, c) => `pct create ${c.ctid} ${r.pick(["local", "local", "nas"])}:vztmpl/debian-${r.pick(["12-standard_12.7-1", "12-standard_12.12-1", "13-standard_13.1-2"])}_amd64.tar.zst failed: no such template`, 1, ["ct"]],
   [(r) => `connect to [${ipv6(r)}]:443 failed: Network is unreachable`, 1, ["ct", "vm"]],
   [(r) => `Failed at line ${r.int(20, 400)}: ${r.pick(["$STD apt-get update", "$STD apt-get -y upgrade", "setup_deb822_repo"])} (exit ${r.pick([100, 1])})`, 2, ["ct", "host"]],

@@ -1,7 +1,7 @@
 // Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
 import type { InstallFilter, StoreReads } from "../store/store.ts";
 import {
-  SCANNED, breakdown, decompose, durationStats, errorCounts, foldRecords, intervalStart, plan, summarize, timeseries,
+  SCANNED, breakdown, decompose, errorCounts, foldRecords, intervalStart, plan, summarize, timeseries,
   type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
 } from "./aggregate.ts";
 import { GRAINS, type RollupPart } from "./rollup.ts";
@@ -74,7 +74,6 @@ export function createStats(store: StoreReads) {
       };
     },
 
-    durationStats,
   };
 }
 

@@ -73,7 +73,6 @@ export function createStats(store: StoreReads) {
         }),
       };
     },
-
   };
 }
 

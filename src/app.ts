@@ -19,6 +19,7 @@ import { QueryError } from "./report/query.ts";
 import { reportRoutes } from "./report/routes.ts";
 import type { StoreReads } from "./store/store.ts";
 import { apiDocs } from "./web/api-docs.ts";
+import { dashboardRoutes } from "./web/dashboard-routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -37,7 +38,14 @@ export function createApp(deps: AppDeps) {
   const clientOf = (request: Request, server: Server<unknown> | null) =>
     clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted);
   const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
-  return new Elysia({ serve: { maxRequestBodySize: hardBodyLimit(config.maxBodyBytes) } })
+  return new Elysia({
+    serve: {
+      maxRequestBodySize: hardBodyLimit(config.maxBodyBytes),
+      routes: dashboardRoutes(),
+      // So `bun run` serves the dashboard bundled as the binary does, not through Bun's dev server.
+      development: false,
+    },
+  })
     .onError(({ code, error, set, path }) => {
       // Every error leaves in the one shape; no stack traces reach clients.
       set.headers["content-type"] = "application/json";

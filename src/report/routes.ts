@@ -1,15 +1,18 @@
 // Read API: install listing and records, aggregates over rollups.
-import { Elysia, t } from "elysia";
+import { Elysia, t, type Static } from "elysia";
 import { ErrorBody, errorBody } from "../errors.ts";
 import type { StoreReads } from "../store/store.ts";
 import { InstallRecord, toRecord } from "./record.ts";
 import { FilterQuery, QueryError, decodeCursor, encodeCursor, resolveWindow, toFilter, windowJson } from "./query.ts";
 import { DIMENSIONS, DAY } from "./rollup.ts";
+import { signaturePage } from "./signature-filter.ts";
 import { createStats } from "./stats.ts";
 
 /** Default window of the aggregate endpoints when none is given. */
 export const DEFAULT_STATS_DAYS = 30;
 const MAX_HOURLY_DAYS = 31;
+/** Installs one signature-filtered page may read (see signaturePage). */
+const SIGNATURE_SCAN = 20_000;
 
 const WindowJson = t.Object({ from: t.String({ format: "date-time" }), to: t.String({ format: "date-time" }) });
 const Source = t.Union([t.Literal("rollup"), t.Literal("scan")], {
@@ -82,6 +85,13 @@ const InstallPage = t.Object({ installs: t.Array(InstallRecord), next_cursor: t.
 
 const Dimension = t.Union(DIMENSIONS.map((d) => t.Literal(d)));
 
+// Response shapes, for typed clients (the dashboard).
+export type SummaryResponse = Static<typeof Summary>;
+export type BreakdownResponse = Static<typeof Breakdown>;
+export type TimeseriesResponse = Static<typeof Timeseries>;
+export type ErrorsResponse = Static<typeof Errors>;
+export type InstallPageResponse = Static<typeof InstallPage>;
+
 export function reportRoutes(deps: { store: StoreReads; clock: () => number }) {
   const { store, clock } = deps;
   const stats = createStats(store);
@@ -93,10 +103,14 @@ export function reportRoutes(deps: { store: StoreReads; clock: () => number }) {
       "/api/installs",
       ({ query }) => {
         const w = resolveWindow(query, clock(), null);
-        const page = store.listInstalls(toFilter(query, w), {
-          limit: query.limit ?? 50,
-          after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
-        });
+        const limit = query.limit ?? 50;
+        const order = query.order ?? "newest";
+        const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+        const filter = toFilter(query, w);
+        const page =
+          query.signature === undefined
+            ? store.listInstalls(filter, { limit, after, order })
+            : signaturePage((a, n) => store.listInstalls({ ...filter, outcome: "failed" }, { limit: n, after: a, order }), query.signature, limit, after, SIGNATURE_SCAN);
         return { installs: page.rows.map(toRecord), next_cursor: page.next ? encodeCursor(page.next) : null };
       },
       {
@@ -105,10 +119,17 @@ export function reportRoutes(deps: { store: StoreReads; clock: () => number }) {
           t.Object({
             limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500, description: "page size, default 50" })),
             cursor: t.Optional(t.String({ description: "next_cursor of the previous page" })),
+            order: t.Optional(t.Union([t.Literal("newest"), t.Literal("oldest")], { description: "default newest" })),
+            signature: t.Optional(
+              t.String({
+                pattern: "^[0-9a-f]{16}$",
+                description: `only failed installs with this error signature (an id from /api/stats/errors); a page reads at most ${SIGNATURE_SCAN} installs, so it may hold fewer rows than limit while next_cursor goes on`,
+              }),
+            ),
           }),
         ]),
         response: { 200: InstallPage, 422: ErrorBody },
-        detail: { tags, summary: "List installs, newest first", description: "All filters combine; no window means all time. Pages by keyset cursor, equally fast at any depth." },
+        detail: { tags, summary: "List installs, newest first", description: "All filters combine; no window means all time. Pages by keyset cursor, equally fast at any depth, newest or oldest first." },
       },
     )
     .get(

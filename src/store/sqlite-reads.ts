@@ -100,15 +100,26 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
     getInstall: (randomId) => getInstall.get({ id: randomId }),
     installChunks,
 
-    listInstalls(filter, { limit, after }) {
-      // One upper bound only (see installChunks): the cursor's time replaces the window's end.
-      const bounded = after ? { ...filter, to: Math.min(filter.to ?? after.createdAt + 1, after.createdAt + 1) } : filter;
-      const keyset = after ? sql`(${installs.createdAt}, ${rowid}) < (${after.createdAt}, ${after.rowid})` : undefined;
+    listInstalls(filter, { limit, after, order = "newest" }) {
+      const newest = order === "newest";
+      // One bound per side only (see installChunks): the cursor's time replaces the window's bound
+      // on the side the pages move towards.
+      const bounded = !after
+        ? filter
+        : newest
+          ? { ...filter, to: Math.min(filter.to ?? after.createdAt + 1, after.createdAt + 1) }
+          : { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) };
+      const keyset = !after
+        ? undefined
+        : newest
+          ? sql`(${installs.createdAt}, ${rowid}) < (${after.createdAt}, ${after.rowid})`
+          : sql`(${installs.createdAt}, ${rowid}) > (${after.createdAt}, ${after.rowid})`;
+      const direction = newest ? desc : asc;
       const rows = db
         .select({ ...installColumns, rowid })
         .from(installs)
         .where(and(whereOf(bounded), keyset))
-        .orderBy(desc(installs.createdAt), desc(rowid))
+        .orderBy(direction(installs.createdAt), direction(rowid))
         .limit(limit + 1)
         .all();
       const page = rows.slice(0, limit);

@@ -97,7 +97,9 @@ export interface InstallFilter {
   until?: number;
 }
 
-/** Position after the last row of a page (newest first). */
+export type ListOrder = "newest" | "oldest";
+
+/** Position after the last row of a page. */
 export interface ListCursor {
   createdAt: number;
   rowid: number;
@@ -113,8 +115,8 @@ export interface RollupSelection {
 
 export interface StoreReads {
   getInstall(randomId: string): InstallRow | undefined;
-  /** Newest first, `limit` rows after `after`; `next` is null on the last page. */
-  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor }): { rows: InstallRow[]; next: ListCursor | null };
+  /** Newest first (or oldest), `limit` rows after `after`; `next` is null on the last page. */
+  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): { rows: InstallRow[]; next: ListCursor | null };
   /**
    * Matching installs oldest first, `offset` skipped, at most `limit`, in chunks of `chunkRows`.
    * Each chunk is one query run to completion, so no statement stays open while a consumer

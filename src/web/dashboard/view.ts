@@ -1,0 +1,19 @@
+// What a view gets from the shell, and what it gives back.
+import type { DashState } from "./state.ts";
+
+export interface ViewContext {
+  /** Aborted when the user moves on before the view finished loading. */
+  signal: AbortSignal;
+  /** URL of a state derived from the current one (see withChanges). */
+  href(change: Partial<DashState>): string;
+  navigate(change: Partial<DashState>, opts?: { replace?: boolean }): void;
+  /** Registers cleanup (chart observers) for when the view is replaced. */
+  onDispose(fn: () => void): void;
+}
+
+export interface Rendered {
+  title: string;
+  node: Node;
+}
+
+export type ViewRender = (s: DashState, ctx: ViewContext) => Promise<Rendered>;

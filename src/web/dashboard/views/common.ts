@@ -1,0 +1,66 @@
+// Pieces two or more views share: the outcome chart, failure-rate trend, breakdown bars.
+import { api, type BreakdownResponse, type TimeseriesResponse } from "../api.ts";
+import { lines, stackedBars } from "../charts.ts";
+import { h } from "../dom.ts";
+import { count, isoDate, percent } from "../format.ts";
+import { apiParams, groupFilters, intervalFor, type DashState, type Filters } from "../state.ts";
+import type { ViewContext } from "../view.ts";
+import { OUTCOMES, OUTCOME_LABEL, barList, emptyState, outcomeColorVar, type BarRow } from "../widgets.ts";
+
+const DAY = 86_400_000;
+
+export function fetchTimeseries(s: DashState, ctx: ViewContext): Promise<TimeseriesResponse> {
+  return api.timeseries(apiParams(s, { interval: intervalFor(s.range) }), ctx.signal);
+}
+
+export function fetchBreakdown(s: DashState, ctx: ViewContext, by: string, extra: Record<string, string | number> = {}): Promise<BreakdownResponse> {
+  return api.breakdown(apiParams(s, { by, limit: 10, ...extra }), ctx.signal);
+}
+
+/** The days a point covers, as a custom range (clicking a bar lists its installs). */
+function pointRange(ts: TimeseriesResponse, index: number): { from: string; to: string } {
+  const start = Date.parse(ts.points[index]!.t);
+  const days = ts.interval === "week" ? 7 : 1;
+  return { from: isoDate(start), to: isoDate(start + (days - 1) * DAY) };
+}
+
+/** Installs per point, stacked by outcome; a click lists that period's installs. */
+export function outcomeChart(ts: TimeseriesResponse, ctx: ViewContext, title: string, filters: Filters): HTMLElement {
+  if (ts.points.every((p) => p.total === 0)) return emptyState("No installs in this window.");
+  return stackedBars({
+    times: ts.points.map((p) => Date.parse(p.t)),
+    series: OUTCOMES.map((o) => ({ label: OUTCOME_LABEL[o], colorVar: outcomeColorVar(o), values: ts.points.map((p) => p[o]) })),
+    title,
+    format: (v) => count(Math.round(v)),
+    onPick: (i) => ctx.navigate({ view: "installs", range: pointRange(ts, i), filters }),
+    onDispose: ctx.onDispose,
+  });
+}
+
+/** failed / (success + failed) per point; gaps where nothing finished. */
+export function failureTrend(ts: TimeseriesResponse, ctx: ViewContext, title: string, filters: Filters): HTMLElement {
+  const rates = ts.points.map((p) => (p.success + p.failed === 0 ? null : p.failed / (p.success + p.failed)));
+  if (rates.every((r) => r === null)) return emptyState("No finished installs in this window.");
+  return lines(
+    {
+      times: ts.points.map((p) => Date.parse(p.t)),
+      series: [{ label: "Failure rate", colorVar: "--failed", values: rates }],
+      title,
+      format: (v) => percent(v, 0),
+      onPick: (i) => ctx.navigate({ view: "installs", range: pointRange(ts, i), filters: { ...filters, outcome: "failed" } }),
+      onDispose: ctx.onDispose,
+    },
+    [0, Math.min(1, Math.max(0.05, ...rates.map((r) => r ?? 0)) * 1.15)],
+  );
+}
+
+/** Breakdown groups as bars; a row lists its installs (or opens the app's page). */
+export function breakdownBars(b: BreakdownResponse, s: DashState, ctx: ViewContext, toApp = false): HTMLElement {
+  const rows: BarRow[] = b.groups.map((g) => {
+    const selected = groupFilters(b.by, g.value);
+    const href = selected === null ? null : toApp && g.value !== null ? ctx.href({ view: "app", filters: { ...s.filters, nsapp: g.value } }) : ctx.href({ view: "installs", filters: { ...s.filters, ...selected } });
+    return { value: g.value, total: g.total, failed: g.failed, successRate: g.success_rate, href };
+  });
+  const more = b.total_groups - b.groups.length;
+  return h("div", {}, barList(rows), more > 0 ? h("p", { class: "more" }, `and ${count(more)} more`) : null);
+}

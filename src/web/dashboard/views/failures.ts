@@ -1,0 +1,121 @@
+// Failures: apps ranked by failure rate (with a minimum-runs floor), error signatures, trend.
+import { api, type BreakdownResponse, type ErrorsResponse } from "../api.ts";
+import { h } from "../dom.ts";
+import { count, dateTime, percent } from "../format.ts";
+import { DEFAULT_MIN_RUNS, apiParams, rangeLabel, type DashState } from "../state.ts";
+import type { ViewContext, ViewRender } from "../view.ts";
+import { cards, emptyState, panel } from "../widgets.ts";
+import { failureTrend, fetchBreakdown, fetchTimeseries } from "./common.ts";
+
+export const failures: ViewRender = async (s, ctx) => {
+  const [sum, ts, ranked, errors] = await Promise.all([
+    api.summary(apiParams(s), ctx.signal),
+    fetchTimeseries(s, ctx),
+    fetchBreakdown(s, ctx, "nsapp", { sort: "failure_rate", min_runs: s.minRuns, limit: 25 }),
+    api.errors(apiParams(s, { limit: 25 }), ctx.signal),
+  ]);
+  const finished = sum.success + sum.failed;
+  const node = h(
+    "div",
+    { class: "view" },
+    cards([
+      { metric: "failed", title: "Failed", value: count(sum.failed), sub: rangeLabel(s.range), tone: "failed", href: ctx.href({ view: "installs", filters: { ...s.filters, outcome: "failed" } }) },
+      { metric: "failure_rate", title: "Failure rate", value: percent(finished === 0 ? null : sum.failed / finished), sub: `of ${count(finished)} finished` },
+      { metric: "signatures", title: "Error signatures", value: count(errors.total_signatures), sub: `${count(errors.total_failed)} failures with an error text` },
+    ]),
+    h(
+      "div",
+      { class: "grid" },
+      panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate per ${ts.interval}, ${rangeLabel(s.range)}`, s.filters), { wide: true }),
+      panel("Apps by failure rate", rankedApps(ranked, s, ctx), { wide: true, action: minRunsControl(s, ctx) }),
+      panel("Error signatures", signatureTable(errors, s, ctx), { wide: true }),
+    ),
+  );
+  return { title: "Failures", node };
+};
+
+function minRunsControl(s: DashState, ctx: ViewContext): HTMLElement {
+  const input = h("input", { type: "number", min: 0, step: 1, value: s.minRuns, id: "min-runs", name: "min_runs", inputmode: "numeric" });
+  return h(
+    "form",
+    {
+      class: "inline-form",
+      onsubmit: ((e: Event) => {
+        e.preventDefault();
+        const n = Number(input.value);
+        ctx.navigate({ minRuns: Number.isInteger(n) && n >= 0 ? n : DEFAULT_MIN_RUNS });
+      }) as EventListener,
+    },
+    h("label", { for: "min-runs" }, "Min. finished runs"),
+    input,
+    h("button", { type: "submit" }, "Apply"),
+  );
+}
+
+function rankedApps(b: BreakdownResponse, s: DashState, ctx: ViewContext): HTMLElement {
+  if (b.groups.length === 0) return emptyState(`No app has ${count(s.minRuns)} or more finished installs in this window.`);
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "data" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "App"), h("th", { scope: "col", class: "num" }, "Finished"), h("th", { scope: "col", class: "num" }, "Failed"), h("th", { scope: "col" }, "Failure rate"))),
+      h(
+        "tbody",
+        {},
+        ...b.groups.map((g) => {
+          const rate = g.failure_rate ?? 0;
+          const app = g.value ?? "";
+          return h(
+            "tr",
+            {},
+            h("td", {}, g.value === null ? "(none)" : h("a", { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: app } }), "data-nav": true }, app)),
+            h("td", { class: "num" }, count(g.success + g.failed)),
+            h("td", { class: "num" }, g.value === null ? count(g.failed) : h("a", { href: ctx.href({ view: "installs", filters: { ...s.filters, nsapp: app, outcome: "failed" } }), "data-nav": true, "data-failed": g.failed }, count(g.failed))),
+            h("td", {}, h("span", { class: "rate" }, h("meter", { min: 0, max: 1, value: rate, "aria-hidden": "true" }), percent(g.failure_rate))),
+          );
+        }),
+      ),
+    ),
+  );
+}
+
+function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTMLElement {
+  if (e.signatures.length === 0) return emptyState("No failures with an error text in this window.");
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "data signatures" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Error signature"), h("th", { scope: "col", class: "num" }, "Count"), h("th", { scope: "col", class: "num" }, "Share"), h("th", { scope: "col" }, "Apps"), h("th", { scope: "col" }, "Last seen"))),
+      h(
+        "tbody",
+        {},
+        ...e.signatures.map((sig) => {
+          const apps = sig.apps.slice(0, 4);
+          return h(
+            "tr",
+            {},
+            h(
+              "td",
+              { class: "sig" },
+              h("a", { href: ctx.href({ view: "installs", filters: s.filters, signature: sig.id }), "data-nav": true, class: "mono" }, sig.signature ?? sig.id),
+              sig.example && sig.example !== sig.signature ? h("details", {}, h("summary", {}, "Example"), h("pre", { class: "error-text" }, sig.example)) : null,
+            ),
+            h("td", { class: "num", "data-count": sig.count }, count(sig.count)),
+            h("td", { class: "num" }, percent(sig.share)),
+            h(
+              "td",
+              { class: "apps" },
+              ...apps.map((a) => h("a", { class: "chip", href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: a } }), "data-nav": true }, a)),
+              sig.apps.length > apps.length ? h("span", { class: "muted" }, ` +${sig.apps.length - apps.length}`) : null,
+            ),
+            h("td", { class: "nowrap" }, sig.last_seen ? dateTime(sig.last_seen) : "–"),
+          );
+        }),
+      ),
+    ),
+  );
+}

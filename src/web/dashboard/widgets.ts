@@ -1,0 +1,89 @@
+// Building blocks shared by the views: panels, headline cards, ranked bars, states.
+import { h } from "./dom.ts";
+import { count, label, percent } from "./format.ts";
+
+export type Outcome = "success" | "failed" | "aborted" | "in_progress" | "unknown";
+export const OUTCOMES: readonly Outcome[] = ["success", "failed", "aborted", "in_progress", "unknown"];
+export const OUTCOME_LABEL: Record<Outcome, string> = {
+  success: "Success",
+  failed: "Failed",
+  aborted: "Aborted",
+  in_progress: "In progress",
+  unknown: "Unknown",
+};
+export const outcomeColorVar = (o: Outcome): string => `--${o.replace("_", "-")}`;
+
+export function panel(title: string, body: Node, opts: { wide?: boolean; action?: Node; id?: string } = {}): HTMLElement {
+  return h(
+    "section",
+    { class: opts.wide ? "panel wide" : "panel", "aria-label": title, id: opts.id },
+    h("header", { class: "panel-head" }, h("h2", {}, title), opts.action),
+    body,
+  );
+}
+
+export interface Card {
+  /** Stable name for tests and styling, e.g. "total". */
+  metric: string;
+  title: string;
+  value: string;
+  sub?: string;
+  tone?: Outcome;
+  href?: string;
+}
+
+export function cards(items: Card[]): HTMLElement {
+  return h(
+    "div",
+    { class: "cards" },
+    ...items.map((c) => {
+      const body = [h("span", { class: "card-title" }, c.title), h("strong", { class: "card-value", "data-metric": c.metric }, c.value), c.sub ? h("span", { class: "card-sub" }, c.sub) : null];
+      const cls = `card${c.tone ? ` tone-${c.tone}` : ""}`;
+      return c.href ? h("a", { class: cls, href: c.href, "data-nav": true }, ...body) : h("div", { class: cls }, ...body);
+    }),
+  );
+}
+
+export interface BarRow {
+  value: string | null;
+  total: number;
+  failed: number;
+  successRate: number | null;
+  /** Where the row leads (null: not selectable). */
+  href: string | null;
+}
+
+/** A ranked list with proportional bars: label, volume, failure share in the bar, success rate. */
+export function barList(rows: BarRow[], empty = "Nothing in this window."): HTMLElement {
+  if (rows.length === 0) return emptyState(empty);
+  const max = Math.max(...rows.map((r) => r.total), 1);
+  return h(
+    "ol",
+    { class: "bars" },
+    ...rows.map((r) => {
+      const width = (r.total / max) * 100;
+      const failedWidth = r.total === 0 ? 0 : (r.failed / r.total) * 100;
+      const content = [
+        h("span", { class: "bar-label", title: label(r.value) }, label(r.value)),
+        h("span", { class: "bar-track", "aria-hidden": "true" }, sized(h("span", { class: "bar-fill" }, sized(h("span", { class: "bar-failed" }), failedWidth)), width)),
+        h("span", { class: "bar-count", "data-count": r.total }, count(r.total)),
+        h("span", { class: "bar-rate", title: "success rate" }, percent(r.successRate)),
+      ];
+      return h("li", {}, r.href ? h("a", { class: "bar-row", href: r.href, "data-nav": true }, ...content) : h("div", { class: "bar-row" }, ...content));
+    }),
+  );
+}
+
+/** Sets a width through the CSSOM: the page's CSP allows no inline style attributes. */
+function sized(el: HTMLElement, widthPercent: number): HTMLElement {
+  el.style.width = `${widthPercent.toFixed(2)}%`;
+  return el;
+}
+
+export function badge(outcome: Outcome): HTMLElement {
+  return h("span", { class: `badge tone-${outcome}` }, OUTCOME_LABEL[outcome]);
+}
+
+export const emptyState = (text: string): HTMLElement => h("p", { class: "empty" }, text);
+
+export const loadingState = (): HTMLElement => h("div", { class: "loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), "Loading…");

@@ -260,6 +260,47 @@ describe("listing", () => {
     }
   });
 
+  /** Every page of a listing, following next_cursor to the end. */
+  async function walk(query: string, limit: number): Promise<Row[]> {
+    const seen: Row[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await t.get(`/api/installs?limit=${limit}${query}${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(res.status).toBe(200);
+      seen.push(...(res.body.installs as Row[]));
+      cursor = res.body.next_cursor as string | null;
+    } while (cursor);
+    return seen;
+  }
+
+  test("oldest first walks the same records in the opposite order, inside a window too", async () => {
+    const from = base + 3 * DAY + 5 * HOUR;
+    const to = base + 17 * DAY;
+    for (const filter of ["", `&from=${iso(from)}&to=${iso(to)}&outcome=failed`]) {
+      const newest = await walk(filter, 61);
+      const oldest = await walk(`${filter}&order=oldest`, 61);
+      expect(oldest.map((r) => r.random_id)).toEqual(newest.map((r) => r.random_id).reverse());
+    }
+    expect((await walk(`&from=${iso(from)}&to=${iso(to)}&order=oldest`, 500)).length).toBe(inWindow(from, to).length);
+    expect((await t.get("/api/installs?order=sideways")).status).toBe(422);
+  });
+
+  test("signature lists exactly the failed installs whose error has that signature", async () => {
+    const errors = await t.get("/api/stats/errors?from=2026-01-01&to=2026-12-31&limit=3");
+    const signatures = errors.body.signatures as { id: string; signature: string; count: number }[];
+    expect(signatures.length).toBe(3);
+    for (const sig of signatures) {
+      const listed = await walk(`&signature=${sig.id}`, 7);
+      const want = rows.filter((r) => r.outcome === "failed" && errorSignature(r.error) === sig.signature);
+      expect(listed.length).toBe(sig.count);
+      expect(new Set(listed.map((r) => r.random_id))).toEqual(new Set(want.map((r) => r.random_id)));
+      // Newest first, like every listing.
+      const times = listed.map((r) => r.created_at);
+      expect(times).toEqual([...times].sort().reverse());
+    }
+    expect((await t.get("/api/installs?signature=<script>")).body).toMatchObject({ error: "invalid_field", field: "signature" });
+  });
+
   test("windows: days, from/to with a date-only end meaning the whole day, and clear errors", async () => {
     const day = base + 5 * DAY;
     const res = await t.get(`/api/installs?limit=500&from=${iso(day).slice(0, 10)}&to=${iso(day).slice(0, 10)}`);

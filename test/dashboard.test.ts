@@ -1,0 +1,349 @@
+// The dashboard in real headless Chromium against the compiled binary with seeded data.
+// Screenshots of every view, light and dark, go to test-artifacts/screenshots/ for review.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { ROOT, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { launchBrowser, openView, watchedPage, type Watched } from "./helpers/browser.ts";
+import { startReport } from "./helpers/app.ts";
+
+setDefaultTimeout(180_000);
+
+const SHOTS = join(ROOT, "test-artifacts/screenshots");
+const XSS = `<img src=x onerror=alert(1)><script>alert(2)</script>`;
+const XSS_ID = "dashboard-xss-0001";
+
+let server: RunningServer;
+let browser: Browser;
+let context: BrowserContext;
+
+async function api<T>(path: string): Promise<T> {
+  const res = await fetch(server.url + path);
+  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  return (await res.json()) as T;
+}
+
+async function post(path: string, body: unknown): Promise<number> {
+  const res = await fetch(server.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return res.status;
+}
+
+const metric = (page: Page, name: string) => page.locator(`[data-metric="${name}"]`).first().textContent();
+const num = (text: string | null) => Number((text ?? "").replace(/[^0-9.]/g, ""));
+
+/** Clicks something that navigates inside the dashboard and waits for the new view. */
+async function clickAndWait(page: Page, selector: string): Promise<void> {
+  await page.locator(selector).first().click();
+  await page.waitForSelector("body[data-state=ready]", { timeout: 20_000 });
+}
+
+beforeAll(async () => {
+  const bin = await compiledBinary();
+  const dir = tempDir("installstats-dash-");
+  const db = join(dir, "dash.db");
+  const seeded = Bun.spawnSync([bin, "seed", "--records", "4000", "--days", "120", "--db", db]);
+  if (seeded.exitCode !== 0) throw new Error(`seed failed: ${seeded.stderr.toString()}`);
+  server = await startServer(bin, ["--db", db]);
+  // A failure whose error text is markup: it must show as text everywhere and run nothing.
+  expect(await post("/upload", startReport(XSS_ID, { nsapp: "xss-probe" }))).toBe(201);
+  expect(await post("/upload/updatestatus", { random_id: XSS_ID, status: "failed", error: XSS })).toBe(200);
+  browser = await launchBrowser();
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  mkdirSync(SHOTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+function clean(w: Watched): void {
+  expect(w.problems).toEqual([]);
+  expect(w.outside).toEqual([]);
+}
+
+describe("every view", () => {
+  test("loads without console errors or requests beyond localhost, light and dark, with screenshots", async () => {
+    const top = await api<{ groups: { value: string }[] }>("/api/stats/breakdown?by=nsapp&limit=1");
+    const app = top.groups[0]!.value;
+    const views: [string, string][] = [
+      ["overview", "/"],
+      ["failures", "/failures"],
+      ["installs", "/installs"],
+      ["install-detail", `/installs?id=${XSS_ID}`],
+      ["app", `/app?nsapp=${encodeURIComponent(app)}`],
+      ["apps", "/app"],
+    ];
+    for (const scheme of ["light", "dark"] as const) {
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme });
+      const w = await watchedPage(ctx);
+      for (const [name, path] of views) {
+        await openView(w.page, server.url + path);
+        expect(await w.page.locator("main .view").count()).toBe(1);
+        await w.page.screenshot({ path: join(SHOTS, `${name}-${scheme}.png`), fullPage: true });
+      }
+      // The theme really changed: dark pages have a dark background.
+      const bg = await w.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      const [r] = bg.match(/\d+/g)!.map(Number);
+      expect(scheme === "dark" ? r! < 60 : r! > 200).toBe(true);
+      clean(w);
+      await ctx.close();
+    }
+  });
+
+  test("a phone-sized screen gets a one-column layout without sideways scrolling", async () => {
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const w = await watchedPage(ctx);
+    for (const path of ["/", "/failures", "/installs"]) {
+      await openView(w.page, server.url + path);
+      const overflow = await w.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow).toBeLessThanOrEqual(1);
+      await w.page.screenshot({ path: join(SHOTS, `phone${path === "/" ? "-overview" : path.replace("/", "-")}.png`), fullPage: true });
+    }
+    clean(w);
+    await ctx.close();
+  });
+});
+
+describe("numbers", () => {
+  test("the overview's cards equal the API's summary, and a filter changes both", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/?days=90`);
+    const all = await api<Record<string, number>>("/api/stats/summary?days=90");
+    expect(num(await metric(w.page, "total"))).toBe(all.total!);
+    expect(num(await metric(w.page, "failed"))).toBe(all.failed!);
+    expect(num(await metric(w.page, "aborted"))).toBe(all.aborted!);
+    expect(num(await metric(w.page, "in_progress"))).toBe(all.in_progress!);
+
+    // Filter by type through the form, as a user would.
+    await w.page.locator(".filter-panel > summary").click();
+    await w.page.selectOption("#filter-type", "vm");
+    await clickAndWait(w.page, "#filters button[type=submit]");
+    expect(new URL(w.page.url()).searchParams.get("type")).toBe("vm");
+    const vm = await api<Record<string, number>>("/api/stats/summary?days=90&type=vm");
+    expect(vm.total).toBeLessThan(all.total!);
+    expect(num(await metric(w.page, "total"))).toBe(vm.total!);
+    expect(num(await metric(w.page, "failed"))).toBe(vm.failed!);
+    // Success rate shown to one decimal, as the API's rate.
+    expect(await metric(w.page, "success_rate")).toBe(`${(vm.success_rate! * 100).toFixed(1)}%`);
+    clean(w);
+    await w.page.close();
+  });
+
+  test("top apps, distributions and the failure ranking equal the API's breakdowns", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/?days=90`);
+    const apps = await api<{ groups: { value: string; total: number }[] }>("/api/stats/breakdown?days=90&by=nsapp&limit=10");
+    const shown = await w.page.locator("section[aria-label='Top apps'] .bar-row").evaluateAll((rows) =>
+      rows.map((r) => [r.querySelector(".bar-label")!.textContent, Number(r.querySelector(".bar-count")!.getAttribute("data-count"))]),
+    );
+    expect(shown).toEqual(apps.groups.map((g) => [g.value, g.total]));
+
+    await openView(w.page, `${server.url}/failures?days=90&min_runs=5`);
+    const ranked = await api<{ groups: { value: string; failed: number }[] }>("/api/stats/breakdown?days=90&by=nsapp&sort=failure_rate&min_runs=5&limit=25");
+    const rows = await w.page.locator("section[aria-label='Apps by failure rate'] tbody tr").evaluateAll((trs) => trs.map((tr) => tr.querySelector("td")!.textContent));
+    expect(rows).toEqual(ranked.groups.map((g) => g.value));
+    const errors = await api<{ total_signatures: number; signatures: { count: number }[] }>("/api/stats/errors?days=90&limit=25");
+    expect(num(await metric(w.page, "signatures"))).toBe(errors.total_signatures);
+    const counts = await w.page.locator("table.signatures td[data-count]").evaluateAll((tds) => tds.map((td) => Number(td.getAttribute("data-count"))));
+    expect(counts).toEqual(errors.signatures.map((s) => s.count));
+    clean(w);
+    await w.page.close();
+  });
+});
+
+describe("drilling down", () => {
+  test("a top app opens its page, its failed card lists only its failed installs", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/?days=90`);
+    const app = await w.page.locator("section[aria-label='Top apps'] .bar-label").first().textContent();
+    await clickAndWait(w.page, "section[aria-label='Top apps'] a.bar-row");
+    expect(new URL(w.page.url()).pathname).toBe("/app");
+    expect(await w.page.locator("#app-name").textContent()).toBe(app);
+    const summary = await api<Record<string, number>>(`/api/stats/summary?days=90&nsapp=${encodeURIComponent(app!)}`);
+    expect(num(await metric(w.page, "total"))).toBe(summary.total!);
+
+    await clickAndWait(w.page, "a.card.tone-failed");
+    const url = new URL(w.page.url());
+    expect(url.pathname).toBe("/installs");
+    expect(url.searchParams.get("outcome")).toBe("failed");
+    expect(url.searchParams.get("nsapp")).toBe(app);
+    const badges = await w.page.locator("table.installs tbody .badge").allTextContents();
+    expect(badges.length).toBe(Math.min(summary.failed!, 50));
+    expect(new Set(badges)).toEqual(new Set(summary.failed! > 0 ? ["Failed"] : []));
+    clean(w);
+    await w.page.close();
+  });
+
+  test("an error signature lists exactly the failed installs with that signature", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/failures?days=90`);
+    const first = (await api<{ signatures: { id: string; count: number }[] }>("/api/stats/errors?days=90&limit=1")).signatures[0]!;
+    await clickAndWait(w.page, "table.signatures td.sig a");
+    expect(new URL(w.page.url()).searchParams.get("signature")).toBe(first.id);
+    let listed = await w.page.locator("table.installs tbody tr").count();
+    // Follow the pages to the end: together they hold exactly the signature's count.
+    while (await w.page.locator("#next-page").count()) {
+      await clickAndWait(w.page, "#next-page");
+      listed += await w.page.locator("table.installs tbody tr").count();
+    }
+    expect(listed).toBe(first.count);
+    clean(w);
+    await w.page.close();
+  });
+
+  test("a bar of the installs chart lists that day's installs", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/?days=30`);
+    const box = (await w.page.locator("section[aria-label='Installs over time'] .u-over").boundingBox())!;
+    await w.page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
+    await w.page.mouse.click(box.x + box.width - 4, box.y + box.height / 2);
+    await w.page.waitForURL(/\/installs\?/);
+    await w.page.waitForSelector("body[data-state=ready]");
+    const url = new URL(w.page.url());
+    expect(url.searchParams.get("from")).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(url.searchParams.get("from")).toBe(url.searchParams.get("to"));
+    const day = url.searchParams.get("from")!;
+    const times = await w.page.locator("table.installs tbody td:first-child").allTextContents();
+    for (const t of times) expect(t.startsWith(day)).toBe(true);
+    clean(w);
+    await w.page.close();
+  });
+});
+
+describe("install log", () => {
+  test("sorts oldest first and pages by cursor, the same rows as the API", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/installs?days=90`);
+    await clickAndWait(w.page, "#sort-time");
+    expect(new URL(w.page.url()).searchParams.get("order")).toBe("oldest");
+    const firstPage = await api<{ installs: { random_id: string }[]; next_cursor: string }>("/api/installs?days=90&order=oldest&limit=50");
+    const ids = () => w.page.locator("table.installs tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-id")));
+    expect(await ids()).toEqual(firstPage.installs.map((i) => i.random_id));
+    await clickAndWait(w.page, "#next-page");
+    const second = await api<{ installs: { random_id: string }[] }>(`/api/installs?days=90&order=oldest&limit=50&cursor=${firstPage.next_cursor}`);
+    expect(await ids()).toEqual(second.installs.map((i) => i.random_id));
+    clean(w);
+    await w.page.close();
+  });
+
+  test("free-text search finds the install by its error text, and the detail shows every field", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/installs`);
+    await w.page.fill("#filter-q", "onerror=alert");
+    await clickAndWait(w.page, "#filters button[type=submit]");
+    const rows = w.page.locator("table.installs tbody tr");
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().getAttribute("data-id")).toBe(XSS_ID);
+    await clickAndWait(w.page, "table.installs tbody tr a[aria-label^='details']");
+    expect(new URL(w.page.url()).searchParams.get("id")).toBe(XSS_ID);
+    const detail = await w.page.locator("#install-detail dl").textContent();
+    for (const text of [XSS_ID, "xss-probe", "failed", "debian 12", "8.2.2"]) expect(detail).toContain(text);
+    clean(w);
+    await w.page.close();
+  });
+});
+
+describe("untrusted text", () => {
+  test("an error text holding markup is shown as text in the log, the detail and the failures view, and runs nothing", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/installs?id=${XSS_ID}`);
+    expect(await w.page.locator("#error-text").textContent()).toBe(XSS);
+    expect(await w.page.locator(`tr[data-id="${XSS_ID}"] .error-cell`).textContent()).toBe(XSS);
+    await openView(w.page, `${server.url}/failures?days=1`);
+    expect(await w.page.locator("table.signatures").textContent()).toContain("<img src=x onerror=alert(1)>");
+    // Nothing was parsed as markup: no injected elements exist, no alert ran.
+    expect(await w.page.locator("main img, main script").count()).toBe(0);
+    await w.page.waitForTimeout(300);
+    clean(w);
+    await w.page.close();
+  });
+});
+
+describe("URL state", () => {
+  test("window, filters and floor survive a reload; back and forward replay the views", async () => {
+    const w = await watchedPage(context);
+    const start = `${server.url}/failures?days=7&type=lxc&min_runs=3`;
+    await openView(w.page, start);
+    const before = await metric(w.page, "failed");
+    await w.page.reload();
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(w.page.url()).toBe(start);
+    expect(await metric(w.page, "failed")).toBe(before);
+    expect(await w.page.locator(".seg[aria-current=true]").textContent()).toBe("7d");
+    expect(await w.page.locator("#min-runs").inputValue()).toBe("3");
+    expect(await w.page.locator(".chips").textContent()).toContain("Type: lxc");
+
+    await clickAndWait(w.page, "#nav a[href^='/installs']");
+    expect(new URL(w.page.url()).searchParams.get("type")).toBe("lxc");
+    await clickAndWait(w.page, ".seg:has-text('90d')");
+    expect(new URL(w.page.url()).searchParams.get("days")).toBe("90");
+
+    await w.page.goBack();
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(new URL(w.page.url()).searchParams.get("days")).toBe("7");
+    await w.page.goBack();
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(w.page.url()).toBe(start);
+    expect(await w.page.locator("#nav a[aria-current=page]").textContent()).toBe("Failures");
+    expect(await metric(w.page, "failed")).toBe(before);
+    await w.page.goForward();
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(new URL(w.page.url()).pathname).toBe("/installs");
+    clean(w);
+    await w.page.close();
+  });
+});
+
+describe("keyboard, live refresh, access", () => {
+  test("views are reachable with the keyboard alone", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/`);
+    // Tab to the Failures link in the navigation and press Enter.
+    for (let i = 0; i < 20; i++) {
+      await w.page.keyboard.press("Tab");
+      if ((await w.page.evaluate(() => document.activeElement?.textContent)) === "Failures") break;
+    }
+    await w.page.keyboard.press("Enter");
+    await w.page.waitForURL(/\/failures/);
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await w.page.locator("#nav a[aria-current=page]").textContent()).toBe("Failures");
+    clean(w);
+    await w.page.close();
+  });
+
+  test("live refresh can be paused, and stays paused across a reload", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/`);
+    expect(await w.page.locator("#live").getAttribute("aria-pressed")).toBe("true");
+    await w.page.click("#live");
+    expect(await w.page.locator("#live").getAttribute("aria-pressed")).toBe("false");
+    await w.page.reload();
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await w.page.locator("#live").getAttribute("aria-pressed")).toBe("false");
+    await w.page.click("#live");
+    clean(w);
+    await w.page.close();
+  });
+
+  test("with a read token the dashboard asks for it once, then shows the data; an empty database shows empty states", async () => {
+    const bin = await compiledBinary();
+    const dir = tempDir("installstats-dash-token-");
+    const guarded = await startServer(bin, ["--db", join(dir, "empty.db")], { INSTALLSTATS_READ_TOKEN: "s3cret-token" });
+    try {
+      const ctx = await browser.newContext();
+      const page = await ctx.newPage();
+      await openView(page, `${guarded.url}/`);
+      expect(await page.locator("#token").count()).toBe(1);
+      await page.fill("#token", "s3cret-token");
+      await page.click(".token-form button[type=submit]");
+      await page.waitForSelector("main .cards");
+      expect(num(await metric(page, "total"))).toBe(0);
+      expect(await page.locator("main .empty").first().textContent()).toBe("No installs in this window.");
+      await ctx.close();
+    } finally {
+      await guarded.stop();
+    }
+  });
+});

@@ -1,0 +1,57 @@
+// signaturePage over an in-memory list: exact pages, bounded reads, cursors that resume.
+import { describe, expect, test } from "bun:test";
+import { errorSignature, signatureId } from "../src/report/error-signature.ts";
+import { signaturePage, type PageReader } from "../src/report/signature-filter.ts";
+import type { InstallRow } from "../src/store/schema.ts";
+import type { ListCursor } from "../src/store/store.ts";
+
+const row = (i: number, error: string): InstallRow => ({
+  randomId: `r${i}`, type: "lxc", ctType: 1, diskSize: 4, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "no",
+  nsapp: "app", method: "default", pveVersion: "8.2.2", status: "failed", outcome: "failed", error, createdAt: 1_000 + i, updatedAt: 1_000 + i, durationMs: null, repaired: false,
+});
+
+/** A store listing over `rows` (already newest first), counting the rows it reads. */
+function reader(rows: InstallRow[]) {
+  const stats = { read: 0 };
+  const read: PageReader = (after, limit) => {
+    const start = after ? rows.findIndex((r) => r.createdAt === after.createdAt) + 1 : 0;
+    const page = rows.slice(start, start + limit);
+    stats.read += page.length;
+    const last = page.at(-1);
+    const next: ListCursor | null = start + limit < rows.length && last ? { createdAt: last.createdAt, rowid: 0 } : null;
+    return { rows: page, next };
+  };
+  return { read, stats };
+}
+
+const rare = signatureId(errorSignature("exit code 7")!);
+// Every 10th row has the rare error; newest first.
+const rows = Array.from({ length: 1000 }, (_, k) => row(999 - k, k % 10 === 3 ? `exit code 7` : `curl: (6) Could not resolve host ${k}.example`));
+
+describe("signaturePage", () => {
+  test("pages hold exactly the matching rows, and the pages together hold all of them once", () => {
+    const { read } = reader(rows);
+    const seen: string[] = [];
+    let after: ListCursor | undefined;
+    for (;;) {
+      const page = signaturePage(read, rare, 7, after, 100_000);
+      expect(page.rows.length).toBeLessThanOrEqual(7);
+      seen.push(...page.rows.map((r) => r.randomId));
+      if (!page.next) break;
+      after = page.next;
+    }
+    expect(seen).toEqual(rows.filter((r) => r.error === "exit code 7").map((r) => r.randomId));
+  });
+
+  test("a read cap bounds one call; the cursor resumes where it stopped", () => {
+    const { read, stats } = reader(rows);
+    const first = signaturePage(read, signatureId("no such signature"), 50, undefined, 300);
+    expect(first.rows).toEqual([]);
+    expect(stats.read).toBeGreaterThanOrEqual(300);
+    expect(stats.read).toBeLessThan(400);
+    expect(first.next).not.toBeNull();
+    const rest = signaturePage(read, signatureId("no such signature"), 50, first.next!, 100_000);
+    expect(rest.next).toBeNull();
+    expect(stats.read).toBe(rows.length);
+  });
+});

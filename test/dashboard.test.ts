@@ -327,6 +327,24 @@ describe("keyboard, live refresh, access", () => {
     await w.page.close();
   });
 
+  test("the theme button overrides the system theme and is remembered across reloads", async () => {
+    const ctx = await browser.newContext({ colorScheme: "light" });
+    const w = await watchedPage(ctx);
+    await openView(w.page, `${server.url}/`);
+    const theme = () => w.page.evaluate(() => document.documentElement.dataset.theme);
+    expect(await theme()).toBe("light");
+    await w.page.click("#theme"); // auto -> light
+    await w.page.click("#theme"); // light -> dark
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await theme()).toBe("dark");
+    await w.page.reload();
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await theme()).toBe("dark");
+    expect(await w.page.locator("#theme").textContent()).toBe("Theme: dark");
+    clean(w);
+    await ctx.close();
+  });
+
   test("with a read token the dashboard asks for it once, then shows the data; an empty database shows empty states", async () => {
     const bin = await compiledBinary();
     const dir = tempDir("installstats-dash-token-");

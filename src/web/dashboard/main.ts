@@ -75,6 +75,8 @@ async function render(kind: "navigate" | "refresh"): Promise<void> {
     replace(main, failure(e));
   }
   document.body.dataset.state = "ready";
+  // For scripts/bench-dashboard.ts: when this view became usable, since navigation start.
+  performance.mark("installstats:ready", { detail: state.view });
 }
 
 function disposeView(): void {
@@ -221,9 +223,10 @@ function activeFilters(): HTMLElement | null {
 
 // ---- theme and live refresh ---------------------------------------------------------------------
 
+const systemDark = matchMedia("(prefers-color-scheme: dark)");
+
 function applyTheme(theme: Theme): void {
-  if (theme === "auto") delete document.documentElement.dataset.theme;
-  else document.documentElement.dataset.theme = theme;
+  document.documentElement.dataset.theme = theme === "auto" ? (systemDark.matches ? "dark" : "light") : theme;
   themeButton.textContent = `Theme: ${theme}`;
 }
 
@@ -235,8 +238,12 @@ themeButton.addEventListener("click", () => {
   applyTheme(theme);
   void render("refresh"); // charts take their colours when drawn
 });
-// A system switch between light and dark redraws the charts in "auto".
-matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => theme === "auto" && void render("refresh"));
+// A system switch between light and dark, in "auto", recolours the page and redraws the charts.
+systemDark.addEventListener("change", () => {
+  if (theme !== "auto") return;
+  applyTheme(theme);
+  void render("refresh");
+});
 
 function showLive(): void {
   liveButton.setAttribute("aria-pressed", String(!paused));

@@ -65,6 +65,8 @@ const VIEWS: [string, string][] = [
   ["Failures, 30 days", "/failures"],
   ["Install log", "/installs"],
   ["App page (top app), 30 days", "/app?nsapp=docker"],
+  // Two dimension filters: some of these aggregates are answered by scanning the window.
+  ["Overview filtered by type=vm, 30 days", "/?type=vm"],
 ];
 
 async function measure(db: string): Promise<Map<string, Load[]>> {

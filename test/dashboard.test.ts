@@ -313,7 +313,7 @@ describe("keyboard, live refresh, access", () => {
     await w.page.close();
   });
 
-  test("live refresh can be paused, and stays paused across a reload", async () => {
+  test("live refresh can be paused, stays paused across a reload, and resuming fetches new data", async () => {
     const w = await watchedPage(context);
     await openView(w.page, `${server.url}/`);
     expect(await w.page.locator("#live").getAttribute("aria-pressed")).toBe("true");
@@ -322,7 +322,12 @@ describe("keyboard, live refresh, access", () => {
     await w.page.reload();
     await w.page.waitForSelector("body[data-state=ready]");
     expect(await w.page.locator("#live").getAttribute("aria-pressed")).toBe("false");
+    // A new install arrives while paused; resuming fetches the view again and shows it.
+    const before = num(await metric(w.page, "total"));
+    expect(await post("/upload", startReport("dashboard-live-0001", { nsapp: "live-probe" }))).toBe(201);
     await w.page.click("#live");
+    await w.page.waitForFunction((n) => Number(document.querySelector('[data-metric="total"]')?.textContent?.replace(/[^0-9]/g, "")) === n, before + 1);
+    expect(await w.page.locator("#live").getAttribute("aria-pressed")).toBe("true");
     clean(w);
     await w.page.close();
   });

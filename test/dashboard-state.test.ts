@@ -1,6 +1,7 @@
 // The dashboard's URL state: parse and serialize are inverse, defaults stay out of the URL,
 // malformed parameters fall back instead of failing, and derived states reset what they must.
 import { describe, expect, test } from "bun:test";
+import { dateTime, duration, label, percent } from "../src/web/dashboard/format.ts";
 import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, withChanges } from "../src/web/dashboard/state.ts";
 
 const at = (path: string) => parseState(new URL(path, "http://127.0.0.1:8080"));
@@ -49,5 +50,14 @@ describe("dashboard URL state", () => {
     expect(groupFilters("nsapp", "docker")).toEqual({ nsapp: "docker" });
     expect(groupFilters("nsapp", null)).toBeNull();
     expect(groupFilters("core_count", "4")).toBeNull();
+  });
+});
+
+describe("dashboard formatting", () => {
+  test("durations in their two largest units, rates to one decimal, missing values marked", () => {
+    expect([null, 0, 42.4, 185, 7800, 277_200].map(duration)).toEqual(["–", "0s", "42s", "3m 5s", "2h 10m", "3d 5h"]);
+    expect([null, 0, 0.9191, 1].map((r) => percent(r))).toEqual(["–", "0.0%", "91.9%", "100.0%"]);
+    expect([null, "", "docker"].map(label)).toEqual(["(none)", "(none)", "docker"]);
+    expect(dateTime("2026-11-21T09:05:59.123Z")).toBe("2026-11-21 09:05");
   });
 });

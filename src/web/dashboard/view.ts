@@ -6,7 +6,7 @@ export interface ViewContext {
   signal: AbortSignal;
   /** URL of a state derived from the current one (see withChanges). */
   href(change: Partial<DashState>): string;
-  navigate(change: Partial<DashState>, opts?: { replace?: boolean }): void;
+  navigate(change: Partial<DashState>): void;
   /** Registers cleanup (chart observers) for when the view is replaced. */
   onDispose(fn: () => void): void;
 }

@@ -3,7 +3,7 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, type SQL } from "drizzle-orm";
 import type { Db } from "./database.ts";
-import { errorSignatures, installs, rollups, type InstallRow } from "./schema.ts";
+import { errorSignatures, installs, rollupState, rollups, type InstallRow } from "./schema.ts";
 import type { InstallFilter, ListCursor, RollupSelection, StoreReads } from "./store.ts";
 import { fromColumns } from "../report/rollup.ts";
 import { listRejected } from "./rejected-log.ts";
@@ -95,6 +95,7 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
   }
 
   const getInstall = db.select().from(installs).where(eq(installs.randomId, sql.placeholder("id"))).prepare();
+  const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
   return {
     getInstall: (randomId) => getInstall.get({ id: randomId }),
@@ -174,6 +175,9 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
         .all()
         .map(({ app, bucket, ...columns }) => ({ app, bucket, data: fromColumns(columns) }));
     },
+
+    // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
+    foldedUntil: () => getFoldedUntil.get()?.t ?? 0,
 
     signatures(ids) {
       if (ids.length === 0) return [];

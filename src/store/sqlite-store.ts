@@ -1,13 +1,13 @@
 // SQLite implementation of the Store: one connection, prepared statements, one transaction per batch.
 import type { Database } from "bun:sqlite";
-import { and, eq, lt, sql, getTableColumns, type Placeholder } from "drizzle-orm";
+import { and, eq, gte, lt, sql, getTableColumns, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./database.ts";
-import { installs, heldUpdates, rejectedReports, rollups, errorSignatures, type InstallRow } from "./schema.ts";
+import { installs, heldUpdates, rejectedReports, rollups, rollupState, errorSignatures, type InstallRow } from "./schema.ts";
 import { RESULT_STATUS, type Rejection, type Store, type WriteOp, type WriteResult } from "./store.ts";
 import { deriveOutcome, isFinal } from "../ingest/outcome.ts";
 import { createSqliteReads } from "./sqlite-reads.ts";
-import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupData } from "../report/rollup.ts";
+import { DAY, GRAINS, RollupDeltas, bucketStart, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupData } from "../report/rollup.ts";
 import { SignatureSightings, failureSignatureId } from "../report/error-signature.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
@@ -96,6 +96,16 @@ function prepareStatements(db: Db) {
     deleteRollup: db
       .delete(rollups)
       .where(cellKey)
+      .prepare(),
+    firstHourCell: db
+      .select({ bucket: sql<number | null>`min(${rollups.bucket})` })
+      .from(rollups)
+      .where(and(eq(rollups.grain, GRAINS.hour), gte(rollups.bucket, sql.placeholder("from"))))
+      .prepare(),
+    setFoldedUntil: db
+      .insert(rollupState)
+      .values({ id: 1, foldedUntil: sql.placeholder("until") })
+      .onConflictDoUpdate({ target: rollupState.id, set: { foldedUntil: sql`excluded.folded_until` } })
       .prepare(),
     getSignature: db.select().from(errorSignatures).where(eq(errorSignatures.id, byId.id)).prepare(),
     putSignature: db
@@ -301,12 +311,36 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       case "mark-replayed":
         q.markReplayed.run({ id: op.rejectedId, at: op.at, result: op.result });
         return { kind: "marked" };
+      case "fold": {
+        if (op.until <= fx.deltas.foldedUntil) return { kind: "folded", hours: 0 };
+        // The hour cells must hold this batch's writes before they are read.
+        mergeRollups(fx.deltas);
+        const hours = fold(fx.deltas.foldedUntil, op.until);
+        fx.deltas = new RollupDeltas(op.until);
+        return { kind: "folded", hours };
+      }
     }
+  }
+
+  /** Adds hour cells with bucket in [from, until) to day and month cells, a day at a time; returns the hours found. */
+  function fold(from: number, until: number): number {
+    const hours = new Set<number>();
+    const first = q.firstHourCell.get({ from })?.bucket ?? until;
+    for (let day = bucketStart(first, GRAINS.day); day < until; day += DAY) {
+      const deltas = new RollupDeltas(until);
+      for (const c of reads.rollupCells(GRAINS.hour, Math.max(day, from), Math.min(day + DAY, until))) {
+        deltas.addHour(c.app, c.bucket, c.data);
+        hours.add(c.bucket);
+      }
+      mergeRollups(deltas);
+    }
+    q.setFoldedUntil.run({ until });
+    return hours.size;
   }
 
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
     checkCache();
-    const fx: BatchEffects = { deltas: new RollupDeltas(), sightings: new SignatureSightings() };
+    const fx: BatchEffects = { deltas: new RollupDeltas(reads.foldedUntil()), sightings: new SignatureSightings() };
     const results = ops.map((op) => apply(op, fx));
     mergeRollups(fx.deltas);
     mergeSightings(fx.sightings);
@@ -320,10 +354,10 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
       cellCache.clear();
       if (!span) return;
-      const DAY = 86_400_000;
       const end = span.last - (span.last % DAY) + DAY;
+      const foldedUntil = reads.foldedUntil();
       const rebuildDay = sqlite.transaction((day: number) => {
-        const deltas = new RollupDeltas();
+        const deltas = new RollupDeltas(foldedUntil);
         for (const r of reads.iterateInstalls({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
         mergeRollups(deltas); // month cells add up across the days, as they do when written live
       });

@@ -20,18 +20,6 @@ export const DAY = 24 * HOUR;
 export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
 export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
 const ALL_GRAINS: readonly Grain[] = [GRAINS.hour, GRAINS.day, GRAINS.month];
-const HOUR_ONLY: readonly Grain[] = [GRAINS.hour];
-
-/**
- * The grains a record is counted in. Hours before `foldedUntil` are folded: their records are in
- * hour, day and month cells. Later hours are in hour cells only, so a write batch rewrites one
- * small cell per app instead of three growing ones; the fold job adds each closed hour's cells to
- * the day and month cells and moves `foldedUntil` on (docs/decisions.md, "Hour cells first").
- */
-export function grainsOf(createdAt: number, foldedUntil: number): readonly Grain[] {
-  return bucketStart(createdAt, GRAINS.hour) < foldedUntil ? ALL_GRAINS : HOUR_ONLY;
-}
-
 /** Counts by outcome, indexed as OUTCOMES. */
 export type Counts = [number, number, number, number, number];
 
@@ -160,35 +148,48 @@ export type RollupKey = {
   bucket: number;
 };
 
+type CellMap = Map<string, { key: RollupKey; data: RollupData }>;
+
 /**
  * Deltas of one write batch, collected in memory and merged into the stored rows in the same
  * transaction: each row is read and written once per batch, whatever the number of records.
- * `foldedUntil` decides which grains a record is counted in (grainsOf).
+ *
+ * Hours before `foldedUntil` are folded: their records count in stored hour, day and month cells
+ * (`cells`). Later hours are open: their hour cells are not stored but kept in memory by the
+ * store, derived from the raw records (`open`); the fold job stores each closed hour's cells and
+ * adds them to the day and month cells (docs/decisions.md, "Open hours").
  */
 export class RollupDeltas {
-  readonly cells = new Map<string, { key: RollupKey; data: RollupData }>();
+  readonly cells: CellMap = new Map();
+  readonly open: CellMap = new Map();
 
   constructor(readonly foldedUntil: number) {}
 
-  private cell(grain: Grain, bucket: number, app: string): RollupData {
+  private static cell(map: CellMap, grain: Grain, bucket: number, app: string): RollupData {
     const id = `${grain}|${bucket}|${app}`;
-    let cell = this.cells.get(id);
-    if (!cell) this.cells.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
+    let cell = map.get(id);
+    if (!cell) map.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
     return cell.data;
   }
 
-  /** Counts `sign` installs of `r` as `outcome` in every row it belongs to. */
+  /** Counts `sign` installs of `r` as `outcome` in every cell it belongs to. */
   add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
     const values = dimensionValues(r);
-    for (const grain of grainsOf(r.createdAt, this.foldedUntil)) {
+    const hour = bucketStart(r.createdAt, GRAINS.hour);
+    const apps = [ALL_APPS, appSlice(r.nsapp)];
+    if (hour >= this.foldedUntil) {
+      for (const app of apps) addRecord(RollupDeltas.cell(this.open, GRAINS.hour, hour, app), r, outcome, sign, app, errorSig, values);
+      return;
+    }
+    for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(r.createdAt, grain);
-      for (const app of [ALL_APPS, appSlice(r.nsapp)]) addRecord(this.cell(grain, bucket, app), r, outcome, sign, app, errorSig, values);
+      for (const app of apps) addRecord(RollupDeltas.cell(this.cells, grain, bucket, app), r, outcome, sign, app, errorSig, values);
     }
   }
 
-  /** Adds a whole hour cell into the day and month cells that contain it (folding). */
-  addHour(app: string, hour: number, data: RollupData): void {
-    for (const grain of [GRAINS.day, GRAINS.month]) mergeInto(this.cell(grain, bucketStart(hour, grain), app), data);
+  /** Stores a whole open hour cell and adds it to the day and month cells that contain it (folding). */
+  foldHour(app: string, hour: number, data: RollupData): void {
+    for (const grain of ALL_GRAINS) mergeInto(RollupDeltas.cell(this.cells, grain, bucketStart(hour, grain), app), data);
   }
 }
 

@@ -82,7 +82,7 @@ describe("open hours", () => {
   const done = (id: string, at: number): WriteOp => ({ kind: "update", update: { randomId: id, status: "failed", outcome: "failed", error: "exit code 2" }, raw: new Uint8Array(), repairs: [], at });
   const hourCells = (s: Store) => s.rollupCells(0, 0, Number.MAX_SAFE_INTEGER).sort((x, y) => x.bucket - y.bucket || x.app.localeCompare(y.app));
 
-  test("live in memory, are recounted by a new connection, and follow another connection's writes", () => {
+  test("live in memory, are recounted by a new connection, follow another connection's writes, and fold into stored cells", () => {
     const dir = mkdtempSync(join(tmpdir(), "open-hours-"));
     const path = join(dir, "installstats.db");
     const open = () => {
@@ -106,6 +106,20 @@ describe("open hours", () => {
       a.write([done("b-1", now + 60_000)]);
       expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
       expect(verifyRollups(stored)).toMatchObject({ ok: true, records: 21 });
+
+      // Folded: the cells are stored, and reads keep them parsed; a later change to a folded
+      // hour (here, from either connection) is what the next read sees.
+      const day = (s: Store) => s.readRollups({ grain: 1, app: "*", from: 0, to: Number.MAX_SAFE_INTEGER, parts: ["data", "apps", "errors"] });
+      a.write([{ kind: "fold", until: now + 24 * 3_600_000, at: now }]);
+      expect(day(a)).toEqual(day(stored));
+      const failedOf = (s: Store) => day(s).reduce((n, c) => n + (c.data.dims.type?.lxc?.[1] ?? 0), 0);
+      expect(failedOf(a)).toBe(4);
+      a.write([done("a-4", now + 2 * 3_600_000)]);
+      expect(failedOf(a)).toBe(5);
+      stored.write([done("a-5", now + 2 * 3_600_000)]);
+      expect(failedOf(a)).toBe(6);
+      expect(failedOf(stored)).toBe(6);
+      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
       a.close();
       stored.close();
     } finally {

@@ -207,7 +207,21 @@ export function toColumns(d: RollupData): RollupColumns {
 }
 
 export function fromColumns(c: Partial<RollupColumns>): RollupData {
-  const base = c.data ? (JSON.parse(c.data) as Pick<RollupData, "dims" | "dur">) : { dims: {}, dur: {} };
-  if (c.apps && c.apps !== "{}") base.dims.nsapp = JSON.parse(c.apps) as Record<string, Counts>;
-  return { dims: base.dims, dur: base.dur, err: c.errors ? (JSON.parse(c.errors) as Record<string, number>) : {} };
+  const d = emptyData();
+  for (const part of ["data", "apps", "errors"] as const) {
+    const text = c[part];
+    if (text) addColumn(d, part, text);
+  }
+  return d;
+}
+
+/** Parses one stored column into `d` (a cell read part by part). */
+export function addColumn(d: RollupData, part: RollupPart, text: string): void {
+  if (part === "data") {
+    const { dims, dur } = JSON.parse(text) as Pick<RollupData, "dims" | "dur">;
+    d.dims = d.dims.nsapp ? { ...dims, nsapp: d.dims.nsapp } : dims;
+    d.dur = dur;
+  } else if (part === "apps") {
+    if (text !== "{}") d.dims.nsapp = JSON.parse(text) as Record<string, Counts>;
+  } else d.err = JSON.parse(text) as Record<string, number>;
 }

@@ -36,7 +36,8 @@ export function createStats(store: StoreReads) {
     },
 
     breakdown(f: InstallFilter, w: Window, o: BreakdownOptions) {
-      const parts: RollupPart[] = o.by === "nsapp" ? ["data", "apps"] : ["data"];
+      // By app over every app: the per-app counts are all it needs (an app's own slice has none).
+      const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
       const r = read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), whole);
       return { source: r.source, ...breakdown(r.cells, r.plan, o) };
     },

@@ -281,6 +281,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
   }
 
   function mergeRollups(deltas: RollupDeltas): void {
+    reads.forgetCells(deltas.cells.keys());
     for (const [id, { key, data }] of deltas.cells) {
       let cell = cellCache.get(id);
       if (cell) cellCache.delete(id); // re-inserted below, as most recently used
@@ -424,6 +425,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     rebuildRollups(onDay) {
       const span = reads.recordSpan();
       sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
+      reads.forgetCells("all");
       recountOpen();
       if (!span) return;
       const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);

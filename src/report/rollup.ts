@@ -104,27 +104,37 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */
 export function mergeInto(a: RollupData, b: RollupData): RollupData {
+  // A map can only become empty if it was new or lost an entry: only then is it checked.
   for (const dim in b.dims) {
     const values = b.dims[dim as Dimension]!;
-    const target = (a.dims[dim as Dimension] ??= {});
+    let target = a.dims[dim as Dimension];
+    let check = target === undefined;
+    target ??= a.dims[dim as Dimension] = {};
     for (const value in values) {
       const counts = values[value]!;
       const t = (target[value] ??= [0, 0, 0, 0, 0]);
       let any = 0;
       for (let k = 0; k < 5; k++) any |= t[k] = t[k]! + counts[k]!;
-      if (any === 0) delete target[value];
+      if (any === 0) {
+        delete target[value];
+        check = true;
+      }
     }
-    if (isBare(target)) delete a.dims[dim as Dimension];
+    if (check && isBare(target)) delete a.dims[dim as Dimension];
   }
   for (const outcome in b.dur) {
     const bins = b.dur[outcome as Outcome]!;
-    const target = (a.dur[outcome as Outcome] ??= {});
+    let target = a.dur[outcome as Outcome];
+    let check = target === undefined;
+    target ??= a.dur[outcome as Outcome] = {};
     for (const bin in bins) {
       const v = (target[bin] ?? 0) + bins[bin]!;
-      if (v === 0) delete target[bin];
-      else target[bin] = v;
+      if (v === 0) {
+        delete target[bin];
+        check = true;
+      } else target[bin] = v;
     }
-    if (isBare(target)) delete a.dur[outcome as Outcome];
+    if (check && isBare(target)) delete a.dur[outcome as Outcome];
   }
   for (const sig in b.err) {
     const v = (a.err[sig] ?? 0) + b.err[sig]!;

@@ -117,11 +117,17 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
     sqlite.query<{ text: string }, Record<"grain" | "app" | "bucket", string | number>>(`SELECT "${column.name}" AS text FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
   const cellPart: Record<RollupPart, ReturnType<typeof partOf>> = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
 
-  const getInstall = db.select().from(installs).where(eq(installs.randomId, sql.placeholder("id"))).prepare();
+  // On the write path (every status update): bun:sqlite directly, decoded as installChunks does.
+  const getInstall = sqlite.query<unknown[], [string]>(
+    `SELECT ${installKeys.map((k) => `"${installColumns[k].name}"`).join(", ")} FROM "${getTableName(installs)}" WHERE "${installs.randomId.name}" = ?`,
+  );
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
   return {
-    getInstall: (randomId) => getInstall.get({ id: randomId }),
+    getInstall(randomId) {
+      const [row] = getInstall.values(randomId);
+      return row ? decodeInstall(row) : undefined;
+    },
     installChunks,
 
     listInstalls(filter, { limit, after }) {

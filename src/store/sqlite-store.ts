@@ -47,23 +47,14 @@ function prepareHotStatements(sqlite: Database) {
        ON CONFLICT DO UPDATE SET "${rollups.data.name}" = excluded."${rollups.data.name}", "${rollups.apps.name}" = excluded."${rollups.apps.name}", "${rollups.errors.name}" = excluded."${rollups.errors.name}"`,
     ),
     deleteRollup: sqlite.query<never, Record<keyof RollupKey, string | number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
+    finishInstall: sqlite.query<never, Pick<InstallRow, "randomId" | "status" | "outcome" | "error" | "updatedAt" | "durationMs" | "repaired">>(
+      `UPDATE "${getTableName(installs)}" SET ${(["status", "outcome", "error", "updatedAt", "durationMs"] as const).map((k) => `"${installs[k].name}" = $${k}`).join(", ")}, "${installs.repaired.name}" = "${installs.repaired.name}" OR $repaired WHERE "${installs.randomId.name}" = $randomId`,
+    ),
   };
 }
 
 function prepareStatements(db: Db) {
   return {
-    finishInstall: db
-      .update(installs)
-      .set({
-        status: sql`${sql.placeholder("status")}`,
-        outcome: sql`${sql.placeholder("outcome")}`,
-        error: sql`${sql.placeholder("error")}`,
-        updatedAt: sql`${sql.placeholder("updatedAt")}`,
-        durationMs: sql`${sql.placeholder("durationMs")}`,
-        repaired: sql`${installs.repaired} OR ${sql.placeholder("repaired")}`,
-      })
-      .where(eq(installs.randomId, byId.id))
-      .prepare(),
     upsertHeld: db
       .insert(heldUpdates)
       .values(placeholdersFor(heldUpdates))
@@ -215,7 +206,8 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         durationMs: isFinal(update.outcome) ? Math.max(0, op.at - record.createdAt) : null,
         repaired: record.repaired || repaired,
       };
-      q.finishInstall.run({ id: update.randomId, ...updated });
+      const { randomId, status, outcome, error, updatedAt, durationMs } = updated;
+      hot.finishInstall.run({ randomId, status, outcome, error, updatedAt, durationMs, repaired: updated.repaired });
       count(fx, record, -1, op.at);
       count(fx, updated, 1, op.at);
       result = { kind: "updated", outcome: update.outcome };

@@ -44,7 +44,7 @@ export const serve: Command = {
       await app.stop(); // stop accepting; in-flight requests finish
       await writer.drain(); // everything acknowledged or queued is committed
       checkpoints.stop();
-      store.close(); // the last connection: SQLite checkpoints the WAL as it closes
+      store.close();
       log.info("stopped");
       process.exit(0);
     };

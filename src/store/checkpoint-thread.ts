@@ -24,9 +24,11 @@ export function startCheckpointThread(workerUrl: URL, sqlite: Database, path: st
   sqlite.run("PRAGMA wal_autocheckpoint = 0");
   worker.postMessage({ path, everyMs: EVERY_MS, maxFrames: AUTO_CHECKPOINT_PAGES } satisfies CheckpointerStart);
   return {
+    /** After the last write: the thread ends, and the WAL is copied in and emptied here. */
     stop() {
       worker.terminate();
       sqlite.run(`PRAGMA wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
+      sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
     },
   };
 }

@@ -5,6 +5,7 @@
 //   bun scripts/bench-report.ts [--sizes 1000000,10000000] [--dir /tmp/installstats-bench] [--runs 30] [--scan-runs 3]
 //
 // Databases are seeded once (`installstats seed`, same data for the same size) and reused.
+import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
@@ -100,11 +101,19 @@ for (const size of sizes) {
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<Record<string, unknown>>;
   };
+  // A write from another connection makes the store drop every parsed cell: the next request is cold.
+  const other = new Database(path);
+  const coldGet = (p: string) => {
+    other.run("UPDATE rollup_state SET folded_until = folded_until");
+    return get(p);
+  };
   const topApp = ((await get("/api/stats/breakdown?by=nsapp&days=30&limit=1")).groups as { value: string }[])[0]!.value;
 
   say(`## ${count.toLocaleString()} records (${((Bun.file(path).size) / 1e9).toFixed(2)} GB)\n`);
-  say(`| question | window | endpoint p50 ms | endpoint p95 ms | full scan p50 ms | faster |`);
-  say(`|---|---|---:|---:|---:|---:|`);
+  // "first" is the question's first request on a freshly opened store: stored rollup cells are
+  // read and parsed then, and stay parsed for the repeated requests (p50, p95) while unchanged.
+  say(`| question | window | first request ms | endpoint p50 ms | endpoint p95 ms | full scan p50 ms | faster |`);
+  say(`|---|---|---:|---:|---:|---:|---:|`);
   for (const days of [30, 365]) {
     const to = Math.floor(now / HOUR) * HOUR + HOUR;
     const from = to - days * DAY;
@@ -120,16 +129,18 @@ for (const size of sizes) {
       [`one app (${topApp}) summary`, `/api/stats/summary?nsapp=${topApp}&${w}`, `SELECT outcome, count(*) FROM installs WHERE nsapp = '${topApp}' AND created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
     ];
     for (const [name, path, scanSql] of questions) {
+      const [first] = await timeAsync(() => coldGet(path), 1);
       await timeAsync(() => get(path), 2); // warm
       const lat = await timeAsync(() => get(path), runs);
       const statement = sqlite.query(scanSql);
       const scan = time(() => statement.all(), scanRuns);
       const p95 = pct(lat, 0.95);
-      say(`| ${name} | ${days} d | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(pct(scan, 0.5) / pct(lat, 0.5))}x |`);
+      say(`| ${name} | ${days} d | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(pct(scan, 0.5) / pct(lat, 0.5))}x |`);
     }
   }
+  const [topFirst] = await timeAsync(() => coldGet("/api/stats/top-apps?limit=20"), 1);
   const topLat = await timeAsync(() => get("/api/stats/top-apps?limit=20"), runs);
-  say(`| top apps 30/90/365 d (one request) | - | ${fmt(pct(topLat, 0.5))} | ${fmt(pct(topLat, 0.95))} | - | - |`);
+  say(`| top apps 30/90/365 d (one request) | - | ${fmt(topFirst!)} | ${fmt(pct(topLat, 0.5))} | ${fmt(pct(topLat, 0.95))} | - | - |`);
 
   // Listing: first page, and pages deep in the data (cursors taken from rows at those depths).
   say(`\n| /api/installs page (limit 50) | p50 ms | p95 ms |\n|---|---:|---:|`);
@@ -162,6 +173,7 @@ for (const size of sizes) {
     say(`| ${format} | ${records.toLocaleString()} | ${s.toFixed(1)} | ${Math.round(records / s).toLocaleString()} |`);
   }
   say("");
+  other.close();
   store.close();
 }
 

@@ -7,7 +7,8 @@ const outfile = values.outfile ?? "dist/installstats";
 const root = new URL("..", import.meta.url).pathname;
 
 const cmd = [
-  "bun", "build", "--compile", "src/main.ts",
+  // The checkpoint thread is a second entry point: a Worker inside the executable.
+  "bun", "build", "--compile", "src/main.ts", "src/store/checkpointer.ts",
   "--outfile", outfile,
   // Migrations are read from /$bunfs/root/drizzle at start-up (src/store/database.ts).
   "--asset", "drizzle",

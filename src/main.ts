@@ -82,6 +82,8 @@ async function run(argv: string[]): Promise<number> {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     progress: terminalProgress(process.stderr),
+    // A second entry point of the compiled binary (scripts/build.ts).
+    workers: { checkpointer: new URL("./store/checkpointer.ts", import.meta.url) },
   });
 }
 

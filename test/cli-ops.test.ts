@@ -64,10 +64,9 @@ async function run(command: Command, db: string, flags: Record<string, string | 
   let out = "";
   let err = "";
   const all = { db, durability: "normal", ...flags };
-  // Spread, not written out: whether the context has a workerUrl depends on the version of command.ts.
-  const worker = { workerUrl: new URL("file:///unused") };
   const code = await command.run({
-    ...worker, config: loadConfig(all, {}), flags: all, positionals, version: "test",
+    workers: { checkpointer: new URL("../src/store/checkpointer.ts", import.meta.url) },
+    config: loadConfig(all, {}), flags: all, positionals, version: "test",
     out: (t) => void (out += t), err: (t) => void (err += t), progress: () => {},
   });
   return { code, out, err };

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
 import { client, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { startReport } from "./helpers/app.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);
@@ -83,6 +84,25 @@ describe("compiled binary", () => {
     for (const file of [db, `${db}-wal`]) {
       const bytes = Buffer.from(await Bun.file(file).arrayBuffer().catch(() => new ArrayBuffer(0)));
       expect(bytes.includes("127.0.0.1")).toBe(false);
+    }
+  });
+
+  test("the checkpoint thread copies the WAL into the database file while serving", async () => {
+    const db = join(dir, "checkpoints.db");
+    const running = await startServer(bin, ["--db", db]);
+    try {
+      const before = Bun.file(db).size;
+      const posts = Array.from({ length: 300 }, (_, i) =>
+        fetch(`${running.url}/upload`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(startReport(`ckpt-${i}`)) }),
+      );
+      expect((await Promise.all(posts)).every((r) => r.status === 201)).toBe(true);
+      // The serving connection has automatic checkpoints off: only the thread moves pages into the file.
+      const deadline = Date.now() + 5_000;
+      while (Bun.file(db).size <= before && Date.now() < deadline) await Bun.sleep(50);
+      expect(Bun.file(db).size).toBeGreaterThan(before);
+      expect(running.stderr()).not.toMatch(/checkpoint failed|checkpoint thread died/);
+    } finally {
+      expect(await running.stop("SIGTERM")).toBe(0);
     }
   });
 

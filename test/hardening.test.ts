@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
 import { accessOf, tokenMatches } from "../src/ops/access.ts";
+import { pathOf } from "../src/ops/hardening.ts";
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
@@ -67,6 +68,14 @@ describe("access", () => {
     const list = await call(t, "GET", "/api/admin/rejected?limit=5", bearer("adm1n"));
     expect(list.status).toBe(200);
     expect((list.body.entries as { reason: string; body: string }[])[0]).toMatchObject({ reason: "invalid_json", body: "{{nope" });
+  });
+});
+
+describe("pathOf", () => {
+  test("is the URL's pathname for the absolute URLs Bun gives requests (dot segments already resolved)", () => {
+    for (const url of ["http://127.0.0.1:8080/upload", "http://h/api/admin/rejected?limit=2", "http://h:1/", "http://h", "http://h/api/%61dmin/x", "http://h/upload//x?a=/b", "https://[::1]:8443/healthz?x"]) {
+      expect(pathOf(url)).toBe(new URL(url).pathname);
+    }
   });
 });
 

@@ -69,9 +69,21 @@ const t = testApp();
 const base = Date.parse("2026-03-01T00:00:00Z");
 let rows: Row[] = [];
 
+// Every regime of rollup cells is in the data: records of hours folded from the start (day 0-19,
+// in every grain at once), hours folded by the fold job on day 30 (days 20-29), and hours still
+// in hour cells only (day 30 on); updates arrive in each, some after their hour was folded.
+const FOLDED_FIRST = base + 20 * DAY;
+const FOLD_AT = base + 30 * DAY;
+
 beforeAll(async () => {
   t.clock.advance(base - t.clock()); // the events are absolute times from `base`
+  t.sqlite.run("UPDATE rollup_state SET folded_until = ?", [FOLDED_FIRST]); // the database is empty: any value is consistent
+  let folded = false;
   for (const e of generate(1500, base)) {
+    if (!folded && e.t >= FOLD_AT) {
+      folded = true;
+      expect(await t.writer.submit({ kind: "fold", until: FOLD_AT, at: FOLD_AT })).toMatchObject({ kind: "folded", hours: expect.any(Number) });
+    }
     t.clock.advance(e.t - t.clock());
     const res = await t.post(e.path, e.body);
     expect(res.status).toBeLessThan(300);
@@ -94,6 +106,8 @@ const WINDOWS = [
   { name: "whole range", from: base - DAY, to: base + 45 * DAY },
   { name: "ragged hours", from: base + 3 * DAY + 5 * HOUR, to: base + 17 * DAY + 13 * HOUR },
   { name: "within one day", from: base + 10 * DAY + 2 * HOUR, to: base + 10 * DAY + 9 * HOUR },
+  { name: "across the folded edge", from: base + 12 * DAY + 7 * HOUR, to: base + 36 * DAY + 1 * HOUR },
+  { name: "unfolded hours only", from: base + 31 * DAY + 3 * HOUR, to: base + 44 * DAY },
 ];
 
 describe("aggregates equal a recount of the raw rows", () => {
@@ -238,6 +252,22 @@ describe("aggregates equal a recount of the raw rows", () => {
     expect(bad.mismatches.length).toBe(1);
     t.sqlite.run("UPDATE rollups SET data = ? WHERE id = ?", [cell.data, cell.id]);
     expect(verifyRollups(t.store).ok).toBe(true);
+  });
+
+  test("open hours are not stored, and folding them changes no answer", async () => {
+    const stored = (from: number) => (t.sqlite.query("SELECT count(*) AS n FROM rollups WHERE bucket >= ?").get(from) as { n: number }).n;
+    expect(stored(FOLD_AT)).toBe(0);
+    const questions = WINDOWS.flatMap((w) => [`summary?from=${iso(w.from)}&to=${iso(w.to)}`, `breakdown?by=os&nsapp=app-1&from=${iso(w.from)}&to=${iso(w.to)}`, `timeseries?interval=day&from=${iso(w.from)}&to=${iso(w.to)}`]);
+    const before = await Promise.all(questions.map((q) => t.get(`/api/stats/${q}`)));
+    const result = await t.writer.submit({ kind: "fold", until: base + 45 * DAY, at: t.clock() });
+    expect(result).toMatchObject({ kind: "folded" });
+    expect(result.kind === "folded" && result.hours).toBeGreaterThan(100);
+    expect(stored(FOLD_AT)).toBeGreaterThan(0);
+    expect(t.store.foldedUntil()).toBe(base + 45 * DAY);
+    expect(verifyRollups(t.store)).toMatchObject({ ok: true, records: 1500 });
+    const after = await Promise.all(questions.map((q) => t.get(`/api/stats/${q}`)));
+    expect(after.map((r) => r.body)).toEqual(before.map((r) => r.body));
+    expect(await t.writer.submit({ kind: "fold", until: base + 40 * DAY, at: t.clock() })).toEqual({ kind: "folded", hours: 0 }); // never backwards
   });
 });
 

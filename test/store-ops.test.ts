@@ -1,7 +1,14 @@
-// Deleting and expiring installs through the one write path keeps rollups equal to a recount.
+// Deleting and expiring installs through the one write path keeps rollups equal to a recount;
+// open hours' cells (kept in memory) too, across connections.
 import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { verifyRollups } from "../src/report/verify.ts";
+import { openDatabase } from "../src/store/database.ts";
+import { createSqliteStore } from "../src/store/sqlite-store.ts";
+import type { Store, WriteOp } from "../src/store/store.ts";
 
 describe("delete", () => {
   test("removes the record, its held update and its rejected-log bodies; rollups follow", async () => {
@@ -54,12 +61,69 @@ describe("rebuildRollups", () => {
       if (i % 3) await t.post("/upload/updatestatus", { status: i % 2 ? "done" : "failed", error: `exit code ${i % 4}`, random_id: `rb-${i}` });
       t.clock.advance(9 * 3600_000); // spread over days and into the next month
     }
+    // The first 30 installs' hours are folded into stored cells; the rest stay open (in memory).
+    const middle = Date.parse("2026-06-01T12:00:00Z") + 30 * 9 * 3600_000;
+    expect(await t.writer.submit({ kind: "fold", until: middle, at: t.clock() })).toEqual({ kind: "folded", hours: 30 });
     const before = (await t.get("/api/stats/summary?days=60")).body;
+    expect(before.total).toBe(50);
     t.sqlite.run("DELETE FROM rollups WHERE grain = 2");
     t.sqlite.run("UPDATE rollups SET data = '{\"dims\":{},\"dur\":{}}' WHERE id IN (SELECT id FROM rollups LIMIT 3)");
     expect(verifyRollups(t.store).ok).toBe(false);
     t.store.rebuildRollups();
     expect(verifyRollups(t.store)).toMatchObject({ ok: true, records: 50 });
     expect((await t.get("/api/stats/summary?days=60")).body).toEqual(before);
+  });
+});
+
+describe("open hours", () => {
+  const report = (randomId: string, nsapp: string) =>
+    ({ randomId, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "yes", nsapp, method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null }) as const;
+  const start = (id: string, nsapp: string, at: number): WriteOp => ({ kind: "start", report: report(id, nsapp), raw: new Uint8Array(), repairs: [], at });
+  const done = (id: string, at: number): WriteOp => ({ kind: "update", update: { randomId: id, status: "failed", outcome: "failed", error: "exit code 2" }, raw: new Uint8Array(), repairs: [], at });
+  const hourCells = (s: Store) => s.rollupCells(0, 0, Number.MAX_SAFE_INTEGER).sort((x, y) => x.bucket - y.bucket || x.app.localeCompare(y.app));
+
+  test("live in memory, are recounted by a new connection, follow another connection's writes, and fold into stored cells", () => {
+    const dir = mkdtempSync(join(tmpdir(), "open-hours-"));
+    const path = join(dir, "installstats.db");
+    const open = () => {
+      const { sqlite, db } = openDatabase(path, { durability: "normal", migrate: true });
+      return createSqliteStore(sqlite, db);
+    };
+    try {
+      const a = open();
+      const now = Date.now();
+      expect(a.foldedUntil()).toBeLessThanOrEqual(now); // a new database: from this hour on, hours are open
+      a.write(Array.from({ length: 20 }, (_, i) => start(`a-${i}`, `app-${i % 3}`, now + i * 60_000)));
+      a.write([done("a-1", now + 3_600_000), done("a-2", now + 3_600_000)]);
+      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 20 });
+      const stored = open();
+      expect(hourCells(stored)).toEqual(hourCells(a)); // recounted from the records
+      expect(verifyRollups(stored)).toMatchObject({ ok: true, records: 20 });
+
+      stored.write([start("b-1", "app-9", now), done("a-3", now + 7_200_000)]); // another connection writes
+      expect(hourCells(a)).toEqual(hourCells(stored));
+      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
+      a.write([done("b-1", now + 60_000)]);
+      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
+      expect(verifyRollups(stored)).toMatchObject({ ok: true, records: 21 });
+
+      // Folded: the cells are stored, and reads keep them parsed; a later change to a folded
+      // hour (here, from either connection) is what the next read sees.
+      const day = (s: Store) => s.readRollups({ grain: 1, app: "*", from: 0, to: Number.MAX_SAFE_INTEGER, parts: ["data", "apps", "errors"] });
+      a.write([{ kind: "fold", until: now + 24 * 3_600_000, at: now }]);
+      expect(day(a)).toEqual(day(stored));
+      const failedOf = (s: Store) => day(s).reduce((n, c) => n + (c.data.dims.type?.lxc?.[1] ?? 0), 0);
+      expect(failedOf(a)).toBe(4);
+      a.write([done("a-4", now + 2 * 3_600_000)]);
+      expect(failedOf(a)).toBe(5);
+      stored.write([done("a-5", now + 2 * 3_600_000)]);
+      expect(failedOf(a)).toBe(6);
+      expect(failedOf(stored)).toBe(6);
+      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
+      a.close();
+      stored.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

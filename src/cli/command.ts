@@ -16,6 +16,8 @@ export interface CommandContext {
   err: (text: string) => void;
   /** Progress lines on a terminal; nothing when stderr is piped. */
   progress: (text: string) => void;
+  /** Worker entry points, resolved by the entry module (the only one whose URL means something in the binary). */
+  workers: { checkpointer: URL };
 }
 
 export interface Command {

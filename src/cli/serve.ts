@@ -7,15 +7,17 @@ import { startJobs } from "../ops/jobs.ts";
 import { scheduledJobs } from "../ops/schedule.ts";
 import { createMaintenance } from "../ops/maintenance.ts";
 import { openDatabase } from "../store/database.ts";
+import { startCheckpointThread } from "../store/checkpoint-thread.ts";
 import type { Command } from "./command.ts";
 
 export const serve: Command = {
   name: "serve",
   summary: "run the HTTP service (the default command)",
-  async run({ config, version, out }) {
+  async run({ config, version, out, workers }) {
     const clock = Date.now;
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
     const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+    const checkpoints = startCheckpointThread(workers.checkpointer, sqlite, config.db, log);
     const store = createSqliteStore(sqlite, db);
     const metrics = createMetrics();
     const writer = createWriter(inProcessCommit(store.write), config.maxBatch, (size, seconds) => {
@@ -41,6 +43,7 @@ export const serve: Command = {
       jobs.stop();
       await app.stop(); // stop accepting; in-flight requests finish
       await writer.drain(); // everything acknowledged or queued is committed
+      checkpoints.stop();
       store.close();
       log.info("stopped");
       process.exit(0);

@@ -1,6 +1,5 @@
 import { verifyRollups } from "../report/verify.ts";
 import { openDatabase } from "../store/database.ts";
-import { createSqliteReads } from "../store/sqlite-reads.ts";
 import { UsageError, type Command } from "./command.ts";
 import { databaseInUse } from "../ops/backup.ts";
 import { createSqliteStore } from "../store/sqlite-store.ts";
@@ -15,13 +14,15 @@ export const verify: Command = {
       if (use.inUse) throw new UsageError(`${config.db} is in use (a server is running?); stop it before --repair`);
     }
     const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
+    // The store, not bare reads: open hours' cells live in its memory (recounted from the records).
+    const store = createSqliteStore(sqlite, db);
     if (flags.repair) {
-      createSqliteStore(sqlite, db).rebuildRollups((d, end) => progress(`rebuilding ${new Date(d).toISOString().slice(0, 10)} (until ${new Date(end).toISOString().slice(0, 10)})`));
+      store.rebuildRollups((d, end) => progress(`rebuilding ${new Date(d).toISOString().slice(0, 10)} (until ${new Date(end).toISOString().slice(0, 10)})`));
       progress("");
     }
     const integrity = (sqlite.query("PRAGMA integrity_check").all() as { integrity_check: string }[]).map((r) => r.integrity_check);
     const day = (t: number) => new Date(t).toISOString().slice(0, 10);
-    const rollups = verifyRollups(createSqliteReads(sqlite, db), (d, end) => progress(`verifying ${day(d)} (until ${day(end)})`));
+    const rollups = verifyRollups(store, (d, end) => progress(`verifying ${day(d)} (until ${day(end)})`));
     progress("");
     sqlite.close();
     const ok = integrity.length === 1 && integrity[0] === "ok" && rollups.ok;

@@ -100,6 +100,7 @@ function accepted(result: WriteResult, randomId: string, repaired: boolean): Rep
     case "expired":
     case "forgotten":
     case "marked":
+    case "folded":
       throw new Error(`a report write cannot answer '${result.kind}'`);
   }
 }

@@ -9,8 +9,20 @@ import type { Maintenance } from "./maintenance.ts";
 const HOUR = 3_600_000;
 
 export function scheduledJobs(deps: { config: Config; store: StoreReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }): Job[] {
-  const { config, maintenance } = deps;
-  const jobs: Job[] = [];
+  const { config, maintenance, writer, clock } = deps;
+  const jobs: Job[] = [
+    {
+      // Closed hours go into day and month cells (src/report/rollup.ts, grainsOf); until then
+      // reads take them from hour cells, so this only keeps reads short.
+      name: "fold-rollups",
+      everyMs: 5 * 60_000,
+      run: async () => {
+        const now = clock();
+        const result = await writer.submit({ kind: "fold", until: now - (now % HOUR), at: now });
+        return { hours: result.kind === "folded" ? result.hours : 0 };
+      },
+    },
+  ];
   if (config.stuckAfterMs > 0) jobs.push(expireStuckJob({ ...deps, stuckAfterMs: config.stuckAfterMs }));
   if (config.retentionMs > 0) {
     jobs.push({

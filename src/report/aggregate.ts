@@ -23,9 +23,21 @@ export interface Cell {
 /**
  * A window as hour cells at its ragged edges, day cells inside those, and (when `months`) whole
  * calendar months in the middle; no instant is counted twice. Timeseries by day or week pass
- * `months: false`, since a month cell cannot be split into days.
+ * `months: false`, since a month cell cannot be split into days. Day and month cells hold only
+ * folded hours (before `foldedUntil`), so the part of the window from there on is read as hour cells.
  */
-export function decompose({ from, to }: Window, { months = true } = {}): Span[] {
+export function decompose({ from, to }: Window, { months, foldedUntil }: { months: boolean; foldedUntil: number }): Span[] {
+  const cut = Math.min(Math.max(foldedUntil, from), to);
+  const spans = coarse({ from, to: cut }, months);
+  if (cut < to) {
+    const last = spans.at(-1);
+    if (last?.grain === GRAINS.hour) last.to = to;
+    else spans.push({ grain: GRAINS.hour, from: cut, to });
+  }
+  return spans;
+}
+
+function coarse({ from, to }: Window, months: boolean): Span[] {
   const firstDay = Math.ceil(from / DAY) * DAY;
   const lastDay = Math.floor(to / DAY) * DAY;
   if (firstDay >= lastDay) return from < to ? [{ grain: GRAINS.hour, from, to }] : [];

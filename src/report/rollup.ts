@@ -20,7 +20,6 @@ export const DAY = 24 * HOUR;
 export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
 export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
 const ALL_GRAINS: readonly Grain[] = [GRAINS.hour, GRAINS.day, GRAINS.month];
-
 /** Counts by outcome, indexed as OUTCOMES. */
 export type Counts = [number, number, number, number, number];
 
@@ -105,27 +104,37 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */
 export function mergeInto(a: RollupData, b: RollupData): RollupData {
+  // A map can only become empty if it was new or lost an entry: only then is it checked.
   for (const dim in b.dims) {
     const values = b.dims[dim as Dimension]!;
-    const target = (a.dims[dim as Dimension] ??= {});
+    let target = a.dims[dim as Dimension];
+    let check = target === undefined;
+    target ??= a.dims[dim as Dimension] = {};
     for (const value in values) {
       const counts = values[value]!;
       const t = (target[value] ??= [0, 0, 0, 0, 0]);
       let any = 0;
       for (let k = 0; k < 5; k++) any |= t[k] = t[k]! + counts[k]!;
-      if (any === 0) delete target[value];
+      if (any === 0) {
+        delete target[value];
+        check = true;
+      }
     }
-    if (isBare(target)) delete a.dims[dim as Dimension];
+    if (check && isBare(target)) delete a.dims[dim as Dimension];
   }
   for (const outcome in b.dur) {
     const bins = b.dur[outcome as Outcome]!;
-    const target = (a.dur[outcome as Outcome] ??= {});
+    let target = a.dur[outcome as Outcome];
+    let check = target === undefined;
+    target ??= a.dur[outcome as Outcome] = {};
     for (const bin in bins) {
       const v = (target[bin] ?? 0) + bins[bin]!;
-      if (v === 0) delete target[bin];
-      else target[bin] = v;
+      if (v === 0) {
+        delete target[bin];
+        check = true;
+      } else target[bin] = v;
     }
-    if (isBare(target)) delete a.dur[outcome as Outcome];
+    if (check && isBare(target)) delete a.dur[outcome as Outcome];
   }
   for (const sig in b.err) {
     const v = (a.err[sig] ?? 0) + b.err[sig]!;
@@ -149,25 +158,48 @@ export type RollupKey = {
   bucket: number;
 };
 
+type CellMap = Map<string, { key: RollupKey; data: RollupData }>;
+
 /**
  * Deltas of one write batch, collected in memory and merged into the stored rows in the same
  * transaction: each row is read and written once per batch, whatever the number of records.
+ *
+ * Hours before `foldedUntil` are folded: their records count in stored hour, day and month cells
+ * (`cells`). Later hours are open: their hour cells are not stored but kept in memory by the
+ * store, derived from the raw records (`open`); the fold job stores each closed hour's cells and
+ * adds them to the day and month cells (docs/decisions.md, "Open hours").
  */
 export class RollupDeltas {
-  readonly cells = new Map<string, { key: RollupKey; data: RollupData }>();
+  readonly cells: CellMap = new Map();
+  readonly open: CellMap = new Map();
 
-  /** Counts `sign` installs of `r` as `outcome` in every row it belongs to. */
+  constructor(readonly foldedUntil: number) {}
+
+  private static cell(map: CellMap, grain: Grain, bucket: number, app: string): RollupData {
+    const id = `${grain}|${bucket}|${app}`;
+    let cell = map.get(id);
+    if (!cell) map.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
+    return cell.data;
+  }
+
+  /** Counts `sign` installs of `r` as `outcome` in every cell it belongs to. */
   add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
     const values = dimensionValues(r);
+    const hour = bucketStart(r.createdAt, GRAINS.hour);
+    const apps = [ALL_APPS, appSlice(r.nsapp)];
+    if (hour >= this.foldedUntil) {
+      for (const app of apps) addRecord(RollupDeltas.cell(this.open, GRAINS.hour, hour, app), r, outcome, sign, app, errorSig, values);
+      return;
+    }
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(r.createdAt, grain);
-      for (const app of [ALL_APPS, appSlice(r.nsapp)]) {
-        const id = `${grain}|${bucket}|${app}`;
-        let cell = this.cells.get(id);
-        if (!cell) this.cells.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
-        addRecord(cell.data, r, outcome, sign, app, errorSig, values);
-      }
+      for (const app of apps) addRecord(RollupDeltas.cell(this.cells, grain, bucket, app), r, outcome, sign, app, errorSig, values);
     }
+  }
+
+  /** Stores a whole open hour cell and adds it to the day and month cells that contain it (folding). */
+  foldHour(app: string, hour: number, data: RollupData): void {
+    for (const grain of ALL_GRAINS) mergeInto(RollupDeltas.cell(this.cells, grain, bucketStart(hour, grain), app), data);
   }
 }
 
@@ -185,7 +217,21 @@ export function toColumns(d: RollupData): RollupColumns {
 }
 
 export function fromColumns(c: Partial<RollupColumns>): RollupData {
-  const base = c.data ? (JSON.parse(c.data) as Pick<RollupData, "dims" | "dur">) : { dims: {}, dur: {} };
-  if (c.apps && c.apps !== "{}") base.dims.nsapp = JSON.parse(c.apps) as Record<string, Counts>;
-  return { dims: base.dims, dur: base.dur, err: c.errors ? (JSON.parse(c.errors) as Record<string, number>) : {} };
+  const d = emptyData();
+  for (const part of ["data", "apps", "errors"] as const) {
+    const text = c[part];
+    if (text) addColumn(d, part, text);
+  }
+  return d;
+}
+
+/** Parses one stored column into `d` (a cell read part by part). */
+export function addColumn(d: RollupData, part: RollupPart, text: string): void {
+  if (part === "data") {
+    const { dims, dur } = JSON.parse(text) as Pick<RollupData, "dims" | "dur">;
+    d.dims = d.dims.nsapp ? { ...dims, nsapp: d.dims.nsapp } : dims;
+    d.dur = dur;
+  } else if (part === "apps") {
+    if (text !== "{}") d.dims.nsapp = JSON.parse(text) as Record<string, Counts>;
+  } else d.err = JSON.parse(text) as Record<string, number>;
 }

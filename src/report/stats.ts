@@ -27,29 +27,31 @@ export function createStats(store: StoreReads) {
   }
 
   const whole = () => 0;
+  const spansOf = (w: Window, months = true) => decompose(w, { months, foldedUntil: store.foldedUntil() });
 
   return {
     summary(f: InstallFilter, w: Window) {
-      const r = read(f, w, { kind: "summary" }, ["data"], decompose(w), whole);
+      const r = read(f, w, { kind: "summary" }, ["data"], spansOf(w), whole);
       return { source: r.source, ...summarize(r.cells, r.plan) };
     },
 
     breakdown(f: InstallFilter, w: Window, o: BreakdownOptions) {
-      const parts: RollupPart[] = o.by === "nsapp" ? ["data", "apps"] : ["data"];
-      const r = read(f, w, { kind: "breakdown", by: o.by }, parts, decompose(w), whole);
+      // By app over every app: the per-app counts are all it needs (an app's own slice has none).
+      const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
+      const r = read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), whole);
       return { source: r.source, ...breakdown(r.cells, r.plan, o) };
     },
 
     timeseries(f: InstallFilter, w: Window, interval: Interval) {
       // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
-      const spans: Span[] = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : decompose(w, { months: false });
+      const spans: Span[] = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
       const r = read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
       return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
     },
 
     /** Failed installs by error signature, with what is known of each signature. */
     errors(f: InstallFilter, w: Window, limit: number) {
-      const r = read(f, w, { kind: "errors" }, ["errors"], decompose(w), whole);
+      const r = read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
       const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
       const totalFailed = counts.reduce((s, [, n]) => s + n, 0);
       const top = counts.slice(0, limit);

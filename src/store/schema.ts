@@ -75,8 +75,9 @@ export type RejectReason = RejectedRow["reason"];
 export type Outcome = InstallRow["outcome"];
 
 /**
- * Rollup cells (src/report/rollup.ts): one row per grain (0 hour, 1 day) x time bucket x app slice
- * ("*" every app, "=<nsapp>" one app), kept in the same transaction as every write to `installs`.
+ * Rollup cells (src/report/rollup.ts): one row per grain (0 hour, 1 day, 2 month) x time bucket x
+ * app slice ("*" every app, "=<nsapp>" one app), kept in the same transaction as every write to
+ * `installs` (hour cells; day and month cells once the hour is folded, see `rollupState`).
  * The RollupData is split in three JSON columns so a query parses only what it needs: the
  * per-app counts (large on "*" rows) and the error counts are apart from the rest.
  */
@@ -94,8 +95,21 @@ export const rollups = sqliteTable(
     /** Error signature id -> failed installs. */
     errors: text("errors").notNull(),
   },
-  (t) => [uniqueIndex("rollups_cell").on(t.grain, t.app, t.bucket)],
+  (t) => [
+    uniqueIndex("rollups_cell").on(t.grain, t.app, t.bucket),
+    // Every app slice of a time range: the fold job and verify.
+    index("rollups_grain_bucket").on(t.grain, t.bucket),
+  ],
 );
+
+/**
+ * One row: hours before `folded_until` are in day and month cells too; later hours in hour cells
+ * only, until the fold job adds them (src/report/rollup.ts, grainsOf).
+ */
+export const rollupState = sqliteTable("rollup_state", {
+  id: integer("id").primaryKey(),
+  foldedUntil: integer("folded_until").notNull(),
+});
 
 /** What is known of each error signature across all time: an example and where it was seen. */
 export const errorSignatures = sqliteTable("error_signatures", {

@@ -1,11 +1,11 @@
 // Read queries over SQLite: install listings (keyset pagination), streaming iteration,
 // rollup cells and error signatures.
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
 import type { Db } from "./database.ts";
-import { errorSignatures, installs, rollups, type InstallRow } from "./schema.ts";
+import { errorSignatures, installs, rollupState, rollups, type InstallRow } from "./schema.ts";
 import type { InstallFilter, ListCursor, RollupSelection, StoreReads } from "./store.ts";
-import { fromColumns } from "../report/rollup.ts";
+import { addColumn, emptyData, fromColumns, type RollupData, type RollupPart } from "../report/rollup.ts";
 import { listRejected } from "./rejected-log.ts";
 
 const installColumns = getTableColumns(installs);
@@ -60,7 +60,13 @@ export function whereOf(f: InstallFilter): SQL | undefined {
   return and(...c);
 }
 
-export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
+/** The SQLite reads, and what the store that writes through the same connection tells them. */
+export interface SqliteReads extends StoreReads {
+  /** Drops parsed cells ("grain|bucket|app") the store has just written, or all of them. */
+  forgetCells(keys: Iterable<string> | "all"): void;
+}
+
+export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
   const rowid = sql<number>`${installs}.rowid`;
   // total_changes() moves with this connection's commits, data_version with other connections'.
   const changes = sqlite.query("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v");
@@ -94,10 +100,34 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
     }
   }
 
-  const getInstall = db.select().from(installs).where(eq(installs.randomId, sql.placeholder("id"))).prepare();
+  // Stored cells, parsed, by "grain|bucket|app": they change only when an hour is folded or a
+  // record of a folded hour changes (open hours are in the store's memory), so dashboards read
+  // the same ones again and again. The store forgets every cell it writes; another connection's
+  // write (PRAGMA data_version) forgets them all.
+  const PARSED_CELLS = 8192;
+  const parsed = new Map<string, { have: Set<RollupPart>; data: RollupData }>();
+  const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
+  let seenVersion = -1;
+  const table = getTableName(rollups);
+  const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app`;
+  const cellBuckets = sqlite.query<{ bucket: number }, Record<"grain" | "app" | "from" | "to", string | number>>(
+    `SELECT "${rollups.bucket.name}" AS bucket FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to ORDER BY "${rollups.bucket.name}"`,
+  );
+  const partOf = (column: { name: string }) =>
+    sqlite.query<{ text: string }, Record<"grain" | "app" | "bucket", string | number>>(`SELECT "${column.name}" AS text FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
+  const cellPart: Record<RollupPart, ReturnType<typeof partOf>> = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
+
+  // On the write path (every status update): bun:sqlite directly, decoded as installChunks does.
+  const getInstall = sqlite.query<unknown[], [string]>(
+    `SELECT ${installKeys.map((k) => `"${installColumns[k].name}"`).join(", ")} FROM "${getTableName(installs)}" WHERE "${installs.randomId.name}" = ?`,
+  );
+  const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
   return {
-    getInstall: (randomId) => getInstall.get({ id: randomId }),
+    getInstall(randomId) {
+      const [row] = getInstall.values(randomId);
+      return row ? decodeInstall(row) : undefined;
+    },
     installChunks,
 
     listInstalls(filter, { limit, after, order = "newest" }) {
@@ -162,19 +192,28 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
     },
 
     readRollups({ grain, app, from, to, parts }: RollupSelection) {
-      const want = new Set(parts);
-      return db
-        .select({
-          bucket: rollups.bucket,
-          data: want.has("data") ? rollups.data : sql<string>`''`,
-          apps: want.has("apps") ? rollups.apps : sql<string>`''`,
-          errors: want.has("errors") ? rollups.errors : sql<string>`''`,
-        })
-        .from(rollups)
-        .where(and(eq(rollups.grain, grain), eq(rollups.app, app), gte(rollups.bucket, from), lt(rollups.bucket, to)))
-        .orderBy(asc(rollups.bucket))
-        .all()
-        .map(({ bucket, ...columns }) => ({ bucket, data: fromColumns(columns) }));
+      const { data_version } = dataVersion.get()!;
+      if (data_version !== seenVersion) parsed.clear(); // another connection wrote
+      seenVersion = data_version;
+      return cellBuckets.all({ grain, app, from, to }).map(({ bucket }) => {
+        const key = `${grain}|${bucket}|${app}`;
+        let cell = parsed.get(key);
+        if (cell) parsed.delete(key); // re-inserted below, as most recently used
+        else cell = { have: new Set(), data: emptyData() };
+        for (const part of parts) {
+          if (cell.have.has(part)) continue;
+          addColumn(cell.data, part, cellPart[part].get({ grain, app, bucket })!.text);
+          cell.have.add(part);
+        }
+        parsed.set(key, cell);
+        if (parsed.size > PARSED_CELLS) parsed.delete(parsed.keys().next().value!);
+        return { bucket, data: cell.data };
+      });
+    },
+
+    forgetCells(keys) {
+      if (keys === "all") parsed.clear();
+      else for (const key of keys) parsed.delete(key);
     },
 
     rollupCells(grain, from, to) {
@@ -185,6 +224,9 @@ export function createSqliteReads(sqlite: Database, db: Db): StoreReads {
         .all()
         .map(({ app, bucket, ...columns }) => ({ app, bucket, data: fromColumns(columns) }));
     },
+
+    // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
+    foldedUntil: () => getFoldedUntil.get()?.t ?? 0,
 
     signatures(ids) {
       if (ids.length === 0) return [];

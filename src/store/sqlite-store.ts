@@ -1,13 +1,13 @@
 // SQLite implementation of the Store: one connection, prepared statements, one transaction per batch.
 import type { Database } from "bun:sqlite";
-import { and, eq, lt, sql, getTableColumns, type Placeholder } from "drizzle-orm";
+import { eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./database.ts";
-import { installs, heldUpdates, rejectedReports, rollups, errorSignatures, type InstallRow } from "./schema.ts";
+import { installs, heldUpdates, rejectedReports, rollups, rollupState, errorSignatures, type InstallRow, type Outcome } from "./schema.ts";
 import { RESULT_STATUS, type Rejection, type Store, type WriteOp, type WriteResult } from "./store.ts";
 import { deriveOutcome, isFinal } from "../ingest/outcome.ts";
 import { createSqliteReads } from "./sqlite-reads.ts";
-import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupData } from "../report/rollup.ts";
+import { DAY, GRAINS, RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupData, type RollupKey } from "../report/rollup.ts";
 import { SignatureSightings, failureSignatureId } from "../report/error-signature.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
@@ -19,30 +19,42 @@ function placeholdersFor<T extends SQLiteTable>(table: T): Placeholders<T> {
 }
 
 const byId = { id: sql.placeholder("id") };
-/** One rollup cell, by its key. */
-const cellKey = and(eq(rollups.grain, sql.placeholder("grain")), eq(rollups.app, sql.placeholder("app")), eq(rollups.bucket, sql.placeholder("bucket")));
+
+/** An INSERT of every column of `table`, each bound by its property name. */
+function insertAll<T extends SQLiteTable>(table: T, tail: string): string {
+  const columns = Object.entries(getTableColumns(table));
+  return `INSERT INTO "${getTableName(table)}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(([key]) => `$${key}`).join(", ")}) ${tail}`;
+}
+
+/**
+ * Statements run for every report and every rollup cell of a batch, prepared on bun:sqlite
+ * directly: Drizzle's per-call placeholder filling and row mapping cost as much as the
+ * statements themselves there. The SQL is built from the schema, so names cannot drift.
+ */
+function prepareHotStatements(sqlite: Database) {
+  const cell = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app AND "${rollups.bucket.name}" = $bucket`;
+  return {
+    /** changes is 0 when the random_id is stored already (a duplicate). */
+    insertInstall: sqlite.query<never, InstallRow>(insertAll(installs, "ON CONFLICT DO NOTHING")),
+    findHeld: sqlite.query<{ status: string; outcome: Outcome; error: string | null; repaired: number }, { id: string }>(
+      `SELECT "${heldUpdates.status.name}" AS status, "${heldUpdates.outcome.name}" AS outcome, "${heldUpdates.error.name}" AS error, "${heldUpdates.repaired.name}" AS repaired FROM "${getTableName(heldUpdates)}" WHERE "${heldUpdates.randomId.name}" = $id`,
+    ),
+    getRollup: sqlite.query<RollupColumns, Record<keyof RollupKey, string | number>>(
+      `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${getTableName(rollups)}" WHERE ${cell}`,
+    ),
+    putRollup: sqlite.query<never, Record<keyof RollupKey | keyof RollupColumns, string | number>>(
+      `INSERT INTO "${getTableName(rollups)}" ("${rollups.grain.name}", "${rollups.app.name}", "${rollups.bucket.name}", "${rollups.data.name}", "${rollups.apps.name}", "${rollups.errors.name}") VALUES ($grain, $app, $bucket, $data, $apps, $errors)
+       ON CONFLICT DO UPDATE SET "${rollups.data.name}" = excluded."${rollups.data.name}", "${rollups.apps.name}" = excluded."${rollups.apps.name}", "${rollups.errors.name}" = excluded."${rollups.errors.name}"`,
+    ),
+    deleteRollup: sqlite.query<never, Record<keyof RollupKey, string | number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
+    finishInstall: sqlite.query<never, Pick<InstallRow, "randomId" | "status" | "outcome" | "error" | "updatedAt" | "durationMs" | "repaired">>(
+      `UPDATE "${getTableName(installs)}" SET ${(["status", "outcome", "error", "updatedAt", "durationMs"] as const).map((k) => `"${installs[k].name}" = $${k}`).join(", ")}, "${installs.repaired.name}" = "${installs.repaired.name}" OR $repaired WHERE "${installs.randomId.name}" = $randomId`,
+    ),
+  };
+}
 
 function prepareStatements(db: Db) {
   return {
-    findInstall: db
-      .select({ outcome: installs.outcome, createdAt: installs.createdAt })
-      .from(installs)
-      .where(eq(installs.randomId, byId.id))
-      .prepare(),
-    insertInstall: db.insert(installs).values(placeholdersFor(installs)).prepare(),
-    finishInstall: db
-      .update(installs)
-      .set({
-        status: sql`${sql.placeholder("status")}`,
-        outcome: sql`${sql.placeholder("outcome")}`,
-        error: sql`${sql.placeholder("error")}`,
-        updatedAt: sql`${sql.placeholder("updatedAt")}`,
-        durationMs: sql`${sql.placeholder("durationMs")}`,
-        repaired: sql`${installs.repaired} OR ${sql.placeholder("repaired")}`,
-      })
-      .where(eq(installs.randomId, byId.id))
-      .prepare(),
-    findHeld: db.select().from(heldUpdates).where(eq(heldUpdates.randomId, byId.id)).prepare(),
     upsertHeld: db
       .insert(heldUpdates)
       .values(placeholdersFor(heldUpdates))
@@ -80,22 +92,10 @@ function prepareStatements(db: Db) {
       .insert(rejectedReports)
       .values(placeholdersFor(rejectedReports))
       .prepare(),
-    getRollup: db
-      .select({ data: rollups.data, apps: rollups.apps, errors: rollups.errors })
-      .from(rollups)
-      .where(cellKey)
-      .prepare(),
-    putRollup: db
-      .insert(rollups)
-      .values({ ...placeholdersFor(rollups), id: sql`NULL` })
-      .onConflictDoUpdate({
-        target: [rollups.grain, rollups.app, rollups.bucket],
-        set: { data: sql`excluded.data`, apps: sql`excluded.apps`, errors: sql`excluded.errors` },
-      })
-      .prepare(),
-    deleteRollup: db
-      .delete(rollups)
-      .where(cellKey)
+    setFoldedUntil: db
+      .insert(rollupState)
+      .values({ id: 1, foldedUntil: sql.placeholder("until") })
+      .onConflictDoUpdate({ target: rollupState.id, set: { foldedUntil: sql`excluded.folded_until` } })
       .prepare(),
     getSignature: db.select().from(errorSignatures).where(eq(errorSignatures.id, byId.id)).prepare(),
     putSignature: db
@@ -111,6 +111,7 @@ function prepareStatements(db: Db) {
 
 export function createSqliteStore(sqlite: Database, db: Db): Store {
   const q = prepareStatements(db);
+  const hot = prepareHotStatements(sqlite);
   const reads = createSqliteReads(sqlite, db);
 
   const logRejection = (r: Rejection, at: number) =>
@@ -132,10 +133,14 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     );
   };
 
-  /** What one batch changes besides the rows themselves; merged in before COMMIT. */
+  /** What one batch changes besides the rows themselves; merged in before COMMIT (open hours: after). */
   interface BatchEffects {
     deltas: RollupDeltas;
     sightings: SignatureSightings;
+    /** Deltas of open hours, applied to the in-memory cells once the batch has committed. */
+    open: RollupDeltas[];
+    /** Set when the batch folds: hours before it leave memory after COMMIT. */
+    foldedTo: number | null;
   }
 
   /** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
@@ -146,8 +151,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
 
   function applyStart(op: Extract<WriteOp, { kind: "start" }>, fx: BatchEffects): WriteResult {
     const { report } = op;
-    if (q.findInstall.get({ id: report.randomId })) return { kind: "duplicate" };
-    const held = q.findHeld.get({ id: report.randomId });
+    const held = hot.findHeld.get({ id: report.randomId });
     const row: InstallRow = {
       ...report,
       // A final status that arrived first wins over the start report's "installing";
@@ -158,9 +162,10 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       createdAt: op.at,
       updatedAt: op.at,
       durationMs: null,
-      repaired: op.repairs.length > 0 || (held?.repaired ?? false),
+      repaired: op.repairs.length > 0 || held?.repaired === 1,
     };
-    q.insertInstall.run(row);
+    // A held update exists only while its start report is not stored, so a duplicate has none.
+    if (hot.insertInstall.run(row).changes === 0) return { kind: "duplicate" };
     if (held) q.deleteHeld.run({ id: report.randomId });
     count(fx, row, 1, op.at);
     const result: WriteResult = { kind: "created", outcome: row.outcome };
@@ -173,7 +178,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     const record = reads.getInstall(update.randomId);
     // A record is open while its status is a progress status, even if it timed out (expire):
     // the late final status still applies then.
-    const current = record ? deriveOutcome(record.status, null) : q.findHeld.get({ id: update.randomId })?.outcome;
+    const current = record ? deriveOutcome(record.status, null) : hot.findHeld.get({ id: update.randomId })?.outcome;
     if (current !== undefined && isFinal(current)) {
       logRejection(
         {
@@ -201,7 +206,8 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         durationMs: isFinal(update.outcome) ? Math.max(0, op.at - record.createdAt) : null,
         repaired: record.repaired || repaired,
       };
-      q.finishInstall.run({ id: update.randomId, ...updated });
+      const { randomId, status, outcome, error, updatedAt, durationMs } = updated;
+      hot.finishInstall.run({ randomId, status, outcome, error, updatedAt, durationMs, repaired: updated.repaired });
       count(fx, record, -1, op.at);
       count(fx, updated, 1, op.at);
       result = { kind: "updated", outcome: update.outcome };
@@ -213,35 +219,74 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     return result;
   }
 
-  // Hot rollup cells stay parsed between batches: most batches touch the same current-hour and
-  // current-day cells, and re-parsing them was a third of the write cost. The cache is dropped
-  // when a transaction fails (it may hold uncommitted merges) and when another connection wrote
-  // to the database (PRAGMA data_version moves), so it never disagrees with the stored rows.
+  // Hot rollup cells stay parsed between batches: batches often touch the same stored cells, and
+  // re-parsing them was a third of the write cost. The cache is dropped when a transaction fails
+  // (it may hold uncommitted merges) and when another connection wrote to the database (PRAGMA
+  // data_version moves), so it never disagrees with the stored rows.
   const cellCache = new Map<string, RollupData>();
   const CELL_CACHE_LIMIT = 4096;
-  const dataVersion = sqlite.query("PRAGMA data_version");
+
+  // Open hours (at or after foldedUntil, see RollupDeltas): their hour cells live here, app ->
+  // bucket -> cell, and are never stored until folded. They are a function of the raw records,
+  // so they are recounted from them whenever this connection cannot vouch for them: at open, and
+  // after another connection wrote or the fold mark moved behind this connection's back.
+  let foldedUntil = 0;
+  const openCells = new Map<string, Map<number, RollupData>>();
+  const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
   let seenVersion = -1;
 
-  function checkCache(): void {
-    const { data_version } = dataVersion.get() as { data_version: number };
-    if (data_version !== seenVersion) cellCache.clear();
+  function applyOpen(deltas: RollupDeltas): void {
+    for (const { key, data } of deltas.open.values()) {
+      if (key.bucket < foldedUntil) continue; // folded in the same batch
+      let byBucket = openCells.get(key.app);
+      if (!byBucket) openCells.set(key.app, (byBucket = new Map()));
+      const cell = byBucket.get(key.bucket) ?? emptyData();
+      mergeInto(cell, data);
+      if (isEmpty(cell)) byBucket.delete(key.bucket);
+      else byBucket.set(key.bucket, cell);
+      if (byBucket.size === 0) openCells.delete(key.app);
+    }
+  }
+
+  function recountOpen(): void {
+    cellCache.clear();
+    openCells.clear();
+    foldedUntil = reads.foldedUntil();
+    const deltas = new RollupDeltas(foldedUntil);
+    for (const r of reads.iterateInstalls({ from: foldedUntil })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+    applyOpen(deltas);
+  }
+
+  /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */
+  function checkState(): void {
+    const { data_version } = dataVersion.get()!;
+    if (data_version !== seenVersion || reads.foldedUntil() !== foldedUntil) recountOpen();
     seenVersion = data_version;
   }
 
+  function openCellsOf(app: string | null, from: number, to: number): { app: string; bucket: number; data: RollupData }[] {
+    const out: { app: string; bucket: number; data: RollupData }[] = [];
+    for (const [slice, byBucket] of app === null ? openCells : [[app, openCells.get(app)] as const]) {
+      for (const [bucket, data] of byBucket ?? []) if (bucket >= from && bucket < to) out.push({ app: slice, bucket, data });
+    }
+    return out.sort((a, b) => a.bucket - b.bucket);
+  }
+
   function mergeRollups(deltas: RollupDeltas): void {
+    reads.forgetCells(deltas.cells.keys());
     for (const [id, { key, data }] of deltas.cells) {
       let cell = cellCache.get(id);
       if (cell) cellCache.delete(id); // re-inserted below, as most recently used
       else {
-        const stored = q.getRollup.get(key);
+        const stored = hot.getRollup.get(key);
         cell = stored ? fromColumns(stored) : emptyData();
       }
       mergeInto(cell, data);
       if (isEmpty(cell)) {
-        q.deleteRollup.run(key);
+        hot.deleteRollup.run(key);
         continue;
       }
-      q.putRollup.run({ ...key, ...toColumns(cell) });
+      hot.putRollup.run({ ...key, ...toColumns(cell) });
       cellCache.set(id, cell);
       if (cellCache.size > CELL_CACHE_LIMIT) cellCache.delete(cellCache.keys().next().value!);
     }
@@ -273,8 +318,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         logRejection(op.rejection, op.at);
         return { kind: "logged" };
       case "load": {
-        if (q.findInstall.get({ id: op.row.randomId })) return { kind: "duplicate" };
-        q.insertInstall.run(op.row);
+        if (hot.insertInstall.run(op.row).changes === 0) return { kind: "duplicate" };
         count(fx, op.row, 1, op.row.updatedAt);
         return { kind: "created", outcome: op.row.outcome };
       }
@@ -301,30 +345,85 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       case "mark-replayed":
         q.markReplayed.run({ id: op.rejectedId, at: op.at, result: op.result });
         return { kind: "marked" };
+      case "fold": {
+        const from = fx.deltas.foldedUntil;
+        if (op.until <= from) return { kind: "folded", hours: 0 };
+        mergeRollups(fx.deltas);
+        fx.open.push(fx.deltas);
+        // The hours' cells as they stand with this batch's writes so far (memory changes only after COMMIT).
+        const cells = [...openCellsOf(null, from, op.until), ...fx.open.flatMap((d) => [...d.open.values()].map(({ key, data }) => ({ ...key, data })))];
+        const folding = new RollupDeltas(op.until);
+        const hours = new Set<number>();
+        for (const { app, bucket, data } of cells) {
+          if (bucket < from || bucket >= op.until) continue;
+          folding.foldHour(app, bucket, data);
+          hours.add(bucket);
+        }
+        mergeRollups(folding);
+        q.setFoldedUntil.run({ until: op.until });
+        fx.deltas = new RollupDeltas(op.until);
+        fx.foldedTo = op.until;
+        return { kind: "folded", hours: hours.size };
+      }
     }
   }
 
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
-    checkCache();
-    const fx: BatchEffects = { deltas: new RollupDeltas(), sightings: new SignatureSightings() };
+    const fx: BatchEffects = { deltas: new RollupDeltas(foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null };
     const results = ops.map((op) => apply(op, fx));
     mergeRollups(fx.deltas);
+    fx.open.push(fx.deltas);
     mergeSightings(fx.sightings);
-    return results;
+    return { results, fx };
   });
+
+  /** After COMMIT: folded hours leave memory, the batch's open-hour deltas join it. */
+  function committed(fx: BatchEffects): void {
+    if (fx.foldedTo !== null) {
+      foldedUntil = fx.foldedTo;
+      for (const [app, byBucket] of openCells) {
+        for (const bucket of byBucket.keys()) if (bucket < foldedUntil) byBucket.delete(bucket);
+        if (byBucket.size === 0) openCells.delete(app);
+      }
+    }
+    for (const d of fx.open) applyOpen(d);
+    seenVersion = dataVersion.get()!.data_version; // our own commit does not move it; checked anyway
+  }
+
+  recountOpen();
+  seenVersion = dataVersion.get()!.data_version;
 
   return {
     ...reads,
+
+    readRollups({ grain, app, from, to, parts }) {
+      checkState();
+      if (grain !== GRAINS.hour || to <= foldedUntil) return reads.readRollups({ grain, app, from, to, parts });
+      const stored = from < foldedUntil ? reads.readRollups({ grain, app, from, to: foldedUntil, parts }) : [];
+      return [...stored, ...openCellsOf(app, Math.max(from, foldedUntil), to)];
+    },
+
+    rollupCells(grain, from, to) {
+      checkState();
+      const stored = reads.rollupCells(grain, from, to);
+      return grain === GRAINS.hour ? [...stored, ...openCellsOf(null, Math.max(from, foldedUntil), to)] : stored;
+    },
+
+    foldedUntil() {
+      checkState();
+      return foldedUntil;
+    },
+
     rebuildRollups(onDay) {
       const span = reads.recordSpan();
       sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
-      cellCache.clear();
+      reads.forgetCells("all");
+      recountOpen();
       if (!span) return;
-      const DAY = 86_400_000;
-      const end = span.last - (span.last % DAY) + DAY;
+      const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);
       const rebuildDay = sqlite.transaction((day: number) => {
-        const deltas = new RollupDeltas();
-        for (const r of reads.iterateInstalls({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+        const deltas = new RollupDeltas(foldedUntil);
+        for (const r of reads.iterateInstalls({ from: day, to: Math.min(day + DAY, foldedUntil) })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
         mergeRollups(deltas); // month cells add up across the days, as they do when written live
       });
       for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
@@ -334,12 +433,16 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     },
 
     write(ops) {
+      checkState();
+      let batch: { results: WriteResult[]; fx: BatchEffects };
       try {
-        return writeBatch.immediate(ops);
+        batch = writeBatch.immediate(ops);
       } catch (e) {
         cellCache.clear();
         throw e;
       }
+      committed(batch.fx);
+      return batch.results;
     },
     close: () => sqlite.close(),
   };

@@ -51,7 +51,9 @@ export type WriteOp =
   /** Drops rejected-log entries received before `before` (retention). */
   | { kind: "forget-rejected"; before: number; at: number }
   /** Records the outcome of replaying a rejected-log entry through the current parser. */
-  | { kind: "mark-replayed"; rejectedId: number; result: string; at: number };
+  | { kind: "mark-replayed"; rejectedId: number; result: string; at: number }
+  /** Adds the hour cells of every hour before `until` not yet folded into day and month cells. */
+  | { kind: "fold"; until: number; at: number };
 
 export type WriteResult =
   | { kind: "created"; outcome: Outcome }
@@ -63,7 +65,8 @@ export type WriteResult =
   | { kind: "deleted"; found: boolean }
   | { kind: "expired"; changed: boolean }
   | { kind: "forgotten"; count: number }
-  | { kind: "marked" };
+  | { kind: "marked" }
+  | { kind: "folded"; hours: number };
 
 /** The HTTP status each result is answered with (DESIGN.md section 2); the rejected log records it too. */
 export const RESULT_STATUS = {
@@ -77,6 +80,7 @@ export const RESULT_STATUS = {
   expired: 200,
   forgotten: 200,
   marked: 200,
+  folded: 200,
 } as const satisfies Record<WriteResult["kind"], number>;
 
 /** Which installs a read covers; "" for a text filter matches installs without that value. */
@@ -137,6 +141,8 @@ export interface StoreReads {
   readRollups(selection: RollupSelection): { bucket: number; data: RollupData }[];
   /** Every rollup cell of one grain with bucket in [from, to), all app slices. */
   rollupCells(grain: Grain, from: number, to: number): { app: string; bucket: number; data: RollupData }[];
+  /** Hours before this are in day and month cells too; later ones in hour cells only (grainsOf). */
+  foldedUntil(): number;
   signatures(ids: readonly string[]): ErrorSignatureRow[];
   /** created_at of the oldest and newest install, or null when there are none. */
   recordSpan(): { first: number; last: number } | null;

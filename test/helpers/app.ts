@@ -27,13 +27,16 @@ export interface Reply {
 export function testApp(overrides: Partial<Config> = {}) {
   const config: Config = { ...defaults, ...overrides };
   const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
+  const clock = manualClock();
+  // As on a server started at the clock's time: what arrives from then on is in open hours
+  // (in memory until the fold job stores it), as in production; earlier times go to stored cells.
+  sqlite.run("UPDATE rollup_state SET folded_until = ?", [clock() - (clock() % 3_600_000)]);
   const store = createSqliteStore(sqlite, db);
   const metrics = createMetrics();
   const writer = createWriter(inProcessCommit(store.write), config.maxBatch, (size, seconds) => {
     metrics.batchSize.observe(size);
     metrics.commitSeconds.observe(seconds);
   });
-  const clock = manualClock();
   const logLines: string[] = [];
   const log = createLogger("debug", (line) => logLines.push(line), clock);
   const maintenance = createMaintenance({ config, reads: store, db, writer, clock });

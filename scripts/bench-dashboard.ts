@@ -69,12 +69,14 @@ const VIEWS: [string, string][] = [
   ["Overview filtered by type=vm, 30 days", "/?type=vm"],
 ];
 
-async function measure(db: string): Promise<Map<string, Load[]>> {
+async function measure(db: string): Promise<{ cold: Load; loads: Map<string, Load[]> }> {
   const server = await startServer(bin, ["--db", db]);
   const browser = await launchBrowser();
   const out = new Map<string, Load[]>();
+  let cold: Load;
   try {
-    await load(browser, server.url + "/"); // one warm-up: the server's first queries fill its caches
+    // The first load after start-up, reported apart: the server's first queries fill its caches.
+    cold = await load(browser, server.url + "/");
     for (const [name, path] of VIEWS) {
       const loads: Load[] = [];
       for (let i = 0; i < runs; i++) loads.push(await load(browser, server.url + path));
@@ -84,11 +86,13 @@ async function measure(db: string): Promise<Map<string, Load[]>> {
     await browser.close();
     await server.stop();
   }
-  return out;
+  return { cold, loads: out };
 }
 
-const empty = await measure(join(tempDir("installstats-bench-dash-"), "empty.db"));
-const full = await measure(dbPath);
+const emptyRun = await measure(join(tempDir("installstats-bench-dash-"), "empty.db"));
+const fullRun = await measure(dbPath);
+const empty = emptyRun.loads;
+const full = fullRun.loads;
 
 const lines = [
   `# installstats dashboard benchmark`,
@@ -108,7 +112,11 @@ for (const [name] of VIEWS) {
   lines.push(`| ${name} | ${fr.toFixed(0)} ms (${Math.max(...f.map((l) => l.ready)).toFixed(0)} ms) | ${er.toFixed(0)} ms | ${(fr / er).toFixed(2)}x | \`${mid.slowest[0]}\` ${mid.slowest[1].toFixed(0)} ms |`);
 }
 const first = median(full.get(VIEWS[0]![0])!.map((l) => l.ready));
-lines.push("", `First view interactive at ${records.toLocaleString("en-US")} records: ${first.toFixed(0)} ms median (target < 1500 ms: ${first < 1500 ? "met" : "MISSED"}).`);
+lines.push(
+  "",
+  `First view interactive at ${records.toLocaleString("en-US")} records: ${first.toFixed(0)} ms median (target < 1500 ms: ${first < 1500 ? "met" : "MISSED"}); ` +
+    `the very first load after the server started: ${fullRun.cold.ready.toFixed(0)} ms (empty database: ${emptyRun.cold.ready.toFixed(0)} ms).`,
+);
 const report = lines.join("\n");
 console.log(report);
 mkdirSync("bench-results", { recursive: true });

@@ -13,10 +13,10 @@ export class ApiError extends Error {
   }
 }
 
-export const readToken = (): string | null => localStorage.getItem(TOKEN_KEY);
+const readToken = (): string | null => localStorage.getItem(TOKEN_KEY);
 export const saveToken = (token: string | null): void => (token ? localStorage.setItem(TOKEN_KEY, token) : localStorage.removeItem(TOKEN_KEY));
 
-export async function getJson<T>(path: string, params?: URLSearchParams, signal?: AbortSignal): Promise<T> {
+async function getJson<T>(path: string, params?: URLSearchParams, signal?: AbortSignal): Promise<T> {
   const token = readToken();
   const url = params && [...params.keys()].length > 0 ? `${path}?${params}` : path;
   const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal });

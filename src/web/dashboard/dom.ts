@@ -16,7 +16,7 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
   return el;
 }
 
-export function append(el: Element, ...children: Child[]): void {
+function append(el: Element | DocumentFragment, ...children: Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     el.append(typeof child === "object" ? child : document.createTextNode(String(child)));
@@ -24,16 +24,8 @@ export function append(el: Element, ...children: Child[]): void {
 }
 
 /** Replaces an element's content in one step (no flash of an empty element). */
-export const replace = (el: Element, ...children: Child[]): void => {
+export function replace(el: Element, ...children: Child[]): void {
   const frag = document.createDocumentFragment();
-  for (const child of children) if (child !== null && child !== undefined && child !== false) frag.append(typeof child === "object" ? child : String(child));
+  append(frag, ...children);
   el.replaceChildren(frag);
-};
-
-/** An SVG element (for the small inline icons and sparklines); attributes only, no markup. */
-export function svg(tag: string, attrs: Record<string, string | number>, ...children: SVGElement[]): SVGElement {
-  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  el.append(...children);
-  return el;
 }

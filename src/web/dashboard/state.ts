@@ -103,7 +103,7 @@ export function withChanges(s: DashState, change: Partial<DashState>): DashState
 }
 
 /** The window as read-API parameters. */
-export function rangeParams(r: Range): Record<string, string> {
+function rangeParams(r: Range): Record<string, string> {
   return "days" in r ? { days: String(r.days) } : { from: r.from, to: r.to };
 }
 

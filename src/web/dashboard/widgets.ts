@@ -1,9 +1,10 @@
 // Building blocks shared by the views: panels, headline cards, ranked bars, states.
+import { OUTCOMES } from "../../report/rollup.ts";
+import type { Outcome } from "../../store/schema.ts";
 import { h } from "./dom.ts";
 import { count, label, percent } from "./format.ts";
 
-export type Outcome = "success" | "failed" | "aborted" | "in_progress" | "unknown";
-export const OUTCOMES: readonly Outcome[] = ["success", "failed", "aborted", "in_progress", "unknown"];
+export { OUTCOMES, type Outcome };
 export const OUTCOME_LABEL: Record<Outcome, string> = {
   success: "Success",
   failed: "Failed",

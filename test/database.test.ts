@@ -2,7 +2,8 @@
 // refusal of files that are not ours.
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { readFileSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { join } from "node:path";
 import { APPLICATION_ID, DatabaseOpenError, migrationsFolder, openDatabase } from "../src/store/database.ts";
 import { tempDir } from "./helpers/binary.ts";
@@ -34,6 +35,31 @@ describe("openDatabase", () => {
     expect(again.sqlite.query("SELECT random_id FROM installs").all()).toEqual([{ random_id: "keep" }]);
     expect(again.sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: journalEntries() });
     again.sqlite.close();
+  });
+
+  test("upgrading to the stuck-scan mark starts it at the oldest install still in progress, or after the newest", () => {
+    // A database at migration 0004, with the in-progress index the upgrade replaces.
+    const before5 = join(tempDir(), "migrations-0004");
+    cpSync(migrationsFolder(), before5, { recursive: true });
+    const journal = JSON.parse(readFileSync(join(before5, "meta/_journal.json"), "utf8")) as { entries: { idx: number }[] };
+    journal.entries = journal.entries.filter((e) => e.idx <= 4);
+    writeFileSync(join(before5, "meta/_journal.json"), JSON.stringify(journal));
+    const upgrade = (rows: [string, string, number][]) => {
+      const path = join(tempDir(), "upgrade.db");
+      const old = openDatabase(path, { durability: "normal", migrate: false });
+      migrate(old.db, { migrationsFolder: before5 });
+      for (const [id, outcome, at] of rows) old.sqlite.run("INSERT INTO installs (random_id, type, status, outcome, created_at, updated_at) VALUES (?, 'lxc', 'x', ?, ?, ?)", [id, outcome, at, at]);
+      old.sqlite.close();
+      const { sqlite } = openDatabase(path, { durability: "normal", migrate: true });
+      const mark = (sqlite.query("SELECT checked_until AS t FROM expiry_state").get() as { t: number }).t;
+      const indexes = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'installs_in_progress'").all();
+      sqlite.close();
+      expect(indexes).toEqual([]);
+      return mark;
+    };
+    expect(upgrade([["a", "success", 100], ["b", "in_progress", 200], ["c", "in_progress", 300], ["d", "failed", 400]])).toBe(200);
+    expect(upgrade([["a", "success", 100], ["d", "failed", 400]])).toBe(401);
+    expect(upgrade([])).toBe(0);
   });
 
   test("another application's SQLite file is refused and left byte-for-byte unchanged", () => {

@@ -3,10 +3,17 @@ import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
 import { createLogger } from "../src/ops/log.ts";
 import { startJobs } from "../src/ops/jobs.ts";
-import { expireStuckJob } from "../src/ops/expire-stuck.ts";
+import { expireStuck, expireStuckJob } from "../src/ops/expire-stuck.ts";
+import type { InstallRow } from "../src/store/schema.ts";
 import { verifyRollups } from "../src/report/verify.ts";
 
 const HOUR = 3_600_000;
+
+const importedRow = (randomId: string): InstallRow => ({
+  randomId, type: "lxc", ctType: 1, diskSize: 4, coreCount: 1, ramSize: 512, osType: "debian", osVersion: "12", disableip6: null,
+  nsapp: "adguard", method: "default", pveVersion: "8.2.4", status: "installing", outcome: "in_progress", error: null,
+  createdAt: 0, updatedAt: 0, durationMs: null, repaired: false,
+});
 
 describe("expire-stuck", () => {
   test("only installs in progress past the age become unknown; rollups stay exact; runs are logged and counted", async () => {
@@ -33,6 +40,29 @@ describe("expire-stuck", () => {
     const done = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "job done");
     expect(done).toMatchObject({ job: "expire-stuck", expired: 1 });
     expect(t.metrics.jobRuns.get({ job: "expire-stuck", result: "ok" })).toBe(1);
+  });
+
+  test("each run checks only installs created since the last one; an imported old install in progress is still found", async () => {
+    const t = testApp();
+    const expire = () => expireStuck(t.store, t.writer, 12 * HOUR, t.clock());
+    await t.post("/upload", startReport("first"));
+    t.clock.advance(13 * HOUR);
+    expect(await expire()).toBe(1);
+    const mark = t.store.stuckCheckedUntil();
+    expect(mark).toBe(t.clock() - 12 * HOUR);
+    // A run with nothing new to check neither scans nor moves the mark.
+    expect(await expire()).toBe(0);
+    expect(t.store.stuckCheckedUntil()).toBe(mark);
+    // Installs created before the mark are not scanned again, unless one arrives by import.
+    const old = t.clock() - 20 * HOUR;
+    const row = { ...importedRow("imported-old"), createdAt: old, updatedAt: old };
+    expect(await t.writer.submit({ kind: "load", row, at: t.clock() })).toEqual({ kind: "created", outcome: "in_progress" });
+    expect(t.store.stuckCheckedUntil()).toBe(old);
+    t.clock.advance(HOUR);
+    expect(await expire()).toBe(1);
+    expect((await t.get("/api/installs/imported-old")).body).toMatchObject({ outcome: "unknown" });
+    expect(t.store.stuckCheckedUntil()).toBe(t.clock() - 12 * HOUR);
+    expect(verifyRollups(t.store).ok).toBe(true);
   });
 
   test("a failing job is logged and counted, not thrown", async () => {

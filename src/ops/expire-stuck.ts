@@ -7,15 +7,26 @@ import type { Job } from "./jobs.ts";
 
 const CHUNK = 500;
 
+/** Expires what is still in progress among the installs created since the last check, then moves the mark. */
 export async function expireStuck(store: StoreReads, writer: GroupCommitWriter, olderThanMs: number, now: number): Promise<number> {
+  const mark = store.stuckCheckedUntil();
+  const before = now - olderThanMs;
+  if (before <= mark) return 0;
   let expired = 0;
+  let from = mark;
   for (;;) {
-    const ids = store.stuckInstalls(now - olderThanMs, CHUNK);
-    if (ids.length === 0) return expired;
-    const results = await Promise.all(ids.map((randomId) => writer.submit({ kind: "expire", randomId, at: now })));
-    expired += results.filter((r) => r.kind === "expired" && r.changed).length;
-    if (ids.length < CHUNK) return expired;
+    const stuck = store.stuckInstalls(from, before, CHUNK);
+    const results = await Promise.all(stuck.map(({ randomId }) => writer.submit({ kind: "expire", randomId, at: now })));
+    const changed = results.filter((r) => r.kind === "expired" && r.changed).length;
+    expired += changed;
+    if (stuck.length < CHUNK) break;
+    // Expired installs leave the scan; moving `from` up skips those that finished meanwhile.
+    const last = stuck[stuck.length - 1]!.createdAt;
+    if (last === from && changed === 0) return expired; // cannot progress: the mark stays
+    from = last;
   }
+  await writer.submit({ kind: "stuck-checked", from: mark, until: before, at: now });
+  return expired;
 }
 
 export function expireStuckJob(deps: { store: StoreReads; writer: GroupCommitWriter; clock: () => number; stuckAfterMs: number }): Job {

@@ -1,6 +1,5 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
-import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const installs = sqliteTable(
@@ -31,8 +30,6 @@ export const installs = sqliteTable(
     index("installs_created_at").on(t.createdAt),
     // Per-app listings and scans stay fast however rare the app.
     index("installs_nsapp_created_at").on(t.nsapp, t.createdAt),
-    // Only installs still in progress: the stuck-install job finds old ones without a scan.
-    index("installs_in_progress").on(t.createdAt).where(sql`outcome = 'in_progress'`),
   ],
 );
 
@@ -109,6 +106,16 @@ export const rollups = sqliteTable(
 export const rollupState = sqliteTable("rollup_state", {
   id: integer("id").primaryKey(),
   foldedUntil: integer("folded_until").notNull(),
+});
+
+/**
+ * One row: every install created before `checked_until` has a final outcome or was expired. The
+ * stuck-install job scans only the created_at range after it, so no index of in-progress installs
+ * is needed (it cost 17 bytes and a page write per report).
+ */
+export const expiryState = sqliteTable("expiry_state", {
+  id: integer("id").primaryKey(),
+  checkedUntil: integer("checked_until").notNull(),
 });
 
 /** What is known of each error signature across all time: an example and where it was seen. */

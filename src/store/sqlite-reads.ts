@@ -3,7 +3,7 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
 import type { Db } from "./database.ts";
-import { errorSignatures, installs, rollupState, rollups, type InstallRow } from "./schema.ts";
+import { errorSignatures, expiryState, installs, rollupState, rollups, type InstallRow } from "./schema.ts";
 import type { InstallFilter, ListCursor, RollupSelection, StoreReads } from "./store.ts";
 import { addColumn, emptyData, fromColumns, type RollupData, type RollupPart } from "../report/rollup.ts";
 import { listRejected } from "./rejected-log.ts";
@@ -122,6 +122,7 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
     `SELECT ${installKeys.map((k) => `"${installColumns[k].name}"`).join(", ")} FROM "${getTableName(installs)}" WHERE "${installs.randomId.name}" = ?`,
   );
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
+  const getStuckCheckedUntil = db.select({ t: expiryState.checkedUntil }).from(expiryState).where(eq(expiryState.id, 1)).prepare();
 
   return {
     getInstall(randomId) {
@@ -175,16 +176,17 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
 
     listRejected: (opts) => listRejected(db, opts),
 
-    stuckInstalls(before, limit) {
+    stuckInstalls(from, before, limit) {
       return db
-        .select({ id: installs.randomId })
+        .select({ randomId: installs.randomId, createdAt: installs.createdAt })
         .from(installs)
-        .where(and(eq(installs.outcome, "in_progress"), lt(installs.createdAt, before)))
+        .where(and(gte(installs.createdAt, from), lt(installs.createdAt, before), eq(installs.outcome, "in_progress")))
         .orderBy(asc(installs.createdAt))
         .limit(limit)
-        .all()
-        .map((r) => r.id);
+        .all();
     },
+
+    stuckCheckedUntil: () => getStuckCheckedUntil.get()?.t ?? 0,
 
     changeMarker() {
       const { c, v } = changes.get() as { c: number; v: number };

@@ -1,9 +1,9 @@
 // SQLite implementation of the Store: one connection, prepared statements, one transaction per batch.
 import type { Database } from "bun:sqlite";
-import { eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
+import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./database.ts";
-import { installs, heldUpdates, rejectedReports, rollups, rollupState, errorSignatures, type InstallRow, type Outcome } from "./schema.ts";
+import { installs, heldUpdates, rejectedReports, rollups, rollupState, expiryState, errorSignatures, type InstallRow, type Outcome } from "./schema.ts";
 import { RESULT_STATUS, type Rejection, type Store, type WriteOp, type WriteResult } from "./store.ts";
 import { deriveOutcome, isFinal } from "../ingest/outcome.ts";
 import { createSqliteReads } from "./sqlite-reads.ts";
@@ -96,6 +96,17 @@ function prepareStatements(db: Db) {
       .insert(rollupState)
       .values({ id: 1, foldedUntil: sql.placeholder("until") })
       .onConflictDoUpdate({ target: rollupState.id, set: { foldedUntil: sql`excluded.folded_until` } })
+      .prepare(),
+    // Compare-and-set: a load of an older in-progress install may have lowered the mark meanwhile.
+    moveStuckMark: db
+      .update(expiryState)
+      .set({ checkedUntil: sql`${sql.placeholder("until")}` })
+      .where(and(eq(expiryState.id, 1), eq(expiryState.checkedUntil, sql.placeholder("from"))))
+      .prepare(),
+    lowerStuckMark: db
+      .insert(expiryState)
+      .values({ id: 1, checkedUntil: sql.placeholder("to") })
+      .onConflictDoUpdate({ target: expiryState.id, set: { checkedUntil: sql`min(${expiryState.checkedUntil}, excluded.checked_until)` } })
       .prepare(),
     getSignature: db.select().from(errorSignatures).where(eq(errorSignatures.id, byId.id)).prepare(),
     putSignature: db
@@ -319,6 +330,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         return { kind: "logged" };
       case "load": {
         if (hot.insertInstall.run(op.row).changes === 0) return { kind: "duplicate" };
+        if (op.row.outcome === "in_progress") q.lowerStuckMark.run({ to: op.row.createdAt });
         count(fx, op.row, 1, op.row.updatedAt);
         return { kind: "created", outcome: op.row.outcome };
       }
@@ -342,6 +354,9 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       }
       case "forget-rejected":
         return { kind: "forgotten", count: q.forgetRejected.all({ before: op.before }).length };
+      case "stuck-checked":
+        q.moveStuckMark.run({ from: op.from, until: op.until });
+        return { kind: "marked" };
       case "mark-replayed":
         q.markReplayed.run({ id: op.rejectedId, at: op.at, result: op.result });
         return { kind: "marked" };

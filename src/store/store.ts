@@ -53,7 +53,9 @@ export type WriteOp =
   /** Records the outcome of replaying a rejected-log entry through the current parser. */
   | { kind: "mark-replayed"; rejectedId: number; result: string; at: number }
   /** Adds the hour cells of every hour before `until` not yet folded into day and month cells. */
-  | { kind: "fold"; until: number; at: number };
+  | { kind: "fold"; until: number; at: number }
+  /** The stuck-install job checked every install created in [from, until): the mark moves, unless it moved meanwhile. */
+  | { kind: "stuck-checked"; from: number; until: number; at: number };
 
 export type WriteResult =
   | { kind: "created"; outcome: Outcome }
@@ -133,8 +135,10 @@ export interface StoreReads {
   errorTextCounts(): { error: string; count: number }[];
   /** The rejected-reports log, newest first; `before` is the id to continue from. */
   listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[];
-  /** random_ids of installs still in progress that started before `before`, oldest first. */
-  stuckInstalls(before: number, limit: number): string[];
+  /** Installs still in progress created in [from, before), oldest first. */
+  stuckInstalls(from: number, before: number, limit: number): { randomId: string; createdAt: number }[];
+  /** Every install created before this has a final outcome or was expired (stuckInstalls scans from here). */
+  stuckCheckedUntil(): number;
   /** Changes whenever any connection commits: a cheap key for caching answers. */
   changeMarker(): string;
   /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first. */

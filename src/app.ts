@@ -1,11 +1,11 @@
 // Composes the route plugins into the application; main.ts and the tests both call createApp.
 import { Elysia } from "elysia";
 import type { Config } from "./config.ts";
-import { RETRY_AFTER_SECONDS, errorBody } from "./errors.ts";
+import { errorBody, serverFault } from "./errors.ts";
 import { ingestRoutes } from "./ingest/routes.ts";
-import { StorageUnavailableError, type GroupCommitWriter } from "./ingest/writer.ts";
+import type { GroupCommitWriter } from "./ingest/writer.ts";
 import { adminRoutes } from "./ops/admin-routes.ts";
-import { hardening } from "./ops/hardening.ts";
+import { hardening, responseHeaders } from "./ops/hardening.ts";
 import type { Metrics } from "./ops/metrics.ts";
 import type { Maintenance } from "./ops/maintenance.ts";
 import { metricsRoutes } from "./ops/metrics-routes.ts";
@@ -38,10 +38,14 @@ export function createApp(deps: AppDeps) {
   const clientOf = (request: Request, server: Server<unknown> | null) =>
     clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted);
   const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
+  const ingest = ingestRoutes({
+    writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config, metrics, limiter, clientOf, headersFor: responseHeaders(config), log,
+  });
   return new Elysia({
     serve: {
       maxRequestBodySize: hardBodyLimit(config.maxBodyBytes),
-      routes: dashboardRoutes(),
+      // Bun answers these paths itself; anything else reaches Elysia.
+      routes: { ...dashboardRoutes(), ...ingest.native },
       // So `bun run` serves the dashboard bundled as the binary does, not through Bun's dev server.
       development: false,
     },
@@ -49,12 +53,6 @@ export function createApp(deps: AppDeps) {
     .onError(({ code, error, set, path }) => {
       // Every error leaves in the one shape; no stack traces reach clients.
       set.headers["content-type"] = "application/json";
-      if (error instanceof StorageUnavailableError) {
-        log.error("storage unavailable", { path, error: error.message });
-        set.status = 503;
-        set.headers["retry-after"] = String(RETRY_AFTER_SECONDS);
-        return errorBody("storage_unavailable", "the database cannot accept writes right now; retry later");
-      }
       if (error instanceof QueryError) {
         set.status = 422;
         return errorBody("invalid_field", error.message, error.field);
@@ -72,17 +70,19 @@ export function createApp(deps: AppDeps) {
           const field = issue?.path.replace(/^\//, "").replaceAll("/", ".") || undefined;
           return errorBody("invalid_field", issue ? `${field ?? "value"}: ${issue.message}` : "request does not match the schema", field);
         }
-        default:
-          log.error("unhandled error", { path, code: String(code), error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-          set.status = 500;
-          return errorBody("internal", "internal error; see the server log");
+        default: {
+          const fault = serverFault(error, path, log);
+          set.status = fault.status;
+          Object.assign(set.headers, fault.headers);
+          return fault.body;
+        }
       }
     })
     .use(hardening(config))
     .use(metricsRoutes({ metrics, store: deps.store, dbPath: config.db, clock, started: clock() }))
     .use(apiDocs({ version }))
     .use(healthRoutes({ version, writerStats: writer.stats, clock }))
-    .use(ingestRoutes({ writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config, metrics, limiter, clientOf }))
+    .use(ingest.plugin)
     .use(reportRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))

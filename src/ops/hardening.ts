@@ -30,19 +30,36 @@ export function pathOf(url: string): string {
   return url.slice(start, end < 0 ? undefined : end);
 }
 
-export function hardening(o: HardeningOptions) {
+/** The CORS headers an answer to `request` carries: none unless its origin is allowed. */
+function corsPolicy(o: HardeningOptions) {
   const cors = o.corsOrigins.length > 0;
   const anyOrigin = o.corsOrigins.includes("*");
-  const allowed = (origin: string | null) => origin !== null && (anyOrigin || o.corsOrigins.includes(origin));
+  return (request: Request): Record<string, string> | null => {
+    // Without CORS configured the Origin header is never looked at (reading headers has a cost).
+    const origin = cors ? request.headers.get("origin") : null;
+    if (origin === null || !(anyOrigin || o.corsOrigins.includes(origin))) return null;
+    return anyOrigin ? { "access-control-allow-origin": "*" } : { "access-control-allow-origin": origin, vary: "Origin" };
+  };
+}
+
+/** Every header an answer to `request` carries besides its own: security headers and CORS. */
+export function responseHeaders(o: HardeningOptions): (request: Request) => Record<string, string> {
+  const corsOf = corsPolicy(o);
+  return (request) => {
+    const cors = corsOf(request);
+    return cors ? { ...SECURITY_HEADERS, ...cors } : { ...SECURITY_HEADERS };
+  };
+}
+
+export function hardening(o: HardeningOptions) {
+  const corsOf = corsPolicy(o);
 
   return new Elysia({ name: "hardening" })
     .onRequest(({ request, set }) => {
       Object.assign(set.headers, SECURITY_HEADERS);
-      // Without CORS configured the Origin header is never looked at (reading headers has a cost).
-      const origin = cors ? request.headers.get("origin") : null;
-      if (allowed(origin)) {
-        set.headers["access-control-allow-origin"] = anyOrigin ? "*" : origin!;
-        if (!anyOrigin) set.headers.vary = "Origin";
+      const cors = corsOf(request);
+      if (cors) {
+        Object.assign(set.headers, cors);
         if (request.method === "OPTIONS") {
           set.headers["access-control-allow-methods"] = "GET, POST, DELETE, OPTIONS";
           set.headers["access-control-allow-headers"] = "Authorization, Content-Type";

@@ -33,8 +33,10 @@ export function metricsRoutes(deps: { metrics: Metrics; store: StoreReads; dbPat
   registry.add(new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [{ value: process.memoryUsage.rss() }]));
 
   return new Elysia({ name: "metrics" })
-    .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
-      metrics.requests.inc({ route: route || "unmatched", method: request.method, status: String(set.status ?? 200) });
+    .onAfterResponse({ as: "global" }, ({ request, route, set, responseValue }) => {
+      // A handler that answers with a whole Response (ingestion) sets its status there.
+      const status = responseValue instanceof Response ? responseValue.status : (set.status ?? 200);
+      metrics.requests.inc({ route: route || "unmatched", method: request.method, status: String(status) });
     })
     .get("/metrics", () => new Response(registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }), {
       detail: { tags: ["ops"], summary: "Prometheus metrics", description: "Requests, ingest latency, batch sizes, rejected reports by reason, rate limiting, database size, installs by outcome, scheduled jobs." },

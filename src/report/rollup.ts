@@ -85,21 +85,48 @@ export function dimensionValues(r: RollupRecord): string[] {
   return DIMENSIONS.map((dim) => dimensionValue(r, dim));
 }
 
-/** Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of record `r` into `d`. */
+/**
+ * Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of
+ * record `r` into `d`. Entries a removal brings to zero go, so a cell always equals a recount.
+ */
 export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, app: string, errorSig: string | null, values = dimensionValues(r)): void {
   const i = OUTCOME_INDEX[outcome];
   // An app row is its own nsapp: it skips the first dimension.
   for (let k = app === ALL_APPS ? 0 : 1; k < DIMENSIONS.length; k++) {
-    const byValue = (d.dims[DIMENSIONS[k]!] ??= {});
-    const counts = (byValue[values[k]!] ??= [0, 0, 0, 0, 0]);
+    const dim = DIMENSIONS[k]!;
+    const byValue = (d.dims[dim] ??= {});
+    const value = values[k]!;
+    const counts = (byValue[value] ??= [0, 0, 0, 0, 0]);
     counts[i] = counts[i]! + sign;
+    if (sign < 0 && counts[i] === 0 && counts.every((c) => c === 0)) {
+      delete byValue[value];
+      if (isBare(byValue)) delete d.dims[dim];
+    }
   }
   if (r.durationMs !== null && outcome !== "in_progress") {
     const bins = (d.dur[outcome] ??= {});
     const bin = durationBin(r.durationMs);
-    bins[bin] = (bins[bin] ?? 0) + sign;
+    const v = (bins[bin] ?? 0) + sign;
+    if (v !== 0) bins[bin] = v;
+    else {
+      delete bins[bin];
+      if (isBare(bins)) delete d.dur[outcome];
+    }
   }
-  if (errorSig !== null && outcome === "failed") d.err[errorSig] = (d.err[errorSig] ?? 0) + sign;
+  if (errorSig !== null && outcome === "failed") {
+    const v = (d.err[errorSig] ?? 0) + sign;
+    if (v !== 0) d.err[errorSig] = v;
+    else delete d.err[errorSig];
+  }
+}
+
+/** Counts `sign` installs of `r` into its hour cell of every app slice it belongs to. */
+export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount): void {
+  const values = dimensionValues(c.r);
+  const hour = bucketStart(c.r.createdAt, GRAINS.hour);
+  addRecord(cellOf(ALL_APPS, hour), c.r, c.outcome, c.sign, ALL_APPS, c.errorSig, values);
+  const app = appSlice(c.r.nsapp);
+  addRecord(cellOf(app, hour), c.r, c.outcome, c.sign, app, c.errorSig, values);
 }
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */
@@ -160,6 +187,14 @@ export type RollupKey = {
 
 type CellMap = Map<string, { key: RollupKey; data: RollupData }>;
 
+/** One record counted (+1) or uncounted (-1) as `outcome`. */
+export interface OpenCount {
+  r: RollupRecord;
+  outcome: Outcome;
+  sign: 1 | -1;
+  errorSig: string | null;
+}
+
 /**
  * Deltas of one write batch, collected in memory and merged into the stored rows in the same
  * transaction: each row is read and written once per batch, whatever the number of records.
@@ -171,7 +206,11 @@ type CellMap = Map<string, { key: RollupKey; data: RollupData }>;
  */
 export class RollupDeltas {
   readonly cells: CellMap = new Map();
-  readonly open: CellMap = new Map();
+  /**
+   * Counts in open hours, kept as records: the store counts them straight into its in-memory
+   * cells after COMMIT (building cells per batch and merging them cost twice as much).
+   */
+  readonly open: OpenCount[] = [];
 
   constructor(readonly foldedUntil: number) {}
 
@@ -184,17 +223,23 @@ export class RollupDeltas {
 
   /** Counts `sign` installs of `r` as `outcome` in every cell it belongs to. */
   add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
-    const values = dimensionValues(r);
-    const hour = bucketStart(r.createdAt, GRAINS.hour);
-    const apps = [ALL_APPS, appSlice(r.nsapp)];
-    if (hour >= this.foldedUntil) {
-      for (const app of apps) addRecord(RollupDeltas.cell(this.open, GRAINS.hour, hour, app), r, outcome, sign, app, errorSig, values);
+    if (bucketStart(r.createdAt, GRAINS.hour) >= this.foldedUntil) {
+      this.open.push({ r, outcome, sign, errorSig });
       return;
     }
+    const values = dimensionValues(r);
+    const apps = [ALL_APPS, appSlice(r.nsapp)];
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(r.createdAt, grain);
       for (const app of apps) addRecord(RollupDeltas.cell(this.cells, grain, bucket, app), r, outcome, sign, app, errorSig, values);
     }
+  }
+
+  /** The open hours' counts as hour cells (the fold job and verify; the store counts them directly). */
+  openCells(): CellMap {
+    const cells: CellMap = new Map();
+    for (const c of this.open) countHour((app, hour) => RollupDeltas.cell(cells, GRAINS.hour, hour, app), c);
+    return cells;
   }
 
   /** Stores a whole open hour cell and adds it to the day and month cells that contain it (folding). */

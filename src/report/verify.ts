@@ -98,7 +98,7 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
       for (const c of store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.app}`, { grain, ...c });
     }
     // Open hours' cells (in hour grain only) are compared like stored ones.
-    for (const [id, { key, data }] of [...expected.cells, ...expected.open]) {
+    for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {
       if (key.grain === GRAINS.month) {
         const acc = monthExpected.get(id);
         if (acc) mergeInto(acc.data, data);

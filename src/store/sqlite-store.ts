@@ -7,7 +7,7 @@ import { installs, heldUpdates, rejectedReports, rollups, rollupState, expirySta
 import { RESULT_STATUS, type Rejection, type Store, type WriteOp, type WriteResult } from "./store.ts";
 import { deriveOutcome, isFinal } from "../ingest/outcome.ts";
 import { createSqliteReads } from "./sqlite-reads.ts";
-import { DAY, GRAINS, RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupData, type RollupKey } from "../report/rollup.ts";
+import { ALL_APPS, DAY, GRAINS, RollupDeltas, appSlice, bucketStart, countHour, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type OpenCount, type RollupColumns, type RollupData, type RollupKey } from "../report/rollup.ts";
 import { SignatureSightings, failureSignatureId } from "../report/error-signature.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
@@ -246,26 +246,36 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
   const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
   let seenVersion = -1;
 
-  function applyOpen(deltas: RollupDeltas): void {
-    for (const { key, data } of deltas.open.values()) {
-      if (key.bucket < foldedUntil) continue; // folded in the same batch
-      let byBucket = openCells.get(key.app);
-      if (!byBucket) openCells.set(key.app, (byBucket = new Map()));
-      const cell = byBucket.get(key.bucket) ?? emptyData();
-      mergeInto(cell, data);
-      if (isEmpty(cell)) byBucket.delete(key.bucket);
-      else byBucket.set(key.bucket, cell);
-      if (byBucket.size === 0) openCells.delete(key.app);
+  function openCell(app: string, hour: number): RollupData {
+    let byBucket = openCells.get(app);
+    if (!byBucket) openCells.set(app, (byBucket = new Map()));
+    let cell = byBucket.get(hour);
+    if (!cell) byBucket.set(hour, (cell = emptyData()));
+    return cell;
+  }
+
+  /** Counts records into the open cells; cells a removal emptied go, as a recount would not have them. */
+  function applyOpen(counts: readonly OpenCount[]): void {
+    for (const c of counts) {
+      if (c.r.createdAt < foldedUntil) continue; // folded in the same batch
+      countHour(openCell, c);
+      if (c.sign < 0) for (const app of [ALL_APPS, appSlice(c.r.nsapp)]) dropIfEmpty(app, bucketStart(c.r.createdAt, GRAINS.hour));
     }
+  }
+
+  function dropIfEmpty(app: string, hour: number): void {
+    const byBucket = openCells.get(app);
+    const cell = byBucket?.get(hour);
+    if (!byBucket || !cell || !isEmpty(cell)) return;
+    byBucket.delete(hour);
+    if (byBucket.size === 0) openCells.delete(app);
   }
 
   function recountOpen(): void {
     cellCache.clear();
     openCells.clear();
     foldedUntil = reads.foldedUntil();
-    const deltas = new RollupDeltas(foldedUntil);
-    for (const r of reads.iterateInstalls({ from: foldedUntil })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-    applyOpen(deltas);
+    for (const r of reads.iterateInstalls({ from: foldedUntil })) applyOpen([{ r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) }]);
   }
 
   /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */
@@ -366,7 +376,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         mergeRollups(fx.deltas);
         fx.open.push(fx.deltas);
         // The hours' cells as they stand with this batch's writes so far (memory changes only after COMMIT).
-        const cells = [...openCellsOf(null, from, op.until), ...fx.open.flatMap((d) => [...d.open.values()].map(({ key, data }) => ({ ...key, data })))];
+        const cells = [...openCellsOf(null, from, op.until), ...fx.open.flatMap((d) => [...d.openCells().values()].map(({ key, data }) => ({ ...key, data })))];
         const folding = new RollupDeltas(op.until);
         const hours = new Set<number>();
         for (const { app, bucket, data } of cells) {
@@ -401,7 +411,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
         if (byBucket.size === 0) openCells.delete(app);
       }
     }
-    for (const d of fx.open) applyOpen(d);
+    for (const d of fx.open) applyOpen(d.open);
     seenVersion = dataVersion.get()!.data_version; // our own commit does not move it; checked anyway
   }
 

@@ -48,6 +48,9 @@ export function createApp(deps: AppDeps) {
       routes: { ...dashboardRoutes(), ...ingest.native },
       // So `bun run` serves the dashboard bundled as the binary does, not through Bun's dev server.
       development: false,
+      // Elysia's default shares the port with any other process on it: a second server started by
+      // mistake would silently take half of the reports into another database.
+      reusePort: false,
     },
   })
     .onError(({ code, error, set, path }) => {

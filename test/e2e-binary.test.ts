@@ -120,6 +120,23 @@ describe("compiled binary", () => {
     expect((await js.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
   });
 
+  test("a second server on a taken port exits with a clear error instead of sharing the port", async () => {
+    const first = await startServer(bin, ["--db", join(dir, "port-first.db")]);
+    try {
+      const port = new URL(first.url).port;
+      const second = Bun.spawnSync([bin, "serve", "--host", "127.0.0.1", "--port", port, "--db", join(dir, "port-second.db")], { timeout: 15_000 });
+      expect(second.exitCode).toBe(2);
+      expect(second.stderr.toString()).toContain(`cannot listen on 127.0.0.1:${port}: the port is in use`);
+      // Every report still reaches the first server's database.
+      const posts = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => fetch(`${first.url}/upload`, { method: "POST", body: JSON.stringify(startReport(`port-${i}`)) })),
+      );
+      expect(posts.every((r) => r.status === 201)).toBe(true);
+    } finally {
+      expect(await first.stop("SIGTERM")).toBe(0);
+    }
+  });
+
   test("refuses a database file that is not its own, without touching it", async () => {
     const foreign = join(dir, "foreign.db");
     const { Database } = await import("bun:sqlite");

@@ -8,7 +8,7 @@ import { scheduledJobs } from "../ops/schedule.ts";
 import { createMaintenance } from "../ops/maintenance.ts";
 import { openDatabase } from "../store/database.ts";
 import { startCheckpointThread } from "../store/checkpoint-thread.ts";
-import type { Command } from "./command.ts";
+import { UsageError, type Command } from "./command.ts";
 
 export const serve: Command = {
   name: "serve",
@@ -26,7 +26,12 @@ export const serve: Command = {
     });
     const maintenance = createMaintenance({ config, reads: store, db, writer, clock });
     const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance });
-    app.listen({ hostname: config.host, port: config.port });
+    try {
+      app.listen({ hostname: config.host, port: config.port });
+    } catch (e) {
+      if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e;
+      throw new UsageError(`cannot listen on ${config.host}:${config.port}: the port is in use (another installstats server?); choose one with --port`);
+    }
     setImmediate(() => composeRoutes(app));
     const port = app.server?.port;
     // The one line on stdout: scripts and tests read the address from it.

@@ -32,13 +32,13 @@ export const serve: Command = {
       if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e;
       throw new UsageError(`cannot listen on ${config.host}:${config.port}: the port is in use (another installstats server?); choose one with --port`);
     }
-    setImmediate(() => composeRoutes(app));
     const port = app.server?.port;
     // The one line on stdout: scripts and tests read the address from it.
     out(`installstats ${version} listening on http://${config.host}:${port}\n`);
     log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
 
     const jobs = startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics });
+    void composeRoutes(app);
 
     let stopping = false;
     const shutdown = async (signal: string) => {

@@ -161,7 +161,7 @@ export function ingestRoutes(deps: IngestDeps) {
     const started = performance.now();
     const headers: Record<string, string> = { ...headersFor(request), "content-type": "application/json" };
     let status: number;
-    let body: unknown;
+    let body: Reply["body"] | ErrorBody;
     try {
       const verdict = limiter?.take(clientOf(request, server), clock());
       if (verdict && !verdict.ok) {

@@ -25,7 +25,7 @@ export interface IngestDeps {
   limiter: RateLimiter | null;
   /** The address a request counts against (proxy-aware). */
   clientOf: (request: Request, server: Server<unknown> | null) => string;
-  /** Security and CORS headers (ops/hardening.ts). */
+  /** Security and CORS headers (ops/hardening.ts), in a new object the caller may add to. */
   headersFor: (request: Request) => Record<string, string>;
   log: Logger;
 }
@@ -159,7 +159,8 @@ export function ingestRoutes(deps: IngestDeps) {
   /** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
   async function respond(endpoint: Endpoint, request: Request, server: Server<unknown> | null): Promise<Response> {
     const started = performance.now();
-    const headers: Record<string, string> = { ...headersFor(request), "content-type": "application/json" };
+    const headers = headersFor(request);
+    headers["content-type"] = "application/json";
     let status: number;
     let body: Reply["body"] | ErrorBody;
     try {

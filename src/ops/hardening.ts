@@ -42,7 +42,7 @@ function corsPolicy(o: HardeningOptions) {
   };
 }
 
-/** Every header an answer to `request` carries besides its own: security headers and CORS. */
+/** Every header an answer to `request` carries besides its own (security headers, CORS), as a new object. */
 export function responseHeaders(o: HardeningOptions): (request: Request) => Record<string, string> {
   const corsOf = corsPolicy(o);
   return (request) => {

@@ -275,7 +275,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
     cellCache.clear();
     openCells.clear();
     foldedUntil = reads.foldedUntil();
-    for (const r of reads.iterateInstalls({ from: foldedUntil })) applyOpen([{ r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) }]);
+    for (const r of reads.iterateInstalls({ from: foldedUntil })) countHour(openCell, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) });
   }
 
   /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */

@@ -17,10 +17,16 @@ export const serve: Command = {
     const clock = Date.now;
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
     const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
-    const checkpoints = startCheckpointThread(workers.checkpointer, sqlite, config.db, log);
-    const store = createSqliteStore(sqlite, db);
     const metrics = createMetrics();
-    const writer = createWriter(inProcessCommit(store.write), config.maxBatch, (size, seconds) => {
+    const checkpoints = startCheckpointThread(workers.checkpointer, sqlite, config.db, log, {
+      onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds),
+    });
+    const store = createSqliteStore(sqlite, db);
+    const commit = inProcessCommit((ops) => {
+      checkpoints.beforeWrite();
+      return store.write(ops);
+    });
+    const writer = createWriter(commit, config.maxBatch, (size, seconds) => {
       metrics.batchSize.observe(size);
       metrics.commitSeconds.observe(seconds);
     });

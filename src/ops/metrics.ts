@@ -88,6 +88,9 @@ export function createMetrics() {
     ),
     batchSize: registry.add(new Histogram("installstats_write_batch_size", "Writes per committed transaction", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])),
     commitSeconds: registry.add(new Histogram("installstats_write_commit_seconds", "Time to write and commit one batch", [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])),
+    walRestartHoldSeconds: registry.add(
+      new Histogram("installstats_wal_restart_hold_seconds", "Time the writer held its batches so the WAL could start over", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]),
+    ),
     rejected: registry.add(new Counter("installstats_rejected_reports_total", "Reports not applied as sent, by reason (kept in the rejected-reports log)")),
     rateLimited: registry.add(new Counter("installstats_rate_limited_total", "Ingestion requests answered 429")),
     jobRuns: registry.add(new Counter("installstats_job_runs_total", "Scheduled job runs by job and result")),

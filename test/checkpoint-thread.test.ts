@@ -1,5 +1,6 @@
 // The checkpoint thread, for real: a Worker checkpointing a database file while a writer commits.
 import { afterAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,6 +80,33 @@ describe("checkpoint thread", () => {
       t.close();
     }
     expect(walBytes(t.path)).toBe(0); // stop copies the rest in and empties the WAL
+  }, 30_000);
+
+  test("while another connection reads old frames, the writer is held about once a second, not at every pass", async () => {
+    const holds: number[] = [];
+    const t = serving("reader.db", { url: CHECKPOINTER, options: { onHold: (seconds) => holds.push(seconds), maxFrames: 200, everyMs: 5 } });
+    try {
+      const deadline = Date.now() + 10_000;
+      for (let i = 0; holds.length === 0 && Date.now() < deadline; i++) await stream(t.writer, `w${i}`, 10);
+      expect(holds.length).toBeGreaterThan(0);
+      // A reader (another process's export, say) keeps its snapshot: frames after it cannot be copied.
+      const reader = new Database(t.path, { readonly: true });
+      reader.run("BEGIN");
+      reader.query("SELECT count(*) FROM installs").get();
+      const before = holds.length;
+      const began = performance.now();
+      for (let i = 0; performance.now() - began < 1_500; i++) await stream(t.writer, `r${i}`, 10);
+      const whileReading = holds.length - before;
+      expect(whileReading).toBeLessThanOrEqual(3);
+      reader.run("COMMIT");
+      reader.close();
+      // Once the reader is gone the WAL starts over again.
+      const after = holds.length;
+      for (let i = 0; holds.length === after && performance.now() - began < 8_000; i++) await stream(t.writer, `a${i}`, 10);
+      expect(holds.length).toBeGreaterThan(after);
+    } finally {
+      t.close();
+    }
   }, 30_000);
 
   test("a thread that asks for a hold and never lets go cannot stop the writer for long", async () => {

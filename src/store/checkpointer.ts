@@ -34,19 +34,28 @@ type Checkpoint = { busy: number; log: number; checkpointed: number };
 // starts the WAL over. SQLite's RESTART checkpoint does the same through locks, but the writer
 // then waits in SQLite's busy handler, which sleeps 1, 2, 5, 10... ms: measured, every restart
 // stalled the writer 10-35 ms, and that set the p99 latency of ingestion.
-function tick(passive: () => Checkpoint, state: Int32Array, maxFrames: number, waitMs: number): void {
+/** After a hold that a reader kept from copying everything, this long without asking again. */
+const READER_BACKOFF_MS = 1000;
+
+/**
+ * One checkpoint pass, and the hand-over when the WAL is past maxFrames and `mayHold`. Returns
+ * false when the writer was held but frames stayed uncopied: another connection (a CLI command
+ * reading meanwhile) still reads them, and asking again before it is done only stalls writes.
+ */
+function tick(passive: () => Checkpoint, state: Int32Array, maxFrames: number, waitMs: number, mayHold: boolean): boolean {
   const first = passive();
-  if (first.log <= maxFrames) return;
+  if (first.log <= maxFrames || !mayHold) return true;
   // Copies what was committed during the first pass, so that a hold is short. `log` is the WAL's
   // end as a pass began: if it did not move, nothing was committed since the first pass began,
   // and with everything copied the next commit starts the WAL over by itself.
   const second = passive();
-  if (second.log === first.log && second.busy === 0 && second.checkpointed === second.log) return;
+  if (second.log === first.log && second.busy === 0 && second.checkpointed === second.log) return true;
   Atomics.store(state, 0, HoldState.ASKED);
   // No batch within waitMs: the writer is idle, and the next pass will catch up anyway.
-  if (Atomics.wait(state, 0, HoldState.ASKED, waitMs) === "timed-out" && Atomics.compareExchange(state, 0, HoldState.ASKED, HoldState.IDLE) === HoldState.ASKED) return;
+  if (Atomics.wait(state, 0, HoldState.ASKED, waitMs) === "timed-out" && Atomics.compareExchange(state, 0, HoldState.ASKED, HoldState.IDLE) === HoldState.ASKED) return true;
   try {
-    passive();
+    const last = passive();
+    return last.checkpointed === last.log;
   } finally {
     Atomics.compareExchange(state, 0, HoldState.HELD, HoldState.IDLE);
     Atomics.notify(state, 0);
@@ -59,9 +68,10 @@ self.onmessage = (event: MessageEvent<CheckpointerStart>) => {
   sqlite.run("PRAGMA busy_timeout = 5000");
   const query = sqlite.query<Checkpoint, []>("PRAGMA wal_checkpoint(PASSIVE)");
   const state = new Int32Array(hold);
+  let holdAgainAt = 0;
   setInterval(() => {
     try {
-      tick(() => query.get()!, state, maxFrames, everyMs);
+      if (!tick(() => query.get()!, state, maxFrames, everyMs, performance.now() >= holdAgainAt)) holdAgainAt = performance.now() + READER_BACKOFF_MS;
     } catch (e) {
       self.postMessage({ error: e instanceof Error ? e.message : String(e) } satisfies CheckpointerError);
     }

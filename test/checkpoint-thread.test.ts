@@ -52,6 +52,19 @@ async function stream(writer: GroupCommitWriter, prefix: string, rounds: number)
 
 const walBytes = (path: string) => statSync(`${path}-wal`).size;
 
+/**
+ * A serving database with a fast checkpoint thread (every 5 ms, past 200 frames), streamed into
+ * until the thread's first hold: it takes a moment to start, and from then on it keeps up.
+ */
+async function servingWithHolds(name: string) {
+  const holds: number[] = [];
+  const t = serving(name, { url: CHECKPOINTER, options: { onHold: (seconds) => holds.push(seconds), maxFrames: 200, everyMs: 5 } });
+  const deadline = Date.now() + 10_000;
+  for (let i = 0; holds.length === 0 && Date.now() < deadline; i++) await stream(t.writer, `w${i}`, 10);
+  expect(holds.length).toBeGreaterThan(0);
+  return { t, holds };
+}
+
 describe("checkpoint thread", () => {
   test("under a steady stream of commits the WAL starts over, after short holds of the writer", async () => {
     // Without a checkpointer every frame stays in the WAL: the size the same stream reaches unchecked.
@@ -61,13 +74,8 @@ describe("checkpoint thread", () => {
     const unchecked = walBytes(control.path);
     control.close();
 
-    const holds: number[] = [];
-    const t = serving("checked.db", { url: CHECKPOINTER, options: { onHold: (seconds) => holds.push(seconds), maxFrames: 200, everyMs: 5 } });
+    const { t, holds } = await servingWithHolds("checked.db");
     try {
-      // The thread takes a moment to start; from its first hold on, it keeps up.
-      const deadline = Date.now() + 10_000;
-      for (let i = 0; holds.length === 0 && Date.now() < deadline; i++) await stream(t.writer, `w${i}`, 10);
-      expect(holds.length).toBeGreaterThan(0);
       const before = walBytes(t.path);
       await stream(t.writer, "s", 400);
       expect(holds.length).toBeGreaterThan(1);
@@ -83,12 +91,8 @@ describe("checkpoint thread", () => {
   }, 30_000);
 
   test("while another connection reads old frames, the writer is held about once a second, not at every pass", async () => {
-    const holds: number[] = [];
-    const t = serving("reader.db", { url: CHECKPOINTER, options: { onHold: (seconds) => holds.push(seconds), maxFrames: 200, everyMs: 5 } });
+    const { t, holds } = await servingWithHolds("reader.db");
     try {
-      const deadline = Date.now() + 10_000;
-      for (let i = 0; holds.length === 0 && Date.now() < deadline; i++) await stream(t.writer, `w${i}`, 10);
-      expect(holds.length).toBeGreaterThan(0);
       // A reader (another process's export, say) keeps its snapshot: frames after it cannot be copied.
       const reader = new Database(t.path, { readonly: true });
       reader.run("BEGIN");

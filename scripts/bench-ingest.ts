@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Database } from "bun:sqlite";
 import {
-  cpuSeconds, fileSizes, healthStats, killAllChildren, machineCpu, memSampler, readAcks, readMem, runWrk, sleep,
+  cpuSeconds, fileSizes, healthStats, tailCounters, killAllChildren, machineCpu, memSampler, readAcks, readMem, runWrk, sleep,
   spawnListening, stopGracefully, storageBreakdown, sumThreads, verifyAcks, waitForQuiet,
   type FileSizes, type Listening, type Mode, type StorageBreakdown, type Verification, type WrkResult,
 } from "./bench/lib.ts";
@@ -190,6 +190,7 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
     const runs: WrkResult[] = [];
     if (warmupS > 0) runs.push(await runWrk({ ...base, durationS: warmupS, nonce: nextNonce(), tag: "warm" }));
     const h0 = o.target === "installstats" ? await healthStats(server.url) : null;
+    const t0 = o.target === "installstats" ? await tailCounters(server.url) : null;
     const cpu0 = cpuSeconds(server.pid);
     const machine0 = machineCpu();
     const self0 = process.cpuUsage();
@@ -202,6 +203,7 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
       return (d.user + d.system) / 1e6;
     })();
     const h1 = o.target === "installstats" ? await healthStats(server.url) : null;
+    const t1 = o.target === "installstats" ? await tailCounters(server.url) : null;
     const peak = mem.finish();
     const dbPath = join(dir, "installs.db");
     const live: FileSizes | null = o.target === "installstats" ? fileSizes(dbPath) : null;
@@ -231,6 +233,14 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
       serverCpuPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / measured.wallS : null,
       wrkCpuPct: (100 * measured.cpuS) / measured.wallS,
       avgBatch: writes !== null && batches ? writes / batches : null,
+      tail:
+        t0 && t1
+          ? {
+              holds: t1.holds - t0.holds,
+              holdMs: 1000 * (t1.holdSeconds - t0.holdSeconds),
+              batchesOver10ms: t1.batches - t1.batchesUnder10ms - (t0.batches - t0.batchesUnder10ms),
+            }
+          : null,
       peakRssKb: peak.peakRssKb,
       hwmKb: peak.hwmKb,
       exitCode,

@@ -428,6 +428,29 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!;
 }
 
+/** The server's own counters that explain a latency tail: holds for WAL restarts, slow batches. */
+export interface TailCounters {
+  holds: number;
+  holdSeconds: number;
+  batches: number;
+  batchesUnder10ms: number;
+}
+
+export async function tailCounters(url: string): Promise<TailCounters | null> {
+  try {
+    const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+    const value = (series: string) => Number(text.split("\n").find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? 0);
+    return {
+      holds: value("installstats_wal_restart_hold_seconds_count"),
+      holdSeconds: value("installstats_wal_restart_hold_seconds_sum"),
+      batches: value("installstats_write_commit_seconds_count"),
+      batchesUnder10ms: value('installstats_write_commit_seconds_bucket{le="0.01"}'),
+    };
+  } catch {
+    return null;
+  }
+}
+
 export async function healthStats(url: string): Promise<{ writes: number; batches: number } | null> {
   try {
     const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5000) });

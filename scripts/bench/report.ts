@@ -20,6 +20,8 @@ export interface CellResult {
   wrkCpuPct: number;
   /** Reports per write transaction during the measured run (writer stats from /healthz). */
   avgBatch: number | null;
+  /** During the measured run, from /metrics; absent in results saved before session 4. */
+  tail?: { holds: number; holdMs: number; batchesOver10ms: number } | null;
   peakRssKb: number;
   hwmKb: number;
   exitCode: number | null;
@@ -165,19 +167,19 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   // ---------------------------------------------------------------- details
   line("## Per run");
   line();
-  line("| target | mode | conns | rep | req/s | server CPU % of a core | wrk CPU % | other processes CPU % | reports per commit | peak RSS MB (VmHWM) | acked starts | acked updates | missing | unexpected answers | exit |");
-  line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+  line("| target | mode | conns | rep | req/s | server CPU % of a core | wrk CPU % | other processes CPU % | reports per commit | batches over 10 ms | WAL restart holds (ms in all) | peak RSS MB (VmHWM) | acked starts | acked updates | missing | unexpected answers | exit |");
+  line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
   for (const c of r.cells) {
     const v = c.verification;
     const u = c.unexpected;
     const odd = Object.entries(u).filter(([, n]) => n > 0).map(([k, n]) => `${k.replace(/^n_/, "")}: ${n}`).join(", ") || "none";
     const acked = (kind: "n_created" | "n_updated") => sumCounts([c.wrk, ...(c.warmup ? [c.warmup] : [])], kind);
     line(
-      `| ${c.target} | ${c.mode} | ${c.connections} | ${c.rep + 1} | ${fmt(c.wrk.rps)} | ${fmt(c.serverCpuPct)} | ${fmt(c.wrkCpuPct)} | ${fmt(c.otherCpuPct)}${c.stealPct >= 5 ? ` (steal ${fmt(c.stealPct)})` : ""} | ${c.avgBatch === null ? "-" : fmt(c.avgBatch, 1)} | ${mb(c.hwmKb)} | ${fmt(acked("n_created"))} | ${fmt(acked("n_updated"))} | ${v ? fmt(missingOf(v)) : "-"} | ${odd} | ${c.exitCode ?? "killed"} |`,
+      `| ${c.target} | ${c.mode} | ${c.connections} | ${c.rep + 1} | ${fmt(c.wrk.rps)} | ${fmt(c.serverCpuPct)} | ${fmt(c.wrkCpuPct)} | ${fmt(c.otherCpuPct)}${c.stealPct >= 5 ? ` (steal ${fmt(c.stealPct)})` : ""} | ${c.avgBatch === null ? "-" : fmt(c.avgBatch, 1)} | ${c.tail ? fmt(c.tail.batchesOver10ms) : "-"} | ${c.tail ? `${fmt(c.tail.holds)} (${fmt(c.tail.holdMs)})` : "-"} | ${mb(c.hwmKb)} | ${fmt(acked("n_created"))} | ${fmt(acked("n_updated"))} | ${v ? fmt(missingOf(v)) : "-"} | ${odd} | ${c.exitCode ?? "killed"} |`,
     );
   }
   line();
-  line("CPU % is of one core (the machine has " + r.machine.nproc + "). other processes = machine-wide user+system CPU (/proc/stat, irq and softirq left out) minus server, wrk and harness during the measured run: anything well above a few % means the run shared the CPUs with someone else's work and its numbers are low. acked = 2xx answers recorded by wrk's response() (warm-up included). missing = acknowledged start reports absent from the database plus acknowledged updates whose record is absent or not final, checked read-only after the server stopped. The baseline stores nothing, so it has no missing column.");
+  line("CPU % is of one core (the machine has " + r.machine.nproc + "). other processes = machine-wide user+system CPU (/proc/stat, irq and softirq left out) minus server, wrk and harness during the measured run: anything well above a few % means the run shared the CPUs with someone else's work and its numbers are low. batches over 10 ms and WAL restart holds come from the server's /metrics (installstats_write_commit_seconds, installstats_wal_restart_hold_seconds): the writer's stalls, which set the latency tail. acked = 2xx answers recorded by wrk's response() (warm-up included). missing = acknowledged start reports absent from the database plus acknowledged updates whose record is absent or not final, checked read-only after the server stopped. The baseline stores nothing, so it has no missing column.");
   line();
 
   // ---------------------------------------------------------------- correctness

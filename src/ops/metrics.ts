@@ -87,7 +87,7 @@ export function createMetrics() {
       new Histogram("installstats_ingest_duration_seconds", "Time from a report's arrival to its answer (commit included)", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]),
     ),
     batchSize: registry.add(new Histogram("installstats_write_batch_size", "Writes per committed transaction", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])),
-    commitSeconds: registry.add(new Histogram("installstats_write_commit_seconds", "Time to write and commit one batch", [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])),
+    commitSeconds: registry.add(new Histogram("installstats_write_commit_seconds", "Time to write and commit one batch (a hold for a WAL restart before it included)", [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])),
     walRestartHoldSeconds: registry.add(
       new Histogram("installstats_wal_restart_hold_seconds", "Time the writer held its batches so the WAL could start over", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]),
     ),

@@ -12,13 +12,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createApp } from "../src/app.ts";
 import { defaults } from "../src/config.ts";
-import { createWriter, inProcessCommit } from "../src/ingest/writer.ts";
-import { createLogger } from "../src/ops/log.ts";
-import { createMetrics } from "../src/ops/metrics.ts";
-import { createMaintenance } from "../src/ops/maintenance.ts";
-import { seedDatabase, seedOptions } from "../src/ops/seed.ts";
-import { openDatabase } from "../src/store/database.ts";
-import { createSqliteStore } from "../src/store/sqlite-store.ts";
+import { createWriter, inProcessCommit } from "../src/store/writer.ts";
+import { createLogger } from "../src/log.ts";
+import { createMetrics } from "../src/http/metrics.ts";
+import { createMaintenance } from "../src/maintenance/maintenance.ts";
+import { seedDatabase, seedOptions } from "../src/seed/seed.ts";
+import { openDatabase } from "../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../src/store/sqlite/store.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),

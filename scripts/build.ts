@@ -8,9 +8,9 @@ const root = new URL("..", import.meta.url).pathname;
 
 const cmd = [
   // The checkpoint thread is a second entry point: a Worker inside the executable.
-  "bun", "build", "--compile", "src/main.ts", "src/store/checkpointer.ts",
+  "bun", "build", "--compile", "src/main.ts", "src/store/sqlite/checkpointer.ts",
   "--outfile", outfile,
-  // Migrations are read from /$bunfs/root/drizzle at start-up (src/store/database.ts).
+  // Migrations are read from /$bunfs/root/drizzle/<engine> at start-up (src/store/<engine>/database.ts).
   "--asset", "drizzle",
   // ESM bytecode halves start-up; plain --bytecode would default to CJS and reject top-level await.
   "--format=esm", "--bytecode", "--minify",

@@ -1,23 +1,23 @@
 // Composes the route plugins into the application; main.ts and the tests both call createApp.
 import { Elysia } from "elysia";
 import type { Config } from "./config.ts";
-import { errorBody, serverFault } from "./errors.ts";
+import { errorBody, serverFault } from "./http/errors.ts";
 import { ingestRoutes } from "./ingest/routes.ts";
-import type { GroupCommitWriter } from "./ingest/writer.ts";
-import { adminRoutes } from "./ops/admin-routes.ts";
-import { hardening, responseHeaders } from "./ops/hardening.ts";
-import type { Metrics } from "./ops/metrics.ts";
-import type { Maintenance } from "./ops/maintenance.ts";
-import { metricsRoutes } from "./ops/metrics-routes.ts";
-import { clientAddress, createRateLimiter, proxyMatcher } from "./ops/rate-limit.ts";
+import type { GroupCommitWriter } from "./store/writer.ts";
+import { adminRoutes } from "./maintenance/admin-routes.ts";
+import { hardening, responseHeaders } from "./http/hardening.ts";
+import type { Metrics } from "./http/metrics.ts";
+import type { Maintenance } from "./maintenance/maintenance.ts";
+import { metricsRoutes } from "./http/metrics-routes.ts";
+import { clientAddress, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
 import type { Server } from "bun";
-import { healthRoutes } from "./ops/health.ts";
-import type { Logger } from "./ops/log.ts";
-import { compatRoutes } from "./report/compat-routes.ts";
-import { exportRoutes } from "./report/export-routes.ts";
-import { QueryError } from "./report/query.ts";
-import { reportRoutes } from "./report/routes.ts";
-import type { StoreReads } from "./store/store.ts";
+import { healthRoutes } from "./http/health.ts";
+import type { Logger } from "./log.ts";
+import { compatRoutes } from "./read/compat-routes.ts";
+import { exportRoutes } from "./read/export-routes.ts";
+import { QueryError } from "./read/query.ts";
+import { reportRoutes } from "./read/routes.ts";
+import type { StoreReads } from "./store/contract.ts";
 import { apiDocs } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
 

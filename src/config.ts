@@ -1,5 +1,5 @@
 // One typed config object: command-line flags > INSTALLSTATS_* environment > defaults.
-import type { Level } from "./ops/log.ts";
+import type { Level } from "./log.ts";
 
 export type Durability = "full" | "normal";
 

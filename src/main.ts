@@ -3,7 +3,7 @@
 import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
 import { ConfigError, configFlags, configHelp, loadConfig } from "./config.ts";
-import { DatabaseOpenError } from "./store/database.ts";
+import { DatabaseOpenError } from "./store/sqlite/database.ts";
 import { UsageError, terminalProgress, type Command } from "./cli/command.ts";
 import { backup } from "./cli/backup.ts";
 import { exportCommand } from "./cli/export.ts";
@@ -83,7 +83,7 @@ async function run(argv: string[]): Promise<number> {
     err: (text) => process.stderr.write(text),
     progress: terminalProgress(process.stderr),
     // A second entry point of the compiled binary (scripts/build.ts).
-    workers: { checkpointer: new URL("./store/checkpointer.ts", import.meta.url) },
+    workers: { checkpointer: new URL("./store/sqlite/checkpointer.ts", import.meta.url) },
   });
 }
 

@@ -4,17 +4,17 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createWriter, inProcessCommit, type GroupCommitWriter } from "../src/ingest/writer.ts";
-import { createLogger } from "../src/ops/log.ts";
-import { openDatabase } from "../src/store/database.ts";
-import { createSqliteStore } from "../src/store/sqlite-store.ts";
-import { startCheckpointThread, type CheckpointOptions } from "../src/store/checkpoint-thread.ts";
-import type { WriteOp } from "../src/store/store.ts";
+import { createWriter, inProcessCommit, type GroupCommitWriter } from "../src/store/writer.ts";
+import { createLogger } from "../src/log.ts";
+import { openDatabase } from "../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../src/store/sqlite/store.ts";
+import { startCheckpointThread, type CheckpointOptions } from "../src/store/sqlite/checkpoint-thread.ts";
+import type { WriteOp } from "../src/store/contract.ts";
 
 const DIR = mkdtempSync(join(tmpdir(), "installstats-checkpoint-"));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
-const CHECKPOINTER = new URL("../src/store/checkpointer.ts", import.meta.url);
+const CHECKPOINTER = new URL("../src/store/sqlite/checkpointer.ts", import.meta.url);
 
 const start = (id: string): WriteOp => ({
   kind: "start",

@@ -16,20 +16,20 @@ import { importCommand } from "../src/cli/import.ts";
 import { prune } from "../src/cli/prune.ts";
 import { replay } from "../src/cli/replay.ts";
 import { restore } from "../src/cli/restore.ts";
-import { deriveOutcome } from "../src/ingest/outcome.ts";
-import { inProcessCommit } from "../src/ingest/writer.ts";
-import { exportRoutes } from "../src/report/export-routes.ts";
-import { BackupError, backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/ops/backup.ts";
-import { exportInstalls } from "../src/ops/export-installs.ts";
-import { importRecords, parseTimestamp, splitRecords, type Piece } from "../src/ops/import-records.ts";
-import { pruneOlderThan } from "../src/ops/prune.ts";
-import { replayRejected } from "../src/ops/replay.ts";
-import { toRecord, type InstallRecord } from "../src/report/record.ts";
-import { verifyRollups } from "../src/report/verify.ts";
-import { APPLICATION_ID, DatabaseOpenError, migrationsFolder, openDatabase } from "../src/store/database.ts";
-import { rejectedReports } from "../src/store/schema.ts";
-import { createSqliteStore } from "../src/store/sqlite-store.ts";
-import type { StartReport, Store, WriteOp } from "../src/store/store.ts";
+import { deriveOutcome } from "../src/domain/outcome.ts";
+import { inProcessCommit } from "../src/store/writer.ts";
+import { exportRoutes } from "../src/read/export-routes.ts";
+import { BackupError, backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/store/sqlite/backup.ts";
+import { exportInstalls } from "../src/transfer/export-installs.ts";
+import { importRecords, parseTimestamp, splitRecords, type Piece } from "../src/transfer/import-records.ts";
+import { pruneOlderThan } from "../src/maintenance/prune.ts";
+import { replayRejected } from "../src/maintenance/replay.ts";
+import { toRecord, type InstallRecord } from "../src/read/record.ts";
+import { verifyRollups } from "../src/maintenance/verify.ts";
+import { APPLICATION_ID, DatabaseOpenError, migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
+import { rejectedReports } from "../src/store/sqlite/schema.ts";
+import { createSqliteStore } from "../src/store/sqlite/store.ts";
+import type { StartReport, Store, WriteOp } from "../src/store/contract.ts";
 import { startReport, testApp } from "./helpers/app.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
@@ -65,7 +65,7 @@ async function run(command: Command, db: string, flags: Record<string, string | 
   let err = "";
   const all = { db, durability: "normal", ...flags };
   const code = await command.run({
-    workers: { checkpointer: new URL("../src/store/checkpointer.ts", import.meta.url) },
+    workers: { checkpointer: new URL("../src/store/sqlite/checkpointer.ts", import.meta.url) },
     config: loadConfig(all, {}), flags: all, positionals, version: "test",
     out: (t) => void (out += t), err: (t) => void (err += t), progress: () => {},
   });
@@ -178,8 +178,8 @@ describe("backup", () => {
     const writerScript = tmp("writer.ts");
     writeFileSync(
       writerScript,
-      `import { openDatabase } from ${JSON.stringify(`${ROOT}/src/store/database.ts`)};
-import { createSqliteStore } from ${JSON.stringify(`${ROOT}/src/store/sqlite-store.ts`)};
+      `import { openDatabase } from ${JSON.stringify(`${ROOT}/src/store/sqlite/database.ts`)};
+import { createSqliteStore } from ${JSON.stringify(`${ROOT}/src/store/sqlite/store.ts`)};
 const { sqlite, db } = openDatabase(process.argv[2], { durability: "normal", migrate: false });
 const store = createSqliteStore(sqlite, db);
 const t0 = Date.parse("2026-01-01T00:00:00Z");

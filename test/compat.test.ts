@@ -3,11 +3,11 @@
 // reports sent; then streaming (lazy, bounded memory, writes interleave) and the pure helpers.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
-import { reuseWhileExpensive, CHUNK_ROWS, EXPENSIVE_MS } from "../src/report/compat-routes.ts";
+import { reuseWhileExpensive, CHUNK_ROWS, EXPENSIVE_MS } from "../src/read/compat-routes.ts";
 import {
   compatId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toCompatRecord, type CompatSource,
-} from "../src/report/compat.ts";
-import type { WriteOp } from "../src/store/store.ts";
+} from "../src/read/compat.ts";
+import type { WriteOp } from "../src/store/contract.ts";
 
 /** The original's record: Go DataModel fields, in declaration order (json.Encoder keeps it). */
 const ORIGINAL_FIELDS = [

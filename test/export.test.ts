@@ -2,11 +2,11 @@
 // NDJSON (lossless), same filters as GET /api/installs, streamed, closed on cancel.
 import { describe, expect, test } from "bun:test";
 import { createApp } from "../src/app.ts";
-import { createLogger } from "../src/ops/log.ts";
-import { CONTENT_TYPES, EXPORT_COLUMNS, csvHeader, csvRow, exportFilename, exportStream, ndjsonLine } from "../src/report/export.ts";
-import { InstallRecord, toRecord } from "../src/report/record.ts";
-import type { InstallRow } from "../src/store/schema.ts";
-import type { StoreReads, WriteOp } from "../src/store/store.ts";
+import { createLogger } from "../src/log.ts";
+import { CONTENT_TYPES, EXPORT_COLUMNS, csvHeader, csvRow, exportFilename, exportStream, ndjsonLine } from "../src/read/export.ts";
+import { InstallRecord, toRecord } from "../src/read/record.ts";
+import type { InstallRow } from "../src/store/sqlite/schema.ts";
+import type { StoreReads, WriteOp } from "../src/store/contract.ts";
 import { startReport, testApp } from "./helpers/app.ts";
 
 /** DESIGN.md section 3, in order. */

@@ -1,11 +1,11 @@
 // Scheduled jobs: stuck installs expire through the write path; runs are logged and counted.
 import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
-import { createLogger } from "../src/ops/log.ts";
-import { startJobs } from "../src/ops/jobs.ts";
-import { expireStuck, expireStuckJob } from "../src/ops/expire-stuck.ts";
-import type { InstallRow } from "../src/store/schema.ts";
-import { verifyRollups } from "../src/report/verify.ts";
+import { createLogger } from "../src/log.ts";
+import { startJobs } from "../src/maintenance/jobs.ts";
+import { expireStuck, expireStuckJob } from "../src/maintenance/expire-stuck.ts";
+import type { InstallRow } from "../src/store/sqlite/schema.ts";
+import { verifyRollups } from "../src/maintenance/verify.ts";
 
 const HOUR = 3_600_000;
 

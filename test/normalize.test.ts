@@ -7,8 +7,8 @@ import {
   normalizeStart,
   normalizeUpdate,
   type NormalizeOptions,
-} from "../src/ingest/normalize.ts";
-import type { StartReport, StatusUpdate } from "../src/store/store.ts";
+} from "../src/domain/normalize.ts";
+import type { StartReport, StatusUpdate } from "../src/store/contract.ts";
 
 const OPTS: NormalizeOptions = {
   maxFieldLength: defaults.maxFieldLength,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { deriveOutcome, isFinal } from "../src/ingest/outcome.ts";
-import type { Outcome } from "../src/store/schema.ts";
+import { deriveOutcome, isFinal } from "../src/domain/outcome.ts";
+import type { Outcome } from "../src/store/sqlite/schema.ts";
 
 // deriveOutcome receives what normalize produced: status trimmed and lowercased, error
 // cleaned (or null). Every case: [status, error, expected outcome].

@@ -1,7 +1,7 @@
 // Per-client rate limiting (proxy-aware only for trusted proxies) and the Prometheus metrics.
 import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
-import { clientAddress, createRateLimiter, proxyMatcher } from "../src/ops/rate-limit.ts";
+import { clientAddress, createRateLimiter, proxyMatcher } from "../src/http/rate-limit.ts";
 
 describe("token bucket", () => {
   test("burst, then the rate; Retry-After says when the next token comes", () => {

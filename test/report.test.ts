@@ -3,8 +3,8 @@
 // every aggregate is compared with a plain recount of the raw rows.
 import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
-import { errorSignature } from "../src/report/error-signature.ts";
-import { verifyRollups } from "../src/report/verify.ts";
+import { errorSignature } from "../src/domain/error-signature.ts";
+import { verifyRollups } from "../src/maintenance/verify.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

@@ -1,12 +1,12 @@
 // `installstats seed`: the synthetic data generator (distributions, determinism) and writing
 // through the store's one write path.
 import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { openDatabase } from "../src/store/database.ts";
-import { createSqliteStore } from "../src/store/sqlite-store.ts";
-import type { Store, WriteOp } from "../src/store/store.ts";
-import { errorSignature } from "../src/report/error-signature.ts";
-import { generateInstalls, seedDatabase, seedOptions, type SeedInstall, type SeedOptions } from "../src/ops/seed.ts";
-import { Rng, buildCatalogue, uuid4, type AppSpec } from "../src/ops/seed-data.ts";
+import { openDatabase } from "../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../src/store/sqlite/store.ts";
+import type { Store, WriteOp } from "../src/store/contract.ts";
+import { errorSignature } from "../src/domain/error-signature.ts";
+import { generateInstalls, seedDatabase, seedOptions, type SeedInstall, type SeedOptions } from "../src/seed/seed.ts";
+import { Rng, buildCatalogue, uuid4, type AppSpec } from "../src/seed/seed-data.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

@@ -1,9 +1,9 @@
 // signaturePage over an in-memory list: exact pages, bounded reads, cursors that resume.
 import { describe, expect, test } from "bun:test";
-import { errorSignature, signatureId } from "../src/report/error-signature.ts";
-import { signaturePage, type PageReader } from "../src/report/signature-filter.ts";
-import type { InstallRow } from "../src/store/schema.ts";
-import type { ListCursor } from "../src/store/store.ts";
+import { errorSignature, signatureId } from "../src/domain/error-signature.ts";
+import { signaturePage, type PageReader } from "../src/read/signature-filter.ts";
+import type { InstallRow } from "../src/store/sqlite/schema.ts";
+import type { ListCursor } from "../src/store/contract.ts";
 
 const row = (i: number, error: string): InstallRow => ({
   randomId: `r${i}`, type: "lxc", ctType: 1, diskSize: 4, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "no",

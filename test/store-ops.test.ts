@@ -5,10 +5,10 @@ import { startReport, testApp } from "./helpers/app.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { verifyRollups } from "../src/report/verify.ts";
-import { openDatabase } from "../src/store/database.ts";
-import { createSqliteStore } from "../src/store/sqlite-store.ts";
-import type { Store, WriteOp } from "../src/store/store.ts";
+import { verifyRollups } from "../src/maintenance/verify.ts";
+import { openDatabase } from "../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../src/store/sqlite/store.ts";
+import type { Store, WriteOp } from "../src/store/contract.ts";
 
 describe("delete", () => {
   test("removes the record, its held update and its rejected-log bodies; rollups follow", async () => {

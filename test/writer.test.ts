@@ -1,9 +1,9 @@
 // The group-commit writer, against a real store.
 import { describe, expect, test } from "bun:test";
-import { createWriter, inProcessCommit, StorageUnavailableError } from "../src/ingest/writer.ts";
-import { openDatabase } from "../src/store/database.ts";
-import { createSqliteStore } from "../src/store/sqlite-store.ts";
-import type { WriteOp } from "../src/store/store.ts";
+import { createWriter, inProcessCommit, StorageUnavailableError } from "../src/store/writer.ts";
+import { openDatabase } from "../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../src/store/sqlite/store.ts";
+import type { WriteOp } from "../src/store/contract.ts";
 
 const start = (id: string): WriteOp => ({
   kind: "start",

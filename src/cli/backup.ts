@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
-import { BackupError, backupDatabase } from "../ops/backup.ts";
-import { openDatabase } from "../store/database.ts";
+import { BackupError, backupDatabase } from "../store/sqlite/backup.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
 import { UsageError, type Command } from "./command.ts";
 
 export const backup: Command = {

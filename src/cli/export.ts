@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { exportInstalls } from "../ops/export-installs.ts";
-import type { ExportFormat } from "../report/export.ts";
-import { DEFAULT_EXPORT_FORMAT } from "../report/export-routes.ts";
-import { QueryError, type FilterQuery } from "../report/query.ts";
-import { openDatabase } from "../store/database.ts";
-import { installs } from "../store/schema.ts";
-import { createSqliteReads } from "../store/sqlite-reads.ts";
+import { exportInstalls } from "../transfer/export-installs.ts";
+import type { ExportFormat } from "../read/export.ts";
+import { DEFAULT_EXPORT_FORMAT } from "../read/export-routes.ts";
+import { QueryError, type FilterQuery } from "../read/query.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
+import { installs } from "../store/sqlite/schema.ts";
+import { createSqliteReads } from "../store/sqlite/reads.ts";
 import { UsageError, type Command, type Flag } from "./command.ts";
 
 const OUTCOMES: readonly string[] = installs.outcome.enumValues;

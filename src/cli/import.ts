@@ -1,8 +1,8 @@
 import { existsSync, statSync } from "node:fs";
-import { inProcessCommit } from "../ingest/writer.ts";
-import { ImportFormatError, importRecords } from "../ops/import-records.ts";
-import { openDatabase } from "../store/database.ts";
-import { createSqliteStore } from "../store/sqlite-store.ts";
+import { inProcessCommit } from "../store/writer.ts";
+import { ImportFormatError, importRecords } from "../transfer/import-records.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
+import { createSqliteStore } from "../store/sqlite/store.ts";
 import { UsageError, type Command } from "./command.ts";
 
 /** Invalid records listed one by one on stderr; past this, only counted. */

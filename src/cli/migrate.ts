@@ -1,4 +1,4 @@
-import { openDatabase } from "../store/database.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
 import type { Command } from "./command.ts";
 
 export const migrate: Command = {

@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { parseDuration } from "../config.ts";
-import { inProcessCommit } from "../ingest/writer.ts";
-import { pruneOlderThan } from "../ops/prune.ts";
-import { openDatabase } from "../store/database.ts";
-import { createSqliteStore } from "../store/sqlite-store.ts";
+import { inProcessCommit } from "../store/writer.ts";
+import { pruneOlderThan } from "../maintenance/prune.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
+import { createSqliteStore } from "../store/sqlite/store.ts";
 import { UsageError, type Command } from "./command.ts";
 
 export const prune: Command = {

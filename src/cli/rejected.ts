@@ -1,6 +1,6 @@
-import { openDatabase } from "../store/database.ts";
-import { createSqliteReads } from "../store/sqlite-reads.ts";
-import { rejectedReports, type RejectReason } from "../store/schema.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
+import { createSqliteReads } from "../store/sqlite/reads.ts";
+import { rejectedReports, type RejectReason } from "../store/sqlite/schema.ts";
 import { UsageError, countFlag, type Command } from "./command.ts";
 
 const REASONS: readonly string[] = rejectedReports.reason.enumValues;

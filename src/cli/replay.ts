@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
-import { inProcessCommit } from "../ingest/writer.ts";
-import { REPLAYABLE, replayRejected, type ReplayableReason } from "../ops/replay.ts";
-import { openDatabase } from "../store/database.ts";
-import { createSqliteStore } from "../store/sqlite-store.ts";
+import { inProcessCommit } from "../store/writer.ts";
+import { REPLAYABLE, replayRejected, type ReplayableReason } from "../maintenance/replay.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
+import { createSqliteStore } from "../store/sqlite/store.ts";
 import { UsageError, countFlag, type Command } from "./command.ts";
 
 export const replay: Command = {

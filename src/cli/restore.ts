@@ -1,4 +1,4 @@
-import { BackupError, restoreDatabase } from "../ops/backup.ts";
+import { BackupError, restoreDatabase } from "../store/sqlite/backup.ts";
 import { UsageError, type Command } from "./command.ts";
 
 export const restore: Command = {

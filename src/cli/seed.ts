@@ -1,6 +1,6 @@
-import { openDatabase } from "../store/database.ts";
-import { createSqliteStore } from "../store/sqlite-store.ts";
-import { SEED_DEFAULTS, seedDatabase, seedOptions } from "../ops/seed.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
+import { createSqliteStore } from "../store/sqlite/store.ts";
+import { SEED_DEFAULTS, seedDatabase, seedOptions } from "../seed/seed.ts";
 import { UsageError, countFlag, type Command } from "./command.ts";
 
 export const seed: Command = {

@@ -1,13 +1,13 @@
 import { composeRoutes, createApp } from "../app.ts";
-import { createWriter, inProcessCommit } from "../ingest/writer.ts";
-import { createSqliteStore } from "../store/sqlite-store.ts";
-import { createLogger } from "../ops/log.ts";
-import { createMetrics } from "../ops/metrics.ts";
-import { startJobs } from "../ops/jobs.ts";
-import { scheduledJobs } from "../ops/schedule.ts";
-import { createMaintenance } from "../ops/maintenance.ts";
-import { openDatabase } from "../store/database.ts";
-import { startCheckpointThread } from "../store/checkpoint-thread.ts";
+import { createWriter, inProcessCommit } from "../store/writer.ts";
+import { createSqliteStore } from "../store/sqlite/store.ts";
+import { createLogger } from "../log.ts";
+import { createMetrics } from "../http/metrics.ts";
+import { startJobs } from "../maintenance/jobs.ts";
+import { scheduledJobs } from "../maintenance/schedule.ts";
+import { createMaintenance } from "../maintenance/maintenance.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
+import { startCheckpointThread } from "../store/sqlite/checkpoint-thread.ts";
 import { UsageError, type Command } from "./command.ts";
 
 export const serve: Command = {

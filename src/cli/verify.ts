@@ -1,8 +1,8 @@
-import { verifyRollups } from "../report/verify.ts";
-import { openDatabase } from "../store/database.ts";
+import { verifyRollups } from "../maintenance/verify.ts";
+import { openDatabase } from "../store/sqlite/database.ts";
 import { UsageError, type Command } from "./command.ts";
-import { databaseInUse } from "../ops/backup.ts";
-import { createSqliteStore } from "../store/sqlite-store.ts";
+import { databaseInUse } from "../store/sqlite/backup.ts";
+import { createSqliteStore } from "../store/sqlite/store.ts";
 
 export const verify: Command = {
   name: "verify",

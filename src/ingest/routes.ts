@@ -1,17 +1,17 @@
 // The wire protocol: POST /upload and POST /upload/updatestatus (DESIGN.md sections 1-2).
 import { Elysia, t } from "elysia";
-import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault, type ErrorCode } from "../errors.ts";
-import type { Logger } from "../ops/log.ts";
-import type { Endpoint, WriteOp, WriteResult } from "../store/store.ts";
-import type { RejectReason } from "../store/schema.ts";
-import { OutcomeSchema } from "../report/record.ts";
+import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault, type ErrorCode } from "../http/errors.ts";
+import type { Logger } from "../log.ts";
+import type { Endpoint, WriteOp, WriteResult } from "../store/contract.ts";
+import type { RejectReason } from "../store/sqlite/schema.ts";
+import { OutcomeSchema } from "../read/record.ts";
 import { parseLenientJson } from "./lenient-json.ts";
-import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "./normalize.ts";
+import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
 import { readBody } from "./read-body.ts";
-import type { GroupCommitWriter } from "./writer.ts";
+import type { GroupCommitWriter } from "../store/writer.ts";
 import type { Server } from "bun";
-import type { Metrics } from "../ops/metrics.ts";
-import type { RateLimiter } from "../ops/rate-limit.ts";
+import type { Metrics } from "../http/metrics.ts";
+import type { RateLimiter } from "../http/rate-limit.ts";
 
 const PATHS = { upload: "/upload", updatestatus: "/upload/updatestatus" } as const satisfies Record<Endpoint, string>;
 

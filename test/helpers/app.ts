@@ -1,13 +1,13 @@
 // An in-process app over an in-memory database, with a clock the test moves by hand.
 import { createApp } from "../../src/app.ts";
 import { defaults, type Config } from "../../src/config.ts";
-import { createWriter, inProcessCommit } from "../../src/ingest/writer.ts";
-import { createLogger } from "../../src/ops/log.ts";
-import { createMetrics } from "../../src/ops/metrics.ts";
-import { createMaintenance } from "../../src/ops/maintenance.ts";
-import { openDatabase } from "../../src/store/database.ts";
-import { rejectedReports } from "../../src/store/schema.ts";
-import { createSqliteStore } from "../../src/store/sqlite-store.ts";
+import { createWriter, inProcessCommit } from "../../src/store/writer.ts";
+import { createLogger } from "../../src/log.ts";
+import { createMetrics } from "../../src/http/metrics.ts";
+import { createMaintenance } from "../../src/maintenance/maintenance.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
+import { rejectedReports } from "../../src/store/sqlite/schema.ts";
+import { createSqliteStore } from "../../src/store/sqlite/store.ts";
 
 export function manualClock(start = Date.parse("2026-06-01T12:00:00Z")) {
   let now = start;

@@ -1,6 +1,6 @@
 // The read API as the dashboard calls it. Response types come from the server's schemas.
-import type { InstallRecord } from "../../report/record.ts";
-import type { BreakdownResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../report/routes.ts";
+import type { InstallRecord } from "../../read/record.ts";
+import type { BreakdownResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../read/routes.ts";
 
 export type { BreakdownResponse, ErrorsResponse, InstallPageResponse, InstallRecord, SummaryResponse, TimeseriesResponse };
 

@@ -1,6 +1,6 @@
 // Building blocks shared by the views: panels, headline cards, ranked bars, states.
-import { OUTCOMES } from "../../report/rollup.ts";
-import type { Outcome } from "../../store/schema.ts";
+import { OUTCOMES } from "../../domain/rollup.ts";
+import type { Outcome } from "../../store/sqlite/schema.ts";
 import { h } from "./dom.ts";
 import { count, label, percent } from "./format.ts";
 

@@ -1,0 +1,282 @@
+// Rollups: per time bucket (hour, day) and per app slice ("*" = every app), the counts of every
+// dimension value by outcome, plus duration histograms and error-signature counts.
+// One row holds every dimension, so a write batch touches (distinct apps + 1) x grains rows
+// however many dimensions there are (docs/decisions.md, "Rollups").
+import type { InstallRow, Outcome } from "../store/sqlite/schema.ts";
+
+export const OUTCOMES = ["success", "failed", "aborted", "in_progress", "unknown"] as const satisfies readonly Outcome[];
+export const OUTCOME_INDEX: Record<Outcome, number> = { success: 0, failed: 1, aborted: 2, in_progress: 3, unknown: 4 };
+
+/** Dimensions a breakdown can group by. */
+export const DIMENSIONS = ["nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size"] as const;
+export type Dimension = (typeof DIMENSIONS)[number];
+
+/** Row slice of every app; one app's slice is appSlice(nsapp) (prefixed, so no app name can collide). */
+export const ALL_APPS = "*";
+export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
+export const HOUR = 3_600_000;
+export const DAY = 24 * HOUR;
+/** Hour and day cells serve ragged window edges; month cells (calendar months, UTC) long windows. */
+export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
+export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
+const ALL_GRAINS: readonly Grain[] = [GRAINS.hour, GRAINS.day, GRAINS.month];
+/** Counts by outcome, indexed as OUTCOMES. */
+export type Counts = [number, number, number, number, number];
+
+export interface RollupData {
+  /** dimension -> value -> counts; "" stands for an absent value. */
+  dims: Partial<Record<Dimension, Record<string, Counts>>>;
+  /** outcome -> duration bin -> installs that finished with that outcome and a known duration. */
+  dur: Partial<Record<Outcome, Record<string, number>>>;
+  /** error signature id -> failed installs with that signature. */
+  err: Record<string, number>;
+}
+
+/** The fields of a record that rollups read. */
+export type RollupRecord = Pick<
+  InstallRow,
+  "nsapp" | "osType" | "osVersion" | "pveVersion" | "type" | "method" | "status" | "ctType" | "coreCount" | "ramSize" | "outcome" | "createdAt" | "durationMs" | "error"
+>;
+
+const text = (v: string | number | null): string => (v === null ? "" : String(v));
+
+export function dimensionValue(r: RollupRecord, dim: Dimension): string {
+  switch (dim) {
+    case "nsapp": return text(r.nsapp);
+    case "os": return [r.osType, r.osVersion].filter((v) => v !== null).join(" ");
+    case "pve_version": return text(r.pveVersion);
+    case "type": return r.type;
+    case "method": return text(r.method);
+    case "status": return r.status;
+    case "ct_type": return text(r.ctType);
+    case "core_count": return text(r.coreCount);
+    case "ram_size": return text(r.ramSize);
+  }
+}
+
+// Durations in log-spaced bins, four per doubling (each bin spans +19%), from 1 s to ~18 days.
+const BINS_PER_DOUBLING = 4;
+export function durationBin(ms: number): number {
+  const s = Math.max(ms, 1000) / 1000;
+  return Math.min(Math.floor(Math.log2(s) * BINS_PER_DOUBLING), 80);
+}
+/** The geometric middle of a bin, in seconds. */
+export const binMiddleSeconds = (bin: number): number => 2 ** ((bin + 0.5) / BINS_PER_DOUBLING);
+
+export function bucketStart(t: number, grain: Grain): number {
+  if (grain === GRAINS.hour) return t - (t % HOUR);
+  if (grain === GRAINS.day) return t - (t % DAY);
+  const d = new Date(t);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+/** The first month boundary at or after `t`. */
+export function monthCeil(t: number): number {
+  const start = bucketStart(t, GRAINS.month);
+  if (start === t) return t;
+  const d = new Date(start);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: {} });
+
+/** A record's value in every dimension, computed once however many cells it is counted in. */
+export function dimensionValues(r: RollupRecord): string[] {
+  return DIMENSIONS.map((dim) => dimensionValue(r, dim));
+}
+
+/**
+ * Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of
+ * record `r` into `d`. Entries a removal brings to zero go, so a cell always equals a recount.
+ */
+export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, app: string, errorSig: string | null, values = dimensionValues(r)): void {
+  const i = OUTCOME_INDEX[outcome];
+  // An app row is its own nsapp: it skips the first dimension.
+  for (let k = app === ALL_APPS ? 0 : 1; k < DIMENSIONS.length; k++) {
+    const dim = DIMENSIONS[k]!;
+    const byValue = (d.dims[dim] ??= {});
+    const value = values[k]!;
+    const counts = (byValue[value] ??= [0, 0, 0, 0, 0]);
+    counts[i] = counts[i]! + sign;
+    if (sign < 0 && counts[i] === 0 && counts.every((c) => c === 0)) {
+      delete byValue[value];
+      if (isBare(byValue)) delete d.dims[dim];
+    }
+  }
+  if (r.durationMs !== null && outcome !== "in_progress") {
+    const bins = (d.dur[outcome] ??= {});
+    const bin = durationBin(r.durationMs);
+    const v = (bins[bin] ?? 0) + sign;
+    if (v !== 0) bins[bin] = v;
+    else {
+      delete bins[bin];
+      if (isBare(bins)) delete d.dur[outcome];
+    }
+  }
+  if (errorSig !== null && outcome === "failed") {
+    const v = (d.err[errorSig] ?? 0) + sign;
+    if (v !== 0) d.err[errorSig] = v;
+    else delete d.err[errorSig];
+  }
+}
+
+/** Counts `sign` installs of `r` into its hour cell of every app slice it belongs to. */
+export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount): void {
+  const values = dimensionValues(c.r);
+  const hour = bucketStart(c.r.createdAt, GRAINS.hour);
+  addRecord(cellOf(ALL_APPS, hour), c.r, c.outcome, c.sign, ALL_APPS, c.errorSig, values);
+  const app = appSlice(c.r.nsapp);
+  addRecord(cellOf(app, hour), c.r, c.outcome, c.sign, app, c.errorSig, values);
+}
+
+/** a += b, dropping entries that reach zero so a row always equals a recount. */
+export function mergeInto(a: RollupData, b: RollupData): RollupData {
+  // A map can only become empty if it was new or lost an entry: only then is it checked.
+  for (const dim in b.dims) {
+    const values = b.dims[dim as Dimension]!;
+    let target = a.dims[dim as Dimension];
+    let check = target === undefined;
+    target ??= a.dims[dim as Dimension] = {};
+    for (const value in values) {
+      const counts = values[value]!;
+      const t = (target[value] ??= [0, 0, 0, 0, 0]);
+      let any = 0;
+      for (let k = 0; k < 5; k++) any |= t[k] = t[k]! + counts[k]!;
+      if (any === 0) {
+        delete target[value];
+        check = true;
+      }
+    }
+    if (check && isBare(target)) delete a.dims[dim as Dimension];
+  }
+  for (const outcome in b.dur) {
+    const bins = b.dur[outcome as Outcome]!;
+    let target = a.dur[outcome as Outcome];
+    let check = target === undefined;
+    target ??= a.dur[outcome as Outcome] = {};
+    for (const bin in bins) {
+      const v = (target[bin] ?? 0) + bins[bin]!;
+      if (v === 0) {
+        delete target[bin];
+        check = true;
+      } else target[bin] = v;
+    }
+    if (check && isBare(target)) delete a.dur[outcome as Outcome];
+  }
+  for (const sig in b.err) {
+    const v = (a.err[sig] ?? 0) + b.err[sig]!;
+    if (v === 0) delete a.err[sig];
+    else a.err[sig] = v;
+  }
+  return a;
+}
+
+function isBare(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
+export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length === 0;
+
+/** Row key of a rollup cell. */
+export type RollupKey = {
+  grain: Grain;
+  app: string;
+  bucket: number;
+};
+
+type CellMap = Map<string, { key: RollupKey; data: RollupData }>;
+
+/** One record counted (+1) or uncounted (-1) as `outcome`. */
+export interface OpenCount {
+  r: RollupRecord;
+  outcome: Outcome;
+  sign: 1 | -1;
+  errorSig: string | null;
+}
+
+/**
+ * Deltas of one write batch, collected in memory and merged into the stored rows in the same
+ * transaction: each row is read and written once per batch, whatever the number of records.
+ *
+ * Hours before `foldedUntil` are folded: their records count in stored hour, day and month cells
+ * (`cells`). Later hours are open: their hour cells are not stored but kept in memory by the
+ * store, derived from the raw records (`open`); the fold job stores each closed hour's cells and
+ * adds them to the day and month cells (docs/decisions.md, "Open hours").
+ */
+export class RollupDeltas {
+  readonly cells: CellMap = new Map();
+  /**
+   * Counts in open hours, kept as records: the store counts them straight into its in-memory
+   * cells after COMMIT (building cells per batch and merging them cost twice as much).
+   */
+  readonly open: OpenCount[] = [];
+
+  constructor(readonly foldedUntil: number) {}
+
+  private static cell(map: CellMap, grain: Grain, bucket: number, app: string): RollupData {
+    const id = `${grain}|${bucket}|${app}`;
+    let cell = map.get(id);
+    if (!cell) map.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
+    return cell.data;
+  }
+
+  /** Counts `sign` installs of `r` as `outcome` in every cell it belongs to. */
+  add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
+    if (bucketStart(r.createdAt, GRAINS.hour) >= this.foldedUntil) {
+      this.open.push({ r, outcome, sign, errorSig });
+      return;
+    }
+    const values = dimensionValues(r);
+    const apps = [ALL_APPS, appSlice(r.nsapp)];
+    for (const grain of ALL_GRAINS) {
+      const bucket = bucketStart(r.createdAt, grain);
+      for (const app of apps) addRecord(RollupDeltas.cell(this.cells, grain, bucket, app), r, outcome, sign, app, errorSig, values);
+    }
+  }
+
+  /** The open hours' counts as hour cells (the fold job and verify; the store counts them directly). */
+  openCells(): CellMap {
+    const cells: CellMap = new Map();
+    for (const c of this.open) countHour((app, hour) => RollupDeltas.cell(cells, GRAINS.hour, hour, app), c);
+    return cells;
+  }
+
+  /** Stores a whole open hour cell and adds it to the day and month cells that contain it (folding). */
+  foldHour(app: string, hour: number, data: RollupData): void {
+    for (const grain of ALL_GRAINS) mergeInto(RollupDeltas.cell(this.cells, grain, bucketStart(hour, grain), app), data);
+  }
+}
+
+/** How a cell is stored: three JSON columns, so readers parse only the part they need. */
+export interface RollupColumns {
+  data: string;
+  apps: string;
+  errors: string;
+}
+export type RollupPart = keyof RollupColumns;
+
+export function toColumns(d: RollupData): RollupColumns {
+  const { nsapp, ...rest } = d.dims;
+  return { data: JSON.stringify({ dims: rest, dur: d.dur }), apps: JSON.stringify(nsapp ?? {}), errors: JSON.stringify(d.err) };
+}
+
+export function fromColumns(c: Partial<RollupColumns>): RollupData {
+  const d = emptyData();
+  for (const part of ["data", "apps", "errors"] as const) {
+    const text = c[part];
+    if (text) addColumn(d, part, text);
+  }
+  return d;
+}
+
+/** Parses one stored column into `d` (a cell read part by part). */
+export function addColumn(d: RollupData, part: RollupPart, text: string): void {
+  if (part === "data") {
+    const { dims, dur } = JSON.parse(text) as Pick<RollupData, "dims" | "dur">;
+    d.dims = d.dims.nsapp ? { ...dims, nsapp: d.dims.nsapp } : dims;
+    d.dur = dur;
+  } else if (part === "apps") {
+    if (text !== "{}") d.dims.nsapp = JSON.parse(text) as Record<string, Counts>;
+  } else d.err = JSON.parse(text) as Record<string, number>;
+}

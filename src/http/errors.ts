@@ -1,0 +1,54 @@
+// The one error shape every endpoint answers with (DESIGN.md section 2).
+import { t, type Static } from "elysia";
+import { StorageUnavailableError } from "../store/writer.ts";
+import type { Logger } from "../log.ts";
+
+export const ErrorBody = t.Object(
+  {
+    error: t.String({ description: "machine-readable code, e.g. invalid_json, invalid_field, not_found" }),
+    message: t.String({ description: "what is wrong, for a human" }),
+    field: t.Optional(t.String({ description: "the field at fault, when there is one" })),
+  },
+  { title: "Error" },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
+
+export type ErrorCode =
+  | "invalid_json"
+  | "invalid_field"
+  | "already_final"
+  | "payload_too_large"
+  | "not_found"
+  | "unauthorized"
+  | "forbidden"
+  | "rate_limited"
+  | "storage_unavailable"
+  | "internal";
+
+export function errorBody(error: ErrorCode, message: string, field?: string | null): ErrorBody {
+  return field ? { error, message, field } : { error, message };
+}
+
+/** Seconds a client should wait before retrying after a 503. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** An answer to a failure that is not the client's: storage refusing writes (503) or a bug (500). */
+export interface ServerFault {
+  status: 500 | 503;
+  body: ErrorBody;
+  headers: Record<string, string>;
+}
+
+/** Logs the failure and says how to answer it; no stack trace reaches the client. */
+export function serverFault(error: unknown, path: string, log: Logger): ServerFault {
+  if (error instanceof StorageUnavailableError) {
+    log.error("storage unavailable", { path, error: error.message });
+    return {
+      status: 503,
+      body: errorBody("storage_unavailable", "the database cannot accept writes right now; retry later"),
+      headers: { "retry-after": String(RETRY_AFTER_SECONDS) },
+    };
+  }
+  log.error("unhandled error", { path, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  return { status: 500, body: errorBody("internal", "internal error; see the server log"), headers: {} };
+}

@@ -1,0 +1,102 @@
+// Admin actions over HTTP; every route here needs the admin token (src/ops/access.ts).
+import { Elysia, t } from "elysia";
+import { ErrorBody, errorBody } from "../http/errors.ts";
+import type { GroupCommitWriter } from "../store/writer.ts";
+import { rejectedReports } from "../store/sqlite/schema.ts";
+import type { StoreReads } from "../store/contract.ts";
+import { parseDuration } from "../config.ts";
+import { QueryError } from "../read/query.ts";
+import type { Maintenance } from "./maintenance.ts";
+import { REPLAYABLE } from "./replay.ts";
+
+const REASONS = rejectedReports.reason.enumValues;
+
+const RejectedEntrySchema = t.Object({
+  id: t.Integer(),
+  received_at: t.String({ format: "date-time" }),
+  endpoint: t.String(),
+  reason: t.String(),
+  http_status: t.Integer(),
+  field: t.Nullable(t.String()),
+  message: t.String(),
+  random_id: t.Nullable(t.String()),
+  body: t.Nullable(t.String({ description: "the raw body, when it is valid UTF-8" })),
+  body_base64: t.Nullable(t.String({ description: "the raw body in base64, when it is not" })),
+  replayed_at: t.Nullable(t.String({ format: "date-time" })),
+  replay_result: t.Nullable(t.String()),
+});
+
+const security = [{ bearer: [] }];
+
+export function adminRoutes(deps: { store: StoreReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }) {
+  const { store, writer, clock, maintenance } = deps;
+  const tags = ["admin"];
+  return new Elysia({ name: "admin" })
+    .delete(
+      "/api/installs/:random_id",
+      async ({ params, status }) => {
+        const result = await writer.submit({ kind: "delete", randomId: params.random_id, at: clock() });
+        if (result.kind !== "deleted" || !result.found) return status(404, errorBody("not_found", `nothing stored for random_id ${params.random_id}`, "random_id"));
+        return status(200, { deleted: true as const, random_id: params.random_id });
+      },
+      {
+        params: t.Object({ random_id: t.String({ minLength: 1, maxLength: 128 }) }),
+        response: { 200: t.Object({ deleted: t.Literal(true), random_id: t.String() }), 404: ErrorBody },
+        detail: {
+          tags,
+          security,
+          summary: "Delete everything stored about one install (data-deletion requests)",
+          description: "Removes the record, a held status update and every rejected-log body with that random_id; aggregates follow at once.",
+        },
+      },
+    )
+    .get(
+      "/api/admin/rejected",
+      ({ query }) => ({ entries: store.listRejected({ limit: query.limit ?? 100, reason: query.reason, before: query.before }) }),
+      {
+        query: t.Object({
+          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000 })),
+          reason: t.Optional(t.Union(REASONS.map((r) => t.Literal(r)))),
+          before: t.Optional(t.Numeric({ minimum: 1, description: "continue below this entry id" })),
+        }),
+        response: { 200: t.Object({ entries: t.Array(RejectedEntrySchema) }), 422: ErrorBody },
+        detail: { tags, security, summary: "The rejected-reports log, newest first, with raw bodies" },
+      },
+    )
+    .post(
+      "/api/admin/prune",
+      async ({ query }) => {
+        const olderThan = parseDuration(query.older_than);
+        if (!Number.isFinite(olderThan) || olderThan <= 0) throw new QueryError("older_than", "older_than must be a duration such as 400d, 12w or 36h");
+        return maintenance.prune(olderThan, query.dry_run === true);
+      },
+      {
+        query: t.Object({ older_than: t.String({ description: "e.g. 400d, 12w, 36h" }), dry_run: t.Optional(t.BooleanString()) }),
+        response: {
+          200: t.Object({ cutoff: t.String(), dry_run: t.Boolean(), installs: t.Integer(), held: t.Integer(), rejected: t.Integer() }),
+          422: ErrorBody,
+        },
+        detail: { tags, security, summary: "Delete installs and rejected reports older than a duration", description: "Aggregates follow at once (rollups are kept exact)." },
+      },
+    )
+    .post(
+      "/api/admin/replay",
+      ({ query }) => maintenance.replay({ reason: query.reason, limit: query.limit, dryRun: query.dry_run === true }),
+      {
+        query: t.Object({
+          reason: t.Optional(t.Union(REPLAYABLE.map((r) => t.Literal(r)))),
+          limit: t.Optional(t.Numeric({ minimum: 1 })),
+          dry_run: t.Optional(t.BooleanString()),
+        }),
+        response: {
+          200: t.Object({ dry_run: t.Boolean(), tried: t.Integer(), results: t.Record(t.String(), t.Integer()), skipped: t.Integer() }),
+          422: ErrorBody,
+        },
+        detail: { tags, security, summary: "Re-run rejected reports through the current parser" },
+      },
+    )
+    .post("/api/admin/backup", () => maintenance.backup(), {
+      response: { 200: t.Object({ path: t.String(), bytes: t.Integer(), removed: t.Array(t.String()) }) },
+      detail: { tags, security, summary: "Write a consistent backup into the backup directory (keeps the newest backup-keep)" },
+    });
+}

@@ -1,0 +1,51 @@
+// Maintenance actions shared by the scheduled jobs and the admin API: prune, replay, backup.
+// They write through the group-commit writer, so they share the one write path with ingestion.
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Config } from "../config.ts";
+import type { GroupCommitWriter } from "../store/writer.ts";
+import type { Db } from "../store/sqlite/database.ts";
+import type { StoreReads, WriteOp } from "../store/contract.ts";
+import { pruneOlderThan, type PruneResult } from "./prune.ts";
+import { REPLAYABLE, replayRejected, type ReplayableReason, type ReplaySummary } from "./replay.ts";
+
+export interface Maintenance {
+  prune(olderThanMs: number, dryRun: boolean): Promise<PruneResult>;
+  replay(opts: { reason?: ReplayableReason; limit?: number; dryRun?: boolean }): Promise<ReplaySummary>;
+  /** A new backup file in the backup directory; older ones beyond backupKeep are removed. */
+  backup(): Promise<{ path: string; bytes: number; removed: string[] }>;
+}
+
+/** How to run this program again: the binary itself, or bun with the entry script in development. */
+export function selfCommand(): string[] {
+  return Bun.main.startsWith("/$bunfs/") ? [process.execPath] : [process.execPath, Bun.main];
+}
+
+export const backupDirOf = (config: Config): string => config.backupDir ?? join(dirname(config.db), "backups");
+
+export function createMaintenance(deps: { config: Config; reads: StoreReads; db: Db; writer: GroupCommitWriter; clock: () => number }): Maintenance {
+  const { config, reads, db, writer, clock } = deps;
+  const commit = (ops: readonly WriteOp[]) => Promise.all(ops.map((op) => writer.submit(op)));
+
+  return {
+    prune: (olderThanMs, dryRun) => pruneOlderThan({ reads, db, commit }, { cutoff: clock() - olderThanMs, dryRun, now: clock() }),
+
+    replay: ({ reason, limit, dryRun }) =>
+      replayRejected({ db, commit }, { normalize: config, reasons: reason ? [reason] : REPLAYABLE, limit, dryRun, now: clock() }),
+
+    async backup() {
+      const dir = backupDirOf(config);
+      mkdirSync(dir, { recursive: true });
+      const path = join(dir, `installstats-${new Date(clock()).toISOString().replace(/[:.]/g, "-")}.db`);
+      // A separate process: copying a large database must not hold up request handling.
+      const child = Bun.spawn([...selfCommand(), "backup", path, "--db", config.db], { stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      if (code !== 0) throw new Error(`backup failed (exit ${code}): ${err.trim() || out.trim()}`);
+      const { bytes } = JSON.parse(out) as { bytes: number };
+      const backups = readdirSync(dir).filter((f) => /^installstats-.*\.db$/.test(f)).sort();
+      const removed = backups.slice(0, Math.max(0, backups.length - config.backupKeep));
+      for (const f of removed) rmSync(join(dir, f), { force: true });
+      return { path, bytes, removed };
+    },
+  };
+}

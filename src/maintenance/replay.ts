@@ -1,0 +1,118 @@
+// Replay of the rejected-reports log: bodies that were refused (invalid_json, invalid_field) are
+// run again through the current parser and field rules; those that now pass are written as they
+// would have been when they arrived (`at` = received_at), and every entry tried is marked with
+// what came of it.
+//
+// Not replayed: `repaired` entries were applied when they arrived (applying them again would
+// count a status update twice); `already_final` updates stay refused (the record is final);
+// `payload_too_large` entries keep no body.
+import { and, asc, count, gt, inArray, isNotNull, isNull, like, notLike, or, type SQL } from "drizzle-orm";
+import { parseLenientJson } from "../ingest/lenient-json.ts";
+import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
+import type { Commit } from "../store/writer.ts";
+import type { Db } from "../store/sqlite/database.ts";
+import { rejectedReports, type RejectReason } from "../store/sqlite/schema.ts";
+import type { WriteOp, WriteResult } from "../store/contract.ts";
+
+export const REPLAYABLE = ["invalid_json", "invalid_field"] as const satisfies readonly RejectReason[];
+export type ReplayableReason = (typeof REPLAYABLE)[number];
+
+/** Marks that begin so are tried again; any other mark means the entry was replayed (for good). */
+export const STILL_INVALID = "still invalid";
+
+export interface ReplayOptions {
+  normalize: NormalizeOptions;
+  /** Reasons to replay (default both). */
+  reasons?: readonly ReplayableReason[];
+  /** Most entries to try. */
+  limit?: number;
+  /** Parse and check only: write nothing, mark nothing. */
+  dryRun?: boolean;
+  /** `at` of the replay marks (default Date.now()). */
+  now?: number;
+  /** Entries per pair of transactions (default 500). */
+  batchSize?: number;
+  onProgress?: (tried: number) => void;
+}
+
+export interface ReplaySummary {
+  dry_run: boolean;
+  /** Entries run through the parser. */
+  tried: number;
+  /** What came of them: created, duplicate, updated, held, conflict, still invalid (dry run: valid, still invalid). */
+  results: Record<string, number>;
+  /** Entries of the chosen reasons already replayed with a result other than "still invalid": not tried again. */
+  skipped: number;
+}
+
+type Entry = typeof rejectedReports.$inferSelect;
+
+/** What an entry's body becomes under the current rules: a write op, or why it still fails. */
+export function replayOp(entry: Entry, normalize: NormalizeOptions): { ok: true; op: WriteOp } | { ok: false; message: string } {
+  const raw = new Uint8Array(entry.body);
+  const parsed = parseLenientJson(raw);
+  if (!parsed.ok) return { ok: false, message: parsed.message };
+  const received = { raw, repairs: parsed.repairs, at: entry.receivedAt };
+  if (entry.endpoint === "upload") {
+    const report = normalizeStart(parsed.value, normalize);
+    return report.ok ? { ok: true, op: { kind: "start", report: report.value, ...received } } : { ok: false, message: report.message };
+  }
+  const update = normalizeUpdate(parsed.value, normalize);
+  return update.ok ? { ok: true, op: { kind: "update", update: update.value, ...received } } : { ok: false, message: update.message };
+}
+
+const resultName = (r: WriteResult | undefined): string => r?.kind ?? "unknown";
+
+export async function replayRejected(deps: { db: Db; commit: Commit }, opts: ReplayOptions): Promise<ReplaySummary> {
+  const { db, commit } = deps;
+  const reasons = opts.reasons ?? REPLAYABLE;
+  const dryRun = opts.dryRun ?? false;
+  const batchSize = opts.batchSize ?? 500;
+  let remaining = opts.limit ?? Number.POSITIVE_INFINITY;
+  const now = opts.now ?? Date.now();
+  const summary: ReplaySummary = { dry_run: dryRun, tried: 0, results: {}, skipped: 0 };
+  const tally = (result: string) => {
+    const key = result.startsWith(STILL_INVALID) ? STILL_INVALID : result;
+    summary.results[key] = (summary.results[key] ?? 0) + 1;
+  };
+
+  const ofReasons = inArray(rejectedReports.reason, [...reasons]);
+  const open: SQL = or(isNull(rejectedReports.replayedAt), like(rejectedReports.replayResult, `${STILL_INVALID}%`))!;
+  const done = and(ofReasons, isNotNull(rejectedReports.replayedAt), notLike(rejectedReports.replayResult, `${STILL_INVALID}%`));
+  summary.skipped = db.select({ n: count() }).from(rejectedReports).where(done).get()?.n ?? 0;
+
+  // Oldest first (ids grow with arrival), so a start report is replayed before its status update.
+  let after = 0;
+  while (remaining > 0) {
+    const entries = db
+      .select()
+      .from(rejectedReports)
+      .where(and(ofReasons, open, gt(rejectedReports.id, after)))
+      .orderBy(asc(rejectedReports.id))
+      .limit(Math.min(batchSize, remaining))
+      .all();
+    if (entries.length === 0) break;
+    after = entries.at(-1)!.id;
+    remaining -= entries.length;
+
+    const marks = new Map<number, string>();
+    const writes: { id: number; op: WriteOp }[] = [];
+    for (const entry of entries) {
+      const replayed = replayOp(entry, opts.normalize);
+      if (replayed.ok) writes.push({ id: entry.id, op: replayed.op });
+      else marks.set(entry.id, `${STILL_INVALID}: ${replayed.message}`);
+    }
+    if (dryRun) {
+      for (const { id } of writes) marks.set(id, "valid");
+    } else {
+      // The reports first (one transaction), then the marks (another): the marks need the results.
+      const results = writes.length > 0 ? await commit(writes.map((w) => w.op)) : [];
+      writes.forEach((w, i) => marks.set(w.id, resultName(results[i])));
+      await commit(entries.map((e) => ({ kind: "mark-replayed", rejectedId: e.id, result: marks.get(e.id)!, at: now })));
+    }
+    for (const entry of entries) tally(marks.get(entry.id)!);
+    summary.tried += entries.length;
+    opts.onProgress?.(summary.tried);
+  }
+  return summary;
+}

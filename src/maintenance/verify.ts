@@ -1,0 +1,122 @@
+// `installstats verify`: the rollups must equal a full recount of the records, cell by cell.
+import type { StoreReads } from "../store/contract.ts";
+import { DAY, GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type RollupKey } from "../domain/rollup.ts";
+import { errorSignature, failureSignatureId, signatureId } from "../domain/error-signature.ts";
+
+export interface CellMismatch {
+  grain: number;
+  app: string;
+  bucket: string;
+  expected: RollupData | null;
+  stored: RollupData | null;
+}
+
+export interface RollupCheck {
+  ok: boolean;
+  records: number;
+  cells: number;
+  mismatches: CellMismatch[];
+  /** Failed installs whose signature is missing from error_signatures, or lacks their app. */
+  signatureGaps: number;
+}
+
+/** JSON with sorted keys, so two equal cells compare equal whatever order they were built in. */
+function canonical(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+}
+
+const MAX_REPORTED = 20;
+
+/** Recounts day by day (memory stays bounded by one day of cells) and compares every cell. */
+export function verifyRollups(store: StoreReads, onDay?: (day: number, last: number) => void): RollupCheck {
+  const span = store.recordSpan();
+  const firstDay = span ? span.first - (span.first % DAY) : 0;
+  const endDay = span ? span.last - (span.last % DAY) + DAY : 0;
+  const check: RollupCheck = { ok: true, records: 0, cells: 0, mismatches: [], signatureGaps: 0 };
+  const mismatch = (m: CellMismatch) => {
+    check.ok = false;
+    if (check.mismatches.length < MAX_REPORTED) check.mismatches.push(m);
+  };
+  const foldedUntil = store.foldedUntil();
+  const knownSignatures = new Map<string, Set<string>>();
+  const signatureApps = (id: string): Set<string> | undefined => {
+    if (!knownSignatures.has(id)) {
+      const [row] = store.signatures([id]);
+      knownSignatures.set(id, new Set(row ? (JSON.parse(row.apps) as string[]) : ["\u0000missing"]));
+    }
+    return knownSignatures.get(id);
+  };
+
+  // Cells outside the records' days (months) must not exist at all.
+  for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
+    const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
+    for (const stray of [...store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start), ...store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER)]) {
+      mismatch({ grain, app: stray.app, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
+    }
+  }
+
+  // Month cells gather the records of many days: their expected state is summed day by day and
+  // compared when the month is done.
+  const monthExpected = new Map<string, { key: RollupKey; data: RollupData }>();
+  let currentMonth: number | null = null;
+  const checkMonth = (month: number) => {
+    const stored = new Map(store.rollupCells(GRAINS.month, month, month + 1).map((c) => [c.app, c.data]));
+    for (const { key, data } of monthExpected.values()) {
+      check.cells++;
+      const have = stored.get(key.app);
+      stored.delete(key.app);
+      if (have === undefined || canonical(have) !== canonical(data)) {
+        mismatch({ grain: key.grain, app: key.app, bucket: new Date(month).toISOString(), expected: data, stored: have ?? null });
+      }
+    }
+    for (const [app, data] of stored) mismatch({ grain: GRAINS.month, app, bucket: new Date(month).toISOString(), expected: null, stored: data });
+    monthExpected.clear();
+  };
+
+  for (let day = firstDay; day < endDay; day += DAY) {
+    onDay?.(day, endDay);
+    const month = bucketStart(day, GRAINS.month);
+    if (month !== currentMonth) {
+      if (currentMonth !== null) checkMonth(currentMonth);
+      currentMonth = month;
+    }
+    const expected = new RollupDeltas(foldedUntil);
+    for (const r of store.iterateInstalls({ from: day, to: day + DAY })) {
+      check.records++;
+      expected.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+      const signature = r.outcome === "failed" ? errorSignature(r.error) : null;
+      if (signature !== null) {
+        const apps = signatureApps(signatureId(signature));
+        if (!apps || apps.has("\u0000missing") || (r.nsapp !== null && !apps.has(r.nsapp))) check.signatureGaps++;
+      }
+    }
+    const stored = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
+    for (const grain of [GRAINS.hour, GRAINS.day]) {
+      for (const c of store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.app}`, { grain, ...c });
+    }
+    // Open hours' cells (in hour grain only) are compared like stored ones.
+    for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {
+      if (key.grain === GRAINS.month) {
+        const acc = monthExpected.get(id);
+        if (acc) mergeInto(acc.data, data);
+        else monthExpected.set(id, { key, data });
+        continue;
+      }
+      check.cells++;
+      const have = stored.get(id);
+      stored.delete(id);
+      if (have === undefined || canonical(have.data) !== canonical(data)) {
+        mismatch({ grain: key.grain, app: key.app, bucket: new Date(key.bucket).toISOString(), expected: data, stored: have?.data ?? null });
+      }
+    }
+    for (const extra of stored.values()) {
+      mismatch({ grain: extra.grain, app: extra.app, bucket: new Date(extra.bucket).toISOString(), expected: null, stored: extra.data });
+    }
+  }
+  if (currentMonth !== null) checkMonth(currentMonth);
+  if (check.signatureGaps > 0) check.ok = false;
+  return check;
+}

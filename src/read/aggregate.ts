@@ -1,0 +1,267 @@
+// Aggregates over rollup cells: pure functions. The same functions answer from stored rollups
+// and from a scan of raw records (which is folded into cells first), so both paths agree.
+import type { Outcome } from "../store/sqlite/schema.ts";
+import type { InstallFilter } from "../store/contract.ts";
+import {
+  ALL_APPS, DAY, GRAINS, HOUR, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil,
+  type Counts, type Dimension, type Grain, type RollupData, type RollupRecord,
+} from "../domain/rollup.ts";
+import { failureSignatureId } from "../domain/error-signature.ts";
+
+export interface Window {
+  from: number;
+  to: number;
+}
+export interface Span extends Window {
+  grain: Grain;
+}
+export interface Cell {
+  bucket: number;
+  data: RollupData;
+}
+
+/**
+ * A window as hour cells at its ragged edges, day cells inside those, and (when `months`) whole
+ * calendar months in the middle; no instant is counted twice. Timeseries by day or week pass
+ * `months: false`, since a month cell cannot be split into days. Day and month cells hold only
+ * folded hours (before `foldedUntil`), so the part of the window from there on is read as hour cells.
+ */
+export function decompose({ from, to }: Window, { months, foldedUntil }: { months: boolean; foldedUntil: number }): Span[] {
+  const cut = Math.min(Math.max(foldedUntil, from), to);
+  const spans = coarse({ from, to: cut }, months);
+  if (cut < to) {
+    const last = spans.at(-1);
+    if (last?.grain === GRAINS.hour) last.to = to;
+    else spans.push({ grain: GRAINS.hour, from: cut, to });
+  }
+  return spans;
+}
+
+function coarse({ from, to }: Window, months: boolean): Span[] {
+  const firstDay = Math.ceil(from / DAY) * DAY;
+  const lastDay = Math.floor(to / DAY) * DAY;
+  if (firstDay >= lastDay) return from < to ? [{ grain: GRAINS.hour, from, to }] : [];
+  const spans: Span[] = [];
+  if (from < firstDay) spans.push({ grain: GRAINS.hour, from, to: firstDay });
+  const firstMonth = monthCeil(firstDay);
+  const lastMonth = bucketStart(lastDay, GRAINS.month);
+  if (months && firstMonth < lastMonth) {
+    if (firstDay < firstMonth) spans.push({ grain: GRAINS.day, from: firstDay, to: firstMonth });
+    spans.push({ grain: GRAINS.month, from: firstMonth, to: lastMonth });
+    if (lastMonth < lastDay) spans.push({ grain: GRAINS.day, from: lastMonth, to: lastDay });
+  } else {
+    spans.push({ grain: GRAINS.day, from: firstDay, to: lastDay });
+  }
+  if (lastDay < to) spans.push({ grain: GRAINS.hour, from: lastDay, to });
+  return spans;
+}
+
+/** Filters on dimensions rollups can select (everything in InstallFilter but app, outcome, time, text). */
+function dimensionFilters(f: InstallFilter): { dim: Dimension; value: string }[] | null {
+  if ((f.osType === undefined) !== (f.osVersion === undefined)) return null; // rollups hold os as "type version"
+  const list: { dim: Dimension; value: string | undefined }[] = [
+    { dim: "status", value: f.status },
+    { dim: "type", value: f.type },
+    { dim: "pve_version", value: f.pveVersion },
+    { dim: "method", value: f.method },
+    { dim: "os", value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}` },
+  ];
+  return list.filter((d): d is { dim: Dimension; value: string } => d.value !== undefined);
+}
+
+export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" };
+
+export type Plan =
+  | { source: "rollup"; app: string; only: { dim: Dimension; value: string } | null; outcome: Outcome | null }
+  | { source: "scan" };
+
+/**
+ * Rollups hold every dimension per app slice, so they answer any aggregate filtered by app and
+ * outcome; one more dimension filter works where it selects counts only. Anything else (free
+ * text, two dimension filters, ...) is answered by scanning the records of the window.
+ */
+export function plan(f: InstallFilter, use: Use): Plan {
+  const dims = dimensionFilters(f);
+  if (f.q !== undefined || dims === null || dims.length > 1) return { source: "scan" };
+  const app = f.nsapp === undefined ? ALL_APPS : appSlice(f.nsapp);
+  const only = dims[0] ?? null;
+  const countsOnly = use.kind === "timeseries" || (use.kind === "breakdown" && use.by === only?.dim);
+  if (only !== null && !countsOnly) return { source: "scan" };
+  return { source: "rollup", app, only, outcome: f.outcome ?? null };
+}
+
+const zero = (): Counts => [0, 0, 0, 0, 0];
+const add = (a: Counts, b: Counts): Counts => {
+  for (let i = 0; i < 5; i++) a[i] = a[i]! + b[i]!;
+  return a;
+};
+
+/** Keeps only the filtered outcome's count. */
+function only(counts: Counts, outcome: Outcome | null): Counts {
+  if (outcome === null) return counts;
+  const kept = zero();
+  kept[OUTCOME_INDEX[outcome]] = counts[OUTCOME_INDEX[outcome]]!;
+  return kept;
+}
+
+/** Installs a cell counts: any dimension sums to the total, as every record has one value in each. */
+function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } | null): Counts {
+  if (dimFilter) return [...(d.dims[dimFilter.dim]?.[dimFilter.value] ?? zero())] as Counts;
+  const total = zero();
+  for (const counts of Object.values(d.dims.type ?? {})) add(total, counts);
+  return total;
+}
+
+export interface OutcomeCounts {
+  total: number;
+  success: number;
+  failed: number;
+  aborted: number;
+  in_progress: number;
+  unknown: number;
+  /** success / (success + failed); null when neither occurred. */
+  success_rate: number | null;
+}
+
+export function outcomeCounts(c: Counts): OutcomeCounts {
+  const [success, failed, aborted, in_progress, unknown] = c;
+  return {
+    total: success + failed + aborted + in_progress + unknown,
+    success,
+    failed,
+    aborted,
+    in_progress,
+    unknown,
+    success_rate: success + failed === 0 ? null : round(success / (success + failed)),
+  };
+}
+
+const round = (x: number): number => Math.round(x * 10_000) / 10_000;
+
+export interface DurationStats {
+  /** Installs the percentiles are computed over. */
+  n: number;
+  median_s: number | null;
+  p90_s: number | null;
+}
+
+function percentile(bins: [number, number][], n: number, q: number): number | null {
+  if (n === 0) return null;
+  const rank = q * n;
+  let seen = 0;
+  for (const [bin, count] of bins) {
+    seen += count;
+    if (seen >= rank) return Math.round(binMiddleSeconds(bin));
+  }
+  return null;
+}
+
+/** Durations of the filtered outcome, or of successful installs when no outcome is filtered. */
+export function durationStats(cells: readonly Cell[], outcome: Outcome | null): DurationStats {
+  const merged = new Map<number, number>();
+  for (const { data } of cells) {
+    for (const [bin, count] of Object.entries(data.dur[outcome ?? "success"] ?? {})) merged.set(Number(bin), (merged.get(Number(bin)) ?? 0) + count);
+  }
+  const bins = [...merged].sort((a, b) => a[0] - b[0]);
+  const n = bins.reduce((s, [, c]) => s + c, 0);
+  return { n, median_s: percentile(bins, n, 0.5), p90_s: percentile(bins, n, 0.9) };
+}
+
+export interface Summary extends OutcomeCounts {
+  duration: DurationStats;
+}
+
+export function summarize(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>): Summary {
+  const total = zero();
+  for (const { data } of cells) add(total, cellTotal(data, p.only));
+  return { ...outcomeCounts(only(total, p.outcome)), duration: durationStats(cells, p.outcome) };
+}
+
+export interface Group extends OutcomeCounts {
+  value: string | null;
+  failure_rate: number | null;
+}
+
+export interface BreakdownOptions {
+  by: Dimension;
+  sort: "volume" | "failure_rate";
+  /** Groups with fewer finished (success + failed) installs are left out of a failure-rate ranking. */
+  minRuns: number;
+  limit: number;
+}
+
+export function breakdown(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, o: BreakdownOptions): { groups: Group[]; total_groups: number } {
+  const sums = new Map<string, Counts>();
+  for (const { data } of cells) {
+    // An app slice holds no nsapp dimension: it is the app.
+    const values = o.by === "nsapp" && p.app !== ALL_APPS ? { [p.app.slice(1)]: cellTotal(data, null) } : (data.dims[o.by] ?? {});
+    for (const [value, counts] of Object.entries(values)) {
+      if (p.only && p.only.dim === o.by && value !== p.only.value) continue;
+      add(sums.get(value) ?? (sums.set(value, zero()), sums.get(value)!), counts);
+    }
+  }
+  let groups: Group[] = [...sums].map(([value, counts]) => {
+    const c = outcomeCounts(only(counts, p.outcome));
+    return { value: value === "" ? null : value, ...c, failure_rate: c.success_rate === null ? null : round(1 - c.success_rate) };
+  });
+  groups = groups.filter((g) => g.total > 0);
+  if (o.sort === "failure_rate") {
+    groups = groups.filter((g) => g.success + g.failed >= o.minRuns && g.failure_rate !== null);
+    groups.sort((a, b) => b.failure_rate! - a.failure_rate! || b.failed - a.failed || String(a.value).localeCompare(String(b.value)));
+  } else {
+    groups.sort((a, b) => b.total - a.total || String(a.value).localeCompare(String(b.value)));
+  }
+  return { groups: groups.slice(0, o.limit), total_groups: groups.length };
+}
+
+export type Interval = "hour" | "day" | "week";
+// 1970-01-01 was a Thursday; weeks start on Monday (ISO 8601).
+const MONDAY = 4 * DAY;
+const WEEK = 7 * DAY;
+export function intervalStart(t: number, interval: Interval): number {
+  if (interval === "hour") return t - (t % HOUR);
+  if (interval === "day") return t - (t % DAY);
+  return t - ((((t - MONDAY) % WEEK) + WEEK) % WEEK);
+}
+const STEP: Record<Interval, number> = { hour: HOUR, day: DAY, week: WEEK };
+
+export interface Point extends OutcomeCounts {
+  t: number;
+}
+
+/** One point per interval from the window's start to its end, zero-filled. */
+export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, w: Window, interval: Interval): Point[] {
+  const sums = new Map<number, Counts>();
+  for (const { bucket, data } of cells) {
+    const t = intervalStart(bucket, interval);
+    add(sums.get(t) ?? (sums.set(t, zero()), sums.get(t)!), cellTotal(data, p.only));
+  }
+  const points: Point[] = [];
+  for (let t = intervalStart(w.from, interval); t < w.to; t += STEP[interval]) {
+    points.push({ t, ...outcomeCounts(only(sums.get(t) ?? zero(), p.outcome)) });
+  }
+  return points;
+}
+
+/** Failed installs per error signature id, most frequent first. */
+export function errorCounts(cells: readonly Cell[]): [string, number][] {
+  const sums = new Map<string, number>();
+  for (const { data } of cells) for (const sig in data.err) sums.set(sig, (sums.get(sig) ?? 0) + data.err[sig]!);
+  // Ids are hex: code-point order is their order, and far cheaper than localeCompare.
+  return [...sums].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+/** The plan that reads cells folded from already-filtered records. */
+export const SCANNED: Extract<Plan, { source: "rollup" }> = { source: "rollup", app: ALL_APPS, only: null, outcome: null };
+
+/** Folds records into cells (one per `bucketOf` value), as rollups would hold them. */
+export function foldRecords(records: Iterable<RollupRecord>, bucketOf: (r: RollupRecord) => number): Cell[] {
+  const cells = new Map<number, RollupData>();
+  for (const r of records) {
+    const bucket = bucketOf(r);
+    let data = cells.get(bucket);
+    if (!data) cells.set(bucket, (data = emptyData()));
+    addRecord(data, r, r.outcome, 1, ALL_APPS, failureSignatureId(r.outcome, r.error));
+  }
+  return [...cells].map(([bucket, data]) => ({ bucket, data }));
+}

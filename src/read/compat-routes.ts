@@ -1,0 +1,177 @@
+// The original public read API (community-scripts/ProxmoxVE, api/main.go), same paths, parameters
+// and response shapes, so existing dashboards and scripts keep working. Shapes: compat.ts.
+//
+// Lists stream from store.installChunks (each chunk one short query that completes at once), so
+// memory stays constant at any size and ingestion interleaves with a long download.
+import { Elysia, t } from "elysia";
+import { ErrorBody, errorBody } from "../http/errors.ts";
+import type { InstallFilter, StoreReads } from "../store/contract.ts";
+import {
+  CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, pageWindow,
+  type CompatSource,
+} from "./compat.ts";
+import { HOUR } from "../domain/rollup.ts";
+import { createStats } from "./stats.ts";
+
+/** Rows per streamed chunk (one query each). */
+export const CHUNK_ROWS = 1000;
+
+
+/** A JSON array streamed from row chunks: one chunk serialised per pull, so memory stays bounded. */
+export function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Response {
+  const encoder = new TextEncoder();
+  let first = true;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      try {
+        const next = chunks.next();
+        if (next.done) {
+          controller.enqueue(encoder.encode(arrayEnd(first)));
+          controller.close();
+          return;
+        }
+        controller.enqueue(encoder.encode(arrayPiece(next.value, first)));
+        first = false;
+      } catch (e) {
+        // Break the response rather than end it as valid JSON missing records.
+        controller.error(e);
+      }
+    },
+    cancel() {
+      chunks.return?.();
+    },
+  });
+  return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
+}
+
+const floorHour = (ms: number): number => Math.floor(ms / HOUR) * HOUR;
+
+/** A query parameter as the original read it (Go's URL.Query().Get): the first value, "" when absent. */
+const param = (request: Request, name: string): string => new URL(request.url).searchParams.get(name) ?? "";
+
+/** Below this a computation is always redone; above it, its answer may be reused (see reuseWhileExpensive). */
+export const EXPENSIVE_MS = 50;
+
+/**
+ * Memoizes `compute` by `version` (a cheap change marker). When the data changed but the last
+ * computation took EXPENSIVE_MS or more, its answer is reused for 10x its cost, so a dashboard
+ * polling an O(records) query can hold the (single-threaded) server at most ~10% of the time.
+ */
+export function reuseWhileExpensive<T>(compute: () => T, version: () => string, now: () => number = () => performance.now()): () => T {
+  let last: { value: T; version: string; done: number; cost: number } | null = null;
+  return () => {
+    const v = version();
+    const start = now();
+    if (last && (last.version === v || (last.cost >= EXPENSIVE_MS && start - last.done < last.cost * 10))) return last.value;
+    const value = compute();
+    const done = now();
+    last = { value, version: v, done, cost: done - start };
+    return value;
+  };
+}
+
+export interface CompatDeps {
+  store: StoreReads;
+  clock: () => number;
+}
+
+const queryText = (description: string) => t.Optional(t.String({ description }));
+const tags = ["compat"];
+const RecordList = t.Array(CompatRecord, { description: "streamed; oldest first" });
+
+export function compatRoutes(deps: CompatDeps) {
+  const { store, clock } = deps;
+  const stats = createStats(store);
+  const errorCounts = reuseWhileExpensive(() => errorCountsBody(store.errorTextCounts()), () => store.changeMarker());
+
+  /** Streams the installs matching `f` that exist now (up to the newest one, so the stream ends). */
+  const list = (f: InstallFilter, page?: { offset: number; limit: number }): Response => {
+    const last = store.recordSpan()?.last;
+    return jsonArrayResponse(last === undefined ? [].values() : store.installChunks({ ...f, until: last }, { ...page, chunkRows: CHUNK_ROWS }));
+  };
+
+  return new Elysia({ name: "compat" })
+    .get("/data/json", () => list({}), {
+      response: { 200: RecordList },
+      detail: { tags, summary: "Every install (original API)", description: "All installs, oldest first, streamed as one JSON array." },
+    })
+    .get("/data/paginated", ({ request }) => list({}, pageWindow(param(request, "page"), param(request, "limit"))), {
+      query: t.Object({
+        page: queryText("1-based page; below 1 or not a number means 1"),
+        limit: queryText("installs per page; below 1 or not a number means 10; no upper bound (the page is streamed)"),
+      }),
+      response: { 200: RecordList },
+      detail: { tags, summary: "One page of installs (original API)", description: "Oldest first; a page past the end is []. No total or page count, as in the original." },
+    })
+    .get(
+      "/data/summary",
+      () => {
+        const span = store.recordSpan();
+        if (!span) return { total_entries: 0, status_count: {}, nsapp_count: {} };
+        // All time, from rollups: the first install's hour up to past both now and the newest install.
+        const w = { from: floorHour(span.first), to: floorHour(Math.max(clock(), span.last)) + HOUR };
+        const every = { sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER } as const;
+        return {
+          total_entries: stats.summary({}, w).total,
+          status_count: countsObject(stats.breakdown({}, w, { ...every, by: "status" }).groups),
+          nsapp_count: countsObject(stats.breakdown({}, w, { ...every, by: "nsapp" }).groups),
+        };
+      },
+      {
+        response: { 200: CompatSummary },
+        detail: { tags, summary: "Totals by status and by app, all time (original API)", description: "Answered from rollups: fast at any size." },
+      },
+    )
+    .get("/data/nsapp", ({ request }) => list({ nsapp: param(request, "nsapp") }), {
+      query: t.Object({ nsapp: queryText('exact application name (case-sensitive); absent or "" lists installs without one, as in the original') }),
+      response: { 200: RecordList },
+      detail: { tags, summary: "Installs of one app (original API)", description: "Oldest first, streamed; an unknown app is []." },
+    })
+    .get(
+      "/data/date",
+      ({ request, status }) => {
+        const range = dateRange(param(request, "start_date"), param(request, "end_date"));
+        if (!range.ok) return status(400, errorBody("invalid_field", range.message, range.field));
+        return list({ from: range.from, to: range.to });
+      },
+      {
+        query: t.Object({
+          start_date: queryText("first day, YYYY-MM-DD (UTC); required"),
+          end_date: queryText("last day, YYYY-MM-DD (UTC), included whole; required"),
+        }),
+        response: { 200: RecordList, 400: ErrorBody },
+        detail: {
+          tags,
+          summary: "Installs created in a range of days (original API)",
+          description: "Oldest first, streamed. A missing or malformed day is 400, as in the original. start_date after end_date is [].",
+        },
+      },
+    )
+    .get("/data/status", ({ request }) => list({ status: param(request, "status").toLowerCase() }), {
+      query: t.Object({ status: queryText("e.g. done, failed, installing (stored lowercase, so matched case-insensitively)") }),
+      response: { 200: RecordList },
+      detail: { tags, summary: "Installs with one status (original API)", description: "Oldest first, streamed." },
+    })
+    .get("/data/os", ({ request }) => list({ osType: param(request, "os_type").toLowerCase(), osVersion: param(request, "os_version") }), {
+      query: t.Object({
+        os_type: queryText("e.g. debian (stored lowercase, so matched case-insensitively)"),
+        os_version: queryText("e.g. 12, exact. Both parameters are matched: an absent one matches installs without that value, as in the original"),
+      }),
+      response: { 200: RecordList },
+      detail: { tags, summary: "Installs on one OS type and version (original API)", description: "Oldest first, streamed." },
+    })
+    .get(
+      "/data/errors",
+      () => errorCounts(),
+      {
+        response: { 200: CompatErrors },
+        detail: {
+          tags,
+          summary: "Installs per exact error text, all time (original API)",
+          description:
+            'Every install with a non-empty error, whatever its status (finished installs often carry "none"), most frequent first. ' +
+            "Scans all installs; on large databases an answer may be reused for up to 10x the time it took to compute.",
+        },
+      },
+    );
+}

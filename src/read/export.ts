@@ -1,0 +1,157 @@
+// Export of install records as CSV or NDJSON: pure formatting, and a pull-based stream that
+// reads the rows chunk by chunk, so an export of any size runs in constant memory.
+import type { InstallRow } from "../store/sqlite/schema.ts";
+import { toRecord, type InstallRecord } from "./record.ts";
+
+export type ExportFormat = "csv" | "ndjson";
+
+/** Rows formatted per pull: large enough to amortize per-chunk costs, small enough to keep the event loop responsive (a few ms). */
+export const DEFAULT_CHUNK_ROWS = 2000;
+
+export const CONTENT_TYPES = {
+  csv: "text/csv; charset=utf-8",
+  ndjson: "application/x-ndjson",
+} as const satisfies Record<ExportFormat, string>;
+
+/**
+ * The columns, in the order of DESIGN.md section 3 (the record as every read API returns it).
+ * Typed as a complete map of InstallRecord's keys, so a field added to the record and not here
+ * fails to compile; the test checks the order against the record schema.
+ */
+const COLUMN_KINDS = {
+  random_id: "text",
+  type: "text",
+  ct_type: "number",
+  disk_size: "number",
+  core_count: "number",
+  ram_size: "number",
+  os_type: "text",
+  os_version: "text",
+  disableip6: "text",
+  nsapp: "text",
+  method: "text",
+  pve_version: "text",
+  status: "text",
+  outcome: "text",
+  error: "text",
+  created_at: "text",
+  updated_at: "text",
+  duration_s: "number",
+  repaired: "boolean",
+} as const satisfies Record<keyof InstallRecord, "text" | "number" | "boolean">;
+
+export const EXPORT_COLUMNS = Object.keys(COLUMN_KINDS) as (keyof InstallRecord)[];
+
+const CRLF = "\r\n";
+const HEADER = EXPORT_COLUMNS.join(",") + CRLF;
+const NEEDS_QUOTES = /[",\r\n]/;
+
+/** The CSV header row (the record's field names), CRLF-terminated as RFC 4180 has it. */
+export function csvHeader(): string {
+  return HEADER;
+}
+
+/**
+ * One text cell. Formula-injection guard (OWASP "CSV injection"): a spreadsheet app runs a
+ * cell starting with `=`, `+`, `-`, `@`, tab or CR as a formula (`=HYPERLINK(...)`,
+ * `@SUM(...)`, DDE payloads), so such a cell gets a leading `'`, which makes the app show it as
+ * text. The guard applies to text columns only: numeric columns are written as numbers, so a
+ * genuine negative number is never mangled (ours are never negative anyway). The price is
+ * that CSV does not round-trip such strings exactly; NDJSON is the lossless format.
+ * Then RFC 4180 quoting: a cell with `"`, `,`, CR or LF is quoted with its quotes doubled;
+ * newlines inside (multi-line error texts) stay as they are, inside the quotes.
+ */
+function text(value: string | null): string {
+  if (value === null) return "";
+  if (value === "") return '""'; // distinguishable from null (an empty cell) for importers that care
+  const first = value.charCodeAt(0);
+  // = + - @ TAB CR
+  if (first === 0x3d || first === 0x2b || first === 0x2d || first === 0x40 || first === 0x09 || first === 0x0d) value = `'${value}`;
+  return NEEDS_QUOTES.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
+/** A numeric cell: the number as JavaScript writes it (never guarded, see text()). */
+const num = (value: number | null): string => (value === null ? "" : `${value}`);
+
+/**
+ * One CSV row, CRLF-terminated: null is an empty cell, booleans true/false, numbers as is.
+ * Written out column by column (twice as fast as a loop over the column names); the cells are
+ * in EXPORT_COLUMNS order, which the tests check. created_at and updated_at are ISO strings
+ * made by toRecord, which need neither quoting nor the guard.
+ */
+export function csvRow(r: InstallRecord): string {
+  return (
+    text(r.random_id) + "," + text(r.type) + "," +
+    num(r.ct_type) + "," + num(r.disk_size) + "," + num(r.core_count) + "," + num(r.ram_size) + "," +
+    text(r.os_type) + "," + text(r.os_version) + "," + text(r.disableip6) + "," + text(r.nsapp) + "," +
+    text(r.method) + "," + text(r.pve_version) + "," + text(r.status) + "," + text(r.outcome) + "," + text(r.error) + "," +
+    r.created_at + "," + r.updated_at + "," + num(r.duration_s) + "," + (r.repaired ? "true" : "false") + CRLF
+  );
+}
+
+/** One NDJSON line: the record exactly as the JSON read API returns it, `\n`-terminated. */
+export function ndjsonLine(record: InstallRecord): string {
+  return JSON.stringify(record) + "\n";
+}
+
+/**
+ * The export body. Pull-based: each pull reads the next `chunkRows` rows from the iterator and
+ * enqueues them as one UTF-8 chunk, so a chunk or two is held (the one being sent and one queued)
+ * whatever the export's size, and a slow client slows the reading down. A pull runs synchronously
+ * (bun:sqlite), so chunkRows also bounds how long it holds the event loop (2000 rows: ~10-15 ms). The iterator is opened on the first pull and
+ * closed (`return()`, which finalizes the SQLite statement) when it ends, when formatting
+ * throws, or when the consumer cancels (the HTTP client went away).
+ */
+export function exportStream(rows: Iterable<InstallRow>, format: ExportFormat, chunkRows: number = DEFAULT_CHUNK_ROWS): ReadableStream<Uint8Array> {
+  if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new RangeError(`chunkRows must be a positive integer, got ${chunkRows}`);
+  const encoder = new TextEncoder();
+  const line = format === "csv" ? csvRow : ndjsonLine;
+  let iterator: Iterator<InstallRow> | undefined;
+  let started = false;
+
+  const release = () => {
+    const it = iterator;
+    iterator = undefined;
+    it?.return?.();
+  };
+
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      let out = "";
+      let done = false;
+      try {
+        if (!started) {
+          started = true;
+          iterator = rows[Symbol.iterator]();
+          if (format === "csv") out = HEADER;
+        }
+        const it = iterator;
+        if (it === undefined) return; // released: cancelled meanwhile
+        for (let n = 0; n < chunkRows; n++) {
+          const next = it.next();
+          if (next.done) {
+            done = true;
+            iterator = undefined; // exhausted: the iterator has closed itself
+            break;
+          }
+          out += line(toRecord(next.value));
+        }
+      } catch (e) {
+        release();
+        controller.error(e);
+        return;
+      }
+      if (out !== "") controller.enqueue(encoder.encode(out));
+      if (done) controller.close();
+    },
+    cancel() {
+      release();
+    },
+  });
+}
+
+/** `installstats-20260601T120000Z.csv`: UTC, without colons (not allowed in Windows file names). */
+export function exportFilename(now: number, format: ExportFormat): string {
+  const stamp = new Date(now).toISOString().replace(/\.\d{3}Z$/, "Z").replace(/[-:]/g, "");
+  return `installstats-${stamp}.${format}`;
+}

@@ -1,0 +1,91 @@
+// Query parameters shared by the read API: filters, time window, pagination.
+import { t, type Static } from "elysia";
+import type { InstallFilter, ListCursor } from "../store/contract.ts";
+import { OutcomeSchema } from "./record.ts";
+import { DAY, HOUR } from "../domain/rollup.ts";
+import type { Window } from "./aggregate.ts";
+
+const label = (description: string) => t.Optional(t.String({ minLength: 1, maxLength: 128, description }));
+
+export const FilterQuery = t.Object({
+  nsapp: label("application name"),
+  status: label("status as stored (lowercase), e.g. done, failed, installing"),
+  outcome: t.Optional(OutcomeSchema),
+  type: label("lxc, vm, turnkey, pve, addon, tool"),
+  os_type: label("e.g. debian"),
+  os_version: label("e.g. 12"),
+  pve_version: label('host version, e.g. 8.2.2 or "not found"'),
+  method: label("installation method"),
+  from: t.Optional(t.String({ description: "window start, ISO 8601 date or date-time (UTC unless a zone is given)" })),
+  to: t.Optional(t.String({ description: "window end, exclusive; a date alone means through the end of that day" })),
+  days: t.Optional(t.Numeric({ minimum: 1, maximum: 3660, description: "the last N days up to now (instead of from/to)" })),
+  q: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "free text, matched in app name and error text" })),
+});
+export type FilterQuery = Static<typeof FilterQuery>;
+
+export class QueryError extends Error {
+  constructor(readonly field: string, message: string) {
+    super(message);
+  }
+}
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const HAS_ZONE = /(?:Z|[+-]\d{2}:?\d{2})$/i;
+
+function parseInstant(field: string, text: string): { t: number; dateOnly: boolean } {
+  const trimmed = text.trim();
+  const dateOnly = DATE_ONLY.test(trimmed);
+  const iso = dateOnly ? `${trimmed}T00:00:00Z` : HAS_ZONE.test(trimmed) ? trimmed : `${trimmed}Z`;
+  const t = Date.parse(iso);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(trimmed) || Number.isNaN(t)) throw new QueryError(field, `${field} must be an ISO 8601 date or date-time, got ${JSON.stringify(text)}`);
+  return { t, dateOnly };
+}
+
+const floorHour = (t: number) => Math.floor(t / HOUR) * HOUR;
+const ceilHour = (t: number) => Math.ceil(t / HOUR) * HOUR;
+
+/**
+ * The window a query asks for, aligned to whole hours (rollups are hourly at the finest).
+ * `defaultDays` applies when neither days nor from/to is given; null means all time.
+ */
+export function resolveWindow(q: FilterQuery, now: number, defaultDays: number | null): Window | null {
+  if (q.days !== undefined && (q.from !== undefined || q.to !== undefined)) throw new QueryError("days", "give either days or from/to, not both");
+  // Without `to`, the window ends with the current hour, so what arrived just now is in it.
+  const to = q.to === undefined ? floorHour(now) + HOUR : (({ t, dateOnly }) => ceilHour(dateOnly ? t + DAY : t))(parseInstant("to", q.to));
+  if (q.days !== undefined) return { from: to - q.days * DAY, to };
+  if (q.from === undefined) {
+    if (q.to === undefined && defaultDays === null) return null;
+    return { from: defaultDays === null ? 0 : to - defaultDays * DAY, to };
+  }
+  const from = floorHour(parseInstant("from", q.from).t);
+  if (from >= to) throw new QueryError("from", "from must be before to");
+  return { from, to };
+}
+
+export function toFilter(q: FilterQuery, w: Window | null): InstallFilter {
+  const f: InstallFilter = {
+    nsapp: q.nsapp,
+    status: q.status?.toLowerCase(),
+    outcome: q.outcome,
+    type: q.type?.toLowerCase(),
+    osType: q.os_type?.toLowerCase(),
+    osVersion: q.os_version,
+    pveVersion: q.pve_version,
+    method: q.method,
+    q: q.q,
+    from: w?.from,
+    to: w?.to,
+  };
+  // Absent keys, not undefined values: the planner looks at which filters are set.
+  return Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)) as InstallFilter;
+}
+
+export const encodeCursor = (c: ListCursor): string => Buffer.from(`${c.createdAt}.${c.rowid}`).toString("base64url");
+
+export function decodeCursor(text: string): ListCursor {
+  const m = /^(\d+)\.(\d+)$/.exec(Buffer.from(text, "base64url").toString());
+  if (!m) throw new QueryError("cursor", "cursor is not one this server issued");
+  return { createdAt: Number(m[1]), rowid: Number(m[2]) };
+}
+
+export const windowJson = (w: Window) => ({ from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString() });

@@ -1,0 +1,237 @@
+// Read API: install listing and records, aggregates over rollups.
+import { Elysia, t, type Static } from "elysia";
+import { ErrorBody, errorBody } from "../http/errors.ts";
+import type { StoreReads } from "../store/contract.ts";
+import { InstallRecord, toRecord } from "./record.ts";
+import { FilterQuery, QueryError, decodeCursor, encodeCursor, resolveWindow, toFilter, windowJson } from "./query.ts";
+import { DIMENSIONS, DAY } from "../domain/rollup.ts";
+import { signaturePage } from "./signature-filter.ts";
+import { createStats } from "./stats.ts";
+
+/** Default window of the aggregate endpoints when none is given. */
+export const DEFAULT_STATS_DAYS = 30;
+const MAX_HOURLY_DAYS = 31;
+/** Installs one signature-filtered page may read (see signaturePage). */
+const SIGNATURE_SCAN = 20_000;
+
+const WindowJson = t.Object({ from: t.String({ format: "date-time" }), to: t.String({ format: "date-time" }) });
+const Source = t.Union([t.Literal("rollup"), t.Literal("scan")], {
+  description: "rollup: answered from rollup tables; scan: this filter combination needed a scan of the window's records (slower)",
+});
+const Rate = t.Nullable(t.Number({ description: "success / (success + failed); null when neither occurred" }));
+const OutcomeCountsSchema = {
+  total: t.Integer(),
+  success: t.Integer(),
+  failed: t.Integer(),
+  aborted: t.Integer(),
+  in_progress: t.Integer(),
+  unknown: t.Integer(),
+  success_rate: Rate,
+};
+const Duration = t.Object({
+  n: t.Integer({ description: "installs with a known duration" }),
+  median_s: t.Nullable(t.Number()),
+  p90_s: t.Nullable(t.Number()),
+});
+
+const Summary = t.Object({ window: WindowJson, source: Source, ...OutcomeCountsSchema, duration: Duration }, { title: "Summary" });
+const Breakdown = t.Object(
+  {
+    window: WindowJson,
+    source: Source,
+    by: t.String(),
+    total_groups: t.Integer(),
+    groups: t.Array(t.Object({ value: t.Nullable(t.String()), ...OutcomeCountsSchema, failure_rate: Rate })),
+  },
+  { title: "Breakdown" },
+);
+const Timeseries = t.Object(
+  {
+    window: WindowJson,
+    source: Source,
+    interval: t.String(),
+    points: t.Array(t.Object({ t: t.String({ format: "date-time" }), ...OutcomeCountsSchema })),
+  },
+  { title: "Timeseries" },
+);
+const Errors = t.Object(
+  {
+    window: WindowJson,
+    source: Source,
+    total_failed: t.Integer({ description: "failed installs with an error text in the window" }),
+    total_signatures: t.Integer(),
+    signatures: t.Array(
+      t.Object({
+        id: t.String(),
+        signature: t.Nullable(t.String({ description: "the error text with numbers, paths, ids and addresses normalized" })),
+        count: t.Integer(),
+        share: t.Number(),
+        apps: t.Array(t.String(), { description: "apps that have ever failed with this signature" }),
+        first_seen: t.Nullable(t.String({ format: "date-time" })),
+        last_seen: t.Nullable(t.String({ format: "date-time" })),
+        example: t.Nullable(t.String()),
+      }),
+    ),
+  },
+  { title: "ErrorSignatures" },
+);
+const TopWindow = t.Object({
+  window: WindowJson,
+  total: t.Integer(),
+  apps: t.Array(t.Object({ nsapp: t.Nullable(t.String()), count: t.Integer(), percent: t.Number() })),
+});
+const TopApps = t.Object({ "30d": TopWindow, "90d": TopWindow, "365d": TopWindow }, { title: "TopApps" });
+const InstallPage = t.Object({ installs: t.Array(InstallRecord), next_cursor: t.Nullable(t.String()) }, { title: "InstallPage" });
+
+const Dimension = t.Union(DIMENSIONS.map((d) => t.Literal(d)));
+
+// Response shapes, for typed clients (the dashboard).
+export type SummaryResponse = Static<typeof Summary>;
+export type BreakdownResponse = Static<typeof Breakdown>;
+export type TimeseriesResponse = Static<typeof Timeseries>;
+export type ErrorsResponse = Static<typeof Errors>;
+export type InstallPageResponse = Static<typeof InstallPage>;
+
+export function reportRoutes(deps: { store: StoreReads; clock: () => number }) {
+  const { store, clock } = deps;
+  const stats = createStats(store);
+  const statsWindow = (q: FilterQuery) => resolveWindow(q, clock(), DEFAULT_STATS_DAYS)!;
+  const tags = ["installs"];
+
+  return new Elysia({ name: "report" })
+    .get(
+      "/api/installs",
+      ({ query }) => {
+        const w = resolveWindow(query, clock(), null);
+        const limit = query.limit ?? 50;
+        const order = query.order ?? "newest";
+        const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+        const filter = toFilter(query, w);
+        const page =
+          query.signature === undefined
+            ? store.listInstalls(filter, { limit, after, order })
+            : signaturePage((a, n) => store.listInstalls({ ...filter, outcome: "failed" }, { limit: n, after: a, order }), query.signature, limit, after, SIGNATURE_SCAN);
+        return { installs: page.rows.map(toRecord), next_cursor: page.next ? encodeCursor(page.next) : null };
+      },
+      {
+        query: t.Composite([
+          FilterQuery,
+          t.Object({
+            limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500, description: "page size, default 50" })),
+            cursor: t.Optional(t.String({ description: "next_cursor of the previous page" })),
+            order: t.Optional(t.Union([t.Literal("newest"), t.Literal("oldest")], { description: "default newest" })),
+            signature: t.Optional(
+              t.String({
+                pattern: "^[0-9a-f]{16}$",
+                description: `only failed installs with this error signature (an id from /api/stats/errors); a page reads at most ${SIGNATURE_SCAN} installs, so it may hold fewer rows than limit while next_cursor goes on`,
+              }),
+            ),
+          }),
+        ]),
+        response: { 200: InstallPage, 422: ErrorBody },
+        detail: { tags, summary: "List installs, newest first", description: "All filters combine; no window means all time. Pages by keyset cursor, equally fast at any depth, newest or oldest first." },
+      },
+    )
+    .get(
+      "/api/installs/:random_id",
+      ({ params, status }) => {
+        const row = store.getInstall(params.random_id);
+        return row ? status(200, toRecord(row)) : status(404, errorBody("not_found", `no install with random_id ${params.random_id}`, "random_id"));
+      },
+      {
+        params: t.Object({ random_id: t.String({ minLength: 1, maxLength: 128 }) }),
+        response: { 200: InstallRecord, 404: ErrorBody },
+        detail: { tags, summary: "One install by random_id" },
+      },
+    )
+    .get(
+      "/api/stats/summary",
+      ({ query }) => {
+        const w = statsWindow(query);
+        return { window: windowJson(w), ...stats.summary(toFilter(query, w), w) };
+      },
+      {
+        query: FilterQuery,
+        response: { 200: Summary, 422: ErrorBody },
+        detail: { tags, summary: "Totals per outcome, success rate, durations", description: `Default window: the last ${DEFAULT_STATS_DAYS} days. Durations are of successful installs, or of the filtered outcome.` },
+      },
+    )
+    .get(
+      "/api/stats/breakdown",
+      ({ query }) => {
+        const w = statsWindow(query);
+        const result = stats.breakdown(toFilter(query, w), w, {
+          by: query.by,
+          sort: query.sort ?? "volume",
+          minRuns: query.min_runs ?? 10,
+          limit: query.limit ?? 50,
+        });
+        return { window: windowJson(w), by: query.by, ...result };
+      },
+      {
+        query: t.Composite([
+          FilterQuery,
+          t.Object({
+            by: Dimension,
+            sort: t.Optional(t.Union([t.Literal("volume"), t.Literal("failure_rate")], { description: "default volume" })),
+            min_runs: t.Optional(t.Numeric({ minimum: 0, description: "failure_rate ranking: groups with fewer finished (success + failed) installs are left out; default 10" })),
+            limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, description: "default 50" })),
+          }),
+        ]),
+        response: { 200: Breakdown, 422: ErrorBody },
+        detail: { tags, summary: "Totals and outcomes per group", description: "os groups by os_type and os_version together." },
+      },
+    )
+    .get(
+      "/api/stats/timeseries",
+      ({ query }) => {
+        const w = statsWindow(query);
+        const interval = query.interval ?? "day";
+        if (interval === "hour" && w.to - w.from > MAX_HOURLY_DAYS * DAY) throw new QueryError("interval", `hourly points cover at most ${MAX_HOURLY_DAYS} days; use day or week`);
+        const { source, points } = stats.timeseries(toFilter(query, w), w, interval);
+        return { window: windowJson(w), source, interval, points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })) };
+      },
+      {
+        query: t.Composite([FilterQuery, t.Object({ interval: t.Optional(t.Union([t.Literal("hour"), t.Literal("day"), t.Literal("week")], { description: "default day; weeks start on Monday (UTC)" })) })]),
+        response: { 200: Timeseries, 422: ErrorBody },
+        detail: { tags, summary: "Installs over time per outcome, zero-filled" },
+      },
+    )
+    .get(
+      "/api/stats/errors",
+      ({ query }) => {
+        const w = statsWindow(query);
+        return { window: windowJson(w), ...stats.errors(toFilter(query, w), w, query.limit ?? 50) };
+      },
+      {
+        query: t.Composite([FilterQuery, t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, description: "default 50" })) })]),
+        response: { 200: Errors, 422: ErrorBody },
+        detail: { tags, summary: "Failed installs grouped by error signature", description: "Counts are within the window; apps, first_seen, last_seen and example are what is known of the signature across all time." },
+      },
+    )
+    .get(
+      "/api/stats/top-apps",
+      ({ query }) => {
+        const limit = query.limit ?? 20;
+        const now = clock();
+        const window = (days: number) => {
+          const w = resolveWindow({ days }, now, null)!;
+          // Every group, once: the total is their sum, so the window is read once.
+          const every = stats.breakdown({}, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER }).groups;
+          const all = every.reduce((sum, g) => sum + g.total, 0);
+          const groups = every.slice(0, limit);
+          return {
+            window: windowJson(w),
+            total: all,
+            apps: groups.map((g) => ({ nsapp: g.value, count: g.total, percent: all === 0 ? 0 : Math.round((g.total / all) * 10_000) / 100 })),
+          };
+        };
+        return { "30d": window(30), "90d": window(90), "365d": window(365) };
+      },
+      {
+        query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, description: "apps per window, default 20" })) }),
+        response: { 200: TopApps, 422: ErrorBody },
+        detail: { tags, summary: "Most installed apps over 30, 90 and 365 days", description: "Counts are installs started in the window; percent of all installs in it." },
+      },
+    );
+}

@@ -1,0 +1,81 @@
+// Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
+import type { InstallFilter, StoreReads } from "../store/contract.ts";
+import {
+  SCANNED, breakdown, decompose, errorCounts, foldRecords, intervalStart, plan, summarize, timeseries,
+  type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
+} from "./aggregate.ts";
+import { GRAINS, type RollupPart } from "../domain/rollup.ts";
+
+export type Source = "rollup" | "scan";
+
+interface Read {
+  source: Source;
+  plan: Extract<Plan, { source: "rollup" }>;
+  cells: Cell[];
+}
+
+export function createStats(store: StoreReads) {
+  /** Cells for a window: from rollups when the plan allows, else by folding the window's records. */
+  function read(f: InstallFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[], scanBucket: (createdAt: number) => number): Read {
+    const p = plan(f, use);
+    if (p.source === "rollup") {
+      const cells = spans.flatMap((s) => store.readRollups({ grain: s.grain, app: p.app, from: s.from, to: s.to, parts }));
+      return { source: "rollup", plan: p, cells };
+    }
+    const records = store.iterateInstalls({ ...f, from: w.from, to: w.to });
+    return { source: "scan", plan: SCANNED, cells: foldRecords(records, (r) => scanBucket(r.createdAt)) };
+  }
+
+  const whole = () => 0;
+  const spansOf = (w: Window, months = true) => decompose(w, { months, foldedUntil: store.foldedUntil() });
+
+  return {
+    summary(f: InstallFilter, w: Window) {
+      const r = read(f, w, { kind: "summary" }, ["data"], spansOf(w), whole);
+      return { source: r.source, ...summarize(r.cells, r.plan) };
+    },
+
+    breakdown(f: InstallFilter, w: Window, o: BreakdownOptions) {
+      // By app over every app: the per-app counts are all it needs (an app's own slice has none).
+      const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
+      const r = read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), whole);
+      return { source: r.source, ...breakdown(r.cells, r.plan, o) };
+    },
+
+    timeseries(f: InstallFilter, w: Window, interval: Interval) {
+      // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
+      const spans: Span[] = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
+      const r = read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
+      return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
+    },
+
+    /** Failed installs by error signature, with what is known of each signature. */
+    errors(f: InstallFilter, w: Window, limit: number) {
+      const r = read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
+      const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
+      const totalFailed = counts.reduce((s, [, n]) => s + n, 0);
+      const top = counts.slice(0, limit);
+      const known = new Map(store.signatures(top.map(([id]) => id)).map((s) => [s.id, s]));
+      return {
+        source: r.source,
+        total_failed: totalFailed,
+        total_signatures: counts.length,
+        signatures: top.map(([id, count]) => {
+          const s = known.get(id);
+          return {
+            id,
+            signature: s?.signature ?? null,
+            count,
+            share: totalFailed === 0 ? 0 : Math.round((count / totalFailed) * 10_000) / 10_000,
+            apps: s ? (JSON.parse(s.apps) as string[]) : [],
+            first_seen: s ? new Date(s.firstSeen).toISOString() : null,
+            last_seen: s ? new Date(s.lastSeen).toISOString() : null,
+            example: s?.example ?? null,
+          };
+        }),
+      };
+    },
+  };
+}
+
+export type Stats = ReturnType<typeof createStats>;

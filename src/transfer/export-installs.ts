@@ -1,0 +1,41 @@
+// The export of GET /api/export outside HTTP (the `export` command): the same filters, window
+// rules, row order and formatting (src/report/export.ts), written to any sink chunk by chunk.
+import { exportStream, type ExportFormat } from "../read/export.ts";
+import { resolveWindow, toFilter, type FilterQuery } from "../read/query.ts";
+import type { InstallRow } from "../store/sqlite/schema.ts";
+import type { StoreReads } from "../store/contract.ts";
+
+/**
+ * Streams every install matching `query` (no window = all time, as the HTTP export) in `format`
+ * to `write`, awaiting each chunk, so memory stays constant and a slow sink slows the reading.
+ * Throws QueryError (before anything is written) when the filters are invalid.
+ */
+export async function exportInstalls(
+  reads: StoreReads,
+  query: FilterQuery,
+  format: ExportFormat,
+  write: (chunk: Uint8Array) => Promise<void> | void,
+  opts: { now?: number; onRows?: (records: number) => void } = {},
+): Promise<{ records: number }> {
+  const filter = toFilter(query, resolveWindow(query, opts.now ?? Date.now(), null));
+  let records = 0;
+  function* rows(): Generator<InstallRow> {
+    for (const row of reads.iterateInstalls(filter)) {
+      records++;
+      if (records % 2000 === 0) opts.onRows?.(records);
+      yield row;
+    }
+  }
+  const reader = exportStream(rows(), format).getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      await write(value);
+    }
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    throw e;
+  }
+  return { records };
+}

@@ -1,0 +1,367 @@
+// Import of install records: our NDJSON export (one record per line, DESIGN.md section 3) and the
+// JSON array of the original API's /data/json (src/report/compat.ts), told apart by the first
+// character. The input is streamed: NDJSON line by line, the array element by element (a small
+// state machine finds where each top-level element ends), so a file of any size is read in
+// constant memory. Each record goes through the field rules (normalizeStart / normalizeUpdate)
+// and becomes the write ops that ingestion would have produced, written through the one write
+// path in batches, so rollups and error signatures stay exact.
+import type { JsonObject } from "../ingest/lenient-json.ts";
+import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
+import { isFinal } from "../domain/outcome.ts";
+import type { Commit } from "../store/writer.ts";
+import type { StoreReads, WriteOp } from "../store/contract.ts";
+
+export type InputFormat = "ndjson" | "json-array";
+
+/** The input is neither NDJSON nor a JSON array, or the array is malformed between elements. */
+export class ImportFormatError extends Error {}
+
+/** One record's text and where it was (`line 12`, `element 3`), or why there is none. */
+export type Piece = { position: string; text: string } | { position: string; error: string };
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+class NdjsonSplitter {
+  private rest = "";
+  private line = 0;
+
+  push(text: string, out: Piece[]): void {
+    const data = this.rest + text;
+    let start = 0;
+    for (let nl = data.indexOf("\n"); nl >= 0; nl = data.indexOf("\n", start)) {
+      this.emit(data.slice(start, nl), out);
+      start = nl + 1;
+    }
+    this.rest = data.slice(start);
+  }
+
+  end(out: Piece[]): void {
+    if (this.rest !== "") this.emit(this.rest, out);
+    this.rest = "";
+  }
+
+  private emit(line: string, out: Piece[]): void {
+    this.line++;
+    const text = line.trim();
+    if (text !== "") out.push({ position: `line ${this.line}`, text });
+  }
+}
+
+/** Splits `[ elem, elem, ... ]` into the elements' texts, whatever the chunk boundaries. */
+class ArraySplitter {
+  private state: "before" | "between" | "in" | "after" = "before";
+  private expectComma = false;
+  private depth = 0;
+  private inString = false;
+  private escape = false;
+  private scalar = false;
+  private pending = "";
+  private element = 0;
+
+  push(text: string, out: Piece[]): void {
+    let start = 0; // where the current element begins in `text` (state "in")
+    let i = 0;
+    const n = text.length;
+    while (i < n) {
+      const c = text.charCodeAt(i);
+      switch (this.state) {
+        case "before":
+          if (c === 0x5b /* [ */) this.state = "between";
+          else if (!isSpace(c) && c !== 0xfeff) throw new ImportFormatError("a JSON array must start with [");
+          i++;
+          break;
+        case "between":
+          if (isSpace(c)) {
+            i++;
+          } else if (c === 0x2c /* , */) {
+            if (!this.expectComma) throw new ImportFormatError(`unexpected "," after element ${this.element} of the JSON array`);
+            this.expectComma = false;
+            i++;
+          } else if (c === 0x5d /* ] */) {
+            this.state = "after";
+            i++;
+          } else {
+            if (this.expectComma) throw new ImportFormatError(`expected "," or "]" after element ${this.element} of the JSON array`);
+            this.state = "in";
+            this.element++;
+            this.depth = 0;
+            this.inString = false;
+            this.escape = false;
+            this.scalar = c !== 0x7b && c !== 0x5b && c !== 0x22; // not { [ "
+            start = i;
+          }
+          break;
+        case "in":
+          if (this.scalar) {
+            if (isSpace(c) || c === 0x2c || c === 0x5d) {
+              this.complete(text.slice(start, i), out);
+              continue; // the delimiter is read in state "between"
+            }
+          } else if (this.inString) {
+            if (this.escape) this.escape = false;
+            else if (c === 0x5c /* \ */) this.escape = true;
+            else if (c === 0x22 /* " */) {
+              this.inString = false;
+              if (this.depth === 0) {
+                this.complete(text.slice(start, i + 1), out);
+                i++;
+                continue;
+              }
+            }
+          } else if (c === 0x22) {
+            this.inString = true;
+          } else if (c === 0x7b || c === 0x5b) {
+            this.depth++;
+          } else if (c === 0x7d || c === 0x5d) {
+            if (--this.depth === 0) {
+              this.complete(text.slice(start, i + 1), out);
+              i++;
+              continue;
+            }
+          }
+          i++;
+          break;
+        case "after":
+          if (!isSpace(c)) throw new ImportFormatError("unexpected text after the end of the JSON array");
+          i++;
+          break;
+      }
+    }
+    if (this.state === "in") this.pending += text.slice(start);
+  }
+
+  end(out: Piece[]): void {
+    if (this.state === "in") {
+      out.push({ position: `element ${this.element}`, error: "the input ends inside this element (truncated file?)" });
+    } else if (this.state === "between") {
+      out.push({ position: `after element ${this.element}`, error: "the input ends before the closing ] (truncated file?)" });
+    }
+  }
+
+  private complete(text: string, out: Piece[]): void {
+    out.push({ position: `element ${this.element}`, text: this.pending + text });
+    this.pending = "";
+    this.state = "between";
+    this.expectComma = true;
+  }
+}
+
+/**
+ * The records of a stream, one piece per record. The format is decided by the first character
+ * that is not white space: `[` is the original API's JSON array, `{` our NDJSON.
+ */
+export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, onFormat?: (format: InputFormat) => void): AsyncGenerator<Piece> {
+  const decoder = new TextDecoder("utf-8"); // not fatal: invalid bytes become U+FFFD, as the ingest path does
+  let splitter: NdjsonSplitter | ArraySplitter | null = null;
+  let head = "";
+  const out: Piece[] = [];
+  const feed = (text: string) => {
+    if (splitter === null) {
+      head += text;
+      const trimmed = head.replace(/^[\s\ufeff]+/, "");
+      if (trimmed === "") return;
+      if (trimmed[0] === "[") splitter = new ArraySplitter();
+      else if (trimmed[0] === "{") splitter = new NdjsonSplitter();
+      else throw new ImportFormatError("the input is neither NDJSON (one JSON object per line, as our export writes) nor a JSON array (the original API's /data/json)");
+      onFormat?.(splitter instanceof ArraySplitter ? "json-array" : "ndjson");
+      text = trimmed;
+      head = "";
+    }
+    splitter.push(text, out);
+  };
+  for await (const chunk of input) {
+    feed(typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true }));
+    yield* out.splice(0);
+  }
+  feed(decoder.decode());
+  (splitter as NdjsonSplitter | ArraySplitter | null)?.end(out);
+  yield* out.splice(0);
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:?\d{2})$/;
+
+/**
+ * An RFC 3339 time as epoch ms: our ISO strings and Go's time.Time JSON (nanoseconds, any zone
+ * offset) alike; the fraction is cut to milliseconds. null when it is not one (or before 1970).
+ */
+export function parseTimestamp(value: unknown): number | null {
+  if (typeof value !== "string") return null;
+  const m = RFC3339.exec(value.trim());
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return null;
+  const date = Date.UTC(year, month - 1, day);
+  if (new Date(date).getUTCDate() !== day) return null; // 2026-02-30
+  const ms = m[7] ? Number(m[7].padEnd(3, "0").slice(0, 3)) : 0;
+  const zone = m[8]!;
+  const offset = zone === "Z" || zone === "z" ? 0 : (zone[0] === "-" ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2))) * 60_000;
+  return date + ((hour * 60 + minute) * 60 + second) * 1000 + ms - offset;
+}
+
+/** The start report's fields, in both record shapes (`id`, times, status and error are handled apart). */
+const START_FIELDS = [
+  "random_id", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
+  "disableip6", "nsapp", "method", "pve_version", "host_version",
+] as const;
+
+const NO_BODY = new Uint8Array(0);
+
+export type RecordOps = { ok: true; randomId: string; ops: WriteOp[] } | { ok: false; message: string };
+
+const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringify(value)?.slice(0, 60) ?? String(value));
+
+/**
+ * The write ops that rebuild one record, as ingestion would have made them:
+ * - a start report (status "installing") at created_at;
+ * - a status update at updated_at when the record moved on (status, error, or a later
+ *   updated_at): a final status there gives duration_s = updated_at - created_at;
+ * - a final status whose duration is unknown (duration_s null: it arrived before the start
+ *   report; or a record of the original API, which has no updated_at) is carried by the start
+ *   report itself, as a held update would have been: duration stays null, updated_at = created_at;
+ * - outcome "unknown" on an in-progress status (timed out) is an expire op at updated_at.
+ * Field rules are the current ones (normalizeStart / normalizeUpdate), outcome is derived again.
+ * Not reproduced: `repaired` (imported records have repaired=false: marking them would log an
+ * empty raw body in the rejected log), and the original's `id` (ours is derived).
+ */
+export function recordOps(value: unknown, normalize: NormalizeOptions): RecordOps {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "not a JSON object" };
+  const r = value as JsonObject;
+  const createdAt = parseTimestamp(r.created_at);
+  if (createdAt === null) return { ok: false, message: `created_at must be an RFC 3339 time, got ${show(r.created_at)}` };
+
+  const body: JsonObject = { status: "installing" };
+  for (const key of START_FIELDS) if (r[key] !== undefined) body[key] = r[key];
+  const start = normalizeStart(body, normalize);
+  if (!start.ok) return { ok: false, message: start.message };
+  const report = start.value;
+  const status = typeof r.status === "string" && r.status.trim() !== "" ? r.status : "installing";
+  const checked = normalizeUpdate({ random_id: report.randomId, status, error: r.error ?? null }, normalize);
+  if (!checked.ok) return { ok: false, message: checked.message };
+  const update = checked.value;
+
+  let durationMs: number | null = null;
+  if (r.duration_s !== undefined && r.duration_s !== null) {
+    if (typeof r.duration_s !== "number" || !Number.isFinite(r.duration_s) || r.duration_s < 0) {
+      return { ok: false, message: `duration_s must be a non-negative number or null, got ${show(r.duration_s)}` };
+    }
+    durationMs = Math.round(r.duration_s * 1000);
+  }
+  let updatedAt: number | null = null;
+  if (r.updated_at !== undefined && r.updated_at !== null) {
+    updatedAt = parseTimestamp(r.updated_at);
+    if (updatedAt === null) return { ok: false, message: `updated_at must be an RFC 3339 time, got ${show(r.updated_at)}` };
+  }
+  updatedAt = Math.max(createdAt, updatedAt ?? (durationMs !== null ? createdAt + durationMs : createdAt));
+
+  const received = { raw: NO_BODY, repairs: [] as string[] };
+  if (isFinal(update.outcome) && durationMs === null) {
+    const carried = { ...report, status: update.status, outcome: update.outcome, error: update.error };
+    return { ok: true, randomId: report.randomId, ops: [{ kind: "start", report: carried, ...received, at: createdAt }] };
+  }
+  const ops: WriteOp[] = [{ kind: "start", report, ...received, at: createdAt }];
+  const expired = r.outcome === "unknown" && update.outcome === "in_progress";
+  if (update.status !== report.status || update.error !== null || (updatedAt > createdAt && !expired)) {
+    ops.push({ kind: "update", update, ...received, at: updatedAt });
+  }
+  if (expired) ops.push({ kind: "expire", randomId: report.randomId, at: updatedAt });
+  return { ok: true, randomId: report.randomId, ops };
+}
+
+export interface ImportSummary {
+  format: InputFormat | null;
+  /** Records read (pieces of the input, valid or not). */
+  read: number;
+  imported: number;
+  /** Records whose random_id was already stored (or came earlier in the input): skipped. */
+  duplicates: number;
+  invalid: number;
+}
+
+export interface ImportDeps {
+  /** For the duplicate check (getInstall); must see what `commit` committed. */
+  reads: StoreReads;
+  commit: Commit;
+}
+
+export interface ImportOptions {
+  normalize: NormalizeOptions;
+  /** Write ops per transaction (default 2000). */
+  batchOps?: number;
+  onProgress?: (summary: Readonly<ImportSummary>, bytes: number) => void;
+  /** Each invalid record, with where it was and why. */
+  onInvalid?: (position: string, message: string) => void;
+}
+
+/**
+ * Imports every record of `input`. Invalid records are counted and reported (onInvalid), never
+ * fatal; duplicates are skipped, so importing the same file twice adds nothing. A malformed
+ * JSON array (ImportFormatError) stops the import after writing the records before the fault.
+ */
+export async function importRecords(deps: ImportDeps, input: AsyncIterable<Uint8Array | string>, opts: ImportOptions): Promise<ImportSummary> {
+  const { reads, commit } = deps;
+  const batchOps = opts.batchOps ?? 2000;
+  const summary: ImportSummary = { format: null, read: 0, imported: 0, duplicates: 0, invalid: 0 };
+  let bytes = 0;
+  let batch: WriteOp[] = [];
+  const inBatch = new Set<string>();
+
+  async function* counted(): AsyncGenerator<Uint8Array | string> {
+    for await (const chunk of input) {
+      bytes += typeof chunk === "string" ? chunk.length : chunk.byteLength;
+      yield chunk;
+    }
+  }
+  const invalid = (position: string, message: string) => {
+    summary.invalid++;
+    opts.onInvalid?.(position, message);
+  };
+  const flush = async () => {
+    if (batch.length === 0) return;
+    // By time within the batch (a stable sort: a record's own ops keep their order, as their
+    // times never decrease), so neighbouring ops share rollup cells.
+    const ops = batch.sort((a, b) => a.at - b.at);
+    batch = [];
+    const results = await commit(ops);
+    ops.forEach((op, i) => {
+      if (op.kind !== "start") return;
+      const result = results[i];
+      if (result?.kind === "created") summary.imported++;
+      else if (result?.kind === "duplicate") summary.duplicates++; // stored meanwhile by someone else
+    });
+    inBatch.clear();
+    opts.onProgress?.(summary, bytes);
+  };
+
+  try {
+    for await (const piece of splitRecords(counted(), (format) => (summary.format = format))) {
+      summary.read++;
+      if ("error" in piece) {
+        invalid(piece.position, piece.error);
+        continue;
+      }
+      let value: unknown;
+      try {
+        value = JSON.parse(piece.text);
+      } catch (e) {
+        invalid(piece.position, `not valid JSON: ${(e as Error).message}`);
+        continue;
+      }
+      const record = recordOps(value, opts.normalize);
+      if (!record.ok) {
+        invalid(piece.position, record.message);
+        continue;
+      }
+      if (inBatch.has(record.randomId) || reads.getInstall(record.randomId) !== undefined) {
+        summary.duplicates++;
+        continue;
+      }
+      inBatch.add(record.randomId);
+      batch.push(...record.ops);
+      if (batch.length >= batchOps) await flush();
+      else if (summary.read % 1000 === 0) opts.onProgress?.(summary, bytes);
+    }
+  } finally {
+    await flush(); // what was read before a format error is kept: importing again skips it
+  }
+  return summary;
+}

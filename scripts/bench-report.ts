@@ -10,15 +10,11 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createApp } from "../src/app.ts";
 import { defaults } from "../src/config.ts";
-import { createWriter, inProcessCommit } from "../src/store/writer.ts";
 import { createLogger } from "../src/log.ts";
-import { createMetrics } from "../src/http/metrics.ts";
-import { createMaintenance } from "../src/maintenance/maintenance.ts";
 import { seedDatabase, seedOptions } from "../src/seed/seed.ts";
-import { openDatabase } from "../src/store/sqlite/database.ts";
-import { createSqliteStore } from "../src/store/sqlite/store.ts";
+import { createRuntime } from "../src/runtime.ts";
+import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -71,8 +67,9 @@ say(`Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; ${new Date().t
 
 for (const size of sizes) {
   const path = join(values.dir!, `seed-${size}.db`);
-  const { sqlite, db } = openDatabase(path, { durability: "normal", migrate: true });
-  const store = createSqliteStore(sqlite, db);
+  // The engine opened here, so the scan baselines can run SQL on its connection.
+  const engine = openSqliteEngine(path, { durability: "normal", migrate: true });
+  const { sqlite, store } = engine;
   const have = (sqlite.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
   if (have === 0) {
     console.error(`seeding ${size.toLocaleString()} records into ${path} ...`);
@@ -83,19 +80,7 @@ for (const size of sizes) {
   const span = store.recordSpan()!;
   // Measure as of the newest record, so the windows hold data whenever the seed was made.
   const now = span.last;
-  const config = { ...defaults, db: path };
-  const metrics = createMetrics();
-  const writer = createWriter(inProcessCommit(store.write), config.maxBatch);
-  const app = createApp({
-    config,
-    store,
-    writer,
-    maintenance: createMaintenance({ config, reads: store, db, writer, clock: () => now }),
-    clock: () => now,
-    version: "bench",
-    log: createLogger("error", () => {}, () => now),
-    metrics,
-  });
+  const { app } = createRuntime({ ...defaults, db: path }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
   const get = async (p: string) => {
     const res = await app.handle(new Request(`http://localhost${p}`));
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);

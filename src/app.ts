@@ -1,4 +1,4 @@
-// Composes the route plugins into the application; main.ts and the tests both call createApp.
+// Composes the route plugins into the HTTP application (called by the composition root, runtime.ts).
 import { Elysia } from "elysia";
 import type { Config } from "./config.ts";
 import { errorBody, serverFault } from "./http/errors.ts";
@@ -16,14 +16,14 @@ import type { Logger } from "./log.ts";
 import { compatRoutes } from "./read/compat-routes.ts";
 import { exportRoutes } from "./read/export-routes.ts";
 import { QueryError } from "./read/query.ts";
-import { reportRoutes } from "./read/routes.ts";
-import type { StoreReads } from "./store/contract.ts";
+import { readRoutes } from "./read/routes.ts";
+import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import { apiDocs } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
 
 export interface AppDeps {
   config: Config;
-  store: StoreReads;
+  store: StoreReads & MaintenanceReads;
   writer: GroupCommitWriter;
   clock: () => number;
   version: string;
@@ -82,11 +82,11 @@ export function createApp(deps: AppDeps) {
       }
     })
     .use(hardening(config))
-    .use(metricsRoutes({ metrics, store: deps.store, dbPath: config.db, clock, started: clock() }))
+    .use(metricsRoutes(metrics))
     .use(apiDocs({ version }))
     .use(healthRoutes({ version, writerStats: writer.stats, clock }))
     .use(ingest.plugin)
-    .use(reportRoutes({ store: deps.store, clock }))
+    .use(readRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
     .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));

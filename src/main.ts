@@ -3,7 +3,6 @@
 import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
 import { ConfigError, configFlags, configHelp, loadConfig } from "./config.ts";
-import { DatabaseOpenError } from "./store/sqlite/database.ts";
 import { UsageError, terminalProgress, type Command } from "./cli/command.ts";
 import { backup } from "./cli/backup.ts";
 import { exportCommand } from "./cli/export.ts";
@@ -16,6 +15,7 @@ import { restore } from "./cli/restore.ts";
 import { seed } from "./cli/seed.ts";
 import { serve } from "./cli/serve.ts";
 import { verify } from "./cli/verify.ts";
+import { DatabaseOpenError } from "./store/engine.ts";
 
 const VERSION = pkg.version;
 const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed, backup, restore, exportCommand, importCommand, prune, replay];

@@ -4,7 +4,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createWriter, inProcessCommit, type GroupCommitWriter } from "../src/store/writer.ts";
+import { createWriter, type GroupCommitWriter } from "../src/store/writer.ts";
 import { createLogger } from "../src/log.ts";
 import { openDatabase } from "../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../src/store/sqlite/store.ts";
@@ -17,7 +17,7 @@ afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 const CHECKPOINTER = new URL("../src/store/sqlite/checkpointer.ts", import.meta.url);
 
 const start = (id: string): WriteOp => ({
-  kind: "start",
+  kind: "start", endpoint: "upload",
   at: Date.now(),
   raw: new Uint8Array(),
   repairs: [],
@@ -35,7 +35,7 @@ function serving(name: string, thread?: { url: URL; options: CheckpointOptions }
   const log = createLogger("info", (line) => lines.push(line), Date.now);
   const checkpoints = thread ? startCheckpointThread(thread.url, sqlite, path, log, thread.options) : null;
   const store = createSqliteStore(sqlite, db);
-  const writer = createWriter(inProcessCommit((ops) => (checkpoints?.beforeWrite(), store.write(ops))), 1000);
+  const writer = createWriter((ops) => (checkpoints?.beforeWrite(), store.write(ops)), 1000);
   const close = () => {
     checkpoints?.stop();
     store.close();

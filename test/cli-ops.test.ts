@@ -17,19 +17,19 @@ import { prune } from "../src/cli/prune.ts";
 import { replay } from "../src/cli/replay.ts";
 import { restore } from "../src/cli/restore.ts";
 import { deriveOutcome } from "../src/domain/outcome.ts";
-import { inProcessCommit } from "../src/store/writer.ts";
 import { exportRoutes } from "../src/read/export-routes.ts";
-import { BackupError, backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/store/sqlite/backup.ts";
+import { backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/store/sqlite/backup.ts";
 import { exportInstalls } from "../src/transfer/export-installs.ts";
 import { importRecords, parseTimestamp, splitRecords, type Piece } from "../src/transfer/import-records.ts";
 import { pruneOlderThan } from "../src/maintenance/prune.ts";
 import { replayRejected } from "../src/maintenance/replay.ts";
 import { toRecord, type InstallRecord } from "../src/read/record.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
-import { APPLICATION_ID, DatabaseOpenError, migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
-import { rejectedReports } from "../src/store/sqlite/schema.ts";
+import { APPLICATION_ID, migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../src/store/sqlite/store.ts";
-import type { StartReport, Store, WriteOp } from "../src/store/contract.ts";
+import type { Store, WriteOp } from "../src/store/contract.ts";
+import type { StartReport } from "../src/domain/install.ts";
+import { BackupError, DatabaseOpenError } from "../src/store/engine.ts";
 import { startReport, testApp } from "./helpers/app.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
@@ -89,10 +89,10 @@ function report(id: string, fields: Partial<StartReport> = {}): StartReport {
   };
 }
 const start = (id: string, at: number, fields: Partial<StartReport> = {}, repairs: string[] = []): WriteOp => ({
-  kind: "start", report: report(id, fields), raw: repairs.length ? new TextEncoder().encode(`{"random_id":"${id}", broken`) : NO_RAW, repairs, at,
+  kind: "start", endpoint: "upload", report: report(id, fields), raw: repairs.length ? new TextEncoder().encode(`{"random_id":"${id}", broken`) : NO_RAW, repairs, at,
 });
 const update = (id: string, at: number, status: string, error: string | null = null): WriteOp => ({
-  kind: "update", update: { randomId: id, status, outcome: deriveOutcome(status, error), error }, raw: NO_RAW, repairs: [], at,
+  kind: "update", endpoint: "updatestatus", update: { randomId: id, status, outcome: deriveOutcome(status, error), error }, raw: NO_RAW, repairs: [], at,
 });
 
 const APPS = ["adguard", "jellyfin", "homeassistant", "docker", "jëllyfin-ünicode"];
@@ -164,7 +164,7 @@ function populated(name: string, n = 160, t0 = Date.parse("2026-03-01T00:00:00Z"
   const path = tmp(name);
   const { store } = fileStore(path);
   store.write(diverseOps(n, t0, 37 * MIN));
-  store.write([{ kind: "reject", at: t0 + 1000, rejection: { endpoint: "upload", reason: "invalid_json", httpStatus: 400, field: null, message: "not JSON", randomId: null, body: new TextEncoder().encode("{{{") } }]);
+  store.write([{ kind: "reject", at: t0 + 1000, rejection: { endpoint: "upload", reason: "invalid_json", field: null, message: "not JSON", randomId: null, body: new TextEncoder().encode("{{{") } }]);
   store.close();
   return path;
 }
@@ -180,6 +180,8 @@ describe("backup", () => {
       writerScript,
       `import { openDatabase } from ${JSON.stringify(`${ROOT}/src/store/sqlite/database.ts`)};
 import { createSqliteStore } from ${JSON.stringify(`${ROOT}/src/store/sqlite/store.ts`)};
+import { BackupError, DatabaseOpenError } from "../src/store/engine.ts";
+import type { StartReport } from "../src/domain/install.ts";
 const { sqlite, db } = openDatabase(process.argv[2], { durability: "normal", migrate: false });
 const store = createSqliteStore(sqlite, db);
 const t0 = Date.parse("2026-01-01T00:00:00Z");
@@ -188,9 +190,9 @@ for (let i = 0; ; ) {
   const ops = [];
   for (let k = 0; k < 25; k++, i++) {
     const id = "w" + i, at = t0 + i * 97_000;
-    ops.push({ kind: "start", at, raw, repairs: [], report: { randomId: id, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: null, nsapp: "app" + (i % 13), method: null, pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null } });
+    ops.push({ kind: "start", endpoint: "upload", at, raw, repairs: [], report: { randomId: id, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: null, nsapp: "app" + (i % 13), method: null, pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null } });
     const failed = i % 4 === 0;
-    ops.push({ kind: "update", at: at + 60_000, raw, repairs: [], update: { randomId: id, status: failed ? "failed" : "done", outcome: failed ? "failed" : "success", error: failed ? "exit code " + (i % 7) : null } });
+    ops.push({ kind: "update", endpoint: "updatestatus", at: at + 60_000, raw, repairs: [], update: { randomId: id, status: failed ? "failed" : "done", outcome: failed ? "failed" : "success", error: failed ? "exit code " + (i % 7) : null } });
   }
   store.write(ops);
 }
@@ -483,7 +485,7 @@ describe("import", () => {
     expect(expected.size).toBe(240);
 
     const target = fileStore(tmp("import-dst.db"));
-    const deps = { reads: target.store, commit: inProcessCommit(target.store.write) };
+    const deps = { reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) };
     const invalid: string[] = [];
     // Odd chunk sizes: records and multi-byte characters split across chunks.
     const summary = await importRecords(deps, chunked(ndjson, [1, 7, 4096, 13, 100_000]), { normalize, batchOps: 100, onInvalid: (p, m) => invalid.push(`${p}: ${m}`) });
@@ -520,7 +522,7 @@ describe("import", () => {
     const source = records(t.store);
 
     const target = fileStore(tmp("compat-dst.db"));
-    const deps = { reads: target.store, commit: inProcessCommit(target.store.write) };
+    const deps = { reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) };
     const summary = await importRecords(deps, chunked(array, [3, 1, 17]), { normalize });
     expect(summary).toEqual({ format: "json-array", read: 3, imported: 3, duplicates: 0, invalid: 0 });
     const got = records(target.store);
@@ -543,7 +545,7 @@ describe("import", () => {
     ]\n`;
     const target = fileStore(tmp("hand.db"));
     const invalid: string[] = [];
-    const summary = await importRecords({ reads: target.store, commit: inProcessCommit(target.store.write) }, chunked(original, [5]), {
+    const summary = await importRecords({ reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) }, chunked(original, [5]), {
       normalize,
       onInvalid: (p, m) => invalid.push(`${p}: ${m}`),
     });
@@ -628,7 +630,7 @@ describe("prune", () => {
     // 2 years of records, one every 3 days, plus a held update and rejected entries at both ends.
     const ops = diverseOps(244, now - 730 * DAY, 3 * DAY, "p");
     const reject = (at: number, id: string | null): WriteOp => ({
-      kind: "reject", at, rejection: { endpoint: "upload", reason: "invalid_field", httpStatus: 422, field: "type", message: "m", randomId: id, body: new Uint8Array([123]) },
+      kind: "reject", at, rejection: { endpoint: "upload", reason: "invalid_field", field: "type", message: "m", randomId: id, body: new Uint8Array([123]) },
     });
     ops.push(update("held-old", now - 500 * DAY, "done"), update("held-new", now - DAY, "done"));
     ops.push(reject(now - 600 * DAY, null), reject(now - 401 * DAY, "x"), reject(now - 399 * DAY, null), reject(now - HOUR, null));
@@ -641,7 +643,7 @@ describe("prune", () => {
     const totalBefore = (await t.get("/api/stats/summary?days=3660")).body.total as number;
     expect(totalBefore).toBe(all.size);
 
-    const deps = { reads: store, db: t.db, commit: inProcessCommit(store.write) };
+    const deps = { store, commit: (ops: readonly WriteOp[]) => store.write(ops) };
     const rejectedBefore = t.rejected();
     const rejectedOld = rejectedBefore.filter((e) => e.receivedAt < cutoff).length;
     expect(rejectedOld).toBeGreaterThan(2); // two above, and the repaired bodies of old records
@@ -691,7 +693,7 @@ describe("replay", () => {
     const t0 = t.clock() - 2 * DAY;
     const body = (o: unknown) => new TextEncoder().encode(typeof o === "string" ? o : JSON.stringify(o));
     const reject = (at: number, endpoint: "upload" | "updatestatus", reason: "invalid_json" | "invalid_field" | "repaired" | "already_final", b: Uint8Array): WriteOp => ({
-      kind: "reject", at, rejection: { endpoint, reason, httpStatus: reason === "invalid_json" ? 400 : 422, field: null, message: "then", randomId: null, body: b },
+      kind: "reject", at, rejection: { endpoint, reason, field: null, message: "then", randomId: null, body: b },
     });
     t.store.write([
       // Logged as invalid JSON by an older parser; valid now.
@@ -708,7 +710,7 @@ describe("replay", () => {
       reject(t0 + 5000, "updatestatus", "already_final", body({ status: "done", random_id: "rp1" })),
     ]);
     const before = t.rejected();
-    const deps = { db: t.db, commit: inProcessCommit(t.store.write) };
+    const deps = { store: t.store, commit: (ops: readonly WriteOp[]) => t.store.write(ops) };
 
     const dry = await replayRejected(deps, { normalize, dryRun: true, now: t.clock() });
     expect(dry).toEqual({ dry_run: true, tried: 5, results: { valid: 4, "still invalid": 1 }, skipped: 0 });
@@ -724,7 +726,7 @@ describe("replay", () => {
     expect(got.get("rp1")).toMatchObject({ nsapp: "jellyfin", outcome: "failed", error: "exit code 2", created_at: new Date(t0).toISOString(), duration_s: 90, repaired: false });
     expect(got.get("rp3")).toMatchObject({ created_at: new Date(t0 + 2000).toISOString(), disk_size: null, repaired: true });
     expect(got.has("rp5")).toBe(false);
-    const marks = Object.fromEntries(t.db.select().from(rejectedReports).all().map((e) => [e.id, e.replayResult]));
+    const marks = Object.fromEntries(t.rejected().map((e) => [e.id, e.replayResult]));
     expect(Object.values(marks)).toEqual([
       "created", "updated", 'still invalid: type must be one of lxc, vm, turnkey, pve, addon, tool, got "banana"', "created", "held", null, null,
       null, // the new "repaired" entry the repaired body made, as ingestion would have

@@ -331,7 +331,7 @@ function bulk(t: ReturnType<typeof testApp>, n: number, start: number, prefix = 
   const ops: WriteOp[] = [];
   for (let i = 0; i < n; i++) {
     ops.push({
-      kind: "start",
+      kind: "start", endpoint: "upload",
       at: start + i * 1000,
       raw: new Uint8Array(),
       repairs: [],

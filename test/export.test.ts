@@ -5,9 +5,9 @@ import { createApp } from "../src/app.ts";
 import { createLogger } from "../src/log.ts";
 import { CONTENT_TYPES, EXPORT_COLUMNS, csvHeader, csvRow, exportFilename, exportStream, ndjsonLine } from "../src/read/export.ts";
 import { InstallRecord, toRecord } from "../src/read/record.ts";
-import type { InstallRow } from "../src/store/sqlite/schema.ts";
-import type { StoreReads, WriteOp } from "../src/store/contract.ts";
+import type { MaintenanceReads, StoreReads, WriteOp } from "../src/store/contract.ts";
 import { startReport, testApp } from "./helpers/app.ts";
+import type { Install } from "../src/domain/install.ts";
 
 /** DESIGN.md section 3, in order. */
 const DESIGN_FIELDS = [
@@ -20,7 +20,7 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 /** The test app with the export plugin mounted on the full app (so QueryError and validation answer 422 as in production). */
-function setup(store?: (t: ReturnType<typeof testApp>) => StoreReads) {
+function setup(store?: (t: ReturnType<typeof testApp>) => StoreReads & MaintenanceReads) {
   const t = testApp();
   const log = createLogger("error", () => {}, t.clock);
   // The full app (export is mounted there), over the given store wrapper when a test needs one.
@@ -91,7 +91,7 @@ const parseNdjson = (text: string) => {
   return text === "" ? [] : text.slice(0, -1).split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
 };
 
-function row(fields: Partial<InstallRow> = {}): InstallRow {
+function row(fields: Partial<Install> = {}): Install {
   return {
     randomId: "r-1", type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
     disableip6: "yes", nsapp: "adguard", method: "default", pveVersion: "8.2.2", status: "done", outcome: "success",
@@ -110,7 +110,7 @@ function seedRows(write: (ops: WriteOp[]) => unknown, n: number, at: number) {
   const ops: WriteOp[] = [];
   for (let i = 0; i < n; i++) {
     ops.push({
-      kind: "start", raw: new Uint8Array(), repairs: [], at: at + i,
+      kind: "start", endpoint: "upload", raw: new Uint8Array(), repairs: [], at: at + i,
       report: {
         randomId: `seed-${i}`, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
         disableip6: null, nsapp: "seeded", method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null,
@@ -437,7 +437,7 @@ describe("cancellation", () => {
   /** The real store, with iterateInstalls wrapped to count opened and closed iterators. */
   function tracking(t: ReturnType<typeof testApp>) {
     const counts = { opened: 0, closed: 0 };
-    const store: StoreReads = Object.assign(Object.create(t.store) as StoreReads, {
+    const store: StoreReads & MaintenanceReads = Object.assign(Object.create(t.store) as StoreReads & MaintenanceReads, {
       *iterateInstalls(filter: Parameters<StoreReads["iterateInstalls"]>[0]) {
         counts.opened++;
         try {
@@ -483,7 +483,7 @@ describe("cancellation", () => {
     // An endless source: only a cancel can end it.
     const counts = { pulled: 0, closed: 0 };
     const t = setup((base) =>
-      Object.assign(Object.create(base.store) as StoreReads, {
+      Object.assign(Object.create(base.store) as StoreReads & MaintenanceReads, {
         *iterateInstalls() {
           try {
             for (let i = 0; ; i++) {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { parseLenientJson, type JsonObject, type Repair } from "../src/ingest/lenient-json.ts";
+import { parseLenientJson, type Repair } from "../src/ingest/lenient-json.ts";
+import type { JsonObject } from "../src/domain/json.ts";
 
 const encoder = new TextEncoder();
 

@@ -1,14 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { defaults } from "../src/config.ts";
-import type { JsonObject } from "../src/ingest/lenient-json.ts";
-import {
-  INSTALL_TYPES,
-  MAX_RANDOM_ID_LENGTH,
-  normalizeStart,
-  normalizeUpdate,
-  type NormalizeOptions,
-} from "../src/domain/normalize.ts";
-import type { StartReport, StatusUpdate } from "../src/store/contract.ts";
+import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../src/domain/normalize.ts";
+import type { JsonObject } from "../src/domain/json.ts";
+import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type StartReport, type StatusUpdate } from "../src/domain/install.ts";
 
 const OPTS: NormalizeOptions = {
   maxFieldLength: defaults.maxFieldLength,

@@ -1,6 +1,7 @@
 // Rollup cells as pure data: counting in and out, merging, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
-import { ALL_APPS, GRAINS, HOUR, RollupDeltas, addRecord, appSlice, emptyData, mergeInto, type RollupRecord } from "../src/domain/rollup.ts";
+import { ALL_APPS, GRAINS, RollupDeltas, addRecord, appSlice, emptyData, mergeInto, type RollupRecord } from "../src/domain/rollup.ts";
+import { HOUR } from "../src/domain/time.ts";
 
 const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "failed",

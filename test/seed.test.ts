@@ -292,7 +292,7 @@ describe("seedDatabase", () => {
     expect(batches.length).toBeGreaterThanOrEqual(Math.ceil(20_000 / 3000)); // one load op per record
 
     // Rows are what was written: same outcomes, times and durations.
-    const rows = batches.flat().flatMap((op) => (op.kind === "load" ? [op.row] : []));
+    const rows = batches.flat().flatMap((op) => (op.kind === "load" ? [op.install] : []));
     expect(rows.length).toBe(20_000);
     const expected = countBy(rows, (row) => row.outcome);
     const stored = sqlite.query("SELECT outcome, count(*) AS n FROM installs GROUP BY outcome").all() as { outcome: string; n: number }[];

@@ -2,23 +2,23 @@
 import { describe, expect, test } from "bun:test";
 import { errorSignature, signatureId } from "../src/domain/error-signature.ts";
 import { signaturePage, type PageReader } from "../src/read/signature-filter.ts";
-import type { InstallRow } from "../src/store/sqlite/schema.ts";
 import type { ListCursor } from "../src/store/contract.ts";
+import type { Install } from "../src/domain/install.ts";
 
-const row = (i: number, error: string): InstallRow => ({
+const row = (i: number, error: string): Install => ({
   randomId: `r${i}`, type: "lxc", ctType: 1, diskSize: 4, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "no",
   nsapp: "app", method: "default", pveVersion: "8.2.2", status: "failed", outcome: "failed", error, createdAt: 1_000 + i, updatedAt: 1_000 + i, durationMs: null, repaired: false,
 });
 
 /** A store listing over `rows` (already newest first), counting the rows it reads. */
-function reader(rows: InstallRow[]) {
+function reader(rows: Install[]) {
   const stats = { read: 0 };
   const read: PageReader = (after, limit) => {
     const start = after ? rows.findIndex((r) => r.createdAt === after.createdAt) + 1 : 0;
     const page = rows.slice(start, start + limit);
     stats.read += page.length;
     const last = page.at(-1);
-    const next: ListCursor | null = start + limit < rows.length && last ? { createdAt: last.createdAt, rowid: 0 } : null;
+    const next: ListCursor | null = start + limit < rows.length && last ? { createdAt: last.createdAt, seq: 0 } : null;
     return { rows: page, next };
   };
   return { read, stats };

@@ -78,8 +78,8 @@ describe("rebuildRollups", () => {
 describe("open hours", () => {
   const report = (randomId: string, nsapp: string) =>
     ({ randomId, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "yes", nsapp, method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null }) as const;
-  const start = (id: string, nsapp: string, at: number): WriteOp => ({ kind: "start", report: report(id, nsapp), raw: new Uint8Array(), repairs: [], at });
-  const done = (id: string, at: number): WriteOp => ({ kind: "update", update: { randomId: id, status: "failed", outcome: "failed", error: "exit code 2" }, raw: new Uint8Array(), repairs: [], at });
+  const start = (id: string, nsapp: string, at: number): WriteOp => ({ kind: "start", endpoint: "upload", report: report(id, nsapp), raw: new Uint8Array(), repairs: [], at });
+  const done = (id: string, at: number): WriteOp => ({ kind: "update", endpoint: "updatestatus", update: { randomId: id, status: "failed", outcome: "failed", error: "exit code 2" }, raw: new Uint8Array(), repairs: [], at });
   const hourCells = (s: Store) => s.rollupCells(0, 0, Number.MAX_SAFE_INTEGER).sort((x, y) => x.bucket - y.bucket || x.app.localeCompare(y.app));
 
   test("live in memory, are recounted by a new connection, follow another connection's writes, and fold into stored cells", () => {

@@ -1,12 +1,11 @@
 // The group-commit writer, against a real store.
 import { describe, expect, test } from "bun:test";
-import { createWriter, inProcessCommit, StorageUnavailableError } from "../src/store/writer.ts";
-import { openDatabase } from "../src/store/sqlite/database.ts";
-import { createSqliteStore } from "../src/store/sqlite/store.ts";
-import type { WriteOp } from "../src/store/contract.ts";
+import { createWriter } from "../src/store/writer.ts";
+import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
+import { type WriteOp, StorageUnavailableError } from "../src/store/contract.ts";
 
 const start = (id: string): WriteOp => ({
-  kind: "start",
+  kind: "start", endpoint: "upload",
   at: 1,
   raw: new Uint8Array(),
   repairs: [],
@@ -16,16 +15,13 @@ const start = (id: string): WriteOp => ({
   },
 });
 
-function realStore() {
-  const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
-  return { sqlite, store: createSqliteStore(sqlite, db) };
-}
+const realStore = () => openSqliteEngine(":memory:", { durability: "normal", migrate: true });
 
 describe("group-commit writer", () => {
   test("writes submitted in one turn share one transaction, and resolve only after it", async () => {
     const { sqlite, store } = realStore();
     const seen: number[] = [];
-    const writer = createWriter(inProcessCommit((ops) => (seen.push(ops.length), store.write(ops))), 1000);
+    const writer = createWriter((ops) => (seen.push(ops.length), store.write(ops)), 1000);
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => writer.submit(start(`w${i}`))));
     expect(seen).toEqual([50]);
     expect(results.every((r) => r.kind === "created")).toBe(true);
@@ -35,7 +31,7 @@ describe("group-commit writer", () => {
   test("maxBatch caps a transaction; the rest follows in the next", async () => {
     const { store } = realStore();
     const seen: number[] = [];
-    const writer = createWriter(inProcessCommit((ops) => (seen.push(ops.length), store.write(ops))), 20);
+    const writer = createWriter((ops) => (seen.push(ops.length), store.write(ops)), 20);
     await Promise.all(Array.from({ length: 45 }, (_, i) => writer.submit(start(`m${i}`))));
     expect(seen).toEqual([20, 20, 5]);
   });
@@ -43,7 +39,7 @@ describe("group-commit writer", () => {
   test("one failing write does not fail its neighbours", async () => {
     const { store } = realStore();
     const poison = start("poison");
-    const writer = createWriter(inProcessCommit((ops) => (ops.includes(poison) ? (() => { throw new TypeError("bug"); })() : store.write(ops))), 100);
+    const writer = createWriter((ops) => (ops.includes(poison) ? (() => { throw new TypeError("bug"); })() : store.write(ops)), 100);
     const outcomes = await Promise.allSettled([writer.submit(start("a")), writer.submit(poison), writer.submit(start("b"))]);
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(writer.stats.failedBatches).toBe(1);
@@ -51,7 +47,7 @@ describe("group-commit writer", () => {
 
   test("SQLite errors become StorageUnavailableError; drain waits for the queue", async () => {
     const { sqlite, store } = realStore();
-    const writer = createWriter(inProcessCommit(store.write), 100);
+    const writer = createWriter((ops) => store.write(ops), 100);
     sqlite.run("PRAGMA query_only = ON");
     const failed = writer.submit(start("x"));
     await writer.drain();

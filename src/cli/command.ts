@@ -1,5 +1,7 @@
 // What every CLI command is: a name, its own flags, a run function. main.ts dispatches.
-import type { Config } from "../config.ts";
+import type { Config, Durability } from "../config.ts";
+import type { Engine } from "../store/engine.ts";
+import { DatabaseMissingError, openEngine } from "../store/open.ts";
 
 export interface Flag {
   type: "string" | "boolean";
@@ -31,6 +33,22 @@ export interface Command {
 }
 
 export class UsageError extends Error {}
+
+/** The hint for a database that is not where a command looks. */
+export const missingDatabase = (location: string): UsageError =>
+  new UsageError(`no database at ${location}; name the right one with --db (or INSTALLSTATS_DB)`);
+
+/**
+ * Opens the command's database (--db), migrated. Only commands that put data in (`create`) make a
+ * new one; the others refuse a missing database rather than report on an empty one they made.
+ */
+export function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability }): Engine {
+  try {
+    return openEngine(ctx.config.db, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create });
+  } catch (e) {
+    throw e instanceof DatabaseMissingError ? missingDatabase(ctx.config.db) : e;
+  }
+}
 
 /** A flag's value as a positive whole number, or the default. */
 export function countFlag(ctx: CommandContext, name: string, fallback: number): number {

@@ -5,12 +5,10 @@ import { exportInstalls } from "../transfer/export-installs.ts";
 import type { ExportFormat } from "../read/export.ts";
 import { DEFAULT_EXPORT_FORMAT } from "../read/export-routes.ts";
 import { QueryError, type FilterQuery } from "../read/query.ts";
-import { openDatabase } from "../store/sqlite/database.ts";
-import { installs } from "../store/sqlite/schema.ts";
-import { createSqliteReads } from "../store/sqlite/reads.ts";
-import { UsageError, type Command, type Flag } from "./command.ts";
+import { OUTCOMES, type Outcome } from "../domain/outcome.ts";
+import { UsageError, openDatabaseOf, type Command, type Flag } from "./command.ts";
 
-const OUTCOMES: readonly string[] = installs.outcome.enumValues;
+const isOutcome = (text: string): text is Outcome => (OUTCOMES as readonly string[]).includes(text);
 
 /** Flag name -> FilterQuery key, for the exact-match filters (as GET /api/export takes them). */
 const LABELS = {
@@ -53,8 +51,8 @@ export function filterQueryFromFlags(flags: Record<string, string | boolean | un
   }
   const outcome = text("outcome", 32);
   if (outcome !== undefined) {
-    if (!OUTCOMES.includes(outcome)) throw new UsageError(`--outcome must be one of ${OUTCOMES.join(", ")}`);
-    query.outcome = outcome as FilterQuery["outcome"];
+    if (!isOutcome(outcome)) throw new UsageError(`--outcome must be one of ${OUTCOMES.join(", ")}`);
+    query.outcome = outcome;
   }
   const from = text("from", 64);
   if (from !== undefined) query.from = from;
@@ -94,16 +92,13 @@ export const exportCommand: Command = {
     const out = ctx.flags.out;
     if (out !== undefined && (typeof out !== "string" || out === "")) throw new UsageError("--out needs a file name");
     if (out !== undefined && !existsSync(dirname(out))) throw new UsageError(`directory ${dirname(out)} does not exist`);
-    if (!existsSync(ctx.config.db)) throw new UsageError(`no database at ${ctx.config.db} (see --db)`);
-
-    const { sqlite, db } = openDatabase(ctx.config.db, { durability: ctx.config.durability, migrate: true });
-    const reads = createSqliteReads(sqlite, db);
+    const engine = openDatabaseOf(ctx, { create: false });
     const temp = out === undefined ? null : join(dirname(out), `.${basename(out)}.export-${process.pid}.tmp`);
     const file = temp === null ? null : await open(temp, "w");
     try {
       const sink = file === null ? stdoutSink : async (chunk: Uint8Array) => void (await file.write(chunk));
       const onRows = file === null ? undefined : (n: number) => ctx.progress(`exporting: ${n.toLocaleString()} records`);
-      const { records } = await exportInstalls(reads, query, format, sink, { onRows });
+      const { records } = await exportInstalls(engine.store, query, format, sink, { onRows });
       if (file !== null && temp !== null && out !== undefined) {
         await file.sync();
         await file.close();
@@ -122,7 +117,7 @@ export const exportCommand: Command = {
         await file.close().catch(() => {});
         await rm(temp, { force: true });
       }
-      sqlite.close();
+      engine.close();
     }
   },
 };

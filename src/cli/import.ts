@@ -1,9 +1,6 @@
 import { existsSync, statSync } from "node:fs";
-import { inProcessCommit } from "../store/writer.ts";
 import { ImportFormatError, importRecords } from "../transfer/import-records.ts";
-import { openDatabase } from "../store/sqlite/database.ts";
-import { createSqliteStore } from "../store/sqlite/store.ts";
-import { UsageError, type Command } from "./command.ts";
+import { UsageError, openDatabaseOf, type Command } from "./command.ts";
 
 /** Invalid records listed one by one on stderr; past this, only counted. */
 const SHOWN_INVALID = 20;
@@ -22,11 +19,11 @@ export const importCommand: Command = {
       if (statSync(file).isDirectory()) throw new UsageError(`${file} is a directory`);
     }
     const input = file === "-" ? Bun.stdin.stream() : Bun.file(file).stream();
-    const { sqlite, db } = openDatabase(ctx.config.db, { durability: ctx.config.durability, migrate: true });
+    const engine = openDatabaseOf(ctx, { create: true });
+    const { store } = engine;
     let shown = 0;
     try {
-      const store = createSqliteStore(sqlite, db);
-      const summary = await importRecords({ reads: store, commit: inProcessCommit(store.write) }, input, {
+      const summary = await importRecords({ reads: store, commit: (ops) => store.write(ops) }, input, {
         normalize: ctx.config,
         onProgress: (s, bytes) => ctx.progress(`importing: ${s.read.toLocaleString()} read, ${s.imported.toLocaleString()} imported (${mib(bytes)})`),
         onInvalid: (position, message) => {
@@ -46,7 +43,7 @@ export const importCommand: Command = {
       if (e instanceof ImportFormatError) throw new UsageError(`${file === "-" ? "stdin" : file}: ${e.message} (records before this point were imported)`);
       throw e;
     } finally {
-      sqlite.close();
+      engine.close();
     }
   },
 };

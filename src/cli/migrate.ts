@@ -1,12 +1,11 @@
-import { openDatabase } from "../store/sqlite/database.ts";
-import type { Command } from "./command.ts";
+import { openDatabaseOf, type Command } from "./command.ts";
 
 export const migrate: Command = {
   name: "migrate",
   summary: "apply pending database migrations and exit (serve does this at start-up too)",
-  run({ config, out }) {
-    openDatabase(config.db, { durability: config.durability, migrate: true }).sqlite.close();
-    out(`${config.db}: migrations applied\n`);
+  run(ctx) {
+    openDatabaseOf(ctx, { create: true }).close();
+    ctx.out(`${ctx.config.db}: migrations applied\n`);
     return 0;
   },
 };

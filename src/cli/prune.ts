@@ -1,10 +1,6 @@
-import { existsSync } from "node:fs";
 import { parseDuration } from "../config.ts";
-import { inProcessCommit } from "../store/writer.ts";
 import { pruneOlderThan } from "../maintenance/prune.ts";
-import { openDatabase } from "../store/sqlite/database.ts";
-import { createSqliteStore } from "../store/sqlite/store.ts";
-import { UsageError, type Command } from "./command.ts";
+import { UsageError, openDatabaseOf, type Command } from "./command.ts";
 
 export const prune: Command = {
   name: "prune",
@@ -19,20 +15,19 @@ export const prune: Command = {
     const age = parseDuration(raw);
     if (!Number.isFinite(age) || age <= 0) throw new UsageError(`--older-than must be a duration such as 400d, 12w or 36h, got ${JSON.stringify(raw)}`);
     if (ctx.positionals.length > 0) throw new UsageError("prune takes no arguments");
-    if (!existsSync(ctx.config.db)) throw new UsageError(`no database at ${ctx.config.db} (see --db)`);
     const now = Date.now();
-    const { sqlite, db } = openDatabase(ctx.config.db, { durability: ctx.config.durability, migrate: true });
+    const engine = openDatabaseOf(ctx, { create: false });
+    const { store } = engine;
     try {
-      const store = createSqliteStore(sqlite, db);
       const result = await pruneOlderThan(
-        { reads: store, db, commit: inProcessCommit(store.write) },
+        { store, commit: (ops) => store.write(ops) },
         { cutoff: now - age, now, dryRun: ctx.flags["dry-run"] === true, onProgress: (n) => ctx.progress(`pruning: ${n.toLocaleString()} installs deleted`) },
       );
       ctx.progress("");
       ctx.out(`${JSON.stringify(result)}\n`);
       return 0;
     } finally {
-      sqlite.close();
+      engine.close();
     }
   },
 };

@@ -1,9 +1,5 @@
-import { existsSync } from "node:fs";
-import { inProcessCommit } from "../store/writer.ts";
 import { REPLAYABLE, replayRejected, type ReplayableReason } from "../maintenance/replay.ts";
-import { openDatabase } from "../store/sqlite/database.ts";
-import { createSqliteStore } from "../store/sqlite/store.ts";
-import { UsageError, countFlag, type Command } from "./command.ts";
+import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
 
 export const replay: Command = {
   name: "replay",
@@ -20,12 +16,11 @@ export const replay: Command = {
     }
     const limit = ctx.flags.limit === undefined ? undefined : countFlag(ctx, "limit", 1);
     if (ctx.positionals.length > 0) throw new UsageError("replay takes no arguments");
-    if (!existsSync(ctx.config.db)) throw new UsageError(`no database at ${ctx.config.db} (see --db)`);
-    const { sqlite, db } = openDatabase(ctx.config.db, { durability: ctx.config.durability, migrate: true });
+    const engine = openDatabaseOf(ctx, { create: false });
+    const { store } = engine;
     try {
-      const store = createSqliteStore(sqlite, db);
       const summary = await replayRejected(
-        { db, commit: inProcessCommit(store.write) },
+        { store, commit: (ops) => store.write(ops) },
         {
           normalize: ctx.config,
           reasons: reason === undefined ? undefined : [reason as ReplayableReason],
@@ -38,7 +33,7 @@ export const replay: Command = {
       ctx.out(`${JSON.stringify(summary)}\n`);
       return 0;
     } finally {
-      sqlite.close();
+      engine.close();
     }
   },
 };

@@ -1,7 +1,5 @@
-import { openDatabase } from "../store/sqlite/database.ts";
-import { createSqliteStore } from "../store/sqlite/store.ts";
 import { SEED_DEFAULTS, seedDatabase, seedOptions } from "../seed/seed.ts";
-import { UsageError, countFlag, type Command } from "./command.ts";
+import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
 
 export const seed: Command = {
   name: "seed",
@@ -16,11 +14,14 @@ export const seed: Command = {
     const records = countFlag(ctx, "records", 1);
     const options = seedOptions({ records, days: countFlag(ctx, "days", SEED_DEFAULTS.days), seed: countFlag(ctx, "seed", SEED_DEFAULTS.seed) });
     // Generated data needs no power-loss durability while it is written.
-    const { sqlite, db } = openDatabase(ctx.config.db, { durability: "normal", migrate: true });
-    const result = seedDatabase(createSqliteStore(sqlite, db), options, (p) => ctx.progress(`seeding ${p.written.toLocaleString()} / ${p.total.toLocaleString()}`));
-    ctx.progress("");
-    sqlite.close();
-    ctx.out(`${ctx.config.db}: ${result.records} installs in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
-    return 0;
+    const engine = openDatabaseOf(ctx, { create: true, durability: "normal" });
+    try {
+      const result = seedDatabase(engine.store, options, (p) => ctx.progress(`seeding ${p.written.toLocaleString()} / ${p.total.toLocaleString()}`));
+      ctx.progress("");
+      ctx.out(`${ctx.config.db}: ${result.records} installs in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
+      return 0;
+    } finally {
+      engine.close();
+    }
   },
 };

@@ -1,13 +1,6 @@
-import { composeRoutes, createApp } from "../app.ts";
-import { createWriter, inProcessCommit } from "../store/writer.ts";
-import { createSqliteStore } from "../store/sqlite/store.ts";
+import { composeRoutes } from "../app.ts";
 import { createLogger } from "../log.ts";
-import { createMetrics } from "../http/metrics.ts";
-import { startJobs } from "../maintenance/jobs.ts";
-import { scheduledJobs } from "../maintenance/schedule.ts";
-import { createMaintenance } from "../maintenance/maintenance.ts";
-import { openDatabase } from "../store/sqlite/database.ts";
-import { startCheckpointThread } from "../store/sqlite/checkpoint-thread.ts";
+import { createRuntime } from "../runtime.ts";
 import { UsageError, type Command } from "./command.ts";
 
 export const serve: Command = {
@@ -16,22 +9,8 @@ export const serve: Command = {
   async run({ config, version, out, workers }) {
     const clock = Date.now;
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
-    const { sqlite, db } = openDatabase(config.db, { durability: config.durability, migrate: true });
-    const metrics = createMetrics();
-    const checkpoints = startCheckpointThread(workers.checkpointer, sqlite, config.db, log, {
-      onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds),
-    });
-    const store = createSqliteStore(sqlite, db);
-    const commit = inProcessCommit((ops) => {
-      checkpoints.beforeWrite();
-      return store.write(ops);
-    });
-    const writer = createWriter(commit, config.maxBatch, (size, seconds) => {
-      metrics.batchSize.observe(size);
-      metrics.commitSeconds.observe(seconds);
-    });
-    const maintenance = createMaintenance({ config, reads: store, db, writer, clock });
-    const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance });
+    const runtime = createRuntime(config, { clock, log, version, workers });
+    const { app } = runtime;
     try {
       app.listen({ hostname: config.host, port: config.port });
     } catch (e) {
@@ -43,7 +22,7 @@ export const serve: Command = {
     out(`installstats ${version} listening on http://${config.host}:${port}\n`);
     log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
 
-    const jobs = startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics });
+    const jobs = runtime.startJobs();
     void composeRoutes(app);
 
     let stopping = false;
@@ -53,9 +32,7 @@ export const serve: Command = {
       log.info("shutting down", { signal });
       jobs.stop();
       await app.stop(); // stop accepting; in-flight requests finish
-      await writer.drain(); // everything acknowledged or queued is committed
-      checkpoints.stop();
-      store.close();
+      await runtime.stop(); // everything acknowledged or queued is committed, then the database closed
       log.info("stopped");
       process.exit(0);
     };

@@ -42,6 +42,18 @@ export function failureSignatureId(outcome: string, error: string | null): strin
   return signature === null ? null : signatureId(signature);
 }
 
+/** What is known of one error signature across all time. */
+export interface KnownSignature {
+  id: string;
+  signature: string;
+  /** The first error text seen with it. */
+  example: string;
+  firstSeen: number;
+  lastSeen: number;
+  /** Apps that have failed with it, sorted. */
+  apps: string[];
+}
+
 export interface Sighting {
   signature: string;
   example: string;

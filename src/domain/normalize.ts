@@ -1,7 +1,7 @@
 // Field rules and normalization for the two report kinds: turns a parsed body into a
 // typed report, or names the field that breaks the rules.
-import type { JsonObject } from "../ingest/lenient-json.ts";
-import type { StartReport, StatusUpdate } from "../store/contract.ts";
+import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type StartReport, type StatusUpdate } from "./install.ts";
+import type { JsonObject } from "./json.ts";
 import { deriveOutcome } from "./outcome.ts";
 import { maskIpAddresses } from "./mask-ips.ts";
 
@@ -12,10 +12,6 @@ export interface NormalizeOptions {
 }
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; field: string; message: string };
-
-/** Install types the wire protocol knows; anything else is a 422. */
-export const INSTALL_TYPES = ["lxc", "vm", "turnkey", "pve", "addon", "tool"] as const;
-export const MAX_RANDOM_ID_LENGTH = 128;
 
 class FieldError extends Error {
   constructor(readonly field: string, message: string) {

@@ -1,5 +1,8 @@
-// Derives the outcome of an install from the status (and, for failures, the error text).
-import type { Outcome } from "../store/sqlite/schema.ts";
+// An install's outcome, derived from the status its client sent (and, for failures, the error text).
+
+/** Every outcome, in the order counts are kept (rollups index them so). */
+export const OUTCOMES = ["success", "failed", "aborted", "in_progress", "unknown"] as const;
+export type Outcome = (typeof OUTCOMES)[number];
 
 const SUCCESS = new Set(["done", "success", "succeeded", "successful", "completed", "complete", "ok"]);
 const FAILED = new Set(["failed", "failure", "fail", "error", "errored"]);

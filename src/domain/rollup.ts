@@ -2,10 +2,11 @@
 // dimension value by outcome, plus duration histograms and error-signature counts.
 // One row holds every dimension, so a write batch touches (distinct apps + 1) x grains rows
 // however many dimensions there are (docs/decisions.md, "Rollups").
-import type { InstallRow, Outcome } from "../store/sqlite/schema.ts";
+import type { Install } from "./install.ts";
+import { OUTCOMES, type Outcome } from "./outcome.ts";
+import { DAY, HOUR } from "./time.ts";
 
-export const OUTCOMES = ["success", "failed", "aborted", "in_progress", "unknown"] as const satisfies readonly Outcome[];
-export const OUTCOME_INDEX: Record<Outcome, number> = { success: 0, failed: 1, aborted: 2, in_progress: 3, unknown: 4 };
+export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 
 /** Dimensions a breakdown can group by. */
 export const DIMENSIONS = ["nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size"] as const;
@@ -14,8 +15,6 @@ export type Dimension = (typeof DIMENSIONS)[number];
 /** Row slice of every app; one app's slice is appSlice(nsapp) (prefixed, so no app name can collide). */
 export const ALL_APPS = "*";
 export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
-export const HOUR = 3_600_000;
-export const DAY = 24 * HOUR;
 /** Hour and day cells serve ragged window edges; month cells (calendar months, UTC) long windows. */
 export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
 export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
@@ -34,7 +33,7 @@ export interface RollupData {
 
 /** The fields of a record that rollups read. */
 export type RollupRecord = Pick<
-  InstallRow,
+  Install,
   "nsapp" | "osType" | "osVersion" | "pveVersion" | "type" | "method" | "status" | "ctType" | "coreCount" | "ramSize" | "outcome" | "createdAt" | "durationMs" | "error"
 >;
 

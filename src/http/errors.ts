@@ -1,6 +1,6 @@
 // The one error shape every endpoint answers with (DESIGN.md section 2).
 import { t, type Static } from "elysia";
-import { StorageUnavailableError } from "../store/writer.ts";
+import { StorageUnavailableError } from "../store/contract.ts";
 import type { Logger } from "../log.ts";
 
 export const ErrorBody = t.Object(

@@ -1,6 +1,7 @@
 // Lenient JSON for telemetry bodies built by bash string interpolation (DESIGN.md §1).
 // Strict JSON wins whenever it parses; otherwise a flat-object parser repairs the known
 // kinds of damage and says which repairs it made. Pure: bytes in, value or reason out.
+import type { JsonObject } from "../domain/json.ts";
 
 export type Repair =
   | "invalid_utf8" // bytes were not valid UTF-8; decoded with U+FFFD replacement
@@ -11,7 +12,6 @@ export type Repair =
   | "bare_word" // an unquoted value such as 32G or not found -> the string as written
   | "trailing_comma"; // `{"a":1,}`
 
-export type JsonObject = Record<string, unknown>;
 
 export type LenientParse =
   | { ok: true; value: JsonObject; repairs: Repair[] }

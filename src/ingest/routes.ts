@@ -1,17 +1,18 @@
 // The wire protocol: POST /upload and POST /upload/updatestatus (DESIGN.md sections 1-2).
 import { Elysia, t } from "elysia";
-import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault, type ErrorCode } from "../http/errors.ts";
-import type { Logger } from "../log.ts";
-import type { Endpoint, WriteOp, WriteResult } from "../store/contract.ts";
-import type { RejectReason } from "../store/sqlite/schema.ts";
-import { OutcomeSchema } from "../read/record.ts";
-import { parseLenientJson } from "./lenient-json.ts";
-import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
-import { readBody } from "./read-body.ts";
-import type { GroupCommitWriter } from "../store/writer.ts";
 import type { Server } from "bun";
+import type { NormalizeOptions } from "../domain/normalize.ts";
+import type { Endpoint, Rejection } from "../domain/rejection.ts";
+import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault } from "../http/errors.ts";
 import type { Metrics } from "../http/metrics.ts";
 import type { RateLimiter } from "../http/rate-limit.ts";
+import { OutcomeSchema } from "../http/schemas.ts";
+import type { Logger } from "../log.ts";
+import type { ResultFor } from "../store/contract.ts";
+import type { GroupCommitWriter } from "../store/writer.ts";
+import { intake, type ReportOp } from "./pipeline.ts";
+import { readBody } from "./read-body.ts";
+import { REFUSAL_STATUS, RESULT_STATUS } from "./status.ts";
 
 const PATHS = { upload: "/upload", updatestatus: "/upload/updatestatus" } as const satisfies Record<Endpoint, string>;
 
@@ -25,7 +26,7 @@ export interface IngestDeps {
   limiter: RateLimiter | null;
   /** The address a request counts against (proxy-aware). */
   clientOf: (request: Request, server: Server<unknown> | null) => string;
-  /** Security and CORS headers (ops/hardening.ts), in a new object the caller may add to. */
+  /** Security and CORS headers (http/hardening.ts), in a new object the caller may add to. */
   headersFor: (request: Request) => Record<string, string>;
   log: Logger;
 }
@@ -86,77 +87,53 @@ const responses = {
 
 type Reply = { status: 200 | 201 | 202; body: typeof Accepted.static } | { status: 400 | 409 | 413 | 422; body: ErrorBody };
 
-function accepted(result: WriteResult, randomId: string, repaired: boolean): Reply {
+function accepted(result: ResultFor<ReportOp>, randomId: string, repaired: boolean): Reply {
   switch (result.kind) {
     case "created":
-      return { status: 201, body: { result: "created", random_id: randomId, outcome: result.outcome, repaired } };
+      return { status: RESULT_STATUS.created, body: { result: "created", random_id: randomId, outcome: result.outcome, repaired } };
     case "duplicate":
-      return { status: 200, body: { result: "duplicate", random_id: randomId, duplicate: true, repaired } };
+      return { status: RESULT_STATUS.duplicate, body: { result: "duplicate", random_id: randomId, duplicate: true, repaired } };
     case "updated":
-      return { status: 200, body: { result: "updated", random_id: randomId, outcome: result.outcome, repaired } };
+      return { status: RESULT_STATUS.updated, body: { result: "updated", random_id: randomId, outcome: result.outcome, repaired } };
     case "held":
-      return { status: 202, body: { result: "held", random_id: randomId, repaired } };
-    case "conflict":
+      return { status: RESULT_STATUS.held, body: { result: "held", random_id: randomId, repaired } };
+    case "already-final":
       return {
-        status: 409,
+        status: RESULT_STATUS["already-final"],
         body: errorBody("already_final", `install ${randomId} already has a final status (${result.outcome}); update not applied`, "status"),
       };
-    case "logged":
-    case "deleted":
-    case "expired":
-    case "forgotten":
-    case "marked":
-    case "folded":
-      throw new Error(`a report write cannot answer '${result.kind}'`);
   }
 }
 
 export function ingestRoutes(deps: IngestDeps) {
   const { writer, normalize, maxBodyBytes, clock, metrics, limiter, clientOf, headersFor, log } = deps;
 
-  async function reject(
-    endpoint: Endpoint,
-    httpStatus: 400 | 413 | 422,
-    reason: RejectReason & ErrorCode,
-    message: string,
-    body: Uint8Array,
-    field: string | null = null,
-    randomId: string | null = null,
-  ): Promise<Reply> {
-    await writer.submit({ kind: "reject", at: clock(), rejection: { endpoint, reason, httpStatus, field, message, randomId, body } });
-    metrics.rejected.inc({ reason });
-    return { status: httpStatus, body: errorBody(reason, message, field) };
+  async function reject(rejection: Rejection & { reason: keyof typeof REFUSAL_STATUS }): Promise<Reply> {
+    await writer.submit({ kind: "reject", at: clock(), rejection });
+    metrics.rejected.inc({ reason: rejection.reason });
+    const status = REFUSAL_STATUS[rejection.reason] as 400 | 413 | 422;
+    return { status, body: errorBody(rejection.reason, rejection.message, rejection.field) };
   }
 
   async function ingest(endpoint: Endpoint, request: Request): Promise<Reply> {
     const read = await readBody(request, maxBodyBytes);
     if (!read.ok) {
       const size = read.size === null ? "a chunked body" : `${read.size} bytes`;
-      return reject(endpoint, 413, "payload_too_large", `body is larger than the limit of ${maxBodyBytes} bytes (${size})`, new Uint8Array(0));
+      const message = `body is larger than the limit of ${maxBodyBytes} bytes (${size})`;
+      return reject({ endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) });
     }
-    const raw = read.bytes;
-    const parsed = parseLenientJson(raw);
-    if (!parsed.ok) return reject(endpoint, 400, "invalid_json", parsed.message, raw);
-    const guessId = typeof parsed.value.random_id === "string" ? parsed.value.random_id.slice(0, 128) : null;
-    const received = { raw, repairs: parsed.repairs, at: clock() };
-    let op: WriteOp;
-    if (endpoint === "upload") {
-      const report = normalizeStart(parsed.value, normalize);
-      if (!report.ok) return reject(endpoint, 422, "invalid_field", report.message, raw, report.field, guessId);
-      op = { kind: "start", report: report.value, ...received };
-    } else {
-      const update = normalizeUpdate(parsed.value, normalize);
-      if (!update.ok) return reject(endpoint, 422, "invalid_field", update.message, raw, update.field, guessId);
-      op = { kind: "update", update: update.value, ...received };
-    }
-    const randomId = op.kind === "start" ? op.report.randomId : op.update.randomId;
-    const reply = accepted(await writer.submit(op), randomId, parsed.repairs.length > 0);
-    if (parsed.repairs.length > 0) metrics.rejected.inc({ reason: "repaired" });
-    if (reply.status === 409) metrics.rejected.inc({ reason: "already_final" });
+    const taken = intake(endpoint, read.bytes, clock(), normalize);
+    if (!taken.ok) return reject(taken.rejection);
+    const { op } = taken;
+    const repaired = op.repairs.length > 0;
+    const result = await writer.submit(op);
+    const reply = accepted(result, op.kind === "start" ? op.report.randomId : op.update.randomId, repaired);
+    if (repaired) metrics.rejected.inc({ reason: "repaired" });
+    if (result.kind === "already-final") metrics.rejected.inc({ reason: "already_final" });
     return reply;
   }
 
-  /** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
+/** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
   async function respond(endpoint: Endpoint, request: Request, server: Server<unknown> | null): Promise<Response> {
     const started = performance.now();
     const headers = headersFor(request);

@@ -1,34 +1,19 @@
-// Admin actions over HTTP; every route here needs the admin token (src/ops/access.ts).
+// Admin actions over HTTP; every route here needs the admin token (src/http/access.ts).
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
-import { rejectedReports } from "../store/sqlite/schema.ts";
-import type { StoreReads } from "../store/contract.ts";
+import { REJECT_REASONS } from "../domain/rejection.ts";
+import type { MaintenanceReads } from "../store/contract.ts";
+import { RejectedEntryJson, toRejectedJson } from "./rejected-log.ts";
 import { parseDuration } from "../config.ts";
 import { QueryError } from "../read/query.ts";
 import type { Maintenance } from "./maintenance.ts";
 import { REPLAYABLE } from "./replay.ts";
 
-const REASONS = rejectedReports.reason.enumValues;
-
-const RejectedEntrySchema = t.Object({
-  id: t.Integer(),
-  received_at: t.String({ format: "date-time" }),
-  endpoint: t.String(),
-  reason: t.String(),
-  http_status: t.Integer(),
-  field: t.Nullable(t.String()),
-  message: t.String(),
-  random_id: t.Nullable(t.String()),
-  body: t.Nullable(t.String({ description: "the raw body, when it is valid UTF-8" })),
-  body_base64: t.Nullable(t.String({ description: "the raw body in base64, when it is not" })),
-  replayed_at: t.Nullable(t.String({ format: "date-time" })),
-  replay_result: t.Nullable(t.String()),
-});
 
 const security = [{ bearer: [] }];
 
-export function adminRoutes(deps: { store: StoreReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }) {
+export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }) {
   const { store, writer, clock, maintenance } = deps;
   const tags = ["admin"];
   return new Elysia({ name: "admin" })
@@ -52,14 +37,14 @@ export function adminRoutes(deps: { store: StoreReads; writer: GroupCommitWriter
     )
     .get(
       "/api/admin/rejected",
-      ({ query }) => ({ entries: store.listRejected({ limit: query.limit ?? 100, reason: query.reason, before: query.before }) }),
+      ({ query }) => ({ entries: store.listRejected({ limit: query.limit ?? 100, reason: query.reason, before: query.before }).map(toRejectedJson) }),
       {
         query: t.Object({
           limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000 })),
-          reason: t.Optional(t.Union(REASONS.map((r) => t.Literal(r)))),
+          reason: t.Optional(t.Union(REJECT_REASONS.map((r) => t.Literal(r)))),
           before: t.Optional(t.Numeric({ minimum: 1, description: "continue below this entry id" })),
         }),
-        response: { 200: t.Object({ entries: t.Array(RejectedEntrySchema) }), 422: ErrorBody },
+        response: { 200: t.Object({ entries: t.Array(RejectedEntryJson) }), 422: ErrorBody },
         detail: { tags, security, summary: "The rejected-reports log, newest first, with raw bodies" },
       },
     )

@@ -2,13 +2,13 @@
 // stop counting as in progress forever; their status (what was sent) is kept, and a late final
 // status still applies.
 import type { GroupCommitWriter } from "../store/writer.ts";
-import type { StoreReads } from "../store/contract.ts";
+import type { MaintenanceReads } from "../store/contract.ts";
 import type { Job } from "./jobs.ts";
 
 const CHUNK = 500;
 
 /** Expires what is still in progress among the installs created since the last check, then moves the mark. */
-export async function expireStuck(store: StoreReads, writer: GroupCommitWriter, olderThanMs: number, now: number): Promise<number> {
+export async function expireStuck(store: MaintenanceReads, writer: GroupCommitWriter, olderThanMs: number, now: number): Promise<number> {
   const mark = store.stuckCheckedUntil();
   const before = now - olderThanMs;
   if (before <= mark) return 0;
@@ -29,7 +29,7 @@ export async function expireStuck(store: StoreReads, writer: GroupCommitWriter, 
   return expired;
 }
 
-export function expireStuckJob(deps: { store: StoreReads; writer: GroupCommitWriter; clock: () => number; stuckAfterMs: number }): Job {
+export function expireStuckJob(deps: { store: MaintenanceReads; writer: GroupCommitWriter; clock: () => number; stuckAfterMs: number }): Job {
   return {
     name: "expire-stuck",
     // Often enough that "stuck" is accurate to a few percent of the configured age.

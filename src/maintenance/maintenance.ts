@@ -3,9 +3,8 @@
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "../config.ts";
+import type { MaintenanceReads, StoreReads, WriteOp } from "../store/contract.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
-import type { Db } from "../store/sqlite/database.ts";
-import type { StoreReads, WriteOp } from "../store/contract.ts";
 import { pruneOlderThan, type PruneResult } from "./prune.ts";
 import { REPLAYABLE, replayRejected, type ReplayableReason, type ReplaySummary } from "./replay.ts";
 
@@ -23,15 +22,15 @@ export function selfCommand(): string[] {
 
 export const backupDirOf = (config: Config): string => config.backupDir ?? join(dirname(config.db), "backups");
 
-export function createMaintenance(deps: { config: Config; reads: StoreReads; db: Db; writer: GroupCommitWriter; clock: () => number }): Maintenance {
-  const { config, reads, db, writer, clock } = deps;
+export function createMaintenance(deps: { config: Config; store: StoreReads & MaintenanceReads; writer: GroupCommitWriter; clock: () => number }): Maintenance {
+  const { config, store, writer, clock } = deps;
   const commit = (ops: readonly WriteOp[]) => Promise.all(ops.map((op) => writer.submit(op)));
 
   return {
-    prune: (olderThanMs, dryRun) => pruneOlderThan({ reads, db, commit }, { cutoff: clock() - olderThanMs, dryRun, now: clock() }),
+    prune: (olderThanMs, dryRun) => pruneOlderThan({ store, commit }, { cutoff: clock() - olderThanMs, dryRun, now: clock() }),
 
     replay: ({ reason, limit, dryRun }) =>
-      replayRejected({ db, commit }, { normalize: config, reasons: reason ? [reason] : REPLAYABLE, limit, dryRun, now: clock() }),
+      replayRejected({ store, commit }, { normalize: config, reasons: reason ? [reason] : REPLAYABLE, limit, dryRun, now: clock() }),
 
     async backup() {
       const dir = backupDirOf(config);

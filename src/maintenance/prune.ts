@@ -1,19 +1,11 @@
 // Retention: deletes installs created before a cutoff, status updates held since before it, and
 // rejected-log entries received before it, all through write ops (rollups stay exact).
-import { count, lt } from "drizzle-orm";
+import type { MaintenanceReads, StoreReads, WriteOp } from "../store/contract.ts";
 import type { Commit } from "../store/writer.ts";
-import type { Db } from "../store/sqlite/database.ts";
-import { heldUpdates, installs, rejectedReports } from "../store/sqlite/schema.ts";
-import type { StoreReads, WriteOp } from "../store/contract.ts";
 
 export interface PruneDeps {
-  reads: StoreReads;
-  /** Read access for the counts and held updates (the same database as `reads`). */
-  db: Db;
-  /**
-   * Where the write ops go: `inProcessCommit(store.write)` in a command, the write thread's
-   * commit (or `ops => Promise.all(ops.map(writer.submit))`) inside serve.
-   */
+  store: StoreReads & MaintenanceReads;
+  /** Where the write ops go: `store.write` in a command, the group-commit writer inside serve. */
   commit: Commit;
 }
 
@@ -41,21 +33,16 @@ export interface PruneResult {
 }
 
 export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promise<PruneResult> {
-  const { reads, db, commit } = deps;
+  const { store, commit } = deps;
   const { cutoff, dryRun = false, batchSize = 2000 } = opts;
   const now = opts.now ?? Date.now();
   if (!Number.isFinite(cutoff)) throw new RangeError(`cutoff must be a time, got ${cutoff}`);
   const result: PruneResult = { cutoff: new Date(cutoff).toISOString(), dry_run: dryRun, installs: 0, held: 0, rejected: 0 };
 
-  if (dryRun) {
-    result.installs = db.select({ n: count() }).from(installs).where(lt(installs.createdAt, cutoff)).get()?.n ?? 0;
-    result.held = db.select({ n: count() }).from(heldUpdates).where(lt(heldUpdates.receivedAt, cutoff)).get()?.n ?? 0;
-    result.rejected = db.select({ n: count() }).from(rejectedReports).where(lt(rejectedReports.receivedAt, cutoff)).get()?.n ?? 0;
-    return result;
-  }
+  const before = store.countBefore(cutoff);
+  if (dryRun) return { ...result, ...before };
 
-  // Entries of deleted installs go with them (delete op), the rest with forget-rejected: count them up front.
-  const rejectedBefore = db.select({ n: count() }).from(rejectedReports).where(lt(rejectedReports.receivedAt, cutoff)).get()?.n ?? 0;
+  // Entries of deleted installs go with them (delete op), the rest with forget-rejected: counted up front.
   const remove = async (ids: string[]): Promise<number> => {
     const ops: WriteOp[] = ids.map((randomId) => ({ kind: "delete", randomId, at: now }));
     const results = await commit(ops);
@@ -63,18 +50,18 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
   };
 
   // Oldest first, one chunk at a time; the keyset continues after the rows just deleted.
-  for (const chunk of reads.installChunks({ to: cutoff }, { chunkRows: batchSize })) {
+  for (const chunk of store.installChunks({ to: cutoff }, { chunkRows: batchSize })) {
     result.installs += await remove(chunk.map((r) => r.randomId));
     opts.onProgress?.(result.installs);
   }
   for (;;) {
-    const ids = db.select({ id: heldUpdates.randomId }).from(heldUpdates).where(lt(heldUpdates.receivedAt, cutoff)).limit(batchSize).all();
+    const ids = store.heldBefore(cutoff, batchSize);
     if (ids.length === 0) break;
     result.held += ids.length;
-    await remove(ids.map((r) => r.id));
+    await remove(ids);
     if (ids.length < batchSize) break;
   }
   const [forgotten] = await commit([{ kind: "forget-rejected", before: cutoff, at: now }]);
-  result.rejected = Math.max(rejectedBefore, forgotten?.kind === "forgotten" ? forgotten.count : 0);
+  result.rejected = Math.max(before.rejected, forgotten?.kind === "forgotten" ? forgotten.count : 0);
   return result;
 }

@@ -6,13 +6,11 @@
 // Not replayed: `repaired` entries were applied when they arrived (applying them again would
 // count a status update twice); `already_final` updates stay refused (the record is final);
 // `payload_too_large` entries keep no body.
-import { and, asc, count, gt, inArray, isNotNull, isNull, like, notLike, or, type SQL } from "drizzle-orm";
-import { parseLenientJson } from "../ingest/lenient-json.ts";
-import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
+import type { NormalizeOptions } from "../domain/normalize.ts";
+import type { RejectReason } from "../domain/rejection.ts";
+import { intake } from "../ingest/pipeline.ts";
+import type { MaintenanceReads, WriteOp, WriteResult } from "../store/contract.ts";
 import type { Commit } from "../store/writer.ts";
-import type { Db } from "../store/sqlite/database.ts";
-import { rejectedReports, type RejectReason } from "../store/sqlite/schema.ts";
-import type { WriteOp, WriteResult } from "../store/contract.ts";
 
 export const REPLAYABLE = ["invalid_json", "invalid_field"] as const satisfies readonly RejectReason[];
 export type ReplayableReason = (typeof REPLAYABLE)[number];
@@ -45,26 +43,10 @@ export interface ReplaySummary {
   skipped: number;
 }
 
-type Entry = typeof rejectedReports.$inferSelect;
-
-/** What an entry's body becomes under the current rules: a write op, or why it still fails. */
-export function replayOp(entry: Entry, normalize: NormalizeOptions): { ok: true; op: WriteOp } | { ok: false; message: string } {
-  const raw = new Uint8Array(entry.body);
-  const parsed = parseLenientJson(raw);
-  if (!parsed.ok) return { ok: false, message: parsed.message };
-  const received = { raw, repairs: parsed.repairs, at: entry.receivedAt };
-  if (entry.endpoint === "upload") {
-    const report = normalizeStart(parsed.value, normalize);
-    return report.ok ? { ok: true, op: { kind: "start", report: report.value, ...received } } : { ok: false, message: report.message };
-  }
-  const update = normalizeUpdate(parsed.value, normalize);
-  return update.ok ? { ok: true, op: { kind: "update", update: update.value, ...received } } : { ok: false, message: update.message };
-}
-
 const resultName = (r: WriteResult | undefined): string => r?.kind ?? "unknown";
 
-export async function replayRejected(deps: { db: Db; commit: Commit }, opts: ReplayOptions): Promise<ReplaySummary> {
-  const { db, commit } = deps;
+export async function replayRejected(deps: { store: MaintenanceReads; commit: Commit }, opts: ReplayOptions): Promise<ReplaySummary> {
+  const { store, commit } = deps;
   const reasons = opts.reasons ?? REPLAYABLE;
   const dryRun = opts.dryRun ?? false;
   const batchSize = opts.batchSize ?? 500;
@@ -76,21 +58,12 @@ export async function replayRejected(deps: { db: Db; commit: Commit }, opts: Rep
     summary.results[key] = (summary.results[key] ?? 0) + 1;
   };
 
-  const ofReasons = inArray(rejectedReports.reason, [...reasons]);
-  const open: SQL = or(isNull(rejectedReports.replayedAt), like(rejectedReports.replayResult, `${STILL_INVALID}%`))!;
-  const done = and(ofReasons, isNotNull(rejectedReports.replayedAt), notLike(rejectedReports.replayResult, `${STILL_INVALID}%`));
-  summary.skipped = db.select({ n: count() }).from(rejectedReports).where(done).get()?.n ?? 0;
+  summary.skipped = store.countReplayed(reasons, STILL_INVALID);
 
   // Oldest first (ids grow with arrival), so a start report is replayed before its status update.
   let after = 0;
   while (remaining > 0) {
-    const entries = db
-      .select()
-      .from(rejectedReports)
-      .where(and(ofReasons, open, gt(rejectedReports.id, after)))
-      .orderBy(asc(rejectedReports.id))
-      .limit(Math.min(batchSize, remaining))
-      .all();
+    const entries = store.replayCandidates({ reasons, retryPrefix: STILL_INVALID, afterId: after, limit: Math.min(batchSize, remaining) });
     if (entries.length === 0) break;
     after = entries.at(-1)!.id;
     remaining -= entries.length;
@@ -98,9 +71,10 @@ export async function replayRejected(deps: { db: Db; commit: Commit }, opts: Rep
     const marks = new Map<number, string>();
     const writes: { id: number; op: WriteOp }[] = [];
     for (const entry of entries) {
-      const replayed = replayOp(entry, opts.normalize);
-      if (replayed.ok) writes.push({ id: entry.id, op: replayed.op });
-      else marks.set(entry.id, `${STILL_INVALID}: ${replayed.message}`);
+      // As the report would have been taken when it arrived: same pipeline, its own time.
+      const taken = intake(entry.endpoint, entry.body, entry.receivedAt, opts.normalize);
+      if (taken.ok) writes.push({ id: entry.id, op: taken.op });
+      else marks.set(entry.id, `${STILL_INVALID}: ${taken.rejection.message}`);
     }
     if (dryRun) {
       for (const { id } of writes) marks.set(id, "valid");

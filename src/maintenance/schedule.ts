@@ -1,18 +1,18 @@
 // Which jobs `serve` runs, from the config.
 import type { Config } from "../config.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
-import type { StoreReads } from "../store/contract.ts";
+import type { MaintenanceReads } from "../store/contract.ts";
 import { expireStuckJob } from "./expire-stuck.ts";
 import type { Job } from "./jobs.ts";
 import type { Maintenance } from "./maintenance.ts";
 
 const HOUR = 3_600_000;
 
-export function scheduledJobs(deps: { config: Config; store: StoreReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }): Job[] {
+export function scheduledJobs(deps: { config: Config; store: MaintenanceReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }): Job[] {
   const { config, maintenance, writer, clock } = deps;
   const jobs: Job[] = [
     {
-      // Closed hours go into day and month cells (src/report/rollup.ts, grainsOf); until then
+      // Closed hours go into day and month cells (src/domain/rollup.ts); until then
       // reads take them from hour cells, so this only keeps reads short.
       name: "fold-rollups",
       everyMs: 5 * 60_000,

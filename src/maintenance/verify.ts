@@ -1,7 +1,8 @@
 // `installstats verify`: the rollups must equal a full recount of the records, cell by cell.
 import type { StoreReads } from "../store/contract.ts";
-import { DAY, GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type RollupKey } from "../domain/rollup.ts";
+import { GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type RollupKey } from "../domain/rollup.ts";
 import { errorSignature, failureSignatureId, signatureId } from "../domain/error-signature.ts";
+import { DAY } from "../domain/time.ts";
 
 export interface CellMismatch {
   grain: number;
@@ -45,7 +46,7 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
   const signatureApps = (id: string): Set<string> | undefined => {
     if (!knownSignatures.has(id)) {
       const [row] = store.signatures([id]);
-      knownSignatures.set(id, new Set(row ? (JSON.parse(row.apps) as string[]) : ["\u0000missing"]));
+      knownSignatures.set(id, new Set(row ? row.apps : ["\u0000missing"]));
     }
     return knownSignatures.get(id);
   };

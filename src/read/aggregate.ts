@@ -1,12 +1,10 @@
 // Aggregates over rollup cells: pure functions. The same functions answer from stored rollups
 // and from a scan of raw records (which is folded into cells first), so both paths agree.
-import type { Outcome } from "../store/sqlite/schema.ts";
 import type { InstallFilter } from "../store/contract.ts";
-import {
-  ALL_APPS, DAY, GRAINS, HOUR, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil,
-  type Counts, type Dimension, type Grain, type RollupData, type RollupRecord,
-} from "../domain/rollup.ts";
+import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
+import type { Outcome } from "../domain/outcome.ts";
+import { DAY, HOUR } from "../domain/time.ts";
 
 export interface Window {
   from: number;

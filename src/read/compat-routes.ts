@@ -6,12 +6,9 @@
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { InstallFilter, StoreReads } from "../store/contract.ts";
-import {
-  CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, pageWindow,
-  type CompatSource,
-} from "./compat.ts";
-import { HOUR } from "../domain/rollup.ts";
+import { CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, pageWindow, type CompatSource } from "./compat.ts";
 import { createStats } from "./stats.ts";
+import { HOUR } from "../domain/time.ts";
 
 /** Rows per streamed chunk (one query each). */
 export const CHUNK_ROWS = 1000;

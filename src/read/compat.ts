@@ -2,7 +2,7 @@
 // MongoDB service), rebuilt from our rows so existing dashboards and scripts keep working.
 // Pure functions only; the routes and the queries are in compat-routes.ts.
 import { t, type Static } from "elysia";
-import type { InstallRow } from "../store/sqlite/schema.ts";
+import type { Install } from "../domain/install.ts";
 
 const DAY = 86_400_000;
 
@@ -72,7 +72,7 @@ export function compatId(randomId: string, createdAt: number): string {
 
 /** The fields of a stored install the compat record is made of. */
 export type CompatSource = Pick<
-  InstallRow,
+  Install,
   "randomId" | "type" | "ctType" | "diskSize" | "coreCount" | "ramSize" | "osType" | "osVersion" | "disableip6" | "nsapp" | "method" | "pveVersion" | "status" | "error" | "createdAt"
 >;
 

@@ -1,7 +1,7 @@
 // Export of install records as CSV or NDJSON: pure formatting, and a pull-based stream that
 // reads the rows chunk by chunk, so an export of any size runs in constant memory.
-import type { InstallRow } from "../store/sqlite/schema.ts";
 import { toRecord, type InstallRecord } from "./record.ts";
+import type { Install } from "../domain/install.ts";
 
 export type ExportFormat = "csv" | "ndjson";
 
@@ -102,11 +102,11 @@ export function ndjsonLine(record: InstallRecord): string {
  * closed (`return()`, which finalizes the SQLite statement) when it ends, when formatting
  * throws, or when the consumer cancels (the HTTP client went away).
  */
-export function exportStream(rows: Iterable<InstallRow>, format: ExportFormat, chunkRows: number = DEFAULT_CHUNK_ROWS): ReadableStream<Uint8Array> {
+export function exportStream(rows: Iterable<Install>, format: ExportFormat, chunkRows: number = DEFAULT_CHUNK_ROWS): ReadableStream<Uint8Array> {
   if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new RangeError(`chunkRows must be a positive integer, got ${chunkRows}`);
   const encoder = new TextEncoder();
   const line = format === "csv" ? csvRow : ndjsonLine;
-  let iterator: Iterator<InstallRow> | undefined;
+  let iterator: Iterator<Install> | undefined;
   let started = false;
 
   const release = () => {

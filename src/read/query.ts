@@ -1,9 +1,9 @@
 // Query parameters shared by the read API: filters, time window, pagination.
 import { t, type Static } from "elysia";
 import type { InstallFilter, ListCursor } from "../store/contract.ts";
-import { OutcomeSchema } from "./record.ts";
-import { DAY, HOUR } from "../domain/rollup.ts";
 import type { Window } from "./aggregate.ts";
+import { OutcomeSchema } from "../http/schemas.ts";
+import { DAY, HOUR } from "../domain/time.ts";
 
 const label = (description: string) => t.Optional(t.String({ minLength: 1, maxLength: 128, description }));
 
@@ -80,12 +80,12 @@ export function toFilter(q: FilterQuery, w: Window | null): InstallFilter {
   return Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)) as InstallFilter;
 }
 
-export const encodeCursor = (c: ListCursor): string => Buffer.from(`${c.createdAt}.${c.rowid}`).toString("base64url");
+export const encodeCursor = (c: ListCursor): string => Buffer.from(`${c.createdAt}.${c.seq}`).toString("base64url");
 
 export function decodeCursor(text: string): ListCursor {
   const m = /^(\d+)\.(\d+)$/.exec(Buffer.from(text, "base64url").toString());
   if (!m) throw new QueryError("cursor", "cursor is not one this server issued");
-  return { createdAt: Number(m[1]), rowid: Number(m[2]) };
+  return { createdAt: Number(m[1]), seq: Number(m[2]) };
 }
 
 export const windowJson = (w: Window) => ({ from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString() });

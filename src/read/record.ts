@@ -1,6 +1,6 @@
 // The install record as every read API returns it (DESIGN.md section 3).
 import { t, type Static } from "elysia";
-import type { InstallRow } from "../store/sqlite/schema.ts";
+import type { Install } from "../domain/install.ts";
 
 export const OutcomeSchema = t.Union(
   [t.Literal("success"), t.Literal("failed"), t.Literal("aborted"), t.Literal("in_progress"), t.Literal("unknown")],
@@ -35,7 +35,7 @@ export const InstallRecord = t.Object(
 );
 export type InstallRecord = Static<typeof InstallRecord>;
 
-export function toRecord(row: InstallRow): InstallRecord {
+export function toRecord(row: Install): InstallRecord {
   return {
     random_id: row.randomId,
     type: row.type,

@@ -4,9 +4,10 @@ import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { StoreReads } from "../store/contract.ts";
 import { InstallRecord, toRecord } from "./record.ts";
 import { FilterQuery, QueryError, decodeCursor, encodeCursor, resolveWindow, toFilter, windowJson } from "./query.ts";
-import { DIMENSIONS, DAY } from "../domain/rollup.ts";
+import { DIMENSIONS } from "../domain/rollup.ts";
 import { signaturePage } from "./signature-filter.ts";
 import { createStats } from "./stats.ts";
+import { DAY } from "../domain/time.ts";
 
 /** Default window of the aggregate endpoints when none is given. */
 export const DEFAULT_STATS_DAYS = 30;
@@ -92,13 +93,13 @@ export type TimeseriesResponse = Static<typeof Timeseries>;
 export type ErrorsResponse = Static<typeof Errors>;
 export type InstallPageResponse = Static<typeof InstallPage>;
 
-export function reportRoutes(deps: { store: StoreReads; clock: () => number }) {
+export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
   const { store, clock } = deps;
   const stats = createStats(store);
   const statsWindow = (q: FilterQuery) => resolveWindow(q, clock(), DEFAULT_STATS_DAYS)!;
   const tags = ["installs"];
 
-  return new Elysia({ name: "report" })
+  return new Elysia({ name: "read" })
     .get(
       "/api/installs",
       ({ query }) => {

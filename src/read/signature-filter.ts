@@ -1,18 +1,18 @@
 // Installs of one error signature. Signatures are computed from the error text, not stored per
 // install, so a page is found by reading failed installs in keyset order and keeping the matches.
-import type { InstallRow } from "../store/sqlite/schema.ts";
 import type { ListCursor } from "../store/contract.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
+import type { Install } from "../domain/install.ts";
 
-export type PageReader = (after: ListCursor | undefined, limit: number) => { rows: InstallRow[]; next: ListCursor | null };
+export type PageReader = (after: ListCursor | undefined, limit: number) => { rows: Install[]; next: ListCursor | null };
 
 /**
  * Up to `limit` installs with signature `id`, continuing after `after`. Reads at most about
  * `maxScan` installs per call, so a rare signature in a long window answers in bounded time:
  * the page may then hold fewer rows, and `next` says where to go on.
  */
-export function signaturePage(read: PageReader, id: string, limit: number, after: ListCursor | undefined, maxScan: number): { rows: InstallRow[]; next: ListCursor | null } {
-  const rows: InstallRow[] = [];
+export function signaturePage(read: PageReader, id: string, limit: number, after: ListCursor | undefined, maxScan: number): { rows: Install[]; next: ListCursor | null } {
+  const rows: Install[] = [];
   let cursor = after;
   let scanned = 0;
   while (rows.length < limit) {

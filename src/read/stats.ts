@@ -67,7 +67,7 @@ export function createStats(store: StoreReads) {
             signature: s?.signature ?? null,
             count,
             share: totalFailed === 0 ? 0 : Math.round((count / totalFailed) * 10_000) / 10_000,
-            apps: s ? (JSON.parse(s.apps) as string[]) : [],
+            apps: s?.apps ?? [],
             first_seen: s ? new Date(s.firstSeen).toISOString() : null,
             last_seen: s ? new Date(s.lastSeen).toISOString() : null,
             example: s?.example ?? null,

@@ -1,17 +1,14 @@
-// `installstats seed`: fills a database with realistic synthetic installs (src/ops/seed-data.ts)
+// `installstats seed`: fills a database with realistic synthetic installs (src/seed/seed-data.ts)
 // through the one write path, Store.write, so rows, rollups and error signatures are exactly what
 // ingestion would have produced. Records are generated hour by hour in time order and written in
 // batches that cover few hours, so each batch touches few rollup cells.
 import { defaults } from "../config.ts";
-import type { JsonObject } from "../ingest/lenient-json.ts";
 import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
-import type { StartReport, StatusUpdate, Store, WriteOp } from "../store/contract.ts";
-import type { InstallRow } from "../store/sqlite/schema.ts";
+import type { Store, WriteOp } from "../store/contract.ts";
 import { isFinal } from "../domain/outcome.ts";
-import {
-  ADVANCED_OS, DAY_OF_WEEK, HOUR_OF_DAY, METHODS, OS_VERSIONS, PVE_VERSIONS, Rng, Weighted, adoptionTable,
-  buildCatalogue, doneText, failRateAt, failureText, growth, hashString, interruptText, uuid4, type AppSpec,
-} from "./seed-data.ts";
+import { ADVANCED_OS, DAY_OF_WEEK, HOUR_OF_DAY, METHODS, OS_VERSIONS, PVE_VERSIONS, Rng, Weighted, adoptionTable, buildCatalogue, doneText, failRateAt, failureText, growth, hashString, interruptText, uuid4, type AppSpec } from "./seed-data.ts";
+import type { JsonObject } from "../domain/json.ts";
+import type { StartReport, StatusUpdate, Install } from "../domain/install.ts";
 
 export interface SeedOptions {
   /** Installs to create. */
@@ -323,7 +320,7 @@ export function* generateInstalls(options: SeedOptions): Generator<SeedInstall> 
 // ---------------------------------------------------------------- writing
 
 /** The record as it stands once its start report and (if any) status update have been applied. */
-export function finishedRow(i: SeedInstall): InstallRow {
+export function finishedRow(i: SeedInstall): Install {
   const final = i.update !== null && i.updateAt !== null;
   return {
     ...i.report,
@@ -358,7 +355,7 @@ export function seedDatabase(store: Store, options: SeedOptions, onProgress?: (p
     results.forEach((result, i) => {
       const op = ops[i]!;
       if (result.kind !== "created") {
-        throw new Error(`seed: ${op.kind === "load" ? op.row.randomId : op.kind} was ${result.kind}, expected created`);
+        throw new Error(`seed: ${op.kind === "load" ? op.install.randomId : op.kind} was ${result.kind}, expected created`);
       }
       if (result.kind === "created") created++;
     });
@@ -379,7 +376,7 @@ export function seedDatabase(store: Store, options: SeedOptions, onProgress?: (p
     if (ops.length > 0 && ops.length + hour.length > batchSize) flush();
     for (const install of hour) {
       // The finished record is loaded as it stands: counted once, as the start and update would end up.
-      ops.push({ kind: "load", row: finishedRow(install), at: install.at });
+      ops.push({ kind: "load", install: finishedRow(install), at: install.at });
       if (ops.length >= batchSize) flush();
     }
   }

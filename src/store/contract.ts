@@ -1,89 +1,71 @@
-// The narrow storage interface: ingestion and the read API depend on this, not on SQLite,
-// so another backend (PostgreSQL) can sit beside the SQLite one.
-import type { ErrorSignatureRow, InstallRow, NewInstallRow, Outcome, RejectReason } from "./sqlite/schema.ts";
+// The Store contract: everything the rest of the service may ask of storage. Ingestion, the read
+// side and maintenance depend on this file alone; each engine (sqlite/, later postgres/) fulfils
+// it, and test/contract/ proves that an engine does. Results are in storage terms: what happened
+// to the data, never how a protocol answers it (the HTTP edge maps them to status codes).
+import type { KnownSignature } from "../domain/error-signature.ts";
+import type { Install, StartReport, StatusUpdate } from "../domain/install.ts";
+import type { Outcome } from "../domain/outcome.ts";
+import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
 import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
-import type { RejectedEntry } from "./sqlite/rejected-log.ts";
 
-/** Every column present (null when absent): the prepared insert binds each one. */
-type Complete<T> = { [K in keyof T]-?: Exclude<T[K], undefined> };
-
-export type StartReport = Complete<Omit<NewInstallRow, "createdAt" | "updatedAt" | "durationMs" | "repaired">>;
-
-export interface StatusUpdate {
-  randomId: string;
-  status: string;
-  outcome: Outcome;
-  error: string | null;
-}
-
-export type Endpoint = "upload" | "updatestatus";
-
-export interface Rejection {
+/** What arrived with a report: where, its raw bytes (kept in the log when they needed repair), when. */
+export interface Received {
   endpoint: Endpoint;
-  reason: RejectReason;
-  httpStatus: number;
-  field: string | null;
-  message: string;
-  randomId: string | null;
-  body: Uint8Array;
-}
-
-/** What arrived with a report, kept so a repaired body can be logged raw. */
-interface Received {
   raw: Uint8Array;
+  /** Repairs the lenient parser made; none for a strict JSON body. */
   repairs: readonly string[];
   at: number;
 }
 
-export type WriteOp =
+// ------------------------------------------------------------------ writes
+
+/** What ingestion (and import, seed, replay) writes: reports, refusals, whole records. */
+export type ReportWrite =
   | ({ kind: "start"; report: StartReport } & Received)
   | ({ kind: "update"; update: StatusUpdate } & Received)
+  /** A refused request, logged raw with its reason. */
   | { kind: "reject"; rejection: Rejection; at: number }
   /**
-   * A complete record as it stands (seed, import): stored and counted once, where a start report
+   * A complete record as it stands (seed, copy): stored and counted once, where a start report
    * and its update would be counted three times (+1 in progress, -1, +1 final).
    */
-  | { kind: "load"; row: InstallRow; at: number }
+  | { kind: "load"; install: Install; at: number };
+
+/** What jobs and admin actions write. */
+export type MaintenanceWrite =
   /** Removes everything stored about one install: record, held update, rejected-log bodies. */
   | { kind: "delete"; randomId: string; at: number }
   /** An install still in progress becomes outcome "unknown" (timed out); its status stays as sent. */
   | { kind: "expire"; randomId: string; at: number }
   /** Drops rejected-log entries received before `before` (retention). */
   | { kind: "forget-rejected"; before: number; at: number }
-  /** Records the outcome of replaying a rejected-log entry through the current parser. */
+  /** Records what came of replaying a rejected-log entry through the current parser. */
   | { kind: "mark-replayed"; rejectedId: number; result: string; at: number }
   /** Adds the hour cells of every hour before `until` not yet folded into day and month cells. */
   | { kind: "fold"; until: number; at: number }
   /** The stuck-install job checked every install created in [from, until): the mark moves, unless it moved meanwhile. */
   | { kind: "stuck-checked"; from: number; until: number; at: number };
 
-export type WriteResult =
-  | { kind: "created"; outcome: Outcome }
-  | { kind: "duplicate" }
-  | { kind: "updated"; outcome: Outcome }
-  | { kind: "held" }
-  | { kind: "conflict"; outcome: Outcome }
-  | { kind: "logged" }
-  | { kind: "deleted"; found: boolean }
-  | { kind: "expired"; changed: boolean }
-  | { kind: "forgotten"; count: number }
-  | { kind: "marked" }
-  | { kind: "folded"; hours: number };
+export type WriteOp = ReportWrite | MaintenanceWrite;
 
-/** The HTTP status each result is answered with (DESIGN.md section 2); the rejected log records it too. */
-export const RESULT_STATUS = {
-  created: 201,
-  duplicate: 200,
-  updated: 200,
-  held: 202,
-  conflict: 409,
-  logged: 0, // a rejection carries its own status
-  deleted: 200,
-  expired: 200,
-  forgotten: 200,
-  marked: 200,
-  folded: 200,
-} as const satisfies Record<WriteResult["kind"], number>;
+/** What each kind of write comes to. */
+export interface ResultOf {
+  start: { kind: "created"; outcome: Outcome } | { kind: "duplicate" };
+  /** "held": no start report yet, applied when it comes; "already-final": not applied, logged. */
+  update: { kind: "updated"; outcome: Outcome } | { kind: "held" } | { kind: "already-final"; outcome: Outcome };
+  reject: { kind: "logged" };
+  load: { kind: "created"; outcome: Outcome } | { kind: "duplicate" };
+  delete: { kind: "deleted"; found: boolean };
+  expire: { kind: "expired"; changed: boolean };
+  "forget-rejected": { kind: "forgotten"; count: number };
+  "mark-replayed": { kind: "marked" };
+  fold: { kind: "folded"; hours: number };
+  "stuck-checked": { kind: "marked" };
+}
+export type ResultFor<Op extends WriteOp> = ResultOf[Op["kind"]];
+export type WriteResult = ResultOf[keyof ResultOf];
+
+// ------------------------------------------------------------------ reads
 
 /** Which installs a read covers; "" for a text filter matches installs without that value. */
 export interface InstallFilter {
@@ -108,7 +90,8 @@ export type ListOrder = "newest" | "oldest";
 /** Position after the last row of a page. */
 export interface ListCursor {
   createdAt: number;
-  rowid: number;
+  /** A tie-breaker among installs created in the same millisecond, increasing with insertion. */
+  seq: number;
 }
 
 export interface RollupSelection {
@@ -119,41 +102,84 @@ export interface RollupSelection {
   parts: readonly RollupPart[];
 }
 
+export interface RollupCell {
+  app: string;
+  bucket: number;
+  data: RollupData;
+}
+
+/** What the read side asks: installs, rollup cells, error signatures. */
 export interface StoreReads {
-  getInstall(randomId: string): InstallRow | undefined;
+  getInstall(randomId: string): Install | undefined;
   /** Newest first (or oldest), `limit` rows after `after`; `next` is null on the last page. */
-  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): { rows: InstallRow[]; next: ListCursor | null };
+  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): { rows: Install[]; next: ListCursor | null };
   /**
    * Matching installs oldest first, `offset` skipped, at most `limit`, in chunks of `chunkRows`.
    * Each chunk is one query run to completion, so no statement stays open while a consumer
-   * (a download, say) takes its time: WAL checkpoints are never held up.
+   * (a download, say) takes its time.
    */
-  installChunks(filter: InstallFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): Generator<InstallRow[], void>;
+  installChunks(filter: InstallFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): Generator<Install[], void>;
   /** Every matching install, oldest first, in constant memory (installChunks, flattened). */
-  iterateInstalls(filter: InstallFilter): Iterable<InstallRow>;
+  iterateInstalls(filter: InstallFilter): Iterable<Install>;
   /** Installs per exact error text (non-empty), most frequent first: one scan of every install. */
   errorTextCounts(): { error: string; count: number }[];
-  /** The rejected-reports log, newest first; `before` is the id to continue from. */
-  listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[];
-  /** Installs still in progress created in [from, before), oldest first. */
-  stuckInstalls(from: number, before: number, limit: number): { randomId: string; createdAt: number }[];
-  /** Every install created before this has a final outcome or was expired (stuckInstalls scans from here). */
-  stuckCheckedUntil(): number;
-  /** Changes whenever any connection commits: a cheap key for caching answers. */
+  /** Changes whenever anything is committed: a cheap key for caching answers. */
   changeMarker(): string;
-  /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first. */
+  /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first; open hours included. */
   readRollups(selection: RollupSelection): { bucket: number; data: RollupData }[];
-  /** Every rollup cell of one grain with bucket in [from, to), all app slices. */
-  rollupCells(grain: Grain, from: number, to: number): { app: string; bucket: number; data: RollupData }[];
-  /** Hours before this are in day and month cells too; later ones in hour cells only (grainsOf). */
+  /** Every rollup cell of one grain with bucket in [from, to), all app slices; open hours included. */
+  rollupCells(grain: Grain, from: number, to: number): RollupCell[];
+  /** Hours before this are in day and month cells too; later ones in hour cells only. */
   foldedUntil(): number;
-  signatures(ids: readonly string[]): ErrorSignatureRow[];
+  signatures(ids: readonly string[]): KnownSignature[];
   /** created_at of the oldest and newest install, or null when there are none. */
   recordSpan(): { first: number; last: number } | null;
 }
 
-export interface Store extends StoreReads {
-  /** Applies the operations in one transaction, in order. Throws if the transaction cannot commit. */
+/** One entry of the rejected-reports log, in storage terms. */
+export interface RejectedEntry extends Omit<Rejection, "body"> {
+  id: number;
+  receivedAt: number;
+  /** What the write of a repaired report came to; null for refusals. */
+  result: ResultOf["start" | "update"]["kind"] | null;
+  body: Uint8Array;
+  replayedAt: number | null;
+  replayResult: string | null;
+}
+
+/** What maintenance asks before it writes: stuck installs, what retention would remove, the log. */
+export interface MaintenanceReads {
+  /** Installs still in progress created in [from, before), oldest first. */
+  stuckInstalls(from: number, before: number, limit: number): { randomId: string; createdAt: number }[];
+  /** Every install created before this has a final outcome or was expired (stuckInstalls scans from here). */
+  stuckCheckedUntil(): number;
+  /** How much is older than `cutoff`: installs created, held updates and log entries received before it. */
+  countBefore(cutoff: number): { installs: number; held: number; rejected: number };
+  /** random_ids of status updates held since before `cutoff` (their start report never came). */
+  heldBefore(cutoff: number, limit: number): string[];
+  /** The rejected-reports log, newest first; `before` is the id to continue from. */
+  listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[];
+  /**
+   * Log entries of `reasons` that a replay should try, oldest first, with ids above `afterId`:
+   * never replayed, or replayed with a result starting with `retryPrefix` (still invalid then).
+   */
+  replayCandidates(opts: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }): RejectedEntry[];
+  /** Entries of `reasons` replayed for good (with a result not starting with `retryPrefix`). */
+  countReplayed(reasons: readonly RejectReason[], retryPrefix: string): number;
+}
+
+/** The storage could not take a write (disk full, read-only, I/O error): nothing was written; retry later. */
+export class StorageUnavailableError extends Error {
+  constructor(message: string) {
+    super(`storage cannot accept writes: ${message}`);
+  }
+}
+
+export interface Store extends StoreReads, MaintenanceReads {
+  /**
+   * Applies the operations in one transaction, in order; results in the same order. Throws
+   * StorageUnavailableError when the storage refuses the transaction (anything else is a bug).
+   */
   write(ops: readonly WriteOp[]): WriteResult[];
   /**
    * Recomputes every rollup cell from the raw records, one day per transaction (after an upgrade

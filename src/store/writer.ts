@@ -2,17 +2,10 @@
 // transaction per batch; each caller is resolved only after its batch has committed. One batch
 // is in flight at a time, and whatever arrives while it commits forms the next one, so the batch
 // size follows the load by itself, with no timer and no added latency when idle.
-import type { WriteOp, WriteResult } from "./contract.ts";
+import type { ResultFor, WriteOp, WriteResult } from "./contract.ts";
 
-/** The database could not take the write (disk full, read-only, I/O error): answer 503, retry later. */
-export class StorageUnavailableError extends Error {
-  constructor(message: string) {
-    super(`storage cannot accept writes: ${message}`);
-  }
-}
-
-/** Writes a batch in one transaction; resolves after COMMIT, rejects (with nothing written) otherwise. */
-export type Commit = (ops: readonly WriteOp[]) => Promise<WriteResult[]>;
+/** Writes a batch in one transaction; returns (or resolves) after COMMIT, throws (with nothing written) otherwise. */
+export type Commit = (ops: readonly WriteOp[]) => WriteResult[] | Promise<WriteResult[]>;
 
 interface Pending {
   op: WriteOp;
@@ -31,7 +24,7 @@ export interface WriterStats {
 }
 
 export interface GroupCommitWriter {
-  submit(op: WriteOp): Promise<WriteResult>;
+  submit<Op extends WriteOp>(op: Op): Promise<ResultFor<Op>>;
   /** Resolves once everything submitted so far is committed (or failed). */
   drain(): Promise<void>;
   readonly stats: Readonly<WriterStats>;
@@ -86,9 +79,10 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
   }
 
   return {
-    submit(op) {
-      return new Promise<WriteResult>((resolve, reject) => {
-        queue.push({ op, resolve, reject });
+    submit<Op extends WriteOp>(op: Op) {
+      return new Promise<ResultFor<Op>>((resolve, reject) => {
+        // The store answers each op with a result of its own kind (the contract's ResultOf).
+        queue.push({ op, resolve: resolve as (r: WriteResult) => void, reject });
         // Start on the next turn, so everything arriving in this one joins the first batch.
         if (!busy) {
           busy = true;
@@ -102,21 +96,4 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
     },
     stats,
   };
-}
-
-/** A Commit that writes in this thread (tests, CLI commands): SQLite errors become StorageUnavailableError. */
-export function inProcessCommit(write: (ops: readonly WriteOp[]) => WriteResult[]): Commit {
-  return async (ops) => {
-    try {
-      return write(ops);
-    } catch (e) {
-      throw asStorageError(e);
-    }
-  };
-}
-
-/** SQLite's own errors mean the storage refused the write; anything else is a bug and stays as it is. */
-export function asStorageError(e: unknown): Error {
-  if (e instanceof Error && e.name === "SQLiteError") return new StorageUnavailableError(e.message);
-  return e instanceof Error ? e : new Error(String(e));
 }

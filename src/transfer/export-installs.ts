@@ -1,9 +1,9 @@
 // The export of GET /api/export outside HTTP (the `export` command): the same filters, window
-// rules, row order and formatting (src/report/export.ts), written to any sink chunk by chunk.
+// rules, row order and formatting (src/read/export.ts), written to any sink chunk by chunk.
 import { exportStream, type ExportFormat } from "../read/export.ts";
 import { resolveWindow, toFilter, type FilterQuery } from "../read/query.ts";
-import type { InstallRow } from "../store/sqlite/schema.ts";
 import type { StoreReads } from "../store/contract.ts";
+import type { Install } from "../domain/install.ts";
 
 /**
  * Streams every install matching `query` (no window = all time, as the HTTP export) in `format`
@@ -19,7 +19,7 @@ export async function exportInstalls(
 ): Promise<{ records: number }> {
   const filter = toFilter(query, resolveWindow(query, opts.now ?? Date.now(), null));
   let records = 0;
-  function* rows(): Generator<InstallRow> {
+  function* rows(): Generator<Install> {
     for (const row of reads.iterateInstalls(filter)) {
       records++;
       if (records % 2000 === 0) opts.onRows?.(records);

@@ -1,15 +1,15 @@
 // Import of install records: our NDJSON export (one record per line, DESIGN.md section 3) and the
-// JSON array of the original API's /data/json (src/report/compat.ts), told apart by the first
+// JSON array of the original API's /data/json (src/read/compat.ts), told apart by the first
 // character. The input is streamed: NDJSON line by line, the array element by element (a small
 // state machine finds where each top-level element ends), so a file of any size is read in
 // constant memory. Each record goes through the field rules (normalizeStart / normalizeUpdate)
 // and becomes the write ops that ingestion would have produced, written through the one write
 // path in batches, so rollups and error signatures stay exact.
-import type { JsonObject } from "../ingest/lenient-json.ts";
 import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
 import { isFinal } from "../domain/outcome.ts";
 import type { Commit } from "../store/writer.ts";
 import type { StoreReads, WriteOp } from "../store/contract.ts";
+import type { JsonObject } from "../domain/json.ts";
 
 export type InputFormat = "ndjson" | "json-array";
 
@@ -253,15 +253,16 @@ export function recordOps(value: unknown, normalize: NormalizeOptions): RecordOp
   }
   updatedAt = Math.max(createdAt, updatedAt ?? (durationMs !== null ? createdAt + durationMs : createdAt));
 
-  const received = { raw: NO_BODY, repairs: [] as string[] };
+  // As the reports of the wire protocol would have arrived (no body of their own to keep).
+  const arrived = { endpoint: "upload", raw: NO_BODY, repairs: [] } as const;
   if (isFinal(update.outcome) && durationMs === null) {
     const carried = { ...report, status: update.status, outcome: update.outcome, error: update.error };
-    return { ok: true, randomId: report.randomId, ops: [{ kind: "start", report: carried, ...received, at: createdAt }] };
+    return { ok: true, randomId: report.randomId, ops: [{ kind: "start", report: carried, ...arrived, at: createdAt }] };
   }
-  const ops: WriteOp[] = [{ kind: "start", report, ...received, at: createdAt }];
+  const ops: WriteOp[] = [{ kind: "start", report, ...arrived, at: createdAt }];
   const expired = r.outcome === "unknown" && update.outcome === "in_progress";
   if (update.status !== report.status || update.error !== null || (updatedAt > createdAt && !expired)) {
-    ops.push({ kind: "update", update, ...received, at: updatedAt });
+    ops.push({ kind: "update", update, endpoint: "updatestatus", raw: NO_BODY, repairs: [], at: updatedAt });
   }
   if (expired) ops.push({ kind: "expire", randomId: report.randomId, at: updatedAt });
   return { ok: true, randomId: report.randomId, ops };

@@ -1,13 +1,11 @@
-// An in-process app over an in-memory database, with a clock the test moves by hand.
-import { createApp } from "../../src/app.ts";
+// An in-process app over an in-memory database, with a clock the test moves by hand, built by the
+// service's own composition root.
 import { defaults, type Config } from "../../src/config.ts";
-import { createWriter, inProcessCommit } from "../../src/store/writer.ts";
+import { HOUR } from "../../src/domain/time.ts";
+import { statusOf } from "../../src/ingest/status.ts";
 import { createLogger } from "../../src/log.ts";
-import { createMetrics } from "../../src/http/metrics.ts";
-import { createMaintenance } from "../../src/maintenance/maintenance.ts";
-import { openDatabase } from "../../src/store/sqlite/database.ts";
-import { rejectedReports } from "../../src/store/sqlite/schema.ts";
-import { createSqliteStore } from "../../src/store/sqlite/store.ts";
+import { createRuntime } from "../../src/runtime.ts";
+import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 
 export function manualClock(start = Date.parse("2026-06-01T12:00:00Z")) {
   let now = start;
@@ -26,21 +24,17 @@ export interface Reply {
 
 export function testApp(overrides: Partial<Config> = {}) {
   const config: Config = { ...defaults, ...overrides };
-  const { sqlite, db } = openDatabase(":memory:", { durability: "normal", migrate: true });
+  // Opened here rather than by the runtime, so tests can look underneath (faults, damaged cells).
+  const engine = openSqliteEngine(":memory:", { durability: "normal", migrate: true });
   const clock = manualClock();
   // As on a server started at the clock's time: what arrives from then on is in open hours
   // (in memory until the fold job stores it), as in production; earlier times go to stored cells.
-  sqlite.run("UPDATE rollup_state SET folded_until = ?", [clock() - (clock() % 3_600_000)]);
-  const store = createSqliteStore(sqlite, db);
-  const metrics = createMetrics();
-  const writer = createWriter(inProcessCommit(store.write), config.maxBatch, (size, seconds) => {
-    metrics.batchSize.observe(size);
-    metrics.commitSeconds.observe(seconds);
-  });
+  // (A new database's mark is the real time of its migration; the fold op only ever raises it.)
+  engine.sqlite.run("UPDATE rollup_state SET folded_until = ?", [clock() - (clock() % HOUR)]);
   const logLines: string[] = [];
   const log = createLogger("debug", (line) => logLines.push(line), clock);
-  const maintenance = createMaintenance({ config, reads: store, db, writer, clock });
-  const app = createApp({ config, store, writer, clock, version: "0.0.0-test", log, metrics, maintenance });
+  const runtime = createRuntime(config, { clock, log, version: "0.0.0-test" }, engine);
+  const { app } = runtime;
 
   async function send(method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
     const res = await app.handle(
@@ -61,20 +55,15 @@ export function testApp(overrides: Partial<Config> = {}) {
   }
 
   return {
-    app,
-    config,
-    store,
-    sqlite,
-    db,
-    writer,
-    metrics,
-    maintenance,
+    ...runtime,
+    sqlite: engine.sqlite,
     clock,
     logLines,
     post: (path: string, body: string | Uint8Array | object, headers?: Record<string, string>) =>
       send("POST", path, typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body), headers),
     get: (path: string) => send("GET", path),
-    rejected: () => db.select().from(rejectedReports).all(),
+    /** The rejected-reports log, oldest first, with the status each request was answered. */
+    rejected: () => runtime.store.listRejected({ limit: 1_000_000 }).reverse().map((e) => ({ ...e, httpStatus: statusOf(e.reason, e.result) })),
   };
 }
 

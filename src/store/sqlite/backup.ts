@@ -13,10 +13,9 @@ import { Database } from "bun:sqlite";
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Durability } from "../../config.ts";
-import { APPLICATION_ID, DatabaseOpenError, openDatabase } from "./database.ts";
+import { BackupError, DatabaseOpenError, type BackupResult, type RestoreResult } from "../engine.ts";
+import { APPLICATION_ID, openDatabase } from "./database.ts";
 
-/** Something the user can fix: a missing file, a target that exists, a database in use. */
-export class BackupError extends Error {}
 
 export interface DatabaseCheck {
   ok: boolean;
@@ -127,12 +126,6 @@ function publish(temp: string, target: string, force: boolean): void {
   removeCompanions(target); // leftovers of an earlier file of that name, never to be applied to this one
 }
 
-export interface BackupResult {
-  path: string;
-  bytes: number;
-  installs: number;
-}
-
 /**
  * Writes a consistent snapshot of the database behind `source` to `target`. `source` may be any
  * connection to the live database (VACUUM INTO only reads: writers go on meanwhile; the copy
@@ -154,6 +147,16 @@ export function backupDatabase(source: Database, target: string, opts: { force?:
     return { path, bytes: statSync(path).size, installs: check.installs ?? 0 };
   } finally {
     rmSync(temp, { force: true });
+  }
+}
+
+/** backupDatabase over a connection of its own, without migrations: the copy is the database as it is (restore migrates). */
+export function backupFile(path: string, target: string, opts: { force: boolean; durability: Durability }): BackupResult {
+  const { sqlite } = openDatabase(path, { durability: opts.durability, migrate: false });
+  try {
+    return backupDatabase(sqlite, target, opts);
+  } finally {
+    sqlite.close();
   }
 }
 
@@ -207,17 +210,6 @@ function replaceable(path: string): string | null {
   const appId = header.readUInt32BE(68);
   if (appId !== APPLICATION_ID) return `${path} is an SQLite database of another application (application_id ${hex(appId)}); refusing to replace it`;
   return null;
-}
-
-export interface RestoreResult {
-  path: string;
-  from: string;
-  bytes: number;
-  installs: number;
-  /** Migrations applied on top of the backup (an older backup gets the current schema). */
-  migrationsApplied: number;
-  /** Things the user should know: e.g. the old database could not be checked for other users. */
-  warnings: string[];
 }
 
 /**

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import * as schema from "./schema.ts";
-import type { Durability } from "../../config.ts";
+import { DatabaseOpenError, type OpenOptions } from "../engine.ts";
 
 export type Db = BunSQLiteDatabase<typeof schema>;
 
@@ -18,8 +18,6 @@ export function migrationsFolder(): string {
   return existsSync(`${embedded}/meta/_journal.json`) ? embedded : fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
 }
 
-export class DatabaseOpenError extends Error {}
-
 /**
  * Checkpoint every 4000 WAL pages (16 MB) instead of SQLite's 1000: index pages written again and
  * again under load reach the database file once per checkpoint (measured: 10-15% less CPU per
@@ -27,12 +25,6 @@ export class DatabaseOpenError extends Error {}
  * (checkpoint-thread.ts); other commands keep SQLite's automatic ones.
  */
 export const AUTO_CHECKPOINT_PAGES = 4000;
-
-export interface OpenOptions {
-  durability: Durability;
-  /** Apply pending migrations (serve and migrate do; read-only tools need not). */
-  migrate: boolean;
-}
 
 function checkOwnership(sqlite: Database, path: string): void {
   const { application_id } = sqlite.query("PRAGMA application_id").get() as { application_id: number };

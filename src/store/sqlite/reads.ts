@@ -1,29 +1,40 @@
-// Read queries over SQLite: install listings (keyset pagination), streaming iteration,
-// rollup cells and error signatures.
+// Read queries over SQLite: install listings (keyset pagination), streaming iteration, stored
+// rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
+import type { KnownSignature } from "../../domain/error-signature.ts";
+import type { Install } from "../../domain/install.ts";
+import { addColumn, fromColumns, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import type { InstallFilter, ListCursor, RollupCell, RollupSelection } from "../contract.ts";
+import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
-import { errorSignatures, expiryState, installs, rollupState, rollups, type InstallRow } from "./schema.ts";
-import type { InstallFilter, ListCursor, RollupSelection, StoreReads } from "../contract.ts";
-import { addColumn, emptyData, fromColumns, type RollupData, type RollupPart } from "../../domain/rollup.ts";
-import { listRejected } from "./rejected-log.ts";
+import { errorSignatures, installs, rollupState, rollups } from "./schema.ts";
 
 const installColumns = getTableColumns(installs);
-
-const installKeys = Object.keys(installColumns) as (keyof InstallRow)[];
+const installKeys = Object.keys(installColumns) as (keyof Install)[];
 const CREATED_AT = installKeys.indexOf("createdAt");
 // Text, integer and real columns come back from SQLite as they are; only the boolean needs
 // Drizzle's mapping. Skipping the identity calls doubles the speed of streamed reads (export).
 const needsMapping = installKeys.map((key) => installColumns[key].columnType === "SQLiteBoolean");
 
-/** Turns a raw SQLite row (values in column order) into a typed row, as Drizzle would. */
-function decodeInstall(values: unknown[]): InstallRow {
+/** Turns a raw SQLite row (values in column order) into a typed install, as Drizzle would. */
+export function decodeInstall(values: unknown[]): Install {
   const row: Record<string, unknown> = {};
   for (let i = 0; i < installKeys.length; i++) {
     const value = values[i] ?? null;
     row[installKeys[i]!] = value !== null && needsMapping[i] ? installColumns[installKeys[i]!].mapFromDriverValue(value) : value;
   }
-  return row as InstallRow;
+  return row as unknown as Install;
+}
+
+/** The parts asked for, and only those: a reader sees the same cell whatever else a write cached. */
+function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<RollupPart>): RollupData {
+  if (have.size === parts.length) return data;
+  const { nsapp, ...rest } = data.dims;
+  const withData = parts.includes("data");
+  const dims: RollupData["dims"] = withData ? rest : {};
+  if (nsapp && parts.includes("apps")) dims.nsapp = nsapp;
+  return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
 }
 
 /** Rows per chunk of installChunks unless the caller says otherwise. */
@@ -39,7 +50,7 @@ function matches(column: TextColumn, value: string | undefined): SQL | undefined
   return value === "" ? or(isNull(column), eq(column, "")) : eq(column, value);
 }
 
-export function whereOf(f: InstallFilter): SQL | undefined {
+function whereOf(f: InstallFilter): SQL | undefined {
   const c: (SQL | undefined)[] = [
     matches(installs.nsapp, f.nsapp),
     matches(installs.status, f.status),
@@ -60,18 +71,15 @@ export function whereOf(f: InstallFilter): SQL | undefined {
   return and(...c);
 }
 
-/** The SQLite reads, and what the store that writes through the same connection tells them. */
-export interface SqliteReads extends StoreReads {
-  /** Drops parsed cells ("grain|bucket|app") the store has just written, or all of them. */
-  forgetCells(keys: Iterable<string> | "all"): void;
-}
+export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
-export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
-  const rowid = sql<number>`${installs}.rowid`;
+export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
+  // rowid is the cursor's tie-breaker: it grows with insertion.
+  const seq = sql<number>`${installs}.rowid`;
   // total_changes() moves with this connection's commits, data_version with other connections'.
-  const changes = sqlite.query("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v");
+  const changes = sqlite.query<{ c: number; v: number }, []>("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v");
 
-  function* installChunks(filter: InstallFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): Generator<InstallRow[], void> {
+  function* installChunks(filter: InstallFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): Generator<Install[], void> {
     if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
     let remaining = limit;
     let after: ListCursor | null = null;
@@ -81,12 +89,12 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
       // larger and starts the index range at the first, rescanning from the window start on every
       // chunk (quadratic). So the cursor's time replaces the window's start.
       const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
-      const keyset = after ? sql`(${installs.createdAt}, ${rowid}) > (${after.createdAt}, ${after.rowid})` : undefined;
+      const keyset = after ? sql`(${installs.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
       const query = db
-        .select({ ...installColumns, rowid })
+        .select({ ...installColumns, seq })
         .from(installs)
         .where(and(where, keyset))
-        .orderBy(asc(installs.createdAt), asc(rowid))
+        .orderBy(asc(installs.createdAt), asc(seq))
         .limit(n)
         .offset(after ? 0 : offset) // only the first chunk skips; the rest continue by keyset
         .toSQL();
@@ -96,18 +104,10 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
       yield rows.map(decodeInstall);
       if (rows.length < n) return;
       remaining -= rows.length;
-      after = { createdAt: last[CREATED_AT] as number, rowid: last[installKeys.length] as number };
+      after = { createdAt: last[CREATED_AT] as number, seq: last[installKeys.length] as number };
     }
   }
 
-  // Stored cells, parsed, by "grain|bucket|app": they change only when an hour is folded or a
-  // record of a folded hour changes (open hours are in the store's memory), so dashboards read
-  // the same ones again and again. The store forgets every cell it writes; another connection's
-  // write (PRAGMA data_version) forgets them all.
-  const PARSED_CELLS = 8192;
-  const parsed = new Map<string, { have: Set<RollupPart>; data: RollupData }>();
-  const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
-  let seenVersion = -1;
   const table = getTableName(rollups);
   const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app`;
   const cellBuckets = sqlite.query<{ bucket: number }, Record<"grain" | "app" | "from" | "to", string | number>>(
@@ -115,23 +115,22 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
   );
   const partOf = (column: { name: string }) =>
     sqlite.query<{ text: string }, Record<"grain" | "app" | "bucket", string | number>>(`SELECT "${column.name}" AS text FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
-  const cellPart: Record<RollupPart, ReturnType<typeof partOf>> = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
+  const cellPart = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
 
   // On the write path (every status update): bun:sqlite directly, decoded as installChunks does.
   const getInstall = sqlite.query<unknown[], [string]>(
     `SELECT ${installKeys.map((k) => `"${installColumns[k].name}"`).join(", ")} FROM "${getTableName(installs)}" WHERE "${installs.randomId.name}" = ?`,
   );
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
-  const getStuckCheckedUntil = db.select({ t: expiryState.checkedUntil }).from(expiryState).where(eq(expiryState.id, 1)).prepare();
 
   return {
-    getInstall(randomId) {
+    getInstall(randomId: string): Install | undefined {
       const [row] = getInstall.values(randomId);
       return row ? decodeInstall(row) : undefined;
     },
     installChunks,
 
-    listInstalls(filter, { limit, after, order = "newest" }) {
+    listInstalls(filter: InstallFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
       const newest = order === "newest";
       // One bound per side only (see installChunks): the cursor's time replaces the window's bound
       // on the side the pages move towards.
@@ -143,23 +142,23 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
       const keyset = !after
         ? undefined
         : newest
-          ? sql`(${installs.createdAt}, ${rowid}) < (${after.createdAt}, ${after.rowid})`
-          : sql`(${installs.createdAt}, ${rowid}) > (${after.createdAt}, ${after.rowid})`;
+          ? sql`(${installs.createdAt}, ${seq}) < (${after.createdAt}, ${after.seq})`
+          : sql`(${installs.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})`;
       const direction = newest ? desc : asc;
       const rows = db
-        .select({ ...installColumns, rowid })
+        .select({ ...installColumns, seq })
         .from(installs)
         .where(and(whereOf(bounded), keyset))
-        .orderBy(direction(installs.createdAt), direction(rowid))
+        .orderBy(direction(installs.createdAt), direction(seq))
         .limit(limit + 1)
         .all();
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, rowid: last.rowid } : null;
-      return { rows: page.map(({ rowid: _, ...row }) => row), next };
+      const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
+      return { rows: page.map(({ seq: _, ...row }): Install => row), next };
     },
 
-    *iterateInstalls(filter) {
+    *iterateInstalls(filter: InstallFilter): Generator<Install> {
       for (const chunk of installChunks(filter)) yield* chunk;
     },
 
@@ -174,51 +173,26 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
         .all();
     },
 
-    listRejected: (opts) => listRejected(db, opts),
-
-    stuckInstalls(from, before, limit) {
-      return db
-        .select({ randomId: installs.randomId, createdAt: installs.createdAt })
-        .from(installs)
-        .where(and(gte(installs.createdAt, from), lt(installs.createdAt, before), eq(installs.outcome, "in_progress")))
-        .orderBy(asc(installs.createdAt))
-        .limit(limit)
-        .all();
-    },
-
-    stuckCheckedUntil: () => getStuckCheckedUntil.get()?.t ?? 0,
-
-    changeMarker() {
-      const { c, v } = changes.get() as { c: number; v: number };
+    changeMarker(): string {
+      const { c, v } = changes.get()!;
       return `${c}:${v}`;
     },
 
-    readRollups({ grain, app, from, to, parts }: RollupSelection) {
-      const { data_version } = dataVersion.get()!;
-      if (data_version !== seenVersion) parsed.clear(); // another connection wrote
-      seenVersion = data_version;
+    /** Stored cells of one grain and app slice, parsed through the cache. */
+    storedRollups({ grain, app, from, to, parts }: RollupSelection): { bucket: number; data: RollupData }[] {
       return cellBuckets.all({ grain, app, from, to }).map(({ bucket }) => {
-        const key = `${grain}|${bucket}|${app}`;
-        let cell = parsed.get(key);
-        if (cell) parsed.delete(key); // re-inserted below, as most recently used
-        else cell = { have: new Set(), data: emptyData() };
+        const cell = cells.entry(cellKey(grain, bucket, app));
         for (const part of parts) {
           if (cell.have.has(part)) continue;
           addColumn(cell.data, part, cellPart[part].get({ grain, app, bucket })!.text);
           cell.have.add(part);
         }
-        parsed.set(key, cell);
-        if (parsed.size > PARSED_CELLS) parsed.delete(parsed.keys().next().value!);
-        return { bucket, data: cell.data };
+        return { bucket, data: only(cell.data, parts, cell.have) };
       });
     },
 
-    forgetCells(keys) {
-      if (keys === "all") parsed.clear();
-      else for (const key of keys) parsed.delete(key);
-    },
-
-    rollupCells(grain, from, to) {
+    /** Every stored cell of one grain in [from, to), parsed afresh (verify, fold). */
+    storedCells(grain: Grain, from: number, to: number): RollupCell[] {
       return db
         .select({ app: rollups.app, bucket: rollups.bucket, data: rollups.data, apps: rollups.apps, errors: rollups.errors })
         .from(rollups)
@@ -228,14 +202,19 @@ export function createSqliteReads(sqlite: Database, db: Db): SqliteReads {
     },
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
-    foldedUntil: () => getFoldedUntil.get()?.t ?? 0,
+    storedFoldedUntil: (): number => getFoldedUntil.get()?.t ?? 0,
 
-    signatures(ids) {
+    signatures(ids: readonly string[]): KnownSignature[] {
       if (ids.length === 0) return [];
-      return db.select().from(errorSignatures).where(inArray(errorSignatures.id, ids)).all();
+      return db
+        .select()
+        .from(errorSignatures)
+        .where(inArray(errorSignatures.id, [...ids]))
+        .all()
+        .map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
     },
 
-    recordSpan() {
+    recordSpan(): { first: number; last: number } | null {
       const span = db
         .select({ first: sql<number | null>`min(${installs.createdAt})`, last: sql<number | null>`max(${installs.createdAt})` })
         .from(installs)

@@ -1,6 +1,9 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
 import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { Install } from "../../domain/install.ts";
+import { OUTCOMES } from "../../domain/outcome.ts";
+import { ENDPOINTS, REJECT_REASONS } from "../../domain/rejection.ts";
 
 export const installs = sqliteTable(
   "installs",
@@ -18,7 +21,7 @@ export const installs = sqliteTable(
     method: text("method"),
     pveVersion: text("pve_version"),
     status: text("status").notNull(),
-    outcome: text("outcome", { enum: ["success", "failed", "aborted", "in_progress", "unknown"] }).notNull(),
+    outcome: text("outcome", { enum: OUTCOMES }).notNull(),
     error: text("error"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
@@ -37,7 +40,7 @@ export const installs = sqliteTable(
 export const heldUpdates = sqliteTable("held_updates", {
   randomId: text("random_id").primaryKey(),
   status: text("status").notNull(),
-  outcome: text("outcome", { enum: ["success", "failed", "aborted", "in_progress", "unknown"] }).notNull(),
+  outcome: text("outcome", { enum: OUTCOMES }).notNull(),
   error: text("error"),
   receivedAt: integer("received_at").notNull(),
   repaired: integer("repaired", { mode: "boolean" }).notNull().default(false),
@@ -49,11 +52,10 @@ export const rejectedReports = sqliteTable(
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
     receivedAt: integer("received_at").notNull(),
-    endpoint: text("endpoint", { enum: ["upload", "updatestatus"] }).notNull(),
-    reason: text("reason", {
-      enum: ["invalid_json", "invalid_field", "already_final", "repaired", "payload_too_large"],
-    }).notNull(),
-    httpStatus: integer("http_status").notNull(),
+    endpoint: text("endpoint", { enum: ENDPOINTS }).notNull(),
+    reason: text("reason", { enum: REJECT_REASONS }).notNull(),
+    /** What the write of a repaired report came to (created, duplicate, updated, held); null otherwise. */
+    result: text("result"),
     field: text("field"),
     message: text("message").notNull(),
     randomId: text("random_id"),
@@ -65,14 +67,12 @@ export const rejectedReports = sqliteTable(
   (t) => [index("rejected_reports_received_at").on(t.receivedAt)],
 );
 
-export type InstallRow = typeof installs.$inferSelect;
-export type NewInstallRow = typeof installs.$inferInsert;
-export type RejectedRow = typeof rejectedReports.$inferInsert;
-export type RejectReason = RejectedRow["reason"];
-export type Outcome = InstallRow["outcome"];
+/** The row is the domain's Install, column for column: this fails to compile when they drift. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+true satisfies Same<typeof installs.$inferSelect, Install>;
 
 /**
- * Rollup cells (src/report/rollup.ts): one row per grain (0 hour, 1 day, 2 month) x time bucket x
+ * Rollup cells (src/domain/rollup.ts): one row per grain (0 hour, 1 day, 2 month) x time bucket x
  * app slice ("*" every app, "=<nsapp>" one app), kept in the same transaction as every write to
  * `installs` (hour cells; day and month cells once the hour is folded, see `rollupState`).
  * The RollupData is split in three JSON columns so a query parses only what it needs: the
@@ -101,7 +101,7 @@ export const rollups = sqliteTable(
 
 /**
  * One row: hours before `folded_until` are in day and month cells too; later hours in hour cells
- * only, until the fold job adds them (src/report/rollup.ts, grainsOf).
+ * only, until the fold job adds them (src/domain/rollup.ts).
  */
 export const rollupState = sqliteTable("rollup_state", {
   id: integer("id").primaryKey(),
@@ -129,5 +129,3 @@ export const errorSignatures = sqliteTable("error_signatures", {
   apps: text("apps").notNull(),
 });
 
-export type RollupRow = typeof rollups.$inferSelect;
-export type ErrorSignatureRow = typeof errorSignatures.$inferSelect;

@@ -2,7 +2,8 @@
 // Each is a link or a form, so all of it works with the keyboard and each choice is a URL.
 import { h, replace } from "./dom.ts";
 import { FILTER_KEYS, PRESET_DAYS, rangeLabel, stateUrl, withChanges, type DashState, type FilterKey, type Filters, type View } from "./state.ts";
-import { OUTCOMES, OUTCOME_LABEL } from "./widgets.ts";
+import { OUTCOME_LABEL } from "./widgets.ts";
+import { OUTCOMES } from "../../domain/outcome.ts";
 
 const NAV: [View, string][] = [["overview", "Overview"], ["failures", "Failures"], ["installs", "Install log"], ["app", "Apps"]];
 

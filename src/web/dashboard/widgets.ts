@@ -1,8 +1,7 @@
 // Building blocks shared by the views: panels, headline cards, ranked bars, states.
-import { OUTCOMES } from "../../domain/rollup.ts";
-import type { Outcome } from "../../store/sqlite/schema.ts";
 import { h } from "./dom.ts";
 import { count, label, percent } from "./format.ts";
+import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 
 export { OUTCOMES, type Outcome };
 export const OUTCOME_LABEL: Record<Outcome, string> = {

@@ -5,7 +5,8 @@ import { h } from "../dom.ts";
 import { count, isoDate, percent } from "../format.ts";
 import { apiParams, groupFilters, intervalFor, type DashState, type Filters } from "../state.ts";
 import type { ViewContext } from "../view.ts";
-import { OUTCOMES, OUTCOME_LABEL, barList, emptyState, outcomeColorVar, type BarRow } from "../widgets.ts";
+import { OUTCOME_LABEL, barList, emptyState, outcomeColorVar, type BarRow } from "../widgets.ts";
+import { OUTCOMES } from "../../../domain/outcome.ts";
 
 const DAY = 86_400_000;
 

@@ -1,0 +1,28 @@
+// The response contract of ingestion (DESIGN.md section 2): the HTTP status of each storage result
+// and of each refusal. Answers and the rejected-reports log (which keeps reason and result) both
+// take their status from here.
+import type { RejectReason } from "../domain/rejection.ts";
+import type { ResultOf } from "../store/contract.ts";
+
+type ReportResult = ResultOf["start" | "update"]["kind"];
+
+export const RESULT_STATUS = {
+  created: 201,
+  duplicate: 200,
+  updated: 200,
+  held: 202,
+  "already-final": 409,
+} as const satisfies Record<ReportResult, number>;
+
+export const REFUSAL_STATUS = {
+  invalid_json: 400,
+  invalid_field: 422,
+  payload_too_large: 413,
+  already_final: 409,
+} as const satisfies Record<Exclude<RejectReason, "repaired">, number>;
+
+/** What a request logged with `reason` (and, when repaired, `result`) was answered. */
+export function statusOf(reason: RejectReason, result: ReportResult | null): number {
+  if (reason !== "repaired") return REFUSAL_STATUS[reason];
+  return result === null ? 200 : RESULT_STATUS[result];
+}

@@ -1,0 +1,78 @@
+// The one composition root: config -> engine -> writer -> maintenance -> app. `serve`, the test
+// helpers and the scripts all build the service here, so it is wired the same way everywhere.
+import { createApp } from "./app.ts";
+import type { Config } from "./config.ts";
+import { OUTCOMES } from "./domain/outcome.ts";
+import { floorHour, HOUR } from "./domain/time.ts";
+import { Gauge, createMetrics } from "./http/metrics.ts";
+import type { Logger } from "./log.ts";
+import { startJobs, type JobRunner } from "./maintenance/jobs.ts";
+import { createMaintenance } from "./maintenance/maintenance.ts";
+import { scheduledJobs } from "./maintenance/schedule.ts";
+import { createStats } from "./read/stats.ts";
+import type { Engine, Serving } from "./store/engine.ts";
+import { openEngine } from "./store/open.ts";
+import { createWriter } from "./store/writer.ts";
+
+export interface RuntimeEnv {
+  clock: () => number;
+  log: Logger;
+  version: string;
+  /**
+   * Worker entry points, resolved by the entry module: given, the engine serves with its
+   * background work (SQLite: the checkpoint thread); omitted, writes run in this thread alone.
+   */
+  workers?: { checkpointer: URL };
+}
+
+export type Runtime = ReturnType<typeof createRuntime>;
+
+/** `engine` is opened from config.db unless given (tests pass one they can look underneath). */
+export function createRuntime(config: Config, env: RuntimeEnv, engine: Engine = openEngine(config.db, { durability: config.durability, migrate: true, create: true })) {
+  const { clock, log, version } = env;
+  const { store } = engine;
+  const metrics = createMetrics();
+  const serving: Serving = env.workers
+    ? engine.serve({ log, workers: env.workers, onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds) })
+    : { commit: (ops) => store.write(ops), stop() {} };
+  const writer = createWriter(serving.commit, config.maxBatch, (size, seconds) => {
+    metrics.batchSize.observe(size);
+    metrics.commitSeconds.observe(seconds);
+  });
+  const maintenance = createMaintenance({ config, store, writer, clock });
+
+  const stats = createStats(store);
+  const started = clock();
+  const { registry } = metrics;
+  registry.add(new Gauge("installstats_database_bytes", "Size of the database file and its WAL", () => engine.sizes().map(({ file, bytes }) => ({ labels: { file }, value: bytes }))));
+  registry.add(
+    new Gauge("installstats_installs", "Installs stored, by outcome (all time, from rollups)", () => {
+      const span = store.recordSpan();
+      if (!span) return [];
+      const s = stats.summary({}, { from: floorHour(span.first), to: floorHour(Math.max(clock(), span.last)) + HOUR });
+      return OUTCOMES.map((outcome) => ({ labels: { outcome }, value: s[outcome] }));
+    }),
+  );
+  registry.add(new Gauge("installstats_uptime_seconds", "Seconds since the service started", () => [{ value: Math.round((clock() - started) / 1000) }]));
+  registry.add(new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [{ value: process.memoryUsage.rss() }]));
+
+  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance });
+
+  return {
+    config,
+    engine,
+    store,
+    writer,
+    metrics,
+    maintenance,
+    app,
+    /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups). */
+    startJobs: (): JobRunner => startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics }),
+    /** Commits everything queued, ends the engine's background work and closes it. */
+    async stop(): Promise<void> {
+      await writer.drain();
+      serving.stop();
+      engine.close();
+    },
+  };
+}

@@ -1,0 +1,64 @@
+// Open hours: hours at or after the fold mark. Their hour cells live only here, in memory, app ->
+// bucket -> cell, and are stored when the fold job closes them (docs/decisions.md, "Open hours").
+// They are a function of the raw records, so the store recounts them whenever it cannot vouch for
+// them: at open, and after another connection wrote or moved the fold mark.
+import { failureSignatureId } from "../../domain/error-signature.ts";
+import type { Install } from "../../domain/install.ts";
+import { ALL_APPS, GRAINS, appSlice, bucketStart, countHour, emptyData, isEmpty, type OpenCount, type RollupData } from "../../domain/rollup.ts";
+import type { RollupCell } from "../contract.ts";
+
+export class OpenHours {
+  private readonly cells = new Map<string, Map<number, RollupData>>();
+  /** The fold mark these cells start at. */
+  foldedUntil = 0;
+
+  private readonly cellOf = (app: string, hour: number): RollupData => {
+    let byBucket = this.cells.get(app);
+    if (!byBucket) this.cells.set(app, (byBucket = new Map()));
+    let cell = byBucket.get(hour);
+    if (!cell) byBucket.set(hour, (cell = emptyData()));
+    return cell;
+  };
+
+  /** Forgets everything and counts `installs` (those created from `foldedUntil` on) afresh. */
+  recount(foldedUntil: number, installs: Iterable<Install>): void {
+    this.cells.clear();
+    this.foldedUntil = foldedUntil;
+    for (const r of installs) countHour(this.cellOf, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) });
+  }
+
+  /** Counts committed changes in; cells a removal emptied go, as a recount would not have them. */
+  apply(counts: readonly OpenCount[]): void {
+    for (const c of counts) {
+      if (c.r.createdAt < this.foldedUntil) continue; // folded in the same batch
+      countHour(this.cellOf, c);
+      if (c.sign < 0) for (const app of [ALL_APPS, appSlice(c.r.nsapp)]) this.dropIfEmpty(app, bucketStart(c.r.createdAt, GRAINS.hour));
+    }
+  }
+
+  /** The fold mark moved to `until`: the hours before it are stored now. */
+  folded(until: number): void {
+    this.foldedUntil = until;
+    for (const [app, byBucket] of this.cells) {
+      for (const bucket of byBucket.keys()) if (bucket < until) byBucket.delete(bucket);
+      if (byBucket.size === 0) this.cells.delete(app);
+    }
+  }
+
+  /** Cells of one app slice (or of every slice, `null`) with bucket in [from, to), oldest first. */
+  cellsOf(app: string | null, from: number, to: number): RollupCell[] {
+    const out: RollupCell[] = [];
+    for (const [slice, byBucket] of app === null ? this.cells : [[app, this.cells.get(app)] as const]) {
+      for (const [bucket, data] of byBucket ?? []) if (bucket >= from && bucket < to) out.push({ app: slice, bucket, data });
+    }
+    return out.sort((a, b) => a.bucket - b.bucket);
+  }
+
+  private dropIfEmpty(app: string, hour: number): void {
+    const byBucket = this.cells.get(app);
+    const cell = byBucket?.get(hour);
+    if (!byBucket || !cell || !isEmpty(cell)) return;
+    byBucket.delete(hour);
+    if (byBucket.size === 0) this.cells.delete(app);
+  }
+}

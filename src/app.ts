@@ -93,7 +93,7 @@ export function createApp(deps: AppDeps) {
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */
-export const hardBodyLimit = (limit: number): number => Math.max(limit * 4, 1024 * 1024);
+const hardBodyLimit = (limit: number): number => Math.max(limit * 4, 1024 * 1024);
 
 export type App = ReturnType<typeof createApp>;
 

@@ -83,7 +83,7 @@ interface Option {
 }
 
 /** Every setting, with its flag and environment variable; `--help` is generated from this. */
-export const options: readonly Option[] = [
+const options: readonly Option[] = [
   { key: "host", flag: "host", env: "INSTALLSTATS_HOST", kind: "text", help: "address to listen on" },
   { key: "port", flag: "port", env: "INSTALLSTATS_PORT", kind: "port", help: "TCP port (0 = any free port)" },
   { key: "db", flag: "db", env: "INSTALLSTATS_DB", kind: "text", help: "SQLite database file" },

@@ -3,12 +3,12 @@
 import { createApp } from "./app.ts";
 import type { Config } from "./config.ts";
 import { OUTCOMES } from "./domain/outcome.ts";
-import { floorHour, HOUR } from "./domain/time.ts";
 import { Gauge, createMetrics } from "./http/metrics.ts";
 import type { Logger } from "./log.ts";
 import { startJobs, type JobRunner } from "./maintenance/jobs.ts";
 import { createMaintenance } from "./maintenance/maintenance.ts";
 import { scheduledJobs } from "./maintenance/schedule.ts";
+import { allTime } from "./read/query.ts";
 import { createStats } from "./read/stats.ts";
 import type { Engine, Serving } from "./store/engine.ts";
 import { openEngine } from "./store/open.ts";
@@ -25,7 +25,6 @@ export interface RuntimeEnv {
   workers?: { checkpointer: URL };
 }
 
-export type Runtime = ReturnType<typeof createRuntime>;
 
 /** `engine` is opened from config.db unless given (tests pass one they can look underneath). */
 export function createRuntime(config: Config, env: RuntimeEnv, engine: Engine = openEngine(config.db, { durability: config.durability, migrate: true, create: true })) {
@@ -49,7 +48,7 @@ export function createRuntime(config: Config, env: RuntimeEnv, engine: Engine = 
     new Gauge("installstats_installs", "Installs stored, by outcome (all time, from rollups)", () => {
       const span = store.recordSpan();
       if (!span) return [];
-      const s = stats.summary({}, { from: floorHour(span.first), to: floorHour(Math.max(clock(), span.last)) + HOUR });
+      const s = stats.summary({}, allTime(span, clock()));
       return OUTCOMES.map((outcome) => ({ labels: { outcome }, value: s[outcome] }));
     }),
   );

@@ -37,7 +37,7 @@ const filterFlags: Record<string, Flag> = {
 };
 
 /** The flags as the query GET /api/export would get, checked by the same rules as its schema. */
-export function filterQueryFromFlags(flags: Record<string, string | boolean | undefined>): FilterQuery {
+function filterQueryFromFlags(flags: Record<string, string | boolean | undefined>): FilterQuery {
   const query: FilterQuery = {};
   const text = (name: string, max: number): string | undefined => {
     const v = flags[name];

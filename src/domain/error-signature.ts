@@ -13,7 +13,7 @@ const RULES: [RegExp, string][] = [
   [/\s+/g, " "],
 ];
 
-export const MAX_SIGNATURE_LENGTH = 200;
+const MAX_SIGNATURE_LENGTH = 200;
 
 export function errorSignature(error: string | null): string | null {
   if (error === null) return null;

@@ -39,7 +39,7 @@ export type RollupRecord = Pick<
 
 const text = (v: string | number | null): string => (v === null ? "" : String(v));
 
-export function dimensionValue(r: RollupRecord, dim: Dimension): string {
+function dimensionValue(r: RollupRecord, dim: Dimension): string {
   switch (dim) {
     case "nsapp": return text(r.nsapp);
     case "os": return [r.osType, r.osVersion].filter((v) => v !== null).join(" ");
@@ -55,7 +55,7 @@ export function dimensionValue(r: RollupRecord, dim: Dimension): string {
 
 // Durations in log-spaced bins, four per doubling (each bin spans +19%), from 1 s to ~18 days.
 const BINS_PER_DOUBLING = 4;
-export function durationBin(ms: number): number {
+function durationBin(ms: number): number {
   const s = Math.max(ms, 1000) / 1000;
   return Math.min(Math.floor(Math.log2(s) * BINS_PER_DOUBLING), 80);
 }
@@ -80,7 +80,7 @@ export function monthCeil(t: number): number {
 export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: {} });
 
 /** A record's value in every dimension, computed once however many cells it is counted in. */
-export function dimensionValues(r: RollupRecord): string[] {
+function dimensionValues(r: RollupRecord): string[] {
   return DIMENSIONS.map((dim) => dimensionValue(r, dim));
 }
 

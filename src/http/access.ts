@@ -19,7 +19,7 @@ export function tokenMatches(given: string | null, expected: string): boolean {
   return given !== null && timingSafeEqual(digest(given), digest(expected));
 }
 
-export function bearerToken(request: Request): string | null {
+function bearerToken(request: Request): string | null {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "");
   return m ? m[1]! : null;
 }

@@ -14,7 +14,7 @@ interface Metric {
   render(): string;
 }
 
-export class Counter implements Metric {
+class Counter implements Metric {
   private values = new Map<string, { labels: Labels; value: number }>();
   constructor(readonly name: string, readonly help: string) {}
   inc(labels: Labels = {}, by = 1): void {
@@ -43,7 +43,7 @@ export class Gauge implements Metric {
   }
 }
 
-export class Histogram implements Metric {
+class Histogram implements Metric {
   private series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
   constructor(readonly name: string, readonly help: string, readonly buckets: readonly number[]) {}
   observe(value: number, labels: Labels = {}): void {
@@ -66,7 +66,7 @@ export class Histogram implements Metric {
   }
 }
 
-export class Registry {
+class Registry {
   private metrics: Metric[] = [];
   add<M extends Metric>(m: M): M {
     this.metrics.push(m);

@@ -31,7 +31,7 @@ export interface IngestDeps {
   log: Logger;
 }
 
-export const Accepted = t.Object(
+const Accepted = t.Object(
   {
     result: t.Union([t.Literal("created"), t.Literal("duplicate"), t.Literal("updated"), t.Literal("held")]),
     random_id: t.String(),

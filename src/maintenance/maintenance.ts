@@ -16,11 +16,11 @@ export interface Maintenance {
 }
 
 /** How to run this program again: the binary itself, or bun with the entry script in development. */
-export function selfCommand(): string[] {
+function selfCommand(): string[] {
   return Bun.main.startsWith("/$bunfs/") ? [process.execPath] : [process.execPath, Bun.main];
 }
 
-export const backupDirOf = (config: Config): string => config.backupDir ?? join(dirname(config.db), "backups");
+const backupDirOf = (config: Config): string => config.backupDir ?? join(dirname(config.db), "backups");
 
 export function createMaintenance(deps: { config: Config; store: StoreReads & MaintenanceReads; writer: GroupCommitWriter; clock: () => number }): Maintenance {
   const { config, store, writer, clock } = deps;

@@ -16,7 +16,7 @@ export const REPLAYABLE = ["invalid_json", "invalid_field"] as const satisfies r
 export type ReplayableReason = (typeof REPLAYABLE)[number];
 
 /** Marks that begin so are tried again; any other mark means the entry was replayed (for good). */
-export const STILL_INVALID = "still invalid";
+const STILL_INVALID = "still invalid";
 
 export interface ReplayOptions {
   normalize: NormalizeOptions;

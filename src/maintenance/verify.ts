@@ -4,7 +4,7 @@ import { GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type Rol
 import { errorSignature, failureSignatureId, signatureId } from "../domain/error-signature.ts";
 import { DAY } from "../domain/time.ts";
 
-export interface CellMismatch {
+interface CellMismatch {
   grain: number;
   app: string;
   bucket: string;

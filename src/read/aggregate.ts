@@ -4,7 +4,7 @@ import type { InstallFilter } from "../store/contract.ts";
 import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
 import type { Outcome } from "../domain/outcome.ts";
-import { DAY, HOUR } from "../domain/time.ts";
+import { DAY, HOUR, WEEK } from "../domain/time.ts";
 
 export interface Window {
   from: number;
@@ -110,7 +110,7 @@ function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } |
   return total;
 }
 
-export interface OutcomeCounts {
+interface OutcomeCounts {
   total: number;
   success: number;
   failed: number;
@@ -121,7 +121,7 @@ export interface OutcomeCounts {
   success_rate: number | null;
 }
 
-export function outcomeCounts(c: Counts): OutcomeCounts {
+function outcomeCounts(c: Counts): OutcomeCounts {
   const [success, failed, aborted, in_progress, unknown] = c;
   return {
     total: success + failed + aborted + in_progress + unknown,
@@ -136,7 +136,7 @@ export function outcomeCounts(c: Counts): OutcomeCounts {
 
 const round = (x: number): number => Math.round(x * 10_000) / 10_000;
 
-export interface DurationStats {
+interface DurationStats {
   /** Installs the percentiles are computed over. */
   n: number;
   median_s: number | null;
@@ -155,7 +155,7 @@ function percentile(bins: [number, number][], n: number, q: number): number | nu
 }
 
 /** Durations of the filtered outcome, or of successful installs when no outcome is filtered. */
-export function durationStats(cells: readonly Cell[], outcome: Outcome | null): DurationStats {
+function durationStats(cells: readonly Cell[], outcome: Outcome | null): DurationStats {
   const merged = new Map<number, number>();
   for (const { data } of cells) {
     for (const [bin, count] of Object.entries(data.dur[outcome ?? "success"] ?? {})) merged.set(Number(bin), (merged.get(Number(bin)) ?? 0) + count);
@@ -215,7 +215,6 @@ export function breakdown(cells: readonly Cell[], p: Extract<Plan, { source: "ro
 export type Interval = "hour" | "day" | "week";
 // 1970-01-01 was a Thursday; weeks start on Monday (ISO 8601).
 const MONDAY = 4 * DAY;
-const WEEK = 7 * DAY;
 export function intervalStart(t: number, interval: Interval): number {
   if (interval === "hour") return t - (t % HOUR);
   if (interval === "day") return t - (t % DAY);

@@ -7,15 +7,15 @@ import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { InstallFilter, StoreReads } from "../store/contract.ts";
 import { CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, pageWindow, type CompatSource } from "./compat.ts";
+import { allTime } from "./query.ts";
 import { createStats } from "./stats.ts";
-import { HOUR } from "../domain/time.ts";
 
 /** Rows per streamed chunk (one query each). */
 export const CHUNK_ROWS = 1000;
 
 
 /** A JSON array streamed from row chunks: one chunk serialised per pull, so memory stays bounded. */
-export function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Response {
+function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Response {
   const encoder = new TextEncoder();
   let first = true;
   const body = new ReadableStream<Uint8Array>({
@@ -41,7 +41,6 @@ export function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Respo
   return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
 }
 
-const floorHour = (ms: number): number => Math.floor(ms / HOUR) * HOUR;
 
 /** A query parameter as the original read it (Go's URL.Query().Get): the first value, "" when absent. */
 const param = (request: Request, name: string): string => new URL(request.url).searchParams.get(name) ?? "";
@@ -106,7 +105,7 @@ export function compatRoutes(deps: CompatDeps) {
         const span = store.recordSpan();
         if (!span) return { total_entries: 0, status_count: {}, nsapp_count: {} };
         // All time, from rollups: the first install's hour up to past both now and the newest install.
-        const w = { from: floorHour(span.first), to: floorHour(Math.max(clock(), span.last)) + HOUR };
+        const w = allTime(span, clock());
         const every = { sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER } as const;
         return {
           total_entries: stats.summary({}, w).total,

@@ -44,7 +44,7 @@ export const CompatSummary = t.Object(
 );
 export type CompatSummary = Static<typeof CompatSummary>;
 
-export const CompatErrorCount = t.Object({ error: t.String(), count: t.Integer() });
+const CompatErrorCount = t.Object({ error: t.String(), count: t.Integer() });
 export const CompatErrors = t.Object(
   { error_counts: t.Array(CompatErrorCount, { description: "most frequent first" }) },
   { title: "CompatErrors" },

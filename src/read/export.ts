@@ -6,7 +6,7 @@ import type { Install } from "../domain/install.ts";
 export type ExportFormat = "csv" | "ndjson";
 
 /** Rows formatted per pull: large enough to amortize per-chunk costs, small enough to keep the event loop responsive (a few ms). */
-export const DEFAULT_CHUNK_ROWS = 2000;
+const DEFAULT_CHUNK_ROWS = 2000;
 
 export const CONTENT_TYPES = {
   csv: "text/csv; charset=utf-8",

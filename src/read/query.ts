@@ -3,7 +3,7 @@ import { t, type Static } from "elysia";
 import type { InstallFilter, ListCursor } from "../store/contract.ts";
 import type { Window } from "./aggregate.ts";
 import { OutcomeSchema } from "../http/schemas.ts";
-import { DAY, HOUR } from "../domain/time.ts";
+import { DAY, HOUR, ceilHour, floorHour } from "../domain/time.ts";
 
 const label = (description: string) => t.Optional(t.String({ minLength: 1, maxLength: 128, description }));
 
@@ -41,8 +41,6 @@ function parseInstant(field: string, text: string): { t: number; dateOnly: boole
   return { t, dateOnly };
 }
 
-const floorHour = (t: number) => Math.floor(t / HOUR) * HOUR;
-const ceilHour = (t: number) => Math.ceil(t / HOUR) * HOUR;
 
 /**
  * The window a query asks for, aligned to whole hours (rollups are hourly at the finest).
@@ -87,5 +85,8 @@ export function decodeCursor(text: string): ListCursor {
   if (!m) throw new QueryError("cursor", "cursor is not one this server issued");
   return { createdAt: Number(m[1]), seq: Number(m[2]) };
 }
+
+/** Every hour from the first install's to past both now and the newest install: all time, for rollups. */
+export const allTime = (span: { first: number; last: number }, now: number): Window => ({ from: floorHour(span.first), to: floorHour(Math.max(now, span.last)) + HOUR });
 
 export const windowJson = (w: Window) => ({ from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString() });

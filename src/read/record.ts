@@ -1,11 +1,7 @@
 // The install record as every read API returns it (DESIGN.md section 3).
 import { t, type Static } from "elysia";
 import type { Install } from "../domain/install.ts";
-
-export const OutcomeSchema = t.Union(
-  [t.Literal("success"), t.Literal("failed"), t.Literal("aborted"), t.Literal("in_progress"), t.Literal("unknown")],
-  { description: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown" },
-);
+import { OutcomeSchema } from "../http/schemas.ts";
 
 const text = t.Nullable(t.String());
 

@@ -10,7 +10,7 @@ import { createStats } from "./stats.ts";
 import { DAY } from "../domain/time.ts";
 
 /** Default window of the aggregate endpoints when none is given. */
-export const DEFAULT_STATS_DAYS = 30;
+const DEFAULT_STATS_DAYS = 30;
 const MAX_HOURLY_DAYS = 31;
 /** Installs one signature-filtered page may read (see signaturePage). */
 const SIGNATURE_SCAN = 20_000;

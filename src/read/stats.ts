@@ -6,7 +6,7 @@ import {
 } from "./aggregate.ts";
 import { GRAINS, type RollupPart } from "../domain/rollup.ts";
 
-export type Source = "rollup" | "scan";
+type Source = "rollup" | "scan";
 
 interface Read {
   source: Source;
@@ -78,4 +78,3 @@ export function createStats(store: StoreReads) {
   };
 }
 
-export type Stats = ReturnType<typeof createStats>;

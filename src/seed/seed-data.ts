@@ -195,7 +195,7 @@ export function adoptionTable(list: readonly Adoption[], frac: number): Weighted
 
 // ---------------------------------------------------------------- the app catalogue
 
-export type InstallType = "lxc" | "vm" | "turnkey" | "pve" | "addon" | "tool";
+type InstallType = "lxc" | "vm" | "turnkey" | "pve" | "addon" | "tool";
 
 /** What an error text is built from at record time. */
 export interface ErrorContext {
@@ -207,7 +207,7 @@ export interface ErrorContext {
   /** When the install started, epoch ms. */
   at: number;
 }
-export type ErrorMaker = (rng: Rng, ctx: ErrorContext) => string;
+type ErrorMaker = (rng: Rng, ctx: ErrorContext) => string;
 
 export interface AppSpec {
   name: string;
@@ -481,7 +481,7 @@ export function buildCatalogue(): AppSpec[] {
 // ---------------------------------------------------------------- error texts
 
 const LAN_PREFIXES = ["192.168.1", "192.168.0", "192.168.178", "192.168.2", "10.0.0", "10.0.1", "10.10.10", "172.16.0", "192.168.10", "192.168.100"];
-export const lanIp = (r: Rng): string => `${r.pick(LAN_PREFIXES)}.${r.int(2, 254)}`;
+const lanIp = (r: Rng): string => `${r.pick(LAN_PREFIXES)}.${r.int(2, 254)}`;
 const publicIp = (r: Rng): string => r.pick([`140.82.${r.int(112, 121)}.${r.int(3, 6)}`, `185.199.${r.int(108, 111)}.133`, `151.101.${r.int(0, 255)}.${r.pick([132, 194, 67])}`, `1.1.1.1`, `8.8.8.8`]);
 const ipv6 = (r: Rng): string =>
   r.pick([`2a01:4f8:${r.int(0x1000, 0xffff).toString(16)}::${r.int(1, 255).toString(16)}`, `2606:50c0:8000::15${r.int(3, 4)}`, `2001:db8::${r.int(1, 99)}`, `2a00:1450:4001:${r.int(0x800, 0x82f).toString(16)}::200e`]);
@@ -693,7 +693,7 @@ const genericTables: Record<Scope, Weighted<(r: Rng, ctx: ErrorContext) => strin
 };
 
 /** Share of an app's failures that are its own typical errors; the rest are generic. */
-export const APP_ERROR_SHARE = 0.6;
+const APP_ERROR_SHARE = 0.6;
 
 /** The error text of one failed install of `ctx.app`. */
 export function failureText(rng: Rng, ctx: ErrorContext): string {

@@ -267,7 +267,7 @@ function normalized<T>(checked: { ok: true; value: T } | { ok: false; field: str
  * normalized by the service's own normalizers, so they are exactly what ingestion would store.
  * A status update whose time falls after `end` is left out (that install is still running).
  */
-export function* generateHourly(options: SeedOptions): Generator<SeedInstall[]> {
+function* generateHourly(options: SeedOptions): Generator<SeedInstall[]> {
   checkOptions(options);
   const rng = new Rng(options.seed);
   // Ids come from their own stream, keyed by the seed and the window: the same seed and window
@@ -320,7 +320,7 @@ export function* generateInstalls(options: SeedOptions): Generator<SeedInstall> 
 // ---------------------------------------------------------------- writing
 
 /** The record as it stands once its start report and (if any) status update have been applied. */
-export function finishedRow(i: SeedInstall): Install {
+function finishedRow(i: SeedInstall): Install {
   const final = i.update !== null && i.updateAt !== null;
   return {
     ...i.report,

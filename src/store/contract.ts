@@ -9,7 +9,7 @@ import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
 import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
 
 /** What arrived with a report: where, its raw bytes (kept in the log when they needed repair), when. */
-export interface Received {
+interface Received {
   endpoint: Endpoint;
   raw: Uint8Array;
   /** Repairs the lenient parser made; none for a strict JSON body. */
@@ -32,7 +32,7 @@ export type ReportWrite =
   | { kind: "load"; install: Install; at: number };
 
 /** What jobs and admin actions write. */
-export type MaintenanceWrite =
+type MaintenanceWrite =
   /** Removes everything stored about one install: record, held update, rejected-log bodies. */
   | { kind: "delete"; randomId: string; at: number }
   /** An install still in progress becomes outcome "unknown" (timed out); its status stays as sent. */
@@ -85,7 +85,7 @@ export interface InstallFilter {
   until?: number;
 }
 
-export type ListOrder = "newest" | "oldest";
+type ListOrder = "newest" | "oldest";
 
 /** Position after the last row of a page. */
 export interface ListCursor {

@@ -17,7 +17,7 @@ export interface OpenOptions {
 }
 
 /** What serving needs of the engine besides the store: background work and the commit it wraps. */
-export interface ServeOptions {
+interface ServeOptions {
   log: Logger;
   /** Worker entry points, resolved by the entry module (only its URL means something in the binary). */
   workers: { checkpointer: URL };

@@ -206,7 +206,7 @@ const START_FIELDS = [
 
 const NO_BODY = new Uint8Array(0);
 
-export type RecordOps = { ok: true; randomId: string; ops: WriteOp[] } | { ok: false; message: string };
+type RecordOps = { ok: true; randomId: string; ops: WriteOp[] } | { ok: false; message: string };
 
 const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringify(value)?.slice(0, 60) ?? String(value));
 
@@ -223,7 +223,7 @@ const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringi
  * Not reproduced: `repaired` (imported records have repaired=false: marking them would log an
  * empty raw body in the rejected log), and the original's `id` (ours is derived).
  */
-export function recordOps(value: unknown, normalize: NormalizeOptions): RecordOps {
+function recordOps(value: unknown, normalize: NormalizeOptions): RecordOps {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "not a JSON object" };
   const r = value as JsonObject;
   const createdAt = parseTimestamp(r.created_at);

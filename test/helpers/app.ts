@@ -7,7 +7,7 @@ import { createLogger } from "../../src/log.ts";
 import { createRuntime } from "../../src/runtime.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 
-export function manualClock(start = Date.parse("2026-06-01T12:00:00Z")) {
+function manualClock(start = Date.parse("2026-06-01T12:00:00Z")) {
   let now = start;
   const clock = () => now;
   clock.advance = (ms: number) => {

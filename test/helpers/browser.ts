@@ -2,7 +2,7 @@
 // dashboard must never do: log console errors, throw, or reach beyond localhost.
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({

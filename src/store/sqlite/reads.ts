@@ -18,7 +18,7 @@ const CREATED_AT = installKeys.indexOf("createdAt");
 const needsMapping = installKeys.map((key) => installColumns[key].columnType === "SQLiteBoolean");
 
 /** Turns a raw SQLite row (values in column order) into a typed install, as Drizzle would. */
-export function decodeInstall(values: unknown[]): Install {
+function decodeInstall(values: unknown[]): Install {
   const row: Record<string, unknown> = {};
   for (let i = 0; i < installKeys.length; i++) {
     const value = values[i] ?? null;

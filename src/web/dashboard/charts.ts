@@ -2,7 +2,7 @@
 import uPlot from "uplot";
 import { h } from "./dom.ts";
 
-export interface Series {
+interface Series {
   label: string;
   /** A CSS custom property holding the colour, so charts follow the theme. */
   colorVar: string;

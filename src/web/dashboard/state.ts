@@ -1,7 +1,7 @@
 // What the dashboard shows, as a pure function of the URL: every view can be bookmarked and
 // shared, and back/forward replay it. Query keys are the read API's own parameter names.
 
-export const VIEWS = ["overview", "failures", "installs", "app"] as const;
+const VIEWS = ["overview", "failures", "installs", "app"] as const;
 export type View = (typeof VIEWS)[number];
 
 export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app" };
@@ -12,7 +12,7 @@ export type FilterKey = (typeof FILTER_KEYS)[number];
 export type Filters = Partial<Record<FilterKey, string>>;
 
 export const PRESET_DAYS = [1, 7, 30, 90, 365] as const;
-export const DEFAULT_DAYS = 30;
+const DEFAULT_DAYS = 30;
 export const DEFAULT_MIN_RUNS = 10;
 
 /** A preset (the last N days up to now) or custom dates (YYYY-MM-DD, `to` inclusive). */

@@ -11,7 +11,7 @@ export interface ViewContext {
   onDispose(fn: () => void): void;
 }
 
-export interface Rendered {
+interface Rendered {
   title: string;
   node: Node;
 }

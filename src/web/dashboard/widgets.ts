@@ -1,9 +1,8 @@
 // Building blocks shared by the views: panels, headline cards, ranked bars, states.
 import { h } from "./dom.ts";
 import { count, label, percent } from "./format.ts";
-import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
+import type { Outcome } from "../../domain/outcome.ts";
 
-export { OUTCOMES, type Outcome };
 export const OUTCOME_LABEL: Record<Outcome, string> = {
   success: "Success",
   failed: "Failed",

@@ -1,0 +1,89 @@
+// The import rules of the house (docs/architecture.md), checked by `bun run lint:imports`.
+// Layers from the ground up: a module may import its own layer's folder and any layer below,
+// never one above, and never a sibling folder on its own layer.
+const LAYERS = [
+  ["src/domain/"],
+  ["src/log\\.ts$"],
+  ["src/config\\.ts$"],
+  ["src/store/"],
+  ["src/http/"],
+  ["src/ingest/", "src/read/"],
+  ["src/maintenance/", "src/transfer/", "src/seed/", "src/web/"],
+  ["src/app\\.ts$"],
+  ["src/runtime\\.ts$"],
+  ["src/cli/"],
+  ["src/main\\.ts$"],
+];
+
+const path = (list) => `^(${list.join("|")})`;
+
+const upward = LAYERS.flatMap((layer, i) => {
+  const above = LAYERS.slice(i + 1).flat();
+  if (above.length === 0) return [];
+  return [{
+    name: `no-upward-from-layer-${i}`,
+    comment: `${layer.join(", ")} must not import a layer above it`,
+    severity: "error",
+    from: { path: path(layer) },
+    to: { path: path(above) },
+  }];
+});
+
+const siblings = LAYERS.filter((layer) => layer.length > 1).flatMap((layer) =>
+  layer.map((folder) => ({
+    name: `no-sibling-${folder.replace(/[^a-z]/g, "")}`,
+    comment: `${folder} must not import the other folders of its layer (${layer.join(", ")})`,
+    severity: "error",
+    from: { path: `^${folder}` },
+    to: { path: path(layer.filter((other) => other !== folder)) },
+  })),
+);
+
+module.exports = {
+  forbidden: [
+    {
+      name: "domain-is-pure",
+      comment: "src/domain/ imports nothing but itself (and Node's pure helpers, such as net.isIP)",
+      severity: "error",
+      from: { path: "^src/domain/" },
+      to: { pathNot: "^(src/domain/|node:net$|net$)" },
+    },
+    {
+      name: "sql-only-in-engines",
+      comment: "Only an engine folder (src/store/<engine>/) talks to a database driver or Drizzle",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/store/[^/]+/" },
+      to: { path: "(^bun:sqlite$)|node_modules/(drizzle-orm|drizzle-kit|postgres)/" },
+    },
+    {
+      name: "engines-are-private",
+      comment: "Outside src/store/, nothing imports an engine folder: the contract, engine.ts and open.ts are the door",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/store/" },
+      to: { path: "^src/store/[^/]+/" },
+    },
+    {
+      name: "engines-are-apart",
+      comment: "An engine does not import another engine",
+      severity: "error",
+      from: { path: "^src/store/([^/]+)/" },
+      to: { path: "^src/store/[^/]+/", pathNot: "^src/store/$1/" },
+    },
+    {
+      name: "no-circular",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    ...upward,
+    ...siblings,
+  ],
+  options: {
+    includeOnly: "^(src/|node_modules/|bun:)",
+    parser: "swc",
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".js", ".json"] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

@@ -1,8 +1,16 @@
 // Elysia schemas shared by several route modules, built from the domain's lists.
 import { t } from "elysia";
+import type { TLiteral, TUnion } from "@sinclair/typebox";
 import { OUTCOMES } from "../domain/outcome.ts";
 
-export const OutcomeSchema = t.Union(
-  OUTCOMES.map((o) => t.Literal(o)),
-  { description: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown" },
-);
+type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> };
+
+/**
+ * A union of string literals from a domain list, typed member by member. (t.UnionEnum types it
+ * too, but with it Elysia's validation lost every outcome but the first in a test.)
+ */
+function literalUnion<const T extends readonly string[]>(values: T, options: { description: string }): TUnion<Literals<T>> {
+  return t.Union(values.map((v) => t.Literal(v)), options) as TUnion<Literals<T>>;
+}
+
+export const OutcomeSchema = literalUnion(OUTCOMES, { description: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown" });

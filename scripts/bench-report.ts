@@ -73,14 +73,14 @@ for (const size of sizes) {
   const have = (sqlite.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
   if (have === 0) {
     console.error(`seeding ${size.toLocaleString()} records into ${path} ...`);
-    const r = seedDatabase(store, seedOptions({ records: size }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
+    const r = await seedDatabase(store, seedOptions({ records: size }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
     console.error(`\nseeded in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s)`);
   } else if (have !== size) console.error(`note: ${path} holds ${have} records, not ${size}`);
   const count = (sqlite.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
-  const span = store.recordSpan()!;
+  const span = (await store.recordSpan())!;
   // Measure as of the newest record, so the windows hold data whenever the seed was made.
   const now = span.last;
-  const { app } = createRuntime({ ...defaults, db: path }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
+  const { app } = await createRuntime({ ...defaults, db: path }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
   const get = async (p: string) => {
     const res = await app.handle(new Request(`http://localhost${p}`));
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
@@ -159,7 +159,7 @@ for (const size of sizes) {
   }
   say("");
   other.close();
-  store.close();
+  await store.close();
 }
 
 const out = join(new URL("..", import.meta.url).pathname, "bench-results");

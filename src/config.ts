@@ -1,5 +1,6 @@
 // One typed config object: command-line flags > INSTALLSTATS_* environment > defaults.
 import type { Level } from "./log.ts";
+import { HOUR } from "./domain/time.ts";
 
 export type Durability = "full" | "normal";
 
@@ -45,7 +46,6 @@ export interface Config {
   backupKeep: number;
 }
 
-const HOUR = 3_600_000;
 
 export const defaults: Config = {
   host: "0.0.0.0",

@@ -27,13 +27,14 @@ export interface RuntimeEnv {
 
 
 /** `engine` is opened from config.db unless given (tests pass one they can look underneath). */
-export function createRuntime(config: Config, env: RuntimeEnv, engine: Engine = openEngine(config.db, { durability: config.durability, migrate: true, create: true })) {
+export async function createRuntime(config: Config, env: RuntimeEnv, given?: Engine) {
   const { clock, log, version } = env;
+  const engine = given ?? (await openEngine(config.db, { durability: config.durability, migrate: true, create: true }));
   const { store } = engine;
   const metrics = createMetrics();
   const serving: Serving = env.workers
     ? engine.serve({ log, workers: env.workers, onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds) })
-    : { commit: (ops) => store.write(ops), stop() {} };
+    : { commit: (ops) => store.write(ops), stop: async () => {} };
   const writer = createWriter(serving.commit, config.maxBatch, (size, seconds) => {
     metrics.batchSize.observe(size);
     metrics.commitSeconds.observe(seconds);
@@ -43,12 +44,12 @@ export function createRuntime(config: Config, env: RuntimeEnv, engine: Engine = 
   const stats = createStats(store);
   const started = clock();
   const { registry } = metrics;
-  registry.add(new Gauge("installstats_database_bytes", "Size of the database file and its WAL", () => engine.sizes().map(({ file, bytes }) => ({ labels: { file }, value: bytes }))));
+  registry.add(new Gauge("installstats_database_bytes", "Size of the database file and its WAL", async () => (await engine.sizes()).map(({ file, bytes }) => ({ labels: { file }, value: bytes }))));
   registry.add(
-    new Gauge("installstats_installs", "Installs stored, by outcome (all time, from rollups)", () => {
-      const span = store.recordSpan();
+    new Gauge("installstats_installs", "Installs stored, by outcome (all time, from rollups)", async () => {
+      const span = await store.recordSpan();
       if (!span) return [];
-      const s = stats.summary({}, allTime(span, clock()));
+      const s = await stats.summary({}, allTime(span, clock()));
       return OUTCOMES.map((outcome) => ({ labels: { outcome }, value: s[outcome] }));
     }),
   );
@@ -70,8 +71,8 @@ export function createRuntime(config: Config, env: RuntimeEnv, engine: Engine = 
     /** Commits everything queued, ends the engine's background work and closes it. */
     async stop(): Promise<void> {
       await writer.drain();
-      serving.stop();
-      engine.close();
+      await serving.stop();
+      await engine.close();
     },
   };
 }

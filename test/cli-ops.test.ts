@@ -145,8 +145,10 @@ function diverseOps(n: number, t0: number, step: number, prefix = "r"): WriteOp[
   return ops.sort((a, b) => a.at - b.at);
 }
 
-function records(store: Pick<Store, "iterateInstalls">): Map<string, InstallRecord> {
-  return new Map([...store.iterateInstalls({})].map((row) => [row.randomId, toRecord(row)]));
+async function records(store: Pick<Store, "iterateInstalls">): Promise<Map<string, InstallRecord>> {
+  const all = new Map<string, InstallRecord>();
+  for await (const row of store.iterateInstalls({})) all.set(row.randomId, toRecord(row));
+  return all;
 }
 
 const tables = ["installs", "held_updates", "rejected_reports", "rollups", "error_signatures"];
@@ -218,7 +220,7 @@ for (let i = 0; ; ) {
         expect(check.installs! % 25).toBe(0); // never half a transaction
         counts.push(check.installs!);
         const copy = openDatabase(target, { durability: "normal", migrate: false });
-        expect(verifyRollups(createSqliteStore(copy.sqlite, copy.db))).toMatchObject({ ok: true, records: check.installs });
+        expect((await verifyRollups(createSqliteStore(copy.sqlite, copy.db)))).toMatchObject({ ok: true, records: check.installs });
         copy.sqlite.close();
       }
       expect(counts[2]!).toBeGreaterThan(counts[0]!); // the writer kept going meanwhile
@@ -258,7 +260,7 @@ for (let i = 0; ; ) {
     }
   });
 
-  test("the core refuses an existing file with BackupError and leaves no temporary files", () => {
+  test("the core refuses an existing file with BackupError and leaves no temporary files", async () => {
     const path = populated("c.db", 8);
     const target = tmp("c-backup.db");
     writeFileSync(target, "x");
@@ -289,8 +291,8 @@ describe("restore", () => {
     expect(dump(fresh)).toEqual(before);
     const a = fileStore(path);
     const b = fileStore(fresh);
-    expect(records(b.store)).toEqual(records(a.store));
-    expect(verifyRollups(b.store).ok).toBe(true);
+    expect((await records(b.store))).toEqual((await records(a.store)));
+    expect((await verifyRollups(b.store)).ok).toBe(true);
     a.sqlite.close();
 
     // Over an existing database (no connection left open to it: openDatabase without migrations leaves none).
@@ -302,11 +304,11 @@ describe("restore", () => {
     expect(existsSync(`${other}-wal`) && readFileSync(`${other}-wal`, "utf8").includes("stale")).toBe(false);
     expect(dump(other)).toEqual(before);
     const o = fileStore(other);
-    expect(verifyRollups(o.store).ok).toBe(true);
+    expect((await verifyRollups(o.store)).ok).toBe(true);
     o.sqlite.close();
   });
 
-  test("an older backup is migrated to the current schema", () => {
+  test("an older backup is migrated to the current schema", async () => {
     // A database at the first two migrations only (before the replay columns).
     const folder = tmp("old-migrations");
     cpSync(migrationsFolder(), folder, { recursive: true });
@@ -481,7 +483,7 @@ describe("import", () => {
     const source = fileStore(populated("import-src.db", 240));
     let ndjson = "";
     await exportInstalls(source.store, {}, "ndjson", (chunk) => void (ndjson += new TextDecoder().decode(chunk)));
-    const expected = records(source.store);
+    const expected = (await records(source.store));
     expect(expected.size).toBe(240);
 
     const target = fileStore(tmp("import-dst.db"));
@@ -491,24 +493,24 @@ describe("import", () => {
     const summary = await importRecords(deps, chunked(ndjson, [1, 7, 4096, 13, 100_000]), { normalize, batchOps: 100, onInvalid: (p, m) => invalid.push(`${p}: ${m}`) });
     expect(invalid).toEqual([]);
     expect(summary).toEqual({ format: "ndjson", read: 240, imported: 240, duplicates: 0, invalid: 0 });
-    const got = records(target.store);
+    const got = (await records(target.store));
     for (const [id, want] of expected) {
       // `repaired` is not carried over (see import-records.ts); every other field is.
       expect([id, got.get(id)]).toEqual([id, { ...want, repaired: false }]);
     }
     expect([...expected.values()].filter((r) => r.repaired).length).toBe(30);
-    expect(verifyRollups(target.store)).toMatchObject({ ok: true, records: 240 });
+    expect((await verifyRollups(target.store))).toMatchObject({ ok: true, records: 240 });
     // The aggregates agree too (rollups answer both).
-    const summaryOf = (s: Store) => s.readRollups({ grain: 1, app: "*", from: 0, to: Date.now() + DAY, parts: ["data"] }).map((c) => JSON.stringify(c));
-    expect(summaryOf(target.store)).toEqual(summaryOf(source.store));
+    const summaryOf = async (s: Store) => (await s.readRollups({ grain: 1, app: "*", from: 0, to: Date.now() + DAY, parts: ["data"] })).map((c) => JSON.stringify(c));
+    expect(await summaryOf(target.store)).toEqual(await summaryOf(source.store));
 
     const again = await importRecords(deps, chunked(ndjson, [65536]), { normalize });
     expect(again).toEqual({ format: "ndjson", read: 240, imported: 0, duplicates: 240, invalid: 0 });
-    expect(verifyRollups(target.store).ok).toBe(true);
+    expect((await verifyRollups(target.store)).ok).toBe(true);
   });
 
   test("the original API's /data/json array: imported, duration unknown, idempotent", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("o1", { nsapp: "jellyfin" }));
     t.clock.advance(1250);
     await t.post("/upload", startReport("o2", { nsapp: "docker", type: "vm", ct_type: 2, disableip6: "" }));
@@ -519,18 +521,18 @@ describe("import", () => {
     const res = await t.app.handle(new Request("http://localhost/data/json"));
     const array = await res.text();
     expect(array.startsWith("[{")).toBe(true);
-    const source = records(t.store);
+    const source = (await records(t.store));
 
     const target = fileStore(tmp("compat-dst.db"));
     const deps = { reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) };
     const summary = await importRecords(deps, chunked(array, [3, 1, 17]), { normalize });
     expect(summary).toEqual({ format: "json-array", read: 3, imported: 3, duplicates: 0, invalid: 0 });
-    const got = records(target.store);
+    const got = (await records(target.store));
     for (const [id, want] of source) {
       // The original keeps no updated_at: duration unknown, updated_at = created_at.
       expect(got.get(id)).toEqual({ ...want, updated_at: want.created_at, duration_s: null });
     }
-    expect(verifyRollups(target.store).ok).toBe(true);
+    expect((await verifyRollups(target.store)).ok).toBe(true);
     expect(await importRecords(deps, chunked(array, [1 << 16]), { normalize })).toEqual({ format: "json-array", read: 3, imported: 0, duplicates: 3, invalid: 0 });
   });
 
@@ -555,11 +557,11 @@ describe("import", () => {
       'element 4: created_at must be an RFC 3339 time, got "not a time"',
       "element 5: not a JSON object",
     ]);
-    const got = records(target.store);
+    const got = (await records(target.store));
     expect(got.get("g1")).toMatchObject({ created_at: "2024-11-20T13:32:10.123Z", status: "done", outcome: "success", error: null, duration_s: null, disk_size: 4 });
     expect(got.get("g2")).toMatchObject({ type: "vm", ct_type: 0, disk_size: 0, os_type: null, nsapp: null, status: "installing", outcome: "in_progress" });
     expect(got.get("g5")).toMatchObject({ type: "lxc", created_at: "2024-11-21T00:00:00.500Z", outcome: "failed", error: "exit code 1 at <ipv4>" });
-    expect(verifyRollups(target.store).ok).toBe(true);
+    expect((await verifyRollups(target.store)).ok).toBe(true);
   });
 
   test("the splitters: elements and lines across any chunk boundary; truncation and garbage", async () => {
@@ -584,7 +586,7 @@ describe("import", () => {
     await expect(collect('[{"a":1}] x', [3])).rejects.toThrow(/after the end/);
   });
 
-  test("parseTimestamp reads ISO and Go times", () => {
+  test("parseTimestamp reads ISO and Go times", async () => {
     expect(parseTimestamp("2026-06-01T12:00:00.000Z")).toBe(Date.parse("2026-06-01T12:00:00Z"));
     expect(parseTimestamp("2026-06-01T12:00:00.5Z")).toBe(Date.parse("2026-06-01T12:00:00.500Z"));
     expect(parseTimestamp("2026-06-01T12:00:00.123456789-05:30")).toBe(Date.parse("2026-06-01T17:30:00.123Z"));
@@ -610,7 +612,7 @@ describe("import", () => {
     expect(JSON.parse(again.out)).toMatchObject({ imported: 0, duplicates: 2, invalid: 1 });
     expect(again.err).toStartWith("installstats import: line 2: not valid JSON");
     const s = fileStore(db);
-    expect(records(s.store).get("c1")).toMatchObject({ duration_s: 60, updated_at: "2026-01-01T00:01:00.000Z", outcome: "success" });
+    expect((await records(s.store)).get("c1")).toMatchObject({ duration_s: 60, updated_at: "2026-01-01T00:01:00.000Z", outcome: "success" });
     s.sqlite.close();
     await expect(run(importCommand, db, {}, [tmp("missing.ndjson")])).rejects.toThrow(UsageError);
     await expect(run(importCommand, db, {}, [])).rejects.toThrow(UsageError);
@@ -624,7 +626,7 @@ describe("import", () => {
 
 describe("prune", () => {
   test("removes exactly the installs, held updates and rejected entries older than the cutoff; dry run changes nothing", async () => {
-    const t = testApp();
+    const t = await testApp();
     const now = t.clock();
     const store = t.store;
     // 2 years of records, one every 3 days, plus a held update and rejected entries at both ends.
@@ -636,7 +638,7 @@ describe("prune", () => {
     ops.push(reject(now - 600 * DAY, null), reject(now - 401 * DAY, "x"), reject(now - 399 * DAY, null), reject(now - HOUR, null));
     store.write(ops);
     const cutoff = now - 400 * DAY;
-    const all = records(store);
+    const all = (await records(store));
     const old = [...all.values()].filter((r) => Date.parse(r.created_at) < cutoff).map((r) => r.random_id);
     expect(old.length).toBeGreaterThan(50);
     expect(old.length).toBeLessThan(all.size - 50);
@@ -644,23 +646,23 @@ describe("prune", () => {
     expect(totalBefore).toBe(all.size);
 
     const deps = { store, commit: (ops: readonly WriteOp[]) => store.write(ops) };
-    const rejectedBefore = t.rejected();
+    const rejectedBefore = (await t.rejected());
     const rejectedOld = rejectedBefore.filter((e) => e.receivedAt < cutoff).length;
     expect(rejectedOld).toBeGreaterThan(2); // two above, and the repaired bodies of old records
     const dry = await pruneOlderThan(deps, { cutoff, now, dryRun: true });
     expect(dry).toEqual({ cutoff: new Date(cutoff).toISOString(), dry_run: true, installs: old.length, held: 1, rejected: rejectedOld });
-    expect(records(store)).toEqual(all);
-    expect(t.rejected()).toEqual(rejectedBefore);
+    expect((await records(store))).toEqual(all);
+    expect((await t.rejected())).toEqual(rejectedBefore);
 
     const real = await pruneOlderThan(deps, { cutoff, now, batchSize: 25 });
     expect(real).toEqual({ ...dry, dry_run: false });
-    const left = records(store);
+    const left = (await records(store));
     expect(new Set(left.keys())).toEqual(new Set([...all.keys()].filter((id) => !old.includes(id))));
     for (const [id, r] of left) expect(r).toEqual(all.get(id)!);
-    expect(t.rejected().every((e) => e.receivedAt >= cutoff)).toBe(true);
-    expect(t.rejected().length).toBe(rejectedBefore.length - rejectedOld);
+    expect((await t.rejected()).every((e) => e.receivedAt >= cutoff)).toBe(true);
+    expect((await t.rejected()).length).toBe(rejectedBefore.length - rejectedOld);
     expect(t.sqlite.query("SELECT random_id FROM held_updates").all()).toEqual([{ random_id: "held-new" }]);
-    expect(verifyRollups(store)).toMatchObject({ ok: true, records: all.size - old.length });
+    expect((await verifyRollups(store))).toMatchObject({ ok: true, records: all.size - old.length });
     expect((await t.get("/api/stats/summary?days=3660")).body.total).toBe(all.size - old.length);
     expect(await pruneOlderThan(deps, { cutoff, now })).toMatchObject({ installs: 0, held: 0, rejected: 0 });
   });
@@ -680,7 +682,7 @@ describe("prune", () => {
     expect(JSON.parse(real.stdout)).toMatchObject({ installs: counted.installs, dry_run: false });
     expect(checkDatabaseFile(path).installs).toBe(30 - counted.installs);
     const s = fileStore(path);
-    expect(verifyRollups(s.store).ok).toBe(true);
+    expect((await verifyRollups(s.store)).ok).toBe(true);
     s.sqlite.close();
   });
 });
@@ -689,7 +691,7 @@ describe("prune", () => {
 
 describe("replay", () => {
   test("bodies that pass now become records at their received_at; every entry tried is marked; dry run changes nothing", async () => {
-    const t = testApp();
+    const t = await testApp();
     const t0 = t.clock() - 2 * DAY;
     const body = (o: unknown) => new TextEncoder().encode(typeof o === "string" ? o : JSON.stringify(o));
     const reject = (at: number, endpoint: "upload" | "updatestatus", reason: "invalid_json" | "invalid_field" | "repaired" | "already_final", b: Uint8Array): WriteOp => ({
@@ -709,35 +711,35 @@ describe("replay", () => {
       reject(t0 + 4000, "upload", "repaired", body(startReport("rp5"))),
       reject(t0 + 5000, "updatestatus", "already_final", body({ status: "done", random_id: "rp1" })),
     ]);
-    const before = t.rejected();
+    const before = (await t.rejected());
     const deps = { store: t.store, commit: (ops: readonly WriteOp[]) => t.store.write(ops) };
 
     const dry = await replayRejected(deps, { normalize, dryRun: true, now: t.clock() });
     expect(dry).toEqual({ dry_run: true, tried: 5, results: { valid: 4, "still invalid": 1 }, skipped: 0 });
-    expect(t.rejected()).toEqual(before);
-    expect(records(t.store).size).toBe(0);
+    expect((await t.rejected())).toEqual(before);
+    expect((await records(t.store)).size).toBe(0);
 
     const limited = await replayRejected(deps, { normalize, limit: 1, reasons: ["invalid_json"], now: t.clock() });
     expect(limited).toEqual({ dry_run: false, tried: 1, results: { created: 1 }, skipped: 0 });
     const first = await replayRejected(deps, { normalize, now: t.clock() });
     expect(first).toEqual({ dry_run: false, tried: 4, results: { updated: 1, "still invalid": 1, created: 1, held: 1 }, skipped: 1 });
 
-    const got = records(t.store);
+    const got = (await records(t.store));
     expect(got.get("rp1")).toMatchObject({ nsapp: "jellyfin", outcome: "failed", error: "exit code 2", created_at: new Date(t0).toISOString(), duration_s: 90, repaired: false });
     expect(got.get("rp3")).toMatchObject({ created_at: new Date(t0 + 2000).toISOString(), disk_size: null, repaired: true });
     expect(got.has("rp5")).toBe(false);
-    const marks = Object.fromEntries(t.rejected().map((e) => [e.id, e.replayResult]));
+    const marks = Object.fromEntries((await t.rejected()).map((e) => [e.id, e.replayResult]));
     expect(Object.values(marks)).toEqual([
       "created", "updated", 'still invalid: type must be one of lxc, vm, turnkey, pve, addon, tool, got "banana"', "created", "held", null, null,
       null, // the new "repaired" entry the repaired body made, as ingestion would have
     ]);
-    expect(t.rejected().at(-1)).toMatchObject({ reason: "repaired", randomId: "rp3" });
-    expect(verifyRollups(t.store).ok).toBe(true);
+    expect((await t.rejected()).at(-1)).toMatchObject({ reason: "repaired", randomId: "rp3" });
+    expect((await verifyRollups(t.store)).ok).toBe(true);
 
     // Done entries are not tried again; the still-invalid one is.
     const second = await replayRejected(deps, { normalize, now: t.clock() });
     expect(second).toEqual({ dry_run: false, tried: 1, results: { "still invalid": 1 }, skipped: 4 });
-    expect(records(t.store).size).toBe(2);
+    expect((await records(t.store)).size).toBe(2);
   });
 
   test("the CLI: --reason checked, summary printed, quiet when piped", async () => {

@@ -24,7 +24,7 @@ const DEFAULT_CODES = { "/upload": 201, "/upload/updatestatus": 200 };
 let server: ReturnType<typeof Bun.serve>;
 let base = "";
 
-beforeAll(() => {
+beforeAll(async () => {
   server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
@@ -44,11 +44,11 @@ beforeAll(() => {
   base = `http://127.0.0.1:${server.port}`;
 });
 
-afterAll(() => {
+afterAll(async () => {
   server.stop(true);
 });
 
-beforeEach(() => {
+beforeEach(async () => {
   captured = [];
   codes = { ...DEFAULT_CODES };
 });

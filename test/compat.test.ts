@@ -2,7 +2,7 @@
 // by field, against the original's shapes and against expectations written out by hand from the
 // reports sent; then streaming (lazy, bounded memory, writes interleave) and the pure helpers.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 import { reuseWhileExpensive, CHUNK_ROWS, EXPENSIVE_MS } from "../src/read/compat-routes.ts";
 import {
   compatId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toCompatRecord, type CompatSource,
@@ -17,7 +17,7 @@ const ORIGINAL_FIELDS = [
 
 type Rec = Record<string, unknown>;
 
-function compatApp(t: ReturnType<typeof testApp>) {
+function compatApp(t: TestApp) {
   const { app } = t; // the composed app: compat routes are mounted there
   const raw = (path: string, init?: RequestInit) => app.handle(new Request(`http://localhost${path}`, init));
   const get = async (path: string) => {
@@ -29,7 +29,7 @@ function compatApp(t: ReturnType<typeof testApp>) {
 }
 
 /** Moves the test clock to an absolute instant. */
-const at = (t: ReturnType<typeof testApp>, iso: string) => t.clock.advance(Date.parse(iso) - t.clock());
+const at = (t: TestApp, iso: string) => t.clock.advance(Date.parse(iso) - t.clock());
 
 /** The record the original would list for each report sent below (id checked apart). */
 const base = { ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", disableip6: "yes", method: "default", pve_version: "8.2.2", type: "lxc" };
@@ -50,7 +50,7 @@ const EXPECTED: Rec[] = [
   { ...base, nsapp: "nextcloud", created_at: "2026-06-04T10:30:00Z", status: "weird", random_id: "r9", error: "exit code 1" },
 ];
 
-async function sendDataset(t: ReturnType<typeof testApp>) {
+async function sendDataset(t: TestApp) {
   const ok = (r: { status: number }) => expect(r.status).toBeLessThan(300);
   ok(await t.post("/upload", startReport("r1", { nsapp: "adguard" })));
   at(t, "2026-06-01T12:00:01.250Z");
@@ -88,8 +88,9 @@ const withoutId = (records: unknown) => (records as Rec[]).map(({ id: _, ...r })
 const ids = (records: unknown) => (records as Rec[]).map((r) => r.random_id);
 const expectedWhere = (pred: (r: Rec) => boolean) => EXPECTED.filter(pred);
 
+const datasetApp = await testApp();
 describe("compat API over a hand-made dataset", () => {
-  const t = testApp();
+  const t = datasetApp;
   const c = compatApp(t);
   beforeAll(() => sendDataset(t));
 
@@ -290,7 +291,7 @@ describe("compat API over a hand-made dataset", () => {
     expect(closed.headers.get("access-control-allow-origin")).toBeNull();
     expect(closed.headers.get("x-content-type-options")).toBe("nosniff");
 
-    const open = testApp({ corsOrigins: ["*"] });
+    const open = await testApp({ corsOrigins: ["*"] });
     const preflight = await open.app.handle(
       new Request("http://localhost/data/summary", { method: "OPTIONS", headers: { origin: "https://example.org", "access-control-request-method": "GET" } }),
     );
@@ -314,8 +315,9 @@ describe("compat API over a hand-made dataset", () => {
   });
 });
 
+const emptyApp = await testApp();
 describe("compat API on an empty database", () => {
-  const c = compatApp(testApp());
+  const c = compatApp(emptyApp);
   test("lists are [] (not Go's null), summary is zero, errors is []", async () => {
     for (const p of ["/data/json", "/data/paginated", "/data/nsapp?nsapp=x", "/data/status?status=done", "/data/os?os_type=debian&os_version=12", "/data/date?start_date=2026-01-01&end_date=2026-12-31"]) {
       const res = await c.get(p);
@@ -327,7 +329,7 @@ describe("compat API on an empty database", () => {
 });
 
 /** Start reports written straight to the store (fast), one second apart, from `start`. */
-function bulk(t: ReturnType<typeof testApp>, n: number, start: number, prefix = "bulk") {
+function bulk(t: TestApp, n: number, start: number, prefix = "bulk") {
   const ops: WriteOp[] = [];
   for (let i = 0; i < n; i++) {
     ops.push({
@@ -348,7 +350,7 @@ function bulk(t: ReturnType<typeof testApp>, n: number, start: number, prefix = 
 
 describe("streaming", () => {
   test("rows are read while the response is consumed: later changes show, later installs do not, writes go on", async () => {
-    const t = testApp();
+    const t = await testApp();
     const c = compatApp(t);
     const n = CHUNK_ROWS * 3 + 17;
     const start = Date.parse("2026-06-01T00:00:00Z");
@@ -367,7 +369,7 @@ describe("streaming", () => {
     // While the stream is open: finish the last install, and add a new one (the database stays writable).
     const lastIndex = n - 1 - ((n - 1) % 3); // the newest install still in progress (bulk: every third), in the last chunk
     const last = `bulk-${String(lastIndex).padStart(6, "0")}`;
-    expect(t.store.getInstall(last)!.status).toBe("installing");
+    expect((await t.store.getInstall(last))!.status).toBe("installing");
     expect((await t.post("/upload/updatestatus", { status: "done", error: "none", random_id: last })).status).toBe(200);
     expect((await t.post("/upload", startReport("late"))).status).toBe(201);
 
@@ -383,7 +385,7 @@ describe("streaming", () => {
   });
 
   test("a large export streams with bounded memory, and equals the rows", async () => {
-    const t = testApp();
+    const t = await testApp();
     const c = compatApp(t);
     const n = 60_000;
     bulk(t, n, Date.parse("2026-01-01T00:00:00Z"));
@@ -432,7 +434,7 @@ describe("streaming", () => {
   }, 60_000);
 
   test("summary from rollups equals a plain recount of the rows", async () => {
-    const t = testApp();
+    const t = await testApp();
     const c = compatApp(t);
     bulk(t, 12_345, Date.parse("2026-02-27T22:30:00Z"));
     const res = (await c.get("/data/summary")).body as { total_entries: number; status_count: Rec; nsapp_count: Rec };
@@ -449,7 +451,7 @@ describe("streaming", () => {
 });
 
 describe("shaping helpers", () => {
-  test("goTime writes RFC 3339 as Go does: UTC, no trailing zeros in the fraction", () => {
+  test("goTime writes RFC 3339 as Go does: UTC, no trailing zeros in the fraction", async () => {
     expect(goTime(Date.parse("2026-06-01T12:00:00.000Z"))).toBe("2026-06-01T12:00:00Z");
     expect(goTime(Date.parse("2026-06-01T12:00:00.500Z"))).toBe("2026-06-01T12:00:00.5Z");
     expect(goTime(Date.parse("2026-06-01T12:00:00.120Z"))).toBe("2026-06-01T12:00:00.12Z");
@@ -457,7 +459,7 @@ describe("shaping helpers", () => {
     expect(goTime(Date.parse("2026-06-01T12:00:10.000Z"))).toBe("2026-06-01T12:00:10Z");
   });
 
-  test("goAtoi and pageWindow read numbers as the original", () => {
+  test("goAtoi and pageWindow read numbers as the original", async () => {
     expect([goAtoi("12"), goAtoi("+3"), goAtoi("-4"), goAtoi("007"), goAtoi(""), goAtoi(" 1"), goAtoi("1.5"), goAtoi("1e3"), goAtoi(undefined)]).toEqual([12, 3, -4, 7, 0, 0, 0, 0, 0]);
     expect(goAtoi("99999999999999999999999")).toBe(9_223_372_036_854_775_807);
     expect(pageWindow(undefined, undefined)).toEqual({ offset: 0, limit: 10 });
@@ -465,7 +467,7 @@ describe("shaping helpers", () => {
     expect(pageWindow("0", "0")).toEqual({ offset: 0, limit: 10 });
   });
 
-  test("parseDay and dateRange accept exactly YYYY-MM-DD, calendar-checked", () => {
+  test("parseDay and dateRange accept exactly YYYY-MM-DD, calendar-checked", async () => {
     expect(parseDay("2026-06-01")).toBe(Date.parse("2026-06-01T00:00:00Z"));
     expect(parseDay("2024-02-29")).toBe(Date.parse("2024-02-29T00:00:00Z"));
     for (const bad of ["2025-02-29", "2026-04-31", "2026-00-10", "2026-06-00", "2026-6-1", "26-06-01", "2026-06-01 ", "2026/06/01", ""]) expect(parseDay(bad), bad).toBeNull();
@@ -475,7 +477,7 @@ describe("shaping helpers", () => {
     expect(dateRange("2026-06-01", "y")).toMatchObject({ ok: false, field: "end_date" });
   });
 
-  test("compatId: 24 hex, time first, stable per install, distinct across installs", () => {
+  test("compatId: 24 hex, time first, stable per install, distinct across installs", async () => {
     const ms = Date.parse("2026-06-01T12:00:00.250Z");
     const id = compatId("abc", ms);
     expect(id).toMatch(/^[0-9a-f]{24}$/);
@@ -485,7 +487,7 @@ describe("shaping helpers", () => {
     expect(compatId("abd", ms)).not.toBe(id);
   });
 
-  test("toCompatRecord: absent values are Go zero values", () => {
+  test("toCompatRecord: absent values are Go zero values", async () => {
     const row: CompatSource = {
       randomId: "x", type: "lxc", ctType: null, diskSize: null, coreCount: null, ramSize: null, osType: null, osVersion: null,
       disableip6: null, nsapp: null, method: null, pveVersion: null, status: "installing", error: null, createdAt: 0,
@@ -497,7 +499,7 @@ describe("shaping helpers", () => {
     });
   });
 
-  test("countsObject and errorCountsBody", () => {
+  test("countsObject and errorCountsBody", async () => {
     const counts = countsObject([{ value: "b", total: 2 }, { value: null, total: 1 }, { value: "", total: 1 }, { value: "a", total: 3 }, { value: "z", total: 0 }]);
     expect(Object.entries(counts)).toEqual([["", 2], ["a", 3], ["b", 2]]);
     expect(errorCountsBody([{ error: "b", count: 2 }, { error: "a", count: 2 }, { error: "c", count: 5 }, { error: null, count: 9 }, { error: "", count: 9 }])).toEqual({
@@ -505,23 +507,23 @@ describe("shaping helpers", () => {
     });
   });
 
-  test("reuseWhileExpensive: cheap answers are always fresh; an expensive one is reused for 10x its cost", () => {
+  test("reuseWhileExpensive: cheap answers are always fresh; an expensive one is reused for 10x its cost", async () => {
     let now = 0;
     let version = "v1";
     let cost = 1;
     let runs = 0;
-    const get = reuseWhileExpensive(() => { runs++; now += cost; return runs; }, () => version, () => now);
-    expect(get()).toBe(1);
-    expect(get()).toBe(1); // unchanged data: reused
+    const get = reuseWhileExpensive(async () => { runs++; now += cost; return runs; }, async () => version, () => now);
+    expect(await get()).toBe(1);
+    expect(await get()).toBe(1); // unchanged data: reused
     version = "v2";
-    expect(get()).toBe(2); // changed, cheap: recomputed
+    expect(await get()).toBe(2); // changed, cheap: recomputed
     cost = EXPENSIVE_MS * 2;
     version = "v3";
-    expect(get()).toBe(3); // took 100 ms
+    expect(await get()).toBe(3); // took 100 ms
     version = "v4";
     now += 500;
-    expect(get()).toBe(3); // changed, but within 10x the cost
+    expect(await get()).toBe(3); // changed, but within 10x the cost
     now += 600;
-    expect(get()).toBe(4); // past it
+    expect(await get()).toBe(4); // past it
   });
 });

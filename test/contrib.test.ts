@@ -10,7 +10,7 @@ setDefaultTimeout(120_000);
 const unit = readFileSync(join(ROOT, "contrib/installstats.service"), "utf8");
 const analyze = Bun.which("systemd-analyze");
 
-test("the unit is hardened and stops gracefully", () => {
+test("the unit is hardened and stops gracefully", async () => {
   for (const line of ["NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/installstats", "PrivateTmp=yes", "CapabilityBoundingSet=", "KillSignal=SIGTERM", "User=installstats", "Restart=on-failure"]) {
     expect(unit).toContain(line);
   }

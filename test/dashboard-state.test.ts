@@ -7,7 +7,7 @@ import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, 
 const at = (path: string) => parseState(new URL(path, "http://127.0.0.1:8080"));
 
 describe("dashboard URL state", () => {
-  test("round-trips every view with its parameters", () => {
+  test("round-trips every view with its parameters", async () => {
     for (const url of [
       "/",
       "/?days=7",
@@ -20,7 +20,7 @@ describe("dashboard URL state", () => {
     }
   });
 
-  test("defaults are left out, unknown paths show the overview, bad values fall back", () => {
+  test("defaults are left out, unknown paths show the overview, bad values fall back", async () => {
     expect(stateUrl(at("/?days=30"))).toBe("/");
     expect(at("/nowhere").view).toBe("overview");
     expect(at("/?days=-3").range).toEqual({ days: 30 });
@@ -33,7 +33,7 @@ describe("dashboard URL state", () => {
     expect(stateUrl({ ...at("/installs?cursor=abc&id=x&order=oldest"), view: "overview" })).toBe("/");
   });
 
-  test("a new question starts at the first page with nothing open", () => {
+  test("a new question starts at the first page with nothing open", async () => {
     const s = at("/installs?cursor=abc&id=xyz&type=lxc");
     expect(withChanges(s, { filters: { type: "vm" } })).toMatchObject({ cursor: null, id: null });
     expect(withChanges(s, { range: { days: 7 } })).toMatchObject({ cursor: null, id: null });
@@ -41,7 +41,7 @@ describe("dashboard URL state", () => {
     expect(withChanges(s, { cursor: "next" })).toMatchObject({ cursor: "next", id: "xyz" });
   });
 
-  test("API parameters, intervals and group filters", () => {
+  test("API parameters, intervals and group filters", async () => {
     expect(apiParams(at("/?from=2026-01-01&to=2026-01-02&os_type=debian"), { by: "nsapp" }).toString()).toBe("from=2026-01-01&to=2026-01-02&os_type=debian&by=nsapp");
     expect(rangeDays({ from: "2026-01-01", to: "2026-01-01" })).toBe(1);
     expect([1, 2, 3, 120, 121].map((days) => intervalFor({ days }))).toEqual(["hour", "hour", "day", "day", "week"]);
@@ -54,7 +54,7 @@ describe("dashboard URL state", () => {
 });
 
 describe("dashboard formatting", () => {
-  test("durations in their two largest units, rates to one decimal, missing values marked", () => {
+  test("durations in their two largest units, rates to one decimal, missing values marked", async () => {
     expect([null, 0, 42.4, 185, 7800, 277_200].map(duration)).toEqual(["–", "0s", "42s", "3m 5s", "2h 10m", "3d 5h"]);
     expect([null, 0, 0.9191, 1].map((r) => percent(r))).toEqual(["–", "0.0%", "91.9%", "100.0%"]);
     expect([null, "", "docker"].map(label)).toEqual(["(none)", "(none)", "docker"]);

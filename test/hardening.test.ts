@@ -1,12 +1,12 @@
 // Access control, security headers and error safety.
 import { describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 import { accessOf, tokenMatches } from "../src/http/access.ts";
 import { pathOf } from "../src/http/hardening.ts";
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-async function call(t: ReturnType<typeof testApp>, method: string, path: string, headers: Record<string, string> = {}, body?: object) {
+async function call(t: TestApp, method: string, path: string, headers: Record<string, string> = {}, body?: object) {
   const res = await t.app.handle(
     new Request(`http://localhost${path}`, { method, headers: body ? { "content-type": "application/json", ...headers } : headers, body: body ? JSON.stringify(body) : undefined }),
   );
@@ -14,7 +14,7 @@ async function call(t: ReturnType<typeof testApp>, method: string, path: string,
 }
 
 describe("access", () => {
-  test("routes are classified: ingestion and health open, DELETE and /api/admin admin, the rest read", () => {
+  test("routes are classified: ingestion and health open, DELETE and /api/admin admin, the rest read", async () => {
     expect(accessOf("POST", "/upload")).toBe("open");
     expect(accessOf("POST", "/upload/updatestatus")).toBe("open");
     expect(accessOf("GET", "/healthz")).toBe("open");
@@ -27,7 +27,7 @@ describe("access", () => {
   });
 
   test("without tokens: reads are public, admin actions are off (403)", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("a"));
     expect((await call(t, "GET", "/api/installs/a")).status).toBe(200);
     const del = await call(t, "DELETE", "/api/installs/a");
@@ -37,7 +37,7 @@ describe("access", () => {
   });
 
   test("a read token guards reads (not ingestion or health); the admin token reads too", async () => {
-    const t = testApp({ readToken: "r3ad", adminToken: "adm1n" });
+    const t = await testApp({ readToken: "r3ad", adminToken: "adm1n" });
     expect((await t.post("/upload", startReport("b"))).status).toBe(201);
     expect((await t.post("/upload/updatestatus", { status: "done", random_id: "b" })).status).toBe(200);
     expect((await call(t, "GET", "/healthz")).status).toBe(200);
@@ -52,7 +52,7 @@ describe("access", () => {
   });
 
   test("admin: DELETE needs the admin token, not the read token, and removes the install", async () => {
-    const t = testApp({ readToken: "r3ad", adminToken: "adm1n" });
+    const t = await testApp({ readToken: "r3ad", adminToken: "adm1n" });
     await t.post("/upload", startReport("c"));
     expect((await call(t, "DELETE", "/api/installs/c")).status).toBe(401);
     expect((await call(t, "DELETE", "/api/installs/c", bearer("r3ad"))).status).toBe(401);
@@ -62,7 +62,7 @@ describe("access", () => {
   });
 
   test("admin: the rejected log is listed with raw bodies", async () => {
-    const t = testApp({ adminToken: "adm1n" });
+    const t = await testApp({ adminToken: "adm1n" });
     await t.post("/upload", "{{nope");
     expect((await call(t, "GET", "/api/admin/rejected")).status).toBe(401);
     const list = await call(t, "GET", "/api/admin/rejected?limit=5", bearer("adm1n"));
@@ -72,7 +72,7 @@ describe("access", () => {
 });
 
 describe("pathOf", () => {
-  test("is the URL's pathname for the absolute URLs Bun gives requests (dot segments already resolved)", () => {
+  test("is the URL's pathname for the absolute URLs Bun gives requests (dot segments already resolved)", async () => {
     for (const url of ["http://127.0.0.1:8080/upload", "http://h/api/admin/rejected?limit=2", "http://h:1/", "http://h", "http://h/api/%61dmin/x", "http://h/upload//x?a=/b", "https://[::1]:8443/healthz?x"]) {
       expect(pathOf(url)).toBe(new URL(url).pathname);
     }
@@ -81,7 +81,7 @@ describe("pathOf", () => {
 
 describe("headers and errors", () => {
   test("security headers on every kind of answer; no CORS unless configured", async () => {
-    const t = testApp();
+    const t = await testApp();
     for (const [method, path, body] of [["GET", "/api/stats/summary"], ["GET", "/nope"], ["POST", "/upload", startReport("h")], ["GET", "/openapi"]] as const) {
       const res = await t.app.handle(new Request(`http://localhost${path}`, { method, headers: { origin: "https://evil.example" }, body: body ? JSON.stringify(body) : undefined }));
       expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
@@ -89,7 +89,7 @@ describe("headers and errors", () => {
       expect(res.headers.get("content-security-policy"), path).toContain("default-src 'self'");
       expect(res.headers.get("access-control-allow-origin"), path).toBeNull();
     }
-    const named = testApp({ corsOrigins: ["https://dash.example"] });
+    const named = await testApp({ corsOrigins: ["https://dash.example"] });
     const ok = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://dash.example" } }));
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://dash.example");
     const other = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://evil.example" } }));
@@ -97,7 +97,7 @@ describe("headers and errors", () => {
   });
 
   test("an internal error answers 500 with the one error shape and no stack trace", async () => {
-    const t = testApp();
+    const t = await testApp();
     // A bug (not a storage error) inside a read: the client sees a clean 500, the log the stack.
     t.store.getInstall = () => {
       throw new TypeError("boom at somewhere.ts:1");
@@ -111,7 +111,7 @@ describe("headers and errors", () => {
 
 describe("admin maintenance over HTTP", () => {
   test("prune and replay need the admin token and do their work (backup: test/e2e-binary.test.ts)", async () => {
-    const t = testApp({ adminToken: "adm1n" });
+    const t = await testApp({ adminToken: "adm1n" });
     await t.post("/upload", startReport("old"));
     t.clock.advance(500 * 24 * 3600_000);
     await t.post("/upload", startReport("new"));

@@ -10,7 +10,7 @@ const RECORD_KEYS = [
 
 describe("POST /upload", () => {
   test("201 for a new random_id, and the record reads back in the documented shape", async () => {
-    const t = testApp();
+    const t = await testApp();
     const res = await t.post("/upload", startReport("id-1"));
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ result: "created", random_id: "id-1", outcome: "in_progress", repaired: false });
@@ -28,7 +28,7 @@ describe("POST /upload", () => {
   });
 
   test("200 duplicate:true for a random_id already stored; the stored record is unchanged", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("id-dup", { nsapp: "first" }));
     t.clock.advance(5_000);
     const again = await t.post("/upload", startReport("id-dup", { nsapp: "second", ram_size: 1 }));
@@ -39,7 +39,7 @@ describe("POST /upload", () => {
   });
 
   test("older client revision without disableip6, VM report, host_version alias", async () => {
-    const t = testApp();
+    const t = await testApp();
     const legacy: Record<string, unknown> = startReport("legacy");
     delete legacy.disableip6;
     expect((await t.post("/upload", legacy)).status).toBe(201);
@@ -51,7 +51,7 @@ describe("POST /upload", () => {
   });
 
   test("422 invalid_field naming the field: missing random_id, unknown type, bad number", async () => {
-    const t = testApp();
+    const t = await testApp();
     const cases: [object, string][] = [
       [startReport(""), "random_id"],
       [{ ...startReport("x"), random_id: undefined }, "random_id"],
@@ -67,41 +67,41 @@ describe("POST /upload", () => {
     }
     // Nothing stored, everything kept raw in the rejected log.
     expect((await t.get("/api/installs/x")).status).toBe(404);
-    const log = t.rejected();
+    const log = (await t.rejected());
     expect(log.map((r) => [r.reason, r.httpStatus, r.field])).toEqual(cases.map(([, f]) => ["invalid_field", 422, f]));
     expect(new TextDecoder().decode(log[2]!.body)).toBe(JSON.stringify(cases[2]![0]));
   });
 
   test("400 invalid_json for a body that cannot be repaired; raw bytes kept", async () => {
-    const t = testApp();
+    const t = await testApp();
     const raw = new Uint8Array([0x7b, 0x22, 0x61, 0xff, 0x00, 0x3a]); // {"a\xff\0:
     const res = await t.post("/upload", raw);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("invalid_json");
     expect(typeof res.body.message).toBe("string");
-    const [entry] = t.rejected();
+    const [entry] = (await t.rejected());
     expect(entry).toMatchObject({ endpoint: "upload", reason: "invalid_json", httpStatus: 400 });
     expect(new Uint8Array(entry!.body)).toEqual(raw);
   });
 
   test("a repaired body is stored, flagged, and its raw bytes logged with the repair", async () => {
-    const t = testApp();
+    const t = await testApp();
     const body = `{"ct_type": 1, "type": "lxc", "disk_size": , "core_count": 2, "ram_size": 2048, "os_type": "debian", "os_version": "12", "nsapp": "jellyfin", "method": "default", "pve_version": "8.2.2", "status": "installing", "random_id": "rep-1"}`;
     const res = await t.post("/upload", body);
     expect(res.status).toBe(201);
     expect(res.body.repaired).toBe(true);
     expect((await t.get("/api/installs/rep-1")).body).toMatchObject({ disk_size: null, nsapp: "jellyfin", repaired: true });
-    const [entry] = t.rejected();
+    const [entry] = (await t.rejected());
     expect(entry).toMatchObject({ reason: "repaired", httpStatus: 201, randomId: "rep-1" });
     expect(new TextDecoder().decode(entry!.body)).toBe(body);
   });
 
   test("413 with a JSON body over the configured limit; recorded in the log", async () => {
-    const t = testApp({ maxBodyBytes: 1024 });
+    const t = await testApp({ maxBodyBytes: 1024 });
     const res = await t.post("/upload", JSON.stringify(startReport("big", { nsapp: "x".repeat(2000) })));
     expect(res.status).toBe(413);
     expect(res.body.error).toBe("payload_too_large");
-    expect(t.rejected()[0]).toMatchObject({ reason: "payload_too_large", httpStatus: 413 });
+    expect((await t.rejected())[0]).toMatchObject({ reason: "payload_too_large", httpStatus: 413 });
     // Right at the limit is fine.
     const fits = JSON.stringify(startReport("fits"));
     expect((await t.post("/upload", fits.padEnd(1024, " "))).status).toBe(201);
@@ -110,7 +110,7 @@ describe("POST /upload", () => {
 
 describe("POST /upload/updatestatus", () => {
   test("200 applies a final status to an installing record, with duration_s", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("life"));
     t.clock.advance(95_500);
     const res = await t.post("/upload/updatestatus", { status: "DONE", error: "none", random_id: "life" });
@@ -122,7 +122,7 @@ describe("POST /upload/updatestatus", () => {
   });
 
   test("202 holds an update for an unknown random_id and applies it when the start report arrives", async () => {
-    const t = testApp();
+    const t = await testApp();
     const held = await t.post("/upload/updatestatus", { status: "failed", error: "exit code 1", random_id: "early" });
     expect(held.status).toBe(202);
     expect(held.body).toMatchObject({ result: "held", random_id: "early" });
@@ -138,7 +138,7 @@ describe("POST /upload/updatestatus", () => {
   });
 
   test("409 for a record that already has a final status; not applied, kept in the log", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("fin"));
     await t.post("/upload/updatestatus", { status: "failed", error: "boom", random_id: "fin" });
     const second = JSON.stringify({ status: "done", error: "none", random_id: "fin" });
@@ -146,32 +146,32 @@ describe("POST /upload/updatestatus", () => {
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ error: "already_final", field: "status" });
     expect((await t.get("/api/installs/fin")).body).toMatchObject({ status: "failed", error: "boom" });
-    const [entry] = t.rejected();
+    const [entry] = (await t.rejected());
     expect(entry).toMatchObject({ endpoint: "updatestatus", reason: "already_final", httpStatus: 409, randomId: "fin" });
     expect(new TextDecoder().decode(entry!.body)).toBe(second);
   });
 
   test("409 for a second final update held for the same unknown random_id", async () => {
-    const t = testApp();
+    const t = await testApp();
     expect((await t.post("/upload/updatestatus", { status: "done", random_id: "ghost" })).status).toBe(202);
     expect((await t.post("/upload/updatestatus", { status: "failed", random_id: "ghost" })).status).toBe(409);
   });
 
   test("a progress status keeps the record open for its final status", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("prog"));
     expect((await t.post("/upload/updatestatus", { status: "configuring", random_id: "prog" })).body.outcome).toBe("in_progress");
     expect((await t.post("/upload/updatestatus", { status: "done", random_id: "prog" })).status).toBe(200);
   });
 
   test("422 for an empty random_id (the client does not check it) and a missing status", async () => {
-    const t = testApp();
+    const t = await testApp();
     expect((await t.post("/upload/updatestatus", { status: "failed", error: "x", random_id: "" })).body).toMatchObject({ error: "invalid_field", field: "random_id" });
     expect((await t.post("/upload/updatestatus", { random_id: "a" })).body).toMatchObject({ error: "invalid_field", field: "status" });
   });
 
   test("unescaped quotes and IP addresses in the error text: repaired, masked, stored", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("q"));
     const body = `{"status": "failed", "error": "curl "http://192.168.1.20:8006/api" failed", "random_id": "q"}`;
     const res = await t.post("/upload/updatestatus", body);
@@ -183,7 +183,7 @@ describe("POST /upload/updatestatus", () => {
 
 describe("storage failure", () => {
   test("503 with Retry-After when the database refuses writes; acknowledged reports survive; recovers by itself", async () => {
-    const t = testApp();
+    const t = await testApp();
     expect((await t.post("/upload", startReport("before"))).status).toBe(201);
     t.sqlite.run("PRAGMA query_only = ON"); // every write now fails inside SQLite
     const res = await t.post("/upload", startReport("during"));
@@ -204,7 +204,7 @@ describe("storage failure", () => {
 
 describe("every response is JSON", () => {
   test("unknown route, unknown install, health", async () => {
-    const t = testApp();
+    const t = await testApp();
     expect((await t.get("/nope")).body).toMatchObject({ error: "not_found" });
     expect((await t.get("/api/installs/unknown")).body).toMatchObject({ error: "not_found", field: "random_id" });
     expect((await t.get("/healthz")).body).toMatchObject({ status: "ok", version: "0.0.0-test" });
@@ -213,7 +213,7 @@ describe("every response is JSON", () => {
 
 describe("group commit", () => {
   test("concurrent reports share transactions and each gets its own answer", async () => {
-    const t = testApp();
+    const t = await testApp();
     const n = 300;
     const replies = await Promise.all(Array.from({ length: n }, (_, i) => t.post("/upload", startReport(`c-${i}`))));
     expect(replies.every((r) => r.status === 201)).toBe(true);

@@ -2,9 +2,9 @@
 // (src/ingest/routes.ts), so these check that they answer exactly as the Elysia routes behind
 // app.handle do: body, status, headers, metrics, the rejected log, 503s, and what falls through.
 import { afterEach, describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 
-type TestApp = ReturnType<typeof testApp>;
+
 let running: TestApp | null = null;
 
 function listening(t: TestApp): string {
@@ -25,9 +25,9 @@ const answer = async (res: Response) => ({ status: res.status, body: await res.j
 
 describe("ingestion on Bun's routes", () => {
   test("answers as app.handle does, with the same headers, for every kind of result", async () => {
-    const wire = testApp();
+    const wire = await testApp();
     const url = listening(wire);
-    const inProcess = testApp();
+    const inProcess = await testApp();
     const cases: [string, string][] = [
       ["/upload", JSON.stringify(startReport("m-1"))],
       ["/upload", JSON.stringify(startReport("m-1"))], // duplicate
@@ -48,14 +48,14 @@ describe("ingestion on Bun's routes", () => {
       }
     }
     // The same rows and rejected-log entries on both sides.
-    const rejected = (t: TestApp) => t.rejected().map(({ reason, httpStatus, randomId }) => ({ reason, httpStatus, randomId }));
-    expect(rejected(wire)).toEqual(rejected(inProcess));
-    expect(rejected(wire).map((r) => r.reason).sort()).toEqual(["already_final", "invalid_field", "invalid_json", "repaired"]);
+    const rejected = async (t: TestApp) => (await t.rejected()).map(({ reason, httpStatus, randomId }) => ({ reason, httpStatus, randomId }));
+    expect(await rejected(wire)).toEqual(await rejected(inProcess));
+    expect((await rejected(wire)).map((r) => r.reason).sort()).toEqual(["already_final", "invalid_field", "invalid_json", "repaired"]);
     expect((await wire.get("/api/installs/m-1")).body).toMatchObject({ outcome: "success" });
   });
 
   test("every request is counted in the metrics by route and status", async () => {
-    const t = testApp();
+    const t = await testApp();
     const url = listening(t);
     await post(`${url}/upload`, JSON.stringify(startReport("c-1")));
     await post(`${url}/upload`, JSON.stringify(startReport("c-2")));
@@ -70,7 +70,7 @@ describe("ingestion on Bun's routes", () => {
   });
 
   test("CORS for configured origins; other methods, preflights and path variants reach the app", async () => {
-    const t = testApp({ corsOrigins: ["https://dash.example"] });
+    const t = await testApp({ corsOrigins: ["https://dash.example"] });
     const url = listening(t);
     const allowed = await post(`${url}/upload`, JSON.stringify(startReport("o-1")), { origin: "https://dash.example" });
     expect(allowed.status).toBe(201);
@@ -89,7 +89,7 @@ describe("ingestion on Bun's routes", () => {
   });
 
   test("503 with Retry-After when the database refuses writes, and the rate limit's 429", async () => {
-    const t = testApp({ rateLimit: 1, rateBurst: 2 });
+    const t = await testApp({ rateLimit: 1, rateBurst: 2 });
     const url = listening(t);
     t.sqlite.run("PRAGMA query_only = ON");
     const refused = await post(`${url}/upload`, JSON.stringify(startReport("s-1")));

@@ -17,7 +17,7 @@ const importedRow = (randomId: string): Install => ({
 
 describe("expire-stuck", () => {
   test("only installs in progress past the age become unknown; rollups stay exact; runs are logged and counted", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("old-stuck"));
     await t.post("/upload", startReport("old-done"));
     await t.post("/upload/updatestatus", { status: "done", random_id: "old-done" });
@@ -36,37 +36,37 @@ describe("expire-stuck", () => {
     expect((await t.get("/api/installs/old-stuck")).body).toMatchObject({ outcome: "unknown", status: "installing" });
     expect((await t.get("/api/installs/old-done")).body).toMatchObject({ outcome: "success" });
     expect((await t.get("/api/installs/young")).body).toMatchObject({ outcome: "in_progress" });
-    expect(verifyRollups(t.store).ok).toBe(true);
+    expect((await verifyRollups(t.store)).ok).toBe(true);
     const done = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "job done");
     expect(done).toMatchObject({ job: "expire-stuck", expired: 1 });
     expect(t.metrics.jobRuns.get({ job: "expire-stuck", result: "ok" })).toBe(1);
   });
 
   test("each run checks only installs created since the last one; an imported old install in progress is still found", async () => {
-    const t = testApp();
+    const t = await testApp();
     const expire = () => expireStuck(t.store, t.writer, 12 * HOUR, t.clock());
     await t.post("/upload", startReport("first"));
     t.clock.advance(13 * HOUR);
     expect(await expire()).toBe(1);
-    const mark = t.store.stuckCheckedUntil();
+    const mark = (await t.store.stuckCheckedUntil());
     expect(mark).toBe(t.clock() - 12 * HOUR);
     // A run with nothing new to check neither scans nor moves the mark.
     expect(await expire()).toBe(0);
-    expect(t.store.stuckCheckedUntil()).toBe(mark);
+    expect((await t.store.stuckCheckedUntil())).toBe(mark);
     // Installs created before the mark are not scanned again, unless one arrives by import.
     const old = t.clock() - 20 * HOUR;
     const row = { ...importedRow("imported-old"), createdAt: old, updatedAt: old };
     expect(await t.writer.submit({ kind: "load", install: row, at: t.clock() })).toEqual({ kind: "created", outcome: "in_progress" });
-    expect(t.store.stuckCheckedUntil()).toBe(old);
+    expect((await t.store.stuckCheckedUntil())).toBe(old);
     t.clock.advance(HOUR);
     expect(await expire()).toBe(1);
     expect((await t.get("/api/installs/imported-old")).body).toMatchObject({ outcome: "unknown" });
-    expect(t.store.stuckCheckedUntil()).toBe(t.clock() - 12 * HOUR);
-    expect(verifyRollups(t.store).ok).toBe(true);
+    expect((await t.store.stuckCheckedUntil())).toBe(t.clock() - 12 * HOUR);
+    expect((await verifyRollups(t.store)).ok).toBe(true);
   });
 
   test("a failing job is logged and counted, not thrown", async () => {
-    const t = testApp();
+    const t = await testApp();
     const lines: string[] = [];
     const jobs = startJobs([{ name: "broken", everyMs: 3_600_000, run: async () => { throw new Error("disk on fire"); } }], {
       log: createLogger("info", (l) => lines.push(l), t.clock),

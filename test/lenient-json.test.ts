@@ -482,31 +482,31 @@ const cases: Case[] = [
 
 describe("parseLenientJson: damaged bodies", () => {
   for (const c of cases) {
-    test(c.name, () => {
+    test(c.name, async () => {
       if ("error" in c) expectRejected(c.body, c.error);
       else expectParsed(c.body, c.value, c.repairs);
     });
   }
 
-  test("deep balanced nesting inside a valid object is strict JSON, returned as is", () => {
+  test("deep balanced nesting inside a valid object is strict JSON, returned as is", async () => {
     const result = parse(`{"a": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`);
     // Either JSON.parse copes (value returned) or it gives up cleanly; it must not throw.
     if (result.ok) expect(Array.isArray(result.value.a)).toBe(true);
     else expect(result.message).toMatch(/nested array/);
   });
 
-  test("huge string with raw quotes, newlines and escapes", () => {
+  test("huge string with raw quotes, newlines and escapes", async () => {
     const chunk = 'line "x" \t\\e done\n';
     const text = chunk.repeat(Math.floor(200_000 / chunk.length));
     expectParsed(updateBody("failed", text), update("failed", text), ["unescaped_quote", "control_char", "invalid_escape"]);
   });
 
-  test("huge valid string", () => {
+  test("huge valid string", async () => {
     const text = "x".repeat(250_000);
     expectParsed(JSON.stringify({ error: text }), { error: text }, []);
   });
 
-  test("many fields in the lenient path", () => {
+  test("many fields in the lenient path", async () => {
     const expected: JsonObject = {};
     const fields: string[] = [];
     for (let i = 0; i < 5_000; i++) {
@@ -524,14 +524,14 @@ describe("parseLenientJson: prototype keys", () => {
     expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined();
   };
 
-  test("__proto__ in strict JSON is an own property", () => {
+  test("__proto__ in strict JSON is an own property", async () => {
     const value = expectParsed(`{"__proto__": {"polluted": 1}, "a": 1}`, JSON.parse(`{"__proto__": {"polluted": 1}, "a": 1}`), []);
     expect(Object.hasOwn(value, "__proto__")).toBe(true);
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
     pristine();
   });
 
-  test("__proto__, constructor and prototype in the lenient path are own properties", () => {
+  test("__proto__, constructor and prototype in the lenient path are own properties", async () => {
     const result = parse(`{"__proto__": "p\t", "constructor": 1, "prototype": 32G, "polluted": ,}`);
     if (!result.ok) throw new Error(result.message);
     const value = result.value;
@@ -549,7 +549,7 @@ describe("parseLenientJson: prototype keys", () => {
     pristine();
   });
 
-  test("lenient result matches JSON.parse for the same keys", () => {
+  test("lenient result matches JSON.parse for the same keys", async () => {
     const result = parse(`{"__proto__": "x", "constructor": "y", "a": "\t"}`);
     if (!result.ok) throw new Error(result.message);
     expect(result.value).toStrictEqual(JSON.parse(`{"__proto__": "x", "constructor": "y", "a": "\\t"}`));
@@ -617,7 +617,7 @@ const SEED = 20240611;
 const ROUNDS = 400;
 
 describe("parseLenientJson: round trips (seeded)", () => {
-  test(`JSON.stringify round-trips with no repairs (seed ${SEED})`, () => {
+  test(`JSON.stringify round-trips with no repairs (seed ${SEED})`, async () => {
     const random = prng(SEED);
     for (let i = 0; i < ROUNDS; i++) {
       const object = randomObject(random);
@@ -627,7 +627,7 @@ describe("parseLenientJson: round trips (seeded)", () => {
     }
   });
 
-  test(`JSON.stringify plus a trailing comma round-trips through the lenient path (seed ${SEED})`, () => {
+  test(`JSON.stringify plus a trailing comma round-trips through the lenient path (seed ${SEED})`, async () => {
     const random = prng(SEED + 1);
     for (let i = 0; i < ROUNDS; i++) {
       const object = randomObject(random);
@@ -673,7 +673,7 @@ describe("parseLenientJson: round trips (seeded)", () => {
     return [...seen];
   }
 
-  test(`naive bash interpolation round-trips (seed ${SEED})`, () => {
+  test(`naive bash interpolation round-trips (seed ${SEED})`, async () => {
     const random = prng(SEED + 2);
     let checked = 0;
     for (let i = 0; checked < ROUNDS && i < ROUNDS * 10; i++) {

@@ -5,7 +5,7 @@ import { IPV4_MASK, IPV6_MASK, maskIpAddresses } from "../src/domain/mask-ips.ts
 type Case = [name: string, input: string, expected: string];
 
 describe("mask constants", () => {
-  test("placeholders are <ipv4> and <ipv6>", () => {
+  test("placeholders are <ipv4> and <ipv6>", async () => {
     expect(IPV4_MASK).toBe("<ipv4>");
     expect(IPV6_MASK).toBe("<ipv6>");
   });
@@ -93,14 +93,14 @@ describe("maskIpAddresses: text that is not an address is left alone", () => {
 });
 
 describe("maskIpAddresses: properties", () => {
-  test("masking is idempotent", () => {
+  test("masking is idempotent", async () => {
     for (const [, input] of [...IPV4_CASES, ...IPV6_CASES]) {
       const once = maskIpAddresses(input);
       expect(maskIpAddresses(once)).toBe(once);
     }
   });
 
-  test("a real multi-line error keeps its layout", () => {
+  test("a real multi-line error keeps its layout", async () => {
     const text = [
       "Err:1 http://192.168.1.10:3142/debian bookworm InRelease",
       "  Could not connect to 192.168.1.10:3142 (192.168.1.10). - connect (111: Connection refused)",

@@ -132,7 +132,7 @@ const rows = (cases: InvalidCase[]) =>
 // ================================================================ normalizeStart
 
 describe("constants", () => {
-  test("install types and the random_id cap", () => {
+  test("install types and the random_id cap", async () => {
     expect([...INSTALL_TYPES]).toEqual(["lxc", "vm", "turnkey", "pve", "addon", "tool"]);
     expect(MAX_RANDOM_ID_LENGTH).toBe(128);
   });
@@ -286,18 +286,18 @@ describe("normalizeStart: invalid bodies name the field", () => {
 });
 
 describe("normalizeStart: __proto__ keys", () => {
-  test("a __proto__ key from JSON.parse does not supply fields", () => {
+  test("a __proto__ key from JSON.parse does not supply fields", async () => {
     const body = JSON.parse(`{"__proto__": {"type": "vm", "random_id": "x"}, "random_id": "${ID}"}`) as JsonObject;
     expectInvalid(normalizeStart(body, OPTS), "type", /required/);
   });
 
-  test("a __proto__ key beside a full report is ignored", () => {
+  test("a __proto__ key beside a full report is ignored", async () => {
     const body = JSON.parse(`{"__proto__": {"nsapp": "evil", "ram_size": 1}, ${JSON.stringify(LXC_BODY).slice(1)}`) as JsonObject;
     expectStart(body, LXC_RECORD);
     expect(({} as Record<string, unknown>).nsapp).toBeUndefined();
   });
 
-  test("a string __proto__ is ignored", () => {
+  test("a string __proto__ is ignored", async () => {
     const body = JSON.parse(`{"__proto__": "x", ${JSON.stringify(VM_BODY).slice(1)}`) as JsonObject;
     expectStart(body, VM_RECORD);
   });
@@ -318,11 +318,11 @@ describe("normalizeStart: length caps", () => {
     expectStart({ type: "lxc", random_id: ID, ...patch }, { ...MINIMAL_RECORD, ...expected }, small);
   });
 
-  test("the default cap is 128 characters", () => {
+  test("the default cap is 128 characters", async () => {
     expectStart({ ...LXC_BODY, nsapp: "n".repeat(500) }, { ...LXC_RECORD, nsapp: "n".repeat(128) });
   });
 
-  test("the random_id cap does not depend on maxFieldLength", () => {
+  test("the random_id cap does not depend on maxFieldLength", async () => {
     expectStart({ type: "lxc", random_id: "r".repeat(100) }, { ...MINIMAL_RECORD, randomId: "r".repeat(100) }, small);
   });
 });
@@ -383,12 +383,12 @@ describe("normalizeUpdate: error text", () => {
     expect(result).toStrictEqual({ ok: true, value: { randomId: ID, status: "failed", outcome: "failed", error: stored } });
   });
 
-  test("masking can be turned off", () => {
+  test("masking can be turned off", async () => {
     const error = "Failed to connect to 192.168.1.5 and [fe80::1%eth0]:22";
     expectUpdate({ status: "failed", error, random_id: ID }, { randomId: ID, status: "failed", outcome: "failed", error }, { ...OPTS, maskIps: false });
   });
 
-  test("masking happens before the cut, so a cut never leaves part of an address", () => {
+  test("masking happens before the cut, so a cut never leaves part of an address", async () => {
     const opts = { ...OPTS, maxErrorLength: 24 };
     expectUpdate(
       { status: "failed", error: "Failed to connect to 192.168.100.200 port 80", random_id: ID },
@@ -413,19 +413,19 @@ describe("normalizeUpdate: error length cap", () => {
     expectUpdate({ status: "failed", error, random_id: ID }, { randomId: ID, status: "failed", outcome: "failed", error: stored }, small);
   });
 
-  test("the default cap is 4096 characters", () => {
+  test("the default cap is 4096 characters", async () => {
     const line = "E: Unable to locate package libfoo-dev\n";
     const error = line.repeat(400); // 15 600 characters
     const result = normalizeUpdate({ status: "failed", error, random_id: ID }, OPTS);
     expect(result).toStrictEqual({ ok: true, value: { randomId: ID, status: "failed", outcome: "failed", error: error.slice(0, 4096).trim() } });
   });
 
-  test("a very long text with an emoji straddling 4096 loses the whole emoji", () => {
+  test("a very long text with an emoji straddling 4096 loses the whole emoji", async () => {
     const error = "x".repeat(4095) + "🚀 rest";
     expectUpdate({ status: "failed", error, random_id: ID }, { randomId: ID, status: "failed", outcome: "failed", error: "x".repeat(4095) });
   });
 
-  test("a long text of colons is normalized quickly (masking runs before the cut)", () => {
+  test("a long text of colons is normalized quickly (masking runs before the cut)", async () => {
     const error = ":".repeat(40_000);
     const started = performance.now();
     const result = normalizeUpdate({ status: "failed", error, random_id: ID }, OPTS);

@@ -124,7 +124,7 @@ describe("isFinal", () => {
     expect(isFinal(outcome)).toBe(final);
   });
 
-  test("a start report's outcome is never final; a client's done/failed always is", () => {
+  test("a start report's outcome is never final; a client's done/failed always is", async () => {
     expect(isFinal(deriveOutcome("installing", null))).toBe(false);
     expect(isFinal(deriveOutcome("done", "none"))).toBe(true);
     expect(isFinal(deriveOutcome("failed", "No error message"))).toBe(true);

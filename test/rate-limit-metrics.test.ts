@@ -4,7 +4,7 @@ import { startReport, testApp } from "./helpers/app.ts";
 import { clientAddress, createRateLimiter, proxyMatcher } from "../src/http/rate-limit.ts";
 
 describe("token bucket", () => {
-  test("burst, then the rate; Retry-After says when the next token comes", () => {
+  test("burst, then the rate; Retry-After says when the next token comes", async () => {
     const limiter = createRateLimiter(2, 3);
     const t0 = 1_000_000;
     expect([1, 2, 3].map(() => limiter.take("a", t0).ok)).toEqual([true, true, true]);
@@ -14,13 +14,13 @@ describe("token bucket", () => {
     expect(limiter.take("a", t0 + 500).ok).toBe(false);
   });
 
-  test("memory stays bounded: the least recently seen clients are forgotten", () => {
+  test("memory stays bounded: the least recently seen clients are forgotten", async () => {
     const limiter = createRateLimiter(1, 1, 100);
     for (let i = 0; i < 1000; i++) limiter.take(`c${i}`, 0);
     expect(limiter.size).toBe(100);
   });
 
-  test("X-Forwarded-For is believed only from trusted proxies, right-most untrusted hop first", () => {
+  test("X-Forwarded-For is believed only from trusted proxies, right-most untrusted hop first", async () => {
     const trusted = proxyMatcher(["10.0.0.0/8", "::1"]);
     expect(clientAddress("203.0.113.9", "1.2.3.4", trusted)).toBe("203.0.113.9"); // untrusted peer: header ignored
     expect(clientAddress("10.1.2.3", "198.51.100.7", trusted)).toBe("198.51.100.7");
@@ -34,7 +34,7 @@ describe("token bucket", () => {
 
 describe("rate limiting over HTTP", () => {
   test("429 with Retry-After and a JSON body once a client's burst is spent; reads are not limited", async () => {
-    const t = testApp({ rateLimit: 1, rateBurst: 2 });
+    const t = await testApp({ rateLimit: 1, rateBurst: 2 });
     expect((await t.post("/upload", startReport("r1"))).status).toBe(201);
     expect((await t.post("/upload", startReport("r2"))).status).toBe(201);
     const limited = await t.post("/upload", startReport("r3"));
@@ -48,7 +48,7 @@ describe("rate limiting over HTTP", () => {
   });
 
   test("behind a trusted proxy each forwarded client has its own bucket", async () => {
-    const t = testApp({ rateLimit: 1, rateBurst: 1, trustedProxies: ["127.0.0.1", "::1"] });
+    const t = await testApp({ rateLimit: 1, rateBurst: 1, trustedProxies: ["127.0.0.1", "::1"] });
     const server = t.app.listen({ hostname: "127.0.0.1", port: 0 });
     try {
       const post = (id: string, client: string) =>
@@ -68,7 +68,7 @@ describe("rate limiting over HTTP", () => {
 
 describe("/metrics", () => {
   test("Prometheus text with requests, latency, batches, rejected reasons, rate limiting and installs by outcome", async () => {
-    const t = testApp({ rateLimit: 100, rateBurst: 5 });
+    const t = await testApp({ rateLimit: 100, rateBurst: 5 });
     await t.post("/upload", startReport("m1"));
     await t.post("/upload/updatestatus", { status: "failed", error: "exit code 1", random_id: "m1" });
     await t.post("/upload/updatestatus", { status: "done", random_id: "m1" }); // 409

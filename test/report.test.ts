@@ -65,7 +65,7 @@ type Row = {
   method: string | null; status: string; outcome: string; error: string | null; created_at: number; duration_ms: number | null;
 };
 
-const t = testApp();
+const t = await testApp();
 const base = Date.parse("2026-03-01T00:00:00Z");
 let rows: Row[] = [];
 
@@ -111,7 +111,7 @@ const WINDOWS = [
 ];
 
 describe("aggregates equal a recount of the raw rows", () => {
-  test("the data has every case in it", () => {
+  test("the data has every case in it", async () => {
     const o = outcomes(rows);
     expect(o.total).toBe(1500);
     for (const k of ["success", "failed", "aborted", "in_progress", "unknown"] as const) expect(o[k]).toBeGreaterThan(10);
@@ -242,16 +242,16 @@ describe("aggregates equal a recount of the raw rows", () => {
     }
   });
 
-  test("rollups equal a full recount (verify), and verify notices a tampered cell", () => {
-    const ok = verifyRollups(t.store);
+  test("rollups equal a full recount (verify), and verify notices a tampered cell", async () => {
+    const ok = (await verifyRollups(t.store));
     expect(ok).toMatchObject({ ok: true, records: 1500, mismatches: [], signatureGaps: 0 });
     const cell = t.sqlite.query("SELECT id, data FROM rollups WHERE app = '*' AND grain = 1 LIMIT 1").get() as { id: number; data: string };
     t.sqlite.run("UPDATE rollups SET data = ? WHERE id = ?", [cell.data.replace(/\[(\d+),/, (_, n) => `[${Number(n) + 1},`), cell.id]);
-    const bad = verifyRollups(t.store);
+    const bad = (await verifyRollups(t.store));
     expect(bad.ok).toBe(false);
     expect(bad.mismatches.length).toBe(1);
     t.sqlite.run("UPDATE rollups SET data = ? WHERE id = ?", [cell.data, cell.id]);
-    expect(verifyRollups(t.store).ok).toBe(true);
+    expect((await verifyRollups(t.store)).ok).toBe(true);
   });
 
   test("open hours are not stored, and folding them changes no answer", async () => {
@@ -263,8 +263,8 @@ describe("aggregates equal a recount of the raw rows", () => {
     expect(result).toMatchObject({ kind: "folded" });
     expect(result.kind === "folded" && result.hours).toBeGreaterThan(100);
     expect(stored(FOLD_AT)).toBeGreaterThan(0);
-    expect(t.store.foldedUntil()).toBe(base + 45 * DAY);
-    expect(verifyRollups(t.store)).toMatchObject({ ok: true, records: 1500 });
+    expect((await t.store.foldedUntil())).toBe(base + 45 * DAY);
+    expect((await verifyRollups(t.store))).toMatchObject({ ok: true, records: 1500 });
     const after = await Promise.all(questions.map((q) => t.get(`/api/stats/${q}`)));
     expect(after.map((r) => r.body)).toEqual(before.map((r) => r.body));
     expect(await t.writer.submit({ kind: "fold", until: base + 40 * DAY, at: t.clock() })).toEqual({ kind: "folded", hours: 0 }); // never backwards
@@ -346,7 +346,7 @@ describe("listing", () => {
 
 describe("rollups under concurrency", () => {
   test("concurrent starts and updates, updates racing their starts: rollups still equal a recount", async () => {
-    const c = testApp();
+    const c = await testApp();
     const ids = Array.from({ length: 400 }, (_, i) => `race-${i}`);
     await Promise.all(
       ids.flatMap((id, i) => [
@@ -354,7 +354,7 @@ describe("rollups under concurrency", () => {
         c.post("/upload/updatestatus", { status: i % 4 ? "done" : "failed", error: `exit code ${i % 3}`, random_id: id }),
       ]),
     );
-    const check = verifyRollups(c.store);
+    const check = (await verifyRollups(c.store));
     expect(check).toMatchObject({ ok: true, records: 400 });
     const summary = await c.get("/api/stats/summary");
     expect(summary.body.total).toBe(400);

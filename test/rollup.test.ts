@@ -9,7 +9,7 @@ const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
 });
 
 describe("addRecord", () => {
-  test("a record counted in and out again leaves an empty cell, with no zero entries", () => {
+  test("a record counted in and out again leaves an empty cell, with no zero entries", async () => {
     for (const app of [ALL_APPS, appSlice("jellyfin")]) {
       const cell = emptyData();
       const r = record();
@@ -22,7 +22,7 @@ describe("addRecord", () => {
     }
   });
 
-  test("counting a removal in place equals merging the same counts as a delta", () => {
+  test("counting a removal in place equals merging the same counts as a delta", async () => {
     const a = record({ nsapp: "pihole", outcome: "success", status: "done", error: null });
     const b = record();
     const inPlace = emptyData();
@@ -42,7 +42,7 @@ describe("addRecord", () => {
 });
 
 describe("RollupDeltas", () => {
-  test("open hours keep records to count; folded hours become cells of every grain", () => {
+  test("open hours keep records to count; folded hours become cells of every grain", async () => {
     const deltas = new RollupDeltas(10 * HOUR);
     deltas.add(record({ createdAt: 10 * HOUR + 1 }), "failed", 1, "sig1");
     deltas.add(record({ createdAt: 9 * HOUR }), "failed", 1, "sig1");

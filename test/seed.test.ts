@@ -19,7 +19,7 @@ const catalogue = new Map<string, AppSpec>(buildCatalogue().map((app) => [app.na
 let sample: SeedInstall[] = [];
 const opts: SeedOptions = seedOptions({ records: SAMPLE, days: 365, end: END, seed: 7 });
 
-beforeAll(() => {
+beforeAll(async () => {
   sample = [...generateInstalls(opts)];
 });
 
@@ -36,7 +36,7 @@ function countBy<T>(items: Iterable<T>, key: (t: T) => string): Map<string, numb
 }
 
 describe("PRNG and ids", () => {
-  test("a seed gives the same stream; uuids are version 4 and distinct", () => {
+  test("a seed gives the same stream; uuids are version 4 and distinct", async () => {
     const a = new Rng(42);
     const b = new Rng(42);
     const c = new Rng(43);
@@ -49,7 +49,7 @@ describe("PRNG and ids", () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  test("the catalogue has hundreds of apps of every install type", () => {
+  test("the catalogue has hundreds of apps of every install type", async () => {
     expect(catalogue.size).toBeGreaterThanOrEqual(250);
     const types = countBy(catalogue.values(), (a) => a.type);
     for (const t of ["lxc", "vm", "turnkey", "pve", "addon", "tool"]) expect(types.get(t) ?? 0).toBeGreaterThan(0);
@@ -65,7 +65,7 @@ describe("PRNG and ids", () => {
 });
 
 describe("generator", () => {
-  test("exactly N records, deterministic for a seed, different for another", () => {
+  test("exactly N records, deterministic for a seed, different for another", async () => {
     for (const n of [0, 1, 7, 1000]) expect([...generateInstalls({ ...opts, records: n })].length).toBe(n);
     expect(sample.length).toBe(SAMPLE);
     const again = [...generateInstalls({ ...opts, records: 2000 })];
@@ -76,7 +76,7 @@ describe("generator", () => {
     expect(new Set(sample.map((r) => r.report.randomId)).size).toBe(SAMPLE);
   });
 
-  test("times lie in [end - days, end], in start order, updates after their start", () => {
+  test("times lie in [end - days, end], in start order, updates after their start", async () => {
     const from = END - 365 * DAY;
     let previous = -Infinity;
     for (const r of sample) {
@@ -96,14 +96,14 @@ describe("generator", () => {
     expect(lastMonth).toBeGreaterThan(firstMonth * 1.5);
   });
 
-  test("daily and weekly rhythm: evening peak, night trough, busier weekends", () => {
+  test("daily and weekly rhythm: evening peak, night trough, busier weekends", async () => {
     const byHour = countBy(sample, (r) => String(new Date(r.at).getUTCHours()));
     expect(byHour.get("19")!).toBeGreaterThan(byHour.get("6")! * 2);
     const byDay = countBy(sample, (r) => String(new Date(r.at).getUTCDay()));
     expect(byDay.get("6")!).toBeGreaterThan(byDay.get("2")! * 1.2);
   });
 
-  test("popularity is long-tailed", () => {
+  test("popularity is long-tailed", async () => {
     const apps = [...countBy(sample, (r) => r.report.nsapp!).values()].sort((a, b) => b - a);
     expect(apps.length).toBeGreaterThan(200);
     const top = apps[0]!;
@@ -117,7 +117,7 @@ describe("generator", () => {
     expect(top20 / SAMPLE).toBeLessThan(0.75);
   });
 
-  test("outcomes: mostly done, a few failed, some aborted, a small share still installing", () => {
+  test("outcomes: mostly done, a few failed, some aborted, a small share still installing", async () => {
     const outcomes = countBy(sample, finalOutcome);
     const share = (o: string) => (outcomes.get(o) ?? 0) / SAMPLE;
     expect(share("success")).toBeGreaterThan(0.8);
@@ -135,7 +135,7 @@ describe("generator", () => {
     }
   });
 
-  test("every app's failure rate is within its configured range", () => {
+  test("every app's failure rate is within its configured range", async () => {
     const byApp = new Map<string, { n: number; failed: number }>();
     for (const r of sample) {
       const s = byApp.get(r.report.nsapp!) ?? { n: 0, failed: 0 };
@@ -160,7 +160,7 @@ describe("generator", () => {
     expect(frigate.failed / frigate.n).toBeGreaterThan(0.15);
   });
 
-  test("failed installs carry real-looking error texts, normalized (IPs masked), grouping into signatures", () => {
+  test("failed installs carry real-looking error texts, normalized (IPs masked), grouping into signatures", async () => {
     const failed = sample.filter((r) => finalOutcome(r) === "failed");
     const texts = new Set<string>();
     const signatures = new Set<string>();
@@ -191,7 +191,7 @@ describe("generator", () => {
     }
   });
 
-  test("durations: per-app log-normal medians of 1-10 minutes with a long tail", () => {
+  test("durations: per-app log-normal medians of 1-10 minutes with a long tail", async () => {
     const ms = sample.filter((r) => r.update).map((r) => r.updateAt! - r.at).sort((a, b) => a - b);
     expect(ms[0]!).toBeGreaterThanOrEqual(4000);
     expect(ms[ms.length - 1]!).toBeLessThanOrEqual(10 * 3_600_000);
@@ -218,7 +218,7 @@ describe("generator", () => {
     expect(checked).toBeGreaterThan(10);
   });
 
-  test("fields look like real clients: VMs, containers, host scripts, OS and host versions", () => {
+  test("fields look like real clients: VMs, containers, host scripts, OS and host versions", async () => {
     for (const r of sample) {
       const s = r.report;
       if (s.type === "vm") {
@@ -273,16 +273,16 @@ describe("seedDatabase", () => {
     return { sqlite, store: createSqliteStore(sqlite, db) };
   }
 
-  test("writes exactly N installs through Store.write, in bounded batches, rollups included", () => {
+  test("writes exactly N installs through Store.write, in bounded batches, rollups included", async () => {
     const { sqlite, store } = memoryStore();
     const batches: WriteOp[][] = [];
     const spy: Store = { ...store, write: (ops) => (batches.push([...ops]), store.write(ops)) };
     const progress: number[] = [];
     const options = small(20_000);
-    const result = seedDatabase(spy, options, (p) => {
+    const result = (await seedDatabase(spy, options, (p) => {
       expect(p.total).toBe(20_000);
       progress.push(p.written);
-    });
+    }));
     expect(result.records).toBe(20_000);
     expect(result.seconds).toBeGreaterThan(0);
     expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 20_000 });
@@ -312,26 +312,26 @@ describe("seedDatabase", () => {
     store.close();
   }, 60_000); // generous for a loaded machine
 
-  test("refuses to seed the same seed and window twice; another seed or window adds to the database", () => {
+  test("refuses to seed the same seed and window twice; another seed or window adds to the database", async () => {
     const { sqlite, store } = memoryStore();
-    seedDatabase(store, small(300));
-    expect(() => seedDatabase(store, small(300))).toThrow(/already holds the records of seed 3/);
-    expect(() => seedDatabase(store, small(50))).toThrow(/already holds the records of seed 3/);
+    (await seedDatabase(store, small(300)));
+    await expect(seedDatabase(store, small(300))).rejects.toThrow(/already holds the records of seed 3/);
+    await expect(seedDatabase(store, small(50))).rejects.toThrow(/already holds the records of seed 3/);
     expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 300 });
-    expect(seedDatabase(store, small(200, { seed: 4 })).records).toBe(200);
-    expect(seedDatabase(store, small(100, { days: 29 })).records).toBe(100);
-    expect(seedDatabase(store, small(100, { end: END - DAY })).records).toBe(100);
+    expect((await seedDatabase(store, small(200, { seed: 4 }))).records).toBe(200);
+    expect((await seedDatabase(store, small(100, { days: 29 }))).records).toBe(100);
+    expect((await seedDatabase(store, small(100, { end: END - DAY }))).records).toBe(100);
     expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 700 });
     expect(sqlite.query("SELECT count(*) AS n FROM rejected_reports").get()).toEqual({ n: 0 });
     store.close();
   });
 
-  test("rejects nonsense options", () => {
+  test("rejects nonsense options", async () => {
     const { store } = memoryStore();
-    expect(() => seedDatabase(store, small(-1))).toThrow(RangeError);
-    expect(() => seedDatabase(store, small(10, { days: 0 }))).toThrow(RangeError);
-    expect(() => seedDatabase(store, small(10, { batchSize: 1 }))).toThrow(RangeError);
-    expect(() => seedDatabase(store, small(10, { end: END + 0.5 }))).toThrow(RangeError);
+    await expect(seedDatabase(store, small(-1))).rejects.toThrow(RangeError);
+    await expect(seedDatabase(store, small(10, { days: 0 }))).rejects.toThrow(RangeError);
+    await expect(seedDatabase(store, small(10, { batchSize: 1 }))).rejects.toThrow(RangeError);
+    await expect(seedDatabase(store, small(10, { end: END + 0.5 }))).rejects.toThrow(RangeError);
     expect(() => [...generateInstalls(small(10, { records: 1.5 }))]).toThrow(RangeError);
     store.close();
   });

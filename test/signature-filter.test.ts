@@ -13,7 +13,7 @@ const row = (i: number, error: string): Install => ({
 /** A store listing over `rows` (already newest first), counting the rows it reads. */
 function reader(rows: Install[]) {
   const stats = { read: 0 };
-  const read: PageReader = (after, limit) => {
+  const read: PageReader = async (after, limit) => {
     const start = after ? rows.findIndex((r) => r.createdAt === after.createdAt) + 1 : 0;
     const page = rows.slice(start, start + limit);
     stats.read += page.length;
@@ -29,12 +29,12 @@ const rare = signatureId(errorSignature("exit code 7")!);
 const rows = Array.from({ length: 1000 }, (_, k) => row(999 - k, k % 10 === 3 ? `exit code 7` : `curl: (6) Could not resolve host ${k}.example`));
 
 describe("signaturePage", () => {
-  test("pages hold exactly the matching rows, and the pages together hold all of them once", () => {
+  test("pages hold exactly the matching rows, and the pages together hold all of them once", async () => {
     const { read } = reader(rows);
     const seen: string[] = [];
     let after: ListCursor | undefined;
     for (;;) {
-      const page = signaturePage(read, rare, 7, after, 100_000);
+      const page = await signaturePage(read, rare, 7, after, 100_000);
       expect(page.rows.length).toBeLessThanOrEqual(7);
       seen.push(...page.rows.map((r) => r.randomId));
       if (!page.next) break;
@@ -43,14 +43,14 @@ describe("signaturePage", () => {
     expect(seen).toEqual(rows.filter((r) => r.error === "exit code 7").map((r) => r.randomId));
   });
 
-  test("a read cap bounds one call; the cursor resumes where it stopped", () => {
+  test("a read cap bounds one call; the cursor resumes where it stopped", async () => {
     const { read, stats } = reader(rows);
-    const first = signaturePage(read, signatureId("no such signature"), 50, undefined, 300);
+    const first = await signaturePage(read, signatureId("no such signature"), 50, undefined, 300);
     expect(first.rows).toEqual([]);
     expect(stats.read).toBeGreaterThanOrEqual(300);
     expect(stats.read).toBeLessThan(400);
     expect(first.next).not.toBeNull();
-    const rest = signaturePage(read, signatureId("no such signature"), 50, first.next!, 100_000);
+    const rest = await signaturePage(read, signatureId("no such signature"), 50, first.next!, 100_000);
     expect(rest.next).toBeNull();
     expect(stats.read).toBe(rows.length);
   });

@@ -12,28 +12,28 @@ import type { Store, WriteOp } from "../src/store/contract.ts";
 
 describe("delete", () => {
   test("removes the record, its held update and its rejected-log bodies; rollups follow", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("gone", { nsapp: "x" }));
     await t.post("/upload/updatestatus", { status: "failed", error: "exit code 3", random_id: "gone" });
     await t.post("/upload/updatestatus", { status: "done", random_id: "gone" }); // 409: logged with its random_id
     await t.post("/upload", startReport("kept", { nsapp: "x" }));
     await t.post("/upload/updatestatus", { status: "done", random_id: "held-only" });
-    expect(t.rejected().filter((r) => r.randomId === "gone").length).toBe(1);
+    expect((await t.rejected()).filter((r) => r.randomId === "gone").length).toBe(1);
 
     expect(await t.writer.submit({ kind: "delete", randomId: "gone", at: t.clock() })).toEqual({ kind: "deleted", found: true });
     expect(await t.writer.submit({ kind: "delete", randomId: "held-only", at: t.clock() })).toEqual({ kind: "deleted", found: true });
     expect(await t.writer.submit({ kind: "delete", randomId: "never", at: t.clock() })).toEqual({ kind: "deleted", found: false });
     expect((await t.get("/api/installs/gone")).status).toBe(404);
-    expect(t.rejected().filter((r) => r.randomId === "gone")).toEqual([]);
+    expect((await t.rejected()).filter((r) => r.randomId === "gone")).toEqual([]);
     expect(t.sqlite.query("SELECT count(*) AS n FROM held_updates").get()).toEqual({ n: 0 });
     expect((await t.get("/api/stats/summary")).body).toMatchObject({ total: 1, failed: 0, in_progress: 1 });
-    expect(verifyRollups(t.store)).toMatchObject({ ok: true, records: 1 });
+    expect((await verifyRollups(t.store))).toMatchObject({ ok: true, records: 1 });
   });
 });
 
 describe("expire", () => {
   test("an install stuck in progress becomes unknown, keeps its status, and still takes a late final status", async () => {
-    const t = testApp();
+    const t = await testApp();
     await t.post("/upload", startReport("stuck"));
     await t.post("/upload", startReport("done-one"));
     await t.post("/upload/updatestatus", { status: "done", random_id: "done-one" });
@@ -42,20 +42,20 @@ describe("expire", () => {
     expect(await t.writer.submit({ kind: "expire", randomId: "done-one", at: t.clock() })).toEqual({ kind: "expired", changed: false });
     expect((await t.get("/api/installs/stuck")).body).toMatchObject({ status: "installing", outcome: "unknown" });
     expect((await t.get("/api/stats/summary")).body).toMatchObject({ unknown: 1, in_progress: 0, success: 1 });
-    expect(verifyRollups(t.store).ok).toBe(true);
+    expect((await verifyRollups(t.store)).ok).toBe(true);
 
     const late = await t.post("/upload/updatestatus", { status: "failed", error: "exit code 1", random_id: "stuck" });
     expect(late.status).toBe(200);
     expect((await t.get("/api/installs/stuck")).body).toMatchObject({ status: "failed", outcome: "failed", duration_s: 3 * 3600 });
     expect((await t.get("/api/stats/summary")).body).toMatchObject({ unknown: 0, failed: 1 });
-    expect(verifyRollups(t.store).ok).toBe(true);
+    expect((await verifyRollups(t.store)).ok).toBe(true);
     expect((await t.post("/upload/updatestatus", { status: "done", random_id: "stuck" })).status).toBe(409);
   });
 });
 
 describe("rebuildRollups", () => {
   test("recomputes every cell from the records: a wiped or damaged rollup table is exact again", async () => {
-    const t = testApp();
+    const t = await testApp();
     for (let i = 0; i < 50; i++) {
       await t.post("/upload", startReport(`rb-${i}`, { nsapp: `app-${i % 5}` }));
       if (i % 3) await t.post("/upload/updatestatus", { status: i % 2 ? "done" : "failed", error: `exit code ${i % 4}`, random_id: `rb-${i}` });
@@ -68,9 +68,9 @@ describe("rebuildRollups", () => {
     expect(before.total).toBe(50);
     t.sqlite.run("DELETE FROM rollups WHERE grain = 2");
     t.sqlite.run("UPDATE rollups SET data = '{\"dims\":{},\"dur\":{}}' WHERE id IN (SELECT id FROM rollups LIMIT 3)");
-    expect(verifyRollups(t.store).ok).toBe(false);
-    t.store.rebuildRollups();
-    expect(verifyRollups(t.store)).toMatchObject({ ok: true, records: 50 });
+    expect((await verifyRollups(t.store)).ok).toBe(false);
+    (await t.store.rebuildRollups());
+    expect((await verifyRollups(t.store))).toMatchObject({ ok: true, records: 50 });
     expect((await t.get("/api/stats/summary?days=60")).body).toEqual(before);
   });
 });
@@ -80,9 +80,9 @@ describe("open hours", () => {
     ({ randomId, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "yes", nsapp, method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null }) as const;
   const start = (id: string, nsapp: string, at: number): WriteOp => ({ kind: "start", endpoint: "upload", report: report(id, nsapp), raw: new Uint8Array(), repairs: [], at });
   const done = (id: string, at: number): WriteOp => ({ kind: "update", endpoint: "updatestatus", update: { randomId: id, status: "failed", outcome: "failed", error: "exit code 2" }, raw: new Uint8Array(), repairs: [], at });
-  const hourCells = (s: Store) => s.rollupCells(0, 0, Number.MAX_SAFE_INTEGER).sort((x, y) => x.bucket - y.bucket || x.app.localeCompare(y.app));
+  const hourCells = async (s: Store) => (await s.rollupCells(0, 0, Number.MAX_SAFE_INTEGER)).sort((x, y) => x.bucket - y.bucket || x.app.localeCompare(y.app));
 
-  test("live in memory, are recounted by a new connection, follow another connection's writes, and fold into stored cells", () => {
+  test("live in memory, are recounted by a new connection, follow another connection's writes, and fold into stored cells", async () => {
     const dir = mkdtempSync(join(tmpdir(), "open-hours-"));
     const path = join(dir, "installstats.db");
     const open = () => {
@@ -92,36 +92,36 @@ describe("open hours", () => {
     try {
       const a = open();
       const now = Date.now();
-      expect(a.foldedUntil()).toBeLessThanOrEqual(now); // a new database: from this hour on, hours are open
-      a.write(Array.from({ length: 20 }, (_, i) => start(`a-${i}`, `app-${i % 3}`, now + i * 60_000)));
-      a.write([done("a-1", now + 3_600_000), done("a-2", now + 3_600_000)]);
-      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 20 });
+      expect(await a.foldedUntil()).toBeLessThanOrEqual(now); // a new database: from this hour on, hours are open
+      await a.write(Array.from({ length: 20 }, (_, i) => start(`a-${i}`, `app-${i % 3}`, now + i * 60_000)));
+      await a.write([done("a-1", now + 3_600_000), done("a-2", now + 3_600_000)]);
+      expect((await verifyRollups(a))).toMatchObject({ ok: true, records: 20 });
       const stored = open();
-      expect(hourCells(stored)).toEqual(hourCells(a)); // recounted from the records
-      expect(verifyRollups(stored)).toMatchObject({ ok: true, records: 20 });
+      expect(await hourCells(stored)).toEqual(await hourCells(a)); // recounted from the records
+      expect((await verifyRollups(stored))).toMatchObject({ ok: true, records: 20 });
 
-      stored.write([start("b-1", "app-9", now), done("a-3", now + 7_200_000)]); // another connection writes
-      expect(hourCells(a)).toEqual(hourCells(stored));
-      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
-      a.write([done("b-1", now + 60_000)]);
-      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
-      expect(verifyRollups(stored)).toMatchObject({ ok: true, records: 21 });
+      await stored.write([start("b-1", "app-9", now), done("a-3", now + 7_200_000)]); // another connection writes
+      expect(await hourCells(a)).toEqual(await hourCells(stored));
+      expect((await verifyRollups(a))).toMatchObject({ ok: true, records: 21 });
+      await a.write([done("b-1", now + 60_000)]);
+      expect((await verifyRollups(a))).toMatchObject({ ok: true, records: 21 });
+      expect((await verifyRollups(stored))).toMatchObject({ ok: true, records: 21 });
 
       // Folded: the cells are stored, and reads keep them parsed; a later change to a folded
       // hour (here, from either connection) is what the next read sees.
       const day = (s: Store) => s.readRollups({ grain: 1, app: "*", from: 0, to: Number.MAX_SAFE_INTEGER, parts: ["data", "apps", "errors"] });
-      a.write([{ kind: "fold", until: now + 24 * 3_600_000, at: now }]);
-      expect(day(a)).toEqual(day(stored));
-      const failedOf = (s: Store) => day(s).reduce((n, c) => n + (c.data.dims.type?.lxc?.[1] ?? 0), 0);
-      expect(failedOf(a)).toBe(4);
-      a.write([done("a-4", now + 2 * 3_600_000)]);
-      expect(failedOf(a)).toBe(5);
-      stored.write([done("a-5", now + 2 * 3_600_000)]);
-      expect(failedOf(a)).toBe(6);
-      expect(failedOf(stored)).toBe(6);
-      expect(verifyRollups(a)).toMatchObject({ ok: true, records: 21 });
-      a.close();
-      stored.close();
+      await a.write([{ kind: "fold", until: now + 24 * 3_600_000, at: now }]);
+      expect(await day(a)).toEqual(await day(stored));
+      const failedOf = async (s: Store) => (await day(s)).reduce((n, c) => n + (c.data.dims.type?.lxc?.[1] ?? 0), 0);
+      expect(await failedOf(a)).toBe(4);
+      await a.write([done("a-4", now + 2 * 3_600_000)]);
+      expect(await failedOf(a)).toBe(5);
+      await stored.write([done("a-5", now + 2 * 3_600_000)]);
+      expect(await failedOf(a)).toBe(6);
+      expect(await failedOf(stored)).toBe(6);
+      expect((await verifyRollups(a))).toMatchObject({ ok: true, records: 21 });
+      await a.close();
+      await stored.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

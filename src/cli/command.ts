@@ -42,9 +42,9 @@ export const missingDatabase = (location: string): UsageError =>
  * Opens the command's database (--db), migrated. Only commands that put data in (`create`) make a
  * new one; the others refuse a missing database rather than report on an empty one they made.
  */
-export function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability }): Engine {
+export async function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability }): Promise<Engine> {
   try {
-    return openEngine(ctx.config.db, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create });
+    return await openEngine(ctx.config.db, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create });
   } catch (e) {
     throw e instanceof DatabaseMissingError ? missingDatabase(ctx.config.db) : e;
   }

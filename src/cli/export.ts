@@ -92,7 +92,7 @@ export const exportCommand: Command = {
     const out = ctx.flags.out;
     if (out !== undefined && (typeof out !== "string" || out === "")) throw new UsageError("--out needs a file name");
     if (out !== undefined && !existsSync(dirname(out))) throw new UsageError(`directory ${dirname(out)} does not exist`);
-    const engine = openDatabaseOf(ctx, { create: false });
+    const engine = await openDatabaseOf(ctx, { create: false });
     const temp = out === undefined ? null : join(dirname(out), `.${basename(out)}.export-${process.pid}.tmp`);
     const file = temp === null ? null : await open(temp, "w");
     try {
@@ -117,7 +117,7 @@ export const exportCommand: Command = {
         await file.close().catch(() => {});
         await rm(temp, { force: true });
       }
-      engine.close();
+      await engine.close();
     }
   },
 };

@@ -19,7 +19,7 @@ export const importCommand: Command = {
       if (statSync(file).isDirectory()) throw new UsageError(`${file} is a directory`);
     }
     const input = file === "-" ? Bun.stdin.stream() : Bun.file(file).stream();
-    const engine = openDatabaseOf(ctx, { create: true });
+    const engine = await openDatabaseOf(ctx, { create: true });
     const { store } = engine;
     let shown = 0;
     try {
@@ -43,7 +43,7 @@ export const importCommand: Command = {
       if (e instanceof ImportFormatError) throw new UsageError(`${file === "-" ? "stdin" : file}: ${e.message} (records before this point were imported)`);
       throw e;
     } finally {
-      engine.close();
+      await engine.close();
     }
   },
 };

@@ -16,7 +16,7 @@ export const prune: Command = {
     if (!Number.isFinite(age) || age <= 0) throw new UsageError(`--older-than must be a duration such as 400d, 12w or 36h, got ${JSON.stringify(raw)}`);
     if (ctx.positionals.length > 0) throw new UsageError("prune takes no arguments");
     const now = Date.now();
-    const engine = openDatabaseOf(ctx, { create: false });
+    const engine = await openDatabaseOf(ctx, { create: false });
     const { store } = engine;
     try {
       const result = await pruneOlderThan(
@@ -27,7 +27,7 @@ export const prune: Command = {
       ctx.out(`${JSON.stringify(result)}\n`);
       return 0;
     } finally {
-      engine.close();
+      await engine.close();
     }
   },
 };

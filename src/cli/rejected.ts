@@ -11,15 +11,15 @@ export const rejected: Command = {
     limit: { type: "string", help: "most entries to list (default 100)" },
     reason: { type: "string", help: REJECT_REASONS.join(" | ") },
   },
-  run(ctx) {
+  async run(ctx) {
     const limit = countFlag(ctx, "limit", 100);
     const reason = ctx.flags.reason;
     if (reason !== undefined && (typeof reason !== "string" || !isReason(reason))) throw new UsageError(`--reason must be one of ${REJECT_REASONS.join(", ")}`);
-    const engine = openDatabaseOf(ctx, { create: false });
+    const engine = await openDatabaseOf(ctx, { create: false });
     try {
-      for (const entry of engine.store.listRejected({ limit, reason })) ctx.out(`${JSON.stringify(toRejectedJson(entry))}\n`);
+      for (const entry of await engine.store.listRejected({ limit, reason })) ctx.out(`${JSON.stringify(toRejectedJson(entry))}\n`);
     } finally {
-      engine.close();
+      await engine.close();
     }
     return 0;
   },

@@ -16,7 +16,7 @@ export const replay: Command = {
     }
     const limit = ctx.flags.limit === undefined ? undefined : countFlag(ctx, "limit", 1);
     if (ctx.positionals.length > 0) throw new UsageError("replay takes no arguments");
-    const engine = openDatabaseOf(ctx, { create: false });
+    const engine = await openDatabaseOf(ctx, { create: false });
     const { store } = engine;
     try {
       const summary = await replayRejected(
@@ -33,7 +33,7 @@ export const replay: Command = {
       ctx.out(`${JSON.stringify(summary)}\n`);
       return 0;
     } finally {
-      engine.close();
+      await engine.close();
     }
   },
 };

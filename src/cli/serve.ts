@@ -9,7 +9,7 @@ export const serve: Command = {
   async run({ config, version, out, workers }) {
     const clock = Date.now;
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
-    const runtime = createRuntime(config, { clock, log, version, workers });
+    const runtime = await createRuntime(config, { clock, log, version, workers });
     const { app } = runtime;
     try {
       app.listen({ hostname: config.host, port: config.port });

@@ -11,7 +11,7 @@ const labelText = (labels: Labels) => {
 };
 
 interface Metric {
-  render(): string;
+  render(): string | Promise<string>;
 }
 
 class Counter implements Metric {
@@ -33,12 +33,14 @@ class Counter implements Metric {
   }
 }
 
-/** A gauge read when scraped. */
+type GaugeValues = { labels?: Labels; value: number }[];
+
+/** A gauge read when scraped (from storage too, hence asynchronously). */
 export class Gauge implements Metric {
-  constructor(readonly name: string, readonly help: string, private read: () => { labels?: Labels; value: number }[]) {}
-  render(): string {
+  constructor(readonly name: string, readonly help: string, private read: () => GaugeValues | Promise<GaugeValues>) {}
+  async render(): Promise<string> {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
-    for (const { labels = {}, value } of this.read()) lines.push(`${this.name}${labelText(labels)} ${value}`);
+    for (const { labels = {}, value } of await this.read()) lines.push(`${this.name}${labelText(labels)} ${value}`);
     return lines.join("\n");
   }
 }
@@ -72,8 +74,8 @@ class Registry {
     this.metrics.push(m);
     return m;
   }
-  render(): string {
-    return `${this.metrics.map((m) => m.render()).join("\n")}\n`;
+  async render(): Promise<string> {
+    return `${(await Promise.all(this.metrics.map((m) => m.render()))).join("\n")}\n`;
   }
 }
 

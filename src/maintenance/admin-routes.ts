@@ -37,7 +37,7 @@ export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommit
     )
     .get(
       "/api/admin/rejected",
-      ({ query }) => ({ entries: store.listRejected({ limit: query.limit ?? 100, reason: query.reason, before: query.before }).map(toRejectedJson) }),
+      async ({ query }) => ({ entries: (await store.listRejected({ limit: query.limit ?? 100, reason: query.reason, before: query.before })).map(toRejectedJson) }),
       {
         query: t.Object({
           limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000 })),

@@ -9,13 +9,13 @@ const CHUNK = 500;
 
 /** Expires what is still in progress among the installs created since the last check, then moves the mark. */
 export async function expireStuck(store: MaintenanceReads, writer: GroupCommitWriter, olderThanMs: number, now: number): Promise<number> {
-  const mark = store.stuckCheckedUntil();
+  const mark = await store.stuckCheckedUntil();
   const before = now - olderThanMs;
   if (before <= mark) return 0;
   let expired = 0;
   let from = mark;
   for (;;) {
-    const stuck = store.stuckInstalls(from, before, CHUNK);
+    const stuck = await store.stuckInstalls(from, before, CHUNK);
     const results = await Promise.all(stuck.map(({ randomId }) => writer.submit({ kind: "expire", randomId, at: now })));
     const changed = results.filter((r) => r.kind === "expired" && r.changed).length;
     expired += changed;

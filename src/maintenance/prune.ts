@@ -39,7 +39,7 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
   if (!Number.isFinite(cutoff)) throw new RangeError(`cutoff must be a time, got ${cutoff}`);
   const result: PruneResult = { cutoff: new Date(cutoff).toISOString(), dry_run: dryRun, installs: 0, held: 0, rejected: 0 };
 
-  const before = store.countBefore(cutoff);
+  const before = await store.countBefore(cutoff);
   if (dryRun) return { ...result, ...before };
 
   // Entries of deleted installs go with them (delete op), the rest with forget-rejected: counted up front.
@@ -50,12 +50,12 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
   };
 
   // Oldest first, one chunk at a time; the keyset continues after the rows just deleted.
-  for (const chunk of store.installChunks({ to: cutoff }, { chunkRows: batchSize })) {
+  for await (const chunk of store.installChunks({ to: cutoff }, { chunkRows: batchSize })) {
     result.installs += await remove(chunk.map((r) => r.randomId));
     opts.onProgress?.(result.installs);
   }
   for (;;) {
-    const ids = store.heldBefore(cutoff, batchSize);
+    const ids = await store.heldBefore(cutoff, batchSize);
     if (ids.length === 0) break;
     result.held += ids.length;
     await remove(ids);

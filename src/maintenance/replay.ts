@@ -58,12 +58,12 @@ export async function replayRejected(deps: { store: MaintenanceReads; commit: Co
     summary.results[key] = (summary.results[key] ?? 0) + 1;
   };
 
-  summary.skipped = store.countReplayed(reasons, STILL_INVALID);
+  summary.skipped = await store.countReplayed(reasons, STILL_INVALID);
 
   // Oldest first (ids grow with arrival), so a start report is replayed before its status update.
   let after = 0;
   while (remaining > 0) {
-    const entries = store.replayCandidates({ reasons, retryPrefix: STILL_INVALID, afterId: after, limit: Math.min(batchSize, remaining) });
+    const entries = await store.replayCandidates({ reasons, retryPrefix: STILL_INVALID, afterId: after, limit: Math.min(batchSize, remaining) });
     if (entries.length === 0) break;
     after = entries.at(-1)!.id;
     remaining -= entries.length;

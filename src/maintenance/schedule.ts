@@ -4,9 +4,10 @@ import type { GroupCommitWriter } from "../store/writer.ts";
 import type { MaintenanceReads } from "../store/contract.ts";
 import { expireStuckJob } from "./expire-stuck.ts";
 import type { Job } from "./jobs.ts";
+import { HOUR } from "../domain/time.ts";
 import type { Maintenance } from "./maintenance.ts";
 
-const HOUR = 3_600_000;
+
 
 export function scheduledJobs(deps: { config: Config; store: MaintenanceReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }): Job[] {
   const { config, maintenance, writer, clock } = deps;

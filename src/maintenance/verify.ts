@@ -32,8 +32,8 @@ function canonical(value: unknown): string {
 const MAX_REPORTED = 20;
 
 /** Recounts day by day (memory stays bounded by one day of cells) and compares every cell. */
-export function verifyRollups(store: StoreReads, onDay?: (day: number, last: number) => void): RollupCheck {
-  const span = store.recordSpan();
+export async function verifyRollups(store: StoreReads, onDay?: (day: number, last: number) => void): Promise<RollupCheck> {
+  const span = await store.recordSpan();
   const firstDay = span ? span.first - (span.first % DAY) : 0;
   const endDay = span ? span.last - (span.last % DAY) + DAY : 0;
   const check: RollupCheck = { ok: true, records: 0, cells: 0, mismatches: [], signatureGaps: 0 };
@@ -41,11 +41,11 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
     check.ok = false;
     if (check.mismatches.length < MAX_REPORTED) check.mismatches.push(m);
   };
-  const foldedUntil = store.foldedUntil();
+  const foldedUntil = await store.foldedUntil();
   const knownSignatures = new Map<string, Set<string>>();
-  const signatureApps = (id: string): Set<string> | undefined => {
+  const signatureApps = async (id: string): Promise<Set<string> | undefined> => {
     if (!knownSignatures.has(id)) {
-      const [row] = store.signatures([id]);
+      const [row] = await store.signatures([id]);
       knownSignatures.set(id, new Set(row ? row.apps : ["\u0000missing"]));
     }
     return knownSignatures.get(id);
@@ -54,7 +54,7 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
   // Cells outside the records' days (months) must not exist at all.
   for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
     const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
-    for (const stray of [...store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start), ...store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER)]) {
+    for (const stray of [...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)), ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER))]) {
       mismatch({ grain, app: stray.app, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
     }
   }
@@ -63,8 +63,8 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
   // compared when the month is done.
   const monthExpected = new Map<string, { key: RollupKey; data: RollupData }>();
   let currentMonth: number | null = null;
-  const checkMonth = (month: number) => {
-    const stored = new Map(store.rollupCells(GRAINS.month, month, month + 1).map((c) => [c.app, c.data]));
+  const checkMonth = async (month: number) => {
+    const stored = new Map((await store.rollupCells(GRAINS.month, month, month + 1)).map((c) => [c.app, c.data]));
     for (const { key, data } of monthExpected.values()) {
       check.cells++;
       const have = stored.get(key.app);
@@ -81,22 +81,22 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
     onDay?.(day, endDay);
     const month = bucketStart(day, GRAINS.month);
     if (month !== currentMonth) {
-      if (currentMonth !== null) checkMonth(currentMonth);
+      if (currentMonth !== null) await checkMonth(currentMonth);
       currentMonth = month;
     }
     const expected = new RollupDeltas(foldedUntil);
-    for (const r of store.iterateInstalls({ from: day, to: day + DAY })) {
+    for await (const r of store.iterateInstalls({ from: day, to: day + DAY })) {
       check.records++;
       expected.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
       const signature = r.outcome === "failed" ? errorSignature(r.error) : null;
       if (signature !== null) {
-        const apps = signatureApps(signatureId(signature));
+        const apps = await signatureApps(signatureId(signature));
         if (!apps || apps.has("\u0000missing") || (r.nsapp !== null && !apps.has(r.nsapp))) check.signatureGaps++;
       }
     }
     const stored = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
     for (const grain of [GRAINS.hour, GRAINS.day]) {
-      for (const c of store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.app}`, { grain, ...c });
+      for (const c of await store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.app}`, { grain, ...c });
     }
     // Open hours' cells (in hour grain only) are compared like stored ones.
     for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {
@@ -117,7 +117,7 @@ export function verifyRollups(store: StoreReads, onDay?: (day: number, last: num
       mismatch({ grain: extra.grain, app: extra.app, bucket: new Date(extra.bucket).toISOString(), expected: null, stored: extra.data });
     }
   }
-  if (currentMonth !== null) checkMonth(currentMonth);
+  if (currentMonth !== null) await checkMonth(currentMonth);
   if (check.signatureGaps > 0) check.ok = false;
   return check;
 }

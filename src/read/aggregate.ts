@@ -252,13 +252,15 @@ export function errorCounts(cells: readonly Cell[]): [string, number][] {
 export const SCANNED: Extract<Plan, { source: "rollup" }> = { source: "rollup", app: ALL_APPS, only: null, outcome: null };
 
 /** Folds records into cells (one per `bucketOf` value), as rollups would hold them. */
-export function foldRecords(records: Iterable<RollupRecord>, bucketOf: (r: RollupRecord) => number): Cell[] {
+export async function foldRecords(chunks: AsyncIterable<readonly RollupRecord[]>, bucketOf: (r: RollupRecord) => number): Promise<Cell[]> {
   const cells = new Map<number, RollupData>();
-  for (const r of records) {
-    const bucket = bucketOf(r);
-    let data = cells.get(bucket);
-    if (!data) cells.set(bucket, (data = emptyData()));
-    addRecord(data, r, r.outcome, 1, ALL_APPS, failureSignatureId(r.outcome, r.error));
+  for await (const records of chunks) {
+    for (const r of records) {
+      const bucket = bucketOf(r);
+      let data = cells.get(bucket);
+      if (!data) cells.set(bucket, (data = emptyData()));
+      addRecord(data, r, r.outcome, 1, ALL_APPS, failureSignatureId(r.outcome, r.error));
+    }
   }
   return [...cells].map(([bucket, data]) => ({ bucket, data }));
 }

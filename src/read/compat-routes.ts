@@ -15,13 +15,13 @@ export const CHUNK_ROWS = 1000;
 
 
 /** A JSON array streamed from row chunks: one chunk serialised per pull, so memory stays bounded. */
-function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Response {
+function jsonArrayResponse(chunks: AsyncIterator<CompatSource[], void>): Response {
   const encoder = new TextEncoder();
   let first = true;
   const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
+    async pull(controller) {
       try {
-        const next = chunks.next();
+        const next = await chunks.next();
         if (next.done) {
           controller.enqueue(encoder.encode(arrayEnd(first)));
           controller.close();
@@ -34,13 +34,15 @@ function jsonArrayResponse(chunks: Iterator<CompatSource[], void>): Response {
         controller.error(e);
       }
     },
-    cancel() {
-      chunks.return?.();
+    async cancel() {
+      await chunks.return?.();
     },
   });
   return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
 }
 
+
+async function* emptyChunks(): AsyncGenerator<CompatSource[], void> {}
 
 /** A query parameter as the original read it (Go's URL.Query().Get): the first value, "" when absent. */
 const param = (request: Request, name: string): string => new URL(request.url).searchParams.get(name) ?? "";
@@ -53,13 +55,13 @@ export const EXPENSIVE_MS = 50;
  * computation took EXPENSIVE_MS or more, its answer is reused for 10x its cost, so a dashboard
  * polling an O(records) query can hold the (single-threaded) server at most ~10% of the time.
  */
-export function reuseWhileExpensive<T>(compute: () => T, version: () => string, now: () => number = () => performance.now()): () => T {
+export function reuseWhileExpensive<T>(compute: () => Promise<T>, version: () => Promise<string>, now: () => number = () => performance.now()): () => Promise<T> {
   let last: { value: T; version: string; done: number; cost: number } | null = null;
-  return () => {
-    const v = version();
+  return async () => {
+    const v = await version();
     const start = now();
     if (last && (last.version === v || (last.cost >= EXPENSIVE_MS && start - last.done < last.cost * 10))) return last.value;
-    const value = compute();
+    const value = await compute();
     const done = now();
     last = { value, version: v, done, cost: done - start };
     return value;
@@ -78,12 +80,12 @@ const RecordList = t.Array(CompatRecord, { description: "streamed; oldest first"
 export function compatRoutes(deps: CompatDeps) {
   const { store, clock } = deps;
   const stats = createStats(store);
-  const errorCounts = reuseWhileExpensive(() => errorCountsBody(store.errorTextCounts()), () => store.changeMarker());
+  const errorCounts = reuseWhileExpensive(async () => errorCountsBody(await store.errorTextCounts()), () => store.changeMarker());
 
   /** Streams the installs matching `f` that exist now (up to the newest one, so the stream ends). */
-  const list = (f: InstallFilter, page?: { offset: number; limit: number }): Response => {
-    const last = store.recordSpan()?.last;
-    return jsonArrayResponse(last === undefined ? [].values() : store.installChunks({ ...f, until: last }, { ...page, chunkRows: CHUNK_ROWS }));
+  const list = async (f: InstallFilter, page?: { offset: number; limit: number }): Promise<Response> => {
+    const span = await store.recordSpan();
+    return jsonArrayResponse(span === null ? emptyChunks() : store.installChunks({ ...f, until: span.last }, { ...page, chunkRows: CHUNK_ROWS }));
   };
 
   return new Elysia({ name: "compat" })
@@ -101,17 +103,18 @@ export function compatRoutes(deps: CompatDeps) {
     })
     .get(
       "/data/summary",
-      () => {
-        const span = store.recordSpan();
+      async () => {
+        const span = await store.recordSpan();
         if (!span) return { total_entries: 0, status_count: {}, nsapp_count: {} };
         // All time, from rollups: the first install's hour up to past both now and the newest install.
         const w = allTime(span, clock());
         const every = { sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER } as const;
-        return {
-          total_entries: stats.summary({}, w).total,
-          status_count: countsObject(stats.breakdown({}, w, { ...every, by: "status" }).groups),
-          nsapp_count: countsObject(stats.breakdown({}, w, { ...every, by: "nsapp" }).groups),
-        };
+        const [summary, byStatus, byApp] = await Promise.all([
+          stats.summary({}, w),
+          stats.breakdown({}, w, { ...every, by: "status" }),
+          stats.breakdown({}, w, { ...every, by: "nsapp" }),
+        ]);
+        return { total_entries: summary.total, status_count: countsObject(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
       },
       {
         response: { 200: CompatSummary },

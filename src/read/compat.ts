@@ -3,8 +3,9 @@
 // Pure functions only; the routes and the queries are in compat-routes.ts.
 import { t, type Static } from "elysia";
 import type { Install } from "../domain/install.ts";
+import { DAY } from "../domain/time.ts";
 
-const DAY = 86_400_000;
+
 
 /**
  * One install as the original serialised its Go `DataModel`: the same fields in the same order,

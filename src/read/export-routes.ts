@@ -2,7 +2,7 @@
 import { Elysia, t } from "elysia";
 import { ErrorBody } from "../http/errors.ts";
 import type { StoreReads } from "../store/contract.ts";
-import { CONTENT_TYPES, EXPORT_COLUMNS, exportFilename, exportStream, type ExportFormat } from "./export.ts";
+import { CONTENT_TYPES, EXPORT_CHUNK_ROWS, EXPORT_COLUMNS, exportFilename, exportStream, type ExportFormat } from "./export.ts";
 import { FilterQuery, resolveWindow, toFilter } from "./query.ts";
 
 /** CSV unless asked otherwise: an export is mostly opened in a spreadsheet app. */
@@ -42,7 +42,7 @@ export function exportRoutes(deps: { store: StoreReads; clock: () => number }) {
       const now = clock();
       // Parameters are checked (QueryError -> 422) before any byte of the body is sent.
       const filter = toFilter(filters, resolveWindow(filters, now, null));
-      return new Response(exportStream(store.iterateInstalls(filter), format), {
+      return new Response(exportStream(store.installChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS }), format), {
         headers: {
           "content-type": CONTENT_TYPES[format],
           "content-disposition": `attachment; filename="${exportFilename(now, format)}"`,

@@ -5,8 +5,8 @@ import type { Install } from "../domain/install.ts";
 
 export type ExportFormat = "csv" | "ndjson";
 
-/** Rows formatted per pull: large enough to amortize per-chunk costs, small enough to keep the event loop responsive (a few ms). */
-const DEFAULT_CHUNK_ROWS = 2000;
+/** Rows read and formatted per pull: large enough to amortize per-chunk costs, small enough to keep the event loop responsive (a few ms). */
+export const EXPORT_CHUNK_ROWS = 2000;
 
 export const CONTENT_TYPES = {
   csv: "text/csv; charset=utf-8",
@@ -95,57 +95,54 @@ export function ndjsonLine(record: InstallRecord): string {
 }
 
 /**
- * The export body. Pull-based: each pull reads the next `chunkRows` rows from the iterator and
- * enqueues them as one UTF-8 chunk, so a chunk or two is held (the one being sent and one queued)
- * whatever the export's size, and a slow client slows the reading down. A pull runs synchronously
- * (bun:sqlite), so chunkRows also bounds how long it holds the event loop (2000 rows: ~10-15 ms). The iterator is opened on the first pull and
- * closed (`return()`, which finalizes the SQLite statement) when it ends, when formatting
+ * The export body. Pull-based: each pull formats the next chunk of rows from the store (one
+ * query each, run to completion) and enqueues it as one UTF-8 chunk, so a chunk or two is held
+ * (the one being sent and one queued) whatever the export's size, and a slow client slows the
+ * reading down. The chunk size (EXPORT_CHUNK_ROWS) bounds how long one pull holds the event
+ * loop (2000 rows: ~10-15 ms). The iterator is closed (`return()`) when it ends, when formatting
  * throws, or when the consumer cancels (the HTTP client went away).
  */
-export function exportStream(rows: Iterable<Install>, format: ExportFormat, chunkRows: number = DEFAULT_CHUNK_ROWS): ReadableStream<Uint8Array> {
-  if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new RangeError(`chunkRows must be a positive integer, got ${chunkRows}`);
+export function exportStream(chunks: AsyncIterable<readonly Install[]>, format: ExportFormat): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const line = format === "csv" ? csvRow : ndjsonLine;
-  let iterator: Iterator<Install> | undefined;
+  let iterator: AsyncIterator<readonly Install[]> | undefined;
   let started = false;
 
-  const release = () => {
+  const release = async () => {
     const it = iterator;
     iterator = undefined;
-    it?.return?.();
+    await it?.return?.();
   };
 
   return new ReadableStream<Uint8Array>({
-    pull(controller) {
+    async pull(controller) {
       let out = "";
       let done = false;
       try {
         if (!started) {
           started = true;
-          iterator = rows[Symbol.iterator]();
+          iterator = chunks[Symbol.asyncIterator]();
           if (format === "csv") out = HEADER;
         }
         const it = iterator;
         if (it === undefined) return; // released: cancelled meanwhile
-        for (let n = 0; n < chunkRows; n++) {
-          const next = it.next();
-          if (next.done) {
-            done = true;
-            iterator = undefined; // exhausted: the iterator has closed itself
-            break;
-          }
-          out += line(toRecord(next.value));
+        const next = await it.next();
+        if (next.done) {
+          done = true;
+          iterator = undefined; // exhausted: the iterator has closed itself
+        } else {
+          for (const row of next.value) out += line(toRecord(row));
         }
       } catch (e) {
-        release();
+        await release();
         controller.error(e);
         return;
       }
       if (out !== "") controller.enqueue(encoder.encode(out));
       if (done) controller.close();
     },
-    cancel() {
-      release();
+    async cancel() {
+      await release();
     },
   });
 }

@@ -102,16 +102,16 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
   return new Elysia({ name: "read" })
     .get(
       "/api/installs",
-      ({ query }) => {
+      async ({ query }) => {
         const w = resolveWindow(query, clock(), null);
         const limit = query.limit ?? 50;
         const order = query.order ?? "newest";
         const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
         const filter = toFilter(query, w);
-        const page =
+        const page = await (
           query.signature === undefined
             ? store.listInstalls(filter, { limit, after, order })
-            : signaturePage((a, n) => store.listInstalls({ ...filter, outcome: "failed" }, { limit: n, after: a, order }), query.signature, limit, after, SIGNATURE_SCAN);
+            : signaturePage((a, n) => store.listInstalls({ ...filter, outcome: "failed" }, { limit: n, after: a, order }), query.signature, limit, after, SIGNATURE_SCAN));
         return { installs: page.rows.map(toRecord), next_cursor: page.next ? encodeCursor(page.next) : null };
       },
       {
@@ -135,8 +135,8 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
     )
     .get(
       "/api/installs/:random_id",
-      ({ params, status }) => {
-        const row = store.getInstall(params.random_id);
+      async ({ params, status }) => {
+        const row = await store.getInstall(params.random_id);
         return row ? status(200, toRecord(row)) : status(404, errorBody("not_found", `no install with random_id ${params.random_id}`, "random_id"));
       },
       {
@@ -147,9 +147,9 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
     )
     .get(
       "/api/stats/summary",
-      ({ query }) => {
+      async ({ query }) => {
         const w = statsWindow(query);
-        return { window: windowJson(w), ...stats.summary(toFilter(query, w), w) };
+        return { window: windowJson(w), ...(await stats.summary(toFilter(query, w), w)) };
       },
       {
         query: FilterQuery,
@@ -159,9 +159,9 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
     )
     .get(
       "/api/stats/breakdown",
-      ({ query }) => {
+      async ({ query }) => {
         const w = statsWindow(query);
-        const result = stats.breakdown(toFilter(query, w), w, {
+        const result = await stats.breakdown(toFilter(query, w), w, {
           by: query.by,
           sort: query.sort ?? "volume",
           minRuns: query.min_runs ?? 10,
@@ -185,11 +185,11 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
     )
     .get(
       "/api/stats/timeseries",
-      ({ query }) => {
+      async ({ query }) => {
         const w = statsWindow(query);
         const interval = query.interval ?? "day";
         if (interval === "hour" && w.to - w.from > MAX_HOURLY_DAYS * DAY) throw new QueryError("interval", `hourly points cover at most ${MAX_HOURLY_DAYS} days; use day or week`);
-        const { source, points } = stats.timeseries(toFilter(query, w), w, interval);
+        const { source, points } = await stats.timeseries(toFilter(query, w), w, interval);
         return { window: windowJson(w), source, interval, points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })) };
       },
       {
@@ -200,9 +200,9 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
     )
     .get(
       "/api/stats/errors",
-      ({ query }) => {
+      async ({ query }) => {
         const w = statsWindow(query);
-        return { window: windowJson(w), ...stats.errors(toFilter(query, w), w, query.limit ?? 50) };
+        return { window: windowJson(w), ...(await stats.errors(toFilter(query, w), w, query.limit ?? 50)) };
       },
       {
         query: t.Composite([FilterQuery, t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, description: "default 50" })) })]),
@@ -212,13 +212,13 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
     )
     .get(
       "/api/stats/top-apps",
-      ({ query }) => {
+      async ({ query }) => {
         const limit = query.limit ?? 20;
         const now = clock();
-        const window = (days: number) => {
+        const window = async (days: number) => {
           const w = resolveWindow({ days }, now, null)!;
           // Every group, once: the total is their sum, so the window is read once.
-          const every = stats.breakdown({}, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER }).groups;
+          const every = (await stats.breakdown({}, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER })).groups;
           const all = every.reduce((sum, g) => sum + g.total, 0);
           const groups = every.slice(0, limit);
           return {
@@ -227,7 +227,8 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
             apps: groups.map((g) => ({ nsapp: g.value, count: g.total, percent: all === 0 ? 0 : Math.round((g.total / all) * 10_000) / 100 })),
           };
         };
-        return { "30d": window(30), "90d": window(90), "365d": window(365) };
+        const [d30, d90, d365] = await Promise.all([window(30), window(90), window(365)]);
+        return { "30d": d30, "90d": d90, "365d": d365 };
       },
       {
         query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, description: "apps per window, default 20" })) }),

@@ -4,20 +4,20 @@ import type { ListCursor } from "../store/contract.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
 import type { Install } from "../domain/install.ts";
 
-export type PageReader = (after: ListCursor | undefined, limit: number) => { rows: Install[]; next: ListCursor | null };
+export type PageReader = (after: ListCursor | undefined, limit: number) => Promise<{ rows: Install[]; next: ListCursor | null }>;
 
 /**
  * Up to `limit` installs with signature `id`, continuing after `after`. Reads at most about
  * `maxScan` installs per call, so a rare signature in a long window answers in bounded time:
  * the page may then hold fewer rows, and `next` says where to go on.
  */
-export function signaturePage(read: PageReader, id: string, limit: number, after: ListCursor | undefined, maxScan: number): { rows: Install[]; next: ListCursor | null } {
+export async function signaturePage(read: PageReader, id: string, limit: number, after: ListCursor | undefined, maxScan: number): Promise<{ rows: Install[]; next: ListCursor | null }> {
   const rows: Install[] = [];
   let cursor = after;
   let scanned = 0;
   while (rows.length < limit) {
     // Never more rows than matches still wanted, so the page never overshoots its cursor.
-    const page = read(cursor, limit - rows.length);
+    const page = await read(cursor, limit - rows.length);
     scanned += page.rows.length;
     for (const row of page.rows) if (failureSignatureId(row.outcome, row.error) === id) rows.push(row);
     if (page.next === null) return { rows, next: null };

@@ -16,46 +16,46 @@ interface Read {
 
 export function createStats(store: StoreReads) {
   /** Cells for a window: from rollups when the plan allows, else by folding the window's records. */
-  function read(f: InstallFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[], scanBucket: (createdAt: number) => number): Read {
+  async function read(f: InstallFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number): Promise<Read> {
     const p = plan(f, use);
     if (p.source === "rollup") {
-      const cells = spans.flatMap((s) => store.readRollups({ grain: s.grain, app: p.app, from: s.from, to: s.to, parts }));
-      return { source: "rollup", plan: p, cells };
+      const perSpan = await Promise.all((await spans).map((s) => store.readRollups({ grain: s.grain, app: p.app, from: s.from, to: s.to, parts })));
+      return { source: "rollup", plan: p, cells: perSpan.flat() };
     }
-    const records = store.iterateInstalls({ ...f, from: w.from, to: w.to });
-    return { source: "scan", plan: SCANNED, cells: foldRecords(records, (r) => scanBucket(r.createdAt)) };
+    const chunks = store.installChunks({ ...f, from: w.from, to: w.to });
+    return { source: "scan", plan: SCANNED, cells: await foldRecords(chunks, (r) => scanBucket(r.createdAt)) };
   }
 
   const whole = () => 0;
-  const spansOf = (w: Window, months = true) => decompose(w, { months, foldedUntil: store.foldedUntil() });
+  const spansOf = async (w: Window, months = true) => decompose(w, { months, foldedUntil: await store.foldedUntil() });
 
   return {
-    summary(f: InstallFilter, w: Window) {
-      const r = read(f, w, { kind: "summary" }, ["data"], spansOf(w), whole);
+    async summary(f: InstallFilter, w: Window) {
+      const r = await read(f, w, { kind: "summary" }, ["data"], spansOf(w), whole);
       return { source: r.source, ...summarize(r.cells, r.plan) };
     },
 
-    breakdown(f: InstallFilter, w: Window, o: BreakdownOptions) {
+    async breakdown(f: InstallFilter, w: Window, o: BreakdownOptions) {
       // By app over every app: the per-app counts are all it needs (an app's own slice has none).
       const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
-      const r = read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), whole);
+      const r = await read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), whole);
       return { source: r.source, ...breakdown(r.cells, r.plan, o) };
     },
 
-    timeseries(f: InstallFilter, w: Window, interval: Interval) {
+    async timeseries(f: InstallFilter, w: Window, interval: Interval) {
       // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
-      const spans: Span[] = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
-      const r = read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
+      const spans = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
+      const r = await read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
       return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
     },
 
     /** Failed installs by error signature, with what is known of each signature. */
-    errors(f: InstallFilter, w: Window, limit: number) {
-      const r = read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
+    async errors(f: InstallFilter, w: Window, limit: number) {
+      const r = await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
       const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
       const totalFailed = counts.reduce((s, [, n]) => s + n, 0);
       const top = counts.slice(0, limit);
-      const known = new Map(store.signatures(top.map(([id]) => id)).map((s) => [s.id, s]));
+      const known = new Map((await store.signatures(top.map(([id]) => id))).map((s) => [s.id, s]));
       return {
         source: r.source,
         total_failed: totalFailed,

@@ -8,6 +8,7 @@ import type { Store, WriteOp } from "../store/contract.ts";
 import { isFinal } from "../domain/outcome.ts";
 import { ADVANCED_OS, DAY_OF_WEEK, HOUR_OF_DAY, METHODS, OS_VERSIONS, PVE_VERSIONS, Rng, Weighted, adoptionTable, buildCatalogue, doneText, failRateAt, failureText, growth, hashString, interruptText, uuid4, type AppSpec } from "./seed-data.ts";
 import type { JsonObject } from "../domain/json.ts";
+import { DAY, HOUR } from "../domain/time.ts";
 import type { StartReport, StatusUpdate, Install } from "../domain/install.ts";
 
 export interface SeedOptions {
@@ -51,8 +52,6 @@ export interface SeedInstall {
   updateAt: number | null;
 }
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 const MAX_DURATION_MS = 10 * HOUR;
 
 /** What real clients send is normalized with the service's defaults (IP masking on). */
@@ -339,7 +338,7 @@ function finishedRow(i: SeedInstall): Install {
  * when it can (a start and its update in the same batch), at most `batchSize` operations.
  * Refuses a database that already holds this seed's records (the updates would be conflicts).
  */
-export function seedDatabase(store: Store, options: SeedOptions, onProgress?: (p: SeedProgress) => void): { records: number; seconds: number } {
+export async function seedDatabase(store: Store, options: SeedOptions, onProgress?: (p: SeedProgress) => void): Promise<{ records: number; seconds: number }> {
   checkOptions(options);
   const began = performance.now();
   const batchSize = options.batchSize ?? SEED_DEFAULTS.batchSize;
@@ -348,9 +347,9 @@ export function seedDatabase(store: Store, options: SeedOptions, onProgress?: (p
   let written = 0;
   let checked = false;
 
-  const flush = () => {
+  const flush = async () => {
     if (ops.length === 0) return;
-    const results = store.write(ops);
+    const results = await store.write(ops);
     let created = 0;
     results.forEach((result, i) => {
       const op = ops[i]!;
@@ -367,19 +366,19 @@ export function seedDatabase(store: Store, options: SeedOptions, onProgress?: (p
   for (const hour of generateHourly(options)) {
     if (!checked && hour.length > 0) {
       const first = hour[0]!.report.randomId;
-      if (store.getInstall(first) !== undefined) {
+      if ((await store.getInstall(first)) !== undefined) {
         throw new Error(`seed: the database already holds the records of seed ${options.seed} for this window (install ${first}); choose another seed`);
       }
       checked = true;
     }
     // Keep an hour whole in one batch when it fits; an hour larger than a batch is split.
-    if (ops.length > 0 && ops.length + hour.length > batchSize) flush();
+    if (ops.length > 0 && ops.length + hour.length > batchSize) await flush();
     for (const install of hour) {
       // The finished record is loaded as it stands: counted once, as the start and update would end up.
       ops.push({ kind: "load", install: finishedRow(install), at: install.at });
-      if (ops.length >= batchSize) flush();
+      if (ops.length >= batchSize) await flush();
     }
   }
-  flush();
+  await flush();
   return { records: written, seconds: (performance.now() - began) / 1000 };
 }

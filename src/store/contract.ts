@@ -2,6 +2,8 @@
 // side and maintenance depend on this file alone; each engine (sqlite/, later postgres/) fulfils
 // it, and test/contract/ proves that an engine does. Results are in storage terms: what happened
 // to the data, never how a protocol answers it (the HTTP edge maps them to status codes).
+// Every method is asynchronous: an engine may answer from another thread or over the network
+// (a read connection in a worker, a PostgreSQL server); an embedded one simply resolves at once.
 import type { KnownSignature } from "../domain/error-signature.ts";
 import type { Install, StartReport, StatusUpdate } from "../domain/install.ts";
 import type { Outcome } from "../domain/outcome.ts";
@@ -110,30 +112,30 @@ export interface RollupCell {
 
 /** What the read side asks: installs, rollup cells, error signatures. */
 export interface StoreReads {
-  getInstall(randomId: string): Install | undefined;
+  getInstall(randomId: string): Promise<Install | undefined>;
   /** Newest first (or oldest), `limit` rows after `after`; `next` is null on the last page. */
-  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): { rows: Install[]; next: ListCursor | null };
+  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): Promise<{ rows: Install[]; next: ListCursor | null }>;
   /**
    * Matching installs oldest first, `offset` skipped, at most `limit`, in chunks of `chunkRows`.
    * Each chunk is one query run to completion, so no statement stays open while a consumer
    * (a download, say) takes its time.
    */
-  installChunks(filter: InstallFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): Generator<Install[], void>;
+  installChunks(filter: InstallFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): AsyncGenerator<Install[], void>;
   /** Every matching install, oldest first, in constant memory (installChunks, flattened). */
-  iterateInstalls(filter: InstallFilter): Iterable<Install>;
+  iterateInstalls(filter: InstallFilter): AsyncIterable<Install>;
   /** Installs per exact error text (non-empty), most frequent first: one scan of every install. */
-  errorTextCounts(): { error: string; count: number }[];
+  errorTextCounts(): Promise<{ error: string; count: number }[]>;
   /** Changes whenever anything is committed: a cheap key for caching answers. */
-  changeMarker(): string;
+  changeMarker(): Promise<string>;
   /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first; open hours included. */
-  readRollups(selection: RollupSelection): { bucket: number; data: RollupData }[];
+  readRollups(selection: RollupSelection): Promise<{ bucket: number; data: RollupData }[]>;
   /** Every rollup cell of one grain with bucket in [from, to), all app slices; open hours included. */
-  rollupCells(grain: Grain, from: number, to: number): RollupCell[];
+  rollupCells(grain: Grain, from: number, to: number): Promise<RollupCell[]>;
   /** Hours before this are in day and month cells too; later ones in hour cells only. */
-  foldedUntil(): number;
-  signatures(ids: readonly string[]): KnownSignature[];
+  foldedUntil(): Promise<number>;
+  signatures(ids: readonly string[]): Promise<KnownSignature[]>;
   /** created_at of the oldest and newest install, or null when there are none. */
-  recordSpan(): { first: number; last: number } | null;
+  recordSpan(): Promise<{ first: number; last: number } | null>;
 }
 
 /** One entry of the rejected-reports log, in storage terms. */
@@ -150,22 +152,22 @@ export interface RejectedEntry extends Omit<Rejection, "body"> {
 /** What maintenance asks before it writes: stuck installs, what retention would remove, the log. */
 export interface MaintenanceReads {
   /** Installs still in progress created in [from, before), oldest first. */
-  stuckInstalls(from: number, before: number, limit: number): { randomId: string; createdAt: number }[];
+  stuckInstalls(from: number, before: number, limit: number): Promise<{ randomId: string; createdAt: number }[]>;
   /** Every install created before this has a final outcome or was expired (stuckInstalls scans from here). */
-  stuckCheckedUntil(): number;
+  stuckCheckedUntil(): Promise<number>;
   /** How much is older than `cutoff`: installs created, held updates and log entries received before it. */
-  countBefore(cutoff: number): { installs: number; held: number; rejected: number };
+  countBefore(cutoff: number): Promise<{ installs: number; held: number; rejected: number }>;
   /** random_ids of status updates held since before `cutoff` (their start report never came). */
-  heldBefore(cutoff: number, limit: number): string[];
+  heldBefore(cutoff: number, limit: number): Promise<string[]>;
   /** The rejected-reports log, newest first; `before` is the id to continue from. */
-  listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[];
+  listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): Promise<RejectedEntry[]>;
   /**
    * Log entries of `reasons` that a replay should try, oldest first, with ids above `afterId`:
    * never replayed, or replayed with a result starting with `retryPrefix` (still invalid then).
    */
-  replayCandidates(opts: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }): RejectedEntry[];
+  replayCandidates(opts: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }): Promise<RejectedEntry[]>;
   /** Entries of `reasons` replayed for good (with a result not starting with `retryPrefix`). */
-  countReplayed(reasons: readonly RejectReason[], retryPrefix: string): number;
+  countReplayed(reasons: readonly RejectReason[], retryPrefix: string): Promise<number>;
 }
 
 /** The storage could not take a write (disk full, read-only, I/O error): nothing was written; retry later. */
@@ -180,11 +182,11 @@ export interface Store extends StoreReads, MaintenanceReads {
    * Applies the operations in one transaction, in order; results in the same order. Throws
    * StorageUnavailableError when the storage refuses the transaction (anything else is a bug).
    */
-  write(ops: readonly WriteOp[]): WriteResult[];
+  write(ops: readonly WriteOp[]): Promise<WriteResult[]>;
   /**
    * Recomputes every rollup cell from the raw records, one day per transaction (after an upgrade
    * that changes what rollups hold, or to repair what `verify` found). Run with the server stopped.
    */
-  rebuildRollups(onDay?: (day: number, end: number) => void): void;
-  close(): void;
+  rebuildRollups(onDay?: (day: number, end: number) => void): Promise<void>;
+  close(): Promise<void>;
 }

@@ -27,9 +27,9 @@ interface ServeOptions {
 
 export interface Serving {
   /** Writes one batch in one transaction (the group-commit writer's commit). */
-  commit(ops: readonly WriteOp[]): WriteResult[];
+  commit(ops: readonly WriteOp[]): WriteResult[] | Promise<WriteResult[]>;
   /** After the last write: background work ends, and the data is left tidy on disk. */
-  stop(): void;
+  stop(): Promise<void>;
 }
 
 export interface BackupResult {
@@ -52,8 +52,8 @@ export interface Engine {
   readonly location: string;
   serve(opts: ServeOptions): Serving;
   /** Bytes on disk, per file. */
-  sizes(): { file: string; bytes: number }[];
+  sizes(): Promise<{ file: string; bytes: number }[]>;
   /** The engine's own integrity check: ["ok"] when sound, else what is damaged. */
-  checkIntegrity(): string[];
-  close(): void;
+  checkIntegrity(): Promise<string[]>;
+  close(): Promise<void>;
 }

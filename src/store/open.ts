@@ -14,7 +14,7 @@ const IN_MEMORY = ":memory:";
 export const databaseExists = (location: string): boolean => location === IN_MEMORY || existsSync(location);
 
 /** Opens the data at `location`; without `create`, a missing database is an error, not a new one. */
-export function openEngine(location: string, opts: OpenOptions & { create: boolean }): Engine {
+export async function openEngine(location: string, opts: OpenOptions & { create: boolean }): Promise<Engine> {
   if (!opts.create && !databaseExists(location)) throw new DatabaseMissingError(`no database at ${location}`);
   return openSqliteEngine(location, opts);
 }

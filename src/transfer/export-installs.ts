@@ -1,6 +1,6 @@
 // The export of GET /api/export outside HTTP (the `export` command): the same filters, window
 // rules, row order and formatting (src/read/export.ts), written to any sink chunk by chunk.
-import { exportStream, type ExportFormat } from "../read/export.ts";
+import { EXPORT_CHUNK_ROWS, exportStream, type ExportFormat } from "../read/export.ts";
 import { resolveWindow, toFilter, type FilterQuery } from "../read/query.ts";
 import type { StoreReads } from "../store/contract.ts";
 import type { Install } from "../domain/install.ts";
@@ -19,11 +19,11 @@ export async function exportInstalls(
 ): Promise<{ records: number }> {
   const filter = toFilter(query, resolveWindow(query, opts.now ?? Date.now(), null));
   let records = 0;
-  function* rows(): Generator<Install> {
-    for (const row of reads.iterateInstalls(filter)) {
-      records++;
-      if (records % 2000 === 0) opts.onRows?.(records);
-      yield row;
+  async function* rows(): AsyncGenerator<Install[]> {
+    for await (const chunk of reads.installChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS })) {
+      records += chunk.length;
+      opts.onRows?.(records);
+      yield chunk;
     }
   }
   const reader = exportStream(rows(), format).getReader();

@@ -352,7 +352,7 @@ export async function importRecords(deps: ImportDeps, input: AsyncIterable<Uint8
         invalid(piece.position, record.message);
         continue;
       }
-      if (inBatch.has(record.randomId) || reads.getInstall(record.randomId) !== undefined) {
+      if (inBatch.has(record.randomId) || (await reads.getInstall(record.randomId)) !== undefined) {
         summary.duplicates++;
         continue;
       }

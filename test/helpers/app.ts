@@ -22,7 +22,7 @@ export interface Reply {
   body: Record<string, unknown>;
 }
 
-export function testApp(overrides: Partial<Config> = {}) {
+export async function testApp(overrides: Partial<Config> = {}) {
   const config: Config = { ...defaults, ...overrides };
   // Opened here rather than by the runtime, so tests can look underneath (faults, damaged cells).
   const engine = openSqliteEngine(":memory:", { durability: "normal", migrate: true });
@@ -33,7 +33,7 @@ export function testApp(overrides: Partial<Config> = {}) {
   engine.sqlite.run("UPDATE rollup_state SET folded_until = ?", [clock() - (clock() % HOUR)]);
   const logLines: string[] = [];
   const log = createLogger("debug", (line) => logLines.push(line), clock);
-  const runtime = createRuntime(config, { clock, log, version: "0.0.0-test" }, engine);
+  const runtime = await createRuntime(config, { clock, log, version: "0.0.0-test" }, engine);
   const { app } = runtime;
 
   async function send(method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
@@ -63,7 +63,7 @@ export function testApp(overrides: Partial<Config> = {}) {
       send("POST", path, typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body), headers),
     get: (path: string) => send("GET", path),
     /** The rejected-reports log, oldest first, with the status each request was answered. */
-    rejected: () => runtime.store.listRejected({ limit: 1_000_000 }).reverse().map((e) => ({ ...e, httpStatus: statusOf(e.reason, e.result) })),
+    rejected: async () => (await runtime.store.listRejected({ limit: 1_000_000 })).reverse().map((e) => ({ ...e, httpStatus: statusOf(e.reason, e.result) })),
   };
 }
 
@@ -86,3 +86,4 @@ export function startReport(randomId: string, fields: Record<string, unknown> = 
     ...fields,
   };
 }
+export type TestApp = Awaited<ReturnType<typeof testApp>>;

@@ -34,18 +34,18 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
       return {
         commit(ops) {
           checkpoints.beforeWrite();
-          return store.write(ops);
+          return store.writeNow(ops);
         },
-        stop: () => checkpoints.stop(),
+        stop: async () => checkpoints.stop(),
       };
     },
 
-    sizes: () => [
+    sizes: async () => [
       { file: "db", bytes: fileSize(path) },
       { file: "wal", bytes: fileSize(`${path}-wal`) },
     ],
 
-    checkIntegrity: () => sqlite.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check),
+    checkIntegrity: async () => sqlite.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check),
 
     close: () => store.close(),
   };

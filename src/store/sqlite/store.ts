@@ -1,8 +1,10 @@
 // The SQLite Store: one connection, reads and writes over one cell cache, open hours in memory.
+// bun:sqlite is synchronous, so the engine works synchronously inside (a batch runs start to
+// COMMIT without yielding) and fulfils the asynchronous contract at this one door.
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import { GRAINS } from "../../domain/rollup.ts";
-import { StorageUnavailableError, type Store } from "../contract.ts";
+import { StorageUnavailableError, type Store, type WriteOp, type WriteResult } from "../contract.ts";
 import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { createMaintenanceReads } from "./maintenance-reads.ts";
@@ -13,10 +15,16 @@ import { createSqliteWrites } from "./writes.ts";
 /** Parsed cells kept: a year of day cells for the busiest apps, and the hours around them. */
 const CACHED_CELLS = 8192;
 
-export function createSqliteStore(sqlite: Database, db: Db): Store {
+/** The Store, with the synchronous write the engine's serving commit calls directly. */
+export interface SqliteStore extends Store {
+  writeNow(ops: readonly WriteOp[]): WriteResult[];
+}
+
+export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const reads = createSqliteReads(sqlite, db, cells);
+  const maintenance = createMaintenanceReads(db);
   const writes = createSqliteWrites(sqlite, db, reads, cells, open);
 
   // PRAGMA data_version moves when another connection commits (a CLI command beside the server):
@@ -37,11 +45,32 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
   recount();
   seenVersion = dataVersion.get()!.data_version;
 
-  return {
-    ...reads,
-    ...createMaintenanceReads(db),
+  function writeNow(ops: readonly WriteOp[]): WriteResult[] {
+    try {
+      checkState();
+      return writes.write(ops);
+    } catch (e) {
+      // SQLite's own errors mean the storage refused the write; anything else is a bug and stays as it is.
+      throw e instanceof Error && e.name === "SQLiteError" ? new StorageUnavailableError(e.message) : e;
+    }
+  }
 
-    readRollups(selection) {
+  return {
+    getInstall: async (randomId) => reads.getInstall(randomId),
+    listInstalls: async (filter, page) => reads.listInstalls(filter, page),
+    // Each chunk is its own query, run to completion before it is handed over.
+    async *installChunks(filter, page) {
+      yield* reads.installChunks(filter, page);
+    },
+    async *iterateInstalls(filter) {
+      for (const chunk of reads.installChunks(filter)) yield* chunk;
+    },
+    errorTextCounts: async () => reads.errorTextCounts(),
+    changeMarker: async () => reads.changeMarker(),
+    signatures: async (ids) => reads.signatures(ids),
+    recordSpan: async () => reads.recordSpan(),
+
+    async readRollups(selection) {
       checkState();
       const { grain, app, from, to } = selection;
       const foldedUntil = open.foldedUntil;
@@ -50,28 +79,28 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       return [...stored, ...open.cellsOf(app, Math.max(from, foldedUntil), to)];
     },
 
-    rollupCells(grain, from, to) {
+    async rollupCells(grain, from, to) {
       checkState();
       const stored = reads.storedCells(grain, from, to);
       return grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
     },
 
-    foldedUntil() {
+    async foldedUntil() {
       checkState();
       return open.foldedUntil;
     },
 
-    write(ops) {
-      try {
-        checkState();
-        return writes.write(ops);
-      } catch (e) {
-        // SQLite's own errors mean the storage refused the write; anything else is a bug and stays as it is.
-        throw e instanceof Error && e.name === "SQLiteError" ? new StorageUnavailableError(e.message) : e;
-      }
-    },
+    stuckInstalls: async (from, before, limit) => maintenance.stuckInstalls(from, before, limit),
+    stuckCheckedUntil: async () => maintenance.stuckCheckedUntil(),
+    countBefore: async (cutoff) => maintenance.countBefore(cutoff),
+    heldBefore: async (cutoff, limit) => maintenance.heldBefore(cutoff, limit),
+    listRejected: async (opts) => maintenance.listRejected(opts),
+    replayCandidates: async (opts) => maintenance.replayCandidates(opts),
+    countReplayed: async (reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix),
 
-    rebuildRollups(onDay) {
+    write: async (ops) => writeNow(ops),
+
+    async rebuildRollups(onDay) {
       const span = reads.recordSpan();
       sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
       recount();
@@ -84,6 +113,7 @@ export function createSqliteStore(sqlite: Database, db: Db): Store {
       }
     },
 
-    close: () => sqlite.close(),
+    close: async () => sqlite.close(),
+    writeNow,
   };
 }

@@ -7,8 +7,9 @@ import { apiParams, groupFilters, intervalFor, type DashState, type Filters } fr
 import type { ViewContext } from "../view.ts";
 import { OUTCOME_LABEL, barList, emptyState, outcomeColorVar, type BarRow } from "../widgets.ts";
 import { OUTCOMES } from "../../../domain/outcome.ts";
+import { DAY } from "../../../domain/time.ts";
 
-const DAY = 86_400_000;
+
 
 export function fetchTimeseries(s: DashState, ctx: ViewContext): Promise<TimeseriesResponse> {
   return api.timeseries(apiParams(s, { interval: intervalFor(s.range) }), ctx.signal);

@@ -1,0 +1,23 @@
+// The Store contract suite against the SQLite engine: each database is a file in a new temporary
+// directory, removed when the test ends (and again after the file, should a test have died
+// before its own clean-up ran).
+import { afterAll } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { storeContract, type EngineFactory } from "./store-contract.ts";
+
+const dirs: string[] = [];
+const remove = (dir: string) => rmSync(dir, { recursive: true, force: true });
+afterAll(() => dirs.forEach(remove));
+
+const sqlite: EngineFactory = {
+  name: "sqlite",
+  async create() {
+    const dir = mkdtempSync(join(tmpdir(), "installstats-contract-"));
+    dirs.push(dir);
+    return { location: join(dir, "installstats.db"), destroy: async () => remove(dir) };
+  },
+};
+
+storeContract(sqlite);

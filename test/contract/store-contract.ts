@@ -1,0 +1,1247 @@
+// The Store contract as a test suite: what every storage engine must do, written against
+// src/store/contract.ts alone. An engine proves itself by calling `storeContract` with a factory
+// of fresh, empty database locations (see sqlite.test.ts); a PostgreSQL engine adds one such file.
+//
+// Stores are opened only through openEngine (src/store/open.ts) and used only through
+// `engine.store`: no SQL, no engine internals. Expectations come from the contract's doc comments
+// and the pure domain helpers (outcomes, error signatures, rollup slices), and "rollups equal a
+// recount" is verifyRollups, which recounts every cell through the contract as well.
+//
+// Times: PAST is long before any fresh database's fold mark could matter to a test; tests about
+// open hours take their hours after the store's own mark (`openHour`), so none depends on where
+// an engine starts the mark.
+import { afterEach, describe, expect, test } from "bun:test";
+import { errorSignature, failureSignatureId } from "../../src/domain/error-signature.ts";
+import type { Install, StartReport } from "../../src/domain/install.ts";
+import { OUTCOMES, deriveOutcome, type Outcome } from "../../src/domain/outcome.ts";
+import type { RejectReason, Rejection } from "../../src/domain/rejection.ts";
+import { ALL_APPS, GRAINS, appSlice, bucketStart, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
+import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import type { InstallFilter, ListCursor, ResultFor, RollupCell, Store, WriteOp } from "../../src/store/contract.ts";
+import { openEngine } from "../../src/store/open.ts";
+
+/** Fresh, empty databases of one engine: an SQLite file in a new directory, a new PostgreSQL database. */
+export interface EngineFactory {
+  name: string;
+  create(): Promise<{ location: string; destroy(): Promise<void> }>;
+}
+
+const MIN = 60_000;
+/** Early in a month and a day, so PAST + a few hours stays in both. */
+const PAST = Date.UTC(2025, 2, 10, 8, 0, 0);
+const EVERYTHING = { from: Number.MIN_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER };
+const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
+
+// ------------------------------------------------------------------ building ops
+
+type StartOp = Extract<WriteOp, { kind: "start" }>;
+type UpdateOp = Extract<WriteOp, { kind: "update" }>;
+type Repaired = { repairs?: readonly string[]; raw?: Uint8Array };
+
+const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+/** A start report with ordinary values; `fields` overrides them, and the outcome follows the status. */
+function startReport(randomId: string, fields: Partial<Omit<StartReport, "randomId" | "outcome">> = {}): StartReport {
+  const status = fields.status ?? "installing";
+  const error = fields.error ?? null;
+  return {
+    randomId, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
+    disableip6: "yes", nsapp: "nginx", method: "default", pveVersion: "8.2.2",
+    ...fields, status, error, outcome: deriveOutcome(status, error),
+  };
+}
+
+function startOp(randomId: string, fields: Partial<Omit<StartReport, "randomId" | "outcome">>, at: number, opts: Repaired = {}): StartOp {
+  const report = startReport(randomId, fields);
+  return { kind: "start", endpoint: "upload", report, raw: opts.raw ?? bytes(JSON.stringify(report)), repairs: opts.repairs ?? [], at };
+}
+
+function updateOp(randomId: string, status: string, error: string | null, at: number, opts: Repaired = {}): UpdateOp {
+  const update = { randomId, status, outcome: deriveOutcome(status, error), error };
+  return { kind: "update", endpoint: "updatestatus", update, raw: opts.raw ?? bytes(JSON.stringify({ random_id: randomId, status, error })), repairs: opts.repairs ?? [], at };
+}
+
+/** A complete record as `load` takes it; the outcome follows the status unless given. */
+function record(randomId: string, fields: Partial<Install> & { createdAt: number }): Install {
+  const status = fields.status ?? "done";
+  const error = fields.error ?? null;
+  return {
+    randomId, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
+    disableip6: "yes", nsapp: "nginx", method: "default", pveVersion: "8.2.2",
+    status, outcome: deriveOutcome(status, error), error, updatedAt: fields.createdAt, durationMs: null, repaired: false,
+    ...fields,
+  };
+}
+
+const loadOp = (install: Install, at = install.updatedAt): Extract<WriteOp, { kind: "load" }> => ({ kind: "load", install, at });
+
+function rejectOp(at: number, fields: Partial<Rejection> = {}): Extract<WriteOp, { kind: "reject" }> {
+  const rejection: Rejection = { endpoint: "upload", reason: "invalid_json", field: null, message: "not JSON", randomId: null, body: bytes(`{{{ ${at}`), ...fields };
+  return { kind: "reject", rejection, at };
+}
+
+/** One write, its one result typed by its kind. */
+async function one<Op extends WriteOp>(store: Store, op: Op): Promise<ResultFor<Op>> {
+  const results = await store.write([op]);
+  expect(results).toHaveLength(1);
+  return results[0] as ResultFor<Op>;
+}
+
+// ------------------------------------------------------------------ reading back
+
+const idsOf = (rows: readonly { randomId: string }[]): string[] => rows.map((r) => r.randomId);
+
+async function allInstalls(store: Store, filter: InstallFilter = {}): Promise<Install[]> {
+  const out: Install[] = [];
+  for await (const r of store.iterateInstalls(filter)) out.push(r);
+  return out;
+}
+
+/** Every page of a listing, following `next` until it is null. */
+async function everyPage(store: Store, filter: InstallFilter, limit: number, order: "newest" | "oldest"): Promise<Install[][]> {
+  const pages: Install[][] = [];
+  let after: ListCursor | undefined;
+  for (;;) {
+    const page = await store.listInstalls(filter, { limit, after, order });
+    pages.push(page.rows);
+    if (page.next === null) return pages;
+    expect(page.rows).toHaveLength(limit); // only the last page may be short
+    expect(pages.length).toBeLessThan(1000); // a cursor that never ends
+    after = page.next;
+  }
+}
+
+/** Installs per outcome, summed over the `type` dimension of every hour cell of a slice (folded or open). */
+async function hourTotals(store: Store, app: string = ALL_APPS): Promise<Record<Outcome, number>> {
+  const totals = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  for (const { data } of await store.readRollups({ grain: GRAINS.hour, app, ...EVERYTHING, parts: ["data"] })) {
+    for (const counts of Object.values(data.dims.type ?? {})) OUTCOMES.forEach((o, i) => (totals[o] += counts[i]!));
+  }
+  return totals;
+}
+
+const outcomes = (partial: Partial<Record<Outcome, number>>): Record<Outcome, number> =>
+  Object.fromEntries(OUTCOMES.map((o) => [o, partial[o] ?? 0])) as Record<Outcome, number>;
+
+const byCell = (a: RollupCell, b: RollupCell) => a.bucket - b.bucket || (a.app < b.app ? -1 : a.app > b.app ? 1 : 0);
+const sortedCells = async (store: Store, grain: Grain): Promise<RollupCell[]> => (await store.rollupCells(grain, EVERYTHING.from, EVERYTHING.to)).sort(byCell);
+
+/** Every rollup answer a dashboard could get, for before/after comparisons. */
+async function rollupSnapshot(store: Store, apps: readonly string[]) {
+  const out: Record<string, unknown> = {};
+  for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
+    out[`cells ${grain}`] = await sortedCells(store, grain);
+    for (const app of apps) out[`${grain} ${app}`] = await store.readRollups({ grain, app, ...EVERYTHING, parts: ALL_PARTS });
+  }
+  return out;
+}
+
+/** What a cell holds of the parts asked for: data = every dimension but nsapp, and durations; apps = nsapp; errors = the rest. */
+function onlyParts(d: RollupData, parts: readonly RollupPart[]): RollupData {
+  const { dims, dur, ...errors } = d;
+  const { nsapp, ...rest } = dims;
+  const out = { dims: {}, dur: {}, ...Object.fromEntries(Object.keys(errors).map((k) => [k, {}])) } as RollupData;
+  if (parts.includes("data")) Object.assign(out, { dims: { ...rest }, dur });
+  if (parts.includes("apps") && nsapp !== undefined) out.dims.nsapp = nsapp;
+  if (parts.includes("errors")) Object.assign(out, errors);
+  return out;
+}
+
+/** An hour past both the store's fold mark and the clock: open (not folded) in any engine until a test folds it. */
+async function openHour(store: Store): Promise<number> {
+  return floorHour(Math.max(await store.foldedUntil(), Date.now())) + 2 * HOUR;
+}
+
+async function expectVerified(store: Store, records: number): Promise<void> {
+  const check = await verifyRollups(store);
+  expect({ ok: check.ok, records: check.records, mismatches: check.mismatches, signatureGaps: check.signatureGaps }).toEqual({ ok: true, records, mismatches: [], signatureGaps: 0 });
+}
+
+// ------------------------------------------------------------------ a mixed workload
+
+/**
+ * Starts, updates, updates before their start, aborts, expiry, deletion, a fold, late updates to
+ * folded hours and loads: `check` runs after every step with the number of installs stored.
+ */
+async function mixedWorkload(store: Store, check: (step: string, records: number) => Promise<void>): Promise<number> {
+  const H = await openHour(store);
+  const apps = ["nginx", "docker", "homeassistant", null];
+  let records = 0;
+
+  await store.write(Array.from({ length: 12 }, (_, i) => startOp(`p${i}`, { nsapp: apps[i % 4]!, type: i % 5 ? "lxc" : "vm" }, PAST + i * 37 * MIN)));
+  records += 12;
+  await check("starts", records);
+
+  await store.write([
+    updateOp("p0", "done", null, PAST + 20 * MIN),
+    updateOp("p1", "failed", "exit code 100: apt-get install failed at line 42", PAST + 80 * MIN),
+    updateOp("p2", "failed", "exit code 101: apt-get install failed at line 7", PAST + 90 * MIN),
+    updateOp("p3", "configuring", null, PAST + 120 * MIN),
+    updateOp("p4", "failed", "INTERRUPTED", PAST + 170 * MIN), // aborted by the user
+    updateOp("p5", "success", null, PAST + 200 * MIN),
+  ]);
+  await check("updates", records);
+
+  expect(await store.write([updateOp("q0", "done", null, PAST + 3 * HOUR), updateOp("q1", "failed", "disk full", PAST + 3 * HOUR)])).toEqual([{ kind: "held" }, { kind: "held" }]);
+  await check("held updates", records);
+  await store.write([startOp("q0", { nsapp: "docker" }, PAST + 4 * HOUR), startOp("q1", { nsapp: "nginx" }, PAST + 5 * HOUR)]);
+  records += 2;
+  await check("starts after their updates", records);
+
+  await store.write(Array.from({ length: 8 }, (_, i) => startOp(`o${i}`, { nsapp: apps[i % 4]! }, H + i * 5 * MIN)));
+  await store.write([updateOp("o0", "done", null, H + 30 * MIN), updateOp("o1", "failed", "exit code 100: apt-get install failed at line 3", H + 31 * MIN)]);
+  records += 8;
+  await check("open hours", records);
+
+  expect(await store.write([{ kind: "expire", randomId: "p6", at: PAST + DAY }, { kind: "expire", randomId: "o2", at: H + 40 * MIN }])).toEqual([
+    { kind: "expired", changed: true },
+    { kind: "expired", changed: true },
+  ]);
+  await check("expire", records);
+
+  await one(store, updateOp("gone-held", "done", null, PAST + DAY));
+  expect(await store.write([
+    { kind: "delete", randomId: "p1", at: PAST + DAY },
+    { kind: "delete", randomId: "o3", at: H + 41 * MIN },
+    { kind: "delete", randomId: "gone-held", at: PAST + DAY },
+  ])).toEqual([{ kind: "deleted", found: true }, { kind: "deleted", found: true }, { kind: "deleted", found: true }]);
+  records -= 2;
+  await check("delete", records);
+
+  const folded = await one(store, { kind: "fold", until: H + HOUR, at: H + HOUR });
+  expect(folded.hours).toBeGreaterThanOrEqual(1);
+  await check("fold", records);
+
+  // Late changes to hours already folded: stored hour, day and month cells must all follow.
+  await store.write([
+    updateOp("p6", "done", null, PAST + 2 * DAY), // expired, then finished after all
+    updateOp("p3", "failed", "exit code 1: configure failed", PAST + 2 * DAY),
+    updateOp("o4", "done", null, H + 2 * HOUR),
+    updateOp("o5", "failed", "exit code 100: apt-get install failed at line 9", H + 2 * HOUR),
+    { kind: "expire", randomId: "o6", at: H + 3 * HOUR },
+    { kind: "delete", randomId: "p7", at: H + 3 * HOUR },
+  ]);
+  records -= 1;
+  await check("late updates to folded hours", records);
+
+  await store.write([
+    loadOp(record("l0", { createdAt: PAST + 3 * DAY, status: "failed", error: "exit code 2: make failed", durationMs: 90_000, updatedAt: PAST + 3 * DAY + 90_000 })),
+    loadOp(record("l1", { createdAt: H + HOUR + 5 * MIN, status: "installing", nsapp: "docker" })),
+    startOp("o8", { nsapp: "nginx" }, H + HOUR + 6 * MIN),
+  ]);
+  records += 3;
+  await check("loads and a start after the fold", records);
+  return records;
+}
+
+// ------------------------------------------------------------------ the suite
+
+export function storeContract(factory: EngineFactory): void {
+  describe(`Store contract (${factory.name})`, () => {
+    const cleanups: (() => Promise<void>)[] = [];
+    afterEach(async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    });
+
+    /** A fresh empty database; every store opened on it is closed, and it is destroyed, after the test. */
+    async function database() {
+      const db = await factory.create();
+      const stores: Store[] = [];
+      cleanups.push(async () => {
+        for (const s of stores) await s.close().catch(() => {}); // closed already by some tests
+        await db.destroy();
+      });
+      return {
+        async open(): Promise<Store> {
+          const engine = await openEngine(db.location, { durability: "normal", migrate: true, create: true });
+          stores.push(engine.store);
+          return engine.store;
+        },
+      };
+    }
+    const freshStore = async (): Promise<Store> => (await database()).open();
+
+    // -------------------------------------------------------------- start
+
+    describe("write start", () => {
+      test("creates the install with the outcome of its status; every field is stored as sent", async () => {
+        const store = await freshStore();
+        const op = startOp("s1", { nsapp: "jellyfin", type: "vm", ctType: 0, diskSize: 32.5, coreCount: 4, ramSize: 4096, osType: "ubuntu", osVersion: "24.04", disableip6: null, method: null, pveVersion: "8.3.1" }, PAST);
+        expect(await one(store, op)).toEqual({ kind: "created", outcome: "in_progress" });
+        expect(await store.getInstall("s1")).toEqual({ ...op.report, createdAt: PAST, updatedAt: PAST, durationMs: null, repaired: false });
+
+        // A start report that already carries a final status (an import of a finished run) is final at once.
+        const final = startOp("s2", { status: "failed", error: "exit code 2" }, PAST + 1);
+        expect(await one(store, final)).toEqual({ kind: "created", outcome: "failed" });
+        expect(await store.getInstall("s2")).toMatchObject({ status: "failed", outcome: "failed", error: "exit code 2", durationMs: null });
+      });
+
+      test("the same random_id again is a duplicate: the stored record is unchanged, nothing is logged", async () => {
+        const store = await freshStore();
+        await one(store, startOp("dup", { nsapp: "nginx" }, PAST));
+        const stored = await store.getInstall("dup");
+        expect(await one(store, startOp("dup", { nsapp: "other", type: "vm", ramSize: 1, status: "done" }, PAST + HOUR))).toEqual({ kind: "duplicate" });
+        expect(await store.getInstall("dup")).toEqual(stored!);
+        expect(await store.listRejected({ limit: 10 })).toEqual([]);
+        expect(await hourTotals(store)).toEqual(outcomes({ in_progress: 1 }));
+        await expectVerified(store, 1);
+      });
+
+      test("duplicates within one batch: the first is created, the rest are duplicates", async () => {
+        const store = await freshStore();
+        expect(await store.write([startOp("b", {}, PAST), startOp("b", { nsapp: "x" }, PAST + 1), startOp("c", {}, PAST + 2)])).toEqual([
+          { kind: "created", outcome: "in_progress" },
+          { kind: "duplicate" },
+          { kind: "created", outcome: "in_progress" },
+        ]);
+        expect((await store.getInstall("b"))!.nsapp).toBe("nginx");
+        await expectVerified(store, 2);
+      });
+    });
+
+    // -------------------------------------------------------------- update
+
+    describe("write update", () => {
+      test("a final status on an install in progress is applied, with its duration", async () => {
+        const store = await freshStore();
+        await one(store, startOp("u1", { nsapp: "nginx" }, PAST));
+        const before = (await store.getInstall("u1"))!;
+        const error = "exit code 100: apt-get failed";
+        expect(await one(store, updateOp("u1", "failed", error, PAST + 5 * MIN))).toEqual({ kind: "updated", outcome: deriveOutcome("failed", error) });
+        expect(await store.getInstall("u1")).toEqual({ ...before, status: "failed", outcome: "failed", error, updatedAt: PAST + 5 * MIN, durationMs: 5 * MIN });
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
+        await expectVerified(store, 1);
+      });
+
+      test("a second final status is already-final with the stored outcome; the record is unchanged and the report logged", async () => {
+        const store = await freshStore();
+        await one(store, startOp("u2", {}, PAST));
+        await one(store, updateOp("u2", "done", null, PAST + MIN));
+        const stored = (await store.getInstall("u2"))!;
+        const late = updateOp("u2", "failed", "exit code 1", PAST + 2 * MIN);
+        expect(await one(store, late)).toEqual({ kind: "already-final", outcome: "success" });
+        expect(await store.getInstall("u2")).toEqual(stored);
+        const [entry] = await store.listRejected({ limit: 10 });
+        expect(entry).toMatchObject({ reason: "already_final", endpoint: "updatestatus", randomId: "u2", receivedAt: PAST + 2 * MIN, result: null });
+        expect([...entry!.body]).toEqual([...late.raw]);
+        expect(await hourTotals(store)).toEqual(outcomes({ success: 1 }));
+        await expectVerified(store, 1);
+      });
+
+      test("a progress status keeps the install open; the final status still applies after it", async () => {
+        const store = await freshStore();
+        await one(store, startOp("u3", {}, PAST));
+        expect(await one(store, updateOp("u3", "configuring", null, PAST + MIN))).toEqual({ kind: "updated", outcome: "in_progress" });
+        expect(await store.getInstall("u3")).toMatchObject({ status: "configuring", outcome: "in_progress", updatedAt: PAST + MIN, durationMs: null });
+        expect(await one(store, updateOp("u3", "done", null, PAST + 3 * MIN))).toEqual({ kind: "updated", outcome: "success" });
+        expect(await store.getInstall("u3")).toMatchObject({ status: "done", outcome: "success", durationMs: 3 * MIN });
+        await expectVerified(store, 1);
+      });
+
+      test("status failed with error INTERRUPTED is aborted", async () => {
+        const store = await freshStore();
+        await one(store, startOp("u4", {}, PAST));
+        expect(await one(store, updateOp("u4", "failed", "INTERRUPTED", PAST + MIN))).toEqual({ kind: "updated", outcome: "aborted" });
+        expect(await hourTotals(store)).toEqual(outcomes({ aborted: 1 }));
+        await expectVerified(store, 1);
+      });
+
+      test("an update for an unknown install is held; its start report takes the held status, with no duration", async () => {
+        const store = await freshStore();
+        expect(await one(store, updateOp("h1", "failed", "exit code 3", PAST))).toEqual({ kind: "held" });
+        expect(await store.getInstall("h1")).toBeUndefined();
+        expect(await store.heldBefore(PAST + 1, 10)).toEqual(["h1"]);
+        expect((await store.countBefore(PAST + 1)).held).toBe(1);
+        await expectVerified(store, 0);
+
+        const start = startOp("h1", { nsapp: "docker" }, PAST + MIN);
+        expect(await one(store, start)).toEqual({ kind: "created", outcome: "failed" });
+        // The real start time is unknown (the final status came first), so there is no duration.
+        expect(await store.getInstall("h1")).toMatchObject({ ...start.report, status: "failed", outcome: "failed", error: "exit code 3", durationMs: null });
+        expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
+        expect((await store.countBefore(EVERYTHING.to)).held).toBe(0);
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
+        // Final now: a later status is refused.
+        expect(await one(store, updateOp("h1", "done", null, PAST + 2 * MIN))).toEqual({ kind: "already-final", outcome: "failed" });
+        await expectVerified(store, 1);
+      });
+
+      test("a second final held update for the same install is already-final; the first one is applied", async () => {
+        const store = await freshStore();
+        expect(await one(store, updateOp("h2", "done", null, PAST))).toEqual({ kind: "held" });
+        expect(await one(store, updateOp("h2", "failed", "exit code 1", PAST + MIN))).toEqual({ kind: "already-final", outcome: "success" });
+        expect(await store.listRejected({ limit: 10 })).toEqual([expect.objectContaining({ reason: "already_final", randomId: "h2" })]);
+        expect(await one(store, startOp("h2", {}, PAST + 2 * MIN))).toEqual({ kind: "created", outcome: "success" });
+        expect(await store.getInstall("h2")).toMatchObject({ status: "done", outcome: "success", error: null, durationMs: null });
+        await expectVerified(store, 1);
+      });
+
+      test("an update and its start in one batch, either way round, end final", async () => {
+        const store = await freshStore();
+        expect(await store.write([startOp("x1", {}, PAST), updateOp("x1", "done", null, PAST + MIN), updateOp("x2", "done", null, PAST), startOp("x2", {}, PAST + MIN)])).toEqual([
+          { kind: "created", outcome: "in_progress" },
+          { kind: "updated", outcome: "success" },
+          { kind: "held" },
+          { kind: "created", outcome: "success" },
+        ]);
+        expect(await hourTotals(store)).toEqual(outcomes({ success: 2 }));
+        await expectVerified(store, 2);
+      });
+    });
+
+    // -------------------------------------------------------------- the rejected-reports log
+
+    describe("write reject and the rejected-reports log", () => {
+      test("a rejection is logged with everything it carries; listRejected is newest first", async () => {
+        const store = await freshStore();
+        const body = new Uint8Array([0, 255, 123, 10, 200]); // not even UTF-8: kept byte for byte
+        expect(await one(store, rejectOp(PAST, { endpoint: "updatestatus", reason: "invalid_field", field: "type", message: "type must be one of lxc, vm", randomId: "r1", body }))).toEqual({ kind: "logged" });
+        await one(store, rejectOp(PAST + 1));
+        const [newest, oldest] = await store.listRejected({ limit: 10 });
+        expect(newest).toMatchObject({ reason: "invalid_json", receivedAt: PAST + 1 });
+        expect(oldest).toMatchObject({ endpoint: "updatestatus", reason: "invalid_field", field: "type", message: "type must be one of lxc, vm", randomId: "r1", receivedAt: PAST, result: null, replayedAt: null, replayResult: null });
+        expect([...oldest!.body]).toEqual([...body]);
+        expect(newest!.id).toBeGreaterThan(oldest!.id);
+      });
+
+      test("`before` pages through the log, and `reason` filters it", async () => {
+        const store = await freshStore();
+        const reasons: RejectReason[] = ["invalid_json", "invalid_field", "payload_too_large"];
+        await store.write(Array.from({ length: 9 }, (_, i) => rejectOp(PAST + i, { reason: reasons[i % 3]!, message: `m${i}` })));
+        const pages: string[][] = [];
+        let before: number | undefined;
+        for (;;) {
+          const page = await store.listRejected({ limit: 4, before });
+          if (page.length === 0) break;
+          pages.push(page.map((e) => e.message));
+          before = page.at(-1)!.id;
+        }
+        expect(pages).toEqual([["m8", "m7", "m6", "m5"], ["m4", "m3", "m2", "m1"], ["m0"]]);
+        expect((await store.listRejected({ limit: 10, reason: "invalid_field" })).map((e) => e.message)).toEqual(["m7", "m4", "m1"]);
+        const second = await store.listRejected({ limit: 1, reason: "payload_too_large" });
+        expect((await store.listRejected({ limit: 10, reason: "payload_too_large", before: second[0]!.id })).map((e) => e.message)).toEqual(["m5", "m2"]);
+        expect(await store.listRejected({ limit: 10, reason: "repaired" })).toEqual([]);
+      });
+
+      test("repaired reports are applied and logged raw with reason repaired and what their write came to", async () => {
+        const store = await freshStore();
+        const raw = (n: number) => bytes(`{"random_id": "rep${n}", "status": "installing",}`);
+        expect(await one(store, startOp("rep1", {}, PAST, { repairs: ["trailing_comma"], raw: raw(1) }))).toEqual({ kind: "created", outcome: "in_progress" });
+        expect(await one(store, updateOp("rep1", "done", null, PAST + MIN, { repairs: ["unescaped_quote"], raw: raw(2) }))).toEqual({ kind: "updated", outcome: "success" });
+        expect(await one(store, updateOp("rep3", "done", null, PAST + 2 * MIN, { repairs: ["unescaped_quote"], raw: raw(3) }))).toEqual({ kind: "held" });
+        await one(store, startOp("plain", {}, PAST + 3 * MIN)); // strict JSON: not logged
+
+        const log = await store.listRejected({ limit: 10 });
+        expect(log.map((e) => ({ reason: e.reason, result: e.result, randomId: e.randomId, endpoint: e.endpoint, receivedAt: e.receivedAt }))).toEqual([
+          { reason: "repaired", result: "held", randomId: "rep3", endpoint: "updatestatus", receivedAt: PAST + 2 * MIN },
+          { reason: "repaired", result: "updated", randomId: "rep1", endpoint: "updatestatus", receivedAt: PAST + MIN },
+          { reason: "repaired", result: "created", randomId: "rep1", endpoint: "upload", receivedAt: PAST },
+        ]);
+        expect(log.map((e) => new TextDecoder().decode(e.body))).toEqual([3, 2, 1].map((n) => new TextDecoder().decode(raw(n))));
+        expect((await store.listRejected({ limit: 10, reason: "repaired" })).length).toBe(3);
+        expect((await store.getInstall("rep1"))!.repaired).toBe(true);
+        expect((await store.getInstall("plain"))!.repaired).toBe(false);
+        // A held update that needed repair marks the record it is applied to.
+        await one(store, startOp("rep3", {}, PAST + 4 * MIN));
+        expect((await store.getInstall("rep3"))!.repaired).toBe(true);
+      });
+
+      // BUG: a repaired start report that turns out a duplicate is not logged at all (the engine
+      // returns before logging), though Received.raw says raw bytes are "kept in the log when
+      // they needed repair" and RejectedEntry.result's type includes "duplicate". Run with
+      // `bun test --todo test/contract` to see it fail.
+      test.todo("a repaired duplicate start is logged too, with result duplicate", async () => {
+        const store = await freshStore();
+        await one(store, startOp("rd", {}, PAST));
+        const raw = bytes(`{"random_id": "rd", "status": "installing",}`);
+        expect(await one(store, startOp("rd", {}, PAST + MIN, { repairs: ["trailing_comma"], raw }))).toEqual({ kind: "duplicate" });
+        expect(await store.listRejected({ limit: 10 })).toEqual([expect.objectContaining({ reason: "repaired", result: "duplicate", randomId: "rd", body: raw })]);
+      });
+    });
+
+    // -------------------------------------------------------------- load
+
+    describe("write load", () => {
+      test("a complete record is stored as it is and counted once; a second load is a duplicate", async () => {
+        const store = await freshStore();
+        const install = record("ld1", { createdAt: PAST, updatedAt: PAST + 7 * MIN, status: "failed", error: "exit code 5: make failed", durationMs: 7 * MIN, repaired: true, nsapp: "docker" });
+        expect(await one(store, loadOp(install))).toEqual({ kind: "created", outcome: "failed" });
+        expect(await store.getInstall("ld1")).toEqual(install);
+        // Once: a start and its update would pass through in_progress, a load never does.
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
+        expect(await hourTotals(store, appSlice("docker"))).toEqual(outcomes({ failed: 1 }));
+
+        expect(await one(store, loadOp({ ...install, status: "done", outcome: "success", error: null }))).toEqual({ kind: "duplicate" });
+        expect(await store.getInstall("ld1")).toEqual(install);
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
+        await expectVerified(store, 1);
+      });
+
+      test("a loaded install in progress takes a later final status", async () => {
+        const store = await freshStore();
+        expect(await one(store, loadOp(record("ld2", { createdAt: PAST, status: "installing" })))).toEqual({ kind: "created", outcome: "in_progress" });
+        expect(await one(store, updateOp("ld2", "done", null, PAST + MIN))).toEqual({ kind: "updated", outcome: "success" });
+        expect(await store.getInstall("ld2")).toMatchObject({ outcome: "success", durationMs: MIN });
+        await expectVerified(store, 1);
+      });
+    });
+
+    // -------------------------------------------------------------- listings
+
+    describe("getInstall and listInstalls", () => {
+      // Twelve records varied in every field a filter reads; f11 and f12 share a millisecond.
+      const rows: Install[] = [
+        record("f01", { createdAt: PAST + 1 * MIN, nsapp: "nginx", status: "done" }),
+        record("f02", { createdAt: PAST + 2 * MIN, nsapp: "nginx", status: "failed", error: "exit code 100: apt-get update failed", type: "vm" }),
+        record("f03", { createdAt: PAST + 3 * MIN, nsapp: "homeassistant", status: "installing", osType: "ubuntu", osVersion: "24.04", pveVersion: "8.3.0", method: "advanced" }),
+        record("f04", { createdAt: PAST + 4 * MIN, nsapp: null, status: "done", type: "tool", osType: null, osVersion: null, pveVersion: null, method: null }),
+        record("f05", { createdAt: PAST + 5 * MIN, nsapp: "docker", status: "failed", error: "nginx: port 80 already in use", osVersion: "11" }),
+        record("f06", { createdAt: PAST + 6 * MIN, nsapp: "50%_off", status: "done", method: null }),
+        record("f07", { createdAt: PAST + 7 * MIN, nsapp: "500x_offx", status: "done", pveVersion: null }),
+        record("f08", { createdAt: PAST + 8 * MIN, nsapp: "docker", status: "configuring", osType: "alpine", osVersion: "3.20" }),
+        record("f09", { createdAt: PAST + 9 * MIN, nsapp: "homeassistant", status: "aborted", type: "vm" }),
+        record("f10", { createdAt: PAST + 10 * MIN, nsapp: "nginx", status: "failed", error: "INTERRUPTED" }),
+        record("f11", { createdAt: PAST + 11 * MIN, nsapp: "docker", status: "installing", outcome: "unknown" }),
+        record("f12", { createdAt: PAST + 11 * MIN, nsapp: "nginx", status: "installing", pveVersion: "9.0.0" }),
+      ];
+      const loaded = async () => {
+        const store = await freshStore();
+        await store.write(rows.map((r) => loadOp(r)));
+        return store;
+      };
+
+      test("getInstall: a stored install whole, an unknown one undefined", async () => {
+        const store = await loaded();
+        expect(await store.getInstall("f05")).toEqual(rows[4]!);
+        expect(await store.getInstall("nope")).toBeUndefined();
+        expect(await store.getInstall("")).toBeUndefined();
+      });
+
+      test("every filter field selects exactly the installs it names", async () => {
+        const store = await loaded();
+        const has = (v: string | null, q: string) => v !== null && v.includes(q);
+        const cases: [InstallFilter, (r: Install) => boolean][] = [
+          [{ nsapp: "nginx" }, (r) => r.nsapp === "nginx"],
+          [{ nsapp: "" }, (r) => r.nsapp === null],
+          [{ status: "installing" }, (r) => r.status === "installing"],
+          [{ outcome: "failed" }, (r) => r.outcome === "failed"],
+          [{ outcome: "aborted" }, (r) => r.outcome === "aborted"],
+          [{ outcome: "unknown" }, (r) => r.outcome === "unknown"],
+          [{ type: "vm" }, (r) => r.type === "vm"],
+          [{ osType: "ubuntu" }, (r) => r.osType === "ubuntu"],
+          [{ osType: "" }, (r) => r.osType === null],
+          [{ osVersion: "11" }, (r) => r.osVersion === "11"],
+          [{ pveVersion: "9.0.0" }, (r) => r.pveVersion === "9.0.0"],
+          [{ pveVersion: "" }, (r) => r.pveVersion === null],
+          [{ method: "advanced" }, (r) => r.method === "advanced"],
+          [{ method: "" }, (r) => r.method === null],
+          [{ from: PAST + 3 * MIN, to: PAST + 7 * MIN }, (r) => r.createdAt >= PAST + 3 * MIN && r.createdAt < PAST + 7 * MIN],
+          [{ from: PAST + 11 * MIN }, (r) => r.createdAt >= PAST + 11 * MIN],
+          [{ until: PAST + 5 * MIN }, (r) => r.createdAt <= PAST + 5 * MIN],
+          // Free text: in the app name and in the error text, taken literally (no wildcards).
+          [{ q: "nginx" }, (r) => has(r.nsapp, "nginx") || has(r.error, "nginx")],
+          [{ q: "apt-get" }, (r) => has(r.error, "apt-get")],
+          [{ q: "50%" }, (r) => has(r.nsapp, "50%")],
+          [{ q: "_off" }, (r) => has(r.nsapp, "_off")],
+          [{ q: "0%_" }, (r) => has(r.nsapp, "0%_")],
+          [{ nsapp: "nginx", outcome: "failed" }, (r) => r.nsapp === "nginx" && r.outcome === "failed"],
+          [{ nsapp: "docker", from: PAST + 6 * MIN, status: "installing" }, (r) => r.nsapp === "docker" && r.createdAt >= PAST + 6 * MIN && r.status === "installing"],
+        ];
+        for (const [filter, wanted] of cases) {
+          const expected = idsOf(rows.filter(wanted));
+          // The case itself must tell something: some rows in, some out.
+          expect({ filter, selects: expected.length > 0 && expected.length < rows.length }).toEqual({ filter, selects: true });
+          const { rows: got, next } = await store.listInstalls(filter, { limit: 100, order: "oldest" });
+          expect({ filter, ids: idsOf(got) }).toEqual({ filter, ids: expected });
+          expect(next).toBeNull();
+          expect({ filter, ids: idsOf(await allInstalls(store, filter)) }).toEqual({ filter, ids: expected });
+        }
+        expect(idsOf((await store.listInstalls({ nsapp: "no-such-app" }, { limit: 10 })).rows)).toEqual([]);
+      });
+
+      test("newest first by default, oldest first on request; ties by insertion", async () => {
+        const store = await loaded();
+        const oldest = idsOf(rows);
+        expect(idsOf((await store.listInstalls({}, { limit: 100 })).rows)).toEqual([...oldest].reverse());
+        expect(idsOf((await store.listInstalls({}, { limit: 100, order: "newest" })).rows)).toEqual([...oldest].reverse());
+        expect(idsOf((await store.listInstalls({}, { limit: 100, order: "oldest" })).rows)).toEqual(oldest);
+        expect(idsOf((await store.listInstalls({}, { limit: 3 })).rows)).toEqual(["f12", "f11", "f10"]);
+      });
+
+      test("cursor pages visit every matching install exactly once, in order, also within one millisecond", async () => {
+        const store = await freshStore();
+        // Inserted out of time order, ten in each of three milliseconds, two apps interleaved.
+        const ops = [2, 0, 1].flatMap((ms) => Array.from({ length: 10 }, (_, i) => startOp(`c${ms}-${i}`, { nsapp: i % 2 ? "a" : "b" }, PAST + ms)));
+        await store.write(ops);
+        const inserted = ops.map((op) => ({ id: op.report.randomId, at: op.at, app: op.report.nsapp }));
+        const oldest = [...inserted].sort((x, y) => x.at - y.at); // stable: ties keep insertion order
+        for (const [filter, keep] of [[{}, () => true], [{ nsapp: "a" }, (r: (typeof inserted)[number]) => r.app === "a"]] as const) {
+          const expected = oldest.filter(keep).map((r) => r.id);
+          for (const limit of [1, 4, 5, 7, 100]) {
+            const asc = await everyPage(store, filter, limit, "oldest");
+            expect(asc.flat().map((r) => r.randomId)).toEqual(expected);
+            const desc = await everyPage(store, filter, limit, "newest");
+            expect(desc.flat().map((r) => r.randomId)).toEqual([...expected].reverse());
+            expect(asc.length).toBe(Math.max(1, Math.ceil(expected.length / limit))); // a full last page has next null
+          }
+        }
+        // A window is kept across pages too.
+        const windowed = await everyPage(store, { from: PAST + 1, to: PAST + 2 }, 3, "newest");
+        expect(windowed.flat().map((r) => r.randomId)).toEqual(oldest.filter((r) => r.at === PAST + 1).map((r) => r.id).reverse());
+      });
+
+      test("next is null on the last page, also when it is full, and on an empty listing", async () => {
+        const store = await loaded();
+        const first = await store.listInstalls({ nsapp: "nginx" }, { limit: 2 });
+        expect(first.next).not.toBeNull();
+        const last = await store.listInstalls({ nsapp: "nginx" }, { limit: 2, after: first.next! });
+        expect(idsOf(last.rows)).toEqual(["f02", "f01"]);
+        expect(last.next).toBeNull();
+        expect(await store.listInstalls({ nsapp: "nobody" }, { limit: 5 })).toEqual({ rows: [], next: null });
+        expect((await (await freshStore()).listInstalls({}, { limit: 5 }))).toEqual({ rows: [], next: null });
+      });
+    });
+
+    // -------------------------------------------------------------- streaming
+
+    describe("installChunks and iterateInstalls", () => {
+      const streamed = async () => {
+        const store = await freshStore();
+        // Ten installs, three of them in one millisecond, inserted out of time order.
+        const ats = [5, 1, 3, 3, 3, 9, 2, 7, 8, 6].map((m) => PAST + m * MIN);
+        await store.write(ats.map((at, i) => startOp(`k${i}`, { nsapp: i % 3 ? "a" : "b" }, at)));
+        const oldest = ats.map((at, i) => ({ id: `k${i}`, at, app: i % 3 ? "a" : "b" })).sort((x, y) => x.at - y.at);
+        return { store, oldest: oldest.map((r) => r.id), rows: oldest };
+      };
+      const chunksOf = async (gen: AsyncGenerator<Install[], void>) => {
+        const out: string[][] = [];
+        for await (const chunk of gen) out.push(idsOf(chunk));
+        return out;
+      };
+
+      test("oldest first, in chunks of chunkRows, after offset, at most limit", async () => {
+        const { store, oldest } = await streamed();
+        expect((await chunksOf(store.installChunks({}))).flat()).toEqual(oldest);
+        const sizes = async (page: { offset?: number; limit?: number; chunkRows?: number }, filter: InstallFilter = {}) =>
+          (await chunksOf(store.installChunks(filter, page))).map((c) => c.length);
+        expect(await sizes({ chunkRows: 3 })).toEqual([3, 3, 3, 1]);
+        expect(await sizes({ chunkRows: 3, limit: 7 })).toEqual([3, 3, 1]);
+        expect(await sizes({ chunkRows: 2, offset: 2, limit: 5 })).toEqual([2, 2, 1]);
+        expect(await sizes({ chunkRows: 4, offset: 8 })).toEqual([2]);
+        expect(await sizes({ offset: 10 })).toEqual([]);
+        expect((await chunksOf(store.installChunks({}, { chunkRows: 2, offset: 2, limit: 5 }))).flat()).toEqual(oldest.slice(2, 7));
+        // Chunk boundaries inside the millisecond shared by three installs lose and repeat nothing.
+        for (const chunkRows of [1, 2, 3]) expect((await chunksOf(store.installChunks({}, { chunkRows }))).flat()).toEqual(oldest);
+      });
+
+      test("filters apply, `until` included", async () => {
+        const { store, rows } = await streamed();
+        expect((await chunksOf(store.installChunks({ until: PAST + 3 * MIN }, { chunkRows: 2 }))).flat()).toEqual(rows.filter((r) => r.at <= PAST + 3 * MIN).map((r) => r.id));
+        expect((await chunksOf(store.installChunks({ nsapp: "a" }, { chunkRows: 2, offset: 1 }))).flat()).toEqual(rows.filter((r) => r.app === "a").slice(1).map((r) => r.id));
+        expect((await chunksOf(store.installChunks({ from: PAST + 3 * MIN, to: PAST + 8 * MIN }, { chunkRows: 2 }))).flat()).toEqual(
+          rows.filter((r) => r.at >= PAST + 3 * MIN && r.at < PAST + 8 * MIN).map((r) => r.id),
+        );
+      });
+
+      test("iterateInstalls equals the chunks flattened", async () => {
+        const { store } = await streamed();
+        for (const filter of [{}, { nsapp: "b" }, { from: PAST + 3 * MIN }, { until: PAST + 6 * MIN, nsapp: "a" }] satisfies InstallFilter[]) {
+          const flat: Install[] = [];
+          for await (const chunk of store.installChunks(filter, { chunkRows: 2 })) flat.push(...chunk);
+          expect(await allInstalls(store, filter)).toEqual(flat);
+        }
+      });
+
+      test("an abandoned iteration leaves the store fully usable", async () => {
+        const { store, oldest } = await streamed();
+        for await (const chunk of store.installChunks({}, { chunkRows: 2 })) {
+          expect(chunk).toHaveLength(2);
+          break;
+        }
+        for await (const r of store.iterateInstalls({})) {
+          expect(r.randomId).toBe(oldest[0]!);
+          break;
+        }
+        // An iteration left suspended mid-way (never finished, never returned) must not block writes either.
+        const suspended = store.installChunks({}, { chunkRows: 3 });
+        expect((await suspended.next()).done).toBe(false);
+        expect(await one(store, startOp("after-break", {}, PAST + HOUR))).toEqual({ kind: "created", outcome: "in_progress" });
+        expect(await one(store, updateOp("k0", "done", null, PAST + HOUR))).toEqual({ kind: "updated", outcome: "success" });
+        expect((await store.getInstall("after-break"))!.createdAt).toBe(PAST + HOUR);
+        expect((await allInstalls(store)).length).toBe(11);
+        await suspended.return();
+        await expectVerified(store, 11);
+      });
+    });
+
+    // -------------------------------------------------------------- small reads
+
+    describe("errorTextCounts, changeMarker, recordSpan", () => {
+      test("errorTextCounts: installs per exact non-empty error text, most frequent first", async () => {
+        const store = await freshStore();
+        expect(await store.errorTextCounts()).toEqual([]);
+        const errors = ["exit code 1", "exit code 1", "exit code 1", "Exit code 1", "disk full", "disk full", "exit code 1 ", null, ""];
+        await store.write(errors.map((error, i) => loadOp(record(`e${i}`, { createdAt: PAST + i, status: "failed", error }))));
+        const counts = await store.errorTextCounts();
+        expect(counts.slice(0, 2)).toEqual([{ error: "exit code 1", count: 3 }, { error: "disk full", count: 2 }]);
+        // Ties in any order; texts that differ in case or whitespace are different texts.
+        expect(counts.slice(2).sort((a, b) => (a.error < b.error ? -1 : 1))).toEqual([{ error: "Exit code 1", count: 1 }, { error: "exit code 1 ", count: 1 }]);
+      });
+
+      test("changeMarker moves with each commit and only then", async () => {
+        const store = await freshStore();
+        const m0 = await store.changeMarker();
+        expect(await store.changeMarker()).toBe(m0);
+        await one(store, startOp("m1", {}, PAST));
+        const m1 = await store.changeMarker();
+        expect(m1).not.toBe(m0);
+        // Reads commit nothing.
+        await store.listInstalls({}, { limit: 10 });
+        await store.rollupCells(GRAINS.hour, EVERYTHING.from, EVERYTHING.to);
+        await allInstalls(store);
+        expect(await store.changeMarker()).toBe(m1);
+        await one(store, updateOp("m1", "done", null, PAST + MIN));
+        const m2 = await store.changeMarker();
+        expect([m0, m1]).not.toContain(m2);
+        await one(store, rejectOp(PAST + 2 * MIN));
+        expect([m0, m1, m2]).not.toContain(await store.changeMarker());
+      });
+
+      test("recordSpan: null when empty, then the first and last created_at", async () => {
+        const store = await freshStore();
+        expect(await store.recordSpan()).toBeNull();
+        await one(store, updateOp("held-only", "done", null, PAST)); // a held update is no install
+        await one(store, rejectOp(PAST));
+        expect(await store.recordSpan()).toBeNull();
+        await store.write([startOp("r2", {}, PAST + 2 * DAY), startOp("r1", {}, PAST), startOp("r3", {}, PAST + HOUR)]);
+        expect(await store.recordSpan()).toEqual({ first: PAST, last: PAST + 2 * DAY });
+        await one(store, { kind: "delete", randomId: "r2", at: PAST + 3 * DAY });
+        expect(await store.recordSpan()).toEqual({ first: PAST, last: PAST + HOUR });
+      });
+    });
+
+    // -------------------------------------------------------------- rollups
+
+    describe("rollups", () => {
+      /** Three starts (two apps) in open hour H, one finished. */
+      const openScene = async () => {
+        const store = await freshStore();
+        const H = await openHour(store);
+        await store.write([startOp("a1", { nsapp: "a" }, H + MIN), startOp("a2", { nsapp: "a" }, H + 2 * MIN), startOp("b1", { nsapp: "b", type: "vm" }, H + 3 * MIN)]);
+        await one(store, updateOp("a1", "done", null, H + 10 * MIN));
+        return { store, H };
+      };
+
+      test("hour cells include the open hours; day and month cells do not, until they are folded", async () => {
+        const { store, H } = await openScene();
+        const mark = await store.foldedUntil();
+        expect(mark).toBeLessThanOrEqual(H);
+        const hour = await store.readRollups({ grain: GRAINS.hour, app: ALL_APPS, from: H, to: H + HOUR, parts: ALL_PARTS });
+        expect(hour.map((c) => c.bucket)).toEqual([H]);
+        expect(hour[0]!.data.dims.nsapp).toEqual({ a: [1, 0, 0, 1, 0], b: [0, 0, 0, 1, 0] });
+        expect(hour[0]!.data.dims.type).toEqual({ lxc: [1, 0, 0, 1, 0], vm: [0, 0, 0, 1, 0] });
+        const app = await store.readRollups({ grain: GRAINS.hour, app: appSlice("a"), from: H, to: H + HOUR, parts: ALL_PARTS });
+        expect(app.map((c) => [c.bucket, c.data.dims.type])).toEqual([[H, { lxc: [1, 0, 0, 1, 0] }]]);
+        expect((await store.rollupCells(GRAINS.hour, H, H + HOUR)).map((c) => c.app).sort()).toEqual([ALL_APPS, appSlice("a"), appSlice("b")].sort());
+        // The open hour is not in day or month cells yet.
+        const dayOf = bucketStart(H, GRAINS.day);
+        expect(await store.rollupCells(GRAINS.day, dayOf, dayOf + DAY)).toEqual([]);
+        expect(await store.readRollups({ grain: GRAINS.month, app: ALL_APPS, ...EVERYTHING, parts: ALL_PARTS })).toEqual([]);
+        // Outside [from, to): nothing.
+        expect(await store.readRollups({ grain: GRAINS.hour, app: ALL_APPS, from: H + HOUR, to: H + 2 * HOUR, parts: ALL_PARTS })).toEqual([]);
+        expect(await store.rollupCells(GRAINS.hour, H - HOUR, H)).toEqual([]);
+        await expectVerified(store, 3);
+      });
+
+      test("fold stores the hours before `until` in day and month cells and moves the mark", async () => {
+        const { store, H } = await openScene();
+        const before = await sortedCells(store, GRAINS.hour);
+        expect(await one(store, { kind: "fold", until: H + HOUR, at: H + HOUR })).toEqual({ kind: "folded", hours: 1 });
+        expect(await store.foldedUntil()).toBe(H + HOUR);
+        // Hour cells are what they were; day and month cells now hold the same counts.
+        expect(await sortedCells(store, GRAINS.hour)).toEqual(before);
+        for (const grain of [GRAINS.day, GRAINS.month]) {
+          const cells = await sortedCells(store, grain);
+          expect(cells.map((c) => [c.app, c.bucket])).toEqual(before.map((c) => [c.app, bucketStart(H, grain)]));
+          expect(cells.map((c) => c.data)).toEqual(before.map((c) => c.data));
+        }
+        // Folding again up to the same mark, or behind it, folds nothing and leaves the mark.
+        expect(await one(store, { kind: "fold", until: H + HOUR, at: H + HOUR })).toEqual({ kind: "folded", hours: 0 });
+        expect(await one(store, { kind: "fold", until: H - 5 * HOUR, at: H + HOUR })).toEqual({ kind: "folded", hours: 0 });
+        expect(await store.foldedUntil()).toBe(H + HOUR);
+        await expectVerified(store, 3);
+
+        // Writes after the fold: to the folded hour (stored cells of every grain follow) and to a new open hour.
+        await store.write([updateOp("b1", "failed", "exit code 7", H + 2 * HOUR), startOp("c1", { nsapp: "c" }, H + HOUR + MIN)]);
+        const day = await store.readRollups({ grain: GRAINS.day, app: ALL_APPS, from: bucketStart(H, GRAINS.day), to: bucketStart(H, GRAINS.day) + DAY, parts: ["apps"] });
+        expect(day.map((c) => c.data.dims.nsapp)).toEqual([{ a: [1, 0, 0, 1, 0], b: [0, 1, 0, 0, 0] }]);
+        expect((await store.readRollups({ grain: GRAINS.hour, app: ALL_APPS, from: H + HOUR, to: H + 2 * HOUR, parts: ["apps"] })).map((c) => c.data.dims.nsapp)).toEqual([{ c: [0, 0, 0, 1, 0] }]);
+        expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({ kind: "folded", hours: 1 });
+        await expectVerified(store, 4);
+      });
+
+      test("fold counts the hours it stored and skips hours without installs", async () => {
+        const store = await freshStore();
+        const H = await openHour(store);
+        await store.write([0, 0, 2, 5].map((h, i) => startOp(`f${i}`, { nsapp: "a" }, H + h * HOUR + MIN)));
+        expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({ kind: "folded", hours: 2 });
+        expect((await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).length).toBeGreaterThan(0);
+        expect(await one(store, { kind: "fold", until: H + 6 * HOUR, at: H + 6 * HOUR })).toEqual({ kind: "folded", hours: 1 });
+        expect(await hourTotals(store)).toEqual(outcomes({ in_progress: 4 }));
+        await expectVerified(store, 4);
+      });
+
+      test("readRollups returns only the parts asked for (folded cells)", async () => {
+        const store = await freshStore();
+        await store.write([startOp("p1", { nsapp: "a" }, PAST), startOp("p2", { nsapp: "b" }, PAST + MIN)]);
+        await store.write([updateOp("p1", "failed", "exit code 3: boom", PAST + 2 * MIN), updateOp("p2", "done", null, PAST + 3 * MIN)]);
+        await one(store, { kind: "fold", until: floorHour(PAST) + HOUR, at: PAST + HOUR }); // folded already in some engines
+        for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
+          for (const app of [ALL_APPS, appSlice("a")]) {
+            const whole = await store.readRollups({ grain, app, ...EVERYTHING, parts: ALL_PARTS });
+            expect(whole.length).toBe(1);
+            expect(Object.keys(whole[0]!.data.err).length).toBe(1);
+            for (const parts of [["data"], ["apps"], ["errors"], ["data", "errors"], ["apps", "errors"]] as RollupPart[][]) {
+              const got = await store.readRollups({ grain, app, ...EVERYTHING, parts });
+              expect({ grain, app, parts, got }).toEqual({ grain, app, parts, got: whole.map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })) });
+            }
+          }
+        }
+      });
+
+      // The contract does not say what `parts` promises; folded cells give exactly the parts asked
+      // for, while the SQLite engine answers open hours with whole cells. Kept apart (see the report).
+      test.todo("readRollups returns only the parts asked for (open hours)", async () => {
+        const { store, H } = await openScene();
+        const whole = await store.readRollups({ grain: GRAINS.hour, app: ALL_APPS, from: H, to: H + HOUR, parts: ALL_PARTS });
+        for (const parts of [["data"], ["apps"], ["errors"]] as RollupPart[][]) {
+          expect(await store.readRollups({ grain: GRAINS.hour, app: ALL_APPS, from: H, to: H + HOUR, parts })).toEqual(whole.map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })));
+        }
+      });
+
+      test("signatures: first and last seen, apps and the first example of each failure signature", async () => {
+        const store = await freshStore();
+        const H = await openHour(store);
+        const texts = ["exit code 100: apt-get install failed at line 42", "exit code 101: apt-get install failed at line 7", "disk full on /var/lib/vz"];
+        await store.write([
+          startOp("g1", { nsapp: "nginx" }, H), startOp("g2", { nsapp: "docker" }, H + MIN), startOp("g3", { nsapp: "nginx" }, H + 2 * MIN),
+          startOp("g4", { nsapp: "zabbix" }, H + 3 * MIN), startOp("g5", { nsapp: "yarr" }, H + 4 * MIN),
+        ]);
+        await one(store, updateOp("g1", "failed", texts[0]!, H + 10 * MIN));
+        await one(store, updateOp("g2", "failed", texts[1]!, H + 20 * MIN));
+        await one(store, updateOp("g3", "failed", texts[2]!, H + 30 * MIN));
+        await one(store, updateOp("g4", "failed", "INTERRUPTED", H + 40 * MIN)); // aborted: no failure signature
+        await one(store, updateOp("g5", "done", null, H + 50 * MIN));
+
+        const apt = failureSignatureId("failed", texts[0]!)!;
+        const disk = failureSignatureId("failed", texts[2]!)!;
+        expect(failureSignatureId("failed", texts[1]!)).toBe(apt); // the same failure, different numbers
+        expect(failureSignatureId(deriveOutcome("failed", "INTERRUPTED"), "INTERRUPTED")).toBeNull();
+        const known = (await store.signatures([disk, apt, "0000000000000000"])).sort((a, b) => (a.firstSeen - b.firstSeen));
+        expect(known).toEqual([
+          { id: apt, signature: errorSignature(texts[0]!)!, example: texts[0]!, firstSeen: H + 10 * MIN, lastSeen: H + 20 * MIN, apps: ["docker", "nginx"] },
+          { id: disk, signature: errorSignature(texts[2]!)!, example: texts[2]!, firstSeen: H + 30 * MIN, lastSeen: H + 30 * MIN, apps: ["nginx"] },
+        ]);
+        expect(await store.signatures([])).toEqual([]);
+        // Rollups count failures under their signature ids, per slice.
+        const [all] = await store.readRollups({ grain: GRAINS.hour, app: ALL_APPS, from: H, to: H + HOUR, parts: ["errors"] });
+        expect(all!.data.err).toEqual({ [apt]: 2, [disk]: 1 });
+        const [nginx] = await store.readRollups({ grain: GRAINS.hour, app: appSlice("nginx"), from: H, to: H + HOUR, parts: ["errors"] });
+        expect(nginx!.data.err).toEqual({ [apt]: 1, [disk]: 1 });
+        // Still known, with the same facts, once folded.
+        await one(store, { kind: "fold", until: H + HOUR, at: H + HOUR });
+        expect((await store.signatures([apt]))[0]).toEqual(known[0]!);
+        await expectVerified(store, 5);
+      });
+    });
+
+    // -------------------------------------------------------------- rollups equal a recount
+
+    describe("verifyRollups", () => {
+      test("rollups equal a recount after every step of a mixed workload", async () => {
+        const store = await freshStore();
+        const steps: string[] = [];
+        const records = await mixedWorkload(store, async (step, n) => {
+          steps.push(step);
+          const check = await verifyRollups(store);
+          expect({ step, ok: check.ok, records: check.records, mismatches: check.mismatches }).toEqual({ step, ok: true, records: n, mismatches: [] });
+        });
+        expect(steps.length).toBe(10);
+        expect(records).toBe(22);
+        expect((await allInstalls(store)).length).toBe(22);
+      });
+
+      test("the workload ends where its reports say", async () => {
+        const store = await freshStore();
+        await mixedWorkload(store, async () => {});
+        const get = async (id: string) => (await store.getInstall(id))!;
+        expect(await get("p4")).toMatchObject({ status: "failed", outcome: "aborted", error: "INTERRUPTED" });
+        expect(await get("p6")).toMatchObject({ status: "done", outcome: "success", durationMs: PAST + 2 * DAY - (PAST + 6 * 37 * MIN) });
+        expect(await get("p3")).toMatchObject({ status: "failed", outcome: "failed" });
+        expect(await get("q1")).toMatchObject({ status: "failed", outcome: "failed", error: "disk full", durationMs: null });
+        expect(await get("o2")).toMatchObject({ status: "installing", outcome: "unknown" });
+        expect(await get("o6")).toMatchObject({ status: "installing", outcome: "unknown" });
+        for (const id of ["p1", "o3", "p7", "gone-held"]) expect(await store.getInstall(id)).toBeUndefined();
+        expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
+        const byOutcome = (await allInstalls(store)).reduce((m, r) => ({ ...m, [r.outcome]: (m[r.outcome] ?? 0) + 1 }), {} as Partial<Record<Outcome, number>>);
+        expect(await hourTotals(store)).toEqual(outcomes(byOutcome));
+      });
+    });
+
+    // -------------------------------------------------------------- maintenance
+
+    describe("maintenance", () => {
+      test("stuckInstalls lists installs in progress created in [from, before), oldest first, at most limit", async () => {
+        const store = await freshStore();
+        await store.write([
+          startOp("s3", {}, PAST + 3 * HOUR), startOp("s1", {}, PAST + HOUR), startOp("s0", {}, PAST), startOp("s2", {}, PAST + 2 * HOUR),
+          startOp("s4", {}, PAST + 4 * HOUR), startOp("done", {}, PAST + 90 * MIN), startOp("cfg", {}, PAST + 150 * MIN),
+        ]);
+        await store.write([updateOp("done", "done", null, PAST + 100 * MIN), updateOp("cfg", "configuring", null, PAST + 160 * MIN)]);
+        expect(await store.stuckInstalls(PAST + HOUR, PAST + 4 * HOUR, 10)).toEqual([
+          { randomId: "s1", createdAt: PAST + HOUR },
+          { randomId: "s2", createdAt: PAST + 2 * HOUR },
+          { randomId: "cfg", createdAt: PAST + 150 * MIN }, // a progress status is still in progress
+          { randomId: "s3", createdAt: PAST + 3 * HOUR },
+        ].sort((a, b) => a.createdAt - b.createdAt));
+        expect(idsOf(await store.stuckInstalls(PAST, EVERYTHING.to, 2))).toEqual(["s0", "s1"]);
+        expect(await store.stuckInstalls(PAST + 5 * HOUR, EVERYTHING.to, 10)).toEqual([]);
+      });
+
+      test("expire: an install in progress becomes unknown with its status kept; a late final status still applies", async () => {
+        const store = await freshStore();
+        await store.write([startOp("stuck", { nsapp: "a" }, PAST), startOp("fine", { nsapp: "a" }, PAST + MIN)]);
+        await one(store, updateOp("fine", "done", null, PAST + 2 * MIN));
+        const fine = await store.getInstall("fine");
+
+        expect(await one(store, { kind: "expire", randomId: "stuck", at: PAST + 13 * HOUR })).toEqual({ kind: "expired", changed: true });
+        expect(await store.getInstall("stuck")).toMatchObject({ status: "installing", outcome: "unknown", createdAt: PAST });
+        expect(await one(store, { kind: "expire", randomId: "stuck", at: PAST + 14 * HOUR })).toEqual({ kind: "expired", changed: false });
+        expect(await one(store, { kind: "expire", randomId: "fine", at: PAST + 13 * HOUR })).toEqual({ kind: "expired", changed: false });
+        expect(await store.getInstall("fine")).toEqual(fine!);
+        expect(await one(store, { kind: "expire", randomId: "never", at: PAST + 13 * HOUR })).toEqual({ kind: "expired", changed: false });
+        expect(await store.stuckInstalls(EVERYTHING.from, EVERYTHING.to, 10)).toEqual([]);
+        expect(await hourTotals(store)).toEqual(outcomes({ unknown: 1, success: 1 }));
+        await expectVerified(store, 2);
+
+        expect(await one(store, updateOp("stuck", "failed", "exit code 9", PAST + 15 * HOUR))).toEqual({ kind: "updated", outcome: "failed" });
+        expect(await store.getInstall("stuck")).toMatchObject({ status: "failed", outcome: "failed", error: "exit code 9", durationMs: 15 * HOUR });
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 1, success: 1 }));
+        expect(await hourTotals(store, appSlice("a"))).toEqual(outcomes({ failed: 1, success: 1 }));
+        expect(await one(store, updateOp("stuck", "done", null, PAST + 16 * HOUR))).toEqual({ kind: "already-final", outcome: "failed" });
+        await expectVerified(store, 2);
+      });
+
+      test("stuck-checked moves the mark only from where it stands (compare-and-set)", async () => {
+        const store = await freshStore();
+        const m0 = await store.stuckCheckedUntil();
+        expect(await one(store, { kind: "stuck-checked", from: m0, until: PAST, at: PAST })).toEqual({ kind: "marked" });
+        expect(await store.stuckCheckedUntil()).toBe(PAST);
+        // A job that read the old mark lost the race: its mark does not land.
+        expect(await one(store, { kind: "stuck-checked", from: m0, until: PAST + HOUR, at: PAST })).toEqual({ kind: "marked" });
+        expect(await store.stuckCheckedUntil()).toBe(PAST);
+        await one(store, { kind: "stuck-checked", from: PAST, until: PAST + 2 * HOUR, at: PAST });
+        expect(await store.stuckCheckedUntil()).toBe(PAST + 2 * HOUR);
+      });
+
+      test("a load of an older install in progress lowers the stuck mark to it", async () => {
+        const store = await freshStore();
+        await one(store, { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + DAY, at: PAST + DAY });
+        await one(store, loadOp(record("old-done", { createdAt: PAST + HOUR, status: "done" })));
+        expect(await store.stuckCheckedUntil()).toBe(PAST + DAY); // a finished one needs no check
+        await one(store, loadOp(record("old-open", { createdAt: PAST + 2 * HOUR, status: "installing" })));
+        expect(await store.stuckCheckedUntil()).toBeLessThanOrEqual(PAST + 2 * HOUR);
+        const mark = await store.stuckCheckedUntil();
+        expect(idsOf(await store.stuckInstalls(mark, PAST + DAY, 10))).toEqual(["old-open"]);
+      });
+
+      // BUG: a start report written with a time before the stuck mark (import and replay write
+      // start ops at the record's own time) creates an install in progress without lowering the
+      // mark, so stuckCheckedUntil() no longer keeps its promise ("every install created before
+      // this has a final outcome or was expired") and the expire job never finds it. `load`
+      // lowers it; `start` does not. Run with `bun test --todo test/contract` to see it fail.
+      test.todo("a start of an older install in progress lowers the stuck mark to it", async () => {
+        const store = await freshStore();
+        await one(store, { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + DAY, at: PAST + DAY });
+        await one(store, startOp("imported-open", {}, PAST + 2 * HOUR));
+        expect(await store.stuckCheckedUntil()).toBeLessThanOrEqual(PAST + 2 * HOUR);
+      });
+
+      test("countBefore counts installs created, held updates and log entries received before the cutoff", async () => {
+        const store = await freshStore();
+        await store.write([
+          startOp("i1", {}, PAST), startOp("i2", {}, PAST + HOUR), startOp("i3", {}, PAST + 2 * HOUR),
+          updateOp("h1", "done", null, PAST + 30 * MIN), updateOp("h2", "done", null, PAST + 3 * HOUR),
+          rejectOp(PAST + 10 * MIN), rejectOp(PAST + 70 * MIN), rejectOp(PAST + 4 * HOUR),
+        ]);
+        // A late update keeps the install's created_at.
+        await one(store, updateOp("i1", "done", null, PAST + 5 * HOUR));
+        expect(await store.countBefore(PAST)).toEqual({ installs: 0, held: 0, rejected: 0 });
+        expect(await store.countBefore(PAST + HOUR)).toEqual({ installs: 1, held: 1, rejected: 1 });
+        expect(await store.countBefore(PAST + 2 * HOUR)).toEqual({ installs: 2, held: 1, rejected: 2 });
+        expect(await store.countBefore(EVERYTHING.to)).toEqual({ installs: 3, held: 2, rejected: 3 });
+      });
+
+      test("heldBefore lists the random_ids of updates held since before the cutoff", async () => {
+        const store = await freshStore();
+        await store.write([updateOp("a", "done", null, PAST), updateOp("b", "failed", "x", PAST + MIN), updateOp("c", "done", null, PAST + HOUR), startOp("d", {}, PAST)]);
+        expect((await store.heldBefore(PAST + HOUR, 10)).sort()).toEqual(["a", "b"]);
+        expect(await store.heldBefore(PAST + HOUR, 1)).toHaveLength(1);
+        expect(await store.heldBefore(PAST, 10)).toEqual([]);
+        await one(store, startOp("a", {}, PAST + 2 * HOUR)); // applied: no longer held
+        expect((await store.heldBefore(EVERYTHING.to, 10)).sort()).toEqual(["b", "c"]);
+      });
+
+      test("delete removes the record, its held update and its log entries; found says whether anything was there", async () => {
+        const store = await freshStore();
+        await store.write([startOp("gone", { nsapp: "a" }, PAST), startOp("kept", { nsapp: "a" }, PAST + MIN)]);
+        await one(store, updateOp("gone", "failed", "exit code 3", PAST + 2 * MIN));
+        await one(store, updateOp("gone", "done", null, PAST + 3 * MIN)); // already-final: logged with its random_id
+        await one(store, rejectOp(PAST + 4 * MIN, { randomId: "gone", reason: "invalid_field" }));
+        await one(store, rejectOp(PAST + 4 * MIN, { randomId: "kept", reason: "invalid_field" }));
+        await one(store, updateOp("held-only", "done", null, PAST + 5 * MIN));
+        await one(store, rejectOp(PAST + 6 * MIN, { randomId: "log-only", reason: "invalid_field" }));
+        expect((await store.listRejected({ limit: 10 })).filter((e) => e.randomId === "gone")).toHaveLength(2);
+
+        expect(await one(store, { kind: "delete", randomId: "gone", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true });
+        expect(await store.getInstall("gone")).toBeUndefined();
+        expect((await store.listRejected({ limit: 10 })).map((e) => e.randomId)).toEqual(["log-only", "kept"]);
+        expect(await hourTotals(store)).toEqual(outcomes({ in_progress: 1 }));
+        expect(await hourTotals(store, appSlice("a"))).toEqual(outcomes({ in_progress: 1 }));
+
+        expect(await one(store, { kind: "delete", randomId: "held-only", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true });
+        expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
+        expect(await one(store, { kind: "delete", randomId: "log-only", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true });
+        expect((await store.listRejected({ limit: 10 })).map((e) => e.randomId)).toEqual(["kept"]);
+        expect(await one(store, { kind: "delete", randomId: "never", at: PAST + HOUR })).toEqual({ kind: "deleted", found: false });
+        expect(await one(store, { kind: "delete", randomId: "gone", at: PAST + HOUR })).toEqual({ kind: "deleted", found: false });
+        expect((await store.getInstall("kept"))!.randomId).toBe("kept");
+        await expectVerified(store, 1);
+
+        // A deleted install can be reported afresh.
+        expect(await one(store, startOp("gone", {}, PAST + 2 * HOUR))).toEqual({ kind: "created", outcome: "in_progress" });
+        await expectVerified(store, 2);
+      });
+
+      test("forget-rejected drops log entries received before a time and counts them", async () => {
+        const store = await freshStore();
+        await store.write([rejectOp(PAST), rejectOp(PAST + MIN), rejectOp(PAST + 2 * MIN), rejectOp(PAST + 3 * MIN)]);
+        await one(store, startOp("r", {}, PAST, { repairs: ["trailing_comma"] })); // a repaired entry ages like any other
+        expect(await one(store, { kind: "forget-rejected", before: PAST + 2 * MIN, at: PAST + DAY })).toEqual({ kind: "forgotten", count: 3 });
+        expect((await store.listRejected({ limit: 10 })).map((e) => e.receivedAt)).toEqual([PAST + 3 * MIN, PAST + 2 * MIN]);
+        expect(await one(store, { kind: "forget-rejected", before: PAST + 2 * MIN, at: PAST + DAY })).toEqual({ kind: "forgotten", count: 0 });
+        expect((await store.countBefore(EVERYTHING.to)).rejected).toBe(2);
+        expect(await store.getInstall("r")).toBeDefined(); // only the log forgets
+      });
+
+      test("mark-replayed, replayCandidates and countReplayed", async () => {
+        const store = await freshStore();
+        const RETRY = "still invalid";
+        const reasons = ["invalid_json", "invalid_field"] as const;
+        await store.write([
+          rejectOp(PAST, { reason: "invalid_json", message: "j1" }),
+          rejectOp(PAST + 1, { reason: "invalid_field", message: "f1" }),
+          rejectOp(PAST + 2, { reason: "already_final", message: "a1" }),
+          rejectOp(PAST + 3, { reason: "invalid_json", message: "j2" }),
+          rejectOp(PAST + 4, { reason: "invalid_field", message: "f2" }),
+          rejectOp(PAST + 5, { reason: "invalid_json", message: "j3" }),
+        ]);
+        const byMessage = new Map((await store.listRejected({ limit: 10 })).map((e) => [e.message, e.id]));
+        const id = (m: string) => byMessage.get(m)!;
+        const candidates = async (afterId = 0, limit = 10, rs: readonly RejectReason[] = reasons) =>
+          (await store.replayCandidates({ reasons: rs, retryPrefix: RETRY, afterId, limit })).map((e) => e.message);
+
+        expect(await candidates()).toEqual(["j1", "f1", "j2", "f2", "j3"]); // oldest first, of the reasons asked
+        expect(await candidates(id("f1"))).toEqual(["j2", "f2", "j3"]);
+        expect(await candidates(0, 2)).toEqual(["j1", "f1"]);
+        expect(await candidates(0, 10, ["invalid_field"])).toEqual(["f1", "f2"]);
+        expect(await store.countReplayed(reasons, RETRY)).toBe(0);
+
+        const at = PAST + DAY;
+        expect(await store.write([
+          { kind: "mark-replayed", rejectedId: id("j1"), result: "created", at },
+          { kind: "mark-replayed", rejectedId: id("f1"), result: `${RETRY}: type must be one of lxc, vm`, at },
+          { kind: "mark-replayed", rejectedId: id("j2"), result: "duplicate", at },
+          { kind: "mark-replayed", rejectedId: id("a1"), result: "created", at },
+        ])).toEqual([{ kind: "marked" }, { kind: "marked" }, { kind: "marked" }, { kind: "marked" }]);
+        const j1 = (await store.listRejected({ limit: 10 })).find((e) => e.message === "j1")!;
+        expect({ replayedAt: j1.replayedAt, replayResult: j1.replayResult }).toEqual({ replayedAt: at, replayResult: "created" });
+
+        // Replayed for good leave the candidates; "still invalid" ones are tried again.
+        expect(await candidates()).toEqual(["f1", "f2", "j3"]);
+        expect(await store.countReplayed(reasons, RETRY)).toBe(2);
+        expect(await store.countReplayed(["invalid_json"], RETRY)).toBe(2);
+        expect(await store.countReplayed(["invalid_field"], RETRY)).toBe(0);
+        expect(await store.countReplayed(["already_final"], RETRY)).toBe(1);
+
+        // Marked again: the last mark counts.
+        await one(store, { kind: "mark-replayed", rejectedId: id("f1"), result: "updated", at: at + 1 });
+        expect(await candidates()).toEqual(["f2", "j3"]);
+        expect(await store.countReplayed(reasons, RETRY)).toBe(3);
+      });
+
+      // BUG (minor): "starting with `retryPrefix`" is matched with SQL LIKE, so it is
+      // case-insensitive and `_`/`%` in the prefix are wildcards: a result "Still Invalid" or a
+      // prefix "still_invalid" match what they should not. A PostgreSQL LIKE is case-sensitive,
+      // so two engines would disagree. Run with `bun test --todo test/contract` to see it fail.
+      test.todo("retryPrefix is a plain, case-sensitive prefix", async () => {
+        const store = await freshStore();
+        await store.write([rejectOp(PAST, { message: "upper" }), rejectOp(PAST + 1, { message: "wild" })]);
+        const [wild, upper] = await store.listRejected({ limit: 10 });
+        await store.write([
+          { kind: "mark-replayed", rejectedId: upper!.id, result: "STILL INVALID, shouting", at: PAST + DAY },
+          { kind: "mark-replayed", rejectedId: wild!.id, result: "stillXinvalid", at: PAST + DAY },
+        ]);
+        expect(await store.replayCandidates({ reasons: ["invalid_json"], retryPrefix: "still invalid", afterId: 0, limit: 10 })).toEqual([]);
+        expect(await store.countReplayed(["invalid_json"], "still invalid")).toBe(2);
+        expect(await store.countReplayed(["invalid_json"], "still_invalid")).toBe(2);
+      });
+    });
+
+    // -------------------------------------------------------------- rebuild
+
+    describe("rebuildRollups", () => {
+      test("recomputes the same cells: verify stays ok and every aggregate is unchanged", async () => {
+        const store = await freshStore();
+        const records = await mixedWorkload(store, async () => {});
+        const apps = [ALL_APPS, ...["nginx", "docker", "homeassistant", null].map((a) => appSlice(a))];
+        const before = await rollupSnapshot(store, apps);
+        const mark = await store.foldedUntil();
+        const days: number[] = [];
+        await store.rebuildRollups((day) => days.push(day));
+        expect(days.length).toBeGreaterThan(0);
+        expect(await rollupSnapshot(store, apps)).toEqual(before);
+        expect(await store.foldedUntil()).toBe(mark);
+        await expectVerified(store, records);
+        // And the store goes on as before.
+        await one(store, updateOp("o7", "done", null, mark + HOUR));
+        await expectVerified(store, records);
+      });
+
+      test("on an empty database it does nothing", async () => {
+        const store = await freshStore();
+        await store.rebuildRollups();
+        expect(await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).toEqual([]);
+        await expectVerified(store, 0);
+      });
+    });
+
+    // -------------------------------------------------------------- concurrency
+
+    describe("concurrency", () => {
+      test("200 writes submitted at once through one store, updates racing their starts", async () => {
+        const store = await freshStore();
+        const H = await openHour(store);
+        const n = 100;
+        const status = (i: number) => (i % 3 === 0 ? "failed" : i % 3 === 1 ? "done" : "configuring");
+        const results = new Map<string, { start?: unknown; update?: unknown }>();
+        const writes: Promise<void>[] = [];
+        for (let i = 0; i < n; i++) {
+          const at = (i % 2 ? PAST : H) + i * MIN;
+          const start = startOp(`w${i}`, { nsapp: `app${i % 4}` }, at);
+          const update = updateOp(`w${i}`, status(i), i % 3 === 0 ? `exit code ${i}` : null, at + 30 * MIN);
+          const seen: { start?: unknown; update?: unknown } = {};
+          results.set(`w${i}`, seen);
+          // Every fourth update is submitted before its start.
+          const ops = i % 4 === 0 ? [update, start] : [start, update];
+          for (const op of ops) writes.push(store.write([op]).then(([r]) => void (seen[op.kind] = r)));
+        }
+        await Promise.all(writes);
+
+        for (let i = 0; i < n; i++) {
+          const outcome = deriveOutcome(status(i), `exit code ${i}`);
+          // Whichever ran first: the update held and applied at creation, or the created install updated.
+          const allowed: unknown[] = [
+            { start: { kind: "created", outcome }, update: { kind: "held" } },
+            { start: { kind: "created", outcome: "in_progress" }, update: { kind: "updated", outcome } },
+          ];
+          expect(allowed).toContainEqual(results.get(`w${i}`));
+        }
+        const installs = await allInstalls(store);
+        expect(installs.length).toBe(n);
+        for (const r of installs) expect(r.status).toBe(status(Number(r.randomId.slice(1))));
+        expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 34, success: 33, in_progress: 33 }));
+        await expectVerified(store, n);
+      });
+
+      test("two stores on one database: interleaved writes, one winner per random_id, held updates across stores, equal reads", async () => {
+        const db = await database();
+        const a = await db.open();
+        const b = await db.open();
+        const H = await openHour(a);
+        const marker = await a.changeMarker();
+
+        // The same install started through both at once: exactly one is created.
+        const [ra, rb] = await Promise.all([one(a, startOp("same", { nsapp: "x" }, H)), one(b, startOp("same", { nsapp: "y" }, H + 1))]);
+        expect([ra.kind, rb.kind].sort()).toEqual(["created", "duplicate"]);
+        expect(await a.changeMarker()).not.toBe(marker); // whichever store committed, a sees a change
+
+        // Held on one store, started on the other.
+        expect(await one(b, updateOp("cross", "failed", "exit code 4", H + MIN))).toEqual({ kind: "held" });
+        expect(await one(a, startOp("cross", { nsapp: "x" }, H + 2 * MIN))).toEqual({ kind: "created", outcome: "failed" });
+        expect(await b.heldBefore(EVERYTHING.to, 10)).toEqual([]);
+
+        // Interleaved, in open and folded hours, each store updating what the other started.
+        const writes: Promise<unknown>[] = [];
+        for (let i = 0; i < 40; i++) {
+          const [mine, other] = i % 2 ? [a, b] : [b, a];
+          const at = (i % 3 ? H : PAST) + i * MIN;
+          writes.push(mine.write([startOp(`i${i}`, { nsapp: `app${i % 3}` }, at)]).then(() => other.write([updateOp(`i${i}`, i % 5 ? "done" : "failed", i % 5 ? null : `exit code ${i}`, at + MIN)])));
+        }
+        await Promise.all(writes);
+        // A fold through one store moves the mark for both.
+        expect(await one(b, { kind: "fold", until: H + HOUR, at: H + HOUR })).toMatchObject({ kind: "folded" });
+        expect(await a.foldedUntil()).toBe(H + HOUR);
+        await a.write([startOp("late", { nsapp: "app1" }, H + HOUR + MIN), updateOp("i3", "done", null, H + 2 * HOUR)]);
+        await b.write([updateOp("late", "done", null, H + HOUR + 2 * MIN), { kind: "expire", randomId: "same", at: H + 3 * HOUR }]);
+
+        const total = 43;
+        for (const s of [a, b]) expect((await allInstalls(s)).length).toBe(total);
+        expect(await a.listInstalls({}, { limit: 100 })).toEqual(await b.listInstalls({}, { limit: 100 }));
+        for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) expect(await sortedCells(a, grain)).toEqual(await sortedCells(b, grain));
+        expect(await a.readRollups({ grain: GRAINS.hour, app: ALL_APPS, ...EVERYTHING, parts: ALL_PARTS })).toEqual(await b.readRollups({ grain: GRAINS.hour, app: ALL_APPS, ...EVERYTHING, parts: ALL_PARTS }));
+        expect(await hourTotals(a)).toEqual(await hourTotals(b));
+        expect(await hourTotals(a)).toEqual(outcomes({ success: 33, failed: 9, unknown: 1 }));
+        await expectVerified(a, total);
+        await expectVerified(b, total);
+      });
+    });
+
+    // -------------------------------------------------------------- durability
+
+    describe("close and reopen", () => {
+      test("close resolves; a reopened store sees everything written", async () => {
+        const db = await database();
+        const store = await db.open();
+        const records = await mixedWorkload(store, async () => {});
+        await store.write([rejectOp(PAST, { randomId: "p0" }), { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + HOUR, at: PAST + DAY }]);
+        await one(store, updateOp("held-at-close", "done", null, PAST + DAY));
+        const apps = [ALL_APPS, appSlice("nginx"), appSlice("docker")];
+        const snapshot = async (s: Store) => ({
+          installs: await allInstalls(s),
+          rollups: await rollupSnapshot(s, apps),
+          rejected: await s.listRejected({ limit: 100 }),
+          held: await s.heldBefore(EVERYTHING.to, 10),
+          foldedUntil: await s.foldedUntil(),
+          stuckCheckedUntil: await s.stuckCheckedUntil(),
+          span: await s.recordSpan(),
+          errors: await s.errorTextCounts(),
+          signatures: (await s.signatures([failureSignatureId("failed", "exit code 100: apt-get install failed at line 42")!])),
+        });
+        const before = await snapshot(store);
+        expect(before.signatures).toHaveLength(1);
+        expect(before.held).toEqual(["held-at-close"]);
+        await expect(store.close()).resolves.toBeUndefined();
+
+        const reopened = await db.open();
+        expect(await snapshot(reopened)).toEqual(before);
+        await expectVerified(reopened, records);
+        // And it goes on: the held update still waits for its start.
+        expect(await one(reopened, startOp("held-at-close", {}, PAST + 2 * DAY))).toEqual({ kind: "created", outcome: "success" });
+        await expectVerified(reopened, records + 1);
+      });
+    });
+  });
+}

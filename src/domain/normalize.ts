@@ -1,8 +1,10 @@
-// Field rules and normalization for the two report kinds: turns a parsed body into a
-// typed report, or names the field that breaks the rules.
-import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type StartReport, type StatusUpdate } from "./install.ts";
+// Field rules and normalization for every report: /upload's start report and status update and
+// /telemetry's payload (v1 and v2) become one typed Report, or the field that breaks the rules is named.
+import { categoryFor } from "./error-category.ts";
+import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Ending, type Report } from "./execution.ts";
+import { parseExitCode } from "./exit-codes.ts";
 import type { JsonObject } from "./json.ts";
-import { deriveOutcome } from "./outcome.ts";
+import { deriveOutcome, type Outcome } from "./outcome.ts";
 import { maskIpAddresses } from "./mask-ips.ts";
 
 export interface NormalizeOptions {
@@ -38,12 +40,17 @@ function asText(body: JsonObject, key: string): string | null {
   throw new FieldError(key, `${key} must be a string, got ${Array.isArray(v) ? "an array" : "an object"}`);
 }
 
-/** Short label fields: single line, trimmed, capped; empty becomes null. */
+/** Short label fields: single line, trimmed, capped. `""` stays `""`: sent empty is not absent. */
 function label(body: JsonObject, key: string, max: number): string | null {
   const raw = asText(body, key);
   if (raw === null) return null;
-  const text = cut(raw.replace(ANSI, "").replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim(), max).trim();
-  return text === "" ? null : text;
+  return cut(raw.replace(ANSI, "").replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim(), max).trim();
+}
+
+/** A label that names a value of a small vocabulary: lowercased, empty is absent. */
+function word(body: JsonObject, key: string, max: number): string | null {
+  const text = label(body, key, max)?.toLowerCase();
+  return text === undefined || text === "" ? null : text;
 }
 
 /** Error texts keep line breaks and tabs but lose colour codes and other control characters. */
@@ -58,8 +65,7 @@ function errorText(body: JsonObject, key: string, opts: NormalizeOptions): strin
   // Cut first (with room for an address at the edge), so masking never works on more than it keeps.
   text = cut(text, opts.maxErrorLength + 64);
   if (opts.maskIps) text = maskIpAddresses(text);
-  text = cut(text, opts.maxErrorLength).trim();
-  return text === "" ? null : text;
+  return cut(text, opts.maxErrorLength).trim();
 }
 
 // Unit multipliers relative to each field's own unit (disk in GiB, RAM in MiB).
@@ -97,19 +103,46 @@ function numeric(body: JsonObject, key: string, unit: Unit, integer: boolean): n
   return n;
 }
 
-function randomId(body: JsonObject): string {
-  const raw = asText(body, "random_id");
-  const id = raw?.trim() ?? "";
-  if (id === "") throw new FieldError("random_id", "random_id is required and must not be empty");
-  if (id.length > MAX_RANDOM_ID_LENGTH) throw new FieldError("random_id", `random_id is longer than ${MAX_RANDOM_ID_LENGTH} characters`);
-  if (CONTROL.test(id)) throw new FieldError("random_id", "random_id must not contain control characters");
-  return id;
+function id(body: JsonObject, key: string): string {
+  const raw = asText(body, key);
+  const value = raw?.trim() ?? "";
+  if (value === "") throw new FieldError(key, `${key} is required and must not be empty`);
+  if (value.length > MAX_RANDOM_ID_LENGTH) throw new FieldError(key, `${key} is longer than ${MAX_RANDOM_ID_LENGTH} characters`);
+  if (CONTROL.test(value)) throw new FieldError(key, `${key} must not contain control characters`);
+  return value;
 }
 
 function status(body: JsonObject, max: number, fallback: string | null): string {
-  const s = label(body, "status", max)?.toLowerCase() ?? fallback;
+  const s = word(body, "status", max) ?? fallback;
   if (s === null) throw new FieldError("status", "status is required");
   return s;
+}
+
+function installType(body: JsonObject, max: number): string {
+  const type = word(body, "type", max);
+  if (type === null) throw new FieldError("type", `type is required (one of ${INSTALL_TYPES.join(", ")})`);
+  if (!(INSTALL_TYPES as readonly string[]).includes(type)) {
+    throw new FieldError("type", `type must be one of ${INSTALL_TYPES.join(", ")}, got ${JSON.stringify(type)}`);
+  }
+  return type;
+}
+
+/** A whole number in [min, max], or null when absent or empty. */
+function integer(body: JsonObject, key: string, min: number, max: number): number | null {
+  const n = numeric(body, key, "none", true);
+  if (n !== null && (n < min || n > max)) throw new FieldError(key, `${key} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function boolean(body: JsonObject, key: string): boolean | null {
+  const v = body[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v === "boolean") return v;
+  const text = String(v).trim().toLowerCase();
+  if (text === "") return null;
+  if (["true", "1", "yes"].includes(text)) return true;
+  if (["false", "0", "no"].includes(text)) return false;
+  throw new FieldError(key, `${key} must be true or false, got ${JSON.stringify(cut(String(v), 40))}`);
 }
 
 function checked<T>(build: () => T): Checked<T> {
@@ -121,43 +154,119 @@ function checked<T>(build: () => T): Checked<T> {
   }
 }
 
-export function normalizeStart(body: JsonObject, opts: NormalizeOptions): Checked<StartReport> {
+/** Every key a report of either protocol may carry; anything else is kept raw in `extra`. */
+const KNOWN_KEYS = new Set([
+  "random_id", "execution_id", "payload_version", "type", "ct_type", "disk_size", "core_count", "ram_size",
+  "os_type", "os_version", "disableip6", "nsapp", "method", "pve_version", "host_version", "status",
+  "exit_code", "error", "error_category", "install_duration", "cpu_vendor", "cpu_model", "gpu_vendor",
+  "gpu_model", "ram_speed", "gpu_passthrough", "arch", "platform", "has_arm", "repo_source", "repo_slug",
+  "kernel_version", "app_version", "failed_command", "failed_line",
+]);
+
+function extra(body: JsonObject): string | null {
+  const unknown = Object.entries(body).filter(([key]) => !KNOWN_KEYS.has(key));
+  return unknown.length === 0 ? null : JSON.stringify(Object.fromEntries(unknown));
+}
+
+/** The descriptive fields; `payloadVersion` tells what gpu_passthrough means (null: /upload). */
+function descriptive(body: JsonObject, max: number, payloadVersion: number | null): Descriptive {
+  const hostVersion = body.pve_version !== undefined && body.pve_version !== null ? "pve_version" : "host_version";
+  const passthrough = word(body, "gpu_passthrough", max);
+  return {
+    type: installType(body, max),
+    ctType: numeric(body, "ct_type", "none", true),
+    diskSize: numeric(body, "disk_size", "GiB", false),
+    coreCount: numeric(body, "core_count", "none", true),
+    ramSize: numeric(body, "ram_size", "MiB", true),
+    osType: label(body, "os_type", max)?.toLowerCase() ?? null,
+    osVersion: label(body, "os_version", max),
+    disableip6: label(body, "disableip6", max)?.toLowerCase() ?? null,
+    nsapp: label(body, "nsapp", max),
+    method: label(body, "method", max),
+    pveVersion: label(body, hostVersion, max),
+    cpuVendor: label(body, "cpu_vendor", max),
+    cpuModel: label(body, "cpu_model", max),
+    gpuVendor: label(body, "gpu_vendor", max),
+    gpuModel: label(body, "gpu_model", max),
+    ramSpeed: label(body, "ram_speed", max),
+    // v1 sent what the host has; v2 whether it was passed through: two questions, two fields.
+    gpuPassthrough: payloadVersion !== null && payloadVersion >= 2 ? passthrough : null,
+    hostGpu: payloadVersion !== null && payloadVersion < 2 ? passthrough : null,
+    arch: word(body, "arch", max),
+    platform: word(body, "platform", max),
+    hasArm: boolean(body, "has_arm"),
+    repoSource: label(body, "repo_source", max),
+    repoSlug: label(body, "repo_slug", max),
+    kernelVersion: label(body, "kernel_version", max),
+    appVersion: label(body, "app_version", max),
+    extra: extra(body),
+  };
+}
+
+/** How the run ended as far as this report says; exit code and category only with a final outcome. */
+function ending(st: string, error: string | null, sent: { exitCode: number | null; category: string | null; failedCommand: string | null; failedLine: number | null; installDuration: number | null }): Ending {
+  const outcome: Outcome = deriveOutcome(st, error);
+  const final = outcome !== "in_progress";
+  const exitCode = !final ? null : (sent.exitCode ?? (outcome === "success" ? null : parseExitCode(error)));
+  return {
+    status: st,
+    outcome,
+    error,
+    exitCode,
+    errorCategory: categoryFor({ clientCategory: sent.category, exitCode, error, outcome }),
+    failedCommand: final ? sent.failedCommand : null,
+    failedLine: final ? sent.failedLine : null,
+    installDuration: sent.installDuration,
+  };
+}
+
+const NOTHING_SENT = { exitCode: null, category: null, failedCommand: null, failedLine: null, installDuration: null };
+
+/** POST /upload: "installation started". */
+export function normalizeStart(body: JsonObject, opts: NormalizeOptions): Checked<Report> {
   return checked(() => {
-    const max = opts.maxFieldLength;
-    const id = randomId(body);
-    const type = label(body, "type", max)?.toLowerCase();
-    if (type === undefined) throw new FieldError("type", `type is required (one of ${INSTALL_TYPES.join(", ")})`);
-    if (!(INSTALL_TYPES as readonly string[]).includes(type)) {
-      throw new FieldError("type", `type must be one of ${INSTALL_TYPES.join(", ")}, got ${JSON.stringify(type)}`);
-    }
+    const randomId = id(body, "random_id");
+    const fields = descriptive(body, opts.maxFieldLength, null);
     // Start reports say "installing"; an absent status means the same.
-    const st = status(body, max, "installing");
-    const hostVersion = body.pve_version !== undefined && body.pve_version !== null ? "pve_version" : "host_version";
-    return {
-      randomId: id,
-      type,
-      ctType: numeric(body, "ct_type", "none", true),
-      diskSize: numeric(body, "disk_size", "GiB", false),
-      coreCount: numeric(body, "core_count", "none", true),
-      ramSize: numeric(body, "ram_size", "MiB", true),
-      osType: label(body, "os_type", max)?.toLowerCase() ?? null,
-      osVersion: label(body, "os_version", max),
-      disableip6: label(body, "disableip6", max)?.toLowerCase() ?? null,
-      nsapp: label(body, "nsapp", max),
-      method: label(body, "method", max),
-      pveVersion: label(body, hostVersion, max),
-      status: st,
-      outcome: deriveOutcome(st, null),
-      error: null,
-    };
+    const st = status(body, opts.maxFieldLength, "installing");
+    return { executionId: randomId, randomId, payloadVersion: null, fields, ...ending(st, null, NOTHING_SENT) };
   });
 }
 
-export function normalizeUpdate(body: JsonObject, opts: NormalizeOptions): Checked<StatusUpdate> {
+/** POST /upload/updatestatus: how it ended, nothing else. */
+export function normalizeUpdate(body: JsonObject, opts: NormalizeOptions): Checked<Report> {
   return checked(() => {
-    const id = randomId(body);
+    const randomId = id(body, "random_id");
     const st = status(body, opts.maxFieldLength, null);
-    const error = errorText(body, "error", opts);
-    return { randomId: id, status: st, outcome: deriveOutcome(st, error), error };
+    return { executionId: randomId, randomId, payloadVersion: null, fields: null, ...ending(st, errorText(body, "error", opts), NOTHING_SENT) };
+  });
+}
+
+/** POST /telemetry, payload v1 (no payload_version) and v2: every report carries every field. */
+export function normalizeTelemetry(body: JsonObject, opts: NormalizeOptions): Checked<Report> {
+  return checked(() => {
+    const max = opts.maxFieldLength;
+    const payloadVersion = integer(body, "payload_version", 1, 1_000_000) ?? 1;
+    const randomId = id(body, "random_id");
+    // The client sends execution_id = random_id on a first run; older v1 revisions send none.
+    const executionId = body.execution_id === undefined || body.execution_id === null || body.execution_id === "" ? randomId : id(body, "execution_id");
+    const fields = descriptive(body, max, payloadVersion);
+    const st = status(body, max, null);
+    const failedLine = integer(body, "failed_line", 0, 10_000_000);
+    const failedCommand = label(body, "failed_command", opts.maxErrorLength);
+    return {
+      executionId,
+      randomId,
+      payloadVersion,
+      fields,
+      ...ending(st, errorText(body, "error", opts), {
+        exitCode: integer(body, "exit_code", 0, 255),
+        category: label(body, "error_category", max),
+        // The client sends 0 and "" when there is no failing command.
+        failedCommand: failedCommand === "" ? null : failedCommand,
+        failedLine: failedLine === 0 ? null : failedLine,
+        installDuration: integer(body, "install_duration", 0, 86_400),
+      }),
+    };
   });
 }

@@ -2,19 +2,49 @@
 // dimension value by outcome, plus duration histograms and error-signature counts.
 // One row holds every dimension, so a write batch touches (distinct apps + 1) x grains rows
 // however many dimensions there are (docs/decisions.md, "Rollups").
-import type { Install } from "./install.ts";
+import { kindOfType, type Execution, type Kind } from "./execution.ts";
 import { OUTCOMES, type Outcome } from "./outcome.ts";
 import { DAY, HOUR } from "./time.ts";
 
 export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 
-/** Dimensions a breakdown can group by. */
-export const DIMENSIONS = ["nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size"] as const;
+/**
+ * What the cells count, as a version: when it changes (a dimension added, a slice changed), the
+ * engines rebuild stored cells from the records at start-up. 2: executions, kinds, repo slices.
+ */
+export const ROLLUP_VERSION = 2;
+
+/** Dimensions a breakdown can group by. nsapp stays first: an app's own slice skips it. */
+export const DIMENSIONS = [
+  "nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size",
+  "exit_code", "error_category", "platform", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu",
+  "repo_source", "repo_slug", "app_version", "kernel_version", "attempt", "failed_command",
+] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
-/** Row slice of every app; one app's slice is appSlice(nsapp) (prefixed, so no app name can collide). */
+/**
+ * Rollup slices: every execution counts in the slices of its kind, for every repo and for its
+ * repo source, each for every app ("*") and for its own app ("=<nsapp>"). The default view
+ * (installs, every repo, every app) and a repo or app filter each read one slice per cell.
+ */
 export const ALL_APPS = "*";
 export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
+export const sliceKey = (kind: Kind, repo: string | null, app: string): string => `${kind}|${repo === null ? "*" : `=${repo}`}|${app}`;
+/** The app part of a slice key: ALL_APPS or appSlice(nsapp). */
+export const appOfSlice = (slice: string): string => slice.slice(slice.indexOf("|", slice.indexOf("|") + 1) + 1);
+
+/** Repo sources the client sends; anything else is a fork ("external"); "" when none was sent (/upload). */
+const REPO_SOURCES = new Set(["ProxmoxVE", "ProxmoxVED", "external"]);
+export const repoClass = (source: string | null): string => (source === null || source === "" ? "" : REPO_SOURCES.has(source) ? source : "external");
+
+/** The slices an execution counts in: [every app, every repo], [its app, every repo], then its repo's. */
+export function slicesOf(r: Pick<Execution, "type" | "repoSource" | "nsapp">): string[] {
+  const kind = kindOfType(r.type);
+  const repo = repoClass(r.repoSource);
+  const app = appSlice(r.nsapp);
+  return [sliceKey(kind, null, ALL_APPS), sliceKey(kind, null, app), sliceKey(kind, repo, ALL_APPS), sliceKey(kind, repo, app)];
+}
+const isAllApps = (slice: string): boolean => slice.endsWith(`|${ALL_APPS}`);
 /** Hour and day cells serve ragged window edges; month cells (calendar months, UTC) long windows. */
 export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
 export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
@@ -33,9 +63,14 @@ export interface RollupData {
 
 /** The fields of a record that rollups read. */
 export type RollupRecord = Pick<
-  Install,
-  "nsapp" | "osType" | "osVersion" | "pveVersion" | "type" | "method" | "status" | "ctType" | "coreCount" | "ramSize" | "outcome" | "createdAt" | "durationMs" | "error"
+  Execution,
+  | "nsapp" | "osType" | "osVersion" | "pveVersion" | "type" | "method" | "status" | "ctType" | "coreCount" | "ramSize" | "outcome" | "createdAt" | "durationMs" | "error"
+  | "exitCode" | "errorCategory" | "platform" | "arch" | "cpuVendor" | "gpuVendor" | "gpuPassthrough" | "hostGpu" | "repoSource" | "repoSlug"
+  | "appVersion" | "kernelVersion" | "attempt" | "failedCommand"
 >;
+
+/** Long free-text values (a failing command) are cut so a cell's key set stays small. */
+const MAX_VALUE_LENGTH = 96;
 
 const text = (v: string | number | null): string => (v === null ? "" : String(v));
 
@@ -50,6 +85,21 @@ function dimensionValue(r: RollupRecord, dim: Dimension): string {
     case "ct_type": return text(r.ctType);
     case "core_count": return text(r.coreCount);
     case "ram_size": return text(r.ramSize);
+    case "exit_code": return text(r.exitCode);
+    case "error_category": return text(r.errorCategory);
+    case "platform": return text(r.platform);
+    case "arch": return text(r.arch);
+    case "cpu_vendor": return text(r.cpuVendor);
+    case "gpu_vendor": return text(r.gpuVendor);
+    case "gpu_passthrough": return text(r.gpuPassthrough);
+    case "host_gpu": return text(r.hostGpu);
+    case "repo_source": return text(r.repoSource);
+    case "repo_slug": return text(r.repoSlug);
+    case "app_version": return text(r.appVersion);
+    case "kernel_version": return text(r.kernelVersion);
+    // Retries: 1, 2, 3 and "4+" keep the key set small; executions per install follow from them.
+    case "attempt": return r.attempt >= 4 ? "4+" : String(r.attempt);
+    case "failed_command": return r.failedCommand === null ? "" : r.failedCommand.slice(0, MAX_VALUE_LENGTH);
   }
 }
 
@@ -88,10 +138,10 @@ function dimensionValues(r: RollupRecord): string[] {
  * Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of
  * record `r` into `d`. Entries a removal brings to zero go, so a cell always equals a recount.
  */
-export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, app: string, errorSig: string | null, values = dimensionValues(r)): void {
+export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, allApps: boolean, errorSig: string | null, values = dimensionValues(r)): void {
   const i = OUTCOME_INDEX[outcome];
   // An app row is its own nsapp: it skips the first dimension.
-  for (let k = app === ALL_APPS ? 0 : 1; k < DIMENSIONS.length; k++) {
+  for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) {
     const dim = DIMENSIONS[k]!;
     const byValue = (d.dims[dim] ??= {});
     const value = values[k]!;
@@ -123,9 +173,7 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
 export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount): void {
   const values = dimensionValues(c.r);
   const hour = bucketStart(c.r.createdAt, GRAINS.hour);
-  addRecord(cellOf(ALL_APPS, hour), c.r, c.outcome, c.sign, ALL_APPS, c.errorSig, values);
-  const app = appSlice(c.r.nsapp);
-  addRecord(cellOf(app, hour), c.r, c.outcome, c.sign, app, c.errorSig, values);
+  for (const slice of slicesOf(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
 }
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */
@@ -180,6 +228,7 @@ export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length ==
 /** Row key of a rollup cell. */
 export type RollupKey = {
   grain: Grain;
+  /** The slice key (sliceKey); stored in the column `app`. */
   app: string;
   bucket: number;
 };
@@ -227,10 +276,10 @@ export class RollupDeltas {
       return;
     }
     const values = dimensionValues(r);
-    const apps = [ALL_APPS, appSlice(r.nsapp)];
+    const slices = slicesOf(r);
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(r.createdAt, grain);
-      for (const app of apps) addRecord(RollupDeltas.cell(this.cells, grain, bucket, app), r, outcome, sign, app, errorSig, values);
+      for (const slice of slices) addRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), r, outcome, sign, isAllApps(slice), errorSig, values);
     }
   }
 

@@ -1,4 +1,4 @@
-// The wire protocol: POST /upload and POST /upload/updatestatus (DESIGN.md sections 1-2).
+// The wire protocols: POST /upload, POST /upload/updatestatus and POST /telemetry (DESIGN.md sections 1, 1b, 2).
 import { Elysia, t } from "elysia";
 import type { Server } from "bun";
 import type { NormalizeOptions } from "../domain/normalize.ts";
@@ -14,7 +14,7 @@ import { intake, type ReportOp } from "./pipeline.ts";
 import { readBody } from "./read-body.ts";
 import { REFUSAL_STATUS, RESULT_STATUS } from "./status.ts";
 
-const PATHS = { upload: "/upload", updatestatus: "/upload/updatestatus" } as const satisfies Record<Endpoint, string>;
+const PATHS = { upload: "/upload", updatestatus: "/upload/updatestatus", telemetry: "/telemetry" } as const satisfies Record<Endpoint, string>;
 
 export interface IngestDeps {
   writer: GroupCommitWriter;
@@ -35,6 +35,7 @@ const Accepted = t.Object(
   {
     result: t.Union([t.Literal("created"), t.Literal("duplicate"), t.Literal("updated"), t.Literal("held")]),
     random_id: t.String(),
+    execution_id: t.String({ description: "the execution the report was about (= random_id for /upload)" }),
     duplicate: t.Optional(t.Literal(true)),
     outcome: t.Optional(OutcomeSchema),
     repaired: t.Boolean({ description: "the body was not valid JSON and was repaired; the raw body is in the rejected-reports log" }),
@@ -70,6 +71,46 @@ const StatusUpdateDoc = t.Object(
   { title: "StatusUpdate" },
 );
 
+const text = (description?: string) => t.Optional(t.String(description === undefined ? {} : { description }));
+const TelemetryDoc = t.Object(
+  {
+    payload_version: t.Optional(t.Integer({ description: "2 from the community-scripts/core engine; absent in v1" })),
+    random_id: t.String({ description: "one installation (session)" }),
+    execution_id: t.Optional(t.String({ description: "one attempt; = random_id at first, a new id for each retry" })),
+    type: t.String({ description: "lxc, vm, turnkey, pve (host tool), addon" }),
+    nsapp: text(),
+    status: t.String({ description: "installing, validation, configuring, success, failed, aborted, unknown" }),
+    ct_type: t.Optional(t.Integer()),
+    disk_size: t.Optional(t.Union([t.Number(), t.String()])),
+    core_count: t.Optional(t.Integer()),
+    ram_size: t.Optional(t.Union([t.Number(), t.String()])),
+    os_type: text(),
+    os_version: text(),
+    pve_version: text("host version; may be incus-6.x"),
+    method: text(),
+    exit_code: t.Optional(t.Integer({ minimum: 0, maximum: 255 })),
+    error: text("exit_code=N | explanation | at line L: command, then up to 10 KiB of log; kept up to max-error-length"),
+    error_category: text("the client's category; derived from exit code and text when absent"),
+    install_duration: t.Optional(t.Integer({ description: "seconds, 0-86400" })),
+    cpu_vendor: text(),
+    cpu_model: text(),
+    gpu_vendor: text(),
+    gpu_model: text(),
+    gpu_passthrough: text("v1: what GPU the host has (igpu, dgpu, unknown); v2: yes/no, passed to the guest. Stored apart (host_gpu, gpu_passthrough)"),
+    ram_speed: text(),
+    arch: text(),
+    platform: text("pve or incus"),
+    has_arm: t.Optional(t.Boolean()),
+    kernel_version: text(),
+    app_version: text(),
+    failed_command: text(),
+    failed_line: t.Optional(t.Integer()),
+    repo_source: text("ProxmoxVE, ProxmoxVED or external (a fork)"),
+    repo_slug: text("owner/repo"),
+  },
+  { title: "TelemetryReport", additionalProperties: true, description: "Unknown fields are kept in the record's `extra`." },
+);
+
 // TypeBox schemas are JSON Schema; only their TypeScript types differ from openapi-types'.
 type SchemaObject = { type: "object" };
 
@@ -87,16 +128,17 @@ const responses = {
 
 type Reply = { status: 200 | 201 | 202; body: typeof Accepted.static } | { status: 400 | 409 | 413 | 422; body: ErrorBody };
 
-function accepted(result: ResultFor<ReportOp>, randomId: string, repaired: boolean): Reply {
+function accepted(result: ResultFor<ReportOp>, ids: { random_id: string; execution_id: string }, repaired: boolean): Reply {
+  const randomId = ids.random_id;
   switch (result.kind) {
     case "created":
-      return { status: RESULT_STATUS.created, body: { result: "created", random_id: randomId, outcome: result.outcome, repaired } };
+      return { status: RESULT_STATUS.created, body: { result: "created", ...ids, outcome: result.outcome, repaired } };
     case "duplicate":
-      return { status: RESULT_STATUS.duplicate, body: { result: "duplicate", random_id: randomId, duplicate: true, repaired } };
+      return { status: RESULT_STATUS.duplicate, body: { result: "duplicate", ...ids, duplicate: true, repaired } };
     case "updated":
-      return { status: RESULT_STATUS.updated, body: { result: "updated", random_id: randomId, outcome: result.outcome, repaired } };
+      return { status: RESULT_STATUS.updated, body: { result: "updated", ...ids, outcome: result.outcome, repaired } };
     case "held":
-      return { status: RESULT_STATUS.held, body: { result: "held", random_id: randomId, repaired } };
+      return { status: RESULT_STATUS.held, body: { result: "held", ...ids, repaired } };
     case "already-final":
       return {
         status: RESULT_STATUS["already-final"],
@@ -127,7 +169,7 @@ export function ingestRoutes(deps: IngestDeps) {
     const { op } = taken;
     const repaired = op.repairs.length > 0;
     const result = await writer.submit(op);
-    const reply = accepted(result, op.kind === "start" ? op.report.randomId : op.update.randomId, repaired);
+    const reply = accepted(result, { random_id: op.report.randomId, execution_id: op.report.executionId }, repaired);
     if (repaired) metrics.rejected.inc({ reason: "repaired" });
     if (result.kind === "already-final") metrics.rejected.inc({ reason: "already_final" });
     return reply;
@@ -171,7 +213,7 @@ export function ingestRoutes(deps: IngestDeps) {
     },
   });
 
-  const hook = (summary: string, description: string, doc: typeof StartReportDoc | typeof StatusUpdateDoc) => ({
+  const hook = (summary: string, description: string, doc: typeof StartReportDoc | typeof StatusUpdateDoc | typeof TelemetryDoc) => ({
     parse: "none" as const,
     response: responses,
     detail: {
@@ -194,6 +236,15 @@ export function ingestRoutes(deps: IngestDeps) {
       PATHS.updatestatus,
       ({ request, server }) => respond("updatestatus", request, server),
       hook("Installation status update", "200 when applied, 202 when held until the start report arrives, 409 when the install already has a final status.", StatusUpdateDoc),
+    )
+    .post(
+      PATHS.telemetry,
+      ({ request, server }) => respond("telemetry", request, server),
+      hook(
+        "Any report of the current clients (payload v1 and v2)",
+        "Start (installing), progress (validation, configuring) and final reports (success, failed, aborted, unknown) of one execution, and one-shot tool and addon reports. 201 for a new execution; 200 when it changed one, and with duplicate:true for a report that changes nothing (the client retries every non-2xx, so a repeated report is never a conflict); 202 for an install's final report that came before its start (held until it comes).",
+        TelemetryDoc,
+      ),
     );
-  return { plugin, native: { [PATHS.upload]: native("upload"), [PATHS.updatestatus]: native("updatestatus") } };
+  return { plugin, native: { [PATHS.upload]: native("upload"), [PATHS.updatestatus]: native("updatestatus"), [PATHS.telemetry]: native("telemetry") } };
 }

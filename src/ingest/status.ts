@@ -4,7 +4,7 @@
 import type { RejectReason } from "../domain/rejection.ts";
 import type { ResultOf } from "../store/contract.ts";
 
-type ReportResult = ResultOf["start" | "update"]["kind"];
+type ReportResult = ResultOf["report"]["kind"];
 
 export const RESULT_STATUS = {
   created: 201,
@@ -21,8 +21,12 @@ export const REFUSAL_STATUS = {
   already_final: 409,
 } as const satisfies Record<Exclude<RejectReason, "repaired">, number>;
 
-/** What a request logged with `reason` (and, when repaired, `result`) was answered. */
+/**
+ * What a request logged with `reason` (and, when it was written anyway, `result`) was answered: a
+ * repaired body by what its write came to, a /telemetry final report contradicting the stored one
+ * as the duplicate it was answered as.
+ */
 export function statusOf(reason: RejectReason, result: ReportResult | null): number {
-  if (reason !== "repaired") return REFUSAL_STATUS[reason];
-  return result === null ? 200 : RESULT_STATUS[result];
+  if (result !== null) return RESULT_STATUS[result];
+  return reason === "repaired" ? 200 : REFUSAL_STATUS[reason];
 }

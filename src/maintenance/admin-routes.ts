@@ -58,7 +58,7 @@ export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommit
       {
         query: t.Object({ older_than: t.String({ description: "e.g. 400d, 12w, 36h" }), dry_run: t.Optional(t.BooleanString()) }),
         response: {
-          200: t.Object({ cutoff: t.String(), dry_run: t.Boolean(), installs: t.Integer(), held: t.Integer(), rejected: t.Integer() }),
+          200: t.Object({ cutoff: t.String(), dry_run: t.Boolean(), executions: t.Integer(), held: t.Integer(), rejected: t.Integer() }),
           422: ErrorBody,
         },
         detail: { tags, security, summary: "Delete installs and rejected reports older than a duration", description: "Aggregates follow at once (rollups are kept exact)." },

@@ -1,4 +1,4 @@
-// Installs that never reported a final status become outcome "unknown" after a while, so they
+// Executions that never reported a final status become outcome "unknown" after a while, so they
 // stop counting as in progress forever; their status (what was sent) is kept, and a late final
 // status still applies.
 import type { GroupCommitWriter } from "../store/writer.ts";
@@ -7,7 +7,7 @@ import type { Job } from "./jobs.ts";
 
 const CHUNK = 500;
 
-/** Expires what is still in progress among the installs created since the last check, then moves the mark. */
+/** Expires what is still in progress among the executions created since the last check, then moves the mark. */
 export async function expireStuck(store: MaintenanceReads, writer: GroupCommitWriter, olderThanMs: number, now: number): Promise<number> {
   const mark = await store.stuckCheckedUntil();
   const before = now - olderThanMs;
@@ -15,12 +15,12 @@ export async function expireStuck(store: MaintenanceReads, writer: GroupCommitWr
   let expired = 0;
   let from = mark;
   for (;;) {
-    const stuck = await store.stuckInstalls(from, before, CHUNK);
-    const results = await Promise.all(stuck.map(({ randomId }) => writer.submit({ kind: "expire", randomId, at: now })));
+    const stuck = await store.stuckExecutions(from, before, CHUNK);
+    const results = await Promise.all(stuck.map(({ executionId }) => writer.submit({ kind: "expire", executionId, at: now })));
     const changed = results.filter((r) => r.kind === "expired" && r.changed).length;
     expired += changed;
     if (stuck.length < CHUNK) break;
-    // Expired installs leave the scan; moving `from` up skips those that finished meanwhile.
+    // Expired executions leave the scan; moving `from` up skips those that finished meanwhile.
     const last = stuck[stuck.length - 1]!.createdAt;
     if (last === from && changed === 0) return expired; // cannot progress: the mark stays
     from = last;

@@ -1,4 +1,4 @@
-// Retention: deletes installs created before a cutoff, status updates held since before it, and
+// Retention: deletes installs created before a cutoff (with all their executions), reports held since before it, and
 // rejected-log entries received before it, all through write ops (rollups stay exact).
 import type { MaintenanceReads, StoreReads, WriteOp } from "../store/contract.ts";
 import type { Commit } from "../store/writer.ts";
@@ -24,9 +24,9 @@ export interface PruneOptions {
 export interface PruneResult {
   cutoff: string;
   dry_run: boolean;
-  /** Install records deleted (or that would be). */
-  installs: number;
-  /** Status updates held since before the cutoff, their start report never came. */
+  /** Executions deleted (or that would be). */
+  executions: number;
+  /** Reports held since before the cutoff, their start report never came. */
   held: number;
   /** Rejected-log entries received before the cutoff. */
   rejected: number;
@@ -37,7 +37,7 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
   const { cutoff, dryRun = false, batchSize = 2000 } = opts;
   const now = opts.now ?? Date.now();
   if (!Number.isFinite(cutoff)) throw new RangeError(`cutoff must be a time, got ${cutoff}`);
-  const result: PruneResult = { cutoff: new Date(cutoff).toISOString(), dry_run: dryRun, installs: 0, held: 0, rejected: 0 };
+  const result: PruneResult = { cutoff: new Date(cutoff).toISOString(), dry_run: dryRun, executions: 0, held: 0, rejected: 0 };
 
   const before = await store.countBefore(cutoff);
   if (dryRun) return { ...result, ...before };
@@ -46,19 +46,19 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
   const remove = async (ids: string[]): Promise<number> => {
     const ops: WriteOp[] = ids.map((randomId) => ({ kind: "delete", randomId, at: now }));
     const results = await commit(ops);
-    return results.filter((r) => r.kind === "deleted" && r.found).length;
+    return results.reduce((n, r) => n + (r.kind === "deleted" ? r.executions : 0), 0);
   };
 
   // Oldest first, one chunk at a time; the keyset continues after the rows just deleted.
-  for await (const chunk of store.installChunks({ to: cutoff }, { chunkRows: batchSize })) {
-    result.installs += await remove(chunk.map((r) => r.randomId));
-    opts.onProgress?.(result.installs);
+  for await (const chunk of store.executionChunks({ to: cutoff }, { chunkRows: batchSize })) {
+    result.executions += await remove([...new Set(chunk.map((r) => r.randomId))]);
+    opts.onProgress?.(result.executions);
   }
   for (;;) {
     const ids = await store.heldBefore(cutoff, batchSize);
     if (ids.length === 0) break;
     result.held += ids.length;
-    await remove(ids);
+    result.executions += await remove(ids);
     if (ids.length < batchSize) break;
   }
   const [forgotten] = await commit([{ kind: "forget-rejected", before: cutoff, at: now }]);

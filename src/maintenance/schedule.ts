@@ -31,7 +31,7 @@ export function scheduledJobs(deps: { config: Config; store: MaintenanceReads; w
       everyMs: Math.min(HOUR, Math.max(60_000, config.retentionMs / 100)),
       run: async () => {
         const r = await maintenance.prune(config.retentionMs, false);
-        return { deleted_installs: r.installs, deleted_held: r.held, deleted_rejected: r.rejected, cutoff: r.cutoff };
+        return { deleted_executions: r.executions, deleted_held: r.held, deleted_rejected: r.rejected, cutoff: r.cutoff };
       },
     });
   }

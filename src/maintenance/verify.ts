@@ -55,7 +55,7 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
     const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
     for (const stray of [...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)), ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER))]) {
-      mismatch({ grain, app: stray.app, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
+      mismatch({ grain, app: stray.slice, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
     }
   }
 
@@ -64,7 +64,7 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   const monthExpected = new Map<string, { key: RollupKey; data: RollupData }>();
   let currentMonth: number | null = null;
   const checkMonth = async (month: number) => {
-    const stored = new Map((await store.rollupCells(GRAINS.month, month, month + 1)).map((c) => [c.app, c.data]));
+    const stored = new Map((await store.rollupCells(GRAINS.month, month, month + 1)).map((c) => [c.slice, c.data]));
     for (const { key, data } of monthExpected.values()) {
       check.cells++;
       const have = stored.get(key.app);
@@ -85,7 +85,7 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
       currentMonth = month;
     }
     const expected = new RollupDeltas(foldedUntil);
-    for await (const r of store.iterateInstalls({ from: day, to: day + DAY })) {
+    for await (const r of store.iterateExecutions({ from: day, to: day + DAY })) {
       check.records++;
       expected.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
       const signature = r.outcome === "failed" ? errorSignature(r.error) : null;
@@ -96,7 +96,7 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
     }
     const stored = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
     for (const grain of [GRAINS.hour, GRAINS.day]) {
-      for (const c of await store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.app}`, { grain, ...c });
+      for (const c of await store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
     }
     // Open hours' cells (in hour grain only) are compared like stored ones.
     for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {

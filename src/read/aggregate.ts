@@ -1,7 +1,8 @@
 // Aggregates over rollup cells: pure functions. The same functions answer from stored rollups
 // and from a scan of raw records (which is folded into cells first), so both paths agree.
-import type { InstallFilter } from "../store/contract.ts";
-import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
+import type { ExecutionFilter } from "../store/contract.ts";
+import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, repoClass, sliceKey, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
+import { KINDS } from "../domain/execution.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
 import type { Outcome } from "../domain/outcome.ts";
 import { DAY, HOUR, WEEK } from "../domain/time.ts";
@@ -54,15 +55,26 @@ function coarse({ from, to }: Window, months: boolean): Span[] {
   return spans;
 }
 
-/** Filters on dimensions rollups can select (everything in InstallFilter but app, outcome, time, text). */
-function dimensionFilters(f: InstallFilter): { dim: Dimension; value: string }[] | null {
+/** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, app, outcome, time, text). */
+function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string }[] | null {
   if ((f.osType === undefined) !== (f.osVersion === undefined)) return null; // rollups hold os as "type version"
+  if (f.randomId !== undefined) return null;
   const list: { dim: Dimension; value: string | undefined }[] = [
     { dim: "status", value: f.status },
     { dim: "type", value: f.type },
     { dim: "pve_version", value: f.pveVersion },
     { dim: "method", value: f.method },
     { dim: "os", value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}` },
+    { dim: "exit_code", value: f.exitCode === undefined ? undefined : String(f.exitCode) },
+    { dim: "error_category", value: f.errorCategory },
+    { dim: "platform", value: f.platform },
+    { dim: "arch", value: f.arch },
+    { dim: "cpu_vendor", value: f.cpuVendor },
+    { dim: "gpu_vendor", value: f.gpuVendor },
+    { dim: "gpu_passthrough", value: f.gpuPassthrough },
+    { dim: "repo_slug", value: f.repoSlug },
+    { dim: "app_version", value: f.appVersion },
+    { dim: "kernel_version", value: f.kernelVersion },
   ];
   return list.filter((d): d is { dim: Dimension; value: string } => d.value !== undefined);
 }
@@ -70,7 +82,8 @@ function dimensionFilters(f: InstallFilter): { dim: Dimension; value: string }[]
 export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" };
 
 export type Plan =
-  | { source: "rollup"; app: string; only: { dim: Dimension; value: string } | null; outcome: Outcome | null }
+  /** `slices`: summed cell by cell; `nsapp`: the app filter (an app's slice has no nsapp dimension). */
+  | { source: "rollup"; slices: string[]; nsapp: string | null; only: { dim: Dimension; value: string } | null; outcome: Outcome | null }
   | { source: "scan" };
 
 /**
@@ -78,14 +91,17 @@ export type Plan =
  * outcome; one more dimension filter works where it selects counts only. Anything else (free
  * text, two dimension filters, ...) is answered by scanning the records of the window.
  */
-export function plan(f: InstallFilter, use: Use): Plan {
+export function plan(f: ExecutionFilter, use: Use): Plan {
   const dims = dimensionFilters(f);
   if (f.q !== undefined || dims === null || dims.length > 1) return { source: "scan" };
+  // Slices hold repo sources as classes (known sources, "external", ""); another value is a scan.
+  if (f.repoSource !== undefined && repoClass(f.repoSource) !== f.repoSource) return { source: "scan" };
   const app = f.nsapp === undefined ? ALL_APPS : appSlice(f.nsapp);
+  const slices = (f.kind === undefined ? KINDS : [f.kind]).map((kind) => sliceKey(kind, f.repoSource ?? null, app));
   const only = dims[0] ?? null;
   const countsOnly = use.kind === "timeseries" || (use.kind === "breakdown" && use.by === only?.dim);
   if (only !== null && !countsOnly) return { source: "scan" };
-  return { source: "rollup", app, only, outcome: f.outcome ?? null };
+  return { source: "rollup", slices, nsapp: f.nsapp ?? null, only, outcome: f.outcome ?? null };
 }
 
 const zero = (): Counts => [0, 0, 0, 0, 0];
@@ -192,7 +208,7 @@ export function breakdown(cells: readonly Cell[], p: Extract<Plan, { source: "ro
   const sums = new Map<string, Counts>();
   for (const { data } of cells) {
     // An app slice holds no nsapp dimension: it is the app.
-    const values = o.by === "nsapp" && p.app !== ALL_APPS ? { [p.app.slice(1)]: cellTotal(data, null) } : (data.dims[o.by] ?? {});
+    const values = o.by === "nsapp" && p.nsapp !== null ? { [p.nsapp]: cellTotal(data, null) } : (data.dims[o.by] ?? {});
     for (const [value, counts] of Object.entries(values)) {
       if (p.only && p.only.dim === o.by && value !== p.only.value) continue;
       add(sums.get(value) ?? (sums.set(value, zero()), sums.get(value)!), counts);
@@ -249,7 +265,7 @@ export function errorCounts(cells: readonly Cell[]): [string, number][] {
 }
 
 /** The plan that reads cells folded from already-filtered records. */
-export const SCANNED: Extract<Plan, { source: "rollup" }> = { source: "rollup", app: ALL_APPS, only: null, outcome: null };
+export const SCANNED: Extract<Plan, { source: "rollup" }> = { source: "rollup", slices: [], nsapp: null, only: null, outcome: null };
 
 /** Folds records into cells (one per `bucketOf` value), as rollups would hold them. */
 export async function foldRecords(chunks: AsyncIterable<readonly RollupRecord[]>, bucketOf: (r: RollupRecord) => number): Promise<Cell[]> {
@@ -259,7 +275,7 @@ export async function foldRecords(chunks: AsyncIterable<readonly RollupRecord[]>
       const bucket = bucketOf(r);
       let data = cells.get(bucket);
       if (!data) cells.set(bucket, (data = emptyData()));
-      addRecord(data, r, r.outcome, 1, ALL_APPS, failureSignatureId(r.outcome, r.error));
+      addRecord(data, r, r.outcome, 1, true, failureSignatureId(r.outcome, r.error));
     }
   }
   return [...cells].map(([bucket, data]) => ({ bucket, data }));

@@ -1,11 +1,11 @@
 // The original public read API (community-scripts/ProxmoxVE, api/main.go), same paths, parameters
 // and response shapes, so existing dashboards and scripts keep working. Shapes: compat.ts.
 //
-// Lists stream from store.installChunks (each chunk one short query that completes at once), so
+// Lists stream from store.executionChunks (each chunk one short query that completes at once), so
 // memory stays constant at any size and ingestion interleaves with a long download.
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
-import type { InstallFilter, StoreReads } from "../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
 import { CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, pageWindow, type CompatSource } from "./compat.ts";
 import { allTime } from "./query.ts";
 import { createStats } from "./stats.ts";
@@ -83,9 +83,9 @@ export function compatRoutes(deps: CompatDeps) {
   const errorCounts = reuseWhileExpensive(async () => errorCountsBody(await store.errorTextCounts()), () => store.changeMarker());
 
   /** Streams the installs matching `f` that exist now (up to the newest one, so the stream ends). */
-  const list = async (f: InstallFilter, page?: { offset: number; limit: number }): Promise<Response> => {
+  const list = async (f: ExecutionFilter, page?: { offset: number; limit: number }): Promise<Response> => {
     const span = await store.recordSpan();
-    return jsonArrayResponse(span === null ? emptyChunks() : store.installChunks({ ...f, until: span.last }, { ...page, chunkRows: CHUNK_ROWS }));
+    return jsonArrayResponse(span === null ? emptyChunks() : store.executionChunks({ ...f, until: span.last }, { ...page, chunkRows: CHUNK_ROWS }));
   };
 
   return new Elysia({ name: "compat" })

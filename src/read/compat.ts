@@ -2,7 +2,7 @@
 // MongoDB service), rebuilt from our rows so existing dashboards and scripts keep working.
 // Pure functions only; the routes and the queries are in compat-routes.ts.
 import { t, type Static } from "elysia";
-import type { Install } from "../domain/install.ts";
+import type { Execution } from "../domain/execution.ts";
 import { DAY } from "../domain/time.ts";
 
 
@@ -73,7 +73,7 @@ export function compatId(randomId: string, createdAt: number): string {
 
 /** The fields of a stored install the compat record is made of. */
 export type CompatSource = Pick<
-  Install,
+  Execution,
   "randomId" | "type" | "ctType" | "diskSize" | "coreCount" | "ramSize" | "osType" | "osVersion" | "disableip6" | "nsapp" | "method" | "pveVersion" | "status" | "error" | "createdAt"
 >;
 

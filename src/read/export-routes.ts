@@ -42,7 +42,7 @@ export function exportRoutes(deps: { store: StoreReads; clock: () => number }) {
       const now = clock();
       // Parameters are checked (QueryError -> 422) before any byte of the body is sent.
       const filter = toFilter(filters, resolveWindow(filters, now, null));
-      return new Response(exportStream(store.installChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS }), format), {
+      return new Response(exportStream(store.executionChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS }), format), {
         headers: {
           "content-type": CONTENT_TYPES[format],
           "content-disposition": `attachment; filename="${exportFilename(now, format)}"`,

@@ -1,7 +1,7 @@
-// Export of install records as CSV or NDJSON: pure formatting, and a pull-based stream that
+// Export of execution records as CSV or NDJSON: pure formatting, and a pull-based stream that
 // reads the rows chunk by chunk, so an export of any size runs in constant memory.
-import { toRecord, type InstallRecord } from "./record.ts";
-import type { Install } from "../domain/install.ts";
+import { toRecord, type ExecutionRecord } from "./record.ts";
+import type { Execution } from "../domain/execution.ts";
 
 export type ExportFormat = "csv" | "ndjson";
 
@@ -13,10 +13,20 @@ export const CONTENT_TYPES = {
   ndjson: "application/x-ndjson",
 } as const satisfies Record<ExportFormat, string>;
 
+type Kind = "text" | "number" | "boolean";
+/** A CSV cell per record field; the timeline's times flattened into columns, `extra` as JSON text. */
+type Flat = Omit<ExecutionRecord, "timeline" | "extra"> & {
+  installing_at: string | null;
+  validation_at: string | null;
+  configuring_at: string | null;
+  finished_at: string | null;
+  extra: string | null;
+};
+
 /**
- * The columns, in the order of DESIGN.md section 3 (the record as every read API returns it).
- * Typed as a complete map of InstallRecord's keys, so a field added to the record and not here
- * fails to compile; the test checks the order against the record schema.
+ * The columns: DESIGN.md section 3's record first, in its order, then the executions' fields.
+ * Typed as a complete map of the flattened record's keys, so a field added to the record and not
+ * here fails to compile; the test checks the order against the record schema.
  */
 const COLUMN_KINDS = {
   random_id: "text",
@@ -38,9 +48,37 @@ const COLUMN_KINDS = {
   updated_at: "text",
   duration_s: "number",
   repaired: "boolean",
-} as const satisfies Record<keyof InstallRecord, "text" | "number" | "boolean">;
+  execution_id: "text",
+  attempt: "number",
+  kind: "text",
+  payload_version: "number",
+  exit_code: "number",
+  error_category: "text",
+  failed_command: "text",
+  failed_line: "number",
+  install_duration: "number",
+  cpu_vendor: "text",
+  cpu_model: "text",
+  gpu_vendor: "text",
+  gpu_model: "text",
+  ram_speed: "text",
+  gpu_passthrough: "text",
+  host_gpu: "text",
+  arch: "text",
+  platform: "text",
+  has_arm: "boolean",
+  repo_source: "text",
+  repo_slug: "text",
+  kernel_version: "text",
+  app_version: "text",
+  installing_at: "text",
+  validation_at: "text",
+  configuring_at: "text",
+  finished_at: "text",
+  extra: "text",
+} as const satisfies Record<keyof Flat, Kind>;
 
-export const EXPORT_COLUMNS = Object.keys(COLUMN_KINDS) as (keyof InstallRecord)[];
+export const EXPORT_COLUMNS = Object.keys(COLUMN_KINDS) as (keyof Flat)[];
 
 const CRLF = "\r\n";
 const HEADER = EXPORT_COLUMNS.join(",") + CRLF;
@@ -73,24 +111,31 @@ function text(value: string | null): string {
 /** A numeric cell: the number as JavaScript writes it (never guarded, see text()). */
 const num = (value: number | null): string => (value === null ? "" : `${value}`);
 
-/**
- * One CSV row, CRLF-terminated: null is an empty cell, booleans true/false, numbers as is.
- * Written out column by column (twice as fast as a loop over the column names); the cells are
- * in EXPORT_COLUMNS order, which the tests check. created_at and updated_at are ISO strings
- * made by toRecord, which need neither quoting nor the guard.
- */
-export function csvRow(r: InstallRecord): string {
-  return (
-    text(r.random_id) + "," + text(r.type) + "," +
-    num(r.ct_type) + "," + num(r.disk_size) + "," + num(r.core_count) + "," + num(r.ram_size) + "," +
-    text(r.os_type) + "," + text(r.os_version) + "," + text(r.disableip6) + "," + text(r.nsapp) + "," +
-    text(r.method) + "," + text(r.pve_version) + "," + text(r.status) + "," + text(r.outcome) + "," + text(r.error) + "," +
-    r.created_at + "," + r.updated_at + "," + num(r.duration_s) + "," + (r.repaired ? "true" : "false") + CRLF
-  );
+const bool = (value: boolean | null): string => (value === null ? "" : value ? "true" : "false");
+const CELL: Record<Kind, (value: never) => string> = { text, number: num, boolean: bool };
+const CELLS = EXPORT_COLUMNS.map((column) => [column, CELL[COLUMN_KINDS[column]]] as const);
+
+/** One CSV row, CRLF-terminated: null is an empty cell, booleans true/false, numbers as is; cells in EXPORT_COLUMNS order. */
+export function csvRow(r: ExecutionRecord): string {
+  const { timeline, extra, ...rest } = r;
+  const flat: Flat = {
+    ...rest,
+    installing_at: timeline.installing,
+    validation_at: timeline.validation,
+    configuring_at: timeline.configuring,
+    finished_at: timeline.finished,
+    extra: extra === null ? null : JSON.stringify(extra),
+  };
+  let out = "";
+  for (let i = 0; i < CELLS.length; i++) {
+    const [column, cell] = CELLS[i]!;
+    out += (i === 0 ? "" : ",") + cell(flat[column] as never);
+  }
+  return out + CRLF;
 }
 
 /** One NDJSON line: the record exactly as the JSON read API returns it, `\n`-terminated. */
-export function ndjsonLine(record: InstallRecord): string {
+export function ndjsonLine(record: ExecutionRecord): string {
   return JSON.stringify(record) + "\n";
 }
 
@@ -102,10 +147,10 @@ export function ndjsonLine(record: InstallRecord): string {
  * loop (2000 rows: ~10-15 ms). The iterator is closed (`return()`) when it ends, when formatting
  * throws, or when the consumer cancels (the HTTP client went away).
  */
-export function exportStream(chunks: AsyncIterable<readonly Install[]>, format: ExportFormat): ReadableStream<Uint8Array> {
+export function exportStream(chunks: AsyncIterable<readonly Execution[]>, format: ExportFormat): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const line = format === "csv" ? csvRow : ndjsonLine;
-  let iterator: AsyncIterator<readonly Install[]> | undefined;
+  let iterator: AsyncIterator<readonly Execution[]> | undefined;
   let started = false;
 
   const release = async () => {

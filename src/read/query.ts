@@ -1,6 +1,6 @@
 // Query parameters shared by the read API: filters, time window, pagination.
 import { t, type Static } from "elysia";
-import type { InstallFilter, ListCursor } from "../store/contract.ts";
+import type { ExecutionFilter, ListCursor } from "../store/contract.ts";
 import type { Window } from "./aggregate.ts";
 import { OutcomeSchema } from "../http/schemas.ts";
 import { DAY, HOUR, ceilHour, floorHour } from "../domain/time.ts";
@@ -16,6 +16,23 @@ export const FilterQuery = t.Object({
   os_version: label("e.g. 12"),
   pve_version: label('host version, e.g. 8.2.2 or "not found"'),
   method: label("installation method"),
+  kind: t.Optional(
+    t.Union([t.Literal("install"), t.Literal("tool"), t.Literal("addon"), t.Literal("all")], {
+      description: "install (default): installations; tool: host tools (type pve); addon; all: every kind",
+    }),
+  ),
+  random_id: label("one install's executions"),
+  exit_code: t.Optional(t.Numeric({ minimum: 0, maximum: 255, multipleOf: 1, description: "exit code of the execution, 0-255" })),
+  error_category: label("network, config, timeout, storage, dependency, permission, proxmox, service, database, runtime, user_aborted, resource, signal, shell, unknown"),
+  platform: label("pve or incus"),
+  arch: label("e.g. amd64, arm64"),
+  cpu_vendor: label("e.g. intel, amd"),
+  gpu_vendor: label("e.g. intel, nvidia, amd"),
+  gpu_passthrough: label("yes or no (payload v2)"),
+  repo_source: label('ProxmoxVE (the main collection), ProxmoxVED (its dev repo), external (forks); "" for reports that say none (/upload)'),
+  repo_slug: label("owner/repo of a fork"),
+  app_version: label("version of the installed app"),
+  kernel_version: label("host kernel version"),
   from: t.Optional(t.String({ description: "window start, ISO 8601 date or date-time (UTC unless a zone is given)" })),
   to: t.Optional(t.String({ description: "window end, exclusive; a date alone means through the end of that day" })),
   days: t.Optional(t.Numeric({ minimum: 1, maximum: 3660, description: "the last N days up to now (instead of from/to)" })),
@@ -60,8 +77,8 @@ export function resolveWindow(q: FilterQuery, now: number, defaultDays: number |
   return { from, to };
 }
 
-export function toFilter(q: FilterQuery, w: Window | null): InstallFilter {
-  const f: InstallFilter = {
+export function toFilter(q: FilterQuery, w: Window | null): ExecutionFilter {
+  const f: ExecutionFilter = {
     nsapp: q.nsapp,
     status: q.status?.toLowerCase(),
     outcome: q.outcome,
@@ -70,12 +87,25 @@ export function toFilter(q: FilterQuery, w: Window | null): InstallFilter {
     osVersion: q.os_version,
     pveVersion: q.pve_version,
     method: q.method,
+    kind: q.kind === "all" ? undefined : (q.kind ?? "install"),
+    randomId: q.random_id,
+    exitCode: q.exit_code,
+    errorCategory: q.error_category?.toLowerCase(),
+    platform: q.platform?.toLowerCase(),
+    arch: q.arch?.toLowerCase(),
+    cpuVendor: q.cpu_vendor,
+    gpuVendor: q.gpu_vendor,
+    gpuPassthrough: q.gpu_passthrough?.toLowerCase(),
+    repoSource: q.repo_source,
+    repoSlug: q.repo_slug,
+    appVersion: q.app_version,
+    kernelVersion: q.kernel_version,
     q: q.q,
     from: w?.from,
     to: w?.to,
   };
   // Absent keys, not undefined values: the planner looks at which filters are set.
-  return Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)) as InstallFilter;
+  return Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)) as ExecutionFilter;
 }
 
 export const encodeCursor = (c: ListCursor): string => Buffer.from(`${c.createdAt}.${c.seq}`).toString("base64url");

@@ -2,7 +2,7 @@
 import { Elysia, t, type Static } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { StoreReads } from "../store/contract.ts";
-import { InstallRecord, toRecord } from "./record.ts";
+import { ExecutionRecord, InstallDetail, toRecord } from "./record.ts";
 import { FilterQuery, QueryError, decodeCursor, encodeCursor, resolveWindow, toFilter, windowJson } from "./query.ts";
 import { DIMENSIONS } from "../domain/rollup.ts";
 import { signaturePage } from "./signature-filter.ts";
@@ -82,7 +82,7 @@ const TopWindow = t.Object({
   apps: t.Array(t.Object({ nsapp: t.Nullable(t.String()), count: t.Integer(), percent: t.Number() })),
 });
 const TopApps = t.Object({ "30d": TopWindow, "90d": TopWindow, "365d": TopWindow }, { title: "TopApps" });
-const InstallPage = t.Object({ installs: t.Array(InstallRecord), next_cursor: t.Nullable(t.String()) }, { title: "InstallPage" });
+const InstallPage = t.Object({ installs: t.Array(ExecutionRecord), next_cursor: t.Nullable(t.String()) }, { title: "InstallPage" });
 
 const Dimension = t.Union(DIMENSIONS.map((d) => t.Literal(d)));
 
@@ -110,8 +110,8 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         const filter = toFilter(query, w);
         const page = await (
           query.signature === undefined
-            ? store.listInstalls(filter, { limit, after, order })
-            : signaturePage((a, n) => store.listInstalls({ ...filter, outcome: "failed" }, { limit: n, after: a, order }), query.signature, limit, after, SIGNATURE_SCAN));
+            ? store.listExecutions(filter, { limit, after, order })
+            : signaturePage((a, n) => store.listExecutions({ ...filter, outcome: "failed" }, { limit: n, after: a, order }), query.signature, limit, after, SIGNATURE_SCAN));
         return { installs: page.rows.map(toRecord), next_cursor: page.next ? encodeCursor(page.next) : null };
       },
       {
@@ -136,13 +136,16 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
     .get(
       "/api/installs/:random_id",
       async ({ params, status }) => {
-        const row = await store.getInstall(params.random_id);
-        return row ? status(200, toRecord(row)) : status(404, errorBody("not_found", `no install with random_id ${params.random_id}`, "random_id"));
+        const rows = await store.getExecutions(params.random_id);
+        const latest = rows.at(-1);
+        if (!latest) return status(404, errorBody("not_found", `no install with random_id ${params.random_id}`, "random_id"));
+        const executions = rows.map(toRecord);
+        return status(200, { ...executions.at(-1)!, executions });
       },
       {
         params: t.Object({ random_id: t.String({ minLength: 1, maxLength: 128 }) }),
-        response: { 200: InstallRecord, 404: ErrorBody },
-        detail: { tags, summary: "One install by random_id" },
+        response: { 200: InstallDetail, 404: ErrorBody },
+        detail: { tags, summary: "One install by random_id: its latest execution, and all of them with their timelines" },
       },
     )
     .get(

@@ -2,17 +2,17 @@
 // install, so a page is found by reading failed installs in keyset order and keeping the matches.
 import type { ListCursor } from "../store/contract.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
-import type { Install } from "../domain/install.ts";
+import type { Execution } from "../domain/execution.ts";
 
-export type PageReader = (after: ListCursor | undefined, limit: number) => Promise<{ rows: Install[]; next: ListCursor | null }>;
+export type PageReader = (after: ListCursor | undefined, limit: number) => Promise<{ rows: Execution[]; next: ListCursor | null }>;
 
 /**
  * Up to `limit` installs with signature `id`, continuing after `after`. Reads at most about
  * `maxScan` installs per call, so a rare signature in a long window answers in bounded time:
  * the page may then hold fewer rows, and `next` says where to go on.
  */
-export async function signaturePage(read: PageReader, id: string, limit: number, after: ListCursor | undefined, maxScan: number): Promise<{ rows: Install[]; next: ListCursor | null }> {
-  const rows: Install[] = [];
+export async function signaturePage(read: PageReader, id: string, limit: number, after: ListCursor | undefined, maxScan: number): Promise<{ rows: Execution[]; next: ListCursor | null }> {
+  const rows: Execution[] = [];
   let cursor = after;
   let scanned = 0;
   while (rows.length < limit) {

@@ -1,5 +1,5 @@
 // Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
-import type { InstallFilter, StoreReads } from "../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
 import {
   SCANNED, breakdown, decompose, errorCounts, foldRecords, intervalStart, plan, summarize, timeseries,
   type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
@@ -16,13 +16,14 @@ interface Read {
 
 export function createStats(store: StoreReads) {
   /** Cells for a window: from rollups when the plan allows, else by folding the window's records. */
-  async function read(f: InstallFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number): Promise<Read> {
+  async function read(f: ExecutionFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number): Promise<Read> {
     const p = plan(f, use);
     if (p.source === "rollup") {
-      const perSpan = await Promise.all((await spans).map((s) => store.readRollups({ grain: s.grain, app: p.app, from: s.from, to: s.to, parts })));
+      const reads = (await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts })));
+      const perSpan = await Promise.all(reads);
       return { source: "rollup", plan: p, cells: perSpan.flat() };
     }
-    const chunks = store.installChunks({ ...f, from: w.from, to: w.to });
+    const chunks = store.executionChunks({ ...f, from: w.from, to: w.to });
     return { source: "scan", plan: SCANNED, cells: await foldRecords(chunks, (r) => scanBucket(r.createdAt)) };
   }
 
@@ -30,19 +31,19 @@ export function createStats(store: StoreReads) {
   const spansOf = async (w: Window, months = true) => decompose(w, { months, foldedUntil: await store.foldedUntil() });
 
   return {
-    async summary(f: InstallFilter, w: Window) {
+    async summary(f: ExecutionFilter, w: Window) {
       const r = await read(f, w, { kind: "summary" }, ["data"], spansOf(w), whole);
       return { source: r.source, ...summarize(r.cells, r.plan) };
     },
 
-    async breakdown(f: InstallFilter, w: Window, o: BreakdownOptions) {
+    async breakdown(f: ExecutionFilter, w: Window, o: BreakdownOptions) {
       // By app over every app: the per-app counts are all it needs (an app's own slice has none).
       const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
       const r = await read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), whole);
       return { source: r.source, ...breakdown(r.cells, r.plan, o) };
     },
 
-    async timeseries(f: InstallFilter, w: Window, interval: Interval) {
+    async timeseries(f: ExecutionFilter, w: Window, interval: Interval) {
       // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
       const spans = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
       const r = await read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
@@ -50,7 +51,7 @@ export function createStats(store: StoreReads) {
     },
 
     /** Failed installs by error signature, with what is known of each signature. */
-    async errors(f: InstallFilter, w: Window, limit: number) {
+    async errors(f: ExecutionFilter, w: Window, limit: number) {
       const r = await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
       const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
       const totalFailed = counts.reduce((s, [, n]) => s + n, 0);

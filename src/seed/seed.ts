@@ -5,11 +5,11 @@
 import { defaults } from "../config.ts";
 import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
 import type { Store, WriteOp } from "../store/contract.ts";
-import { isFinal } from "../domain/outcome.ts";
 import { ADVANCED_OS, DAY_OF_WEEK, HOUR_OF_DAY, METHODS, OS_VERSIONS, PVE_VERSIONS, Rng, Weighted, adoptionTable, buildCatalogue, doneText, failRateAt, failureText, growth, hashString, interruptText, uuid4, type AppSpec } from "./seed-data.ts";
 import type { JsonObject } from "../domain/json.ts";
 import { DAY, HOUR } from "../domain/time.ts";
-import type { StartReport, StatusUpdate, Install } from "../domain/install.ts";
+import type { Execution, Report } from "../domain/execution.ts";
+import { decide } from "../domain/lifecycle.ts";
 
 export interface SeedOptions {
   /** Installs to create. */
@@ -46,8 +46,8 @@ export function seedOptions(given: Partial<SeedOptions> & Pick<SeedOptions, "rec
 export interface SeedInstall {
   /** When the start report arrived (epoch ms). */
   at: number;
-  report: StartReport;
-  update: StatusUpdate | null;
+  report: Report;
+  update: Report | null;
   /** When the status update arrived: `at` + the install's duration; null without update. */
   updateAt: number | null;
 }
@@ -299,7 +299,7 @@ function* generateHourly(options: SeedOptions): Generator<SeedInstall[]> {
       const sb = startBody(rng, app, t, id);
       const report = normalized(normalizeStart(sb, NORMALIZE), sb);
       const u = updateBody(rng, app, at, frac, id);
-      let update: StatusUpdate | null = null;
+      let update: Report | null = null;
       let updateAt: number | null = null;
       if (u !== null && at + u.ms <= options.end) {
         update = normalized(normalizeUpdate(u.body, NORMALIZE), u.body);
@@ -318,19 +318,14 @@ export function* generateInstalls(options: SeedOptions): Generator<SeedInstall> 
 
 // ---------------------------------------------------------------- writing
 
-/** The record as it stands once its start report and (if any) status update have been applied. */
-function finishedRow(i: SeedInstall): Install {
-  const final = i.update !== null && i.updateAt !== null;
-  return {
-    ...i.report,
-    status: final ? i.update!.status : i.report.status,
-    outcome: final ? i.update!.outcome : i.report.outcome,
-    error: final ? i.update!.error : i.report.error,
-    createdAt: i.at,
-    updatedAt: final ? i.updateAt! : i.at,
-    durationMs: final && isFinal(i.update!.outcome) ? Math.max(0, i.updateAt! - i.at) : null,
-    repaired: false,
-  };
+/** The execution as it stands once its start report and (if any) status update have been applied, by the service's own rules. */
+function finishedRow(i: SeedInstall): Execution {
+  const circumstances = { attempt: 1, held: null, repaired: false };
+  const started = decide(undefined, i.report, { ...circumstances, at: i.at });
+  if (started.kind !== "insert") throw new Error(`seed: the start report of ${i.report.randomId} was not a new execution`);
+  if (i.update === null || i.updateAt === null) return started.row;
+  const ended = decide(started.row, i.update, { ...circumstances, at: i.updateAt });
+  return ended.kind === "update" ? ended.row : started.row;
 }
 
 /**
@@ -354,7 +349,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     results.forEach((result, i) => {
       const op = ops[i]!;
       if (result.kind !== "created") {
-        throw new Error(`seed: ${op.kind === "load" ? op.install.randomId : op.kind} was ${result.kind}, expected created`);
+        throw new Error(`seed: ${op.kind === "load" ? op.execution.randomId : op.kind} was ${result.kind}, expected created`);
       }
       if (result.kind === "created") created++;
     });
@@ -366,7 +361,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
   for (const hour of generateHourly(options)) {
     if (!checked && hour.length > 0) {
       const first = hour[0]!.report.randomId;
-      if ((await store.getInstall(first)) !== undefined) {
+      if ((await store.getExecutions(first)).length > 0) {
         throw new Error(`seed: the database already holds the records of seed ${options.seed} for this window (install ${first}); choose another seed`);
       }
       checked = true;
@@ -375,7 +370,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     if (ops.length > 0 && ops.length + hour.length > batchSize) await flush();
     for (const install of hour) {
       // The finished record is loaded as it stands: counted once, as the start and update would end up.
-      ops.push({ kind: "load", install: finishedRow(install), at: install.at });
+      ops.push({ kind: "load", execution: finishedRow(install), at: install.at });
       if (ops.length >= batchSize) await flush();
     }
   }

@@ -5,7 +5,7 @@
 // Every method is asynchronous: an engine may answer from another thread or over the network
 // (a read connection in a worker, a PostgreSQL server); an embedded one simply resolves at once.
 import type { KnownSignature } from "../domain/error-signature.ts";
-import type { Install, StartReport, StatusUpdate } from "../domain/install.ts";
+import type { Execution, Kind, Report } from "../domain/execution.ts";
 import type { Outcome } from "../domain/outcome.ts";
 import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
 import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
@@ -23,22 +23,22 @@ interface Received {
 
 /** What ingestion (and import, seed, replay) writes: reports, refusals, whole records. */
 export type ReportWrite =
-  | ({ kind: "start"; report: StartReport } & Received)
-  | ({ kind: "update"; update: StatusUpdate } & Received)
+  /** Any report of either protocol; domain/lifecycle.ts decides what it does to its execution. */
+  | ({ kind: "report"; report: Report } & Received)
   /** A refused request, logged raw with its reason. */
   | { kind: "reject"; rejection: Rejection; at: number }
   /**
-   * A complete record as it stands (seed, copy): stored and counted once, where a start report
-   * and its update would be counted three times (+1 in progress, -1, +1 final).
+   * A complete execution as it stands (seed, copy): stored and counted once, where a start report
+   * and its final report would be counted three times (+1 in progress, -1, +1 final).
    */
-  | { kind: "load"; install: Install; at: number };
+  | { kind: "load"; execution: Execution; at: number };
 
 /** What jobs and admin actions write. */
 type MaintenanceWrite =
-  /** Removes everything stored about one install: record, held update, rejected-log bodies. */
+  /** Removes everything stored about one install: its executions, held reports, rejected-log bodies. */
   | { kind: "delete"; randomId: string; at: number }
-  /** An install still in progress becomes outcome "unknown" (timed out); its status stays as sent. */
-  | { kind: "expire"; randomId: string; at: number }
+  /** An execution still in progress becomes outcome "unknown" (timed out); its status stays as sent. */
+  | { kind: "expire"; executionId: string; at: number }
   /** Drops rejected-log entries received before `before` (retention). */
   | { kind: "forget-rejected"; before: number; at: number }
   /** Records what came of replaying a rejected-log entry through the current parser. */
@@ -52,12 +52,21 @@ export type WriteOp = ReportWrite | MaintenanceWrite;
 
 /** What each kind of write comes to. */
 export interface ResultOf {
-  start: { kind: "created"; outcome: Outcome } | { kind: "duplicate" };
-  /** "held": no start report yet, applied when it comes; "already-final": not applied, logged. */
-  update: { kind: "updated"; outcome: Outcome } | { kind: "held" } | { kind: "already-final"; outcome: Outcome };
+  /**
+   * "created": a new execution; "updated": the report changed it; "duplicate": nothing new;
+   * "held": a final report before its start, applied when that comes; "already-final": an
+   * /upload status update for a record with a final status, not applied, logged.
+   */
+  report:
+    | { kind: "created"; outcome: Outcome }
+    | { kind: "updated"; outcome: Outcome }
+    | { kind: "duplicate" }
+    | { kind: "held" }
+    | { kind: "already-final"; outcome: Outcome };
   reject: { kind: "logged" };
   load: { kind: "created"; outcome: Outcome } | { kind: "duplicate" };
-  delete: { kind: "deleted"; found: boolean };
+  /** `executions`: how many executions went. */
+  delete: { kind: "deleted"; found: boolean; executions: number };
   expire: { kind: "expired"; changed: boolean };
   "forget-rejected": { kind: "forgotten"; count: number };
   "mark-replayed": { kind: "marked" };
@@ -69,8 +78,11 @@ export type WriteResult = ResultOf[keyof ResultOf];
 
 // ------------------------------------------------------------------ reads
 
-/** Which installs a read covers; "" for a text filter matches installs without that value. */
-export interface InstallFilter {
+/** Which executions a read covers; "" for a text filter matches executions without that value. */
+export interface ExecutionFilter {
+  /** Absent: every kind. */
+  kind?: Kind;
+  randomId?: string;
   nsapp?: string;
   status?: string;
   outcome?: Outcome;
@@ -79,11 +91,22 @@ export interface InstallFilter {
   osVersion?: string;
   pveVersion?: string;
   method?: string;
+  exitCode?: number;
+  errorCategory?: string;
+  platform?: string;
+  arch?: string;
+  cpuVendor?: string;
+  gpuVendor?: string;
+  gpuPassthrough?: string;
+  repoSource?: string;
+  repoSlug?: string;
+  appVersion?: string;
+  kernelVersion?: string;
   from?: number;
   to?: number;
   /** Free text, matched in app name and error text. */
   q?: string;
-  /** created_at <= until: a stream that began at `until` ends even while installs keep arriving. */
+  /** created_at <= until: a stream that began at `until` ends even while executions keep arriving. */
   until?: number;
 }
 
@@ -92,49 +115,51 @@ type ListOrder = "newest" | "oldest";
 /** Position after the last row of a page. */
 export interface ListCursor {
   createdAt: number;
-  /** A tie-breaker among installs created in the same millisecond, increasing with insertion. */
+  /** A tie-breaker among executions created in the same millisecond, increasing with insertion. */
   seq: number;
 }
 
 export interface RollupSelection {
   grain: Grain;
-  app: string;
+  /** A slice key (domain/rollup.ts sliceKey). */
+  slice: string;
   from: number;
   to: number;
   parts: readonly RollupPart[];
 }
 
 export interface RollupCell {
-  app: string;
+  slice: string;
   bucket: number;
   data: RollupData;
 }
 
-/** What the read side asks: installs, rollup cells, error signatures. */
+/** What the read side asks: executions, rollup cells, error signatures. */
 export interface StoreReads {
-  getInstall(randomId: string): Promise<Install | undefined>;
+  /** An install's executions, first attempt first; empty when the random_id is unknown. */
+  getExecutions(randomId: string): Promise<Execution[]>;
   /** Newest first (or oldest), `limit` rows after `after`; `next` is null on the last page. */
-  listInstalls(filter: InstallFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): Promise<{ rows: Install[]; next: ListCursor | null }>;
+  listExecutions(filter: ExecutionFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): Promise<{ rows: Execution[]; next: ListCursor | null }>;
   /**
-   * Matching installs oldest first, `offset` skipped, at most `limit`, in chunks of `chunkRows`.
+   * Matching executions oldest first, `offset` skipped, at most `limit`, in chunks of `chunkRows`.
    * Each chunk is one query run to completion, so no statement stays open while a consumer
    * (a download, say) takes its time.
    */
-  installChunks(filter: InstallFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): AsyncGenerator<Install[], void>;
-  /** Every matching install, oldest first, in constant memory (installChunks, flattened). */
-  iterateInstalls(filter: InstallFilter): AsyncIterable<Install>;
-  /** Installs per exact error text (non-empty), most frequent first: one scan of every install. */
+  executionChunks(filter: ExecutionFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): AsyncGenerator<Execution[], void>;
+  /** Every matching execution, oldest first, in constant memory (executionChunks, flattened). */
+  iterateExecutions(filter: ExecutionFilter): AsyncIterable<Execution>;
+  /** Executions per exact error text (non-empty), most frequent first: one scan of every execution. */
   errorTextCounts(): Promise<{ error: string; count: number }[]>;
   /** Changes whenever anything is committed: a cheap key for caching answers. */
   changeMarker(): Promise<string>;
-  /** Rollup cells of one grain and app slice with bucket in [from, to), oldest first; open hours included. */
+  /** Rollup cells of one grain and slice with bucket in [from, to), oldest first; open hours included. */
   readRollups(selection: RollupSelection): Promise<{ bucket: number; data: RollupData }[]>;
   /** Every rollup cell of one grain with bucket in [from, to), all app slices; open hours included. */
   rollupCells(grain: Grain, from: number, to: number): Promise<RollupCell[]>;
   /** Hours before this are in day and month cells too; later ones in hour cells only. */
   foldedUntil(): Promise<number>;
   signatures(ids: readonly string[]): Promise<KnownSignature[]>;
-  /** created_at of the oldest and newest install, or null when there are none. */
+  /** created_at of the oldest and newest execution, or null when there are none. */
   recordSpan(): Promise<{ first: number; last: number } | null>;
 }
 
@@ -143,21 +168,21 @@ export interface RejectedEntry extends Omit<Rejection, "body"> {
   id: number;
   receivedAt: number;
   /** What the write of a repaired report came to; null for refusals. */
-  result: ResultOf["start" | "update"]["kind"] | null;
+  result: ResultOf["report"]["kind"] | null;
   body: Uint8Array;
   replayedAt: number | null;
   replayResult: string | null;
 }
 
-/** What maintenance asks before it writes: stuck installs, what retention would remove, the log. */
+/** What maintenance asks before it writes: stuck executions, what retention would remove, the log. */
 export interface MaintenanceReads {
-  /** Installs still in progress created in [from, before), oldest first. */
-  stuckInstalls(from: number, before: number, limit: number): Promise<{ randomId: string; createdAt: number }[]>;
-  /** Every install created before this has a final outcome or was expired (stuckInstalls scans from here). */
+  /** Executions still in progress created in [from, before), oldest first. */
+  stuckExecutions(from: number, before: number, limit: number): Promise<{ executionId: string; createdAt: number }[]>;
+  /** Every execution created before this has a final outcome or was expired (stuckExecutions scans from here). */
   stuckCheckedUntil(): Promise<number>;
-  /** How much is older than `cutoff`: installs created, held updates and log entries received before it. */
-  countBefore(cutoff: number): Promise<{ installs: number; held: number; rejected: number }>;
-  /** random_ids of status updates held since before `cutoff` (their start report never came). */
+  /** How much is older than `cutoff`: executions created, held reports and log entries received before it. */
+  countBefore(cutoff: number): Promise<{ executions: number; held: number; rejected: number }>;
+  /** random_ids of reports held since before `cutoff` (their start report never came). */
   heldBefore(cutoff: number, limit: number): Promise<string[]>;
   /** The rejected-reports log, newest first; `before` is the id to continue from. */
   listRejected(opts: { limit: number; reason?: RejectReason; before?: number }): Promise<RejectedEntry[]>;

@@ -3,7 +3,7 @@
 import { EXPORT_CHUNK_ROWS, exportStream, type ExportFormat } from "../read/export.ts";
 import { resolveWindow, toFilter, type FilterQuery } from "../read/query.ts";
 import type { StoreReads } from "../store/contract.ts";
-import type { Install } from "../domain/install.ts";
+import type { Execution } from "../domain/execution.ts";
 
 /**
  * Streams every install matching `query` (no window = all time, as the HTTP export) in `format`
@@ -19,8 +19,8 @@ export async function exportInstalls(
 ): Promise<{ records: number }> {
   const filter = toFilter(query, resolveWindow(query, opts.now ?? Date.now(), null));
   let records = 0;
-  async function* rows(): AsyncGenerator<Install[]> {
-    for await (const chunk of reads.installChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS })) {
+  async function* rows(): AsyncGenerator<Execution[]> {
+    for await (const chunk of reads.executionChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS })) {
       records += chunk.length;
       opts.onRows?.(records);
       yield chunk;

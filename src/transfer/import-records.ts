@@ -5,7 +5,9 @@
 // constant memory. Each record goes through the field rules (normalizeStart / normalizeUpdate)
 // and becomes the write ops that ingestion would have produced, written through the one write
 // path in batches, so rollups and error signatures stay exact.
-import { normalizeStart, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
+import type { Execution } from "../domain/execution.ts";
+import { decide } from "../domain/lifecycle.ts";
+import { normalizeStart, normalizeTelemetry, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
 import { isFinal } from "../domain/outcome.ts";
 import type { Commit } from "../store/writer.ts";
 import type { StoreReads, WriteOp } from "../store/contract.ts";
@@ -198,46 +200,52 @@ export function parseTimestamp(value: unknown): number | null {
   return date + ((hour * 60 + minute) * 60 + second) * 1000 + ms - offset;
 }
 
-/** The start report's fields, in both record shapes (`id`, times, status and error are handled apart). */
+/** The descriptive fields of every record shape (`id`, times, status and how it ended are handled apart). */
 const START_FIELDS = [
-  "random_id", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
-  "disableip6", "nsapp", "method", "pve_version", "host_version",
+  "random_id", "execution_id", "payload_version", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
+  "disableip6", "nsapp", "method", "pve_version", "host_version", "cpu_vendor", "cpu_model", "gpu_vendor", "gpu_model", "ram_speed",
+  "arch", "platform", "has_arm", "repo_source", "repo_slug", "kernel_version", "app_version",
 ] as const;
+/** How it ended, in our records (the original's have status and error only). */
+const ENDING_FIELDS = ["exit_code", "error_category", "failed_command", "failed_line", "install_duration"] as const;
 
-const NO_BODY = new Uint8Array(0);
-
-type RecordOps = { ok: true; randomId: string; ops: WriteOp[] } | { ok: false; message: string };
+type RecordRow = { ok: true; execution: Execution } | { ok: false; message: string };
 
 const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringify(value)?.slice(0, 60) ?? String(value));
 
 /**
- * The write ops that rebuild one record, as ingestion would have made them:
- * - a start report (status "installing") at created_at;
- * - a status update at updated_at when the record moved on (status, error, or a later
+ * The execution one record stands for, built by the service's own rules (domain/lifecycle.ts)
+ * from its reports as ingestion would have received them:
+ * - a start report (status "installing") at created_at, by the record's protocol (payload_version
+ *   set: /telemetry, else /upload), with every descriptive field;
+ * - its final report at updated_at when the record moved on (status, error, or a later
  *   updated_at): a final status there gives duration_s = updated_at - created_at;
  * - a final status whose duration is unknown (duration_s null: it arrived before the start
- *   report; or a record of the original API, which has no updated_at) is carried by the start
- *   report itself, as a held update would have been: duration stays null, updated_at = created_at;
- * - outcome "unknown" on an in-progress status (timed out) is an expire op at updated_at.
- * Field rules are the current ones (normalizeStart / normalizeUpdate), outcome is derived again.
+ *   report; or a record of the original API, which has no updated_at) keeps duration null;
+ * - outcome "unknown" on an in-progress status (timed out) stays so.
+ * v1's host GPU (exported as host_gpu) goes back into gpu_passthrough, as the client sent it.
  * Not reproduced: `repaired` (imported records have repaired=false: marking them would log an
  * empty raw body in the rejected log), and the original's `id` (ours is derived).
  */
-function recordOps(value: unknown, normalize: NormalizeOptions): RecordOps {
+function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "not a JSON object" };
   const r = value as JsonObject;
   const createdAt = parseTimestamp(r.created_at);
   if (createdAt === null) return { ok: false, message: `created_at must be an RFC 3339 time, got ${show(r.created_at)}` };
 
   const body: JsonObject = { status: "installing" };
-  for (const key of START_FIELDS) if (r[key] !== undefined) body[key] = r[key];
-  const start = normalizeStart(body, normalize);
+  for (const key of START_FIELDS) if (r[key] !== undefined && r[key] !== null) body[key] = r[key];
+  const passthrough = r.gpu_passthrough ?? r.host_gpu;
+  if (passthrough !== undefined && passthrough !== null) body.gpu_passthrough = passthrough;
+  if (r.extra !== null && typeof r.extra === "object" && !Array.isArray(r.extra)) Object.assign(body, r.extra);
+  const telemetry = body.payload_version !== undefined;
+  const start = (telemetry ? normalizeTelemetry : normalizeStart)(body, normalize);
   if (!start.ok) return { ok: false, message: start.message };
-  const report = start.value;
   const status = typeof r.status === "string" && r.status.trim() !== "" ? r.status : "installing";
-  const checked = normalizeUpdate({ random_id: report.randomId, status, error: r.error ?? null }, normalize);
-  if (!checked.ok) return { ok: false, message: checked.message };
-  const update = checked.value;
+  const endBody: JsonObject = { ...body, status, error: r.error ?? null };
+  for (const key of ENDING_FIELDS) if (r[key] !== undefined && r[key] !== null) endBody[key] = r[key];
+  const end = telemetry ? normalizeTelemetry(endBody, normalize) : normalizeUpdate(endBody, normalize);
+  if (!end.ok) return { ok: false, message: end.message };
 
   let durationMs: number | null = null;
   if (r.duration_s !== undefined && r.duration_s !== null) {
@@ -253,33 +261,37 @@ function recordOps(value: unknown, normalize: NormalizeOptions): RecordOps {
   }
   updatedAt = Math.max(createdAt, updatedAt ?? (durationMs !== null ? createdAt + durationMs : createdAt));
 
-  // As the reports of the wire protocol would have arrived (no body of their own to keep).
-  const arrived = { endpoint: "upload", raw: NO_BODY, repairs: [] } as const;
-  if (isFinal(update.outcome) && durationMs === null) {
-    const carried = { ...report, status: update.status, outcome: update.outcome, error: update.error };
-    return { ok: true, randomId: report.randomId, ops: [{ kind: "start", report: carried, ...arrived, at: createdAt }] };
+  const attempt = typeof r.attempt === "number" && Number.isSafeInteger(r.attempt) && r.attempt >= 1 ? r.attempt : 1;
+  const circumstances = { attempt, held: null, repaired: false };
+  // The start report is applied as such: a record that ended is rebuilt by its final report below.
+  const started = decide(undefined, { ...start.value, ...NOT_ENDED }, { ...circumstances, at: createdAt });
+  if (started.kind !== "insert") return { ok: false, message: "the record cannot be rebuilt" };
+  let row = started.row;
+  const report = end.value;
+  if (report.status !== row.status || report.error !== null || updatedAt > createdAt) {
+    const ended = decide(row, report, { ...circumstances, at: updatedAt });
+    if (ended.kind === "update") row = ended.row;
   }
-  const ops: WriteOp[] = [{ kind: "start", report, ...arrived, at: createdAt }];
-  const expired = r.outcome === "unknown" && update.outcome === "in_progress";
-  if (update.status !== report.status || update.error !== null || (updatedAt > createdAt && !expired)) {
-    ops.push({ kind: "update", update, endpoint: "updatestatus", raw: NO_BODY, repairs: [], at: updatedAt });
-  }
-  if (expired) ops.push({ kind: "expire", randomId: report.randomId, at: updatedAt });
-  return { ok: true, randomId: report.randomId, ops };
+  if (isFinal(row.outcome) && durationMs === null) row = { ...row, durationMs: null };
+  if (r.outcome === "unknown" && row.outcome === "in_progress") row = { ...row, outcome: "unknown", updatedAt };
+  return { ok: true, execution: row };
 }
+
+/** A start report's ending: in progress, whatever the record says of how it ended. */
+const NOT_ENDED = { status: "installing", outcome: "in_progress", error: null, exitCode: null, errorCategory: null, failedCommand: null, failedLine: null } as const;
 
 export interface ImportSummary {
   format: InputFormat | null;
   /** Records read (pieces of the input, valid or not). */
   read: number;
   imported: number;
-  /** Records whose random_id was already stored (or came earlier in the input): skipped. */
+  /** Records whose execution was already stored (or came earlier in the input): skipped. */
   duplicates: number;
   invalid: number;
 }
 
 export interface ImportDeps {
-  /** For the duplicate check (getInstall); must see what `commit` committed. */
+  /** For the duplicate check (getExecutions); must see what `commit` committed. */
   reads: StoreReads;
   commit: Commit;
 }
@@ -324,7 +336,7 @@ export async function importRecords(deps: ImportDeps, input: AsyncIterable<Uint8
     batch = [];
     const results = await commit(ops);
     ops.forEach((op, i) => {
-      if (op.kind !== "start") return;
+      if (op.kind !== "load") return;
       const result = results[i];
       if (result?.kind === "created") summary.imported++;
       else if (result?.kind === "duplicate") summary.duplicates++; // stored meanwhile by someone else
@@ -347,17 +359,18 @@ export async function importRecords(deps: ImportDeps, input: AsyncIterable<Uint8
         invalid(piece.position, `not valid JSON: ${(e as Error).message}`);
         continue;
       }
-      const record = recordOps(value, opts.normalize);
+      const record = recordRow(value, opts.normalize);
       if (!record.ok) {
         invalid(piece.position, record.message);
         continue;
       }
-      if (inBatch.has(record.randomId) || (await reads.getInstall(record.randomId)) !== undefined) {
+      const { execution } = record;
+      if (inBatch.has(execution.executionId) || (await reads.getExecutions(execution.randomId)).some((e) => e.executionId === execution.executionId)) {
         summary.duplicates++;
         continue;
       }
-      inBatch.add(record.randomId);
-      batch.push(...record.ops);
+      inBatch.add(execution.executionId);
+      batch.push({ kind: "load", execution, at: execution.updatedAt });
       if (batch.length >= batchOps) await flush();
       else if (summary.read % 1000 === 0) opts.onProgress?.(summary, bytes);
     }

@@ -5,6 +5,8 @@ import type { Engine, OpenOptions } from "../engine.ts";
 import { startCheckpointThread } from "./checkpoint-thread.ts";
 import { openDatabase, type Db } from "./database.ts";
 import { createSqliteStore } from "./store.ts";
+import { ROLLUP_VERSION } from "../../domain/rollup.ts";
+import { deriveEndings, markRollupVersion, rollupVersion } from "./upgrade.ts";
 
 const fileSize = (path: string): number => {
   try {
@@ -23,6 +25,12 @@ export interface SqliteEngine extends Engine {
 export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine {
   const { sqlite, db } = openDatabase(path, opts);
   const store = createSqliteStore(sqlite, db);
+  // Data whose rules are code: derived after the SQL migrations, before anything reads or writes.
+  if (opts.migrate && rollupVersion(sqlite) < ROLLUP_VERSION) {
+    deriveEndings(sqlite);
+    store.rebuildNow();
+    markRollupVersion(sqlite);
+  }
   return {
     store,
     location: path,

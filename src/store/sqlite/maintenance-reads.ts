@@ -1,10 +1,10 @@
-// What maintenance reads before it writes: stuck installs, what retention would remove, and the
+// What maintenance reads before it writes: stuck executions, what retention would remove, and the
 // rejected-reports log (listing and replay candidates).
 import { and, asc, count, desc, eq, gt, gte, inArray, isNotNull, isNull, like, lt, notLike, or, type SQL } from "drizzle-orm";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract.ts";
 import type { Db } from "./database.ts";
-import { expiryState, heldUpdates, installs, rejectedReports } from "./schema.ts";
+import { executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
 
 type RejectedRow = typeof rejectedReports.$inferSelect;
 
@@ -17,17 +17,17 @@ const entryOf = ({ body, result, ...row }: RejectedRow): RejectedEntry => ({
 /** The queries behind the contract's MaintenanceReads, synchronous as bun:sqlite is (store.ts adapts them). */
 export function createMaintenanceReads(db: Db) {
   const getStuckCheckedUntil = db.select({ t: expiryState.checkedUntil }).from(expiryState).where(eq(expiryState.id, 1)).prepare();
-  const countOf = (table: typeof installs | typeof heldUpdates | typeof rejectedReports, where: SQL) => db.select({ n: count() }).from(table).where(where).get()?.n ?? 0;
+  const countOf = (table: typeof executions | typeof heldReports | typeof rejectedReports, where: SQL) => db.select({ n: count() }).from(table).where(where).get()?.n ?? 0;
   /** Not yet replayed, or replayed with a result that says to try again. */
   const open = (retryPrefix: string) => or(isNull(rejectedReports.replayedAt), like(rejectedReports.replayResult, `${retryPrefix}%`));
 
   return {
-    stuckInstalls(from: number, before: number, limit: number): { randomId: string; createdAt: number }[] {
+    stuckExecutions(from: number, before: number, limit: number): { executionId: string; createdAt: number }[] {
       return db
-        .select({ randomId: installs.randomId, createdAt: installs.createdAt })
-        .from(installs)
-        .where(and(gte(installs.createdAt, from), lt(installs.createdAt, before), eq(installs.outcome, "in_progress")))
-        .orderBy(asc(installs.createdAt))
+        .select({ executionId: executions.executionId, createdAt: executions.createdAt })
+        .from(executions)
+        .where(and(gte(executions.createdAt, from), lt(executions.createdAt, before), eq(executions.outcome, "in_progress")))
+        .orderBy(asc(executions.createdAt))
         .limit(limit)
         .all();
     },
@@ -35,13 +35,13 @@ export function createMaintenanceReads(db: Db) {
     stuckCheckedUntil: (): number => getStuckCheckedUntil.get()?.t ?? 0,
 
     countBefore: (cutoff: number) => ({
-      installs: countOf(installs, lt(installs.createdAt, cutoff)),
-      held: countOf(heldUpdates, lt(heldUpdates.receivedAt, cutoff)),
+      executions: countOf(executions, lt(executions.createdAt, cutoff)),
+      held: countOf(heldReports, lt(heldReports.receivedAt, cutoff)),
       rejected: countOf(rejectedReports, lt(rejectedReports.receivedAt, cutoff)),
     }),
 
     heldBefore: (cutoff: number, limit: number): string[] =>
-      db.select({ id: heldUpdates.randomId }).from(heldUpdates).where(lt(heldUpdates.receivedAt, cutoff)).limit(limit).all().map((r) => r.id),
+      db.select({ id: heldReports.randomId }).from(heldReports).where(lt(heldReports.receivedAt, cutoff)).limit(limit).all().map((r) => r.id),
 
     listRejected({ limit, reason, before }: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[] {
       const where: SQL[] = [];

@@ -3,8 +3,8 @@
 // They are a function of the raw records, so the store recounts them whenever it cannot vouch for
 // them: at open, and after another connection wrote or moved the fold mark.
 import { failureSignatureId } from "../../domain/error-signature.ts";
-import type { Install } from "../../domain/install.ts";
-import { ALL_APPS, GRAINS, appSlice, bucketStart, countHour, emptyData, isEmpty, type OpenCount, type RollupData } from "../../domain/rollup.ts";
+import type { Execution } from "../../domain/execution.ts";
+import { GRAINS, bucketStart, countHour, emptyData, isEmpty, slicesOf, type OpenCount, type RollupData } from "../../domain/rollup.ts";
 import type { RollupCell } from "../contract.ts";
 
 export class OpenHours {
@@ -20,11 +20,11 @@ export class OpenHours {
     return cell;
   };
 
-  /** Forgets everything and counts `installs` (those created from `foldedUntil` on) afresh. */
-  recount(foldedUntil: number, installs: Iterable<Install>): void {
+  /** Forgets everything and counts `rows` (those created from `foldedUntil` on) afresh. */
+  recount(foldedUntil: number, rows: Iterable<Execution>): void {
     this.cells.clear();
     this.foldedUntil = foldedUntil;
-    for (const r of installs) countHour(this.cellOf, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) });
+    for (const r of rows) countHour(this.cellOf, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) });
   }
 
   /** Counts committed changes in; cells a removal emptied go, as a recount would not have them. */
@@ -32,7 +32,7 @@ export class OpenHours {
     for (const c of counts) {
       if (c.r.createdAt < this.foldedUntil) continue; // folded in the same batch
       countHour(this.cellOf, c);
-      if (c.sign < 0) for (const app of [ALL_APPS, appSlice(c.r.nsapp)]) this.dropIfEmpty(app, bucketStart(c.r.createdAt, GRAINS.hour));
+      if (c.sign < 0) for (const slice of slicesOf(c.r)) this.dropIfEmpty(slice, bucketStart(c.r.createdAt, GRAINS.hour));
     }
   }
 
@@ -49,7 +49,7 @@ export class OpenHours {
   cellsOf(app: string | null, from: number, to: number): RollupCell[] {
     const out: RollupCell[] = [];
     for (const [slice, byBucket] of app === null ? this.cells : [[app, this.cells.get(app)] as const]) {
-      for (const [bucket, data] of byBucket ?? []) if (bucket >= from && bucket < to) out.push({ app: slice, bucket, data });
+      for (const [bucket, data] of byBucket ?? []) if (bucket >= from && bucket < to) out.push({ slice, bucket, data });
     }
     return out.sort((a, b) => a.bucket - b.bucket);
   }

@@ -1,31 +1,33 @@
-// Read queries over SQLite: install listings (keyset pagination), streaming iteration, stored
+// Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
 // rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
-import type { Install } from "../../domain/install.ts";
+import type { Execution } from "../../domain/execution.ts";
 import { addColumn, fromColumns, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
-import type { InstallFilter, ListCursor, RollupCell, RollupSelection } from "../contract.ts";
+import type { ExecutionFilter, ListCursor, RollupCell, RollupSelection } from "../contract.ts";
 import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
-import { errorSignatures, installs, rollupState, rollups } from "./schema.ts";
+import { errorSignatures, executions, rollupState, rollups } from "./schema.ts";
 
-const installColumns = getTableColumns(installs);
-const installKeys = Object.keys(installColumns) as (keyof Install)[];
-const CREATED_AT = installKeys.indexOf("createdAt");
-// Text, integer and real columns come back from SQLite as they are; only the boolean needs
+const executionColumns = getTableColumns(executions);
+const executionKeys = Object.keys(executionColumns) as (keyof Execution)[];
+const CREATED_AT = executionKeys.indexOf("createdAt");
+// Text, integer and real columns come back from SQLite as they are; only booleans need
 // Drizzle's mapping. Skipping the identity calls doubles the speed of streamed reads (export).
-const needsMapping = installKeys.map((key) => installColumns[key].columnType === "SQLiteBoolean");
+const needsMapping = executionKeys.map((key) => executionColumns[key].columnType === "SQLiteBoolean");
 
-/** Turns a raw SQLite row (values in column order) into a typed install, as Drizzle would. */
-function decodeInstall(values: unknown[]): Install {
+/** Turns a raw SQLite row (values in column order) into a typed execution, as Drizzle would. */
+function decodeExecution(values: unknown[]): Execution {
   const row: Record<string, unknown> = {};
-  for (let i = 0; i < installKeys.length; i++) {
+  for (let i = 0; i < executionKeys.length; i++) {
     const value = values[i] ?? null;
-    row[installKeys[i]!] = value !== null && needsMapping[i] ? installColumns[installKeys[i]!].mapFromDriverValue(value) : value;
+    row[executionKeys[i]!] = value !== null && needsMapping[i] ? executionColumns[executionKeys[i]!].mapFromDriverValue(value) : value;
   }
-  return row as unknown as Install;
+  return row as unknown as Execution;
 }
+
+const selectAll = `SELECT ${executionKeys.map((k) => `"${executionColumns[k].name}"`).join(", ")} FROM "${getTableName(executions)}"`;
 
 /** The parts asked for, and only those: a reader sees the same cell whatever else a write cached. */
 function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<RollupPart>): RollupData {
@@ -37,36 +39,51 @@ function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<
   return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
 }
 
-/** Rows per chunk of installChunks unless the caller says otherwise. */
+/** Rows per chunk of executionChunks unless the caller says otherwise. */
 const CHUNK_ROWS = 1000;
 
 const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-type TextColumn = typeof installs.nsapp | typeof installs.status | typeof installs.type | typeof installs.osType | typeof installs.osVersion | typeof installs.pveVersion | typeof installs.method;
+type Column = (typeof executionColumns)[keyof typeof executionColumns];
 
-/** Exact match; "" matches installs without the value (stored as null). */
-function matches(column: TextColumn, value: string | undefined): SQL | undefined {
+/** Exact match; "" matches executions without the value (stored as null). */
+function matches(column: Column, value: string | undefined): SQL | undefined {
   if (value === undefined) return undefined;
   return value === "" ? or(isNull(column), eq(column, "")) : eq(column, value);
 }
 
-function whereOf(f: InstallFilter): SQL | undefined {
+const e = executions;
+
+function whereOf(f: ExecutionFilter): SQL | undefined {
   const c: (SQL | undefined)[] = [
-    matches(installs.nsapp, f.nsapp),
-    matches(installs.status, f.status),
-    f.outcome === undefined ? undefined : eq(installs.outcome, f.outcome),
-    matches(installs.type, f.type),
-    matches(installs.osType, f.osType),
-    matches(installs.osVersion, f.osVersion),
-    matches(installs.pveVersion, f.pveVersion),
-    matches(installs.method, f.method),
-    f.from === undefined ? undefined : gte(installs.createdAt, f.from),
-    f.to === undefined ? undefined : lt(installs.createdAt, f.to),
-    f.until === undefined ? undefined : lte(installs.createdAt, f.until),
+    f.kind === undefined ? undefined : eq(e.kind, f.kind),
+    f.randomId === undefined ? undefined : eq(e.randomId, f.randomId),
+    matches(e.nsapp, f.nsapp),
+    matches(e.status, f.status),
+    f.outcome === undefined ? undefined : eq(e.outcome, f.outcome),
+    matches(e.type, f.type),
+    matches(e.osType, f.osType),
+    matches(e.osVersion, f.osVersion),
+    matches(e.pveVersion, f.pveVersion),
+    matches(e.method, f.method),
+    f.exitCode === undefined ? undefined : eq(e.exitCode, f.exitCode),
+    matches(e.errorCategory, f.errorCategory),
+    matches(e.platform, f.platform),
+    matches(e.arch, f.arch),
+    matches(e.cpuVendor, f.cpuVendor),
+    matches(e.gpuVendor, f.gpuVendor),
+    matches(e.gpuPassthrough, f.gpuPassthrough),
+    matches(e.repoSource, f.repoSource),
+    matches(e.repoSlug, f.repoSlug),
+    matches(e.appVersion, f.appVersion),
+    matches(e.kernelVersion, f.kernelVersion),
+    f.from === undefined ? undefined : gte(e.createdAt, f.from),
+    f.to === undefined ? undefined : lt(e.createdAt, f.to),
+    f.until === undefined ? undefined : lte(e.createdAt, f.until),
   ];
   if (f.q !== undefined && f.q !== "") {
     const pattern = `%${escapeLike(f.q)}%`;
-    c.push(or(sql`${installs.nsapp} LIKE ${pattern} ESCAPE '\\'`, sql`${installs.error} LIKE ${pattern} ESCAPE '\\'`));
+    c.push(or(sql`${e.nsapp} LIKE ${pattern} ESCAPE '\\'`, sql`${e.error} LIKE ${pattern} ESCAPE '\\'`));
   }
   return and(...c);
 }
@@ -75,11 +92,11 @@ export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
 export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
   // rowid is the cursor's tie-breaker: it grows with insertion.
-  const seq = sql<number>`${installs}.rowid`;
+  const seq = sql<number>`${executions}.rowid`;
   // total_changes() moves with this connection's commits, data_version with other connections'.
   const changes = sqlite.query<{ c: number; v: number }, []>("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v");
 
-  function* installChunks(filter: InstallFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): Generator<Install[], void> {
+  function* executionChunks(filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): Generator<Execution[], void> {
     if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
     let remaining = limit;
     let after: ListCursor | null = null;
@@ -89,22 +106,22 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       // larger and starts the index range at the first, rescanning from the window start on every
       // chunk (quadratic). So the cursor's time replaces the window's start.
       const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
-      const keyset = after ? sql`(${installs.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
+      const keyset = after ? sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
       const query = db
-        .select({ ...installColumns, seq })
-        .from(installs)
+        .select({ ...executionColumns, seq })
+        .from(executions)
         .where(and(where, keyset))
-        .orderBy(asc(installs.createdAt), asc(seq))
+        .orderBy(asc(executions.createdAt), asc(seq))
         .limit(n)
         .offset(after ? 0 : offset) // only the first chunk skips; the rest continue by keyset
         .toSQL();
       const rows = sqlite.query(query.sql).values(...(query.params as SQLQueryBindings[])) as unknown[][];
       const last = rows.at(-1);
       if (!last) return;
-      yield rows.map(decodeInstall);
+      yield rows.map(decodeExecution);
       if (rows.length < n) return;
       remaining -= rows.length;
-      after = { createdAt: last[CREATED_AT] as number, seq: last[installKeys.length] as number };
+      after = { createdAt: last[CREATED_AT] as number, seq: last[executionKeys.length] as number };
     }
   }
 
@@ -117,22 +134,25 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
     sqlite.query<{ text: string }, Record<"grain" | "app" | "bucket", string | number>>(`SELECT "${column.name}" AS text FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
   const cellPart = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
 
-  // On the write path (every status update): bun:sqlite directly, decoded as installChunks does.
-  const getInstall = sqlite.query<unknown[], [string]>(
-    `SELECT ${installKeys.map((k) => `"${installColumns[k].name}"`).join(", ")} FROM "${getTableName(installs)}" WHERE "${installs.randomId.name}" = ?`,
-  );
+  // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
+  const getExecution = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.executionId.name}" = ?`);
+  const getExecutions = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.randomId.name}" = ? ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`);
+  const countAttempts = sqlite.query<{ n: number }, [string]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE "${executions.randomId.name}" = ?`);
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
   return {
-    getInstall(randomId: string): Install | undefined {
-      const [row] = getInstall.values(randomId);
-      return row ? decodeInstall(row) : undefined;
+    getExecution(executionId: string): Execution | undefined {
+      const [row] = getExecution.values(executionId);
+      return row ? decodeExecution(row) : undefined;
     },
-    installChunks,
+    getExecutions: (randomId: string): Execution[] => getExecutions.values(randomId).map(decodeExecution),
+    /** Executions of an install stored so far (a new one's attempt number is one more). */
+    attemptsOf: (randomId: string): number => countAttempts.get(randomId)?.n ?? 0,
+    executionChunks,
 
-    listInstalls(filter: InstallFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
+    listExecutions(filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
       const newest = order === "newest";
-      // One bound per side only (see installChunks): the cursor's time replaces the window's bound
+      // One bound per side only (see executionChunks): the cursor's time replaces the window's bound
       // on the side the pages move towards.
       const bounded = !after
         ? filter
@@ -142,34 +162,34 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       const keyset = !after
         ? undefined
         : newest
-          ? sql`(${installs.createdAt}, ${seq}) < (${after.createdAt}, ${after.seq})`
-          : sql`(${installs.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})`;
+          ? sql`(${executions.createdAt}, ${seq}) < (${after.createdAt}, ${after.seq})`
+          : sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})`;
       const direction = newest ? desc : asc;
       const rows = db
-        .select({ ...installColumns, seq })
-        .from(installs)
+        .select({ ...executionColumns, seq })
+        .from(executions)
         .where(and(whereOf(bounded), keyset))
-        .orderBy(direction(installs.createdAt), direction(seq))
+        .orderBy(direction(executions.createdAt), direction(seq))
         .limit(limit + 1)
         .all();
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
-      return { rows: page.map(({ seq: _, ...row }): Install => row), next };
+      return { rows: page.map(({ seq: _, ...row }): Execution => row), next };
     },
 
-    *iterateInstalls(filter: InstallFilter): Generator<Install> {
-      for (const chunk of installChunks(filter)) yield* chunk;
+    *iterateExecutions(filter: ExecutionFilter): Generator<Execution> {
+      for (const chunk of executionChunks(filter)) yield* chunk;
     },
 
     errorTextCounts() {
       const n = sql<number>`count(*)`.mapWith(Number);
       return db
-        .select({ error: sql<string>`${installs.error}`, count: n })
-        .from(installs)
-        .where(and(isNotNull(installs.error), ne(installs.error, "")))
-        .groupBy(installs.error)
-        .orderBy(desc(n), asc(installs.error))
+        .select({ error: sql<string>`${executions.error}`, count: n })
+        .from(executions)
+        .where(and(isNotNull(executions.error), ne(executions.error, "")))
+        .groupBy(executions.error)
+        .orderBy(desc(n), asc(executions.error))
         .all();
     },
 
@@ -178,8 +198,8 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       return `${c}:${v}`;
     },
 
-    /** Stored cells of one grain and app slice, parsed through the cache. */
-    storedRollups({ grain, app, from, to, parts }: RollupSelection): { bucket: number; data: RollupData }[] {
+    /** Stored cells of one grain and slice, parsed through the cache. */
+    storedRollups({ grain, slice: app, from, to, parts }: RollupSelection): { bucket: number; data: RollupData }[] {
       return cellBuckets.all({ grain, app, from, to }).map(({ bucket }) => {
         const cell = cells.entry(cellKey(grain, bucket, app));
         for (const part of parts) {
@@ -198,7 +218,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
         .from(rollups)
         .where(and(eq(rollups.grain, grain), gte(rollups.bucket, from), lt(rollups.bucket, to)))
         .all()
-        .map(({ app, bucket, ...columns }) => ({ app, bucket, data: fromColumns(columns) }));
+        .map(({ app, bucket, ...columns }) => ({ slice: app, bucket, data: fromColumns(columns) }));
     },
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
@@ -216,8 +236,8 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
 
     recordSpan(): { first: number; last: number } | null {
       const span = db
-        .select({ first: sql<number | null>`min(${installs.createdAt})`, last: sql<number | null>`max(${installs.createdAt})` })
-        .from(installs)
+        .select({ first: sql<number | null>`min(${executions.createdAt})`, last: sql<number | null>`max(${executions.createdAt})` })
+        .from(executions)
         .get();
       return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
     },

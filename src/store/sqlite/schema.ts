@@ -1,14 +1,19 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
 import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { Install } from "../../domain/install.ts";
+import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, REJECT_REASONS } from "../../domain/rejection.ts";
 
-export const installs = sqliteTable(
-  "installs",
+/** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
+export const executions = sqliteTable(
+  "executions",
   {
-    randomId: text("random_id").primaryKey(),
+    executionId: text("execution_id").primaryKey(),
+    randomId: text("random_id").notNull(),
+    attempt: integer("attempt").notNull(),
+    kind: text("kind", { enum: KINDS }).notNull(),
+    payloadVersion: integer("payload_version"),
     type: text("type").notNull(),
     ctType: integer("ct_type"),
     diskSize: real("disk_size"),
@@ -20,31 +25,60 @@ export const installs = sqliteTable(
     nsapp: text("nsapp"),
     method: text("method"),
     pveVersion: text("pve_version"),
+    cpuVendor: text("cpu_vendor"),
+    cpuModel: text("cpu_model"),
+    gpuVendor: text("gpu_vendor"),
+    gpuModel: text("gpu_model"),
+    ramSpeed: text("ram_speed"),
+    gpuPassthrough: text("gpu_passthrough"),
+    hostGpu: text("host_gpu"),
+    arch: text("arch"),
+    platform: text("platform"),
+    hasArm: integer("has_arm", { mode: "boolean" }),
+    repoSource: text("repo_source"),
+    repoSlug: text("repo_slug"),
+    kernelVersion: text("kernel_version"),
+    appVersion: text("app_version"),
+    extra: text("extra"),
     status: text("status").notNull(),
     outcome: text("outcome", { enum: OUTCOMES }).notNull(),
     error: text("error"),
+    exitCode: integer("exit_code"),
+    errorCategory: text("error_category"),
+    failedCommand: text("failed_command"),
+    failedLine: integer("failed_line"),
+    installDuration: integer("install_duration"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
     // Null while in progress, and when the final status arrived before its start report.
     durationMs: integer("duration_ms"),
+    installingAt: integer("installing_at"),
+    validationAt: integer("validation_at"),
+    configuringAt: integer("configuring_at"),
+    finishedAt: integer("finished_at"),
     repaired: integer("repaired", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [
-    index("installs_created_at").on(t.createdAt),
+    index("executions_created_at").on(t.createdAt),
     // Per-app listings and scans stay fast however rare the app.
-    index("installs_nsapp_created_at").on(t.nsapp, t.createdAt),
+    index("executions_nsapp_created_at").on(t.nsapp, t.createdAt),
+    // An install's executions: its details, attempt numbers, deletion.
+    index("executions_random_id").on(t.randomId),
   ],
 );
 
-/** Status updates that arrived before their start report; applied when it comes. */
-export const heldUpdates = sqliteTable("held_updates", {
-  randomId: text("random_id").primaryKey(),
-  status: text("status").notNull(),
-  outcome: text("outcome", { enum: OUTCOMES }).notNull(),
-  error: text("error"),
-  receivedAt: integer("received_at").notNull(),
-  repaired: integer("repaired", { mode: "boolean" }).notNull().default(false),
-});
+/** Final reports that arrived before their start report (normalized, as JSON); applied when it comes. */
+export const heldReports = sqliteTable(
+  "held_reports",
+  {
+    executionId: text("execution_id").primaryKey(),
+    randomId: text("random_id").notNull(),
+    report: text("report").notNull(),
+    receivedAt: integer("received_at").notNull(),
+    repaired: integer("repaired", { mode: "boolean" }).notNull().default(false),
+  },
+  (t) => [index("held_reports_random_id").on(t.randomId), index("held_reports_received_at").on(t.receivedAt)],
+);
 
 /** Every request not applied exactly as sent, raw, with the reason: the "nothing is lost" log. */
 export const rejectedReports = sqliteTable(
@@ -67,14 +101,14 @@ export const rejectedReports = sqliteTable(
   (t) => [index("rejected_reports_received_at").on(t.receivedAt)],
 );
 
-/** The row is the domain's Install, column for column: this fails to compile when they drift. */
+/** The row is the domain's Execution, column for column: this fails to compile when they drift. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-true satisfies Same<typeof installs.$inferSelect, Install>;
+true satisfies Same<typeof executions.$inferSelect, Execution>;
 
 /**
  * Rollup cells (src/domain/rollup.ts): one row per grain (0 hour, 1 day, 2 month) x time bucket x
  * app slice ("*" every app, "=<nsapp>" one app), kept in the same transaction as every write to
- * `installs` (hour cells; day and month cells once the hour is folded, see `rollupState`).
+ * `executions` (hour cells; day and month cells once the hour is folded, see `rollupState`).
  * The RollupData is split in three JSON columns so a query parses only what it needs: the
  * per-app counts (large on "*" rows) and the error counts are apart from the rest.
  */
@@ -106,6 +140,8 @@ export const rollups = sqliteTable(
 export const rollupState = sqliteTable("rollup_state", {
   id: integer("id").primaryKey(),
   foldedUntil: integer("folded_until").notNull(),
+  /** What the stored cells count (ROLLUP_VERSION); an older version is rebuilt at start-up. */
+  version: integer("version").notNull().default(0),
 });
 
 /**

@@ -18,6 +18,7 @@ const CACHED_CELLS = 8192;
 /** The Store, with the synchronous write the engine's serving commit calls directly. */
 export interface SqliteStore extends Store {
   writeNow(ops: readonly WriteOp[]): WriteResult[];
+  rebuildNow(onDay?: (day: number, end: number) => void): void;
 }
 
 export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
@@ -34,7 +35,7 @@ export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
   const recount = () => {
     cells.clear();
     const foldedUntil = reads.storedFoldedUntil();
-    open.recount(foldedUntil, reads.iterateInstalls({ from: foldedUntil }));
+    open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
   };
   /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */
   const checkState = () => {
@@ -56,14 +57,14 @@ export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
   }
 
   return {
-    getInstall: async (randomId) => reads.getInstall(randomId),
-    listInstalls: async (filter, page) => reads.listInstalls(filter, page),
+    getExecutions: async (randomId) => reads.getExecutions(randomId),
+    listExecutions: async (filter, page) => reads.listExecutions(filter, page),
     // Each chunk is its own query, run to completion before it is handed over.
-    async *installChunks(filter, page) {
-      yield* reads.installChunks(filter, page);
+    async *executionChunks(filter, page) {
+      yield* reads.executionChunks(filter, page);
     },
-    async *iterateInstalls(filter) {
-      for (const chunk of reads.installChunks(filter)) yield* chunk;
+    async *iterateExecutions(filter) {
+      for (const chunk of reads.executionChunks(filter)) yield* chunk;
     },
     errorTextCounts: async () => reads.errorTextCounts(),
     changeMarker: async () => reads.changeMarker(),
@@ -72,11 +73,11 @@ export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
 
     async readRollups(selection) {
       checkState();
-      const { grain, app, from, to } = selection;
+      const { grain, slice, from, to } = selection;
       const foldedUntil = open.foldedUntil;
       if (grain !== GRAINS.hour || to <= foldedUntil) return reads.storedRollups(selection);
       const stored = from < foldedUntil ? reads.storedRollups({ ...selection, to: foldedUntil }) : [];
-      return [...stored, ...open.cellsOf(app, Math.max(from, foldedUntil), to)];
+      return [...stored, ...open.cellsOf(slice, Math.max(from, foldedUntil), to)];
     },
 
     async rollupCells(grain, from, to) {
@@ -90,7 +91,7 @@ export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
       return open.foldedUntil;
     },
 
-    stuckInstalls: async (from, before, limit) => maintenance.stuckInstalls(from, before, limit),
+    stuckExecutions: async (from, before, limit) => maintenance.stuckExecutions(from, before, limit),
     stuckCheckedUntil: async () => maintenance.stuckCheckedUntil(),
     countBefore: async (cutoff) => maintenance.countBefore(cutoff),
     heldBefore: async (cutoff, limit) => maintenance.heldBefore(cutoff, limit),
@@ -100,20 +101,22 @@ export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
 
     write: async (ops) => writeNow(ops),
 
-    async rebuildRollups(onDay) {
-      const span = reads.recordSpan();
-      sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
-      recount();
-      if (!span) return;
-      const foldedUntil = open.foldedUntil;
-      const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);
-      for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
-        onDay?.(day, end);
-        writes.rebuildDay.immediate(day, Math.min(day + DAY, foldedUntil));
-      }
-    },
-
+    rebuildRollups: async (onDay) => rebuildNow(onDay),
     close: async () => sqlite.close(),
     writeNow,
+    rebuildNow,
   };
+
+  function rebuildNow(onDay?: (day: number, end: number) => void): void {
+    const span = reads.recordSpan();
+    sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
+    recount();
+    if (!span) return;
+    const foldedUntil = open.foldedUntil;
+    const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);
+    for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
+      onDay?.(day, end);
+      writes.rebuildDay.immediate(day, Math.min(day + DAY, foldedUntil));
+    }
+  }
 }

@@ -5,8 +5,8 @@ import type { Database } from "bun:sqlite";
 import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SignatureSightings, failureSignatureId } from "../../domain/error-signature.ts";
-import type { Install } from "../../domain/install.ts";
-import { deriveOutcome, isFinal, type Outcome } from "../../domain/outcome.ts";
+import type { Execution, Report } from "../../domain/execution.ts";
+import { decide, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
 import type { ReportWrite, ResultFor, WriteOp, WriteResult } from "../contract.ts";
@@ -14,7 +14,7 @@ import { ALL_PARTS, cellKey, type CachedCell, type CellCache } from "./cell-cach
 import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
 import type { SqliteReads } from "./reads.ts";
-import { errorSignatures, expiryState, heldUpdates, installs, rejectedReports, rollupState, rollups } from "./schema.ts";
+import { errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups } from "./schema.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -40,10 +40,12 @@ function insertAll<T extends SQLiteTable>(table: T, tail: string): string {
 function prepareHotStatements(sqlite: Database) {
   const cell = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app AND "${rollups.bucket.name}" = $bucket`;
   return {
-    /** changes is 0 when the random_id is stored already (a duplicate). */
-    insertInstall: sqlite.query<never, Install>(insertAll(installs, "ON CONFLICT DO NOTHING")),
-    findHeld: sqlite.query<{ status: string; outcome: Outcome; error: string | null; repaired: number }, { id: string }>(
-      `SELECT "${heldUpdates.status.name}" AS status, "${heldUpdates.outcome.name}" AS outcome, "${heldUpdates.error.name}" AS error, "${heldUpdates.repaired.name}" AS repaired FROM "${getTableName(heldUpdates)}" WHERE "${heldUpdates.randomId.name}" = $id`,
+    /** changes is 0 when the execution_id is stored already (a duplicate). */
+    insertExecution: sqlite.query<never, Execution>(insertAll(executions, "ON CONFLICT DO NOTHING")),
+    /** A whole row written back: every report that changes an execution may change any field. */
+    replaceExecution: sqlite.query<never, Execution>(insertAll(executions, "ON CONFLICT DO UPDATE SET " + Object.values(getTableColumns(executions)).filter((c) => !c.primary).map((c) => `"${c.name}" = excluded."${c.name}"`).join(", "))),
+    findHeld: sqlite.query<{ report: string; at: number; repaired: number }, { id: string }>(
+      `SELECT "${heldReports.report.name}" AS report, "${heldReports.receivedAt.name}" AS at, "${heldReports.repaired.name}" AS repaired FROM "${getTableName(heldReports)}" WHERE "${heldReports.executionId.name}" = $id`,
     ),
     getRollup: sqlite.query<RollupColumns, Record<keyof RollupKey, string | number>>(
       `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${getTableName(rollups)}" WHERE ${cell}`,
@@ -53,30 +55,21 @@ function prepareHotStatements(sqlite: Database) {
        ON CONFLICT DO UPDATE SET "${rollups.data.name}" = excluded."${rollups.data.name}", "${rollups.apps.name}" = excluded."${rollups.apps.name}", "${rollups.errors.name}" = excluded."${rollups.errors.name}"`,
     ),
     deleteRollup: sqlite.query<never, Record<keyof RollupKey, string | number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
-    finishInstall: sqlite.query<never, Pick<Install, "randomId" | "status" | "outcome" | "error" | "updatedAt" | "durationMs" | "repaired">>(
-      `UPDATE "${getTableName(installs)}" SET ${(["status", "outcome", "error", "updatedAt", "durationMs"] as const).map((k) => `"${installs[k].name}" = $${k}`).join(", ")}, "${installs.repaired.name}" = "${installs.repaired.name}" OR $repaired WHERE "${installs.randomId.name}" = $randomId`,
-    ),
   };
 }
 
 function prepareStatements(db: Db) {
   return {
     upsertHeld: db
-      .insert(heldUpdates)
-      .values(placeholdersFor(heldUpdates))
+      .insert(heldReports)
+      .values(placeholdersFor(heldReports))
       .onConflictDoUpdate({
-        target: heldUpdates.randomId,
-        set: {
-          status: sql`excluded.status`,
-          outcome: sql`excluded.outcome`,
-          error: sql`excluded.error`,
-          receivedAt: sql`excluded.received_at`,
-          repaired: sql`excluded.repaired`,
-        },
+        target: heldReports.executionId,
+        set: { report: sql`excluded.report`, receivedAt: sql`excluded.received_at`, repaired: sql`excluded.repaired` },
       })
       .prepare(),
-    deleteHeld: db.delete(heldUpdates).where(eq(heldUpdates.randomId, byId.id)).prepare(),
-    deleteInstall: db.delete(installs).where(eq(installs.randomId, byId.id)).prepare(),
+    deleteHeld: db.delete(heldReports).where(eq(heldReports.executionId, byId.id)).prepare(),
+    deleteExecutions: db.delete(executions).where(eq(executions.randomId, byId.id)).prepare(),
     forgetRejected: db
       .delete(rejectedReports)
       .where(lt(rejectedReports.receivedAt, sql.placeholder("before")))
@@ -88,11 +81,11 @@ function prepareStatements(db: Db) {
       .where(eq(rejectedReports.id, sql.placeholder("id")))
       .prepare(),
     deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning({ id: rejectedReports.id }).prepare(),
-    deleteHeldReturning: db.delete(heldUpdates).where(eq(heldUpdates.randomId, byId.id)).returning({ id: heldUpdates.randomId }).prepare(),
+    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ id: heldReports.executionId }).prepare(),
     setOutcome: db
-      .update(installs)
+      .update(executions)
       .set({ outcome: sql`${sql.placeholder("outcome")}`, updatedAt: sql`${sql.placeholder("updatedAt")}` })
-      .where(eq(installs.randomId, byId.id))
+      .where(eq(executions.executionId, byId.id))
       .prepare(),
     insertRejected: db.insert(rejectedReports).values(placeholdersFor(rejectedReports)).prepare(),
     setFoldedUntil: db
@@ -154,68 +147,60 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
   };
 
   /** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
-  function count(fx: BatchEffects, row: Install, sign: 1 | -1, at: number): void {
+  function count(fx: BatchEffects, row: Execution, sign: 1 | -1, at: number): void {
     fx.deltas.add(row, row.outcome, sign, failureSignatureId(row.outcome, row.error));
     if (sign === 1 && row.outcome === "failed" && row.error !== null) fx.sightings.see(row.error, row.nsapp, at);
   }
 
-  function applyStart(op: Extract<WriteOp, { kind: "start" }>, fx: BatchEffects): ResultFor<typeof op> {
-    const { report } = op;
-    const held = hot.findHeld.get({ id: report.randomId });
-    const row: Install = {
-      ...report,
-      // A final status that arrived first wins over the start report's "installing";
-      // its duration is unknown, since it came before the start.
-      status: held?.status ?? report.status,
-      outcome: held?.outcome ?? report.outcome,
-      error: held?.error ?? report.error,
-      createdAt: op.at,
-      updatedAt: op.at,
-      durationMs: null,
-      repaired: op.repairs.length > 0 || held?.repaired === 1,
-    };
-    // A held update exists only while its start report is not stored, so a duplicate has none.
-    if (hot.insertInstall.run(row).changes === 0) return { kind: "duplicate" };
-    if (held) q.deleteHeld.run({ id: report.randomId });
-    count(fx, row, 1, op.at);
-    const result = { kind: "created", outcome: row.outcome } as const;
-    logRepair(op, result, report.randomId);
-    return result;
+  function heldFor(executionId: string): HeldReport | null {
+    const held = hot.findHeld.get({ id: executionId });
+    return held ? { report: JSON.parse(held.report) as Report, at: held.at, repaired: held.repaired === 1 } : null;
   }
 
-  function applyUpdate(op: Extract<WriteOp, { kind: "update" }>, fx: BatchEffects): ResultFor<typeof op> {
-    const { update } = op;
-    const record = reads.getInstall(update.randomId);
-    // A record is open while its status is a progress status, even if it timed out (expire):
-    // the late final status still applies then.
-    const current = record ? deriveOutcome(record.status, null) : hot.findHeld.get({ id: update.randomId })?.outcome;
-    if (current !== undefined && isFinal(current)) {
-      const message = `install ${update.randomId} already has a final status (${current}); update not applied`;
-      logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: update.randomId, body: op.raw }, op.at, null);
-      return { kind: "already-final", outcome: current };
-    }
+  function applyReport(op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): ResultFor<typeof op> {
+    const { report } = op;
+    const current = reads.getExecution(report.executionId);
+    const held = current === undefined ? heldFor(report.executionId) : null;
     const repaired = op.repairs.length > 0;
+    const attempt = current === undefined ? reads.attemptsOf(report.randomId) + 1 : current.attempt;
+    const decision = decide(current, report, { at: op.at, attempt, held, repaired });
     let result: ResultFor<typeof op>;
-    if (record) {
-      const updated: Install = {
-        ...record,
-        status: update.status,
-        outcome: update.outcome,
-        error: update.error,
-        updatedAt: op.at,
-        durationMs: isFinal(update.outcome) ? Math.max(0, op.at - record.createdAt) : null,
-        repaired: record.repaired || repaired,
-      };
-      const { randomId, status, outcome, error, updatedAt, durationMs } = updated;
-      hot.finishInstall.run({ randomId, status, outcome, error, updatedAt, durationMs, repaired: updated.repaired });
-      count(fx, record, -1, op.at);
-      count(fx, updated, 1, op.at);
-      result = { kind: "updated", outcome: update.outcome };
-    } else {
-      q.upsertHeld.run({ ...update, receivedAt: op.at, repaired });
-      result = { kind: "held" };
+    switch (decision.kind) {
+      case "insert":
+        hot.insertExecution.run(decision.row);
+        if (held) q.deleteHeld.run({ id: report.executionId });
+        count(fx, decision.row, 1, op.at);
+        result = { kind: "created", outcome: decision.row.outcome };
+        break;
+      case "update":
+        hot.replaceExecution.run(decision.row);
+        count(fx, current!, -1, op.at);
+        count(fx, decision.row, 1, op.at);
+        result = { kind: "updated", outcome: decision.row.outcome };
+        break;
+      case "duplicate":
+        // The status stands; a gap filled (a start's time after a ping, fields a ping lacked) is written and recounted.
+        if (decision.row) {
+          hot.replaceExecution.run(decision.row);
+          count(fx, current!, -1, op.at);
+          count(fx, decision.row, 1, op.at);
+        }
+        if (decision.conflict) {
+          logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
+        }
+        result = { kind: "duplicate" };
+        break;
+      case "hold":
+        q.upsertHeld.run({ executionId: report.executionId, randomId: report.randomId, report: JSON.stringify(report), receivedAt: op.at, repaired });
+        result = { kind: "held" };
+        break;
+      case "already-final": {
+        const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
+        logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
+        return { kind: "already-final", outcome: decision.outcome };
+      }
     }
-    logRepair(op, result, update.randomId);
+    logRepair(op, result, report.randomId);
     return result;
   }
 
@@ -261,12 +246,12 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     mergeRollups(fx.deltas);
     fx.open.push(fx.deltas);
     // The hours' cells as they stand with this batch's writes so far (memory changes only after COMMIT).
-    const pending = fx.open.flatMap((d) => [...d.openCells().values()].map(({ key, data }) => ({ app: key.app, bucket: key.bucket, data })));
+    const pending = fx.open.flatMap((d) => [...d.openCells().values()].map(({ key, data }) => ({ slice: key.app, bucket: key.bucket, data })));
     const folding = new RollupDeltas(op.until);
     const hours = new Set<number>();
-    for (const { app, bucket, data } of [...openHours.cellsOf(null, from, op.until), ...pending]) {
+    for (const { slice, bucket, data } of [...openHours.cellsOf(null, from, op.until), ...pending]) {
       if (bucket < from || bucket >= op.until) continue;
-      folding.foldHour(app, bucket, data);
+      folding.foldHour(slice, bucket, data);
       hours.add(bucket);
     }
     mergeRollups(folding);
@@ -278,33 +263,30 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
 
   function apply(op: WriteOp, fx: BatchEffects): WriteResult {
     switch (op.kind) {
-      case "start":
-        return applyStart(op, fx);
-      case "update":
-        return applyUpdate(op, fx);
+      case "report":
+        return applyReport(op, fx);
       case "reject":
         logRejection(op.rejection, op.at, null);
         return { kind: "logged" };
       case "load": {
-        if (hot.insertInstall.run(op.install).changes === 0) return { kind: "duplicate" };
-        if (op.install.outcome === "in_progress") q.lowerStuckMark.run({ to: op.install.createdAt });
-        count(fx, op.install, 1, op.install.updatedAt);
-        return { kind: "created", outcome: op.install.outcome };
+        const { execution } = op;
+        if (hot.insertExecution.run(execution).changes === 0) return { kind: "duplicate" };
+        if (execution.outcome === "in_progress") q.lowerStuckMark.run({ to: execution.createdAt });
+        count(fx, execution, 1, execution.updatedAt);
+        return { kind: "created", outcome: execution.outcome };
       }
       case "delete": {
-        const record = reads.getInstall(op.randomId);
-        if (record) {
-          q.deleteInstall.run({ id: op.randomId });
-          count(fx, record, -1, op.at);
-        }
+        const records = reads.getExecutions(op.randomId);
+        if (records.length > 0) q.deleteExecutions.run({ id: op.randomId });
+        for (const record of records) count(fx, record, -1, op.at);
         const held = q.deleteHeldReturning.all({ id: op.randomId }).length > 0;
         const logged = q.deleteRejectedOf.all({ id: op.randomId }).length > 0;
-        return { kind: "deleted", found: record !== undefined || held || logged };
+        return { kind: "deleted", found: records.length > 0 || held || logged, executions: records.length };
       }
       case "expire": {
-        const record = reads.getInstall(op.randomId);
+        const record = reads.getExecution(op.executionId);
         if (!record || record.outcome !== "in_progress") return { kind: "expired", changed: false };
-        q.setOutcome.run({ id: op.randomId, outcome: "unknown", updatedAt: op.at });
+        q.setOutcome.run({ id: op.executionId, outcome: "unknown", updatedAt: op.at });
         count(fx, record, -1, op.at);
         count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
         return { kind: "expired", changed: true };
@@ -350,7 +332,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     /** Recounts the folded part of one day from its records into the stored cells (rebuild). */
     rebuildDay: sqlite.transaction((day: number, end: number) => {
       const deltas = new RollupDeltas(openHours.foldedUntil);
-      for (const r of reads.iterateInstalls({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+      for (const r of reads.iterateExecutions({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
       mergeRollups(deltas); // month cells add up across the days, as they do when written live
     }),
   };

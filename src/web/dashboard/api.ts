@@ -1,8 +1,8 @@
 // The read API as the dashboard calls it. Response types come from the server's schemas.
-import type { InstallRecord } from "../../read/record.ts";
+import type { ExecutionRecord, InstallDetail } from "../../read/record.ts";
 import type { BreakdownResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../read/routes.ts";
 
-export type { BreakdownResponse, ErrorsResponse, InstallPageResponse, InstallRecord, SummaryResponse, TimeseriesResponse };
+export type { BreakdownResponse, ErrorsResponse, InstallDetail, InstallPageResponse, ExecutionRecord, SummaryResponse, TimeseriesResponse };
 
 const TOKEN_KEY = "installstats.readToken";
 
@@ -39,5 +39,5 @@ export const api = {
   timeseries: (p: URLSearchParams, s?: AbortSignal) => getJson<TimeseriesResponse>("/api/stats/timeseries", p, s),
   errors: (p: URLSearchParams, s?: AbortSignal) => getJson<ErrorsResponse>("/api/stats/errors", p, s),
   installs: (p: URLSearchParams, s?: AbortSignal) => getJson<InstallPageResponse>("/api/installs", p, s),
-  install: (id: string, s?: AbortSignal) => getJson<InstallRecord>(`/api/installs/${encodeURIComponent(id)}`, undefined, s),
+  install: (id: string, s?: AbortSignal) => getJson<InstallDetail>(`/api/installs/${encodeURIComponent(id)}`, undefined, s),
 };

@@ -1,6 +1,6 @@
 // Install log: every filter of /api/installs, newest or oldest first, cursor pages, and the
 // details of one install with its full error text.
-import { api, ApiError, type InstallRecord } from "../api.ts";
+import { api, ApiError, type ExecutionRecord } from "../api.ts";
 import { h } from "../dom.ts";
 import { dateTime, duration, label } from "../format.ts";
 import { apiParams, type DashState } from "../state.ts";
@@ -41,7 +41,7 @@ export const installs: ViewRender = async (s, ctx) => {
   return { title: "Install log", node };
 };
 
-function table(rows: InstallRecord[], s: DashState, ctx: ViewContext): HTMLElement {
+function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext): HTMLElement {
   const flip = s.order === "newest" ? "oldest" : "newest";
   const timeHeader = h(
     "th",
@@ -88,7 +88,7 @@ async function loadInstall(id: string, ctx: ViewContext): Promise<HTMLElement> {
   }
 }
 
-function details(r: InstallRecord, ctx: ViewContext): HTMLElement {
+function details(r: ExecutionRecord, ctx: ViewContext): HTMLElement {
   const fields: [string, string][] = [
     ["random_id", r.random_id],
     ["app", label(r.nsapp)],

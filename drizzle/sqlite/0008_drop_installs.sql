@@ -1,0 +1,2 @@
+DROP TABLE `held_updates`;--> statement-breakpoint
+DROP TABLE `installs`;

@@ -1,0 +1,57 @@
+// Upgrades what SQL migrations cannot: the data whose rules are code. Migration 0007 turned every
+// install into an execution; the exit codes its error texts state and the error categories are
+// derived here, and the rollup cells are rebuilt whenever ROLLUP_VERSION says they count
+// something else than the stored ones do.
+import type { Database } from "bun:sqlite";
+import { categoryFor } from "../../domain/error-category.ts";
+import type { Report } from "../../domain/execution.ts";
+import { parseExitCode } from "../../domain/exit-codes.ts";
+import type { Outcome } from "../../domain/outcome.ts";
+import { ROLLUP_VERSION } from "../../domain/rollup.ts";
+
+/** Rows updated per transaction, so a large database upgrades without one huge transaction. */
+const CHUNK = 5000;
+
+/** The stored rollups' version; older ones are rebuilt (and the data they need derived first). */
+export const rollupVersion = (sqlite: Database): number =>
+  sqlite.query<{ version: number }, []>("SELECT version FROM rollup_state WHERE id = 1").get()?.version ?? ROLLUP_VERSION;
+
+/** Derives exit code and category for /upload executions that ended without them; returns how many changed. */
+export function deriveEndings(sqlite: Database): number {
+  const select = sqlite.query<{ rowid: number; status: string; outcome: Outcome; error: string | null }, [number]>(
+    `SELECT rowid, status, outcome, error FROM executions
+     WHERE rowid > ? AND payload_version IS NULL AND outcome NOT IN ('success', 'in_progress') AND error_category IS NULL
+     ORDER BY rowid LIMIT ${CHUNK}`,
+  );
+  const update = sqlite.query<never, [number | null, string | null, number]>("UPDATE executions SET exit_code = ?, error_category = ? WHERE rowid = ?");
+  let changed = 0;
+  let after = 0;
+  for (;;) {
+    const rows = select.all(after);
+    if (rows.length === 0) break;
+    sqlite.transaction(() => {
+      for (const r of rows) {
+        const exitCode = parseExitCode(r.error);
+        update.run(exitCode, categoryFor({ clientCategory: null, exitCode, error: r.error, outcome: r.outcome }), r.rowid);
+        changed++;
+      }
+    })();
+    after = rows.at(-1)!.rowid;
+  }
+  // Held /upload status updates, kept as reports by the migration: the same derivation.
+  const held = sqlite.query<{ id: string; report: string }, []>("SELECT execution_id AS id, report FROM held_reports").all();
+  const put = sqlite.query<never, [string, string]>("UPDATE held_reports SET report = ? WHERE execution_id = ?");
+  sqlite.transaction(() => {
+    for (const h of held) {
+      const report = JSON.parse(h.report) as Report;
+      if (report.payloadVersion !== null || report.errorCategory !== null) continue;
+      const exitCode = report.outcome === "success" || report.outcome === "in_progress" ? null : parseExitCode(report.error);
+      put.run(JSON.stringify({ ...report, exitCode, errorCategory: categoryFor({ clientCategory: null, exitCode, error: report.error, outcome: report.outcome }) }), h.id);
+    }
+  })();
+  return changed;
+}
+
+export const markRollupVersion = (sqlite: Database): void => {
+  sqlite.run(`UPDATE rollup_state SET version = ${ROLLUP_VERSION} WHERE id = 1`);
+};

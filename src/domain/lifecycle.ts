@@ -119,6 +119,12 @@ const isTelemetry = (report: Report): boolean => report.payloadVersion !== null;
 export function decide(current: Execution | undefined, report: Report, c: Circumstances): Decision {
   const final = isFinal(report.outcome);
   if (current === undefined) {
+    // A final status is held already: a second one is refused (/upload) or a duplicate (/telemetry keeps the first).
+    if (c.held !== null && final) {
+      if (!isTelemetry(report)) return { kind: "already-final", outcome: c.held.report.outcome };
+      const conflict = report.status !== c.held.report.status ? `execution ${report.executionId} already ended ${c.held.report.status}; ${report.status} not applied` : null;
+      return { kind: "duplicate", row: null, conflict };
+    }
     if (report.fields === null) return { kind: "hold" };
     // Tools and addons send one report, final; an install's final report waits for its start.
     if (final && kindOfType(report.fields.type) === "install") return { kind: "hold" };

@@ -175,9 +175,11 @@ const cases: Case[] = [
     repairs: ["unescaped_quote"],
   },
   {
-    name: "escaped backslash followed by a raw quote",
+    // Was `a\"b` (\\ decoded) until 2026-11-24: the raw quote shows the client does not
+    // escape, so both backslashes are text (docs/decisions.md, "Repair fidelity").
+    name: "escaped backslash followed by a raw quote: the backslashes stay as sent",
     body: `{"error": "a\\\\"b", "random_id": "r"}`,
-    value: { error: 'a\\"b', random_id: "r" },
+    value: { error: 'a\\\\"b', random_id: "r" },
     repairs: ["unescaped_quote"],
   },
   {
@@ -239,9 +241,11 @@ const cases: Case[] = [
 
   // ---- invalid escapes
   {
-    name: "\\x1b colour codes decode to ESC",
+    // Decoded to ESC until 2026-11-24: \x is no JSON escape, so the text was never escaped
+    // and `\x1b` is what the client's text held (docs/decisions.md, "Repair fidelity").
+    name: "\\x1b colour codes stay as sent",
     body: updateBody("failed", "\\x1b[31mred\\x1b[0m"),
-    value: update("failed", "\u001b[31mred\u001b[0m"),
+    value: update("failed", "\\x1b[31mred\\x1b[0m"),
     repairs: ["invalid_escape"],
   },
   {
@@ -275,9 +279,11 @@ const cases: Case[] = [
     repairs: ["invalid_escape"],
   },
   {
-    name: "valid escapes still decode in a repaired string",
+    // Decoded (é, ", \, TAB) until 2026-11-24: one invalid escape shows the string was not
+    // escaped, so the JSON-looking escapes beside it are text too (docs/decisions.md).
+    name: "JSON-looking escapes stay as sent in a string with an invalid escape",
     body: updateBody("failed", 'caf\\u00e9 \\"ok\\" \\\\ \\t\\e'),
-    value: update("failed", 'caf\u00e9 "ok" \\ \t\\e'),
+    value: update("failed", 'caf\\u00e9 \\"ok\\" \\\\ \\t\\e'),
     repairs: ["invalid_escape"],
   },
   {

@@ -175,9 +175,11 @@ const cases: Case[] = [
     repairs: ["unescaped_quote"],
   },
   {
-    name: "escaped backslash followed by a raw quote",
+    // Was `a\"b` (\\ decoded) until 2026-11-24: the raw quote shows the client does not
+    // escape, so both backslashes are text (docs/decisions.md, "Repair fidelity").
+    name: "escaped backslash followed by a raw quote: the backslashes stay as sent",
     body: `{"error": "a\\\\"b", "random_id": "r"}`,
-    value: { error: 'a\\"b', random_id: "r" },
+    value: { error: 'a\\\\"b', random_id: "r" },
     repairs: ["unescaped_quote"],
   },
   {
@@ -239,9 +241,11 @@ const cases: Case[] = [
 
   // ---- invalid escapes
   {
-    name: "\\x1b colour codes decode to ESC",
+    // Decoded to ESC until 2026-11-24: \x is no JSON escape, so the text was never escaped
+    // and `\x1b` is what the client's text held (docs/decisions.md, "Repair fidelity").
+    name: "\\x1b colour codes stay as sent",
     body: updateBody("failed", "\\x1b[31mred\\x1b[0m"),
-    value: update("failed", "\u001b[31mred\u001b[0m"),
+    value: update("failed", "\\x1b[31mred\\x1b[0m"),
     repairs: ["invalid_escape"],
   },
   {
@@ -275,9 +279,11 @@ const cases: Case[] = [
     repairs: ["invalid_escape"],
   },
   {
-    name: "valid escapes still decode in a repaired string",
+    // Decoded (é, ", \, TAB) until 2026-11-24: one invalid escape shows the string was not
+    // escaped, so the JSON-looking escapes beside it are text too (docs/decisions.md).
+    name: "JSON-looking escapes stay as sent in a string with an invalid escape",
     body: updateBody("failed", 'caf\\u00e9 \\"ok\\" \\\\ \\t\\e'),
-    value: update("failed", 'caf\u00e9 "ok" \\ \t\\e'),
+    value: update("failed", 'caf\\u00e9 \\"ok\\" \\\\ \\t\\e'),
     repairs: ["invalid_escape"],
   },
   {
@@ -517,6 +523,194 @@ describe("parseLenientJson: damaged bodies", () => {
   });
 });
 
+// ---------------------------------------------------------------- repair fidelity
+
+/**
+ * Repair fidelity (docs/decisions.md, 2026-11-24): a string that is not a valid JSON string
+ * (raw quote, raw control character, invalid escape) came from a client that does not escape,
+ * so every backslash in it is kept as sent. Valid strings, and every strict body, read as JSON.
+ * Bodies are written with String.raw: what is between the backticks is the bytes on the wire.
+ */
+const fidelity: Case[] = [
+  // ---- backslashes in a string that shows it was not escaped
+  {
+    name: "C:\\temp beside a raw quote stays as sent (was a TAB)",
+    body: String.raw`{"status": "failed", "error": "copy "a.txt" to C:\temp", "random_id": "r"}`,
+    value: { status: "failed", error: String.raw`copy "a.txt" to C:\temp`, random_id: "r" },
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: "C:\\temp\\new beside a raw newline: \\t and \\n are text, the raw newline a newline",
+    body: updateBody("failed", String.raw`cannot open C:\temp\new` + "\nsecond line"),
+    value: update("failed", String.raw`cannot open C:\temp\new` + "\nsecond line"),
+    repairs: ["control_char"],
+  },
+  {
+    name: "\\b beside a raw quote stays as sent (was a backspace, invisible)",
+    body: updateBody("failed", String.raw`grep "\bword\b" failed`),
+    value: update("failed", String.raw`grep "\bword\b" failed`),
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: "\\x41, the only defect, stays as sent (was A)",
+    body: updateBody("failed", String.raw`printf \x41`),
+    value: update("failed", String.raw`printf \x41`),
+    repairs: ["invalid_escape"],
+  },
+  {
+    name: "\\x1b, the only defect, is itself the evidence: the whole string is literal",
+    body: updateBody("failed", String.raw`\x1b[31mE:\x1b[0m see C:\temp`),
+    value: update("failed", String.raw`\x1b[31mE:\x1b[0m see C:\temp`),
+    repairs: ["invalid_escape"],
+  },
+  {
+    name: "\\u0041 beside a raw quote stays as sent (was A)",
+    body: updateBody("failed", String.raw`echo "\u0041"`),
+    value: update("failed", String.raw`echo "\u0041"`),
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: "\\n written in an error text with raw quotes is backslash + n",
+    body: updateBody("failed", String.raw`printf "a\nb" exited 1`),
+    value: update("failed", String.raw`printf "a\nb" exited 1`),
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: 'unescaped quotes plus \\" and \\\\: all kept as sent',
+    body: updateBody("failed", String.raw`sh -c "echo \"hi\" > C:\\out" failed`),
+    value: update("failed", String.raw`sh -c "echo \"hi\" > C:\\out" failed`),
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: 'text ending in \\" before the closing quote (raw quotes earlier)',
+    body: updateBody("failed", String.raw`say "hi\"`),
+    value: update("failed", String.raw`say "hi\"`),
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: "raw tab and a backslash in a key: literal too",
+    body: `{"a\\b\tc": 1}`,
+    value: { "a\\b\tc": 1 },
+    repairs: ["control_char"],
+  },
+
+  // ---- trailing backslash before the closing quote
+  {
+    name: "trailing backslash, middle field",
+    body: updateBody("failed", String.raw`C:\dir` + "\\"),
+    value: update("failed", String.raw`C:\dir` + "\\"),
+    repairs: ["invalid_escape"],
+  },
+  {
+    name: "trailing backslash, last field",
+    body: String.raw`{"status": "failed", "error": "C:\temp\"}`,
+    value: { status: "failed", error: String.raw`C:\temp` + "\\" },
+    repairs: ["invalid_escape"],
+  },
+  {
+    name: "a lone backslash as the whole text",
+    body: updateBody("failed", "\\"),
+    value: update("failed", "\\"),
+    repairs: ["invalid_escape"],
+  },
+  {
+    name: "two trailing backslashes after an invalid escape: both kept",
+    body: updateBody("failed", String.raw`C:\dir\\`),
+    value: update("failed", String.raw`C:\dir\\`),
+    repairs: ["invalid_escape"],
+  },
+  {
+    name: "two trailing backslashes in an otherwise strict body: JSON (one backslash)",
+    body: updateBody("failed", String.raw`C:\\dir\\`),
+    value: update("failed", String.raw`C:\dir` + "\\"),
+    repairs: [],
+  },
+
+  // ---- strict bodies are JSON.parse, whatever they hold
+  {
+    name: "strict body with real escapes is read exactly as JSON.parse",
+    body: String.raw`{"error": "C:\temp \"q\" \u0041 \b \f \n \r \/ \\ \ud83d\ude00", "random_id": "r"}`,
+    value: JSON.parse(String.raw`{"error": "C:\temp \"q\" \u0041 \b \f \n \r \/ \\ \ud83d\ude00", "random_id": "r"}`),
+    repairs: [],
+  },
+  {
+    name: "invalid UTF-8 in an otherwise strict body: still JSON (\\t is a TAB)",
+    body: bytes(String.raw`{"error": "caf`, [0xe9], String.raw` C:\temp"}`),
+    value: { error: "caf\ufffd C:\temp" },
+    repairs: ["invalid_utf8"],
+  },
+
+  // ---- evidence is judged per string
+  {
+    name: "a correctly escaped error beside a raw quote in nsapp (/telemetry: jq escapes only some fields)",
+    body: String.raw`{"nsapp": "my"app", "error": "exit_code=1\n---\nsay \"hi\" C:\\temp", "random_id": "r"}`,
+    value: { nsapp: 'my"app', error: 'exit_code=1\n---\nsay "hi" C:\\temp', random_id: "r" },
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: "\\u0041 in a valid string of a repaired body reads as JSON (A)",
+    body: String.raw`{"method": "def"ault", "error": "\u0041", "random_id": "r"}`,
+    value: { method: 'def"ault', error: "A", random_id: "r" },
+    repairs: ["unescaped_quote"],
+  },
+  {
+    name: "repairs outside strings (empty value, bare word, trailing comma) are no evidence",
+    body: String.raw`{"disk_size": , "pve_version": not found, "error": "a\tb \\ C:\\x", "random_id": "r",}`,
+    value: { disk_size: null, pve_version: "not found", error: "a\tb \\ C:\\x", random_id: "r" },
+    repairs: ["empty_value", "bare_word", "trailing_comma"],
+  },
+
+  // ---- non-UTF-8 bytes
+  {
+    name: "Latin-1 byte, raw quotes and backslashes: U+FFFD, the rest as sent",
+    body: bytes(String.raw`{"error": "caf`, [0xe9], String.raw` "x" C:\temp", "random_id": "r"}`),
+    value: { error: String.raw`caf` + "\ufffd" + String.raw` "x" C:\temp`, random_id: "r" },
+    repairs: ["invalid_utf8", "unescaped_quote"],
+  },
+  {
+    name: "truncated UTF-8 sequence right before a trailing backslash",
+    body: bytes(String.raw`{"status": "failed", "error": "C:\d`, [0xc3], String.raw`\"}`),
+    value: { status: "failed", error: String.raw`C:\d` + "\ufffd\\" },
+    repairs: ["invalid_utf8", "invalid_escape"],
+  },
+
+  // ---- "" and an absent field stay distinct
+  {
+    name: 'strict: "" is kept, an absent field has no key',
+    body: `{"disableip6": "", "random_id": "r"}`,
+    value: { disableip6: "", random_id: "r" },
+    repairs: [],
+  },
+  {
+    name: 'lenient: "" is kept, an empty value is null, an absent field has no key',
+    body: `{"disableip6": "", "disk_size": , "error": "", "random_id": "r", "os_version": ""}`,
+    value: { disableip6: "", disk_size: null, error: "", random_id: "r", os_version: "" },
+    repairs: ["empty_value"],
+  },
+  {
+    name: 'lenient, client layout: "" before a bare word and as the last field',
+    body: `{\n    "disableip6": "",\n    "pve_version": not found,\n    "nsapp": ""\n}`,
+    value: { disableip6: "", pve_version: "not found", nsapp: "" },
+    repairs: ["bare_word"],
+  },
+];
+
+describe("parseLenientJson: repair fidelity", () => {
+  for (const c of fidelity) {
+    test(c.name, async () => {
+      if ("error" in c) expectRejected(c.body, c.error);
+      else expectParsed(c.body, c.value, c.repairs);
+    });
+  }
+
+  test("absent fields are absent: no key, not undefined, not null", async () => {
+    const result = parse(`{"status": "installing", "disk_size": 32G, "random_id": "r"}`);
+    if (!result.ok) throw new Error(result.message);
+    expect(Object.hasOwn(result.value, "disableip6")).toBe(false);
+    expect(Object.keys(result.value)).toEqual(["status", "disk_size", "random_id"]);
+  });
+});
+
 describe("parseLenientJson: prototype keys", () => {
   const pristine = (): void => {
     expect(Object.getPrototypeOf({})).toBe(Object.prototype);
@@ -638,9 +832,9 @@ describe("parseLenientJson: round trips (seeded)", () => {
     }
   });
 
-  // What bash does: "key": "$value" with nothing escaped. Backslashes cannot survive that
-  // (\n in the text would read as an escape), and a `", "key":` inside a value is
-  // inherently ambiguous, so such values are left out.
+  // What bash does: "key": "$value" with nothing escaped. A `", "key":` inside a value is
+  // inherently ambiguous, so such values are left out. Backslashes are replaced here; the
+  // next property test keeps them where the string shows it was not escaped.
   const KEY_LIKE = /"[ \t\n\r]*,[ \t\n\r]*"[^"]*"[ \t\n\r]*:/;
   const interpolable = (value: Scalar): boolean =>
     typeof value !== "string" || (!value.includes("\\") && !KEY_LIKE.test(value));
@@ -691,5 +885,47 @@ describe("parseLenientJson: round trips (seeded)", () => {
       }
     }
     expect(checked).toBe(ROUNDS);
+  });
+
+  /** The repairs a string needs when read as JSON would read it, in order of first occurrence. */
+  function stringDamage(value: string): Repair[] {
+    const seen = new Set<Repair>();
+    for (let i = 0; i < value.length; i++) {
+      const char = value.charAt(i);
+      if (char === "\\") {
+        const next = value.charAt(i + 1);
+        if ('"\\/bfnrt'.includes(next) && next !== "") i++;
+        else if (next === "u" && /^[0-9a-fA-F]{4}$/.test(value.slice(i + 2, i + 6))) i += 5;
+        else seen.add("invalid_escape");
+      } else if (char === '"') seen.add("unescaped_quote");
+      else if (char.charCodeAt(0) < 0x20) seen.add("control_char");
+    }
+    return [...seen];
+  }
+
+  test(`naive bash interpolation keeps backslashes as sent in strings that were evidently not escaped (seed ${SEED})`, async () => {
+    const random = prng(SEED + 3);
+    let checked = 0;
+    let literal = 0;
+    for (let i = 0; checked < ROUNDS && i < ROUNDS * 10; i++) {
+      const object = randomObject(random);
+      if (!Object.keys(object).every((key) => /^[a-z_0-9]+$/.test(key))) continue;
+      // A valid JSON string is read as JSON (repair fidelity is per string): no backslashes there.
+      for (const [key, value] of Object.entries(object)) {
+        if (typeof value !== "string" || !value.includes("\\")) continue;
+        if (stringDamage(value).length === 0) object[key] = value.replaceAll("\\", "/");
+      }
+      if (!Object.values(object).every((value) => typeof value !== "string" || !KEY_LIKE.test(value))) continue;
+      checked++;
+      literal += Object.values(object).filter((value) => typeof value === "string" && value.includes("\\")).length;
+      const seen = new Set<Repair>();
+      for (const value of Object.values(object)) if (typeof value === "string") for (const r of stringDamage(value)) seen.add(r);
+      for (const layout of ["inline", "client"] as const) {
+        const body = interpolate(object, layout);
+        expect({ body, result: parse(body) }).toStrictEqual({ body, result: { ok: true, value: object, repairs: [...seen] } });
+      }
+    }
+    expect(checked).toBe(ROUNDS);
+    expect(literal).toBeGreaterThan(ROUNDS / 4); // the property is not vacuous
   });
 });

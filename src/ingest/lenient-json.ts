@@ -7,6 +7,7 @@ export type Repair =
   | "invalid_utf8" // bytes were not valid UTF-8; decoded with U+FFFD replacement
   | "control_char" // raw control characters (newline, tab, ESC, NUL...) inside a string
   | "invalid_escape" // backslash escape JSON does not allow (\x1b, \e, \', a lone trailing backslash)
+  // Any of the three above makes the string's backslashes literal (see decodeString).
   | "unescaped_quote" // a " inside a string value that the client did not escape
   | "empty_value" // `"disk_size": ,` or `"disk_size": }` -> null
   | "bare_word" // an unquoted value such as 32G or not found -> the string as written
@@ -114,16 +115,8 @@ function isJsonWhitespace(code: number): boolean {
 }
 
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
-const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
-  '"': '"',
-  "\\": "\\",
-  "/": "/",
-  b: "\b",
-  f: "\f",
-  n: "\n",
-  r: "\r",
-  t: "\t",
-};
+/** The characters JSON allows after a backslash, besides `u` + 4 hex digits. */
+const SIMPLE_ESCAPES: ReadonlySet<string> = new Set(['"', "\\", "/", "b", "f", "n", "r", "t"]);
 
 /**
  * Structural lookahead, precomputed right-to-left so every question is O(1).
@@ -375,55 +368,69 @@ class FlatObjectParser {
     return raw;
   }
 
-  /** Decodes string content in [start, end): valid escapes, plus the repairs. */
+  /**
+   * Decodes string content in [start, end) (a key or a value) and notes its repairs.
+   *
+   * Repair fidelity (docs/decisions.md, 2026-11-24): a string is read as JSON only when it is
+   * a valid JSON string. A string that is not (a raw `"`, a raw control character, or an
+   * escape JSON does not allow: `\x1b`, `\e`, `\'`, a trailing lone backslash) was written
+   * by a client that does not escape, so none of its backslashes is an escape: it is kept
+   * exactly as sent (`C:\temp`, `\b`, `\x41`, `\u0041`, `\"` and `\n` stay as written).
+   * The evidence is judged per string, not per body: /telemetry clients escape `error` and
+   * the model strings (jq or awk) but interpolate every other field raw, so a raw quote in
+   * `nsapp` says nothing about the backslashes of a correctly escaped `error`. Repairs that
+   * do not touch strings (empty values, bare words, trailing commas, invalid UTF-8) are no
+   * evidence either. A strict body never gets here: JSON.parse read it.
+   */
   private decodeString(start: number, end: number): string {
+    const raw = this.text.slice(start, end);
+    if (this.scanString(start, end)) return raw;
+    // Every escape is valid and nothing needs escaping: exactly what JSON.parse makes of it.
+    return raw.includes("\\") ? (JSON.parse(`"${raw}"`) as string) : raw;
+  }
+
+  /**
+   * Reads [start, end) as JSON would, noting each kind of damage in the repair log.
+   * True when the string is not a valid JSON string (the evidence of a non-escaping client).
+   */
+  private scanString(start: number, end: number): boolean {
     const { text } = this;
-    const parts: string[] = [];
-    let runStart = start; // copy text between escapes with one slice each
+    let damaged = false;
     let i = start;
     while (i < end) {
       const code = text.charCodeAt(i);
       if (code === BACKSLASH) {
-        const escape = this.decodeEscape(i, end);
-        parts.push(text.slice(runStart, i), escape.text);
-        i += escape.length;
-        runStart = i;
-        continue;
+        const length = this.escapeLength(i, end);
+        if (length > 0) {
+          i += length;
+          continue;
+        }
+        this.repairs.add("invalid_escape");
+        damaged = true;
+      } else if (code === QUOTE) {
+        // Raw quotes (the closing one was chosen by lookahead) are text the client meant.
+        this.repairs.add("unescaped_quote");
+        damaged = true;
+      } else if (code < 0x20) {
+        this.repairs.add("control_char");
+        damaged = true;
       }
-      // Raw quotes (the closing one was chosen by lookahead) and raw control characters
-      // stay in the text as the characters the client meant; only the repair is noted.
-      if (code === QUOTE) this.repairs.add("unescaped_quote");
-      else if (code < 0x20) this.repairs.add("control_char");
-      i++;
+      i++; // after an invalid escape, the next character is read on its own
     }
-    parts.push(text.slice(runStart, end));
-    return parts.join("");
+    return damaged;
   }
 
-  /** Decodes the escape at i (a backslash); never reads at or past `end`. */
-  private decodeEscape(i: number, end: number): { text: string; length: number } {
+  /** Length of the valid JSON escape at i (a backslash), 0 when invalid; never reads at or past `end`. */
+  private escapeLength(i: number, end: number): number {
     const next = i + 1 < end ? this.text.charAt(i + 1) : "";
-    const simple = SIMPLE_ESCAPES[next];
-    if (simple !== undefined) return { text: simple, length: 2 };
-    if (next === "u") {
-      const hex = this.hexAt(i + 2, 4, end);
-      if (hex !== null) return { text: String.fromCharCode(hex), length: 6 };
-    }
-    this.repairs.add("invalid_escape");
-    if (next === "x") {
-      // Shell-style \xHH (colour codes such as \x1b[31m): the client meant that character.
-      const hex = this.hexAt(i + 2, 2, end);
-      if (hex !== null) return { text: String.fromCharCode(hex), length: 4 };
-    }
-    // Anything else (\e, \', \q, a lone trailing backslash): keep the backslash as text
-    // and let the next character be read on its own.
-    return { text: "\\", length: 1 };
+    if (SIMPLE_ESCAPES.has(next)) return 2;
+    if (next === "u" && this.hexAt(i + 2, 4, end)) return 6;
+    return 0;
   }
 
-  private hexAt(p: number, digits: number, end: number): number | null {
-    if (p + digits > end) return null;
-    const hex = this.text.slice(p, p + digits);
-    return /^[0-9a-fA-F]+$/.test(hex) ? parseInt(hex, 16) : null;
+  private hexAt(p: number, digits: number, end: number): boolean {
+    if (p + digits > end) return false;
+    return /^[0-9a-fA-F]+$/.test(this.text.slice(p, p + digits));
   }
 
   private expectEnd(p: number): void {

@@ -52,7 +52,7 @@ export const defaults: Config = {
   port: 8080,
   db: "installstats.db",
   maxBodyBytes: 256 * 1024,
-  maxErrorLength: 4096,
+  maxErrorLength: 131072,
   maxFieldLength: 128,
   maskIps: true,
   durability: "full",

@@ -8,7 +8,7 @@ const SUCCESS = new Set(["done", "success", "succeeded", "successful", "complete
 const FAILED = new Set(["failed", "failure", "fail", "error", "errored"]);
 const ABORTED = new Set(["aborted", "abort", "cancelled", "canceled", "interrupted"]);
 const IN_PROGRESS = new Set([
-  "installing", "started", "starting", "running", "pending", "configuring",
+  "installing", "validation", "validating", "started", "starting", "running", "pending", "configuring",
   "downloading", "updating", "in_progress", "in progress", "building",
 ]);
 

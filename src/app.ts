@@ -53,7 +53,7 @@ export function createApp(deps: AppDeps) {
       reusePort: false,
     },
   })
-    .onError(({ code, error, set, path }) => {
+    .onError(async ({ code, error, set, path, request }) => {
       // Every error leaves in the one shape; no stack traces reach clients.
       set.headers["content-type"] = "application/json";
       if (error instanceof QueryError) {
@@ -63,7 +63,8 @@ export function createApp(deps: AppDeps) {
       switch (code) {
         case "NOT_FOUND":
           set.status = 404;
-          return errorBody("not_found", `no route for ${path}`);
+          if (request.method === "POST") await ingest.unknownPaths.record(request, path);
+          return errorBody("not_found", `no route for ${path}${request.method === "POST" ? "; reports go to /telemetry (current scripts) or /upload and /upload/updatestatus (old ones)" : ""}`);
         case "PARSE":
           set.status = 400;
           return errorBody("invalid_json", "body is not valid JSON");

@@ -94,6 +94,7 @@ export function createMetrics() {
       new Histogram("installstats_wal_restart_hold_seconds", "Time the writer held its batches so the WAL could start over", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]),
     ),
     rejected: registry.add(new Counter("installstats_rejected_reports_total", "Reports not applied as sent, by reason (kept in the rejected-reports log)")),
+    unknownPathPosts: registry.add(new Counter("installstats_unknown_path_posts_total", "POSTs to paths the service does not know (a script pointed at a wrong URL), by path; answered 404")),
     rateLimited: registry.add(new Counter("installstats_rate_limited_total", "Ingestion requests answered 429")),
     jobRuns: registry.add(new Counter("installstats_job_runs_total", "Scheduled job runs by job and result")),
   };

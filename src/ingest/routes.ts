@@ -13,6 +13,7 @@ import type { GroupCommitWriter } from "../store/writer.ts";
 import { intake, type ReportOp } from "./pipeline.ts";
 import { readBody } from "./read-body.ts";
 import { REFUSAL_STATUS, RESULT_STATUS } from "./status.ts";
+import { unknownPathTracker } from "./unknown-path.ts";
 
 const PATHS = { upload: "/upload", updatestatus: "/upload/updatestatus", telemetry: "/telemetry" } as const satisfies Record<Endpoint, string>;
 
@@ -150,7 +151,7 @@ function accepted(result: ResultFor<ReportOp>, ids: { random_id: string; executi
 export function ingestRoutes(deps: IngestDeps) {
   const { writer, normalize, maxBodyBytes, clock, metrics, limiter, clientOf, headersFor, log } = deps;
 
-  async function reject(rejection: Rejection & { reason: keyof typeof REFUSAL_STATUS }): Promise<Reply> {
+  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }): Promise<Reply> {
     await writer.submit({ kind: "reject", at: clock(), rejection });
     metrics.rejected.inc({ reason: rejection.reason });
     const status = REFUSAL_STATUS[rejection.reason] as 400 | 413 | 422;
@@ -246,5 +247,18 @@ export function ingestRoutes(deps: IngestDeps) {
         TelemetryDoc,
       ),
     );
-  return { plugin, native: { [PATHS.upload]: native("upload"), [PATHS.updatestatus]: native("updatestatus"), [PATHS.telemetry]: native("telemetry") } };
+  const unknownPaths = unknownPathTracker({ writer, clock, metrics, log, maxBodyBytes, paths: PATHS });
+  const UnknownPathList = t.Object(
+    { paths: t.Array(t.Object({ path: t.String(), count: t.Integer(), first_seen: t.String({ format: "date-time" }), last_seen: t.String({ format: "date-time" }) })) },
+    { title: "UnknownPaths" },
+  );
+  plugin.get("/api/ingest/unknown-paths", () => ({ paths: unknownPaths.list() }), {
+    response: { 200: UnknownPathList },
+    detail: {
+      tags: ["ingest"],
+      summary: "POSTs to unknown paths since start",
+      description: "A script pointed at a wrong URL gets 404; each such path is counted here (and in /metrics), and its bodies are kept, rate-limited, in the rejected-reports log (reason unknown_path).",
+    },
+  });
+  return { plugin, unknownPaths, native: { [PATHS.upload]: native("upload"), [PATHS.updatestatus]: native("updatestatus"), [PATHS.telemetry]: native("telemetry") } };
 }

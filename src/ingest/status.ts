@@ -19,6 +19,7 @@ export const REFUSAL_STATUS = {
   invalid_field: 422,
   payload_too_large: 413,
   already_final: 409,
+  unknown_path: 404,
 } as const satisfies Record<Exclude<RejectReason, "repaired">, number>;
 
 /**

@@ -7,7 +7,7 @@
 // count a status update twice); `already_final` updates stay refused (the record is final);
 // `payload_too_large` entries keep no body.
 import type { NormalizeOptions } from "../domain/normalize.ts";
-import type { RejectReason } from "../domain/rejection.ts";
+import { isEndpoint, type RejectReason } from "../domain/rejection.ts";
 import { intake } from "../ingest/pipeline.ts";
 import type { MaintenanceReads, WriteOp, WriteResult } from "../store/contract.ts";
 import type { Commit } from "../store/writer.ts";
@@ -72,6 +72,10 @@ export async function replayRejected(deps: { store: MaintenanceReads; commit: Co
     const writes: { id: number; op: WriteOp }[] = [];
     for (const entry of entries) {
       // As the report would have been taken when it arrived: same pipeline, its own time.
+      if (!isEndpoint(entry.endpoint)) {
+        marks.set(entry.id, `${STILL_INVALID}: not sent to an ingestion endpoint`);
+        continue;
+      }
       const taken = intake(entry.endpoint, entry.body, entry.receivedAt, opts.normalize);
       if (taken.ok) writes.push({ id: entry.id, op: taken.op });
       else marks.set(entry.id, `${STILL_INVALID}: ${taken.rejection.message}`);

@@ -3,7 +3,7 @@
 import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
-import { ENDPOINTS, REJECT_REASONS } from "../../domain/rejection.ts";
+import { LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 
 /** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
 export const executions = sqliteTable(
@@ -86,7 +86,7 @@ export const rejectedReports = sqliteTable(
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
     receivedAt: integer("received_at").notNull(),
-    endpoint: text("endpoint", { enum: ENDPOINTS }).notNull(),
+    endpoint: text("endpoint", { enum: LOGGED_AT }).notNull(),
     reason: text("reason", { enum: REJECT_REASONS }).notNull(),
     /** What the write of a repaired report came to (created, duplicate, updated, held); null otherwise. */
     result: text("result"),

@@ -102,6 +102,8 @@ describe("current and old clients, one data set, through the binary", () => {
     expect(categories.groups.find((g) => g.value === "dependency")?.failed).toBe(2);
     const forks = await get("/api/stats/summary?days=1&repo_source=external");
     expect(forks.total).toBe(2);
+    const summary = await get("/api/stats/summary?days=1");
+    expect(summary.retries).toEqual({ installs: 4, executions: 5, executions_per_install: 1.25, retry_rate: 0.25, retries: 1, rescued: 1 });
     const codes127 = await get("/api/stats/summary?days=1&exit_code=127");
     expect(codes127.failed).toBe(1);
   });

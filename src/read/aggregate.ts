@@ -183,12 +183,42 @@ function durationStats(cells: readonly Cell[], outcome: Outcome | null): Duratio
 
 export interface Summary extends OutcomeCounts {
   duration: DurationStats;
+  /** Null when a dimension filter applies (the attempt counts cannot be narrowed by it). */
+  retries: RetryStats | null;
 }
 
 export function summarize(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>): Summary {
   const total = zero();
   for (const { data } of cells) add(total, cellTotal(data, p.only));
-  return { ...outcomeCounts(only(total, p.outcome)), duration: durationStats(cells, p.outcome) };
+  return { ...outcomeCounts(only(total, p.outcome)), duration: durationStats(cells, p.outcome), retries: p.only === null ? retryStats(cells) : null };
+}
+
+export interface RetryStats {
+  /** Installs: their first executions. */
+  installs: number;
+  executions: number;
+  executions_per_install: number | null;
+  /** Share of installs run again at least once (a second execution of the random_id). */
+  retry_rate: number | null;
+  /** Executions after the first (retries), and those that succeeded: failed installs a retry rescued. */
+  retries: number;
+  rescued: number;
+}
+
+/** From the attempt dimension ("1", "2", "3", "4+"): counted per execution by when it ran. */
+function retryStats(cells: readonly Cell[]): RetryStats {
+  const byAttempt = new Map<string, Counts>();
+  for (const { data } of cells) for (const [attempt, counts] of Object.entries(data.dims.attempt ?? {})) add(byAttempt.get(attempt) ?? (byAttempt.set(attempt, zero()), byAttempt.get(attempt)!), counts);
+  const sum = (c: Counts | undefined) => (c ? c.reduce((a, b) => a + b, 0) : 0);
+  const installs = sum(byAttempt.get("1"));
+  let executions = 0;
+  let rescued = 0;
+  for (const [attempt, counts] of byAttempt) {
+    executions += sum(counts);
+    if (attempt !== "1") rescued += counts[OUTCOME_INDEX.success]!;
+  }
+  const ratio = (a: number, b: number) => (b === 0 ? null : Math.round((a / b) * 10_000) / 10_000);
+  return { installs, executions, executions_per_install: ratio(executions, installs), retry_rate: ratio(sum(byAttempt.get("2")), installs), retries: executions - installs, rescued };
 }
 
 export interface Group extends OutcomeCounts {

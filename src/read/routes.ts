@@ -35,7 +35,20 @@ const Duration = t.Object({
   p90_s: t.Nullable(t.Number()),
 });
 
-const Summary = t.Object({ window: WindowJson, source: Source, ...OutcomeCountsSchema, duration: Duration }, { title: "Summary" });
+const Retries = t.Nullable(
+  t.Object(
+    {
+      installs: t.Integer({ description: "installs: their first executions" }),
+      executions: t.Integer(),
+      executions_per_install: t.Nullable(t.Number()),
+      retry_rate: t.Nullable(t.Number({ description: "share of installs run again at least once" })),
+      retries: t.Integer({ description: "executions after an install's first" }),
+      rescued: t.Integer({ description: "retries that succeeded: failed installs a retry rescued" }),
+    },
+    { description: "null when a dimension filter (status, exit_code, ...) applies" },
+  ),
+);
+const Summary = t.Object({ window: WindowJson, source: Source, ...OutcomeCountsSchema, duration: Duration, retries: Retries }, { title: "Summary" });
 const Breakdown = t.Object(
   {
     window: WindowJson,

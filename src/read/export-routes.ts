@@ -41,7 +41,8 @@ export function exportRoutes(deps: { store: StoreReads; clock: () => number }) {
       const { format = DEFAULT_EXPORT_FORMAT, ...filters } = query;
       const now = clock();
       // Parameters are checked (QueryError -> 422) before any byte of the body is sent.
-      const filter = toFilter(filters, resolveWindow(filters, now, null));
+      // An export is a copy of the data: every kind unless asked for.
+      const filter = toFilter({ ...filters, kind: filters.kind ?? "all" }, resolveWindow(filters, now, null));
       return new Response(exportStream(store.executionChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS }), format), {
         headers: {
           "content-type": CONTENT_TYPES[format],

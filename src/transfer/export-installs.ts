@@ -17,7 +17,8 @@ export async function exportInstalls(
   write: (chunk: Uint8Array) => Promise<void> | void,
   opts: { now?: number; onRows?: (records: number) => void } = {},
 ): Promise<{ records: number }> {
-  const filter = toFilter(query, resolveWindow(query, opts.now ?? Date.now(), null));
+  // An export is a copy of the data: every kind unless asked for.
+  const filter = toFilter({ ...query, kind: query.kind ?? "all" }, resolveWindow(query, opts.now ?? Date.now(), null));
   let records = 0;
   async function* rows(): AsyncGenerator<Execution[]> {
     for await (const chunk of reads.executionChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS })) {

@@ -274,6 +274,12 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   }
   if (isFinal(row.outcome) && durationMs === null) row = { ...row, durationMs: null };
   if (r.outcome === "unknown" && row.outcome === "in_progress") row = { ...row, outcome: "unknown", updatedAt };
+  // Our records say when each status was first seen: that, rather than the two reports' times.
+  if (typeof r.timeline === "object" && r.timeline !== null && !Array.isArray(r.timeline)) {
+    const t = r.timeline as JsonObject;
+    const time = (v: unknown) => (v === null || v === undefined ? null : parseTimestamp(v));
+    row = { ...row, installingAt: time(t.installing), validationAt: time(t.validation), configuringAt: time(t.configuring), finishedAt: time(t.finished) };
+  }
   return { ok: true, execution: row };
 }
 

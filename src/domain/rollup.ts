@@ -30,8 +30,6 @@ export type Dimension = (typeof DIMENSIONS)[number];
 export const ALL_APPS = "*";
 export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
 export const sliceKey = (kind: Kind, repo: string | null, app: string): string => `${kind}|${repo === null ? "*" : `=${repo}`}|${app}`;
-/** The app part of a slice key: ALL_APPS or appSlice(nsapp). */
-export const appOfSlice = (slice: string): string => slice.slice(slice.indexOf("|", slice.indexOf("|") + 1) + 1);
 
 /** Repo sources the client sends; anything else is a fork ("external"); "" when none was sent (/upload). */
 const REPO_SOURCES = new Set(["ProxmoxVE", "ProxmoxVED", "external"]);

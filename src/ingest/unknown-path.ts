@@ -63,5 +63,3 @@ export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () 
     },
   };
 }
-
-export type UnknownPathTracker = ReturnType<typeof unknownPathTracker>;

@@ -193,7 +193,7 @@ export function summarize(cells: readonly Cell[], p: Extract<Plan, { source: "ro
   return { ...outcomeCounts(only(total, p.outcome)), duration: durationStats(cells, p.outcome), retries: p.only === null ? retryStats(cells) : null };
 }
 
-export interface RetryStats {
+interface RetryStats {
   /** Installs: their first executions. */
   installs: number;
   executions: number;

@@ -45,9 +45,9 @@ export const importCommand: Command = {
         read === 0
           ? "the input holds no records"
           : duplicates === read
-            ? `all ${read} records are in the database already`
+            ? read === 1 ? "its one record is in the database already" : `all ${read} records are in the database already`
             : invalid === read
-              ? `all ${read} records are invalid`
+              ? read === 1 ? "its one record is invalid" : `all ${read} records are invalid`
               : `of ${read} records, ${duplicates} are in the database already and ${invalid} are invalid`;
       ctx.err(`installstats import: nothing imported: ${why}\n`);
       return EXIT.failed;

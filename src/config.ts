@@ -171,8 +171,14 @@ function coerce(o: Option, raw: string, source: string): Config[Key] {
   }
 }
 
-/** Flags as `parseArgs` expects them, for every command. */
-export const configFlags = Object.fromEntries(options.map((o) => [o.flag, { type: "string" as const }]));
+/** A setting, by its key in Config; commands name the settings they use (src/cli/command.ts). */
+export type SettingKey = Key;
+
+/** Every setting's key, in the order of `--help`. */
+export const SETTINGS: readonly SettingKey[] = options.map((o) => o.key);
+
+/** The command-line flag of a setting, without dashes ("max-body"). */
+export const flagOf = (key: SettingKey): string => options.find((o) => o.key === key)!.flag;
 
 export function loadConfig(flags: Partial<Record<string, string | boolean | undefined>>, env: Record<string, string | undefined>): Config {
   const config: Config = { ...defaults };
@@ -194,7 +200,9 @@ function shown(value: Config[Key], kind: Kind): string {
   return String(value);
 }
 
-export function configHelp(): string {
-  const width = Math.max(...options.map((o) => o.flag.length)) + 2;
-  return options.map((o) => `  --${o.flag.padEnd(width)} ${o.help} [${o.env}, default ${shown(defaults[o.key], o.kind)}]`).join("\n");
+/** Help lines of the given settings: flag, what it does, its environment variable and default. */
+export function settingsHelp(keys: readonly SettingKey[]): { flag: string; text: string }[] {
+  return options
+    .filter((o) => keys.includes(o.key))
+    .map((o) => ({ flag: `--${o.flag}`, text: `${o.help} [${o.env}, default ${shown(defaults[o.key], o.kind)}]` }));
 }

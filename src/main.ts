@@ -1,9 +1,11 @@
 #!/usr/bin/env bun
 // CLI entry: `installstats <command> [options]`; each command lives in src/cli/.
-import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
-import { ConfigError, configFlags, configHelp, loadConfig } from "./config.ts";
-import { UsageError, terminalProgress, type Command } from "./cli/command.ts";
+import { ConfigError, flagOf, loadConfig } from "./config.ts";
+import { parseCommandLine, type OptionSpec } from "./cli/args.ts";
+import { terminalProgress, type Command } from "./cli/command.ts";
+import { CliError, EXIT, UsageError } from "./cli/errors.ts";
+import { commandHelp, overview } from "./cli/help.ts";
 import { backup } from "./cli/backup.ts";
 import { exportCommand } from "./cli/export.ts";
 import { importCommand } from "./cli/import.ts";
@@ -17,59 +19,41 @@ import { serve } from "./cli/serve.ts";
 import { verify } from "./cli/verify.ts";
 import { DatabaseOpenError } from "./store/engine.ts";
 
+// scripts/release.ts stamps the commit and date in with --define; absent in development.
+declare const INSTALLSTATS_BUILD: string;
 const VERSION = pkg.version;
+const BUILD = typeof INSTALLSTATS_BUILD === "string" ? INSTALLSTATS_BUILD : "";
 const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed, backup, restore, exportCommand, importCommand, prune, replay];
 
-function overview(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;
-  return `installstats ${VERSION}: self-hosted installation telemetry
-
-Usage: installstats <command> [options]        (no command: serve)
-
-Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(width)} ${c.summary}`).join("\n")}
-
-Run "installstats <command> --help" for a command's own options.
-
-Options (every command):
-${configHelp()}
-  -h, --help     show help
-  -v, --version  print the version
-
-Flags win over INSTALLSTATS_* environment variables, which win over defaults.`;
-}
-
-function commandHelp(c: Command): string {
-  const own = Object.entries(c.flags ?? {});
-  const width = Math.max(0, ...own.map(([name]) => name.length)) + 2;
-  return `installstats ${c.name}${c.args ? ` ${c.args}` : ""} [options]: ${c.summary}
-${own.length > 0 ? `\nOptions of ${c.name}:\n${own.map(([name, f]) => `  --${name.padEnd(width)} ${f.help}`).join("\n")}\n` : ""}
-Options (every command):
-${configHelp()}
-  -h, --help     show this help`;
+/** Each option name, and the commands that have it: "--port is an option of serve". */
+function optionOwners(): Map<string, string[]> {
+  const owners = new Map<string, string[]>();
+  for (const c of COMMANDS) {
+    for (const name of [...Object.keys(c.flags ?? {}), ...c.settings.map(flagOf)]) owners.set(name, [...(owners.get(name) ?? []), c.name]);
+  }
+  return owners;
 }
 
 async function run(argv: string[]): Promise<number> {
   const first = argv[0];
   if (first === "-v" || first === "--version" || first === "version") {
-    console.log(VERSION);
+    console.log(BUILD ? `${VERSION} (${BUILD})` : VERSION);
     return 0;
   }
   if (first === "help" || ((first === "-h" || first === "--help") && argv.length === 1)) {
-    console.log(overview());
+    console.log(overview(COMMANDS, VERSION));
     return 0;
   }
   const named = first !== undefined && !first.startsWith("-");
   const command = named ? COMMANDS.find((c) => c.name === first) : serve;
-  if (!command) throw new UsageError(`unknown command "${first}"; see installstats --help`);
-  const own = Object.fromEntries(Object.entries(command.flags ?? {}).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]));
-  const { values, positionals } = parseArgs({
-    args: named ? argv.slice(1) : argv,
-    options: { ...configFlags, ...own, help: { type: "boolean", short: "h" } },
-    allowPositionals: true,
-    strict: true,
-  });
-  const flags = values as Record<string, string | boolean | undefined>;
+  if (!command) {
+    const guess = COMMANDS.map((c) => c.name).find((n) => n.startsWith(first!) || first!.startsWith(n));
+    throw new UsageError(`unknown command "${first}"${guess ? `; did you mean ${guess}?` : ""}; see installstats --help`);
+  }
+  const options: Record<string, OptionSpec> = { help: { type: "boolean", short: "h" } };
+  for (const key of command.settings) options[flagOf(key)] = { type: "string" };
+  for (const [name, f] of Object.entries(command.flags ?? {})) options[name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
+  const { values: flags, positionals } = parseCommandLine(named ? argv.slice(1) : argv, options, { command: command.name, elsewhere: optionOwners() });
   if (flags.help) {
     console.log(commandHelp(command));
     return 0;
@@ -87,17 +71,26 @@ async function run(argv: string[]): Promise<number> {
   });
 }
 
+/** The one line a failure ends with, and its exit code (README "Exit codes"). */
+function failure(e: unknown): { line: string; code: number } {
+  if (e instanceof CliError) return { line: e.message, code: e.code };
+  if (e instanceof ConfigError) return { line: e.message, code: EXIT.usage };
+  if (e instanceof DatabaseOpenError) return { line: e.message, code: EXIT.database };
+  // Anything else is a bug or a condition not foreseen: still one line, never minified source.
+  const err = e instanceof Error ? e : new Error(String(e));
+  const code = (err as { code?: unknown }).code;
+  return {
+    line: `unexpected error: ${err.message}${typeof code === "string" && !err.message.includes(code) ? ` (${code})` : ""}; INSTALLSTATS_DEBUG=1 prints the stack`,
+    code: EXIT.failed,
+  };
+}
+
 try {
   const code = await run(process.argv.slice(2));
   if (code >= 0) process.exit(code);
 } catch (e) {
-  if (e instanceof DatabaseOpenError) {
-    console.error(`installstats: ${e.message}`);
-    process.exit(3);
-  }
-  if (e instanceof ConfigError || e instanceof UsageError || (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS"))) {
-    console.error(`installstats: ${e.message}`);
-    process.exit(2);
-  }
-  throw e;
+  const { line, code } = failure(e);
+  console.error(`installstats: ${line.replaceAll("\n", " ")}`);
+  if (process.env.INSTALLSTATS_DEBUG && e instanceof Error && e.stack) console.error(e.stack);
+  process.exit(code);
 }

@@ -125,8 +125,9 @@ describe("compiled binary", () => {
     try {
       const port = new URL(first.url).port;
       const second = Bun.spawnSync([bin, "serve", "--host", "127.0.0.1", "--port", port, "--db", join(dir, "port-second.db")], { timeout: 15_000 });
-      expect(second.exitCode).toBe(2);
-      expect(second.stderr.toString()).toContain(`cannot listen on 127.0.0.1:${port}: the port is in use`);
+      expect(second.exitCode).toBe(4);
+      expect(second.stderr.toString()).toStartWith(`installstats: cannot listen on 127.0.0.1:${port}: the port is in use`);
+      expect(second.stderr.toString().trim().split("\n")).toHaveLength(1);
       // Every report still reaches the first server's database.
       const posts = await Promise.all(
         Array.from({ length: 20 }, (_, i) => fetch(`${first.url}/upload`, { method: "POST", body: JSON.stringify(startReport(`port-${i}`)) })),

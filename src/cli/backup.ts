@@ -5,6 +5,7 @@ import { UsageError, missingDatabase, type Command } from "./command.ts";
 export const backup: Command = {
   name: "backup",
   summary: "write a consistent snapshot of the database to <file>, also while the server runs",
+  settings: ["db", "durability"],
   args: "<file>",
   flags: {
     force: { type: "boolean", help: "overwrite <file> if it exists" },

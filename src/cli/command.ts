@@ -1,7 +1,12 @@
-// What every CLI command is: a name, its own flags, a run function. main.ts dispatches.
-import type { Config, Durability } from "../config.ts";
+// What every CLI command is: a name, its own flags, the settings it uses, a run function.
+// main.ts dispatches; every failure it knows ends as one line and an exit code (EXIT).
+import type { Config, Durability, SettingKey } from "../config.ts";
 import type { Engine } from "../store/engine.ts";
 import { DatabaseMissingError, openEngine } from "../store/open.ts";
+import { UsageError } from "./errors.ts";
+import { checkDatabaseLocation } from "./location.ts";
+
+export { UsageError };
 
 export interface Flag {
   type: "string" | "boolean";
@@ -28,11 +33,12 @@ export interface Command {
   /** Arguments after the flags, for the usage line, e.g. "<file>". */
   args?: string;
   flags?: Record<string, Flag>;
+  /** The settings (config.ts) this command uses; only their flags are accepted and shown in its help. */
+  settings: readonly SettingKey[];
   /** Exit code; a serve-like command resolves -1 and keeps running. */
   run(ctx: CommandContext): Promise<number> | number;
 }
 
-export class UsageError extends Error {}
 
 /** The hint for a database that is not where a command looks. */
 export const missingDatabase = (location: string): UsageError =>
@@ -43,6 +49,8 @@ export const missingDatabase = (location: string): UsageError =>
  * new one; the others refuse a missing database rather than report on an empty one they made.
  */
 export async function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability }): Promise<Engine> {
+  // Missing directories and permissions are named before SQLite answers "unable to open database file".
+  checkDatabaseLocation(ctx.config.db, { create: opts.create });
   try {
     return await openEngine(ctx.config.db, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create });
   } catch (e) {

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { ImportFormatError, importRecords } from "../transfer/import-records.ts";
 import { UsageError, openDatabaseOf, type Command } from "./command.ts";
+import { EXIT } from "./errors.ts";
 
 /** Invalid records listed one by one on stderr; past this, only counted. */
 const SHOWN_INVALID = 20;
@@ -10,6 +11,7 @@ const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 export const importCommand: Command = {
   name: "import",
   summary: "import records from our NDJSON export or the original API's /data/json array (- reads stdin)",
+  settings: ["db", "durability", "maxFieldLength", "maxErrorLength", "maskIps"],
   args: "<file|->",
   async run(ctx) {
     const [file, ...extra] = ctx.positionals;
@@ -37,7 +39,18 @@ export const importCommand: Command = {
       if (shown > SHOWN_INVALID) ctx.err(`installstats import: ${shown - SHOWN_INVALID} more invalid records not shown\n`);
       const { format, read, imported, duplicates, invalid } = summary;
       ctx.out(`${JSON.stringify({ format, read, imported, duplicates, invalid })}\n`);
-      return 0;
+      if (imported > 0) return EXIT.ok;
+      // Nothing new in the database: a script that imports and then relies on the data must notice.
+      const why =
+        read === 0
+          ? "the input holds no records"
+          : duplicates === read
+            ? read === 1 ? "its one record is in the database already" : `all ${read} records are in the database already`
+            : invalid === read
+              ? read === 1 ? "its one record is invalid" : `all ${read} records are invalid`
+              : `of ${read} records, ${duplicates} are in the database already and ${invalid} are invalid`;
+      ctx.err(`installstats import: nothing imported: ${why}\n`);
+      return EXIT.failed;
     } catch (e) {
       ctx.progress("");
       if (e instanceof ImportFormatError) throw new UsageError(`${file === "-" ? "stdin" : file}: ${e.message} (records before this point were imported)`);

@@ -5,6 +5,7 @@ import { UsageError, type Command } from "./command.ts";
 export const restore: Command = {
   name: "restore",
   summary: "replace the database with a backup (checked first; refused while the database is in use)",
+  settings: ["db", "durability"],
   args: "<file>",
   flags: {
     force: { type: "boolean", help: "replace an existing database (required when --db exists)" },

@@ -1,27 +1,65 @@
+import { SETTINGS } from "../config.ts";
 import { composeRoutes } from "../app.ts";
 import { createLogger } from "../log.ts";
 import { createRuntime } from "../runtime.ts";
-import { UsageError, type Command } from "./command.ts";
+import { startupLines } from "./addresses.ts";
+import { openDatabaseOf, type Command } from "./command.ts";
+import { CliError, EXIT } from "./errors.ts";
+import { checkDatabaseLocation } from "./location.ts";
+import { lockForServing } from "./serve-lock.ts";
+
+/** One line for a failed listen: the cause and the fix, by the error's code. */
+export function listenFailure(code: string | undefined, host: string, port: number, user: { root: boolean }): string {
+  const where = `cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port}`;
+  switch (code) {
+    case "EADDRINUSE":
+      return `${where}: the port is in use (another installstats server?); choose another with --port, or stop what holds it (ss -ltnp 'sport = :${port}' shows it)`;
+    case "EACCES":
+    case "EPERM":
+      return port > 0 && port < 1024 && !user.root
+        ? `${where}: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability; use --port 8080 (behind a reverse proxy for port 80), or grant the capability (systemd: AmbientCapabilities=CAP_NET_BIND_SERVICE)`
+        : `${where}: permission denied (a security policy refuses it); choose another --port or --host`;
+    case "EADDRNOTAVAIL":
+      return `${where}: ${host} is not an address of this machine; use --host 0.0.0.0 (every address) or one of its own addresses (ip -brief address lists them)`;
+    case "EINVAL":
+    case "ENOTFOUND":
+    case "EAI_NONAME":
+      return `${where}: ${host} is not a valid address or a name this machine resolves; use --host 0.0.0.0 (every address), 127.0.0.1 (this machine only) or one of its own addresses`;
+    default:
+      return `${where}: ${code ?? "unknown error"}; choose another --host or --port`;
+  }
+}
 
 export const serve: Command = {
   name: "serve",
   summary: "run the HTTP service (the default command)",
-  async run({ config, version, out, workers }) {
+  settings: SETTINGS,
+  async run(ctx) {
+    const { config, version, out, workers } = ctx;
     const clock = Date.now;
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
-    const runtime = await createRuntime(config, { clock, log, version, workers });
+    // Before the database is opened (and migrated): one server per database file.
+    checkDatabaseLocation(config.db, { create: true });
+    const lock = await lockForServing(config.db);
+    if (lock.warning) log.warn("serving without a lock", { reason: lock.warning });
+    let runtime: Awaited<ReturnType<typeof createRuntime>>;
+    try {
+      runtime = await createRuntime(config, { clock, log, version, workers }, await openDatabaseOf(ctx, { create: true }));
+    } catch (e) {
+      lock.release();
+      throw e;
+    }
     const { app } = runtime;
     try {
       app.listen({ hostname: config.host, port: config.port });
     } catch (e) {
-      if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e;
-      throw new UsageError(`cannot listen on ${config.host}:${config.port}: the port is in use (another installstats server?); choose one with --port`);
+      await runtime.stop();
+      lock.release();
+      const code = (e as { code?: unknown }).code;
+      const root = process.getuid?.() === 0;
+      throw new CliError(listenFailure(typeof code === "string" ? code : undefined, config.host, config.port, { root }), EXIT.listen);
     }
-    const port = app.server?.port;
-    // The one line on stdout: scripts and tests read the address from it.
-    out(`installstats ${version} listening on http://${config.host}:${port}\n`);
-    log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
-
+    const port = app.server!.port!;
     const jobs = runtime.startJobs();
     void composeRoutes(app);
 
@@ -33,11 +71,17 @@ export const serve: Command = {
       jobs.stop();
       await app.stop(); // stop accepting; in-flight requests finish
       await runtime.stop(); // everything acknowledged or queued is committed, then the database closed
+      lock.release();
       log.info("stopped");
       process.exit(0);
     };
+    // Before the address is printed: whoever reads it may stop the server at once.
     process.on("SIGTERM", () => void shutdown("SIGTERM"));
     process.on("SIGINT", () => void shutdown("SIGINT"));
+
+    // The first line on stdout is for scripts and tests (they read the address from it); the rest for people.
+    out(`${startupLines(version, config.host, port).join("\n")}\n`);
+    log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
     return -1;
   },
 };

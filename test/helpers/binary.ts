@@ -1,7 +1,7 @@
 // Builds the real executable once per test process and runs it as a child on a free port.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
+import { testTmpRoot } from "./tmp.ts";
 
 export const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -11,8 +11,8 @@ let built: Promise<string> | undefined;
 export function compiledBinary(): Promise<string> {
   built ??= (async () => {
     if (process.env.INSTALLSTATS_BIN) return process.env.INSTALLSTATS_BIN;
-    const dir = mkdtempSync(join(tmpdir(), "installstats-bin-"));
-    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    // Inside the run's temporary directory, removed when the run ends (helpers/tmp.ts).
+    const dir = mkdtempSync(join(testTmpRoot(), "installstats-bin-"));
     const outfile = join(dir, "installstats");
     const proc = Bun.spawn(["bun", "scripts/build.ts", "--outfile", outfile], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
     if ((await proc.exited) !== 0) throw new Error(`build failed: ${await new Response(proc.stderr).text()}`);
@@ -21,10 +21,9 @@ export function compiledBinary(): Promise<string> {
   return built;
 }
 
+/** A fresh directory inside the run's temporary directory, removed with it when the run ends, also after failures. */
 export function tempDir(prefix = "installstats-test-"): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
-  return dir;
+  return mkdtempSync(join(testTmpRoot(), prefix));
 }
 
 export interface RunningServer {

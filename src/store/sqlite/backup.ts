@@ -32,7 +32,7 @@ const hex = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, "0")}`;
 
 /**
  * Opens `path` read-only and checks that it is a sound installstats database: it opens, it carries
- * our application id, PRAGMA integrity_check says ok, and the installs table can be read.
+ * our application id, PRAGMA integrity_check says ok, and its records can be read.
  * `quick` runs PRAGMA quick_check instead (no index cross-checks: for a copy SQLite just made
  * from a database that passed the full check).
  */
@@ -57,7 +57,9 @@ export function checkDatabaseFile(path: string, opts: { quick?: boolean } = {}):
       check.problem = `${path} fails the integrity check: ${check.integrity.slice(0, 3).join("; ")}`;
       return check;
     }
-    check.installs = (c.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
+    // Records: executions, or installs in a backup made before migration 0007 (a restore migrates it).
+    const table = c.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'executions'").get() ? "executions" : "installs";
+    check.installs = (c.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
     const journal = c.query("SELECT count(*) AS n FROM sqlite_master WHERE name = '__drizzle_migrations'").get() as { n: number };
     check.migrations = journal.n === 0 ? 0 : (c.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n;
     check.ok = true;

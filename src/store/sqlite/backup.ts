@@ -268,7 +268,7 @@ export function restoreDatabase(backup: string, target: string, opts: { force?: 
   const { sqlite } = openDatabase(path, { durability: opts.durability, migrate: true });
   try {
     const migrations = (sqlite.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n;
-    const installs = (sqlite.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
+    const installs = (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n;
     return { path, from, bytes: statSync(path).size, installs, migrationsApplied: migrations - (check.migrations ?? 0), warnings };
   } finally {
     sqlite.close();

@@ -9,7 +9,7 @@ import type { RateLimiter } from "../http/rate-limit.ts";
 import { OutcomeSchema } from "../http/schemas.ts";
 import type { Logger } from "../log.ts";
 import type { ResultFor } from "../store/contract.ts";
-import type { GroupCommitWriter } from "../store/writer.ts";
+import { RequestAbortedError, type GroupCommitWriter } from "../store/writer.ts";
 import { intake, type ReportOp } from "./pipeline.ts";
 import { readBody } from "./read-body.ts";
 import { REFUSAL_STATUS, RESULT_STATUS } from "./status.ts";
@@ -151,8 +151,10 @@ function accepted(result: ResultFor<ReportOp>, ids: { random_id: string; executi
 export function ingestRoutes(deps: IngestDeps) {
   const { writer, normalize, maxBodyBytes, clock, metrics, limiter, clientOf, headersFor, log } = deps;
 
-  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }): Promise<Reply> {
-    await writer.submit({ kind: "reject", at: clock(), rejection });
+  // Every write carries its request's signal: a request aborted before its write is stored (its
+  // client gone, or Bun closing a pipelined connection: scripts/repro/pipelining.ts) stores nothing.
+  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }, signal: AbortSignal): Promise<Reply> {
+    await writer.submit({ kind: "reject", at: clock(), rejection }, signal);
     metrics.rejected.inc({ reason: rejection.reason });
     const status = REFUSAL_STATUS[rejection.reason] as 400 | 413 | 422;
     return { status, body: errorBody(rejection.reason, rejection.message, rejection.field) };
@@ -163,13 +165,13 @@ export function ingestRoutes(deps: IngestDeps) {
     if (!read.ok) {
       const size = read.size === null ? "a chunked body" : `${read.size} bytes`;
       const message = `body is larger than the limit of ${maxBodyBytes} bytes (${size})`;
-      return reject({ endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) });
+      return reject({ endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) }, request.signal);
     }
     const taken = intake(endpoint, read.bytes, clock(), normalize);
-    if (!taken.ok) return reject(taken.rejection);
+    if (!taken.ok) return reject(taken.rejection, request.signal);
     const { op } = taken;
     const repaired = op.repairs.length > 0;
-    const result = await writer.submit(op);
+    const result = await writer.submit(op, request.signal);
     const reply = accepted(result, { random_id: op.report.randomId, execution_id: op.report.executionId }, repaired);
     if (repaired) metrics.rejected.inc({ reason: "repaired" });
     if (result.kind === "already-final") metrics.rejected.inc({ reason: "already_final" });
@@ -195,6 +197,11 @@ export function ingestRoutes(deps: IngestDeps) {
         metrics.ingestSeconds.observe((performance.now() - started) / 1000, { endpoint });
       }
     } catch (e) {
+      if (e instanceof RequestAbortedError || request.signal.aborted) {
+        // Nobody is left to answer; nothing of this request was stored (see reject above).
+        log.info("request aborted before its report was stored", { path: PATHS[endpoint], stored: false });
+        return new Response(null, { status: 499 });
+      }
       const fault = serverFault(e, PATHS[endpoint], log);
       ({ status, body } = fault);
       Object.assign(headers, fault.headers);

@@ -2,7 +2,21 @@
 // transaction per batch; each caller is resolved only after its batch has committed. One batch
 // is in flight at a time, and whatever arrives while it commits forms the next one, so the batch
 // size follows the load by itself, with no timer and no added latency when idle.
+//
+// A write may carry its request's AbortSignal: when the request is aborted before the write's
+// batch is formed, the write is dropped (never stored) and its promise rejects with
+// RequestAbortedError. Bun closes a connection on which a request is pipelined behind a pending
+// answer (scripts/repro/pipelining.ts), aborting the request: without this, its report would be
+// stored and never acknowledged. Once a batch is handed to `commit`, its writes go through.
 import type { ResultFor, WriteOp, WriteResult } from "./contract.ts";
+
+/** The request a write belonged to was aborted (client gone, or its connection closed) before the write was stored. */
+export class RequestAbortedError extends Error {
+  constructor() {
+    super("the request was aborted before its write was stored; nothing was stored");
+    this.name = "RequestAbortedError";
+  }
+}
 
 /** Writes a batch in one transaction; returns (or resolves) after COMMIT, throws (with nothing written) otherwise. */
 export type Commit = (ops: readonly WriteOp[]) => WriteResult[] | Promise<WriteResult[]>;
@@ -11,6 +25,10 @@ interface Pending {
   op: WriteOp;
   resolve: (r: WriteResult) => void;
   reject: (e: Error) => void;
+  signal: AbortSignal | undefined;
+  /** Set (and the promise rejected) when the signal fired while the write was still queued. */
+  dropped: boolean;
+  onAbort: (() => void) | undefined;
 }
 
 export interface WriterStats {
@@ -21,10 +39,13 @@ export interface WriterStats {
   largestBatch: number;
   /** Set while the last attempt to write failed; cleared by the next successful commit. */
   lastError: string | null;
+  /** Writes dropped because their request was aborted before their batch was formed. */
+  dropped: number;
 }
 
 export interface GroupCommitWriter {
-  submit<Op extends WriteOp>(op: Op): Promise<ResultFor<Op>>;
+  /** `signal`: the request's; a write whose request is aborted before its batch is formed is dropped (RequestAbortedError). */
+  submit<Op extends WriteOp>(op: Op, signal?: AbortSignal): Promise<ResultFor<Op>>;
   /** Resolves once everything submitted so far is committed (or failed). */
   drain(): Promise<void>;
   readonly stats: Readonly<WriterStats>;
@@ -37,7 +58,7 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
   let queue: Pending[] = [];
   let busy = false;
   let idle: (() => void)[] = [];
-  const stats: WriterStats = { batches: 0, writes: 0, failedBatches: 0, lastBatchSize: 0, largestBatch: 0, lastError: null };
+  const stats: WriterStats = { batches: 0, writes: 0, failedBatches: 0, lastBatchSize: 0, largestBatch: 0, lastError: null, dropped: 0 };
 
   async function write(batch: Pending[]): Promise<void> {
     const started = performance.now();
@@ -51,10 +72,24 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
     batch.forEach((p, i) => p.resolve(results[i] as WriteResult));
   }
 
+  /** The next batch: up to maxBatch writes whose requests are still there; from here on, none is dropped. */
+  function nextBatch(): Pending[] {
+    const batch: Pending[] = [];
+    while (batch.length < maxBatch && queue.length > 0) {
+      const taken = queue.splice(0, maxBatch - batch.length);
+      for (const p of taken) {
+        if (p.onAbort) p.signal!.removeEventListener("abort", p.onAbort);
+        if (!p.dropped) batch.push(p);
+      }
+    }
+    return batch;
+  }
+
   async function flush(): Promise<void> {
     busy = true;
     while (queue.length > 0) {
-      const batch = queue.splice(0, maxBatch);
+      const batch = nextBatch();
+      if (batch.length === 0) continue;
       try {
         await write(batch);
       } catch (e) {
@@ -79,10 +114,24 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
   }
 
   return {
-    submit<Op extends WriteOp>(op: Op) {
+    submit<Op extends WriteOp>(op: Op, signal?: AbortSignal) {
+      if (signal?.aborted) {
+        stats.dropped++;
+        return Promise.reject(new RequestAbortedError());
+      }
       return new Promise<ResultFor<Op>>((resolve, reject) => {
         // The store answers each op with a result of its own kind (the contract's ResultOf).
-        queue.push({ op, resolve: resolve as (r: WriteResult) => void, reject });
+        const p: Pending = { op, resolve: resolve as (r: WriteResult) => void, reject, signal, dropped: false, onAbort: undefined };
+        if (signal) {
+          // Still queued: drop it (skipped when its batch is formed). The listener goes when it is taken.
+          p.onAbort = () => {
+            p.dropped = true;
+            stats.dropped++;
+            reject(new RequestAbortedError());
+          };
+          signal.addEventListener("abort", p.onAbort, { once: true });
+        }
+        queue.push(p);
         // Start on the next turn, so everything arriving in this one joins the first batch.
         if (!busy) {
           busy = true;

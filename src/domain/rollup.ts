@@ -50,6 +50,18 @@ const ALL_GRAINS: readonly Grain[] = [GRAINS.hour, GRAINS.day, GRAINS.month];
 /** Counts by outcome, indexed as OUTCOMES. */
 export type Counts = [number, number, number, number, number];
 
+/**
+ * Every map keyed by values clients send (dimension values, and for symmetry bins and signature
+ * ids) has no prototype: a value "__proto__", "constructor" or "toString" is a key like any other,
+ * never Object.prototype or one of its methods (issue 15). Maps parsed from stored JSON hold such a
+ * key as an own property (JSON.parse defines, never sets), and lose their prototype too.
+ */
+const valueMap = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
+function noPrototype<T extends object>(o: T): T {
+  if (o !== null && typeof o === "object") Object.setPrototypeOf(o, null);
+  return o;
+}
+
 export interface RollupData {
   /** dimension -> value -> counts; "" stands for an absent value. */
   dims: Partial<Record<Dimension, Record<string, Counts>>>;
@@ -125,7 +137,7 @@ export function monthCeil(t: number): number {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
 }
 
-export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: {} });
+export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: valueMap() });
 
 /** A record's value in every dimension, computed once however many cells it is counted in. */
 function dimensionValues(r: RollupRecord): string[] {
@@ -141,7 +153,7 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
   // An app row is its own nsapp: it skips the first dimension.
   for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) {
     const dim = DIMENSIONS[k]!;
-    const byValue = (d.dims[dim] ??= {});
+    const byValue = (d.dims[dim] ??= valueMap());
     const value = values[k]!;
     const counts = (byValue[value] ??= [0, 0, 0, 0, 0]);
     counts[i] = counts[i]! + sign;
@@ -151,7 +163,7 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
     }
   }
   if (r.durationMs !== null && outcome !== "in_progress") {
-    const bins = (d.dur[outcome] ??= {});
+    const bins = (d.dur[outcome] ??= valueMap());
     const bin = durationBin(r.durationMs);
     const v = (bins[bin] ?? 0) + sign;
     if (v !== 0) bins[bin] = v;
@@ -181,7 +193,7 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
     const values = b.dims[dim as Dimension]!;
     let target = a.dims[dim as Dimension];
     let check = target === undefined;
-    target ??= a.dims[dim as Dimension] = {};
+    target ??= a.dims[dim as Dimension] = valueMap();
     for (const value in values) {
       const counts = values[value]!;
       const t = (target[value] ??= [0, 0, 0, 0, 0]);
@@ -198,7 +210,7 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
     const bins = b.dur[outcome as Outcome]!;
     let target = a.dur[outcome as Outcome];
     let check = target === undefined;
-    target ??= a.dur[outcome as Outcome] = {};
+    target ??= a.dur[outcome as Outcome] = valueMap();
     for (const bin in bins) {
       const v = (target[bin] ?? 0) + bins[bin]!;
       if (v === 0) {
@@ -320,9 +332,11 @@ export function fromColumns(c: Partial<RollupColumns>): RollupData {
 export function addColumn(d: RollupData, part: RollupPart, text: string): void {
   if (part === "data") {
     const { dims, dur } = JSON.parse(text) as Pick<RollupData, "dims" | "dur">;
+    for (const dim in dims) noPrototype(dims[dim as Dimension]!);
+    for (const outcome in dur) noPrototype(dur[outcome as Outcome]!);
     d.dims = d.dims.nsapp ? { ...dims, nsapp: d.dims.nsapp } : dims;
     d.dur = dur;
   } else if (part === "apps") {
-    if (text !== "{}") d.dims.nsapp = JSON.parse(text) as Record<string, Counts>;
-  } else d.err = JSON.parse(text) as Record<string, number>;
+    if (text !== "{}") d.dims.nsapp = noPrototype(JSON.parse(text) as Record<string, Counts>);
+  } else d.err = noPrototype(JSON.parse(text) as Record<string, number>);
 }

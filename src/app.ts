@@ -54,10 +54,11 @@ export function createApp(deps: AppDeps) {
     },
   })
     .onError(async ({ code, error, set, path, request }) => {
-      // Every error leaves in the one shape; no stack traces reach clients.
+      // Every error leaves in the one shape, {error, message, field}; no stack traces reach clients.
+      // A bad parameter of the URL (query string, path) is 400; a bad field of a body is 422.
       set.headers["content-type"] = "application/json";
       if (error instanceof QueryError) {
-        set.status = 422;
+        set.status = 400;
         return errorBody("invalid_field", error.message, error.field);
       }
       switch (code) {
@@ -69,12 +70,25 @@ export function createApp(deps: AppDeps) {
           set.status = 400;
           return errorBody("invalid_json", "body is not valid JSON");
         case "VALIDATION": {
-          set.status = 422;
+          if (error.type === "response") {
+            // Our answer broke its own schema: a bug, not the client's fault.
+            const fault = serverFault(error, path, log);
+            set.status = fault.status;
+            return fault.body;
+          }
+          const inUrl = error.type === "query" || error.type === "params";
+          set.status = inUrl ? 400 : 422;
           const issue = error.valueError;
           const field = issue?.path.replace(/^\//, "").replaceAll("/", ".") || undefined;
-          return errorBody("invalid_field", issue ? `${field ?? "value"}: ${issue.message}` : "request does not match the schema", field);
+          return errorBody("invalid_field", issue ? describeIssue(field, issue.schema as SchemaLike, issue.message) : "request does not match the schema", field);
         }
         default: {
+          if (request.signal.aborted) {
+            // The client went away mid-request (an aborted body reads as an error with no text): not a fault of ours.
+            log.info("request aborted by the client", { path, method: request.method });
+            set.status = 499;
+            return errorBody("internal", "request aborted by the client");
+          }
           const fault = serverFault(error, path, log);
           set.status = fault.status;
           Object.assign(set.headers, fault.headers);
@@ -91,6 +105,31 @@ export function createApp(deps: AppDeps) {
     .use(compatRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
     .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
+}
+
+interface SchemaLike {
+  const?: unknown;
+  anyOf?: SchemaLike[];
+  enum?: unknown[];
+  type?: string;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+}
+
+/** A schema failure in words that name the field and what it accepts ("by must be one of ..."), not "Expected union value". */
+function describeIssue(field: string | undefined, schema: SchemaLike | undefined, fallback: string): string {
+  const name = field ?? "value";
+  const literals = schema?.anyOf?.every((s) => s.const !== undefined) ? schema.anyOf.map((s) => String(s.const)) : schema?.enum?.map(String);
+  if (literals) return `${name} must be one of ${literals.join(", ")}`;
+  const number = schema?.anyOf?.find((s) => s.type === "number" || s.type === "integer") ?? (schema?.type === "number" || schema?.type === "integer" ? schema : undefined);
+  if (number) {
+    const range = number.minimum !== undefined && number.maximum !== undefined ? ` from ${number.minimum} to ${number.maximum}` : number.minimum !== undefined ? ` of at least ${number.minimum}` : number.maximum !== undefined ? ` of at most ${number.maximum}` : "";
+    return `${name} must be a ${number.type === "integer" ? "whole " : ""}number${range}`;
+  }
+  if (schema?.type === "string" && (schema.minLength !== undefined || schema.maxLength !== undefined)) return `${name} must be ${schema.minLength ?? 0} to ${schema.maxLength ?? "any number of"} characters`;
+  return `${name}: ${fallback}`;
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

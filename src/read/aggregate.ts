@@ -118,9 +118,16 @@ function only(counts: Counts, outcome: Outcome | null): Counts {
   return kept;
 }
 
+/**
+ * A value's counts in a map keyed by client strings: own properties only, so "__proto__",
+ * "constructor" or "toString" find their own counts or none, never Object.prototype's members,
+ * whatever the map's prototype (domain/rollup.ts gives them none).
+ */
+const own = <T>(map: Record<string, T> | undefined, key: string): T | undefined => (map !== undefined && Object.hasOwn(map, key) ? map[key] : undefined);
+
 /** Installs a cell counts: any dimension sums to the total, as every record has one value in each. */
 function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } | null): Counts {
-  if (dimFilter) return [...(d.dims[dimFilter.dim]?.[dimFilter.value] ?? zero())] as Counts;
+  if (dimFilter) return [...(own(d.dims[dimFilter.dim], dimFilter.value) ?? zero())] as Counts;
   const total = zero();
   for (const counts of Object.values(d.dims.type ?? {})) add(total, counts);
   return total;
@@ -238,8 +245,8 @@ export function breakdown(cells: readonly Cell[], p: Extract<Plan, { source: "ro
   const sums = new Map<string, Counts>();
   for (const { data } of cells) {
     // An app slice holds no nsapp dimension: it is the app.
-    const values = o.by === "nsapp" && p.nsapp !== null ? { [p.nsapp]: cellTotal(data, null) } : (data.dims[o.by] ?? {});
-    for (const [value, counts] of Object.entries(values)) {
+    const values: [string, Counts][] = o.by === "nsapp" && p.nsapp !== null ? [[p.nsapp, cellTotal(data, null)]] : Object.entries(data.dims[o.by] ?? {});
+    for (const [value, counts] of values) {
       if (p.only && p.only.dim === o.by && value !== p.only.value) continue;
       add(sums.get(value) ?? (sums.set(value, zero()), sums.get(value)!), counts);
     }
@@ -258,7 +265,8 @@ export function breakdown(cells: readonly Cell[], p: Extract<Plan, { source: "ro
   return { groups: groups.slice(0, o.limit), total_groups: groups.length };
 }
 
-export type Interval = "hour" | "day" | "week";
+export const INTERVALS = ["hour", "day", "week"] as const;
+export type Interval = (typeof INTERVALS)[number];
 // 1970-01-01 was a Thursday; weeks start on Monday (ISO 8601).
 const MONDAY = 4 * DAY;
 export function intervalStart(t: number, interval: Interval): number {
@@ -271,6 +279,9 @@ const STEP: Record<Interval, number> = { hour: HOUR, day: DAY, week: WEEK };
 export interface Point extends OutcomeCounts {
   t: number;
 }
+
+/** Points a timeseries of `w` has: its length is checked before the zero-filled points are made. */
+export const pointCount = (w: Window, interval: Interval): number => Math.max(0, Math.ceil((w.to - intervalStart(w.from, interval)) / STEP[interval]));
 
 /** One point per interval from the window's start to its end, zero-filled. */
 export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, w: Window, interval: Interval): Point[] {
@@ -289,6 +300,7 @@ export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "r
 /** Failed installs per error signature id, most frequent first. */
 export function errorCounts(cells: readonly Cell[]): [string, number][] {
   const sums = new Map<string, number>();
+  // for-in lists own keys here (Object.prototype has no enumerable members), so every id is the cell's own.
   for (const { data } of cells) for (const sig in data.err) sums.set(sig, (sums.get(sig) ?? 0) + data.err[sig]!);
   // Ids are hex: code-point order is their order, and far cheaper than localeCompare.
   return [...sums].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));

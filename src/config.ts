@@ -28,7 +28,7 @@ export interface Config {
   adminToken: string | null;
   /** Origins allowed to read cross-origin; empty = none, ["*"] = any. */
   corsOrigins: string[];
-  /** Ingestion requests per second per client (token bucket); 0 = no limit. */
+  /** Ingestion requests per second per client (token bucket); 0 = no limit. Default 5 (300 per minute, as the community's service). */
   rateLimit: number;
   /** Requests a client may send at once before the rate applies. */
   rateBurst: number;
@@ -61,7 +61,8 @@ export const defaults: Config = {
   readToken: null,
   adminToken: null,
   corsOrigins: [],
-  rateLimit: 0,
+  // 300 per minute with a burst of 60, as the community's service: an installer run sends 4-10 reports.
+  rateLimit: 5,
   rateBurst: 60,
   trustedProxies: [],
   stuckAfterMs: 12 * HOUR,

@@ -1,4 +1,12 @@
 // Per-client token buckets for ingestion, and which address a request comes from.
+//
+// On by default (config.ts): 5 reports per second per address with a burst of 60, the figures of
+// the community's own service (300 per minute). An installer run sends 4 to 10 reports over
+// minutes, so no real run (nor dozens at once behind one address) meets the limit.
+// Not limited: requests with no network peer (in-process, `app.handle`) and loopback peers (this
+// host: local tools, benchmarks). A loopback peer is a proxy on this host: its X-Forwarded-For is
+// believed as a trusted proxy's would be, so a reverse proxy on the same host works without
+// --trusted-proxies; a proxy on another host must be listed there, or all its clients share one bucket.
 import { BlockList, isIP } from "node:net";
 
 export interface RateLimiter {
@@ -12,6 +20,7 @@ export function createRateLimiter(rate: number, burst: number, maxClients = 100_
   const buckets = new Map<string, { tokens: number; at: number }>();
   return {
     take(key, now) {
+      if (key === UNKNOWN_CLIENT || isLoopback(key)) return { ok: true };
       let b = buckets.get(key);
       if (b) buckets.delete(key); // re-inserted: the Map's order is least recently used first
       b ??= { tokens: burst, at: now };
@@ -48,14 +57,19 @@ export function proxyMatcher(list: readonly string[]): (address: string) => bool
   };
 }
 
+/** The key of a request without a network peer (in-process): never limited. */
+const UNKNOWN_CLIENT = "unknown";
+const isLoopback = proxyMatcher(["127.0.0.0/8", "::1"]);
+
 /**
- * The client's address: the peer, unless the peer is a trusted proxy; then the right-most
- * address in X-Forwarded-For that is not itself a trusted proxy (the left part can be forged).
+ * The client's address: the peer, unless the peer is a trusted proxy (or on this host); then the
+ * right-most address in X-Forwarded-For that is not itself one (the left part can be forged).
  */
 export function clientAddress(peer: string | null, forwardedFor: string | null, trusted: (a: string) => boolean): string {
-  const direct = peer ?? "unknown";
-  if (!trusted(direct) || !forwardedFor) return direct;
+  const direct = peer ?? UNKNOWN_CLIENT;
+  const proxy = (a: string) => trusted(a) || isLoopback(a);
+  if (!proxy(direct) || !forwardedFor) return direct;
   const hops = forwardedFor.split(",").map((h) => h.trim()).filter((h) => h !== "");
-  for (let i = hops.length - 1; i >= 0; i--) if (!trusted(hops[i]!)) return hops[i]!;
+  for (let i = hops.length - 1; i >= 0; i--) if (!proxy(hops[i]!)) return hops[i]!;
   return hops[0] ?? direct;
 }

@@ -35,7 +35,13 @@ function cut(text: string, max: number): string {
 function asText(body: JsonObject, key: string): string | null {
   const v = body[key];
   if (v === undefined || v === null) return null;
-  if (typeof v === "string") return v;
+  // Lone surrogates cannot be stored (SQLite keeps UTF-8): each would become U+FFFD in the record
+  // but not in rollup keys. Made U+FFFD here, so every copy agrees; ids refuse them (see id).
+  if (typeof v === "string") return v.isWellFormed() ? v : v.toWellFormed();
+  if (typeof v === "number" && Number.isInteger(v) && !Number.isSafeInteger(v)) {
+    // JSON numbers are doubles: 12345678901234567890 arrives as ...000, and two such ids would collide.
+    throw new FieldError(key, `${key} must be a string; a whole number past 2^53 cannot be kept exactly`);
+  }
   if (typeof v === "number" || typeof v === "boolean") return String(v);
   throw new FieldError(key, `${key} must be a string, got ${Array.isArray(v) ? "an array" : "an object"}`);
 }
@@ -73,6 +79,27 @@ const UNIT_POWER: Record<string, number> = { "": 0, k: 1, m: 2, g: 3, t: 4 };
 type Unit = "none" | "GiB" | "MiB";
 const BASE_POWER: Record<Exclude<Unit, "none">, number> = { GiB: 3, MiB: 2 };
 
+/**
+ * Ranges of the numeric fields, as the community's telemetry service checks them (its validate()):
+ * values outside are refused (422), never clamped. disk_size in GiB, ram_size in MiB.
+ */
+const RANGES = {
+  ct_type: [0, 2],
+  disk_size: [0, 100_000],
+  core_count: [0, 256],
+  ram_size: [0, 1_048_576],
+} as const satisfies Record<string, readonly [number, number]>;
+
+/** A numeric field checked against its range in RANGES. */
+function ranged(body: JsonObject, key: keyof typeof RANGES, unit: Unit, integer: boolean): number | null {
+  const n = numeric(body, key, unit, integer);
+  const [min, max] = RANGES[key];
+  if (n !== null && (n < min || n > max)) {
+    throw new FieldError(key, `${key} must be between ${min} and ${max}${unit === "none" ? "" : ` ${unit}`}, got ${n}`);
+  }
+  return n;
+}
+
 function numeric(body: JsonObject, key: string, unit: Unit, integer: boolean): number | null {
   const v = body[key];
   if (v === undefined || v === null) return null;
@@ -109,6 +136,9 @@ function id(body: JsonObject, key: string): string {
   if (value === "") throw new FieldError(key, `${key} is required and must not be empty`);
   if (value.length > MAX_RANDOM_ID_LENGTH) throw new FieldError(key, `${key} is longer than ${MAX_RANDOM_ID_LENGTH} characters`);
   if (CONTROL.test(value)) throw new FieldError(key, `${key} must not contain control characters`);
+  // Ids that differ must stay different: lone surrogates and undecodable bytes would all be
+  // stored as U+FFFD (asText made them so) and collide, so an id holding one is refused.
+  if (value.includes("\ufffd")) throw new FieldError(key, `${key} must be valid Unicode text (no lone surrogates, no bytes that are not UTF-8, no U+FFFD)`);
   return value;
 }
 
@@ -174,10 +204,10 @@ function descriptive(body: JsonObject, max: number, payloadVersion: number | nul
   const passthrough = word(body, "gpu_passthrough", max);
   return {
     type: installType(body, max),
-    ctType: numeric(body, "ct_type", "none", true),
-    diskSize: numeric(body, "disk_size", "GiB", false),
-    coreCount: numeric(body, "core_count", "none", true),
-    ramSize: numeric(body, "ram_size", "MiB", true),
+    ctType: ranged(body, "ct_type", "none", true),
+    diskSize: ranged(body, "disk_size", "GiB", false),
+    coreCount: ranged(body, "core_count", "none", true),
+    ramSize: ranged(body, "ram_size", "MiB", true),
     osType: label(body, "os_type", max)?.toLowerCase() ?? null,
     osVersion: label(body, "os_version", max),
     disableip6: label(body, "disableip6", max)?.toLowerCase() ?? null,

@@ -135,10 +135,7 @@ export function resolveWindow(q: FilterQuery, now: number, defaultDays: number |
   if (days !== undefined && (fromAt !== undefined || toAt !== undefined)) throw new QueryError("days", "give either days or from/to, not both");
   // Without `to`, the window ends with the current hour, so what arrived just now is in it.
   const to = toAt === undefined ? floorHour(now) + HOUR : ceilHour(toAt.dateOnly ? toAt.t + DAY : toAt.t);
-  if (days !== undefined) {
-    if (to - days * DAY < FIRST_INSTANT) throw new QueryError("days", `the window must start on or after 1970-01-01 (days with to=${q.to})`);
-    return { from: to - days * DAY, to };
-  }
+  if (days !== undefined) return { from: to - days * DAY, to };
   if (fromAt === undefined) {
     if (toAt === undefined && defaultDays === null) return null;
     return { from: defaultDays === null ? FIRST_INSTANT : to - defaultDays * DAY, to };

@@ -1,8 +1,9 @@
 // The dashboard's URL state: parse and serialize are inverse, defaults stay out of the URL,
 // malformed parameters fall back instead of failing, and derived states reset what they must.
 import { describe, expect, test } from "bun:test";
-import { dateTime, duration, label, percent } from "../src/web/dashboard/format.ts";
-import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, withChanges } from "../src/web/dashboard/state.ts";
+import { dateTime, duration, label, percent, timeOfDay } from "../src/web/dashboard/format.ts";
+import { retryNumbers } from "../src/web/dashboard/retries.ts";
+import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, unitLabel, withChanges } from "../src/web/dashboard/state.ts";
 
 const at = (path: string) => parseState(new URL(path, "http://127.0.0.1:8080"));
 
@@ -15,6 +16,9 @@ describe("dashboard URL state", () => {
       "/installs?from=2026-01-01&to=2026-01-31&nsapp=docker&outcome=failed&q=exit+code&order=oldest&cursor=abc&id=xyz",
       "/installs?signature=0123456789abcdef",
       "/app?days=365&nsapp=home+assistant",
+      "/?kind=tool&repo_source=external",
+      "/failures?repo_source=none&exit_code=100&error_category=dependency",
+      "/installs?kind=all&repo_source=ProxmoxVED&platform=incus&arch=arm64&cpu_vendor=amd&gpu_vendor=nvidia&gpu_passthrough=yes&repo_slug=alice%2FProxmoxVE&id=xyz",
     ]) {
       expect(stateUrl(at(url))).toBe(url);
     }
@@ -53,11 +57,53 @@ describe("dashboard URL state", () => {
   });
 });
 
+describe("kind and repository scope", () => {
+  test("the default kind stays out of the URL, unknown kinds and malformed exit codes are no filter", async () => {
+    expect(stateUrl(at("/?kind=install"))).toBe("/");
+    expect(at("/?kind=everything").filters).toEqual({});
+    expect(at("/?exit_code=abc").filters).toEqual({});
+    expect(at("/?exit_code=256").filters).toEqual({});
+    expect(unitLabel(at("/").filters)).toBe("Installs");
+    expect(unitLabel(at("/?kind=tool").filters)).toBe("Tool runs");
+    expect(unitLabel(at("/?kind=all").filters)).toBe("Runs");
+  });
+
+  test("scope and new filters reach the API as its parameters; repo none is its empty value", async () => {
+    expect(apiParams(at("/?kind=addon&repo_source=external&exit_code=22")).toString()).toBe("days=30&kind=addon&repo_source=external&exit_code=22");
+    expect(apiParams(at("/?repo_source=none")).get("repo_source")).toBe("");
+    // Changing the scope is a new question: first page, nothing open.
+    expect(withChanges(at("/installs?cursor=abc&id=xyz"), { filters: { repo_source: "external" } })).toMatchObject({ cursor: null, id: null });
+  });
+
+  test("groups of the new breakdowns select their runs", async () => {
+    expect(groupFilters("exit_code", "100")).toEqual({ exit_code: "100" });
+    expect(groupFilters("error_category", "network")).toEqual({ error_category: "network" });
+    expect(groupFilters("gpu_passthrough", "yes")).toEqual({ gpu_passthrough: "yes" });
+    expect(groupFilters("repo_source", "ProxmoxVED")).toEqual({ repo_source: "ProxmoxVED" });
+    expect(groupFilters("repo_source", null)).toEqual({ repo_source: "none" });
+    expect(groupFilters("platform", null)).toBeNull();
+    // No filter parameter selects these.
+    expect(groupFilters("attempt", "2")).toBeNull();
+    expect(groupFilters("host_gpu", "igpu")).toBeNull();
+    expect(groupFilters("failed_command", "npm ci")).toBeNull();
+  });
+
+  test("retries from a breakdown by attempt", async () => {
+    const g = (value: string | null, total: number, success: number) => ({ value, total, success });
+    expect(retryNumbers([g("1", 100, 80), g("2", 10, 6), g("3", 3, 1), g("4+", 1, 1)])).toEqual({
+      installs: 100, executions: 114, retries: 14, perInstall: 1.14, retryRate: 0.1, rescued: 8, rescueRate: 0.8,
+    });
+    expect(retryNumbers([])).toEqual({ installs: 0, executions: 0, retries: 0, perInstall: null, retryRate: null, rescued: 0, rescueRate: null });
+    expect(retryNumbers([g("1", 5, 5)])).toMatchObject({ retries: 0, retryRate: 0, rescueRate: null });
+  });
+});
+
 describe("dashboard formatting", () => {
   test("durations in their two largest units, rates to one decimal, missing values marked", async () => {
     expect([null, 0, 42.4, 185, 7800, 277_200].map(duration)).toEqual(["–", "0s", "42s", "3m 5s", "2h 10m", "3d 5h"]);
     expect([null, 0, 0.9191, 1].map((r) => percent(r))).toEqual(["–", "0.0%", "91.9%", "100.0%"]);
     expect([null, "", "docker"].map(label)).toEqual(["(none)", "(none)", "docker"]);
     expect(dateTime("2026-11-21T09:05:59.123Z")).toBe("2026-11-21 09:05");
+    expect(timeOfDay("2026-11-21T09:05:59.123Z")).toBe("09:05:59");
   });
 });

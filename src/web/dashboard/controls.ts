@@ -1,9 +1,10 @@
 // The controls above every view: navigation, time window, filters and the active-filter chips.
 // Each is a link or a form, so all of it works with the keyboard and each choice is a URL.
 import { h, replace } from "./dom.ts";
-import { FILTER_KEYS, PRESET_DAYS, rangeLabel, stateUrl, withChanges, type DashState, type FilterKey, type Filters, type View } from "./state.ts";
+import { FILTER_KEYS, KINDS, PRESET_DAYS, REPO_SOURCES, kindOf, rangeLabel, stateUrl, withChanges, type DashState, type FilterKey, type Filters, type View } from "./state.ts";
 import { OUTCOME_LABEL } from "./widgets.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
+import { ERROR_CATEGORIES } from "../../domain/error-category.ts";
 
 const NAV: [View, string][] = [["overview", "Overview"], ["failures", "Failures"], ["installs", "Install log"], ["app", "Apps"]];
 
@@ -16,7 +17,42 @@ export function renderControls(el: { nav: HTMLElement; controls: HTMLElement }, 
       h("a", { href: stateUrl(withChanges(state, { view, signature: null })), "data-nav": true, "aria-current": state.view === view ? "page" : undefined }, text),
     ),
   );
-  replace(controls, rangeControl(state, go), filterForm(state, go), activeFilters(state));
+  replace(controls, rangeControl(state, go), scopeControl(state), filterForm(state, go), activeFilters(state));
+}
+
+/** The scope every view shares: which kind of run, from which repo. Choices are links. */
+const KIND_LABELS: Record<(typeof KINDS)[number], string> = { install: "Installs", tool: "Tools", addon: "Addons", all: "All kinds" };
+const REPO_LABELS: Record<(typeof REPO_SOURCES)[number] | "", [string, string]> = {
+  "": ["All repos", "every repository"],
+  ProxmoxVE: ["Main", "ProxmoxVE, the main collection"],
+  ProxmoxVED: ["Dev", "ProxmoxVED, the development repository"],
+  external: ["Forks", "external: forks and other repositories"],
+  none: ["None", "reports that name no repository (older clients)"],
+};
+/** Scope filters (kind, repo_source) are chosen in their own segments, not in the form. */
+const SCOPE_KEYS: readonly FilterKey[] = ["kind", "repo_source"];
+
+function scopeControl(state: DashState): HTMLElement {
+  const kind = kindOf(state.filters);
+  const repo = state.filters.repo_source ?? "";
+  const withFilter = (key: "kind" | "repo_source", value: string) => {
+    const filters = { ...state.filters, [key]: value };
+    if (!value || (key === "kind" && value === "install")) delete filters[key];
+    return stateUrl(withChanges(state, { filters }));
+  };
+  const kinds = KINDS.map((k) => h("a", { class: "seg", href: withFilter("kind", k), "data-nav": true, "data-kind": k, "aria-current": kind === k ? "true" : undefined }, KIND_LABELS[k]));
+  const known = (["", ...REPO_SOURCES] as const).includes(repo as (typeof REPO_SOURCES)[number]);
+  const repos: HTMLElement[] = (["", ...REPO_SOURCES] as const).map((r) =>
+    h("a", { class: "seg", href: withFilter("repo_source", r), "data-nav": true, "data-repo": r || "all", title: REPO_LABELS[r][1], "aria-current": repo === r ? "true" : undefined }, REPO_LABELS[r][0]),
+  );
+  // A repo value typed into the URL that is none of the choices still shows as chosen.
+  if (!known) repos.push(h("span", { class: "seg", "aria-current": "true" }, repo));
+  return h(
+    "div",
+    { class: "scope" },
+    h("div", { class: "segments", role: "group", "aria-label": "kind" }, ...kinds),
+    h("div", { class: "segments", role: "group", "aria-label": "repository" }, ...repos),
+  );
 }
 
 function rangeControl(state: DashState, go: (next: DashState) => void): HTMLElement {
@@ -53,6 +89,8 @@ function rangeControl(state: DashState, go: (next: DashState) => void): HTMLElem
 
 const FILTER_LABELS: Record<FilterKey, string> = {
   q: "Search",
+  kind: "Kind",
+  repo_source: "Repo",
   nsapp: "App",
   outcome: "Outcome",
   status: "Status",
@@ -61,22 +99,54 @@ const FILTER_LABELS: Record<FilterKey, string> = {
   os_version: "OS version",
   pve_version: "Host version",
   method: "Method",
+  exit_code: "Exit code",
+  error_category: "Error category",
+  platform: "Platform",
+  arch: "Arch",
+  cpu_vendor: "CPU vendor",
+  gpu_vendor: "GPU vendor",
+  gpu_passthrough: "GPU passthrough",
+  repo_slug: "Repo slug",
 };
 const TYPES = ["lxc", "vm", "turnkey", "pve", "addon", "tool"];
 
+/** Choices of the select fields; the other fields are free text. */
+const CHOICES: Partial<Record<FilterKey, readonly (readonly [string, string])[]>> = {
+  outcome: OUTCOMES.map((o) => [o, OUTCOME_LABEL[o]] as const),
+  type: TYPES.map((t) => [t, t] as const),
+  error_category: ERROR_CATEGORIES.map((c) => [c, c.replace("_", " ")] as const),
+  gpu_passthrough: [["yes", "yes"], ["no", "no"]],
+  platform: [["pve", "pve"], ["incus", "incus"]],
+};
+const PLACEHOLDERS: Partial<Record<FilterKey, string>> = { q: "app or error text", exit_code: "0-255", arch: "amd64", cpu_vendor: "intel", gpu_vendor: "nvidia", repo_slug: "owner/repo" };
+
 function filterForm(state: DashState, go: (next: DashState) => void): HTMLElement {
   const f = state.filters;
-  const fields = FILTER_KEYS.map((key) => {
+  const keys = FILTER_KEYS.filter((k) => !SCOPE_KEYS.includes(k));
+  const fields = keys.map((key) => {
     const id = `filter-${key}`;
-    const input =
-      key === "outcome" || key === "type"
-        ? h(
-            "select",
-            { id, name: key },
-            h("option", { value: "" }, "any"),
-            ...(key === "outcome" ? OUTCOMES.map((o) => [o, OUTCOME_LABEL[o]] as const) : TYPES.map((t) => [t, t] as const)).map(([value, text]) => h("option", { value, selected: f[key] === value }, text)),
-          )
-        : h("input", { id, name: key, type: key === "q" ? "search" : "text", value: f[key] ?? "", placeholder: key === "q" ? "app or error text" : "", autocomplete: "off", spellcheck: "false", maxlength: 200 });
+    const choices = CHOICES[key];
+    const input = choices
+      ? h(
+          "select",
+          { id, name: key },
+          h("option", { value: "" }, "any"),
+          ...choices.map(([value, text]) => h("option", { value, selected: f[key] === value }, text)),
+          // A value from the URL that is not among the choices stays selected rather than lost.
+          f[key] && !choices.some(([value]) => value === f[key]) ? h("option", { value: f[key]!, selected: true }, f[key]!) : null,
+        )
+      : h("input", {
+          id,
+          name: key,
+          type: key === "q" ? "search" : "text",
+          value: f[key] ?? "",
+          placeholder: PLACEHOLDERS[key] ?? "",
+          autocomplete: "off",
+          spellcheck: "false",
+          maxlength: 200,
+          inputmode: key === "exit_code" ? "numeric" : undefined,
+          pattern: key === "exit_code" ? "\\d{1,3}" : undefined,
+        });
     return h("div", { class: `field field-${key}` }, h("label", { for: id }, FILTER_LABELS[key]), input);
   });
   const form = h(
@@ -87,8 +157,10 @@ function filterForm(state: DashState, go: (next: DashState) => void): HTMLElemen
       onsubmit: ((e: Event) => {
         e.preventDefault();
         const data = new FormData(form);
+        // The scope is kept: the form does not hold it.
         const next: Filters = {};
-        for (const key of FILTER_KEYS) {
+        for (const key of SCOPE_KEYS) if (f[key]) next[key] = f[key];
+        for (const key of keys) {
           const v = String(data.get(key) ?? "").trim();
           if (v) next[key] = v;
         }
@@ -98,12 +170,12 @@ function filterForm(state: DashState, go: (next: DashState) => void): HTMLElemen
     ...fields,
     h("div", { class: "field buttons" }, h("button", { type: "submit", class: "primary" }, "Apply filters")),
   );
-  const count = Object.keys(f).length;
+  const count = keys.filter((k) => f[k]).length;
   return h("details", { class: "filter-panel", open: state.view === "installs" || undefined }, h("summary", {}, count ? `Filters (${count})` : "Filters"), form);
 }
 
 function activeFilters(state: DashState): HTMLElement | null {
-  const keys = FILTER_KEYS.filter((k) => state.filters[k]);
+  const keys = FILTER_KEYS.filter((k) => state.filters[k] && !SCOPE_KEYS.includes(k));
   if (keys.length === 0) return null;
   return h(
     "ul",
@@ -114,6 +186,13 @@ function activeFilters(state: DashState): HTMLElement | null {
       const value = key === "outcome" ? OUTCOME_LABEL[state.filters[key] as keyof typeof OUTCOME_LABEL] ?? state.filters[key]! : state.filters[key]!;
       return h("li", {}, h("a", { class: "chip removable", href: stateUrl(withChanges(state, { filters: rest })), "data-nav": true, "aria-label": `remove filter ${FILTER_LABELS[key]}` }, `${FILTER_LABELS[key]}: `, h("b", {}, value), " ✕"));
     }),
-    keys.length > 1 ? h("li", {}, h("a", { class: "chip", href: stateUrl(withChanges(state, { filters: {} })), "data-nav": true }, "Clear all")) : null,
+    keys.length > 1 ? h("li", {}, h("a", { class: "chip", href: stateUrl(withChanges(state, { filters: scopeOf(state.filters) })), "data-nav": true }, "Clear all")) : null,
   );
+}
+
+/** Only the scope filters of `f` ("Clear all" keeps the scope; its own segments change it). */
+function scopeOf(f: Filters): Filters {
+  const kept: Filters = {};
+  for (const key of SCOPE_KEYS) if (f[key]) kept[key] = f[key];
+  return kept;
 }

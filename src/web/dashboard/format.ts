@@ -25,3 +25,6 @@ export const label = (value: string | null): string => (value === null || value 
 
 /** YYYY-MM-DD of an instant in UTC. */
 export const isoDate = (t: number): string => new Date(t).toISOString().slice(0, 10);
+
+/** The time of day of an ISO instant, "HH:MM:SS" in UTC. */
+export const timeOfDay = (iso: string): string => iso.slice(11, 19);

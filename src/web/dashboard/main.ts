@@ -62,6 +62,8 @@ async function render(kind: "navigate" | "refresh"): Promise<void> {
     disposeView();
     disposers = pending;
     replace(main, node);
+    // An install just opened from the list: bring its details into view (not on live refreshes).
+    if (kind === "navigate") document.getElementById("install-detail")?.scrollIntoView({ block: "start" });
     document.title = `${title} · installstats`;
     updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
   } catch (e) {

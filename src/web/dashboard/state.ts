@@ -6,10 +6,28 @@ export type View = (typeof VIEWS)[number];
 
 export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app" };
 
-/** Filters of /api/installs and the stats endpoints that the dashboard exposes. */
-export const FILTER_KEYS = ["nsapp", "outcome", "status", "type", "os_type", "os_version", "pve_version", "method", "q"] as const;
+/**
+ * Filters of /api/installs and the stats endpoints that the dashboard exposes, in URL order.
+ * kind and repo_source are the scope every view shares (see KINDS and REPO_SOURCES).
+ */
+export const FILTER_KEYS = [
+  "kind", "repo_source", "nsapp", "outcome", "status", "type", "os_type", "os_version", "pve_version", "method",
+  "exit_code", "error_category", "platform", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "repo_slug", "q",
+] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 export type Filters = Partial<Record<FilterKey, string>>;
+
+/** What the views count: installs unless asked (the API's default, so left out of the URL). */
+export const KINDS = ["install", "tool", "addon", "all"] as const;
+export type KindChoice = (typeof KINDS)[number];
+const DEFAULT_KIND: KindChoice = "install";
+
+/**
+ * Repo filter: every repo (no parameter), the main collection, its dev repo, forks, or reports
+ * that name none (older clients). "none" is the dashboard's word for the API's empty value.
+ */
+export const REPO_SOURCES = ["ProxmoxVE", "ProxmoxVED", "external", "none"] as const;
+const NO_REPO = "none";
 
 export const PRESET_DAYS = [1, 7, 30, 90, 365] as const;
 const DEFAULT_DAYS = 30;
@@ -57,6 +75,9 @@ export function parseState(url: URL): DashState {
     const value = p.get(key)?.trim();
     if (value) filters[key] = value.slice(0, 200);
   }
+  // A kind the API does not know, or the default one, is no filter.
+  if (filters.kind !== undefined && (!(KINDS as readonly string[]).includes(filters.kind) || filters.kind === DEFAULT_KIND)) delete filters.kind;
+  if (filters.exit_code !== undefined && !(/^\d{1,3}$/.test(filters.exit_code) && Number(filters.exit_code) <= 255)) delete filters.exit_code;
   return {
     view: viewOf(url.pathname),
     range,
@@ -110,7 +131,7 @@ function rangeParams(r: Range): Record<string, string> {
 /** Window and filters as read-API parameters. */
 export function apiParams(s: Pick<DashState, "range" | "filters">, extra: Record<string, string | number> = {}): URLSearchParams {
   const p = new URLSearchParams(rangeParams(s.range));
-  for (const key of FILTER_KEYS) if (s.filters[key]) p.set(key, s.filters[key]!);
+  for (const key of FILTER_KEYS) if (s.filters[key]) p.set(key, key === "repo_source" && s.filters[key] === NO_REPO ? "" : s.filters[key]!);
   for (const [k, v] of Object.entries(extra)) p.set(k, String(v));
   return p;
 }
@@ -127,6 +148,14 @@ export function intervalFor(r: Range): "hour" | "day" | "week" {
   return days <= 2 ? "hour" : days <= 120 ? "day" : "week";
 }
 
+/** The kind the views count. */
+export const kindOf = (f: Filters): KindChoice => (f.kind as KindChoice | undefined) ?? DEFAULT_KIND;
+
+/** What one counted thing is called under a kind: "Installs", "Tool runs", ... */
+export function unitLabel(f: Filters): string {
+  return { install: "Installs", tool: "Tool runs", addon: "Addon runs", all: "Runs" }[kindOf(f)];
+}
+
 export function rangeLabel(r: Range): string {
   if ("days" in r) return r.days === 1 ? "last 24 hours" : `last ${r.days} days`;
   return r.from === r.to ? r.from : `${r.from} to ${r.to}`;
@@ -137,9 +166,13 @@ export function rangeLabel(r: Range): string {
  * absent values, and dimensions the install filters do not cover).
  */
 export function groupFilters(by: string, value: string | null): Filters | null {
+  // Reports naming no repo are a choice of the repo filter; other absent values select nothing.
+  if (by === "repo_source" && (value === null || value === "")) return { repo_source: NO_REPO };
   if (value === null || value === "") return null;
   switch (by) {
     case "nsapp": case "status": case "type": case "method": case "pve_version":
+    case "exit_code": case "error_category": case "platform": case "arch": case "cpu_vendor": case "gpu_vendor":
+    case "gpu_passthrough": case "repo_source": case "repo_slug":
       return { [by]: value };
     case "os": {
       // The os group is "<os_type> <os_version>" (either may be absent).

@@ -31,10 +31,10 @@ export interface Card {
   href?: string;
 }
 
-export function cards(items: Card[]): HTMLElement {
+export function cards(items: Card[], compact = false): HTMLElement {
   return h(
     "div",
-    { class: "cards" },
+    { class: compact ? "cards compact" : "cards" },
     ...items.map((c) => {
       const body = [h("span", { class: "card-title" }, c.title), h("strong", { class: "card-value", "data-metric": c.metric }, c.value), c.sub ? h("span", { class: "card-sub" }, c.sub) : null];
       const cls = `card${c.tone ? ` tone-${c.tone}` : ""}`;
@@ -50,6 +50,10 @@ export interface BarRow {
   successRate: number | null;
   /** Where the row leads (null: not selectable). */
   href: string | null;
+  /** Shown instead of the value (e.g. an explanation); the value stays its title. */
+  text?: string;
+  /** The last column instead of the success rate, e.g. a share of failures. */
+  rate?: { text: string; title: string };
 }
 
 /** A ranked list with proportional bars: label, volume, failure share in the bar, success rate. */
@@ -63,10 +67,10 @@ export function barList(rows: BarRow[], empty = "Nothing in this window."): HTML
       const width = (r.total / max) * 100;
       const failedWidth = r.total === 0 ? 0 : (r.failed / r.total) * 100;
       const content = [
-        h("span", { class: "bar-label", title: label(r.value) }, label(r.value)),
+        h("span", { class: "bar-label", title: label(r.value), "data-value": r.value ?? "" }, r.text ?? label(r.value)),
         h("span", { class: "bar-track", "aria-hidden": "true" }, sized(h("span", { class: "bar-fill" }, sized(h("span", { class: "bar-failed" }), failedWidth)), width)),
         h("span", { class: "bar-count", "data-count": r.total }, count(r.total)),
-        h("span", { class: "bar-rate", title: "success rate" }, percent(r.successRate)),
+        h("span", { class: "bar-rate", title: r.rate?.title ?? "success rate" }, r.rate?.text ?? percent(r.successRate)),
       ];
       return h("li", {}, r.href ? h("a", { class: "bar-row", href: r.href, "data-nav": true }, ...content) : h("div", { class: "bar-row" }, ...content));
     }),

@@ -1,20 +1,31 @@
-// Failures: apps ranked by failure rate (with a minimum-runs floor), error signatures, trend.
+// Failures: apps ranked by failure rate (with a minimum-runs floor), exit codes with what they
+// mean, error categories, failing commands, error signatures, trend.
 import { api, type BreakdownResponse, type ErrorsResponse } from "../api.ts";
 import { h } from "../dom.ts";
 import { count, dateTime, percent } from "../format.ts";
 import { DEFAULT_MIN_RUNS, apiParams, rangeLabel, type DashState } from "../state.ts";
 import type { ViewContext, ViewRender } from "../view.ts";
 import { cards, emptyState, panel } from "../widgets.ts";
-import { failureTrend, fetchBreakdown, fetchTimeseries } from "./common.ts";
+import { failureBars, failureTrend, fetchBreakdown, fetchTimeseries, groupHref, notSucceeded, panelGroup, subPanel } from "./common.ts";
+import { explainExitCode } from "../../../domain/exit-codes.ts";
+import { categoryOfExitCode } from "../../../domain/error-category.ts";
+
+/** Exit codes listed; the breakdown asks for a few more, as 0 and "none" take places in it. */
+const EXIT_CODES = 20;
+const COMMANDS = 15;
 
 export const failures: ViewRender = async (s, ctx) => {
-  const [sum, ts, ranked, errors] = await Promise.all([
+  const [sum, ts, ranked, errors, codes, categories, commands] = await Promise.all([
     api.summary(apiParams(s), ctx.signal),
     fetchTimeseries(s, ctx),
     fetchBreakdown(s, ctx, "nsapp", { sort: "failure_rate", min_runs: s.minRuns, limit: 25 }),
     api.errors(apiParams(s, { limit: 25 }), ctx.signal),
+    fetchBreakdown(s, ctx, "exit_code", { limit: EXIT_CODES + 2 }),
+    fetchBreakdown(s, ctx, "error_category", { limit: 20 }),
+    fetchBreakdown(s, ctx, "failed_command", { limit: COMMANDS + 1 }),
   ]);
   const finished = sum.success + sum.failed;
+  const unsuccessful = notSucceeded(sum);
   const node = h(
     "div",
     { class: "view" },
@@ -27,6 +38,11 @@ export const failures: ViewRender = async (s, ctx) => {
       "div",
       { class: "grid" },
       panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate per ${ts.interval}, ${rangeLabel(s.range)}`, s.filters), { wide: true }),
+      panelGroup("Causes", [
+        subPanel("Error categories", failureBars(categories, s, ctx, unsuccessful, { text: (v) => v?.replace("_", " "), empty: "No failed or aborted runs in this window." })),
+        subPanel("Failing commands", commandTable(commands, s, ctx, unsuccessful)),
+      ]),
+      panel("Exit codes", exitCodeTable(codes, s, ctx, unsuccessful), { wide: true }),
       panel("Apps by failure rate", rankedApps(ranked, s, ctx), { wide: true, action: minRunsControl(s, ctx) }),
       panel("Error signatures", signatureTable(errors, s, ctx), { wide: true }),
     ),
@@ -78,6 +94,69 @@ function rankedApps(b: BreakdownResponse, s: DashState, ctx: ViewContext): HTMLE
         }),
       ),
     ),
+  );
+}
+
+/** Runs that did not succeed by exit code, each with what the code means and its category. */
+function exitCodeTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: number): HTMLElement {
+  const groups = b.groups.filter((g) => g.value !== null && g.value !== "0" && notSucceeded(g) > 0).slice(0, EXIT_CODES);
+  // Runs that failed without a code: older clients' texts that state none.
+  const none = b.groups.find((g) => g.value === null);
+  const noCode = none ? notSucceeded(none) : 0;
+  const note = noCode > 0 ? h("p", { class: "more", id: "no-exit-code" }, `${count(noCode)} more did not succeed without an exit code (older clients whose error text states none).`) : null;
+  if (groups.length === 0) return h("div", {}, emptyState("No run ended with an exit code other than 0 in this window."), note);
+  const col = (text: string, cls?: string) => h("th", { scope: "col", class: cls }, text);
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "data exit-codes" },
+      h("thead", {}, h("tr", {}, col("Exit code", "num"), col("Meaning"), col("Category"), col("Failed", "num"), col("Aborted", "num"), col("Share", "num"))),
+      h(
+        "tbody",
+        {},
+        ...groups.map((g) => {
+          const code = Number(g.value);
+          const category = categoryOfExitCode(code);
+          const href = groupHref("exit_code", g.value, s, ctx);
+          return h(
+            "tr",
+            { "data-code": g.value },
+            h("td", { class: "num" }, href ? h("a", { href, "data-nav": true, class: "mono", "aria-label": `runs with exit code ${code}` }, g.value) : g.value),
+            h("td", { class: "meaning" }, explainExitCode(code)),
+            h("td", {}, category === "unknown" ? h("span", { class: "muted" }, "–") : h("a", { class: "chip", href: groupHref("error_category", category, s, ctx)!, "data-nav": true }, category.replace("_", " "))),
+            h("td", { class: "num", "data-count": g.failed }, count(g.failed)),
+            h("td", { class: "num" }, count(g.aborted)),
+            h("td", { class: "num" }, percent(of === 0 ? null : notSucceeded(g) / of)),
+          );
+        }),
+      ),
+    ),
+    note,
+  );
+}
+
+/** The commands failures stopped at (clients since payload v2 send them), most frequent first. */
+function commandTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: number): HTMLElement {
+  const groups = b.groups.filter((g) => g.value !== null && notSucceeded(g) > 0).slice(0, COMMANDS);
+  if (groups.length === 0) return emptyState("No failing command reported in this window (clients send it since payload v2).");
+  return h(
+    "ol",
+    { class: "commands" },
+    ...groups.map((g) => {
+      const n = notSucceeded(g);
+      // No filter selects a command; its failures' error texts name it (the client's header).
+      const href = g.value!.length <= 200 ? ctx.href({ view: "installs", filters: { ...s.filters, q: g.value!, outcome: s.filters.outcome ?? "failed" } }) : null;
+      const cmd = h("code", { class: "mono" }, g.value!);
+      return h(
+        "li",
+        {},
+        href ? h("a", { href, "data-nav": true, title: "failed runs whose error text names this command" }, cmd) : cmd,
+        h("span", { class: "num", "data-count": n }, count(n)),
+        h("span", { class: "muted num" }, percent(of === 0 ? null : n / of)),
+      );
+    }),
   );
 }
 

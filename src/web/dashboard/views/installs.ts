@@ -1,11 +1,12 @@
 // Install log: every filter of /api/installs, newest or oldest first, cursor pages, and the
-// details of one install with its full error text.
-import { api, ApiError, type ExecutionRecord } from "../api.ts";
+// details of one install: its fields, its full error text, and each execution with its timeline.
+import { api, ApiError, type ExecutionRecord, type InstallDetail } from "../api.ts";
 import { h } from "../dom.ts";
-import { dateTime, duration, label } from "../format.ts";
+import { dateTime, duration, label, timeOfDay } from "../format.ts";
 import { apiParams, type DashState } from "../state.ts";
 import type { ViewContext, ViewRender } from "../view.ts";
-import { badge, emptyState, panel } from "../widgets.ts";
+import { OUTCOME_LABEL, badge, emptyState, panel } from "../widgets.ts";
+import { explainExitCode } from "../../../domain/exit-codes.ts";
 
 const PAGE = 50;
 
@@ -20,6 +21,7 @@ export const installs: ViewRender = async (s, ctx) => {
     "div",
     { class: "view" },
     s.signature ? h("p", { class: "notice" }, "Failed installs with one error signature. ", h("a", { href: ctx.href({ signature: null }), "data-nav": true }, "Show all installs")) : null,
+    detail,
     panel(
       "Installs",
       h(
@@ -36,7 +38,6 @@ export const installs: ViewRender = async (s, ctx) => {
       ),
       { wide: true },
     ),
-    detail,
   );
   return { title: "Install log", node };
 };
@@ -55,17 +56,18 @@ function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext): HTMLEle
     h(
       "table",
       { class: "data installs" },
-      h("thead", {}, h("tr", {}, timeHeader, col("App"), col("Outcome"), col("Type"), col("OS"), col("Host"), col("Method"), col("Duration", "num"), col("Error"))),
+      h("thead", {}, h("tr", {}, timeHeader, col("App"), col("Outcome"), col("Exit", "num"), col("Type"), col("OS"), col("Host"), col("Method"), col("Duration", "num"), col("Error"))),
       h(
         "tbody",
         {},
         ...rows.map((r) =>
           h(
             "tr",
-            { "data-id": r.random_id, class: r.random_id === s.id ? "selected" : undefined },
+            { "data-id": r.random_id, "data-execution": r.execution_id, class: r.random_id === s.id ? "selected" : undefined },
             h("td", { class: "nowrap" }, h("a", { href: ctx.href({ id: r.random_id }), "data-nav": true, "aria-label": `details of install ${r.random_id}` }, dateTime(r.created_at))),
             h("td", {}, r.nsapp === null ? "(none)" : h("a", { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: r.nsapp } }), "data-nav": true }, r.nsapp)),
-            h("td", {}, badge(r.outcome)),
+            h("td", { class: "nowrap" }, badge(r.outcome), r.attempt > 1 ? h("span", { class: "attempt", title: `attempt ${r.attempt} of this install` }, ` #${r.attempt}`) : null),
+            h("td", { class: "num" }, r.exit_code === null ? "" : h("span", { title: explainExitCode(r.exit_code) }, String(r.exit_code))),
             h("td", {}, r.type),
             h("td", { class: "nowrap" }, label([r.os_type, r.os_version].filter((v) => v !== null).join(" ") || null)),
             h("td", {}, label(r.pve_version)),
@@ -88,25 +90,48 @@ async function loadInstall(id: string, ctx: ViewContext): Promise<HTMLElement> {
   }
 }
 
-function details(r: ExecutionRecord, ctx: ViewContext): HTMLElement {
+const PROTOCOL = (v: number | null): string => (v === null ? "/upload" : `/telemetry v${v}`);
+const num = (v: number | null): string => label(v === null ? null : String(v));
+const joined = (...parts: (string | null)[]): string => label(parts.filter((p) => p !== null && p !== "").join(" ") || null);
+
+function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
+  const r: ExecutionRecord = d;
   const fields: [string, string][] = [
     ["random_id", r.random_id],
     ["app", label(r.nsapp)],
+    ["kind", r.kind],
+    ["executions", String(d.executions.length)],
     ["status", r.status],
+    ["exit code", r.exit_code === null ? "(none)" : `${r.exit_code}: ${explainExitCode(r.exit_code)}`],
+    ["error category", label(r.error_category)],
+    ["failed command", r.failed_command ? `${r.failed_command}${r.failed_line ? ` (line ${r.failed_line})` : ""}` : "(none)"],
     ["type", r.type],
-    ["ct_type", label(r.ct_type === null ? null : String(r.ct_type))],
-    ["os", label([r.os_type, r.os_version].filter((v) => v !== null).join(" ") || null)],
+    ["ct_type", num(r.ct_type)],
+    ["os", joined(r.os_type, r.os_version)],
     ["host version", label(r.pve_version)],
     ["method", label(r.method)],
-    ["cores", label(r.core_count === null ? null : String(r.core_count))],
-    ["RAM (MiB)", label(r.ram_size === null ? null : String(r.ram_size))],
-    ["disk (GiB)", label(r.disk_size === null ? null : String(r.disk_size))],
+    ["cores", num(r.core_count)],
+    ["RAM (MiB)", num(r.ram_size)],
+    ["disk (GiB)", num(r.disk_size)],
     ["IPv6 disabled", label(r.disableip6)],
+    ["platform", label(r.platform)],
+    ["arch", label(r.arch)],
+    ["CPU", joined(r.cpu_vendor, r.cpu_model)],
+    ["GPU", joined(r.gpu_vendor, r.gpu_model)],
+    ["GPU passthrough", label(r.gpu_passthrough)],
+    ["host GPU", label(r.host_gpu)],
+    ["RAM speed", label(r.ram_speed)],
+    ["kernel", label(r.kernel_version)],
+    ["app version", label(r.app_version)],
+    ["repository", joined(r.repo_source, r.repo_slug ? `(${r.repo_slug})` : null)],
+    ["protocol", PROTOCOL(r.payload_version)],
     ["started", r.created_at],
     ["updated", r.updated_at],
     ["duration", duration(r.duration_s)],
+    ["client's duration", r.install_duration === null ? "–" : duration(r.install_duration)],
     ["repaired on arrival", r.repaired ? "yes" : "no"],
   ];
+  if (r.extra !== null) fields.push(["other fields", JSON.stringify(r.extra)]);
   const errorText = h("pre", { class: "error-text", id: "error-text", tabindex: 0 }, r.error ?? "");
   const copied = h("span", { class: "muted", role: "status" });
   const copy = h(
@@ -125,9 +150,74 @@ function details(r: ExecutionRecord, ctx: ViewContext): HTMLElement {
       "div",
       { class: "detail" },
       h("dl", { class: "fields" }, ...fields.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
-      h("div", { class: "detail-error" }, h("div", { class: "row" }, badge(r.outcome), r.error ? copy : null, copied), r.error ? errorText : h("p", { class: "muted" }, "No error text.")),
+      h(
+        "div",
+        { class: "detail-side" },
+        h(
+          "div",
+          { class: "detail-error" },
+          h("div", { class: "row" }, badge(r.outcome), d.executions.length > 1 ? h("span", { class: "muted" }, `attempt ${r.attempt}, the latest`) : null, r.error ? copy : null, copied),
+          r.error ? errorText : h("p", { class: "muted" }, "No error text."),
+        ),
+        executions(d),
+      ),
     ),
     { wide: true, id: "install-detail", action: h("a", { href: ctx.href({ id: null }), "data-nav": true, "aria-label": "close details" }, "Close ✕") },
+  );
+}
+
+const STEPS = [["installing", "Installing"], ["validation", "Validation"], ["configuring", "Configuring"]] as const;
+
+/** Every execution of the install, first to last, each with its status timeline. */
+function executions(d: InstallDetail): HTMLElement {
+  return h(
+    "section",
+    { class: "executions", "aria-label": "executions" },
+    h("h3", {}, d.executions.length === 1 ? "Execution" : `Executions (${d.executions.length})`),
+    h(
+      "ol",
+      { class: "execution-list" },
+      ...d.executions.map((e, i) =>
+        h(
+          "li",
+          { class: "execution", "data-execution": e.execution_id, "data-attempt": e.attempt },
+          h(
+            "div",
+            { class: "row" },
+            h("strong", {}, `Attempt ${e.attempt}`),
+            badge(e.outcome),
+            e.exit_code === null ? null : h("span", { class: "exit", title: explainExitCode(e.exit_code) }, `exit ${e.exit_code}: ${explainExitCode(e.exit_code)}`),
+            e.error_category ? h("span", { class: "chip" }, e.error_category.replace("_", " ")) : null,
+            h("span", { class: "muted mono", title: "execution_id" }, e.execution_id),
+          ),
+          timeline(e),
+          e.failed_command ? h("p", { class: "failed-command" }, "Failed at ", e.failed_line ? `line ${e.failed_line}: ` : "", h("code", { class: "mono" }, e.failed_command)) : null,
+          // The latest execution's error text is shown whole above.
+          e.error && i < d.executions.length - 1 ? h("details", {}, h("summary", {}, "Error text"), h("pre", { class: "error-text" }, e.error)) : null,
+        ),
+      ),
+    ),
+  );
+}
+
+/** When each status was first seen, and how long after the start; steps never reported are marked so. */
+function timeline(e: ExecutionRecord): HTMLElement {
+  const t = e.timeline;
+  const start = Date.parse(t.installing ?? e.created_at);
+  const step = (key: string, name: string, at: string | null, tone?: string) =>
+    h(
+      "li",
+      { class: at === null ? "step missing" : `step${tone ? ` tone-${tone}` : ""}`, "data-step": key },
+      h("span", { class: "step-name" }, name),
+      at === null ? h("span", { class: "muted" }, "not reported") : h("time", { datetime: at, title: at }, timeOfDay(at)),
+      at !== null && key !== "installing" ? h("span", { class: "muted" }, ` +${duration((Date.parse(at) - start) / 1000)}`) : null,
+    );
+  const done = e.outcome !== "in_progress";
+  return h(
+    "ol",
+    { class: "timeline", "aria-label": `timeline of attempt ${e.attempt}` },
+    ...STEPS.map(([key, name]) => step(key, name, t[key])),
+    done ? step("finished", OUTCOME_LABEL[e.outcome], t.finished, e.outcome) : h("li", { class: "step pending", "data-step": "finished" }, h("span", { class: "step-name" }, "Final status"), h("span", { class: "muted" }, "not yet")),
   );
 }
 

@@ -105,7 +105,7 @@ export function compatRoutes(deps: CompatDeps) {
       "/data/summary",
       async () => {
         const span = await store.recordSpan();
-        if (!span) return { total_entries: 0, status_count: {}, nsapp_count: {} };
+        if (!span) return new Response(JSON.stringify({ total_entries: 0, status_count: {}, nsapp_count: {} }), { headers: { "content-type": "application/json" } });
         // All time, from rollups: the first install's hour up to past both now and the newest install.
         const w = allTime(span, clock());
         const every = { sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER } as const;
@@ -114,7 +114,10 @@ export function compatRoutes(deps: CompatDeps) {
           stats.breakdown({}, w, { ...every, by: "status" }),
           stats.breakdown({}, w, { ...every, by: "nsapp" }),
         ]);
-        return { total_entries: summary.total, status_count: countsObject(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
+        const body: CompatSummary = { total_entries: summary.total, status_count: countsObject(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
+        // Serialised here: the response step copies record keys by assignment, and an app named
+        // "__proto__" would vanish (or worse) on the way out.
+        return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
       },
       {
         response: { 200: CompatSummary },

@@ -1,4 +1,5 @@
-// The dashboard in real headless Chromium against the compiled binary with seeded data.
+// The dashboard in real headless Chromium against the compiled binary with seeded data, and
+// reports of today's clients (POST /telemetry v1 and v2: retries, forks, tools, hardware).
 // Screenshots of every view, light and dark, go to test-artifacts/screenshots/ for review.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync } from "node:fs";
@@ -13,6 +14,12 @@ setDefaultTimeout(180_000);
 const SHOTS = join(ROOT, "test-artifacts/screenshots");
 const XSS = `<img src=x onerror=alert(1)><script>alert(2)</script>`;
 const XSS_ID = "dashboard-xss-0001";
+/** An install whose first execution failed (exit 100) and whose retry succeeded. */
+const RETRY_ID = "dashboard-retry-0001";
+const RETRY_EXECUTION = "dashboard-retry-0001-b";
+const FAILED_COMMAND = "apt-get install -y dashboard-probe-pkg";
+/** A fork's install that failed with exit 22 (network). */
+const FORK_ID = "dashboard-fork-0001";
 
 let server: RunningServer;
 let browser: Browser;
@@ -22,6 +29,37 @@ async function api<T>(path: string): Promise<T> {
   const res = await fetch(server.url + path);
   if (!res.ok) throw new Error(`${path}: ${res.status}`);
   return (await res.json()) as T;
+}
+
+/** One report of a current client (v2 unless payload_version is overridden), with its full payload. */
+function telemetry(fields: Record<string, unknown>): Record<string, unknown> {
+  return {
+    payload_version: 2, type: "lxc", nsapp: "dash-probe", ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12",
+    pve_version: "9.0.10", method: "default", exit_code: 0, error: "", error_category: "", install_duration: 0, cpu_vendor: "amd", cpu_model: "", gpu_vendor: "nvidia",
+    gpu_model: "", gpu_passthrough: "yes", ram_speed: "", arch: "amd64", platform: "pve", has_arm: false, kernel_version: "6.14.11-4-pve", app_version: "",
+    failed_command: "", failed_line: 0, repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE",
+    ...fields,
+  };
+}
+
+/** A whole execution as the client sends it: start, two progress pings, final. */
+async function execution(fields: Record<string, unknown>, final: Record<string, unknown>): Promise<void> {
+  for (const status of ["installing", "validation", "configuring"]) expect(await post("/telemetry", telemetry({ ...fields, status }))).toBeLessThan(300);
+  expect(await post("/telemetry", telemetry({ ...fields, ...final }))).toBeLessThan(300);
+}
+
+/** Today's clients: a retried install, a fork's failure, a dev repo's success, an incus host, a tool and an addon. */
+async function postTelemetry(): Promise<void> {
+  const failed100 = { status: "failed", exit_code: 100, error_category: "dependency", failed_command: FAILED_COMMAND, failed_line: 42, error: `exit_code=100 | APT: install failed | at line 42: ${FAILED_COMMAND}\n---\nE: Unable to locate package` };
+  await execution({ random_id: RETRY_ID, execution_id: RETRY_ID, nsapp: "retry-probe" }, failed100);
+  await execution({ random_id: RETRY_ID, execution_id: RETRY_EXECUTION, nsapp: "retry-probe" }, { status: "success", install_duration: 95 });
+  const fork = { random_id: FORK_ID, execution_id: FORK_ID, nsapp: "fork-probe", repo_source: "external", repo_slug: "alice/ProxmoxVE", cpu_vendor: "intel", gpu_vendor: "intel", gpu_passthrough: "no" };
+  await execution(fork, { status: "failed", exit_code: 22, error_category: "network", error: "exit_code=22 | curl: HTTP error" });
+  // v1: no payload_version; its gpu_passthrough is the host's GPU kind.
+  await execution({ payload_version: undefined, random_id: "dashboard-dev-0001", execution_id: "dashboard-dev-0001", repo_source: "ProxmoxVED", repo_slug: "community-scripts/ProxmoxVED", gpu_passthrough: "igpu", arch: "arm64", has_arm: true }, { status: "success" });
+  await execution({ random_id: "dashboard-incus-0001", execution_id: "dashboard-incus-0001", platform: "incus", pve_version: "incus-6.0" }, { status: "success" });
+  expect(await post("/telemetry", telemetry({ random_id: "dashboard-tool-0001", execution_id: "dashboard-tool-0001", type: "pve", nsapp: "post-pve-install", status: "success" }))).toBeLessThan(300);
+  expect(await post("/telemetry", telemetry({ random_id: "dashboard-addon-0001", execution_id: "dashboard-addon-0001", type: "addon", nsapp: "netdata", status: "failed", exit_code: 1, error: "exit_code=1 | General error" }))).toBeLessThan(300);
 }
 
 async function post(path: string, body: unknown): Promise<number> {
@@ -48,6 +86,7 @@ beforeAll(async () => {
   // A failure whose error text is markup: it must show as text everywhere and run nothing.
   expect(await post("/upload", startReport(XSS_ID, { nsapp: "xss-probe" }))).toBe(201);
   expect(await post("/upload/updatestatus", { random_id: XSS_ID, status: "failed", error: XSS })).toBe(200);
+  await postTelemetry();
   browser = await launchBrowser();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   mkdirSync(SHOTS, { recursive: true });
@@ -72,6 +111,8 @@ describe("every view", () => {
       ["failures", "/failures"],
       ["installs", "/installs"],
       ["install-detail", `/installs?id=${XSS_ID}`],
+      ["install-retried", `/installs?id=${RETRY_ID}`],
+      ["forks", "/failures?repo_source=external&kind=all"],
       ["app", `/app?nsapp=${encodeURIComponent(app)}`],
       ["apps", "/app"],
     ];
@@ -245,6 +286,176 @@ describe("install log", () => {
   });
 });
 
+type Group = { value: string | null; total: number; success: number; failed: number; aborted: number; unknown: number };
+type Breakdown = { groups: Group[] };
+const notSucceeded = (g: Group) => g.failed + g.aborted + g.unknown;
+
+/** [value, count] of a bar list's rows ("" for a missing value). */
+const barRows = (page: Page, section: string) =>
+  page.locator(`section[aria-label='${section}'] .bar-row`).evaluateAll((rows) => rows.map((r) => [r.querySelector(".bar-label")!.getAttribute("data-value"), Number(r.querySelector(".bar-count")!.getAttribute("data-count"))]));
+
+describe("today's clients", () => {
+  test("the overview shows retries, repositories, platform and hardware as the API counts them", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/?days=1`);
+    const attempts = await api<Breakdown>("/api/stats/breakdown?days=1&by=attempt&limit=10");
+    const installs = attempts.groups.find((g) => g.value === "1")!.total;
+    const again = attempts.groups.filter((g) => g.value !== "1");
+    const retries = again.reduce((n, g) => n + g.total, 0);
+    const rescued = again.reduce((n, g) => n + g.success, 0);
+    expect(retries).toBeGreaterThanOrEqual(1);
+    expect(rescued).toBeGreaterThanOrEqual(1);
+    expect(num(await metric(w.page, "retries"))).toBe(retries);
+    expect(num(await metric(w.page, "rescued"))).toBe(rescued);
+    const retried = attempts.groups.find((g) => g.value === "2")!.total;
+    expect(await metric(w.page, "retry_rate")).toBe(`${((retried / installs) * 100).toFixed(1)}%`);
+    expect(await metric(w.page, "executions_per_install")).toBe(((installs + retries) / installs).toFixed(2));
+    // The same numbers as the server's own summary of retries.
+    const summary = await api<{ retries: { retries: number; rescued: number; installs: number } }>("/api/stats/summary?days=1");
+    expect(summary.retries).toMatchObject({ retries, rescued, installs });
+    expect(await barRows(w.page, "Runs by attempt")).toEqual(attempts.groups.map((g) => [g.value, g.total]));
+
+    const panels: [string, string, number][] = [
+      ["Platforms", "platform", 6], ["Architectures", "arch", 6], ["CPU vendors", "cpu_vendor", 6], ["GPU vendors", "gpu_vendor", 6],
+      ["GPU passthrough", "gpu_passthrough", 6], ["Host GPU (v1 clients)", "host_gpu", 6], ["Repositories", "repo_source", 8], ["Repository slugs", "repo_slug", 8],
+    ];
+    for (const [title, by, limit] of panels) {
+      const b = await api<Breakdown>(`/api/stats/breakdown?days=1&by=${by}&limit=${limit}`);
+      expect(b.groups.length).toBeGreaterThan(0);
+      expect(await barRows(w.page, title)).toEqual(b.groups.map((g) => [g.value ?? "", g.total]));
+    }
+    // A hardware row lists its runs.
+    await clickAndWait(w.page, "section[aria-label='GPU passthrough'] a.bar-row:has([data-value='yes'])");
+    expect(new URL(w.page.url()).searchParams.get("gpu_passthrough")).toBe("yes");
+    expect(await w.page.locator(`tr[data-id="${RETRY_ID}"]`).count()).toBe(2);
+    clean(w);
+    await w.page.close();
+  });
+
+  test("failures show exit codes with their meaning and category, error categories and failing commands", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/failures?days=1`);
+    const codes = await api<Breakdown>("/api/stats/breakdown?days=1&by=exit_code&limit=22");
+    const expected = codes.groups.filter((g) => g.value !== null && g.value !== "0" && notSucceeded(g) > 0).slice(0, 20);
+    const rows = w.page.locator("table.exit-codes tbody tr");
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-code")))).toEqual(expected.map((g) => g.value));
+    const apt = w.page.locator("table.exit-codes tr[data-code='100'] td");
+    expect(await apt.nth(1).textContent()).toBe("APT: install failed (broken packages or dependencies)");
+    expect(await apt.nth(2).textContent()).toBe("dependency");
+    expect(Number(await apt.nth(3).getAttribute("data-count"))).toBe(codes.groups.find((g) => g.value === "100")!.failed);
+    expect(await w.page.locator("table.exit-codes tr[data-code='22'] td").nth(1).textContent()).toContain("HTTP error");
+
+    const categories = await api<Breakdown>("/api/stats/breakdown?days=1&by=error_category&limit=20");
+    expect(await barRows(w.page, "Error categories")).toEqual(categories.groups.filter((g) => notSucceeded(g) > 0).map((g) => [g.value ?? "", notSucceeded(g)]));
+    const commands = await api<Breakdown>("/api/stats/breakdown?days=1&by=failed_command&limit=16");
+    const probe = commands.groups.find((g) => g.value === FAILED_COMMAND)!;
+    const command = w.page.locator("ol.commands li", { hasText: FAILED_COMMAND });
+    expect(Number(await command.locator("[data-count]").getAttribute("data-count"))).toBe(notSucceeded(probe));
+
+    // An exit code lists the runs that ended with it, the retried install's first execution among them.
+    await clickAndWait(w.page, "table.exit-codes tr[data-code='100'] a");
+    expect(new URL(w.page.url()).searchParams.get("exit_code")).toBe("100");
+    const exits = await w.page.locator("table.installs tbody td:nth-child(4)").allTextContents();
+    expect(exits.length).toBeGreaterThan(0);
+    expect(new Set(exits)).toEqual(new Set(["100"]));
+    expect(await w.page.locator(`tr[data-execution="${RETRY_ID}"]`).count()).toBe(1);
+    // A category chip lists that category's runs.
+    await openView(w.page, `${server.url}/failures?days=1`);
+    await clickAndWait(w.page, "section[aria-label='Error categories'] a.bar-row:has([data-value='network'])");
+    expect(new URL(w.page.url()).searchParams.get("error_category")).toBe("network");
+    expect(await w.page.locator(`tr[data-id="${FORK_ID}"]`).count()).toBe(1);
+    clean(w);
+    await w.page.close();
+  });
+
+  test("the repo filter and the kind selector apply to every view and stay in the URL", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/?days=1`);
+    await clickAndWait(w.page, "a[data-repo='external']");
+    expect(new URL(w.page.url()).searchParams.get("repo_source")).toBe("external");
+    const forks = await api<Record<string, number>>("/api/stats/summary?days=1&repo_source=external");
+    expect(forks.total).toBeGreaterThanOrEqual(1);
+    expect(num(await metric(w.page, "total"))).toBe(forks.total!);
+    expect(await w.page.locator("a[data-repo='external']").getAttribute("aria-current")).toBe("true");
+
+    await clickAndWait(w.page, "#nav a[href^='/failures']");
+    expect(new URL(w.page.url()).searchParams.get("repo_source")).toBe("external");
+    expect(num(await metric(w.page, "failed"))).toBe(forks.failed!);
+    await clickAndWait(w.page, "#nav a[href^='/installs']");
+    const listed = await api<{ installs: { execution_id: string }[] }>("/api/installs?days=1&repo_source=external&limit=50");
+    expect(await w.page.locator("table.installs tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-execution")))).toEqual(listed.installs.map((i) => i.execution_id));
+    expect(await w.page.locator(`tr[data-id="${FORK_ID}"]`).count()).toBe(1);
+
+    // Every kind, forks still chosen: a reload keeps both.
+    await clickAndWait(w.page, "a[data-kind='all']");
+    let url = new URL(w.page.url());
+    expect([url.pathname, url.searchParams.get("kind"), url.searchParams.get("repo_source")]).toEqual(["/installs", "all", "external"]);
+    await w.page.reload();
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await w.page.locator("a[data-kind='all']").getAttribute("aria-current")).toBe("true");
+    // The filter form keeps the scope it does not show.
+    await w.page.fill("#filter-nsapp", "fork-probe");
+    await clickAndWait(w.page, "#filters button[type=submit]");
+    url = new URL(w.page.url());
+    expect([url.searchParams.get("kind"), url.searchParams.get("repo_source"), url.searchParams.get("nsapp")]).toEqual(["all", "external", "fork-probe"]);
+    expect(await w.page.locator("table.installs tbody tr").count()).toBe(1);
+
+    // Tools: their own numbers, no retries; back to every repo and installs.
+    await openView(w.page, `${server.url}/?days=1&kind=tool`);
+    const tools = await api<Record<string, number>>("/api/stats/summary?days=1&kind=tool");
+    expect(tools.total).toBeGreaterThanOrEqual(1);
+    expect(num(await metric(w.page, "total"))).toBe(tools.total!);
+    expect(await w.page.locator(".card-title").first().textContent()).toBe("Tool runs");
+    expect(await w.page.locator("section[aria-label='Retries']").count()).toBe(0);
+    await clickAndWait(w.page, "a[data-kind='install']");
+    expect(new URL(w.page.url()).search).toBe("?days=1");
+    clean(w);
+    await w.page.close();
+  });
+
+  // Todo until the read API accepts `repo_source=` (reports naming no repository, as its
+  // documentation says): src/read/query.ts refuses empty values today (400).
+  test.todo("reports that name no repository are a choice of the repo filter", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/?days=1`);
+    await clickAndWait(w.page, "a[data-repo='none']");
+    expect(new URL(w.page.url()).searchParams.get("repo_source")).toBe("none");
+    const none = await api<Record<string, number>>("/api/stats/summary?days=1&repo_source=");
+    expect(num(await metric(w.page, "total"))).toBe(none.total!);
+    clean(w);
+    await w.page.close();
+  });
+
+  test("an install's details list its executions, each with its status timeline", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/installs?id=${RETRY_ID}`);
+    type Rec = { execution_id: string; attempt: number; outcome: string; timeline: Record<string, string | null> };
+    const detail = await api<Rec & { executions: Rec[] }>(`/api/installs/${RETRY_ID}`);
+    expect(detail.executions.map((e) => e.attempt)).toEqual([1, 2]);
+    const items = w.page.locator("#install-detail li.execution");
+    expect(await items.evaluateAll((lis) => lis.map((li) => li.getAttribute("data-execution")))).toEqual([RETRY_ID, RETRY_EXECUTION]);
+    const first = items.nth(0);
+    expect(await first.locator(".badge").textContent()).toBe("Failed");
+    expect(await first.locator(".exit").textContent()).toBe("exit 100: APT: install failed (broken packages or dependencies)");
+    expect(await first.locator(".failed-command").textContent()).toBe(`Failed at line 42: ${FAILED_COMMAND}`);
+    expect(await first.locator("details pre").textContent()).toContain("E: Unable to locate package");
+    expect(await items.nth(1).locator(".badge").textContent()).toBe("Success");
+    // Every status at the time the server first saw it.
+    for (const [i, e] of detail.executions.entries()) {
+      for (const step of ["installing", "validation", "configuring", "finished"]) {
+        expect(e.timeline[step]).not.toBeNull();
+        expect(await items.nth(i).locator(`[data-step=${step}] time`).getAttribute("datetime")).toBe(e.timeline[step]!);
+      }
+    }
+    const fields = await w.page.locator("#install-detail dl").textContent();
+    for (const text of ["retry-probe", "executions2", "exit code0: Success", "GPU passthroughyes", "/telemetry v2", "ProxmoxVE (community-scripts/ProxmoxVE)"]) expect(fields).toContain(text);
+    // The log shows both executions, the retry marked with its attempt.
+    expect(await w.page.locator(`tr[data-execution="${RETRY_EXECUTION}"] .attempt`).textContent()).toBe(" #2");
+    clean(w);
+    await w.page.close();
+  });
+});
+
 describe("untrusted text", () => {
   test("an error text holding markup is shown as text in the log, the detail and the failures view, and runs nothing", async () => {
     const w = await watchedPage(context);
@@ -271,7 +482,7 @@ describe("URL state", () => {
     await w.page.waitForSelector("body[data-state=ready]");
     expect(w.page.url()).toBe(start);
     expect(await metric(w.page, "failed")).toBe(before);
-    expect(await w.page.locator(".seg[aria-current=true]").textContent()).toBe("7d");
+    expect(await w.page.locator(".range .seg[aria-current=true]").textContent()).toBe("7d");
     expect(await w.page.locator("#min-runs").inputValue()).toBe("3");
     expect(await w.page.locator(".chips").textContent()).toContain("Type: lxc");
 

@@ -19,7 +19,7 @@ export type Filters = Partial<Record<FilterKey, string>>;
 
 /** What the views count: installs unless asked (the API's default, so left out of the URL). */
 export const KINDS = ["install", "tool", "addon", "all"] as const;
-export type KindChoice = (typeof KINDS)[number];
+type KindChoice = (typeof KINDS)[number];
 const DEFAULT_KIND: KindChoice = "install";
 
 /**

@@ -67,7 +67,7 @@ export function barList(rows: BarRow[], empty = "Nothing in this window."): HTML
       const width = (r.total / max) * 100;
       const failedWidth = r.total === 0 ? 0 : (r.failed / r.total) * 100;
       const content = [
-        h("span", { class: "bar-label", title: label(r.value), "data-value": r.value ?? "" }, r.text ?? label(r.value)),
+        h("span", { class: "bar-label", title: r.text ?? label(r.value), "data-value": r.value ?? "" }, r.text ?? label(r.value)),
         h("span", { class: "bar-track", "aria-hidden": "true" }, sized(h("span", { class: "bar-fill" }, sized(h("span", { class: "bar-failed" }), failedWidth)), width)),
         h("span", { class: "bar-count", "data-count": r.total }, count(r.total)),
         h("span", { class: "bar-rate", title: r.rate?.title ?? "success rate" }, r.rate?.text ?? percent(r.successRate)),

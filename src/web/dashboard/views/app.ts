@@ -5,18 +5,20 @@ import { count, dateTime, duration, percent } from "../format.ts";
 import { apiParams, rangeLabel, type DashState } from "../state.ts";
 import type { ViewContext, ViewRender } from "../view.ts";
 import { cards, emptyState, panel } from "../widgets.ts";
-import { breakdownBars, failureTrend, fetchBreakdown, fetchTimeseries, outcomeChart } from "./common.ts";
+import { breakdownBars, failureBars, failureTrend, fetchBreakdown, fetchTimeseries, notSucceeded, outcomeChart } from "./common.ts";
+import { explainExitCode } from "../../../domain/exit-codes.ts";
 
 export const appView: ViewRender = async (s, ctx) => {
   const nsapp = s.filters.nsapp;
   if (!nsapp) return { title: "Apps", node: await appPicker(s, ctx) };
-  const [sum, ts, os, pve, method, errors] = await Promise.all([
+  const [sum, ts, os, pve, method, errors, codes] = await Promise.all([
     api.summary(apiParams(s), ctx.signal),
     fetchTimeseries(s, ctx),
     fetchBreakdown(s, ctx, "os", { limit: 8 }),
     fetchBreakdown(s, ctx, "pve_version", { limit: 8 }),
     fetchBreakdown(s, ctx, "method", { limit: 8 }),
     api.errors(apiParams(s, { limit: 10 }), ctx.signal),
+    fetchBreakdown(s, ctx, "exit_code", { limit: 10 }),
   ]);
   const installsOf = (outcome?: "failed") => ctx.href({ view: "installs", filters: { ...s.filters, ...(outcome ? { outcome } : {}) } });
   const node = h(
@@ -38,6 +40,14 @@ export const appView: ViewRender = async (s, ctx) => {
       panel("OS versions", breakdownBars(os, s, ctx)),
       panel("Host versions", breakdownBars(pve, s, ctx)),
       panel("Methods", breakdownBars(method, s, ctx)),
+      panel(
+        "Exit codes",
+        failureBars(codes, s, ctx, notSucceeded(sum), {
+          skip: (v) => v === null || v === "0",
+          text: (v) => `${v}: ${explainExitCode(Number(v))}`,
+          empty: "No run of this app ended with an exit code other than 0 in this window.",
+        }),
+      ),
       panel(
         "Top errors",
         errors.signatures.length === 0

@@ -89,7 +89,7 @@ async function flood(url: string, path: string, body: (i: number) => Uint8Array 
       const i = next++;
       if (limits.count !== undefined && i >= limits.count) return;
       try {
-        const res = await fetch(`${url}${path}`, { method: "POST", body: body(i), headers: { "content-type": "application/json" } });
+        const res = await fetch(`${url}${path}`, { method: "POST", body: body(i) as BodyInit, headers: { "content-type": "application/json" } });
         await res.arrayBuffer();
         statuses[res.status] = (statuses[res.status] ?? 0) + 1;
       } catch (e) {
@@ -107,6 +107,8 @@ interface Measured {
   files: { db: number; wal: number };
   tables: { name: string; bytes: number }[];
   rows: Record<string, number>;
+  /** The budgets' counters (migration 0009 on), as committed. */
+  counters: Record<string, number>;
 }
 
 function measure(dbPath: string): Measured {
@@ -124,7 +126,8 @@ function measure(dbPath: string): Measured {
     for (const { name } of db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'").all()) {
       rows[name] = db.query<{ n: number }, []>(`SELECT count(*) AS n FROM "${name}"`).get()!.n;
     }
-    return { files: { db: sizes.db, wal: sizes.wal }, tables, rows };
+    const counters = "budget_counters" in rows ? Object.fromEntries(db.query<{ name: string; value: number }, []>("SELECT name, value FROM budget_counters ORDER BY name").all().map((c) => [c.name, c.value])) : {};
+    return { files: { db: sizes.db, wal: sizes.wal }, tables, rows, counters };
   } finally {
     db.close();
   }
@@ -173,12 +176,13 @@ for (const name of opt.scenario!.split(",")) {
   if (!scenario) throw new Error(`unknown scenario ${name}; one of ${Object.keys(scenarios).join(", ")}`);
   const { result, before, after, metrics } = (await scenario()) as { result: Flood; before: Measured; after: Measured; metrics: string };
   const grown = after.files.db + after.files.wal - before.files.db - before.files.wal;
-  const budgetLines = metrics.split("\n").filter((l) => /^installstats_(stored_bodies|held|log_|budget)/.test(l));
+  const budgetLines = metrics.split("\n").filter((l) => /^installstats_(log_|held_|storage_)/.test(l));
   report[name] = { flood: result, before, after, grown, budgetLines };
   console.log(`\n## ${name}: ${result.sent} requests in ${result.seconds.toFixed(1)} s (${JSON.stringify(result.statuses)})\n`);
   console.log(`database grew by ${mb(grown)} MB (${(grown / Math.max(1, result.sent)).toFixed(0)} bytes per request); file ${mb(after.files.db)} MB\n`);
   console.log("| table or index | MB | rows |\n|---|---:|---:|");
   for (const t of after.tables.filter((t) => t.bytes >= 64 * KB)) console.log(`| ${t.name} | ${mb(t.bytes)} | ${after.rows[t.name] ?? ""} |`);
+  if (Object.keys(after.counters).length > 0) console.log(`\nbudget counters: ${Object.entries(after.counters).map(([k, v]) => `${k}=${v}`).join(" ")}`);
   if (budgetLines.length > 0) console.log(`\n\`\`\`\n${budgetLines.join("\n")}\n\`\`\``);
 }
 if (opt.json) writeFileSync(opt.json, JSON.stringify(report, null, 2));

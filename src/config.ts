@@ -44,6 +44,12 @@ export interface Config {
   backupEveryMs: number;
   /** Automatic backups kept (the oldest are deleted). */
   backupKeep: number;
+  /** Bytes the rejected-reports log may use (bodies compressed and stored once); past it bodies are cut to their head. */
+  logBudget: number;
+  /** Bytes held reports may use; past it the oldest are applied without their start report. */
+  heldBudget: number;
+  /** Held reports whose start report has not come after this long are applied on their own; 0 = never. */
+  heldExpiryMs: number;
 }
 
 
@@ -70,6 +76,10 @@ export const defaults: Config = {
   backupDir: null,
   backupEveryMs: 0,
   backupKeep: 7,
+  // Sized for a small disk (a 8 GB appliance volume): what an anonymous client can add besides executions.
+  logBudget: 64 * 1024 * 1024,
+  heldBudget: 16 * 1024 * 1024,
+  heldExpiryMs: 7 * 24 * HOUR,
 };
 
 type Key = keyof Config;
@@ -106,6 +116,9 @@ const options: readonly Option[] = [
   { key: "backupDir", flag: "backup-dir", env: "INSTALLSTATS_BACKUP_DIR", kind: "optional-text", help: "directory of automatic backups (default: backups/ beside the database)" },
   { key: "backupEveryMs", flag: "backup-every", env: "INSTALLSTATS_BACKUP_EVERY", kind: "duration", help: "time between automatic backups (e.g. 1d), 0 = none" },
   { key: "backupKeep", flag: "backup-keep", env: "INSTALLSTATS_BACKUP_KEEP", kind: "count", help: "automatic backups kept" },
+  { key: "logBudget", flag: "log-budget", env: "INSTALLSTATS_LOG_BUDGET", kind: "size", help: "bytes the rejected-reports log may use (bodies compressed, each kept once; past it only their head); accepts 64m, 1g" },
+  { key: "heldBudget", flag: "held-budget", env: "INSTALLSTATS_HELD_BUDGET", kind: "size", help: "bytes final reports waiting for their start report may use; past it the oldest are applied without it; accepts 16m" },
+  { key: "heldExpiryMs", flag: "held-expiry", env: "INSTALLSTATS_HELD_EXPIRY", kind: "duration", help: "final reports whose start report has not come after this long are applied without it (e.g. 7d), 0 = never" },
 ];
 
 export class ConfigError extends Error {}

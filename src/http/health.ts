@@ -1,6 +1,36 @@
-// GET /healthz: is the service up, and can it write?
-import { Elysia, t } from "elysia";
+// GET /healthz: is the service up, can it write, is its storage sound, and where do the budgets stand?
+import { Elysia, t, type Static } from "elysia";
+import type { BudgetStatus } from "../store/contract.ts";
+import type { StorageHealth } from "../store/engine.ts";
 import type { WriterStats } from "../store/writer.ts";
+
+const Bytes = (description: string) => t.Integer({ description });
+
+const BudgetsJson = t.Object(
+  {
+    log: t.Object({
+      limit_bytes: Bytes("the rejected-reports log's budget (--log-budget)"),
+      used_bytes: Bytes("what the log uses: stored bodies (compressed, each once) and entries"),
+      entries: t.Integer(),
+      body_bytes: Bytes("whole bodies as stored (compressed)"),
+      body_raw_bytes: Bytes("the same bodies as received"),
+      head_only: t.Integer({ description: "entries that keep only the first 256 bytes of their body (past the budget)" }),
+      deduplicated: t.Integer({ description: "entries that shared a body already stored (since the database was created)" }),
+      truncated: t.Integer({ description: "entries kept with their body's head only" }),
+      evicted: t.Integer({ description: "head-only entries removed, oldest first, to make room" }),
+      dropped: t.Integer({ description: "entries not kept at all, only counted (the log was full)" }),
+      dropped_bytes: Bytes("body bytes not kept (truncated or dropped)"),
+    }),
+    held: t.Object({
+      limit_bytes: Bytes("the held reports' budget (--held-budget)"),
+      used_bytes: t.Integer(),
+      count: t.Integer({ description: "final reports waiting for their start report" }),
+      expired: t.Integer({ description: "applied on their own after --held-expiry" }),
+      overflowed: t.Integer({ description: "applied on their own, oldest first, because held reports were past their budget" }),
+    }),
+  },
+  { description: "what is kept besides executions, against its budget; counters since the database was created" },
+);
 
 const Health = t.Object(
   {
@@ -8,30 +38,87 @@ const Health = t.Object(
     version: t.String(),
     uptime_s: t.Number(),
     storage: t.Object({
-      writable: t.Boolean({ description: "false while the last write attempt failed (disk full, read-only)" }),
+      writable: t.Boolean({ description: "false while the last write attempt failed (disk full, read-only), or for good once the database files were replaced or removed under the server" }),
       last_error: t.Nullable(t.String()),
       batches: t.Integer(),
       writes: t.Integer(),
+      problems: t.Optional(t.Array(t.String(), { description: "what is wrong with storage, one sentence each: files replaced or removed, damage met by a read, damage found by the integrity check" })),
+      integrity: t.Optional(
+        t.Nullable(
+          t.Object(
+            { ok: t.Boolean(), checked_at: t.String({ format: "date-time" }), ms: t.Integer(), problems: t.Array(t.String()) },
+            { description: "SQLite's quick_check, run once in the background when the server starts; null until it finished" },
+          ),
+        ),
+      ),
+      budgets: t.Optional(t.Nullable(BudgetsJson)),
     }),
   },
   { title: "Health" },
 );
 
-export function healthRoutes(deps: { version: string; writerStats: Readonly<WriterStats>; clock: () => number }) {
+const budgetsJson = (b: BudgetStatus): Static<typeof BudgetsJson> => ({
+  log: {
+    limit_bytes: b.log.limitBytes,
+    used_bytes: b.log.usedBytes,
+    entries: b.log.entries,
+    body_bytes: b.log.bodyBytes,
+    body_raw_bytes: b.log.bodyRawBytes,
+    head_only: b.log.headOnly,
+    deduplicated: b.log.deduplicated,
+    truncated: b.log.truncated,
+    evicted: b.log.evicted,
+    dropped: b.log.dropped,
+    dropped_bytes: b.log.droppedBytes,
+  },
+  held: { limit_bytes: b.held.limitBytes, used_bytes: b.held.usedBytes, count: b.held.count, expired: b.held.expired, overflowed: b.held.overflowed },
+});
+
+export function healthRoutes(deps: {
+  version: string;
+  writerStats: Readonly<WriterStats>;
+  clock: () => number;
+  /** The engine's view of its storage (Engine.health); without it only the writer's is shown. */
+  storage?: () => Promise<StorageHealth>;
+}) {
   const started = deps.clock();
   return new Elysia({ name: "health" }).get(
     "/healthz",
-    ({ status }) => {
+    async ({ status }) => {
       const s = deps.writerStats;
-      const writable = s.lastError === null;
+      const engine = deps.storage ? await deps.storage() : null;
+      const writable = s.lastError === null && (engine?.writable ?? true);
+      const problems = engine?.problems ?? [];
+      const healthy = writable && problems.length === 0;
+      const integrity = engine?.integrity;
       const body = {
-        status: writable ? ("ok" as const) : ("degraded" as const),
+        status: healthy ? ("ok" as const) : ("degraded" as const),
         version: deps.version,
         uptime_s: Math.round((deps.clock() - started) / 1000),
-        storage: { writable, last_error: s.lastError, batches: s.batches, writes: s.writes },
+        storage: {
+          writable,
+          last_error: s.lastError ?? (engine && !engine.writable ? (engine.problems[0] ?? null) : null),
+          batches: s.batches,
+          writes: s.writes,
+          ...(engine
+            ? {
+                problems,
+                integrity: integrity ? { ok: integrity.ok, checked_at: new Date(integrity.checkedAt).toISOString(), ms: integrity.ms, problems: integrity.problems } : null,
+                budgets: engine.budgets ? budgetsJson(engine.budgets) : null,
+              }
+            : {}),
+        },
       };
-      return writable ? status(200, body) : status(503, body);
+      return healthy ? status(200, body) : status(503, body);
     },
-    { response: { 200: Health, 503: Health }, detail: { tags: ["ops"], summary: "Liveness and storage writability" } },
+    {
+      response: { 200: Health, 503: Health },
+      detail: {
+        tags: ["ops"],
+        summary: "Liveness, storage writability and soundness, budgets",
+        description:
+          "503 while storage cannot take writes (disk full, read-only, database files replaced or removed under the server) or is known to be damaged. `storage.budgets` shows the rejected-reports log and the held reports against their budgets.",
+      },
+    },
   );
 }

@@ -1,4 +1,7 @@
 // A small Prometheus registry: counters, gauges and histograms rendered in the text format.
+import type { BudgetStatus } from "../store/contract.ts";
+import type { StorageHealth } from "../store/engine.ts";
+
 type Labels = Record<string, string>;
 
 const key = (labels: Labels) => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
@@ -37,9 +40,9 @@ type GaugeValues = { labels?: Labels; value: number }[];
 
 /** A gauge read when scraped (from storage too, hence asynchronously). */
 export class Gauge implements Metric {
-  constructor(readonly name: string, readonly help: string, private read: () => GaugeValues | Promise<GaugeValues>) {}
+  constructor(readonly name: string, readonly help: string, private read: () => GaugeValues | Promise<GaugeValues>, private readonly type: "gauge" | "counter" = "gauge") {}
   async render(): Promise<string> {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
     for (const { labels = {}, value } of await this.read()) lines.push(`${this.name}${labelText(labels)} ${value}`);
     return lines.join("\n");
   }
@@ -77,6 +80,62 @@ class Registry {
   async render(): Promise<string> {
     return `${(await Promise.all(this.metrics.map((m) => m.render()))).join("\n")}\n`;
   }
+}
+
+/**
+ * Storage's health and budgets (store/engine.ts StorageHealth), read once per scrape: whether it
+ * takes writes, problems known, and the rejected-reports log and held reports against their
+ * budgets, with what was done to stay within them (counters kept in the database, so they
+ * survive restarts). Registered by the composition root, which has the engine.
+ */
+export function registerStorageMetrics(registry: Registry, health: () => Promise<StorageHealth>): void {
+  let pending: Promise<StorageHealth> | null = null;
+  // Every gauge of one scrape shares one reading.
+  const read = () => (pending ??= health().finally(() => queueMicrotask(() => (pending = null))));
+  const budget = async <T>(pick: (b: BudgetStatus) => T, none: T): Promise<T> => {
+    const b = (await read()).budgets;
+    return b ? pick(b) : none;
+  };
+  const add = (name: string, help: string, values: () => Promise<GaugeValues>, type: "gauge" | "counter" = "gauge") => registry.add(new Gauge(name, help, values, type));
+  add("installstats_storage_writable", "1 while storage takes writes; 0 once its files were replaced or removed under the server", async () => [{ value: (await read()).writable ? 1 : 0 }]);
+  add("installstats_storage_problems", "Problems known with storage (files replaced or removed, damage met, damage found by the integrity check)", async () => [{ value: (await read()).problems.length }]);
+  add("installstats_storage_integrity_ok", "1 when SQLite's quick_check at start found nothing, 0 when it found damage; absent until it ran", async () => {
+    const i = (await read()).integrity;
+    return i ? [{ value: i.ok ? 1 : 0 }] : [];
+  });
+  add("installstats_log_budget_bytes", "Budget of the rejected-reports log (--log-budget)", () => budget((b) => [{ value: b.log.limitBytes }], []));
+  add("installstats_log_bytes", "Bytes the rejected-reports log uses: bodies (compressed, each stored once) and entries", () => budget((b) => [{ value: b.log.usedBytes }], []));
+  add("installstats_log_body_bytes", "Whole bodies in the rejected-reports log, as stored (compressed) and as received", () =>
+    budget((b) => [{ labels: { form: "stored" }, value: b.log.bodyBytes }, { labels: { form: "raw" }, value: b.log.bodyRawBytes }], []),
+  );
+  add("installstats_log_entries", "Entries of the rejected-reports log, by what they keep of their body", () =>
+    budget((b) => [{ labels: { body: "whole" }, value: b.log.entries - b.log.headOnly }, { labels: { body: "head_only" }, value: b.log.headOnly }], []),
+  );
+  add(
+    "installstats_log_budget_actions_total",
+    "What the log's budget did to entries: deduplicated (shared a stored body), truncated (head only), evicted (oldest head-only removed), dropped (not kept, counted only)",
+    () =>
+      budget(
+        (b) => [
+          { labels: { action: "deduplicated" }, value: b.log.deduplicated },
+          { labels: { action: "truncated" }, value: b.log.truncated },
+          { labels: { action: "evicted" }, value: b.log.evicted },
+          { labels: { action: "dropped" }, value: b.log.dropped },
+        ],
+        [],
+      ),
+    "counter",
+  );
+  add("installstats_log_dropped_bytes_total", "Body bytes the rejected-reports log did not keep (past its budget)", () => budget((b) => [{ value: b.log.droppedBytes }], []), "counter");
+  add("installstats_held_budget_bytes", "Budget of held reports (--held-budget)", () => budget((b) => [{ value: b.held.limitBytes }], []));
+  add("installstats_held_bytes", "Bytes held reports use", () => budget((b) => [{ value: b.held.usedBytes }], []));
+  add("installstats_held_reports", "Final reports held, waiting for their start report", () => budget((b) => [{ value: b.held.count }], []));
+  add(
+    "installstats_held_applied_total",
+    "Held reports applied on their own, by reason: expired (waited --held-expiry), over_budget (oldest first, past --held-budget)",
+    () => budget((b) => [{ labels: { reason: "expired" }, value: b.held.expired }, { labels: { reason: "over_budget" }, value: b.held.overflowed }], []),
+    "counter",
+  );
 }
 
 /** The service's own metrics; gauges that need the database are added by whoever has it. */

@@ -3,7 +3,7 @@
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "../config.ts";
-import type { MaintenanceReads, StoreReads, WriteOp } from "../store/contract.ts";
+import type { MaintenanceReads, Store, StoreReads, WriteOp } from "../store/contract.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import { pruneOlderThan, type PruneResult } from "./prune.ts";
 import { REPLAYABLE, replayRejected, type ReplayableReason, type ReplaySummary } from "./replay.ts";
@@ -22,8 +22,13 @@ function selfCommand(): string[] {
 
 const backupDirOf = (config: Config): string => config.backupDir ?? join(dirname(config.db), "backups");
 
-export function createMaintenance(deps: { config: Config; store: StoreReads & MaintenanceReads; writer: GroupCommitWriter; clock: () => number }): Maintenance {
+/**
+ * Also applies the config's budgets to the store: how much of what is not an execution it keeps
+ * (the rejected-reports log, held reports) is maintenance policy, as retention is.
+ */
+export function createMaintenance(deps: { config: Config; store: StoreReads & MaintenanceReads & Pick<Store, "setLimits">; writer: GroupCommitWriter; clock: () => number }): Maintenance {
   const { config, store, writer, clock } = deps;
+  store.setLimits({ logBytes: config.logBudget, heldBytes: config.heldBudget });
   const commit = (ops: readonly WriteOp[]) => Promise.all(ops.map((op) => writer.submit(op)));
 
   return {

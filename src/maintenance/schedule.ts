@@ -2,6 +2,7 @@
 import type { Config } from "../config.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import type { MaintenanceReads } from "../store/contract.ts";
+import { expireHeldJob } from "./expire-held.ts";
 import { expireStuckJob } from "./expire-stuck.ts";
 import type { Job } from "./jobs.ts";
 import { HOUR } from "../domain/time.ts";
@@ -25,6 +26,7 @@ export function scheduledJobs(deps: { config: Config; store: MaintenanceReads; w
     },
   ];
   if (config.stuckAfterMs > 0) jobs.push(expireStuckJob({ ...deps, stuckAfterMs: config.stuckAfterMs }));
+  if (config.heldExpiryMs > 0) jobs.push(expireHeldJob({ writer, clock, heldExpiryMs: config.heldExpiryMs }));
   if (config.retentionMs > 0) {
     jobs.push({
       name: "retention",

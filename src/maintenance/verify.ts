@@ -1,5 +1,5 @@
 // `installstats verify`: the rollups must equal a full recount of the records, cell by cell.
-import type { StoreReads } from "../store/contract.ts";
+import type { RollupCell, StoreReads } from "../store/contract.ts";
 import { GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type RollupKey } from "../domain/rollup.ts";
 import { errorSignature, failureSignatureId, signatureId } from "../domain/error-signature.ts";
 import { DAY } from "../domain/time.ts";
@@ -19,6 +19,11 @@ export interface RollupCheck {
   mismatches: CellMismatch[];
   /** Failed installs whose signature is missing from error_signatures, or lacks their app. */
   signatureGaps: number;
+  /**
+   * What could not be read at all (damaged pages or values), one line each: the day or month whose
+   * records or cells were unreadable, and the error. Those days are not compared; the check goes on.
+   */
+  damaged: string[];
 }
 
 /** JSON with sorted keys, so two equal cells compare equal whatever order they were built in. */
@@ -33,15 +38,33 @@ const MAX_REPORTED = 20;
 
 /** Recounts day by day (memory stays bounded by one day of cells) and compares every cell. */
 export async function verifyRollups(store: StoreReads, onDay?: (day: number, last: number) => void): Promise<RollupCheck> {
-  const span = await store.recordSpan();
+  let span: { first: number; last: number } | null = null;
+  try {
+    span = await store.recordSpan();
+  } catch (e) {
+    return { ok: false, records: 0, cells: 0, mismatches: [], signatureGaps: 0, damaged: [`records: ${e instanceof Error ? e.message : String(e)}`] };
+  }
   const firstDay = span ? span.first - (span.first % DAY) : 0;
   const endDay = span ? span.last - (span.last % DAY) + DAY : 0;
-  const check: RollupCheck = { ok: true, records: 0, cells: 0, mismatches: [], signatureGaps: 0 };
+  const check: RollupCheck = { ok: true, records: 0, cells: 0, mismatches: [], signatureGaps: 0, damaged: [] };
   const mismatch = (m: CellMismatch) => {
     check.ok = false;
     if (check.mismatches.length < MAX_REPORTED) check.mismatches.push(m);
   };
-  const foldedUntil = await store.foldedUntil();
+  /** Runs one step; damage (or anything else unreadable) is reported, never thrown: verify's answer is a result. */
+  const readable = async (what: string, step: () => Promise<void>): Promise<boolean> => {
+    try {
+      await step();
+      return true;
+    } catch (e) {
+      check.ok = false;
+      if (check.damaged.length < MAX_REPORTED) check.damaged.push(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+      else if (check.damaged.length === MAX_REPORTED) check.damaged.push("... and more");
+      return false;
+    }
+  };
+  let foldedUntil = 0;
+  if (!(await readable("rollup state", async () => void (foldedUntil = await store.foldedUntil())))) return check;
   const knownSignatures = new Map<string, Set<string>>();
   const signatureApps = async (id: string): Promise<Set<string> | undefined> => {
     if (!knownSignatures.has(id)) {
@@ -54,17 +77,27 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   // Cells outside the records' days (months) must not exist at all.
   for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
     const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
-    for (const stray of [...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)), ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER))]) {
-      mismatch({ grain, app: stray.slice, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
-    }
+    await readable(`rollup cells (grain ${grain}) outside the records' days`, async () => {
+      for (const stray of [...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)), ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER))]) {
+        mismatch({ grain, app: stray.slice, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
+      }
+    });
   }
 
   // Month cells gather the records of many days: their expected state is summed day by day and
   // compared when the month is done.
   const monthExpected = new Map<string, { key: RollupKey; data: RollupData }>();
   let currentMonth: number | null = null;
+  const damagedMonths = new Set<number>();
   const checkMonth = async (month: number) => {
-    const stored = new Map((await store.rollupCells(GRAINS.month, month, month + 1)).map((c) => [c.slice, c.data]));
+    let cells: RollupCell[] = [];
+    const readOk = await readable(`month ${new Date(month).toISOString().slice(0, 7)}`, async () => void (cells = await store.rollupCells(GRAINS.month, month, month + 1)));
+    if (!readOk || damagedMonths.has(month)) {
+      // Not compared: its cells could not be read, or a day of it could not be recounted.
+      monthExpected.clear();
+      return;
+    }
+    const stored = new Map(cells.map((c) => [c.slice, c.data]));
     for (const { key, data } of monthExpected.values()) {
       check.cells++;
       const have = stored.get(key.app);
@@ -84,6 +117,14 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
       if (currentMonth !== null) await checkMonth(currentMonth);
       currentMonth = month;
     }
+    // A day whose records or cells cannot be read is reported; its month's sums are then incomplete.
+    if (!(await readable(`day ${new Date(day).toISOString().slice(0, 10)}`, () => checkDay(day)))) damagedMonths.add(month);
+  }
+  if (currentMonth !== null) await checkMonth(currentMonth);
+  if (check.signatureGaps > 0) check.ok = false;
+  return check;
+
+  async function checkDay(day: number): Promise<void> {
     const expected = new RollupDeltas(foldedUntil);
     for await (const r of store.iterateExecutions({ from: day, to: day + DAY })) {
       check.records++;
@@ -117,7 +158,4 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
       mismatch({ grain: extra.grain, app: extra.app, bucket: new Date(extra.bucket).toISOString(), expected: null, stored: extra.data });
     }
   }
-  if (currentMonth !== null) await checkMonth(currentMonth);
-  if (check.signatureGaps > 0) check.ok = false;
-  return check;
 }

@@ -46,7 +46,12 @@ type MaintenanceWrite =
   /** Adds the hour cells of every hour before `until` not yet folded into day and month cells. */
   | { kind: "fold"; until: number; at: number }
   /** The stuck-install job checked every install created in [from, until): the mark moves, unless it moved meanwhile. */
-  | { kind: "stuck-checked"; from: number; until: number; at: number };
+  | { kind: "stuck-checked"; from: number; until: number; at: number }
+  /**
+   * Held reports received before `before` (their start report never came), at most `limit`, oldest
+   * first, are applied on their own: each becomes the execution it describes (no start, no duration).
+   */
+  | { kind: "expire-held"; before: number; limit: number; at: number };
 
 export type WriteOp = ReportWrite | MaintenanceWrite;
 
@@ -72,6 +77,8 @@ export interface ResultOf {
   "mark-replayed": { kind: "marked" };
   fold: { kind: "folded"; hours: number };
   "stuck-checked": { kind: "marked" };
+  /** `count`: held reports applied. */
+  "expire-held": { kind: "expired-held"; count: number };
 }
 export type ResultFor<Op extends WriteOp> = ResultOf[Op["kind"]];
 export type WriteResult = ResultOf[keyof ResultOf];
@@ -169,9 +176,57 @@ export interface RejectedEntry extends Omit<Rejection, "body"> {
   receivedAt: number;
   /** What the write of a repaired report came to; null for refusals. */
   result: ResultOf["report"]["kind"] | null;
+  /** The raw body; only its first bytes when `bodyKept` is false. */
   body: Uint8Array;
   replayedAt: number | null;
   replayResult: string | null;
+  /** Bytes of the body as received. */
+  bodySize: number;
+  /** SHA-256 of the body as received (hex); null for entries logged before budgets existed. */
+  bodySha256: string | null;
+  /** False when the log was past its budget: `body` is then the body's head only. */
+  bodyKept: boolean;
+}
+
+/** How much a store may keep of what is not an execution (the rejected-reports log, held reports). */
+export interface StoreLimits {
+  /** Bytes of the rejected-reports log (bodies compressed, each stored once, and the entries). */
+  logBytes: number;
+  /** Bytes of held reports; past it the oldest are applied on their own (expire-held). */
+  heldBytes: number;
+}
+
+/** Where the budgets stand: running totals, and what was done to stay within them (counters since the database was created). */
+export interface BudgetStatus {
+  log: {
+    limitBytes: number;
+    usedBytes: number;
+    entries: number;
+    /** Bytes of whole bodies as stored (compressed), and as received. */
+    bodyBytes: number;
+    bodyRawBytes: number;
+    /** Entries whose body is not kept (head only), now. */
+    headOnly: number;
+    /** Entries that shared a body already stored. */
+    deduplicated: number;
+    /** Entries kept with the head of their body only (the log was past its budget for whole bodies). */
+    truncated: number;
+    /** Head-only entries removed, oldest first, to make room for newer ones. */
+    evicted: number;
+    /** Entries not kept at all (the log was full of entries that may not be removed); counted only. */
+    dropped: number;
+    /** Raw body bytes not kept (truncated or dropped). */
+    droppedBytes: number;
+  };
+  held: {
+    limitBytes: number;
+    usedBytes: number;
+    count: number;
+    /** Applied on their own after waiting too long (expire-held). */
+    expired: number;
+    /** Applied on their own, oldest first, because held reports were past their budget. */
+    overflowed: number;
+  };
 }
 
 /** What maintenance asks before it writes: stuck executions, what retention would remove, the log. */
@@ -193,12 +248,31 @@ export interface MaintenanceReads {
   replayCandidates(opts: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }): Promise<RejectedEntry[]>;
   /** Entries of `reasons` replayed for good (with a result not starting with `retryPrefix`). */
   countReplayed(reasons: readonly RejectReason[], retryPrefix: string): Promise<number>;
+  /** Where the budgets of the log and the held reports stand. */
+  budgets(): Promise<BudgetStatus>;
 }
 
 /** The storage could not take a write (disk full, read-only, I/O error): nothing was written; retry later. */
 export class StorageUnavailableError extends Error {
   constructor(message: string) {
     super(`storage cannot accept writes: ${message}`);
+  }
+}
+
+/**
+ * The stored data cannot be read: damaged pages or values (a disk fault, bytes changed under the
+ * server), or files replaced under it. Not the request's fault and not a bug: an operator runs
+ * `installstats verify`. A StorageUnavailableError, so the HTTP edge answers it 503 without a stack.
+ */
+export class StorageDamagedError extends StorageUnavailableError {
+  constructor(
+    message: string,
+    /** What is damaged, when known ("rollup cell day * 2026-06-01"). */
+    readonly where: string | null = null,
+  ) {
+    super(message);
+    this.name = "StorageDamagedError";
+    this.message = `storage is damaged${where ? ` (${where})` : ""}: ${message}; run installstats verify`;
   }
 }
 
@@ -213,5 +287,7 @@ export interface Store extends StoreReads, MaintenanceReads {
    * that changes what rollups hold, or to repair what `verify` found). Run with the server stopped.
    */
   rebuildRollups(onDay?: (day: number, end: number) => void): Promise<void>;
+  /** How much of what is not an execution the store keeps (the defaults until called). */
+  setLimits(limits: StoreLimits): void;
   close(): Promise<void>;
 }

@@ -2,7 +2,7 @@
 // and copies itself. The composition root and the commands use this; they never see SQL.
 import type { Durability } from "../config.ts";
 import type { Logger } from "../log.ts";
-import type { Store, WriteOp, WriteResult } from "./contract.ts";
+import type { BudgetStatus, Store, WriteOp, WriteResult } from "./contract.ts";
 
 /** The data cannot be opened: corrupted, or a file of another application. */
 export class DatabaseOpenError extends Error {}
@@ -46,6 +46,18 @@ export interface RestoreResult extends BackupResult {
   warnings: string[];
 }
 
+/** What health checks and /metrics say about storage (GET /healthz `storage`). */
+export interface StorageHealth {
+  /** False once the engine refuses writes for good: its files were replaced or removed under it. */
+  writable: boolean;
+  /** What is wrong, one sentence each; empty when nothing is known to be. */
+  problems: string[];
+  /** The engine's own check of its files since start (SQLite: quick_check, in the background); null until one ran. */
+  integrity: { ok: boolean; checkedAt: number; ms: number; problems: string[] } | null;
+  /** Null when they could not be read (damage). */
+  budgets: BudgetStatus | null;
+}
+
 export interface Engine {
   readonly store: Store;
   /** Where the data is, as the user gave it. */
@@ -53,7 +65,12 @@ export interface Engine {
   serve(opts: ServeOptions): Serving;
   /** Bytes on disk, per file. */
   sizes(): Promise<{ file: string; bytes: number }[]>;
-  /** The engine's own integrity check: ["ok"] when sound, else what is damaged. */
-  checkIntegrity(): Promise<string[]>;
+  /**
+   * The engine's own integrity check: ["ok"] when sound, else what is damaged (never throws).
+   * "full" (the default) is thorough; "quick" skips what is slow (SQLite: index-to-table matching).
+   */
+  checkIntegrity(kind?: "quick" | "full"): Promise<string[]>;
+  /** Files, damage seen, the background integrity check and the budgets (cheap: for every health check). */
+  health(): Promise<StorageHealth>;
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@
 // and syncs it, beside the HTTP thread. Left to SQLite, each checkpoint runs inside whichever
 // commit crosses the threshold, and every request waiting for that batch waits for it too.
 import { Database } from "bun:sqlite";
+import { checkFile } from "./integrity.ts";
 
 declare const self: Worker;
 
@@ -14,9 +15,12 @@ export interface CheckpointerStart {
   hold: SharedArrayBuffer;
 }
 
-export interface CheckpointerError {
-  error: string;
+/** Asks the thread to run SQLite's quick_check (between two passes: the writer is not held meanwhile). */
+export interface IntegrityRequest {
+  check: "quick";
 }
+
+export type CheckpointerMessage = { error: string } | { integrity: string[]; ms: number };
 
 /**
  * The hand-over of a WAL restart. This thread asks (IDLE -> ASKED); the writer, before its next
@@ -62,9 +66,18 @@ function tick(passive: () => Checkpoint, state: Int32Array, maxFrames: number, w
   }
 }
 
-self.onmessage = (event: MessageEvent<CheckpointerStart>) => {
+let sqlite: Database | null = null;
+
+self.onmessage = (event: MessageEvent<CheckpointerStart | IntegrityRequest>) => {
+  if ("check" in event.data) {
+    if (!sqlite) return;
+    const began = performance.now();
+    const integrity = checkFile(sqlite, "quick");
+    self.postMessage({ integrity, ms: Math.round(performance.now() - began) } satisfies CheckpointerMessage);
+    return;
+  }
   const { path, everyMs, maxFrames, hold } = event.data;
-  const sqlite = new Database(path, { readwrite: true, create: false, strict: true });
+  sqlite = new Database(path, { readwrite: true, create: false, strict: true });
   sqlite.run("PRAGMA busy_timeout = 5000");
   const query = sqlite.query<Checkpoint, []>("PRAGMA wal_checkpoint(PASSIVE)");
   const state = new Int32Array(hold);
@@ -73,7 +86,7 @@ self.onmessage = (event: MessageEvent<CheckpointerStart>) => {
     try {
       if (!tick(() => query.get()!, state, maxFrames, everyMs, performance.now() >= holdAgainAt)) holdAgainAt = performance.now() + READER_BACKOFF_MS;
     } catch (e) {
-      self.postMessage({ error: e instanceof Error ? e.message : String(e) } satisfies CheckpointerError);
+      self.postMessage({ error: e instanceof Error ? e.message : String(e) } satisfies CheckpointerMessage);
     }
   }, everyMs);
 };

@@ -1,10 +1,13 @@
 // The SQLite engine: one database file (WAL beside it), the default and the appliance's.
 import { statSync } from "node:fs";
 import type { Database } from "bun:sqlite";
-import type { Engine, OpenOptions } from "../engine.ts";
+import { StorageDamagedError } from "../contract.ts";
+import { DatabaseOpenError, type Engine, type OpenOptions, type StorageHealth } from "../engine.ts";
 import { startCheckpointThread } from "./checkpoint-thread.ts";
 import { openDatabase, type Db } from "./database.ts";
-import { createSqliteStore } from "./store.ts";
+import { createFileGuard } from "./file-guard.ts";
+import { asDamage, checkFile } from "./integrity.ts";
+import { createSqliteStore, type SqliteStore } from "./store.ts";
 import { ROLLUP_VERSION } from "../../domain/rollup.ts";
 import { deriveEndings, markRollupVersion, rollupVersion } from "./upgrade.ts";
 
@@ -16,21 +19,42 @@ const fileSize = (path: string): number => {
   }
 };
 
+/** How often a serving engine looks at its files between writes (file-guard.ts). */
+const GUARD_EVERY_MS = 1000;
+
 /** The engine, and its connection for tests that look underneath (faults, damaged cells). */
 export interface SqliteEngine extends Engine {
   readonly sqlite: Database;
   readonly db: Db;
+  readonly store: SqliteStore;
 }
 
 export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine {
   const { sqlite, db } = openDatabase(path, opts);
-  const store = createSqliteStore(sqlite, db);
-  // Data whose rules are code: derived after the SQL migrations, before anything reads or writes.
-  if (opts.migrate && rollupVersion(sqlite) < ROLLUP_VERSION) {
-    deriveEndings(sqlite);
-    store.rebuildNow();
-    markRollupVersion(sqlite);
+  const guard = createFileGuard(sqlite, path);
+  let store: SqliteStore;
+  try {
+    store = createSqliteStore(sqlite, db, { guard });
+    // Data whose rules are code: derived after the SQL migrations, before anything reads or writes.
+    if (opts.migrate && rollupVersion(sqlite) < ROLLUP_VERSION) {
+      deriveEndings(sqlite);
+      store.rebuildNow();
+      markRollupVersion(sqlite);
+    }
+  } catch (e) {
+    // Damage met while reading what the store needs to start (recent records, rollup state): say
+    // what SQLite's check finds, rather than the first error alone.
+    if (!(asDamage(e) instanceof StorageDamagedError)) {
+      sqlite.close();
+      throw e;
+    }
+    const found = checkFile(sqlite, "quick");
+    sqlite.close();
+    throw new DatabaseOpenError(`${path} is damaged: ${(e as Error).message}; SQLite's check: ${found.join("; ")}`);
   }
+  let integrity: StorageHealth["integrity"] = null;
+  let closed = false;
+
   return {
     store,
     location: path,
@@ -38,13 +62,28 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
     db,
 
     serve({ log, workers, onHold }) {
-      const checkpoints = startCheckpointThread(workers.checkpointer, sqlite, path, log, { onHold });
+      guard.onFault = (problem) => log.error("database files changed under the server", { problem });
+      const timer = setInterval(() => {
+        if (!closed) guard.check();
+      }, GUARD_EVERY_MS);
+      timer.unref?.();
+      const checkpoints = startCheckpointThread(workers.checkpointer, sqlite, path, log, {
+        onHold,
+        onIntegrity(result) {
+          integrity = result;
+          if (result.ok) log.info("integrity check passed", { ms: result.ms });
+          else log.error("integrity check found damage; run installstats verify", { problems: result.problems });
+        },
+      });
       return {
         commit(ops) {
           checkpoints.beforeWrite();
           return store.writeNow(ops);
         },
-        stop: async () => checkpoints.stop(),
+        stop: async () => {
+          clearInterval(timer);
+          checkpoints.stop();
+        },
       };
     },
 
@@ -53,8 +92,22 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
       { file: "wal", bytes: fileSize(`${path}-wal`) },
     ],
 
-    checkIntegrity: async () => sqlite.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all().map((r) => r.integrity_check),
+    checkIntegrity: async (kind = "full") => checkFile(sqlite, kind),
 
-    close: () => store.close(),
+    async health() {
+      const fileProblem = closed ? null : guard.check();
+      const problems: string[] = [];
+      if (fileProblem !== null) problems.push(fileProblem);
+      const damage = store.damage();
+      if (damage !== null) problems.push(damage);
+      if (integrity && !integrity.ok) problems.push(`SQLite's integrity check found damage: ${integrity.problems.slice(0, 3).join("; ")}; run installstats verify`);
+      const budgets = await store.budgets().catch(() => null);
+      return { writable: fileProblem === null, problems, integrity, budgets };
+    },
+
+    close: () => {
+      closed = true;
+      return store.close();
+    },
   };
 }

@@ -1,18 +1,38 @@
 // What maintenance reads before it writes: stuck executions, what retention would remove, and the
 // rejected-reports log (listing and replay candidates).
-import { and, asc, count, desc, eq, gt, gte, inArray, isNotNull, isNull, like, lt, notLike, or, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, like, lt, not, notLike, or, sql, type SQL } from "drizzle-orm";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract.ts";
 import type { Db } from "./database.ts";
-import { executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
+import { bodies, executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
 
-type RejectedRow = typeof rejectedReports.$inferSelect;
+type RejectedRow = typeof rejectedReports.$inferSelect & { sharedCodec: string | null; sharedData: Buffer | null };
 
-const entryOf = ({ body, result, ...row }: RejectedRow): RejectedEntry => ({
-  ...row,
-  result: result as RejectedEntry["result"],
-  body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength),
-});
+/** A shared body, as stored in `bodies`. */
+function unpack(codec: string | null, data: Buffer | null): Uint8Array | null {
+  if (data === null) return null;
+  return codec === "zstd" ? Bun.zstdDecompressSync(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+const entryOf = ({ body, result, bodyStore, bodySize, bodyHash, cost: _, sharedCodec, sharedData, ...row }: RejectedRow): RejectedEntry => {
+  const whole = bodyStore === "shared" ? unpack(sharedCodec, sharedData) : null;
+  const bytes = whole ?? new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+  const size = bodySize ?? bytes.byteLength;
+  return {
+    ...row,
+    result: result as RejectedEntry["result"],
+    body: bytes,
+    bodySize: size,
+    bodySha256: bodyHash,
+    bodyKept: bodyStore === "shared" ? whole !== null : bytes.byteLength >= size,
+  };
+};
+
+/** Every column of the log, and the shared body where there is one. */
+const withBodies = { ...getTableColumns(rejectedReports), sharedCodec: bodies.codec, sharedData: bodies.data };
+const sharedBody = and(eq(rejectedReports.bodyStore, "shared"), eq(bodies.hash, rejectedReports.bodyHash));
+/** A head-only entry whose body was longer than its head cannot be replayed. */
+const truncated = and(eq(rejectedReports.bodyStore, "head"), sql`${rejectedReports.bodySize} > length(${rejectedReports.body})`);
 
 /** The queries behind the contract's MaintenanceReads, synchronous as bun:sqlite is (store.ts adapts them). */
 export function createMaintenanceReads(db: Db) {
@@ -47,14 +67,15 @@ export function createMaintenanceReads(db: Db) {
       const where: SQL[] = [];
       if (reason) where.push(eq(rejectedReports.reason, reason));
       if (before !== undefined) where.push(lt(rejectedReports.id, before));
-      return db.select().from(rejectedReports).where(and(...where)).orderBy(desc(rejectedReports.id)).limit(limit).all().map(entryOf);
+      return db.select(withBodies).from(rejectedReports).leftJoin(bodies, sharedBody).where(and(...where)).orderBy(desc(rejectedReports.id)).limit(limit).all().map(entryOf);
     },
 
     replayCandidates({ reasons, retryPrefix, afterId, limit }: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }): RejectedEntry[] {
       return db
-        .select()
+        .select(withBodies)
         .from(rejectedReports)
-        .where(and(inArray(rejectedReports.reason, [...reasons] as RejectReason[]), open(retryPrefix), gt(rejectedReports.id, afterId)))
+        .leftJoin(bodies, sharedBody)
+        .where(and(inArray(rejectedReports.reason, [...reasons] as RejectReason[]), open(retryPrefix), gt(rejectedReports.id, afterId), not(truncated!)))
         .orderBy(asc(rejectedReports.id))
         .limit(limit)
         .all()

@@ -8,7 +8,12 @@ import { addColumn, fromColumns, type Grain, type RollupData, type RollupPart } 
 import type { ExecutionFilter, ListCursor, RollupCell, RollupSelection } from "../contract.ts";
 import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
+import { asDamage } from "./integrity.ts";
 import { errorSignatures, executions, rollupState, rollups } from "./schema.ts";
+
+const GRAIN_NAMES = ["hour", "day", "month"];
+/** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
+const cellName = (grain: number, app: string, bucket: number): string => `rollup cell ${GRAIN_NAMES[grain] ?? grain} ${app} ${new Date(bucket).toISOString()}`;
 
 const executionColumns = getTableColumns(executions);
 const executionKeys = Object.keys(executionColumns) as (keyof Execution)[];
@@ -204,7 +209,12 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
         const cell = cells.entry(cellKey(grain, bucket, app));
         for (const part of parts) {
           if (cell.have.has(part)) continue;
-          addColumn(cell.data, part, cellPart[part].get({ grain, app, bucket })!.text);
+          try {
+            addColumn(cell.data, part, cellPart[part].get({ grain, app, bucket })!.text);
+          } catch (e) {
+            cells.delete(cellKey(grain, bucket, app));
+            throw asDamage(e, cellName(grain, app, bucket));
+          }
           cell.have.add(part);
         }
         return { bucket, data: only(cell.data, parts, cell.have) };
@@ -218,7 +228,13 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
         .from(rollups)
         .where(and(eq(rollups.grain, grain), gte(rollups.bucket, from), lt(rollups.bucket, to)))
         .all()
-        .map(({ app, bucket, ...columns }) => ({ slice: app, bucket, data: fromColumns(columns) }));
+        .map(({ app, bucket, ...columns }) => {
+          try {
+            return { slice: app, bucket, data: fromColumns(columns) };
+          } catch (e) {
+            throw asDamage(e, cellName(grain, app, bucket));
+          }
+        });
     },
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.

@@ -1,5 +1,6 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
+import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
@@ -67,7 +68,12 @@ export const executions = sqliteTable(
   ],
 );
 
-/** Final reports that arrived before their start report (normalized, as JSON); applied when it comes. */
+/**
+ * Final reports that arrived before their start report (normalized, as JSON); applied when it
+ * comes, or on their own when they have waited too long or held reports exceed their budget
+ * (budgets.ts). Rows since migration 0009 keep the JSON compressed in `data` when that is smaller
+ * (`codec` "zstd"; `report` is then empty); older rows and small reports keep it in `report`.
+ */
 export const heldReports = sqliteTable(
   "held_reports",
   {
@@ -76,9 +82,17 @@ export const heldReports = sqliteTable(
     report: text("report").notNull(),
     receivedAt: integer("received_at").notNull(),
     repaired: integer("repaired", { mode: "boolean" }).notNull().default(false),
+    /** Null: the JSON is in `report`; "zstd": it is in `data`, compressed. */
+    codec: text("codec", { enum: ["zstd"] }),
+    data: blob("data", { mode: "buffer" }),
+    /** What the row counts against the held-reports budget; null for rows older than the budget. */
+    cost: integer("cost"),
   },
   (t) => [index("held_reports_random_id").on(t.randomId), index("held_reports_received_at").on(t.receivedAt)],
 );
+
+/** Where a log entry's body is kept (rejectedReports.bodyStore). */
+export const BODY_STORES = ["inline", "shared", "head"] as const;
 
 /** Every request not applied exactly as sent, raw, with the reason: the "nothing is lost" log. */
 export const rejectedReports = sqliteTable(
@@ -93,13 +107,54 @@ export const rejectedReports = sqliteTable(
     field: text("field"),
     message: text("message").notNull(),
     randomId: text("random_id"),
+    /**
+     * The raw body where `bodyStore` is "inline"; its first HEAD_BYTES bytes where it is "head"
+     * (the body was not kept: past the log's budget); empty where it is "shared".
+     */
     body: blob("body", { mode: "buffer" }).notNull(),
     /** When `installstats replay` last ran this body through the parser, and what came of it. */
     replayedAt: integer("replayed_at"),
     replayResult: text("replay_result"),
+    /** Where the body is: "inline" (whole, in `body`), "shared" (whole, in `bodies` under `bodyHash`), "head" (only its head). */
+    bodyStore: text("body_store", { enum: BODY_STORES }).notNull().default("inline"),
+    /** Bytes of the raw body as received; null for entries older than migration 0009 (then length(body)). */
+    bodySize: integer("body_size"),
+    /** SHA-256 of the raw body (hex); null for entries older than migration 0009. */
+    bodyHash: text("body_hash"),
+    /** What the entry counts against the log's budget besides its share of `bodies`; null before migration 0009. */
+    cost: integer("cost"),
   },
-  (t) => [index("rejected_reports_received_at").on(t.receivedAt)],
+  (t) => [
+    index("rejected_reports_received_at").on(t.receivedAt),
+    // The oldest head-only entries go first when the log is past its budget (budgets.ts).
+    index("rejected_reports_head").on(t.id).where(sql`${t.bodyStore} = 'head'`),
+  ],
 );
+
+/**
+ * Bodies of the rejected-reports log, each stored once however many entries share it (an
+ * attacker repeating one body costs one copy), compressed with zstd when that is smaller.
+ */
+export const bodies = sqliteTable("bodies", {
+  /** SHA-256 of the raw body (hex). */
+  hash: text("hash").primaryKey(),
+  /** Raw bytes. */
+  size: integer("size").notNull(),
+  /** "zstd" or "none". */
+  codec: text("codec", { enum: ["zstd", "none"] }).notNull(),
+  data: blob("data", { mode: "buffer" }).notNull(),
+  /** Log entries that point here; the row goes when the last one does. */
+  refs: integer("refs").notNull(),
+});
+
+/**
+ * The budgets' running totals and counters (budgets.ts), kept in the same transaction as every
+ * change to the log and the held reports, so every connection sees exact figures without a scan.
+ */
+export const budgetCounters = sqliteTable("budget_counters", {
+  name: text("name").primaryKey(),
+  value: integer("value").notNull(),
+});
 
 /** The row is the domain's Execution, column for column: this fails to compile when they drift. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

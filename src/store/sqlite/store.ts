@@ -4,9 +4,12 @@
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import { GRAINS } from "../../domain/rollup.ts";
-import { StorageUnavailableError, type Store, type WriteOp, type WriteResult } from "../contract.ts";
+import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
+import { DEFAULT_LIMITS, budgetStatus } from "./budgets.ts";
 import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
+import type { FileGuard } from "./file-guard.ts";
+import { asDamage, isCorruption } from "./integrity.ts";
 import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
 import { createSqliteReads } from "./reads.ts";
@@ -19,14 +22,42 @@ const CACHED_CELLS = 8192;
 export interface SqliteStore extends Store {
   writeNow(ops: readonly WriteOp[]): WriteResult[];
   rebuildNow(onDay?: (day: number, end: number) => void): void;
+  /** The last damage a read or write met (this process), or null. */
+  damage(): string | null;
 }
 
-export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
+export interface SqliteStoreOptions {
+  /** Watches the files under the connection (engine.ts); none for a store over a bare connection. */
+  guard?: FileGuard;
+  limits?: StoreLimits;
+}
+
+export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOptions = {}): SqliteStore {
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const reads = createSqliteReads(sqlite, db, cells);
   const maintenance = createMaintenanceReads(db);
-  const writes = createSqliteWrites(sqlite, db, reads, cells, open);
+  const limits = { current: opts.limits ?? DEFAULT_LIMITS };
+  const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits);
+  const guard = opts.guard;
+  let damage: string | null = null;
+
+  /** Damage met by a read becomes a clear error (and is remembered for health); anything else stays as it is. */
+  const seen = (e: unknown): unknown => {
+    const d = asDamage(e);
+    if (d instanceof StorageDamagedError) damage = d.message;
+    return d;
+  };
+  /** A read of the contract: synchronous inside, damage turned into StorageDamagedError. */
+  const read =
+    <A extends unknown[], R>(f: (...args: A) => R) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return f(...args);
+      } catch (e) {
+        throw seen(e);
+      }
+    };
 
   // PRAGMA data_version moves when another connection commits (a CLI command beside the server):
   // then neither the cached cells nor the open hours can be vouched for.
@@ -46,65 +77,93 @@ export function createSqliteStore(sqlite: Database, db: Db): SqliteStore {
   recount();
   seenVersion = dataVersion.get()!.data_version;
 
+  /** The files must be the ones opened: before a batch, and after its COMMIT, before anything is acknowledged. */
+  const checkFiles = () => {
+    const problem = guard?.check() ?? null;
+    if (problem !== null) throw new StorageUnavailableError(problem);
+  };
+
   function writeNow(ops: readonly WriteOp[]): WriteResult[] {
     try {
+      checkFiles();
       checkState();
-      return writes.write(ops);
+      const results = writes.write(ops);
+      checkFiles();
+      return results;
     } catch (e) {
       // SQLite's own errors mean the storage refused the write; anything else is a bug and stays as it is.
+      if (isCorruption(e)) throw seen(e);
       throw e instanceof Error && e.name === "SQLiteError" ? new StorageUnavailableError(e.message) : e;
     }
   }
 
-  return {
-    getExecutions: async (randomId) => reads.getExecutions(randomId),
-    listExecutions: async (filter, page) => reads.listExecutions(filter, page),
-    // Each chunk is its own query, run to completion before it is handed over.
-    async *executionChunks(filter, page) {
-      yield* reads.executionChunks(filter, page);
-    },
-    async *iterateExecutions(filter) {
-      for (const chunk of reads.executionChunks(filter)) yield* chunk;
-    },
-    errorTextCounts: async () => reads.errorTextCounts(),
-    changeMarker: async () => reads.changeMarker(),
-    signatures: async (ids) => reads.signatures(ids),
-    recordSpan: async () => reads.recordSpan(),
+  /** Chunks of a read, each run to completion before it is handed over; damage met midway is a clear error. */
+  async function* chunksOf<T>(chunks: Iterable<T>): AsyncGenerator<T, void> {
+    const it = chunks[Symbol.iterator]();
+    for (;;) {
+      let next: IteratorResult<T>;
+      try {
+        next = it.next();
+      } catch (e) {
+        throw seen(e);
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  }
 
-    async readRollups(selection) {
+  return {
+    getExecutions: read((randomId) => reads.getExecutions(randomId)),
+    listExecutions: read((filter, page) => reads.listExecutions(filter, page)),
+    // Each chunk is its own query, run to completion before it is handed over.
+    executionChunks: (filter, page) => chunksOf(reads.executionChunks(filter, page)),
+    async *iterateExecutions(filter) {
+      for await (const chunk of chunksOf(reads.executionChunks(filter))) yield* chunk;
+    },
+    errorTextCounts: read(() => reads.errorTextCounts()),
+    changeMarker: read(() => reads.changeMarker()),
+    signatures: read((ids) => reads.signatures(ids)),
+    recordSpan: read(() => reads.recordSpan()),
+
+    readRollups: read((selection) => {
       checkState();
       const { grain, slice, from, to } = selection;
       const foldedUntil = open.foldedUntil;
       if (grain !== GRAINS.hour || to <= foldedUntil) return reads.storedRollups(selection);
       const stored = from < foldedUntil ? reads.storedRollups({ ...selection, to: foldedUntil }) : [];
       return [...stored, ...open.cellsOf(slice, Math.max(from, foldedUntil), to)];
-    },
+    }),
 
-    async rollupCells(grain, from, to) {
+    rollupCells: read((grain, from, to) => {
       checkState();
       const stored = reads.storedCells(grain, from, to);
       return grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
-    },
+    }),
 
-    async foldedUntil() {
+    foldedUntil: read(() => {
       checkState();
       return open.foldedUntil;
-    },
+    }),
 
-    stuckExecutions: async (from, before, limit) => maintenance.stuckExecutions(from, before, limit),
-    stuckCheckedUntil: async () => maintenance.stuckCheckedUntil(),
-    countBefore: async (cutoff) => maintenance.countBefore(cutoff),
-    heldBefore: async (cutoff, limit) => maintenance.heldBefore(cutoff, limit),
-    listRejected: async (opts) => maintenance.listRejected(opts),
-    replayCandidates: async (opts) => maintenance.replayCandidates(opts),
-    countReplayed: async (reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix),
+    stuckExecutions: read((from, before, limit) => maintenance.stuckExecutions(from, before, limit)),
+    stuckCheckedUntil: read(() => maintenance.stuckCheckedUntil()),
+    countBefore: read((cutoff) => maintenance.countBefore(cutoff)),
+    heldBefore: read((cutoff, limit) => maintenance.heldBefore(cutoff, limit)),
+    listRejected: read((opts) => maintenance.listRejected(opts)),
+    replayCandidates: read((opts) => maintenance.replayCandidates(opts)),
+    countReplayed: read((reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix)),
+    budgets: read(() => budgetStatus(writes.counters(), limits.current)),
 
     write: async (ops) => writeNow(ops),
 
-    rebuildRollups: async (onDay) => rebuildNow(onDay),
+    rebuildRollups: read((onDay) => rebuildNow(onDay)),
+    setLimits(next) {
+      limits.current = { ...next };
+    },
     close: async () => sqlite.close(),
     writeNow,
     rebuildNow,
+    damage: () => damage,
   };
 
   function rebuildNow(onDay?: (day: number, end: number) => void): void {

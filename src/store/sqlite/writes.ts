@@ -5,16 +5,19 @@ import type { Database } from "bun:sqlite";
 import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SignatureSightings, failureSignatureId } from "../../domain/error-signature.ts";
-import type { Execution, Report } from "../../domain/execution.ts";
+import type { Execution } from "../../domain/execution.ts";
 import { decide, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
-import type { ReportWrite, ResultFor, WriteOp, WriteResult } from "../contract.ts";
+import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
+import { Counters, createLogBudget, type LeavingEntry } from "./budgets.ts";
 import { ALL_PARTS, cellKey, type CachedCell, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
+import { LEGACY_HELD_COST, decodeHeld, encodeHeld, executionFromHeld } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
 import { errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups } from "./schema.ts";
+import { LEGACY_LOG_COST } from "./budgets.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -44,8 +47,10 @@ function prepareHotStatements(sqlite: Database) {
     insertExecution: sqlite.query<never, Execution>(insertAll(executions, "ON CONFLICT DO NOTHING")),
     /** A whole row written back: every report that changes an execution may change any field. */
     replaceExecution: sqlite.query<never, Execution>(insertAll(executions, "ON CONFLICT DO UPDATE SET " + Object.values(getTableColumns(executions)).filter((c) => !c.primary).map((c) => `"${c.name}" = excluded."${c.name}"`).join(", "))),
-    findHeld: sqlite.query<{ report: string; at: number; repaired: number }, { id: string }>(
-      `SELECT "${heldReports.report.name}" AS report, "${heldReports.receivedAt.name}" AS at, "${heldReports.repaired.name}" AS repaired FROM "${getTableName(heldReports)}" WHERE "${heldReports.executionId.name}" = $id`,
+    findHeld: sqlite.query<HeldRow, { id: string }>(`${selectHeld} WHERE "${heldReports.executionId.name}" = $id`),
+    /** The oldest held reports received before $before (expiry, and the budget's overflow). */
+    oldestHeld: sqlite.query<HeldRow, { before: number; limit: number }>(
+      `${selectHeld} WHERE "${heldReports.receivedAt.name}" < $before ORDER BY "${heldReports.receivedAt.name}" LIMIT $limit`,
     ),
     getRollup: sqlite.query<RollupColumns, Record<keyof RollupKey, string | number>>(
       `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${getTableName(rollups)}" WHERE ${cell}`,
@@ -58,30 +63,47 @@ function prepareHotStatements(sqlite: Database) {
   };
 }
 
+/** A held report's row as the write path reads it. */
+interface HeldRow {
+  executionId: string;
+  report: string;
+  codec: string | null;
+  data: Uint8Array | null;
+  at: number;
+  repaired: number;
+}
+
+const h = heldReports;
+const selectHeld = `SELECT "${h.executionId.name}" AS executionId, "${h.report.name}" AS report, "${h.codec.name}" AS codec, "${h.data.name}" AS data, "${h.receivedAt.name}" AS at, "${h.repaired.name}" AS repaired FROM "${getTableName(h)}"`;
+
+const heldOf = (row: HeldRow): HeldReport => ({ report: decodeHeld(row), at: row.at, repaired: row.repaired === 1 });
+
+/** What leaving log entries say about their bodies, for the budget's totals. */
+const leaving = {
+  bodyStore: rejectedReports.bodyStore,
+  bodyHash: rejectedReports.bodyHash,
+  cost: sql<number>`coalesce(${rejectedReports.cost}, ${sql.raw(LEGACY_LOG_COST)})`,
+};
+const heldCost = sql<number>`coalesce(${heldReports.cost}, ${sql.raw(LEGACY_HELD_COST)})`;
+
 function prepareStatements(db: Db) {
   return {
-    upsertHeld: db
-      .insert(heldReports)
-      .values(placeholdersFor(heldReports))
-      .onConflictDoUpdate({
-        target: heldReports.executionId,
-        set: { report: sql`excluded.report`, receivedAt: sql`excluded.received_at`, repaired: sql`excluded.repaired` },
-      })
-      .prepare(),
-    deleteHeld: db.delete(heldReports).where(eq(heldReports.executionId, byId.id)).prepare(),
+    insertHeld: db.insert(heldReports).values(placeholdersFor(heldReports)).prepare(),
+    /** Removes a held report; its cost leaves the held budget. */
+    deleteHeld: db.delete(heldReports).where(eq(heldReports.executionId, byId.id)).returning({ cost: heldCost }).prepare(),
     deleteExecutions: db.delete(executions).where(eq(executions.randomId, byId.id)).prepare(),
     forgetRejected: db
       .delete(rejectedReports)
       .where(lt(rejectedReports.receivedAt, sql.placeholder("before")))
-      .returning({ id: rejectedReports.id })
+      .returning(leaving)
       .prepare(),
     markReplayed: db
       .update(rejectedReports)
       .set({ replayedAt: sql`${sql.placeholder("at")}`, replayResult: sql`${sql.placeholder("result")}` })
       .where(eq(rejectedReports.id, sql.placeholder("id")))
       .prepare(),
-    deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning({ id: rejectedReports.id }).prepare(),
-    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ id: heldReports.executionId }).prepare(),
+    deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning(leaving).prepare(),
+    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost }).prepare(),
     setOutcome: db
       .update(executions)
       .set({ outcome: sql`${sql.placeholder("outcome")}`, updatedAt: sql`${sql.placeholder("updatedAt")}` })
@@ -124,17 +146,61 @@ interface BatchEffects {
   open: RollupDeltas[];
   /** Set when the batch folds: hours before it leave memory after COMMIT. */
   foldedTo: number | null;
+  /** Set when the batch held a report: the held budget is checked before COMMIT. */
+  held: boolean;
 }
 
 /** A cell a write can merge into: every part parsed (a reader may have parsed only one). */
 const whole = (cell: CachedCell): boolean => cell.have.size === ALL_PARTS.length;
 
-export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads, cells: CellCache, openHours: OpenHours) {
+/** Held reports applied on their own per statement while the held budget is exceeded. */
+const OVERFLOW_CHUNK = 64;
+
+export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads, cells: CellCache, openHours: OpenHours, limits: { current: StoreLimits }) {
   const q = prepareStatements(db);
   const hot = prepareHotStatements(sqlite);
+  const counters = new Counters(sqlite);
+  const log = createLogBudget(sqlite, counters, limits);
 
-  const logRejection = (r: Rejection, at: number, result: string | null) =>
-    q.insertRejected.run({ id: null, receivedAt: at, ...r, result, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength), replayedAt: null, replayResult: null });
+  /** Logs a refusal or a repair within the log's budget (budgets.ts): whole, head only, or counted only. */
+  const logRejection = (r: Rejection, at: number, result: string | null) => {
+    const placed = log.place(r);
+    if (placed) q.insertRejected.run({ id: null, receivedAt: at, ...r, result, ...placed, replayedAt: null, replayResult: null });
+  };
+
+  const forgetHeld = (costs: readonly { cost: number }[]) => {
+    for (const { cost } of costs) {
+      counters.add("held.bytes", -cost);
+      counters.add("held.count", -1);
+    }
+  };
+
+  /**
+   * A held report becomes the execution it describes, without its start report (it waited too
+   * long, or held reports are past their budget): nothing acknowledged is dropped.
+   */
+  function applyHeldAlone(row: HeldRow, fx: BatchEffects): void {
+    forgetHeld(q.deleteHeld.all({ id: row.executionId }));
+    if (reads.getExecution(row.executionId) !== undefined) return; // applied meanwhile
+    const held = heldOf(row);
+    const execution = executionFromHeld(held, reads.attemptsOf(held.report.randomId) + 1);
+    hot.insertExecution.run(execution);
+    if (execution.outcome === "in_progress") q.lowerStuckMark.run({ to: execution.createdAt });
+    count(fx, execution, 1, held.at);
+  }
+
+  /** Past the held budget, the oldest held reports are applied on their own until it fits again. */
+  function keepHeldWithinBudget(fx: BatchEffects): void {
+    while (counters.get("held.count") > 0 && counters.get("held.bytes") > limits.current.heldBytes) {
+      const oldest = hot.oldestHeld.all({ before: Number.MAX_SAFE_INTEGER, limit: OVERFLOW_CHUNK });
+      if (oldest.length === 0) return;
+      for (const row of oldest) {
+        if (counters.get("held.bytes") <= limits.current.heldBytes) return;
+        applyHeldAlone(row, fx);
+        counters.add("held.overflowed_total", 1);
+      }
+    }
+  }
 
   /** A repaired body is applied and kept raw in the log, with what its write came to. */
   const logRepair = (op: Extract<ReportWrite, { raw: Uint8Array }>, result: WriteResult, randomId: string) => {
@@ -154,7 +220,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
 
   function heldFor(executionId: string): HeldReport | null {
     const held = hot.findHeld.get({ id: executionId });
-    return held ? { report: JSON.parse(held.report) as Report, at: held.at, repaired: held.repaired === 1 } : null;
+    return held ? heldOf(held) : null;
   }
 
   function applyReport(op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): ResultFor<typeof op> {
@@ -168,7 +234,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     switch (decision.kind) {
       case "insert":
         hot.insertExecution.run(decision.row);
-        if (held) q.deleteHeld.run({ id: report.executionId });
+        if (held) forgetHeld(q.deleteHeld.all({ id: report.executionId }));
         count(fx, decision.row, 1, op.at);
         result = { kind: "created", outcome: decision.row.outcome };
         break;
@@ -190,10 +256,17 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         }
         result = { kind: "duplicate" };
         break;
-      case "hold":
-        q.upsertHeld.run({ executionId: report.executionId, randomId: report.randomId, report: JSON.stringify(report), receivedAt: op.at, repaired });
+      case "hold": {
+        // A newer progress update replaces a held one: its cost leaves the budget first.
+        forgetHeld(q.deleteHeld.all({ id: report.executionId }));
+        const columns = encodeHeld(report);
+        q.insertHeld.run({ executionId: report.executionId, randomId: report.randomId, receivedAt: op.at, repaired, ...columns });
+        counters.add("held.bytes", columns.cost);
+        counters.add("held.count", 1);
+        fx.held = true;
         result = { kind: "held" };
         break;
+      }
       case "already-final": {
         const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
         logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
@@ -279,9 +352,11 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         const records = reads.getExecutions(op.randomId);
         if (records.length > 0) q.deleteExecutions.run({ id: op.randomId });
         for (const record of records) count(fx, record, -1, op.at);
-        const held = q.deleteHeldReturning.all({ id: op.randomId }).length > 0;
-        const logged = q.deleteRejectedOf.all({ id: op.randomId }).length > 0;
-        return { kind: "deleted", found: records.length > 0 || held || logged, executions: records.length };
+        const held = q.deleteHeldReturning.all({ id: op.randomId });
+        forgetHeld(held);
+        const logged = q.deleteRejectedOf.all({ id: op.randomId });
+        log.release(logged);
+        return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
       }
       case "expire": {
         const record = reads.getExecution(op.executionId);
@@ -291,8 +366,17 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
         return { kind: "expired", changed: true };
       }
-      case "forget-rejected":
-        return { kind: "forgotten", count: q.forgetRejected.all({ before: op.before }).length };
+      case "forget-rejected": {
+        const gone: LeavingEntry[] = q.forgetRejected.all({ before: op.before });
+        log.release(gone);
+        return { kind: "forgotten", count: gone.length };
+      }
+      case "expire-held": {
+        const due = hot.oldestHeld.all({ before: op.before, limit: op.limit });
+        for (const row of due) applyHeldAlone(row, fx);
+        counters.add("held.expired_total", due.length);
+        return { kind: "expired-held", count: due.length };
+      }
       case "stuck-checked":
         q.moveStuckMark.run({ from: op.from, until: op.until });
         return { kind: "marked" };
@@ -305,8 +389,11 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
   }
 
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
-    const fx: BatchEffects = { deltas: new RollupDeltas(openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null };
+    const fx: BatchEffects = { deltas: new RollupDeltas(openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
+    counters.reset();
     const results = ops.map((op) => apply(op, fx));
+    if (fx.held) keepHeldWithinBudget(fx);
+    counters.flush();
     mergeRollups(fx.deltas);
     fx.open.push(fx.deltas);
     mergeSightings(fx.sightings);
@@ -314,6 +401,8 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
   });
 
   return {
+    /** The budgets' counters as committed. */
+    counters: () => counters.all(),
     /** One transaction; after COMMIT, folded hours leave memory and the open-hour counts join it. */
     write(ops: readonly WriteOp[]): WriteResult[] {
       let batch: { results: WriteResult[]; fx: BatchEffects };
@@ -321,6 +410,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         batch = writeBatch.immediate(ops);
       } catch (e) {
         cells.clear(); // it may hold merges that were rolled back
+        counters.reset();
         throw e;
       }
       const { results, fx } = batch;

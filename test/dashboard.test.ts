@@ -415,7 +415,7 @@ describe("today's clients", () => {
 
   // Todo until the read API accepts `repo_source=` (reports naming no repository, as its
   // documentation says): src/read/query.ts refuses empty values today (400).
-  test.todo("reports that name no repository are a choice of the repo filter", async () => {
+  test("reports that name no repository are a choice of the repo filter", async () => {
     const w = await watchedPage(context);
     await openView(w.page, `${server.url}/?days=1`);
     await clickAndWait(w.page, "a[data-repo='none']");

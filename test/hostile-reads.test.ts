@@ -51,7 +51,7 @@ const REFUSED: [string, string, string][] = [
       [`${q}exit_code=1.5`, "exit_code", "from 0 to 255"],
       [`${q}kind=everything`, "kind", "one of install, tool, addon, all"],
       [`${q}outcome=great`, "outcome", "one of success, failed, aborted, in_progress, unknown"],
-      [`${q}nsapp=${"n".repeat(129)}`, "nsapp", "1 to 128 characters"],
+      [`${q}nsapp=${"n".repeat(129)}`, "nsapp", "at most 128 characters"],
       [`${q}q=${"q".repeat(201)}`, "q", "1 to 200 characters"],
     ];
   }),

@@ -39,6 +39,15 @@ export function textParam(field: string, v: Raw, max = MAX_LABEL): string | unde
   return s;
 }
 
+/** A filter on a stored label: `""` selects the executions without one (`repo_source=` is "none"). */
+function labelParam(field: string, v: Raw): string | undefined {
+  const value = single(field, v);
+  if (value === undefined) return undefined;
+  const s = String(value);
+  if (s.length > MAX_LABEL) throw new QueryError(field, `${field} must be at most ${MAX_LABEL} characters ("" selects those without one)`);
+  return s;
+}
+
 /** A whole number in [min, max], written as plain decimal digits. */
 export function intParam(field: string, v: Raw, min: number, max: number): number | undefined {
   const value = single(field, v);
@@ -63,7 +72,7 @@ export function oneOf<const T extends string>(field: string, v: Raw, values: rea
 /** Documentation of an optional parameter; checked by the functions above, not by the schema. */
 export const docParam = (description: string, values?: readonly string[]) => t.Optional(t.String(values ? { description, enum: [...values] } : { description }));
 const param = docParam;
-const label = (description: string) => param(`${description}; 1-${MAX_LABEL} characters`);
+const label = (description: string) => param(`${description}; at most ${MAX_LABEL} characters; "" selects those without one`);
 
 const KIND_VALUES = ["install", "tool", "addon", "all"] as const;
 /** Widest `days`: ten years. */
@@ -149,27 +158,27 @@ export function resolveWindow(q: FilterQuery, now: number, defaultDays: number |
 export function toFilter(q: FilterQuery, w: Window | null): ExecutionFilter {
   const kind = oneOf("kind", q.kind, KIND_VALUES);
   const f: ExecutionFilter = {
-    nsapp: textParam("nsapp", q.nsapp),
-    status: textParam("status", q.status)?.toLowerCase(),
+    nsapp: labelParam("nsapp", q.nsapp),
+    status: labelParam("status", q.status)?.toLowerCase(),
     outcome: oneOf("outcome", q.outcome, OUTCOMES),
-    type: textParam("type", q.type)?.toLowerCase(),
-    osType: textParam("os_type", q.os_type)?.toLowerCase(),
-    osVersion: textParam("os_version", q.os_version),
-    pveVersion: textParam("pve_version", q.pve_version),
-    method: textParam("method", q.method),
+    type: labelParam("type", q.type)?.toLowerCase(),
+    osType: labelParam("os_type", q.os_type)?.toLowerCase(),
+    osVersion: labelParam("os_version", q.os_version),
+    pveVersion: labelParam("pve_version", q.pve_version),
+    method: labelParam("method", q.method),
     kind: kind === "all" ? undefined : (kind ?? "install"),
     randomId: textParam("random_id", q.random_id),
     exitCode: intParam("exit_code", q.exit_code, 0, 255),
-    errorCategory: textParam("error_category", q.error_category)?.toLowerCase(),
-    platform: textParam("platform", q.platform)?.toLowerCase(),
-    arch: textParam("arch", q.arch)?.toLowerCase(),
-    cpuVendor: textParam("cpu_vendor", q.cpu_vendor),
-    gpuVendor: textParam("gpu_vendor", q.gpu_vendor),
-    gpuPassthrough: textParam("gpu_passthrough", q.gpu_passthrough)?.toLowerCase(),
-    repoSource: textParam("repo_source", q.repo_source),
-    repoSlug: textParam("repo_slug", q.repo_slug),
-    appVersion: textParam("app_version", q.app_version),
-    kernelVersion: textParam("kernel_version", q.kernel_version),
+    errorCategory: labelParam("error_category", q.error_category)?.toLowerCase(),
+    platform: labelParam("platform", q.platform)?.toLowerCase(),
+    arch: labelParam("arch", q.arch)?.toLowerCase(),
+    cpuVendor: labelParam("cpu_vendor", q.cpu_vendor),
+    gpuVendor: labelParam("gpu_vendor", q.gpu_vendor),
+    gpuPassthrough: labelParam("gpu_passthrough", q.gpu_passthrough)?.toLowerCase(),
+    repoSource: labelParam("repo_source", q.repo_source),
+    repoSlug: labelParam("repo_slug", q.repo_slug),
+    appVersion: labelParam("app_version", q.app_version),
+    kernelVersion: labelParam("kernel_version", q.kernel_version),
     q: textParam("q", q.q, MAX_TEXT_QUERY),
     from: w?.from,
     to: w?.to,

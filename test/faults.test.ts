@@ -14,7 +14,7 @@ import { createRuntime } from "../src/runtime.ts";
 import { StorageDamagedError } from "../src/store/contract.ts";
 import { DatabaseOpenError } from "../src/store/engine.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport } from "./helpers/app.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const CHECKPOINTER = new URL("../src/store/sqlite/checkpointer.ts", import.meta.url);

@@ -8,6 +8,7 @@ import type { Report } from "../../domain/execution.ts";
 import { parseExitCode } from "../../domain/exit-codes.ts";
 import type { Outcome } from "../../domain/outcome.ts";
 import { ROLLUP_VERSION } from "../../domain/rollup.ts";
+import { LEGACY_HELD_COST } from "./held.ts";
 
 /** Rows updated per transaction, so a large database upgrades without one huge transaction. */
 const CHUNK = 5000;
@@ -38,8 +39,9 @@ export function deriveEndings(sqlite: Database): number {
     })();
     after = rows.at(-1)!.rowid;
   }
-  // Held /upload status updates, kept as reports by the migration: the same derivation.
-  const held = sqlite.query<{ id: string; report: string }, []>("SELECT execution_id AS id, report FROM held_reports").all();
+  // Held /upload status updates, kept as reports by the migration: the same derivation. (Reports
+  // held since migration 0009 may be compressed; they were derived when they arrived.)
+  const held = sqlite.query<{ id: string; report: string }, []>("SELECT execution_id AS id, report FROM held_reports WHERE codec IS NULL").all();
   const put = sqlite.query<never, [string, string]>("UPDATE held_reports SET report = ? WHERE execution_id = ?");
   sqlite.transaction(() => {
     for (const h of held) {
@@ -48,6 +50,8 @@ export function deriveEndings(sqlite: Database): number {
       const exitCode = report.outcome === "success" || report.outcome === "in_progress" ? null : parseExitCode(report.error);
       put.run(JSON.stringify({ ...report, exitCode, errorCategory: categoryFor({ clientCategory: null, exitCode, error: report.error, outcome: report.outcome }) }), h.id);
     }
+    // Longer JSON, larger rows: the held budget's total follows (budgets.ts).
+    sqlite.run(`UPDATE budget_counters SET value = (SELECT coalesce(sum(coalesce(cost, ${LEGACY_HELD_COST})), 0) FROM held_reports) WHERE name = 'held.bytes'`);
   })();
   return changed;
 }

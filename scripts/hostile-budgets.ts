@@ -7,7 +7,10 @@
 //   bun scripts/hostile-budgets.ts [--scenario junk,conflict,orphans] [--concurrency 8]
 //                                   [--junk-seconds 30] [--conflict-seconds 15]
 //                                   [--orphans 76000] [--orphan-seconds 60] [--json out.json]
-//                                   [--keep] [-- extra serve flags...]
+//                                   [--root DIR] [--keep] [-- extra serve flags...]
+//
+// --root runs the server of another checkout (an older commit unpacked with git archive), to
+// measure before and after a change with the same harness.
 //
 // Scenarios (the figures of issue 15):
 //   junk      200 KB bodies of distinct random text (not JSON) to POST /upload: 400 invalid_json,
@@ -37,10 +40,12 @@ const { values: opt, positionals } = parseArgs({
     "orphan-seconds": { type: "string", default: "60" },
     json: { type: "string" },
     keep: { type: "boolean", default: false },
+    root: { type: "string" },
   },
 });
 
 const concurrency = Number(opt.concurrency);
+const SERVER_ROOT = opt.root ?? ROOT;
 const dir = mkdtempSync(join(tmpdir(), "installstats-hostile-"));
 process.on("exit", () => {
   killAllChildren();
@@ -135,11 +140,11 @@ function measure(dbPath: string): Measured {
 
 async function withServer<T>(name: string, run: (url: string) => Promise<T>): Promise<{ result: T; before: Measured; after: Measured; metrics: string }> {
   const dbPath = join(dir, `${name}.db`);
-  const serve = ["bun", join(ROOT, "src/main.ts"), "serve", "--db", dbPath, "--host", "127.0.0.1", "--port", "0", "--rate-limit", "0", "--log-level", "warn", ...positionals];
-  let server = await spawnListening(serve, { stderrPath: join(dir, `${name}.stderr`), timeoutMs: 60_000, cwd: ROOT });
+  const serve = ["bun", join(SERVER_ROOT, "src/main.ts"), "serve", "--db", dbPath, "--host", "127.0.0.1", "--port", "0", "--rate-limit", "0", "--log-level", "warn", ...positionals];
+  let server = await spawnListening(serve, { stderrPath: join(dir, `${name}.stderr`), timeoutMs: 60_000, cwd: SERVER_ROOT });
   await stopGracefully(server.proc); // the empty database, migrated
   const before = measure(dbPath);
-  server = await spawnListening(serve, { stderrPath: join(dir, `${name}.stderr`), timeoutMs: 60_000, cwd: ROOT });
+  server = await spawnListening(serve, { stderrPath: join(dir, `${name}.stderr`), timeoutMs: 60_000, cwd: SERVER_ROOT });
   const result = await run(server.url);
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   const code = await stopGracefully(server.proc);

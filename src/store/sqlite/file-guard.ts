@@ -2,8 +2,9 @@
 // with the -wal file deleted, commits went into a file no longer on disk, the server kept
 // acknowledging and /healthz said ok, and a kill -9 then lost 723 acknowledged reports (issue 15).
 // The guard remembers each file's identity (device and inode) when it first sees it and compares
-// before every write batch, after every COMMIT (before anything is acknowledged), at each health
-// check and every second while serving. Three stat calls: ~5 µs.
+// after every COMMIT (before anything of the batch is acknowledged), at each health check and every
+// second while serving: three stat calls, 4.6 µs measured, once per batch. Once it has seen a
+// change, every later batch is refused before it begins (no stat needed then).
 //
 // On the first difference writes are refused for good (503; the process must be restarted to
 // open the files afresh), and what can be saved is saved: with the database file intact, the WAL
@@ -18,6 +19,8 @@ type Identity = { dev: number; ino: number };
 export interface FileGuard {
   /** Null while the files are the ones opened; else what happened (and it stays so). */
   check(): string | null;
+  /** What check() found so far, without looking again (free: before a batch). */
+  readonly problem: string | null;
   /** Called once, with the problem, when it is first seen (serve logs it). */
   onFault: ((problem: string) => void) | null;
 }
@@ -28,7 +31,7 @@ const identity = (path: string): Identity | null => {
 };
 
 /** An in-memory database has no files to lose. */
-const NO_FILES: FileGuard = { check: () => null, onFault: null };
+const NO_FILES: FileGuard = { check: () => null, problem: null, onFault: null };
 
 export function createFileGuard(sqlite: Database, path: string, clock: () => number = Date.now): FileGuard {
   if (path === ":memory:" || path === "") return NO_FILES;
@@ -61,6 +64,9 @@ export function createFileGuard(sqlite: Database, path: string, clock: () => num
 
   const guard: FileGuard = {
     onFault: null,
+    get problem() {
+      return problem;
+    },
     check() {
       if (problem !== null) return problem;
       const wrong: string[] = [];

@@ -77,18 +77,21 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   recount();
   seenVersion = dataVersion.get()!.data_version;
 
-  /** The files must be the ones opened: before a batch, and after its COMMIT, before anything is acknowledged. */
-  const checkFiles = () => {
-    const problem = guard?.check() ?? null;
-    if (problem !== null) throw new StorageUnavailableError(problem);
+  /**
+   * The files must be the ones opened: looked at after COMMIT, before anything is acknowledged
+   * (a batch committed into a removed file is saved by the guard, and never acknowledged); once
+   * they changed, no batch begins.
+   */
+  const refuseIf = (problem: string | null | undefined) => {
+    if (problem) throw new StorageUnavailableError(problem);
   };
 
   function writeNow(ops: readonly WriteOp[]): WriteResult[] {
     try {
-      checkFiles();
+      refuseIf(guard?.problem);
       checkState();
       const results = writes.write(ops);
-      checkFiles();
+      refuseIf(guard?.check());
       return results;
     } catch (e) {
       // SQLite's own errors mean the storage refused the write; anything else is a bug and stays as it is.

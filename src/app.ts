@@ -18,7 +18,7 @@ import { exportRoutes } from "./read/export-routes.ts";
 import { QueryError } from "./read/query.ts";
 import { readRoutes } from "./read/routes.ts";
 import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
-import { apiDocs } from "./web/api-docs.ts";
+import { apiDocs, docsRoutes } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
 
 export interface AppDeps {
@@ -44,9 +44,9 @@ export function createApp(deps: AppDeps) {
   return new Elysia({
     serve: {
       maxRequestBodySize: hardBodyLimit(config.maxBodyBytes),
-      // Bun answers these paths itself; anything else reaches Elysia.
-      routes: { ...dashboardRoutes(), ...ingest.native },
-      // So `bun run` serves the dashboard bundled as the binary does, not through Bun's dev server.
+      // Bun answers these paths itself (the pages, with their own handlers and headers; ingestion);
+      // anything else reaches Elysia.
+      routes: { ...dashboardRoutes(responseHeaders(config)), ...docsRoutes({ version, headersFor: responseHeaders(config) }), ...ingest.native },
       development: false,
       // Elysia's default shares the port with any other process on it: a second server started by
       // mistake would silently take half of the reports into another database.

@@ -5,6 +5,11 @@ import type { BreakdownResponse, ErrorsResponse, InstallPageResponse, SummaryRes
 export type { BreakdownResponse, ErrorsResponse, InstallDetail, InstallPageResponse, ExecutionRecord, SummaryResponse, TimeseriesResponse };
 
 const TOKEN_KEY = "installstats.readToken";
+/**
+ * The admin token is kept for this tab only (sessionStorage): it can delete data, so it is not
+ * left in the browser after the tab is closed, unlike the read token.
+ */
+const ADMIN_TOKEN_KEY = "installstats.adminToken";
 
 /** An answer other than 2xx, with the server's error body when it sent one. */
 export class ApiError extends Error {
@@ -15,11 +20,13 @@ export class ApiError extends Error {
 
 const readToken = (): string | null => localStorage.getItem(TOKEN_KEY);
 export const saveToken = (token: string | null): void => (token ? localStorage.setItem(TOKEN_KEY, token) : localStorage.removeItem(TOKEN_KEY));
+export const adminToken = (): string | null => sessionStorage.getItem(ADMIN_TOKEN_KEY);
+export const saveAdminToken = (token: string | null): void => (token ? sessionStorage.setItem(ADMIN_TOKEN_KEY, token) : sessionStorage.removeItem(ADMIN_TOKEN_KEY));
 
-async function getJson<T>(path: string, params?: URLSearchParams, signal?: AbortSignal): Promise<T> {
-  const token = readToken();
+async function getJson<T>(path: string, params?: URLSearchParams, signal?: AbortSignal, init: { method?: string; token?: string | null } = {}): Promise<T> {
+  const token = init.token === undefined ? readToken() : init.token;
   const url = params && [...params.keys()].length > 0 ? `${path}?${params}` : path;
-  const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal });
+  const res = await fetch(url, { method: init.method ?? "GET", headers: token ? { authorization: `Bearer ${token}` } : {}, signal });
   if (!res.ok) {
     let message = `${res.status} ${res.statusText}`;
     try {
@@ -40,4 +47,37 @@ export const api = {
   errors: (p: URLSearchParams, s?: AbortSignal) => getJson<ErrorsResponse>("/api/stats/errors", p, s),
   installs: (p: URLSearchParams, s?: AbortSignal) => getJson<InstallPageResponse>("/api/installs", p, s),
   install: (id: string, s?: AbortSignal) => getJson<InstallDetail>(`/api/installs/${encodeURIComponent(id)}`, undefined, s),
+};
+
+/** One entry of the rejected-reports log as GET /api/admin/rejected lists it (src/maintenance/rejected-log.ts). */
+export interface RejectedEntry {
+  id: number;
+  received_at: string;
+  endpoint: string;
+  reason: string;
+  http_status: number;
+  field: string | null;
+  message: string;
+  random_id: string | null;
+  body: string | null;
+  body_base64: string | null;
+  body_size: number;
+  body_sha256: string | null;
+  body_truncated: boolean;
+  replayed_at: string | null;
+  replay_result: string | null;
+}
+
+/** What POST /api/admin/replay answers (src/maintenance/replay.ts ReplaySummary). */
+export interface ReplaySummary {
+  dry_run: boolean;
+  tried: number;
+  results: Record<string, number>;
+  skipped: number;
+}
+
+/** The admin API, with the admin token of this tab (401 without it, 403 when the server has none). */
+export const adminApi = {
+  rejected: (p: URLSearchParams, s?: AbortSignal) => getJson<{ entries: RejectedEntry[] }>("/api/admin/rejected", p, s, { token: adminToken() }),
+  replay: (p: URLSearchParams) => getJson<ReplaySummary>("/api/admin/replay", p, undefined, { method: "POST", token: adminToken() }),
 };

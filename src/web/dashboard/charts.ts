@@ -1,6 +1,7 @@
 // Time charts, drawn by uPlot (about 50 KB, canvas, fast at many thousands of points).
 import uPlot from "uplot";
 import { h } from "./dom.ts";
+import { tickLabels } from "./format.ts";
 
 interface Series {
   label: string;
@@ -16,8 +17,10 @@ export interface ChartOptions {
   /** Accessible description of what the chart shows. */
   title: string;
   height?: number;
-  /** Formats y values in the axis and the legend. */
+  /** Formats y values in the legend. */
   format?: (v: number) => string;
+  /** What the y axis counts: whole numbers (ticks 1 apart or more) or rates in [0, 1] shown as percentages. */
+  unit: "count" | "percent";
   /** Called with the index of a clicked point. */
   onPick?: (index: number) => void;
   /** Removes the chart's observers when the view goes away. */
@@ -26,20 +29,45 @@ export interface ChartOptions {
 
 const cssVar = (name: string): string => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
 
+/** Tick steps of a count axis: whole numbers only (a 0.2 step would label 0, 0, 0, 1, 1). */
+const COUNT_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3, 5e4, 1e5, 2e5, 25e4, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 2e8, 5e8, 1e9];
+
+const DAY_S = 86_400;
+/**
+ * The time axis in UTC and 24-hour time, as every time on the page: [tick step, label, label when
+ * the year / month / day / hour / minute changes, ..., mode] (uPlot's table format).
+ */
+const TIME_LABELS: uPlot.Axis.TimeValuesConfig = [
+  [DAY_S * 365, "{YYYY}", null, null, null, null, null, null, 1],
+  [DAY_S * 28, "{MMM}", "\n{YYYY}", null, null, null, null, null, 1],
+  [DAY_S, "{MMM} {D}", "\n{YYYY}", null, null, null, null, null, 1],
+  [3600, "{HH}:{mm}", "\n{YYYY}-{MM}-{DD}", null, "\n{MMM} {D}", null, null, null, 1],
+  [60, "{HH}:{mm}", "\n{YYYY}-{MM}-{DD}", null, "\n{MMM} {D}", null, null, null, 1],
+];
+/** Instants as UTC (uPlot draws dates in the browser's zone unless told). */
+const utc = (ts: number): Date => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC");
+
 /** Common frame: a sized container that follows its width, axes in the theme's colours. */
 function chart(o: ChartOptions, series: uPlot.Series[], data: uPlot.AlignedData, extra: Partial<uPlot.Options> = {}): HTMLElement {
   const box = h("div", { class: "chart", role: "img", "aria-label": o.title });
   const axis = cssVar("--muted");
   const grid = cssVar("--grid");
-  const fmt = o.format ?? ((v: number) => String(v));
   const plot = new uPlot(
     {
       width: 600,
       height: o.height ?? 220,
-      series: [{}, ...series],
+      tzDate: utc,
+      series: [{ value: "{YYYY}-{MM}-{DD} {HH}:{mm} UTC" }, ...series],
       axes: [
-        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
-        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 56, values: (_u, vals) => vals.map((v) => fmt(v)) },
+        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, values: TIME_LABELS },
+        {
+          stroke: axis,
+          grid: { stroke: grid, width: 1 },
+          ticks: { stroke: grid },
+          size: 56,
+          ...(o.unit === "count" ? { incrs: COUNT_INCRS } : {}),
+          values: (_u, vals, _axis, _space, step) => tickLabels(vals, step, o.unit),
+        },
       ],
       cursor: { drag: { x: false, y: false } },
       legend: { live: true },

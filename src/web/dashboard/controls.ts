@@ -17,7 +17,10 @@ export function renderControls(el: { nav: HTMLElement; controls: HTMLElement }, 
       h("a", { href: stateUrl(withChanges(state, { view, signature: null })), "data-nav": true, "aria-current": state.view === view ? "page" : undefined }, text),
     ),
   );
-  replace(controls, rangeControl(state, go), scopeControl(state), filterForm(state, go), activeFilters(state));
+  document.getElementById("admin-link")?.toggleAttribute("aria-current", state.view === "admin");
+  // The admin view lists the rejected-reports log: windows and filters do not apply to it.
+  if (state.view === "admin") replace(controls);
+  else replace(controls, rangeControl(state, go), scopeControl(state), filterForm(state, go), activeFilters(state));
 }
 
 /** The scope every view shares: which kind of run, from which repo. Choices are links. */

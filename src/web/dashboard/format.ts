@@ -28,3 +28,31 @@ export const isoDate = (t: number): string => new Date(t).toISOString().slice(0,
 
 /** The time of day of an ISO instant, "HH:MM:SS" in UTC. */
 export const timeOfDay = (iso: string): string => iso.slice(11, 19);
+
+/** The UTC time of an instant, 24-hour "HH:MM:SS UTC": the one convention of the whole page. */
+export const clockUtc = (t: Date): string => `${t.toISOString().slice(11, 19)} UTC`;
+
+/** An ISO instant as "YYYY-MM-DD HH:MM:SS UTC". */
+export const instantUtc = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+
+/** Decimals that show a tick step exactly (0.025 -> 3, 25 -> 0), at most 4. */
+function decimalsOf(step: number): number {
+  for (let d = 0; d < 4; d++) {
+    const scaled = step * 10 ** d;
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-9 * Math.max(1, scaled)) return d;
+  }
+  return 4;
+}
+
+/**
+ * Axis labels for ticks `step` apart: as many decimals as the step needs and no more, so labels
+ * are distinct and exact (2.5% steps read 0%, 2.5%, 5%, 7.5%, not 0%, 3%, 5%, 8%).
+ */
+export function tickLabels(values: number[], step: number, unit: "count" | "percent"): string[] {
+  if (unit === "percent") {
+    const d = decimalsOf(step * 100);
+    return values.map((v) => `${(v * 100).toFixed(d)}%`);
+  }
+  const d = decimalsOf(step);
+  return values.map((v) => (d === 0 ? int.format(Math.round(v)) : v.toFixed(d)));
+}

@@ -1,10 +1,10 @@
 // What the dashboard shows, as a pure function of the URL: every view can be bookmarked and
 // shared, and back/forward replay it. Query keys are the read API's own parameter names.
 
-const VIEWS = ["overview", "failures", "installs", "app"] as const;
+const VIEWS = ["overview", "failures", "installs", "app", "admin"] as const;
 export type View = (typeof VIEWS)[number];
 
-export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app" };
+export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app", admin: "/admin" };
 
 /**
  * Filters of /api/installs and the stats endpoints that the dashboard exposes, in URL order.
@@ -49,6 +49,8 @@ export interface DashState {
   order: "newest" | "oldest";
   /** Install log: the install whose details are open. */
   id: string | null;
+  /** Admin (rejected reports): only entries with this reason. Its pages use `cursor` (the API's `before`). */
+  reason: string | null;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -87,6 +89,7 @@ export function parseState(url: URL): DashState {
     cursor: p.get("cursor") || null,
     order: p.get("order") === "oldest" ? "oldest" : "newest",
     id: p.get("id") || null,
+    reason: p.get("reason") || null,
   };
 }
 
@@ -107,6 +110,10 @@ export function stateUrl(s: DashState): string {
     if (s.cursor) p.set("cursor", s.cursor);
     if (s.id) p.set("id", s.id);
   }
+  if (s.view === "admin") {
+    if (s.reason) p.set("reason", s.reason);
+    if (s.cursor) p.set("cursor", s.cursor);
+  }
   const query = p.toString();
   return VIEW_PATHS[s.view] + (query ? `?${query}` : "");
 }
@@ -117,7 +124,7 @@ export function stateUrl(s: DashState): string {
  */
 export function withChanges(s: DashState, change: Partial<DashState>): DashState {
   const next = { ...s, ...change };
-  const listChanged = change.view !== undefined || change.range !== undefined || change.filters !== undefined || change.order !== undefined || change.signature !== undefined;
+  const listChanged = change.view !== undefined || change.range !== undefined || change.filters !== undefined || change.order !== undefined || change.signature !== undefined || change.reason !== undefined;
   if (listChanged && change.cursor === undefined) next.cursor = null;
   if (listChanged && change.id === undefined) next.id = null;
   return next;

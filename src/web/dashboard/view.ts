@@ -7,6 +7,8 @@ export interface ViewContext {
   /** URL of a state derived from the current one (see withChanges). */
   href(change: Partial<DashState>): string;
   navigate(change: Partial<DashState>): void;
+  /** Fetches the same view again (after an action changed what it shows). */
+  reload(): void;
   /** Registers cleanup (chart observers) for when the view is replaced. */
   onDispose(fn: () => void): void;
 }

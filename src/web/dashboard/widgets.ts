@@ -90,3 +90,41 @@ export function badge(outcome: Outcome): HTMLElement {
 export const emptyState = (text: string): HTMLElement => h("p", { class: "empty" }, text);
 
 export const loadingState = (): HTMLElement => h("div", { class: "loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), "Loading…");
+
+/** Clipboard when the page may use it (secure contexts: localhost, https); else selects the text. */
+export async function copyText(text: string, el: HTMLElement): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const sel = getSelection();
+    sel?.removeAllRanges();
+    sel?.addRange(range);
+    return false;
+  }
+}
+
+/** A command or URL to copy: shown as code, with a button that copies it (or selects it). */
+export function copyable(text: string, name: string): HTMLElement {
+  const code = h("code", { class: "copy-text" }, text);
+  const said = h("span", { class: "muted copy-said", role: "status" });
+  return h(
+    "div",
+    { class: "copyable", "data-copy": name },
+    h("pre", {}, code),
+    h(
+      "button",
+      {
+        type: "button",
+        "aria-label": `copy ${name}`,
+        onclick: (() => {
+          void copyText(text, code).then((ok) => (said.textContent = ok ? "Copied" : "Selected: press Ctrl+C"));
+        }) as EventListener,
+      },
+      "Copy",
+    ),
+    said,
+  );
+}

@@ -32,6 +32,7 @@ export function outcomeChart(ts: TimeseriesResponse, ctx: ViewContext, title: st
     series: OUTCOMES.map((o) => ({ label: OUTCOME_LABEL[o], colorVar: outcomeColorVar(o), values: ts.points.map((p) => p[o]) })),
     title,
     format: (v) => count(Math.round(v)),
+    unit: "count",
     onPick: (i) => ctx.navigate({ view: "installs", range: pointRange(ts, i), filters }),
     onDispose: ctx.onDispose,
   });
@@ -46,7 +47,8 @@ export function failureTrend(ts: TimeseriesResponse, ctx: ViewContext, title: st
       times: ts.points.map((p) => Date.parse(p.t)),
       series: [{ label: "Failure rate", colorVar: "--failed", values: rates }],
       title,
-      format: (v) => percent(v, 0),
+      format: (v) => percent(v),
+      unit: "percent",
       onPick: (i) => ctx.navigate({ view: "installs", range: pointRange(ts, i), filters: { ...filters, outcome: "failed" } }),
       onDispose: ctx.onDispose,
     },

@@ -2,10 +2,10 @@
 // details of one install: its fields, its full error text, and each execution with its timeline.
 import { api, ApiError, type ExecutionRecord, type InstallDetail } from "../api.ts";
 import { h } from "../dom.ts";
-import { dateTime, duration, label, timeOfDay } from "../format.ts";
+import { dateTime, duration, instantUtc, label, timeOfDay } from "../format.ts";
 import { apiParams, type DashState } from "../state.ts";
 import type { ViewContext, ViewRender } from "../view.ts";
-import { OUTCOME_LABEL, badge, emptyState, panel } from "../widgets.ts";
+import { OUTCOME_LABEL, badge, copyText, emptyState, panel } from "../widgets.ts";
 import { explainExitCode } from "../../../domain/exit-codes.ts";
 
 const PAGE = 50;
@@ -17,17 +17,21 @@ export const installs: ViewRender = async (s, ctx) => {
   const [page, detail] = await Promise.all([api.installs(apiParams(s, extra), ctx.signal), s.id ? loadInstall(s.id, ctx) : null]);
   const nextHref = page.next_cursor ? ctx.href({ cursor: page.next_cursor }) : null;
   const firstHref = s.cursor ? ctx.href({ cursor: null }) : null;
+  // The details open under their row, where the eye is; an install not on this page (a shared
+  // link, a later page) shows them above the list.
+  const inList = detail !== null && page.installs.some((r) => r.random_id === s.id);
+  if (s.id) closeOnEscape(ctx);
   const node = h(
     "div",
     { class: "view" },
     s.signature ? h("p", { class: "notice" }, "Failed installs with one error signature. ", h("a", { href: ctx.href({ signature: null }), "data-nav": true }, "Show all installs")) : null,
-    detail,
+    inList ? null : detail,
     panel(
       "Installs",
       h(
         "div",
         {},
-        page.installs.length === 0 ? emptyState(s.cursor ? "No more installs." : "No installs match these filters.") : table(page.installs, s, ctx),
+        page.installs.length === 0 ? emptyState(s.cursor ? "No more installs." : "No installs match these filters.") : table(page.installs, s, ctx, inList ? detail : null),
         h(
           "nav",
           { class: "pager", "aria-label": "pages" },
@@ -42,14 +46,79 @@ export const installs: ViewRender = async (s, ctx) => {
   return { title: "Install log", node };
 };
 
-function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext): HTMLElement {
+/** Escape closes the open details (while this view is shown). */
+function closeOnEscape(ctx: ViewContext): void {
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key !== "Escape" || e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
+    e.preventDefault();
+    ctx.navigate({ id: null });
+  };
+  document.addEventListener("keydown", onKey);
+  ctx.onDispose(() => document.removeEventListener("keydown", onKey));
+}
+
+const COLUMNS = 10;
+
+/**
+ * A click anywhere on a row opens its install (the link in its first cell, which is also the
+ * keyboard's way in); clicks on the row's other links and controls, and the end of a text
+ * selection, keep their own meaning.
+ */
+function onRowClick(e: MouseEvent): void {
+  if (e.button !== 0 || e.defaultPrevented || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  const target = e.target as Element | null;
+  if (!target || target.closest("a, button, input, select, textarea, summary, label")) return;
+  const row = target.closest("tr[data-id]");
+  if (!row || (getSelection()?.toString() ?? "") !== "") return;
+  row.querySelector<HTMLAnchorElement>("a.row-link")?.click();
+}
+
+function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext, detail: HTMLElement | null): HTMLElement {
   const flip = s.order === "newest" ? "oldest" : "newest";
   const timeHeader = h(
     "th",
     { scope: "col", "aria-sort": s.order === "newest" ? "descending" : "ascending" },
-    h("a", { href: ctx.href({ order: flip }), "data-nav": true, title: `sort ${flip} first`, id: "sort-time" }, "Started ", s.order === "newest" ? "↓" : "↑"),
+    h("a", { href: ctx.href({ order: flip }), "data-nav": true, title: `sort ${flip} first`, id: "sort-time" }, "Started (UTC) ", s.order === "newest" ? "↓" : "↑"),
   );
   const col = (text: string, cls?: string) => h("th", { scope: "col", class: cls }, text);
+  let placed = false;
+  const body = rows.flatMap((r) => {
+    const open = r.random_id === s.id;
+    const tr = h(
+      "tr",
+      { "data-id": r.random_id, "data-execution": r.execution_id, class: open ? "row selected" : "row" },
+      h(
+        "td",
+        { class: "nowrap" },
+        h(
+          "a",
+          {
+            class: "row-link",
+            // The open install's link closes it again.
+            href: ctx.href({ id: open ? null : r.random_id }),
+            "data-nav": true,
+            "aria-expanded": open ? "true" : "false",
+            "aria-controls": open ? "install-detail" : undefined,
+            "aria-label": `${open ? "close the details" : "details"} of install ${r.random_id}, started ${dateTime(r.created_at)} UTC`,
+          },
+          dateTime(r.created_at),
+        ),
+      ),
+      h("td", {}, r.nsapp === null ? "(none)" : h("a", { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: r.nsapp } }), "data-nav": true }, r.nsapp)),
+      h("td", { class: "nowrap" }, badge(r.outcome), r.attempt > 1 ? h("span", { class: "attempt", title: `attempt ${r.attempt} of this install` }, ` #${r.attempt}`) : null),
+      h("td", { class: "num" }, r.exit_code === null ? "" : h("span", { title: explainExitCode(r.exit_code) }, String(r.exit_code))),
+      h("td", {}, r.type),
+      h("td", { class: "nowrap" }, label([r.os_type, r.os_version].filter((v) => v !== null).join(" ") || null)),
+      h("td", {}, label(r.pve_version)),
+      h("td", {}, label(r.method)),
+      h("td", { class: "num" }, duration(r.duration_s)),
+      h("td", { class: "error-cell", title: r.error ?? "" }, r.error ?? ""),
+    );
+    // The details go under the install's first row (its executions are listed together in them).
+    if (!open || placed || detail === null) return [tr];
+    placed = true;
+    return [tr, h("tr", { class: "detail-row" }, h("td", { colspan: COLUMNS }, detail))];
+  });
   return h(
     "div",
     { class: "table-wrap" },
@@ -57,26 +126,7 @@ function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext): HTMLEle
       "table",
       { class: "data installs" },
       h("thead", {}, h("tr", {}, timeHeader, col("App"), col("Outcome"), col("Exit", "num"), col("Type"), col("OS"), col("Host"), col("Method"), col("Duration", "num"), col("Error"))),
-      h(
-        "tbody",
-        {},
-        ...rows.map((r) =>
-          h(
-            "tr",
-            { "data-id": r.random_id, "data-execution": r.execution_id, class: r.random_id === s.id ? "selected" : undefined },
-            h("td", { class: "nowrap" }, h("a", { href: ctx.href({ id: r.random_id }), "data-nav": true, "aria-label": `details of install ${r.random_id}` }, dateTime(r.created_at))),
-            h("td", {}, r.nsapp === null ? "(none)" : h("a", { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: r.nsapp } }), "data-nav": true }, r.nsapp)),
-            h("td", { class: "nowrap" }, badge(r.outcome), r.attempt > 1 ? h("span", { class: "attempt", title: `attempt ${r.attempt} of this install` }, ` #${r.attempt}`) : null),
-            h("td", { class: "num" }, r.exit_code === null ? "" : h("span", { title: explainExitCode(r.exit_code) }, String(r.exit_code))),
-            h("td", {}, r.type),
-            h("td", { class: "nowrap" }, label([r.os_type, r.os_version].filter((v) => v !== null).join(" ") || null)),
-            h("td", {}, label(r.pve_version)),
-            h("td", {}, label(r.method)),
-            h("td", { class: "num" }, duration(r.duration_s)),
-            h("td", { class: "error-cell", title: r.error ?? "" }, r.error ?? ""),
-          ),
-        ),
-      ),
+      h("tbody", { onclick: onRowClick as EventListener }, ...body),
     ),
   );
 }
@@ -125,8 +175,8 @@ function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
     ["app version", label(r.app_version)],
     ["repository", joined(r.repo_source, r.repo_slug ? `(${r.repo_slug})` : null)],
     ["protocol", PROTOCOL(r.payload_version)],
-    ["started", r.created_at],
-    ["updated", r.updated_at],
+    ["started", instantUtc(r.created_at)],
+    ["updated", instantUtc(r.updated_at)],
     ["duration", duration(r.duration_s)],
     ["client's duration", r.install_duration === null ? "–" : duration(r.install_duration)],
     ["repaired on arrival", r.repaired ? "yes" : "no"],
@@ -144,7 +194,7 @@ function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
     },
     "Copy error text",
   );
-  return panel(
+  const shown = panel(
     "Install details",
     h(
       "div",
@@ -162,8 +212,11 @@ function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
         executions(d),
       ),
     ),
-    { wide: true, id: "install-detail", action: h("a", { href: ctx.href({ id: null }), "data-nav": true, "aria-label": "close details" }, "Close ✕") },
+    { wide: true, id: "install-detail", action: h("a", { href: ctx.href({ id: null }), "data-nav": true, id: "close-detail", "aria-label": "close details (Escape)" }, "Close ✕") },
   );
+  // Focus moves here when the details open (main.ts), so the keyboard continues inside them.
+  shown.tabIndex = -1;
+  return shown;
 }
 
 const STEPS = [["installing", "Installing"], ["validation", "Validation"], ["configuring", "Configuring"]] as const;
@@ -209,7 +262,7 @@ function timeline(e: ExecutionRecord): HTMLElement {
       "li",
       { class: at === null ? "step missing" : `step${tone ? ` tone-${tone}` : ""}`, "data-step": key },
       h("span", { class: "step-name" }, name),
-      at === null ? h("span", { class: "muted" }, "not reported") : h("time", { datetime: at, title: at }, timeOfDay(at)),
+      at === null ? h("span", { class: "muted" }, "not reported") : h("time", { datetime: at, title: instantUtc(at) }, `${timeOfDay(at)} UTC`),
       at !== null && key !== "installing" ? h("span", { class: "muted" }, ` +${duration((Date.parse(at) - start) / 1000)}`) : null,
     );
   const done = e.outcome !== "in_progress";
@@ -221,17 +274,3 @@ function timeline(e: ExecutionRecord): HTMLElement {
   );
 }
 
-/** Clipboard when the page may use it (secure contexts: localhost, https); else selects the text. */
-async function copyText(text: string, el: HTMLElement): Promise<boolean> {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    const range = document.createRange();
-    range.selectNodeContents(el);
-    const sel = getSelection();
-    sel?.removeAllRanges();
-    sel?.addRange(range);
-    return false;
-  }
-}

@@ -294,8 +294,8 @@ export function docsRoutes(o: ApiDocsOptions & { headersFor: (request: Request) 
   };
   const page = route(() => ({ body: html, type: "text/html; charset=utf-8", cache: "no-cache" }));
   return {
+    // (Elysia strips a trailing slash from every route it hands Bun: /openapi/ is Elysia's 404.)
     [DOCS_PATH]: page,
-    [`${DOCS_PATH}/`]: page,
     [SCALAR_ASSET_PATH]: route(() => ({ body: scalarFile, type: "text/javascript; charset=utf-8", cache: immutable })),
     [DOCS_SCRIPT_PATH]: route(() => ({ body: script, type: "text/javascript; charset=utf-8", cache: immutable })),
     [FAVICON_PATH]: route(() => ({ body: FAVICON_SVG, type: "image/svg+xml", cache: "public, max-age=86400" })),

@@ -1,20 +1,37 @@
-import { describe, expect, test, setDefaultTimeout } from "bun:test";
+// The API docs: the OpenAPI document (servers naming the host it was asked from, counts as
+// integers, the bearer scheme), the page and its assets (everything from this server), and the
+// page in Chromium against the compiled binary with a read token: it asks for the token as the
+// dashboard does, then shows the reference with the host and the token filled in.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { join } from "node:path";
 import { Elysia, t } from "elysia";
-import { apiDocs, DOCS_PATH, FAVICON_PATH, SCALAR_ASSET_PATH, SPEC_PATH } from "../src/web/api-docs.ts";
+import { DOCS_PATH, DOCS_SCRIPT_PATH, FAVICON_PATH, SCALAR_ASSET_PATH, SPEC_PATH, apiDocs, docsRoutes } from "../src/web/api-docs.ts";
+import { testApp } from "./helpers/app.ts";
+import { compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { launchBrowser, watchedPage } from "./helpers/browser.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
-setDefaultTimeout(120_000);
+setDefaultTimeout(180_000);
 
 const app = new Elysia().use(apiDocs({ version: "0.0.0-test" })).post(
   "/v1/report",
-  ({ body }) => ({ accepted: body.tool }),
+  ({ body }) => ({ accepted: body.tool, count: 1 }),
   {
     body: t.Object({ tool: t.String(), version: t.String(), ok: t.Boolean() }),
+    response: t.Object({ accepted: t.String(), count: t.Integer() }),
     detail: { tags: ["ingest"], summary: "Report one installation" },
   },
 );
 
-const get = (path: string) => app.handle(new Request(`http://localhost${path}`));
+const get = (path: string, host = "localhost") => app.handle(new Request(`http://${host}${path}`));
+
+/** The docs routes as Bun would call them. */
+const routes = docsRoutes({ version: "0.0.0-test", headersFor: () => ({ "x-content-type-options": "nosniff" }) });
+const page = (path: string) => {
+  const route = (routes as Record<string, { GET: (r: Request) => Response }>)[path.replace(/\?.*$/, "")];
+  if (!route) throw new Error(`no docs route ${path}`);
+  return route.GET(new Request(`http://localhost${path}`));
+};
 
 /** Every src/href/action/srcset/url(...) value and every absolute URL anywhere in the page. */
 function referencedUrls(html: string): string[] {
@@ -25,9 +42,9 @@ function referencedUrls(html: string): string[] {
   return urls;
 }
 
-describe("apiDocs", () => {
-  test("GET /openapi/json is an OpenAPI 3.1 document with the typed route and the tags", async () => {
-    const res = await get(SPEC_PATH);
+describe("the document", () => {
+  test("GET /openapi/json is an OpenAPI 3.1 document with the typed route, the tags and this server", async () => {
+    const res = await get(SPEC_PATH, "stats.example:8080");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("application/json");
     const spec = (await res.json()) as any;
@@ -35,83 +52,142 @@ describe("apiDocs", () => {
     expect(spec.openapi).toMatch(/^3\.1\.\d+$/);
     expect(spec.info).toMatchObject({ title: "installstats API", version: "0.0.0-test" });
     expect(spec.info.description).toBeString();
-    expect(spec.tags.map((tag: { name: string }) => tag.name)).toEqual(["ingest", "installs", "ops"]);
+    expect(spec.tags.map((tag: { name: string }) => tag.name)).toEqual(["ingest", "installs", "ops", "admin"]);
     for (const tag of spec.tags) expect(tag.description).toBeString();
+    // The host it was asked as: examples ("curl http://stats.example:8080/...") carry it.
+    expect(spec.servers).toEqual([{ url: "http://stats.example:8080", description: "this server" }]);
+    expect(((await (await get(SPEC_PATH, "10.0.0.7:9000")).json()) as any).servers[0].url).toBe("http://10.0.0.7:9000");
 
     const op = spec.paths["/v1/report"]?.post;
-    expect(op).toBeDefined();
     expect(op.tags).toEqual(["ingest"]);
     expect(op.summary).toBe("Report one installation");
     const schema = op.requestBody.content["application/json"].schema;
-    expect(schema.type).toBe("object");
     expect(schema.required).toEqual(expect.arrayContaining(["tool", "version", "ok"]));
-    expect(schema.properties).toMatchObject({
-      tool: { type: "string" },
-      version: { type: "string" },
-      ok: { type: "boolean" },
-    });
+    expect(schema.properties).toMatchObject({ tool: { type: "string" }, version: { type: "string" }, ok: { type: "boolean" } });
+    // A count is an integer, not "a string or an integer".
+    expect(op.responses[200].content["application/json"].schema.properties.count).toEqual({ type: "integer" });
+    expect(spec.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
 
     // The docs routes themselves are not part of the API.
     expect(Object.keys(spec.paths)).toEqual(["/v1/report"]);
   });
 
-  test("GET /openapi is HTML that loads Scalar from our server and nothing from outside", async () => {
-    const res = await get(DOCS_PATH);
+  test("in the whole service: every count, id and size is an integer; numeric parameters are integers with their range", async () => {
+    const t = await testApp();
+    const spec = (await (await t.app.handle(new Request("http://installstats.lan:8080/openapi/json"))).json()) as any;
+    expect(spec.servers[0].url).toBe("http://installstats.lan:8080");
+    // Nowhere a number documented as text-or-number (what made examples show "string").
+    const text = JSON.stringify(spec);
+    expect(text).not.toContain('"format":"integer"');
+    expect(text).not.toContain('"format":"numeric"');
+    const summary = spec.paths["/api/stats/summary"].get;
+    const props = summary.responses[200].content["application/json"].schema.properties;
+    for (const key of ["total", "success", "failed", "aborted", "in_progress", "unknown"]) expect(props[key], key).toEqual({ type: "integer" });
+    expect(props.duration.properties.n.type).toBe("integer");
+    const param = (path: string, name: string) => spec.paths[path].get.parameters.find((p: { name: string }) => p.name === name).schema;
+    expect(param("/api/stats/summary", "days")).toMatchObject({ type: "integer", minimum: 1, maximum: 3660 });
+    expect(param("/api/stats/summary", "exit_code")).toMatchObject({ type: "integer", minimum: 0, maximum: 255 });
+    expect(param("/api/installs", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 500 });
+    expect(param("/api/admin/rejected", "limit")).toMatchObject({ type: "number", minimum: 1, maximum: 1000 });
+    // The admin routes say what they need.
+    expect(spec.paths["/api/admin/replay"].post.security).toEqual([{ bearer: [] }]);
+  });
+});
+
+describe("the page", () => {
+  test("GET /openapi is HTML that loads Scalar and its own script from our server and nothing from outside", async () => {
+    const res = page(DOCS_PATH);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("text/html");
+    expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     const html = await res.text();
 
     const scripts = [...html.matchAll(/<script\b[^>]*\bsrc\s*=\s*["']([^"']+)["']/gi)].map((m) => m[1]!);
-    expect(scripts).toHaveLength(1);
-    expect(new URL(scripts[0]!, "http://localhost/").pathname).toBe(SCALAR_ASSET_PATH);
+    expect(scripts.map((s) => new URL(s, "http://localhost/").pathname)).toEqual([SCALAR_ASSET_PATH, DOCS_SCRIPT_PATH]);
+    // No inline script: the policy allows none.
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
 
-    // Every reference is a path on our own server (no scheme, no protocol-relative host).
     const refs = referencedUrls(html);
     expect(refs.length).toBeGreaterThan(0);
     for (const ref of refs) {
       expect(ref).toStartWith("/");
       expect(ref).not.toStartWith("//");
     }
-    // ...and no absolute URL hides anywhere else (inline config, CSS, meta tags).
     expect(html).not.toMatch(/https?:\/\//i);
-    expect(html).not.toMatch(/["'(=]\s*\/\/[a-z0-9]/i);
-    for (const host of ["jsdelivr", "unpkg", "googleapis", "gstatic", "scalar.com", "cdnjs"]) {
-      expect(html).not.toContain(host);
-    }
+    for (const host of ["jsdelivr", "unpkg", "googleapis", "gstatic", "scalar.com", "cdnjs"]) expect(html).not.toContain(host);
 
-    // Scalar's configuration: spec from our server, no web fonts, no outside services.
-    const raw = html.match(/data-configuration='([^']*)'/)?.[1];
-    expect(raw).toBeDefined();
-    const config = JSON.parse(raw!);
-    expect(config).toMatchObject({ url: SPEC_PATH, withDefaultFonts: false, telemetry: false });
-    expect(config.cdn).toBe(scripts[0]);
-    expect(config.favicon).toBe(FAVICON_PATH);
+    // Scalar's configuration: no web fonts, no outside services; the spec from our server.
+    const raw = html.match(/data-config="([^"]*)"/)?.[1];
+    const config = JSON.parse(raw!.replaceAll("&quot;", '"').replaceAll("&#39;", "'").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&"));
+    expect(config).toMatchObject({ spec: SPEC_PATH, tokenKey: "installstats.readToken" });
+    expect(config.scalar).toMatchObject({ withDefaultFonts: false, telemetry: false, favicon: FAVICON_PATH, hideClientButton: true });
   });
 
-  test("the Scalar bundle is served from our server", async () => {
-    const res = await get(SCALAR_ASSET_PATH);
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toStartWith("text/javascript");
-    expect(res.headers.get("cache-control")).toContain("max-age=31536000");
-    const body = new Uint8Array(await res.arrayBuffer());
+  test("the Scalar bundle, the page's script and its icon are served from our server, cached", async () => {
+    const html = await page(DOCS_PATH).text();
+    const [scalarSrc, scriptSrc] = [...html.matchAll(/<script\b[^>]*\bsrc="([^"]+)"/g)].map((m) => m[1]!);
+    expect(scalarSrc).toContain("v=0.0.0-test");
+    const scalar = page(scalarSrc!);
+    expect(scalar.headers.get("content-type")).toStartWith("text/javascript");
+    expect(scalar.headers.get("cache-control")).toContain("max-age=31536000");
+    const body = new Uint8Array(await scalar.arrayBuffer());
     expect(body.byteLength).toBeGreaterThan(1024 * 1024);
-    // It is the standalone build: it reads the #api-reference element's configuration.
-    expect(new TextDecoder().decode(body)).toContain("#api-reference[data-configuration]");
+    expect(new TextDecoder().decode(body)).toContain("createApiReference");
+
+    // The script's URL carries a hash of its text: a changed script is a new URL.
+    expect(scriptSrc).toMatch(/\?v=[0-9a-z]+$/);
+    const script = await page(scriptSrc!).text();
+    expect(script).toStartWith("(function");
+    expect(script).toContain("createApiReference");
+
+    const icon = page(FAVICON_PATH);
+    expect(icon.headers.get("content-type")).toBe("image/svg+xml");
+    expect(await icon.text()).toStartWith("<svg");
+  });
+});
+
+describe("the page in Chromium (compiled binary)", () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-docs-"), "d.db")], { INSTALLSTATS_READ_TOKEN: "docs-r3ad" });
+  });
+  afterAll(async () => {
+    await server?.stop();
   });
 
-  test("the page icon is served locally (no /favicon.ico 404 in the browser console)", async () => {
-    const res = await get(FAVICON_PATH);
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toBe("image/svg+xml");
-    expect(await res.text()).toStartWith("<svg");
-  });
-
-  test("the versioned script URL the page uses resolves to the bundle", async () => {
-    const html = await (await get(DOCS_PATH)).text();
-    const src = html.match(/<script\b[^>]*\bsrc\s*=\s*["']([^"']+)["']/i)![1]!;
-    expect(src).toContain("v=0.0.0-test");
-    const res = await get(src);
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toStartWith("text/javascript");
+  test("with a read token it asks for the token (not a raw 401), then shows the reference with this host and the token", async () => {
+    const browser = await launchBrowser();
+    try {
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const w = await watchedPage(ctx);
+      await w.page.goto(`${server.url}/openapi`);
+      await w.page.waitForSelector("#docs-token:not([hidden])");
+      expect(await w.page.locator("#docs-token-text").textContent()).toContain("read token");
+      // A wrong token is said to be wrong.
+      await w.page.fill("#token", "nope");
+      await w.page.click("#docs-token button[type=submit]");
+      await w.page.waitForFunction(() => document.getElementById("docs-token-text")?.textContent?.includes("refused"));
+      await w.page.fill("#token", "docs-r3ad");
+      await w.page.click("#docs-token button[type=submit]");
+      await w.page.waitForSelector("#docs-token[hidden]", { state: "attached" });
+      // The reference, with this page's address as its server.
+      await w.page.waitForFunction((url) => document.body.innerText.includes("/upload/updatestatus") && document.body.innerText.includes(url), server.url, { timeout: 60_000 });
+      // An operation's curl example carries the host (the token is remembered: no question this time).
+      await w.page.goto(`${server.url}/openapi#tag/installs/GET/api/stats/summary`);
+      await w.page.waitForFunction((url) => document.body.innerText.includes(`curl '${url}/api/`), server.url, { timeout: 60_000 });
+      expect(await w.page.locator("#docs-token").isVisible()).toBe(false);
+      // Kept where the dashboard keeps it: the dashboard does not ask again.
+      expect(await w.page.evaluate(() => localStorage.getItem("installstats.readToken"))).toBe("docs-r3ad");
+      await w.page.goto(`${server.url}/`);
+      await w.page.waitForSelector("body[data-state=ready]");
+      expect(await w.page.locator("#token").count()).toBe(0);
+      // The only console errors: the two refused fetches of the document (no token, then a wrong one).
+      expect(w.problems.filter((p) => !p.includes("401"))).toEqual([]);
+      expect(w.outside).toEqual([]);
+      await ctx.close();
+    } finally {
+      await browser.close();
+    }
   });
 });

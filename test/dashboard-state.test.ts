@@ -1,7 +1,7 @@
 // The dashboard's URL state: parse and serialize are inverse, defaults stay out of the URL,
 // malformed parameters fall back instead of failing, and derived states reset what they must.
 import { describe, expect, test } from "bun:test";
-import { dateTime, duration, label, percent, timeOfDay } from "../src/web/dashboard/format.ts";
+import { clockUtc, dateTime, duration, instantUtc, label, percent, tickLabels, timeOfDay } from "../src/web/dashboard/format.ts";
 import { retryNumbers } from "../src/web/dashboard/retries.ts";
 import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, unitLabel, withChanges } from "../src/web/dashboard/state.ts";
 
@@ -19,6 +19,8 @@ describe("dashboard URL state", () => {
       "/?kind=tool&repo_source=external",
       "/failures?repo_source=none&exit_code=100&error_category=dependency",
       "/installs?kind=all&repo_source=ProxmoxVED&platform=incus&arch=arm64&cpu_vendor=amd&gpu_vendor=nvidia&gpu_passthrough=yes&repo_slug=alice%2FProxmoxVE&id=xyz",
+      "/admin",
+      "/admin?reason=invalid_json&cursor=1234",
     ]) {
       expect(stateUrl(at(url))).toBe(url);
     }
@@ -35,6 +37,9 @@ describe("dashboard URL state", () => {
     expect(at("/?nsapp=%20%20").filters).toEqual({});
     // View-specific parameters do not leak into other views' URLs.
     expect(stateUrl({ ...at("/installs?cursor=abc&id=x&order=oldest"), view: "overview" })).toBe("/");
+    expect(stateUrl({ ...at("/admin?reason=repaired&cursor=9"), view: "overview" })).toBe("/");
+    // Another reason of the rejected log is another list: from its newest entry.
+    expect(withChanges(at("/admin?reason=repaired&cursor=9"), { reason: "invalid_json" })).toMatchObject({ cursor: null, reason: "invalid_json" });
   });
 
   test("a new question starts at the first page with nothing open", async () => {
@@ -105,5 +110,29 @@ describe("dashboard formatting", () => {
     expect([null, "", "docker"].map(label)).toEqual(["(none)", "(none)", "docker"]);
     expect(dateTime("2026-11-21T09:05:59.123Z")).toBe("2026-11-21 09:05");
     expect(timeOfDay("2026-11-21T09:05:59.123Z")).toBe("09:05:59");
+  });
+
+  test("times are UTC in 24-hour form, said so: the header, the log and the details agree with the API", async () => {
+    // 13:05 UTC is "13:05:09 UTC" in every browser, whatever its zone or locale (not "1:05:09 PM").
+    expect(clockUtc(new Date("2026-11-21T13:05:09.500Z"))).toBe("13:05:09 UTC");
+    expect(clockUtc(new Date("2026-11-21T00:00:00Z"))).toBe("00:00:00 UTC");
+    expect(instantUtc("2026-11-21T23:59:59.999Z")).toBe("2026-11-21 23:59:59 UTC");
+  });
+
+  test("axis labels show their step exactly: 2.5% steps are 0%, 2.5%, 5%, 7.5%, not 0%, 3%, 5%, 8%", async () => {
+    expect(tickLabels([0, 0.025, 0.05, 0.075, 0.1], 0.025, "percent")).toEqual(["0.0%", "2.5%", "5.0%", "7.5%", "10.0%"]);
+    expect(tickLabels([0, 0.05, 0.1], 0.05, "percent")).toEqual(["0%", "5%", "10%"]);
+    expect(tickLabels([0, 0.2, 0.4], 0.2, "percent")).toEqual(["0%", "20%", "40%"]);
+    expect(tickLabels([0, 0.005, 0.01], 0.005, "percent")).toEqual(["0.0%", "0.5%", "1.0%"]);
+    expect(tickLabels([0, 0.0025, 0.005], 0.0025, "percent")).toEqual(["0.00%", "0.25%", "0.50%"]);
+    // Floating-point steps (0.1 + 0.2) are read as the step they mean.
+    expect(tickLabels([0, 0.1, 0.2, 0.30000000000000004], 0.1, "percent")).toEqual(["0%", "10%", "20%", "30%"]);
+    // Labels of one axis are always distinct.
+    for (const step of [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25]) {
+      const values = [0, 1, 2, 3, 4].map((i) => i * step);
+      expect(new Set(tickLabels(values, step, "percent")).size, String(step)).toBe(5);
+    }
+    expect(tickLabels([0, 500, 1000, 1500], 500, "count")).toEqual(["0", "500", "1,000", "1,500"]);
+    expect(tickLabels([0, 1, 2], 1, "count")).toEqual(["0", "1", "2"]);
   });
 });

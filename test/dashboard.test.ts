@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { ROOT, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { ROOT, client, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
 import { launchBrowser, openView, watchedPage, type Watched } from "./helpers/browser.ts";
 import { startReport } from "./helpers/app.ts";
 
@@ -286,6 +286,133 @@ describe("install log", () => {
   });
 });
 
+describe("an install's details", () => {
+  /** Top of an element in the window (px), or null when it is not there. */
+  const topOf = async (page: Page, selector: string) => (await page.locator(selector).first().boundingBox())?.y ?? null;
+
+  test("open under their row, from anywhere on the row, where the eye is; Escape closes them with the row in place", async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, reducedMotion: "reduce" });
+    const w = await watchedPage(ctx);
+    await openView(w.page, `${server.url}/installs?days=90`);
+    const rows = w.page.locator("table.installs tbody tr.row");
+    expect(await rows.count()).toBe(50);
+    // The 45th row, near the bottom of the page, clicked on its host cell (not a link).
+    const row = rows.nth(44);
+    const id = (await row.getAttribute("data-id"))!;
+    await row.scrollIntoViewIfNeeded();
+    const before = (await row.boundingBox())!.y;
+    await row.locator("td").nth(6).click();
+    await w.page.waitForSelector("#install-detail");
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(new URL(w.page.url()).searchParams.get("id")).toBe(id);
+    // The details are the row right under the clicked one, and both are in the window: the row
+    // stayed where it was, or moved up just enough for its details to show.
+    expect(await w.page.locator(`tr[data-id="${id}"] + tr.detail-row #install-detail`).count()).toBe(1);
+    const after = (await w.page.locator(`tr[data-id="${id}"]`).first().boundingBox())!;
+    expect(after.y).toBeGreaterThanOrEqual(0);
+    expect(after.y).toBeLessThanOrEqual(before);
+    const detail = (await w.page.locator("#install-detail").boundingBox())!;
+    expect(detail.y).toBeCloseTo(after.y + after.height, -1);
+    expect(detail.y).toBeLessThan(900 / 2);
+    expect(await w.page.locator("#install-detail dl").textContent()).toContain(id);
+    // The table did not grow wider than its panel.
+    expect(await w.page.evaluate(() => document.querySelector(".table-wrap")!.scrollWidth - document.querySelector(".table-wrap")!.clientWidth)).toBeLessThanOrEqual(1);
+    // The keyboard is in the details.
+    expect(await w.page.evaluate(() => document.activeElement?.id)).toBe("install-detail");
+    const y = (await w.page.locator(`tr[data-id="${id}"]`).first().boundingBox())!.y;
+    await w.page.keyboard.press("Escape");
+    await w.page.waitForFunction(() => !document.getElementById("install-detail"));
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(new URL(w.page.url()).searchParams.get("id")).toBeNull();
+    // Back on the row's link, the row where it was (unless the shorter page had to scroll back).
+    expect(await w.page.evaluate(() => document.activeElement?.closest("tr")?.getAttribute("data-id"))).toBe(id);
+    expect(await topOf(w.page, `tr[data-id="${id}"]`)).toBeGreaterThanOrEqual(y);
+
+    // A row's other links keep their meaning: the app opens its page.
+    const app = await rows.nth(3).locator("td").nth(1).textContent();
+    await clickAndWait(w.page, "table.installs tbody tr.row >> nth=3 >> td >> nth=1 >> a");
+    expect(new URL(w.page.url()).pathname).toBe("/app");
+    expect(new URL(w.page.url()).searchParams.get("nsapp")).toBe(app);
+    clean(w);
+    await ctx.close();
+  });
+
+  test("the keyboard opens them from the row's link and closes them from their Close link, focus following", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/installs?days=90`);
+    const link = w.page.locator("table.installs tbody tr.row a.row-link").nth(2);
+    const id = await w.page.locator("table.installs tbody tr.row").nth(2).getAttribute("data-id");
+    expect(await link.getAttribute("aria-expanded")).toBe("false");
+    await link.focus();
+    await w.page.keyboard.press("Enter");
+    await w.page.waitForSelector("#install-detail");
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await w.page.evaluate(() => document.activeElement?.id)).toBe("install-detail");
+    expect(await w.page.locator(`tr[data-id="${id}"] a.row-link`).first().getAttribute("aria-expanded")).toBe("true");
+    // Tab reaches the Close link first, inside the details.
+    await w.page.keyboard.press("Tab");
+    expect(await w.page.evaluate(() => document.activeElement?.id)).toBe("close-detail");
+    await w.page.keyboard.press("Enter");
+    await w.page.waitForFunction(() => !document.getElementById("install-detail"));
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await w.page.evaluate(() => document.activeElement?.closest("tr")?.getAttribute("data-id"))).toBe(id);
+    // The open row's link closes it too; selecting text on a row opens nothing.
+    await link.click();
+    await w.page.waitForSelector("#install-detail");
+    await w.page.waitForSelector("body[data-state=ready]");
+    await w.page.locator("table.installs tbody tr.row a.row-link").nth(2).click();
+    await w.page.waitForFunction(() => !document.getElementById("install-detail"));
+    await w.page.waitForSelector("body[data-state=ready]");
+    const cell = w.page.locator("table.installs tbody tr.row").nth(5).locator("td").nth(5);
+    const box = (await cell.boundingBox())!;
+    await w.page.mouse.move(box.x + 2, box.y + box.height / 2);
+    await w.page.mouse.down();
+    await w.page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+    await w.page.mouse.up();
+    await w.page.waitForTimeout(300);
+    expect(new URL(w.page.url()).searchParams.get("id")).toBeNull();
+    clean(w);
+    await w.page.close();
+  });
+
+  test("an install not on the page (a shared link) shows its details above the list", async () => {
+    const w = await watchedPage(context);
+    await openView(w.page, `${server.url}/installs?days=90&outcome=success&id=${XSS_ID}`);
+    expect(await w.page.locator("tr.detail-row").count()).toBe(0);
+    const [detail, table] = [await topOf(w.page, "#install-detail"), await topOf(w.page, "table.installs")];
+    expect(detail!).toBeLessThan(table!);
+    clean(w);
+    await w.page.close();
+  });
+});
+
+describe("times", () => {
+  test("one convention, UTC in 24-hour form, whatever the browser's zone and locale", async () => {
+    // A browser in New York with a 12-hour locale.
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "America/New_York", locale: "en-US" });
+    const w = await watchedPage(ctx);
+    await openView(w.page, `${server.url}/?days=1`);
+    const updated = (await w.page.locator("#updated").textContent())!;
+    expect(updated).toMatch(/^Updated \d\d:\d\d:\d\d UTC$/);
+    const hour = Number(updated.slice(8, 10));
+    expect([new Date().getUTCHours(), new Date(Date.now() - 60_000).getUTCHours()]).toContain(hour);
+    expect(await w.page.locator("#updated").getAttribute("title")).toContain("UTC");
+    // The chart's legend names its points in UTC: hover the last hour.
+    const box = (await w.page.locator("section[aria-label='Installs over time'] .u-over").boundingBox())!;
+    await w.page.mouse.move(box.x + box.width - 3, box.y + box.height / 2);
+    const ts = await api<{ points: { t: string }[] }>("/api/stats/timeseries?days=1&interval=hour");
+    const last = ts.points.at(-1)!.t;
+    expect(await w.page.locator(".u-legend .u-series").first().locator(".u-value").textContent()).toBe(`${last.slice(0, 10)} ${last.slice(11, 16)} UTC`);
+    // The log and the details: UTC, as the API's instants.
+    await openView(w.page, `${server.url}/installs?id=${RETRY_ID}`);
+    const rec = await api<{ created_at: string }>(`/api/installs/${RETRY_ID}`);
+    expect(await w.page.locator("#sort-time").textContent()).toContain("(UTC)");
+    expect(await w.page.locator("#install-detail dl").textContent()).toContain(`started${rec.created_at.slice(0, 10)} ${rec.created_at.slice(11, 19)} UTC`);
+    clean(w);
+    await ctx.close();
+  });
+});
+
 type Group = { value: string | null; total: number; success: number; failed: number; aborted: number; unknown: number };
 type Breakdown = { groups: Group[] };
 const notSucceeded = (g: Group) => g.failed + g.aborted + g.unknown;
@@ -561,7 +688,7 @@ describe("keyboard, live refresh, access", () => {
     await ctx.close();
   });
 
-  test("with a read token the dashboard asks for it once, then shows the data; an empty database shows empty states", async () => {
+  test("with a read token the dashboard asks for it once, then shows the data; an empty database shows empty states and how to connect", async () => {
     const bin = await compiledBinary();
     const dir = tempDir("installstats-dash-token-");
     const guarded = await startServer(bin, ["--db", join(dir, "empty.db")], { INSTALLSTATS_READ_TOKEN: "s3cret-token" });
@@ -575,9 +702,53 @@ describe("keyboard, live refresh, access", () => {
       await page.waitForSelector("main .cards");
       expect(num(await metric(page, "total"))).toBe(0);
       expect(await page.locator("main .empty").first().textContent()).toBe("No installs in this window.");
+      expect(await page.locator("#first-run").count()).toBe(1);
       await ctx.close();
     } finally {
       await guarded.stop();
+    }
+  });
+});
+
+describe("first run", () => {
+  test("a server with no report says how to connect both kinds of scripts, with its own address, and how to try it; the commands work", async () => {
+    const bin = await compiledBinary();
+    const fresh = await startServer(bin, ["--db", join(tempDir("installstats-dash-first-"), "first.db")]);
+    try {
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const w = await watchedPage(ctx);
+      for (const path of ["/", "/failures", "/installs", "/app"]) {
+        await openView(w.page, fresh.url + path);
+        expect(await w.page.locator("#first-run").count(), path).toBe(1);
+      }
+      await openView(w.page, `${fresh.url}/`);
+      await w.page.screenshot({ path: join(SHOTS, "first-run-light.png"), fullPage: true });
+      const copy = (name: string) => w.page.locator(`[data-copy="${name}"] code`).textContent();
+      // This server's address, as the browser reached it.
+      expect(await copy("the TELEMETRY_URL setting")).toBe(`export TELEMETRY_URL=${fresh.url}/telemetry`);
+      expect(await copy("the base URL for old scripts")).toBe(fresh.url);
+      expect(await w.page.locator("#first-run").textContent()).toContain("/upload/updatestatus");
+      // Opened as 127.0.0.1: other hosts need the network address.
+      expect(await w.page.locator("#loopback-note").count()).toBe(1);
+      const commands = await w.page.locator("#first-run .try code").allTextContents();
+      expect(commands).toHaveLength(3);
+      for (const c of commands) expect(c).toStartWith(`scripts/client.sh --url ${fresh.url} `);
+      // Copy: the clipboard when the page may use it, else the text is selected.
+      await w.page.locator("[data-copy='the TELEMETRY_URL setting'] button").click();
+      await w.page.waitForFunction(() => (document.querySelector("[data-copy='the TELEMETRY_URL setting'] [role=status]")?.textContent ?? "") !== "");
+
+      // The commands shown, run as shown: the view fills and the guide goes away.
+      for (const c of commands) await client(fresh.url, c.split(" ").slice(3));
+      await w.page.reload();
+      await w.page.waitForSelector("body[data-state=ready]");
+      expect(await w.page.locator("#first-run").count()).toBe(0);
+      const summary = (await (await fetch(`${fresh.url}/api/stats/summary`)).json()) as { total: number; retries: { installs: number } };
+      expect(summary.retries.installs).toBe(3);
+      expect(num(await metric(w.page, "total"))).toBe(summary.total);
+      clean(w);
+      await ctx.close();
+    } finally {
+      await fresh.stop();
     }
   });
 });

@@ -33,7 +33,7 @@ async function entries(query = ""): Promise<Entry[]> {
   return ((await res.json()) as { entries: Entry[] }).entries;
 }
 
-const post = (path: string, body: string | Uint8Array) => fetch(server.url + path, { method: "POST", headers: { "content-type": "application/json" }, body });
+const post = (path: string, body: string | Uint8Array<ArrayBuffer>) => fetch(server.url + path, { method: "POST", headers: { "content-type": "application/json" }, body });
 
 beforeAll(async () => {
   server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-admin-view-"), "a.db")], { INSTALLSTATS_ADMIN_TOKEN: TOKEN });

@@ -34,7 +34,7 @@ const READ_TOKEN_KEY = "installstats.readToken";
  * The docs page's policy: Scalar adds style elements and inline styles as it renders, so styles
  * may be inline; scripts come only from this server's files.
  */
-export const DOCS_CSP =
+const DOCS_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 // Without an icon link the browser fetches /favicon.ico, which 404s (a console error).

@@ -10,12 +10,12 @@ import { ASSET_PREFIX, staticPage } from "./static-pages.ts";
  * from its files (never inline), styles only from its stylesheet (widths are set through the
  * CSSOM, which a policy does not govern), no framing by any page.
  */
-export const DASHBOARD_CSP =
+const DASHBOARD_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /** Paths of the page itself (one per view) and of its assets. */
-export const DASHBOARD_PATHS = Object.values(VIEW_PATHS);
-export const ASSET_ROUTE = `${ASSET_PREFIX}:file`;
+const DASHBOARD_PATHS = Object.values(VIEW_PATHS);
+const ASSET_ROUTE = `${ASSET_PREFIX}:file`;
 
 /**
  * Bun.serve routes (given to Elysia as `serve.routes`): Bun answers these paths before Elysia's

@@ -23,7 +23,7 @@ interface Asset {
   etag: string;
 }
 
-export interface BuiltPage {
+interface BuiltPage {
   html: Asset;
   /** By file name (no directory): "chunk-a5h3knzy.js". */
   assets: Map<string, Asset>;
@@ -76,7 +76,7 @@ async function fromSource(index: string): Promise<BuiltPage> {
   return { html, assets };
 }
 
-export function buildPage(page: HTMLBundle): Promise<BuiltPage> {
+function buildPage(page: HTMLBundle): Promise<BuiltPage> {
   return page.files ? fromCompiled(page.files, page.index) : fromSource(page.index);
 }
 

@@ -142,6 +142,15 @@ describe("every view", () => {
       expect(overflow).toBeLessThanOrEqual(1);
       await w.page.screenshot({ path: join(SHOTS, `phone${path === "/" ? "-overview" : path.replace("/", "-")}.png`), fullPage: true });
     }
+    // The log's time, app and outcome fit the width, also with an install's details open under its row.
+    const tableOverflow = () => w.page.evaluate(() => document.querySelector(".table-wrap")!.scrollWidth - document.querySelector(".table-wrap")!.clientWidth);
+    expect(await tableOverflow()).toBeLessThanOrEqual(1);
+    await w.page.locator("table.installs tbody tr.row").nth(2).locator("td").nth(2).click();
+    await w.page.waitForSelector("#install-detail");
+    await w.page.waitForSelector("body[data-state=ready]");
+    expect(await tableOverflow()).toBeLessThanOrEqual(1);
+    expect(await w.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(1);
+    await w.page.screenshot({ path: join(SHOTS, "phone-install-detail.png") });
     clean(w);
     await ctx.close();
   });

@@ -78,7 +78,7 @@ function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext, detail: 
   const timeHeader = h(
     "th",
     { scope: "col", "aria-sort": s.order === "newest" ? "descending" : "ascending" },
-    h("a", { href: ctx.href({ order: flip }), "data-nav": true, title: `sort ${flip} first`, id: "sort-time" }, "Started (UTC) ", s.order === "newest" ? "↓" : "↑"),
+    h("a", { href: ctx.href({ order: flip }), "data-nav": true, title: `sort ${flip} first (times in UTC)`, id: "sort-time" }, "Started ", h("span", { class: "tz" }, "(UTC) "), s.order === "newest" ? "↓" : "↑"),
   );
   const col = (text: string, cls?: string) => h("th", { scope: "col", class: cls }, text);
   let placed = false;
@@ -101,7 +101,10 @@ function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext, detail: 
             "aria-controls": open ? "install-detail" : undefined,
             "aria-label": `${open ? "close the details" : "details"} of install ${r.random_id}, started ${dateTime(r.created_at)} UTC`,
           },
-          dateTime(r.created_at),
+          // Date and time each whole (a phone wraps between them, never inside the date).
+          h("span", { class: "nowrap" }, dateTime(r.created_at).slice(0, 10)),
+          " ",
+          h("span", { class: "nowrap" }, dateTime(r.created_at).slice(11)),
         ),
       ),
       h("td", {}, r.nsapp === null ? "(none)" : h("a", { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: r.nsapp } }), "data-nav": true }, r.nsapp)),

@@ -18,6 +18,7 @@ import { exportRoutes } from "./read/export-routes.ts";
 import { QueryError } from "./read/query.ts";
 import { readRoutes } from "./read/routes.ts";
 import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
+import type { StorageHealth } from "./store/engine.ts";
 import { apiDocs, docsRoutes } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
 
@@ -30,6 +31,8 @@ export interface AppDeps {
   log: Logger;
   metrics: Metrics;
   maintenance: Maintenance;
+  /** The engine's view of its storage (files, damage, integrity check, budgets) for /healthz. */
+  storageHealth?: () => Promise<StorageHealth>;
 }
 
 export function createApp(deps: AppDeps) {
@@ -99,7 +102,7 @@ export function createApp(deps: AppDeps) {
     .use(hardening(config))
     .use(metricsRoutes(metrics))
     .use(apiDocs({ version }))
-    .use(healthRoutes({ version, writerStats: writer.stats, clock }))
+    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth }))
     .use(ingest.plugin)
     .use(readRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))

@@ -3,7 +3,7 @@
 import { createApp } from "./app.ts";
 import type { Config } from "./config.ts";
 import { OUTCOMES } from "./domain/outcome.ts";
-import { Gauge, createMetrics } from "./http/metrics.ts";
+import { Gauge, createMetrics, registerStorageMetrics } from "./http/metrics.ts";
 import type { Logger } from "./log.ts";
 import { startJobs, type JobRunner } from "./maintenance/jobs.ts";
 import { createMaintenance } from "./maintenance/maintenance.ts";
@@ -55,8 +55,9 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
   );
   registry.add(new Gauge("installstats_uptime_seconds", "Seconds since the service started", () => [{ value: Math.round((clock() - started) / 1000) }]));
   registry.add(new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [{ value: process.memoryUsage.rss() }]));
+  registerStorageMetrics(registry, () => engine.health());
 
-  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance });
+  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health() });
 
   return {
     config,

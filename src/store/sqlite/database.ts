@@ -1,6 +1,6 @@
 // Opens the SQLite database with a deliberate setup and applies pending migrations.
 import { Database } from "bun:sqlite";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
@@ -36,6 +36,24 @@ function checkOwnership(sqlite: Database, path: string): void {
   sqlite.run(`PRAGMA application_id = ${APPLICATION_ID}`);
 }
 
+/**
+ * A database migrated by a newer release has tables this binary does not know (and may lack ones
+ * it expects): after a downgrade, refuse it with the way back instead of failing on the first
+ * query. Drizzle records each applied migration's journal time in `__drizzle_migrations`.
+ */
+function refuseNewerSchema(sqlite: Database, path: string): void {
+  const table = sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  if (!table) return;
+  const { newest } = sqlite.query("SELECT max(created_at) AS newest FROM __drizzle_migrations").get() as { newest: number | null };
+  const journal = JSON.parse(readFileSync(`${migrationsFolder()}/meta/_journal.json`, "utf8")) as { entries: { when: number; tag: string }[] };
+  const known = Math.max(...journal.entries.map((e) => e.when));
+  if (newest === null || newest <= known) return;
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  throw new DatabaseOpenError(
+    `${path} was upgraded by a newer installstats (schema of ${day(newest)}; this one knows schemas up to ${day(known)}); run that newer version, or restore a backup taken before the upgrade`,
+  );
+}
+
 export function openDatabase(path: string, opts: OpenOptions): { sqlite: Database; db: Db } {
   let sqlite: Database;
   try {
@@ -65,6 +83,12 @@ export function openDatabase(path: string, opts: OpenOptions): { sqlite: Databas
     sqlite.close();
     if (e instanceof DatabaseOpenError) throw e;
     throw new DatabaseOpenError(`${path} is not a usable SQLite database: ${(e as Error).message}`);
+  }
+  try {
+    refuseNewerSchema(sqlite, path);
+  } catch (e) {
+    sqlite.close();
+    throw e;
   }
   const db = drizzle(sqlite, { schema });
   if (opts.migrate) {

@@ -7,7 +7,6 @@ import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, renameSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaults, type Config } from "../src/config.ts";
-import { healthRoutes } from "../src/http/health.ts";
 import { createLogger } from "../src/log.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
 import { createRuntime } from "../src/runtime.ts";
@@ -34,10 +33,9 @@ async function fileService(path: string, opts: { serve?: boolean; config?: Parti
     const res = await runtime.app.handle(new Request(`http://localhost${p}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }));
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
-  // Health as the composition root serves it once wired: the engine's view beside the writer's.
-  const health = healthRoutes({ version: "test", writerStats: runtime.writer.stats, clock: Date.now, storage: () => engine.health() });
+  // Health as the composition root serves it: the engine's view beside the writer's.
   const healthz = async () => {
-    const res = await health.handle(new Request("http://localhost/healthz"));
+    const res = await runtime.app.handle(new Request("http://localhost/healthz"));
     return { status: res.status, body: (await res.json()) as { status: string; storage: { writable: boolean; problems?: string[]; integrity?: { ok: boolean } | null; last_error: string | null } } };
   };
   return { engine, runtime, store: engine.store, lines, post, healthz };
@@ -58,6 +56,7 @@ describe("files replaced or removed under the server", () => {
     const s = await fileService(path);
     for (let i = 0; i < 20; i++) expect((await s.post("/upload", startReport(`wal-${i}`))).status).toBe(201);
     expect((await s.healthz()).status).toBe(200);
+    expect(await (await s.runtime.app.handle(new Request("http://localhost/metrics"))).text()).toMatch(/^installstats_storage_writable 1$/m);
     expect(existsSync(`${path}-wal`)).toBe(true);
 
     rmSync(`${path}-wal`);
@@ -69,6 +68,9 @@ describe("files replaced or removed under the server", () => {
     expect(h.body.status).toBe("degraded");
     expect(h.body.storage.writable).toBe(false);
     expect(h.body.storage.problems!.join(" ")).toContain(`the WAL file ${path}-wal was removed`);
+    const metrics = await (await s.runtime.app.handle(new Request("http://localhost/metrics"))).text();
+    expect(metrics).toMatch(/^installstats_storage_writable 0$/m);
+    expect(metrics).toMatch(/^installstats_storage_problems [1-9]\d*$/m);
     // For good: the next write too (the files must be opened afresh: a restart).
     expect((await s.post("/upload", startReport("later"))).status).toBe(503);
     // Reads still answer from what this connection has.

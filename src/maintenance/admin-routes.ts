@@ -6,7 +6,7 @@ import { REJECT_REASONS } from "../domain/rejection.ts";
 import type { MaintenanceReads } from "../store/contract.ts";
 import { RejectedEntryJson, toRejectedJson } from "./rejected-log.ts";
 import { parseDuration } from "../config.ts";
-import { QueryError } from "../read/query.ts";
+import { QueryError, docParam, intParam, oneOf } from "../read/query.ts";
 import type { Maintenance } from "./maintenance.ts";
 import { REPLAYABLE } from "./replay.ts";
 
@@ -37,14 +37,20 @@ export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommit
     )
     .get(
       "/api/admin/rejected",
-      async ({ query }) => ({ entries: (await store.listRejected({ limit: query.limit ?? 100, reason: query.reason, before: query.before })).map(toRejectedJson) }),
+      async ({ query }) => {
+        // Checked as the read API's parameters are: a 400 naming the parameter and its range.
+        const limit = intParam("limit", query.limit, 1, 1000) ?? 100;
+        const reason = oneOf("reason", query.reason, REJECT_REASONS);
+        const before = intParam("before", query.before, 1, Number.MAX_SAFE_INTEGER);
+        return { entries: (await store.listRejected({ limit, reason, before })).map(toRejectedJson) };
+      },
       {
         query: t.Object({
-          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000 })),
-          reason: t.Optional(t.Union(REJECT_REASONS.map((r) => t.Literal(r)))),
-          before: t.Optional(t.Numeric({ minimum: 1, description: "continue below this entry id" })),
+          limit: docParam("entries per page: a whole number from 1 to 1000 (default 100)"),
+          reason: docParam("only entries of this reason", REJECT_REASONS),
+          before: docParam("continue below this entry id (a whole number)"),
         }),
-        response: { 200: t.Object({ entries: t.Array(RejectedEntryJson) }), 422: ErrorBody },
+        response: { 200: t.Object({ entries: t.Array(RejectedEntryJson) }), 400: ErrorBody },
         detail: { tags, security, summary: "The rejected-reports log, newest first, with raw bodies" },
       },
     )
@@ -59,23 +65,24 @@ export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommit
         query: t.Object({ older_than: t.String({ description: "e.g. 400d, 12w, 36h" }), dry_run: t.Optional(t.BooleanString()) }),
         response: {
           200: t.Object({ cutoff: t.String(), dry_run: t.Boolean(), executions: t.Integer(), held: t.Integer(), rejected: t.Integer() }),
-          422: ErrorBody,
+          400: ErrorBody,
         },
         detail: { tags, security, summary: "Delete installs and rejected reports older than a duration", description: "Aggregates follow at once (rollups are kept exact)." },
       },
     )
     .post(
       "/api/admin/replay",
-      ({ query }) => maintenance.replay({ reason: query.reason, limit: query.limit, dryRun: query.dry_run === true }),
+      ({ query }) =>
+        maintenance.replay({ reason: oneOf("reason", query.reason, REPLAYABLE), limit: intParam("limit", query.limit, 1, Number.MAX_SAFE_INTEGER), dryRun: query.dry_run === true }),
       {
         query: t.Object({
-          reason: t.Optional(t.Union(REPLAYABLE.map((r) => t.Literal(r)))),
-          limit: t.Optional(t.Numeric({ minimum: 1 })),
+          reason: docParam("only entries of this reason", REPLAYABLE),
+          limit: docParam("at most this many entries (a whole number)"),
           dry_run: t.Optional(t.BooleanString()),
         }),
         response: {
           200: t.Object({ dry_run: t.Boolean(), tried: t.Integer(), results: t.Record(t.String(), t.Integer()), skipped: t.Integer() }),
-          422: ErrorBody,
+          400: ErrorBody,
         },
         detail: { tags, security, summary: "Re-run rejected reports through the current parser" },
       },

@@ -66,6 +66,14 @@ export function createApp(deps: AppDeps) {
       }
       switch (code) {
         case "NOT_FOUND":
+          if ((request.method === "GET" || request.method === "HEAD") && path.length > 1 && path.endsWith("/")) {
+            // Elysia strips trailing slashes from the routes it hands Bun, so "/openapi/" (as people
+            // type it) would be a 404: send them to the path without it.
+            const to = path.replace(/\/+$/, "") || "/";
+            set.status = 308;
+            set.headers.location = to + new URL(request.url).search;
+            return errorBody("not_found", `no route for ${path}; see ${to}`);
+          }
           set.status = 404;
           if (request.method === "POST") await ingest.unknownPaths.record(request, path);
           return errorBody("not_found", `no route for ${path}${request.method === "POST" ? "; reports go to /telemetry (current scripts) or /upload and /upload/updatestatus (old ones)" : ""}`);

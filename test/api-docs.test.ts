@@ -88,7 +88,7 @@ describe("the document", () => {
     expect(param("/api/stats/summary", "days")).toMatchObject({ type: "integer", minimum: 1, maximum: 3660 });
     expect(param("/api/stats/summary", "exit_code")).toMatchObject({ type: "integer", minimum: 0, maximum: 255 });
     expect(param("/api/installs", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 500 });
-    expect(param("/api/admin/rejected", "limit")).toMatchObject({ type: "number", minimum: 1, maximum: 1000 });
+    expect(param("/api/admin/rejected", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 1000 });
     // The admin routes say what they need.
     expect(spec.paths["/api/admin/replay"].post.security).toEqual([{ bearer: [] }]);
   });
@@ -189,5 +189,19 @@ describe("the page in Chromium (compiled binary)", () => {
     } finally {
       await browser.close();
     }
+  });
+
+  test("a trailing slash, as people type /openapi/, leads to the path without it (query kept); reports are not redirected", async () => {
+    // (This server has a read token: paths that are not pages are reads.)
+    const headers = { authorization: "Bearer docs-r3ad" };
+    for (const [from, to] of [["/openapi/", "/openapi"], ["/installs/?nsapp=docker", "/installs?nsapp=docker"], ["/api/nothing-here/", "/api/nothing-here"]] as const) {
+      const res = await fetch(`${server.url}${from}`, { redirect: "manual", headers });
+      expect({ from, status: res.status, location: res.headers.get("location") }).toEqual({ from, status: 308, location: to });
+    }
+    expect((await fetch(`${server.url}/openapi/`, { headers })).status).toBe(200);
+    expect((await fetch(`${server.url}/api/nothing-here/`, { headers })).status).toBe(404);
+    // A report to "/telemetry/" is taken as one to /telemetry (a client would not follow a redirect).
+    const report = JSON.stringify({ random_id: "slash-1", execution_id: "slash-1", nsapp: "x", type: "lxc", status: "installing" });
+    expect((await fetch(`${server.url}/telemetry/`, { method: "POST", body: report, headers: { "content-type": "application/json" }, redirect: "manual" })).status).toBe(201);
   });
 });

@@ -32,6 +32,17 @@ describe("POSTs to unknown paths", () => {
     expect((await t.get("/nope")).status).toBe(404);
     expect(((await t.get("/api/ingest/unknown-paths")).body.paths as unknown[]).length).toBe(2);
   });
+
+  test("with a read token set, reports and wrong-path POSTs still need none: 201 and a counted 404, not 401; reads and admin still do", async () => {
+    const t = await testApp({ readToken: "r3ad-token", adminToken: "adm1n-token" });
+    expect((await t.post("/telemetry", { random_id: "tok-1", execution_id: "tok-1", nsapp: "x", type: "lxc", status: "installing" })).status).toBe(201);
+    expect((await t.post("/upload", { random_id: "tok-2", nsapp: "x", type: "lxc", status: "installing" })).status).toBe(201);
+    expect((await t.post("/upload/telemetry", { random_id: "tok-3" })).status).toBe(404);
+    expect((await t.get("/api/ingest/unknown-paths")).status).toBe(401);
+    const res = await t.app.handle(new Request("http://localhost/api/ingest/unknown-paths", { headers: { authorization: "Bearer r3ad-token" } }));
+    expect(((await res.json()) as { paths: unknown[] }).paths).toMatchObject([{ path: "/upload/telemetry", count: 1 }]);
+    expect((await t.post("/api/admin/replay", "")).status).toBe(401);
+  });
 });
 
 async function fetchText(t: Awaited<ReturnType<typeof testApp>>, path: string): Promise<string> {

@@ -6,9 +6,11 @@ export type Access = "open" | "read" | "admin";
 
 export function accessOf(method: string, path: string): Access {
   if (method === "OPTIONS") return "open";
-  if (method === "POST" && (path === "/upload" || path === "/upload/updatestatus")) return "open";
-  if (path === "/healthz") return "open";
   if (path.startsWith("/api/admin/") || method === "DELETE") return "admin";
+  // Every other POST is a report: to /telemetry, /upload, /upload/updatestatus, or to a wrong
+  // path, which must answer 404 and be counted (a script pointed at a wrong URL), not 401.
+  if (method === "POST") return "open";
+  if (path === "/healthz") return "open";
   return "read";
 }
 

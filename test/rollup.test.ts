@@ -1,58 +1,108 @@
-// Rollup cells as pure data: counting in and out, merging, and the open hours' counts.
+// Rollup cells as pure data: counting in and out, merging, slices, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
-import { ALL_APPS, GRAINS, RollupDeltas, addRecord, appSlice, emptyData, mergeInto, type RollupRecord } from "../src/domain/rollup.ts";
+import { ALL_APPS, DIMENSIONS, GRAINS, RollupDeltas, addRecord, appSlice, emptyData, mergeInto, repoClass, sliceKey, slicesOf, type RollupRecord } from "../src/domain/rollup.ts";
 import { HOUR } from "../src/domain/time.ts";
 
 const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "failed",
-  ctType: 1, coreCount: 2, ramSize: 2048, outcome: "failed", createdAt: 10 * HOUR + 5, durationMs: 90_000, error: "exit code 1", ...over,
+  ctType: 1, coreCount: 2, ramSize: 2048, outcome: "failed", createdAt: 10 * HOUR + 5, durationMs: 90_000, error: "exit code 1",
+  exitCode: 1, errorCategory: "unknown", platform: "pve", arch: "amd64", cpuVendor: "intel", gpuVendor: null, gpuPassthrough: null, hostGpu: null,
+  repoSource: "ProxmoxVE", repoSlug: "community-scripts/ProxmoxVE", appVersion: "10.10", kernelVersion: "6.8.12-4-pve", attempt: 1, failedCommand: "apt-get install -y x",
+  ...over,
 });
 
 describe("addRecord", () => {
-  test("a record counted in and out again leaves an empty cell, with no zero entries", async () => {
-    for (const app of [ALL_APPS, appSlice("jellyfin")]) {
+  test("a record counted in and out again leaves an empty cell, with no zero entries", () => {
+    for (const allApps of [true, false]) {
       const cell = emptyData();
       const r = record();
-      addRecord(cell, r, "failed", 1, app, "sig1");
+      addRecord(cell, r, "failed", 1, allApps, "sig1");
       expect(cell.dims.type).toEqual({ lxc: [0, 1, 0, 0, 0] });
-      expect(cell.dims.nsapp).toEqual(app === ALL_APPS ? { jellyfin: [0, 1, 0, 0, 0] } : undefined);
+      expect(cell.dims.exit_code).toEqual({ "1": [0, 1, 0, 0, 0] });
+      expect(cell.dims.failed_command).toEqual({ "apt-get install -y x": [0, 1, 0, 0, 0] });
+      // An app's own slice skips nsapp (it is the slice).
+      expect(cell.dims.nsapp).toEqual(allApps ? { jellyfin: [0, 1, 0, 0, 0] } : undefined);
+      expect(Object.keys(cell.dims)).toHaveLength(allApps ? DIMENSIONS.length : DIMENSIONS.length - 1);
       expect(cell.err).toEqual({ sig1: 1 });
-      addRecord(cell, r, "failed", -1, app, "sig1");
+      addRecord(cell, r, "failed", -1, allApps, "sig1");
       expect(cell).toEqual(emptyData());
     }
   });
 
-  test("counting a removal in place equals merging the same counts as a delta", async () => {
-    const a = record({ nsapp: "pihole", outcome: "success", status: "done", error: null });
+  test("absent values count under \"\"; attempts past 3 as 4+; long failed commands are cut", () => {
+    const cell = emptyData();
+    addRecord(cell, record({ exitCode: null, cpuVendor: null, attempt: 7, failedCommand: "x".repeat(300) }), "failed", 1, true, null);
+    expect(cell.dims.exit_code).toEqual({ "": [0, 1, 0, 0, 0] });
+    expect(cell.dims.cpu_vendor).toEqual({ "": [0, 1, 0, 0, 0] });
+    expect(cell.dims.attempt).toEqual({ "4+": [0, 1, 0, 0, 0] });
+    expect(Object.keys(cell.dims.failed_command!)[0]!.length).toBe(96);
+    expect(cell.err).toEqual({});
+  });
+
+  test("counting a removal in place equals merging the same counts as a delta", () => {
+    const a = record({ nsapp: "pihole", outcome: "success", status: "done", error: null, exitCode: 0 });
     const b = record();
     const inPlace = emptyData();
-    addRecord(inPlace, a, "success", 1, ALL_APPS, null);
-    addRecord(inPlace, b, "failed", 1, ALL_APPS, "sig1");
-    addRecord(inPlace, b, "failed", -1, ALL_APPS, "sig1");
+    addRecord(inPlace, a, "success", 1, true, null);
+    addRecord(inPlace, b, "failed", 1, true, "sig1");
+    addRecord(inPlace, b, "failed", -1, true, "sig1");
     const merged = emptyData();
     const plus = emptyData();
-    addRecord(plus, a, "success", 1, ALL_APPS, null);
-    addRecord(plus, b, "failed", 1, ALL_APPS, "sig1");
+    addRecord(plus, a, "success", 1, true, null);
+    addRecord(plus, b, "failed", 1, true, "sig1");
     const minus = emptyData();
-    addRecord(minus, b, "failed", -1, ALL_APPS, "sig1");
+    addRecord(minus, b, "failed", -1, true, "sig1");
     mergeInto(mergeInto(merged, plus), minus);
     expect(inPlace).toEqual(merged);
     expect(inPlace.dims.nsapp).toEqual({ pihole: [1, 0, 0, 0, 0] });
   });
 });
 
+describe("slices", () => {
+  test("an execution counts in four slices of its kind: every repo and its repo class, each for every app and its own", () => {
+    expect(slicesOf(record())).toEqual([
+      sliceKey("install", null, ALL_APPS),
+      sliceKey("install", null, appSlice("jellyfin")),
+      sliceKey("install", "ProxmoxVE", ALL_APPS),
+      sliceKey("install", "ProxmoxVE", appSlice("jellyfin")),
+    ]);
+    expect(slicesOf(record({ type: "pve", nsapp: "post-pve-install", repoSource: null }))[0]).toBe(sliceKey("tool", null, ALL_APPS));
+    expect(slicesOf(record({ type: "addon" }))[0]).toBe(sliceKey("addon", null, ALL_APPS));
+  });
+
+  test("repo classes: the client's known sources, forks as external, none as \"\"", () => {
+    expect(["ProxmoxVE", "ProxmoxVED", "external", "my-fork", "", null].map((s) => repoClass(s))).toEqual(["ProxmoxVE", "ProxmoxVED", "external", "external", "", ""]);
+  });
+});
+
 describe("RollupDeltas", () => {
-  test("open hours keep records to count; folded hours become cells of every grain", async () => {
+  test("open hours keep records to count; folded hours become cells of every grain in every slice", () => {
     const deltas = new RollupDeltas(10 * HOUR);
     deltas.add(record({ createdAt: 10 * HOUR + 1 }), "failed", 1, "sig1");
     deltas.add(record({ createdAt: 9 * HOUR }), "failed", 1, "sig1");
     expect(deltas.open).toHaveLength(1);
-    expect([...deltas.cells.values()].map((c) => c.key.grain).sort()).toEqual([GRAINS.hour, GRAINS.hour, GRAINS.day, GRAINS.day, GRAINS.month, GRAINS.month]);
+    const slices = slicesOf(record());
+    const grains = [...deltas.cells.values()].map((c) => c.key.grain).sort();
+    expect(grains).toEqual([...Array(slices.length).fill(GRAINS.hour), ...Array(slices.length).fill(GRAINS.day), ...Array(slices.length).fill(GRAINS.month)]);
+    expect(new Set([...deltas.cells.values()].map((c) => c.key.app))).toEqual(new Set(slices));
     const open = [...deltas.openCells().values()];
-    expect(open.map((c) => c.key)).toEqual([
-      { grain: GRAINS.hour, app: ALL_APPS, bucket: 10 * HOUR },
-      { grain: GRAINS.hour, app: appSlice("jellyfin"), bucket: 10 * HOUR },
-    ]);
+    expect(open.map((c) => c.key)).toEqual(slices.map((app) => ({ grain: GRAINS.hour, app, bucket: 10 * HOUR })));
     expect(open[0]!.data.dims.nsapp).toEqual({ jellyfin: [0, 1, 0, 0, 0] });
+    expect(open[1]!.data.dims.nsapp).toBeUndefined();
+  });
+
+  test("folding an hour adds its cell to the day and month cells that contain it", () => {
+    const deltas = new RollupDeltas(0);
+    const data = emptyData();
+    addRecord(data, record(), "failed", 1, true, "sig1");
+    const slice = sliceKey("install", null, ALL_APPS);
+    deltas.foldHour(slice, 10 * HOUR, data);
+    const keys = [...deltas.cells.values()].map((c) => c.key);
+    expect(keys).toEqual([
+      { grain: GRAINS.hour, app: slice, bucket: 10 * HOUR },
+      { grain: GRAINS.day, app: slice, bucket: 0 },
+      { grain: GRAINS.month, app: slice, bucket: 0 },
+    ]);
+    for (const c of deltas.cells.values()) expect(c.data).toEqual(data);
   });
 });

@@ -3,17 +3,9 @@ import { describe, expect, test } from "bun:test";
 import { createWriter } from "../src/store/writer.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 import { type WriteOp, StorageUnavailableError } from "../src/store/contract.ts";
+import { reportOp, uploadStart } from "./helpers/reports.ts";
 
-const start = (id: string): WriteOp => ({
-  kind: "start", endpoint: "upload",
-  at: 1,
-  raw: new Uint8Array(),
-  repairs: [],
-  report: {
-    randomId: id, type: "lxc", ctType: 1, diskSize: 8, coreCount: 1, ramSize: 512, osType: "debian", osVersion: "12",
-    disableip6: null, nsapp: "app", method: null, pveVersion: null, status: "installing", outcome: "in_progress", error: null,
-  },
-});
+const start = (id: string): WriteOp => reportOp(uploadStart(id), 1);
 
 const realStore = () => openSqliteEngine(":memory:", { durability: "normal", migrate: true });
 
@@ -25,7 +17,7 @@ describe("group-commit writer", () => {
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => writer.submit(start(`w${i}`))));
     expect(seen).toEqual([50]);
     expect(results.every((r) => r.kind === "created")).toBe(true);
-    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 50 });
+    expect(sqlite.query("SELECT count(*) AS n FROM executions").get()).toEqual({ n: 50 });
   });
 
   test("maxBatch caps a transaction; the rest follows in the next", async () => {

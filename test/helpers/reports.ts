@@ -1,0 +1,56 @@
+// Reports and write ops as the wire protocols make them: built from request bodies through the
+// service's own normalization, so tests write what a real client would cause to be written.
+import { defaults } from "../../src/config.ts";
+import type { Report } from "../../src/domain/execution.ts";
+import type { JsonObject } from "../../src/domain/json.ts";
+import { normalizeStart, normalizeTelemetry, normalizeUpdate, type Checked } from "../../src/domain/normalize.ts";
+import type { Endpoint } from "../../src/domain/rejection.ts";
+import type { WriteOp } from "../../src/store/contract.ts";
+
+export const NORMALIZE = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
+
+function ok(c: Checked<Report>): Report {
+  if (!c.ok) throw new Error(`${c.field}: ${c.message}`);
+  return c.value;
+}
+
+/** An /upload start report of a container, as the old client sends it. */
+export const uploadStart = (randomId: string, body: JsonObject = {}): Report =>
+  ok(
+    normalizeStart(
+      {
+        random_id: randomId, type: "lxc", ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12",
+        disableip6: "yes", nsapp: "adguard", method: "default", pve_version: "8.2.2", status: "installing", ...body,
+      },
+      NORMALIZE,
+    ),
+  );
+
+/** An /upload/updatestatus report. */
+export const uploadUpdate = (randomId: string, status: string, error: string | null = null): Report =>
+  ok(normalizeUpdate({ random_id: randomId, status, error }, NORMALIZE));
+
+/** A /telemetry report (payload v2 unless `payload_version` says otherwise) of one execution. */
+export const telemetry = (randomId: string, status: string, body: JsonObject = {}): Report =>
+  ok(
+    normalizeTelemetry(
+      {
+        payload_version: 2, random_id: randomId, execution_id: randomId, type: "lxc", nsapp: "nginx", status, ct_type: 1, disk_size: 4,
+        core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", pve_version: "8.4.1", method: "default",
+        ...(status === "failed" ? { exit_code: 100, error: "exit_code=100 | APT failed | at line 12: apt-get install -y nginx", error_category: "dependency" } : {}),
+        install_duration: status === "installing" ? 0 : 42, cpu_vendor: "intel", arch: "amd64", platform: "pve",
+        repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE", ...body,
+      },
+      NORMALIZE,
+    ),
+  );
+
+/** The write op ingestion makes of a report received at `at`. */
+export const reportOp = (report: Report, at: number, endpoint: Endpoint = report.payloadVersion === null ? (report.fields ? "upload" : "updatestatus") : "telemetry"): Extract<WriteOp, { kind: "report" }> => ({
+  kind: "report",
+  report,
+  at,
+  endpoint,
+  raw: new Uint8Array(),
+  repairs: [],
+});

@@ -5,15 +5,10 @@ import { createLogger } from "../src/log.ts";
 import { startJobs } from "../src/maintenance/jobs.ts";
 import { expireStuck, expireStuckJob } from "../src/maintenance/expire-stuck.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
-import type { Install } from "../src/domain/install.ts";
+import { execution } from "./helpers/reports.ts";
 
 const HOUR = 3_600_000;
 
-const importedRow = (randomId: string): Install => ({
-  randomId, type: "lxc", ctType: 1, diskSize: 4, coreCount: 1, ramSize: 512, osType: "debian", osVersion: "12", disableip6: null,
-  nsapp: "adguard", method: "default", pveVersion: "8.2.4", status: "installing", outcome: "in_progress", error: null,
-  createdAt: 0, updatedAt: 0, durationMs: null, repaired: false,
-});
 
 describe("expire-stuck", () => {
   test("only installs in progress past the age become unknown; rollups stay exact; runs are logged and counted", async () => {
@@ -55,8 +50,8 @@ describe("expire-stuck", () => {
     expect((await t.store.stuckCheckedUntil())).toBe(mark);
     // Installs created before the mark are not scanned again, unless one arrives by import.
     const old = t.clock() - 20 * HOUR;
-    const row = { ...importedRow("imported-old"), createdAt: old, updatedAt: old };
-    expect(await t.writer.submit({ kind: "load", install: row, at: t.clock() })).toEqual({ kind: "created", outcome: "in_progress" });
+    const row = execution("imported-old", { createdAt: old, updatedAt: old, installingAt: old });
+    expect(await t.writer.submit({ kind: "load", execution: row, at: t.clock() })).toEqual({ kind: "created", outcome: "in_progress" });
     expect((await t.store.stuckCheckedUntil())).toBe(old);
     t.clock.advance(HOUR);
     expect(await expire()).toBe(1);

@@ -3,15 +3,14 @@ import { describe, expect, test } from "bun:test";
 import { errorSignature, signatureId } from "../src/domain/error-signature.ts";
 import { signaturePage, type PageReader } from "../src/read/signature-filter.ts";
 import type { ListCursor } from "../src/store/contract.ts";
-import type { Install } from "../src/domain/install.ts";
+import type { Execution } from "../src/domain/execution.ts";
+import { execution } from "./helpers/reports.ts";
 
-const row = (i: number, error: string): Install => ({
-  randomId: `r${i}`, type: "lxc", ctType: 1, diskSize: 4, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "no",
-  nsapp: "app", method: "default", pveVersion: "8.2.2", status: "failed", outcome: "failed", error, createdAt: 1_000 + i, updatedAt: 1_000 + i, durationMs: null, repaired: false,
-});
+const row = (i: number, error: string): Execution =>
+  execution(`r${i}`, { status: "failed", outcome: "failed", error, exitCode: 1, createdAt: 1_000 + i, updatedAt: 1_000 + i });
 
 /** A store listing over `rows` (already newest first), counting the rows it reads. */
-function reader(rows: Install[]) {
+function reader(rows: Execution[]) {
   const stats = { read: 0 };
   const read: PageReader = async (after, limit) => {
     const start = after ? rows.findIndex((r) => r.createdAt === after.createdAt) + 1 : 0;

@@ -10,22 +10,14 @@ import { openDatabase } from "../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../src/store/sqlite/store.ts";
 import { startCheckpointThread, type CheckpointOptions } from "../src/store/sqlite/checkpoint-thread.ts";
 import type { WriteOp } from "../src/store/contract.ts";
+import { reportOp, uploadStart } from "./helpers/reports.ts";
 
 const DIR = mkdtempSync(join(tmpdir(), "installstats-checkpoint-"));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
 const CHECKPOINTER = new URL("../src/store/sqlite/checkpointer.ts", import.meta.url);
 
-const start = (id: string): WriteOp => ({
-  kind: "start", endpoint: "upload",
-  at: Date.now(),
-  raw: new Uint8Array(),
-  repairs: [],
-  report: {
-    randomId: id, type: "lxc", ctType: 1, diskSize: 8, coreCount: 1, ramSize: 512, osType: "debian", osVersion: "12",
-    disableip6: null, nsapp: `app-${id.length % 7}`, method: null, pveVersion: null, status: "installing", outcome: "in_progress", error: null,
-  },
-});
+const start = (id: string): WriteOp => reportOp(uploadStart(id, { nsapp: `app-${id.length % 7}` }), Date.now());
 
 /** A database as `serve` sets it up: the writer lets the checkpoint thread in before each batch. */
 function serving(name: string, thread?: { url: URL; options: CheckpointOptions }) {
@@ -82,7 +74,7 @@ describe("checkpoint thread", () => {
       expect(Math.max(...holds)).toBeLessThan(0.5);
       // Started over again and again: the WAL file grew far less than the same stream wrote into it.
       expect(walBytes(t.path) - before).toBeLessThan(unchecked / 4);
-      expect(t.sqlite.query("SELECT count(*) AS n FROM installs WHERE random_id LIKE 's-%'").get()).toEqual({ n: 8000 });
+      expect(t.sqlite.query("SELECT count(*) AS n FROM executions WHERE random_id LIKE 's-%'").get()).toEqual({ n: 8000 });
       expect(t.lines.join("")).not.toMatch(/checkpoint failed|died|kept the writer waiting/);
     } finally {
       t.close();
@@ -96,7 +88,7 @@ describe("checkpoint thread", () => {
       // A reader (another process's export, say) keeps its snapshot: frames after it cannot be copied.
       const reader = new Database(t.path, { readonly: true });
       reader.run("BEGIN");
-      reader.query("SELECT count(*) FROM installs").get();
+      reader.query("SELECT count(*) FROM executions").get();
       const before = holds.length;
       const began = performance.now();
       for (let i = 0; performance.now() - began < 1_500; i++) await stream(t.writer, `r${i}`, 10);

@@ -21,7 +21,10 @@ describe("openDatabase", () => {
       expect(sqlite.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 });
       expect(sqlite.query("PRAGMA application_id").get()).toEqual({ application_id: APPLICATION_ID });
       const tables = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all().map((r) => (r as { name: string }).name);
-      expect(tables).toEqual(expect.arrayContaining(["installs", "held_updates", "rejected_reports", "__drizzle_migrations"]));
+      expect(tables).toEqual(expect.arrayContaining(["executions", "held_reports", "rejected_reports", "bodies", "rollups", "__drizzle_migrations"]));
+      // The tables of the install model are gone (migrations 0007-0008 moved their data).
+      expect(tables).not.toContain("installs");
+      expect(tables).not.toContain("held_updates");
       expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: journalEntries() });
       sqlite.close();
     }
@@ -30,10 +33,10 @@ describe("openDatabase", () => {
   test("reopening an existing database keeps its data and applies nothing twice", async () => {
     const path = join(tempDir(), "existing.db");
     const first = openDatabase(path, { durability: "full", migrate: true });
-    first.sqlite.run("INSERT INTO installs (random_id, type, status, outcome, created_at, updated_at) VALUES ('keep', 'lxc', 'installing', 'in_progress', 1, 1)");
+    first.sqlite.run("INSERT INTO executions (execution_id, random_id, attempt, kind, type, status, outcome, created_at, updated_at) VALUES ('keep', 'keep', 1, 'install', 'lxc', 'installing', 'in_progress', 1, 1)");
     first.sqlite.close();
     const again = openDatabase(path, { durability: "full", migrate: true });
-    expect(again.sqlite.query("SELECT random_id FROM installs").all()).toEqual([{ random_id: "keep" }]);
+    expect(again.sqlite.query("SELECT random_id FROM executions").all()).toEqual([{ random_id: "keep" }]);
     expect(again.sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: journalEntries() });
     again.sqlite.close();
   });

@@ -9,6 +9,8 @@ import { verifyRollups } from "../src/maintenance/verify.ts";
 import { openDatabase } from "../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../src/store/sqlite/store.ts";
 import type { Store, WriteOp } from "../src/store/contract.ts";
+import { ALL_APPS, sliceKey } from "../src/domain/rollup.ts";
+import { reportOp, uploadStart, uploadUpdate } from "./helpers/reports.ts";
 
 describe("delete", () => {
   test("removes the record, its held update and its rejected-log bodies; rollups follow", async () => {
@@ -20,12 +22,12 @@ describe("delete", () => {
     await t.post("/upload/updatestatus", { status: "done", random_id: "held-only" });
     expect((await t.rejected()).filter((r) => r.randomId === "gone").length).toBe(1);
 
-    expect(await t.writer.submit({ kind: "delete", randomId: "gone", at: t.clock() })).toEqual({ kind: "deleted", found: true });
-    expect(await t.writer.submit({ kind: "delete", randomId: "held-only", at: t.clock() })).toEqual({ kind: "deleted", found: true });
-    expect(await t.writer.submit({ kind: "delete", randomId: "never", at: t.clock() })).toEqual({ kind: "deleted", found: false });
+    expect(await t.writer.submit({ kind: "delete", randomId: "gone", at: t.clock() })).toEqual({ kind: "deleted", found: true, executions: 1 });
+    expect(await t.writer.submit({ kind: "delete", randomId: "held-only", at: t.clock() })).toEqual({ kind: "deleted", found: true, executions: 0 });
+    expect(await t.writer.submit({ kind: "delete", randomId: "never", at: t.clock() })).toEqual({ kind: "deleted", found: false, executions: 0 });
     expect((await t.get("/api/installs/gone")).status).toBe(404);
     expect((await t.rejected()).filter((r) => r.randomId === "gone")).toEqual([]);
-    expect(t.sqlite.query("SELECT count(*) AS n FROM held_updates").get()).toEqual({ n: 0 });
+    expect(t.sqlite.query("SELECT count(*) AS n FROM held_reports").get()).toEqual({ n: 0 });
     expect((await t.get("/api/stats/summary")).body).toMatchObject({ total: 1, failed: 0, in_progress: 1 });
     expect((await verifyRollups(t.store))).toMatchObject({ ok: true, records: 1 });
   });
@@ -38,8 +40,8 @@ describe("expire", () => {
     await t.post("/upload", startReport("done-one"));
     await t.post("/upload/updatestatus", { status: "done", random_id: "done-one" });
     t.clock.advance(3 * 3600_000);
-    expect(await t.writer.submit({ kind: "expire", randomId: "stuck", at: t.clock() })).toEqual({ kind: "expired", changed: true });
-    expect(await t.writer.submit({ kind: "expire", randomId: "done-one", at: t.clock() })).toEqual({ kind: "expired", changed: false });
+    expect(await t.writer.submit({ kind: "expire", executionId: "stuck", at: t.clock() })).toEqual({ kind: "expired", changed: true });
+    expect(await t.writer.submit({ kind: "expire", executionId: "done-one", at: t.clock() })).toEqual({ kind: "expired", changed: false });
     expect((await t.get("/api/installs/stuck")).body).toMatchObject({ status: "installing", outcome: "unknown" });
     expect((await t.get("/api/stats/summary")).body).toMatchObject({ unknown: 1, in_progress: 0, success: 1 });
     expect((await verifyRollups(t.store)).ok).toBe(true);
@@ -76,11 +78,9 @@ describe("rebuildRollups", () => {
 });
 
 describe("open hours", () => {
-  const report = (randomId: string, nsapp: string) =>
-    ({ randomId, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "yes", nsapp, method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null }) as const;
-  const start = (id: string, nsapp: string, at: number): WriteOp => ({ kind: "start", endpoint: "upload", report: report(id, nsapp), raw: new Uint8Array(), repairs: [], at });
-  const done = (id: string, at: number): WriteOp => ({ kind: "update", endpoint: "updatestatus", update: { randomId: id, status: "failed", outcome: "failed", error: "exit code 2" }, raw: new Uint8Array(), repairs: [], at });
-  const hourCells = async (s: Store) => (await s.rollupCells(0, 0, Number.MAX_SAFE_INTEGER)).sort((x, y) => x.bucket - y.bucket || x.app.localeCompare(y.app));
+  const start = (id: string, nsapp: string, at: number): WriteOp => reportOp(uploadStart(id, { nsapp }), at);
+  const done = (id: string, at: number): WriteOp => reportOp(uploadUpdate(id, "failed", "exit code 2"), at);
+  const hourCells = async (s: Store) => (await s.rollupCells(0, 0, Number.MAX_SAFE_INTEGER)).sort((x, y) => x.bucket - y.bucket || x.slice.localeCompare(y.slice));
 
   test("live in memory, are recounted by a new connection, follow another connection's writes, and fold into stored cells", async () => {
     const dir = mkdtempSync(join(tmpdir(), "open-hours-"));
@@ -109,7 +109,7 @@ describe("open hours", () => {
 
       // Folded: the cells are stored, and reads keep them parsed; a later change to a folded
       // hour (here, from either connection) is what the next read sees.
-      const day = (s: Store) => s.readRollups({ grain: 1, app: "*", from: 0, to: Number.MAX_SAFE_INTEGER, parts: ["data", "apps", "errors"] });
+      const day = (s: Store) => s.readRollups({ grain: 1, slice: sliceKey("install", null, ALL_APPS), from: 0, to: Number.MAX_SAFE_INTEGER, parts: ["data", "apps", "errors"] });
       await a.write([{ kind: "fold", until: now + 24 * 3_600_000, at: now }]);
       expect(await day(a)).toEqual(await day(stored));
       const failedOf = async (s: Store) => (await day(s)).reduce((n, c) => n + (c.data.dims.type?.lxc?.[1] ?? 0), 0);

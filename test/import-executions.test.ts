@@ -55,15 +55,20 @@ describe("export -> import of executions", () => {
     const { records } = await exportInstalls(source.store, {}, "ndjson", (chunk) => void (ndjson += new TextDecoder().decode(chunk)));
     expect(records).toBe(5); // tools included: an export is a copy
 
+/** The input as a file read in pieces would give it. */
+async function* chunks(text: string): AsyncIterable<string> {
+  for (let i = 0; i < text.length; i += 4096) yield text.slice(i, i + 4096);
+}
+
     const target = openSqliteEngine(":memory:", { durability: "normal", migrate: true });
     const deps = { reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) };
     const invalid: string[] = [];
-    const summary = await importRecords(deps, [ndjson], { normalize: NORMALIZE, onInvalid: (p, m) => invalid.push(`${p}: ${m}`) });
+    const summary = await importRecords(deps, chunks(ndjson), { normalize: NORMALIZE, onInvalid: (p, m) => invalid.push(`${p}: ${m}`) });
     expect(invalid).toEqual([]);
     expect(summary).toMatchObject({ imported: 5, duplicates: 0, invalid: 0 });
     const got = await all(target.store);
     for (let i = 0; i < expected.length; i++) expect(got[i]).toEqual({ ...expected[i]!, repaired: false });
-    expect((await importRecords(deps, [ndjson], { normalize: NORMALIZE })).duplicates).toBe(5);
+    expect((await importRecords(deps, chunks(ndjson), { normalize: NORMALIZE })).duplicates).toBe(5);
     await target.close();
   });
 });

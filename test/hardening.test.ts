@@ -99,7 +99,7 @@ describe("headers and errors", () => {
   test("an internal error answers 500 with the one error shape and no stack trace", async () => {
     const t = await testApp();
     // A bug (not a storage error) inside a read: the client sees a clean 500, the log the stack.
-    t.store.getInstall = () => {
+    t.store.getExecutions = () => {
       throw new TypeError("boom at somewhere.ts:1");
     };
     const res = await t.get("/api/installs/x");
@@ -118,10 +118,10 @@ describe("admin maintenance over HTTP", () => {
     await t.post("/upload", '{"type": "lxc", "random_id": "rep", "nsapp": "x"'); // 400: the current parser still cannot read it
     expect((await call(t, "POST", "/api/admin/prune?older_than=400d")).status).toBe(401);
     const dry = await call(t, "POST", "/api/admin/prune?older_than=400d&dry_run=true", bearer("adm1n"));
-    expect(dry.body).toMatchObject({ dry_run: true, installs: 1 });
+    expect(dry.body).toMatchObject({ dry_run: true, executions: 1, held: 0, rejected: 0 });
     expect((await t.get("/api/installs/old")).status).toBe(200);
     const pruned = await call(t, "POST", "/api/admin/prune?older_than=400d", bearer("adm1n"));
-    expect(pruned.body).toMatchObject({ dry_run: false, installs: 1 });
+    expect(pruned.body).toMatchObject({ dry_run: false, executions: 1 });
     expect((await t.get("/api/installs/old")).status).toBe(404);
     expect((await t.get("/api/installs/new")).status).toBe(200);
     expect((await call(t, "POST", "/api/admin/prune?older_than=soon", bearer("adm1n"))).body).toMatchObject({ error: "invalid_field", field: "older_than" });

@@ -8,6 +8,7 @@ import {
   compatId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toCompatRecord, type CompatSource,
 } from "../src/read/compat.ts";
 import type { WriteOp } from "../src/store/contract.ts";
+import { execution } from "./helpers/reports.ts";
 
 /** The original's record: Go DataModel fields, in declaration order (json.Encoder keeps it). */
 const ORIGINAL_FIELDS = [
@@ -328,21 +329,20 @@ describe("compat API on an empty database", () => {
   });
 });
 
-/** Start reports written straight to the store (fast), one second apart, from `start`. */
+/** Whole executions loaded straight into the store (fast), one second apart, from `start`. */
 function bulk(t: TestApp, n: number, start: number, prefix = "bulk") {
   const ops: WriteOp[] = [];
   for (let i = 0; i < n; i++) {
+    const at = start + i * 1000;
+    const status = i % 3 === 0 ? "installing" : i % 3 === 1 ? "done" : "failed";
     ops.push({
-      kind: "start", endpoint: "upload",
-      at: start + i * 1000,
-      raw: new Uint8Array(),
-      repairs: [],
-      report: {
-        randomId: `${prefix}-${String(i).padStart(6, "0")}`, type: i % 5 === 0 ? "vm" : "lxc", ctType: i % 5 === 0 ? 2 : 1, diskSize: 8, coreCount: 2, ramSize: 2048,
-        osType: "debian", osVersion: "12", disableip6: null, nsapp: `app-${i % 37}`, method: "default", pveVersion: "8.2.2",
-        status: i % 3 === 0 ? "installing" : i % 3 === 1 ? "done" : "failed", outcome: i % 3 === 0 ? "in_progress" : i % 3 === 1 ? "success" : "failed",
-        error: i % 3 === 2 ? `exit code ${i % 7}` : null,
-      },
+      kind: "load",
+      at,
+      execution: execution(`${prefix}-${String(i).padStart(6, "0")}`, {
+        type: i % 5 === 0 ? "vm" : "lxc", ctType: i % 5 === 0 ? 2 : 1, diskSize: 8, nsapp: `app-${i % 37}`, pveVersion: "8.2.2",
+        status, outcome: i % 3 === 0 ? "in_progress" : i % 3 === 1 ? "success" : "failed", error: i % 3 === 2 ? `exit code ${i % 7}` : null,
+        exitCode: i % 3 === 2 ? i % 7 : null, createdAt: at, updatedAt: at, installingAt: at, finishedAt: i % 3 === 0 ? null : at,
+      }),
     });
     if (ops.length === 5000 || i === n - 1) t.store.write(ops.splice(0));
   }
@@ -369,7 +369,7 @@ describe("streaming", () => {
     // While the stream is open: finish the last install, and add a new one (the database stays writable).
     const lastIndex = n - 1 - ((n - 1) % 3); // the newest install still in progress (bulk: every third), in the last chunk
     const last = `bulk-${String(lastIndex).padStart(6, "0")}`;
-    expect((await t.store.getInstall(last))!.status).toBe("installing");
+    expect((await t.store.getExecutions(last))[0]!.status).toBe("installing");
     expect((await t.post("/upload/updatestatus", { status: "done", error: "none", random_id: last })).status).toBe(200);
     expect((await t.post("/upload", startReport("late"))).status).toBe(201);
 
@@ -403,7 +403,7 @@ describe("streaming", () => {
     let count = 0;
     let bytes = 0;
     let sampleMismatch = 0;
-    const rows = t.sqlite.query("SELECT random_id, status, nsapp, created_at FROM installs ORDER BY created_at, rowid LIMIT 1 OFFSET ?");
+    const rows = t.sqlite.query("SELECT random_id, status, nsapp, created_at FROM executions ORDER BY created_at, rowid LIMIT 1 OFFSET ?");
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
@@ -439,13 +439,13 @@ describe("streaming", () => {
     bulk(t, 12_345, Date.parse("2026-02-27T22:30:00Z"));
     const res = (await c.get("/data/summary")).body as { total_entries: number; status_count: Rec; nsapp_count: Rec };
     const recount = (col: string) =>
-      Object.fromEntries((t.sqlite.query(`SELECT coalesce(${col}, '') AS k, count(*) AS n FROM installs GROUP BY 1`).all() as { k: string; n: number }[]).map((r) => [r.k, r.n]));
+      Object.fromEntries((t.sqlite.query(`SELECT coalesce(${col}, '') AS k, count(*) AS n FROM executions GROUP BY 1`).all() as { k: string; n: number }[]).map((r) => [r.k, r.n]));
     expect(res.total_entries).toBe(12_345);
     expect(res.status_count).toEqual(recount("status"));
     expect(res.nsapp_count).toEqual(recount("nsapp"));
     const errors = (await c.get("/data/errors")).body as { error_counts: { error: string; count: number }[] };
     expect(Object.fromEntries(errors.error_counts.map((e) => [e.error, e.count]))).toEqual(
-      Object.fromEntries((t.sqlite.query("SELECT error AS k, count(*) AS n FROM installs WHERE error <> '' GROUP BY 1").all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
+      Object.fromEntries((t.sqlite.query("SELECT error AS k, count(*) AS n FROM executions WHERE error <> '' GROUP BY 1").all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
     );
   });
 });

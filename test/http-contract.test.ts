@@ -2,18 +2,23 @@
 import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
 
-const RECORD_KEYS = [
-  "random_id", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
-  "disableip6", "nsapp", "method", "pve_version", "status", "outcome", "error", "created_at",
-  "updated_at", "duration_s", "repaired",
+// The record of an execution (README "The record"): /upload's fields, the current clients', and
+// the execution's own (id, attempt, kind, timeline); an install's answer adds its executions.
+const EXECUTION_KEYS = [
+  "random_id", "execution_id", "attempt", "kind", "payload_version", "type", "ct_type", "disk_size", "core_count", "ram_size",
+  "os_type", "os_version", "disableip6", "nsapp", "method", "pve_version", "status", "outcome", "error", "created_at",
+  "updated_at", "duration_s", "repaired", "exit_code", "error_category", "failed_command", "failed_line", "install_duration",
+  "cpu_vendor", "cpu_model", "gpu_vendor", "gpu_model", "ram_speed", "gpu_passthrough", "host_gpu", "arch", "platform", "has_arm",
+  "repo_source", "repo_slug", "kernel_version", "app_version", "timeline", "extra",
 ].sort();
+const RECORD_KEYS = [...EXECUTION_KEYS, "executions"].sort();
 
 describe("POST /upload", () => {
   test("201 for a new random_id, and the record reads back in the documented shape", async () => {
     const t = await testApp();
     const res = await t.post("/upload", startReport("id-1"));
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ result: "created", random_id: "id-1", outcome: "in_progress", repaired: false });
+    expect(res.body).toEqual({ result: "created", random_id: "id-1", execution_id: "id-1", outcome: "in_progress", repaired: false });
 
     const rec = await t.get("/api/installs/id-1");
     expect(rec.status).toBe(200);
@@ -24,7 +29,15 @@ describe("POST /upload", () => {
       pve_version: "8.2.2", status: "installing", outcome: "in_progress", error: null,
       created_at: "2026-06-01T12:00:00.000Z", updated_at: "2026-06-01T12:00:00.000Z",
       duration_s: null, repaired: false,
+      // An /upload report: no payload version, its execution is the install, the first attempt.
+      execution_id: "id-1", attempt: 1, kind: "install", payload_version: null,
+      timeline: { installing: "2026-06-01T12:00:00.000Z", validation: null, configuring: null, finished: null },
     });
+    const executions = rec.body.executions as Record<string, unknown>[];
+    expect(executions).toHaveLength(1);
+    expect(Object.keys(executions[0]!).sort()).toEqual(EXECUTION_KEYS);
+    const { executions: _, ...latest } = rec.body;
+    expect(executions[0]).toEqual(latest);
   });
 
   test("200 duplicate:true for a random_id already stored; the stored record is unchanged", async () => {
@@ -47,7 +60,8 @@ describe("POST /upload", () => {
 
     const vm = startReport("vm-1", { type: "vm", ct_type: 2, disableip6: "", disk_size: "32G", pve_version: undefined, host_version: "9.0.3" });
     expect((await t.post("/upload", vm)).status).toBe(201);
-    expect((await t.get("/api/installs/vm-1")).body).toMatchObject({ type: "vm", ct_type: 2, disableip6: null, disk_size: 32, pve_version: "9.0.3" });
+    // disableip6 "" (the VM client sends it empty) is kept apart from absent (the legacy client above).
+    expect((await t.get("/api/installs/vm-1")).body).toMatchObject({ type: "vm", ct_type: 2, disableip6: "", disk_size: 32, pve_version: "9.0.3" });
   });
 
   test("422 invalid_field naming the field: missing random_id, unknown type, bad number", async () => {
@@ -219,7 +233,7 @@ describe("group commit", () => {
     expect(replies.every((r) => r.status === 201)).toBe(true);
     expect(t.writer.stats.writes).toBe(n);
     expect(t.writer.stats.batches).toBeLessThan(n / 10);
-    const { count } = t.sqlite.query("SELECT count(*) AS count FROM installs").get() as { count: number };
+    const { count } = t.sqlite.query("SELECT count(*) AS count FROM executions").get() as { count: number };
     expect(count).toBe(n);
   });
 });

@@ -1,6 +1,6 @@
 // Per-client rate limiting (proxy-aware only for trusted proxies) and the Prometheus metrics.
 import { describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 import { clientAddress, createRateLimiter, proxyMatcher } from "../src/http/rate-limit.ts";
 
 describe("token bucket", () => {
@@ -32,19 +32,42 @@ describe("token bucket", () => {
   });
 });
 
+/**
+ * The app listening on loopback, posting as one client behind a proxy on this host: loopback
+ * peers and in-process requests are never limited, their forwarded clients are.
+ */
+function asForwardedClient(t: TestApp, client = "198.51.100.9") {
+  t.app.listen({ hostname: "127.0.0.1", port: 0 });
+  const url = `http://127.0.0.1:${t.app.server!.port}`;
+  return {
+    async post(path: string, body: string | object) {
+      const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": client }, body: typeof body === "string" ? body : JSON.stringify(body) });
+      return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+    },
+    stop: () => t.app.stop(true),
+  };
+}
+
 describe("rate limiting over HTTP", () => {
-  test("429 with Retry-After and a JSON body once a client's burst is spent; reads are not limited", async () => {
+  test("429 with Retry-After and a JSON body once a client's burst is spent; reads and in-process requests are not limited", async () => {
     const t = await testApp({ rateLimit: 1, rateBurst: 2 });
-    expect((await t.post("/upload", startReport("r1"))).status).toBe(201);
-    expect((await t.post("/upload", startReport("r2"))).status).toBe(201);
-    const limited = await t.post("/upload", startReport("r3"));
-    expect(limited.status).toBe(429);
-    expect(limited.headers.get("retry-after")).toBe("1");
-    expect(limited.body).toMatchObject({ error: "rate_limited" });
-    expect((await t.get("/api/installs/r3")).status).toBe(404);
-    expect((await t.get("/api/stats/summary")).status).toBe(200);
-    t.clock.advance(1000);
-    expect((await t.post("/upload", startReport("r3"))).status).toBe(201);
+    const c = asForwardedClient(t);
+    try {
+      expect((await c.post("/upload", startReport("r1"))).status).toBe(201);
+      expect((await c.post("/upload", startReport("r2"))).status).toBe(201);
+      const limited = await c.post("/upload", startReport("r3"));
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get("retry-after")).toBe("1");
+      expect(limited.body).toMatchObject({ error: "rate_limited" });
+      expect((await t.get("/api/installs/r3")).status).toBe(404);
+      expect((await t.get("/api/stats/summary")).status).toBe(200);
+      // A request with no network peer (in-process) is not a client to limit.
+      expect((await t.post("/upload", startReport("local"))).status).toBe(201);
+      t.clock.advance(1000);
+      expect((await c.post("/upload", startReport("r3"))).status).toBe(201);
+    } finally {
+      await c.stop();
+    }
   });
 
   test("behind a trusted proxy each forwarded client has its own bucket", async () => {
@@ -69,12 +92,17 @@ describe("rate limiting over HTTP", () => {
 describe("/metrics", () => {
   test("Prometheus text with requests, latency, batches, rejected reasons, rate limiting and installs by outcome", async () => {
     const t = await testApp({ rateLimit: 100, rateBurst: 5 });
-    await t.post("/upload", startReport("m1"));
-    await t.post("/upload/updatestatus", { status: "failed", error: "exit code 1", random_id: "m1" });
-    await t.post("/upload/updatestatus", { status: "done", random_id: "m1" }); // 409
-    await t.post("/upload", "{{broken");
-    await t.post("/upload", startReport("m2"));
-    await t.post("/upload", startReport("m3")); // 6th request: limited
+    const c = asForwardedClient(t);
+    try {
+      await c.post("/upload", startReport("m1"));
+      await c.post("/upload/updatestatus", { status: "failed", error: "exit code 1", random_id: "m1" });
+      await c.post("/upload/updatestatus", { status: "done", random_id: "m1" }); // 409
+      await c.post("/upload", "{{broken");
+      await c.post("/upload", startReport("m2"));
+      await c.post("/upload", startReport("m3")); // 6th request: limited
+    } finally {
+      await c.stop();
+    }
     await Bun.sleep(20); // requests are counted after their answer has gone out
     const res = await t.app.handle(new Request("http://localhost/metrics"));
     expect(res.headers.get("content-type")).toContain("text/plain");

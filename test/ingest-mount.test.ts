@@ -97,8 +97,11 @@ describe("ingestion on Bun's routes", () => {
     expect(refused.headers.get("retry-after")).toBe("5");
     expect(await refused.json()).toMatchObject({ error: "storage_unavailable" });
     t.sqlite.run("PRAGMA query_only = OFF");
-    expect((await post(`${url}/upload`, JSON.stringify(startReport("s-2")))).status).toBe(201);
-    const limited = await post(`${url}/upload`, JSON.stringify(startReport("s-3")));
+    // The limit is per forwarded client of a proxy on this host (loopback itself is never limited).
+    const client = { "x-forwarded-for": "198.51.100.4" };
+    expect((await post(`${url}/upload`, JSON.stringify(startReport("s-2")), client)).status).toBe(201);
+    expect((await post(`${url}/upload`, JSON.stringify(startReport("s-3")), client)).status).toBe(201);
+    const limited = await post(`${url}/upload`, JSON.stringify(startReport("s-4")), client);
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(await limited.json()).toMatchObject({ error: "rate_limited" });

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
 import { errorSignature } from "../src/domain/error-signature.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
+import { ALL_APPS, sliceKey } from "../src/domain/rollup.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);
@@ -88,7 +89,7 @@ beforeAll(async () => {
     const res = await t.post(e.path, e.body);
     expect(res.status).toBeLessThan(300);
   }
-  rows = t.sqlite.query("SELECT * FROM installs").all() as Row[];
+  rows = t.sqlite.query("SELECT * FROM executions").all() as Row[];
 });
 
 const inWindow = (from: number, to: number) => rows.filter((r) => r.created_at >= from && r.created_at < to);
@@ -245,7 +246,7 @@ describe("aggregates equal a recount of the raw rows", () => {
   test("rollups equal a full recount (verify), and verify notices a tampered cell", async () => {
     const ok = (await verifyRollups(t.store));
     expect(ok).toMatchObject({ ok: true, records: 1500, mismatches: [], signatureGaps: 0 });
-    const cell = t.sqlite.query("SELECT id, data FROM rollups WHERE app = '*' AND grain = 1 LIMIT 1").get() as { id: number; data: string };
+    const cell = t.sqlite.query("SELECT id, data FROM rollups WHERE app = ? AND grain = 1 LIMIT 1").get(sliceKey("install", null, ALL_APPS)) as { id: number; data: string };
     t.sqlite.run("UPDATE rollups SET data = ? WHERE id = ?", [cell.data.replace(/\[(\d+),/, (_, n) => `[${Number(n) + 1},`), cell.id]);
     const bad = (await verifyRollups(t.store));
     expect(bad.ok).toBe(false);
@@ -283,7 +284,7 @@ describe("listing", () => {
         cursor = res.body.next_cursor as string | null;
       } while (cursor);
       const want = t.sqlite
-        .query(`SELECT random_id FROM installs WHERE 1=1 ${filter.replace(/&(\w+)=([\w-]+)/g, (_, k, v) => ` AND ${k} = '${v}'`)} ORDER BY created_at DESC, rowid DESC`)
+        .query(`SELECT random_id FROM executions WHERE 1=1 ${filter.replace(/&(\w+)=([\w-]+)/g, (_, k, v) => ` AND ${k} = '${v}'`)} ORDER BY created_at DESC, rowid DESC`)
         .all()
         .map((r) => (r as { random_id: string }).random_id);
       expect(seen.map((r) => r.random_id)).toEqual(want);
@@ -312,7 +313,7 @@ describe("listing", () => {
       expect(oldest.map((r) => r.random_id)).toEqual(newest.map((r) => r.random_id).reverse());
     }
     expect((await walk(`&from=${iso(from)}&to=${iso(to)}&order=oldest`, 500)).length).toBe(inWindow(from, to).length);
-    expect((await t.get("/api/installs?order=sideways")).status).toBe(422);
+    expect((await t.get("/api/installs?order=sideways")).body).toMatchObject({ error: "invalid_field", field: "order" });
   });
 
   test("signature lists exactly the failed installs whose error has that signature", async () => {
@@ -339,7 +340,7 @@ describe("listing", () => {
     expect((await t.get("/api/stats/summary?days=7&from=2026-01-01")).body).toMatchObject({ error: "invalid_field", field: "days" });
     expect((await t.get("/api/stats/summary?from=2026-05-01&to=2026-04-01")).body).toMatchObject({ error: "invalid_field", field: "from" });
     expect((await t.get("/api/stats/timeseries?interval=hour&days=60")).body).toMatchObject({ error: "invalid_field", field: "interval" });
-    expect((await t.get("/api/stats/breakdown?by=color")).status).toBe(422);
+    expect((await t.get("/api/stats/breakdown?by=color")).body).toMatchObject({ error: "invalid_field", field: "by" });
     expect((await t.get("/api/installs?cursor=bogus")).body).toMatchObject({ error: "invalid_field", field: "cursor" });
   });
 });

@@ -71,7 +71,7 @@ test.if(mounted)("a real full filesystem: 503 with Retry-After, nothing acknowle
     expect(await server.stop()).toBe(0);
   }
   const check = new Database(db, { readonly: true });
-  const stored = new Set((check.query("SELECT random_id FROM installs").all() as { random_id: string }[]).map((r) => r.random_id));
+  const stored = new Set((check.query("SELECT random_id FROM executions").all() as { random_id: string }[]).map((r) => r.random_id));
   expect(check.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
   check.close();
   expect(acked.filter((id) => !stored.has(id))).toEqual([]);

@@ -68,7 +68,8 @@ describe("compiled binary", () => {
     expect(await rec("ct-ok")).toMatchObject({ type: "lxc", ct_type: 1, nsapp: "jellyfin", disk_size: 32, status: "done", outcome: "success", disableip6: "no", repaired: true });
     expect((await rec("ct-ok")).duration_s).toBeNumber();
     expect(await rec("ct-legacy")).toMatchObject({ nsapp: "pihole", disableip6: null, status: "failed", outcome: "failed", error: "exit code 100", repaired: false });
-    expect(await rec("vm-ok")).toMatchObject({ type: "vm", ct_type: 2, disk_size: 32, ram_size: 4096, core_count: 2, disableip6: null, outcome: "success" });
+    // The VM client sends disableip6 "" (kept apart from the legacy client's absent field).
+    expect(await rec("vm-ok")).toMatchObject({ type: "vm", ct_type: 2, disk_size: 32, ram_size: 4096, core_count: 2, disableip6: "", outcome: "success" });
     expect(await rec("vm-broken")).toMatchObject({
       type: "vm",
       pve_version: "9.0.3",
@@ -172,7 +173,7 @@ describe("operations in the compiled binary", () => {
       // The backup is a working database holding what was acknowledged.
       const { Database } = await import("bun:sqlite");
       const copy = new Database(made.path, { readonly: true });
-      expect(copy.query("SELECT status FROM installs WHERE random_id = 'ops-1'").get()).toEqual({ status: "done" });
+      expect(copy.query("SELECT status FROM executions WHERE random_id = 'ops-1'").get()).toEqual({ status: "done" });
       copy.close();
     } finally {
       expect(await ops.stop()).toBe(0);

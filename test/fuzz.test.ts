@@ -85,7 +85,7 @@ test(`${TOTAL.toLocaleString()} hostile bodies: zero 5xx, every one stored or in
   expect([...counts.keys()].filter((s) => s >= 500)).toEqual([]);
   expect([...counts.keys()].every((s) => [200, 201, 202, 400, 409, 413, 422].includes(s))).toBe(true);
   expect((await t.rejected()).length).toBe(loggedExpected);
-  const { n } = t.sqlite.query("SELECT count(*) AS n FROM installs").get() as { n: number };
+  const { n } = t.sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number };
   expect(n).toBe(created);
   expect(Object.getOwnPropertyNames(Object.prototype).join()).toBe(prototypeBefore);
   expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();

@@ -202,9 +202,12 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     }
   }
 
-  /** A repaired body is applied and kept raw in the log, with what its write came to. */
+  /**
+   * A repaired body is applied and kept raw in the log, with what its write came to; a duplicate
+   * changed nothing and is not logged, repaired or not (docs/decisions.md, "Duplicate start reports").
+   */
   const logRepair = (op: Extract<ReportWrite, { raw: Uint8Array }>, result: WriteResult, randomId: string) => {
-    if (op.repairs.length === 0) return;
+    if (op.repairs.length === 0 || result.kind === "duplicate") return;
     logRejection(
       { endpoint: op.endpoint, reason: "repaired", field: null, message: `body repaired (${op.repairs.join(", ")}) and ${result.kind}`, randomId, body: op.raw },
       op.at,

@@ -4,10 +4,11 @@ import { describe, expect, test } from "bun:test";
 import { createApp } from "../src/app.ts";
 import { createLogger } from "../src/log.ts";
 import { CONTENT_TYPES, EXPORT_COLUMNS, csvHeader, csvRow, exportFilename, exportStream, ndjsonLine } from "../src/read/export.ts";
-import { InstallRecord, toRecord } from "../src/read/record.ts";
+import { ExecutionRecord, toRecord } from "../src/read/record.ts";
 import type { MaintenanceReads, StoreReads, WriteOp } from "../src/store/contract.ts";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";
-import type { Install } from "../src/domain/install.ts";
+import type { Execution } from "../src/domain/execution.ts";
+import { execution } from "./helpers/reports.ts";
 
 /** DESIGN.md section 3, in order. */
 const DESIGN_FIELDS = [
@@ -16,10 +17,19 @@ const DESIGN_FIELDS = [
   "updated_at", "duration_s", "repaired",
 ];
 
+/** The columns: DESIGN.md's record first, then the executions' fields, the timeline flattened, extra last. */
+const COLUMNS = [
+  ...DESIGN_FIELDS,
+  "execution_id", "attempt", "kind", "payload_version", "exit_code", "error_category", "failed_command", "failed_line", "install_duration",
+  "cpu_vendor", "cpu_model", "gpu_vendor", "gpu_model", "ram_speed", "gpu_passthrough", "host_gpu", "arch", "platform", "has_arm",
+  "repo_source", "repo_slug", "kernel_version", "app_version", "installing_at", "validation_at", "configuring_at", "finished_at", "extra",
+];
+const TIMELINE = { installing_at: "installing", validation_at: "validation", configuring_at: "configuring", finished_at: "finished" } as const;
+
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-/** The test app with the export plugin mounted on the full app (so QueryError and validation answer 422 as in production). */
+/** The test app with the export plugin mounted on the full app (so parameter errors answer 400 as in production). */
 async function setup(store?: (t: TestApp) => StoreReads & MaintenanceReads) {
   const t = await testApp();
   const log = createLogger("error", () => {}, t.clock);
@@ -83,40 +93,36 @@ function parseCsv(text: string): string[][] {
   return rows;
 }
 
-/** A record's fields as a CSV reader sees them (no injection-prone values). */
-const asCells = (r: Record<string, unknown>) => DESIGN_FIELDS.map((k) => (r[k] === null ? "" : String(r[k])));
+/** A record's fields as a CSV reader sees them (no injection-prone values): the timeline's times as columns. */
+const asCells = (r: Record<string, unknown>) =>
+  COLUMNS.map((k) => {
+    const v = k in TIMELINE ? (r.timeline as Record<string, unknown>)[TIMELINE[k as keyof typeof TIMELINE]] : r[k];
+    return v === null || v === undefined ? "" : String(v);
+  });
 
 const parseNdjson = (text: string) => {
   expect(text === "" || text.endsWith("\n")).toBe(true);
   return text === "" ? [] : text.slice(0, -1).split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
 };
 
-function row(fields: Partial<Install> = {}): Install {
-  return {
-    randomId: "r-1", type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
+function row(fields: Partial<Execution> = {}): Execution {
+  const at = Date.parse("2026-06-01T12:00:00Z");
+  return execution(fields.randomId ?? "r-1", {
+    type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
     disableip6: "yes", nsapp: "adguard", method: "default", pveVersion: "8.2.2", status: "done", outcome: "success",
-    error: null, createdAt: Date.parse("2026-06-01T12:00:00Z"), updatedAt: Date.parse("2026-06-01T12:01:30Z"),
-    durationMs: 90_000, repaired: false, ...fields,
-  };
+    error: null, createdAt: at, updatedAt: at + 90_000, durationMs: 90_000, installingAt: at, finishedAt: at + 90_000, repaired: false, ...fields,
+  });
 }
 
-const cellOf = (record: InstallRecord, field: string) => {
+const cellOf = (record: ExecutionRecord, field: string) => {
   const [header, cells] = parseCsv(csvHeader() + csvRow(record));
   return cells![header!.indexOf(field)]!;
 };
 
-/** Start ops written straight to the store (much faster than HTTP for thousands of rows). */
+/** Executions in progress loaded straight into the store (much faster than HTTP for thousands of rows). */
 function seedRows(write: (ops: WriteOp[]) => unknown, n: number, at: number) {
   const ops: WriteOp[] = [];
-  for (let i = 0; i < n; i++) {
-    ops.push({
-      kind: "start", endpoint: "upload", raw: new Uint8Array(), repairs: [], at: at + i,
-      report: {
-        randomId: `seed-${i}`, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
-        disableip6: null, nsapp: "seeded", method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null,
-      },
-    });
-  }
+  for (let i = 0; i < n; i++) ops.push({ kind: "load", at: at + i, execution: execution(`seed-${i}`, { nsapp: "seeded", createdAt: at + i, updatedAt: at + i, installingAt: at + i }) });
   write(ops);
 }
 
@@ -132,21 +138,25 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<{ chunks: nu
 }
 
 describe("pure formatting", () => {
-  test("the columns are the record's fields in DESIGN.md order, and the CSV header names them", async () => {
-    expect(EXPORT_COLUMNS).toEqual(DESIGN_FIELDS as typeof EXPORT_COLUMNS);
-    expect(Object.keys(InstallRecord.properties)).toEqual(DESIGN_FIELDS);
-    expect(Object.keys(toRecord(row()))).toEqual(DESIGN_FIELDS);
-    expect(csvHeader()).toBe(`${DESIGN_FIELDS.join(",")}\r\n`);
+  test("the columns are DESIGN.md's record in its order, then every other field of the record, the timeline flattened; the CSV header names them", async () => {
+    expect(EXPORT_COLUMNS).toEqual(COLUMNS as typeof EXPORT_COLUMNS);
+    // Every field of the record is a column (the timeline as its four times), and nothing else.
+    const fields = Object.keys(ExecutionRecord.properties).filter((k) => k !== "timeline");
+    expect([...fields, ...Object.keys(TIMELINE)].sort()).toEqual([...COLUMNS].sort());
+    expect(Object.keys(toRecord(row())).sort()).toEqual(Object.keys(ExecutionRecord.properties).sort());
+    expect(csvHeader()).toBe(`${COLUMNS.join(",")}\r\n`);
   });
 
   test("csvRow: null empty, booleans true/false, numbers as is, quoting only where needed", async () => {
     const record = toRecord(row({ diskSize: 0.5, ctType: null, error: 'he said "no", then\nleft\r\nagain', repaired: true, durationMs: null, osVersion: "" }));
     const line = csvRow(record);
-    expect(line).toBe(
+    expect(line).toStartWith(
       'r-1,lxc,,0.5,2,2048,debian,"",yes,adguard,default,8.2.2,done,success,"he said ""no"", then\nleft\r\nagain",' +
-        "2026-06-01T12:00:00.000Z,2026-06-01T12:01:30.000Z,,true\r\n",
+        "2026-06-01T12:00:00.000Z,2026-06-01T12:01:30.000Z,,true,r-1,1,install,,",
     );
-    expect(csvRow(toRecord(row()))).toEndWith(",90,false\r\n");
+    expect(line).toEndWith(",2026-06-01T12:00:00.000Z,,,2026-06-01T12:01:30.000Z,\r\n");
+    expect(cellOf(toRecord(row()), "duration_s")).toBe("90");
+    expect(cellOf(toRecord(row()), "repaired")).toBe("false");
     // Parses back to the fields.
     const [, cells] = parseCsv(csvHeader() + line);
     expect(cells).toEqual(asCells(record));
@@ -190,7 +200,7 @@ describe("pure formatting", () => {
     expect(line.endsWith("\n")).toBe(true);
     expect(line.slice(0, -1)).not.toContain("\n");
     expect(JSON.parse(line)).toEqual(record);
-    expect(Object.keys(JSON.parse(line))).toEqual(DESIGN_FIELDS);
+    expect(Object.keys(JSON.parse(line))).toEqual(Object.keys(record));
   });
 
   test("exportFilename is a UTC timestamp without colons", async () => {
@@ -202,7 +212,7 @@ describe("pure formatting", () => {
 describe("exportStream", () => {
   const rows = (n: number) => Array.from({ length: n }, (_, i) => row({ randomId: `r-${i}`, createdAt: i }));
   /** The rows in chunks of `size`, as the store hands them over. */
-  async function* chunked(list: Install[], size: number) {
+  async function* chunked(list: Execution[], size: number) {
     for (let i = 0; i < list.length; i += size) yield list.slice(i, i + size);
   }
 
@@ -286,10 +296,13 @@ describe("GET /api/export", () => {
     return ids;
   }
 
+  /** An install's latest execution as GET /api/installs/{id} answers it (each has one here). */
   const recordOf = async (t: Awaited<ReturnType<typeof setup>>, id: string) => {
     const res = await t.get(`/api/installs/${encodeURIComponent(id)}`);
     expect(res.status).toBe(200);
-    return res.body;
+    const { executions, ...latest } = res.body;
+    expect(executions).toHaveLength(1);
+    return latest;
   };
 
   test("NDJSON round trip: every line equals GET /api/installs/{id}, oldest first", async () => {
@@ -300,7 +313,7 @@ describe("GET /api/export", () => {
     for (const line of lines) {
       const expected = await recordOf(t, line.random_id as string);
       expect(line).toEqual(expected);
-      expect(Object.keys(line)).toEqual(DESIGN_FIELDS);
+      expect(Object.keys(line)).toEqual(Object.keys(expected));
     }
     // The awkward values really are in there.
     expect(lines[0]!.error).toContain('"E: unable", exit 100');
@@ -314,11 +327,11 @@ describe("GET /api/export", () => {
     const ids = await seedAwkward(t);
     const text = await t.exportText("?format=csv");
     const [header, ...rows] = parseCsv(text);
-    expect(header).toEqual(DESIGN_FIELDS);
+    expect(header).toEqual(COLUMNS);
     expect(rows.map((r) => r[0])).toEqual(ids);
     for (const r of rows) expect(r).toEqual(asCells(await recordOf(t, r[0]!)));
     // Newlines inside error texts are kept, inside quotes; records end in CRLF.
-    expect(rows[1]![DESIGN_FIELDS.indexOf("error")]).toContain("line one\nline two, with comma");
+    expect(rows[1]![COLUMNS.indexOf("error")]).toContain("line one\nline two, with comma");
   });
 
   test("CSV cells are guarded against formula injection; NDJSON keeps the values as they are", async () => {
@@ -411,11 +424,11 @@ describe("GET /api/export", () => {
     expect(await t.exportText("")).toBe(csvHeader());
   });
 
-  test("bad parameters answer 422 before any export starts", async () => {
+  test("bad parameters answer 400 naming the parameter before any export starts", async () => {
     const t = await setup();
     for (const [qs, field] of [["?format=xlsx", "format"], ["?from=yesterday", "from"], ["?days=3&from=2026-01-01", "days"], ["?outcome=great", "outcome"], ["?from=2026-06-02&to=2026-06-01", "from"]] as const) {
       const res = await t.exportRes(qs);
-      expect({ qs, status: res.status }).toEqual({ qs, status: 422 });
+      expect({ qs, status: res.status }).toEqual({ qs, status: 400 });
       expect(await res.json()).toMatchObject({ error: "invalid_field", field });
     }
   });
@@ -433,14 +446,14 @@ describe("GET /api/export", () => {
 });
 
 describe("cancellation", () => {
-  /** The real store, with iterateInstalls wrapped to count opened and closed iterators. */
+  /** The real store, with iterateExecutions wrapped to count opened and closed iterators. */
   function tracking(t: TestApp) {
     const counts = { opened: 0, closed: 0 };
     const store: StoreReads & MaintenanceReads = Object.assign(Object.create(t.store) as StoreReads & MaintenanceReads, {
-      async *installChunks(...args: Parameters<StoreReads["installChunks"]>) {
+      async *executionChunks(...args: Parameters<StoreReads["executionChunks"]>) {
         counts.opened++;
         try {
-          yield* t.store.installChunks(...args); // return() reaches the store's iterator
+          yield* t.store.executionChunks(...args); // return() reaches the store's iterator
         } finally {
           counts.closed++;
         }
@@ -483,7 +496,7 @@ describe("cancellation", () => {
     const counts = { pulled: 0, closed: 0 };
     const t = await setup((base) =>
       Object.assign(Object.create(base.store) as StoreReads & MaintenanceReads, {
-        async *installChunks() {
+        async *executionChunks() {
           try {
             for (let i = 0; ; i++) {
               counts.pulled++;

@@ -16,19 +16,20 @@ import { importCommand } from "../src/cli/import.ts";
 import { prune } from "../src/cli/prune.ts";
 import { replay } from "../src/cli/replay.ts";
 import { restore } from "../src/cli/restore.ts";
-import { deriveOutcome } from "../src/domain/outcome.ts";
 import { exportRoutes } from "../src/read/export-routes.ts";
 import { backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/store/sqlite/backup.ts";
 import { exportInstalls } from "../src/transfer/export-installs.ts";
 import { importRecords, parseTimestamp, splitRecords, type Piece } from "../src/transfer/import-records.ts";
 import { pruneOlderThan } from "../src/maintenance/prune.ts";
 import { replayRejected } from "../src/maintenance/replay.ts";
-import { toRecord, type InstallRecord } from "../src/read/record.ts";
+import { toRecord, type ExecutionRecord } from "../src/read/record.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
 import { APPLICATION_ID, migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../src/store/sqlite/store.ts";
 import type { Store, WriteOp } from "../src/store/contract.ts";
-import type { StartReport } from "../src/domain/install.ts";
+import type { Descriptive } from "../src/domain/execution.ts";
+import { ALL_APPS, sliceKey } from "../src/domain/rollup.ts";
+import { reportOp, uploadStart, uploadUpdate } from "./helpers/reports.ts";
 import { BackupError, DatabaseOpenError } from "../src/store/engine.ts";
 import { startReport, testApp } from "./helpers/app.ts";
 
@@ -81,19 +82,16 @@ function fileStore(path: string): { sqlite: Database; store: Store; db: ReturnTy
 
 const NO_RAW = new Uint8Array(0);
 
-function report(id: string, fields: Partial<StartReport> = {}): StartReport {
+/** An /upload start report (a container on Debian 12 unless `fields` say otherwise), as ingestion writes it. */
+const start = (id: string, at: number, fields: Partial<Descriptive> = {}, repairs: string[] = []): WriteOp => {
+  const report = uploadStart(id);
   return {
-    randomId: id, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
-    disableip6: "yes", nsapp: "adguard", method: "default", pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null,
-    ...fields,
+    ...reportOp({ ...report, fields: { ...report.fields!, ...fields } }, at, "upload"),
+    raw: repairs.length ? new TextEncoder().encode(`{"random_id":"${id}", broken`) : NO_RAW,
+    repairs,
   };
-}
-const start = (id: string, at: number, fields: Partial<StartReport> = {}, repairs: string[] = []): WriteOp => ({
-  kind: "start", endpoint: "upload", report: report(id, fields), raw: repairs.length ? new TextEncoder().encode(`{"random_id":"${id}", broken`) : NO_RAW, repairs, at,
-});
-const update = (id: string, at: number, status: string, error: string | null = null): WriteOp => ({
-  kind: "update", endpoint: "updatestatus", update: { randomId: id, status, outcome: deriveOutcome(status, error), error }, raw: NO_RAW, repairs: [], at,
-});
+};
+const update = (id: string, at: number, status: string, error: string | null = null): WriteOp => reportOp(uploadUpdate(id, status, error), at, "updatestatus");
 
 const APPS = ["adguard", "jellyfin", "homeassistant", "docker", "jëllyfin-ünicode"];
 
@@ -104,7 +102,7 @@ function diverseOps(n: number, t0: number, step: number, prefix = "r"): WriteOp[
     const id = `${prefix}-${i}`;
     const at = t0 + i * step;
     const vm = i % 5 === 1;
-    const fields: Partial<StartReport> = {
+    const fields: Partial<Descriptive> = {
       nsapp: APPS[i % APPS.length]!,
       type: vm ? "vm" : i % 7 === 3 ? "turnkey" : "lxc",
       ctType: vm ? 2 : i % 2,
@@ -129,7 +127,7 @@ function diverseOps(n: number, t0: number, step: number, prefix = "r"): WriteOp[
         ops.push(start(id, at, fields));
         break;
       case 4:
-        ops.push(start(id, at, fields), { kind: "expire", randomId: id, at: at + 13 * HOUR });
+        ops.push(start(id, at, fields), { kind: "expire", executionId: id, at: at + 13 * HOUR });
         break;
       case 5:
         ops.push(update(id, at - 4_000, "failed", "=HYPERLINK(\"x\") exit 1"), start(id, at, fields));
@@ -145,13 +143,13 @@ function diverseOps(n: number, t0: number, step: number, prefix = "r"): WriteOp[
   return ops.sort((a, b) => a.at - b.at);
 }
 
-async function records(store: Pick<Store, "iterateInstalls">): Promise<Map<string, InstallRecord>> {
-  const all = new Map<string, InstallRecord>();
-  for await (const row of store.iterateInstalls({})) all.set(row.randomId, toRecord(row));
+async function records(store: Pick<Store, "iterateExecutions">): Promise<Map<string, ExecutionRecord>> {
+  const all = new Map<string, ExecutionRecord>();
+  for await (const row of store.iterateExecutions({})) all.set(row.randomId, toRecord(row));
   return all;
 }
 
-const tables = ["installs", "held_updates", "rejected_reports", "rollups", "error_signatures"];
+const tables = ["executions", "held_reports", "rejected_reports", "bodies", "rollups", "error_signatures"];
 function dump(path: string): Record<string, unknown[]> {
   const c = new Database(path, { readonly: true });
   try {
@@ -182,19 +180,17 @@ describe("backup", () => {
       writerScript,
       `import { openDatabase } from ${JSON.stringify(`${ROOT}/src/store/sqlite/database.ts`)};
 import { createSqliteStore } from ${JSON.stringify(`${ROOT}/src/store/sqlite/store.ts`)};
-import { BackupError, DatabaseOpenError } from "../src/store/engine.ts";
-import type { StartReport } from "../src/domain/install.ts";
+import { reportOp, uploadStart, uploadUpdate } from ${JSON.stringify(`${ROOT}/test/helpers/reports.ts`)};
 const { sqlite, db } = openDatabase(process.argv[2], { durability: "normal", migrate: false });
 const store = createSqliteStore(sqlite, db);
 const t0 = Date.parse("2026-01-01T00:00:00Z");
-const raw = new Uint8Array(0);
 for (let i = 0; ; ) {
   const ops = [];
   for (let k = 0; k < 25; k++, i++) {
     const id = "w" + i, at = t0 + i * 97_000;
-    ops.push({ kind: "start", endpoint: "upload", at, raw, repairs: [], report: { randomId: id, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: null, nsapp: "app" + (i % 13), method: null, pveVersion: "8.2.2", status: "installing", outcome: "in_progress", error: null } });
+    ops.push(reportOp(uploadStart(id, { nsapp: "app" + (i % 13), disableip6: null, method: null }), at));
     const failed = i % 4 === 0;
-    ops.push({ kind: "update", endpoint: "updatestatus", at: at + 60_000, raw, repairs: [], update: { randomId: id, status: failed ? "failed" : "done", outcome: failed ? "failed" : "success", error: failed ? "exit code " + (i % 7) : null } });
+    ops.push(reportOp(uploadUpdate(id, failed ? "failed" : "done", failed ? "exit code " + (i % 7) : null), at + 60_000));
   }
   store.write(ops);
 }
@@ -203,7 +199,7 @@ for (let i = 0; ; ) {
     const writer = Bun.spawn(["bun", writerScript, path], { cwd: ROOT, stdout: "ignore", stderr: "pipe" });
     try {
       const watch = new Database(path, { readonly: true });
-      const count = () => (watch.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
+      const count = () => (watch.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n;
       const deadline = Date.now() + 8000;
       while (count() < 3000 && Date.now() < deadline) await Bun.sleep(20);
       expect(count()).toBeGreaterThanOrEqual(3000);
@@ -501,7 +497,7 @@ describe("import", () => {
     expect([...expected.values()].filter((r) => r.repaired).length).toBe(30);
     expect((await verifyRollups(target.store))).toMatchObject({ ok: true, records: 240 });
     // The aggregates agree too (rollups answer both).
-    const summaryOf = async (s: Store) => (await s.readRollups({ grain: 1, app: "*", from: 0, to: Date.now() + DAY, parts: ["data"] })).map((c) => JSON.stringify(c));
+    const summaryOf = async (s: Store) => (await s.readRollups({ grain: 1, slice: sliceKey("install", null, ALL_APPS), from: 0, to: Date.now() + DAY, parts: ["data"] })).map((c) => ({ bucket: c.bucket, data: c.data }));
     expect(await summaryOf(target.store)).toEqual(await summaryOf(source.store));
 
     const again = await importRecords(deps, chunked(ndjson, [65536]), { normalize });
@@ -529,9 +525,13 @@ describe("import", () => {
     expect(summary).toEqual({ format: "json-array", read: 3, imported: 3, duplicates: 0, invalid: 0 });
     const got = (await records(target.store));
     for (const [id, want] of source) {
-      // The original keeps no updated_at: duration unknown, updated_at = created_at.
-      expect(got.get(id)).toEqual({ ...want, updated_at: want.created_at, duration_s: null });
+      // The original keeps no updated_at: duration unknown, updated_at = created_at, and a final
+      // status seen then. Its Go records cannot say "absent": "" (o2's disableip6) comes back as null.
+      const absent = Object.fromEntries(Object.entries(want).map(([k, v]) => [k, v === "" ? null : v]));
+      const finished = want.timeline.finished === null ? null : want.created_at;
+      expect(got.get(id)).toEqual({ ...absent, updated_at: want.created_at, duration_s: null, timeline: { ...want.timeline, finished } });
     }
+    expect(source.get("o2")!.disableip6).toBe("");
     expect((await verifyRollups(target.store)).ok).toBe(true);
     expect(await importRecords(deps, chunked(array, [1 << 16]), { normalize })).toEqual({ format: "json-array", read: 3, imported: 0, duplicates: 3, invalid: 0 });
   });
@@ -650,7 +650,7 @@ describe("prune", () => {
     const rejectedOld = rejectedBefore.filter((e) => e.receivedAt < cutoff).length;
     expect(rejectedOld).toBeGreaterThan(2); // two above, and the repaired bodies of old records
     const dry = await pruneOlderThan(deps, { cutoff, now, dryRun: true });
-    expect(dry).toEqual({ cutoff: new Date(cutoff).toISOString(), dry_run: true, installs: old.length, held: 1, rejected: rejectedOld });
+    expect(dry).toEqual({ cutoff: new Date(cutoff).toISOString(), dry_run: true, executions: old.length, held: 1, rejected: rejectedOld });
     expect((await records(store))).toEqual(all);
     expect((await t.rejected())).toEqual(rejectedBefore);
 
@@ -661,10 +661,10 @@ describe("prune", () => {
     for (const [id, r] of left) expect(r).toEqual(all.get(id)!);
     expect((await t.rejected()).every((e) => e.receivedAt >= cutoff)).toBe(true);
     expect((await t.rejected()).length).toBe(rejectedBefore.length - rejectedOld);
-    expect(t.sqlite.query("SELECT random_id FROM held_updates").all()).toEqual([{ random_id: "held-new" }]);
+    expect(t.sqlite.query("SELECT random_id FROM held_reports").all()).toEqual([{ random_id: "held-new" }]);
     expect((await verifyRollups(store))).toMatchObject({ ok: true, records: all.size - old.length });
     expect((await t.get("/api/stats/summary?days=3660")).body.total).toBe(all.size - old.length);
-    expect(await pruneOlderThan(deps, { cutoff, now })).toMatchObject({ installs: 0, held: 0, rejected: 0 });
+    expect(await pruneOlderThan(deps, { cutoff, now })).toMatchObject({ executions: 0, held: 0, rejected: 0 });
   });
 
   test("the CLI: --older-than required and checked, --dry-run, counts printed", async () => {
@@ -674,13 +674,13 @@ describe("prune", () => {
     for (const bad of ["soon", "0", "-5d", "12x"]) await expect(run(prune, path, { "older-than": bad })).rejects.toThrow(UsageError);
     expect(dry.code).toBe(0);
     const counted = JSON.parse(dry.stdout);
-    expect(counted.installs).toBeGreaterThan(5);
+    expect(counted.executions).toBeGreaterThan(5);
     expect(checkDatabaseFile(path).installs).toBe(30);
     const real = await cli(["prune", "--older-than", "15d", "--db", path]);
     expect(real.code).toBe(0);
     expect(real.stderr).toBe("");
-    expect(JSON.parse(real.stdout)).toMatchObject({ installs: counted.installs, dry_run: false });
-    expect(checkDatabaseFile(path).installs).toBe(30 - counted.installs);
+    expect(JSON.parse(real.stdout)).toMatchObject({ executions: counted.executions, dry_run: false });
+    expect(checkDatabaseFile(path).installs).toBe(30 - counted.executions);
     const s = fileStore(path);
     expect((await verifyRollups(s.store)).ok).toBe(true);
     s.sqlite.close();

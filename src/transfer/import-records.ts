@@ -227,6 +227,17 @@ const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringi
  * Not reproduced: `repaired` (imported records have repaired=false: marking them would log an
  * empty raw body in the rejected log), and the original's `id` (ours is derived).
  */
+/**
+ * The original API is written in Go, whose records cannot say "absent": a missing text is "".
+ * Its "" is read as absent (null), as the original's own readers do; our NDJSON keeps "" and null apart.
+ */
+function goZeroStringsAbsent(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const out: JsonObject = Object.create(null) as JsonObject;
+  for (const [key, v] of Object.entries(value)) out[key] = v === "" ? null : v;
+  return out;
+}
+
 function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "not a JSON object" };
   const r = value as JsonObject;
@@ -259,6 +270,9 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
     updatedAt = parseTimestamp(r.updated_at);
     if (updatedAt === null) return { ok: false, message: `updated_at must be an RFC 3339 time, got ${show(r.updated_at)}` };
   }
+  // The record's own updated_at is kept as it is; it may precede created_at (a final report that
+  // came before its start). The reports are applied in order, the final one no earlier than the start.
+  const givenUpdatedAt = updatedAt;
   updatedAt = Math.max(createdAt, updatedAt ?? (durationMs !== null ? createdAt + durationMs : createdAt));
 
   const attempt = typeof r.attempt === "number" && Number.isSafeInteger(r.attempt) && r.attempt >= 1 ? r.attempt : 1;
@@ -274,6 +288,7 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   }
   if (isFinal(row.outcome) && durationMs === null) row = { ...row, durationMs: null };
   if (r.outcome === "unknown" && row.outcome === "in_progress") row = { ...row, outcome: "unknown", updatedAt };
+  if (givenUpdatedAt !== null) row = { ...row, updatedAt: givenUpdatedAt };
   // Our records say when each status was first seen: that, rather than the two reports' times.
   if (typeof r.timeline === "object" && r.timeline !== null && !Array.isArray(r.timeline)) {
     const t = r.timeline as JsonObject;
@@ -365,7 +380,7 @@ export async function importRecords(deps: ImportDeps, input: AsyncIterable<Uint8
         invalid(piece.position, `not valid JSON: ${(e as Error).message}`);
         continue;
       }
-      const record = recordRow(value, opts.normalize);
+      const record = recordRow(summary.format === "json-array" ? goZeroStringsAbsent(value) : value, opts.normalize);
       if (!record.ok) {
         invalid(piece.position, record.message);
         continue;

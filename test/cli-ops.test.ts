@@ -527,7 +527,7 @@ describe("import", () => {
     for (const [id, want] of source) {
       // The original keeps no updated_at: duration unknown, updated_at = created_at, and a final
       // status seen then. Its Go records cannot say "absent": "" (o2's disableip6) comes back as null.
-      const absent = Object.fromEntries(Object.entries(want).map(([k, v]) => [k, v === "" ? null : v]));
+      const absent = Object.fromEntries(Object.entries(want).map(([k, v]) => [k, v === "" ? null : v])) as ExecutionRecord;
       const finished = want.timeline.finished === null ? null : want.created_at;
       expect(got.get(id)).toEqual({ ...absent, updated_at: want.created_at, duration_s: null, timeline: { ...want.timeline, finished } });
     }

@@ -104,7 +104,7 @@ describe("generator", () => {
   });
 
   test("popularity is long-tailed", async () => {
-    const apps = [...countBy(sample, (r) => r.report.nsapp!).values()].sort((a, b) => b - a);
+    const apps = [...countBy(sample, (r) => r.report.fields!.nsapp!).values()].sort((a, b) => b - a);
     expect(apps.length).toBeGreaterThan(200);
     const top = apps[0]!;
     const median = apps[Math.floor(apps.length / 2)]!;
@@ -138,10 +138,10 @@ describe("generator", () => {
   test("every app's failure rate is within its configured range", async () => {
     const byApp = new Map<string, { n: number; failed: number }>();
     for (const r of sample) {
-      const s = byApp.get(r.report.nsapp!) ?? { n: 0, failed: 0 };
+      const s = byApp.get(r.report.fields!.nsapp!) ?? { n: 0, failed: 0 };
       s.n++;
       if (finalOutcome(r) === "failed") s.failed++;
-      byApp.set(r.report.nsapp!, s);
+      byApp.set(r.report.fields!.nsapp!, s);
     }
     let checked = 0;
     for (const [name, { n, failed }] of byApp) {
@@ -187,7 +187,7 @@ describe("generator", () => {
       expect(["INTERRUPTED", "exit code 130: Script terminated by Ctrl+C"]).toContain(r.update!.error!);
     }
     for (const r of sample.filter((x) => finalOutcome(x) === "success")) {
-      expect([null, "none", "No error message"]).toContain(r.update!.error);
+      expect([null, "", "none", "No error message"]).toContain(r.update!.error);
     }
   });
 
@@ -203,9 +203,9 @@ describe("generator", () => {
     const byApp = new Map<string, number[]>();
     for (const r of sample) {
       if (finalOutcome(r) !== "success") continue;
-      const list = byApp.get(r.report.nsapp!) ?? [];
+      const list = byApp.get(r.report.fields!.nsapp!) ?? [];
       list.push(r.updateAt! - r.at);
-      byApp.set(r.report.nsapp!, list);
+      byApp.set(r.report.fields!.nsapp!, list);
     }
     let checked = 0;
     for (const [name, list] of byApp) {
@@ -220,10 +220,10 @@ describe("generator", () => {
 
   test("fields look like real clients: VMs, containers, host scripts, OS and host versions", async () => {
     for (const r of sample) {
-      const s = r.report;
+      const s = r.report.fields!;
       if (s.type === "vm") {
         expect(s.ctType).toBe(2);
-        expect(s.disableip6).toBeNull();
+        expect(s.disableip6).toBe(""); // the VM client sends it empty
         expect(s.diskSize!).toBeGreaterThanOrEqual(8);
       } else if (s.type === "lxc" || s.type === "turnkey") {
         expect([0, 1]).toContain(s.ctType!);
@@ -242,24 +242,24 @@ describe("generator", () => {
       expect(s.osType).not.toBeNull();
       expect(s.method).not.toBeNull();
     }
-    const byType = countBy(sample, (r) => r.report.type);
+    const byType = countBy(sample, (r) => r.report.fields!.type);
     expect(byType.get("lxc")! / SAMPLE).toBeGreaterThan(0.75);
     expect(byType.get("vm")! / SAMPLE).toBeGreaterThan(0.02);
-    const os = countBy(sample, (r) => r.report.osType!);
+    const os = countBy(sample, (r) => r.report.fields!.osType!);
     expect(os.get("debian")! / SAMPLE).toBeGreaterThan(0.5);
     for (const t of ["ubuntu", "alpine", "fedora"]) expect(os.get(t) ?? 0).toBeGreaterThan(0);
-    const methods = countBy(sample, (r) => r.report.method!);
+    const methods = countBy(sample, (r) => r.report.fields!.method!);
     expect(methods.get("default")! / SAMPLE).toBeGreaterThan(0.5);
     expect(methods.get("advanced")! / SAMPLE).toBeGreaterThan(0.1);
-    expect(sample.filter((r) => r.report.pveVersion === "not found").length).toBeGreaterThan(0);
+    expect(sample.filter((r) => r.report.fields!.pveVersion === "not found").length).toBeGreaterThan(0);
     // Adoption moves: PVE 9 and Debian 13 grow over the year.
     const share = (list: SeedInstall[], f: (r: SeedInstall) => boolean) => list.filter(f).length / list.length;
     const early = sample.filter((r) => r.at < END - 320 * DAY);
     const late = sample.filter((r) => r.at >= END - 45 * DAY);
-    const pve9 = (r: SeedInstall) => r.report.pveVersion!.startsWith("9.");
+    const pve9 = (r: SeedInstall) => r.report.fields!.pveVersion!.startsWith("9.");
     expect(share(early, pve9)).toBeLessThan(0.1);
     expect(share(late, pve9)).toBeGreaterThan(0.5);
-    const deb13 = (r: SeedInstall) => r.report.osType === "debian" && r.report.osVersion === "13";
+    const deb13 = (r: SeedInstall) => r.report.fields!.osType === "debian" && r.report.fields!.osVersion === "13";
     expect(share(late, deb13)).toBeGreaterThan(share(early, deb13) + 0.2);
   });
 });
@@ -285,29 +285,29 @@ describe("seedDatabase", () => {
     }));
     expect(result.records).toBe(20_000);
     expect(result.seconds).toBeGreaterThan(0);
-    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 20_000 });
+    expect(sqlite.query("SELECT count(*) AS n FROM executions").get()).toEqual({ n: 20_000 });
     expect(progress[progress.length - 1]).toBe(20_000);
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
     for (const batch of batches) expect(batch.length).toBeLessThanOrEqual(3000);
     expect(batches.length).toBeGreaterThanOrEqual(Math.ceil(20_000 / 3000)); // one load op per record
 
     // Rows are what was written: same outcomes, times and durations.
-    const rows = batches.flat().flatMap((op) => (op.kind === "load" ? [op.install] : []));
+    const rows = batches.flat().flatMap((op) => (op.kind === "load" ? [op.execution] : []));
     expect(rows.length).toBe(20_000);
     const expected = countBy(rows, (row) => row.outcome);
-    const stored = sqlite.query("SELECT outcome, count(*) AS n FROM installs GROUP BY outcome").all() as { outcome: string; n: number }[];
+    const stored = sqlite.query("SELECT outcome, count(*) AS n FROM executions GROUP BY outcome").all() as { outcome: string; n: number }[];
     expect(new Map(stored.map((s) => [s.outcome, s.n]))).toEqual(expected);
-    const span = sqlite.query("SELECT min(created_at) AS lo, max(updated_at) AS hi, min(duration_ms) AS d FROM installs").get() as { lo: number; hi: number; d: number };
+    const span = sqlite.query("SELECT min(created_at) AS lo, max(updated_at) AS hi, min(duration_ms) AS d FROM executions").get() as { lo: number; hi: number; d: number };
     expect(span.lo).toBeGreaterThanOrEqual(END - 30 * DAY);
     expect(span.hi).toBeLessThanOrEqual(END);
     expect(span.d).toBeGreaterThanOrEqual(4000);
-    expect(sqlite.query("SELECT count(*) AS n FROM installs WHERE outcome != 'in_progress' AND duration_ms IS NULL").get()).toEqual({ n: 0 });
+    expect(sqlite.query("SELECT count(*) AS n FROM executions WHERE outcome != 'in_progress' AND duration_ms IS NULL").get()).toEqual({ n: 0 });
     // Nothing was held, conflicting or rejected; rollups and signatures were kept.
-    expect(sqlite.query("SELECT count(*) AS n FROM held_updates").get()).toEqual({ n: 0 });
+    expect(sqlite.query("SELECT count(*) AS n FROM held_reports").get()).toEqual({ n: 0 });
     expect(sqlite.query("SELECT count(*) AS n FROM rejected_reports").get()).toEqual({ n: 0 });
     expect((sqlite.query("SELECT count(*) AS n FROM rollups").get() as { n: number }).n).toBeGreaterThan(30);
     expect((sqlite.query("SELECT count(*) AS n FROM error_signatures").get() as { n: number }).n).toBeGreaterThan(50);
-    const failed = sqlite.query("SELECT error FROM installs WHERE outcome = 'failed'").all() as { error: string | null }[];
+    const failed = sqlite.query("SELECT error FROM executions WHERE outcome = 'failed'").all() as { error: string | null }[];
     expect(failed.every((f) => f.error !== null && f.error !== "")).toBe(true);
     store.close();
   }, 60_000); // generous for a loaded machine
@@ -317,11 +317,11 @@ describe("seedDatabase", () => {
     (await seedDatabase(store, small(300)));
     await expect(seedDatabase(store, small(300))).rejects.toThrow(/already holds the records of seed 3/);
     await expect(seedDatabase(store, small(50))).rejects.toThrow(/already holds the records of seed 3/);
-    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 300 });
+    expect(sqlite.query("SELECT count(*) AS n FROM executions").get()).toEqual({ n: 300 });
     expect((await seedDatabase(store, small(200, { seed: 4 }))).records).toBe(200);
     expect((await seedDatabase(store, small(100, { days: 29 }))).records).toBe(100);
     expect((await seedDatabase(store, small(100, { end: END - DAY }))).records).toBe(100);
-    expect(sqlite.query("SELECT count(*) AS n FROM installs").get()).toEqual({ n: 700 });
+    expect(sqlite.query("SELECT count(*) AS n FROM executions").get()).toEqual({ n: 700 });
     expect(sqlite.query("SELECT count(*) AS n FROM rejected_reports").get()).toEqual({ n: 0 });
     store.close();
   });

@@ -337,6 +337,111 @@ export function storeContract(factory: EngineFactory): void {
       });
     });
 
+    // -------------------------------------------------------------- executions (/telemetry)
+
+    describe("executions of the current clients", () => {
+      /** A /telemetry report (payload v2) of execution `executionId` of install `randomId`. */
+      const tel = (randomId: string, executionId: string, status: string, at: number, fields: ReportFields = {}) =>
+        startOp(randomId, { status, ...fields }, at, { executionId, payloadVersion: 2 });
+
+      test("a lifecycle: created, progress pings advance the timeline, the final report ends it; repeats are duplicates", async () => {
+        const store = await freshStore();
+        const results = await store.write([
+          tel("i1", "e1", "installing", PAST),
+          tel("i1", "e1", "installing", PAST + 1000), // the client retries a start it saw fail
+          tel("i1", "e1", "validation", PAST + 2 * MIN),
+          tel("i1", "e1", "configuring", PAST + 3 * MIN),
+          tel("i1", "e1", "failed", PAST + 4 * MIN, { error: "exit_code=100 | apt failed", exitCode: 100, errorCategory: "dependency", failedCommand: "apt-get install -y x", failedLine: 12, installDuration: 240 }),
+          tel("i1", "e1", "failed", PAST + 5 * MIN, { error: "exit_code=100 | apt failed", exitCode: 100 }), // the final report again
+          tel("i1", "e1", "configuring", PAST + 6 * MIN), // a late ping never moves a final status back
+          tel("i1", "e1", "success", PAST + 7 * MIN), // nor does another final status (the client retries any non-2xx)
+        ]);
+        expect(results).toEqual([
+          { kind: "created", outcome: "in_progress" }, { kind: "duplicate" }, { kind: "updated", outcome: "in_progress" }, { kind: "updated", outcome: "in_progress" },
+          { kind: "updated", outcome: "failed" }, { kind: "duplicate" }, { kind: "duplicate" }, { kind: "duplicate" },
+        ]);
+        expect(await store.getExecutions("i1")).toMatchObject([{
+          executionId: "e1", randomId: "i1", attempt: 1, kind: "install", payloadVersion: 2, status: "failed", outcome: "failed",
+          exitCode: 100, errorCategory: "dependency", failedCommand: "apt-get install -y x", failedLine: 12, installDuration: 240,
+          createdAt: PAST, updatedAt: PAST + 4 * MIN, durationMs: 4 * MIN,
+          installingAt: PAST, validationAt: PAST + 2 * MIN, configuringAt: PAST + 3 * MIN, finishedAt: PAST + 4 * MIN,
+        }]);
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
+        await expectVerified(store, 1);
+      });
+
+      test("a new execution after a final status is a retry: attempt 2 of the same install, not a conflict", async () => {
+        const store = await freshStore();
+        await store.write([tel("r1", "e1", "installing", PAST), tel("r1", "e1", "failed", PAST + MIN, { error: "exit code 1", exitCode: 1 })]);
+        expect(await store.write([tel("r1", "e2", "installing", PAST + 2 * MIN), tel("r1", "e2", "success", PAST + 5 * MIN)])).toEqual([
+          { kind: "created", outcome: "in_progress" },
+          { kind: "updated", outcome: "success" },
+        ]);
+        const executions = await store.getExecutions("r1");
+        expect(executions.map((e) => [e.executionId, e.attempt, e.outcome])).toEqual([["e1", 1, "failed"], ["e2", 2, "success"]]);
+        expect(idsOf((await store.listExecutions({ randomId: "r1" }, { limit: 10, order: "oldest" })).rows)).toEqual(["r1", "r1"]);
+        // Each execution counts once, by its attempt.
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 1, success: 1 }));
+        const [cell] = await store.readRollups({ grain: GRAINS.hour, slice: ALL, ...EVERYTHING, parts: ["data"] });
+        expect(cell!.data.dims.attempt).toEqual({ "1": [0, 1, 0, 0, 0], "2": [1, 0, 0, 0, 0] });
+        // Deleting the install removes both.
+        expect(await one(store, { kind: "delete", randomId: "r1", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true, executions: 2 });
+        await expectVerified(store, 0);
+      });
+
+      test("expire is by execution: only that attempt becomes unknown", async () => {
+        const store = await freshStore();
+        await store.write([tel("x1", "e1", "installing", PAST), tel("x1", "e2", "installing", PAST + MIN)]);
+        expect(await one(store, { kind: "expire", executionId: "e1", at: PAST + DAY })).toEqual({ kind: "expired", changed: true });
+        expect((await store.getExecutions("x1")).map((e) => [e.executionId, e.outcome])).toEqual([["e1", "unknown"], ["e2", "in_progress"]]);
+        await expectVerified(store, 2);
+      });
+
+      test("a final report before its start is held; expire-held applies it on its own, as the execution it describes", async () => {
+        const store = await freshStore();
+        expect(await one(store, tel("o1", "o1", "success", PAST, { installDuration: 90 }))).toEqual({ kind: "held" });
+        expect(await one(store, tel("o2", "o2", "failed", PAST + HOUR, { error: "exit code 2", exitCode: 2 }))).toEqual({ kind: "held" });
+        expect(await one(store, { kind: "expire-held", before: PAST + MIN, limit: 10, at: PAST + DAY })).toEqual({ kind: "expired-held", count: 1 });
+        expect(await store.getExecutions("o1")).toMatchObject([{ status: "success", outcome: "success", createdAt: PAST, durationMs: null, installingAt: null, finishedAt: PAST, installDuration: 90 }]);
+        expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual(["o2"]);
+        expect((await store.budgets()).held).toMatchObject({ count: 1, expired: 1 });
+        // A start report coming after that is a duplicate: the record is final.
+        expect(await one(store, tel("o1", "o1", "installing", PAST + DAY))).toEqual({ kind: "duplicate" });
+        await expectVerified(store, 1);
+      });
+
+      test("filters on the current clients' fields and kinds select exactly their executions", async () => {
+        const store = await freshStore();
+        await store.write([
+          tel("k1", "k1", "installing", PAST, { exitCode: null, cpuVendor: "intel", arch: "amd64", platform: "pve", repoSource: "ProxmoxVE", repoSlug: "community-scripts/ProxmoxVE", appVersion: "1.0", kernelVersion: "6.8", gpuVendor: "nvidia", gpuPassthrough: "yes" }),
+          tel("k2", "k2", "installing", PAST + MIN, { cpuVendor: "amd", arch: "arm64", platform: "pimox", repoSource: "my-fork", repoSlug: "me/fork", gpuPassthrough: "no" }),
+          tel("k3", "k3", "failed", PAST + 2 * MIN, { type: "addon", nsapp: "netdata", error: "exit code 127", exitCode: 127, errorCategory: "command_not_found" }),
+          tel("k4", "k4", "success", PAST + 3 * MIN, { type: "pve", nsapp: "post-pve-install" }),
+        ]);
+        const ids = async (filter: ExecutionFilter) => idsOf((await store.listExecutions(filter, { limit: 10, order: "oldest" })).rows);
+        expect(await ids({})).toEqual(["k1", "k2", "k3", "k4"]);
+        expect(await ids({ kind: "install" })).toEqual(["k1", "k2"]);
+        expect(await ids({ kind: "addon" })).toEqual(["k3"]);
+        expect(await ids({ kind: "tool" })).toEqual(["k4"]);
+        expect(await ids({ exitCode: 127 })).toEqual(["k3"]);
+        expect(await ids({ errorCategory: "command_not_found" })).toEqual(["k3"]);
+        expect(await ids({ cpuVendor: "intel" })).toEqual(["k1"]);
+        expect(await ids({ arch: "arm64" })).toEqual(["k2"]);
+        expect(await ids({ platform: "pve" })).toEqual(["k1"]);
+        expect(await ids({ gpuVendor: "nvidia" })).toEqual(["k1"]);
+        expect(await ids({ gpuPassthrough: "no" })).toEqual(["k2"]);
+        expect(await ids({ repoSource: "my-fork" })).toEqual(["k2"]);
+        expect(await ids({ repoSlug: "community-scripts/ProxmoxVE" })).toEqual(["k1"]);
+        expect(await ids({ appVersion: "1.0" })).toEqual(["k1"]);
+        expect(await ids({ kernelVersion: "6.8" })).toEqual(["k1"]);
+        expect(await ids({ randomId: "k2" })).toEqual(["k2"]);
+        // Forks count in the "external" repo slice; each kind in its own slices.
+        expect(await hourTotals(store, sliceKey("install", "external", ALL_APPS))).toEqual(outcomes({ in_progress: 1 }));
+        expect(await hourTotals(store, sliceKey("addon", null, ALL_APPS))).toEqual(outcomes({ failed: 1 }));
+        await expectVerified(store, 4);
+      });
+    });
+
     // -------------------------------------------------------------- update
 
     describe("write update", () => {
@@ -1142,7 +1247,7 @@ export function storeContract(factory: EngineFactory): void {
       test("recomputes the same cells: verify stays ok and every aggregate is unchanged", async () => {
         const store = await freshStore();
         const records = await mixedWorkload(store, async () => {});
-        const apps = [ALL_APPS, ...["nginx", "docker", "homeassistant", null].map((a) => appSlice(a))];
+        const apps = [ALL, ...["nginx", "docker", "homeassistant", null].map((a) => appOf(a))];
         const before = await rollupSnapshot(store, apps);
         const mark = await store.foldedUntil();
         const days: number[] = [];
@@ -1255,7 +1360,7 @@ export function storeContract(factory: EngineFactory): void {
         const records = await mixedWorkload(store, async () => {});
         await store.write([rejectOp(PAST, { randomId: "p0" }), { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + HOUR, at: PAST + DAY }]);
         await one(store, updateOp("held-at-close", "done", null, PAST + DAY));
-        const apps = [ALL_APPS, appSlice("nginx"), appSlice("docker")];
+        const apps = [ALL, appOf("nginx"), appOf("docker")];
         const snapshot = async (s: Store) => ({
           installs: await allInstalls(s),
           rollups: await rollupSnapshot(s, apps),
@@ -1269,6 +1374,8 @@ export function storeContract(factory: EngineFactory): void {
         });
         const before = await snapshot(store);
         expect(before.signatures).toHaveLength(1);
+        // The slices compared hold data (a wrong slice key would compare empty answers).
+        for (const slice of apps) expect((before.rollups[`${GRAINS.day} ${slice}`] as unknown[]).length).toBeGreaterThan(0);
         expect(before.held).toEqual(["held-at-close"]);
         await expect(store.close()).resolves.toBeUndefined();
 

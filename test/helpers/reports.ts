@@ -3,11 +3,11 @@
 import { defaults } from "../../src/config.ts";
 import type { Execution, Report } from "../../src/domain/execution.ts";
 import type { JsonObject } from "../../src/domain/json.ts";
-import { normalizeStart, normalizeTelemetry, normalizeUpdate, type Checked } from "../../src/domain/normalize.ts";
+import { normalizeStart, normalizeUpdate, type Checked } from "../../src/domain/normalize.ts";
 import type { Endpoint } from "../../src/domain/rejection.ts";
 import type { WriteOp } from "../../src/store/contract.ts";
 
-export const NORMALIZE = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
+const NORMALIZE = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
 
 function ok(c: Checked<Report>): Report {
   if (!c.ok) throw new Error(`${c.field}: ${c.message}`);
@@ -29,21 +29,6 @@ export const uploadStart = (randomId: string, body: JsonObject = {}): Report =>
 /** An /upload/updatestatus report. */
 export const uploadUpdate = (randomId: string, status: string, error: string | null = null): Report =>
   ok(normalizeUpdate({ random_id: randomId, status, error }, NORMALIZE));
-
-/** A /telemetry report (payload v2 unless `payload_version` says otherwise) of one execution. */
-export const telemetry = (randomId: string, status: string, body: JsonObject = {}): Report =>
-  ok(
-    normalizeTelemetry(
-      {
-        payload_version: 2, random_id: randomId, execution_id: randomId, type: "lxc", nsapp: "nginx", status, ct_type: 1, disk_size: 4,
-        core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", pve_version: "8.4.1", method: "default",
-        ...(status === "failed" ? { exit_code: 100, error: "exit_code=100 | APT failed | at line 12: apt-get install -y nginx", error_category: "dependency" } : {}),
-        install_duration: status === "installing" ? 0 : 42, cpu_vendor: "intel", arch: "amd64", platform: "pve",
-        repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE", ...body,
-      },
-      NORMALIZE,
-    ),
-  );
 
 /** The write op ingestion makes of a report received at `at`. */
 export const reportOp = (report: Report, at: number, endpoint: Endpoint = report.payloadVersion === null ? (report.fields ? "upload" : "updatestatus") : "telemetry"): Extract<WriteOp, { kind: "report" }> => ({

@@ -8,8 +8,8 @@ const outfile = values.outfile ?? "dist/installstats";
 const root = new URL("..", import.meta.url).pathname;
 
 const cmd = [
-  // The checkpoint thread is a second entry point: a Worker inside the executable.
-  "bun", "build", "--compile", "src/main.ts", "src/store/sqlite/checkpointer.ts",
+  // The checkpoint thread and the read threads are more entry points: Workers inside the executable.
+  "bun", "build", "--compile", "src/main.ts", "src/store/sqlite/checkpointer.ts", "src/store/sqlite/scanner.ts",
   "--outfile", outfile,
   // Migrations are read from /$bunfs/root/drizzle/<engine> at start-up (src/store/<engine>/database.ts).
   "--asset", "drizzle",

@@ -50,6 +50,8 @@ export interface Config {
   heldBudget: number;
   /** Held reports whose start report has not come after this long are applied on their own; 0 = never. */
   heldExpiryMs: number;
+  /** Longest one read of records may take (they run off the thread that acknowledges reports); past it: 503. 0 = no limit. */
+  readBudgetMs: number;
 }
 
 
@@ -80,6 +82,9 @@ export const defaults: Config = {
   logBudget: 64 * 1024 * 1024,
   heldBudget: 16 * 1024 * 1024,
   heldExpiryMs: 7 * 24 * HOUR,
+  // Every read of the dashboard and API takes well under a second at 10M records; a scan that
+  // runs past this is stopped (it never holds up ingestion, but it holds a read thread).
+  readBudgetMs: 30_000,
 };
 
 type Key = keyof Config;
@@ -118,6 +123,7 @@ const options: readonly Option[] = [
   { key: "backupKeep", flag: "backup-keep", env: "INSTALLSTATS_BACKUP_KEEP", kind: "count", help: "automatic backups kept" },
   { key: "logBudget", flag: "log-budget", env: "INSTALLSTATS_LOG_BUDGET", kind: "size", help: "bytes the rejected-reports log may use (bodies compressed, each kept once; past it only their head); accepts 64m, 1g" },
   { key: "heldBudget", flag: "held-budget", env: "INSTALLSTATS_HELD_BUDGET", kind: "size", help: "bytes final reports waiting for their start report may use; past it the oldest are applied without it; accepts 16m" },
+  { key: "readBudgetMs", flag: "read-budget", env: "INSTALLSTATS_READ_BUDGET", kind: "duration", help: "longest one read of records may take before it is stopped with 503 (e.g. 30s), 0 = no limit" },
   { key: "heldExpiryMs", flag: "held-expiry", env: "INSTALLSTATS_HELD_EXPIRY", kind: "duration", help: "final reports whose start report has not come after this long are applied without it (e.g. 7d), 0 = never" },
 ];
 
@@ -210,7 +216,7 @@ export function loadConfig(flags: Partial<Record<string, string | boolean | unde
 function shown(value: Config[Key], kind: Kind): string {
   if (value === null) return "unset";
   if (Array.isArray(value)) return value.length === 0 ? "none" : value.join(",");
-  if (kind === "duration") return value === 0 ? "0 (off)" : `${Number(value) / HOUR}h`;
+  if (kind === "duration") return value === 0 ? "0 (off)" : Number(value) < HOUR ? `${Number(value) / 1000}s` : `${Number(value) / HOUR}h`;
   return String(value);
 }
 

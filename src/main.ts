@@ -67,7 +67,7 @@ async function run(argv: string[]): Promise<number> {
     err: (text) => process.stderr.write(text),
     progress: terminalProgress(process.stderr),
     // A second entry point of the compiled binary (scripts/build.ts).
-    workers: { checkpointer: new URL("./store/sqlite/checkpointer.ts", import.meta.url) },
+    workers: { checkpointer: new URL("./store/sqlite/checkpointer.ts", import.meta.url), scanner: new URL("./store/sqlite/scanner.ts", import.meta.url) },
   });
 }
 

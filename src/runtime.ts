@@ -10,7 +10,7 @@ import { createMaintenance } from "./maintenance/maintenance.ts";
 import { scheduledJobs } from "./maintenance/schedule.ts";
 import { allTime } from "./read/query.ts";
 import { createStats } from "./read/stats.ts";
-import type { Engine, Serving } from "./store/engine.ts";
+import type { Engine, Serving, Workers } from "./store/engine.ts";
 import { openEngine } from "./store/open.ts";
 import { createWriter } from "./store/writer.ts";
 
@@ -22,7 +22,7 @@ export interface RuntimeEnv {
    * Worker entry points, resolved by the entry module: given, the engine serves with its
    * background work (SQLite: the checkpoint thread); omitted, writes run in this thread alone.
    */
-  workers?: { checkpointer: URL };
+  workers?: Workers;
 }
 
 
@@ -33,7 +33,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
   const { store } = engine;
   const metrics = createMetrics();
   const serving: Serving = env.workers
-    ? engine.serve({ log, workers: env.workers, onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds) })
+    ? engine.serve({ log, workers: env.workers, readBudgetMs: config.readBudgetMs, onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds) })
     : { commit: (ops) => store.write(ops), stop: async () => {} };
   const writer = createWriter(serving.commit, config.maxBatch, (size, seconds) => {
     metrics.batchSize.observe(size);

@@ -66,7 +66,7 @@ async function run(command: Command, db: string, flags: Record<string, string | 
   let err = "";
   const all = { db, durability: "normal", ...flags };
   const code = await command.run({
-    workers: { checkpointer: new URL("../src/store/sqlite/checkpointer.ts", import.meta.url) },
+    workers: { checkpointer: new URL("../src/store/sqlite/checkpointer.ts", import.meta.url), scanner: new URL("../src/store/sqlite/scanner.ts", import.meta.url) },
     config: loadConfig(all, {}), flags: all, positionals, version: "test",
     out: (t) => void (out += t), err: (t) => void (err += t), progress: () => {},
   });

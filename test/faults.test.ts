@@ -28,7 +28,7 @@ async function fileService(path: string, opts: { serve?: boolean; config?: Parti
   const engine = openSqliteEngine(path, { durability: "full", migrate: true });
   const lines: string[] = [];
   const log = createLogger("debug", (line) => lines.push(line), Date.now);
-  const runtime = await createRuntime({ ...defaults, db: path, ...opts.config }, { clock: Date.now, log, version: "test", workers: opts.serve ? { checkpointer: CHECKPOINTER } : undefined }, engine);
+  const runtime = await createRuntime({ ...defaults, db: path, ...opts.config }, { clock: Date.now, log, version: "test", workers: opts.serve ? { checkpointer: CHECKPOINTER, scanner: new URL("../src/store/sqlite/scanner.ts", import.meta.url) } : undefined }, engine);
   const post = async (p: string, body: object) => {
     const res = await runtime.app.handle(new Request(`http://localhost${p}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }));
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };

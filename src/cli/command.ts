@@ -1,7 +1,7 @@
 // What every CLI command is: a name, its own flags, the settings it uses, a run function.
 // main.ts dispatches; every failure it knows ends as one line and an exit code (EXIT).
 import type { Config, Durability, SettingKey } from "../config.ts";
-import type { Engine } from "../store/engine.ts";
+import type { Engine, Workers } from "../store/engine.ts";
 import { DatabaseMissingError, openEngine } from "../store/open.ts";
 import { UsageError } from "./errors.ts";
 import { checkDatabaseLocation } from "./location.ts";
@@ -24,7 +24,7 @@ export interface CommandContext {
   /** Progress lines on a terminal; nothing when stderr is piped. */
   progress: (text: string) => void;
   /** Worker entry points, resolved by the entry module (the only one whose URL means something in the binary). */
-  workers: { checkpointer: URL };
+  workers: Workers;
 }
 
 export interface Command {

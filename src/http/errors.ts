@@ -1,6 +1,6 @@
 // The one error shape every endpoint answers with (DESIGN.md section 2).
 import { t, type Static } from "elysia";
-import { StorageUnavailableError } from "../store/contract.ts";
+import { ReadBudgetError, StorageUnavailableError } from "../store/contract.ts";
 import type { Logger } from "../log.ts";
 
 export const ErrorBody = t.Object(
@@ -23,6 +23,7 @@ export type ErrorCode =
   | "forbidden"
   | "rate_limited"
   | "storage_unavailable"
+  | "read_budget_exceeded"
   | "internal";
 
 export function errorBody(error: ErrorCode, message: string, field?: string | null): ErrorBody {
@@ -48,6 +49,10 @@ export function serverFault(error: unknown, path: string, log: Logger): ServerFa
       body: errorBody("storage_unavailable", "the database cannot accept writes right now; retry later"),
       headers: { "retry-after": String(RETRY_AFTER_SECONDS) },
     };
+  }
+  if (error instanceof ReadBudgetError) {
+    log.warn("read stopped past its budget", { path, error: error.message });
+    return { status: 503, body: errorBody("read_budget_exceeded", error.message), headers: {} };
   }
   log.error("unhandled error", { path, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   return { status: 500, body: errorBody("internal", "internal error; see the server log"), headers: {} };

@@ -253,6 +253,12 @@ export interface MaintenanceReads {
 }
 
 /** The storage could not take a write (disk full, read-only, I/O error): nothing was written; retry later. */
+/**
+ * A read ran past the read budget and was stopped, so that it cannot hold up the service; or it
+ * was stopped with a read that did. The HTTP edge answers 503 with this message.
+ */
+export class ReadBudgetError extends Error {}
+
 export class StorageUnavailableError extends Error {
   constructor(message: string) {
     super(`storage cannot accept writes: ${message}`);

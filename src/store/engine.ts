@@ -16,11 +16,19 @@ export interface OpenOptions {
   migrate: boolean;
 }
 
+/** The engine's worker entry points: checkpoints, and reads off the thread that acknowledges reports. */
+export interface Workers {
+  checkpointer: URL;
+  scanner: URL;
+}
+
 /** What serving needs of the engine besides the store: background work and the commit it wraps. */
 interface ServeOptions {
   log: Logger;
   /** Worker entry points, resolved by the entry module (only its URL means something in the binary). */
-  workers: { checkpointer: URL };
+  workers: Workers;
+  /** Longest one read of executions (a listing, one chunk of a stream) may take, in ms; 0 = no limit. */
+  readBudgetMs: number;
   /** Called with each wait of the writer for the engine's background work (metrics). */
   onHold?: (seconds: number) => void;
 }

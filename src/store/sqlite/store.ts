@@ -3,6 +3,7 @@
 // COMMIT without yielding) and fulfils the asynchronous contract at this one door.
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
+import type { Execution } from "../../domain/execution.ts";
 import { GRAINS } from "../../domain/rollup.ts";
 import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "./budgets.ts";
@@ -14,6 +15,7 @@ import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
 import { createSqliteReads } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
+import type { Scans } from "./scan-threads.ts";
 
 /** Parsed cells kept: a year of day cells for the busiest apps, and the hours around them. */
 const CACHED_CELLS = 8192;
@@ -21,6 +23,8 @@ const CACHED_CELLS = 8192;
 /** The Store, with the synchronous write the engine's serving commit calls directly. */
 export interface SqliteStore extends Store {
   writeNow(ops: readonly WriteOp[]): WriteResult[];
+  /** While serving, the scans of executions run on read threads (scan-threads.ts); null: here again. */
+  offload(scans: Scans | null): void;
   rebuildNow(onDay?: (day: number, end: number) => void): void;
   /** The last damage a read or write met (this process), or null. */
   damage(): string | null;
@@ -115,15 +119,48 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     }
   }
 
+  /** Read threads while serving: scans then never run on the thread that acknowledges reports. */
+  let scans: Scans | null = null;
+  /** A scan on a read thread; what it meets is judged as here (damage remembered for health). */
+  const remote = async <T>(p: Promise<T>): Promise<T> => {
+    try {
+      return await p;
+    } catch (e) {
+      throw seen(e);
+    }
+  };
+  async function* remoteChunks(chunks: AsyncGenerator<Execution[], void>): AsyncGenerator<Execution[], void> {
+    for (;;) {
+      let next: IteratorResult<Execution[], void>;
+      try {
+        next = await chunks.next();
+      } catch (e) {
+        throw seen(e);
+      }
+      if (next.done) return;
+      try {
+        yield next.value;
+      } catch (e) {
+        await chunks.return();
+        throw e;
+      }
+    }
+  }
+  // Each chunk is its own query, run to completion before it is handed over.
+  const executionChunks: Store["executionChunks"] = (filter, page) =>
+    scans ? remoteChunks(scans.executionChunks(filter, page)) : chunksOf(reads.executionChunks(filter, page));
+
   return {
     getExecutions: read((randomId) => reads.getExecutions(randomId)),
-    listExecutions: read((filter, page) => reads.listExecutions(filter, page)),
-    // Each chunk is its own query, run to completion before it is handed over.
-    executionChunks: (filter, page) => chunksOf(reads.executionChunks(filter, page)),
+    listExecutions: (filter, page) => (scans ? remote(scans.listExecutions(filter, page)) : read(() => reads.listExecutions(filter, page))()),
+    executionChunks,
     async *iterateExecutions(filter) {
-      for await (const chunk of chunksOf(reads.executionChunks(filter))) yield* chunk;
+      for await (const chunk of executionChunks(filter)) yield* chunk;
     },
-    errorTextCounts: read(() => reads.errorTextCounts()),
+    errorTextCounts: () => (scans ? remote(scans.errorTextCounts()) : read(() => reads.errorTextCounts())()),
+    offload(next) {
+      scans = next;
+    },
     changeMarker: read(() => reads.changeMarker()),
     signatures: read((ids) => reads.signatures(ids)),
     recordSpan: read(() => reads.recordSpan()),

@@ -1,0 +1,133 @@
+// The read threads of a serving SQLite engine (scanner.ts): the Store's scans of executions run
+// there, each with a time budget. A scan past its budget is stopped by ending its thread, which
+// is started afresh: bun:sqlite cannot interrupt a statement, and a thread can always be ended.
+import type { Execution } from "../../domain/execution.ts";
+import type { Logger } from "../../log.ts";
+import { ReadBudgetError, type ExecutionFilter, type ListCursor } from "../contract.ts";
+import type { ScanReply, ScanRequest, ScannerStart } from "./scanner.ts";
+
+type Page = { limit: number; after?: ListCursor; order?: "newest" | "oldest" };
+type ChunkPage = { offset?: number; limit?: number; chunkRows?: number };
+type Pending = { request: ScanRequest; resolve(value: unknown): void; reject(error: unknown): void; timer: Timer | null };
+
+/** The scans a serving store hands to its read threads. */
+export interface Scans {
+  listExecutions(filter: ExecutionFilter, page: Page): Promise<{ rows: Execution[]; next: ListCursor | null }>;
+  executionChunks(filter: ExecutionFilter, page?: ChunkPage): AsyncGenerator<Execution[], void>;
+  errorTextCounts(): Promise<{ error: string; count: number }[]>;
+  stop(): void;
+}
+
+interface Thread {
+  worker: Worker;
+  /** Moves when the thread is started afresh: streams opened before cannot go on. */
+  generation: number;
+  pending: Map<number, Pending>;
+}
+
+export interface ScanOptions {
+  threads: number;
+  /** Longest a scan (one listing, one chunk) may take, in ms; 0 = no limit. */
+  budgetMs: number;
+  log: Logger;
+}
+
+/** An error the read thread met, rebuilt with SQLite's code so the store can tell damage from the rest. */
+const rebuilt = (reply: Extract<ScanReply, { ok: false }>): Error => Object.assign(new Error(reply.message), { name: reply.name, code: reply.code ?? undefined });
+
+/** `workerUrl` is scanner.ts as the entry module sees it (see checkpoint-thread.ts). */
+export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions): Scans {
+  let nextId = 0;
+  let nextStream = 0;
+  let stopped = false;
+  const seconds = opts.budgetMs / 1000;
+
+  /** A new read thread for `owner` (a function: the thread record is built around the worker). */
+  const spawn = (owner: () => Thread): Worker => {
+    const worker = new Worker(workerUrl.href);
+    worker.onmessage = (event: MessageEvent<ScanReply>) => {
+      const reply = event.data;
+      const thread = owner();
+      const pending = thread.pending.get(reply.id);
+      if (!pending) return;
+      thread.pending.delete(reply.id);
+      if (pending.timer) clearTimeout(pending.timer);
+      if (reply.ok) pending.resolve(reply.value);
+      else pending.reject(rebuilt(reply));
+    };
+    worker.onerror = (event) => {
+      opts.log.error("read thread died; starting another", { error: event.message });
+      restart(owner(), null);
+    };
+    worker.postMessage({ path } satisfies ScannerStart);
+    return worker;
+  };
+
+  /** Ends the thread and starts another; `late` (the scan past its budget) fails, other listings are asked again. */
+  function restart(thread: Thread, late: number | null) {
+    thread.worker.terminate();
+    thread.generation++;
+    const pending = [...thread.pending.values()];
+    thread.pending.clear();
+    if (stopped) return;
+    thread.worker = spawn(() => thread);
+    for (const p of pending) {
+      if (p.timer) clearTimeout(p.timer);
+      if (p.request.id === late) {
+        p.reject(new ReadBudgetError(`this read took longer than the read budget (${seconds} s) and was stopped; narrow it (a shorter window, fewer filters on free text) or raise --read-budget`));
+      } else if (p.request.op === "list" || p.request.op === "errors") {
+        send(thread, p.request).then(p.resolve, p.reject);
+      } else {
+        p.reject(new ReadBudgetError(`this read was stopped with its read thread (another read took longer than the read budget of ${seconds} s); try again`));
+      }
+    }
+  }
+
+  function send(thread: Thread, request: ScanRequest): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const timer = opts.budgetMs > 0 ? setTimeout(() => restart(thread, request.id), opts.budgetMs) : null;
+      thread.pending.set(request.id, { request, resolve, reject, timer });
+      thread.worker.postMessage(request);
+    });
+  }
+
+  const threads: Thread[] = Array.from({ length: Math.max(1, opts.threads) }, () => {
+    const thread: Thread = { worker: spawn(() => thread), generation: 0, pending: new Map() };
+    return thread;
+  });
+  /** The thread with the least work waiting. */
+  const pick = (): Thread => threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+
+  return {
+    listExecutions: (filter, page) => send(pick(), { id: nextId++, op: "list", filter, page }) as Promise<{ rows: Execution[]; next: ListCursor | null }>,
+    errorTextCounts: () => send(pick(), { id: nextId++, op: "errors" }) as Promise<{ error: string; count: number }[]>,
+    async *executionChunks(filter, page = {}) {
+      const thread = pick();
+      const generation = thread.generation;
+      const stream = nextStream++;
+      await send(thread, { id: nextId++, op: "open", stream, filter, page });
+      try {
+        for (;;) {
+          if (thread.generation !== generation) throw new ReadBudgetError("this read was stopped with its read thread; try again");
+          const chunk = (await send(thread, { id: nextId++, op: "next", stream })) as Execution[] | null;
+          if (chunk === null) return;
+          yield chunk;
+        }
+      } finally {
+        // A consumer that stops early (a download cancelled) ends the stream there too.
+        if (thread.generation === generation && !stopped) thread.worker.postMessage({ id: nextId++, op: "close", stream } satisfies ScanRequest);
+      }
+    },
+    stop() {
+      stopped = true;
+      for (const thread of threads) {
+        thread.worker.terminate();
+        for (const p of thread.pending.values()) {
+          if (p.timer) clearTimeout(p.timer);
+          p.reject(new ReadBudgetError("the server is stopping"));
+        }
+        thread.pending.clear();
+      }
+    },
+  };
+}

@@ -1,0 +1,77 @@
+// A read thread (worker entry point): answers the Store's scans of executions (listings, streamed
+// chunks, exact error texts) on a read-only connection of its own, so that a long scan never holds
+// up the thread that acknowledges reports. Started and fed by scan-threads.ts.
+import { Database } from "bun:sqlite";
+import { drizzle } from "drizzle-orm/bun-sqlite";
+import type { Execution } from "../../domain/execution.ts";
+import type { ExecutionFilter, ListCursor } from "../contract.ts";
+import { CellCache } from "./cell-cache.ts";
+import { createSqliteReads } from "./reads.ts";
+import * as schema from "./schema.ts";
+
+export interface ScannerStart {
+  path: string;
+}
+
+export type ScanRequest =
+  | { id: number; op: "list"; filter: ExecutionFilter; page: { limit: number; after?: ListCursor; order?: "newest" | "oldest" } }
+  /** Opens a stream of chunks (executionChunks); `next` pulls one, `close` ends it. */
+  | { id: number; op: "open"; stream: number; filter: ExecutionFilter; page: { offset?: number; limit?: number; chunkRows?: number } }
+  | { id: number; op: "next"; stream: number }
+  | { id: number; op: "close"; stream: number }
+  | { id: number; op: "errors" };
+
+type ScanValue = { rows: Execution[]; next: ListCursor | null } | Execution[] | null | { error: string; count: number }[];
+
+export type ScanReply =
+  | { id: number; ok: true; value: ScanValue }
+  /** `code`: SQLite's error code, so the caller can tell damage from anything else. */
+  | { id: number; ok: false; message: string; name: string; code: string | null };
+
+declare const self: Worker;
+
+let reads: ReturnType<typeof createSqliteReads> | null = null;
+const streams = new Map<number, Generator<Execution[], void>>();
+
+function answer(request: ScanRequest): ScanValue {
+  if (!reads) throw new Error("the read thread has no database");
+  switch (request.op) {
+    case "list":
+      return reads.listExecutions(request.filter, request.page);
+    case "errors":
+      return reads.errorTextCounts();
+    case "open":
+      streams.set(request.stream, reads.executionChunks(request.filter, request.page));
+      return null;
+    case "next": {
+      const it = streams.get(request.stream);
+      const next = it?.next();
+      if (!next || next.done) {
+        streams.delete(request.stream);
+        return null;
+      }
+      return next.value;
+    }
+    case "close":
+      streams.get(request.stream)?.return();
+      streams.delete(request.stream);
+      return null;
+  }
+}
+
+self.onmessage = (event: MessageEvent<ScannerStart | ScanRequest>) => {
+  const message = event.data;
+  if ("path" in message) {
+    const sqlite = new Database(message.path, { readonly: true });
+    sqlite.run("PRAGMA busy_timeout = 5000");
+    reads = createSqliteReads(sqlite, drizzle(sqlite, { schema }), new CellCache(16));
+    return;
+  }
+  try {
+    self.postMessage({ id: message.id, ok: true, value: answer(message) } satisfies ScanReply);
+  } catch (e) {
+    const error = e instanceof Error ? e : new Error(String(e));
+    const code = (error as { code?: unknown }).code;
+    self.postMessage({ id: message.id, ok: false, message: error.message, name: error.name, code: typeof code === "string" ? code : null } satisfies ScanReply);
+  }
+};

@@ -31,7 +31,7 @@ mkdirSync(values.dir!, { recursive: true });
 const bin = values.bin ?? (await compiledBinary());
 
 const dbPath = join(values.dir!, `seed-${records}.db`);
-const have = existsSync(dbPath) ? (new Database(dbPath, { readonly: true }).query("SELECT count(*) AS n FROM installs").get() as { n: number }).n : 0;
+const have = existsSync(dbPath) ? (new Database(dbPath, { readonly: true }).query("SELECT count(*) AS n FROM executions").get() as { n: number }).n : 0;
 if (have === 0) {
   console.error(`seeding ${records.toLocaleString()} records into ${dbPath} (10M takes ~20 min) ...`);
   const seeded = Bun.spawnSync([bin, "seed", "--records", String(records), "--db", dbPath], { stderr: "inherit" });

@@ -439,7 +439,7 @@ async function main(): Promise<number> {
 
   const cells: CellResult[] = [];
   for (let rep = 0; rep < repeat; rep++) {
-    for (const mode of ["start", "mixed"] as const) {
+    for (const mode of ["start", "mixed", "telemetry"] as const) {
       for (const c of connections) {
         for (const target of ["baseline", "installstats"] as const) {
           log(`${mode} c=${c}: ${target}${repeat > 1 ? ` (repetition ${rep + 1}/${repeat})` : ""}`);

@@ -1,6 +1,6 @@
 // Read-side benchmark: p50/p95 latency of every aggregate endpoint over 30- and 365-day windows
 // at 1M and 10M records, next to the same question answered by a full scan of the raw records
-// (SQL GROUP BY over `installs`) in the same run; listing pages at depth; export throughput.
+// (SQL GROUP BY over `executions`) in the same run; listing pages at depth; export throughput.
 //
 //   bun scripts/bench-report.ts [--sizes 1000000,10000000] [--dir /tmp/installstats-bench] [--runs 30] [--scan-runs 3]
 //
@@ -70,13 +70,13 @@ for (const size of sizes) {
   // The engine opened here, so the scan baselines can run SQL on its connection.
   const engine = openSqliteEngine(path, { durability: "normal", migrate: true });
   const { sqlite, store } = engine;
-  const have = (sqlite.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
+  const have = (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n;
   if (have === 0) {
     console.error(`seeding ${size.toLocaleString()} records into ${path} ...`);
     const r = await seedDatabase(store, seedOptions({ records: size }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
     console.error(`\nseeded in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s)`);
   } else if (have !== size) console.error(`note: ${path} holds ${have} records, not ${size}`);
-  const count = (sqlite.query("SELECT count(*) AS n FROM installs").get() as { n: number }).n;
+  const count = (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n;
   const span = (await store.recordSpan())!;
   // Measure as of the newest record, so the windows hold data whenever the seed was made.
   const now = span.last;
@@ -105,13 +105,13 @@ for (const size of sizes) {
     const w = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
     // Each question, and the same question as a plain SQL scan of the raw records.
     const questions: [string, string, string][] = [
-      ["summary", `/api/stats/summary?${w}`, `SELECT outcome, count(*) FROM installs WHERE created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
-      ["breakdown by app", `/api/stats/breakdown?by=nsapp&limit=50&${w}`, `SELECT nsapp, outcome, count(*) FROM installs WHERE created_at >= ${from} AND created_at < ${to} GROUP BY nsapp, outcome`],
-      ["failure ranking", `/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=20&${w}`, `SELECT nsapp, outcome, count(*) FROM installs WHERE created_at >= ${from} AND created_at < ${to} GROUP BY nsapp, outcome`],
-      ["breakdown by os", `/api/stats/breakdown?by=os&${w}`, `SELECT os_type, os_version, outcome, count(*) FROM installs WHERE created_at >= ${from} AND created_at < ${to} GROUP BY 1, 2, 3`],
-      ["timeseries by day", `/api/stats/timeseries?interval=day&${w}`, `SELECT created_at / 86400000, outcome, count(*) FROM installs WHERE created_at >= ${from} AND created_at < ${to} GROUP BY 1, 2`],
-      ["error signatures", `/api/stats/errors?${w}`, `SELECT error, count(*) FROM installs WHERE outcome = 'failed' AND created_at >= ${from} AND created_at < ${to} GROUP BY error`],
-      [`one app (${topApp}) summary`, `/api/stats/summary?nsapp=${topApp}&${w}`, `SELECT outcome, count(*) FROM installs WHERE nsapp = '${topApp}' AND created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
+      ["summary", `/api/stats/summary?${w}`, `SELECT outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
+      ["breakdown by app", `/api/stats/breakdown?by=nsapp&limit=50&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY nsapp, outcome`],
+      ["failure ranking", `/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=20&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY nsapp, outcome`],
+      ["breakdown by os", `/api/stats/breakdown?by=os&${w}`, `SELECT os_type, os_version, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY 1, 2, 3`],
+      ["timeseries by day", `/api/stats/timeseries?interval=day&${w}`, `SELECT created_at / 86400000, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY 1, 2`],
+      ["error signatures", `/api/stats/errors?${w}`, `SELECT error, count(*) FROM executions WHERE outcome = 'failed' AND created_at >= ${from} AND created_at < ${to} GROUP BY error`],
+      [`one app (${topApp}) summary`, `/api/stats/summary?nsapp=${topApp}&${w}`, `SELECT outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
     ];
     for (const [name, path, scanSql] of questions) {
       const [first] = await timeAsync(() => coldGet(path), 1);
@@ -131,7 +131,7 @@ for (const size of sizes) {
   say(`\n| /api/installs page (limit 50) | p50 ms | p95 ms |\n|---|---:|---:|`);
   const depths = [0, 10_000, Math.floor(count / 2), count - 100];
   for (const depth of depths) {
-    const row = sqlite.query(`SELECT created_at AS c, rowid AS r FROM installs ORDER BY created_at DESC, rowid DESC LIMIT 1 OFFSET ${depth}`).get() as { c: number; r: number };
+    const row = sqlite.query(`SELECT created_at AS c, rowid AS r FROM executions ORDER BY created_at DESC, rowid DESC LIMIT 1 OFFSET ${depth}`).get() as { c: number; r: number };
     const cursor = Buffer.from(`${row.c}.${row.r}`).toString("base64url");
     const path = depth === 0 ? "/api/installs?limit=50" : `/api/installs?limit=50&cursor=${cursor}`;
     await timeAsync(() => get(path), 2);

@@ -91,7 +91,7 @@ server.kill("SIGTERM");
 await server.exited;
 
 const check = new Database(db, { readonly: true });
-const stored = new Map((check.query("SELECT random_id, outcome FROM installs").all() as { random_id: string; outcome: string }[]).map((r) => [r.random_id, r.outcome]));
+const stored = new Map((check.query("SELECT random_id, outcome FROM executions").all() as { random_id: string; outcome: string }[]).map((r) => [r.random_id, r.outcome]));
 check.close();
 const lost = [...acked].filter((id) => !stored.has(id)).length + [...finished].filter((id) => stored.get(id) === "in_progress").length;
 

@@ -1,5 +1,5 @@
 // The no-storage baseline for scripts/bench-ingest.ts: a minimal Bun.serve that reads the body,
-// JSON.parse-s it and answers 201 with a small JSON body echoing random_id (the wrk script records
+// JSON.parse-s it and answers 201 with a small JSON body echoing random_id and execution_id (the wrk script records
 // acknowledged ids from it, exactly as it does against installstats). Nothing is stored.
 //
 //   bun scripts/bench/baseline-server.ts [--host 127.0.0.1] [--port 0]
@@ -15,15 +15,16 @@ const server = Bun.serve({
   hostname: values.host,
   port: Number(values.port),
   async fetch(req) {
-    let randomId: unknown = null;
+    let body: { random_id?: unknown; execution_id?: unknown; status?: unknown };
     try {
-      const body = JSON.parse(await req.text()) as { random_id?: unknown };
-      randomId = body.random_id ?? null;
+      body = JSON.parse(await req.text()) as typeof body;
     } catch {
       return Response.json({ error: "invalid_json", message: "body is not valid JSON" }, { status: 400 });
     }
-    const result = req.url.endsWith("/updatestatus") ? "updated" : "created";
-    return Response.json({ result, random_id: randomId, outcome: "in_progress", repaired: false }, { status: 201 });
+    const randomId = body.random_id ?? null;
+    // /telemetry: the first report of an execution creates it, the others update it (as installstats answers).
+    const result = req.url.endsWith("/updatestatus") || (req.url.endsWith("/telemetry") && body.status !== "installing") ? "updated" : "created";
+    return Response.json({ result, random_id: randomId, execution_id: body.execution_id ?? randomId, outcome: "in_progress", repaired: false }, { status: 201 });
   },
 });
 

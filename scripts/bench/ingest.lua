@@ -5,9 +5,13 @@
 -- MODE   start: start reports only (POST /upload)
 --        mixed: start reports, and for every acknowledged start its status update
 --               (POST /upload/updatestatus), sent after the start's 2xx by the same wrk thread
+--        telemetry: the current clients (POST /telemetry, payload v2, every field): per execution
+--               installing, validation, configuring and the final report (4 requests), each sent
+--               after the previous one's 2xx; a fifth of the runs fail with a ~10 KiB error (the
+--               client's log tail), and a third of those are retried as a new execution
 -- NONCE  0..65535, different for every wrk run against the same database (ids stay unique)
--- OUTDIR where each thread writes the random_ids of acknowledged reports:
---        TAG-tN-start.txt ("created") and TAG-tN-update.txt ("updated"), one id per line
+-- OUTDIR where each thread writes the execution_ids of acknowledged reports (for /upload the
+--        random_id): TAG-tN-start.txt ("created") and TAG-tN-update.txt (final "updated"), one per line
 -- RECORD 1: define response() (record ids, count statuses); 0: no response() callback at all
 --        (wrk is faster without it; only for measuring that cost, start mode only)
 --
@@ -174,8 +178,8 @@ function init(args)
   outdir = args[3] or "."
   tag = args[4] or "run"
   recording = (args[5] or "1") ~= "0"
-  if mode ~= "start" and mode ~= "mixed" then error("mode must be start or mixed") end
-  if mode == "mixed" and not recording then error("mixed mode needs response()") end
+  if mode ~= "start" and mode ~= "mixed" and mode ~= "telemetry" then error("mode must be start, mixed or telemetry") end
+  if mode ~= "start" and not recording then error(mode .. " mode needs response()") end
   tid = tid or 0
   math.randomseed(nonce * 7919 + tid * 104729 + 1)
 
@@ -194,6 +198,14 @@ function init(args)
   for i, f in ipairs(FAILURES) do fails[i] = { json_escape(f[1]), f[2] } end
   pick_failure = weighted(fails, 2)
   pick_done_error = weighted(DONE_ERRORS, 2)
+  -- telemetry: execution_id -> its state; the ~10 KiB log tails failed runs send
+  runs = {}
+  log_tails = {}
+  for k = 1, 4 do
+    local lines = {}
+    for l = 1, 90 do lines[l] = format("[%02d:%02d:%02d] step %d of build %d: compiling module_%d.c -> module_%d.o (warning: unused variable 'tmp%d')", 10 + k, l % 60, (l * 7) % 60, l, k, l, l, l) end
+    log_tails[k] = json_escape(concat(lines, "\n"))
+  end
 
   if recording then
     fstart = assert(io.open(format("%s/%s-t%d-start.txt", outdir, tag, tid), "w"))
@@ -245,7 +257,56 @@ local function update_body(id)
   return format('{"status": "%s", "error": "%s", "random_id": "%s"}', status, err, id)
 end
 
+-- ---------------------------------------------------------------- telemetry (current clients)
+
+local TEL_STEPS = { "installing", "validation", "configuring" }
+local CPU = { { "intel", "Intel(R) Core(TM) i5-8500T CPU @ 2.10GHz" }, { "amd", "AMD Ryzen 7 5700U with Radeon Graphics" }, { "intel", "Intel(R) N100" } }
+local GPU = { { "intel", "UHD Graphics 630", "no" }, { "nvidia", "GeForce GTX 1650", "yes" }, { "", "", "no" }, { "amd", "Radeon Vega 8", "no" } }
+
+-- The descriptive part of a run's reports: the same in all of them (the client sends it each time).
+local function tel_fields(rid, eid)
+  local app = pick_app()[1]
+  local osv = pick_os()
+  local is_vm = random() < 0.12 or app:sub(-3) == "-vm"
+  local cpu, gpu = CPU[random(1, #CPU)], GPU[random(1, #GPU)]
+  return format('"payload_version": 2, "random_id": "%s", "execution_id": "%s", "type": "%s", "nsapp": "%s", "ct_type": %d, "disk_size": %d, "core_count": %d, "ram_size": %d, "os_type": "%s", "os_version": "%s", "pve_version": "%s", "method": "%s", "cpu_vendor": "%s", "cpu_model": "%s", "gpu_vendor": "%s", "gpu_model": "%s", "gpu_passthrough": "%s", "ram_speed": "%d", "arch": "amd64", "platform": "pve", "has_arm": false, "kernel_version": "6.8.12-%d-pve", "app_version": "%d.%d.%d", "repo_source": "ProxmoxVE", "repo_slug": "community-scripts/ProxmoxVE"',
+    rid, eid, is_vm and "vm" or "lxc", app, is_vm and 2 or 1, ({ 4, 8, 8, 16, 32 })[random(1, 5)], ({ 1, 2, 2, 4 })[random(1, 4)],
+    ({ 1024, 2048, 2048, 4096 })[random(1, 4)], osv[1], osv[2], pick_pve()[1], pick_method()[1], cpu[1], cpu[2], gpu[1], gpu[2], gpu[3],
+    ({ 2400, 3200, 4800 })[random(1, 3)], random(1, 12), random(1, 20), random(0, 20), random(0, 9))
+end
+
+local function tel_new(rid, attempt)
+  local eid = new_id()
+  runs[eid] = { fields = tel_fields(rid, eid), step = 1, rid = rid, attempt = attempt }
+  return eid
+end
+
+local function tel_body(eid)
+  local run = runs[eid]
+  if run.step <= #TEL_STEPS then
+    return format('{%s, "status": "%s", "exit_code": 0, "error": "", "install_duration": %d}', run.fields, TEL_STEPS[run.step], (run.step - 1) * 40)
+  end
+  -- The final report: success, or a failure with its category, command and the client's log tail.
+  if run.failed then
+    return format('{%s, "status": "failed", "exit_code": 100, "error": "exit_code=100 | APT: package installation failed | at line 212: apt-get install -y libssl-dev\\n---\\n%s", "error_category": "dependency", "failed_command": "apt-get install -y libssl-dev", "failed_line": 212, "install_duration": 130}',
+      run.fields, log_tails[random(1, #log_tails)])
+  end
+  return format('{%s, "status": "success", "exit_code": 0, "error": "", "install_duration": %d}', run.fields, random(60, 400))
+end
+
 function request()
+  if mode == "telemetry" then
+    if qhead < qtail then
+      local eid = queue[qhead]
+      queue[qhead] = nil
+      qhead = qhead + 1
+      sent_update = sent_update + 1
+      return wrk.format("POST", "/telemetry", HEADERS, tel_body(eid))
+    end
+    sent_start = sent_start + 1
+    local eid = tel_new(new_id(), 1)
+    return wrk.format("POST", "/telemetry", HEADERS, tel_body(eid))
+  end
   if qhead < qtail then
     local id = queue[qhead]
     queue[qhead] = nil
@@ -257,7 +318,41 @@ function request()
   return wrk.format("POST", "/upload", HEADERS, start_body(new_id()))
 end
 
+-- A /telemetry answer moves its run on: the next report, a retry as a new execution, or the end.
+local function tel_advance(eid, result)
+  local run = runs[eid]
+  if not run then return end
+  if result == "created" then
+    fstart:write(eid, "\n")
+    n_created = n_created + 1
+  elseif run.step > #TEL_STEPS and result == "updated" then
+    fupdate:write(eid, "\n")
+    n_updated = n_updated + 1
+  elseif result == "updated" then
+    n_other2xx = n_other2xx + 1
+  elseif result == "duplicate" then
+    n_duplicate = n_duplicate + 1
+  end
+  if run.step <= #TEL_STEPS then
+    run.step = run.step + 1
+    if run.step > #TEL_STEPS then run.failed = random() < 0.2 end
+    queue[qtail] = eid
+    qtail = qtail + 1
+    return
+  end
+  runs[eid] = nil
+  if run.failed and run.attempt == 1 and random() < 0.33 then
+    queue[qtail] = tel_new(run.rid, 2)
+    qtail = qtail + 1
+  end
+end
+
 function response(status, headers, body)
+  if mode == "telemetry" and status >= 200 and status < 300 then
+    local eid = body:match('"execution_id":"([^"]+)"')
+    if not eid then n_noid = n_noid + 1 else tel_advance(eid, body:match('"result":"(%a+)"')) end
+    return
+  end
   if status >= 200 and status < 300 then
     local id = body:match('"random_id":"([^"]+)"')
     local result = body:match('"result":"(%a+)"')

@@ -194,7 +194,7 @@ export async function waitForQuiet(maxOtherPct: number, maxWaitS: number): Promi
 
 // ------------------------------------------------------------------ wrk
 
-export type Mode = "start" | "mixed";
+export type Mode = "start" | "mixed" | "telemetry";
 
 export interface WrkThreadCounts {
   tid: number;
@@ -324,7 +324,7 @@ export interface Verification {
 export function verifyAcks(dbPath: string, starts: string[], updates: string[], expectedStarts: number, expectedUpdates: number): Verification {
   const db = new Database(dbPath, { readonly: true });
   try {
-    const find = db.query<{ outcome: string }, [string]>("SELECT outcome FROM installs WHERE random_id = ?");
+    const find = db.query<{ outcome: string }, [string]>("SELECT outcome FROM executions WHERE execution_id = ?");
     const examplesMissing: string[] = [];
     let missingStarts = 0;
     for (const id of starts) {
@@ -348,8 +348,8 @@ export function verifyAcks(dbPath: string, starts: string[], updates: string[], 
       ackedUpdates: updates.length,
       updatesNotApplied,
       unrecordedAcks: Math.max(0, expectedStarts - starts.length) + Math.max(0, expectedUpdates - updates.length),
-      rows: count("SELECT count(*) AS n FROM installs"),
-      heldUpdates: count("SELECT count(*) AS n FROM held_updates"),
+      rows: count("SELECT count(*) AS n FROM executions"),
+      heldUpdates: count("SELECT count(*) AS n FROM held_reports"),
       rejectedReports: count("SELECT count(*) AS n FROM rejected_reports"),
       examplesMissing,
     };
@@ -399,7 +399,7 @@ export function storageBreakdown(dbPath: string): StorageBreakdown {
   const db = new Database(dbPath, { readonly: true });
   try {
     const one = <T>(sql: string) => db.query<T, []>(sql).get() as T;
-    const rows = one<{ n: number }>("SELECT count(*) AS n FROM installs").n;
+    const rows = one<{ n: number }>("SELECT count(*) AS n FROM executions").n;
     const pageSize = one<{ page_size: number }>("PRAGMA page_size").page_size;
     const pageCount = one<{ page_count: number }>("PRAGMA page_count").page_count;
     const freelistCount = one<{ freelist_count: number }>("PRAGMA freelist_count").freelist_count;

@@ -82,7 +82,7 @@ describe("pathOf", () => {
 describe("headers and errors", () => {
   test("security headers on every kind of answer; no CORS unless configured", async () => {
     const t = await testApp();
-    for (const [method, path, body] of [["GET", "/api/stats/summary"], ["GET", "/nope"], ["POST", "/upload", startReport("h")], ["GET", "/openapi"]] as const) {
+    for (const [method, path, body] of [["GET", "/api/stats/summary"], ["GET", "/data/json"], ["GET", "/nope"], ["POST", "/upload", startReport("h")], ["GET", "/openapi"]] as const) {
       const res = await t.app.handle(new Request(`http://localhost${path}`, { method, headers: { origin: "https://evil.example" }, body: body ? JSON.stringify(body) : undefined }));
       expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
       expect(res.headers.get("x-frame-options"), path).toBe("DENY");
@@ -94,6 +94,10 @@ describe("headers and errors", () => {
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://dash.example");
     const other = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://evil.example" } }));
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    // The original API's paths follow the same setting (README, "Compatibility with the original API").
+    const any = await testApp({ corsOrigins: ["*"] });
+    const data = await any.app.handle(new Request("http://localhost/data/json", { headers: { origin: "https://evil.example" } }));
+    expect(data.headers.get("access-control-allow-origin")).toBe("*");
   });
 
   test("an internal error answers 500 with the one error shape and no stack trace", async () => {

@@ -105,4 +105,32 @@ describe("RollupDeltas", () => {
     ]);
     for (const c of deltas.cells.values()) expect(c.data).toEqual(data);
   });
+
+  test("change moves only what changed, and comes to what counting out and in again does (open and folded hours)", () => {
+    const before = record({ status: "installing", outcome: "in_progress", durationMs: null, error: null, exitCode: null, failedCommand: null });
+    const cases = [
+      record({ ...before, status: "configuring" }), // a progress ping
+      record({ ...before, status: "configuring", appVersion: "2.0", cpuVendor: "amd" }), // fields filled in
+      record({ ...before, status: "failed", outcome: "failed", durationMs: 60_000, error: "exit code 1", exitCode: 1 }), // the final report: everything moves
+    ];
+    for (const foldedUntil of [0, 100 * HOUR]) {
+      for (const after of cases) {
+        const moved = new RollupDeltas(foldedUntil);
+        moved.change(before, after, null, after.outcome === "failed" ? "sig1" : null);
+        const counted = new RollupDeltas(foldedUntil);
+        counted.add(before, before.outcome, -1, null);
+        counted.add(after, after.outcome, 1, after.outcome === "failed" ? "sig1" : null);
+        // Deltas as they end up in a cell (merging drops entries that come to zero).
+        const cellsOf = (d: RollupDeltas) => [...d.cells.values(), ...d.openCells().values()].map((c) => [c.key, mergeInto(emptyData(), c.data)]);
+        expect(cellsOf(moved)).toEqual(cellsOf(counted));
+      }
+    }
+    // A ping in an open hour is one move, not two counts.
+    const open = new RollupDeltas(0);
+    open.change(before, cases[0]!, null, null);
+    expect(open.open).toHaveLength(1);
+    const [cell] = [...open.openCells().values()];
+    expect(cell!.data.dims.status).toEqual({ installing: [0, 0, 0, -1, 0], configuring: [0, 0, 0, 1, 0] });
+    expect(cell!.data.dims.type).toBeUndefined(); // unchanged dimensions were not touched
+  });
 });

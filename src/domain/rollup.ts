@@ -151,17 +151,7 @@ function dimensionValues(r: RollupRecord): string[] {
 export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, allApps: boolean, errorSig: string | null, values = dimensionValues(r)): void {
   const i = OUTCOME_INDEX[outcome];
   // An app row is its own nsapp: it skips the first dimension.
-  for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) {
-    const dim = DIMENSIONS[k]!;
-    const byValue = (d.dims[dim] ??= valueMap());
-    const value = values[k]!;
-    const counts = (byValue[value] ??= [0, 0, 0, 0, 0]);
-    counts[i] = counts[i]! + sign;
-    if (sign < 0 && counts[i] === 0 && counts.every((c) => c === 0)) {
-      delete byValue[value];
-      if (isBare(byValue)) delete d.dims[dim];
-    }
-  }
+  for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) bump(d, DIMENSIONS[k]!, values[k]!, i, sign);
   if (r.durationMs !== null && outcome !== "in_progress") {
     const bins = (d.dur[outcome] ??= valueMap());
     const bin = durationBin(r.durationMs);
@@ -179,10 +169,41 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
   }
 }
 
+/** `sign` at outcome index `i` of one dimension's value; an entry brought to zero goes. */
+function bump(d: RollupData, dim: Dimension, value: string, i: number, sign: 1 | -1): void {
+  const byValue = (d.dims[dim] ??= valueMap());
+  const counts = (byValue[value] ??= [0, 0, 0, 0, 0]);
+  counts[i] = counts[i]! + sign;
+  if (sign < 0 && counts[i] === 0 && counts.every((c) => c === 0)) {
+    delete byValue[value];
+    if (isBare(byValue)) delete d.dims[dim];
+  }
+}
+
+/**
+ * Moves one record from `from` to `to` in `d`, where both count with `outcome` and the same
+ * duration bin and signature (see `RollupDeltas.change`): what `addRecord(from, -1)` and
+ * `addRecord(to, +1)` would do, without touching the dimensions whose value is the same (a
+ * progress ping changes one dimension of 23).
+ */
+function moveRecord(d: RollupData, outcome: Outcome, allApps: boolean, fromValues: readonly string[], toValues: readonly string[]): void {
+  const i = OUTCOME_INDEX[outcome];
+  for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) {
+    if (fromValues[k] === toValues[k]) continue;
+    bump(d, DIMENSIONS[k]!, fromValues[k]!, i, -1);
+    bump(d, DIMENSIONS[k]!, toValues[k]!, i, 1);
+  }
+}
+
 /** Counts `sign` installs of `r` into its hour cell of every app slice it belongs to. */
 export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount): void {
   const values = dimensionValues(c.r);
   const hour = bucketStart(c.r.createdAt, GRAINS.hour);
+  if (c.from) {
+    const fromValues = dimensionValues(c.from);
+    for (const slice of slicesOf(c.r)) moveRecord(cellOf(slice, hour), c.outcome, isAllApps(slice), fromValues, values);
+    return;
+  }
   for (const slice of slicesOf(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
 }
 
@@ -245,13 +266,18 @@ export type RollupKey = {
 
 type CellMap = Map<string, { key: RollupKey; data: RollupData }>;
 
-/** One record counted (+1) or uncounted (-1) as `outcome`. */
+/** One record counted (+1) or uncounted (-1) as `outcome`; or, with `from`, moved from how it was counted. */
 export interface OpenCount {
   r: RollupRecord;
   outcome: Outcome;
   sign: 1 | -1;
   errorSig: string | null;
+  /** A move (RollupDeltas.change): the record as it was counted, in the same cells with the same outcome. */
+  from?: RollupRecord;
 }
+
+/** What a record's duration adds to a cell: its bin, or nothing (in progress, or unknown). */
+const durationKey = (r: RollupRecord, outcome: Outcome): number | null => (r.durationMs === null || outcome === "in_progress" ? null : durationBin(r.durationMs));
 
 /**
  * Deltas of one write batch, collected in memory and merged into the stored rows in the same
@@ -290,6 +316,34 @@ export class RollupDeltas {
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(r.createdAt, grain);
       for (const slice of slices) addRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), r, outcome, sign, isAllApps(slice), errorSig, values);
+    }
+  }
+
+  /**
+   * A counted record changed from `before` to `after`: counted out and in again. When only some
+   * dimensions changed (same outcome, hour, slices, signature and duration bin: a progress ping, a
+   * field filled in) only those move, which is what the two counts would come to.
+   */
+  change(before: RollupRecord, after: RollupRecord, sigBefore: string | null, sigAfter: string | null): void {
+    const hour = bucketStart(after.createdAt, GRAINS.hour);
+    const slices = slicesOf(after);
+    const movable =
+      before.outcome === after.outcome && sigBefore === sigAfter && bucketStart(before.createdAt, GRAINS.hour) === hour &&
+      durationKey(before, before.outcome) === durationKey(after, after.outcome) && slicesOf(before).join() === slices.join();
+    if (!movable) {
+      this.add(before, before.outcome, -1, sigBefore);
+      this.add(after, after.outcome, 1, sigAfter);
+      return;
+    }
+    if (hour >= this.foldedUntil) {
+      this.open.push({ r: after, from: before, outcome: after.outcome, sign: 1, errorSig: sigAfter });
+      return;
+    }
+    const fromValues = dimensionValues(before);
+    const toValues = dimensionValues(after);
+    for (const grain of ALL_GRAINS) {
+      const bucket = bucketStart(after.createdAt, grain);
+      for (const slice of slices) moveRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), after.outcome, isAllApps(slice), fromValues, toValues);
     }
   }
 

@@ -221,6 +221,12 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     if (sign === 1 && row.outcome === "failed" && row.error !== null) fx.sightings.see(row.error, row.nsapp, at);
   }
 
+  /** A counted execution became `after`: the rollups follow (only what changed moves). */
+  function recount(fx: BatchEffects, before: Execution, after: Execution, at: number): void {
+    fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), failureSignatureId(after.outcome, after.error));
+    if (after.outcome === "failed" && after.error !== null) fx.sightings.see(after.error, after.nsapp, at);
+  }
+
   function heldFor(executionId: string): HeldReport | null {
     const held = hot.findHeld.get({ id: executionId });
     return held ? heldOf(held) : null;
@@ -243,16 +249,14 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         break;
       case "update":
         hot.replaceExecution.run(decision.row);
-        count(fx, current!, -1, op.at);
-        count(fx, decision.row, 1, op.at);
+        recount(fx, current!, decision.row, op.at);
         result = { kind: "updated", outcome: decision.row.outcome };
         break;
       case "duplicate":
         // The status stands; a gap filled (a start's time after a ping, fields a ping lacked) is written and recounted.
         if (decision.row) {
           hot.replaceExecution.run(decision.row);
-          count(fx, current!, -1, op.at);
-          count(fx, decision.row, 1, op.at);
+          recount(fx, current!, decision.row, op.at);
         }
         if (decision.conflict) {
           logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");

@@ -1,0 +1,275 @@
+// The read API of the community's current service (community-scripts/telemetry-service):
+// /api/dashboard, /api/repo-slugs and /api/exit-codes, with its parameters and response shapes,
+// so tools made for it work against installstats. Answered from rollups (docs/decisions.md,
+// "telemetry-service compatible API").
+import { Elysia, t, type Static } from "elysia";
+import type { Execution } from "../domain/execution.ts";
+import { EXIT_CODE_EXPLANATIONS } from "../domain/exit-codes.ts";
+import { DAY, HOUR } from "../domain/time.ts";
+import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
+import type { Dimension } from "../domain/rollup.ts";
+import type { Group, Window } from "./aggregate.ts";
+import { MAX_LABEL, QueryError, docParam } from "./query.ts";
+import { createStats } from "./stats.ts";
+
+/**
+ * The original reads whole numbers as Go's fmt.Sscanf("%d") does (leading digits, else the
+ * default) and clamps them instead of refusing; kept, as its clients rely on it.
+ */
+function goDays(text: string | undefined, fallback: number, clamp: (n: number) => number): number {
+  if (text === undefined) return fallback;
+  const m = /^\s*([+-]?\d{1,25})/.exec(text);
+  if (!m) return fallback;
+  // Past a 64-bit int Sscanf fails and the default stands.
+  const n = BigInt(m[1]!);
+  return n > 9223372036854775807n || n < -9223372036854775808n ? fallback : clamp(Number(n));
+}
+/** /api/dashboard: negative -> 1, 0 or past 365 -> 365. */
+const dashboardDays = (n: number) => (n < 0 ? 1 : n === 0 || n > 365 ? 365 : n);
+/** /api/repo-slugs: 1 to 365. */
+const slugDays = (n: number) => Math.min(365, Math.max(1, n));
+
+/** From midnight UTC of the first of the last `days` days to the end of this hour (the original's chSinceTime). */
+function windowOf(days: number, now: number): Window {
+  const today = now - (now % DAY);
+  return { from: today - (days - 1) * DAY, to: now - (now % HOUR) + HOUR };
+}
+
+function label(field: string, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const v = text.trim();
+  if (v.length > MAX_LABEL) throw new QueryError(field, `${field} must be at most ${MAX_LABEL} characters`);
+  return v === "" ? undefined : v;
+}
+
+/**
+ * `repo`: absent means ProxmoxVE, which also takes reports without a repo_source (clients before
+ * repo_source existed were the production scripts); "all" is every repo; any other value exactly.
+ * Each filter is read on its own and the answers summed.
+ */
+function repoFilters(repo: string | undefined): ExecutionFilter[] {
+  const r = label("repo", repo) ?? "ProxmoxVE";
+  if (r === "all") return [{}];
+  if (r === "ProxmoxVE") return [{ repoSource: "ProxmoxVE" }, { repoSource: "" }];
+  return [{ repoSource: r }];
+}
+
+/** Groups of several reads summed by value, largest first. */
+function summed(lists: readonly Group[][]): { value: string; total: number; success: number; failed: number }[] {
+  const by = new Map<string, { value: string; total: number; success: number; failed: number }>();
+  for (const groups of lists) {
+    for (const g of groups) {
+      const key = g.value ?? "";
+      const e = by.get(key) ?? { value: key, total: 0, success: 0, failed: 0 };
+      e.total += g.total;
+      e.success += g.success;
+      e.failed += g.failed;
+      by.set(key, e);
+    }
+  }
+  return [...by.values()].sort((a, b) => b.total - a.total || a.value.localeCompare(b.value));
+}
+
+/** A record as the original lists it: Go's omitempty leaves zero values out; `created` as ClickHouse prints it. */
+const TelemetryRecord = t.Object({
+  random_id: t.String(),
+  execution_id: t.Optional(t.String()),
+  type: t.String(),
+  nsapp: t.String(),
+  status: t.String(),
+  ct_type: t.Optional(t.Integer()),
+  disk_size: t.Optional(t.Number()),
+  core_count: t.Optional(t.Integer()),
+  ram_size: t.Optional(t.Integer()),
+  os_type: t.Optional(t.String()),
+  os_version: t.Optional(t.String()),
+  pve_version: t.Optional(t.String()),
+  method: t.Optional(t.String()),
+  error: t.Optional(t.String()),
+  exit_code: t.Optional(t.Integer()),
+  gpu_vendor: t.Optional(t.String()),
+  gpu_model: t.Optional(t.String()),
+  gpu_passthrough: t.Optional(t.String()),
+  cpu_vendor: t.Optional(t.String()),
+  cpu_model: t.Optional(t.String()),
+  ram_speed: t.Optional(t.String()),
+  install_duration: t.Optional(t.Integer()),
+  error_category: t.Optional(t.String()),
+  repo_source: t.Optional(t.String()),
+  repo_slug: t.Optional(t.String()),
+  has_arm: t.Optional(t.Boolean()),
+  created: t.String(),
+});
+type TelemetryRecord = Static<typeof TelemetryRecord>;
+
+function toTelemetryRecord(e: Execution): TelemetryRecord {
+  const optional = {
+    execution_id: e.executionId, ct_type: e.ctType, disk_size: e.diskSize, core_count: e.coreCount, ram_size: e.ramSize, os_type: e.osType,
+    os_version: e.osVersion, pve_version: e.pveVersion, method: e.method, error: e.error, exit_code: e.exitCode, gpu_vendor: e.gpuVendor,
+    gpu_model: e.gpuModel, gpu_passthrough: e.gpuPassthrough ?? e.hostGpu, cpu_vendor: e.cpuVendor, cpu_model: e.cpuModel, ram_speed: e.ramSpeed,
+    install_duration: e.installDuration, error_category: e.errorCategory, repo_source: e.repoSource, repo_slug: e.repoSlug, has_arm: e.hasArm,
+  };
+  const kept = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== null && v !== "" && v !== 0 && v !== false));
+  return {
+    random_id: e.randomId, type: e.type, nsapp: e.nsapp ?? "", status: e.status, ...kept,
+    created: new Date(e.createdAt).toISOString().replace("T", " ").replace("Z", ""),
+  };
+}
+
+const Count = (name: string) => t.Object({ [name]: t.String(), count: t.Integer() });
+const DashboardJson = t.Object({
+  total_installs: t.Integer(),
+  total_all_time: t.Integer(),
+  sample_size: t.Integer(),
+  success_count: t.Integer(),
+  failed_count: t.Integer(),
+  aborted_count: t.Integer(),
+  installing_count: t.Integer(),
+  success_rate: t.Number({ description: "percent: success / (success + failed) * 100" }),
+  top_apps: t.Array(Count("app")),
+  os_distribution: t.Array(Count("os")),
+  method_stats: t.Array(Count("method")),
+  pve_versions: t.Array(Count("version")),
+  type_stats: t.Array(Count("type")),
+  error_analysis: t.Array(t.Object({ pattern: t.String(), count: t.Integer(), unique_apps: t.Integer(), apps: t.String() })),
+  failed_apps: t.Array(t.Object({ app: t.String(), type: t.String(), total_count: t.Integer(), failed_count: t.Integer(), failure_rate: t.Number() })),
+  daily_stats: t.Array(t.Object({ date: t.String(), success: t.Integer(), failed: t.Integer() })),
+  gpu_stats: t.Array(t.Object({ vendor: t.String(), passthrough: t.String(), count: t.Integer() })),
+  error_categories: t.Array(Count("category")),
+  top_tools: t.Array(Count("tool")),
+  top_addons: t.Array(Count("addon")),
+  avg_install_duration: t.Number({ description: "seconds: the median of the measured durations (rollups keep no sum)" }),
+  total_tools: t.Integer(),
+  total_addons: t.Integer(),
+  repo_slugs: t.Array(Count("slug")),
+  recent_records: t.Array(TelemetryRecord),
+});
+
+/** The original's minimum of runs for an app in the failure ranking, by window. */
+const minInstalls = (days: number) => (days <= 1 ? 5 : days <= 7 ? 15 : days <= 30 ? 40 : 100);
+
+export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => number }) {
+  const stats = createStats(deps.store);
+  const tags = ["telemetry-service compatible"];
+
+  /** A breakdown over every repo filter, summed; "" values left out, as the original does. */
+  async function top(filters: ExecutionFilter[], w: Window, by: Dimension, limit: number, extra: ExecutionFilter = {}) {
+    const lists = await Promise.all(filters.map(async (f) => (await stats.breakdown({ ...f, ...extra }, w, { by, sort: "volume", minRuns: 0, limit: 1_000_000 })).groups));
+    return summed(lists).filter((g) => g.value !== "").slice(0, limit);
+  }
+
+  return new Elysia({ name: "telemetry-compat" })
+    .get(
+      "/api/exit-codes",
+      () => Object.fromEntries([...EXIT_CODE_EXPLANATIONS].map(([code, text]) => [String(code), text])),
+      { response: t.Record(t.String(), t.String()), detail: { tags, summary: "Exit codes and what they mean (the service's reference list)" } },
+    )
+    .get(
+      "/api/repo-slugs",
+      async ({ query }) => {
+        const w = windowOf(goDays(query.days, 30, slugDays), deps.clock());
+        return { repo_slugs: (await top(repoFilters(query.repo), w, "repo_slug", 50)).map((g) => ({ slug: g.value, count: g.total })) };
+      },
+      {
+        query: t.Object({ days: docParam("days back from today (1-365, default 30)"), repo: docParam('repo_source: ProxmoxVE (default, with reports that name none), ProxmoxVED, external, or "all"') }),
+        response: t.Object({ repo_slugs: t.Array(Count("slug")) }),
+        detail: { tags, summary: "Repositories (owner/repo) that sent reports, most first" },
+      },
+    )
+    .get(
+      "/api/dashboard",
+      async ({ query }) => {
+        const days = goDays(query.days, 1, dashboardDays);
+        const now = deps.clock();
+        const w = windowOf(days, now);
+        const slug = label("slug", query.slug);
+        const filters = repoFilters(query.repo).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+        const span = await deps.store.recordSpan();
+        const all: Window = { from: span ? span.first - (span.first % HOUR) : 0, to: w.to };
+        const [summaries, allTime] = await Promise.all([
+          Promise.all(filters.map((f) => stats.summary(f, w))),
+          Promise.all(filters.map((f) => stats.summary(f, all))),
+        ]);
+        const sum = (k: "total" | "success" | "failed" | "aborted" | "in_progress") => summaries.reduce((n, s) => n + s[k], 0);
+        const [success, failed] = [sum("success"), sum("failed")];
+        const [apps, os, methods, pve, types, categories, gpus, tools, addons, slugs, ranking] = await Promise.all([
+          top(filters, w, "nsapp", 20),
+          top(filters, w, "os", 1_000_000),
+          top(filters, w, "method", 10),
+          top(filters, w, "pve_version", 15),
+          top(filters, w, "type", 10),
+          top(filters, w, "error_category", 1_000_000),
+          top(filters, w, "gpu_vendor", 1_000_000),
+          top(filters, w, "nsapp", 15, { kind: "tool" }),
+          top(filters, w, "nsapp", 15, { kind: "addon" }),
+          top(filters, w, "repo_slug", 20),
+          top(filters, w, "nsapp", 1_000_000),
+        ]);
+        // The os dimension is "type version": the original groups by type alone.
+        const osTypes = new Map<string, number>();
+        for (const g of os) osTypes.set(g.value.split(" ")[0]!, (osTypes.get(g.value.split(" ")[0]!) ?? 0) + g.total);
+        const errors = await Promise.all(filters.map((f) => stats.errors(f, w, 15)));
+        const patterns = new Map<string, { pattern: string; count: number; apps: Set<string> }>();
+        for (const e of errors.flatMap((x) => x.signatures)) {
+          const p = patterns.get(e.id) ?? { pattern: e.signature ?? e.id, count: 0, apps: new Set<string>() };
+          p.count += e.count;
+          for (const a of e.apps) p.apps.add(a);
+          patterns.set(e.id, p);
+        }
+        const series = await Promise.all(filters.map((f) => stats.timeseries(f, w, "day")));
+        const daily = series[0]!.points.map((p, i) => ({
+          date: new Date(p.t).toISOString().slice(0, 10),
+          success: series.reduce((n, s) => n + s.points[i]!.success, 0),
+          failed: series.reduce((n, s) => n + s.points[i]!.failed, 0),
+        }));
+        const medians = summaries.map((s) => s.duration).filter((d) => d.median_s !== null && d.n > 0);
+        const median = medians.length === 0 ? 0 : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
+        const min = minInstalls(days);
+        // The 20 newest of the window, over every repo filter.
+        const recent = (await Promise.all(filters.map(async (f) => (await deps.store.listExecutions({ ...f, from: w.from, to: w.to }, { limit: 20 })).rows)))
+          .flat()
+          .sort((a, b) => b.createdAt - a.createdAt)
+          .slice(0, 20);
+        return {
+          total_installs: sum("total"),
+          total_all_time: allTime.reduce((n, s) => n + s.total, 0),
+          sample_size: sum("total"),
+          success_count: success,
+          failed_count: failed,
+          aborted_count: sum("aborted"),
+          installing_count: sum("in_progress"),
+          success_rate: success + failed === 0 ? 0 : (success / (success + failed)) * 100,
+          top_apps: apps.map((g) => ({ app: g.value, count: g.total })),
+          os_distribution: [...osTypes].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([name, count]) => ({ os: name, count })),
+          method_stats: methods.map((g) => ({ method: g.value, count: g.total })),
+          pve_versions: pve.map((g) => ({ version: g.value, count: g.total })),
+          type_stats: types.map((g) => ({ type: g.value, count: g.total })),
+          error_analysis: [...patterns.values()].sort((a, b) => b.count - a.count).slice(0, 15).map((p) => ({ pattern: p.pattern, count: p.count, unique_apps: p.apps.size, apps: [...p.apps].join(", ") })),
+          failed_apps: ranking
+            .filter((g) => g.total >= min && g.failed > 0)
+            .map((g) => ({ app: g.value, type: "", total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))
+            .sort((a, b) => b.failure_rate - a.failure_rate || b.failed_count - a.failed_count)
+            .slice(0, 16),
+          daily_stats: daily,
+          gpu_stats: gpus.map((g) => ({ vendor: g.value, passthrough: "", count: g.total })),
+          error_categories: categories.map((g) => ({ category: g.value, count: g.total })),
+          top_tools: tools.map((g) => ({ tool: g.value, count: g.total })),
+          top_addons: addons.map((g) => ({ addon: g.value, count: g.total })),
+          avg_install_duration: Math.round(median),
+          total_tools: tools.reduce((n, g) => n + g.total, 0),
+          total_addons: addons.reduce((n, g) => n + g.total, 0),
+          repo_slugs: slugs.map((g) => ({ slug: g.value, count: g.total })),
+          recent_records: recent.map(toTelemetryRecord),
+        };
+      },
+      {
+        query: t.Object({
+          days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
+          repo: docParam('repo_source: ProxmoxVE (default, with reports that name none), ProxmoxVED, external, or "all"'),
+          slug: docParam("one repository, owner/repo"),
+        }),
+        response: { 200: DashboardJson },
+        detail: { tags, summary: "The community service's dashboard data, from rollups" },
+      },
+    );
+}

@@ -7,7 +7,7 @@
 // after a fill, and checks that every acknowledged report is in the database.
 //
 //   bun scripts/bench-ingest.ts [--duration 10] [--connections 16,64,256] [--fill 1000000]
-//                               [--durability full|normal] [--quick] [--threads 2] [--warmup 2]
+//                               [--fill-mode start|telemetry] [--durability full|normal] [--quick] [--threads 2] [--warmup 2]
 //                               [--startup-runs 20] [--repeat 1] [--quiet-wait 60] [--bin path] [--keep]
 //   bun scripts/bench-ingest.ts --render bench-results/ingest-<timestamp>.json   (re-render a saved run)
 // --repeat N runs every (mode, connections) pair N times, alternating baseline and installstats,
@@ -44,6 +44,7 @@ const { values: opt } = parseArgs({
     duration: { type: "string" },
     connections: { type: "string" },
     fill: { type: "string" },
+    "fill-mode": { type: "string", default: "start" },
     durability: { type: "string", default: "full" },
     quick: { type: "boolean", default: false },
     threads: { type: "string" },
@@ -90,6 +91,15 @@ const threads = intOption("threads", opt.threads, Math.min(2, availableParalleli
 const durationS = intOption("duration", opt.duration, quick ? 2 : 10, 1);
 const warmupS = intOption("warmup", opt.warmup, quick ? 1 : 2, 0);
 const fillTarget = intOption("fill", opt.fill, quick ? 10_000 : 1_000_000, 0);
+// What fills the database: start reports (one per record), or the current clients (telemetry: four
+// requests per execution, every field; the fill stops at about `fillTarget` executions).
+const fillMode = opt["fill-mode"] === "telemetry" ? ("telemetry" as const) : ("start" as const);
+if (opt["fill-mode"] !== "start" && opt["fill-mode"] !== "telemetry") {
+  console.error(`--fill-mode must be start or telemetry, got ${opt["fill-mode"]}`);
+  process.exit(2);
+}
+/** Requests per stored record in the fill's mode (telemetry: 4 per execution, retries add a few). */
+const fillPerRecord = fillMode === "telemetry" ? 4.3 : 1;
 const startupRuns = intOption("startup-runs", opt["startup-runs"], 20, 0);
 const repeat = intOption("repeat", opt.repeat, 1, 1);
 const quietWaitS = intOption("quiet-wait", opt["quiet-wait"], quick ? 0 : 60, 0);
@@ -283,7 +293,7 @@ async function runFill(bin: string): Promise<FillResult> {
     const self0 = process.cpuUsage();
     let interrupted: string | null = null;
     const wrk = await runWrk({
-      lua: LUA, url: server.url, threads, connections: FILL_CONNECTIONS, mode: "start", outdir: acks, record: true,
+      lua: LUA, url: server.url, threads, connections: FILL_CONNECTIONS, mode: fillMode, outdir: acks, record: true,
       durationS: FILL_MAX_S, nonce: nextNonce(), tag: "fill", pollMs: 250,
       stopWhen: async () => {
         const h = await healthStats(server.url);
@@ -292,9 +302,9 @@ async function runFill(bin: string): Promise<FillResult> {
         progress.push({ t, writes: h.writes, rssKb: readMem(server.pid)?.rssKb ?? 0 });
         if (t - lastLog >= 15) {
           lastLog = t;
-          log(`fill: ${h.writes} / ${fillTarget} records after ${t.toFixed(0)} s`);
+          log(`fill: ${h.writes} / ${Math.round(fillTarget * fillPerRecord)} writes after ${t.toFixed(0)} s`);
         }
-        return h.writes >= fillTarget;
+        return h.writes >= fillTarget * fillPerRecord;
       },
     }).catch((e: unknown): null => {
       // wrk died (killed from outside, ...): its id files are cut short, so the acknowledged ids
@@ -313,12 +323,15 @@ async function runFill(bin: string): Promise<FillResult> {
     let verification: Verification | null = null;
     if (wrk) {
       const starts = readAcks(acks, "fill", threads, "start");
-      log(`fill: verifying ${starts.length} acknowledged ids`);
-      verification = verifyAcks(dbPath, starts, [], sumThreads([wrk], "n_created"), 0);
+      const updates = fillMode === "telemetry" ? readAcks(acks, "fill", threads, "update") : [];
+      log(`fill: verifying ${starts.length + updates.length} acknowledged ids`);
+      verification = verifyAcks(dbPath, starts, updates, sumThreads([wrk], "n_created"), fillMode === "telemetry" ? sumThreads([wrk], "n_updated") : 0);
     }
     const storage: StorageBreakdown = storageBreakdown(dbPath);
+    // Progress is in writes (requests); a record is `fillPerRecord` of them. Rates are in writes per second.
+    const goal = fillTarget * fillPerRecord;
     const timeAt = (n: number) => progress.find((p) => p.writes >= n)?.t ?? NaN;
-    const tenth = fillTarget / 10;
+    const tenth = goal / 10;
     return {
       target: fillTarget,
       connections: FILL_CONNECTIONS,
@@ -328,11 +341,11 @@ async function runFill(bin: string): Promise<FillResult> {
       serverCpuPct: (100 * serverS) / wallS,
       otherCpuPct: Math.max(0, (100 * otherS) / wallS),
       rateFirstTenth: tenth / timeAt(tenth),
-      rateLastTenth: tenth / (timeAt(fillTarget) - timeAt(fillTarget - tenth)),
+      rateLastTenth: tenth / (timeAt(goal) - timeAt(goal - tenth)),
       peakRssKb: peak.peakRssKb,
       hwmKb: peak.hwmKb,
       // RSS when the database passed each tenth of the fill: a plateau is a cache filling up, a slope a leak.
-      rssByTenth: Array.from({ length: 10 }, (_, i) => progress.find((p) => p.writes >= (fillTarget * (i + 1)) / 10)?.rssKb ?? NaN),
+      rssByTenth: Array.from({ length: 10 }, (_, i) => progress.find((p) => p.writes >= (goal * (i + 1)) / 10)?.rssKb ?? NaN),
       exitCode,
       liveFiles: live,
       verification,
@@ -469,7 +482,7 @@ async function main(): Promise<number> {
 
   let fill: FillResult | null = null;
   if (fillTarget > 0) {
-    log(`fill: start reports at c=${FILL_CONNECTIONS} until the database holds ${fillTarget} records`);
+    log(`fill: ${fillMode} traffic at c=${FILL_CONNECTIONS} until the database holds about ${fillTarget} records`);
     fill = await attempt("fill", () => runFill(bin));
     if (fill?.interrupted) harnessErrors.push(`fill: ${fill.interrupted}`);
   }

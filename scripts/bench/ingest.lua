@@ -272,7 +272,9 @@ local function tel_fields(rid, eid)
   return format('"payload_version": 2, "random_id": "%s", "execution_id": "%s", "type": "%s", "nsapp": "%s", "ct_type": %d, "disk_size": %d, "core_count": %d, "ram_size": %d, "os_type": "%s", "os_version": "%s", "pve_version": "%s", "method": "%s", "cpu_vendor": "%s", "cpu_model": "%s", "gpu_vendor": "%s", "gpu_model": "%s", "gpu_passthrough": "%s", "ram_speed": "%d", "arch": "amd64", "platform": "pve", "has_arm": false, "kernel_version": "6.8.12-%d-pve", "app_version": "%d.%d.%d", "repo_source": "ProxmoxVE", "repo_slug": "community-scripts/ProxmoxVE"',
     rid, eid, is_vm and "vm" or "lxc", app, is_vm and 2 or 1, ({ 4, 8, 8, 16, 32 })[random(1, 5)], ({ 1, 2, 2, 4 })[random(1, 4)],
     ({ 1024, 2048, 2048, 4096 })[random(1, 4)], osv[1], osv[2], pick_pve()[1], pick_method()[1], cpu[1], cpu[2], gpu[1], gpu[2], gpu[3],
-    ({ 2400, 3200, 4800 })[random(1, 3)], random(1, 12), random(1, 20), random(0, 20), random(0, 9))
+    -- An app installs its current release, now and then the previous one: a few versions per app,
+    -- as real installs have (random versions would make every app's version list thousands long).
+    ({ 2400, 3200, 4800 })[random(1, 3)], random(1, 12), #app % 10, app:byte(1) % 20, random() < 0.9 and 1 or 0)
 end
 
 local function tel_new(rid, attempt)

@@ -296,26 +296,26 @@ local function tel_body(eid)
   return format('{%s, "status": "success", "exit_code": 0, "error": "", "install_duration": %d}', run.fields, random(60, 400))
 end
 
+-- The next id waiting for its next report (a status update, the next step of a run), or nil.
+local function dequeue()
+  if qhead >= qtail then return nil end
+  local id = queue[qhead]
+  queue[qhead] = nil
+  qhead = qhead + 1
+  sent_update = sent_update + 1
+  return id
+end
+
 function request()
+  local id = dequeue()
   if mode == "telemetry" then
-    if qhead < qtail then
-      local eid = queue[qhead]
-      queue[qhead] = nil
-      qhead = qhead + 1
-      sent_update = sent_update + 1
-      return wrk.format("POST", "/telemetry", HEADERS, tel_body(eid))
+    if not id then
+      sent_start = sent_start + 1
+      id = tel_new(new_id(), 1)
     end
-    sent_start = sent_start + 1
-    local eid = tel_new(new_id(), 1)
-    return wrk.format("POST", "/telemetry", HEADERS, tel_body(eid))
+    return wrk.format("POST", "/telemetry", HEADERS, tel_body(id))
   end
-  if qhead < qtail then
-    local id = queue[qhead]
-    queue[qhead] = nil
-    qhead = qhead + 1
-    sent_update = sent_update + 1
-    return wrk.format("POST", "/upload/updatestatus", HEADERS, update_body(id))
-  end
+  if id then return wrk.format("POST", "/upload/updatestatus", HEADERS, update_body(id)) end
   sent_start = sent_start + 1
   return wrk.format("POST", "/upload", HEADERS, start_body(new_id()))
 end

@@ -10,7 +10,7 @@ import type { Outcome } from "../domain/outcome.ts";
 import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
 import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
 
-/** What arrived with a report: where, its raw bytes (kept in the log when they needed repair), when. */
+/** What arrived with a report: where, its raw bytes (kept in the log when they needed repair, unless the report was a duplicate), when. */
 interface Received {
   endpoint: Endpoint;
   raw: Uint8Array;

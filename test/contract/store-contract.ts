@@ -589,16 +589,14 @@ export function storeContract(factory: EngineFactory): void {
         expect((await latestOf(store, "rep3"))!.repaired).toBe(true);
       });
 
-      // BUG: a repaired start report that turns out a duplicate is not logged at all (the engine
-      // returns before logging), though Received.raw says raw bytes are "kept in the log when
-      // they needed repair" and RejectedEntry.result's type includes "duplicate". Run with
-      // `bun test --todo test/contract` to see it fail.
-      test.todo("a repaired duplicate start is logged too, with result duplicate", async () => {
+      // A duplicate changes nothing, repaired or not, so it is not logged (docs/decisions.md,
+      // "Duplicate start reports"): a client that re-sends the same broken body fills no log.
+      test("a repaired duplicate start is not logged again; the repaired original is", async () => {
         const store = await freshStore();
-        await one(store, startOp("rd", {}, PAST));
         const raw = bytes(`{"random_id": "rd", "status": "installing",}`);
+        expect(await one(store, startOp("rd", {}, PAST, { repairs: ["trailing_comma"], raw }))).toEqual({ kind: "created", outcome: "in_progress" });
         expect(await one(store, startOp("rd", {}, PAST + MIN, { repairs: ["trailing_comma"], raw }))).toEqual({ kind: "duplicate" });
-        expect(await store.listRejected({ limit: 10 })).toEqual([expect.objectContaining({ reason: "repaired", result: "duplicate", randomId: "rd", body: raw })]);
+        expect(await store.listRejected({ limit: 10 })).toEqual([expect.objectContaining({ reason: "repaired", result: "created", randomId: "rd", body: raw })]);
       });
     });
 
@@ -952,9 +950,7 @@ export function storeContract(factory: EngineFactory): void {
         }
       });
 
-      // The contract does not say what `parts` promises; folded cells give exactly the parts asked
-      // for, while the SQLite engine answers open hours with whole cells. Kept apart (see the report).
-      test.todo("readRollups returns only the parts asked for (open hours)", async () => {
+      test("readRollups returns only the parts asked for (open hours)", async () => {
         const { store, H } = await openScene();
         const whole = await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H, to: H + HOUR, parts: ALL_PARTS });
         for (const parts of [["data"], ["apps"], ["errors"]] as RollupPart[][]) {
@@ -1098,12 +1094,8 @@ export function storeContract(factory: EngineFactory): void {
         expect((await store.stuckExecutions(mark, PAST + DAY, 10)).map((r) => r.executionId)).toEqual(["old-open"]);
       });
 
-      // BUG: a start report written with a time before the stuck mark (import and replay write
-      // start ops at the record's own time) creates an install in progress without lowering the
-      // mark, so stuckCheckedUntil() no longer keeps its promise ("every install created before
-      // this has a final outcome or was expired") and the expire job never finds it. `load`
-      // lowers it; `start` does not. Run with `bun test --todo test/contract` to see it fail.
-      test.todo("a start of an older install in progress lowers the stuck mark to it", async () => {
+      // Replay writes a report at its own (old) time: the stuck job must still find it.
+      test("a start of an older install in progress lowers the stuck mark to it", async () => {
         const store = await freshStore();
         await one(store, { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + DAY, at: PAST + DAY });
         await one(store, startOp("imported-open", {}, PAST + 2 * HOUR));
@@ -1223,11 +1215,8 @@ export function storeContract(factory: EngineFactory): void {
         expect(await store.countReplayed(reasons, RETRY)).toBe(3);
       });
 
-      // BUG (minor): "starting with `retryPrefix`" is matched with SQL LIKE, so it is
-      // case-insensitive and `_`/`%` in the prefix are wildcards: a result "Still Invalid" or a
-      // prefix "still_invalid" match what they should not. A PostgreSQL LIKE is case-sensitive,
-      // so two engines would disagree. Run with `bun test --todo test/contract` to see it fail.
-      test.todo("retryPrefix is a plain, case-sensitive prefix", async () => {
+      // Not SQL LIKE (case-insensitive in SQLite, _ and % wildcards): every engine must agree.
+      test("retryPrefix is a plain, case-sensitive prefix", async () => {
         const store = await freshStore();
         await store.write([rejectOp(PAST, { message: "upper" }), rejectOp(PAST + 1, { message: "wild" })]);
         const [wild, upper] = await store.listRejected({ limit: 10 });

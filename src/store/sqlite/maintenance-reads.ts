@@ -1,6 +1,6 @@
 // What maintenance reads before it writes: stuck executions, what retention would remove, and the
 // rejected-reports log (listing and replay candidates).
-import { and, asc, count, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, like, lt, not, notLike, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, not, or, sql, type SQL } from "drizzle-orm";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract.ts";
 import type { Db } from "./database.ts";
@@ -39,7 +39,9 @@ export function createMaintenanceReads(db: Db) {
   const getStuckCheckedUntil = db.select({ t: expiryState.checkedUntil }).from(expiryState).where(eq(expiryState.id, 1)).prepare();
   const countOf = (table: typeof executions | typeof heldReports | typeof rejectedReports, where: SQL) => db.select({ n: count() }).from(table).where(where).get()?.n ?? 0;
   /** Not yet replayed, or replayed with a result that says to try again. */
-  const open = (retryPrefix: string) => or(isNull(rejectedReports.replayedAt), like(rejectedReports.replayResult, `${retryPrefix}%`));
+  const open = (retryPrefix: string) => or(isNull(rejectedReports.replayedAt), startsWith(retryPrefix));
+  // A plain, case-sensitive prefix (LIKE is case-insensitive in SQLite and reads _ and % as wildcards).
+  const startsWith = (prefix: string): SQL => sql`substr(${rejectedReports.replayResult}, 1, ${prefix.length}) = ${prefix}`;
 
   return {
     stuckExecutions(from: number, before: number, limit: number): { executionId: string; createdAt: number }[] {
@@ -85,7 +87,7 @@ export function createMaintenanceReads(db: Db) {
     countReplayed: (reasons: readonly RejectReason[], retryPrefix: string): number =>
       countOf(
         rejectedReports,
-        and(inArray(rejectedReports.reason, [...reasons]), isNotNull(rejectedReports.replayedAt), notLike(rejectedReports.replayResult, `${retryPrefix}%`))!,
+        and(inArray(rejectedReports.reason, [...reasons]), isNotNull(rejectedReports.replayedAt), not(startsWith(retryPrefix)))!,
       ),
   };
 }

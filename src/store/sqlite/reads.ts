@@ -35,7 +35,7 @@ function decodeExecution(values: unknown[]): Execution {
 const selectAll = `SELECT ${executionKeys.map((k) => `"${executionColumns[k].name}"`).join(", ")} FROM "${getTableName(executions)}"`;
 
 /** The parts asked for, and only those: a reader sees the same cell whatever else a write cached. */
-function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<RollupPart>): RollupData {
+export function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<RollupPart>): RollupData {
   if (have.size === parts.length) return data;
   const { nsapp, ...rest } = data.dims;
   const withData = parts.includes("data");

@@ -4,18 +4,21 @@
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { GRAINS } from "../../domain/rollup.ts";
+import { GRAINS, type RollupPart } from "../../domain/rollup.ts";
 import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "./budgets.ts";
-import { CellCache } from "./cell-cache.ts";
+import { ALL_PARTS, CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";
 import { asDamage, isCorruption } from "./integrity.ts";
 import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
-import { createSqliteReads } from "./reads.ts";
+import { createSqliteReads, only } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
 import type { Scans } from "./scan-threads.ts";
+
+/** Open hours' cells hold every part: trimmed to what a read asks for, as stored cells are. */
+const EVERY_PART: ReadonlySet<RollupPart> = new Set(ALL_PARTS);
 
 /** Parsed cells kept: a year of day cells for the busiest apps, and the hours around them. */
 const CACHED_CELLS = 8192;
@@ -171,7 +174,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       const foldedUntil = open.foldedUntil;
       if (grain !== GRAINS.hour || to <= foldedUntil) return reads.storedRollups(selection);
       const stored = from < foldedUntil ? reads.storedRollups({ ...selection, to: foldedUntil }) : [];
-      return [...stored, ...open.cellsOf(slice, Math.max(from, foldedUntil), to)];
+      const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to).map(({ bucket, data }) => ({ bucket, data: only(data, selection.parts, EVERY_PART) }));
+      return [...stored, ...hours];
     }),
 
     rollupCells: read((grain, from, to) => {

@@ -121,6 +121,7 @@ function prepareStatements(db: Db) {
       .set({ checkedUntil: sql`${sql.placeholder("until")}` })
       .where(and(eq(expiryState.id, 1), eq(expiryState.checkedUntil, sql.placeholder("from"))))
       .prepare(),
+    stuckMark: db.select({ t: expiryState.checkedUntil }).from(expiryState).where(eq(expiryState.id, 1)).prepare(),
     lowerStuckMark: db
       .insert(expiryState)
       .values({ id: 1, checkedUntil: sql.placeholder("to") })
@@ -185,7 +186,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     const held = heldOf(row);
     const execution = executionFromHeld(held, reads.attemptsOf(held.report.randomId) + 1);
     hot.insertExecution.run(execution);
-    if (execution.outcome === "in_progress") q.lowerStuckMark.run({ to: execution.createdAt });
+    keepStuckMark(execution);
     count(fx, execution, 1, held.at);
   }
 
@@ -232,6 +233,15 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     return held ? heldOf(held) : null;
   }
 
+  /**
+   * An execution in progress created before the stuck mark (import, replay at a report's own
+   * time, a held report applied late) lowers it, or the stuck job would never look at it again
+   * ("every execution created before the mark is final or was expired").
+   */
+  function keepStuckMark(execution: Execution): void {
+    if (execution.outcome === "in_progress" && execution.createdAt < (q.stuckMark.get()?.t ?? 0)) q.lowerStuckMark.run({ to: execution.createdAt });
+  }
+
   function applyReport(op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): ResultFor<typeof op> {
     const { report } = op;
     const current = reads.getExecution(report.executionId);
@@ -243,6 +253,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     switch (decision.kind) {
       case "insert":
         hot.insertExecution.run(decision.row);
+        keepStuckMark(decision.row);
         if (held) forgetHeld(q.deleteHeld.all({ id: report.executionId }));
         count(fx, decision.row, 1, op.at);
         result = { kind: "created", outcome: decision.row.outcome };
@@ -351,7 +362,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
       case "load": {
         const { execution } = op;
         if (hot.insertExecution.run(execution).changes === 0) return { kind: "duplicate" };
-        if (execution.outcome === "in_progress") q.lowerStuckMark.run({ to: execution.createdAt });
+        keepStuckMark(execution);
         count(fx, execution, 1, execution.updatedAt);
         return { kind: "created", outcome: execution.outcome };
       }

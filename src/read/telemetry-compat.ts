@@ -192,8 +192,9 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
         ]);
         const sum = (k: "total" | "success" | "failed" | "aborted" | "in_progress") => summaries.reduce((n, s) => n + s[k], 0);
         const [success, failed] = [sum("success"), sum("failed")];
-        const [apps, os, methods, pve, types, categories, gpus, tools, addons, slugs, ranking] = await Promise.all([
-          top(filters, w, "nsapp", 20),
+        // Every app once: the top 20 and the failure ranking are both cut from it.
+        const [ranking, os, methods, pve, types, categories, gpus, tools, addons, slugs] = await Promise.all([
+          top(filters, w, "nsapp", 1_000_000),
           top(filters, w, "os", 1_000_000),
           top(filters, w, "method", 10),
           top(filters, w, "pve_version", 15),
@@ -203,11 +204,14 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
           top(filters, w, "nsapp", 15, { kind: "tool" }),
           top(filters, w, "nsapp", 15, { kind: "addon" }),
           top(filters, w, "repo_slug", 20),
-          top(filters, w, "nsapp", 1_000_000),
         ]);
+        const apps = ranking.slice(0, 20);
         // The os dimension is "type version": the original groups by type alone.
         const osTypes = new Map<string, number>();
-        for (const g of os) osTypes.set(g.value.split(" ")[0]!, (osTypes.get(g.value.split(" ")[0]!) ?? 0) + g.total);
+        for (const g of os) {
+          const type = g.value.split(" ")[0]!;
+          osTypes.set(type, (osTypes.get(type) ?? 0) + g.total);
+        }
         const errors = await Promise.all(filters.map((f) => stats.errors(f, w, 15)));
         const patterns = new Map<string, { pattern: string; count: number; apps: Set<string> }>();
         for (const e of errors.flatMap((x) => x.signatures)) {

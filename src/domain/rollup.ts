@@ -355,10 +355,10 @@ export class RollupDeltas {
    */
   change(before: RollupRecord, after: RollupRecord, sigBefore: string | null, sigAfter: string | null): void {
     const hour = bucketStart(after.createdAt, GRAINS.hour);
-    const slices = slicesOf(after);
     const movable =
       before.outcome === after.outcome && sigBefore === sigAfter && bucketStart(before.createdAt, GRAINS.hour) === hour &&
-      durationKey(before, before.outcome) === durationKey(after, after.outcome) && slicesOf(before).join() === slices.join();
+      durationKey(before, before.outcome) === durationKey(after, after.outcome) && kindOfType(before.type) === kindOfType(after.type) &&
+      repoClass(before.repoSource) === repoClass(after.repoSource) && before.nsapp === after.nsapp;
     if (!movable) {
       this.add(before, before.outcome, -1, sigBefore);
       this.add(after, after.outcome, 1, sigAfter);
@@ -370,6 +370,7 @@ export class RollupDeltas {
     }
     const fromValues = dimensionValues(before);
     const toValues = dimensionValues(after);
+    const slices = slicesOf(after);
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(after.createdAt, grain);
       for (const slice of slices) moveRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), after.outcome, isAllApps(slice), fromValues, toValues);

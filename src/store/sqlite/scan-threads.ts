@@ -78,7 +78,8 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
       } else if (p.request.op === "list" || p.request.op === "errors") {
         send(thread, p.request).then(p.resolve, p.reject);
       } else {
-        p.reject(new ReadBudgetError(`this read was stopped with its read thread (another read took longer than the read budget of ${seconds} s); try again`));
+        const why = late === null ? "the read thread failed" : `another read took longer than the read budget of ${seconds} s`;
+        p.reject(new ReadBudgetError(`this read was stopped with its read thread (${why}); try again`));
       }
     }
   }

@@ -17,6 +17,7 @@ import { compatRoutes } from "./read/compat-routes.ts";
 import { exportRoutes } from "./read/export-routes.ts";
 import { QueryError } from "./read/query.ts";
 import { readRoutes } from "./read/routes.ts";
+import { telemetryAnalysisRoutes } from "./read/telemetry-analysis.ts";
 import { telemetryCompatRoutes } from "./read/telemetry-compat.ts";
 import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import type { StorageHealth } from "./store/engine.ts";
@@ -116,6 +117,7 @@ export function createApp(deps: AppDeps) {
     .use(readRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
     .use(telemetryCompatRoutes({ store: deps.store, clock }))
+    .use(telemetryAnalysisRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
     .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
 }

@@ -101,7 +101,7 @@ function pathFor(path: string, value: string): string {
 
 test("the OpenAPI document lists the read routes this test fuzzes", () => {
   const paths = routes.map((r) => r.path);
-  for (const p of ["/api/installs", "/api/installs/{random_id}", "/api/stats/breakdown", "/api/stats/timeseries", "/api/export", "/data/paginated", "/api/admin/rejected"]) expect(paths).toContain(p);
+  for (const p of ["/api/installs", "/api/installs/{random_id}", "/api/stats/breakdown", "/api/stats/timeseries", "/api/export", "/data/paginated", "/api/admin/rejected", "/api/dashboard", "/api/records", "/api/scripts", "/api/errors"]) expect(paths).toContain(p);
   expect(routes.reduce((n, r) => n + r.params.length, 0)).toBeGreaterThan(100);
 });
 

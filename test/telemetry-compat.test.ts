@@ -1,6 +1,7 @@
-// The community service's read API (telemetry-service): /api/dashboard, /api/repo-slugs and
-// /api/exit-codes against a recount of the reports sent, with its repo rules (ProxmoxVE takes
-// reports that name no repo, "all" takes every repo), its day clamping, and hostile strings.
+// The community service's read API (telemetry-service): /api/dashboard, /api/repo-slugs,
+// /api/exit-codes, /api/records, /api/scripts and /api/errors against a recount of the reports
+// sent, with its repo rules (ProxmoxVE takes reports that name no repo, "all" takes every repo),
+// its day clamping, and hostile strings.
 import { describe, expect, test } from "bun:test";
 import { EXIT_CODE_EXPLANATIONS } from "../src/domain/exit-codes.ts";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";
@@ -168,5 +169,120 @@ describe("telemetry-service compatible API", () => {
     const long = await t.get(`/api/dashboard?repo=${"x".repeat(200)}`);
     expect(long.status).toBe(400);
     expect(long.body).toMatchObject({ error: "invalid_field", field: "repo" });
+  });
+
+  test("/api/dashboard failed_apps: apps with enough runs, highest failure rate first, each with its type", async () => {
+    const t = await testApp();
+    await load(t);
+    // nginx reaches the day's minimum of 5 runs; its newest run is a VM.
+    for (const [i, type] of (["lxc", "vm"] as const).entries()) {
+      const base = { payload_version: 2, random_id: `x${i}`, execution_id: `x${i}`, type, nsapp: "nginx", repo_source: "ProxmoxVE" };
+      expect((await t.post("/telemetry", { ...base, status: "installing" })).status).toBe(201);
+      expect((await t.post("/telemetry", { ...base, status: "failed", exit_code: 1, error: "boom" })).status).toBe(200);
+    }
+    const d = (await t.get("/api/dashboard")).body as Dashboard & { failed_apps: Record<string, unknown>[] };
+    expect(d.failed_apps).toHaveLength(1);
+    expect(d.failed_apps[0]).toMatchObject({ app: "nginx", type: "vm", total_count: 5, failed_count: 3 });
+    expect(d.failed_apps[0]!.failure_rate).toBeCloseTo(60, 6);
+  });
+
+  type Records = { records: Record<string, unknown>[]; page: number; limit: number; total: number; total_pages: number };
+  const ids = (body: unknown) => (body as Records).records.map((r) => r.random_id);
+
+  test("/api/records: numbered pages newest first with the total, the original's filters, sorts and clamping", async () => {
+    const t = await testApp();
+    await load(t);
+    const newestFirst = ["o2", "o1", "a1", "t1", "d2", "d1", "n3", "n2", "n1"];
+    const first = (await t.get("/api/records")).body as Records;
+    expect(first).toMatchObject({ page: 1, limit: 50, total: 9, total_pages: 1 });
+    expect(ids(first)).toEqual(newestFirst);
+    // Pages of two: five pages, the last one short, past the end empty.
+    const pages = await Promise.all([1, 2, 3, 4, 5, 6].map(async (p) => (await t.get(`/api/records?limit=2&page=${p}`)).body as Records));
+    expect(pages.flatMap((p) => p.records.map((r) => r.random_id))).toEqual(newestFirst);
+    expect(pages.map((p) => [p.total, p.total_pages, p.records.length])).toEqual([[9, 5, 2], [9, 5, 2], [9, 5, 2], [9, 5, 2], [9, 5, 1], [9, 5, 0]]);
+    // Status is the collapsed one: a run still going is listed by its step.
+    expect(ids((await t.get("/api/records?status=failed")).body)).toEqual(["a1", "n3"]);
+    expect(ids((await t.get("/api/records?status=installing")).body)).toEqual(["o2", "d2"]);
+    expect(ids((await t.get("/api/records?status=success")).body)).toEqual(["o1", "t1", "d1", "n2", "n1"]);
+    // app: part of the name, any case; search when app is absent; LIKE's wildcards are plain text.
+    expect(ids((await t.get("/api/records?app=NGI")).body)).toEqual(["n3", "n2", "n1"]);
+    expect(ids((await t.get("/api/records?search=pi")).body)).toEqual(["o2", "o1"]);
+    expect(ids((await t.get("/api/records?app=%25")).body)).toEqual([]);
+    expect(ids((await t.get("/api/records?os=ubuntu")).body)).toEqual(["n2"]);
+    expect(ids((await t.get("/api/records?type=vm")).body)).toEqual(["n3"]);
+    // Sorts by a column, ties newest first; "-" for descending; an unknown sort is the default.
+    expect(ids((await t.get("/api/records?sort=nsapp")).body)).toEqual(["d2", "d1", "a1", "n3", "n2", "n1", "o2", "o1", "t1"]);
+    expect(ids((await t.get("/api/records?sort=-exit_code&limit=2")).body)).toEqual(["a1", "n3"]);
+    expect(ids((await t.get("/api/records?sort=nonsense")).body)).toEqual(newestFirst);
+    // Repos as the dashboard reads them.
+    expect((await t.get("/api/records?repo=all")).body).toMatchObject({ total: 10 });
+    expect(ids((await t.get("/api/records?repo=ProxmoxVED")).body)).toEqual(["v1"]);
+    expect(ids((await t.get("/api/records?repo=all&slug=me/ProxmoxVED")).body)).toEqual(["v1"]);
+    // Clamped as there: limit 1-100, page from 1.
+    expect((await t.get("/api/records?limit=1000&page=-3")).body).toMatchObject({ page: 1, limit: 100 });
+    expect((await t.get("/api/records?limit=0")).body).toMatchObject({ limit: 1, total_pages: 9 });
+    // Records as the original lists them, with the run's steps.
+    const n3 = first.records.find((r) => r.random_id === "n3")!;
+    expect(n3).toMatchObject({ nsapp: "nginx", type: "vm", status: "failed", exit_code: 100, error_category: "dependency", repo_slug: "community-scripts/ProxmoxVE" });
+    expect((JSON.parse(String(n3.pipeline)) as { s: string }[]).map((p) => p.s)).toEqual(["installing", "failed"]);
+    expect((JSON.parse(String(first.records.find((r) => r.random_id === "d2")!.pipeline)) as { s: string }[]).map((p) => p.s)).toEqual(["installing"]);
+  });
+
+  test("/api/scripts: every script's runs by outcome and its usual type; days=0 is all time", async () => {
+    const t = await testApp();
+    await load(t);
+    type Scripts = { total_scripts: number; total_installs: number; top_scripts: Record<string, unknown>[]; recent_scripts: Record<string, unknown>[] };
+    const s = (await t.get("/api/scripts")).body as Scripts;
+    const e = expected("default");
+    expect([s.total_scripts, s.total_installs]).toEqual([e.apps.size, e.total]);
+    expect(new Map(s.top_scripts.map((x) => [x.app, x.total]))).toEqual(e.apps);
+    const nginx = s.top_scripts.find((x) => x.app === "nginx")!;
+    expect(nginx).toMatchObject({ type: "lxc", total: 3, success: 2, failed: 1, aborted: 0, installing: 0, days_old: 0, installs_per_day: 0 });
+    expect(nginx.success_rate).toBeCloseTo(200 / 3, 6);
+    expect(s.top_scripts.find((x) => x.app === "docker")).toMatchObject({ installing: 1, success: 1 });
+    expect(s.top_scripts.find((x) => x.app === "netdata")).toMatchObject({ type: "addon", failed: 1 });
+    expect(s.top_scripts.find((x) => x.app === "post-pve-install")).toMatchObject({ type: "pve", success: 1 });
+    expect(s.recent_scripts.map((r) => r.app)).toEqual(["pihole", "pihole", "netdata", "post-pve-install", "docker", "docker", "nginx", "nginx", "nginx"]);
+    expect(s.recent_scripts[0]).toMatchObject({ status: "installing", os_type: "debian", method: "default" });
+    t.clock.advance(40 * 24 * 3_600_000);
+    expect(((await t.get("/api/scripts")).body as Scripts).total_installs).toBe(0);
+    expect(((await t.get("/api/scripts?days=0")).body as Scripts).total_installs).toBe(e.total);
+    expect(((await t.get("/api/scripts?days=0&repo=all")).body as Scripts).top_scripts.find((x) => x.app === "nginx")).toMatchObject({ total: 4 });
+  });
+
+  test("/api/errors: failures by exit code, category and app, the newest failures, runs still going today, a daily timeline", async () => {
+    const t = await testApp();
+    await load(t);
+    type Errors = Record<string, unknown> & {
+      total_errors: number; total_installs: number; overall_fail_rate: number; stuck_installing: number;
+      exit_code_stats: Record<string, unknown>[]; category_stats: Record<string, unknown>[]; app_errors: Record<string, unknown>[];
+      recent_errors: Record<string, unknown>[]; error_timeline: { date: string; failed: number; aborted: number }[];
+    };
+    const d = (await t.get("/api/errors")).body as Errors;
+    const e = expected("default");
+    expect([d.total_installs, d.total_errors, d.stuck_installing]).toEqual([e.total, e.failed, e.installing]);
+    expect(d.overall_fail_rate).toBeCloseTo((e.failed / e.total) * 100, 6);
+    expect(d.exit_code_stats).toEqual([{ exit_code: 100, count: 2, description: EXIT_CODE_EXPLANATIONS.get(100)!, category: "dependency", percentage: 100 }]);
+    expect(d.category_stats).toEqual([{ category: "dependency", count: 2, percentage: 100, top_apps: "netdata, nginx" }]);
+    expect(d.app_errors.map((a) => a.app)).toEqual(["netdata", "nginx"]);
+    const nginx = d.app_errors[1]!;
+    expect(nginx).toMatchObject({ type: "lxc", total_count: 3, failed_count: 1, aborted_count: 0, top_exit_code: 100, top_category: "dependency" });
+    expect(nginx.failure_rate).toBeCloseTo(100 / 3, 6);
+    expect(String(nginx.top_error)).toContain("apt-get failed");
+    expect(d.recent_errors.map((r) => [r.nsapp, r.status, r.exit_code])).toEqual([["netdata", "failed", 100], ["nginx", "failed", 100]]);
+    expect(d.recent_errors[1]).toMatchObject({ error: "exit code 100: apt-get failed for nginx", error_category: "dependency", os_type: "debian" });
+    expect(d.error_timeline).toHaveLength(7);
+    expect(d.error_timeline.at(-1)).toEqual({ date: "2026-06-01", failed: 2, aborted: 0 });
+    // A day later the failures are still in the week; the runs started yesterday are no longer today's.
+    t.clock.advance(24 * 3_600_000);
+    const later = (await t.get("/api/errors")).body as Errors;
+    expect([later.total_errors, later.stuck_installing]).toEqual([2, 0]);
+    expect((await t.get("/api/errors?days=1")).body).toMatchObject({ total_errors: 0, total_installs: 0 });
+    expect((await t.get("/api/errors?repo=ProxmoxVED")).body).toMatchObject({ total_errors: 0, total_installs: 1 });
+    for (const repo of ["__proto__", "constructor"]) {
+      const res = await t.get(`/api/errors?repo=${repo}&slug=${repo}`);
+      expect(res.status).toBe(200);
+      expect((res.body as Errors).total_installs).toBe(0);
+    }
   });
 });

@@ -16,7 +16,7 @@ import { createStats } from "./stats.ts";
  * The original reads whole numbers as Go's fmt.Sscanf("%d") does (leading digits, else the
  * default) and clamps them instead of refusing; kept, as its clients rely on it.
  */
-function goDays(text: string | undefined, fallback: number, clamp: (n: number) => number): number {
+export function goDays(text: string | undefined, fallback: number, clamp: (n: number) => number): number {
   if (text === undefined) return fallback;
   const m = /^\s*([+-]?\d{1,25})/.exec(text);
   if (!m) return fallback;
@@ -30,12 +30,12 @@ const dashboardDays = (n: number) => (n < 0 ? 1 : n === 0 || n > 365 ? 365 : n);
 const slugDays = (n: number) => Math.min(365, Math.max(1, n));
 
 /** From midnight UTC of the first of the last `days` days to the end of this hour (the original's chSinceTime). */
-function windowOf(days: number, now: number): Window {
+export function windowOf(days: number, now: number): Window {
   const today = now - (now % DAY);
   return { from: today - (days - 1) * DAY, to: now - (now % HOUR) + HOUR };
 }
 
-function label(field: string, text: string | undefined): string | undefined {
+export function label(field: string, text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   const v = text.trim();
   if (v.length > MAX_LABEL) throw new QueryError(field, `${field} must be at most ${MAX_LABEL} characters`);
@@ -47,31 +47,69 @@ function label(field: string, text: string | undefined): string | undefined {
  * repo_source existed were the production scripts); "all" is every repo; any other value exactly.
  * Each filter is read on its own and the answers summed.
  */
-function repoFilters(repo: string | undefined): ExecutionFilter[] {
+export function repoFilters(repo: string | undefined): ExecutionFilter[] {
   const r = label("repo", repo) ?? "ProxmoxVE";
   if (r === "all") return [{}];
   if (r === "ProxmoxVE") return [{ repoSource: "ProxmoxVE" }, { repoSource: "" }];
   return [{ repoSource: r }];
 }
 
+export interface Summed {
+  value: string;
+  total: number;
+  success: number;
+  failed: number;
+  aborted: number;
+  in_progress: number;
+}
+
+export const REPO_PARAM = docParam('repo_source: ProxmoxVE (default, with reports that name none), ProxmoxVED, external, or "all"');
+export const SLUG_PARAM = docParam("one repository, owner/repo");
+
 /** Groups of several reads summed by value, largest first. */
-function summed(lists: readonly Group[][]): { value: string; total: number; success: number; failed: number }[] {
-  const by = new Map<string, { value: string; total: number; success: number; failed: number }>();
+function summed(lists: readonly Group[][]): Summed[] {
+  const by = new Map<string, Summed>();
   for (const groups of lists) {
     for (const g of groups) {
       const key = g.value ?? "";
-      const e = by.get(key) ?? { value: key, total: 0, success: 0, failed: 0 };
+      const e = by.get(key) ?? { value: key, total: 0, success: 0, failed: 0, aborted: 0, in_progress: 0 };
       e.total += g.total;
       e.success += g.success;
       e.failed += g.failed;
+      e.aborted += g.aborted;
+      e.in_progress += g.in_progress;
       by.set(key, e);
     }
   }
   return [...by.values()].sort((a, b) => b.total - a.total || a.value.localeCompare(b.value));
 }
 
+type Stats = ReturnType<typeof createStats>;
+
+/** A breakdown over every repo filter, summed; "" values left out, as the original does. */
+export function topOf(stats: Stats) {
+  return async (filters: readonly ExecutionFilter[], w: Window, by: Dimension, limit: number, extra: ExecutionFilter = {}): Promise<Summed[]> => {
+    const lists = await Promise.all(filters.map(async (f) => (await stats.breakdown({ ...f, ...extra }, w, { by, sort: "volume", minRuns: 0, limit: 1_000_000 })).groups));
+    return summed(lists).filter((g) => g.value !== "").slice(0, limit);
+  };
+}
+
+const IN_PROGRESS = new Set(["installing", "validation", "configuring"]);
+/** The original's status: the outcome, or for a run still going the step it last reported. */
+export const collapsedStatus = (e: Pick<Execution, "outcome" | "status">): string => (e.outcome !== "in_progress" ? e.outcome : IN_PROGRESS.has(e.status) ? e.status : "installing");
+
+/** What the original's `status` parameter selects. */
+export function statusFilter(status: string): ExecutionFilter {
+  if (status === "success" || status === "failed" || status === "aborted" || status === "unknown") return { outcome: status };
+  if (IN_PROGRESS.has(status)) return { outcome: "in_progress", status };
+  return { status };
+}
+
+/** A time as ClickHouse's toString prints it: "2026-11-25 10:00:00.000" (UTC). */
+export const chTime = (t: number): string => new Date(t).toISOString().replace("T", " ").replace("Z", "");
+
 /** A record as the original lists it: Go's omitempty leaves zero values out; `created` as ClickHouse prints it. */
-const TelemetryRecord = t.Object({
+export const TelemetryRecord = t.Object({
   random_id: t.String(),
   execution_id: t.Optional(t.String()),
   type: t.String(),
@@ -98,21 +136,34 @@ const TelemetryRecord = t.Object({
   repo_source: t.Optional(t.String()),
   repo_slug: t.Optional(t.String()),
   has_arm: t.Optional(t.Boolean()),
+  pipeline: t.Optional(t.String({ description: 'JSON: the steps of the run, [{"s": status, "t": time}, ...]' })),
   created: t.String(),
 });
 type TelemetryRecord = Static<typeof TelemetryRecord>;
 
-function toTelemetryRecord(e: Execution): TelemetryRecord {
+/** The steps a run went through, as the original's installation log shows them. */
+function pipelineOf(e: Execution): string | undefined {
+  const steps: { s: string; t: string }[] = [];
+  const step = (s: string, at: number | null) => at !== null && steps.push({ s, t: chTime(at) });
+  step("installing", e.installingAt);
+  step("validation", e.validationAt);
+  step("configuring", e.configuringAt);
+  if (e.outcome !== "in_progress") step(collapsedStatus(e), e.finishedAt);
+  return steps.length === 0 ? undefined : JSON.stringify(steps);
+}
+
+export function toTelemetryRecord(e: Execution): TelemetryRecord {
   const optional = {
     execution_id: e.executionId, ct_type: e.ctType, disk_size: e.diskSize, core_count: e.coreCount, ram_size: e.ramSize, os_type: e.osType,
     os_version: e.osVersion, pve_version: e.pveVersion, method: e.method, error: e.error, exit_code: e.exitCode, gpu_vendor: e.gpuVendor,
     gpu_model: e.gpuModel, gpu_passthrough: e.gpuPassthrough ?? e.hostGpu, cpu_vendor: e.cpuVendor, cpu_model: e.cpuModel, ram_speed: e.ramSpeed,
     install_duration: e.installDuration, error_category: e.errorCategory, repo_source: e.repoSource, repo_slug: e.repoSlug, has_arm: e.hasArm,
+    pipeline: pipelineOf(e),
   };
-  const kept = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== null && v !== "" && v !== 0 && v !== false));
+  const kept = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined && v !== null && v !== "" && v !== 0 && v !== false));
   return {
-    random_id: e.randomId, type: e.type, nsapp: e.nsapp ?? "", status: e.status, ...kept,
-    created: new Date(e.createdAt).toISOString().replace("T", " ").replace("Z", ""),
+    random_id: e.randomId, type: e.type, nsapp: e.nsapp ?? "", status: collapsedStatus(e), ...kept,
+    created: chTime(e.createdAt),
   };
 }
 
@@ -152,11 +203,7 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
   const stats = createStats(deps.store);
   const tags = ["telemetry-service compatible"];
 
-  /** A breakdown over every repo filter, summed; "" values left out, as the original does. */
-  async function top(filters: ExecutionFilter[], w: Window, by: Dimension, limit: number, extra: ExecutionFilter = {}) {
-    const lists = await Promise.all(filters.map(async (f) => (await stats.breakdown({ ...f, ...extra }, w, { by, sort: "volume", minRuns: 0, limit: 1_000_000 })).groups));
-    return summed(lists).filter((g) => g.value !== "").slice(0, limit);
-  }
+  const top = topOf(stats);
 
   return new Elysia({ name: "telemetry-compat" })
     .get(
@@ -171,7 +218,7 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
         return { repo_slugs: (await top(repoFilters(query.repo), w, "repo_slug", 50)).map((g) => ({ slug: g.value, count: g.total })) };
       },
       {
-        query: t.Object({ days: docParam("days back from today (1-365, default 30)"), repo: docParam('repo_source: ProxmoxVE (default, with reports that name none), ProxmoxVED, external, or "all"') }),
+        query: t.Object({ days: docParam("days back from today (1-365, default 30)"), repo: REPO_PARAM }),
         response: t.Object({ repo_slugs: t.Array(Count("slug")) }),
         detail: { tags, summary: "Repositories (owner/repo) that sent reports, most first" },
       },
@@ -234,6 +281,13 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
           .flat()
           .sort((a, b) => b.createdAt - a.createdAt)
           .slice(0, 20);
+        const failedApps = ranking
+          .filter((g) => g.total >= min && g.failed > 0)
+          .map((g) => ({ app: g.value, total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))
+          .sort((a, b) => b.failure_rate - a.failure_rate || b.failed_count - a.failed_count)
+          .slice(0, 16);
+        // An app's type as of its newest run (the original ranks app and type pairs; an app keeps its type).
+        const appTypes = new Map((await deps.store.newestOfApps(failedApps.map((a) => a.app))).map((e) => [e.nsapp ?? "", e.type]));
         return {
           total_installs: sum("total"),
           total_all_time: allTime.reduce((n, s) => n + s.total, 0),
@@ -249,11 +303,7 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
           pve_versions: pve.map((g) => ({ version: g.value, count: g.total })),
           type_stats: types.map((g) => ({ type: g.value, count: g.total })),
           error_analysis: [...patterns.values()].sort((a, b) => b.count - a.count).slice(0, 15).map((p) => ({ pattern: p.pattern, count: p.count, unique_apps: p.apps.size, apps: [...p.apps].join(", ") })),
-          failed_apps: ranking
-            .filter((g) => g.total >= min && g.failed > 0)
-            .map((g) => ({ app: g.value, type: "", total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))
-            .sort((a, b) => b.failure_rate - a.failure_rate || b.failed_count - a.failed_count)
-            .slice(0, 16),
+          failed_apps: failedApps.map((a) => ({ ...a, type: appTypes.get(a.app) ?? "" })),
           daily_stats: daily,
           gpu_stats: gpus.map((g) => ({ vendor: g.value, passthrough: "", count: g.total })),
           error_categories: categories.map((g) => ({ category: g.value, count: g.total })),
@@ -269,8 +319,8 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
       {
         query: t.Object({
           days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
-          repo: docParam('repo_source: ProxmoxVE (default, with reports that name none), ProxmoxVED, external, or "all"'),
-          slug: docParam("one repository, owner/repo"),
+          repo: REPO_PARAM,
+          slug: SLUG_PARAM,
         }),
         response: { 200: DashboardJson },
         detail: { tags, summary: "The community service's dashboard data, from rollups" },

@@ -119,6 +119,26 @@ export interface ExecutionFilter {
 
 type ListOrder = "newest" | "oldest";
 
+/** Columns a numbered page can be sorted by (the community service's `sort`). */
+export const PAGE_SORTS = ["created", "nsapp", "status", "os_type", "type", "method", "exit_code"] as const;
+export type PageSort = (typeof PAGE_SORTS)[number];
+
+/**
+ * A numbered page as the community service lists records: `offset` rows skipped, sorted by one
+ * column ("status" is the outcome; text by code point, absent values before every value; ties
+ * newest first, then latest inserted), with two filters rollups do not know: any of several repo
+ * sources ("" for none), and an app name containing a text (ASCII letters in any case, taken
+ * literally).
+ */
+export interface PageQuery {
+  offset: number;
+  limit: number;
+  sort: PageSort;
+  descending: boolean;
+  repoSources?: readonly string[];
+  appContains?: string;
+}
+
 /** Position after the last row of a page. */
 export interface ListCursor {
   createdAt: number;
@@ -147,6 +167,10 @@ export interface StoreReads {
   getExecutions(randomId: string): Promise<Execution[]>;
   /** Newest first (or oldest), `limit` rows after `after`; `next` is null on the last page. */
   listExecutions(filter: ExecutionFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): Promise<{ rows: Execution[]; next: ListCursor | null }>;
+  /** Each app's newest execution (an index seek per app); apps without one are left out. */
+  newestOfApps(apps: readonly string[]): Promise<Execution[]>;
+  /** One numbered page and how many executions match in all. */
+  pageExecutions(filter: ExecutionFilter, page: PageQuery): Promise<{ rows: Execution[]; total: number }>;
   /**
    * Matching executions oldest first, `offset` skipped, at most `limit`, in chunks of `chunkRows`.
    * Each chunk is one query run to completion, so no statement stays open while a consumer

@@ -18,7 +18,7 @@ import type { RejectReason, Rejection } from "../../src/domain/rejection.ts";
 import { ALL_APPS, GRAINS, appSlice, bucketStart, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { ExecutionFilter, ListCursor, ResultFor, RollupCell, Store, WriteOp } from "../../src/store/contract.ts";
+import { PAGE_SORTS, type ExecutionFilter, type ListCursor, type PageQuery, type PageSort, type ResultFor, type RollupCell, type Store, type WriteOp } from "../../src/store/contract.ts";
 import { openEngine } from "../../src/store/open.ts";
 
 /** Fresh, empty databases of one engine: an SQLite file in a new directory, a new PostgreSQL database. */
@@ -729,6 +729,63 @@ export function storeContract(factory: EngineFactory): void {
         // A window is kept across pages too.
         const windowed = await everyPage(store, { from: PAST + 1, to: PAST + 2 }, 3, "newest");
         expect(windowed.flat().map((r) => r.randomId)).toEqual(oldest.filter((r) => r.at === PAST + 1).map((r) => r.id).reverse());
+      });
+
+      test("pageExecutions: sorted by each column either way, ties newest first; offset pages add up to the whole; total counts every match", async () => {
+        const store = await loaded();
+        const column: Record<PageSort, (r: Execution) => string | number | null> = {
+          created: (r) => r.createdAt, nsapp: (r) => r.nsapp, status: (r) => r.outcome, os_type: (r) => r.osType, type: (r) => r.type, method: (r) => r.method, exit_code: (r) => r.exitCode,
+        };
+        const cmp = (a: string | number | null, b: string | number | null) => (a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1);
+        const insertion = new Map(rows.map((r, i) => [r.randomId, i]));
+        for (const sort of PAGE_SORTS) {
+          for (const descending of [false, true]) {
+            const expected = idsOf(
+              [...rows].sort((a, b) => (descending ? -1 : 1) * cmp(column[sort](a), column[sort](b)) || b.createdAt - a.createdAt || insertion.get(b.randomId)! - insertion.get(a.randomId)!),
+            );
+            const whole = await store.pageExecutions({}, { offset: 0, limit: 100, sort, descending });
+            expect({ sort, descending, ids: idsOf(whole.rows), total: whole.total }).toEqual({ sort, descending, ids: expected, total: rows.length });
+            const pages = await Promise.all([0, 5, 10, 15].map((offset) => store.pageExecutions({}, { offset, limit: 5, sort, descending })));
+            expect(pages.flatMap((p) => idsOf(p.rows))).toEqual(expected);
+            expect(pages.map((p) => p.total)).toEqual([12, 12, 12, 12]);
+          }
+        }
+        const page = (filter: ExecutionFilter, extra: Partial<PageQuery>) => store.pageExecutions(filter, { offset: 0, limit: 100, sort: "created", descending: false, ...extra });
+        const oldest = (keep: (r: Execution) => boolean) => idsOf([...rows].filter(keep).sort((a, b) => a.createdAt - b.createdAt || insertion.get(b.randomId)! - insertion.get(a.randomId)!));
+        // The app filter: part of the name in any case, wildcards taken literally; with the other filters.
+        for (const [text, keep] of [
+          ["NGI", (r: Execution) => r.nsapp === "nginx"],
+          ["0%_", (r: Execution) => r.nsapp === "50%_off"],
+          ["_off", (r: Execution) => r.nsapp?.includes("_off") === true],
+          ["x", (r: Execution) => r.nsapp?.includes("x") === true],
+        ] as const) {
+          const got = await page({}, { appContains: text });
+          expect({ text, ids: idsOf(got.rows), total: got.total }).toEqual({ text, ids: oldest(keep), total: oldest(keep).length });
+        }
+        const failedNginx = await page({ outcome: "failed" }, { appContains: "nginx" });
+        expect(idsOf(failedNginx.rows)).toEqual(oldest((r) => r.nsapp === "nginx" && r.outcome === "failed"));
+        expect(await page({ nsapp: "nobody" }, {})).toEqual({ rows: [], total: 0 });
+        expect((await page({}, { offset: 50 })).total).toBe(12);
+      });
+
+      test("newestOfApps: each app's newest execution, the latest inserted of a millisecond; unknown apps left out", async () => {
+        const store = await loaded();
+        const got = await store.newestOfApps(["nginx", "docker", "no-such-app", "homeassistant"]);
+        expect(idsOf(got)).toEqual(["f12", "f11", "f09"]);
+        expect(got[0]).toEqual(rows[11]!);
+        expect(await store.newestOfApps([])).toEqual([]);
+      });
+
+      test("pageExecutions: any of several repo sources, \"\" for those naming none", async () => {
+        const store = await freshStore();
+        const repos = [["r1", "ProxmoxVE"], ["r2", ""], ["r3", null], ["r4", "ProxmoxVED"], ["r5", "someone/fork"]] as const;
+        await store.write(repos.map(([id, repoSource], i) => loadOp(record(id, { createdAt: PAST + i * MIN, repoSource }))));
+        const ids = async (repoSources?: readonly string[]) => idsOf((await store.pageExecutions({}, { offset: 0, limit: 10, sort: "created", descending: false, ...(repoSources ? { repoSources } : {}) })).rows);
+        expect(await ids(["ProxmoxVE", ""])).toEqual(["r1", "r2", "r3"]);
+        expect(await ids(["ProxmoxVED"])).toEqual(["r4"]);
+        expect(await ids(["someone/fork", "ProxmoxVED"])).toEqual(["r4", "r5"]);
+        expect(await ids([])).toEqual([]);
+        expect(await ids()).toEqual(["r1", "r2", "r3", "r4", "r5"]);
       });
 
       test("next is null on the last page, also when it is full, and on an empty listing", async () => {

@@ -5,7 +5,7 @@ import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, s
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { addColumn, fromColumns, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
-import type { ExecutionFilter, ListCursor, RollupCell, RollupSelection } from "../contract.ts";
+import type { ExecutionFilter, ListCursor, PageQuery, PageSort, RollupCell, RollupSelection } from "../contract.ts";
 import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
@@ -93,6 +93,20 @@ function whereOf(f: ExecutionFilter): SQL | undefined {
   return and(...c);
 }
 
+/** The community service's `status` column is the collapsed outcome. */
+const PAGE_SORT_COLUMNS: Record<PageSort, Column> = {
+  created: executions.createdAt, nsapp: executions.nsapp, status: executions.outcome, os_type: executions.osType,
+  type: executions.type, method: executions.method, exit_code: executions.exitCode,
+};
+
+function pageWhere(filter: ExecutionFilter, { repoSources, appContains }: PageQuery): SQL | undefined {
+  // None of no sources: Drizzle's or() of nothing would be no condition at all.
+  const anyRepo = repoSources === undefined ? undefined : repoSources.length === 0 ? sql`0` : or(...repoSources.map((r) => matches(executions.repoSource, r)));
+  // LIKE is case-insensitive for ASCII, as the original's positionCaseInsensitive.
+  const app = appContains ? sql`${executions.nsapp} LIKE ${`%${escapeLike(appContains)}%`} ESCAPE '\\'` : undefined;
+  return and(whereOf(filter), anyRepo, app);
+}
+
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
 export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
@@ -142,6 +156,9 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
   // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
   const getExecution = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.executionId.name}" = ?`);
   const getExecutions = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.randomId.name}" = ? ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`);
+  const newestOfApp = sqlite.query<unknown[], [string]>(
+    `${selectAll} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
+  );
   const countAttempts = sqlite.query<{ n: number }, [string]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE "${executions.randomId.name}" = ?`);
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
@@ -181,6 +198,24 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       const last = page.at(-1);
       const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
       return { rows: page.map(({ seq: _, ...row }): Execution => row), next };
+    },
+
+    newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => newestOfApp.values(app).map(decodeExecution)),
+
+    pageExecutions(filter: ExecutionFilter, page: PageQuery): { rows: Execution[]; total: number } {
+      const where = pageWhere(filter, page);
+      const [counted] = db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where).all();
+      const direction = page.descending ? desc : asc;
+      const column = PAGE_SORT_COLUMNS[page.sort];
+      const rows = db
+        .select(executionColumns)
+        .from(executions)
+        .where(where)
+        .orderBy(direction(column), desc(executions.createdAt), desc(seq))
+        .limit(page.limit)
+        .offset(page.offset)
+        .all();
+      return { rows, total: counted?.n ?? 0 };
     },
 
     *iterateExecutions(filter: ExecutionFilter): Generator<Execution> {

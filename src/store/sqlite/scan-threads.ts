@@ -3,7 +3,7 @@
 // is started afresh: bun:sqlite cannot interrupt a statement, and a thread can always be ended.
 import type { Execution } from "../../domain/execution.ts";
 import type { Logger } from "../../log.ts";
-import { ReadBudgetError, type ExecutionFilter, type ListCursor } from "../contract.ts";
+import { ReadBudgetError, type ExecutionFilter, type ListCursor, type PageQuery } from "../contract.ts";
 import type { ScanReply, ScanRequest, ScannerStart } from "./scanner.ts";
 
 type Page = { limit: number; after?: ListCursor; order?: "newest" | "oldest" };
@@ -13,6 +13,8 @@ type Pending = { request: ScanRequest; resolve(value: unknown): void; reject(err
 /** The scans a serving store hands to its read threads. */
 export interface Scans {
   listExecutions(filter: ExecutionFilter, page: Page): Promise<{ rows: Execution[]; next: ListCursor | null }>;
+  pageExecutions(filter: ExecutionFilter, page: PageQuery): Promise<{ rows: Execution[]; total: number }>;
+  newestOfApps(apps: readonly string[]): Promise<Execution[]>;
   executionChunks(filter: ExecutionFilter, page?: ChunkPage): AsyncGenerator<Execution[], void>;
   errorTextCounts(): Promise<{ error: string; count: number }[]>;
   stop(): void;
@@ -75,7 +77,7 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
       if (p.timer) clearTimeout(p.timer);
       if (p.request.id === late) {
         p.reject(new ReadBudgetError(`this read took longer than the read budget (${seconds} s) and was stopped; narrow it (a shorter window, fewer filters on free text) or raise --read-budget`));
-      } else if (p.request.op === "list" || p.request.op === "errors") {
+      } else if (p.request.op === "list" || p.request.op === "page" || p.request.op === "newest" || p.request.op === "errors") {
         send(thread, p.request).then(p.resolve, p.reject);
       } else {
         const why = late === null ? "the read thread failed" : `another read took longer than the read budget of ${seconds} s`;
@@ -101,6 +103,8 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
 
   return {
     listExecutions: (filter, page) => send(pick(), { id: nextId++, op: "list", filter, page }) as Promise<{ rows: Execution[]; next: ListCursor | null }>,
+    pageExecutions: (filter, page) => send(pick(), { id: nextId++, op: "page", filter, page }) as Promise<{ rows: Execution[]; total: number }>,
+    newestOfApps: (apps) => send(pick(), { id: nextId++, op: "newest", apps }) as Promise<Execution[]>,
     errorTextCounts: () => send(pick(), { id: nextId++, op: "errors" }) as Promise<{ error: string; count: number }[]>,
     async *executionChunks(filter, page = {}) {
       const thread = pick();

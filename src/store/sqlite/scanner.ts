@@ -4,7 +4,7 @@
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Execution } from "../../domain/execution.ts";
-import type { ExecutionFilter, ListCursor } from "../contract.ts";
+import type { ExecutionFilter, ListCursor, PageQuery } from "../contract.ts";
 import { CellCache } from "./cell-cache.ts";
 import { createSqliteReads } from "./reads.ts";
 import * as schema from "./schema.ts";
@@ -15,13 +15,15 @@ export interface ScannerStart {
 
 export type ScanRequest =
   | { id: number; op: "list"; filter: ExecutionFilter; page: { limit: number; after?: ListCursor; order?: "newest" | "oldest" } }
+  | { id: number; op: "page"; filter: ExecutionFilter; page: PageQuery }
+  | { id: number; op: "newest"; apps: readonly string[] }
   /** Opens a stream of chunks (executionChunks); `next` pulls one, `close` ends it. */
   | { id: number; op: "open"; stream: number; filter: ExecutionFilter; page: { offset?: number; limit?: number; chunkRows?: number } }
   | { id: number; op: "next"; stream: number }
   | { id: number; op: "close"; stream: number }
   | { id: number; op: "errors" };
 
-type ScanValue = { rows: Execution[]; next: ListCursor | null } | Execution[] | null | { error: string; count: number }[];
+type ScanValue = { rows: Execution[]; next: ListCursor | null } | { rows: Execution[]; total: number } | Execution[] | null | { error: string; count: number }[];
 
 export type ScanReply =
   | { id: number; ok: true; value: ScanValue }
@@ -38,6 +40,10 @@ function answer(request: ScanRequest): ScanValue {
   switch (request.op) {
     case "list":
       return reads.listExecutions(request.filter, request.page);
+    case "newest":
+      return reads.newestOfApps(request.apps);
+    case "page":
+      return reads.pageExecutions(request.filter, request.page);
     case "errors":
       return reads.errorTextCounts();
     case "open":

@@ -156,6 +156,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   return {
     getExecutions: read((randomId) => reads.getExecutions(randomId)),
     listExecutions: (filter, page) => (scans ? remote(scans.listExecutions(filter, page)) : read(() => reads.listExecutions(filter, page))()),
+    newestOfApps: (apps) => (scans ? remote(scans.newestOfApps(apps)) : read(() => reads.newestOfApps(apps))()),
+    pageExecutions: (filter, page) => (scans ? remote(scans.pageExecutions(filter, page)) : read(() => reads.pageExecutions(filter, page))()),
     executionChunks,
     async *iterateExecutions(filter) {
       for await (const chunk of executionChunks(filter)) yield* chunk;

@@ -886,6 +886,28 @@ export function storeContract(factory: EngineFactory): void {
         expect(counts.slice(2).sort((a, b) => (a.error < b.error ? -1 : 1))).toEqual([{ error: "Exit code 1", count: 1 }, { error: "exit code 1 ", count: 1 }]);
       });
 
+      test("long error texts (the clients' log tails) come back whole from every read, and group exactly", async () => {
+        const store = await freshStore();
+        // Lines of a log with non-ASCII and astral characters everywhere, one of them across every likely cut.
+        const log = (tail: string) => Array.from({ length: 400 }, (_, i) => `[${i}] step ${i}: compiling \u00e9\u4e2d \u{1F600} module_${i}.c`).join("\n") + tail;
+        const texts = [log(""), log(""), log(" but the tail differs"), "short", "x" + "\u{1F600}".repeat(3000)];
+        expect(texts[0]!.length).toBeGreaterThan(10_000);
+        await store.write(texts.map((error, i) => loadOp(record(`long${i}`, { createdAt: PAST + i * MIN, status: "failed", error, nsapp: "app" }))));
+        for (const [i, error] of texts.entries()) expect((await latestOf(store, `long${i}`))!.error).toBe(error);
+        const listed = (await store.listExecutions({}, { limit: 10, order: "oldest" })).rows.map((r) => r.error);
+        expect(listed).toEqual(texts);
+        expect((await store.pageExecutions({}, { offset: 0, limit: 10, sort: "created", descending: false })).rows.map((r) => r.error)).toEqual(texts);
+        const streamed: (string | null)[] = [];
+        for await (const chunk of store.executionChunks({}, { chunkRows: 2 })) streamed.push(...chunk.map((r) => r.error));
+        expect(streamed).toEqual(texts);
+        const counts = await store.errorTextCounts();
+        expect(counts).toHaveLength(4);
+        expect(counts[0]).toEqual({ error: texts[0]!, count: 2 });
+        expect(new Set(counts.map((c) => c.error))).toEqual(new Set(texts));
+        // Free text finds what the head of a long text says.
+        expect(idsOf((await store.listExecutions({ q: "[3] step 3" }, { limit: 10, order: "oldest" })).rows)).toEqual(["long0", "long1", "long2"]);
+      });
+
       test("changeMarker moves with each commit and only then", async () => {
         const store = await freshStore();
         const m0 = await store.changeMarker();

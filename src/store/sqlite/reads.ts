@@ -9,14 +9,15 @@ import type { ExecutionFilter, ListCursor, PageQuery, PageSort, RollupCell, Roll
 import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
-import { errorSignatures, executions, rollupState, rollups } from "./schema.ts";
+import { fromRow, joinError } from "./error-text.ts";
+import { errorSignatures, executions, rollupState, rollups, type ExecutionRow } from "./schema.ts";
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
 const cellName = (grain: number, app: string, bucket: number): string => `rollup cell ${GRAIN_NAMES[grain] ?? grain} ${app} ${new Date(bucket).toISOString()}`;
 
 const executionColumns = getTableColumns(executions);
-const executionKeys = Object.keys(executionColumns) as (keyof Execution)[];
+const executionKeys = Object.keys(executionColumns) as (keyof ExecutionRow)[];
 const CREATED_AT = executionKeys.indexOf("createdAt");
 // Text, integer and real columns come back from SQLite as they are; only booleans need
 // Drizzle's mapping. Skipping the identity calls doubles the speed of streamed reads (export).
@@ -29,7 +30,7 @@ function decodeExecution(values: unknown[]): Execution {
     const value = values[i] ?? null;
     row[executionKeys[i]!] = value !== null && needsMapping[i] ? executionColumns[executionKeys[i]!].mapFromDriverValue(value) : value;
   }
-  return row as unknown as Execution;
+  return fromRow(row as unknown as ExecutionRow);
 }
 
 const selectAll = `SELECT ${executionKeys.map((k) => `"${executionColumns[k].name}"`).join(", ")} FROM "${getTableName(executions)}"`;
@@ -197,7 +198,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
-      return { rows: page.map(({ seq: _, ...row }): Execution => row), next };
+      return { rows: page.map(({ seq: _, ...row }) => fromRow(row)), next };
     },
 
     newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => newestOfApp.values(app).map(decodeExecution)),
@@ -215,7 +216,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
         .limit(page.limit)
         .offset(page.offset)
         .all();
-      return { rows, total: counted?.n ?? 0 };
+      return { rows: rows.map(fromRow), total: counted?.n ?? 0 };
     },
 
     *iterateExecutions(filter: ExecutionFilter): Generator<Execution> {
@@ -224,13 +225,15 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
 
     errorTextCounts() {
       const n = sql<number>`count(*)`.mapWith(Number);
+      // Equal texts are stored alike (the same head, the same compressed rest): grouping by both is exact.
       return db
-        .select({ error: sql<string>`${executions.error}`, count: n })
+        .select({ error: sql<string>`${executions.error}`, rest: executions.errorRest, count: n })
         .from(executions)
         .where(and(isNotNull(executions.error), ne(executions.error, "")))
-        .groupBy(executions.error)
-        .orderBy(desc(n), asc(executions.error))
-        .all();
+        .groupBy(executions.error, executions.errorRest)
+        .orderBy(desc(n), asc(executions.error), asc(executions.errorRest))
+        .all()
+        .map(({ error, rest, count }) => ({ error: joinError(error, rest)!, count }));
     },
 
     changeMarker(): string {

@@ -43,7 +43,10 @@ export const executions = sqliteTable(
     extra: text("extra"),
     status: text("status").notNull(),
     outcome: text("outcome", { enum: OUTCOMES }).notNull(),
+    /** The error text, or its head when it is long; the rest is in `error_rest` (error-text.ts). */
     error: text("error"),
+    /** Null, or the rest of a long error text after `error`, zstd-compressed. */
+    errorRest: blob("error_rest", { mode: "buffer" }),
     exitCode: integer("exit_code"),
     errorCategory: text("error_category"),
     failedCommand: text("failed_command"),
@@ -156,9 +159,11 @@ export const budgetCounters = sqliteTable("budget_counters", {
   value: integer("value").notNull(),
 });
 
-/** The row is the domain's Execution, column for column: this fails to compile when they drift. */
+/** The row is the domain's Execution, column for column, with a long error text in two parts (error-text.ts). */
+export type ExecutionRow = Execution & { errorRest: Buffer | null };
+/** Fails to compile when the table and the domain's Execution drift. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-true satisfies Same<typeof executions.$inferSelect, Execution>;
+true satisfies Same<typeof executions.$inferSelect, ExecutionRow>;
 
 /**
  * Rollup cells (src/domain/rollup.ts): one row per grain (0 hour, 1 day, 2 month) x time bucket x

@@ -1,7 +1,7 @@
 // The write side of the SQLite engine: every write op applied inside one transaction per batch,
 // rollup deltas and error-signature sightings merged into their rows before COMMIT, the open
 // hours' counts handed to memory after it.
-import type { Database } from "bun:sqlite";
+import type { Database, Statement } from "bun:sqlite";
 import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SignatureSightings, failureSignatureId } from "../../domain/error-signature.ts";
@@ -16,7 +16,8 @@ import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
 import { LEGACY_HELD_COST, decodeHeld, encodeHeld, executionFromHeld } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
-import { errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups } from "./schema.ts";
+import { toRow } from "./error-text.ts";
+import { errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
@@ -35,6 +36,9 @@ function insertAll<T extends SQLiteTable>(table: T, tail: string): string {
   return `INSERT INTO "${getTableName(table)}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(([key]) => `$${key}`).join(", ")}) ${tail}`;
 }
 
+/** A statement writing an execution as its row (a long error text split, error-text.ts). */
+const rowOf = (statement: Statement<never, [ExecutionRow]>) => ({ run: (e: Execution) => statement.run(toRow(e)) });
+
 /**
  * Statements run for every report and every rollup cell of a batch, prepared on bun:sqlite
  * directly: Drizzle's per-call placeholder filling and row mapping cost as much as the
@@ -44,9 +48,11 @@ function prepareHotStatements(sqlite: Database) {
   const cell = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app AND "${rollups.bucket.name}" = $bucket`;
   return {
     /** changes is 0 when the execution_id is stored already (a duplicate). */
-    insertExecution: sqlite.query<never, Execution>(insertAll(executions, "ON CONFLICT DO NOTHING")),
+    insertExecution: rowOf(sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO NOTHING"))),
     /** A whole row written back: every report that changes an execution may change any field. */
-    replaceExecution: sqlite.query<never, Execution>(insertAll(executions, "ON CONFLICT DO UPDATE SET " + Object.values(getTableColumns(executions)).filter((c) => !c.primary).map((c) => `"${c.name}" = excluded."${c.name}"`).join(", "))),
+    replaceExecution: rowOf(
+      sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO UPDATE SET " + Object.values(getTableColumns(executions)).filter((c) => !c.primary).map((c) => `"${c.name}" = excluded."${c.name}"`).join(", "))),
+    ),
     findHeld: sqlite.query<HeldRow, { id: string }>(`${selectHeld} WHERE "${heldReports.executionId.name}" = $id`),
     /** The oldest held reports received before $before (expiry, and the budget's overflow). */
     oldestHeld: sqlite.query<HeldRow, { before: number; limit: number }>(

@@ -1,0 +1,1 @@
+ALTER TABLE `executions` ADD `error_rest` blob;

@@ -54,3 +54,22 @@ test("log tails take a fraction of their size on disk", async () => {
   console.log(`error texts: ${sent} bytes sent, ${stored} stored (${((stored / sent) * 100).toFixed(1)}%)`);
   expect(stored / sent).toBeLessThan(0.3);
 });
+
+test("a text stored whole before migration 0010 and the same text stored split count as one", async () => {
+  const dir = tempDir("installstats-error-text-");
+  const location = join(dir, "installstats.db");
+  const text = logTail(3);
+  let engine = await openEngine(location, { durability: "normal", migrate: true, create: true });
+  await engine.store.write([{ kind: "load", execution: { ...BASE, executionId: "new", randomId: "new", error: text }, at: 0 }]);
+  await engine.store.close();
+  // A row as an older release wrote it: the whole text in `error`, nothing in `error_rest`.
+  const sqlite = new Database(location);
+  sqlite.run("CREATE TEMP TABLE old AS SELECT * FROM executions WHERE execution_id = 'new'");
+  sqlite.run("UPDATE old SET execution_id = 'old', random_id = 'old', error = ?, error_rest = NULL", [text]);
+  sqlite.run("INSERT INTO executions SELECT * FROM old");
+  sqlite.close();
+  engine = await openEngine(location, { durability: "normal", migrate: true, create: true });
+  expect(await engine.store.errorTextCounts()).toEqual([{ error: text, count: 2 }]);
+  expect((await engine.store.getExecutions("old"))[0]!.error).toBe(text);
+  await engine.store.close();
+});

@@ -225,15 +225,20 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
 
     errorTextCounts() {
       const n = sql<number>`count(*)`.mapWith(Number);
-      // Equal texts are stored alike (the same head, the same compressed rest): grouping by both is exact.
-      return db
+      // Equal texts are stored alike (the same head, the same compressed rest), so grouping by both
+      // is exact; only a row written whole before migration 0010 differs, and is merged here.
+      const groups = db
         .select({ error: sql<string>`${executions.error}`, rest: executions.errorRest, count: n })
         .from(executions)
         .where(and(isNotNull(executions.error), ne(executions.error, "")))
         .groupBy(executions.error, executions.errorRest)
-        .orderBy(desc(n), asc(executions.error), asc(executions.errorRest))
-        .all()
-        .map(({ error, rest, count }) => ({ error: joinError(error, rest)!, count }));
+        .all();
+      const byText = new Map<string, number>();
+      for (const { error, rest, count } of groups) {
+        const text = joinError(error, rest)!;
+        byText.set(text, (byText.get(text) ?? 0) + count);
+      }
+      return [...byText].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
     },
 
     changeMarker(): string {

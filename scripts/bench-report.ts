@@ -80,7 +80,8 @@ for (const size of sizes) {
   const span = (await store.recordSpan())!;
   // Measure as of the newest record, so the windows hold data whenever the seed was made.
   const now = span.last;
-  const { app } = await createRuntime({ ...defaults, db: path }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
+  const runtime = await createRuntime({ ...defaults, db: path }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
+  const { app } = runtime;
   const get = async (p: string) => {
     const res = await app.handle(new Request(`http://localhost${p}`));
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
@@ -159,7 +160,8 @@ for (const size of sizes) {
   }
   say("");
   other.close();
-  await store.close();
+  // The runtime's stop, not only the store's close: what it started would keep the process alive.
+  await runtime.stop();
 }
 
 const out = join(new URL("..", import.meta.url).pathname, "bench-results");
@@ -167,4 +169,6 @@ mkdirSync(out, { recursive: true });
 const file = join(out, `report-${new Date().toISOString().replace(/[:.]/g, "-")}.md`);
 writeFileSync(file, `${lines.join("\n")}\n`);
 console.error(`written to ${file}`);
-if (!existsSync(file)) process.exit(1);
+// Something of the runtime still holds the event loop after stop (not found yet: the process
+// stayed up for minutes after writing the report), so the script ends itself.
+process.exit(existsSync(file) ? 0 : 1);

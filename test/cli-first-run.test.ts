@@ -303,7 +303,8 @@ describe("serving", () => {
       const scriptHost = lan[0];
       if (scriptHost) {
         expect(out).toContain(`TELEMETRY_URL=http://${scriptHost}:${port}/telemetry`);
-        expect(out).toContain(`base URL http://${scriptHost}:${port}/upload`);
+        // The old clients append /upload themselves: their base URL is the origin alone.
+        expect(out).toContain(`base URL http://${scriptHost}:${port}\n`);
       }
       // What it prints opens.
       expect((await fetch(`http://localhost:${port}/healthz`)).status).toBe(200);
@@ -326,7 +327,7 @@ describe("serving", () => {
       "              http://192.168.1.20:8080/  (eth0)",
       "              http://10.0.0.7:8080/      (wlan0)",
       "  installer scripts, current clients:  TELEMETRY_URL=http://192.168.1.20:8080/telemetry",
-      "  installer scripts, original clients: base URL http://192.168.1.20:8080/upload",
+      "  installer scripts, original clients: base URL http://192.168.1.20:8080",
       "  (other addresses of this machine work too: 10.0.0.7)",
     ]);
     const v6 = startupLines("1.2.3", "::", 8080, interfaces);
@@ -339,7 +340,7 @@ describe("serving", () => {
     expect(startupLines("1.2.3", "192.168.1.20", 80, interfaces).slice(1, 4)).toEqual([
       "  dashboard:  http://192.168.1.20:80/",
       "  installer scripts, current clients:  TELEMETRY_URL=http://192.168.1.20:80/telemetry",
-      "  installer scripts, original clients: base URL http://192.168.1.20:80/upload",
+      "  installer scripts, original clients: base URL http://192.168.1.20:80",
     ]);
     expect(startupLines("1.2.3", "0.0.0.0", 8080, { lo: interfaces.lo })[2]).toContain("no network address found");
   });

@@ -49,13 +49,14 @@ export function startupLines(version: string, host: string, port: number, interf
   open.forEach((o, i) => lines.push(`${i === 0 ? "  dashboard:  " : "              "}${o.url.padEnd(width)}${o.note ? `  (${o.note})` : ""}`.trimEnd()));
 
   if (scriptHost === null) {
-    lines.push(`  installer scripts: no network address found; give them TELEMETRY_URL=http://<this machine's address>:${port}/telemetry (or base URL .../upload)`);
+    lines.push(`  installer scripts: no network address found; give them TELEMETRY_URL=http://<this machine's address>:${port}/telemetry (old scripts: base URL http://<this machine's address>:${port})`);
     return lines;
   }
   const script = base(scriptHost);
   const local = isLoopback(scriptHost) ? "  (reachable from this machine only)" : "";
   lines.push(`  installer scripts, current clients:  TELEMETRY_URL=${script}/telemetry${local}`);
-  lines.push(`  installer scripts, original clients: base URL ${script}/upload${local}`);
+  // The old clients' base URL: they append /upload and /upload/updatestatus themselves.
+  lines.push(`  installer scripts, original clients: base URL ${script}${local}`);
   if (lan.length > 1) lines.push(`  (other addresses of this machine work too: ${lan.slice(1).map((a) => urlHost(a.address)).join(", ")})`);
   return lines;
 }

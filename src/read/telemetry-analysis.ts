@@ -5,15 +5,16 @@
 // "telemetry-service compatible API").
 import { Elysia, t } from "elysia";
 import { categoryOfExitCode } from "../domain/error-category.ts";
-import type { Execution } from "../domain/execution.ts";
 import { explainExitCode } from "../domain/exit-codes.ts";
-import { HOUR } from "../domain/time.ts";
 import type { Dimension } from "../domain/rollup.ts";
 import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../store/contract.ts";
 import type { Window } from "./aggregate.ts";
-import { docParam } from "./query.ts";
+import { allTime, docParam } from "./query.ts";
 import { createStats } from "./stats.ts";
-import { REPO_PARAM, SLUG_PARAM, TelemetryRecord, chTime, collapsedStatus, goDays, label, repoFilters, statusFilter, toTelemetryRecord, topOf, windowOf, type Summed } from "./telemetry-compat.ts";
+import {
+  REPO_PARAM, SLUG_PARAM, TelemetryRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, repoFilters, statusFilter, toTelemetryRecord, topOf, typesOf, windowOf,
+  type Summed,
+} from "./telemetry-compat.ts";
 
 /** The original's repo rule as one listing's filter: ProxmoxVE takes reports naming no repo; "all" every repo. */
 function repoSourcesOf(repo: string | undefined): readonly string[] | undefined {
@@ -79,23 +80,6 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
   const top = topOf(stats);
   const tags = ["telemetry-service compatible"];
 
-  /** The newest executions over every repo filter. */
-  async function newest(filters: readonly ExecutionFilter[], w: Window, limit: number, extra: ExecutionFilter = {}): Promise<Execution[]> {
-    const lists = await Promise.all(filters.map(async (f) => (await deps.store.listExecutions({ ...f, ...extra, from: w.from, to: w.to }, { limit })).rows));
-    return lists
-      .flat()
-      .sort((a, b) => b.createdAt - a.createdAt)
-      .slice(0, limit);
-  }
-
-  /**
-   * An app's type as of its newest run (the original's anyLast(type)): one index seek per app,
-   * where a rollup read per app would cost a few milliseconds each.
-   */
-  async function typesOf(apps: readonly string[]): Promise<Map<string, string>> {
-    return new Map((await deps.store.newestOfApps(apps)).map((e) => [e.nsapp ?? "", e.type]));
-  }
-
   /** One app's values of `by` (its own rollup slice: cheap), summed over the repo filters. */
   const ofApp = (filters: readonly ExecutionFilter[], w: Window, app: string, by: Dimension, extra: ExecutionFilter = {}) => top(filters, w, by, 1_000_000, { ...extra, nsapp: app });
 
@@ -106,7 +90,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         // The original: page from 1; limit 1-100 (default 50); days default 1, 0 or past 365 -> 365.
         const page = goDays(query.page, 1, (n) => Math.max(1, n));
         const limit = goDays(query.limit, 50, (n) => Math.min(100, Math.max(1, n)));
-        const w = windowOf(goDays(query.days, 1, (n) => (n < 0 ? 1 : n === 0 || n > 365 ? 365 : n)), deps.clock());
+        const w = windowOf(goDays(query.days, 1, dashboardDays), deps.clock());
         const status = label("status", query.status);
         const os = label("os", query.os);
         const type = label("type", query.type);
@@ -149,11 +133,11 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const days = goDays(query.days, 30, (n) => (n < 0 ? 1 : n > 365 ? 365 : n));
         const now = deps.clock();
         const span = days === 0 ? await deps.store.recordSpan() : null;
-        const w: Window = days === 0 ? { from: span ? span.first - (span.first % HOUR) : 0, to: now - (now % HOUR) + HOUR } : windowOf(days, now);
+        const w: Window = days !== 0 ? windowOf(days, now) : span ? allTime(span, now) : { from: now, to: now };
         const filters = repoFilters(query.repo);
         const apps = await top(filters, w, "nsapp", 1_000_000);
-        const types = await typesOf(apps.map((a) => a.value));
-        const recent = await newest(filters, w, RECENT_SCRIPTS);
+        const types = await typesOf(deps.store, apps.map((a) => a.value));
+        const recent = await newestOf(deps.store, filters, w, RECENT_SCRIPTS);
         return {
           total_scripts: apps.length,
           total_installs: apps.reduce((n, a) => n + a.total, 0),
@@ -191,7 +175,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           top(filters, w, "error_category", 1_000_000, failed),
           top(filters, w, "nsapp", 1_000_000),
           Promise.all(filters.map((f) => stats.timeseries(f, w, "day"))),
-          newest(filters, w, RECENT_ERRORS, failed),
+          newestOf(deps.store, filters, w, RECENT_ERRORS, failed),
         ]);
         const totalInstalls = summaries.reduce((n, s) => n + s.total, 0);
         const totalErrors = summaries.reduce((n, s) => n + s.failed, 0);
@@ -211,7 +195,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
             return { exitCodes, categories: appCategories, signature: signature?.signature ?? "" };
           }),
         );
-        const types = await typesOf(failing.map((a) => a.value));
+        const types = await typesOf(deps.store, failing.map((a) => a.value));
         const categoryApps = new Map<string, { app: string; count: number }[]>();
         failing.forEach((a, i) => {
           for (const c of details[i]!.categories) categoryApps.set(c.value, [...(categoryApps.get(c.value) ?? []), { app: a.value, count: c.failed }]);

@@ -24,8 +24,8 @@ export function goDays(text: string | undefined, fallback: number, clamp: (n: nu
   const n = BigInt(m[1]!);
   return n > 9223372036854775807n || n < -9223372036854775808n ? fallback : clamp(Number(n));
 }
-/** /api/dashboard: negative -> 1, 0 or past 365 -> 365. */
-const dashboardDays = (n: number) => (n < 0 ? 1 : n === 0 || n > 365 ? 365 : n);
+/** /api/dashboard and /api/records: negative -> 1, 0 or past 365 -> 365. */
+export const dashboardDays = (n: number) => (n < 0 ? 1 : n === 0 || n > 365 ? 365 : n);
 /** /api/repo-slugs: 1 to 365. */
 const slugDays = (n: number) => Math.min(365, Math.max(1, n));
 
@@ -103,6 +103,23 @@ export function statusFilter(status: string): ExecutionFilter {
   if (status === "success" || status === "failed" || status === "aborted" || status === "unknown") return { outcome: status };
   if (IN_PROGRESS.has(status)) return { outcome: "in_progress", status };
   return { status };
+}
+
+/** The `limit` newest executions of the window over every repo filter. */
+export async function newestOf(store: StoreReads, filters: readonly ExecutionFilter[], w: Window, limit: number, extra: ExecutionFilter = {}): Promise<Execution[]> {
+  const lists = await Promise.all(filters.map(async (f) => (await store.listExecutions({ ...f, ...extra, from: w.from, to: w.to }, { limit })).rows));
+  return lists
+    .flat()
+    .sort((a, b) => b.createdAt - a.createdAt)
+    .slice(0, limit);
+}
+
+/**
+ * Each app's type as of its newest run (the original's anyLast(type)): one index seek per app,
+ * where a rollup read per app would cost a few milliseconds each.
+ */
+export async function typesOf(store: StoreReads, apps: readonly string[]): Promise<Map<string, string>> {
+  return new Map((await store.newestOfApps(apps)).map((e) => [e.nsapp ?? "", e.type]));
 }
 
 /** A time as ClickHouse's toString prints it: "2026-11-25 10:00:00.000" (UTC). */
@@ -277,17 +294,14 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
         const median = medians.length === 0 ? 0 : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
         const min = minInstalls(days);
         // The 20 newest of the window, over every repo filter.
-        const recent = (await Promise.all(filters.map(async (f) => (await deps.store.listExecutions({ ...f, from: w.from, to: w.to }, { limit: 20 })).rows)))
-          .flat()
-          .sort((a, b) => b.createdAt - a.createdAt)
-          .slice(0, 20);
+        const recent = await newestOf(deps.store, filters, w, 20);
         const failedApps = ranking
           .filter((g) => g.total >= min && g.failed > 0)
           .map((g) => ({ app: g.value, total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))
           .sort((a, b) => b.failure_rate - a.failure_rate || b.failed_count - a.failed_count)
           .slice(0, 16);
-        // An app's type as of its newest run (the original ranks app and type pairs; an app keeps its type).
-        const appTypes = new Map((await deps.store.newestOfApps(failedApps.map((a) => a.app))).map((e) => [e.nsapp ?? "", e.type]));
+        // The original ranks app and type pairs; an app keeps its type.
+        const appTypes = await typesOf(deps.store, failedApps.map((a) => a.app));
         return {
           total_installs: sum("total"),
           total_all_time: allTime.reduce((n, s) => n + s.total, 0),

@@ -19,6 +19,7 @@ const cellName = (grain: number, app: string, bucket: number): string => `rollup
 const executionColumns = getTableColumns(executions);
 const executionKeys = Object.keys(executionColumns) as (keyof ExecutionRow)[];
 const CREATED_AT = executionKeys.indexOf("createdAt");
+const ERROR_REST = executionKeys.indexOf("errorRest");
 // Text, integer and real columns come back from SQLite as they are; only booleans need
 // Drizzle's mapping. Skipping the identity calls doubles the speed of streamed reads (export).
 const needsMapping = executionKeys.map((key) => executionColumns[key].columnType === "SQLiteBoolean");
@@ -27,10 +28,14 @@ const needsMapping = executionKeys.map((key) => executionColumns[key].columnType
 function decodeExecution(values: unknown[]): Execution {
   const row: Record<string, unknown> = {};
   for (let i = 0; i < executionKeys.length; i++) {
+    if (i === ERROR_REST) continue;
     const value = values[i] ?? null;
     row[executionKeys[i]!] = value !== null && needsMapping[i] ? executionColumns[executionKeys[i]!].mapFromDriverValue(value) : value;
   }
-  return fromRow(row as unknown as ExecutionRow);
+  // Joined in place: this runs for every report (the write path reads the execution first).
+  const rest = (values[ERROR_REST] ?? null) as Uint8Array | null;
+  if (rest !== null) row.error = joinError(row.error as string | null, rest);
+  return row as unknown as Execution;
 }
 
 const selectAll = `SELECT ${executionKeys.map((k) => `"${executionColumns[k].name}"`).join(", ")} FROM "${getTableName(executions)}"`;

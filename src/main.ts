@@ -2,7 +2,7 @@
 // CLI entry: `installstats <command> [options]`; each command lives in src/cli/.
 import pkg from "../package.json" with { type: "json" };
 import { ConfigError, flagOf, loadConfig } from "./config.ts";
-import { parseCommandLine, type OptionSpec } from "./cli/args.ts";
+import { closest, parseCommandLine, type OptionSpec } from "./cli/args.ts";
 import { terminalProgress, type Command } from "./cli/command.ts";
 import { CliError, EXIT, UsageError } from "./cli/errors.ts";
 import { commandHelp, overview } from "./cli/help.ts";
@@ -47,8 +47,8 @@ async function run(argv: string[]): Promise<number> {
   const named = first !== undefined && !first.startsWith("-");
   const command = named ? COMMANDS.find((c) => c.name === first) : serve;
   if (!command) {
-    const guess = COMMANDS.map((c) => c.name).find((n) => n.startsWith(first!) || first!.startsWith(n));
-    throw new UsageError(`unknown command "${first}"${guess ? `; did you mean ${guess}?` : ""}; see installstats --help`);
+    const guess = closest(first!, COMMANDS.map((c) => c.name));
+    throw new UsageError(`unknown command "${first}"; ${guess ? `did you mean ${guess}? (` : ""}see installstats --help${guess ? ")" : ""}`);
   }
   const options: Record<string, OptionSpec> = { help: { type: "boolean", short: "h" } };
   for (const key of command.settings) options[flagOf(key)] = { type: "string" };

@@ -169,7 +169,9 @@ describe("the command line", () => {
       [["serve", "--port"], "installstats: --port needs a value, e.g. --port <value>; see installstats serve --help"],
       [["verify", "--repair=yes"], "installstats: --repair takes no value (got --repair=yes)"],
       [["serve", "--wat"], "installstats: unknown option --wat; see installstats serve --help"],
-      [["sreve"], 'installstats: unknown command "sreve"; see installstats --help'],
+      [["sreve"], 'installstats: unknown command "sreve"; did you mean serve? (see installstats --help)'],
+      [["expotr"], 'installstats: unknown command "expotr"; did you mean export? (see installstats --help)'],
+      [["frobnicate"], 'installstats: unknown command "frobnicate"; see installstats --help'],
     ];
     for (const [args, expected] of cases) {
       const r = run(args);

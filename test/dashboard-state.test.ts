@@ -105,7 +105,7 @@ describe("kind and repository scope", () => {
 
 describe("dashboard formatting", () => {
   test("durations in their two largest units, rates to one decimal, missing values marked", async () => {
-    expect([null, 0, 42.4, 185, 7800, 277_200].map(duration)).toEqual(["–", "0s", "42s", "3m 5s", "2h 10m", "3d 5h"]);
+    expect([null, 0, 0.04, 0.4, 3, 9.96, 42.4, 185, 7800, 277_200].map(duration)).toEqual(["–", "0s", "0s", "0.4s", "3s", "10s", "42s", "3m 5s", "2h 10m", "3d 5h"]);
     expect([null, 0, 0.9191, 1].map((r) => percent(r))).toEqual(["–", "0.0%", "91.9%", "100.0%"]);
     expect([null, "", "docker"].map(label)).toEqual(["(none)", "(none)", "docker"]);
     expect(dateTime("2026-11-21T09:05:59.123Z")).toBe("2026-11-21 09:05");

@@ -1,6 +1,7 @@
 // End to end: the compiled binary, driven over HTTP by scripts/client.sh (the reference client's
 // exact curl invocation), restarted on the same database, and read back.
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { client, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
 import { startReport } from "./helpers/app.ts";
@@ -129,6 +130,8 @@ describe("compiled binary", () => {
       expect(second.exitCode).toBe(4);
       expect(second.stderr.toString()).toStartWith(`installstats: cannot listen on 127.0.0.1:${port}: the port is in use`);
       expect(second.stderr.toString().trim().split("\n")).toHaveLength(1);
+      // It made its database only to fail: nothing of it is left behind.
+      expect(readdirSync(dir).filter((f) => f.startsWith("port-second"))).toEqual([]);
       // Every report still reaches the first server's database.
       const posts = await Promise.all(
         Array.from({ length: 20 }, (_, i) => fetch(`${first.url}/upload`, { method: "POST", body: JSON.stringify(startReport(`port-${i}`)) })),

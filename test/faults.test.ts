@@ -126,7 +126,7 @@ describe("files replaced or removed under the server", () => {
     expect((await s.post("/upload", startReport("serve-0"))).status).toBe(201);
     for (let i = 0; i < 100 && !s.lines.some((l) => l.includes("integrity check")); i++) await Bun.sleep(20);
     expect(s.lines.find((l) => l.includes("integrity check"))).toContain("integrity check passed");
-    expect((await s.healthz()).body.storage.integrity).toMatchObject({ ok: true });
+    expect((await s.healthz()).body.storage.integrity).toMatchObject({ ok: true, problems: [] });
 
     rmSync(`${path}-wal`);
     for (let i = 0; i < 100 && !s.lines.some((l) => l.includes("files changed")); i++) await Bun.sleep(20);

@@ -124,6 +124,10 @@ describe("admin maintenance over HTTP", () => {
     const dry = await call(t, "POST", "/api/admin/prune?older_than=400d&dry_run=true", bearer("adm1n"));
     expect(dry.body).toMatchObject({ dry_run: true, executions: 1, held: 0, rejected: 0 });
     expect((await t.get("/api/installs/old")).status).toBe(200);
+    // A misspelt dry_run is refused, not taken as a real prune.
+    const typo = await call(t, "POST", "/api/admin/prune?older_than=400d&dry-run=true", bearer("adm1n"));
+    expect({ status: typo.status, field: typo.body.field }).toEqual({ status: 400, field: "dry-run" });
+    expect((await t.get("/api/installs/old")).status).toBe(200);
     const pruned = await call(t, "POST", "/api/admin/prune?older_than=400d", bearer("adm1n"));
     expect(pruned.body).toMatchObject({ dry_run: false, executions: 1 });
     expect((await t.get("/api/installs/old")).status).toBe(404);

@@ -27,7 +27,7 @@ function editDistance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
-/** The option most likely meant by `name`: a close spelling, or the only one it begins. */
+/** The option or command most likely meant by `name`: a close spelling, or the only one it begins. */
 export function closest(name: string, known: readonly string[]): string | undefined {
   const lower = name.toLowerCase();
   const exact = known.find((k) => k === lower);

@@ -1,7 +1,7 @@
 // Before SQLite opens a database file: is its place usable? SQLite answers a missing directory and
 // a permission problem alike ("unable to open database file") or later, at the first write
 // ("attempt to write a readonly database"); this names the cause and the fix in one line.
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { CliError, EXIT } from "./errors.ts";
 
@@ -85,4 +85,18 @@ export function checkDatabaseLocation(location: string, opts: { create: boolean 
     const mode = (st.mode & 0o777).toString(8).padStart(4, "0");
     fail(`permission denied: user ${whoami()} may not write ${file} (owned by ${userName(st.uid)}, mode ${mode}); ${ownerFix(st.uid, file)}`);
   }
+}
+
+/**
+ * Call before opening `location`: `undo()` then removes the database files (and the serve lock's
+ * file) if they did not exist before, for a command that failed before it stored anything.
+ */
+export function createdBy(location: string): { undo(): void } {
+  const fresh = !notAFile(location) && !existsSync(location);
+  return {
+    undo() {
+      if (!fresh) return;
+      for (const suffix of ["", "-wal", "-shm", "-journal", ".lock"]) rmSync(`${location}${suffix}`, { force: true });
+    },
+  };
 }

@@ -5,7 +5,7 @@ import { createRuntime } from "../runtime.ts";
 import { startupLines } from "./addresses.ts";
 import { openDatabaseOf, type Command } from "./command.ts";
 import { CliError, EXIT } from "./errors.ts";
-import { checkDatabaseLocation } from "./location.ts";
+import { checkDatabaseLocation, createdBy } from "./location.ts";
 import { lockForServing } from "./serve-lock.ts";
 
 /** One line for a failed listen: the cause and the fix, by the error's code. */
@@ -40,6 +40,8 @@ export const serve: Command = {
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
     // Before the database is opened (and migrated): one server per database file.
     checkDatabaseLocation(config.db, { create: true });
+    // A serve that cannot listen leaves no database behind that it made itself.
+    const made = createdBy(config.db);
     const lock = await lockForServing(config.db);
     if (lock.warning) log.warn("serving without a lock", { reason: lock.warning });
     let runtime: Awaited<ReturnType<typeof createRuntime>>;
@@ -55,6 +57,7 @@ export const serve: Command = {
     } catch (e) {
       await runtime.stop();
       lock.release();
+      made.undo();
       const code = (e as { code?: unknown }).code;
       const root = process.getuid?.() === 0;
       throw new CliError(listenFailure(typeof code === "string" ? code : undefined, config.host, config.port, { root }), EXIT.listen);

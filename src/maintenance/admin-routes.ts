@@ -6,7 +6,7 @@ import { REJECT_REASONS } from "../domain/rejection.ts";
 import type { MaintenanceReads } from "../store/contract.ts";
 import { RejectedEntryJson, toRejectedJson } from "./rejected-log.ts";
 import { parseDuration } from "../config.ts";
-import { QueryError, docParam, intParam, oneOf } from "../read/query.ts";
+import { QueryError, docParam, intParam, oneOf, strictQuery } from "../read/query.ts";
 import type { Maintenance } from "./maintenance.ts";
 import { REPLAYABLE } from "./replay.ts";
 
@@ -45,11 +45,11 @@ export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommit
         return { entries: (await store.listRejected({ limit, reason, before })).map(toRejectedJson) };
       },
       {
-        query: t.Object({
+        ...strictQuery(t.Object({
           limit: docParam("entries per page: a whole number from 1 to 1000 (default 100)"),
           reason: docParam("only entries of this reason", REJECT_REASONS),
           before: docParam("continue below this entry id (a whole number)"),
-        }),
+        })),
         response: { 200: t.Object({ entries: t.Array(RejectedEntryJson) }), 400: ErrorBody },
         detail: { tags, security, summary: "The rejected-reports log, newest first, with raw bodies" },
       },
@@ -62,7 +62,8 @@ export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommit
         return maintenance.prune(olderThan, query.dry_run === true);
       },
       {
-        query: t.Object({ older_than: t.String({ description: "e.g. 400d, 12w, 36h" }), dry_run: t.Optional(t.BooleanString()) }),
+        // Strict: a misspelt dry_run would otherwise delete for real.
+        ...strictQuery(t.Object({ older_than: t.String({ description: "e.g. 400d, 12w, 36h" }), dry_run: t.Optional(t.BooleanString()) })),
         response: {
           200: t.Object({ cutoff: t.String(), dry_run: t.Boolean(), executions: t.Integer(), held: t.Integer(), rejected: t.Integer() }),
           400: ErrorBody,
@@ -75,11 +76,11 @@ export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommit
       ({ query }) =>
         maintenance.replay({ reason: oneOf("reason", query.reason, REPLAYABLE), limit: intParam("limit", query.limit, 1, Number.MAX_SAFE_INTEGER), dryRun: query.dry_run === true }),
       {
-        query: t.Object({
+        ...strictQuery(t.Object({
           reason: docParam("only entries of this reason", REPLAYABLE),
           limit: docParam("at most this many entries (a whole number)"),
           dry_run: t.Optional(t.BooleanString()),
-        }),
+        })),
         response: {
           200: t.Object({ dry_run: t.Boolean(), tried: t.Integer(), results: t.Record(t.String(), t.Integer()), skipped: t.Integer() }),
           400: ErrorBody,

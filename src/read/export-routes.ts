@@ -3,7 +3,7 @@ import { Elysia, t } from "elysia";
 import { ErrorBody } from "../http/errors.ts";
 import type { StoreReads } from "../store/contract.ts";
 import { CONTENT_TYPES, EXPORT_CHUNK_ROWS, EXPORT_COLUMNS, exportFilename, exportStream, type ExportFormat } from "./export.ts";
-import { FilterQuery, resolveWindow, toFilter } from "./query.ts";
+import { FilterQuery, resolveWindow, strictQuery, toFilter } from "./query.ts";
 
 /** CSV unless asked otherwise: an export is mostly opened in a spreadsheet app. */
 export const DEFAULT_EXPORT_FORMAT: ExportFormat = "csv";
@@ -40,7 +40,7 @@ export function exportRoutes(deps: { store: StoreReads; clock: () => number }) {
     ({ query }) => {
       const { format = DEFAULT_EXPORT_FORMAT, ...filters } = query;
       const now = clock();
-      // Parameters are checked (QueryError -> 422) before any byte of the body is sent.
+      // Parameters are checked (QueryError -> 400) before any byte of the body is sent.
       // An export is a copy of the data: every kind unless asked for.
       const filter = toFilter({ ...filters, kind: filters.kind ?? "all" }, resolveWindow(filters, now, null));
       return new Response(exportStream(store.executionChunks(filter, { chunkRows: EXPORT_CHUNK_ROWS }), format), {
@@ -52,7 +52,7 @@ export function exportRoutes(deps: { store: StoreReads; clock: () => number }) {
       });
     },
     {
-      query: ExportQuery,
+      ...strictQuery(ExportQuery),
       detail: {
         tags: ["installs"],
         summary: "Export installs as CSV or NDJSON",
@@ -67,7 +67,7 @@ export function exportRoutes(deps: { store: StoreReads; clock: () => number }) {
               [CONTENT_TYPES.ndjson]: stringBody('{"random_id":"...",...}\n'),
             },
           },
-          422: { description: "a filter or the format is invalid", content: { "application/json": { schema: ErrorBody as object } } },
+          400: { description: "a filter or the format is invalid", content: { "application/json": { schema: ErrorBody as object } } },
         },
       },
     },

@@ -6,6 +6,7 @@
 // not run in the compiled binary (`limit=-1` listed every record there), and their messages did
 // not name the allowed values ("Expected union value"). Numbers are strict decimal integers:
 // no sign, fraction, exponent or `Infinity`, so `-1`, `1.5`, `1e9` and `1e309` are refused.
+import type { TObject } from "@sinclair/typebox";
 import { t, type Static } from "elysia";
 import type { ExecutionFilter, ListCursor } from "../store/contract.ts";
 import type { Window } from "./aggregate.ts";
@@ -67,6 +68,23 @@ export function oneOf<const T extends string>(field: string, v: Raw, values: rea
     throw new QueryError(field, `${field} must be one of ${values.join(", ")}, got ${JSON.stringify(String(value).slice(0, 40))}`);
   }
   return value as T;
+}
+
+/**
+ * Route options for a query schema that also refuse parameters it does not name: Elysia drops
+ * them silently, so `?stauts=failed` would read every install. The compatibility paths keep the
+ * originals' leniency and do not use this.
+ */
+export function strictQuery<const S extends TObject>(schema: S) {
+  const known = new Set(Object.keys(schema.properties));
+  return {
+    query: schema,
+    beforeHandle({ request }: { request: Request }) {
+      for (const name of new URL(request.url).searchParams.keys()) {
+        if (!known.has(name)) throw new QueryError(name.slice(0, 40), `unknown parameter ${JSON.stringify(name.slice(0, 40))}; this path takes ${[...known].join(", ")}`);
+      }
+    },
+  };
 }
 
 /** Documentation of an optional parameter; checked by the functions above, not by the schema. */

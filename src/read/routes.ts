@@ -3,7 +3,7 @@ import { Elysia, t, type Static } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { StoreReads } from "../store/contract.ts";
 import { ExecutionRecord, InstallDetail, toRecord } from "./record.ts";
-import { FilterQuery, MAX_LABEL, QueryError, decodeCursor, docParam, encodeCursor, intParam, oneOf, readQuery, resolveWindow, textParam, windowJson } from "./query.ts";
+import { FilterQuery, MAX_LABEL, QueryError, decodeCursor, docParam, encodeCursor, intParam, oneOf, readQuery, resolveWindow, strictQuery, textParam, windowJson } from "./query.ts";
 import { DIMENSIONS } from "../domain/rollup.ts";
 import { signaturePage } from "./signature-filter.ts";
 import { createStats } from "./stats.ts";
@@ -153,7 +153,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { installs: page.rows.map(toRecord), next_cursor: page.next ? encodeCursor(page.next) : null };
       },
       {
-        query: t.Composite([
+        ...strictQuery(t.Composite([
           FilterQuery,
           t.Object({
             limit: docParam(`page size, a whole number from 1 to ${MAX_PAGE}; default 50`),
@@ -163,7 +163,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
               `only failed installs with this error signature (an id from /api/stats/errors, 16 hex digits); a page reads at most ${SIGNATURE_SCAN} installs, so it may hold fewer rows than limit while next_cursor goes on`,
             ),
           }),
-        ]),
+        ])),
         response: { 200: InstallPage, 400: ErrorBody },
         detail: { tags, summary: "List installs, newest first", description: "All filters combine; no window means all time. Pages by keyset cursor, equally fast at any depth, newest or oldest first." },
       },
@@ -191,7 +191,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { window: windowJson(w), ...(await stats.summary(filter, w)) };
       },
       {
-        query: FilterQuery,
+        ...strictQuery(FilterQuery),
         response: { 200: Summary, 400: ErrorBody },
         detail: { tags, summary: "Totals per outcome, success rate, durations", description: `Default window: the last ${DEFAULT_STATS_DAYS} days. Durations are of successful installs, or of the filtered outcome.` },
       },
@@ -210,7 +210,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { window: windowJson(w), by, ...(await stats.breakdown(filter, w, options)) };
       },
       {
-        query: t.Composite([
+        ...strictQuery(t.Composite([
           FilterQuery,
           t.Object({
             by: t.String({ description: "the dimension to group by", enum: [...DIMENSIONS] }),
@@ -218,7 +218,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
             min_runs: docParam(`failure_rate ranking: groups with fewer finished (success + failed) installs are left out; a whole number from 0 to ${MAX_MIN_RUNS}, default 10`),
             limit: docParam(`groups listed, a whole number from 1 to ${MAX_GROUPS}; default 50`),
           }),
-        ]),
+        ])),
         response: { 200: Breakdown, 400: ErrorBody },
         detail: { tags, summary: "Totals and outcomes per group", description: "os groups by os_type and os_version together." },
       },
@@ -236,7 +236,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { window: windowJson(w), source, interval, points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })) };
       },
       {
-        query: t.Composite([FilterQuery, t.Object({ interval: docParam(`default day; weeks start on Monday (UTC); at most ${MAX_POINTS} points, hourly over at most ${MAX_HOURLY_DAYS} days`, INTERVALS) })]),
+        ...strictQuery(t.Composite([FilterQuery, t.Object({ interval: docParam(`default day; weeks start on Monday (UTC); at most ${MAX_POINTS} points, hourly over at most ${MAX_HOURLY_DAYS} days`, INTERVALS) })])),
         response: { 200: Timeseries, 400: ErrorBody },
         detail: { tags, summary: "Installs over time per outcome, zero-filled" },
       },
@@ -249,7 +249,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { window: windowJson(w), ...(await stats.errors(filter, w, limit)) };
       },
       {
-        query: t.Composite([FilterQuery, t.Object({ limit: docParam(`signatures listed, a whole number from 1 to ${MAX_GROUPS}; default 50`) })]),
+        ...strictQuery(t.Composite([FilterQuery, t.Object({ limit: docParam(`signatures listed, a whole number from 1 to ${MAX_GROUPS}; default 50`) })])),
         response: { 200: Errors, 400: ErrorBody },
         detail: { tags, summary: "Failed installs grouped by error signature", description: "Counts are within the window; apps, first_seen, last_seen and example are what is known of the signature across all time." },
       },
@@ -275,7 +275,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { "30d": d30, "90d": d90, "365d": d365 };
       },
       {
-        query: t.Object({ limit: docParam(`apps per window, a whole number from 1 to ${MAX_GROUPS}; default 20`) }),
+        ...strictQuery(t.Object({ limit: docParam(`apps per window, a whole number from 1 to ${MAX_GROUPS}; default 20`) })),
         response: { 200: TopApps, 400: ErrorBody },
         detail: { tags, summary: "Most installed apps over 30, 90 and 365 days", description: "Counts are installs started in the window; percent of all installs in it." },
       },

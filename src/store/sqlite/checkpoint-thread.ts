@@ -47,7 +47,11 @@ export function startCheckpointThread(workerUrl: URL, sqlite: Database, path: st
   worker.onmessage = (event: MessageEvent<CheckpointerMessage>) => {
     const message = event.data;
     if ("error" in message) log.warn("checkpoint failed", { error: message.error });
-    else opts.onIntegrity?.({ ok: message.integrity.length === 1 && message.integrity[0] === "ok", checkedAt: Date.now(), ms: message.ms, problems: message.integrity });
+    else {
+      // SQLite answers a sound check with the single row "ok", which is not a problem.
+      const ok = message.integrity.length === 1 && message.integrity[0] === "ok";
+      opts.onIntegrity?.({ ok, checkedAt: Date.now(), ms: message.ms, problems: ok ? [] : message.integrity });
+    }
   };
   worker.onerror = (event) => {
     log.error("checkpoint thread died; checkpoints run in commits again", { error: event.message });

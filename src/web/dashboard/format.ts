@@ -7,9 +7,10 @@ export const count = (n: number): string => int.format(n);
 /** A rate in [0, 1] as a percentage with one decimal; "–" when there is none. */
 export const percent = (rate: number | null, digits = 1): string => (rate === null ? "–" : `${(rate * 100).toFixed(digits)}%`);
 
-/** Seconds as the two largest units: "42s", "3m 5s", "2h 10m", "3d 4h". */
+/** Seconds as the two largest units: "42s", "3m 5s", "2h 10m", "3d 4h"; tenths below 10 s ("0.4s"). */
 export function duration(seconds: number | null): string {
   if (seconds === null) return "–";
+  if (seconds < 10) return `${Number(seconds.toFixed(1))}s`;
   const s = Math.round(seconds);
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;

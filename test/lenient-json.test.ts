@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { parseLenientJson, type Repair } from "../src/ingest/lenient-json.ts";
 import type { JsonObject } from "../src/domain/json.ts";
+import { prng } from "./helpers/random.ts";
 
 const encoder = new TextEncoder();
 
@@ -752,18 +753,6 @@ describe("parseLenientJson: prototype keys", () => {
 });
 
 // ---------------------------------------------------------------- property tests
-
-/** mulberry32: small seeded PRNG so that a failure can be replayed. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = [
   ..."abcdefghijklmnopqrstuvwxyz0123456789 -_./",

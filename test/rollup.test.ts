@@ -1,6 +1,6 @@
 // Rollup cells as pure data: counting in and out, merging, slices, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
-import { ALL_APPS, DIMENSIONS, GRAINS, RollupDeltas, addRecord, appSlice, emptyData, fromColumns, mergeInto, repoClass, sliceKey, slicesOf, toColumns, type RollupRecord } from "../src/domain/rollup.ts";
+import { ALL_APPS, DIMENSIONS, GRAINS, RollupDeltas, addRecord, appSlice, countHour, emptyData, fromColumns, mergeInto, repoClass, sliceKey, slicesOf, toColumns, type RollupRecord } from "../src/domain/rollup.ts";
 import { HOUR } from "../src/domain/time.ts";
 
 const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
@@ -138,6 +138,44 @@ describe("RollupDeltas", () => {
         expect(cellsOf(moved)).toEqual(cellsOf(counted));
       }
     }
+    // Every pair of ways one execution can be counted, also from a final state (a different
+    // duration bin, signature or outcome), in place on a cell that counts it among others.
+    const states: [RollupRecord, string | null][] = [
+      [before, null],
+      [cases[0]!, null],
+      [cases[1]!, null],
+      [cases[2]!, "sig1"],
+      [record({ durationMs: 3_600_000 }), "sig2"],
+      [record({ status: "done", outcome: "success", durationMs: 120_000, error: null }), null],
+      [record({ status: "installing", outcome: "unknown", durationMs: null, error: null }), null],
+      [record({ status: "failed", outcome: "aborted", durationMs: 5_000, exitCode: 130, error: "SIGINT" }), null],
+    ];
+    const sig = (r: RollupRecord, s: string | null) => (r.outcome === "failed" ? s : null);
+    for (const [from, fromSig] of states) {
+      for (const [to, toSig] of states) {
+        for (const foldedUntil of [0, 100 * HOUR]) {
+          const moved = new RollupDeltas(foldedUntil);
+          moved.change(from, to, sig(from, fromSig), sig(to, toSig));
+          const counted = new RollupDeltas(foldedUntil);
+          counted.add(from, from.outcome, -1, sig(from, fromSig));
+          counted.add(to, to.outcome, 1, sig(to, toSig));
+          const cellsOf = (d: RollupDeltas) => [...d.cells.values(), ...d.openCells().values()].map((c) => [c.key, mergeInto(emptyData(), c.data)]);
+          expect({ from: from.status, to: to.status, cells: cellsOf(moved) }).toEqual({ from: from.status, to: to.status, cells: cellsOf(counted) });
+        }
+        // In place, as the open hours apply a move to their cells.
+        const others = record({ nsapp: "other", appVersion: "9", durationMs: 90_000 });
+        const cell = emptyData();
+        for (const [r, s] of [[others, "sig1"], [from, fromSig]] as const) addRecord(cell, r, r.outcome, 1, true, sig(r, s));
+        const open = new RollupDeltas(0);
+        open.change(from, to, sig(from, fromSig), sig(to, toSig));
+        // The cell stands for the all-apps slice of every repo; the other slices go elsewhere.
+        for (const c of open.open) countHour((slice) => (slice === sliceKey("install", null, ALL_APPS) ? cell : emptyData()), c);
+        const want = emptyData();
+        for (const [r, s] of [[others, "sig1"], [to, toSig]] as const) addRecord(want, r, r.outcome, 1, true, sig(r, s));
+        expect({ from: from.status, to: to.status, cell }).toEqual({ from: from.status, to: to.status, cell: want });
+      }
+    }
+
     // A ping in an open hour is one move, not two counts.
     const open = new RollupDeltas(0);
     open.change(before, cases[0]!, null, null);

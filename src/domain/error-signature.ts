@@ -14,12 +14,29 @@ const RULES: [RegExp, string][] = [
 ];
 
 const MAX_SIGNATURE_LENGTH = 200;
+/** Text the rules run over at a time, at least: whole lines, so long logs are read in few passes. */
+const CHUNK = 1024;
 
+/**
+ * The signature keeps its first 200 characters, and no rule matches across a line break (the
+ * whitespace rule aside, run again over the joined pieces): so the rules run over whole lines
+ * only until that much is made. A client's 10 KiB log tail costs its first lines, not all of it;
+ * the result is the same as over the whole text (test/error-signature.test.ts checks it).
+ */
 export function errorSignature(error: string | null): string | null {
   if (error === null) return null;
-  let s = error;
-  for (const [pattern, replacement] of RULES) s = s.replace(pattern, replacement);
-  s = s.trim().toLowerCase().slice(0, MAX_SIGNATURE_LENGTH);
+  let made = "";
+  for (let start = 0; start < error.length; ) {
+    const newline = error.indexOf("\n", start + CHUNK);
+    const end = newline === -1 ? error.length : newline + 1;
+    let piece = error.slice(start, end);
+    for (const [pattern, replacement] of RULES) piece = piece.replace(pattern, replacement);
+    made += piece;
+    start = end;
+    // Past the kept characters: a space at a line break ending them would be trimmed below.
+    if (start < error.length && made.replace(/\s+/g, " ").trimStart().toLowerCase().length > MAX_SIGNATURE_LENGTH) break;
+  }
+  const s = made.replace(/\s+/g, " ").trim().toLowerCase().slice(0, MAX_SIGNATURE_LENGTH);
   return s === "" ? null : s;
 }
 
@@ -35,12 +52,15 @@ export function signatureId(signature: string): string {
   return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
 }
 
-/** The signature id a record counts under in rollups: failed installs with an error text only. */
-export function failureSignatureId(outcome: string, error: string | null): string | null {
+/** The signature a record counts under in rollups, with its id: failed installs with an error text only. */
+export function failureSignature(outcome: string, error: string | null): { id: string; signature: string } | null {
   if (outcome !== "failed") return null;
   const signature = errorSignature(error);
-  return signature === null ? null : signatureId(signature);
+  return signature === null ? null : { id: signatureId(signature), signature };
 }
+
+/** The id of failureSignature. */
+export const failureSignatureId = (outcome: string, error: string | null): string | null => failureSignature(outcome, error)?.id ?? null;
 
 /** What is known of one error signature across all time. */
 export interface KnownSignature {
@@ -66,10 +86,8 @@ export interface Sighting {
 export class SignatureSightings {
   readonly seen = new Map<string, Sighting>();
 
-  see(error: string, app: string | null, at: number): void {
-    const signature = errorSignature(error);
-    if (signature === null) return;
-    const id = signatureId(signature);
+  /** `error`, whose signature is `sig` (failureSignature: made once per write), was seen. */
+  see({ id, signature }: { id: string; signature: string }, error: string, app: string | null, at: number): void {
     const s = this.seen.get(id);
     if (s) {
       s.firstSeen = Math.min(s.firstSeen, at);

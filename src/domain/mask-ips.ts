@@ -4,11 +4,29 @@ import { isIPv4, isIPv6 } from "node:net";
 export const IPV4_MASK = "<ipv4>";
 export const IPV6_MASK = "<ipv6>";
 
-const IPV4 = /(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)/g;
-// Each run of hex digits, colons and dots is taken whole, once (the capture inside a lookahead
-// cannot backtrack, so this is linear in the text), then judged by maskV6. A zone (%eth0) is
-// masked with its address.
-const V6_RUN = /(?<![\w:.%])(?=([0-9A-Fa-f:.]+))\1(%\w+)?/g;
+// Dotted quads; that no digit or dot comes before and no digit after (through dots) is judged
+// by maskV4: a lookbehind at the head of the expression tried it at every character of a text.
+const IPV4 = /(?:\d{1,3}\.){3}\d{1,3}/g;
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
+const DOT = 46;
+
+function maskV4(match: string, offset: number, text: string): string {
+  const before = text.charCodeAt(offset - 1);
+  // Inside a longer run of digits and dots: version numbers, not addresses (and a run is walked
+  // to its end below only from its start, so a long run costs its length once).
+  if (before === DOT || isDigit(before)) return match;
+  for (let i = offset + match.length; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (isDigit(c)) return match;
+    if (c !== DOT) break;
+  }
+  return isIPv4(match) ? IPV4_MASK : match;
+}
+// Each run of hex digits, colons and dots that holds a colon is taken whole, once (the capture
+// inside a lookahead cannot backtrack, so this is linear in the text), then judged by maskV6. A
+// zone (%eth0) is masked with its address. Runs without a colon (every number and hex word of a
+// log) are passed over in the regex, not handed to maskV6 one by one.
+const V6_RUN = /(?<![\w:.%])(?=[0-9A-Fa-f.]*:)(?=([0-9A-Fa-f:.]+))\1(%\w+)?/g;
 const LONGEST_V6 = 45;
 
 function maskV6(match: string, run: string, _zone: string | undefined, offset: number, text: string): string {
@@ -23,5 +41,5 @@ function maskV6(match: string, run: string, _zone: string | undefined, offset: n
 }
 
 export function maskIpAddresses(text: string): string {
-  return text.replace(V6_RUN, maskV6).replace(IPV4, (candidate) => (isIPv4(candidate) ? IPV4_MASK : candidate));
+  return text.replace(V6_RUN, maskV6).replace(IPV4, maskV4);
 }

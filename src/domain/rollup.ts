@@ -189,9 +189,13 @@ export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign
   const i = OUTCOME_INDEX[outcome];
   // An app row is its own nsapp: it skips the first dimension.
   for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) bump(d, DIMENSIONS[k]!, values[k]!, i, sign);
-  if (r.durationMs !== null && outcome !== "in_progress") {
+  countEnding(d, durationKey(r, outcome), outcome, errorSig, sign);
+}
+
+/** The parts of a cell only an ended run counts in: its duration bin and its error signature. */
+function countEnding(d: RollupData, bin: number | null, outcome: Outcome, errorSig: string | null, sign: 1 | -1): void {
+  if (bin !== null) {
     const bins = (d.dur[outcome] ??= valueMap());
-    const bin = durationBin(r.durationMs);
     const v = (bins[bin] ?? 0) + sign;
     if (v !== 0) put(bins, String(bin), v);
     else if (remove(bins, String(bin))) delete d.dur[outcome];
@@ -212,18 +216,44 @@ function bump(d: RollupData, dim: Dimension, value: string, i: number, sign: 1 |
   if (sign < 0 && counts[i] === 0 && counts.every((c) => c === 0) && remove(byValue, value)) delete d.dims[dim];
 }
 
+/** One count of a dimension's value moves from outcome index `i` to `j` (a delta cell may lack the entry, or empty it). */
+function shift(d: RollupData, dim: Dimension, value: string, i: number, j: number): void {
+  const byValue = (d.dims[dim] ??= valueMap());
+  let counts = byValue[value];
+  if (counts === undefined) put(byValue, value, (counts = [0, 0, 0, 0, 0]));
+  counts[i] = counts[i]! - 1;
+  counts[j] = counts[j]! + 1;
+  if (counts[j] === 0 && counts.every((c) => c === 0) && remove(byValue, value)) delete d.dims[dim];
+}
+
+/** How a record was counted, or is to be: the record, its outcome and its failure signature. */
+interface Counted {
+  r: RollupRecord;
+  outcome: Outcome;
+  errorSig: string | null;
+}
+
 /**
- * Moves one record from `from` to `to` in `d`, where both count with `outcome` and the same
- * duration bin and signature (see `RollupDeltas.change`): what `addRecord(from, -1)` and
- * `addRecord(to, +1)` would do, without touching the dimensions whose value is the same (a
- * progress ping changes one dimension of 23).
+ * Moves one record from how it was counted (`from`) to how it counts now (`to`) in `d`, both in
+ * the same cells: what `addRecord(from, -1)` and `addRecord(to, +1)` come to, without touching a
+ * dimension whose value stayed (a progress ping changes one of 23), and moving a value that stayed
+ * from one outcome to the other in place (a final report).
  */
-function moveRecord(d: RollupData, outcome: Outcome, allApps: boolean, fromValues: readonly string[], toValues: readonly string[]): void {
-  const i = OUTCOME_INDEX[outcome];
+function moveRecord(d: RollupData, allApps: boolean, from: Counted, to: Counted, fromValues: readonly string[], toValues: readonly string[]): void {
+  const i = OUTCOME_INDEX[from.outcome];
+  const j = OUTCOME_INDEX[to.outcome];
   for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) {
-    if (fromValues[k] === toValues[k]) continue;
-    bump(d, DIMENSIONS[k]!, fromValues[k]!, i, -1);
-    bump(d, DIMENSIONS[k]!, toValues[k]!, i, 1);
+    const dim = DIMENSIONS[k]!;
+    if (fromValues[k] !== toValues[k]) {
+      bump(d, dim, fromValues[k]!, i, -1);
+      bump(d, dim, toValues[k]!, j, 1);
+    } else if (i !== j) shift(d, dim, fromValues[k]!, i, j);
+  }
+  const binFrom = durationKey(from.r, from.outcome);
+  const binTo = durationKey(to.r, to.outcome);
+  if (binFrom !== binTo || from.outcome !== to.outcome || from.errorSig !== to.errorSig) {
+    countEnding(d, binTo, to.outcome, to.errorSig, 1);
+    countEnding(d, binFrom, from.outcome, from.errorSig, -1);
   }
 }
 
@@ -232,8 +262,8 @@ export function countHour(cellOf: (app: string, hour: number) => RollupData, c: 
   const values = dimensionValues(c.r);
   const hour = bucketStart(c.r.createdAt, GRAINS.hour);
   if (c.from) {
-    const fromValues = dimensionValues(c.from);
-    for (const slice of slicesOf(c.r)) moveRecord(cellOf(slice, hour), c.outcome, isAllApps(slice), fromValues, values);
+    const fromValues = dimensionValues(c.from.r);
+    for (const slice of slicesOf(c.r)) moveRecord(cellOf(slice, hour), isAllApps(slice), c.from, c, fromValues, values);
     return;
   }
   for (const slice of slicesOf(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
@@ -301,8 +331,8 @@ export interface OpenCount {
   outcome: Outcome;
   sign: 1 | -1;
   errorSig: string | null;
-  /** A move (RollupDeltas.change): the record as it was counted, in the same cells with the same outcome. */
-  from?: RollupRecord;
+  /** A move (RollupDeltas.change): how the record was counted, in the same cells. */
+  from?: Counted;
 }
 
 /** What a record's duration adds to a cell: its bin, or nothing (in progress, or unknown). */
@@ -349,31 +379,32 @@ export class RollupDeltas {
   }
 
   /**
-   * A counted record changed from `before` to `after`: counted out and in again. When only some
-   * dimensions changed (same outcome, hour, slices, signature and duration bin: a progress ping, a
-   * field filled in) only those move, which is what the two counts would come to.
+   * A counted record changed from `before` to `after`: counted out and in again. When it stays in
+   * the same cells (same hour and slices: a progress ping, a final report, a field filled in) it
+   * moves within them, which is what the two counts would come to.
    */
   change(before: RollupRecord, after: RollupRecord, sigBefore: string | null, sigAfter: string | null): void {
     const hour = bucketStart(after.createdAt, GRAINS.hour);
     const movable =
-      before.outcome === after.outcome && sigBefore === sigAfter && bucketStart(before.createdAt, GRAINS.hour) === hour &&
-      durationKey(before, before.outcome) === durationKey(after, after.outcome) && kindOfType(before.type) === kindOfType(after.type) &&
+      bucketStart(before.createdAt, GRAINS.hour) === hour && kindOfType(before.type) === kindOfType(after.type) &&
       repoClass(before.repoSource) === repoClass(after.repoSource) && before.nsapp === after.nsapp;
     if (!movable) {
       this.add(before, before.outcome, -1, sigBefore);
       this.add(after, after.outcome, 1, sigAfter);
       return;
     }
+    const from: Counted = { r: before, outcome: before.outcome, errorSig: sigBefore };
     if (hour >= this.foldedUntil) {
-      this.open.push({ r: after, from: before, outcome: after.outcome, sign: 1, errorSig: sigAfter });
+      this.open.push({ r: after, from, outcome: after.outcome, sign: 1, errorSig: sigAfter });
       return;
     }
+    const to: Counted = { r: after, outcome: after.outcome, errorSig: sigAfter };
     const fromValues = dimensionValues(before);
     const toValues = dimensionValues(after);
     const slices = slicesOf(after);
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(after.createdAt, grain);
-      for (const slice of slices) moveRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), after.outcome, isAllApps(slice), fromValues, toValues);
+      for (const slice of slices) moveRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), isAllApps(slice), from, to, fromValues, toValues);
     }
   }
 

@@ -1,7 +1,7 @@
 // `installstats verify`: the rollups must equal a full recount of the records, cell by cell.
 import type { RollupCell, StoreReads } from "../store/contract.ts";
 import { GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type RollupKey } from "../domain/rollup.ts";
-import { errorSignature, failureSignatureId, signatureId } from "../domain/error-signature.ts";
+import { failureSignature } from "../domain/error-signature.ts";
 import { DAY } from "../domain/time.ts";
 
 interface CellMismatch {
@@ -128,10 +128,10 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
     const expected = new RollupDeltas(foldedUntil);
     for await (const r of store.iterateExecutions({ from: day, to: day + DAY })) {
       check.records++;
-      expected.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-      const signature = r.outcome === "failed" ? errorSignature(r.error) : null;
-      if (signature !== null) {
-        const apps = await signatureApps(signatureId(signature));
+      const sig = failureSignature(r.outcome, r.error);
+      expected.add(r, r.outcome, 1, sig?.id ?? null);
+      if (sig) {
+        const apps = await signatureApps(sig.id);
         if (!apps || apps.has("\u0000missing") || (r.nsapp !== null && !apps.has(r.nsapp))) check.signatureGaps++;
       }
     }

@@ -370,6 +370,21 @@ export function storeContract(factory: EngineFactory): void {
         await expectVerified(store, 1);
       });
 
+      test("a later report that names the app the first one lacked moves the execution to that app everywhere", async () => {
+        const store = await freshStore();
+        await store.write([tel("k1", "e1", "installing", PAST, { nsapp: null }), tel("k2", "e2", "installing", PAST, { nsapp: "keep" })]);
+        expect(await store.write([tel("k1", "e1", "validation", PAST + MIN, { nsapp: "jellyfin" }), tel("k2", "e2", "validation", PAST + MIN, { nsapp: "keep" })])).toEqual([
+          { kind: "updated", outcome: "in_progress" },
+          { kind: "updated", outcome: "in_progress" },
+        ]);
+        expect(idsOf((await store.listExecutions({ nsapp: "jellyfin" }, { limit: 10 })).rows)).toEqual(["k1"]);
+        expect(idsOf((await store.listExecutions({ nsapp: "keep" }, { limit: 10 })).rows)).toEqual(["k2"]);
+        expect((await store.getExecutions("k1"))[0]).toMatchObject({ nsapp: "jellyfin", status: "validation", createdAt: PAST, validationAt: PAST + MIN });
+        await store.write([tel("k1", "e1", "success", PAST + 2 * MIN, { nsapp: "jellyfin" })]);
+        expect(idsOf((await store.listExecutions({ nsapp: "jellyfin", outcome: "success" }, { limit: 10 })).rows)).toEqual(["k1"]);
+        await expectVerified(store, 2);
+      });
+
       test("a new execution after a final status is a retry: attempt 2 of the same install, not a conflict", async () => {
         const store = await freshStore();
         await store.write([tel("r1", "e1", "installing", PAST), tel("r1", "e1", "failed", PAST + MIN, { error: "exit code 1", exitCode: 1 })]);

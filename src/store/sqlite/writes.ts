@@ -4,7 +4,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
-import { SignatureSightings, failureSignatureId } from "../../domain/error-signature.ts";
+import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { decide, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
@@ -36,6 +36,13 @@ function insertAll<T extends SQLiteTable>(table: T, tail: string): string {
   return `INSERT INTO "${getTableName(table)}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(([key]) => `$${key}`).join(", ")}) ${tail}`;
 }
 
+/** The executions table's key and indexed columns (schema.ts): updateExecution leaves them as they are. */
+const KEYS = ["executionId", "randomId", "createdAt", "nsapp"] as const;
+const INDEXED_KEYS = new Set<string>(KEYS.map((k) => executions[k].name));
+
+/** Whether `after` keeps every key of `before`, so updateExecution can write it. */
+const sameKeys = (before: Execution, after: Execution): boolean => KEYS.every((k) => before[k] === after[k]);
+
 /** A statement writing an execution as its row (a long error text split, error-text.ts). */
 const rowOf = (statement: Statement<never, [ExecutionRow]>) => ({ run: (e: Execution) => statement.run(toRow(e)) });
 
@@ -49,6 +56,18 @@ function prepareHotStatements(sqlite: Database) {
   return {
     /** changes is 0 when the execution_id is stored already (a duplicate). */
     insertExecution: rowOf(sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO NOTHING"))),
+    /**
+     * A row written back but for the indexed keys, which it keeps (a progress ping, a final status):
+     * SQLite rewrites every index whose column an UPDATE assigns, changed or not.
+     */
+    updateExecution: rowOf(
+      sqlite.query<never, ExecutionRow>(
+        `UPDATE "${getTableName(executions)}" SET ${Object.entries(getTableColumns(executions))
+          .filter(([, c]) => !INDEXED_KEYS.has(c.name))
+          .map(([key, c]) => `"${c.name}" = $${key}`)
+          .join(", ")} WHERE "${executions.executionId.name}" = $executionId`,
+      ),
+    ),
     /** A whole row written back: every report that changes an execution may change any field. */
     replaceExecution: rowOf(
       sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO UPDATE SET " + Object.values(getTableColumns(executions)).filter((c) => !c.primary).map((c) => `"${c.name}" = excluded."${c.name}"`).join(", "))),
@@ -224,14 +243,16 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
 
   /** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
   function count(fx: BatchEffects, row: Execution, sign: 1 | -1, at: number): void {
-    fx.deltas.add(row, row.outcome, sign, failureSignatureId(row.outcome, row.error));
-    if (sign === 1 && row.outcome === "failed" && row.error !== null) fx.sightings.see(row.error, row.nsapp, at);
+    const sig = failureSignature(row.outcome, row.error);
+    fx.deltas.add(row, row.outcome, sign, sig?.id ?? null);
+    if (sign === 1 && sig) fx.sightings.see(sig, row.error!, row.nsapp, at);
   }
 
   /** A counted execution became `after`: the rollups follow (only what changed moves). */
   function recount(fx: BatchEffects, before: Execution, after: Execution, at: number): void {
-    fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), failureSignatureId(after.outcome, after.error));
-    if (after.outcome === "failed" && after.error !== null) fx.sightings.see(after.error, after.nsapp, at);
+    const sig = failureSignature(after.outcome, after.error);
+    fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), sig?.id ?? null);
+    if (sig) fx.sightings.see(sig, after.error!, after.nsapp, at);
   }
 
   function heldFor(executionId: string): HeldReport | null {
@@ -265,14 +286,14 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         result = { kind: "created", outcome: decision.row.outcome };
         break;
       case "update":
-        hot.replaceExecution.run(decision.row);
+        (sameKeys(current!, decision.row) ? hot.updateExecution : hot.replaceExecution).run(decision.row);
         recount(fx, current!, decision.row, op.at);
         result = { kind: "updated", outcome: decision.row.outcome };
         break;
       case "duplicate":
         // The status stands; a gap filled (a start's time after a ping, fields a ping lacked) is written and recounted.
         if (decision.row) {
-          hot.replaceExecution.run(decision.row);
+          (sameKeys(current!, decision.row) ? hot.updateExecution : hot.replaceExecution).run(decision.row);
           recount(fx, current!, decision.row, op.at);
         }
         if (decision.conflict) {

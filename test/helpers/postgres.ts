@@ -1,0 +1,90 @@
+// A throwaway PostgreSQL server on 127.0.0.1 for tests and benchmarks: Debian's binaries, a
+// fresh data directory under /tmp owned by the `postgres` user (CI runs as root, and the server
+// refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
+// replica of it on another port (pg_basebackup -R), as ../shared/STACK-NOTES.md checked.
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface PgServer {
+  /** postgres://postgres@127.0.0.1:<port>/postgres */
+  url: string;
+  port: number;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+/** Where Debian puts the server binaries (the newest major version present). */
+export function pgBinDir(): string | null {
+  const root = "/usr/lib/postgresql";
+  if (!existsSync(root)) return null;
+  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb"))).sort((a, b) => Number(b) - Number(a));
+  return versions[0] ? join(root, versions[0], "bin") : null;
+}
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+/** Runs a server binary as the postgres user when we are root (as CI is), else as ourselves. */
+function asPostgres(cmd: string[]): string[] {
+  return process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--", ...cmd] : cmd;
+}
+
+function run(cmd: string[]): void {
+  const r = Bun.spawnSync(asPostgres(cmd), { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${cmd[0]} failed (${r.exitCode}): ${r.stderr.toString().trim() || r.stdout.toString().trim()}`);
+}
+
+function ownedDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const uid = Bun.spawnSync(["id", "-u", "postgres"]).stdout.toString().trim();
+  const gid = Bun.spawnSync(["id", "-g", "postgres"]).stdout.toString().trim();
+  if (process.getuid?.() === 0 && uid && gid) chownSync(dir, Number(uid), Number(gid));
+  return dir;
+}
+
+function startDir(bin: string, data: string, port: number): PgServer {
+  run([join(bin, "pg_ctl"), "-D", data, "-w", "-t", "30", "-l", join(data, "server.log"), "-o", `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c fsync=on`, "start"]);
+  let stopped = false;
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    dir: data,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
+      } finally {
+        rmSync(data, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** A fresh server; throws when PostgreSQL is not installed (`.ci/run` installs it). */
+export async function startPostgres(): Promise<PgServer> {
+  const bin = pgBinDir();
+  if (!bin) throw new Error("PostgreSQL is not installed (Debian: apt-get install -y postgresql)");
+  const data = ownedDir("installstats-pg-");
+  run([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
+  // Replication from loopback, for startReplica.
+  Bun.spawnSync(asPostgres(["sh", "-c", `echo 'host replication postgres 127.0.0.1/32 trust' >> ${join(data, "pg_hba.conf")}`]));
+  return startDir(bin, data, await freePort());
+}
+
+/** A streaming replica of `primary` on its own port (read-only; it follows within a second or so). */
+export async function startReplica(primary: PgServer): Promise<PgServer> {
+  const bin = pgBinDir()!;
+  const data = ownedDir("installstats-pg-replica-");
+  run([join(bin, "pg_basebackup"), "-D", data, "-R", "-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres"]);
+  return startDir(bin, data, await freePort());
+}

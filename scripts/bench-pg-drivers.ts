@@ -50,12 +50,12 @@ try {
     await Promise.all([writer(client, client + "a"), writer(client, client + "b")]);
     console.log(client, "2 concurrent writers:", (2 * N * B / (performance.now() - t) * 1000).toFixed(0), "rows/s");
   }
-  const [{ sum }] = await sql`SELECT sum(c0)::bigint AS sum FROM r`;
+  const sum = (await sql<{ sum: string }[]>`SELECT sum(c0)::bigint AS sum FROM r`)[0]!.sum;
   console.log("rollup increments:", sum, "(one per key and batch, 6 writers x", N, "batches x 600 keys:", 6 * N * 600, ")");
   await Bun.sleep(1000);
   const rsql = postgres(rep.url, { max: 1 });
-  const [{ n }] = await rsql`SELECT count(*)::int AS n FROM e`;
-  const [{ lag }] = await rsql`SELECT extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float AS lag`;
+  const n = (await rsql<{ n: number }[]>`SELECT count(*)::int AS n FROM e`)[0]!.n;
+  const lag = (await rsql<{ lag: number }[]>`SELECT extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float AS lag`)[0]!.lag;
   console.log("replica sees", n, "rows; lag", lag);
   await rsql.end(); await sql.end();
 } finally {

@@ -2,7 +2,7 @@
 // fresh data directory under /tmp owned by the `postgres` user (CI runs as root, and the server
 // refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
 // replica of it on another port (pg_basebackup -R), as ../shared/STACK-NOTES.md checked.
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +16,7 @@ export interface PgServer {
 }
 
 /** Where Debian puts the server binaries (the newest major version present). */
-export function pgBinDir(): string | null {
+function pgBinDir(): string | null {
   const root = "/usr/lib/postgresql";
   if (!existsSync(root)) return null;
   const versions = readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb"))).sort((a, b) => Number(b) - Number(a));
@@ -44,6 +44,8 @@ function run(cmd: string[]): void {
 }
 
 function ownedDir(prefix: string): string {
+  // The test run's directory (TMPDIR) is private to root: the postgres user may pass through it.
+  if (process.getuid?.() === 0 && tmpdir() !== "/tmp") chmodSync(tmpdir(), 0o711);
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const uid = Bun.spawnSync(["id", "-u", "postgres"]).stdout.toString().trim();
   const gid = Bun.spawnSync(["id", "-g", "postgres"]).stdout.toString().trim();

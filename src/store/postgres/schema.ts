@@ -1,0 +1,203 @@
+// Storage schema of the PostgreSQL engine (docs/decisions.md, "The PostgreSQL engine: design").
+// The same data as the SQLite schema, in PostgreSQL's types: times are bigint milliseconds since
+// the epoch, long texts are kept whole (TOAST compresses them), rollups are counter rows that
+// several nodes increment at once instead of JSON cells one writer rewrites.
+import { sql } from "drizzle-orm";
+import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, smallint, text } from "drizzle-orm/pg-core";
+import { KINDS, type Execution } from "../../domain/execution.ts";
+import { OUTCOMES } from "../../domain/outcome.ts";
+import { LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
+
+const ms = (name: string) => bigint(name, { mode: "number" });
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
+
+/** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
+export const executions = pgTable(
+  "executions",
+  {
+    executionId: text("execution_id").primaryKey(),
+    randomId: text("random_id").notNull(),
+    attempt: integer("attempt").notNull(),
+    kind: text("kind", { enum: KINDS }).notNull(),
+    payloadVersion: integer("payload_version"),
+    type: text("type").notNull(),
+    ctType: integer("ct_type"),
+    diskSize: doublePrecision("disk_size"),
+    coreCount: integer("core_count"),
+    ramSize: integer("ram_size"),
+    osType: text("os_type"),
+    osVersion: text("os_version"),
+    disableip6: text("disableip6"),
+    nsapp: text("nsapp"),
+    method: text("method"),
+    pveVersion: text("pve_version"),
+    cpuVendor: text("cpu_vendor"),
+    cpuModel: text("cpu_model"),
+    gpuVendor: text("gpu_vendor"),
+    gpuModel: text("gpu_model"),
+    ramSpeed: text("ram_speed"),
+    gpuPassthrough: text("gpu_passthrough"),
+    hostGpu: text("host_gpu"),
+    arch: text("arch"),
+    platform: text("platform"),
+    hasArm: boolean("has_arm"),
+    repoSource: text("repo_source"),
+    repoSlug: text("repo_slug"),
+    kernelVersion: text("kernel_version"),
+    appVersion: text("app_version"),
+    extra: text("extra"),
+    status: text("status").notNull(),
+    outcome: text("outcome", { enum: OUTCOMES }).notNull(),
+    error: text("error"),
+    exitCode: integer("exit_code"),
+    errorCategory: text("error_category"),
+    failedCommand: text("failed_command"),
+    failedLine: integer("failed_line"),
+    installDuration: integer("install_duration"),
+    createdAt: ms("created_at").notNull(),
+    updatedAt: ms("updated_at").notNull(),
+    durationMs: ms("duration_ms"),
+    installingAt: ms("installing_at"),
+    validationAt: ms("validation_at"),
+    configuringAt: ms("configuring_at"),
+    finishedAt: ms("finished_at"),
+    repaired: boolean("repaired").notNull().default(false),
+    /** Insertion order, across nodes: the tie-breaker of rows created in the same millisecond. */
+    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity().notNull(),
+  },
+  (t) => [
+    index("executions_created_at").on(t.createdAt, t.seq),
+    index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq),
+    index("executions_random_id").on(t.randomId),
+  ],
+);
+
+/** The row is the domain's Execution, column for column, and its insertion order. */
+export type ExecutionRow = Execution & { seq: number };
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+true satisfies Same<typeof executions.$inferSelect, ExecutionRow>;
+
+/** Final reports that arrived before their start report (normalized, as JSON), applied when it comes. */
+export const heldReports = pgTable(
+  "held_reports",
+  {
+    executionId: text("execution_id").primaryKey(),
+    randomId: text("random_id").notNull(),
+    report: text("report").notNull(),
+    receivedAt: ms("received_at").notNull(),
+    repaired: boolean("repaired").notNull().default(false),
+    /** What the row counts against the held-reports budget. */
+    cost: integer("cost").notNull(),
+  },
+  (t) => [index("held_reports_random_id").on(t.randomId), index("held_reports_received_at").on(t.receivedAt)],
+);
+
+/** Where a log entry's body is kept (as in the SQLite schema). */
+export const BODY_STORES = ["inline", "shared", "head"] as const;
+
+/** Every request not applied exactly as sent, raw, with the reason: the "nothing is lost" log. */
+export const rejectedReports = pgTable(
+  "rejected_reports",
+  {
+    id: bigint("id", { mode: "number" }).generatedAlwaysAsIdentity().primaryKey(),
+    receivedAt: ms("received_at").notNull(),
+    endpoint: text("endpoint", { enum: LOGGED_AT }).notNull(),
+    reason: text("reason", { enum: REJECT_REASONS }).notNull(),
+    result: text("result"),
+    field: text("field"),
+    message: text("message").notNull(),
+    randomId: text("random_id"),
+    body: bytea("body").notNull(),
+    replayedAt: ms("replayed_at"),
+    replayResult: text("replay_result"),
+    bodyStore: text("body_store", { enum: BODY_STORES }).notNull().default("inline"),
+    bodySize: integer("body_size").notNull(),
+    bodyHash: text("body_hash"),
+    cost: integer("cost").notNull(),
+  },
+  (t) => [
+    index("rejected_reports_received_at").on(t.receivedAt),
+    index("rejected_reports_head").on(t.id).where(sql`${t.bodyStore} = 'head'`),
+  ],
+);
+
+/** Bodies of the rejected-reports log, each stored once however many entries share it. */
+export const bodies = pgTable("bodies", {
+  hash: text("hash").primaryKey(),
+  size: integer("size").notNull(),
+  codec: text("codec", { enum: ["zstd", "none"] }).notNull(),
+  data: bytea("data").notNull(),
+  refs: integer("refs").notNull(),
+});
+
+/** The budgets' running totals and counters, kept in the same transaction as every change they count. */
+export const budgetCounters = pgTable("budget_counters", {
+  name: text("name").primaryKey(),
+  value: bigint("value", { mode: "number" }).notNull(),
+});
+
+/**
+ * Rollup counts: installs per grain (0 hour, 1 day, 2 month) x bucket x slice x dimension x value,
+ * one column per outcome (domain/rollup.ts OUTCOMES order). Writers add to them with one upsert
+ * per batch; a row that comes back to zero is removed by the fold job, and readers skip zeros.
+ */
+export const rollupCounts = pgTable(
+  "rollup_counts",
+  {
+    grain: smallint("grain").notNull(),
+    slice: text("slice").notNull(),
+    bucket: ms("bucket").notNull(),
+    dim: text("dim").notNull(),
+    value: text("value").notNull(),
+    c0: bigint("c0", { mode: "number" }).notNull(),
+    c1: bigint("c1", { mode: "number" }).notNull(),
+    c2: bigint("c2", { mode: "number" }).notNull(),
+    c3: bigint("c3", { mode: "number" }).notNull(),
+    c4: bigint("c4", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.dim, t.value] }), index("rollup_counts_bucket").on(t.grain, t.bucket)],
+);
+
+/** Finished installs with a known duration per outcome and duration bin. */
+export const rollupDurations = pgTable(
+  "rollup_durations",
+  {
+    grain: smallint("grain").notNull(),
+    slice: text("slice").notNull(),
+    bucket: ms("bucket").notNull(),
+    outcome: text("outcome", { enum: OUTCOMES }).notNull(),
+    bin: smallint("bin").notNull(),
+    n: bigint("n", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.outcome, t.bin] })],
+);
+
+/** Failed installs per error signature id. */
+export const rollupErrors = pgTable(
+  "rollup_errors",
+  {
+    grain: smallint("grain").notNull(),
+    slice: text("slice").notNull(),
+    bucket: ms("bucket").notNull(),
+    signature: text("signature").notNull(),
+    n: bigint("n", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.signature] })],
+);
+
+/** One row each: the fold mark and the rollups' version; the stuck-install scan's mark. */
+export const marks = pgTable("marks", {
+  name: text("name").primaryKey(),
+  value: bigint("value", { mode: "number" }).notNull(),
+});
+
+/** What is known of each error signature across all time: an example and where it was seen. */
+export const errorSignatures = pgTable("error_signatures", {
+  id: text("id").primaryKey(),
+  signature: text("signature").notNull(),
+  example: text("example").notNull(),
+  firstSeen: ms("first_seen").notNull(),
+  lastSeen: ms("last_seen").notNull(),
+  /** JSON array of the apps that have failed with this signature. */
+  apps: text("apps").notNull(),
+});

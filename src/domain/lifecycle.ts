@@ -149,3 +149,67 @@ export function decide(current: Execution | undefined, report: Report, c: Circum
   const changed = Object.keys(timeline).some((k) => timeline[k as keyof Execution] !== current[k as keyof Execution]);
   return { kind: "duplicate", row: changed ? { ...timeline, repaired } : null, conflict: null };
 }
+
+/** An /upload status update says nothing of the machine or the script: every descriptive field unknown. */
+const UNKNOWN: Descriptive = {
+  type: "",
+  ctType: null,
+  diskSize: null,
+  coreCount: null,
+  ramSize: null,
+  osType: null,
+  osVersion: null,
+  disableip6: null,
+  nsapp: null,
+  method: null,
+  pveVersion: null,
+  cpuVendor: null,
+  cpuModel: null,
+  gpuVendor: null,
+  gpuModel: null,
+  ramSpeed: null,
+  gpuPassthrough: null,
+  hostGpu: null,
+  arch: null,
+  platform: null,
+  hasArm: null,
+  repoSource: null,
+  repoSlug: null,
+  kernelVersion: null,
+  appVersion: null,
+  extra: null,
+};
+
+/**
+ * The execution a held report describes on its own: created when it was received, ended as it
+ * says, no start time and so no duration (as for a held report applied when its start comes). A
+ * /telemetry final report carries every descriptive field; an /upload status update none (type "").
+ */
+export function executionFromHeld(held: HeldReport, attempt: number): Execution {
+  const { report, at, repaired } = held;
+  const fields = report.fields ?? UNKNOWN;
+  return {
+    ...fields,
+    executionId: report.executionId,
+    randomId: report.randomId,
+    attempt,
+    kind: kindOfType(fields.type),
+    payloadVersion: report.payloadVersion,
+    status: report.status,
+    outcome: report.outcome,
+    error: report.error,
+    exitCode: report.exitCode,
+    errorCategory: report.errorCategory,
+    failedCommand: report.failedCommand,
+    failedLine: report.failedLine,
+    installDuration: report.installDuration,
+    createdAt: at,
+    updatedAt: at,
+    durationMs: null,
+    installingAt: null,
+    validationAt: null,
+    configuringAt: null,
+    finishedAt: isFinal(report.outcome) ? at : null,
+    repaired,
+  };
+}

@@ -2,10 +2,7 @@
 // what one becomes when it is applied without its start report (it waited too long, or held
 // reports went past their budget). Nothing acknowledged is dropped: such a report becomes the
 // execution it describes, as far as it is known.
-import type { Descriptive, Execution, Report } from "../../domain/execution.ts";
-import { kindOfType } from "../../domain/execution.ts";
-import type { HeldReport } from "../../domain/lifecycle.ts";
-import { isFinal } from "../../domain/outcome.ts";
+import type { Report } from "../../domain/execution.ts";
 
 /** JSON shorter than this is kept as it is: compressing it saves nothing worth the call. */
 const COMPRESS_FROM = 256;
@@ -37,67 +34,3 @@ export function decodeHeld(row: { report: string; codec: string | null; data: Ui
 
 /** What a row without a cost (older than the budgets) counts: the same estimate, in SQL. */
 export const LEGACY_HELD_COST = `${ROW_BYTES} + length("report") + length("execution_id") + length("random_id")`;
-
-/** An /upload status update says nothing of the machine or the script: every descriptive field unknown. */
-const UNKNOWN: Descriptive = {
-  type: "",
-  ctType: null,
-  diskSize: null,
-  coreCount: null,
-  ramSize: null,
-  osType: null,
-  osVersion: null,
-  disableip6: null,
-  nsapp: null,
-  method: null,
-  pveVersion: null,
-  cpuVendor: null,
-  cpuModel: null,
-  gpuVendor: null,
-  gpuModel: null,
-  ramSpeed: null,
-  gpuPassthrough: null,
-  hostGpu: null,
-  arch: null,
-  platform: null,
-  hasArm: null,
-  repoSource: null,
-  repoSlug: null,
-  kernelVersion: null,
-  appVersion: null,
-  extra: null,
-};
-
-/**
- * The execution a held report describes on its own: created when it was received, ended as it
- * says, no start time and so no duration (as for a held report applied when its start comes). A
- * /telemetry final report carries every descriptive field; an /upload status update none (type "").
- */
-export function executionFromHeld(held: HeldReport, attempt: number): Execution {
-  const { report, at, repaired } = held;
-  const fields = report.fields ?? UNKNOWN;
-  return {
-    ...fields,
-    executionId: report.executionId,
-    randomId: report.randomId,
-    attempt,
-    kind: kindOfType(fields.type),
-    payloadVersion: report.payloadVersion,
-    status: report.status,
-    outcome: report.outcome,
-    error: report.error,
-    exitCode: report.exitCode,
-    errorCategory: report.errorCategory,
-    failedCommand: report.failedCommand,
-    failedLine: report.failedLine,
-    installDuration: report.installDuration,
-    createdAt: at,
-    updatedAt: at,
-    durationMs: null,
-    installingAt: null,
-    validationAt: null,
-    configuringAt: null,
-    finishedAt: isFinal(report.outcome) ? at : null,
-    repaired,
-  };
-}

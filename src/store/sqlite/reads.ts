@@ -1,16 +1,17 @@
 // Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
 // rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, isNotNull, lt, ne, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { addColumn, fromColumns, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
-import type { ExecutionFilter, ListCursor, PageQuery, PageSort, RollupCell, RollupSelection } from "../contract.ts";
+import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract.ts";
 import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";
 import { errorSignatures, executions, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
@@ -53,65 +54,9 @@ export function only(data: RollupData, parts: readonly RollupPart[], have: Reado
 /** Rows per chunk of executionChunks unless the caller says otherwise. */
 const CHUNK_ROWS = 1000;
 
-const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
-
-type Column = (typeof executionColumns)[keyof typeof executionColumns];
-
-/** Exact match; "" matches executions without the value (stored as null). */
-function matches(column: Column, value: string | undefined): SQL | undefined {
-  if (value === undefined) return undefined;
-  return value === "" ? or(isNull(column), eq(column, "")) : eq(column, value);
-}
-
-const e = executions;
-
-function whereOf(f: ExecutionFilter): SQL | undefined {
-  const c: (SQL | undefined)[] = [
-    f.kind === undefined ? undefined : eq(e.kind, f.kind),
-    f.randomId === undefined ? undefined : eq(e.randomId, f.randomId),
-    matches(e.nsapp, f.nsapp),
-    matches(e.status, f.status),
-    f.outcome === undefined ? undefined : eq(e.outcome, f.outcome),
-    matches(e.type, f.type),
-    matches(e.osType, f.osType),
-    matches(e.osVersion, f.osVersion),
-    matches(e.pveVersion, f.pveVersion),
-    matches(e.method, f.method),
-    f.exitCode === undefined ? undefined : eq(e.exitCode, f.exitCode),
-    matches(e.errorCategory, f.errorCategory),
-    matches(e.platform, f.platform),
-    matches(e.arch, f.arch),
-    matches(e.cpuVendor, f.cpuVendor),
-    matches(e.gpuVendor, f.gpuVendor),
-    matches(e.gpuPassthrough, f.gpuPassthrough),
-    matches(e.repoSource, f.repoSource),
-    matches(e.repoSlug, f.repoSlug),
-    matches(e.appVersion, f.appVersion),
-    matches(e.kernelVersion, f.kernelVersion),
-    f.from === undefined ? undefined : gte(e.createdAt, f.from),
-    f.to === undefined ? undefined : lt(e.createdAt, f.to),
-    f.until === undefined ? undefined : lte(e.createdAt, f.until),
-  ];
-  if (f.q !== undefined && f.q !== "") {
-    const pattern = `%${escapeLike(f.q)}%`;
-    c.push(or(sql`${e.nsapp} LIKE ${pattern} ESCAPE '\\'`, sql`${e.error} LIKE ${pattern} ESCAPE '\\'`));
-  }
-  return and(...c);
-}
-
-/** The community service's `status` column is the collapsed outcome. */
-const PAGE_SORT_COLUMNS: Record<PageSort, Column> = {
-  created: executions.createdAt, nsapp: executions.nsapp, status: executions.outcome, os_type: executions.osType,
-  type: executions.type, method: executions.method, exit_code: executions.exitCode,
-};
-
-function pageWhere(filter: ExecutionFilter, { repoSources, appContains }: PageQuery): SQL | undefined {
-  // None of no sources: Drizzle's or() of nothing would be no condition at all.
-  const anyRepo = repoSources === undefined ? undefined : repoSources.length === 0 ? sql`0` : or(...repoSources.map((r) => matches(executions.repoSource, r)));
-  // LIKE is case-insensitive for ASCII, as the original's positionCaseInsensitive.
-  const app = appContains ? sql`${executions.nsapp} LIKE ${`%${escapeLike(appContains)}%`} ESCAPE '\\'` : undefined;
-  return and(whereOf(filter), anyRepo, app);
-}
+/** SQLite's LIKE ignores case for ASCII letters (the original's positionCaseInsensitive does too). */
+const like: Like = (column, pattern) => sql`${column} LIKE ${pattern} ESCAPE '\\'`;
+const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions, f, like);
 
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
@@ -209,10 +154,10 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
     newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => newestOfApp.values(app).map(decodeExecution)),
 
     pageExecutions(filter: ExecutionFilter, page: PageQuery): { rows: Execution[]; total: number } {
-      const where = pageWhere(filter, page);
+      const where = pageWhere(executions, filter, page, like);
       const [counted] = db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where).all();
       const direction = page.descending ? desc : asc;
-      const column = PAGE_SORT_COLUMNS[page.sort];
+      const column = pageSortColumn(executions, page.sort);
       const rows = db
         .select(executionColumns)
         .from(executions)

@@ -6,7 +6,7 @@ import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } fro
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { decide, type HeldReport } from "../../domain/lifecycle.ts";
+import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
 import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
@@ -14,7 +14,7 @@ import { Counters, createLogBudget, type LeavingEntry } from "./budgets.ts";
 import { ALL_PARTS, cellKey, type CachedCell, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
-import { LEGACY_HELD_COST, decodeHeld, encodeHeld, executionFromHeld } from "./held.ts";
+import { LEGACY_HELD_COST, decodeHeld, encodeHeld } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
 import { toRow } from "./error-text.ts";
 import { errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";

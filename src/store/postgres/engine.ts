@@ -1,0 +1,85 @@
+// The PostgreSQL engine: a Store over one database that any number of nodes share
+// (docs/decisions.md, "The PostgreSQL engine: design").
+import type { Sql } from "postgres";
+import { failureSignatureId } from "../../domain/error-signature.ts";
+import { DAY } from "../../domain/time.ts";
+import { RollupDeltas } from "../../domain/rollup.ts";
+import { StorageUnavailableError, type BudgetStatus, type Store, type StoreLimits, type WriteOp } from "../contract.ts";
+import type { Engine, OpenOptions } from "../engine.ts";
+import { openPostgres, redacted, type PgDb } from "./database.ts";
+import { createPostgresReads } from "./reads.ts";
+import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
+
+/** SQLSTATE classes that mean the server cannot take the write now (connection, resources, shutdown). */
+const UNAVAILABLE = /^(08|53|57)/;
+
+function storeOf(pg: Sql, db: PgDb, location: string): Store {
+  const reads = createPostgresReads(pg, db);
+  let limits: StoreLimits = { logBytes: 64 * 1024 * 1024, heldBytes: 16 * 1024 * 1024 };
+  return {
+    ...reads,
+    async write(ops: readonly WriteOp[]) {
+      try {
+        return await writeBatch(pg, ops);
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (typeof code === "string" && (UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED")) {
+          throw new StorageUnavailableError(`PostgreSQL at ${redacted(location)}: ${(e as Error).message}`);
+        }
+        throw e;
+      }
+    },
+    async rebuildRollups(onDay) {
+      const span = await reads.recordSpan();
+      await pg`TRUNCATE rollup_counts, rollup_durations, rollup_errors`;
+      if (!span) return;
+      const foldedUntil = await getMark(pg, MARKS.foldedUntil);
+      const end = span.last + 1;
+      for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
+        const deltas = new RollupDeltas(foldedUntil);
+        for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+        await pg.begin((tx) => addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        onDay?.(day, end);
+      }
+    },
+    setLimits(next: StoreLimits) {
+      limits = next;
+    },
+    async budgets(): Promise<BudgetStatus> {
+      const [log] = await pg<{ used: number; entries: number; bodies: number; head: number }[]>`
+        SELECT coalesce(sum(cost), 0)::bigint AS used, count(*)::int AS entries, coalesce(sum(body_size), 0)::bigint AS bodies,
+          count(*) FILTER (WHERE body_store = 'head')::int AS head FROM rejected_reports`;
+      const [held] = await pg<{ used: number; count: number }[]>`SELECT coalesce(sum(cost), 0)::bigint AS used, count(*)::int AS count FROM held_reports`;
+      const counters = new Map((await pg<{ name: string; value: number }[]>`SELECT name, value FROM budget_counters`).map((c) => [c.name, c.value]));
+      return {
+        log: {
+          limitBytes: limits.logBytes, usedBytes: log!.used, entries: log!.entries, bodyBytes: log!.bodies, bodyRawBytes: log!.bodies, headOnly: log!.head,
+          deduplicated: 0, truncated: 0, evicted: 0, dropped: 0, droppedBytes: 0,
+        },
+        held: { limitBytes: limits.heldBytes, usedBytes: held!.used, count: held!.count, expired: counters.get("held.expired_total") ?? 0, overflowed: counters.get("held.overflowed_total") ?? 0 },
+      };
+    },
+    close: () => pg.end({ timeout: 5 }),
+  };
+}
+
+export async function openPostgresEngine(location: string, opts: OpenOptions): Promise<Engine> {
+  const { sql: pg, db } = await openPostgres(location, opts);
+  const store = storeOf(pg, db, location);
+  return {
+    store,
+    location: redacted(location),
+    serve: () => ({ commit: (ops) => store.write(ops), stop: async () => {} }),
+    async sizes() {
+      const [row] = await pg<{ bytes: number }[]>`SELECT pg_database_size(current_database())::bigint AS bytes`;
+      return [{ file: "database", bytes: row?.bytes ?? 0 }];
+    },
+    // The server keeps its own pages checked (checksums, WAL); the engine has nothing to add yet.
+    checkIntegrity: async () => ["ok"],
+    async health() {
+      const budgets = await store.budgets().catch(() => null);
+      return { writable: budgets !== null, problems: budgets === null ? ["PostgreSQL does not answer"] : [], integrity: null, budgets };
+    },
+    close: () => store.close(),
+  };
+}

@@ -1,0 +1,242 @@
+// Read queries of the PostgreSQL engine: executions (keyset and numbered pages, chunks), rollup
+// counter rows turned back into cells, error signatures, the maintenance reads.
+import { and, asc, desc, inArray, sql, getTableColumns, type SQL } from "drizzle-orm";
+import type { Sql } from "postgres";
+import type { KnownSignature } from "../../domain/error-signature.ts";
+import type { Execution } from "../../domain/execution.ts";
+import type { RejectReason } from "../../domain/rejection.ts";
+import { cellOf, type CellEntries, type Dimension, type Grain, type RollupPart } from "../../domain/rollup.ts";
+import type { Outcome } from "../../domain/outcome.ts";
+import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupCell, RollupSelection, StoreReads } from "../contract.ts";
+import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
+import type { PgDb } from "./database.ts";
+import { errorSignatures, executions, rejectedReports } from "./schema.ts";
+import { MARKS, getMark } from "./writes.ts";
+
+const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
+const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions, f, like);
+
+const { seq: _seq, ...executionColumns } = getTableColumns(executions);
+const CHUNK_ROWS = 1000;
+
+/**
+ * Cells from their counter rows, with the parts asked for ("apps" is the nsapp dimension, "data"
+ * every other with the durations, "errors" the signatures). A cell is there when any count of
+ * it is not zero, whatever parts are read (as a stored cell on SQLite).
+ */
+async function cellsOf(pg: Sql, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
+  const cells = new Map<string, { slice: string; bucket: number; entries: CellEntries }>();
+  const entry = (s: string, bucket: number) => cells.get(`${s}|${bucket}`)?.entries;
+  const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
+  const range = pg`grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
+  const nonZero = pg`(c0 <> 0 OR c1 <> 0 OR c2 <> 0 OR c3 <> 0 OR c4 <> 0)`;
+  for (const { slice: s, bucket } of await pg<{ slice: string; bucket: number }[]>`SELECT DISTINCT slice, bucket FROM rollup_counts WHERE ${range} AND ${nonZero}`) {
+    cells.set(`${s}|${bucket}`, { slice: s, bucket, entries: { counts: [], durations: [], errors: [] } });
+  }
+  if (cells.size === 0) return [];
+  const withData = parts.includes("data");
+  const withApps = parts.includes("apps");
+  if (withData || withApps) {
+    const dims = withData && withApps ? pg`TRUE` : withApps ? pg`dim = 'nsapp'` : pg`dim <> 'nsapp'`;
+    const rows = await pg<{ slice: string; bucket: number; dim: string; value: string; c0: number; c1: number; c2: number; c3: number; c4: number }[]>`
+      SELECT slice, bucket, dim, value, c0, c1, c2, c3, c4 FROM rollup_counts WHERE ${range} AND ${dims} AND ${nonZero}`;
+    for (const r of rows) entry(r.slice, r.bucket)?.counts.push({ dim: r.dim as Dimension, value: r.value, counts: [r.c0, r.c1, r.c2, r.c3, r.c4] });
+  }
+  if (withData) {
+    const rows = await pg<{ slice: string; bucket: number; outcome: Outcome; bin: number; n: number }[]>`
+      SELECT slice, bucket, outcome, bin, n FROM rollup_durations WHERE ${range} AND n <> 0`;
+    for (const r of rows) entry(r.slice, r.bucket)?.durations.push({ outcome: r.outcome, bin: r.bin, n: r.n });
+  }
+  if (parts.includes("errors")) {
+    const rows = await pg<{ slice: string; bucket: number; signature: string; n: number }[]>`
+      SELECT slice, bucket, signature, n FROM rollup_errors WHERE ${range} AND n <> 0`;
+    for (const r of rows) entry(r.slice, r.bucket)?.errors.push({ signature: r.signature, n: r.n });
+  }
+  return [...cells.values()]
+    .map(({ slice: s, bucket, entries }) => ({ slice: s, bucket, data: cellOf(entries) }))
+    .sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));
+}
+
+const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
+
+interface RejectedRow {
+  id: number;
+  receivedAt: number;
+  endpoint: RejectedEntry["endpoint"];
+  reason: RejectReason;
+  result: string | null;
+  field: string | null;
+  message: string;
+  randomId: string | null;
+  body: Buffer;
+  replayedAt: number | null;
+  replayResult: string | null;
+  bodyStore: string;
+  bodySize: number;
+  bodyHash: string | null;
+}
+const toRejected = (r: RejectedRow): RejectedEntry => ({
+  id: r.id, receivedAt: r.receivedAt, endpoint: r.endpoint, reason: r.reason, result: r.result as RejectedEntry["result"], field: r.field, message: r.message,
+  randomId: r.randomId, body: new Uint8Array(r.body), replayedAt: r.replayedAt, replayResult: r.replayResult, bodySize: r.bodySize,
+  bodySha256: r.bodyHash, bodyKept: r.bodyStore !== "head",
+});
+const SELECT_REJECTED = sql`SELECT id, received_at AS "receivedAt", endpoint, reason, result, field, message, random_id AS "randomId", body,
+  replayed_at AS "replayedAt", replay_result AS "replayResult", body_store AS "bodyStore", body_size AS "bodySize", body_hash AS "bodyHash" FROM rejected_reports`;
+
+export function createPostgresReads(pg: Sql, db: PgDb) {
+  async function* executionChunks(filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): AsyncGenerator<Execution[], void> {
+    if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
+    let remaining = limit;
+    let after: ListCursor | null = null;
+    while (remaining > 0) {
+      const n = Math.min(chunkRows, remaining);
+      const keyset: SQL | undefined = after ? sql`(${executions.createdAt}, ${executions.seq}) > (${after.createdAt}, ${after.seq})` : undefined;
+      const rows: (Execution & { seq: number })[] = await db
+        .select({ ...executionColumns, seq: executions.seq })
+        .from(executions)
+        .where(and(whereOf(filter), keyset))
+        .orderBy(asc(executions.createdAt), asc(executions.seq))
+        .limit(n)
+        .offset(after ? 0 : offset);
+      const last = rows.at(-1);
+      if (!last) return;
+      yield rows.map(({ seq: _, ...row }) => row);
+      if (rows.length < n) return;
+      remaining -= rows.length;
+      after = { createdAt: last.createdAt, seq: last.seq };
+    }
+  }
+
+  const reads: StoreReads = {
+    async getExecutions(randomId) {
+      return db.select(executionColumns).from(executions).where(sql`${executions.randomId} = ${randomId}`).orderBy(asc(executions.attempt), asc(executions.createdAt));
+    },
+
+    async listExecutions(filter, { limit, after, order = "newest" }) {
+      const newest = order === "newest";
+      const keyset = !after
+        ? undefined
+        : newest
+          ? sql`(${executions.createdAt}, ${executions.seq}) < (${after.createdAt}, ${after.seq})`
+          : sql`(${executions.createdAt}, ${executions.seq}) > (${after.createdAt}, ${after.seq})`;
+      const direction = newest ? desc : asc;
+      const rows = await db
+        .select({ ...executionColumns, seq: executions.seq })
+        .from(executions)
+        .where(and(whereOf(filter), keyset))
+        .orderBy(direction(executions.createdAt), direction(executions.seq))
+        .limit(limit + 1);
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
+      return { rows: page.map(({ seq: _, ...row }) => row), next };
+    },
+
+    async newestOfApps(apps) {
+      const out: Execution[] = [];
+      for (const app of apps) {
+        const [row] = await db.select(executionColumns).from(executions).where(sql`${executions.nsapp} = ${app}`).orderBy(desc(executions.createdAt), desc(executions.seq)).limit(1);
+        if (row) out.push(row);
+      }
+      return out;
+    },
+
+    async pageExecutions(filter, page: PageQuery) {
+      const where = pageWhere(executions, filter, page, like);
+      const [counted] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where);
+      const direction = page.descending ? desc : asc;
+      // Absent values before every value, as on SQLite (PostgreSQL puts nulls last ascending).
+      const column = pageSortColumn(executions, page.sort);
+      const order = page.descending ? sql`${column} DESC NULLS LAST` : sql`${column} ASC NULLS FIRST`;
+      const rows = await db
+        .select(executionColumns)
+        .from(executions)
+        .where(where)
+        .orderBy(page.sort === "created" ? direction(column) : order, desc(executions.createdAt), desc(executions.seq))
+        .limit(page.limit)
+        .offset(page.offset);
+      return { rows, total: counted?.n ?? 0 };
+    },
+
+    executionChunks,
+
+    async *iterateExecutions(filter) {
+      for await (const chunk of executionChunks(filter)) yield* chunk;
+    },
+
+    async errorTextCounts() {
+      const rows = await pg<{ error: string; count: number }[]>`
+        SELECT error, count(*)::int AS count FROM executions WHERE error IS NOT NULL AND error <> '' GROUP BY error`;
+      return rows.map((r) => ({ error: r.error, count: r.count })).sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
+    },
+
+    async changeMarker() {
+      // The set of transactions this snapshot sees: it changes when a writing transaction begins
+      // or ends, on any node, and the marker is read before the data it keys.
+      const [row] = await pg<{ s: string }[]>`SELECT pg_current_snapshot()::text AS s`;
+      return row!.s;
+    },
+
+    async readRollups({ grain, slice, from, to, parts }: RollupSelection) {
+      return (await cellsOf(pg, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
+    },
+
+    rollupCells: (grain, from, to) => cellsOf(pg, grain, from, to, null, ALL_PARTS),
+
+    foldedUntil: () => getMark(pg, MARKS.foldedUntil),
+
+    async signatures(ids): Promise<KnownSignature[]> {
+      if (ids.length === 0) return [];
+      const rows = await db.select().from(errorSignatures).where(inArray(errorSignatures.id, [...ids]));
+      return rows.map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
+    },
+
+    async recordSpan() {
+      const [span] = await pg<{ first: number | null; last: number | null }[]>`SELECT min(created_at) AS first, max(created_at) AS last FROM executions`;
+      return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
+    },
+  };
+
+  return {
+    ...reads,
+    async stuckExecutions(from: number, before: number, limit: number) {
+      return pg<{ executionId: string; createdAt: number }[]>`
+        SELECT execution_id AS "executionId", created_at AS "createdAt" FROM executions
+        WHERE outcome = 'in_progress' AND created_at >= ${from} AND created_at < ${before} ORDER BY created_at, seq LIMIT ${limit}`;
+    },
+    stuckCheckedUntil: () => getMark(pg, MARKS.stuckCheckedUntil),
+    async countBefore(cutoff: number) {
+      const [row] = await pg<{ executions: number; held: number; rejected: number }[]>`SELECT
+        (SELECT count(*)::int FROM executions WHERE created_at < ${cutoff}) AS executions,
+        (SELECT count(*)::int FROM held_reports WHERE received_at < ${cutoff}) AS held,
+        (SELECT count(*)::int FROM rejected_reports WHERE received_at < ${cutoff}) AS rejected`;
+      return row!;
+    },
+    async heldBefore(cutoff: number, limit: number) {
+      const rows = await pg<{ randomId: string }[]>`SELECT random_id AS "randomId" FROM held_reports WHERE received_at < ${cutoff} ORDER BY received_at LIMIT ${limit}`;
+      return rows.map((r) => r.randomId);
+    },
+    async listRejected({ limit, reason, before }: { limit: number; reason?: RejectReason; before?: number }) {
+      const rows = await db.execute<RejectedRow & Record<string, unknown>>(
+        sql`${SELECT_REJECTED} WHERE ${reason === undefined ? sql`TRUE` : sql`reason = ${reason}`} AND ${before === undefined ? sql`TRUE` : sql`id < ${before}`} ORDER BY id DESC LIMIT ${limit}`,
+      );
+      return [...rows].map(toRejected);
+    },
+    async replayCandidates({ reasons, retryPrefix, afterId, limit }: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }) {
+      if (reasons.length === 0) return [];
+      const rows = await db.execute<RejectedRow & Record<string, unknown>>(
+        sql`${SELECT_REJECTED} WHERE reason IN ${[...reasons]} AND id > ${afterId}
+          AND (replayed_at IS NULL OR starts_with(replay_result, ${retryPrefix})) ORDER BY id LIMIT ${limit}`,
+      );
+      return [...rows].map(toRejected);
+    },
+    async countReplayed(reasons: readonly RejectReason[], retryPrefix: string) {
+      if (reasons.length === 0) return 0;
+      const [row] = await db
+        .select({ n: sql<number>`count(*)`.mapWith(Number) })
+        .from(rejectedReports)
+        .where(and(inArray(rejectedReports.reason, [...reasons]), sql`replayed_at IS NOT NULL AND NOT starts_with(replay_result, ${retryPrefix})`));
+      return row?.n ?? 0;
+    },
+  };
+}

@@ -1,0 +1,22 @@
+// Executions as rows of the PostgreSQL schema: the column list every statement selects (aliased
+// to the domain's names, so a row is an Execution as it comes), and a row to insert.
+import { getTableColumns } from "drizzle-orm";
+import type { Execution } from "../../domain/execution.ts";
+import { executions } from "./schema.ts";
+
+const columns = getTableColumns(executions);
+/** The domain's keys with their column names, insertion order (seq) left out. */
+const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)[]).filter((k) => k !== "seq").map((key) => ({ key, name: columns[key].name }));
+
+/** `"execution_id" AS "executionId", ...`: every column of an execution under its domain name. */
+export const SELECT_EXECUTION = EXECUTION_COLUMNS.map(({ key, name }) => `e."${name}" AS "${key}"`).join(", ");
+
+/** The columns of an execution keyed by column name, for an INSERT. */
+export function rowOf(e: Execution): Record<string, string | number | boolean | null> {
+  const row: Record<string, string | number | boolean | null> = {};
+  for (const { key, name } of EXECUTION_COLUMNS) row[name] = e[key];
+  return row;
+}
+
+/** The columns a row written back may change: all but its id, which finds it. */
+export const UPDATABLE = EXECUTION_COLUMNS.filter(({ key }) => key !== "executionId").map(({ name }) => name);

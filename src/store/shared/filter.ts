@@ -1,0 +1,69 @@
+// The filters of the read side (ExecutionFilter) as Drizzle conditions, for either engine's
+// executions table: the columns are the same by name, and so is the meaning of every filter.
+import { and, eq, gte, isNull, lt, lte, or, sql, type Column, type SQL } from "drizzle-orm";
+import type { Execution } from "../../domain/execution.ts";
+import type { ExecutionFilter, PageQuery, PageSort } from "../contract.ts";
+
+/** An executions table's columns, by the domain's names. */
+export type ExecutionColumns = { [K in keyof Execution]: Column };
+
+/** A LIKE pattern's special characters taken literally (with ESCAPE '\'). */
+const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** Exact match; "" matches executions without the value (stored as null). */
+function matches(column: Column, value: string | undefined): SQL | undefined {
+  if (value === undefined) return undefined;
+  return value === "" ? or(isNull(column), eq(column, "")) : eq(column, value);
+}
+
+/**
+ * `like(column, pattern)`: the engine's case-insensitive match of a pattern with ESCAPE '\'
+ * (SQLite's LIKE is, for ASCII; PostgreSQL's ILIKE).
+ */
+export type Like = (column: Column, pattern: string) => SQL;
+
+export function filterWhere(e: ExecutionColumns, f: ExecutionFilter, like: Like): SQL | undefined {
+  const c: (SQL | undefined)[] = [
+    f.kind === undefined ? undefined : eq(e.kind, f.kind),
+    f.randomId === undefined ? undefined : eq(e.randomId, f.randomId),
+    matches(e.nsapp, f.nsapp),
+    matches(e.status, f.status),
+    f.outcome === undefined ? undefined : eq(e.outcome, f.outcome),
+    matches(e.type, f.type),
+    matches(e.osType, f.osType),
+    matches(e.osVersion, f.osVersion),
+    matches(e.pveVersion, f.pveVersion),
+    matches(e.method, f.method),
+    f.exitCode === undefined ? undefined : eq(e.exitCode, f.exitCode),
+    matches(e.errorCategory, f.errorCategory),
+    matches(e.platform, f.platform),
+    matches(e.arch, f.arch),
+    matches(e.cpuVendor, f.cpuVendor),
+    matches(e.gpuVendor, f.gpuVendor),
+    matches(e.gpuPassthrough, f.gpuPassthrough),
+    matches(e.repoSource, f.repoSource),
+    matches(e.repoSlug, f.repoSlug),
+    matches(e.appVersion, f.appVersion),
+    matches(e.kernelVersion, f.kernelVersion),
+    f.from === undefined ? undefined : gte(e.createdAt, f.from),
+    f.to === undefined ? undefined : lt(e.createdAt, f.to),
+    f.until === undefined ? undefined : lte(e.createdAt, f.until),
+  ];
+  if (f.q !== undefined && f.q !== "") {
+    const pattern = `%${escapeLike(f.q)}%`;
+    c.push(or(like(e.nsapp, pattern), like(e.error, pattern)));
+  }
+  return and(...c);
+}
+
+/** The community service's `status` column is the collapsed outcome. */
+export const pageSortColumn = (e: ExecutionColumns, sort: PageSort): Column =>
+  ({ created: e.createdAt, nsapp: e.nsapp, status: e.outcome, os_type: e.osType, type: e.type, method: e.method, exit_code: e.exitCode })[sort];
+
+/** A numbered page's filters: the read filters, any of several repo sources, an app name containing a text. */
+export function pageWhere(e: ExecutionColumns, filter: ExecutionFilter, { repoSources, appContains }: PageQuery, like: Like): SQL | undefined {
+  // None of no sources: Drizzle's or() of nothing would be no condition at all.
+  const anyRepo = repoSources === undefined ? undefined : repoSources.length === 0 ? sql`1 = 0` : or(...repoSources.map((r) => matches(e.repoSource, r)));
+  const app = appContains ? like(e.nsapp, `%${escapeLike(appContains)}%`) : undefined;
+  return and(filterWhere(e, filter, like), anyRepo, app);
+}

@@ -1,0 +1,32 @@
+// The Store contract suite against the PostgreSQL engine: one throwaway server on 127.0.0.1 for
+// the file, a fresh database per test, dropped when the test ends.
+import { afterAll, beforeAll } from "bun:test";
+import postgres from "postgres";
+import { startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { storeContract, type EngineFactory } from "./store-contract.ts";
+
+let server: PgServer;
+let admin: postgres.Sql;
+let n = 0;
+beforeAll(async () => {
+  server = await startPostgres();
+  admin = postgres(server.url, { max: 1, onnotice: () => {} });
+});
+afterAll(async () => {
+  await admin?.end();
+  await server?.stop();
+});
+
+const pg: EngineFactory = {
+  name: "postgres",
+  async create() {
+    const name = `contract_${++n}`;
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    return {
+      location: server.url.replace(/\/postgres$/, `/${name}`),
+      destroy: async () => void (await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
+    };
+  },
+};
+
+storeContract(pg);

@@ -1,3 +1,4 @@
+import { displayLocation } from "../store/open.ts";
 import { openDatabaseOf, type Command } from "./command.ts";
 
 export const migrate: Command = {
@@ -6,7 +7,7 @@ export const migrate: Command = {
   settings: ["db", "durability"],
   async run(ctx) {
     await (await openDatabaseOf(ctx, { create: true })).close();
-    ctx.out(`${ctx.config.db}: migrations applied\n`);
+    ctx.out(`${displayLocation(ctx.config.db)}: migrations applied\n`);
     return 0;
   },
 };

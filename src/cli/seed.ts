@@ -1,3 +1,4 @@
+import { displayLocation } from "../store/open.ts";
 import { SEED_DEFAULTS, seedDatabase, seedOptions } from "../seed/seed.ts";
 import type { Store } from "../store/contract.ts";
 import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
@@ -34,12 +35,12 @@ export const seed: Command = {
       const held = await heldData(engine.store);
       if (held !== null && ctx.flags.force !== true) {
         throw new UsageError(
-          `${ctx.config.db} already holds ${held}; seed would mix generated installs into them for good. Seed a database of its own (--db demo.db), or add --force`,
+          `${displayLocation(ctx.config.db)} already holds ${held}; seed would mix generated installs into them for good. Seed a database of its own (--db demo.db), or add --force`,
         );
       }
       const result = await seedDatabase(engine.store, options, (p) => ctx.progress(`seeding ${p.written.toLocaleString()} / ${p.total.toLocaleString()}`));
       ctx.progress("");
-      ctx.out(`${ctx.config.db}: ${result.records} installs in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
+      ctx.out(`${displayLocation(ctx.config.db)}: ${result.records} installs in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
       return 0;
     } finally {
       await engine.close();

@@ -1,3 +1,4 @@
+import { displayLocation } from "../store/open.ts";
 import { SETTINGS } from "../config.ts";
 import { composeRoutes } from "../app.ts";
 import { createLogger } from "../log.ts";
@@ -84,7 +85,7 @@ export const serve: Command = {
 
     // The first line on stdout is for scripts and tests (they read the address from it); the rest for people.
     out(`${startupLines(version, config.host, port).join("\n")}\n`);
-    log.info("listening", { host: config.host, port, db: config.db, durability: config.durability });
+    log.info("listening", { host: config.host, port, db: displayLocation(config.db), durability: config.durability });
     return -1;
   },
 };

@@ -53,6 +53,30 @@ describe("the PostgreSQL engine's database", () => {
     expect((failure as Error).message).toContain("was upgraded by a newer installstats (schema of 2999-01-01");
   });
 
+  test("the commands: migrate, serve's log, backup and restore name the database without its password", async () => {
+    const url = (await freshDatabase()).replace("postgres@", "postgres:s3cret@");
+    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const run = (...args: string[]) => Bun.spawnSync(["bun", main, ...args], { stdout: "pipe", stderr: "pipe" });
+    const migrated = run("migrate", "--db", url);
+    expect({ code: migrated.exitCode, out: migrated.stdout.toString() }).toEqual({ code: 0, out: `${url.replace("s3cret", "***")}: migrations applied\n` });
+    const backup = run("backup", "--db", url, "/tmp/never-written.db");
+    expect({ code: backup.exitCode, err: backup.stderr.toString().trim() }).toEqual({
+      code: 2,
+      err: "installstats: backup copies an SQLite file; a PostgreSQL database is backed up by its server: pg_dump -Fc -d '<the --db URL>' -f installstats.dump",
+    });
+    expect(run("restore", "--db", url, "/tmp/never-read.db").stderr.toString()).toContain("pg_restore --clean");
+    const server = Bun.spawn(["bun", main, "serve", "--host", "127.0.0.1", "--port", "0", "--db", url], { stdout: "pipe", stderr: "pipe" });
+    let log = "";
+    for await (const chunk of server.stderr) {
+      log += new TextDecoder().decode(chunk);
+      if (log.includes('"msg":"listening"')) break;
+    }
+    server.kill();
+    await server.exited;
+    expect(log).toContain(`"db":"${url.replace("s3cret", "***")}"`);
+    expect(log).not.toContain("s3cret");
+  });
+
   test("no server, a wrong database: one line naming the cause; the password is never shown", async () => {
     const down = `postgres://installstats:s3cret@127.0.0.1:1/x`;
     const refused = (await openPostgres(down, { durability: "full", migrate: true }).catch((e: unknown) => e)) as Error;

@@ -68,7 +68,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     maintenance,
     app,
     /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups). */
-    startJobs: (): JobRunner => startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics }),
+    startJobs: (): JobRunner => startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) }),
     /** Commits everything queued, ends the engine's background work and closes it. */
     async stop(): Promise<void> {
       await writer.drain();

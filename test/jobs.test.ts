@@ -22,6 +22,8 @@ describe("expire-stuck", () => {
     const jobs = startJobs([expireStuckJob({ store: t.store, writer: t.writer, clock: t.clock, stuckAfterMs: 12 * HOUR })], {
       log: createLogger("info", (l) => lines.push(l), t.clock),
       metrics: t.metrics,
+      clock: t.clock,
+      lease: (name, everyMs, at, fn) => t.store.leaseJob(name, everyMs, at, fn),
     });
     try {
       await jobs.runNow("expire-stuck");
@@ -66,10 +68,31 @@ describe("expire-stuck", () => {
     const jobs = startJobs([{ name: "broken", everyMs: 3_600_000, run: async () => { throw new Error("disk on fire"); } }], {
       log: createLogger("info", (l) => lines.push(l), t.clock),
       metrics: t.metrics,
+      clock: t.clock,
+      lease: (name, everyMs, at, fn) => t.store.leaseJob(name, everyMs, at, fn),
     });
     await jobs.runNow("broken");
     jobs.stop();
     expect(lines.some((l) => l.includes("job failed") && l.includes("disk on fire"))).toBe(true);
     expect(t.metrics.jobRuns.get({ job: "broken", result: "error" })).toBe(1);
+  });
+
+  test("a round another node runs (the store's lease says so) is skipped and counted, not run", async () => {
+    const t = await testApp();
+    let ran = 0;
+    const asked: [string, number, number][] = [];
+    const jobs = startJobs([{ name: "fold-rollups", everyMs: 300_000, run: async () => ({ n: ++ran }) }], {
+      log: createLogger("info", () => {}, t.clock),
+      metrics: t.metrics,
+      clock: t.clock,
+      lease: async (name, everyMs, at) => {
+        asked.push([name, everyMs, at]);
+        return null;
+      },
+    });
+    await jobs.runNow("fold-rollups");
+    jobs.stop();
+    expect({ ran, asked }).toEqual({ ran: 0, asked: [["fold-rollups", 0, t.clock()]] });
+    expect(t.metrics.jobRuns.get({ job: "fold-rollups", result: "skipped" })).toBe(1);
   });
 });

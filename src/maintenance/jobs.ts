@@ -1,5 +1,5 @@
-// Scheduled jobs inside `serve`: each runs on its own interval, never twice at once, and reports
-// to the log and to /metrics.
+// Scheduled jobs inside `serve`: each runs on its own interval, never twice at once (nor on two
+// nodes sharing a database: the store's lease), and reports to the log and to /metrics.
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../http/metrics.ts";
 
@@ -16,16 +16,28 @@ export interface JobRunner {
   stop(): void;
 }
 
-export function startJobs(jobs: readonly Job[], deps: { log: Logger; metrics: Metrics }): JobRunner {
+/** The store's lease of a job (Store.leaseJob): null when another node runs it, or ran it lately. */
+export type JobLease = <T>(name: string, everyMs: number, at: number, fn: () => Promise<T>) => Promise<T | null>;
+
+/** A round due a little early still runs: timers drift, and a node's own last round must not make it skip. */
+const DUE_EARLY = 0.9;
+
+export function startJobs(jobs: readonly Job[], deps: { log: Logger; metrics: Metrics; lease: JobLease; clock: () => number }): JobRunner {
   const running = new Set<string>();
   const timers: ReturnType<typeof setInterval>[] = [];
 
-  async function runJob(job: Job): Promise<void> {
+  /** `now`: run even when the job ran lately (runNow), unless it runs elsewhere at this moment. */
+  async function runJob(job: Job, now = false): Promise<void> {
     if (running.has(job.name)) return; // the previous round is still going
     running.add(job.name);
     const started = performance.now();
     try {
-      const result = await job.run();
+      const result = await deps.lease(job.name, now ? 0 : job.everyMs * DUE_EARLY, deps.clock(), () => job.run());
+      if (result === null) {
+        deps.metrics.jobRuns.inc({ job: job.name, result: "skipped" });
+        deps.log.debug("job skipped: another node runs it", { job: job.name });
+        return;
+      }
       deps.metrics.jobRuns.inc({ job: job.name, result: "ok" });
       deps.log.info("job done", { job: job.name, ms: Math.round(performance.now() - started), ...result });
     } catch (e) {
@@ -47,7 +59,7 @@ export function startJobs(jobs: readonly Job[], deps: { log: Logger; metrics: Me
     async runNow(name) {
       const job = jobs.find((j) => j.name === name);
       if (!job) throw new Error(`no job named ${name}`);
-      await runJob(job);
+      await runJob(job, true);
     },
     stop() {
       timers.forEach((t) => clearInterval(t));

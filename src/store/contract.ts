@@ -319,5 +319,11 @@ export interface Store extends StoreReads, MaintenanceReads {
   rebuildRollups(onDay?: (day: number, end: number) => void): Promise<void>;
   /** How much of what is not an execution the store keeps (the defaults until called). */
   setLimits(limits: StoreLimits): void;
+  /**
+   * Runs `fn` as the scheduled job `name` unless it runs now, or ran less than `everyMs` before
+   * `at`, on any process sharing this store; null when skipped. An SQLite file has one server
+   * (the serve lock), so there it always runs; nodes sharing a PostgreSQL database take a lease.
+   */
+  leaseJob<T>(name: string, everyMs: number, at: number, fn: () => Promise<T>): Promise<T | null>;
   close(): Promise<void>;
 }

@@ -10,6 +10,9 @@ import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
 
+/** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
+const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.hash.wyhash(`job:${name}`, 0n))));
+
 /** SQLSTATE classes that mean the server cannot take the write now (connection, resources, shutdown). */
 const UNAVAILABLE = /^(08|53|57)/;
 
@@ -44,6 +47,27 @@ function storeOf(pg: Sql, db: PgDb, location: string): Store {
     },
     setLimits(next: StoreLimits) {
       limits = next;
+    },
+    async leaseJob(name, everyMs, at, fn) {
+      // A session-level advisory lock on one connection says who runs the job now; the time of
+      // its last run, in `marks`, says whether it is due. Another node skips, it does not wait.
+      const session = await pg.reserve();
+      const key = jobKey(name);
+      try {
+        const [got] = await session<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${key}::bigint) AS ok`;
+        if (!got?.ok) return null;
+        try {
+          const last = await getMark(session, `job:${name}`);
+          if (last > 0 && at - last < everyMs) return null;
+          const result = await fn();
+          await session`INSERT INTO marks (name, value) VALUES (${`job:${name}`}, ${at}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+          return result;
+        } finally {
+          await session`SELECT pg_advisory_unlock(${key}::bigint)`;
+        }
+      } finally {
+        session.release();
+      }
     },
     async budgets(): Promise<BudgetStatus> {
       const [log] = await pg<{ used: number; entries: number; bodies: number; head: number }[]>`

@@ -206,6 +206,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     setLimits(next) {
       limits.current = { ...next };
     },
+    // One server per file (the serve lock): nobody else runs its jobs.
+    leaseJob: (_name, _everyMs, _at, fn) => fn(),
     close: async () => sqlite.close(),
     writeNow,
     rebuildNow,

@@ -7,8 +7,12 @@ export type Durability = "full" | "normal";
 export interface Config {
   host: string;
   port: number;
-  /** SQLite database file. */
+  /** SQLite database file, or a postgres:// URL. */
   db: string;
+  /** postgres:// URL of a streaming replica of `db` that reads may use; null = reads go to `db`. */
+  readDb: string | null;
+  /** Replay lag past which reads leave the replica for the primary. */
+  readMaxLagMs: number;
   /** Largest request body accepted, in bytes; larger bodies get 413. */
   maxBodyBytes: number;
   /** Longest error text kept; longer texts are cut. */
@@ -59,6 +63,8 @@ export const defaults: Config = {
   host: "0.0.0.0",
   port: 8080,
   db: "installstats.db",
+  readDb: null,
+  readMaxLagMs: 5000,
   maxBodyBytes: 256 * 1024,
   maxErrorLength: 131072,
   maxFieldLength: 128,
@@ -102,7 +108,9 @@ interface Option {
 const options: readonly Option[] = [
   { key: "host", flag: "host", env: "INSTALLSTATS_HOST", kind: "text", help: "address to listen on" },
   { key: "port", flag: "port", env: "INSTALLSTATS_PORT", kind: "port", help: "TCP port (0 = any free port)" },
-  { key: "db", flag: "db", env: "INSTALLSTATS_DB", kind: "text", help: "SQLite database file" },
+  { key: "db", flag: "db", env: "INSTALLSTATS_DB", kind: "text", help: "SQLite database file, or a postgres:// URL" },
+  { key: "readDb", flag: "read-db", env: "INSTALLSTATS_READ_DB", kind: "optional-text", help: "postgres:// URL of a streaming replica of --db for the read API and dashboard" },
+  { key: "readMaxLagMs", flag: "read-max-lag", env: "INSTALLSTATS_READ_MAX_LAG", kind: "duration", help: "replica replay lag past which reads go to the primary instead (e.g. 5s)" },
   { key: "maxBodyBytes", flag: "max-body", env: "INSTALLSTATS_MAX_BODY", kind: "size", help: "largest request body in bytes; accepts 256k, 1m" },
   { key: "maxErrorLength", flag: "max-error-length", env: "INSTALLSTATS_MAX_ERROR_LENGTH", kind: "count", help: "characters kept of an error text" },
   { key: "maxFieldLength", flag: "max-field-length", env: "INSTALLSTATS_MAX_FIELD_LENGTH", kind: "count", help: "characters kept of other text fields" },
@@ -128,6 +136,10 @@ const options: readonly Option[] = [
 ];
 
 export class ConfigError extends Error {}
+
+/** The read replica the engine opens beside --db, if any. */
+export const readReplicaOf = (config: Config): { url: string; maxLagMs: number } | null =>
+  config.readDb === null ? null : { url: config.readDb, maxLagMs: config.readMaxLagMs };
 
 const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
 const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: HOUR, d: 24 * HOUR, w: 7 * 24 * HOUR };

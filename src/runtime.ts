@@ -1,7 +1,7 @@
 // The one composition root: config -> engine -> writer -> maintenance -> app. `serve`, the test
 // helpers and the scripts all build the service here, so it is wired the same way everywhere.
 import { createApp } from "./app.ts";
-import type { Config } from "./config.ts";
+import { readReplicaOf, type Config } from "./config.ts";
 import { OUTCOMES } from "./domain/outcome.ts";
 import { Gauge, createMetrics, registerStorageMetrics } from "./http/metrics.ts";
 import type { Logger } from "./log.ts";
@@ -29,7 +29,7 @@ export interface RuntimeEnv {
 /** `engine` is opened from config.db unless given (tests pass one they can look underneath). */
 export async function createRuntime(config: Config, env: RuntimeEnv, given?: Engine) {
   const { clock, log, version } = env;
-  const engine = given ?? (await openEngine(config.db, { durability: config.durability, migrate: true, create: true }));
+  const engine = given ?? (await openEngine(config.db, { durability: config.durability, migrate: true, create: true, readReplica: readReplicaOf(config) }));
   const { store } = engine;
   const metrics = createMetrics();
   const serving: Serving = env.workers

@@ -248,7 +248,7 @@ describe("settings, metrics and upgrade", () => {
     await t.post("/upload/updatestatus", orphan2("m-1"));
     const metrics = createMetrics();
     const engine = openSqliteEngine(":memory:", { durability: "normal", migrate: true });
-    registerStorageMetrics(metrics.registry, async () => ({ writable: true, problems: [], integrity: null, budgets: await t.store.budgets() }));
+    registerStorageMetrics(metrics.registry, async () => ({ writable: true, problems: [], integrity: null, budgets: await t.store.budgets(), database: { engine: "sqlite", location: ":memory:", replica: null } }));
     const text = await metrics.registry.render();
     expect(text).toContain("installstats_log_budget_bytes 67108864");
     expect(text).toContain('installstats_log_entries{body="whole"} 3');

@@ -1,6 +1,6 @@
 // What every CLI command is: a name, its own flags, the settings it uses, a run function.
 // main.ts dispatches; every failure it knows ends as one line and an exit code (EXIT).
-import type { Config, Durability, SettingKey } from "../config.ts";
+import { readReplicaOf, type Config, type Durability, type SettingKey } from "../config.ts";
 import type { Engine, Workers } from "../store/engine.ts";
 import { DatabaseMissingError, openEngine } from "../store/open.ts";
 import { UsageError } from "./errors.ts";
@@ -52,7 +52,7 @@ export async function openDatabaseOf(ctx: CommandContext, opts: { create: boolea
   // Missing directories and permissions are named before SQLite answers "unable to open database file".
   checkDatabaseLocation(ctx.config.db, { create: opts.create });
   try {
-    return await openEngine(ctx.config.db, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create });
+    return await openEngine(ctx.config.db, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create, readReplica: readReplicaOf(ctx.config) });
   } catch (e) {
     throw e instanceof DatabaseMissingError ? missingDatabase(ctx.config.db) : e;
   }

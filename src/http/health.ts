@@ -52,6 +52,23 @@ const Health = t.Object(
         ),
       ),
       budgets: t.Optional(t.Nullable(BudgetsJson)),
+      database: t.Optional(
+        t.Object(
+          {
+            engine: t.Union([t.Literal("sqlite"), t.Literal("postgres")]),
+            location: t.String({ description: "the --db location; a URL without its password" }),
+            replica: t.Nullable(
+              t.Object({
+                location: t.String(),
+                lag_s: t.Nullable(t.Number({ description: "replay lag in seconds; null while the replica does not answer" })),
+                reads_from: t.Union([t.Literal("replica"), t.Literal("primary")]),
+                problem: t.Nullable(t.String()),
+              }),
+            ),
+          },
+          { description: "which database this node uses, and where its reads go (--read-db)" },
+        ),
+      ),
     }),
   },
   { title: "Health" },
@@ -105,6 +122,13 @@ export function healthRoutes(deps: {
                 problems,
                 integrity: integrity ? { ok: integrity.ok, checked_at: new Date(integrity.checkedAt).toISOString(), ms: integrity.ms, problems: integrity.problems } : null,
                 budgets: engine.budgets ? budgetsJson(engine.budgets) : null,
+                database: {
+                  engine: engine.database.engine,
+                  location: engine.database.location,
+                  replica: engine.database.replica
+                    ? { location: engine.database.replica.location, lag_s: engine.database.replica.lagS, reads_from: engine.database.replica.readsFrom, problem: engine.database.replica.problem }
+                    : null,
+                },
               }
             : {}),
         },

@@ -103,6 +103,14 @@ export function registerStorageMetrics(registry: Registry, health: () => Promise
     const i = (await read()).integrity;
     return i ? [{ value: i.ok ? 1 : 0 }] : [];
   });
+  add("installstats_replica_lag_seconds", "Replay lag of the read replica (--read-db); absent without one, or while it does not answer", async () => {
+    const lag = (await read()).database.replica?.lagS;
+    return lag === undefined || lag === null ? [] : [{ value: lag }];
+  });
+  add("installstats_reads_from_replica", "1 while reads go to the replica (--read-db), 0 while they go to the primary; absent without a replica", async () => {
+    const replica = (await read()).database.replica;
+    return replica ? [{ value: replica.readsFrom === "replica" ? 1 : 0 }] : [];
+  });
   add("installstats_log_budget_bytes", "Budget of the rejected-reports log (--log-budget)", () => budget((b) => [{ value: b.log.limitBytes }], []));
   add("installstats_log_bytes", "Bytes the rejected-reports log uses: bodies (compressed, each stored once) and entries", () => budget((b) => [{ value: b.log.usedBytes }], []));
   add("installstats_log_body_bytes", "Whole bodies in the rejected-reports log, as stored (compressed) and as received", () =>

@@ -14,6 +14,8 @@ export interface OpenOptions {
   durability: Durability;
   /** Apply pending migrations (every command does; a backup copies the data as it is). */
   migrate: boolean;
+  /** A streaming replica the reads may use while its lag is within `maxLagMs` (PostgreSQL). */
+  readReplica?: { url: string; maxLagMs: number } | null;
 }
 
 /** The engine's worker entry points: checkpoints, and reads off the thread that acknowledges reports. */
@@ -64,6 +66,13 @@ export interface StorageHealth {
   integrity: { ok: boolean; checkedAt: number; ms: number; problems: string[] } | null;
   /** Null when they could not be read (damage). */
   budgets: BudgetStatus | null;
+  /** Which database this node uses (passwords left out), and where its reads go. */
+  database: {
+    engine: "sqlite" | "postgres";
+    location: string;
+    /** Null without a replica. `lagS` is null while it cannot be measured (the replica does not answer). */
+    replica: { location: string; lagS: number | null; readsFrom: "replica" | "primary"; problem: string | null } | null;
+  };
 }
 
 export interface Engine {

@@ -2,7 +2,7 @@
 // PostgreSQL database, anything else an SQLite file.
 import { existsSync } from "node:fs";
 import type { Durability } from "../config.ts";
-import { BackupError, type BackupResult, type Engine, type OpenOptions, type RestoreResult } from "./engine.ts";
+import { BackupError, DatabaseOpenError, type BackupResult, type Engine, type OpenOptions, type RestoreResult } from "./engine.ts";
 import { backupFile, databaseInUse, restoreDatabase } from "./sqlite/backup.ts";
 import { openSqliteEngine } from "./sqlite/engine.ts";
 import { openPostgresEngine } from "./postgres/engine.ts";
@@ -24,6 +24,9 @@ export const databaseExists = (location: string): boolean => location === IN_MEM
 /** Opens the data at `location`; without `create`, a missing database is an error, not a new one. */
 export async function openEngine(location: string, opts: OpenOptions & { create: boolean }): Promise<Engine> {
   if (!opts.create && !databaseExists(location)) throw new DatabaseMissingError(`no database at ${location}`);
+  if (opts.readReplica && !isServerUrl(location)) {
+    throw new DatabaseOpenError(`--read-db names a PostgreSQL replica, but --db ${location} is an SQLite file; give --db the primary's postgres:// URL, or leave --read-db unset`);
+  }
   return isServerUrl(location) ? openPostgresEngine(location, opts) : openSqliteEngine(location, opts);
 }
 

@@ -1,9 +1,13 @@
 // The Store contract suite against the PostgreSQL engine: one throwaway server on 127.0.0.1 for
 // the file, a fresh database per test, dropped when the test ends.
-import { afterAll, beforeAll } from "bun:test";
+import { afterAll, beforeAll, setDefaultTimeout } from "bun:test";
 import postgres from "postgres";
 import { startPostgres, type PgServer } from "../helpers/postgres.ts";
 import { storeContract, type EngineFactory } from "./store-contract.ts";
+
+// A test is many round trips to a server sharing two cores with the rest of the suite (the mixed
+// workload checks the rollups after every step): 5 s was too little under the full suite's load.
+setDefaultTimeout(30_000);
 
 let server: PgServer;
 let admin: postgres.Sql;

@@ -4,10 +4,11 @@ import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
 import { RollupDeltas } from "../../domain/rollup.ts";
-import { StorageUnavailableError, type BudgetStatus, type Store, type StoreLimits, type WriteOp } from "../contract.ts";
+import { StorageUnavailableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
+import { openReplica, type Replica } from "./replica.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
@@ -16,11 +17,33 @@ const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.has
 /** SQLSTATE classes that mean the server cannot take the write now (connection, resources, shutdown). */
 const UNAVAILABLE = /^(08|53|57)/;
 
-function storeOf(pg: Sql, db: PgDb, location: string): Store {
+/** The read API's reads, from the replica while it is usable, else from the primary; maintenance reads stay on the primary. */
+function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () => boolean } | null): StoreReads {
+  const via = (): StoreReads => (replica?.usable() ? replica.reads : primary);
+  return {
+    getExecutions: (randomId) => via().getExecutions(randomId),
+    listExecutions: (filter, page) => via().listExecutions(filter, page),
+    newestOfApps: (apps) => via().newestOfApps(apps),
+    pageExecutions: (filter, page) => via().pageExecutions(filter, page),
+    executionChunks: (filter, page) => via().executionChunks(filter, page),
+    iterateExecutions: (filter) => via().iterateExecutions(filter),
+    errorTextCounts: () => via().errorTextCounts(),
+    changeMarker: () => via().changeMarker(),
+    readRollups: (selection) => via().readRollups(selection),
+    rollupCells: (grain, from, to) => via().rollupCells(grain, from, to),
+    foldedUntil: () => via().foldedUntil(),
+    signatures: (ids) => via().signatures(ids),
+    recordSpan: () => via().recordSpan(),
+  };
+}
+
+function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
   const reads = createPostgresReads(pg, db);
+  const fromReplica = replica ? { reads: createPostgresReads(replica.sql, replica.db), usable: replica.usable } : null;
   let limits: StoreLimits = { logBytes: 64 * 1024 * 1024, heldBytes: 16 * 1024 * 1024 };
   return {
     ...reads,
+    ...routed(reads, fromReplica),
     async write(ops: readonly WriteOp[]) {
       try {
         return await writeBatch(pg, ops);
@@ -83,13 +106,23 @@ function storeOf(pg: Sql, db: PgDb, location: string): Store {
         held: { limitBytes: limits.heldBytes, usedBytes: held!.used, count: held!.count, expired: counters.get("held.expired_total") ?? 0, overflowed: counters.get("held.overflowed_total") ?? 0 },
       };
     },
-    close: () => pg.end({ timeout: 5 }),
+    async close() {
+      await replica?.close();
+      await pg.end({ timeout: 5 });
+    },
   };
 }
 
 export async function openPostgresEngine(location: string, opts: OpenOptions): Promise<Engine> {
   const { sql: pg, db } = await openPostgres(location, opts);
-  const store = storeOf(pg, db, location);
+  let replica: Replica | null = null;
+  try {
+    if (opts.readReplica) replica = await openReplica(opts.readReplica.url, opts.readReplica.maxLagMs, opts.durability);
+  } catch (e) {
+    await pg.end({ timeout: 1 });
+    throw e;
+  }
+  const store = storeOf(pg, db, location, replica);
   return {
     store,
     location: redacted(location),
@@ -102,7 +135,11 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
     checkIntegrity: async () => ["ok"],
     async health() {
       const budgets = await store.budgets().catch(() => null);
-      return { writable: budgets !== null, problems: budgets === null ? ["PostgreSQL does not answer"] : [], integrity: null, budgets };
+      const replicaStatus = replica?.status() ?? null;
+      // A replica behind or away is no problem of this node's (its reads go to the primary): it is
+      // reported with the replica, and /healthz stays ok for the load balancer.
+      const problems = budgets === null ? ["PostgreSQL does not answer"] : [];
+      return { writable: budgets !== null, problems, integrity: null, budgets, database: { engine: "postgres", location: redacted(location), replica: replicaStatus } };
     },
     close: () => store.close(),
   };

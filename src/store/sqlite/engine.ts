@@ -117,7 +117,7 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
       if (damage !== null) problems.push(damage);
       if (integrity && !integrity.ok) problems.push(`SQLite's integrity check found damage: ${integrity.problems.slice(0, 3).join("; ")}; run installstats verify`);
       const budgets = await store.budgets().catch(() => null);
-      return { writable: fileProblem === null, problems, integrity, budgets };
+      return { writable: fileProblem === null, problems, integrity, budgets, database: { engine: "sqlite", location: path, replica: null } };
     },
 
     close: () => {

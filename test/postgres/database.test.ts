@@ -1,10 +1,13 @@
 // The PostgreSQL engine's database: connection errors as one clear line, migrations applied once
 // when several nodes start together, a newer schema refused. A throwaway server on 127.0.0.1.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import postgres from "postgres";
 import { openPostgres, redacted } from "../../src/store/postgres/database.ts";
 import { DatabaseOpenError } from "../../src/store/engine.ts";
 import { startPostgres, type PgServer } from "../helpers/postgres.ts";
+
+// Commands are started as processes, several per test: more than 5 s under the full suite's load.
+setDefaultTimeout(30_000);
 
 let server: PgServer;
 let admin: postgres.Sql;

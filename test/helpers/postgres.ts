@@ -83,6 +83,13 @@ export async function startPostgres(): Promise<PgServer> {
   return startDir(bin, data, await freePort());
 }
 
+/** Password authentication (scram-sha-256) for TCP connections from now on, instead of trust. */
+export function requirePasswords(server: PgServer): void {
+  const bin = pgBinDir()!;
+  run(["sh", "-c", `sed -i 's/^host\\(.*\\)trust$/host\\1scram-sha-256/' ${join(server.dir, "pg_hba.conf")}`]);
+  run([join(bin, "pg_ctl"), "-D", server.dir, "reload"]);
+}
+
 /** A streaming replica of `primary` on its own port (read-only; it follows within a second or so). */
 export async function startReplica(primary: PgServer): Promise<PgServer> {
   const bin = pgBinDir()!;

@@ -36,7 +36,7 @@ function connectFailure(url: string, e: unknown): DatabaseOpenError {
   const where = redacted(url);
   const why =
     code === "ECONNREFUSED" ? "connection refused (is the server running, and listening there?)"
-    : code === "28P01" || code === "28000" ? "authentication failed (user and password: in the URL, PGPASSWORD or PGPASSFILE)"
+    : code === "28P01" || code === "28000" ? "authentication failed (check the user, and the password in the URL or in PGPASSWORD)"
     : code === "3D000" ? "the database does not exist (create it: createdb)"
     : (e as Error).message;
   return new DatabaseOpenError(`cannot connect to PostgreSQL at ${where}: ${why}`);

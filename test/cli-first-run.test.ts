@@ -193,7 +193,7 @@ describe("the command line", () => {
     const overview = run(["--help"]);
     expect(overview.code).toBe(0);
     const names = [...overview.out.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1]!);
-    expect(names).toEqual(["serve", "migrate", "verify", "rejected", "seed", "backup", "restore", "export", "import", "prune", "replay"]);
+    expect(names).toEqual(["serve", "migrate", "verify", "rejected", "seed", "backup", "restore", "export", "import", "copy", "prune", "replay"]);
     expect(overview.out).not.toContain("--max-body");
     expect(overview.out).toContain("Exit codes: 0 ok, 1 failed");
     const serverOnly = ["--host", "--port", "--max-body", "--read-token", "--admin-token", "--cors-origins", "--rate-limit", "--trusted-proxies", "--stuck-after", "--retention", "--backup-every", "--log-level"];
@@ -201,7 +201,8 @@ describe("the command line", () => {
       const h = run([name, "--help"]);
       expect(h.code).toBe(0);
       expect(h.out).toStartWith(`installstats ${name}`);
-      expect(h.out).toContain("--db");
+      // copy names its two databases with --from and --to instead.
+      for (const flag of name === "copy" ? ["--from", "--to"] : ["--db"]) expect(h.out).toContain(flag);
       const lines = h.out.split("\n").filter((l) => /^ {2}-/.test(l));
       if (name === "serve") {
         for (const flag of serverOnly) expect(h.out).toContain(flag);

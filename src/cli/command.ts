@@ -41,20 +41,26 @@ export interface Command {
 
 
 /** The hint for a database that is not where a command looks. */
-export const missingDatabase = (location: string): UsageError =>
-  new UsageError(`no database at ${location}; name the right one with --db (or INSTALLSTATS_DB)`);
+export const missingDatabase = (location: string, flag = "--db (or INSTALLSTATS_DB)"): UsageError =>
+  new UsageError(`no database at ${location}; name the right one with ${flag}`);
 
 /**
  * Opens the command's database (--db), migrated. Only commands that put data in (`create`) make a
  * new one; the others refuse a missing database rather than report on an empty one they made.
  */
-export async function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability }): Promise<Engine> {
+export function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability }): Promise<Engine> {
+  return openLocation(ctx.config.db, ctx, opts);
+}
+
+/** Opens the database at `location` as openDatabaseOf opens --db (copy opens two); `flag` names it in messages. */
+export async function openLocation(location: string, ctx: CommandContext, opts: { create: boolean; durability?: Durability; flag?: string }): Promise<Engine> {
   // Missing directories and permissions are named before SQLite answers "unable to open database file".
-  checkDatabaseLocation(ctx.config.db, { create: opts.create });
+  checkDatabaseLocation(location, { create: opts.create });
   try {
-    return await openEngine(ctx.config.db, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create, readReplica: readReplicaOf(ctx.config) });
+    const readReplica = location === ctx.config.db ? readReplicaOf(ctx.config) : null;
+    return await openEngine(location, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create, readReplica });
   } catch (e) {
-    throw e instanceof DatabaseMissingError ? missingDatabase(ctx.config.db) : e;
+    throw e instanceof DatabaseMissingError ? missingDatabase(location, opts.flag) : e;
   }
 }
 

@@ -62,12 +62,10 @@ function smokeTest(binary: string): void {
   const printed = v.stdout.toString().trim();
   if (v.exitCode !== 0 || printed !== `${version} (${stamp})`) fail(`${basename(binary)} --version printed ${JSON.stringify(printed)}, expected "${version} (${stamp})"`);
   const dir = mkdtempSync(join(tmpdir(), "installstats-release-"));
-  try {
-    const m = Bun.spawnSync([binary, "migrate", "--db", join(dir, "smoke.db")], { stderr: "pipe" });
-    if (m.exitCode !== 0) fail(`${basename(binary)} migrate failed: ${m.stderr.toString().trim()}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const m = Bun.spawnSync([binary, "migrate", "--db", join(dir, "smoke.db")], { stderr: "pipe" });
+  // Removed before fail(): it ends the process, and a finally block would not run.
+  rmSync(dir, { recursive: true, force: true });
+  if (m.exitCode !== 0) fail(`${basename(binary)} migrate failed: ${m.stderr.toString().trim()}`);
 }
 
 const sums: string[] = [];

@@ -2,7 +2,7 @@
 // the file, a fresh database per test, dropped when the test ends.
 import { afterAll, beforeAll, setDefaultTimeout } from "bun:test";
 import postgres from "postgres";
-import { startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 import { storeContract, type EngineFactory } from "./store-contract.ts";
 
 // A test is many round trips to a server sharing two cores with the rest of the suite (the mixed
@@ -25,9 +25,8 @@ const pg: EngineFactory = {
   name: "postgres",
   async create() {
     const name = `contract_${++n}`;
-    await admin.unsafe(`CREATE DATABASE ${name}`);
     return {
-      location: server.url.replace(/\/postgres$/, `/${name}`),
+      location: await createDatabase(server, name),
       destroy: async () => void (await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
     };
   },

@@ -4,6 +4,7 @@
 // replica of it on another port (pg_basebackup -R), as ../shared/STACK-NOTES.md checked.
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import postgres from "postgres";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -81,6 +82,17 @@ export async function startPostgres(): Promise<PgServer> {
   // Replication from loopback, for startReplica.
   Bun.spawnSync(asPostgres(["sh", "-c", `echo 'host replication postgres 127.0.0.1/32 trust' >> ${join(data, "pg_hba.conf")}`]));
   return startDir(bin, data, await freePort());
+}
+
+/** A new, empty database `name` on `server`; its URL. */
+export async function createDatabase(server: PgServer, name: string): Promise<string> {
+  const admin = postgres(server.url, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  return server.url.replace(/\/postgres$/, `/${name}`);
 }
 
 /** Password authentication (scram-sha-256) for TCP connections from now on, instead of trust. */

@@ -3,9 +3,8 @@
 // verified at each end; run again, a copy finds everything there already.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import postgres from "postgres";
 import { compiledBinary, tempDir } from "../helpers/binary.ts";
-import { startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(180_000);
 
@@ -14,10 +13,7 @@ let bin: string;
 let url: string;
 beforeAll(async () => {
   [pg, bin] = await Promise.all([startPostgres(), compiledBinary()]);
-  const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
-  await admin`CREATE DATABASE copied`;
-  await admin.end();
-  url = pg.url.replace(/\/postgres$/, "/copied");
+  url = await createDatabase(pg, "copied");
 });
 afterAll(() => pg?.stop());
 

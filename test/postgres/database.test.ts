@@ -4,29 +4,20 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import postgres from "postgres";
 import { openPostgres, redacted } from "../../src/store/postgres/database.ts";
 import { DatabaseOpenError } from "../../src/store/engine.ts";
-import { startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 // Commands are started as processes, several per test: more than 5 s under the full suite's load.
 setDefaultTimeout(30_000);
 
 let server: PgServer;
-let admin: postgres.Sql;
 let n = 0;
 beforeAll(async () => {
   server = await startPostgres();
-  admin = postgres(server.url, { max: 1, onnotice: () => {} });
 });
-afterAll(async () => {
-  await admin?.end();
-  await server?.stop();
-});
+afterAll(() => server?.stop());
 
 /** A fresh, empty database on the server; its URL. */
-async function freshDatabase(): Promise<string> {
-  const name = `t${++n}`;
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  return server.url.replace(/\/postgres$/, `/${name}`);
-}
+const freshDatabase = (): Promise<string> => createDatabase(server, `t${++n}`);
 
 describe("the PostgreSQL engine's database", () => {
   test("three nodes starting together on an empty database: each opens it, the migrations run once", async () => {

@@ -1,20 +1,16 @@
 // Scheduled jobs once per cluster: nodes sharing a PostgreSQL database take a lease on each job
 // (Store.leaseJob), so a round runs on one node, and not again until it is due.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import postgres from "postgres";
 import { openEngine } from "../../src/store/open.ts";
 import type { Engine } from "../../src/store/engine.ts";
-import { startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 let server: PgServer;
 let url: string;
 const engines: Engine[] = [];
 beforeAll(async () => {
   server = await startPostgres();
-  const admin = postgres(server.url, { max: 1, onnotice: () => {} });
-  await admin`CREATE DATABASE jobs`;
-  await admin.end();
-  url = server.url.replace(/\/postgres$/, "/jobs");
+  url = await createDatabase(server, "jobs");
 });
 afterAll(async () => {
   for (const e of engines) await e.close();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import postgres from "postgres";
 import { client, compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
 import { startReport } from "../helpers/app.ts";
-import { startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(120_000);
 
@@ -19,10 +19,7 @@ const node = (db: string) => startServer(bin, ["--db", db, "--rate-limit", "0"])
 
 beforeAll(async () => {
   [pg, bin] = await Promise.all([startPostgres(), compiledBinary()]);
-  const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
-  await admin`CREATE DATABASE nodes`;
-  await admin.end();
-  url = pg.url.replace(/\/postgres$/, "/nodes");
+  url = await createDatabase(pg, "nodes");
   // Both start at once: the migrations run once (test/postgres/database.test.ts checks it closer).
   [a, b] = await Promise.all([node(url), node(url)]);
   check = postgres(url, { max: 1, onnotice: () => {} });

@@ -41,7 +41,7 @@ export const serve: Command = {
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
     // Before the database is opened (and migrated): one server per database file.
     checkDatabaseLocation(config.db, { create: true });
-    // A serve that cannot listen leaves no database behind that it made itself.
+    // A serve that fails to start leaves no database (nor lock file) behind that it made itself.
     const made = createdBy(config.db);
     const lock = await lockForServing(config.db);
     if (lock.warning) log.warn("serving without a lock", { reason: lock.warning });
@@ -50,6 +50,7 @@ export const serve: Command = {
       runtime = await createRuntime(config, { clock, log, version, workers }, await openDatabaseOf(ctx, { create: true }));
     } catch (e) {
       lock.release();
+      made.undo();
       throw e;
     }
     const { app } = runtime;

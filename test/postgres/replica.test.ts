@@ -3,7 +3,9 @@
 // and metrics name both databases and the lag; with the replica gone, reads go to the primary.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import postgres from "postgres";
-import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { compiledBinary, startServer, tempDir, type RunningServer } from "../helpers/binary.ts";
 import { startPostgres, startReplica, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(120_000);
@@ -116,11 +118,14 @@ describe("reads from a streaming replica", () => {
     expect(await (await fetch(`${node!.url}/metrics`)).text()).toMatch(/^installstats_reads_from_replica 0$/m);
   });
 
-  test("--read-db with an SQLite --db: one line naming the mistake", () => {
-    const r = Bun.spawnSync([bin, "serve", "--port", "0", "--db", "/tmp/never-made.db", "--read-db", "postgres://127.0.0.1:1/x"], { stdout: "pipe", stderr: "pipe" });
+  test("--read-db with an SQLite --db: one line naming the mistake, and nothing left behind", () => {
+    const dir = tempDir("installstats-read-db-");
+    const file = join(dir, "never-made.db");
+    const r = Bun.spawnSync([bin, "serve", "--port", "0", "--db", file, "--read-db", "postgres://127.0.0.1:1/x"], { stdout: "pipe", stderr: "pipe" });
     expect(r.exitCode).not.toBe(0);
     expect(r.stderr.toString().trim()).toBe(
-      "installstats: --read-db names a PostgreSQL replica, but --db /tmp/never-made.db is an SQLite file; give --db the primary's postgres:// URL, or leave --read-db unset",
+      `installstats: --read-db names a PostgreSQL replica, but --db ${file} is an SQLite file; give --db the primary's postgres:// URL, or leave --read-db unset`,
     );
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

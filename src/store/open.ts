@@ -1,6 +1,7 @@
 // Opens the engine a database location names: a postgres:// (or postgresql://) URL is a
 // PostgreSQL database, anything else an SQLite file.
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Durability } from "../config.ts";
 import { BackupError, DatabaseOpenError, type BackupResult, type Engine, type OpenOptions, type RestoreResult } from "./engine.ts";
 import { backupFile, databaseInUse, restoreDatabase } from "./sqlite/backup.ts";
@@ -18,6 +19,20 @@ const isServerUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(l
 
 /** The location as messages and logs show it: a server URL without its password. */
 export const displayLocation = (location: string): string => (isServerUrl(location) ? redacted(location) : location);
+
+/**
+ * The same database under the same name on every run, as a copy's target remembers its source: a
+ * file's absolute path, a server URL without password or parameters.
+ */
+export function locationKey(location: string): string {
+  if (!isServerUrl(location)) return location === IN_MEMORY ? location : resolve(location);
+  try {
+    const u = new URL(location);
+    return `postgres://${u.username ? `${u.username}@` : ""}${u.host}${u.pathname}`;
+  } catch {
+    return redacted(location);
+  }
+}
 
 export const databaseExists = (location: string): boolean => location === IN_MEMORY || isServerUrl(location) || existsSync(location);
 

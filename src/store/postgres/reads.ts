@@ -3,7 +3,8 @@
 import { and, asc, desc, inArray, sql, getTableColumns, type SQL } from "drizzle-orm";
 import type { Sql } from "postgres";
 import type { KnownSignature } from "../../domain/error-signature.ts";
-import type { Execution } from "../../domain/execution.ts";
+import type { Execution, Report } from "../../domain/execution.ts";
+import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
 import { cellOf, type CellEntries, type Dimension, type Grain, type RollupPart } from "../../domain/rollup.ts";
 import type { Outcome } from "../../domain/outcome.ts";
@@ -18,6 +19,8 @@ const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions,
 
 const { seq: _seq, ...executionColumns } = getTableColumns(executions);
 const CHUNK_ROWS = 1000;
+/** Rows per chunk of held reports and log entries unless the caller says otherwise (bodies and reports may be large). */
+const SIDE_CHUNK_ROWS = 200;
 
 /**
  * Cells from their counter rows, with the parts asked for ("apps" is the nsapp dimension, "data"
@@ -58,6 +61,13 @@ async function cellsOf(pg: Sql, grain: Grain, from: number, to: number, slice: s
 }
 
 const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
+
+interface HeldRow {
+  executionId: string;
+  report: string;
+  receivedAt: number;
+  repaired: boolean;
+}
 
 interface RejectedRow {
   id: number;
@@ -229,6 +239,30 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
           AND (replayed_at IS NULL OR starts_with(replay_result, ${retryPrefix})) ORDER BY id LIMIT ${limit}`,
       );
       return [...rows].map(toRejected);
+    },
+    async *heldChunks({ chunkRows = SIDE_CHUNK_ROWS }: { chunkRows?: number } = {}): AsyncGenerator<HeldReport[], void> {
+      let after: { at: number; id: string } | null = null;
+      for (;;) {
+        const keyset = after ? pg`(received_at, execution_id) > (${after.at}, ${after.id})` : pg`TRUE`;
+        const rows: HeldRow[] = await pg<HeldRow[]>`
+          SELECT execution_id AS "executionId", report, received_at AS "receivedAt", repaired FROM held_reports
+          WHERE ${keyset} ORDER BY received_at, execution_id LIMIT ${chunkRows}`;
+        const last = rows.at(-1);
+        if (!last) return;
+        yield rows.map((r) => ({ report: JSON.parse(r.report) as Report, at: r.receivedAt, repaired: r.repaired }));
+        if (rows.length < chunkRows) return;
+        after = { at: last.receivedAt, id: last.executionId };
+      }
+    },
+    async *rejectedChunks({ afterId = 0, chunkRows = SIDE_CHUNK_ROWS }: { afterId?: number; chunkRows?: number } = {}): AsyncGenerator<RejectedEntry[], void> {
+      for (let after = afterId; ; ) {
+        const rows = [...(await db.execute<RejectedRow & Record<string, unknown>>(sql`${SELECT_REJECTED} WHERE id > ${after} ORDER BY id LIMIT ${chunkRows}`))];
+        const last = rows.at(-1);
+        if (!last) return;
+        yield rows.map(toRejected);
+        if (rows.length < chunkRows) return;
+        after = last.id;
+      }
     },
     async countReplayed(reasons: readonly RejectReason[], retryPrefix: string) {
       if (reasons.length === 0) return 0;

@@ -26,6 +26,8 @@ function lockNames(ops: readonly WriteOp[]): string[] {
   for (const op of ops) {
     if (op.kind === "report") names.add(`e:${op.report.executionId}`).add(`r:${op.report.randomId}`);
     else if (op.kind === "load") names.add(`e:${op.execution.executionId}`).add(`r:${op.execution.randomId}`);
+    else if (op.kind === "load-held") names.add(`e:${op.held.report.executionId}`).add(`r:${op.held.report.randomId}`);
+    else if (op.kind === "load-rejected") names.add(`copy:${op.source}`);
     else if (op.kind === "delete") names.add(`r:${op.randomId}`);
     else if (op.kind === "expire") names.add(`e:${op.executionId}`);
   }
@@ -95,11 +97,27 @@ async function findHeld(tx: Tx, executionId: string): Promise<HeldReport | null>
   return row ? heldOf(row) : null;
 }
 
-async function logRejection(tx: Tx, r: Rejection, at: number, result: string | null): Promise<void> {
+/** A held report (a newer one of the same execution replaces it). */
+async function holdReport(tx: Tx, report: Report, at: number, repaired: boolean): Promise<void> {
+  const json = JSON.stringify(report);
+  await tx`INSERT INTO held_reports ${tx({ execution_id: report.executionId, random_id: report.randomId, report: json, received_at: at, repaired, cost: json.length })}
+    ON CONFLICT (execution_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at, repaired = excluded.repaired, cost = excluded.cost`;
+}
+
+/** What a log entry copied from another store brings besides the rejection: its replay, and whether only its body's head exists. */
+interface CopiedEntry {
+  replayedAt: number | null;
+  replayResult: string | null;
+  headOf: { size: number; hash: string | null } | null;
+}
+
+async function logRejection(tx: Tx, r: Rejection, at: number, result: string | null, copied: CopiedEntry | null = null): Promise<void> {
   const body = Buffer.from(r.body);
+  const head = copied?.headOf ?? null;
   await tx`INSERT INTO rejected_reports ${tx({
     received_at: at, endpoint: r.endpoint, reason: r.reason, result, field: r.field, message: r.message, random_id: r.randomId,
-    body, body_store: "inline", body_size: body.byteLength, body_hash: new Bun.CryptoHasher("sha256").update(body).digest("hex"), cost: body.byteLength,
+    body, body_store: head ? "head" : "inline", body_size: head?.size ?? body.byteLength, body_hash: head?.hash ?? new Bun.CryptoHasher("sha256").update(body).digest("hex"),
+    cost: body.byteLength, replayed_at: copied?.replayedAt ?? null, replay_result: copied?.replayResult ?? null,
   })}`;
 }
 
@@ -133,13 +151,10 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
       }
       result = { kind: "duplicate" };
       break;
-    case "hold": {
-      const json = JSON.stringify(report);
-      await tx`INSERT INTO held_reports ${tx({ execution_id: report.executionId, random_id: report.randomId, report: json, received_at: op.at, repaired, cost: json.length })}
-        ON CONFLICT (execution_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at, repaired = excluded.repaired, cost = excluded.cost`;
+    case "hold":
+      await holdReport(tx, report, op.at, repaired);
       result = { kind: "held" };
       break;
-    }
     case "already-final": {
       const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
       await logRejection(tx, { endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
@@ -281,6 +296,21 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       if (!(await insertExecution(tx, op.execution))) return { kind: "duplicate" };
       count(fx, op.execution, 1, op.execution.updatedAt);
       return { kind: "created", outcome: op.execution.outcome };
+    }
+    case "load-held": {
+      const { report, at, repaired } = op.held;
+      if ((await getExecution(tx, report.executionId)) !== undefined || (await findHeld(tx, report.executionId)) !== null) return { kind: "duplicate" };
+      await holdReport(tx, report, at, repaired);
+      return { kind: "created" };
+    }
+    case "load-rejected": {
+      const { entry, source } = op;
+      const mark = `copy:${source}`;
+      if (entry.id <= (await getMark(tx, mark))) return { kind: "duplicate" };
+      await setMark(tx, mark, entry.id);
+      const { id: _, receivedAt, body, bodyKept, bodySize, bodySha256, replayedAt, replayResult, result, ...rejection } = entry;
+      await logRejection(tx, { ...rejection, body }, receivedAt, result, { replayedAt, replayResult, headOf: bodyKept ? null : { size: bodySize, hash: bodySha256 } });
+      return { kind: "created", bodyKept };
     }
     case "delete": {
       const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);

@@ -116,7 +116,7 @@ export interface LeavingEntry {
   cost: number;
 }
 
-const sha256 = (bytes: Uint8Array): string => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
+export const sha256 = (bytes: Uint8Array): string => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 const asBuffer = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 
 export function createLogBudget(sqlite: Database, counters: Counters, limits: { current: StoreLimits }) {
@@ -164,25 +164,27 @@ export function createLogBudget(sqlite: Database, counters: Counters, limits: { 
 
     /**
      * Where the body of a new entry goes, and what the entry costs; counted in. Null: the entry
-     * does not fit at all and is only counted.
+     * does not fit at all and is only counted. `headOf`: `r.body` is only the head of a body of
+     * that size and hash (a head-only entry copied from another store), kept as such.
      */
-    place(r: Rejection): StoredBody | null {
+    place(r: Rejection, headOf: { size: number; hash: string } | null = null): StoredBody | null {
       const raw = r.body;
-      const size = raw.byteLength;
-      const hash = sha256(raw);
+      const size = headOf?.size ?? raw.byteLength;
+      const hash = headOf?.hash ?? sha256(raw);
       const rowCost = ROW_BYTES + r.message.length + (r.field?.length ?? 0) + (r.randomId?.length ?? 0);
       const wholeLimit = limits.current.logBytes * WHOLE_SHARE;
       const used = counters.get("log.bytes");
       let placed: StoredBody | null = null;
-      if (size <= HEAD_BYTES) {
+      // A head-only entry copied from another store has no whole body to keep.
+      if (headOf === null && size <= HEAD_BYTES) {
         if (used + rowCost + size <= wholeLimit) placed = { body: asBuffer(raw), bodyStore: "inline", bodySize: size, bodyHash: hash, cost: rowCost + size };
-      } else if (findBody.get(hash)) {
+      } else if (headOf === null && findBody.get(hash)) {
         if (used + rowCost <= wholeLimit) {
           addRef.run(hash);
           counters.add("log.deduplicated_total", 1);
           placed = { body: Buffer.alloc(0), bodyStore: "shared", bodySize: size, bodyHash: hash, cost: rowCost };
         }
-      } else if (used + rowCost < wholeLimit) {
+      } else if (headOf === null && used + rowCost < wholeLimit) {
         const packed = Bun.zstdCompressSync(raw, { level: 3 });
         const [codec, data] = packed.byteLength < size ? (["zstd", asBuffer(packed)] as const) : (["none", asBuffer(raw)] as const);
         if (used + rowCost + data.byteLength <= wholeLimit) {
@@ -204,7 +206,8 @@ export function createLogBudget(sqlite: Database, counters: Counters, limits: { 
         }
         placed = { body: head, bodyStore: "head", bodySize: size, bodyHash: hash, cost };
         counters.add("log.head_entries", 1);
-        if (size > head.byteLength) {
+        // A head copied as it was is no body cut here.
+        if (headOf === null && size > head.byteLength) {
           counters.add("log.truncated_total", 1);
           counters.add("log.dropped_bytes_total", size - head.byteLength);
         }

@@ -199,6 +199,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     replayCandidates: read((opts) => maintenance.replayCandidates(opts)),
     countReplayed: read((reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix)),
     budgets: read(() => budgetStatus(writes.counters(), limits.current)),
+    heldChunks: (opts) => chunksOf(maintenance.heldChunks(opts)),
+    rejectedChunks: (opts) => chunksOf(maintenance.rejectedChunks(opts)),
 
     write: async (ops) => writeNow(ops),
 

@@ -1422,6 +1422,138 @@ export function storeContract(factory: EngineFactory): void {
 
     // -------------------------------------------------------------- rebuild
 
+    // -------------------------------------------------------------- budgets
+
+    describe("budgets of the rejected-reports log and held reports", () => {
+      const KB = 1024;
+      const HELD_BUDGET = 16 * 1024 * KB;
+      /** Distinct bytes that do not compress (random, base64 for readability), `n` long, never valid JSON. */
+      const junk = (n: number): Uint8Array => bytes(`~${Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("base64").slice(0, n - 1)}`);
+      const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
+      const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
+
+      test("identical bodies are stored once, compressed; every entry still shows its whole body", async () => {
+        const store = await freshStore();
+        const body = bytes(`{"random_id": "x", "type": "lxc", "error": "${"apt-get failed: unable to fetch\\n".repeat(3000)}`); // ~100 KB, broken JSON
+        await store.write(Array.from({ length: 50 }, (_, i) => rejectOp(PAST + i, { body })));
+        const b = await store.budgets();
+        expect(b.log).toMatchObject({ entries: 50, deduplicated: 49, bodyRawBytes: body.byteLength, truncated: 0, dropped: 0, headOnly: 0 });
+        expect(b.log.bodyBytes).toBeLessThan(body.byteLength / 50);
+        expect(b.log.usedBytes).toBeLessThan(body.byteLength / 10);
+        const entries = await store.listRejected({ limit: 100 });
+        expect(entries).toHaveLength(50);
+        for (const e of entries) {
+          expect(sameBytes(e.body, body)).toBe(true);
+          expect(e).toMatchObject({ bodySize: body.byteLength, bodySha256: sha256(body), bodyKept: true });
+        }
+      });
+
+      test("past 3/4 of the budget an entry keeps reason, size, hash and head; head-only entries make room for newer ones; the log stays within its budget", async () => {
+        const store = await freshStore();
+        const budget = 64 * KB;
+        store.setLimits({ logBytes: budget, heldBytes: HELD_BUDGET });
+        const sent: Uint8Array[] = [];
+        for (let i = 0; i < 150; i++) {
+          sent.push(junk(10 * KB));
+          await one(store, rejectOp(PAST + i, { body: sent[i]! }));
+          expect((await store.budgets()).log.usedBytes).toBeLessThanOrEqual(budget);
+        }
+        const b = await store.budgets();
+        expect(b.log.truncated).toBeGreaterThan(100);
+        expect(b.log.evicted).toBeGreaterThan(50);
+        expect(b.log.dropped).toBe(0);
+        expect(b.log.droppedBytes).toBeGreaterThan(100 * 9 * KB);
+        const entries = (await store.listRejected({ limit: 200 })).reverse();
+        expect(entries).toHaveLength(b.log.entries);
+        // Whole bodies first (kept until retention or a prune removes them), then the newest head-only ones.
+        const whole = entries.filter((e) => e.bodyKept);
+        expect(whole.length).toBeGreaterThanOrEqual(5);
+        whole.forEach((e, i) => expect(sameBytes(e.body, sent[i]!)).toBe(true));
+        const heads = entries.filter((e) => !e.bodyKept);
+        expect(heads.length).toBe(b.log.headOnly);
+        expect(entries.length).toBeLessThan(100);
+        expect(heads.at(-1)).toMatchObject({ reason: "invalid_json", bodySize: 10 * KB, bodySha256: sha256(sent[149]!), receivedAt: PAST + 149 });
+        expect(sameBytes(heads.at(-1)!.body, sent[149]!.subarray(0, 256))).toBe(true);
+        // Only whole bodies can be replayed.
+        const candidates = await store.replayCandidates({ reasons: ["invalid_json"], retryPrefix: "x", afterId: 0, limit: 200 });
+        expect(candidates.map((e) => e.id)).toEqual(whole.map((e) => e.id));
+      });
+
+      test("with the budget full of whole entries, a new entry is counted, not stored; lowering the budget keeps what is there", async () => {
+        const store = await freshStore();
+        await store.write(Array.from({ length: 10 }, (_, i) => rejectOp(PAST + i, { body: junk(10 * KB) })));
+        const before = await store.budgets();
+        store.setLimits({ logBytes: 50 * KB, heldBytes: HELD_BUDGET });
+        expect(await one(store, rejectOp(PAST + 10, { body: junk(10 * KB) }))).toEqual({ kind: "logged" });
+        const after = await store.budgets();
+        expect(after.log).toMatchObject({ entries: 10, dropped: 1, usedBytes: before.log.usedBytes, limitBytes: 50 * KB });
+        expect(await store.listRejected({ limit: 20 })).toHaveLength(10);
+      });
+
+      test("forgetting, deleting and retention give the bytes back; a shared body goes with its last entry", async () => {
+        const store = await freshStore();
+        await store.write([startOp("victim", {}, PAST), updateOp("victim", "done", null, PAST + MIN)]);
+        const repeated = bytes(JSON.stringify({ random_id: "victim", status: "failed", error: "x".repeat(20 * KB) }));
+        for (let i = 0; i < 3; i++) expect(await one(store, updateOp("victim", "failed", "x", PAST + 2 * MIN, { raw: repeated }))).toMatchObject({ kind: "already-final" });
+        await store.write([rejectOp(PAST + 3 * MIN, { body: junk(5 * KB) }), rejectOp(PAST + DAY, { body: junk(5 * KB) })]);
+        let b = await store.budgets();
+        expect(b.log).toMatchObject({ entries: 5, deduplicated: 2 });
+        const oneBody = b.log.bodyRawBytes;
+
+        expect(await one(store, { kind: "delete", randomId: "victim", at: PAST + DAY })).toMatchObject({ found: true });
+        b = await store.budgets();
+        expect(b.log).toMatchObject({ entries: 2, bodyRawBytes: oneBody - repeated.byteLength });
+        expect(await one(store, { kind: "forget-rejected", before: PAST + DAY / 2, at: PAST + DAY })).toEqual({ kind: "forgotten", count: 1 });
+        expect((await store.budgets()).log).toMatchObject({ entries: 1, bodyRawBytes: 5 * KB });
+        await one(store, { kind: "forget-rejected", before: PAST + DAY + 1, at: PAST + DAY });
+        expect((await store.budgets()).log).toMatchObject({ entries: 0, usedBytes: 0, bodyBytes: 0, bodyRawBytes: 0, headOnly: 0 });
+      });
+
+      const orphan = (id: string, at: number) => updateOp(id, "failed", `E: ${"unable to fetch archive\n".repeat(170)}`, at); // ~4 KB of error
+
+      test("held reports count against their budget, compressed; a start report takes its held status and frees it", async () => {
+        const store = await freshStore();
+        expect(await one(store, orphan("h-1", PAST))).toEqual({ kind: "held" });
+        let b = await store.budgets();
+        expect(b.held.count).toBe(1);
+        expect(b.held.usedBytes).toBeGreaterThan(0);
+        expect(b.held.usedBytes).toBeLessThan(KB);
+        expect(await one(store, startOp("h-1", {}, PAST + MIN))).toEqual({ kind: "created", outcome: "failed" });
+        expect(await latestOf(store, "h-1")).toMatchObject({ status: "failed", durationMs: null });
+        b = await store.budgets();
+        expect(b.held).toMatchObject({ count: 0, usedBytes: 0 });
+      });
+
+      test("past the held budget the oldest become executions on their own: stored, counted; the newest stay held", async () => {
+        const store = await freshStore();
+        const budget = 2 * KB;
+        store.setLimits({ logBytes: 64 * 1024 * KB, heldBytes: budget });
+        for (let i = 0; i < 40; i++) {
+          expect(await one(store, orphan(`o-${i}`, PAST + i * 1000))).toEqual({ kind: "held" });
+          expect((await store.budgets()).held.usedBytes).toBeLessThanOrEqual(budget);
+        }
+        const b = await store.budgets();
+        expect(b.held.count).toBeGreaterThan(5);
+        expect(b.held.overflowed).toBe(40 - b.held.count);
+        // The oldest were applied as what they say: a failed install whose start never came.
+        expect(await latestOf(store, "o-0")).toMatchObject({ status: "failed", outcome: "failed", durationMs: null, createdAt: PAST });
+        // The newest wait, and still take their start report.
+        expect(await store.getExecutions("o-39")).toEqual([]);
+        expect(await one(store, startOp("o-39", { nsapp: "late" }, PAST + HOUR))).toEqual({ kind: "created", outcome: "failed" });
+        expect(await latestOf(store, "o-39")).toMatchObject({ nsapp: "late", status: "failed" });
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 40 - b.held.count + 1 }));
+        await expectVerified(store, 40 - b.held.count + 1);
+      });
+
+      test("expire-held counts what it applied; what is left is still counted", async () => {
+        const store = await freshStore();
+        await store.write([orphan("old-1", PAST), orphan("old-2", PAST + MIN), orphan("recent", PAST + 6 * DAY)]);
+        expect(await one(store, { kind: "expire-held", before: PAST + DAY, limit: 100, at: PAST + 7 * DAY })).toEqual({ kind: "expired-held", count: 2 });
+        expect((await store.budgets()).held).toMatchObject({ count: 1, expired: 2, overflowed: 0 });
+        await expectVerified(store, 2);
+      });
+    });
+
     describe("rebuildRollups", () => {
       test("recomputes the same cells: verify stays ok and every aggregate is unchanged", async () => {
         const store = await freshStore();

@@ -9,13 +9,19 @@ import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { openReplica, type Replica } from "./replica.ts";
+import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
+import { committedCounters } from "./budgets.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
 const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.hash.wyhash(`job:${name}`, 0n))));
 
-/** SQLSTATE classes that mean the server cannot take the write now (connection, resources, shutdown). */
-const UNAVAILABLE = /^(08|53|57)/;
+/**
+ * SQLSTATE classes that mean the server cannot take the write now: connection (08), resources
+ * (53), shutdown (57), a transaction rolled back by the server (40: deadlock, serialization; the
+ * batch's lock order makes these not happen, and if one did, the batch is safe to send again).
+ */
+const UNAVAILABLE = /^(08|53|57|40)/;
 
 /** The read API's reads, from the replica while it is usable, else from the primary; maintenance reads stay on the primary. */
 function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () => boolean } | null): StoreReads {
@@ -40,13 +46,13 @@ function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () =>
 function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
   const reads = createPostgresReads(pg, db);
   const fromReplica = replica ? { reads: createPostgresReads(replica.sql, replica.db), usable: replica.usable } : null;
-  let limits: StoreLimits = { logBytes: 64 * 1024 * 1024, heldBytes: 16 * 1024 * 1024 };
+  let limits: StoreLimits = DEFAULT_LIMITS;
   return {
     ...reads,
     ...routed(reads, fromReplica),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops);
+        return await writeBatch(pg, ops, limits);
       } catch (e) {
         const code = (e as { code?: string }).code;
         if (typeof code === "string" && (UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED")) {
@@ -92,20 +98,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
         session.release();
       }
     },
-    async budgets(): Promise<BudgetStatus> {
-      const [log] = await pg<{ used: number; entries: number; bodies: number; head: number }[]>`
-        SELECT coalesce(sum(cost), 0)::bigint AS used, count(*)::int AS entries, coalesce(sum(body_size), 0)::bigint AS bodies,
-          count(*) FILTER (WHERE body_store = 'head')::int AS head FROM rejected_reports`;
-      const [held] = await pg<{ used: number; count: number }[]>`SELECT coalesce(sum(cost), 0)::bigint AS used, count(*)::int AS count FROM held_reports`;
-      const counters = new Map((await pg<{ name: string; value: number }[]>`SELECT name, value FROM budget_counters`).map((c) => [c.name, c.value]));
-      return {
-        log: {
-          limitBytes: limits.logBytes, usedBytes: log!.used, entries: log!.entries, bodyBytes: log!.bodies, bodyRawBytes: log!.bodies, headOnly: log!.head,
-          deduplicated: 0, truncated: 0, evicted: 0, dropped: 0, droppedBytes: 0,
-        },
-        held: { limitBytes: limits.heldBytes, usedBytes: held!.used, count: held!.count, expired: counters.get("held.expired_total") ?? 0, overflowed: counters.get("held.overflowed_total") ?? 0 },
-      };
-    },
+    budgets: async (): Promise<BudgetStatus> => budgetStatus(await committedCounters(pg), limits),
     async close() {
       await replica?.close();
       await pg.end({ timeout: 5 });

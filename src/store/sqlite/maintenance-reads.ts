@@ -5,30 +5,17 @@ import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract.ts";
 import type { Db } from "./database.ts";
-import { decodeHeld } from "./held.ts";
+import { decodeHeld, entryBody } from "../shared/budgets.ts";
 import { bodies, executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
 
 type RejectedRow = typeof rejectedReports.$inferSelect & { sharedCodec: string | null; sharedData: Buffer | null };
 
-/** A shared body, as stored in `bodies`. */
-function unpack(codec: string | null, data: Buffer | null): Uint8Array | null {
-  if (data === null) return null;
-  return codec === "zstd" ? Bun.zstdDecompressSync(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-}
-
-const entryOf = ({ body, result, bodyStore, bodySize, bodyHash, cost: _, sharedCodec, sharedData, ...row }: RejectedRow): RejectedEntry => {
-  const whole = bodyStore === "shared" ? unpack(sharedCodec, sharedData) : null;
-  const bytes = whole ?? new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-  const size = bodySize ?? bytes.byteLength;
-  return {
-    ...row,
-    result: result as RejectedEntry["result"],
-    body: bytes,
-    bodySize: size,
-    bodySha256: bodyHash,
-    bodyKept: bodyStore === "shared" ? whole !== null : bytes.byteLength >= size,
-  };
-};
+const entryOf = ({ body, result, bodyStore, bodySize, bodyHash, cost: _, sharedCodec, sharedData, ...row }: RejectedRow): RejectedEntry => ({
+  ...row,
+  result: result as RejectedEntry["result"],
+  ...entryBody({ bodyStore, body, bodySize, sharedCodec, sharedData }),
+  bodySha256: bodyHash,
+});
 
 /** Every column of the log, and the shared body where there is one. */
 const withBodies = { ...getTableColumns(rejectedReports), sharedCodec: bodies.codec, sharedData: bodies.data };

@@ -6,7 +6,7 @@ import { DAY } from "../../domain/time.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { GRAINS, type RollupPart } from "../../domain/rollup.ts";
 import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
-import { DEFAULT_LIMITS, budgetStatus } from "./budgets.ts";
+import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { ALL_PARTS, CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";

@@ -10,11 +10,12 @@ import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecyc
 import type { Rejection } from "../../domain/rejection.ts";
 import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
 import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
-import { Counters, createLogBudget, sha256, type LeavingEntry } from "./budgets.ts";
+import { Counters, createLogBudget } from "./budgets.ts";
+import { decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
 import { ALL_PARTS, cellKey, type CachedCell, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
-import { LEGACY_HELD_COST, decodeHeld, encodeHeld } from "./held.ts";
+import { LEGACY_HELD_COST } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
 import { toRow } from "./error-text.ts";
 import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
@@ -414,7 +415,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         if (entry.id <= (q.copyMark.get({ source })?.id ?? 0)) return { kind: "duplicate" };
         q.setCopyMark.run({ source, id: entry.id });
         const rejection: Rejection = { endpoint: entry.endpoint, reason: entry.reason, field: entry.field, message: entry.message, randomId: entry.randomId, body: entry.body };
-        const placed = log.place(rejection, entry.bodyKept ? null : { size: entry.bodySize, hash: entry.bodySha256 ?? sha256(entry.body) });
+        const placed = log.place(rejection, entry.bodyKept ? null : { size: entry.bodySize, hash: entry.bodySha256 });
         if (!placed) return { kind: "dropped" };
         q.insertRejected.run({ id: null, receivedAt: entry.receivedAt, ...rejection, result: entry.result, ...placed, replayedAt: entry.replayedAt, replayResult: entry.replayResult });
         return { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize };

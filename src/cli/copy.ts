@@ -25,7 +25,7 @@ export const copy: Command = {
   name: "copy",
   summary:
     "copy a whole data set (executions, held reports, the rejected-reports log) from one database to another, SQLite file or postgres:// URL, either way (run it again to finish a copy cut short)",
-  settings: ["durability", "logBudget", "heldBudget"],
+  settings: ["durability", "dbPasswordFile", "logBudget", "heldBudget"],
   flags: {
     from: { type: "string", help: "the database to copy from (a file or a postgres:// URL)" },
     to: { type: "string", help: "the database to copy into (made when it is a new file; a PostgreSQL database must exist)" },

@@ -7,7 +7,7 @@ import { BackupError, DatabaseOpenError, type BackupResult, type Engine, type Op
 import { backupFile, databaseInUse, restoreDatabase } from "./sqlite/backup.ts";
 import { openSqliteEngine } from "./sqlite/engine.ts";
 import { openPostgresEngine } from "./postgres/engine.ts";
-import { redacted } from "./postgres/database.ts";
+import { redacted, urlParts } from "./postgres/database.ts";
 
 /** No database where one was expected: a command that only reads never creates one. */
 export class DatabaseMissingError extends Error {}
@@ -26,12 +26,8 @@ export const displayLocation = (location: string): string => (isServerUrl(locati
  */
 export function locationKey(location: string): string {
   if (!isServerUrl(location)) return location === IN_MEMORY ? location : resolve(location);
-  try {
-    const u = new URL(location);
-    return `postgres://${u.username ? `${u.username}@` : ""}${u.host}${u.pathname}`;
-  } catch {
-    return redacted(location);
-  }
+  const p = urlParts(location);
+  return p ? `postgres://${p.user ? `${p.user}@` : ""}${p.hosts}${p.rest.replace(/[?#].*$/s, "")}` : redacted(location);
 }
 
 export const databaseExists = (location: string): boolean => location === IN_MEMORY || isServerUrl(location) || existsSync(location);

@@ -110,7 +110,7 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
   const { sql: pg, db } = await openPostgres(location, opts);
   let replica: Replica | null = null;
   try {
-    if (opts.readReplica) replica = await openReplica(opts.readReplica.url, opts.readReplica.maxLagMs, opts.durability);
+    if (opts.readReplica) replica = await openReplica(opts.readReplica.url, opts.readReplica.maxLagMs, opts);
   } catch (e) {
     await pg.end({ timeout: 1 });
     throw e;

@@ -13,7 +13,7 @@
 //   change made without the lock (a held report taken by its start report) is never lost.
 // - What a batch locks comes in one order on every node (execution keys, the budget lock, counter
 //   rows, the stuck mark, rollup rows, signatures), so two batches never wait on each other in a cycle.
-import type { Sql, TransactionSql } from "postgres";
+import type { Sql } from "postgres";
 import type { Rejection } from "../../domain/rejection.ts";
 import type { StoreLimits } from "../contract.ts";
 import {
@@ -21,7 +21,8 @@ import {
   type BudgetCounters, type CounterName, type LeavingEntry, type NewEntry, type StoredBody,
 } from "../shared/budgets.ts";
 
-type Tx = TransactionSql;
+/** A connection inside a transaction (transaction.ts). */
+type Tx = Sql;
 
 /** The budget lock's advisory key ("budg"). */
 const BUDGET_LOCK = 0x62756467;

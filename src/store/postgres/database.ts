@@ -4,10 +4,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import postgres, { type Sql } from "postgres";
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
-import { migrate } from "drizzle-orm/postgres-js/migrator";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import * as schema from "./schema.ts";
 import { DatabaseOpenError, type OpenOptions } from "../engine.ts";
 import { passwordFileProblem, passwordFor, type Target } from "./passwords.ts";
+import { transaction } from "./transaction.ts";
 
 export type PgDb = PostgresJsDatabase<typeof schema>;
 
@@ -104,6 +105,27 @@ async function refuseNewerSchema(sql: Sql, url: string): Promise<void> {
   );
 }
 
+/**
+ * Applies the migrations drizzle-kit generated that the database lacks, as drizzle's migrator does
+ * (same files, same `drizzle.__drizzle_migrations` table), but in one transaction that first takes
+ * a transaction-level advisory lock: nodes starting together wait for it, then find nothing to do,
+ * directly or through a pooler in transaction mode (where a session-level lock is held by whichever
+ * server connection ran it, not by the node: docs/decisions.md).
+ */
+async function migrate(sql: Sql): Promise<void> {
+  await transaction(sql, async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+    await tx`CREATE SCHEMA IF NOT EXISTS drizzle`;
+    await tx`CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`;
+    const [last] = await tx<{ at: string }[]>`SELECT created_at::text AS at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
+    for (const m of readMigrationFiles({ migrationsFolder: migrationsFolder() })) {
+      if (last && Number(last.at) >= m.folderMillis) continue;
+      for (const statement of m.sql) await tx.unsafe(statement);
+      await tx`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES (${m.hash}, ${m.folderMillis})`;
+    }
+  });
+}
+
 export async function openPostgres(url: string, opts: OpenOptions): Promise<{ sql: Sql; db: PgDb }> {
   if (opts.passwordFile && !urlParts(url)?.password) {
     const problem = passwordFileProblem(opts.passwordFile);
@@ -118,17 +140,7 @@ export async function openPostgres(url: string, opts: OpenOptions): Promise<{ sq
   }
   try {
     await refuseNewerSchema(sql, url);
-    if (opts.migrate) {
-      // One session (a client of one connection) holds the lock and runs the migrator: nodes
-      // starting together wait for it, then find nothing to do.
-      const { sql: session } = client(url, opts, 1);
-      try {
-        await session`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
-        await migrate(drizzle(session, { schema }), { migrationsFolder: migrationsFolder() });
-      } finally {
-        await session.end(); // the lock goes with the session
-      }
-    }
+    if (opts.migrate) await migrate(sql);
   } catch (e) {
     await sql.end({ timeout: 1 });
     if (e instanceof DatabaseOpenError) throw e;

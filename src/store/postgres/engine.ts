@@ -11,6 +11,7 @@ import { createPostgresReads } from "./reads.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { committedCounters } from "./budgets.ts";
+import { transaction } from "./transaction.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
@@ -22,6 +23,17 @@ const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.has
  * batch's lock order makes these not happen, and if one did, the batch is safe to send again).
  */
 const UNAVAILABLE = /^(08|53|57|40)/;
+
+/** Why the server could not take a write now (nothing was written: the client may send it again), or null for anything else (a bug). */
+function unavailable(e: unknown): string | null {
+  const code = (e as { code?: string }).code;
+  const message = (e as Error).message;
+  if (typeof code !== "string") return null;
+  // A pooler in transaction mode hands each transaction another server connection, which does not
+  // know the statements postgres.js prepared on the last one.
+  if (code === "26000") return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: README "Scaling out")`;
+  return UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED" ? message : null;
+}
 
 /** The read API's reads, from the replica while it is usable, else from the primary; maintenance reads stay on the primary. */
 function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () => boolean } | null): StoreReads {
@@ -54,10 +66,8 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       try {
         return await writeBatch(pg, ops, limits);
       } catch (e) {
-        const code = (e as { code?: string }).code;
-        if (typeof code === "string" && (UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED")) {
-          throw new StorageUnavailableError(`PostgreSQL at ${redacted(location)}: ${(e as Error).message}`);
-        }
+        const why = unavailable(e);
+        if (why !== null) throw new StorageUnavailableError(`PostgreSQL at ${redacted(location)}: ${why}`);
         throw e;
       }
     },
@@ -70,7 +80,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
         const deltas = new RollupDeltas(foldedUntil);
         for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-        await pg.begin((tx) => addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        await transaction(pg, (tx) => addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]));
         onDay?.(day, end);
       }
     },
@@ -78,25 +88,23 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       limits = next;
     },
     async leaseJob(name, everyMs, at, fn) {
-      // A session-level advisory lock on one connection says who runs the job now; the time of
-      // its last run, in `marks`, says whether it is due. Another node skips, it does not wait.
-      const session = await pg.reserve();
-      const key = jobKey(name);
-      try {
-        const [got] = await session<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${key}::bigint) AS ok`;
-        if (!got?.ok) return null;
-        try {
-          const last = await getMark(session, `job:${name}`);
-          if (last > 0 && at - last < everyMs) return null;
-          const result = await fn();
-          await session`INSERT INTO marks (name, value) VALUES (${`job:${name}`}, ${at}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
-          return result;
-        } finally {
-          await session`SELECT pg_advisory_unlock(${key}::bigint)`;
-        }
-      } finally {
-        session.release();
-      }
+      // A transaction holds a transaction-level advisory lock on the job's key while it runs: the
+      // lock says who runs it now (the others skip, they do not wait), the time of its last run in
+      // `marks` whether it is due, written in the same transaction. A node that dies mid-round
+      // loses its connection, the server ends the transaction: the lock goes, the job stays due.
+      // Unlike a session-level lock, this holds through a pooler in transaction mode.
+      let ran = false;
+      let result: Awaited<ReturnType<typeof fn>> | null = null;
+      await transaction(pg, async (tx) => {
+        const [got] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${jobKey(name)}::bigint) AS ok`;
+        if (!got?.ok) return;
+        const last = await getMark(tx, `job:${name}`);
+        if (last > 0 && at - last < everyMs) return;
+        result = await fn();
+        ran = true;
+        await tx`INSERT INTO marks (name, value) VALUES (${`job:${name}`}, ${at}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+      });
+      return ran ? result : null;
     },
     budgets: async (): Promise<BudgetStatus> => budgetStatus(await committedCounters(pg), limits),
     async close() {

@@ -2,7 +2,7 @@
 // once (docs/decisions.md, "The PostgreSQL engine: design"). A batch first locks every execution
 // and install it touches (advisory locks, in one order), so the domain's decisions see what is
 // stored as a single writer would; rollups are counter rows it adds to before COMMIT.
-import type { Sql, TransactionSql } from "postgres";
+import type { Sql } from "postgres";
 import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
@@ -11,6 +11,7 @@ import type { ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.t
 import { EVICT_CHUNK, decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
 import { SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
+import { transaction } from "./transaction.ts";
 
 /** Advisory lock of the fold: writers hold it shared, the fold job alone. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
@@ -49,7 +50,8 @@ interface BatchEffects {
   stuck: ({ lower: number } | { from: number; until: number })[];
 }
 
-type Tx = TransactionSql;
+/** A connection inside a transaction (transaction.ts). */
+type Tx = Sql;
 
 async function getExecution(tx: Tx, executionId: string): Promise<Execution | undefined> {
   const [row] = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.execution_id = $1`, [executionId]);
@@ -405,7 +407,7 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
 
 /** Applies `ops` in one transaction, in order; the results in the same order. */
 export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: StoreLimits): Promise<WriteResult[]> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const folds = ops.some((op) => op.kind === "fold");
     // Writers share the fold lock; a fold waits for them and they for it, so no count is added
     // to an hour while it is being folded, and every writer reads the mark as it stands.

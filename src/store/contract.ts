@@ -310,6 +310,17 @@ export class StorageUnavailableError extends Error {
 }
 
 /**
+ * The storage cannot be reached at all (no database server answers, a failover): every write of a
+ * batch would fail the same way, so none is tried again on its own.
+ */
+export class StorageUnreachableError extends StorageUnavailableError {
+  constructor(message: string) {
+    super(message);
+    this.name = "StorageUnreachableError";
+  }
+}
+
+/**
  * The stored data cannot be read: damaged pages or values (a disk fault, bytes changed under the
  * server), or files replaced under it. Not the request's fault and not a bug: an operator runs
  * `installstats verify`. A StorageUnavailableError, so the HTTP edge answers it 503 without a stack.

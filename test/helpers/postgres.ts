@@ -65,7 +65,8 @@ function startDir(bin: string, data: string, port: number): PgServer {
       if (stopped) return;
       stopped = true;
       try {
-        run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
+        // Not running any more (crashed by a test): nothing to stop.
+        if (Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "status"])).exitCode === 0) run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
       } finally {
         rmSync(data, { recursive: true, force: true });
       }
@@ -165,4 +166,20 @@ export async function startPgbouncer(server: PgServer, poolMode: "session" | "tr
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Runs a server binary without blocking the event loop (requests in flight go on meanwhile). */
+async function runAsync(cmd: string[]): Promise<void> {
+  const p = Bun.spawn(asPostgres(cmd), { stdout: "pipe", stderr: "pipe" });
+  if ((await p.exited) !== 0) throw new Error(`${cmd[0]} failed: ${await new Response(p.stderr).text()}`);
+}
+
+/** Stops a server as a crash would (immediate: no shutdown checkpoint, clients cut off); its directory stays until stop(). */
+export function crash(server: PgServer): Promise<void> {
+  return runAsync([join(pgBinDir()!, "pg_ctl"), "-D", server.dir, "-m", "immediate", "stop"]);
+}
+
+/** Promotes a streaming replica to a primary (pg_ctl promote), resolving once it accepts writes. */
+export function promote(server: PgServer): Promise<void> {
+  return runAsync([join(pgBinDir()!, "pg_ctl"), "-D", server.dir, "-w", "promote"]);
 }

@@ -83,6 +83,9 @@ function client(url: string, opts: OpenOptions, max: number): { sql: Sql; passwo
     // int8 as numbers: every stored integer (milliseconds, counts, ids) is far below 2^53.
     types: { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } },
     ...(password ? { pass: password.pass } : {}),
+    // postgres.js 3.4 judges read-write by default_transaction_read_only alone, which a hot standby
+    // leaves off: it would connect to a standby during a failover. A primary is what is meant.
+    ...(/[?&]target_session_attrs=read-write(&|$)/.test(url) ? { target_session_attrs: "primary" as const } : {}),
   });
   return { sql, passwordSource: () => (inUrl ? "the URL" : password!.source()) };
 }

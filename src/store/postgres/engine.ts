@@ -4,14 +4,14 @@ import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
 import { RollupDeltas } from "../../domain/rollup.ts";
-import { StorageUnavailableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
+import { StorageUnavailableError, StorageUnreachableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { committedCounters } from "./budgets.ts";
-import { transaction } from "./transaction.ts";
+import { boundedWhileDown, connectionLost, transaction } from "./transaction.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
@@ -24,7 +24,11 @@ const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.has
  */
 const UNAVAILABLE = /^(08|53|57|40)/;
 
-/** Why the server could not take a write now (nothing was written: the client may send it again), or null for anything else (a bug). */
+/**
+ * Why the server could not answer now (nothing was written: the client may send it again), or
+ * null for anything else (a bug). A failover shows as a lost connection, a server shutting down,
+ * no server answering, or a standby that cannot write yet.
+ */
 function unavailable(e: unknown): string | null {
   const code = (e as { code?: string }).code;
   const message = (e as Error).message;
@@ -32,7 +36,38 @@ function unavailable(e: unknown): string | null {
   // A pooler in transaction mode hands each transaction another server connection, which does not
   // know the statements postgres.js prepared on the last one.
   if (code === "26000") return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: README "Scaling out")`;
-  return UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED" ? message : null;
+  if (code === "25006") return `${message} (a standby: during a failover, or target_session_attrs=primary is missing from the URL)`;
+  return UNAVAILABLE.test(code) || connectionLost(e) ? message : null;
+}
+
+/** `e` as the contract says it: the server cannot answer now (503), it cannot be reached at all, or as it is (a bug). */
+function refusal(e: unknown, location: string): unknown {
+  const why = unavailable(e);
+  if (why === null) return e;
+  const message = `PostgreSQL at ${redacted(location)}: ${why}`;
+  return connectionLost(e) ? new StorageUnreachableError(message) : new StorageUnavailableError(message);
+}
+
+/** The same reads, a server that cannot answer now turned into StorageUnavailableError: 503, not 500. */
+function guarded<R extends object>(reads: R, location: string): R {
+  const refuse = (e: unknown): unknown => refusal(e, location);
+  async function* rethrowing(chunks: AsyncIterable<unknown>): AsyncGenerator<unknown, void> {
+    try {
+      for await (const chunk of chunks) yield chunk;
+    } catch (e) {
+      throw refuse(e);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(reads)) {
+    if (typeof f !== "function") continue;
+    out[name] = (...args: unknown[]) => {
+      const r: unknown = (f as (...a: unknown[]) => unknown).apply(reads, args);
+      if (r instanceof Promise) return boundedWhileDown(r).catch((e: unknown) => Promise.reject(refuse(e)));
+      return r !== null && typeof r === "object" && Symbol.asyncIterator in r ? rethrowing(r as AsyncIterable<unknown>) : r;
+    };
+  }
+  return out as R;
 }
 
 /** The read API's reads, from the replica while it is usable, else from the primary; maintenance reads stay on the primary. */
@@ -56,8 +91,8 @@ function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () =>
 }
 
 function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
-  const reads = createPostgresReads(pg, db);
-  const fromReplica = replica ? { reads: createPostgresReads(replica.sql, replica.db), usable: replica.usable } : null;
+  const reads = guarded(createPostgresReads(pg, db), location);
+  const fromReplica = replica ? { reads: guarded(createPostgresReads(replica.sql, replica.db), replica.status().location), usable: replica.usable } : null;
   let limits: StoreLimits = DEFAULT_LIMITS;
   return {
     ...reads,
@@ -66,9 +101,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       try {
         return await writeBatch(pg, ops, limits);
       } catch (e) {
-        const why = unavailable(e);
-        if (why !== null) throw new StorageUnavailableError(`PostgreSQL at ${redacted(location)}: ${why}`);
-        throw e;
+        throw refusal(e, location);
       }
     },
     async rebuildRollups(onDay) {

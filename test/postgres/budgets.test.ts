@@ -50,7 +50,7 @@ async function writer(store: Store, other: Store, w: number, batches: number): P
     if (b % 5 === 4) ops.push({ kind: "report", endpoint: "updatestatus", report: finalReport(id("s"), "late"), raw: junk(3 * KB), repairs: [], at }); // conflicts with nothing yet: applied
     if (b % 5 === 4) ops.push({ kind: "report", endpoint: "updatestatus", report: finalReport(id("s"), "again"), raw: junk(3 * KB), repairs: [], at }); // already final: logged
     if (b % 7 === 6) ops.push({ kind: "delete", randomId: `w${w}-b${b - 3}-s`, at });
-    if (b % 9 === 8) ops.push({ kind: "expire-held", before: at - 5000, limit: 5, at });
+    if (b % 9 === 8) ops.push({ kind: "expire-held", before: at, limit: 5, at });
     await store.write(ops);
     if (b % 6 === 5) {
       const [entry] = await other.listRejected({ limit: 1 });

@@ -23,6 +23,8 @@ import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import type { StorageHealth } from "./store/engine.ts";
 import { apiDocs, docsRoutes } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
+import { publicStatsRoutes } from "./read/public-stats.ts";
+import { publicPageRoutes } from "./web/public-routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -51,7 +53,12 @@ export function createApp(deps: AppDeps) {
       maxRequestBodySize: hardBodyLimit(config.maxBodyBytes),
       // Bun answers these paths itself (the pages, with their own handlers and headers; ingestion);
       // anything else reaches Elysia.
-      routes: { ...dashboardRoutes(responseHeaders(config)), ...docsRoutes({ version, headersFor: responseHeaders(config) }), ...ingest.native },
+      routes: {
+        ...dashboardRoutes(responseHeaders(config)),
+        ...docsRoutes({ version, headersFor: responseHeaders(config) }),
+        ...(config.publicStats ? publicPageRoutes(responseHeaders(config)) : {}),
+        ...ingest.native,
+      },
       development: false,
       // Elysia's default shares the port with any other process on it: a second server started by
       // mistake would silently take half of the reports into another database.
@@ -119,6 +126,8 @@ export function createApp(deps: AppDeps) {
     .use(telemetryCompatRoutes({ store: deps.store, clock }))
     .use(telemetryAnalysisRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
+    // Opt-in: without --public-stats the paths do not exist (404), so nothing is published by accident.
+    .use(config.publicStats ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls }) : new Elysia())
     .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
 }
 

@@ -56,6 +56,10 @@ export interface Config {
   heldExpiryMs: number;
   /** Longest one read of records may take (they run off the thread that acknowledges reports); past it: 503. 0 = no limit. */
   readBudgetMs: number;
+  /** Serve the public stats page and JSON (/public, /public/stats.json) without the read token. */
+  publicStats: boolean;
+  /** Privacy floor of the public stats: apps with fewer installs in a window are merged into "other". */
+  publicMinInstalls: number;
 }
 
 
@@ -91,6 +95,9 @@ export const defaults: Config = {
   // Every read of the dashboard and API takes well under a second at 10M records; a scan that
   // runs past this is stopped (it never holds up ingestion, but it holds a read thread).
   readBudgetMs: 30_000,
+  publicStats: false,
+  // Small enough for a homelab's own page, large enough that one person's installs do not show.
+  publicMinInstalls: 10,
 };
 
 type Key = keyof Config;
@@ -132,6 +139,8 @@ const options: readonly Option[] = [
   { key: "logBudget", flag: "log-budget", env: "INSTALLSTATS_LOG_BUDGET", kind: "size", help: "bytes the rejected-reports log may use (bodies compressed, each kept once; past it only their head); accepts 64m, 1g" },
   { key: "heldBudget", flag: "held-budget", env: "INSTALLSTATS_HELD_BUDGET", kind: "size", help: "bytes final reports waiting for their start report may use; past it the oldest are applied without it; accepts 16m" },
   { key: "readBudgetMs", flag: "read-budget", env: "INSTALLSTATS_READ_BUDGET", kind: "duration", help: "longest one read of records may take before it is stopped with 503 (e.g. 30s), 0 = no limit" },
+  { key: "publicStats", flag: "public-stats", env: "INSTALLSTATS_PUBLIC_STATS", kind: "bool", help: "serve installs and failure rates per app at /public and /public/stats.json without a token (true|false)" },
+  { key: "publicMinInstalls", flag: "public-min-installs", env: "INSTALLSTATS_PUBLIC_MIN_INSTALLS", kind: "count", help: "public stats: apps with fewer installs in a window are merged into \"other\"" },
   { key: "heldExpiryMs", flag: "held-expiry", env: "INSTALLSTATS_HELD_EXPIRY", kind: "duration", help: "final reports whose start report has not come after this long are applied without it (e.g. 7d), 0 = never" },
 ];
 

@@ -23,6 +23,8 @@ import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import type { StorageHealth } from "./store/engine.ts";
 import { apiDocs, docsRoutes } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
+import type { Alerts } from "./alerts/alerts.ts";
+import { alertRoutes } from "./alerts/routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -35,6 +37,8 @@ export interface AppDeps {
   maintenance: Maintenance;
   /** The engine's view of its storage (files, damage, integrity check, budgets) for /healthz. */
   storageHealth?: () => Promise<StorageHealth>;
+  /** Null without an alerts file (the alert routes then say so). */
+  alerts?: Alerts | null;
 }
 
 export function createApp(deps: AppDeps) {
@@ -119,7 +123,8 @@ export function createApp(deps: AppDeps) {
     .use(telemetryCompatRoutes({ store: deps.store, clock }))
     .use(telemetryAnalysisRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
-    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
+    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
+    .use(alertRoutes({ alerts: deps.alerts ?? null, clock }));
 }
 
 interface SchemaLike {

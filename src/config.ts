@@ -56,6 +56,10 @@ export interface Config {
   heldExpiryMs: number;
   /** Longest one read of records may take (they run off the thread that acknowledges reports); past it: 503. 0 = no limit. */
   readBudgetMs: number;
+  /** The alerts file (rules and channels, TOML); null = no alerts. */
+  alerts: string | null;
+  /** Base URL of the dashboard as people reach it, for links in alerts; null = from the listen address. */
+  publicUrl: string | null;
 }
 
 
@@ -91,10 +95,12 @@ export const defaults: Config = {
   // Every read of the dashboard and API takes well under a second at 10M records; a scan that
   // runs past this is stopped (it never holds up ingestion, but it holds a read thread).
   readBudgetMs: 30_000,
+  alerts: null,
+  publicUrl: null,
 };
 
 type Key = keyof Config;
-type Kind = "text" | "optional-text" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
+type Kind = "text" | "optional-text" | "optional-url" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
 
 interface Option {
   key: Key;
@@ -132,6 +138,8 @@ const options: readonly Option[] = [
   { key: "logBudget", flag: "log-budget", env: "INSTALLSTATS_LOG_BUDGET", kind: "size", help: "bytes the rejected-reports log may use (bodies compressed, each kept once; past it only their head); accepts 64m, 1g" },
   { key: "heldBudget", flag: "held-budget", env: "INSTALLSTATS_HELD_BUDGET", kind: "size", help: "bytes final reports waiting for their start report may use; past it the oldest are applied without it; accepts 16m" },
   { key: "readBudgetMs", flag: "read-budget", env: "INSTALLSTATS_READ_BUDGET", kind: "duration", help: "longest one read of records may take before it is stopped with 503 (e.g. 30s), 0 = no limit" },
+  { key: "alerts", flag: "alerts", env: "INSTALLSTATS_ALERTS", kind: "optional-text", help: "alerts file: rules and channels in TOML (README \"Alerts\"); unset = no alerts" },
+  { key: "publicUrl", flag: "public-url", env: "INSTALLSTATS_PUBLIC_URL", kind: "optional-url", help: "the dashboard's address as people reach it (e.g. https://stats.example.org), for links in alerts; default: the listen address" },
   { key: "heldExpiryMs", flag: "held-expiry", env: "INSTALLSTATS_HELD_EXPIRY", kind: "duration", help: "final reports whose start report has not come after this long are applied without it (e.g. 7d), 0 = never" },
 ];
 
@@ -175,6 +183,11 @@ function coerce(o: Option, raw: string, source: string): Config[Key] {
       return raw.trim() === "" ? fail("must not be empty") : raw;
     case "optional-text":
       return raw.trim() === "" ? null : raw;
+    case "optional-url": {
+      if (raw.trim() === "") return null;
+      const url = URL.parse(raw.trim());
+      return url && (url.protocol === "http:" || url.protocol === "https:") ? raw.trim().replace(/\/+$/, "") : fail("must be an http:// or https:// URL");
+    }
     case "bool":
       return parseBool(raw) ?? fail("must be true or false");
     case "durability":

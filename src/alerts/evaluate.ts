@@ -58,8 +58,11 @@ export interface EvaluateDeps {
   store: Pick<StoreReads, "recordSpan"> & Pick<AlertReads, "rejectedCounts">;
 }
 
-/** A window of `ms` ending now, from the start of its first hour (rules read hourly rollups): never shorter than asked. */
-const windowOf = (now: number, ms: number): Window => ({ from: floorHour(now - ms), to: now });
+/**
+ * A window of `ms` ending now, from the start of its first hour (rules read hourly rollups): never
+ * shorter than asked. It ends just after now: what arrived in this very millisecond is in it.
+ */
+const windowOf = (now: number, ms: number): Window => ({ from: floorHour(now - ms), to: now + 1 });
 
 const filterOf = (rule: { kind: string; repoSource: string | null }, nsapp?: string): ExecutionFilter => ({
   ...(rule.kind === "all" ? {} : { kind: rule.kind as ExecutionFilter["kind"] }),

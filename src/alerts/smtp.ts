@@ -171,7 +171,7 @@ function connect(s: SmtpSettings, ca: string | undefined): Promise<net.Socket | 
 
 function upgrade(plain: net.Socket, s: SmtpSettings, ca: string | undefined): Promise<tls.TLSSocket> {
   return new Promise((resolve, reject) => {
-    const secure = tls.connect({ socket: plain, servername: net.isIP(s.host) ? undefined : s.host, ca, rejectUnauthorized: s.tlsVerify }, () => resolve(secure));
+    const secure = tls.connect({ socket: plain, host: s.host, servername: net.isIP(s.host) ? undefined : s.host, ca, rejectUnauthorized: s.tlsVerify }, () => resolve(secure));
     secure.once("error", (e: Error) => reject(new SmtpError(`STARTTLS with ${s.host}: ${e.message}`)));
   });
 }

@@ -30,11 +30,11 @@ export interface AlertsDeps {
 const FIRST_RETRY_MS = 30_000;
 const MAX_RETRY_MS = HOUR;
 /** ...and stop a day after it was queued: then it is marked failed (and counted). */
-export const GIVE_UP_MS = 24 * HOUR;
+const GIVE_UP_MS = 24 * HOUR;
 /** Messages handled per delivery round; the rest wait for the next. */
 const ROUND_LIMIT = 200;
 
-export const retryDelay = (attempts: number): number => Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
+const retryDelay = (attempts: number): number => Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
 
 /** A job as maintenance/jobs.ts runs it (runtime.ts adds these to the scheduled jobs). */
 interface AlertJob {

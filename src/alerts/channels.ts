@@ -8,7 +8,7 @@ import { sendMail } from "./smtp.ts";
 export type SendResult = { ok: true } | { ok: false; error: string; retryAfterMs: number | null };
 
 /** An HTTP request as a channel makes it. */
-export interface HttpRequest {
+interface HttpRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
@@ -71,7 +71,7 @@ function webhook(c: Extract<Channel, { type: "webhook" }>, m: AlertMessage): Htt
 }
 
 /** The HTTP request of a channel that speaks HTTP. */
-export function requestOf(c: Exclude<Channel, { type: "email" }>, m: AlertMessage): HttpRequest {
+function requestOf(c: Exclude<Channel, { type: "email" }>, m: AlertMessage): HttpRequest {
   switch (c.type) {
     case "webhook":
       return webhook(c, m);
@@ -112,7 +112,7 @@ function secretsOf(c: Channel): string[] {
 }
 
 /** `text` with every secret of `c` replaced by ***. */
-export function redact(c: Channel, text: string): string {
+function redact(c: Channel, text: string): string {
   let out = text;
   for (const s of secretsOf(c)) out = out.split(s).join("***");
   return out;

@@ -74,7 +74,7 @@ const rateOf = (failed: number, success: number): number | null => (failed + suc
 const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
 
 /** Subjects: "" for the rule as a whole, else "key=value" pairs joined by "|". */
-export const subjectOf = (labels: Record<string, string>): string =>
+const subjectOf = (labels: Record<string, string>): string =>
   Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
     .join("|");

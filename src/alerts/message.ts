@@ -30,7 +30,7 @@ const utc = (t: number): string => `${iso(t).slice(0, 10)} ${iso(t).slice(11, 16
 const count = (n: number): string => n.toLocaleString("en-US");
 
 /** "6h", "30d", "1d 6h", "45m" */
-export function span(ms: number): string {
+function span(ms: number): string {
   if (ms % DAY === 0) return `${ms / DAY}d`;
   if (ms >= DAY) return `${Math.floor(ms / DAY)}d ${Math.round((ms % DAY) / HOUR)}h`;
   if (ms % HOUR === 0) return `${ms / HOUR}h`;

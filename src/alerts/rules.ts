@@ -7,9 +7,7 @@ import { REJECT_REASONS, type RejectReason } from "../domain/rejection.ts";
 import { HOUR } from "../domain/time.ts";
 
 export const CHANNEL_TYPES = ["webhook", "ntfy", "gotify", "discord", "slack", "email"] as const;
-export type ChannelType = (typeof CHANNEL_TYPES)[number];
 export const RULE_TYPES = ["failure_rate", "new_error", "no_reports", "rejected"] as const;
-export type RuleType = (typeof RULE_TYPES)[number];
 
 interface ChannelBase {
   name: string;
@@ -40,7 +38,7 @@ export type Channel = ChannelBase &
   );
 
 /** Which apps a rule looks at: one, every app on its own ("*"), or all of them together. */
-export type AppScope = { app: string } | { each: true } | { all: true };
+type AppScope = { app: string } | { each: true } | { all: true };
 
 interface RuleBase {
   id: string;

@@ -27,7 +27,7 @@ export interface Mail {
 }
 
 /** An SMTP conversation that went wrong, with the server's reply when there was one. */
-export class SmtpError extends Error {}
+class SmtpError extends Error {}
 
 /** The address inside "Name <a@b>", or the text itself. */
 const addressOf = (mailbox: string): string => /<([^>]+)>/.exec(mailbox)?.[1] ?? mailbox.trim();
@@ -37,7 +37,7 @@ const oneLine = (s: string): string => s.replace(/[\r\n]+/g, " ");
 const encodedWord = (s: string): string => (/^[\x20-\x7e]*$/.test(s) ? s : `=?UTF-8?B?${Buffer.from(s).toString("base64")}?=`);
 
 /** The message as sent after DATA: headers, a blank line, the body; CRLF line ends, dots stuffed, ended by a lone dot. */
-export function formatMail(mail: Mail, domain: string): string {
+function formatMail(mail: Mail, domain: string): string {
   const plain = /^[\x20-\x7e\r\n\t]*$/.test(mail.text) && mail.text.split("\n").every((l) => l.length <= 900);
   const body = plain ? mail.text.replace(/\r?\n/g, "\r\n") : Buffer.from(mail.text).toString("base64").replace(/.{76}/g, "$&\r\n");
   const headers = [

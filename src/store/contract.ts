@@ -303,9 +303,9 @@ export interface MaintenanceReads {
 // ------------------------------------------------------------------ alerts
 
 /** Whether an alert's condition holds (firing) or not (ok). */
-export type AlertStatus = "firing" | "ok";
+type AlertStatus = "firing" | "ok";
 /** Why a change of state was recorded without a message: a cooldown since the last one, a silence, or a resolve of a firing never sent. */
-export type HeldBack = "cooldown" | "silenced" | "unsent";
+type HeldBack = "cooldown" | "silenced" | "unsent";
 
 /** An alert (a rule about one subject) began or stopped firing: a history entry, and its message queued for `channels`. */
 export interface AlertTransition {

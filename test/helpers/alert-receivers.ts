@@ -102,7 +102,7 @@ export function startHttpReceiver(opts: { ntfyToken?: string; gotifyToken?: stri
 }
 
 /** A self-signed certificate for 127.0.0.1 and localhost, made with openssl in the run's temporary directory. */
-export function selfSignedCertificate(): { key: string; cert: string; certFile: string } {
+function selfSignedCertificate(): { key: string; cert: string; certFile: string } {
   const dir = mkdtempSync(join(tmpdir(), "installstats-cert-"));
   const keyFile = join(dir, "key.pem");
   const certFile = join(dir, "cert.pem");
@@ -114,7 +114,7 @@ export function selfSignedCertificate(): { key: string; cert: string; certFile: 
   return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8"), certFile };
 }
 
-export interface SinkMail {
+interface SinkMail {
   from: string;
   to: string[];
   /** The message as sent after DATA, dot-stuffing undone. */

@@ -69,6 +69,17 @@ ${extra}`;
 }
 const ALL = `["hook", "ntfy", "gotify", "discord", "slack", "mail"]`;
 
+/** A rule over all apps: more than 20% of at least 10 finished runs failed in the last hour. */
+const spike = (sendTo: string[]) => `
+[[rule]]
+id = "spike"
+type = "failure_rate"
+window = "1h"
+min_runs = 10
+above = 0.2
+send_to = ${JSON.stringify(sendTo)}
+`;
+
 async function appWith(rules: string, extraChannels = ""): Promise<TestApp> {
   const alerts = parseAlerts("alerts.toml", `${channels(extraChannels)}\n${rules}`, SECRETS);
   return testApp({ adminToken: ADMIN, publicUrl: "https://stats.example.org" }, { alerts });
@@ -373,15 +384,7 @@ send_to = ["hook"]
 
 describe("alerts: silences, the admin API, secrets", () => {
   test("a silenced rule records and sends nothing; lifted, the firing is sent; only with the admin token", async () => {
-    const a = await appWith(`
-[[rule]]
-id = "spike"
-type = "failure_rate"
-window = "1h"
-min_runs = 10
-above = 0.2
-send_to = ["hook"]
-`);
+    const a = await appWith(spike(["hook"]));
     expect((await a.call("POST", "/api/admin/alerts/silence/spike?for=2h")).status).toBe(401);
     expect((await a.call("POST", "/api/admin/alerts/silence/spike?for=2h", { authorization: "Bearer wrong" })).status).toBe(401);
     const bad = await a.call("POST", "/api/admin/alerts/silence/spike?for=soon", admin);
@@ -510,15 +513,7 @@ ca_file = "${ca}"
 
 describe("alerts: deliveries that fail", () => {
   test("a receiver that is down is retried with backoff and counted; ingestion answers as usual meanwhile; it arrives once when back", async () => {
-    const a = await appWith(`
-[[rule]]
-id = "spike"
-type = "failure_rate"
-window = "1h"
-min_runs = 10
-above = 0.2
-send_to = ["hook", "refused"]
-`, `
+    const a = await appWith(spike(["hook", "refused"]), `
 [channel.refused]
 type = "webhook"
 url = "http://127.0.0.1:9/closed"
@@ -572,15 +567,7 @@ timeout = "2s"
     const hang = net.createServer((s) => void hung.push(s));
     const port = await new Promise<number>((r) => hang.listen(0, "127.0.0.1", () => r((hang.address() as net.AddressInfo).port)));
     try {
-      const a = await appWith(`
-[[rule]]
-id = "spike"
-type = "failure_rate"
-window = "1h"
-min_runs = 10
-above = 0.2
-send_to = ["hang"]
-`, `
+      const a = await appWith(spike(["hang"]), `
 [channel.hang]
 type = "webhook"
 url = "http://127.0.0.1:${port}/hook"

@@ -126,8 +126,15 @@ const security = [{ bearer: [] }];
 
 export function alertRoutes(deps: { alerts: Alerts | null; clock: () => number }) {
   const { alerts, clock } = deps;
-  /** A rule or channel the file does not name: 404 naming those it does. */
-  const unknown = (e: unknown) => (e instanceof UnknownNameError ? errorBody("not_found", e.message, e.what) : null);
+  /** Runs an action on a rule or channel; one the file does not name comes back as a 404 body naming those it does. */
+  const named = async <T>(fn: () => Promise<T>): Promise<{ value: T } | { missing: ErrorBody }> => {
+    try {
+      return { value: await fn() };
+    } catch (e) {
+      if (e instanceof UnknownNameError) return { missing: errorBody("not_found", e.message, e.what) };
+      throw e;
+    }
+  };
   return new Elysia({ name: "alerts" })
     .get("/api/alerts", () => alertsJson(alerts), {
       response: { 200: AlertsJson },
@@ -156,13 +163,8 @@ export function alertRoutes(deps: { alerts: Alerts | null; clock: () => number }
       "/api/admin/alerts/test/:channel",
       async ({ params, status }) => {
         if (!alerts) return status(404, errorBody("not_found", OFF));
-        try {
-          return status(200, await alerts.test(params.channel));
-        } catch (e) {
-          const body = unknown(e);
-          if (body) return status(404, body);
-          throw e;
-        }
+        const r = await named(() => alerts.test(params.channel));
+        return "missing" in r ? status(404, r.missing) : status(200, r.value);
       },
       {
         params: t.Object({ channel: t.String({ minLength: 1, maxLength: 64 }) }),
@@ -184,14 +186,8 @@ export function alertRoutes(deps: { alerts: Alerts | null; clock: () => number }
           until = Date.parse(query.until!);
           if (!Number.isFinite(until) || until <= clock()) throw new QueryError("until", "until must be a date-time in the future, e.g. 2026-12-01T08:00:00Z");
         }
-        try {
-          await alerts.silence(params.rule, until);
-        } catch (e) {
-          const body = unknown(e);
-          if (body) return status(404, body);
-          throw e;
-        }
-        return status(200, { rule: params.rule, silenced_until: iso(until) });
+        const r = await named(() => alerts.silence(params.rule, until));
+        return "missing" in r ? status(404, r.missing) : status(200, { rule: params.rule, silenced_until: iso(until) });
       },
       {
         ...strictQuery(t.Object({ for: t.Optional(t.String({ description: "how long, e.g. 2h, 3d" })), until: t.Optional(t.String({ description: "until when (ISO 8601)" })) })),
@@ -204,14 +200,8 @@ export function alertRoutes(deps: { alerts: Alerts | null; clock: () => number }
       "/api/admin/alerts/silence/:rule",
       async ({ params, status }) => {
         if (!alerts) return status(404, errorBody("not_found", OFF));
-        try {
-          await alerts.silence(params.rule, null);
-        } catch (e) {
-          const body = unknown(e);
-          if (body) return status(404, body);
-          throw e;
-        }
-        return status(200, { rule: params.rule, silenced_until: null });
+        const r = await named(() => alerts.silence(params.rule, null));
+        return "missing" in r ? status(404, r.missing) : status(200, { rule: params.rule, silenced_until: null });
       },
       {
         params: t.Object({ rule: t.String({ minLength: 1, maxLength: 64 }) }),

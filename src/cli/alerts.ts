@@ -30,6 +30,7 @@ async function withAlerts<T>(ctx: CommandContext, action: Action, fn: (alerts: A
   try {
     const writer = createWriter((ops) => store.write(ops), ctx.config.maxBatch);
     const log = createLogger("error", (line) => ctx.err(line), Date.now);
+    // Links of a test message sent from here: the public URL, else where a default server would listen.
     const baseUrl = ctx.config.publicUrl ?? `http://localhost:${ctx.config.port}`;
     return await fn(createAlerts({ config, store, writer, clock: Date.now, log, deliveries: createMetrics().alertDeliveries, baseUrl: () => baseUrl }));
   } catch (e) {
@@ -45,7 +46,7 @@ export const alertsCommand: Command = {
   name: "alerts",
   summary: "alert rules and channels: list, history, test <channel>, silence <rule> --for 2h, unsilence <rule>, check [file]",
   args: "<list|history|test|silence|unsilence|check> [name]",
-  settings: ["db", "alerts", "publicUrl", "port", "maxBatch"],
+  settings: ["db", "alerts", "publicUrl"],
   flags: {
     for: { type: "string", help: "silence: how long, e.g. 30m, 2h, 3d" },
     until: { type: "string", help: "silence: until when, an ISO date-time (e.g. 2026-12-01T08:00:00Z)" },

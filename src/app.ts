@@ -25,6 +25,8 @@ import { apiDocs, docsRoutes } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
 import { publicStatsRoutes } from "./read/public-stats.ts";
 import { publicPageRoutes } from "./web/public-routes.ts";
+import type { Alerts } from "./alerts/alerts.ts";
+import { alertRoutes } from "./alerts/routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -37,6 +39,8 @@ export interface AppDeps {
   maintenance: Maintenance;
   /** The engine's view of its storage (files, damage, integrity check, budgets) for /healthz. */
   storageHealth?: () => Promise<StorageHealth>;
+  /** Null without an alerts file (the alert routes then say so). */
+  alerts?: Alerts | null;
 }
 
 export function createApp(deps: AppDeps) {
@@ -128,7 +132,8 @@ export function createApp(deps: AppDeps) {
     .use(exportRoutes({ store: deps.store, clock }))
     // Opt-in: without --public-stats the paths do not exist (404), so nothing is published by accident.
     .use(config.publicStats ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls }) : new Elysia())
-    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
+    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
+    .use(alertRoutes({ alerts: deps.alerts ?? null, clock }));
 }
 
 interface SchemaLike {

@@ -60,6 +60,10 @@ export interface Config {
   publicStats: boolean;
   /** Privacy floor of the public stats: apps with fewer installs in a window are merged into "other". */
   publicMinInstalls: number;
+  /** The alerts file (rules and channels, TOML); null = no alerts. */
+  alerts: string | null;
+  /** Base URL of the dashboard as people reach it, for links in alerts; null = from the listen address. */
+  publicUrl: string | null;
 }
 
 
@@ -98,10 +102,12 @@ export const defaults: Config = {
   publicStats: false,
   // Small enough for a homelab's own page, large enough that one person's installs do not show.
   publicMinInstalls: 10,
+  alerts: null,
+  publicUrl: null,
 };
 
 type Key = keyof Config;
-type Kind = "text" | "optional-text" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
+type Kind = "text" | "optional-text" | "optional-url" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
 
 interface Option {
   key: Key;
@@ -141,6 +147,8 @@ const options: readonly Option[] = [
   { key: "readBudgetMs", flag: "read-budget", env: "INSTALLSTATS_READ_BUDGET", kind: "duration", help: "longest one read of records may take before it is stopped with 503 (e.g. 30s), 0 = no limit" },
   { key: "publicStats", flag: "public-stats", env: "INSTALLSTATS_PUBLIC_STATS", kind: "bool", help: "serve installs and failure rates per app at /public and /public/stats.json without a token (true|false)" },
   { key: "publicMinInstalls", flag: "public-min-installs", env: "INSTALLSTATS_PUBLIC_MIN_INSTALLS", kind: "count", help: "public stats: apps with fewer installs in a window are merged into \"other\"" },
+  { key: "alerts", flag: "alerts", env: "INSTALLSTATS_ALERTS", kind: "optional-text", help: "alerts file: rules and channels in TOML (README \"Alerts\"); unset = no alerts" },
+  { key: "publicUrl", flag: "public-url", env: "INSTALLSTATS_PUBLIC_URL", kind: "optional-url", help: "the dashboard's address as people reach it (e.g. https://stats.example.org), for links in alerts; default: the listen address" },
   { key: "heldExpiryMs", flag: "held-expiry", env: "INSTALLSTATS_HELD_EXPIRY", kind: "duration", help: "final reports whose start report has not come after this long are applied without it (e.g. 7d), 0 = never" },
 ];
 
@@ -184,6 +192,11 @@ function coerce(o: Option, raw: string, source: string): Config[Key] {
       return raw.trim() === "" ? fail("must not be empty") : raw;
     case "optional-text":
       return raw.trim() === "" ? null : raw;
+    case "optional-url": {
+      if (raw.trim() === "") return null;
+      const url = URL.parse(raw.trim());
+      return url && (url.protocol === "http:" || url.protocol === "https:") ? raw.trim().replace(/\/+$/, "") : fail("must be an http:// or https:// URL");
+    }
     case "bool":
       return parseBool(raw) ?? fail("must be true or false");
     case "durability":

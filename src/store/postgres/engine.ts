@@ -8,6 +8,7 @@ import { StorageUnavailableError, type BudgetStatus, type Store, type StoreLimit
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
+import { createAlertReads } from "./alerts.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
 
@@ -44,6 +45,8 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   return {
     ...reads,
     ...routed(reads, fromReplica),
+    // Alerts read on the primary: what they decide is written there.
+    ...createAlertReads(pg),
     async write(ops: readonly WriteOp[]) {
       try {
         return await writeBatch(pg, ops);

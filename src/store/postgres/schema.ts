@@ -201,3 +201,58 @@ export const errorSignatures = pgTable("error_signatures", {
   /** JSON array of the apps that have failed with this signature. */
   apps: text("apps").notNull(),
 });
+
+// ------------------------------------------------------------------ alerts (src/alerts/), as in the SQLite schema
+
+export const alertRules = pgTable("alert_rules", {
+  rule: text("rule").primaryKey(),
+  silencedUntil: ms("silenced_until"),
+  evaluatedAt: ms("evaluated_at"),
+  summary: text("summary"),
+});
+
+export const alertStates = pgTable(
+  "alert_states",
+  {
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "ok"] }).notNull(),
+    since: ms("since").notNull(),
+    eventId: bigint("event_id", { mode: "number" }).notNull(),
+    notified: boolean("notified").notNull(),
+    lastSentAt: ms("last_sent_at"),
+  },
+  (t) => [primaryKey({ columns: [t.rule, t.subject] })],
+);
+
+export const alertEvents = pgTable(
+  "alert_events",
+  {
+    id: bigint("id", { mode: "number" }).generatedAlwaysAsIdentity().primaryKey(),
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "resolved"] }).notNull(),
+    at: ms("at").notNull(),
+    message: text("message").notNull(),
+    notifiedAt: ms("notified_at"),
+    heldBack: text("held_back", { enum: ["cooldown", "silenced", "unsent"] }),
+  },
+  (t) => [index("alert_events_at").on(t.at), index("alert_events_rule").on(t.rule, t.id)],
+);
+
+export const alertOutbox = pgTable(
+  "alert_outbox",
+  {
+    id: bigint("id", { mode: "number" }).generatedAlwaysAsIdentity().primaryKey(),
+    eventId: bigint("event_id", { mode: "number" }).notNull(),
+    channel: text("channel").notNull(),
+    message: text("message").notNull(),
+    createdAt: ms("created_at").notNull(),
+    nextAt: ms("next_at").notNull(),
+    attempts: integer("attempts").notNull(),
+    state: text("state", { enum: ["pending", "sent", "failed"] }).notNull(),
+    lastError: text("last_error"),
+    sentAt: ms("sent_at"),
+  },
+  (t) => [index("alert_outbox_due").on(t.state, t.nextAt), index("alert_outbox_event").on(t.eventId)],
+);

@@ -10,6 +10,7 @@ import type { Rejection } from "../../domain/rejection.ts";
 import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
 import { SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
+import { applyAlertOp } from "./alerts.ts";
 
 /** Advisory lock of the fold: writers hold it shared, the fold job alone. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
@@ -323,6 +324,11 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       fx.deltas = new RollupDeltas(Math.max(from, op.until));
       return { kind: "folded", hours };
     }
+    case "alert-round":
+    case "alert-silence":
+    case "alert-delivery":
+    case "alert-forget":
+      return applyAlertOp(tx, op);
   }
 }
 

@@ -1,7 +1,7 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
 import { sql } from "drizzle-orm";
-import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, real, blob, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
@@ -225,3 +225,62 @@ export const errorSignatures = sqliteTable("error_signatures", {
   apps: text("apps").notNull(),
 });
 
+
+// ------------------------------------------------------------------ alerts (src/alerts/)
+
+/** A rule's own marks: its silence, and what its last evaluation found. */
+export const alertRules = sqliteTable("alert_rules", {
+  rule: text("rule").primaryKey(),
+  silencedUntil: integer("silenced_until"),
+  evaluatedAt: integer("evaluated_at"),
+  summary: text("summary"),
+});
+
+/** Where each alert (a rule about one subject: the rule as a whole, an app, an app's error) stands. */
+export const alertStates = sqliteTable(
+  "alert_states",
+  {
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "ok"] }).notNull(),
+    since: integer("since").notNull(),
+    eventId: integer("event_id").notNull(),
+    notified: integer("notified", { mode: "boolean" }).notNull(),
+    lastSentAt: integer("last_sent_at"),
+  },
+  (t) => [primaryKey({ columns: [t.rule, t.subject] })],
+);
+
+/** The alert history: every time an alert began or stopped firing, with its message. */
+export const alertEvents = sqliteTable(
+  "alert_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "resolved"] }).notNull(),
+    at: integer("at").notNull(),
+    message: text("message").notNull(),
+    notifiedAt: integer("notified_at"),
+    heldBack: text("held_back", { enum: ["cooldown", "silenced", "unsent"] }),
+  },
+  (t) => [index("alert_events_at").on(t.at), index("alert_events_rule").on(t.rule, t.id)],
+);
+
+/** Messages queued per channel, kept until sent or given up (a restart loses none). */
+export const alertOutbox = sqliteTable(
+  "alert_outbox",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    eventId: integer("event_id").notNull(),
+    channel: text("channel").notNull(),
+    message: text("message").notNull(),
+    createdAt: integer("created_at").notNull(),
+    nextAt: integer("next_at").notNull(),
+    attempts: integer("attempts").notNull(),
+    state: text("state", { enum: ["pending", "sent", "failed"] }).notNull(),
+    lastError: text("last_error"),
+    sentAt: integer("sent_at"),
+  },
+  (t) => [index("alert_outbox_due").on(t.state, t.nextAt), index("alert_outbox_event").on(t.eventId)],
+);

@@ -15,6 +15,7 @@ import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
 import { createSqliteReads, only } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
+import { createAlertReads } from "./alerts.ts";
 import type { Scans } from "./scan-threads.ts";
 
 /** Open hours' cells hold every part: trimmed to what a read asks for, as stored cells are. */
@@ -44,6 +45,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const open = new OpenHours();
   const reads = createSqliteReads(sqlite, db, cells);
   const maintenance = createMaintenanceReads(db);
+  const alerts = createAlertReads(db);
   const limits = { current: opts.limits ?? DEFAULT_LIMITS };
   const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits);
   const guard = opts.guard;
@@ -199,6 +201,12 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     replayCandidates: read((opts) => maintenance.replayCandidates(opts)),
     countReplayed: read((reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix)),
     budgets: read(() => budgetStatus(writes.counters(), limits.current)),
+    alertStates: read(() => alerts.alertStates()),
+    alertRuleMarks: read(() => alerts.alertRuleMarks()),
+    alertHistory: read((opts) => alerts.alertHistory(opts)),
+    alertDue: read((dueBy, limit) => alerts.alertDue(dueBy, limit)),
+    alertQueue: read(() => alerts.alertQueue()),
+    rejectedCounts: read((from, to) => alerts.rejectedCounts(from, to)),
 
     write: async (ops) => writeNow(ops),
 

@@ -19,6 +19,7 @@ import type { SqliteReads } from "./reads.ts";
 import { toRow } from "./error-text.ts";
 import { errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
+import { createAlertWrites } from "./alerts.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -187,6 +188,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
   const hot = prepareHotStatements(sqlite);
   const counters = new Counters(sqlite);
   const log = createLogBudget(sqlite, counters, limits);
+  const alerts = createAlertWrites(db);
 
   /** Logs a refusal or a repair within the log's budget (budgets.ts): whole, head only, or counted only. */
   const logRejection = (r: Rejection, at: number, result: string | null) => {
@@ -430,6 +432,14 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         return { kind: "marked" };
       case "fold":
         return fold(op, fx);
+      case "alert-round":
+        return alerts.round(op);
+      case "alert-silence":
+        return alerts.silence(op);
+      case "alert-delivery":
+        return alerts.delivery(op);
+      case "alert-forget":
+        return alerts.forget(op);
     }
   }
 

@@ -503,6 +503,37 @@ ca_file = "${ca}"
     }
   });
 
+  test('mail over implicit TLS (security = "tls", port 465 style): encrypted from the first byte, then AUTH and the message', async () => {
+    const smtps = startSmtpSink({ users: { carol: "c4r0l-secret" }, implicitTls: true });
+    const port = await smtps.ready;
+    try {
+      const channel = (name: string, security: string) => `
+[channel.${name}]
+type = "email"
+host = "127.0.0.1"
+port = ${port}
+security = "${security}"
+timeout = "1s"
+username = "carol"
+password = "c4r0l-secret"
+from = "alerts@example.org"
+to = ["ops@example.org"]
+ca_file = "${smtps.certFile}"
+`;
+      const a = await appWith("", channel("smtps", "tls") + channel("wrongmode", "starttls"));
+      expect((await a.call("POST", "/api/admin/alerts/test/smtps", admin)).body).toMatchObject({ ok: true });
+      expect(smtps.mails.map((x) => [x.mechanism, x.user, x.tls, x.to])).toEqual([["PLAIN", "carol", true, ["ops@example.org"]]]);
+      expect(parseMail(smtps.mails[0]!.data).headers.from).toContain("alerts@example.org");
+      // STARTTLS against a server that speaks TLS at once: both wait for the other; the timeout ends it with an error, no mail.
+      const wrong = await a.call("POST", "/api/admin/alerts/test/wrongmode", admin);
+      expect(wrong.body).toMatchObject({ ok: false });
+      expect(JSON.stringify(wrong.body)).not.toContain("c4r0l-secret");
+      expect(smtps.mails).toHaveLength(1);
+    } finally {
+      await smtps.stop();
+    }
+  });
+
   test("without an alerts file the API says alerts are off", async () => {
     const a = await testApp({ adminToken: ADMIN });
     expect((await a.get("/api/alerts")).body).toEqual({ enabled: false, evaluate_every_s: null, channels: [], rules: [] });

@@ -129,7 +129,8 @@ interface SinkMail {
  * An SMTP server: EHLO offers STARTTLS before TLS and AUTH PLAIN LOGIN only after it; MAIL needs
  * AUTH when `users` are given. `mechanisms` limits what it offers (a server offering LOGIN only).
  */
-export function startSmtpSink(opts: { users?: Record<string, string>; mechanisms?: ("PLAIN" | "LOGIN")[] }) {
+/** `implicitTls`: TLS from the first byte (port 465, "SMTPS"), no STARTTLS. */
+export function startSmtpSink(opts: { users?: Record<string, string>; mechanisms?: ("PLAIN" | "LOGIN")[]; implicitTls?: boolean }) {
   const { key, cert, certFile } = selfSignedCertificate();
   const mails: SinkMail[] = [];
   const transcripts: string[][] = [];
@@ -249,7 +250,13 @@ export function startSmtpSink(opts: { users?: Record<string, string>; mechanisms
         onLine(line);
       }
     };
-    plain.on("data", onData);
+    if (opts.implicitTls) {
+      const wrapped = new tls.TLSSocket(plain, { isServer: true, key, cert });
+      socket = wrapped;
+      secure = true;
+      wrapped.on("data", onData);
+      wrapped.on("error", () => {});
+    } else plain.on("data", onData);
     plain.on("error", () => {});
     say("220 sink.local ESMTP");
   });

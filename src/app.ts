@@ -23,6 +23,8 @@ import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import type { StorageHealth } from "./store/engine.ts";
 import { apiDocs, docsRoutes } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
+import type { Relay } from "./relay/relay.ts";
+import { relayRoutes } from "./relay/routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -35,6 +37,8 @@ export interface AppDeps {
   maintenance: Maintenance;
   /** The engine's view of its storage (files, damage, integrity check, budgets) for /healthz. */
   storageHealth?: () => Promise<StorageHealth>;
+  /** The relay to an upstream collector: its state (/healthz, admin API). */
+  relay: Pick<Relay, "health">;
 }
 
 export function createApp(deps: AppDeps) {
@@ -112,14 +116,15 @@ export function createApp(deps: AppDeps) {
     .use(hardening(config))
     .use(metricsRoutes(metrics))
     .use(apiDocs({ version }))
-    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth }))
+    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth, relay: () => deps.relay.health().catch(() => null) }))
     .use(ingest.plugin)
     .use(readRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
     .use(telemetryCompatRoutes({ store: deps.store, clock }))
     .use(telemetryAnalysisRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
-    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
+    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
+    .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }));
 }
 
 interface SchemaLike {

@@ -13,6 +13,7 @@ import { createStats } from "./read/stats.ts";
 import type { Engine, Serving, Workers } from "./store/engine.ts";
 import { openEngine } from "./store/open.ts";
 import { createWriter } from "./store/writer.ts";
+import { createRelay } from "./relay/relay.ts";
 
 export interface RuntimeEnv {
   clock: () => number;
@@ -40,6 +41,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     metrics.commitSeconds.observe(seconds);
   });
   const maintenance = createMaintenance({ config, store, writer, clock });
+  const relay = createRelay({ config, store, submit: (op) => writer.submit(op), clock, log, version, metrics });
 
   const stats = createStats(store);
   const started = clock();
@@ -57,7 +59,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
   registry.add(new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [{ value: process.memoryUsage.rss() }]));
   registerStorageMetrics(registry, () => engine.health());
 
-  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health() });
+  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health(), relay });
 
   return {
     config,
@@ -66,11 +68,16 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     writer,
     metrics,
     maintenance,
+    relay,
     app,
-    /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups). */
-    startJobs: (): JobRunner => startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) }),
-    /** Commits everything queued, ends the engine's background work and closes it. */
+    /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups), and the relay's sender. */
+    startJobs: (): JobRunner => {
+      relay.start();
+      return startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) });
+    },
+    /** Stops the relay's sender, commits everything queued, ends the engine's background work and closes it. */
     async stop(): Promise<void> {
+      await relay.stop();
       await writer.drain();
       await serving.stop();
       await engine.close();

@@ -80,7 +80,7 @@ export const RELAY_ACTIONS = ["pause", "resume", "requeue", "discard", "discard-
  * pause/resume: whether claims hand out entries (every node); requeue: entries the upstream
  * refused are sent again; discard: every entry is dropped (counted); discard-refused: the refused ones.
  */
-export type RelayAction = (typeof RELAY_ACTIONS)[number];
+type RelayAction = (typeof RELAY_ACTIONS)[number];
 
 /**
  * What the relay's sender writes. Accepted reports enter the outbox inside the transaction that

@@ -6,9 +6,9 @@
 // sharded counters (schema.ts relay_counters): a batch adds to one random row of each name.
 import type { Sql, TransactionSql } from "postgres";
 import type { Descriptive, Report } from "../../domain/execution.ts";
-import type { Endpoint } from "../../domain/rejection.ts";
 import { endpointOf, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
-import type { RelayEntry, RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 
 type Tx = TransactionSql;
 type Repo = Pick<Descriptive, "repoSource" | "repoSlug"> | null;
@@ -21,18 +21,7 @@ const EVICT_CHUNK = 256;
 const NAMES = ["entries", "bytes", "sent_total", "failed_total", "refused_total", "dropped_bound_total", "discarded_total"] as const;
 type CounterName = (typeof NAMES)[number];
 
-interface EntryRow {
-  id: number;
-  executionId: string;
-  randomId: string;
-  endpoint: Endpoint;
-  body: string;
-  bytes: number;
-  queuedAt: number;
-  attempts: number;
-}
 
-const entryOf = ({ bytes: _, ...entry }: EntryRow): RelayEntry => entry;
 
 async function totals(sql: Sql | Tx): Promise<Map<string, number>> {
   const rows = await sql<{ name: string; value: number }[]>`SELECT name, sum(value)::bigint AS value FROM relay_counters GROUP BY name`;

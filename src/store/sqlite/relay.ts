@@ -6,27 +6,17 @@ import type { Database } from "bun:sqlite";
 import type { Descriptive, Report } from "../../domain/execution.ts";
 import type { Endpoint } from "../../domain/rejection.ts";
 import { endpointOf, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
-import type { RelayEntry, RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
 import type { Counters } from "./budgets.ts";
+import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 
 type Repo = Pick<Descriptive, "repoSource" | "repoSlug"> | null;
 
-interface EntryRow {
-  id: number;
-  executionId: string;
-  randomId: string;
-  endpoint: Endpoint;
-  body: string;
-  bytes: number;
-  queuedAt: number;
-  attempts: number;
-}
 
 const COLUMNS = `id, execution_id AS executionId, random_id AS randomId, endpoint, body, bytes, queued_at AS queuedAt, attempts`;
 /** Rows looked at per statement while making room under the bound. */
 const EVICT_CHUNK = 256;
 
-const entryOf = ({ bytes: _, ...entry }: EntryRow): RelayEntry => entry;
 
 export function createSqliteRelay(sqlite: Database, counters: Counters, policy: { current: RelayPolicy | null }) {
   const q = {

@@ -33,6 +33,25 @@ function shown(url: string): string {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
+/** The outbox as /healthz, the admin API and `installstats relay` show it; `last_error` is the next entry's. */
+export function outboxJson(s: RelayStatus, now: number, maxBytes: number) {
+  return {
+    paused: s.paused,
+    entries: s.entries,
+    bytes: s.bytes,
+    max_bytes: maxBytes,
+    waiting: s.waiting,
+    refused: s.refused,
+    oldest_age_s: s.head === null ? null : Math.max(0, Math.round((now - s.head.queuedAt) / 100) / 10),
+    head_attempts: s.head?.attempts ?? 0,
+    last_error: s.head?.lastError ?? null,
+    sent: s.sent,
+    failed_attempts: s.failedAttempts,
+    refusals: s.refusals,
+    dropped: s.dropped,
+  };
+}
+
 export interface RelayDeps {
   config: Config;
   store: Pick<Store, "setRelay" | "relayStatus">;
@@ -56,26 +75,15 @@ export function createRelay(deps: RelayDeps) {
 
   /** The relay's state as /healthz and the admin API show it. */
   async function health(): Promise<RelayJson> {
-    const s = await store.relayStatus();
     const node = sender?.state;
+    const outbox = outboxJson(await store.relayStatus(), clock(), config.relayMaxBytes);
     return {
       enabled: policy !== null,
       url: config.relayUrl === null ? null : shown(config.relayUrl),
       state: node?.state ?? "off",
-      paused: s.paused,
-      entries: s.entries,
-      bytes: s.bytes,
-      max_bytes: config.relayMaxBytes,
-      waiting: s.waiting,
-      refused: s.refused,
-      oldest_age_s: s.head === null ? null : Math.max(0, Math.round((clock() - s.head.queuedAt) / 100) / 10),
-      head_attempts: s.head?.attempts ?? 0,
-      sent: s.sent,
-      failed_attempts: s.failedAttempts,
-      refusals: s.refusals,
-      dropped: s.dropped,
+      ...outbox,
       last_sent_at: iso(node?.lastSentAt ?? null),
-      last_error: node?.lastError ?? s.head?.lastError ?? null,
+      last_error: node?.lastError ?? outbox.last_error,
       last_error_at: iso(node?.lastErrorAt ?? null),
       retry_at: iso(node?.retryAt ?? null),
     };

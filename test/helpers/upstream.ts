@@ -12,7 +12,8 @@ export interface Received {
   n: number;
 }
 
-export async function startUpstream() {
+/** `delayMs`: how long each answer takes (a real upstream is not instantaneous). */
+export async function startUpstream(opts: { delayMs?: number } = {}) {
   let mode: UpstreamMode = "ok";
   const received: Received[] = [];
   /** Requests held open (hang modes); answered 504 when the mode changes or the server stops. */
@@ -46,6 +47,7 @@ export async function startUpstream() {
           return new Response("gave up", { status: 504 });
         case "ok":
           record();
+          if (opts.delayMs) await Bun.sleep(opts.delayMs);
           return new Response(JSON.stringify({ ok: true }), { status: 202, headers: { "content-type": "application/json" } });
       }
     },

@@ -58,6 +58,8 @@ export interface Config {
   readBudgetMs: number;
   /** Upstream collector every accepted report is relayed to (origin, or a URL ending in /telemetry); null = no relay. */
   relayUrl: string | null;
+  /** Reports of these protocols are relayed: telemetry, upload (both /upload paths). */
+  relayProtocols: string[];
   /** Only reports of these repo_source values or owner/repo slugs are relayed; empty = all. */
   relayRepos: string[];
   /** Wire fields left out of relayed reports (e.g. error); empty = every field the protocol carries. */
@@ -104,6 +106,7 @@ export const defaults: Config = {
   // runs past this is stopped (it never holds up ingestion, but it holds a read thread).
   readBudgetMs: 30_000,
   relayUrl: null,
+  relayProtocols: ["telemetry", "upload"],
   relayRepos: [],
   relayOmit: [],
   // ~60,000 start reports, or ~5,000 failures with their 10 KiB log: days of a busy homelab.
@@ -155,6 +158,7 @@ const options: readonly Option[] = [
   { key: "readBudgetMs", flag: "read-budget", env: "INSTALLSTATS_READ_BUDGET", kind: "duration", help: "longest one read of records may take before it is stopped with 503 (e.g. 30s), 0 = no limit" },
   { key: "heldExpiryMs", flag: "held-expiry", env: "INSTALLSTATS_HELD_EXPIRY", kind: "duration", help: "final reports whose start report has not come after this long are applied without it (e.g. 7d), 0 = never" },
   { key: "relayUrl", flag: "relay-url", env: "INSTALLSTATS_RELAY_URL", kind: "url", help: "relay every accepted report to this upstream: its origin (…/telemetry, …/upload and …/upload/updatestatus are appended) or a URL ending in /telemetry; unset = no relay" },
+  { key: "relayProtocols", flag: "relay-protocols", env: "INSTALLSTATS_RELAY_PROTOCOLS", kind: "list", help: "relay reports that came by these protocols: telemetry, upload (/upload and /upload/updatestatus); the community's service takes telemetry only" },
   { key: "relayRepos", flag: "relay-repos", env: "INSTALLSTATS_RELAY_REPOS", kind: "list", help: "relay only reports of these repo_source values or owner/repo slugs, comma-separated (e.g. ProxmoxVE); empty = all" },
   { key: "relayOmit", flag: "relay-omit", env: "INSTALLSTATS_RELAY_OMIT", kind: "list", help: "fields never relayed, comma-separated wire names (e.g. error,cpu_model,gpu_model)" },
   { key: "relayMaxBytes", flag: "relay-max-outbox", env: "INSTALLSTATS_RELAY_MAX_OUTBOX", kind: "size", help: "bytes of reports waiting for the upstream; past it the oldest are dropped (counted); accepts 64m, 1g" },

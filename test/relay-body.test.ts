@@ -3,7 +3,7 @@
 // repositories a policy takes.
 import { describe, expect, test } from "bun:test";
 import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../src/domain/normalize.ts";
-import { endpointOf, relayBody, relayRepo, relayTargets, relayable } from "../src/domain/relay.ts";
+import { endpointOf, relayBody, relayRepo, relayTargets, relayable, type RelayPolicy } from "../src/domain/relay.ts";
 import type { Report } from "../src/domain/execution.ts";
 import type { JsonObject } from "../src/domain/json.ts";
 import { backoffMs } from "../src/relay/sender.ts";
@@ -90,7 +90,7 @@ describe("relayTargets", () => {
 });
 
 describe("relayable", () => {
-  const policy = (repos: string[]) => ({ repos, omit: [], maxBytes: 1 });
+  const policy = (repos: string[]): RelayPolicy => ({ protocols: ["telemetry", "upload"], repos, omit: [], maxBytes: 1 });
   test.each([
     // repo_source, repo_slug -> what it counts as (the community service's rules)
     ["ProxmoxVE", "community-scripts/ProxmoxVE", "proxmoxve"],

@@ -18,7 +18,11 @@ afterEach(async () => {
 async function setup(over: Partial<Config> = {}): Promise<{ t: TestApp; up: Upstream }> {
   const up = await startUpstream();
   const t = await testApp({ relayUrl: up.url, relayRate: 0, relayTimeoutMs: 400, adminToken: ADMIN, ...over });
+  // The test's clock keeps pace with real time: a failed entry's retry time (on this clock) comes
+  // when the sender's backoff (real time) ends.
+  const ticking = setInterval(() => t.clock.advance(50), 50);
   cleanups.push(async () => {
+    clearInterval(ticking);
     await t.stop();
     await up.stop();
   });
@@ -152,6 +156,21 @@ describe("relay", () => {
     expect(await relayHealth(t)).toMatchObject({ state: "idle", entries: 0, sent: ids.length * 2 });
     expect(await metric(t, "installstats_relay_up")).toBe(1);
     expect((await metric(t, "installstats_relay_failed_attempts_total"))!).toBeGreaterThanOrEqual(3);
+  });
+
+  test("an endpoint the upstream lacks fails its own reports only: they back off and wait, the others go", async () => {
+    const { t, up } = await setup();
+    up.setMissing(["/upload", "/upload/updatestatus"]);
+    t.relay.start();
+    await t.post("/upload", startReport("old-1"));
+    for (const id of ["n1", "n2", "n3"]) await t.post("/telemetry", v2(id, "installing"));
+    await until(() => up.received.length === 3, "the /telemetry reports");
+    await until(async () => ((await relayHealth(t)).head_attempts as number) >= 1, "the /upload report's failure");
+    expect(await relayHealth(t)).toMatchObject({ entries: 1, state: "idle", last_error: "HTTP 404: 404 page not found" });
+    // Still kept; sent once the upstream has the path (or dropped from the relay with --relay-protocols telemetry).
+    up.setMissing([]);
+    await until(() => up.received.length === 4, "the /upload report", 30_000);
+    expect(up.received[3]!).toMatchObject({ path: "/upload", body: { random_id: "old-1" } });
   });
 
   test("the bound: past it the oldest reports are dropped and counted; the newest arrive", async () => {

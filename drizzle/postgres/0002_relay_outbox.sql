@@ -17,6 +17,7 @@ CREATE TABLE "relay_outbox" (
 	"attempts" integer DEFAULT 0 NOT NULL,
 	"lease_owner" text,
 	"lease_until" bigint DEFAULT 0 NOT NULL,
+	"next_at" bigint DEFAULT 0 NOT NULL,
 	"last_error" text
 );
 --> statement-breakpoint

@@ -10,6 +10,7 @@ CREATE TABLE `relay_outbox` (
 	`attempts` integer DEFAULT 0 NOT NULL,
 	`lease_owner` text,
 	`lease_until` integer DEFAULT 0 NOT NULL,
+	`next_at` integer DEFAULT 0 NOT NULL,
 	`last_error` text
 );
 --> statement-breakpoint

@@ -5,8 +5,14 @@
 import type { Descriptive, Report } from "./execution.ts";
 import type { Endpoint } from "./rejection.ts";
 
-/** What a store relays: which repositories, which fields left out, and the outbox's bound. */
+/** The protocols a relay may forward: /telemetry, and /upload with /upload/updatestatus (the old clients'). */
+export const RELAY_PROTOCOLS = ["telemetry", "upload"] as const;
+type RelayProtocol = (typeof RELAY_PROTOCOLS)[number];
+
+/** What a store relays: which protocols and repositories, which fields left out, and the outbox's bound. */
 export interface RelayPolicy {
+  /** Reports that came by these protocols are relayed (the community's service takes /telemetry only). */
+  protocols: readonly RelayProtocol[];
   /**
    * repo_source values (ProxmoxVE, ProxmoxVED, external) or owner/repo slugs, lowercased; empty:
    * every report. A report without repo_source counts as the community service counts it (relayRepo).
@@ -56,6 +62,9 @@ export function relayRepo(fields: Pick<Descriptive, "repoSource" | "repoSlug"> |
   if (slug && !slug.endsWith("/proxmoxve")) return { source: "external", slug };
   return { source: "proxmoxve", slug };
 }
+
+/** Whether reports that came by this report's protocol are relayed. */
+export const protocolRelayed = (policy: RelayPolicy, report: Report): boolean => policy.protocols.includes(report.payloadVersion === null ? "upload" : "telemetry");
 
 /** Whether a report of an execution with these fields is relayed: an item with "/" matches the slug, any other the repo_source. */
 export function relayable(policy: RelayPolicy, fields: Pick<Descriptive, "repoSource" | "repoSlug"> | null): boolean {

@@ -4,7 +4,7 @@
 // and the admin API say about it.
 import { hostname } from "node:os";
 import { ConfigError, type Config } from "../config.ts";
-import { RELAY_REQUIRED_FIELDS, relayTargets, type RelayPolicy } from "../domain/relay.ts";
+import { RELAY_PROTOCOLS, RELAY_REQUIRED_FIELDS, relayTargets, type RelayPolicy } from "../domain/relay.ts";
 import { Gauge, type Metrics } from "../http/metrics.ts";
 import type { RelayJson } from "../http/health.ts";
 import type { Logger } from "../log.ts";
@@ -21,7 +21,12 @@ function relayPolicyOf(config: Config): RelayPolicy | null {
     );
   }
   if (config.relayTimeoutMs <= 0) throw new ConfigError("--relay-timeout must be longer than 0, e.g. 10s");
-  return { repos: config.relayRepos.map((r) => r.toLowerCase()), omit: config.relayOmit, maxBytes: config.relayMaxBytes };
+  const protocols = RELAY_PROTOCOLS.filter((p) => config.relayProtocols.includes(p));
+  const unknown = config.relayProtocols.filter((p) => !(RELAY_PROTOCOLS as readonly string[]).includes(p));
+  if (unknown.length > 0 || protocols.length === 0) {
+    throw new ConfigError(`--relay-protocols: ${unknown.length > 0 ? `${unknown.join(", ")} is not a protocol` : "none given"}; use telemetry, upload or both (telemetry,upload)`);
+  }
+  return { protocols, repos: config.relayRepos.map((r) => r.toLowerCase()), omit: config.relayOmit, maxBytes: config.relayMaxBytes };
 }
 
 /** A URL as logs and health show it: without a password. */
@@ -111,7 +116,7 @@ export function createRelay(deps: RelayDeps) {
         log: deps.log,
         onAttempt: (result, seconds) => deps.metrics.relayRequestSeconds.observe(seconds, { result }),
       });
-      deps.log.info("relay started", { url: shown(config.relayUrl!), targets: Object.values(targets).map(shown), repos: config.relayRepos, omit: config.relayOmit });
+      deps.log.info("relay started", { url: shown(config.relayUrl!), targets: Object.values(targets).map(shown), protocols: policy.protocols, repos: config.relayRepos, omit: config.relayOmit });
     },
     /** Stops the sender: requests in flight are aborted and their entries released (sent again later). */
     async stop(): Promise<void> {

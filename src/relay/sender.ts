@@ -6,7 +6,7 @@
 // and every request to the upstream is bounded by a timeout.
 import type { Logger } from "../log.ts";
 import type { Endpoint } from "../domain/rejection.ts";
-import type { RelayEntry, RelayFailure, ResultFor, WriteOp } from "../store/contract.ts";
+import type { RelayEntry, RelayFailure, RelayRetry, ResultFor, WriteOp } from "../store/contract.ts";
 
 /** Entries per claim; each execution has at most one in a claim, so they may go out at once. */
 const CLAIM = 32;
@@ -129,10 +129,15 @@ export function startSender(deps: SenderDeps): Sender {
     return attempt;
   }
 
-  /** Posts a claim's entries, a few at a time; after a failure no further one is started (the upstream is failing). */
+  /**
+   * Posts a claim's entries, a few at a time. A failure before anything of the claim was sent
+   * means the upstream is failing: no further one is started. After a success, a failure is
+   * the entry's own (an endpoint the upstream lacks, say): the others go on.
+   */
   async function sendAll(entries: readonly RelayEntry[]): Promise<Map<number, Attempt>> {
     const results = new Map<number, Attempt>();
     let next = 0;
+    let sent = 0;
     let failing = false;
     const worker = async () => {
       while (next < entries.length && !failing && !stopping.signal.aborted) {
@@ -142,7 +147,8 @@ export function startSender(deps: SenderDeps): Sender {
         const attempt = await post(entry);
         if (stopping.signal.aborted && attempt.kind === "failed") return; // aborted by stop: released, not failed
         results.set(entry.id, attempt);
-        if (attempt.kind === "failed") failing = true;
+        if (attempt.kind === "sent") sent++;
+        else if (attempt.kind === "failed" && sent === 0) failing = true;
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, entries.length) }, worker));
@@ -159,14 +165,19 @@ export function startSender(deps: SenderDeps): Sender {
     state.state = "sending";
     const results = await sendAll(claimed.entries);
     const sent: number[] = [];
-    const failed: RelayFailure[] = [];
+    const failed: RelayRetry[] = [];
     const refused: RelayFailure[] = [];
     let retryAfter = 0;
-    for (const [id, a] of results) {
-      if (a.kind === "sent") sent.push(id);
-      else if (a.kind === "refused") refused.push({ id, error: a.error });
+    const now = clock();
+    for (const entry of claimed.entries) {
+      const a = results.get(entry.id);
+      if (a === undefined) continue;
+      if (a.kind === "sent") sent.push(entry.id);
+      else if (a.kind === "refused") refused.push({ id: entry.id, error: a.error });
       else {
-        failed.push({ id, error: a.error });
+        // Each entry backs off on its own too, so one the upstream keeps failing does not hold up the rest.
+        const wait = Math.max(backoffMs(entry.attempts + 1, deps.random), a.retryAfterMs ?? 0);
+        failed.push({ id: entry.id, error: a.error, retryAt: now + wait });
         retryAfter = Math.max(retryAfter, a.retryAfterMs ?? 0);
       }
     }
@@ -174,7 +185,8 @@ export function startSender(deps: SenderDeps): Sender {
     await submit({ kind: "relay-settle", owner, sent, failed, refused, released, at: clock() });
     if (sent.length > 0) state.lastSentAt = clock();
     for (const r of refused) log.warn("relay: the upstream refused a report; kept, not sent again until requeued", { error: r.error });
-    if (failed.length === 0) {
+    for (const f of failed) if (sent.length > 0) log.warn("relay: the upstream failed a report (others went through); retrying it later", { error: f.error });
+    if (failed.length === 0 || sent.length > 0) {
       state.failures = 0;
       return 0;
     }

@@ -75,6 +75,11 @@ export interface RelayFailure {
   error: string;
 }
 
+/** A failed entry is not claimed again before `retryAt` (its backoff). */
+export interface RelayRetry extends RelayFailure {
+  retryAt: number;
+}
+
 export const RELAY_ACTIONS = ["pause", "resume", "requeue", "discard", "discard-refused"] as const;
 /**
  * pause/resume: whether claims hand out entries (every node); requeue: entries the upstream
@@ -91,16 +96,17 @@ type RelayWrite =
    * Leases to `owner` until `at + leaseMs`, and returns, up to `limit` entries ready to send, oldest
    * first, at most one per execution: an execution's first entry in the outbox (its later ones wait
    * until that one is settled). Skipped: entries waiting for their execution's start report,
-   * entries the upstream refused, and entries leased to another owner until their lease ends (on a
+   * entries the upstream refused, entries whose retry time has not come (their execution's later
+   * entries wait behind them), and entries leased to another owner until their lease ends (on a
    * store several servers share; an SQLite file has one server, the serve lock, so every lease is
    * its own). None while the relay is paused.
    */
   | { kind: "relay-claim"; owner: string; limit: number; leaseMs: number; at: number }
   /**
-   * What came of claimed entries: `sent` leave the outbox; `failed` stay, their attempt counted;
+   * What came of claimed entries: `sent` leave the outbox; `failed` stay, their attempt counted, until their retry time;
    * `refused` stay but are not claimed again until requeued; `released` were not tried. The lease ends.
    */
-  | { kind: "relay-settle"; owner: string; sent: readonly number[]; failed: readonly RelayFailure[]; refused: readonly RelayFailure[]; released: readonly number[]; at: number }
+  | { kind: "relay-settle"; owner: string; sent: readonly number[]; failed: readonly RelayRetry[]; refused: readonly RelayFailure[]; released: readonly number[]; at: number }
   | { kind: "relay-control"; action: RelayAction; at: number };
 
 export type WriteOp = ReportWrite | MaintenanceWrite | RelayWrite;

@@ -1438,7 +1438,7 @@ export function storeContract(factory: EngineFactory): void {
     // -------------------------------------------------------------- the relay's outbox
 
     describe("relay outbox", () => {
-      const policy = (over: Partial<RelayPolicy> = {}): RelayPolicy => ({ repos: [], omit: [], maxBytes: 1 << 30, ...over });
+      const policy = (over: Partial<RelayPolicy> = {}): RelayPolicy => ({ protocols: ["telemetry", "upload"], repos: [], omit: [], maxBytes: 1 << 30, ...over });
       const tel = (randomId: string, executionId: string, status: string, at: number, fields: ReportFields = {}) =>
         startOp(randomId, { status, ...fields }, at, { executionId, payloadVersion: 2 });
       const claim = async (store: Store, owner = "a", limit = 100, at = PAST) => one(store, { kind: "relay-claim", owner, limit, leaseMs: 60_000, at });
@@ -1542,6 +1542,15 @@ export function storeContract(factory: EngineFactory): void {
         expect(sent[3]!.body).toEqual({ status: "failed", random_id: "old" });
       });
 
+      test("only the chosen protocols: /upload reports, held ones too, stay home when only /telemetry is relayed", async () => {
+        const store = await freshStore();
+        store.setRelay(policy({ protocols: ["telemetry"] }));
+        await store.write([updateOp("p1", "done", null, PAST), startOp("p2", {}, PAST), tel("p3", "p3", "installing", PAST)]);
+        await store.write([startOp("p1", {}, PAST + MIN)]);
+        expect((await drain(store)).map((e) => [e.endpoint, e.body.random_id])).toEqual([["telemetry", "p3"]]);
+        expect(await store.relayStatus()).toMatchObject({ entries: 0, waiting: 0, sent: 1 });
+      });
+
       test("past the bound the oldest entries not in flight are dropped and counted", async () => {
         const store = await freshStore();
         store.setRelay(policy());
@@ -1569,13 +1578,12 @@ export function storeContract(factory: EngineFactory): void {
         const [e1, e2, e3, e4] = (await claim(store)).entries;
         // A claim again by the same owner (a sender that restarted) gets the same entries.
         expect((await claim(store)).entries.map((e) => e.id)).toEqual([e1!.id, e2!.id, e3!.id, e4!.id]);
-        expect(await settle(store, { sent: [e1!.id], failed: [{ id: e2!.id, error: "HTTP 503" }], refused: [{ id: e3!.id, error: "HTTP 400: invalid payload" }], released: [e4!.id] })).toEqual({
-          kind: "settled",
-          sent: 1,
-        });
+        const failed = [{ id: e2!.id, error: "HTTP 503", retryAt: PAST + MIN }];
+        expect(await settle(store, { sent: [e1!.id], failed, refused: [{ id: e3!.id, error: "HTTP 400: invalid payload" }], released: [e4!.id] })).toEqual({ kind: "settled", sent: 1 });
         expect(await store.relayStatus()).toMatchObject({ entries: 4, refused: 1, sent: 1, failedAttempts: 1, refusals: 1, head: { attempts: 1, lastError: "HTTP 503" } });
-        // f2's entry failed: it is offered again, and f2's update waits behind it; f3 (refused) is not.
-        const again = (await claim(store)).entries;
+        // f2's entry failed: not offered before its retry time, and f2's update waits behind it; f3 (refused) is not offered.
+        expect((await claim(store, "a", 100, PAST + MIN - 1)).entries.map((e) => e.randomId)).toEqual(["f4"]);
+        const again = (await claim(store, "a", 100, PAST + MIN)).entries;
         expect(again.map((e) => [e.randomId, e.endpoint, e.attempts])).toEqual([["f2", "upload", 1], ["f4", "upload", 0]]);
         await settle(store, { released: again.map((e) => e.id) });
 
@@ -1584,7 +1592,7 @@ export function storeContract(factory: EngineFactory): void {
         expect((await store.relayStatus()).paused).toBe(true);
         await one(store, { kind: "relay-control", action: "resume", at: PAST });
         expect(await one(store, { kind: "relay-control", action: "requeue", at: PAST })).toEqual({ kind: "relay-controlled", entries: 1 });
-        expect((await claim(store)).entries.map((e) => e.randomId)).toEqual(["f2", "f3", "f4"]);
+        expect((await claim(store, "a", 100, PAST + MIN)).entries.map((e) => e.randomId)).toEqual(["f2", "f3", "f4"]);
 
         await one(store, { kind: "delete", randomId: "f2", at: PAST });
         expect(await store.relayStatus()).toMatchObject({ entries: 2, paused: false });

@@ -15,6 +15,8 @@ export interface Received {
 /** `delayMs`: how long each answer takes (a real upstream is not instantaneous). */
 export async function startUpstream(opts: { delayMs?: number } = {}) {
   let mode: UpstreamMode = "ok";
+  /** Paths answered 404 (an upstream without them: the community's service has no /upload). */
+  let missing: readonly string[] = [];
   const received: Received[] = [];
   /** Requests held open (hang modes); answered 504 when the mode changes or the server stops. */
   const held = new Set<() => void>();
@@ -35,6 +37,7 @@ export async function startUpstream(opts: { delayMs?: number } = {}) {
           contentType: req.headers.get("content-type"),
           n: received.length,
         });
+      if (missing.includes(new URL(req.url).pathname)) return new Response("404 page not found", { status: 404 });
       switch (mode) {
         case "fail":
           return new Response("the upstream is down", { status: 503 });
@@ -63,6 +66,9 @@ export async function startUpstream(opts: { delayMs?: number } = {}) {
     requests: () => requests,
     /** Requests held open right now. */
     pending: () => held.size,
+    setMissing(paths: readonly string[]) {
+      missing = paths;
+    },
     setMode(next: UpstreamMode) {
       mode = next;
       if (next !== "hang" && next !== "take-and-hang") release();

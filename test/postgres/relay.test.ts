@@ -4,6 +4,7 @@
 // report once, in order per execution, sharing the work.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { deriveOutcome } from "../../src/domain/outcome.ts";
+import type { RelayPolicy } from "../../src/domain/relay.ts";
 import type { Report } from "../../src/domain/execution.ts";
 import type { RelayEntry, Store, WriteOp } from "../../src/store/contract.ts";
 import { openEngine } from "../../src/store/open.ts";
@@ -29,7 +30,7 @@ afterAll(async () => {
   await pg?.stop();
 });
 
-const POLICY = { repos: [], omit: [], maxBytes: 1 << 30 };
+const POLICY: RelayPolicy = { protocols: ["telemetry", "upload"], repos: [], omit: [], maxBytes: 1 << 30 };
 const T0 = Date.UTC(2026, 5, 1);
 
 /** Two stores on one database, as two nodes have. */

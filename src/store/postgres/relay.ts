@@ -6,7 +6,7 @@
 // sharded counters (schema.ts relay_counters): a batch adds to one random row of each name.
 import type { Sql, TransactionSql } from "postgres";
 import type { Descriptive, Report } from "../../domain/execution.ts";
-import { endpointOf, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
+import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
 import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
 import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 
@@ -62,13 +62,13 @@ export function relayBatch(policy: RelayPolicy | null) {
 
   return {
     async queue(tx: Tx, report: Report, stored: Repo, at: number): Promise<void> {
-      if (policy === null || !relayable(policy, stored)) return;
+      if (policy === null || !protocolRelayed(policy, report) || !relayable(policy, stored)) return;
       await put(tx, entry(report, policy.omit, at), "ready");
     },
 
     async hold(tx: Tx, report: Report, at: number): Promise<void> {
       gone(await takeWaiting(tx, report.executionId));
-      if (policy === null || (report.fields !== null && !relayable(policy, report.fields))) return;
+      if (policy === null || !protocolRelayed(policy, report) || (report.fields !== null && !relayable(policy, report.fields))) return;
       await put(tx, entry(report, policy.omit, at), "waiting");
     },
 
@@ -118,7 +118,7 @@ export function relayBatch(policy: RelayPolicy | null) {
       const rows = await tx<EntryRow[]>`
         WITH picked AS (
           SELECT o.id FROM relay_outbox o
-          WHERE o.state = 'ready' AND (o.lease_until <= ${op.at} OR o.lease_owner = ${op.owner})
+          WHERE o.state = 'ready' AND o.next_at <= ${op.at} AND (o.lease_until <= ${op.at} OR o.lease_owner = ${op.owner})
             AND NOT EXISTS (SELECT 1 FROM relay_outbox p WHERE p.execution_id = o.execution_id AND p.id < o.id AND p.state <> 'refused')
           ORDER BY o.id LIMIT ${op.limit} FOR UPDATE OF o SKIP LOCKED)
         UPDATE relay_outbox r SET lease_owner = ${op.owner}, lease_until = ${op.at + op.leaseMs} FROM picked WHERE r.id = picked.id
@@ -130,11 +130,10 @@ export function relayBatch(policy: RelayPolicy | null) {
       // Sent is sent, whoever holds the lease now (it may have run out while the request was slow).
       const sent = op.sent.length === 0 ? [] : await tx<{ bytes: number }[]>`DELETE FROM relay_outbox WHERE id = ANY(${op.sent.map(String)}::bigint[]) RETURNING bytes`;
       gone(sent);
-      for (const [failures, state] of [[op.failed, "ready"], [op.refused, "refused"]] as const) {
-        for (const f of failures) {
-          await tx`UPDATE relay_outbox SET attempts = attempts + 1, last_error = ${f.error}, state = ${state}, lease_owner = NULL, lease_until = 0
-            WHERE id = ${f.id} AND lease_owner = ${op.owner}`;
-        }
+      const failures = [...op.failed.map((f) => ({ ...f, state: "ready" })), ...op.refused.map((f) => ({ ...f, retryAt: 0, state: "refused" }))];
+      for (const f of failures) {
+        await tx`UPDATE relay_outbox SET attempts = attempts + 1, last_error = ${f.error}, state = ${f.state}, next_at = ${f.retryAt}, lease_owner = NULL, lease_until = 0
+          WHERE id = ${f.id} AND lease_owner = ${op.owner}`;
       }
       if (op.released.length > 0) {
         await tx`UPDATE relay_outbox SET lease_owner = NULL, lease_until = 0 WHERE id = ANY(${op.released.map(String)}::bigint[]) AND lease_owner = ${op.owner}`;
@@ -153,7 +152,7 @@ export function relayBatch(policy: RelayPolicy | null) {
             ON CONFLICT (name, shard) DO UPDATE SET value = excluded.value`;
           return { kind: "relay-controlled", entries: 0 };
         case "requeue":
-          return { kind: "relay-controlled", entries: (await tx`UPDATE relay_outbox SET state = 'ready' WHERE state = 'refused'`).count };
+          return { kind: "relay-controlled", entries: (await tx`UPDATE relay_outbox SET state = 'ready', next_at = 0 WHERE state = 'refused'`).count };
         case "discard":
         case "discard-refused": {
           const rows =

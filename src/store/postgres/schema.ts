@@ -224,6 +224,8 @@ export const relayOutbox = pgTable(
     attempts: integer("attempts").notNull().default(0),
     leaseOwner: text("lease_owner"),
     leaseUntil: ms("lease_until").notNull().default(0),
+    /** Epoch ms before which it is not tried again (a failed attempt's backoff); 0: at once. */
+    nextAt: ms("next_at").notNull().default(0),
     lastError: text("last_error"),
   },
   (t) => [

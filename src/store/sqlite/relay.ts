@@ -5,7 +5,7 @@
 import type { Database } from "bun:sqlite";
 import type { Descriptive, Report } from "../../domain/execution.ts";
 import type { Endpoint } from "../../domain/rejection.ts";
-import { endpointOf, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
+import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
 import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
 import type { Counters } from "./budgets.ts";
 import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
@@ -29,19 +29,19 @@ export function createSqliteRelay(sqlite: Database, counters: Counters, policy: 
     oldest: sqlite.query<{ id: number; bytes: number }, [number, number]>("SELECT id, bytes FROM relay_outbox WHERE lease_until <= ? ORDER BY id LIMIT ?"),
     deleteId: sqlite.query<{ bytes: number }, [number]>("DELETE FROM relay_outbox WHERE id = ? RETURNING bytes"),
     // One server per file (the serve lock): every lease is its own, so none is skipped.
-    claim: sqlite.query<EntryRow, { $owner: string; $until: number; $limit: number }>(
+    claim: sqlite.query<EntryRow, { $owner: string; $at: number; $until: number; $limit: number }>(
       `UPDATE relay_outbox SET lease_owner = $owner, lease_until = $until WHERE id IN (
-         SELECT o.id FROM relay_outbox o WHERE o.state = 'ready'
+         SELECT o.id FROM relay_outbox o WHERE o.state = 'ready' AND o.next_at <= $at
            AND NOT EXISTS (SELECT 1 FROM relay_outbox p WHERE p.execution_id = o.execution_id AND p.id < o.id AND p.state <> 'refused')
          ORDER BY o.id LIMIT $limit)
        RETURNING ${COLUMNS}`,
     ),
     sent: sqlite.query<{ bytes: number }, [number, string]>("DELETE FROM relay_outbox WHERE id = ? AND lease_owner = ? RETURNING bytes"),
-    failed: sqlite.query<never, [string, string, number, string]>(
-      "UPDATE relay_outbox SET attempts = attempts + 1, last_error = ?, state = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?",
+    failed: sqlite.query<never, [string, string, number, number, string]>(
+      "UPDATE relay_outbox SET attempts = attempts + 1, last_error = ?, state = ?, next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?",
     ),
     release: sqlite.query<never, [number, string]>("UPDATE relay_outbox SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?"),
-    requeue: sqlite.query<never, []>("UPDATE relay_outbox SET state = 'ready' WHERE state = 'refused'"),
+    requeue: sqlite.query<never, []>("UPDATE relay_outbox SET state = 'ready', next_at = 0 WHERE state = 'refused'"),
     discard: sqlite.query<{ bytes: number }, []>("DELETE FROM relay_outbox RETURNING bytes"),
     discardRefused: sqlite.query<{ bytes: number }, []>("DELETE FROM relay_outbox WHERE state = 'refused' RETURNING bytes"),
     notReady: sqlite.query<{ state: string; n: number }, []>("SELECT state, count(*) AS n FROM relay_outbox WHERE state <> 'ready' GROUP BY state"),
@@ -73,7 +73,7 @@ export function createSqliteRelay(sqlite: Database, counters: Counters, policy: 
     /** A report that changed its execution (`stored`: the execution as it now is) enters the outbox, if relayed. */
     queue(report: Report, stored: Repo, at: number): void {
       const p = policy.current;
-      if (p === null || !relayable(p, stored)) return;
+      if (p === null || !protocolRelayed(p, report) || !relayable(p, stored)) return;
       put(report.executionId, report.randomId, endpointOf(report), relayBody(report, p.omit), at, "ready");
     },
 
@@ -81,7 +81,8 @@ export function createSqliteRelay(sqlite: Database, counters: Counters, policy: 
     hold(report: Report, at: number): void {
       const p = policy.current;
       gone(q.takeWaiting.all(report.executionId));
-      if (p === null || (report.fields !== null && !relayable(p, report.fields))) return;
+      // An /upload status update names no repository: its start report's decides when it comes.
+      if (p === null || !protocolRelayed(p, report) || (report.fields !== null && !relayable(p, report.fields))) return;
       put(report.executionId, report.randomId, endpointOf(report), relayBody(report, p.omit), at, "waiting");
     },
 
@@ -125,7 +126,7 @@ export function createSqliteRelay(sqlite: Database, counters: Counters, policy: 
 
     claim(op: Extract<WriteOp, { kind: "relay-claim" }>): ResultFor<typeof op> {
       if (counters.get("relay.paused") === 1) return { kind: "claimed", paused: true, entries: [] };
-      const rows = q.claim.all({ $owner: op.owner, $until: op.at + op.leaseMs, $limit: op.limit });
+      const rows = q.claim.all({ $owner: op.owner, $at: op.at, $until: op.at + op.leaseMs, $limit: op.limit });
       return { kind: "claimed", paused: false, entries: rows.sort((a, b) => a.id - b.id).map(entryOf) };
     },
 
@@ -136,8 +137,8 @@ export function createSqliteRelay(sqlite: Database, counters: Counters, policy: 
         gone(rows);
         sent += rows.length;
       }
-      for (const f of op.failed) q.failed.run(f.error, "ready", f.id, op.owner);
-      for (const f of op.refused) q.failed.run(f.error, "refused", f.id, op.owner);
+      for (const f of op.failed) q.failed.run(f.error, "ready", f.retryAt, f.id, op.owner);
+      for (const f of op.refused) q.failed.run(f.error, "refused", 0, f.id, op.owner);
       for (const id of op.released) q.release.run(id, op.owner);
       counters.add("relay.sent_total", sent);
       counters.add("relay.failed_total", op.failed.length);

@@ -252,6 +252,8 @@ export const relayOutbox = sqliteTable(
     leaseOwner: text("lease_owner"),
     /** Epoch ms until which a sender has it in flight (the bound does not drop it meanwhile); 0 when none. */
     leaseUntil: integer("lease_until").notNull().default(0),
+    /** Epoch ms before which it is not tried again (a failed attempt's backoff); 0: at once. */
+    nextAt: integer("next_at").notNull().default(0),
     lastError: text("last_error"),
   },
   (t) => [

@@ -22,5 +22,4 @@ CREATE TABLE "relay_outbox" (
 );
 --> statement-breakpoint
 CREATE INDEX "relay_outbox_execution" ON "relay_outbox" USING btree ("execution_id","id");--> statement-breakpoint
-CREATE INDEX "relay_outbox_random_id" ON "relay_outbox" USING btree ("random_id");--> statement-breakpoint
 CREATE INDEX "relay_outbox_not_ready" ON "relay_outbox" USING btree ("state") WHERE "relay_outbox"."state" <> 'ready';

@@ -14,6 +14,5 @@ CREATE TABLE `relay_outbox` (
 	`last_error` text
 );
 --> statement-breakpoint
-CREATE INDEX `relay_outbox_execution` ON `relay_outbox` (`execution_id`,`id`);--> statement-breakpoint
-CREATE INDEX `relay_outbox_random_id` ON `relay_outbox` (`random_id`);--> statement-breakpoint
+CREATE INDEX `relay_outbox_execution` ON `relay_outbox` (`execution_id`);--> statement-breakpoint
 CREATE INDEX `relay_outbox_not_ready` ON `relay_outbox` (`state`) WHERE "relay_outbox"."state" <> 'ready';

@@ -84,8 +84,8 @@ export function relayBatch(policy: RelayPolicy | null) {
       else gone(await takeWaiting(tx, executionId));
     },
 
-    async forget(tx: Tx, randomId: string): Promise<void> {
-      gone(await tx<{ bytes: number }[]>`DELETE FROM relay_outbox WHERE random_id = ${randomId} RETURNING bytes`);
+    async forget(tx: Tx, executionIds: readonly string[]): Promise<void> {
+      if (executionIds.length > 0) gone(await tx<{ bytes: number }[]>`DELETE FROM relay_outbox WHERE execution_id = ANY(${executionIds}::text[]) RETURNING bytes`);
     },
 
     /**

@@ -230,7 +230,6 @@ export const relayOutbox = pgTable(
   },
   (t) => [
     index("relay_outbox_execution").on(t.executionId, t.id),
-    index("relay_outbox_random_id").on(t.randomId),
     index("relay_outbox_not_ready").on(t.state).where(sql`${t.state} <> 'ready'`),
   ],
 );

@@ -297,9 +297,10 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);
       if (records.length > 0) await tx`DELETE FROM executions WHERE random_id = ${op.randomId}`;
       for (const record of records) count(fx, record, -1, op.at);
-      const held = await tx`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING 1`;
+      const held = await tx<{ executionId: string }[]>`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING execution_id AS "executionId"`;
       const logged = await tx`DELETE FROM rejected_reports WHERE random_id = ${op.randomId} RETURNING 1`;
-      await fx.relay.forget(tx, op.randomId);
+      // The install's reports waiting to be relayed go too: its executions', and its held reports'.
+      await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
       return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
     }
     case "expire": {

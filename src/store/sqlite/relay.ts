@@ -25,7 +25,7 @@ export function createSqliteRelay(sqlite: Database, counters: Counters, policy: 
     ),
     takeWaiting: sqlite.query<EntryRow, [string]>(`DELETE FROM relay_outbox WHERE execution_id = ? AND state = 'waiting' RETURNING ${COLUMNS}`),
     readyInPlace: sqlite.query<never, [string]>("UPDATE relay_outbox SET state = 'ready' WHERE execution_id = ? AND state = 'waiting'"),
-    forget: sqlite.query<{ bytes: number }, [string]>("DELETE FROM relay_outbox WHERE random_id = ? RETURNING bytes"),
+    forget: sqlite.query<{ bytes: number }, [string]>("DELETE FROM relay_outbox WHERE execution_id = ? RETURNING bytes"),
     oldest: sqlite.query<{ id: number; bytes: number }, [number, number]>("SELECT id, bytes FROM relay_outbox WHERE lease_until <= ? ORDER BY id LIMIT ?"),
     deleteId: sqlite.query<{ bytes: number }, [number]>("DELETE FROM relay_outbox WHERE id = ? RETURNING bytes"),
     // One server per file (the serve lock): every lease is its own, so none is skipped.
@@ -102,9 +102,9 @@ export function createSqliteRelay(sqlite: Database, counters: Counters, policy: 
       else gone(q.takeWaiting.all(executionId));
     },
 
-    /** An install deleted: its entries go too (nothing of it leaves the server afterwards). */
-    forget(randomId: string): void {
-      gone(q.forget.all(randomId));
+    /** An install deleted: the entries of its executions go too (nothing of it leaves the server afterwards). */
+    forget(executionIds: readonly string[]): void {
+      for (const id of executionIds) gone(q.forget.all(id));
     },
 
     /** Past the bound, the oldest entries not in flight go, until it fits (counted). */

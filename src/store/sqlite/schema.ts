@@ -257,10 +257,9 @@ export const relayOutbox = sqliteTable(
     lastError: text("last_error"),
   },
   (t) => [
-    // An execution's earlier entries (sending order), and its held entry.
-    index("relay_outbox_execution").on(t.executionId, t.id),
-    // Deleting an install removes its entries.
-    index("relay_outbox_random_id").on(t.randomId),
+    // An execution's earlier entries (sending order), its held entry, an install's entries when it
+    // is deleted. The only index every entry costs (the rowid orders an execution's entries).
+    index("relay_outbox_execution").on(t.executionId),
     // Waiting and refused entries are few: counted without a scan.
     index("relay_outbox_not_ready").on(t.state).where(sql`${t.state} <> 'ready'`),
   ],

@@ -130,7 +130,7 @@ function prepareStatements(db: Db) {
       .where(eq(rejectedReports.id, sql.placeholder("id")))
       .prepare(),
     deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning(leaving).prepare(),
-    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost }).prepare(),
+    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost, executionId: heldReports.executionId }).prepare(),
     setOutcome: db
       .update(executions)
       .set({ outcome: sql`${sql.placeholder("outcome")}`, updatedAt: sql`${sql.placeholder("updatedAt")}` })
@@ -421,7 +421,8 @@ export function createSqliteWrites(
         forgetHeld(held);
         const logged = q.deleteRejectedOf.all({ id: op.randomId });
         log.release(logged);
-        relay.forget(op.randomId);
+        // The install's reports waiting to be relayed go too: its executions', and its held reports'.
+        relay.forget([...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
         return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
       }
       case "expire": {

@@ -99,6 +99,8 @@ describe("relay in the binary", () => {
     expect(up.received.length).toBe(before);
     expect(cli("resume")).toMatchObject({ action: "resume", paused: false });
     await until(() => up.received.length === before + 3, "the paused reports to go");
+    // The upstream took them; the server records it once their answers came back.
+    await until(() => cli("status").entries === 0, "the outbox to empty");
     expect(cli("status")).toMatchObject({ entries: 0, sent: 3, oldest_age_s: null });
     const wrong = Bun.spawnSync([bin, "relay", "flush", "--db", db], { stdout: "pipe", stderr: "pipe" });
     expect({ code: wrong.exitCode, err: wrong.stderr.toString().trim() }).toEqual({ code: 2, err: "installstats: relay takes one of status, pause, resume, requeue, discard, discard-refused, e.g. installstats relay pause" });

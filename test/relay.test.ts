@@ -126,7 +126,11 @@ describe("relay", () => {
     t.relay.start();
     const ids = Array.from({ length: 8 }, (_, i) => `f${i}`);
     for (const id of ids) expect((await t.post("/telemetry", v2(id, "installing"))).status).toBe(201);
-    await until(async () => ((await relayHealth(t)).failed_attempts as number) >= 2, "two failed attempts");
+    // Two failed rounds, and backing off (1 s at least after the second): looked at within it.
+    await until(async () => {
+      const h = await relayHealth(t);
+      return (h.failed_attempts as number) >= 2 && h.state === "backing_off";
+    }, "two failed attempts");
     const failing = await relayHealth(t);
     expect(failing).toMatchObject({ state: "backing_off", last_error: expect.stringContaining("HTTP 503") });
     expect(Date.parse(String(failing.retry_at))).toBeGreaterThan(t.clock());

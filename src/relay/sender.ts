@@ -169,14 +169,17 @@ export function startSender(deps: SenderDeps): Sender {
     const refused: RelayFailure[] = [];
     let retryAfter = 0;
     const now = clock();
+    // While nothing goes through, the whole sender waits and the entries stay first in line. When
+    // others did go through, a failed entry waits on its own, so one the upstream keeps failing (a
+    // path it lacks) does not hold up the rest.
+    const alone = [...results.values()].some((a) => a.kind === "sent");
     for (const entry of claimed.entries) {
       const a = results.get(entry.id);
       if (a === undefined) continue;
       if (a.kind === "sent") sent.push(entry.id);
       else if (a.kind === "refused") refused.push({ id: entry.id, error: a.error });
       else {
-        // Each entry backs off on its own too, so one the upstream keeps failing does not hold up the rest.
-        const wait = Math.max(backoffMs(entry.attempts + 1, deps.random), a.retryAfterMs ?? 0);
+        const wait = alone ? Math.max(backoffMs(entry.attempts + 1, deps.random), a.retryAfterMs ?? 0) : 0;
         failed.push({ id: entry.id, error: a.error, retryAt: now + wait });
         retryAfter = Math.max(retryAfter, a.retryAfterMs ?? 0);
       }

@@ -204,6 +204,21 @@ describe("relay", () => {
     expect(up.received.map((r) => String(r.body.random_id)).sort()).toEqual(ids.slice(40 - kept));
   });
 
+  test("a user and password in --relay-url go as basic authentication, never into /healthz", async () => {
+    const up = await startUpstream();
+    const t = await testApp({ relayUrl: up.url.replace("http://", "http://relay:s%40cret@"), relayRate: 0 });
+    cleanups.push(async () => {
+      await t.stop();
+      await up.stop();
+    });
+    t.relay.start();
+    await t.post("/upload", startReport("auth-1"));
+    await until(() => up.received.length === 1, "the report");
+    expect(up.received[0]!.authorization).toBe(`Basic ${Buffer.from("relay:s@cret").toString("base64")}`);
+    const h = await relayHealth(t);
+    expect(String(h.url)).toBe(`${up.url.replace("http://", "http://relay:***@")}/`);
+  });
+
   test("only the chosen repositories, without the omitted fields", async () => {
     const { t, up } = await setup({ relayRepos: ["ProxmoxVE"], relayOmit: ["error", "cpu_model"] });
     t.relay.start();

@@ -36,6 +36,13 @@ function shown(url: string): string {
   return u.href;
 }
 
+/** A user and password in the URL (an upstream behind basic authentication) go as an Authorization header. */
+function basicAuth(url: string): string | null {
+  const u = new URL(url);
+  if (u.username === "" && u.password === "") return null;
+  return `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString("base64")}`;
+}
+
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The outbox as /healthz, the admin API and `installstats relay` show it; `last_error` is the next entry's. */
@@ -106,6 +113,7 @@ export function createRelay(deps: RelayDeps) {
       sender = startSender({
         submit: deps.submit,
         targets,
+        authorization: basicAuth(config.relayUrl!),
         timeoutMs: config.relayTimeoutMs,
         rate: config.relayRate,
         // Unique per process: on a shared PostgreSQL database every node's claims are its own.

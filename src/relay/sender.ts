@@ -54,6 +54,8 @@ interface SenderState {
 export interface SenderDeps {
   submit: <Op extends WriteOp>(op: Op) => Promise<ResultFor<Op>>;
   targets: Record<Endpoint, string>;
+  /** Sent with every request when the upstream wants it (basic authentication); null: none. */
+  authorization: string | null;
   timeoutMs: number;
   /** Requests per second at most; 0: no limit. */
   rate: number;
@@ -109,7 +111,7 @@ export function startSender(deps: SenderDeps): Sender {
       const res = await fetch(targets[entry.endpoint], {
         method: "POST",
         body: entry.body,
-        headers: { "content-type": "application/json", "user-agent": deps.userAgent },
+        headers: { "content-type": "application/json", "user-agent": deps.userAgent, ...(deps.authorization ? { authorization: deps.authorization } : {}) },
         // The current clients do not follow redirects either; a redirect means the URL is wrong.
         redirect: "manual",
         signal,

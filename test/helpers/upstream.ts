@@ -8,6 +8,7 @@ export interface Received {
   body: Record<string, unknown>;
   userAgent: string | null;
   contentType: string | null;
+  authorization: string | null;
   /** Order of arrival. */
   n: number;
 }
@@ -35,6 +36,7 @@ export async function startUpstream(opts: { delayMs?: number } = {}) {
           body: JSON.parse(text) as Record<string, unknown>,
           userAgent: req.headers.get("user-agent"),
           contentType: req.headers.get("content-type"),
+          authorization: req.headers.get("authorization"),
           n: received.length,
         });
       if (missing.includes(new URL(req.url).pathname)) return new Response("404 page not found", { status: 404 });

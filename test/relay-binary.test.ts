@@ -2,6 +2,7 @@
 // the same database, it delivers every report it acknowledged (at least once, with the same ids,
 // in order per execution); and `installstats relay` pauses and resumes a running server's sender.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
 import { startUpstream, until, type Upstream } from "./helpers/upstream.ts";
@@ -80,6 +81,21 @@ describe("relay in the binary", () => {
       `relay kill -9: ${ackedCount} reports acknowledged, ${beforeRestart} delivered before the kill, ${up.received.length} deliveries in all, ${up.received.length - distinct} repeated (same ids) after the restart`,
     );
     expect(await restarted.stop()).toBe(0);
+  });
+
+  test("a relay setting that cannot work stops serve with one line naming it (exit 2), before anything is created", () => {
+    const dir = tempDir();
+    const r = Bun.spawnSync([bin, "serve", "--port", "0", "--db", join(dir, "x.db"), "--relay-url", up.url, "--relay-omit", "error,random_id"], { stdout: "pipe", stderr: "pipe" });
+    expect({ code: r.exitCode, err: r.stderr.toString().trim().split("\n") }).toEqual({
+      code: 2,
+      err: ["installstats: --relay-omit: random_id cannot be left out: the upstream needs random_id, execution_id, payload_version, type, nsapp, status to place a report, and the community service counts a failure without exit_code as a success"],
+    });
+    const bad = Bun.spawnSync([bin, "serve", "--port", "0", "--db", join(dir, "x.db"), "--relay-url", "telemetry.community-scripts.org"], { stdout: "pipe", stderr: "pipe" });
+    expect({ code: bad.exitCode, err: bad.stderr.toString().trim() }).toEqual({
+      code: 2,
+      err: 'installstats: --relay-url: must be an http:// or https:// URL such as https://telemetry.community-scripts.org, got "telemetry.community-scripts.org"',
+    });
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   test("installstats relay pause/resume/status act on a running server's outbox", async () => {

@@ -27,6 +27,8 @@ import { publicStatsRoutes } from "./read/public-stats.ts";
 import { publicPageRoutes } from "./web/public-routes.ts";
 import type { Alerts } from "./alerts/alerts.ts";
 import { alertRoutes } from "./alerts/routes.ts";
+import type { Relay } from "./relay/relay.ts";
+import { relayRoutes } from "./relay/routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -41,6 +43,8 @@ export interface AppDeps {
   storageHealth?: () => Promise<StorageHealth>;
   /** Null without an alerts file (the alert routes then say so). */
   alerts?: Alerts | null;
+  /** The relay to an upstream collector: its state (/healthz, admin API). */
+  relay: Pick<Relay, "health">;
 }
 
 export function createApp(deps: AppDeps) {
@@ -123,7 +127,7 @@ export function createApp(deps: AppDeps) {
     .use(hardening(config))
     .use(metricsRoutes(metrics))
     .use(apiDocs({ version }))
-    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth }))
+    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth, relay: () => deps.relay.health().catch(() => null) }))
     .use(ingest.plugin)
     .use(readRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
@@ -133,7 +137,8 @@ export function createApp(deps: AppDeps) {
     // Opt-in: without --public-stats the paths do not exist (404), so nothing is published by accident.
     .use(config.publicStats ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls }) : new Elysia())
     .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
-    .use(alertRoutes({ alerts: deps.alerts ?? null, clock }));
+    .use(alertRoutes({ alerts: deps.alerts ?? null, clock }))
+    .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }));
 }
 
 interface SchemaLike {

@@ -15,6 +15,7 @@ import { openEngine } from "./store/open.ts";
 import { createWriter } from "./store/writer.ts";
 import { createAlerts } from "./alerts/alerts.ts";
 import type { AlertsConfig } from "./alerts/rules.ts";
+import { createRelay } from "./relay/relay.ts";
 
 export interface RuntimeEnv {
   clock: () => number;
@@ -44,6 +45,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     metrics.commitSeconds.observe(seconds);
   });
   const maintenance = createMaintenance({ config, store, writer, clock });
+  const relay = createRelay({ config, store, submit: (op) => writer.submit(op), clock, log, version, metrics });
 
   const stats = createStats(store);
   const started = clock();
@@ -80,7 +82,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     );
   }
 
-  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health(), alerts });
+  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health(), alerts, relay });
 
   return {
     config,
@@ -89,17 +91,21 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     writer,
     metrics,
     maintenance,
+    relay,
     app,
     alerts,
     /** Where serve listens, once it does: the base of links in alert messages unless --public-url is set. */
     listening(url: string): void {
       listenUrl = url;
     },
-    /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups, alerts). */
-    startJobs: (): JobRunner =>
-      startJobs([...scheduledJobs({ config, store, writer, clock, maintenance }), ...(alerts?.jobs() ?? [])], { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) }),
-    /** Commits everything queued, ends the engine's background work and closes it. */
+    /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups, alerts), and the relay's sender. */
+    startJobs: (): JobRunner => {
+      relay.start();
+      return startJobs([...scheduledJobs({ config, store, writer, clock, maintenance }), ...(alerts?.jobs() ?? [])], { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) });
+    },
+    /** Stops the relay's sender, commits everything queued, ends the engine's background work and closes it. */
     async stop(): Promise<void> {
+      await relay.stop();
       await writer.drain();
       await serving.stop();
       await engine.close();

@@ -8,6 +8,7 @@ import type { KnownSignature } from "../domain/error-signature.ts";
 import type { Execution, Kind, Report } from "../domain/execution.ts";
 import type { Outcome } from "../domain/outcome.ts";
 import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
+import type { RelayPolicy } from "../domain/relay.ts";
 import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
 
 /** What arrived with a report: where, its raw bytes (kept in the log when they needed repair, unless the report was a duplicate), when. */
@@ -71,7 +72,63 @@ type AlertWrite =
   /** History entries from before `before` go (not those an alert's current state points at), and delivered or failed messages queued before it. */
   | { kind: "alert-forget"; before: number; at: number };
 
-export type WriteOp = ReportWrite | MaintenanceWrite | AlertWrite;
+
+/** An entry of the relay's outbox as a sender claims it: one accepted report, as it is sent upstream. */
+export interface RelayEntry {
+  /** Increases with the order entries were queued in; an execution's entries are sent in this order. */
+  id: number;
+  executionId: string;
+  randomId: string;
+  /** The endpoint the report arrived at, and goes to upstream. */
+  endpoint: Endpoint;
+  /** The JSON body (domain/relay.ts relayBody). */
+  body: string;
+  queuedAt: number;
+  /** Failed attempts so far. */
+  attempts: number;
+}
+
+/** A claimed entry that was not delivered, and why (the upstream's status or the network's error). */
+export interface RelayFailure {
+  id: number;
+  error: string;
+}
+
+/** A failed entry is not claimed again before `retryAt` (its backoff). */
+export interface RelayRetry extends RelayFailure {
+  retryAt: number;
+}
+
+export const RELAY_ACTIONS = ["pause", "resume", "requeue", "discard", "discard-refused"] as const;
+/**
+ * pause/resume: whether claims hand out entries (every node); requeue: entries the upstream
+ * refused are sent again; discard: every entry is dropped (counted); discard-refused: the refused ones.
+ */
+type RelayAction = (typeof RELAY_ACTIONS)[number];
+
+/**
+ * What the relay's sender writes. Accepted reports enter the outbox inside the transaction that
+ * stores them (Store.setRelay); these take them out.
+ */
+type RelayWrite =
+  /**
+   * Leases to `owner` until `at + leaseMs`, and returns, up to `limit` entries ready to send, oldest
+   * first, at most one per execution: an execution's first entry in the outbox (its later ones wait
+   * until that one is settled). Skipped: entries waiting for their execution's start report,
+   * entries the upstream refused, entries whose retry time has not come (their execution's later
+   * entries wait behind them), and entries leased to another owner until their lease ends (on a
+   * store several servers share; an SQLite file has one server, the serve lock, so every lease is
+   * its own). None while the relay is paused.
+   */
+  | { kind: "relay-claim"; owner: string; limit: number; leaseMs: number; at: number }
+  /**
+   * What came of claimed entries: `sent` leave the outbox; `failed` stay, their attempt counted, until their retry time;
+   * `refused` stay but are not claimed again until requeued; `released` were not tried. The lease ends.
+   */
+  | { kind: "relay-settle"; owner: string; sent: readonly number[]; failed: readonly RelayRetry[]; refused: readonly RelayFailure[]; released: readonly number[]; at: number }
+  | { kind: "relay-control"; action: RelayAction; at: number };
+
+export type WriteOp = ReportWrite | MaintenanceWrite | AlertWrite | RelayWrite;
 
 /** What each kind of write comes to. */
 export interface ResultOf {
@@ -103,6 +160,12 @@ export interface ResultOf {
   /** `found`: the message was still queued (a message already marked stays as it is). */
   "alert-delivery": { kind: "alert-delivery-marked"; found: boolean };
   "alert-forget": { kind: "alert-forgotten"; events: number; messages: number };
+  /** `paused`: the relay is paused (no entries then). */
+  "relay-claim": { kind: "claimed"; paused: boolean; entries: RelayEntry[] };
+  /** `sent`: entries that left the outbox (an entry already gone, discarded meanwhile, is not counted). */
+  "relay-settle": { kind: "settled"; sent: number };
+  /** `entries`: entries requeued or discarded (0 for pause and resume). */
+  "relay-control": { kind: "relay-controlled"; entries: number };
 }
 export type ResultFor<Op extends WriteOp> = ResultOf[Op["kind"]];
 export type WriteResult = ResultOf[keyof ResultOf];
@@ -277,6 +340,28 @@ export interface BudgetStatus {
   };
 }
 
+/** Where the relay's outbox stands (counters since the database was created). */
+export interface RelayStatus {
+  paused: boolean;
+  /** Entries in the outbox (every state) and the bytes of their bodies. */
+  entries: number;
+  bytes: number;
+  /** Entries waiting for their execution's start report (a final status held before it): sent after it. */
+  waiting: number;
+  /** Entries the upstream refused (400, 413, 422): kept, not sent again until requeued or discarded. */
+  refused: number;
+  /** The first entry in sending order: when it was queued, its failed attempts and the last error. */
+  head: { queuedAt: number; attempts: number; lastError: string | null } | null;
+  /** Entries delivered (a 2xx from the upstream). */
+  sent: number;
+  /** Attempts that failed (timeout, network, 5xx, 429, ...) and were retried later. */
+  failedAttempts: number;
+  /** Refusals by the upstream. */
+  refusals: number;
+  /** Entries dropped: the oldest, to stay within the bound; or discarded by an admin. */
+  dropped: { bound: number; discarded: number };
+}
+
 /** What maintenance asks before it writes: stuck executions, what retention would remove, the log. */
 export interface MaintenanceReads {
   /** Executions still in progress created in [from, before), oldest first. */
@@ -298,6 +383,8 @@ export interface MaintenanceReads {
   countReplayed(reasons: readonly RejectReason[], retryPrefix: string): Promise<number>;
   /** Where the budgets of the log and the held reports stand. */
   budgets(): Promise<BudgetStatus>;
+  /** Where the relay's outbox stands. */
+  relayStatus(): Promise<RelayStatus>;
 }
 
 // ------------------------------------------------------------------ alerts
@@ -441,6 +528,16 @@ export interface Store extends StoreReads, MaintenanceReads, AlertReads {
   rebuildRollups(onDay?: (day: number, end: number) => void): Promise<void>;
   /** How much of what is not an execution the store keeps (the defaults until called). */
   setLimits(limits: StoreLimits): void;
+  /**
+   * Relays reports from now on (null: no longer). A report write that changes what is stored
+   * (created, updated, held, or a duplicate that filled a gap) of a relayable execution puts an
+   * entry into the outbox in its own transaction; a held final report's entry waits for its
+   * execution's start report and is then queued after it (or is queued as it stands when the held
+   * report is applied on its own). Past `maxBytes` the oldest entries not being sent are dropped,
+   * counted. Deleting an install removes its entries. Not relayed: refusals, loads, a report that
+   * changed nothing (a retry).
+   */
+  setRelay(policy: RelayPolicy | null): void;
   /**
    * Runs `fn` as the scheduled job `name` unless it runs now, or ran less than `everyMs` before
    * `at`, on any process sharing this store; null when skipped. An SQLite file has one server

@@ -11,6 +11,8 @@ import { createPostgresReads } from "./reads.ts";
 import { createAlertReads } from "./alerts.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
+import { relayStatus } from "./relay.ts";
+import type { RelayPolicy } from "../../domain/relay.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
 const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.hash.wyhash(`job:${name}`, 0n))));
@@ -42,6 +44,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   const reads = createPostgresReads(pg, db);
   const fromReplica = replica ? { reads: createPostgresReads(replica.sql, replica.db), usable: replica.usable } : null;
   let limits: StoreLimits = { logBytes: 64 * 1024 * 1024, heldBytes: 16 * 1024 * 1024 };
+  let relay: RelayPolicy | null = null;
   return {
     ...reads,
     ...routed(reads, fromReplica),
@@ -49,7 +52,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     ...createAlertReads(pg),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops);
+        return await writeBatch(pg, ops, relay);
       } catch (e) {
         const code = (e as { code?: string }).code;
         if (typeof code === "string" && (UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED")) {
@@ -74,6 +77,10 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     setLimits(next: StoreLimits) {
       limits = next;
     },
+    setRelay(policy) {
+      relay = policy;
+    },
+    relayStatus: () => relayStatus(pg),
     async leaseJob(name, everyMs, at, fn) {
       // A session-level advisory lock on one connection says who runs the job now; the time of
       // its last run, in `marks`, says whether it is due. Another node skips, it does not wait.

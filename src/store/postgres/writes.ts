@@ -8,7 +8,9 @@ import type { Execution, Report } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
+import type { RelayPolicy } from "../../domain/relay.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
+import { relayBatch } from "./relay.ts";
 import { SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
 import { applyAlertOp } from "./alerts.ts";
 
@@ -36,6 +38,7 @@ function lockNames(ops: readonly WriteOp[]): string[] {
 interface BatchEffects {
   deltas: RollupDeltas;
   sightings: SignatureSightings;
+  relay: ReturnType<typeof relayBatch>;
 }
 
 type Tx = TransactionSql;
@@ -115,19 +118,25 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
   switch (decision.kind) {
     case "insert":
       await insertExecution(tx, decision.row);
-      if (held) await tx`DELETE FROM held_reports WHERE execution_id = ${report.executionId}`;
       count(fx, decision.row, 1, op.at);
+      await fx.relay.queue(tx, report, decision.row, op.at);
+      if (held) {
+        await tx`DELETE FROM held_reports WHERE execution_id = ${report.executionId}`;
+        await fx.relay.releaseAfterStart(tx, report.executionId, decision.row);
+      }
       result = { kind: "created", outcome: decision.row.outcome };
       break;
     case "update":
       await updateExecution(tx, decision.row);
       recount(fx, current!, decision.row, op.at);
+      await fx.relay.queue(tx, report, decision.row, op.at);
       result = { kind: "updated", outcome: decision.row.outcome };
       break;
     case "duplicate":
       if (decision.row) {
         await updateExecution(tx, decision.row);
         recount(fx, current!, decision.row, op.at);
+        await fx.relay.queue(tx, report, decision.row, op.at);
       }
       if (decision.conflict) {
         await logRejection(tx, { endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
@@ -138,6 +147,7 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
       const json = JSON.stringify(report);
       await tx`INSERT INTO held_reports ${tx({ execution_id: report.executionId, random_id: report.randomId, report: json, received_at: op.at, repaired, cost: json.length })}
         ON CONFLICT (execution_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at, repaired = excluded.repaired, cost = excluded.cost`;
+      await fx.relay.hold(tx, report, op.at);
       result = { kind: "held" };
       break;
     }
@@ -169,6 +179,7 @@ async function expireHeld(tx: Tx, before: number, limit: number, fx: BatchEffect
     const execution = executionFromHeld(heldOf(row), (await attemptsOf(tx, row.randomId)) + 1);
     await insertExecution(tx, execution);
     count(fx, execution, 1, row.receivedAt);
+    await fx.relay.releaseAlone(tx, execution.executionId, execution);
     applied++;
   }
   return applied;
@@ -287,8 +298,10 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);
       if (records.length > 0) await tx`DELETE FROM executions WHERE random_id = ${op.randomId}`;
       for (const record of records) count(fx, record, -1, op.at);
-      const held = await tx`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING 1`;
+      const held = await tx<{ executionId: string }[]>`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING execution_id AS "executionId"`;
       const logged = await tx`DELETE FROM rejected_reports WHERE random_id = ${op.randomId} RETURNING 1`;
+      // The install's reports waiting to be relayed go too: its executions', and its held reports'.
+      await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
       return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
     }
     case "expire": {
@@ -329,11 +342,17 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
     case "alert-delivery":
     case "alert-forget":
       return applyAlertOp(tx, op);
+    case "relay-claim":
+      return fx.relay.claim(tx, op);
+    case "relay-settle":
+      return fx.relay.settle(tx, op);
+    case "relay-control":
+      return fx.relay.control(tx, op);
   }
 }
 
-/** Applies `ops` in one transaction, in order; the results in the same order. */
-export async function writeBatch(sql: Sql, ops: readonly WriteOp[]): Promise<WriteResult[]> {
+/** Applies `ops` in one transaction, in order; the results in the same order. `relay`: what the batch relays (Store.setRelay). */
+export async function writeBatch(sql: Sql, ops: readonly WriteOp[], relay: RelayPolicy | null): Promise<WriteResult[]> {
   return sql.begin(async (tx) => {
     const folds = ops.some((op) => op.kind === "fold");
     // Writers share the fold lock; a fold waits for them and they for it, so no count is added
@@ -341,11 +360,13 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[]): Promise<Wri
     await (folds ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
     const keys = lockNames(ops).map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
-    const fx: BatchEffects = { deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)), sightings: new SignatureSightings() };
+    const fx: BatchEffects = { deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)), sightings: new SignatureSightings(), relay: relayBatch(relay) };
     const results: WriteResult[] = [];
     for (const op of ops) results.push(await apply(tx, op, fx));
     await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
     await mergeSightings(tx, fx.sightings);
+    await fx.relay.trim(tx, ops.reduce((at, op) => Math.max(at, op.at), 0));
+    await fx.relay.flush(tx);
     return results;
   });
 }

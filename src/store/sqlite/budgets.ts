@@ -48,6 +48,15 @@ const COUNTERS = [
   "held.count",
   "held.expired_total",
   "held.overflowed_total",
+  // The relay's outbox (relay.ts): running totals, counters, and the pause switch (1 = paused).
+  "relay.entries",
+  "relay.bytes",
+  "relay.sent_total",
+  "relay.failed_total",
+  "relay.refused_total",
+  "relay.dropped_bound_total",
+  "relay.discarded_total",
+  "relay.paused",
 ] as const;
 export type CounterName = (typeof COUNTERS)[number];
 

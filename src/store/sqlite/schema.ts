@@ -4,7 +4,7 @@ import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, real, blob, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
-import { LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
+import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 
 /** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
 export const executions = sqliteTable(
@@ -283,4 +283,43 @@ export const alertOutbox = sqliteTable(
     sentAt: integer("sent_at"),
   },
   (t) => [index("alert_outbox_due").on(t.state, t.nextAt), index("alert_outbox_event").on(t.eventId)],
+);
+
+/** States of a relay outbox entry: sent when claimed; held back until its start report; refused upstream. */
+export const RELAY_STATES = ["ready", "waiting", "refused"] as const;
+
+/**
+ * The relay's outbox (Store.setRelay): accepted reports waiting to be sent upstream, each written in
+ * the transaction that stored its report. Sent in `id` order per execution; a sent entry is deleted.
+ * Its totals (entries, bytes) and counters are in `budget_counters` (relay.*).
+ */
+export const relayOutbox = sqliteTable(
+  "relay_outbox",
+  {
+    // Never reused: a sender settles by id, and an id handed out again (after a discard) would
+    // settle another report.
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    executionId: text("execution_id").notNull(),
+    randomId: text("random_id").notNull(),
+    endpoint: text("endpoint", { enum: ENDPOINTS }).notNull(),
+    body: text("body").notNull(),
+    /** UTF-8 bytes of the body: what counts against the bound. */
+    bytes: integer("bytes").notNull(),
+    queuedAt: integer("queued_at").notNull(),
+    state: text("state", { enum: RELAY_STATES }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    leaseOwner: text("lease_owner"),
+    /** Epoch ms until which a sender has it in flight (the bound does not drop it meanwhile); 0 when none. */
+    leaseUntil: integer("lease_until").notNull().default(0),
+    /** Epoch ms before which it is not tried again (a failed attempt's backoff); 0: at once. */
+    nextAt: integer("next_at").notNull().default(0),
+    lastError: text("last_error"),
+  },
+  (t) => [
+    // An execution's earlier entries (sending order), its held entry, an install's entries when it
+    // is deleted. The only index every entry costs (the rowid orders an execution's entries).
+    index("relay_outbox_execution").on(t.executionId),
+    // Waiting and refused entries are few: counted without a scan.
+    index("relay_outbox_not_ready").on(t.state).where(sql`${t.state} <> 'ready'`),
+  ],
 );

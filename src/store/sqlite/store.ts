@@ -3,6 +3,7 @@
 // COMMIT without yielding) and fulfils the asynchronous contract at this one door.
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
+import type { RelayPolicy } from "../../domain/relay.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { GRAINS, type RollupPart } from "../../domain/rollup.ts";
 import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
@@ -47,7 +48,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);
   const limits = { current: opts.limits ?? DEFAULT_LIMITS };
-  const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits);
+  const relayPolicy: { current: RelayPolicy | null } = { current: null };
+  const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits, relayPolicy);
   const guard = opts.guard;
   let damage: string | null = null;
 
@@ -207,12 +209,16 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     alertDue: read((dueBy, limit) => alerts.alertDue(dueBy, limit)),
     alertQueue: read(() => alerts.alertQueue()),
     rejectedCounts: read((from, to) => alerts.rejectedCounts(from, to)),
+    relayStatus: read(() => writes.relayStatus()),
 
     write: async (ops) => writeNow(ops),
 
     rebuildRollups: read((onDay) => rebuildNow(onDay)),
     setLimits(next) {
       limits.current = { ...next };
+    },
+    setRelay(policy) {
+      relayPolicy.current = policy;
     },
     // One server per file (the serve lock): nobody else runs its jobs.
     leaseJob: (_name, _everyMs, _at, fn) => fn(),

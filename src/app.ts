@@ -23,6 +23,12 @@ import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import type { StorageHealth } from "./store/engine.ts";
 import { apiDocs, docsRoutes } from "./web/api-docs.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
+import { publicStatsRoutes } from "./read/public-stats.ts";
+import { publicPageRoutes } from "./web/public-routes.ts";
+import type { Alerts } from "./alerts/alerts.ts";
+import { alertRoutes } from "./alerts/routes.ts";
+import type { Relay } from "./relay/relay.ts";
+import { relayRoutes } from "./relay/routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -35,6 +41,10 @@ export interface AppDeps {
   maintenance: Maintenance;
   /** The engine's view of its storage (files, damage, integrity check, budgets) for /healthz. */
   storageHealth?: () => Promise<StorageHealth>;
+  /** Null without an alerts file (the alert routes then say so). */
+  alerts?: Alerts | null;
+  /** The relay to an upstream collector: its state (/healthz, admin API). */
+  relay: Pick<Relay, "health">;
 }
 
 export function createApp(deps: AppDeps) {
@@ -51,7 +61,12 @@ export function createApp(deps: AppDeps) {
       maxRequestBodySize: hardBodyLimit(config.maxBodyBytes),
       // Bun answers these paths itself (the pages, with their own handlers and headers; ingestion);
       // anything else reaches Elysia.
-      routes: { ...dashboardRoutes(responseHeaders(config)), ...docsRoutes({ version, headersFor: responseHeaders(config) }), ...ingest.native },
+      routes: {
+        ...dashboardRoutes(responseHeaders(config)),
+        ...docsRoutes({ version, headersFor: responseHeaders(config) }),
+        ...(config.publicStats ? publicPageRoutes(responseHeaders(config)) : {}),
+        ...ingest.native,
+      },
       development: false,
       // Elysia's default shares the port with any other process on it: a second server started by
       // mistake would silently take half of the reports into another database.
@@ -112,14 +127,18 @@ export function createApp(deps: AppDeps) {
     .use(hardening(config))
     .use(metricsRoutes(metrics))
     .use(apiDocs({ version }))
-    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth }))
+    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth, relay: () => deps.relay.health().catch(() => null) }))
     .use(ingest.plugin)
     .use(readRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
     .use(telemetryCompatRoutes({ store: deps.store, clock }))
     .use(telemetryAnalysisRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
-    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }));
+    // Opt-in: without --public-stats the paths do not exist (404), so nothing is published by accident.
+    .use(config.publicStats ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls }) : new Elysia())
+    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
+    .use(alertRoutes({ alerts: deps.alerts ?? null, clock }))
+    .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }));
 }
 
 interface SchemaLike {

@@ -58,6 +58,28 @@ export interface Config {
   heldExpiryMs: number;
   /** Longest one read of records may take (they run off the thread that acknowledges reports); past it: 503. 0 = no limit. */
   readBudgetMs: number;
+  /** Serve the public stats page and JSON (/public, /public/stats.json) without the read token. */
+  publicStats: boolean;
+  /** Privacy floor of the public stats: apps with fewer installs in a window are merged into "other". */
+  publicMinInstalls: number;
+  /** The alerts file (rules and channels, TOML); null = no alerts. */
+  alerts: string | null;
+  /** Base URL of the dashboard as people reach it, for links in alerts; null = from the listen address. */
+  publicUrl: string | null;
+  /** Upstream collector every accepted report is relayed to (origin, or a URL ending in /telemetry); null = no relay. */
+  relayUrl: string | null;
+  /** Reports of these protocols are relayed: telemetry, upload (both /upload paths). */
+  relayProtocols: string[];
+  /** Only reports of these repo_source values or owner/repo slugs are relayed; empty = all. */
+  relayRepos: string[];
+  /** Wire fields left out of relayed reports (e.g. error); empty = every field the protocol carries. */
+  relayOmit: string[];
+  /** Bytes of report bodies the relay's outbox may hold; past it the oldest entries are dropped. */
+  relayMaxBytes: number;
+  /** Longest one request to the upstream may take before it counts as failed. */
+  relayTimeoutMs: number;
+  /** Requests per second to the upstream at most (per node); 0 = no limit. */
+  relayRate: number;
 }
 
 
@@ -94,10 +116,25 @@ export const defaults: Config = {
   // Every read of the dashboard and API takes well under a second at 10M records; a scan that
   // runs past this is stopped (it never holds up ingestion, but it holds a read thread).
   readBudgetMs: 30_000,
+  publicStats: false,
+  // Small enough for a homelab's own page, large enough that one person's installs do not show.
+  publicMinInstalls: 10,
+  alerts: null,
+  publicUrl: null,
+  relayUrl: null,
+  relayProtocols: ["telemetry", "upload"],
+  relayRepos: [],
+  relayOmit: [],
+  // ~60,000 start reports, or ~5,000 failures with their 10 KiB log: days of a busy homelab.
+  relayMaxBytes: 64 * 1024 * 1024,
+  // The clients allow 5 s (10 s for the final report); an upstream slower than this is failing.
+  relayTimeoutMs: 10_000,
+  // The community's service allows 300 reports a minute per address (burst 60): stay below it.
+  relayRate: 4,
 };
 
 type Key = keyof Config;
-type Kind = "text" | "optional-text" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
+type Kind = "text" | "optional-text" | "optional-url" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
 
 interface Option {
   key: Key;
@@ -142,7 +179,18 @@ const options: readonly Option[] = [
   { key: "logBudget", flag: "log-budget", env: "INSTALLSTATS_LOG_BUDGET", kind: "size", help: "bytes the rejected-reports log may use (bodies compressed, each kept once; past it only their head); accepts 64m, 1g" },
   { key: "heldBudget", flag: "held-budget", env: "INSTALLSTATS_HELD_BUDGET", kind: "size", help: "bytes final reports waiting for their start report may use; past it the oldest are applied without it; accepts 16m" },
   { key: "readBudgetMs", flag: "read-budget", env: "INSTALLSTATS_READ_BUDGET", kind: "duration", help: "longest one read of records may take before it is stopped with 503 (e.g. 30s), 0 = no limit" },
+  { key: "publicStats", flag: "public-stats", env: "INSTALLSTATS_PUBLIC_STATS", kind: "bool", help: "serve installs and failure rates per app at /public and /public/stats.json without a token (true|false)" },
+  { key: "publicMinInstalls", flag: "public-min-installs", env: "INSTALLSTATS_PUBLIC_MIN_INSTALLS", kind: "count", help: "public stats: apps with fewer installs in a window are merged into \"other\"" },
+  { key: "alerts", flag: "alerts", env: "INSTALLSTATS_ALERTS", kind: "optional-text", help: "alerts file: rules and channels in TOML (README \"Alerts\"); unset = no alerts" },
+  { key: "publicUrl", flag: "public-url", env: "INSTALLSTATS_PUBLIC_URL", kind: "optional-url", help: "the dashboard's address as people reach it (e.g. https://stats.example.org), for links in alerts; default: the listen address" },
   { key: "heldExpiryMs", flag: "held-expiry", env: "INSTALLSTATS_HELD_EXPIRY", kind: "duration", help: "final reports whose start report has not come after this long are applied without it (e.g. 7d), 0 = never" },
+  { key: "relayUrl", flag: "relay-url", env: "INSTALLSTATS_RELAY_URL", kind: "optional-url", help: "relay every accepted report to this upstream: its origin (…/telemetry, …/upload and …/upload/updatestatus are appended) or a URL ending in /telemetry; unset = no relay" },
+  { key: "relayProtocols", flag: "relay-protocols", env: "INSTALLSTATS_RELAY_PROTOCOLS", kind: "list", help: "relay reports that came by these protocols: telemetry, upload (/upload and /upload/updatestatus); the community's service takes telemetry only" },
+  { key: "relayRepos", flag: "relay-repos", env: "INSTALLSTATS_RELAY_REPOS", kind: "list", help: "relay only reports of these repo_source values or owner/repo slugs, comma-separated (e.g. ProxmoxVE); empty = all" },
+  { key: "relayOmit", flag: "relay-omit", env: "INSTALLSTATS_RELAY_OMIT", kind: "list", help: "fields never relayed, comma-separated wire names (e.g. error,cpu_model,gpu_model)" },
+  { key: "relayMaxBytes", flag: "relay-max-outbox", env: "INSTALLSTATS_RELAY_MAX_OUTBOX", kind: "size", help: "bytes of reports waiting for the upstream; past it the oldest are dropped (counted); accepts 64m, 1g" },
+  { key: "relayTimeoutMs", flag: "relay-timeout", env: "INSTALLSTATS_RELAY_TIMEOUT", kind: "duration", help: "longest one request to the upstream may take before it counts as failed (e.g. 10s)" },
+  { key: "relayRate", flag: "relay-rate", env: "INSTALLSTATS_RELAY_RATE", kind: "count", help: "requests per second to the upstream at most, per node; 0 = no limit" },
 ];
 
 export class ConfigError extends Error {}
@@ -185,6 +233,14 @@ function coerce(o: Option, raw: string, source: string): Config[Key] {
       return raw.trim() === "" ? fail("must not be empty") : raw;
     case "optional-text":
       return raw.trim() === "" ? null : raw;
+    case "optional-url": {
+      if (raw.trim() === "") return null;
+      const url = URL.parse(raw.trim());
+      if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) return fail("must be an http:// or https:// URL such as https://example.org");
+      // Paths are appended to it (links in alerts, the relay's report paths).
+      if (url.search !== "" || url.hash !== "") return fail("must not have a query or fragment (paths are appended to it)");
+      return raw.trim().replace(/\/+$/, "");
+    }
     case "bool":
       return parseBool(raw) ?? fail("must be true or false");
     case "durability":
@@ -207,7 +263,7 @@ function coerce(o: Option, raw: string, source: string): Config[Key] {
     }
     case "count": {
       const n = Number(raw);
-      const zeroAllowed = o.key === "rateLimit";
+      const zeroAllowed = o.key === "rateLimit" || o.key === "relayRate";
       return Number.isInteger(n) && (n > 0 || (zeroAllowed && n === 0)) ? n : fail(`must be a ${zeroAllowed ? "non-negative" : "positive"} whole number`);
     }
   }

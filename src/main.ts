@@ -18,13 +18,15 @@ import { seed } from "./cli/seed.ts";
 import { serve } from "./cli/serve.ts";
 import { verify } from "./cli/verify.ts";
 import { copy } from "./cli/copy.ts";
+import { alertsCommand } from "./cli/alerts.ts";
+import { relay } from "./cli/relay.ts";
 import { DatabaseOpenError } from "./store/engine.ts";
 
 // scripts/release.ts stamps the commit and date in with --define; absent in development.
 declare const INSTALLSTATS_BUILD: string;
 const VERSION = pkg.version;
 const BUILD = typeof INSTALLSTATS_BUILD === "string" ? INSTALLSTATS_BUILD : "";
-const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed, backup, restore, exportCommand, importCommand, copy, prune, replay];
+const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed, backup, restore, exportCommand, importCommand, copy, prune, replay, alertsCommand, relay];
 
 /** Each option name, and the commands that have it: "--port is an option of serve". */
 function optionOwners(): Map<string, string[]> {

@@ -13,6 +13,9 @@ import { createStats } from "./read/stats.ts";
 import type { Engine, Serving, Workers } from "./store/engine.ts";
 import { openEngine } from "./store/open.ts";
 import { createWriter } from "./store/writer.ts";
+import { createAlerts } from "./alerts/alerts.ts";
+import type { AlertsConfig } from "./alerts/rules.ts";
+import { createRelay } from "./relay/relay.ts";
 
 export interface RuntimeEnv {
   clock: () => number;
@@ -23,6 +26,8 @@ export interface RuntimeEnv {
    * background work (SQLite: the checkpoint thread); omitted, writes run in this thread alone.
    */
   workers?: Workers;
+  /** The alerts file, parsed and checked (src/alerts/rules.ts loadAlerts); absent: no alerts. */
+  alerts?: AlertsConfig;
 }
 
 
@@ -44,6 +49,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     metrics.commitSeconds.observe(seconds);
   });
   const maintenance = createMaintenance({ config, store, writer, clock });
+  const relay = createRelay({ config, store, submit: (op) => writer.submit(op), clock, log, version, metrics });
 
   const stats = createStats(store);
   const started = clock();
@@ -61,7 +67,26 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
   registry.add(new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [{ value: process.memoryUsage.rss() }]));
   registerStorageMetrics(registry, () => engine.health());
 
-  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health() });
+  // Links in alert messages: the public URL, else the address serve listens on (known once it listens).
+  let listenUrl = `http://localhost:${config.port}`;
+  const alerts = env.alerts ? createAlerts({ config: env.alerts, store, writer, clock, log, deliveries: metrics.alertDeliveries, baseUrl: () => config.publicUrl ?? listenUrl }) : null;
+  if (alerts) {
+    const channels = env.alerts!.channels.map((c) => c.name);
+    registry.add(
+      new Gauge("installstats_alert_queue", "Alert messages waiting to be delivered (new, or failed and to be retried), by channel", async () => {
+        const pending = new Map((await store.alertQueue()).map((q) => [q.channel, q.pending]));
+        return [...new Set([...channels, ...pending.keys()])].map((channel) => ({ labels: { channel }, value: pending.get(channel) ?? 0 }));
+      }),
+    );
+    registry.add(
+      new Gauge("installstats_alerts_firing", "Alerts firing now, by rule (a rule about each app counts each app)", async () => {
+        const states = await store.alertStates();
+        return env.alerts!.rules.map((r) => ({ labels: { rule: r.id }, value: states.filter((s) => s.rule === r.id && s.status === "firing").length }));
+      }),
+    );
+  }
+
+  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health(), alerts, relay });
 
   return {
     config,
@@ -70,11 +95,21 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     writer,
     metrics,
     maintenance,
+    relay,
     app,
-    /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups). */
-    startJobs: (): JobRunner => startJobs(scheduledJobs({ config, store, writer, clock, maintenance }), { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) }),
-    /** Commits everything queued, ends the engine's background work and closes it. */
+    alerts,
+    /** Where serve listens, once it does: the base of links in alert messages unless --public-url is set. */
+    listening(url: string): void {
+      listenUrl = url;
+    },
+    /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups, alerts), and the relay's sender. */
+    startJobs: (): JobRunner => {
+      relay.start();
+      return startJobs([...scheduledJobs({ config, store, writer, clock, maintenance }), ...(alerts?.jobs() ?? [])], { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) });
+    },
+    /** Stops the relay's sender, commits everything queued, ends the engine's background work and closes it. */
     async stop(): Promise<void> {
+      await relay.stop();
       await writer.drain();
       await serving.stop();
       await engine.close();

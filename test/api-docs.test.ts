@@ -52,7 +52,7 @@ describe("the document", () => {
     expect(spec.openapi).toMatch(/^3\.1\.\d+$/);
     expect(spec.info).toMatchObject({ title: "installstats API", version: "0.0.0-test" });
     expect(spec.info.description).toBeString();
-    expect(spec.tags.map((tag: { name: string }) => tag.name)).toEqual(["ingest", "installs", "ops", "admin"]);
+    expect(spec.tags.map((tag: { name: string }) => tag.name)).toEqual(["ingest", "installs", "ops", "admin", "public"]);
     for (const tag of spec.tags) expect(tag.description).toBeString();
     // The host it was asked as: examples ("curl http://stats.example:8080/...") carry it.
     expect(spec.servers).toEqual([{ url: "http://stats.example:8080", description: "this server" }]);

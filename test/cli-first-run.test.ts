@@ -193,7 +193,7 @@ describe("the command line", () => {
     const overview = run(["--help"]);
     expect(overview.code).toBe(0);
     const names = [...overview.out.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1]!);
-    expect(names).toEqual(["serve", "migrate", "verify", "rejected", "seed", "backup", "restore", "export", "import", "copy", "prune", "replay"]);
+    expect(names).toEqual(["serve", "migrate", "verify", "rejected", "seed", "backup", "restore", "export", "import", "copy", "prune", "replay", "alerts", "relay"]);
     expect(overview.out).not.toContain("--max-body");
     expect(overview.out).toContain("Exit codes: 0 ok, 1 failed");
     const serverOnly = ["--host", "--port", "--max-body", "--read-token", "--admin-token", "--cors-origins", "--rate-limit", "--trusted-proxies", "--stuck-after", "--retention", "--backup-every", "--log-level"];

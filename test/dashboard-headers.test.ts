@@ -11,7 +11,7 @@ import { launchBrowser } from "./helpers/browser.ts";
 
 setDefaultTimeout(180_000);
 
-const VIEWS = ["/", "/failures", "/installs", "/app", "/admin"];
+const VIEWS = ["/", "/failures", "/installs", "/app", "/admin", "/alerts"];
 const DOCS = ["/openapi", "/openapi/assets/favicon.svg"];
 
 /** `bun run src/main.ts serve` on a free port: the dashboard is bundled on its first request. */

@@ -60,3 +60,10 @@ export function startupLines(version: string, host: string, port: number, interf
   if (lan.length > 1) lines.push(`  (other addresses of this machine work too: ${lan.slice(1).map((a) => urlHost(a.address)).join(", ")})`);
   return lines;
 }
+
+/** The dashboard's address for links (alert messages) when no --public-url is set: the first LAN address when bound to every address. */
+export function linkBase(host: string, port: number, interfaces?: Interfaces): string {
+  const wildcard = host === WILDCARD_V4 || WILDCARD_V6.has(host);
+  const reachable = wildcard ? (lanAddresses(WILDCARD_V6.has(host), interfaces)[0]?.address ?? "localhost") : isLoopback(host) ? "localhost" : host;
+  return `http://${urlHost(reachable)}:${port}`;
+}

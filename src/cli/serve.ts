@@ -3,7 +3,8 @@ import { SETTINGS } from "../config.ts";
 import { composeRoutes } from "../app.ts";
 import { createLogger } from "../log.ts";
 import { createRuntime } from "../runtime.ts";
-import { startupLines } from "./addresses.ts";
+import { linkBase, startupLines } from "./addresses.ts";
+import { loadAlerts } from "../alerts/rules.ts";
 import { openDatabaseOf, type Command } from "./command.ts";
 import { CliError, EXIT } from "./errors.ts";
 import { checkDatabaseLocation, createdBy } from "./location.ts";
@@ -39,6 +40,8 @@ export const serve: Command = {
     const { config, version, out, workers } = ctx;
     const clock = Date.now;
     const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
+    // A mistake in the alerts file stops serve before anything is opened (exit 2, one line).
+    const alerts = config.alerts === null ? undefined : await loadAlerts(config.alerts, process.env);
     // Before the database is opened (and migrated): one server per database file.
     checkDatabaseLocation(config.db, { create: true });
     // A serve that fails to start leaves no database (nor lock file) behind that it made itself.
@@ -47,7 +50,7 @@ export const serve: Command = {
     if (lock.warning) log.warn("serving without a lock", { reason: lock.warning });
     let runtime: Awaited<ReturnType<typeof createRuntime>>;
     try {
-      runtime = await createRuntime(config, { clock, log, version, workers }, await openDatabaseOf(ctx, { create: true, warn: (text) => log.warn(text) }));
+      runtime = await createRuntime(config, { clock, log, version, workers, alerts }, await openDatabaseOf(ctx, { create: true, warn: (text) => log.warn(text) }));
     } catch (e) {
       lock.release();
       made.undo();
@@ -65,6 +68,7 @@ export const serve: Command = {
       throw new CliError(listenFailure(typeof code === "string" ? code : undefined, config.host, config.port, { root }), EXIT.listen);
     }
     const port = app.server!.port!;
+    runtime.listening(linkBase(config.host, port));
     const jobs = runtime.startJobs();
     void composeRoutes(app);
 
@@ -87,6 +91,7 @@ export const serve: Command = {
     // The first line on stdout is for scripts and tests (they read the address from it); the rest for people.
     out(`${startupLines(version, config.host, port).join("\n")}\n`);
     log.info("listening", { host: config.host, port, db: displayLocation(config.db), durability: config.durability });
+    if (alerts) log.info("alerts on", { file: alerts.file, rules: alerts.rules.length, channels: alerts.channels.map((c) => `${c.name} (${c.type})`), links: config.publicUrl ?? linkBase(config.host, port) });
     return -1;
   },
 };

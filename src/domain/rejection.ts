@@ -1,7 +1,7 @@
 // The rejected-reports log: every request not applied exactly as sent is kept raw with its reason.
 
 /** The ingestion endpoints a report can arrive at. */
-const ENDPOINTS = ["upload", "updatestatus", "telemetry"] as const;
+export const ENDPOINTS = ["upload", "updatestatus", "telemetry"] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 export const isEndpoint = (where: string): where is Endpoint => (ENDPOINTS as readonly string[]).includes(where);
 

@@ -11,6 +11,8 @@ export function accessOf(method: string, path: string): Access {
   // path, which must answer 404 and be counted (a script pointed at a wrong URL), not 401.
   if (method === "POST") return "open";
   if (path === "/healthz") return "open";
+  // The public stats page and JSON exist only when published (--public-stats); otherwise 404.
+  if (path === "/public" || path.startsWith("/public/")) return "open";
   return "read";
 }
 

@@ -32,6 +32,35 @@ const BudgetsJson = t.Object(
   { description: "what is kept besides executions, against its budget; counters since the database was created" },
 );
 
+/** The relay to an upstream collector (src/relay/): this node's sender and the outbox every node shares. */
+export const RelayJson = t.Object(
+  {
+    enabled: t.Boolean({ description: "whether this node relays (--relay-url set)" }),
+    url: t.Nullable(t.String({ description: "the upstream (--relay-url), without a password" })),
+    state: t.Union([t.Literal("off"), t.Literal("idle"), t.Literal("sending"), t.Literal("backing_off"), t.Literal("paused"), t.Literal("stopped")], {
+      description: "this node's sender: backing_off after failed attempts, until retry_at",
+    }),
+    paused: t.Boolean({ description: "paused by an admin (every node): reports are still queued, none are sent" }),
+    entries: t.Integer({ description: "reports in the outbox, waiting to be sent" }),
+    bytes: Bytes("bytes of their bodies"),
+    max_bytes: Bytes("the bound (--relay-max-outbox); past it the oldest entries are dropped"),
+    waiting: t.Integer({ description: "entries held back until their execution's start report" }),
+    refused: t.Integer({ description: "entries the upstream refused (400, 413, 422): kept, not sent again until requeued" }),
+    oldest_age_s: t.Nullable(t.Number({ description: "seconds since the next entry to send was queued" })),
+    head_attempts: t.Integer({ description: "failed attempts of the next entry to send" }),
+    sent: t.Integer({ description: "entries delivered (a 2xx from the upstream), since the database was created" }),
+    failed_attempts: t.Integer(),
+    refusals: t.Integer(),
+    dropped: t.Object({ bound: t.Integer({ description: "oldest entries dropped at the bound" }), discarded: t.Integer({ description: "entries discarded by an admin" }) }),
+    last_sent_at: t.Nullable(t.String({ format: "date-time" })),
+    last_error: t.Nullable(t.String({ description: "this node's last failed attempt" })),
+    last_error_at: t.Nullable(t.String({ format: "date-time" })),
+    retry_at: t.Nullable(t.String({ format: "date-time", description: "while backing off: when the next attempt is due" })),
+  },
+  { title: "Relay" },
+);
+export type RelayJson = Static<typeof RelayJson>;
+
 const Health = t.Object(
   {
     status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
@@ -70,6 +99,7 @@ const Health = t.Object(
         ),
       ),
     }),
+    relay: t.Optional(t.Nullable(RelayJson, { description: "the relay to an upstream collector; an upstream that fails does not make this node degraded; null when it could not be read" })),
   },
   { title: "Health" },
 );
@@ -97,6 +127,8 @@ export function healthRoutes(deps: {
   clock: () => number;
   /** The engine's view of its storage (Engine.health); without it only the writer's is shown. */
   storage?: () => Promise<StorageHealth>;
+  /** The relay's state (src/relay/); null when it cannot be read. */
+  relay?: () => Promise<RelayJson | null>;
 }) {
   const started = deps.clock();
   return new Elysia({ name: "health" }).get(
@@ -132,6 +164,7 @@ export function healthRoutes(deps: {
               }
             : {}),
         },
+        ...(deps.relay ? { relay: await deps.relay() } : {}),
       };
       return healthy ? status(200, body) : status(503, body);
     },

@@ -164,6 +164,12 @@ export function createMetrics() {
     unknownPathPosts: registry.add(new Counter("installstats_unknown_path_posts_total", "POSTs to paths the service does not know (a script pointed at a wrong URL), by path; answered 404")),
     rateLimited: registry.add(new Counter("installstats_rate_limited_total", "Ingestion requests answered 429")),
     jobRuns: registry.add(new Counter("installstats_job_runs_total", "Scheduled job runs by job and result")),
+    alertDeliveries: registry.add(
+      new Counter("installstats_alert_deliveries_total", "Attempts to deliver alert messages, by channel and result: sent, retry (failed, tried again later), failed (given up)"),
+    ),
+    relayRequestSeconds: registry.add(
+      new Histogram("installstats_relay_request_duration_seconds", "Requests of this node's relay to the upstream, by result (sent, refused, failed; a timeout is a failure)", [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]),
+    ),
   };
 }
 

@@ -9,7 +9,7 @@ type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLitera
  * A union of string literals from a domain list, typed member by member. (t.UnionEnum types it
  * too, but with it Elysia's validation lost every outcome but the first in a test.)
  */
-function literalUnion<const T extends readonly string[]>(values: T, options: { description: string }): TUnion<Literals<T>> {
+export function literalUnion<const T extends readonly string[]>(values: T, options: { description: string }): TUnion<Literals<T>> {
   return t.Union(values.map((v) => t.Literal(v)), options) as TUnion<Literals<T>>;
 }
 

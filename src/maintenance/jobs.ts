@@ -8,6 +8,8 @@ export interface Job {
   everyMs: number;
   /** Does one round of work; the returned fields are logged. */
   run(): Promise<Record<string, unknown>>;
+  /** A round that did nothing worth a line at info (a frequent job finding nothing to do) is logged at debug. */
+  quiet?(result: Record<string, unknown>): boolean;
 }
 
 export interface JobRunner {
@@ -39,7 +41,7 @@ export function startJobs(jobs: readonly Job[], deps: { log: Logger; metrics: Me
         return;
       }
       deps.metrics.jobRuns.inc({ job: job.name, result: "ok" });
-      deps.log.info("job done", { job: job.name, ms: Math.round(performance.now() - started), ...result });
+      (job.quiet?.(result) ? deps.log.debug : deps.log.info)("job done", { job: job.name, ms: Math.round(performance.now() - started), ...result });
     } catch (e) {
       deps.metrics.jobRuns.inc({ job: job.name, result: "error" });
       deps.log.error("job failed", { job: job.name, error: e instanceof Error ? e.message : String(e) });

@@ -9,6 +9,7 @@ import type { Execution, Kind, Report } from "../domain/execution.ts";
 import type { HeldReport } from "../domain/lifecycle.ts";
 import type { Outcome } from "../domain/outcome.ts";
 import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
+import type { RelayPolicy } from "../domain/relay.ts";
 import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
 
 /** What arrived with a report: where, its raw bytes (kept in the log when they needed repair, unless the report was a duplicate), when. */
@@ -66,7 +67,81 @@ type MaintenanceWrite =
    */
   | { kind: "expire-held"; before: number; limit: number; at: number };
 
-export type WriteOp = ReportWrite | MaintenanceWrite;
+/** What the alert job and the alert actions write (src/alerts/): state, history and the delivery queue. */
+type AlertWrite =
+  /**
+   * One evaluation round, whole or not at all (a round cut short by a crash is evaluated again,
+   * never half recorded): each rule's last evaluation, the changes of state with their history
+   * entries and queued messages, and firings held back before (cooldown, silence) sent now.
+   */
+  | { kind: "alert-round"; at: number; rules: readonly { rule: string; summary: string }[]; transitions: readonly AlertTransition[]; sends: readonly AlertSend[] }
+  /** Silences a rule until `until` (null: the silence ends now). */
+  | { kind: "alert-silence"; rule: string; until: number | null; at: number }
+  /**
+   * What came of one delivery attempt of a queued message: sent; failed and tried again at
+   * `nextAt` ("retry"); failed for good ("failed"). Only a message still queued changes.
+   */
+  | { kind: "alert-delivery"; id: number; result: "sent" | "retry" | "failed"; error: string | null; nextAt: number | null; at: number }
+  /** History entries from before `before` go (not those an alert's current state points at), and delivered or failed messages queued before it. */
+  | { kind: "alert-forget"; before: number; at: number };
+
+
+/** An entry of the relay's outbox as a sender claims it: one accepted report, as it is sent upstream. */
+export interface RelayEntry {
+  /** Increases with the order entries were queued in; an execution's entries are sent in this order. */
+  id: number;
+  executionId: string;
+  randomId: string;
+  /** The endpoint the report arrived at, and goes to upstream. */
+  endpoint: Endpoint;
+  /** The JSON body (domain/relay.ts relayBody). */
+  body: string;
+  queuedAt: number;
+  /** Failed attempts so far. */
+  attempts: number;
+}
+
+/** A claimed entry that was not delivered, and why (the upstream's status or the network's error). */
+export interface RelayFailure {
+  id: number;
+  error: string;
+}
+
+/** A failed entry is not claimed again before `retryAt` (its backoff). */
+export interface RelayRetry extends RelayFailure {
+  retryAt: number;
+}
+
+export const RELAY_ACTIONS = ["pause", "resume", "requeue", "discard", "discard-refused"] as const;
+/**
+ * pause/resume: whether claims hand out entries (every node); requeue: entries the upstream
+ * refused are sent again; discard: every entry is dropped (counted); discard-refused: the refused ones.
+ */
+type RelayAction = (typeof RELAY_ACTIONS)[number];
+
+/**
+ * What the relay's sender writes. Accepted reports enter the outbox inside the transaction that
+ * stores them (Store.setRelay); these take them out.
+ */
+type RelayWrite =
+  /**
+   * Leases to `owner` until `at + leaseMs`, and returns, up to `limit` entries ready to send, oldest
+   * first, at most one per execution: an execution's first entry in the outbox (its later ones wait
+   * until that one is settled). Skipped: entries waiting for their execution's start report,
+   * entries the upstream refused, entries whose retry time has not come (their execution's later
+   * entries wait behind them), and entries leased to another owner until their lease ends (on a
+   * store several servers share; an SQLite file has one server, the serve lock, so every lease is
+   * its own). None while the relay is paused.
+   */
+  | { kind: "relay-claim"; owner: string; limit: number; leaseMs: number; at: number }
+  /**
+   * What came of claimed entries: `sent` leave the outbox; `failed` stay, their attempt counted, until their retry time;
+   * `refused` stay but are not claimed again until requeued; `released` were not tried. The lease ends.
+   */
+  | { kind: "relay-settle"; owner: string; sent: readonly number[]; failed: readonly RelayRetry[]; refused: readonly RelayFailure[]; released: readonly number[]; at: number }
+  | { kind: "relay-control"; action: RelayAction; at: number };
+
+export type WriteOp = ReportWrite | MaintenanceWrite | AlertWrite | RelayWrite;
 
 /** What each kind of write comes to. */
 export interface ResultOf {
@@ -95,6 +170,18 @@ export interface ResultOf {
   "stuck-checked": { kind: "marked" };
   /** `count`: held reports applied. */
   "expire-held": { kind: "expired-held"; count: number };
+  /** `events`: the ids of the history entries of the round's transitions, in order. */
+  "alert-round": { kind: "alert-recorded"; events: number[] };
+  "alert-silence": { kind: "alert-silenced" };
+  /** `found`: the message was still queued (a message already marked stays as it is). */
+  "alert-delivery": { kind: "alert-delivery-marked"; found: boolean };
+  "alert-forget": { kind: "alert-forgotten"; events: number; messages: number };
+  /** `paused`: the relay is paused (no entries then). */
+  "relay-claim": { kind: "claimed"; paused: boolean; entries: RelayEntry[] };
+  /** `sent`: entries that left the outbox (an entry already gone, discarded meanwhile, is not counted). */
+  "relay-settle": { kind: "settled"; sent: number };
+  /** `entries`: entries requeued or discarded (0 for pause and resume). */
+  "relay-control": { kind: "relay-controlled"; entries: number };
 }
 export type ResultFor<Op extends WriteOp> = ResultOf[Op["kind"]];
 export type WriteResult = ResultOf[keyof ResultOf];
@@ -269,6 +356,28 @@ export interface BudgetStatus {
   };
 }
 
+/** Where the relay's outbox stands (counters since the database was created). */
+export interface RelayStatus {
+  paused: boolean;
+  /** Entries in the outbox (every state) and the bytes of their bodies. */
+  entries: number;
+  bytes: number;
+  /** Entries waiting for their execution's start report (a final status held before it): sent after it. */
+  waiting: number;
+  /** Entries the upstream refused (400, 413, 422): kept, not sent again until requeued or discarded. */
+  refused: number;
+  /** The first entry in sending order: when it was queued, its failed attempts and the last error. */
+  head: { queuedAt: number; attempts: number; lastError: string | null } | null;
+  /** Entries delivered (a 2xx from the upstream). */
+  sent: number;
+  /** Attempts that failed (timeout, network, 5xx, 429, ...) and were retried later. */
+  failedAttempts: number;
+  /** Refusals by the upstream. */
+  refusals: number;
+  /** Entries dropped: the oldest, to stay within the bound; or discarded by an admin. */
+  dropped: { bound: number; discarded: number };
+}
+
 /** What maintenance asks before it writes: stuck executions, what retention would remove, the log. */
 export interface MaintenanceReads {
   /** Executions still in progress created in [from, before), oldest first. */
@@ -294,6 +403,106 @@ export interface MaintenanceReads {
   heldChunks(opts?: { chunkRows?: number }): AsyncGenerator<HeldReport[], void>;
   /** Log entries with an id above `afterId`, oldest first, in chunks of `chunkRows` (as heldChunks). */
   rejectedChunks(opts?: { afterId?: number; chunkRows?: number }): AsyncGenerator<RejectedEntry[], void>;
+  /** Where the relay's outbox stands. */
+  relayStatus(): Promise<RelayStatus>;
+}
+
+// ------------------------------------------------------------------ alerts
+
+/** Whether an alert's condition holds (firing) or not (ok). */
+type AlertStatus = "firing" | "ok";
+/** Why a change of state was recorded without a message: a cooldown since the last one, a silence, or a resolve of a firing never sent. */
+type HeldBack = "cooldown" | "silenced" | "unsent";
+
+/** An alert (a rule about one subject) began or stopped firing: a history entry, and its message queued for `channels`. */
+export interface AlertTransition {
+  rule: string;
+  /** What the rule is about: "" for the rule as a whole, else e.g. "app=jellyfin" (src/alerts/). */
+  subject: string;
+  status: "firing" | "resolved";
+  /** The message as sent and shown in the history (JSON, src/alerts/message.ts). */
+  message: string;
+  /** Where it goes now; empty when held back. */
+  channels: readonly string[];
+  heldBack: HeldBack | null;
+}
+
+/** A firing held back before (cooldown, silence) that is sent now, to `channels`, as `message`. */
+export interface AlertSend {
+  rule: string;
+  subject: string;
+  message: string;
+  channels: readonly string[];
+}
+
+/** Where an alert stands. */
+export interface AlertState {
+  rule: string;
+  subject: string;
+  status: AlertStatus;
+  /** When it began to stand so. */
+  since: number;
+  /** The history entry of that change. */
+  eventId: number;
+  /** Whether that change was sent (a firing held back is sent later, when it still fires). */
+  notified: boolean;
+  /** When a firing of it was last sent: the cooldown counts from here. */
+  lastSentAt: number | null;
+}
+
+/** A rule's own marks: its silence and its last evaluation. */
+export interface AlertRuleMark {
+  rule: string;
+  silencedUntil: number | null;
+  evaluatedAt: number | null;
+  /** What the last evaluation found, in a few words. */
+  summary: string | null;
+}
+
+type DeliveryState = "pending" | "sent" | "failed";
+
+/** One message queued for one channel. */
+export interface AlertDelivery {
+  id: number;
+  eventId: number;
+  channel: string;
+  /** The message (JSON), as for AlertTransition. */
+  message: string;
+  createdAt: number;
+  /** When the next attempt is due (pending). */
+  nextAt: number;
+  attempts: number;
+  state: DeliveryState;
+  lastError: string | null;
+  sentAt: number | null;
+}
+
+/** One history entry: an alert that began or stopped firing, and what became of its messages. */
+export interface AlertEvent {
+  id: number;
+  rule: string;
+  subject: string;
+  status: "firing" | "resolved";
+  at: number;
+  message: string;
+  /** When its message was queued (at, or later for a firing held back); null when never. */
+  notifiedAt: number | null;
+  heldBack: HeldBack | null;
+  deliveries: Pick<AlertDelivery, "channel" | "state" | "attempts" | "lastError" | "sentAt">[];
+}
+
+/** What alerts read: states, rule marks, history, the delivery queue, and the rejected-reports log counted by reason. */
+export interface AlertReads {
+  alertStates(): Promise<AlertState[]>;
+  alertRuleMarks(): Promise<AlertRuleMark[]>;
+  /** Newest first; `before`: an entry id to continue below; `rule`: only that rule's entries. */
+  alertHistory(opts: { limit: number; before?: number; rule?: string }): Promise<AlertEvent[]>;
+  /** Messages still queued whose attempt is due by `dueBy`, oldest first. */
+  alertDue(dueBy: number, limit: number): Promise<AlertDelivery[]>;
+  /** Messages still queued, per channel (channels with none left out). */
+  alertQueue(): Promise<{ channel: string; pending: number }[]>;
+  /** Entries of the rejected-reports log received in [from, to), per reason (reasons with none left out). */
+  rejectedCounts(from: number, to: number): Promise<Partial<Record<RejectReason, number>>>;
 }
 
 /** The storage could not take a write (disk full, read-only, I/O error): nothing was written; retry later. */
@@ -337,7 +546,7 @@ export class StorageDamagedError extends StorageUnavailableError {
   }
 }
 
-export interface Store extends StoreReads, MaintenanceReads {
+export interface Store extends StoreReads, MaintenanceReads, AlertReads {
   /**
    * Applies the operations in one transaction, in order; results in the same order. Throws
    * StorageUnavailableError when the storage refuses the transaction (anything else is a bug).
@@ -350,6 +559,16 @@ export interface Store extends StoreReads, MaintenanceReads {
   rebuildRollups(onDay?: (day: number, end: number) => void): Promise<void>;
   /** How much of what is not an execution the store keeps (the defaults until called). */
   setLimits(limits: StoreLimits): void;
+  /**
+   * Relays reports from now on (null: no longer). A report write that changes what is stored
+   * (created, updated, held, or a duplicate that filled a gap) of a relayable execution puts an
+   * entry into the outbox in its own transaction; a held final report's entry waits for its
+   * execution's start report and is then queued after it (or is queued as it stands when the held
+   * report is applied on its own). Past `maxBytes` the oldest entries not being sent are dropped,
+   * counted. Deleting an install removes its entries. Not relayed: refusals, loads, a report that
+   * changed nothing (a retry).
+   */
+  setRelay(policy: RelayPolicy | null): void;
   /**
    * Runs `fn` as the scheduled job `name` unless it runs now, or ran less than `everyMs` before
    * `at`, on any process sharing this store; null when skipped. An SQLite file has one server

@@ -118,6 +118,7 @@ function documentOf(app: Elysia, version: string): Json {
       { name: "installs", description: "Read API over the collected installs (the read token, when the server has one)" },
       { name: "ops", description: "Health and operational endpoints" },
       { name: "admin", description: "Maintenance; always the admin token" },
+      { name: "public", description: "Published statistics (only with --public-stats); no token" },
     ],
     // Reads need the bearer token only when the server has a read token: both are allowed.
     security: [{}, { bearer: [] }],

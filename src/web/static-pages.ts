@@ -5,7 +5,7 @@
 //   compiled binary  `bun build --compile` bundles every imported .html file ahead of time; the
 //                    import then lists the output files (`HTMLBundle.files`, inside the executable)
 //                    with their content types. Their HTML refers to them as "/<name>": rewritten
-//                    to "/assets/<name>".
+//                    to "<asset prefix><name>" ("/assets/" for the dashboard).
 //   bun run          the import only names the source file: Bun.build bundles it in memory on the
 //                    first request (~20-60 ms), with publicPath "/assets/".
 // Either way a page is its HTML plus assets with hashed names, served by `staticPage` below: the
@@ -43,7 +43,7 @@ const baseName = (path: string): string => path.slice(path.lastIndexOf("/") + 1)
 const encoder = new TextEncoder();
 
 /** A compiled binary's files: read from the executable, the HTML's references moved under /assets/. */
-async function fromCompiled(files: NonNullable<HTMLBundle["files"]>, index: string): Promise<BuiltPage> {
+async function fromCompiled(files: NonNullable<HTMLBundle["files"]>, index: string, prefix: string): Promise<BuiltPage> {
   const names = files.filter((f) => f.path !== index).map((f) => baseName(f.path));
   const assets = new Map<string, Asset>();
   let html: Asset | null = null;
@@ -51,7 +51,7 @@ async function fromCompiled(files: NonNullable<HTMLBundle["files"]>, index: stri
     const type = file.headers["content-type"];
     if (file.path === index) {
       let text = await Bun.file(file.path).text();
-      for (const name of names) text = text.replaceAll(`"/${name}"`, `"${ASSET_PREFIX}${name}"`);
+      for (const name of names) text = text.replaceAll(`"/${name}"`, `"${prefix}${name}"`);
       html = asset(type, encoder.encode(text));
     } else {
       assets.set(baseName(file.path), asset(type, new Uint8Array(await Bun.file(file.path).arrayBuffer())));
@@ -62,8 +62,8 @@ async function fromCompiled(files: NonNullable<HTMLBundle["files"]>, index: stri
 }
 
 /** `bun run`: bundle the page now, in memory. */
-async function fromSource(index: string): Promise<BuiltPage> {
-  const result = await Bun.build({ entrypoints: [index], minify: true, publicPath: ASSET_PREFIX, target: "browser" });
+async function fromSource(index: string, prefix: string): Promise<BuiltPage> {
+  const result = await Bun.build({ entrypoints: [index], minify: true, publicPath: prefix, target: "browser" });
   if (!result.success) throw new AggregateError(result.logs, `could not bundle ${index}`);
   const assets = new Map<string, Asset>();
   let html: Asset | null = null;
@@ -76,8 +76,8 @@ async function fromSource(index: string): Promise<BuiltPage> {
   return { html, assets };
 }
 
-function buildPage(page: HTMLBundle): Promise<BuiltPage> {
-  return page.files ? fromCompiled(page.files, page.index) : fromSource(page.index);
+function buildPage(page: HTMLBundle, prefix: string): Promise<BuiltPage> {
+  return page.files ? fromCompiled(page.files, page.index, prefix) : fromSource(page.index, prefix);
 }
 
 /** True when the request's If-None-Match names this ETag (or "*"). */
@@ -110,6 +110,8 @@ export interface StaticPageOptions {
   headersFor: (request: Request) => Record<string, string>;
   /** The page's Content-Security-Policy (replaces the general one). */
   csp: string;
+  /** Where its assets are served; ASSET_PREFIX (the dashboard's) unless given. */
+  assetPrefix?: string;
 }
 
 type Handler = (request: Request) => Promise<Response>;
@@ -120,8 +122,9 @@ type Handler = (request: Request) => Promise<Response>;
  */
 export function staticPage(page: HTMLBundle, o: StaticPageOptions): { html: Handler; asset: Handler } {
   let built: Promise<BuiltPage> | null = null;
+  const prefix = o.assetPrefix ?? ASSET_PREFIX;
   const load = (): Promise<BuiltPage> => {
-    built ??= buildPage(page).catch((e: unknown) => {
+    built ??= buildPage(page, prefix).catch((e: unknown) => {
       built = null;
       throw e;
     });
@@ -150,7 +153,7 @@ export function staticPage(page: HTMLBundle, o: StaticPageOptions): { html: Hand
         return fault(request, e);
       }
       const path = new URL(request.url).pathname;
-      const found = path.startsWith(ASSET_PREFIX) ? p.assets.get(path.slice(ASSET_PREFIX.length)) : undefined;
+      const found = path.startsWith(prefix) ? p.assets.get(path.slice(prefix.length)) : undefined;
       if (!found) {
         return new Response(JSON.stringify({ error: "not_found", message: `no asset ${path}` }), { status: 404, headers: { ...headers(request), "content-type": "application/json" } });
       }

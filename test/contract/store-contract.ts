@@ -19,7 +19,8 @@ import { ALL_APPS, GRAINS, appSlice, bucketStart, sliceKey, slicesOf, type Grain
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import type { HeldReport } from "../../src/domain/lifecycle.ts";
-import { PAGE_SORTS, type RejectedEntry, type ExecutionFilter, type ListCursor, type PageQuery, type PageSort, type ResultFor, type RollupCell, type Store, type WriteOp } from "../../src/store/contract.ts";
+import type { RelayPolicy } from "../../src/domain/relay.ts";
+import { PAGE_SORTS, type AlertSend, type AlertTransition, type ExecutionFilter, type ListCursor, type PageQuery, type PageSort, type RejectedEntry, type ResultFor, type RollupCell, type Store, type WriteOp } from "../../src/store/contract.ts";
 import { openEngine } from "../../src/store/open.ts";
 
 /** Fresh, empty databases of one engine: an SQLite file in a new directory, a new PostgreSQL database. */
@@ -1659,6 +1660,330 @@ export function storeContract(factory: EngineFactory): void {
         expect(await hourTotals(a)).toEqual(outcomes({ success: 33, failed: 9, unknown: 1 }));
         await expectVerified(a, total);
         await expectVerified(b, total);
+      });
+    });
+
+    // -------------------------------------------------------------- alerts
+
+    describe("alerts", () => {
+      const T = PAST + 10 * DAY;
+      const msg = (text: string) => JSON.stringify({ title: text });
+      const firing = (rule: string, subject: string, channels: string[], heldBack: AlertTransition["heldBack"] = null): AlertTransition => ({ rule, subject, status: "firing", message: msg(`${rule} ${subject} firing`), channels, heldBack });
+      const resolved = (rule: string, subject: string, channels: string[], heldBack: AlertTransition["heldBack"] = null): AlertTransition => ({ rule, subject, status: "resolved", message: msg(`${rule} ${subject} resolved`), channels, heldBack });
+      const round = (at: number, transitions: AlertTransition[], sends: AlertSend[] = [], rules: { rule: string; summary: string }[] = []): WriteOp => ({ kind: "alert-round", at, rules, transitions, sends });
+
+      test("a round records each transition as a history entry, its state, and a message queued per channel", async () => {
+        const store = await freshStore();
+        const r = await one(store, round(T, [firing("spike", "app=jellyfin", ["ntfy", "mail"]), firing("quiet", "", [], "silenced")], [], [{ rule: "spike", summary: "1 firing" }, { rule: "quiet", summary: "no reports for 7h" }]));
+        expect(r.kind).toBe("alert-recorded");
+        if (r.kind !== "alert-recorded") return;
+        expect(r.events).toHaveLength(2);
+        const [spikeId, quietId] = r.events as [number, number];
+        expect(await store.alertStates()).toEqual([
+          { rule: "quiet", subject: "", status: "firing", since: T, eventId: quietId, notified: false, lastSentAt: null },
+          { rule: "spike", subject: "app=jellyfin", status: "firing", since: T, eventId: spikeId, notified: true, lastSentAt: T },
+        ]);
+        expect(await store.alertRuleMarks()).toEqual([
+          { rule: "quiet", silencedUntil: null, evaluatedAt: T, summary: "no reports for 7h" },
+          { rule: "spike", silencedUntil: null, evaluatedAt: T, summary: "1 firing" },
+        ]);
+        const history = await store.alertHistory({ limit: 10 });
+        expect(history.map((e) => [e.id, e.rule, e.status, e.at, e.notifiedAt, e.heldBack])).toEqual([
+          [quietId, "quiet", "firing", T, null, "silenced"],
+          [spikeId, "spike", "firing", T, T, null],
+        ]);
+        expect(history[1]!.message).toBe(msg("spike app=jellyfin firing"));
+        expect(history[1]!.deliveries).toEqual([
+          { channel: "ntfy", state: "pending", attempts: 0, lastError: null, sentAt: null },
+          { channel: "mail", state: "pending", attempts: 0, lastError: null, sentAt: null },
+        ]);
+        expect(await store.alertQueue()).toEqual([{ channel: "mail", pending: 1 }, { channel: "ntfy", pending: 1 }]);
+        const due = await store.alertDue(T, 10);
+        expect(due.map((d) => [d.channel, d.eventId, d.message, d.nextAt, d.attempts, d.state])).toEqual([
+          ["ntfy", spikeId, msg("spike app=jellyfin firing"), T, 0, "pending"],
+          ["mail", spikeId, msg("spike app=jellyfin firing"), T, 0, "pending"],
+        ]);
+        expect(await store.alertDue(T - 1, 10)).toEqual([]);
+        // Paging and one rule's history.
+        expect((await store.alertHistory({ limit: 10, before: quietId })).map((e) => e.id)).toEqual([spikeId]);
+        expect((await store.alertHistory({ limit: 10, rule: "quiet" })).map((e) => e.id)).toEqual([quietId]);
+      });
+
+      test("a resolve keeps the time of the last firing sent; a firing held back is sent later, once", async () => {
+        const store = await freshStore();
+        await one(store, round(T, [firing("spike", "", ["hook"])]));
+        const r = await one(store, round(T + HOUR, [resolved("spike", "", ["hook"])]));
+        const [state] = await store.alertStates();
+        expect(state).toMatchObject({ status: "ok", since: T + HOUR, notified: true, lastSentAt: T });
+        if (r.kind === "alert-recorded") expect(state!.eventId).toBe(r.events[0]!);
+        // Fires again within the cooldown: recorded, held back.
+        await one(store, round(T + 2 * HOUR, [firing("spike", "", [], "cooldown")]));
+        expect((await store.alertStates())[0]).toMatchObject({ status: "firing", notified: false, lastSentAt: T });
+        // The cooldown ended and it still fires: sent now, and only once.
+        const send: AlertSend = { rule: "spike", subject: "", message: msg("late"), channels: ["hook"] };
+        await one(store, round(T + 3 * HOUR, [], [send]));
+        await one(store, round(T + 4 * HOUR, [], [send]));
+        expect((await store.alertStates())[0]).toMatchObject({ status: "firing", notified: true, lastSentAt: T + 3 * HOUR, since: T + 2 * HOUR });
+        const [latest] = await store.alertHistory({ limit: 1 });
+        expect(latest).toMatchObject({ status: "firing", at: T + 2 * HOUR, notifiedAt: T + 3 * HOUR, heldBack: "cooldown" });
+        expect(latest!.deliveries.map((d) => d.channel)).toEqual(["hook"]);
+        expect((await store.alertDue(T + 5 * HOUR, 10)).map((d) => d.message)).toEqual([msg("spike  firing"), msg("spike  resolved"), msg("late")]);
+        // A send for an alert that does not fire, or is unknown, does nothing.
+        await one(store, round(T + 5 * HOUR, [resolved("spike", "", ["hook"])], [{ ...send, subject: "nobody" }]));
+        await one(store, round(T + 6 * HOUR, [], [send]));
+        expect(await store.alertQueue()).toEqual([{ channel: "hook", pending: 4 }]);
+      });
+
+      test("deliveries: sent, retried later, failed for good; a message marked already stays as it is", async () => {
+        const store = await freshStore();
+        await one(store, round(T, [firing("spike", "", ["a", "b", "c"])]));
+        const [a, b, c] = await store.alertDue(T, 10);
+        expect(await one(store, { kind: "alert-delivery", id: a!.id, result: "sent", error: null, nextAt: null, at: T + 1000 })).toEqual({ kind: "alert-delivery-marked", found: true });
+        expect(await one(store, { kind: "alert-delivery", id: b!.id, result: "retry", error: "connection refused", nextAt: T + 60_000, at: T + 1000 })).toEqual({ kind: "alert-delivery-marked", found: true });
+        await one(store, { kind: "alert-delivery", id: c!.id, result: "failed", error: "HTTP 404", nextAt: null, at: T + 1000 });
+        expect(await one(store, { kind: "alert-delivery", id: a!.id, result: "failed", error: "late", nextAt: null, at: T + 2000 })).toEqual({ kind: "alert-delivery-marked", found: false });
+        expect(await store.alertDue(T + 59_999, 10)).toEqual([]);
+        expect((await store.alertDue(T + 60_000, 10)).map((d) => [d.id, d.attempts, d.lastError])).toEqual([[b!.id, 1, "connection refused"]]);
+        expect(await store.alertQueue()).toEqual([{ channel: "b", pending: 1 }]);
+        const [event] = await store.alertHistory({ limit: 1 });
+        expect(event!.deliveries).toEqual([
+          { channel: "a", state: "sent", attempts: 1, lastError: null, sentAt: T + 1000 },
+          { channel: "b", state: "pending", attempts: 1, lastError: "connection refused", sentAt: null },
+          { channel: "c", state: "failed", attempts: 1, lastError: "HTTP 404", sentAt: null },
+        ]);
+      });
+
+      test("silences are set and lifted; rule marks keep them across rounds", async () => {
+        const store = await freshStore();
+        await one(store, { kind: "alert-silence", rule: "spike", until: T + DAY, at: T });
+        await one(store, round(T + 60_000, [], [], [{ rule: "spike", summary: "ok" }]));
+        expect(await store.alertRuleMarks()).toEqual([{ rule: "spike", silencedUntil: T + DAY, evaluatedAt: T + 60_000, summary: "ok" }]);
+        await one(store, { kind: "alert-silence", rule: "spike", until: null, at: T + HOUR });
+        expect(await store.alertRuleMarks()).toEqual([{ rule: "spike", silencedUntil: null, evaluatedAt: T + 60_000, summary: "ok" }]);
+      });
+
+      test("forget removes old history and finished messages, never an alert's current entry nor a queued message", async () => {
+        const store = await freshStore();
+        await one(store, round(T, [firing("old", "", ["hook"]), firing("kept", "", [])]));
+        await one(store, round(T + HOUR, [resolved("old", "", [])]));
+        await one(store, round(T + 2 * HOUR, [firing("queued", "", ["hook"])]));
+        const due = await store.alertDue(T + 3 * HOUR, 10);
+        await one(store, { kind: "alert-delivery", id: due[0]!.id, result: "sent", error: null, nextAt: null, at: T + 60_000 });
+        const r = await one(store, { kind: "alert-forget", before: T + 3 * HOUR, at: T + 4 * HOUR });
+        // "old" firing (its message sent) goes; "old" resolved and "kept" are current; "queued" still waits.
+        expect(r).toEqual({ kind: "alert-forgotten", events: 1, messages: 1 });
+        expect((await store.alertHistory({ limit: 10 })).map((e) => [e.rule, e.status])).toEqual([["queued", "firing"], ["old", "resolved"], ["kept", "firing"]]);
+        expect(await store.alertQueue()).toEqual([{ channel: "hook", pending: 1 }]);
+      });
+
+      test("rejectedCounts counts the log by reason in a window", async () => {
+        const store = await freshStore();
+        await store.write([
+          rejectOp(T - 1),
+          rejectOp(T),
+          rejectOp(T + 10, { reason: "invalid_field", field: "type", message: "bad type" }),
+          rejectOp(T + 20, { reason: "invalid_field", field: "type", message: "bad type" }),
+          rejectOp(T + HOUR),
+        ]);
+        await one(store, startOp("rep", {}, T + 30, { repairs: ["unescaped quote"] }));
+        expect(await store.rejectedCounts(T, T + HOUR)).toEqual({ invalid_json: 1, invalid_field: 2, repaired: 1 });
+        expect(await store.rejectedCounts(T + 2 * HOUR, T + 3 * HOUR)).toEqual({});
+      });
+
+      test("alert state survives close and reopen", async () => {
+        const db = await database();
+        const store = await db.open();
+        await one(store, round(T, [firing("spike", "app=x", ["hook"])]));
+        await one(store, { kind: "alert-silence", rule: "spike", until: T + DAY, at: T });
+        const before = { states: await store.alertStates(), marks: await store.alertRuleMarks(), history: await store.alertHistory({ limit: 10 }), due: await store.alertDue(T, 10) };
+        await store.close();
+        const reopened = await db.open();
+        expect({ states: await reopened.alertStates(), marks: await reopened.alertRuleMarks(), history: await reopened.alertHistory({ limit: 10 }), due: await reopened.alertDue(T, 10) }).toEqual(before);
+      });
+    });
+
+    // -------------------------------------------------------------- the relay's outbox
+
+    describe("relay outbox", () => {
+      const policy = (over: Partial<RelayPolicy> = {}): RelayPolicy => ({ protocols: ["telemetry", "upload"], repos: [], omit: [], maxBytes: 1 << 30, ...over });
+      const tel = (randomId: string, executionId: string, status: string, at: number, fields: ReportFields = {}) =>
+        startOp(randomId, { status, ...fields }, at, { executionId, payloadVersion: 2 });
+      const claim = async (store: Store, owner = "a", limit = 100, at = PAST) => one(store, { kind: "relay-claim", owner, limit, leaseMs: 60_000, at });
+      const settle = (store: Store, over: Partial<Extract<WriteOp, { kind: "relay-settle" }>>) =>
+        one(store, { kind: "relay-settle", owner: "a", sent: [], failed: [], refused: [], released: [], at: PAST, ...over });
+      /** Claims and sends everything, as a sender does, and returns each entry in the order sent: endpoint and body. */
+      async function drain(store: Store): Promise<{ endpoint: string; body: Record<string, unknown> }[]> {
+        const out: { endpoint: string; body: Record<string, unknown> }[] = [];
+        for (let round = 0; round < 100; round++) {
+          const { entries } = await claim(store);
+          if (entries.length === 0) return out;
+          for (const e of entries) out.push({ endpoint: e.endpoint, body: JSON.parse(e.body) as Record<string, unknown> });
+          await settle(store, { sent: entries.map((e) => e.id) });
+        }
+        throw new Error("the outbox never drained");
+      }
+
+      test("nothing is queued while the store relays nothing", async () => {
+        const store = await freshStore();
+        await store.write([startOp("r0", {}, PAST), updateOp("r0", "done", null, PAST + MIN)]);
+        expect(await claim(store)).toEqual({ kind: "claimed", paused: false, entries: [] });
+        expect(await store.relayStatus()).toMatchObject({ entries: 0, bytes: 0, sent: 0 });
+      });
+
+      test("every report that changed what is stored is queued in its protocol, in order per execution; repeats, refusals and loads are not", async () => {
+        const store = await freshStore();
+        store.setRelay(policy());
+        await store.write([
+          startOp("u1", { nsapp: "nginx", disableip6: null }, PAST),
+          startOp("u1", { nsapp: "nginx" }, PAST + 1), // the client's retry: a duplicate
+          tel("t1", "t1", "installing", PAST + 2, { nsapp: "jellyfin", repoSource: "ProxmoxVE", kernelVersion: "6.8" }),
+          rejectOp(PAST + 3),
+          loadOp(record("l1", { createdAt: PAST })),
+        ]);
+        await store.write([
+          updateOp("u1", "failed", "exit code 100", PAST + MIN),
+          tel("t1", "t1", "configuring", PAST + MIN),
+          tel("t1", "t1", "configuring", PAST + MIN + 1), // nothing new
+          tel("t1", "t1", "failed", PAST + 2 * MIN, { exitCode: 100, error: "exit_code=100 | apt", errorCategory: "dependency", repoSource: "ProxmoxVE", kernelVersion: "6.8" }),
+          tel("t1", "t1", "failed", PAST + 2 * MIN + 1, { exitCode: 100, error: "exit_code=100 | apt" }), // a repeated final report
+        ]);
+        const status = await store.relayStatus();
+        expect(status).toMatchObject({ entries: 5, waiting: 0, refused: 0, head: { queuedAt: PAST, attempts: 0, lastError: null } });
+        expect(status.bytes).toBeGreaterThan(0);
+
+        // The first claim has each execution's first entry only.
+        const first = await claim(store);
+        expect(first.entries.map((e) => [e.executionId, e.endpoint])).toEqual([["u1", "upload"], ["t1", "telemetry"]]);
+        expect(first.entries[0]!.id).toBeLessThan(first.entries[1]!.id);
+        expect(JSON.parse(first.entries[0]!.body)).toEqual({
+          ct_type: 1, type: "lxc", disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12",
+          nsapp: "nginx", method: "default", pve_version: "8.2.2", status: "installing", random_id: "u1",
+        });
+        await settle(store, { sent: first.entries.map((e) => e.id) });
+        const rest = await drain(store);
+        expect(rest.map((e) => [e.endpoint, e.body.status])).toEqual([["updatestatus", "failed"], ["telemetry", "configuring"], ["telemetry", "failed"]]);
+        expect(rest[0]!.body).toEqual({ status: "failed", error: "exit code 100", random_id: "u1" });
+        expect(rest[2]!.body).toMatchObject({
+          payload_version: 2, random_id: "t1", execution_id: "t1", type: "lxc", nsapp: "nginx", status: "failed", exit_code: 100,
+          error: "exit_code=100 | apt", error_category: "dependency", repo_source: "ProxmoxVE", kernel_version: "6.8",
+        });
+        expect(await store.relayStatus()).toMatchObject({ entries: 0, bytes: 0, sent: 5, head: null });
+      });
+
+      test("a final status held before its start waits, and is sent after the start; applied on its own, it is sent as it stands", async () => {
+        const store = await freshStore();
+        store.setRelay(policy());
+        expect(await one(store, updateOp("h1", "done", null, PAST))).toEqual({ kind: "held" });
+        expect(await one(store, tel("h2", "h2", "success", PAST + 1, { exitCode: 0 }))).toEqual({ kind: "held" });
+        expect(await store.relayStatus()).toMatchObject({ entries: 2, waiting: 2 });
+        expect((await claim(store)).entries).toEqual([]);
+
+        await one(store, startOp("h1", {}, PAST + MIN));
+        expect(await drain(store)).toEqual([
+          { endpoint: "upload", body: expect.objectContaining({ random_id: "h1", status: "installing" }) },
+          { endpoint: "updatestatus", body: { status: "done", random_id: "h1" } },
+        ]);
+        // h2's start never comes: applied on its own, its entry is sent as it stands.
+        expect(await one(store, { kind: "expire-held", before: PAST + HOUR, limit: 10, at: PAST + HOUR })).toEqual({ kind: "expired-held", count: 1 });
+        expect(await drain(store)).toEqual([{ endpoint: "telemetry", body: expect.objectContaining({ execution_id: "h2", status: "success", exit_code: 0 }) }]);
+        expect(await store.relayStatus()).toMatchObject({ entries: 0, waiting: 0, sent: 3 });
+      });
+
+      test("only the chosen repositories, without the omitted fields", async () => {
+        const store = await freshStore();
+        store.setRelay(policy({ repos: ["proxmoxve", "someone/proxmoxve-fork"], omit: ["error", "cpu_model"] }));
+        await store.write([
+          tel("main", "main", "failed", PAST, { type: "pve", repoSource: "ProxmoxVE", repoSlug: "community-scripts/ProxmoxVE", error: "exit_code=1 | x", exitCode: 1, cpuModel: "Xeon" }),
+          tel("fork", "fork", "failed", PAST, { type: "pve", repoSource: "external", repoSlug: "Someone/ProxmoxVE", error: "exit_code=1", exitCode: 1 }),
+          tel("fork2", "fork2", "failed", PAST, { type: "pve", repoSource: "external", repoSlug: "someone/ProxmoxVE-fork", exitCode: 1 }),
+          tel("dev", "dev", "success", PAST, { type: "pve", repoSource: "ProxmoxVED", exitCode: 0 }),
+          startOp("old", {}, PAST), // /upload: no repository, counted as ProxmoxVE (as the community service files it)
+        ]);
+        // A status update carries no repository: the stored execution's counts.
+        await store.write([updateOp("old", "failed", "exit code 2", PAST + MIN)]);
+        const sent = await drain(store);
+        expect(sent.map((e) => e.body.random_id)).toEqual(["main", "fork2", "old", "old"]);
+        expect(sent[0]!.body).not.toHaveProperty("error");
+        expect(sent[0]!.body).not.toHaveProperty("cpu_model");
+        expect(sent[0]!.body).toMatchObject({ exit_code: 1, repo_slug: "community-scripts/ProxmoxVE" });
+        expect(sent[3]!.body).toEqual({ status: "failed", random_id: "old" });
+      });
+
+      test("only the chosen protocols: /upload reports, held ones too, stay home when only /telemetry is relayed", async () => {
+        const store = await freshStore();
+        store.setRelay(policy({ protocols: ["telemetry"] }));
+        await store.write([updateOp("p1", "done", null, PAST), startOp("p2", {}, PAST), tel("p3", "p3", "installing", PAST)]);
+        await store.write([startOp("p1", {}, PAST + MIN)]);
+        expect((await drain(store)).map((e) => [e.endpoint, e.body.random_id])).toEqual([["telemetry", "p3"]]);
+        expect(await store.relayStatus()).toMatchObject({ entries: 0, waiting: 0, sent: 1 });
+      });
+
+      test("past the bound the oldest entries not in flight are dropped and counted", async () => {
+        const store = await freshStore();
+        store.setRelay(policy());
+        await one(store, startOp("b99", {}, PAST));
+        const one_ = (await store.relayStatus()).bytes;
+        await one(store, { kind: "relay-control", action: "discard", at: PAST });
+        store.setRelay(policy({ maxBytes: one_ * 10 }));
+        // 30 start reports of the same size: the outbox keeps the newest 10.
+        for (let i = 0; i < 3; i++) await store.write(Array.from({ length: 10 }, (_, j) => startOp(`b${i}${j}`, {}, PAST + i * 10 + j)));
+        const status = await store.relayStatus();
+        expect(status).toMatchObject({ entries: 10, bytes: one_ * 10, dropped: { bound: 20, discarded: 1 } });
+        // An entry in flight stays; the oldest others go instead.
+        const inFlight = (await claim(store, "a", 1)).entries[0]!;
+        expect(inFlight.randomId).toBe("b20");
+        await one(store, startOp("b30", {}, PAST + 100));
+        expect((await drain(store)).map((e) => e.body.random_id)).toEqual(["b20", "b22", "b23", "b24", "b25", "b26", "b27", "b28", "b29", "b30"]);
+        expect(await store.relayStatus()).toMatchObject({ entries: 0, bytes: 0, dropped: { bound: 21, discarded: 1 } });
+      });
+
+      test("failed, refused, released, paused, requeued, discarded; deleting an install removes its entries", async () => {
+        const store = await freshStore();
+        store.setRelay(policy());
+        await store.write([startOp("f1", {}, PAST), startOp("f2", {}, PAST + 1), startOp("f3", {}, PAST + 2), startOp("f4", {}, PAST + 3)]);
+        await one(store, updateOp("f2", "done", null, PAST + MIN));
+        const [e1, e2, e3, e4] = (await claim(store)).entries;
+        // A claim again by the same owner (a sender that restarted) gets the same entries.
+        expect((await claim(store)).entries.map((e) => e.id)).toEqual([e1!.id, e2!.id, e3!.id, e4!.id]);
+        const failed = [{ id: e2!.id, error: "HTTP 503", retryAt: PAST + MIN }];
+        expect(await settle(store, { sent: [e1!.id], failed, refused: [{ id: e3!.id, error: "HTTP 400: invalid payload" }], released: [e4!.id] })).toEqual({ kind: "settled", sent: 1 });
+        expect(await store.relayStatus()).toMatchObject({ entries: 4, refused: 1, sent: 1, failedAttempts: 1, refusals: 1, head: { attempts: 1, lastError: "HTTP 503" } });
+        // f2's entry failed: not offered before its retry time, and f2's update waits behind it; f3 (refused) is not offered.
+        expect((await claim(store, "a", 100, PAST + MIN - 1)).entries.map((e) => e.randomId)).toEqual(["f4"]);
+        const again = (await claim(store, "a", 100, PAST + MIN)).entries;
+        expect(again.map((e) => [e.randomId, e.endpoint, e.attempts])).toEqual([["f2", "upload", 1], ["f4", "upload", 0]]);
+        await settle(store, { released: again.map((e) => e.id) });
+
+        expect(await one(store, { kind: "relay-control", action: "pause", at: PAST })).toEqual({ kind: "relay-controlled", entries: 0 });
+        expect(await claim(store)).toEqual({ kind: "claimed", paused: true, entries: [] });
+        expect((await store.relayStatus()).paused).toBe(true);
+        await one(store, { kind: "relay-control", action: "resume", at: PAST });
+        expect(await one(store, { kind: "relay-control", action: "requeue", at: PAST })).toEqual({ kind: "relay-controlled", entries: 1 });
+        expect((await claim(store, "a", 100, PAST + MIN)).entries.map((e) => e.randomId)).toEqual(["f2", "f3", "f4"]);
+
+        await one(store, { kind: "delete", randomId: "f2", at: PAST });
+        expect(await store.relayStatus()).toMatchObject({ entries: 2, paused: false });
+        expect(await one(store, { kind: "relay-control", action: "discard", at: PAST })).toEqual({ kind: "relay-controlled", entries: 2 });
+        // A settlement of entries discarded meanwhile counts nothing.
+        expect(await settle(store, { sent: [e3!.id, e4!.id] })).toEqual({ kind: "settled", sent: 0 });
+        expect(await store.relayStatus()).toMatchObject({ entries: 0, bytes: 0, sent: 1, dropped: { bound: 0, discarded: 2 } });
+        // Ids are never handed out again: a new entry does not take a discarded one's.
+        await one(store, startOp("f5", {}, PAST + 5));
+        expect((await claim(store)).entries[0]!.id).toBeGreaterThan(e4!.id);
+      });
+
+      test("the outbox, its counters and the pause survive a reopen", async () => {
+        const db = await database();
+        const store = await db.open();
+        store.setRelay(policy());
+        await store.write([startOp("k1", {}, PAST), updateOp("k2", "done", null, PAST)]);
+        await one(store, { kind: "relay-control", action: "pause", at: PAST });
+        const before = await store.relayStatus();
+        await store.close();
+        const reopened = await db.open();
+        expect(await reopened.relayStatus()).toEqual(before);
+        await one(reopened, { kind: "relay-control", action: "resume", at: PAST });
+        expect((await drain(reopened)).map((e) => e.body.random_id)).toEqual(["k1"]);
       });
     });
 

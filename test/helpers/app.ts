@@ -5,6 +5,7 @@ import { HOUR } from "../../src/domain/time.ts";
 import { statusOf } from "../../src/ingest/status.ts";
 import { createLogger } from "../../src/log.ts";
 import { createRuntime } from "../../src/runtime.ts";
+import type { AlertsConfig } from "../../src/alerts/rules.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 
 function manualClock(start = Date.parse("2026-06-01T12:00:00Z")) {
@@ -22,7 +23,8 @@ export interface Reply {
   body: Record<string, unknown>;
 }
 
-export async function testApp(overrides: Partial<Config> = {}) {
+/** `alerts`: an alerts file's contents, parsed (src/alerts/rules.ts), to run alerts with. */
+export async function testApp(overrides: Partial<Config> = {}, extra: { alerts?: AlertsConfig } = {}) {
   const config: Config = { ...defaults, ...overrides };
   // Opened here rather than by the runtime, so tests can look underneath (faults, damaged cells).
   const engine = openSqliteEngine(":memory:", { durability: "normal", migrate: true });
@@ -33,7 +35,7 @@ export async function testApp(overrides: Partial<Config> = {}) {
   engine.sqlite.run("UPDATE rollup_state SET folded_until = ?", [clock() - (clock() % HOUR)]);
   const logLines: string[] = [];
   const log = createLogger("debug", (line) => logLines.push(line), clock);
-  const runtime = await createRuntime(config, { clock, log, version: "0.0.0-test" }, engine);
+  const runtime = await createRuntime(config, { clock, log, version: "0.0.0-test", alerts: extra.alerts }, engine);
   const { app } = runtime;
 
   async function send(method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
@@ -61,7 +63,9 @@ export async function testApp(overrides: Partial<Config> = {}) {
     logLines,
     post: (path: string, body: string | Uint8Array | object, headers?: Record<string, string>) =>
       send("POST", path, typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body), headers),
-    get: (path: string) => send("GET", path),
+    get: (path: string, headers?: Record<string, string>) => send("GET", path, undefined, headers),
+    /** Any method without a body (admin actions: POST and DELETE with a token). */
+    call: (method: string, path: string, headers?: Record<string, string>) => send(method, path, undefined, headers),
     /** The rejected-reports log, oldest first, with the status each request was answered. */
     rejected: async () => (await runtime.store.listRejected({ limit: 1_000_000 })).reverse().map((e) => ({ ...e, httpStatus: statusOf(e.reason, e.result) })),
   };

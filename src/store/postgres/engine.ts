@@ -8,11 +8,14 @@ import { StorageUnavailableError, StorageUnreachableError, type BudgetStatus, ty
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
+import { createAlertReads } from "./alerts.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { committedCounters } from "./budgets.ts";
-import { boundedWhileDown, connectionLost, transaction } from "./transaction.ts";
+import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
+import { relayStatus } from "./relay.ts";
+import type { RelayPolicy } from "../../domain/relay.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
 const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.hash.wyhash(`job:${name}`, 0n))));
@@ -45,7 +48,9 @@ function refusal(e: unknown, location: string): unknown {
   const why = unavailable(e);
   if (why === null) return e;
   const message = `PostgreSQL at ${redacted(location)}: ${why}`;
-  return connectionLost(e) ? new StorageUnreachableError(message) : new StorageUnavailableError(message);
+  if (!connectionLost(e)) return new StorageUnavailableError(message);
+  markDown();
+  return new StorageUnreachableError(message);
 }
 
 /** The same reads, a server that cannot answer now turned into StorageUnavailableError: 503, not 500. */
@@ -94,12 +99,15 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   const reads = guarded(createPostgresReads(pg, db), location);
   const fromReplica = replica ? { reads: guarded(createPostgresReads(replica.sql, replica.db), replica.status().location), usable: replica.usable } : null;
   let limits: StoreLimits = DEFAULT_LIMITS;
+  let relay: RelayPolicy | null = null;
   return {
     ...reads,
     ...routed(reads, fromReplica),
+    // Alerts read on the primary: what they decide is written there.
+    ...guarded(createAlertReads(pg), location),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops, limits);
+        return await writeBatch(pg, ops, limits, relay);
       } catch (e) {
         throw refusal(e, location);
       }
@@ -120,6 +128,10 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     setLimits(next: StoreLimits) {
       limits = next;
     },
+    setRelay(policy) {
+      relay = policy;
+    },
+    relayStatus: () => relayStatus(pg),
     async leaseJob(name, everyMs, at, fn) {
       // A transaction holds a transaction-level advisory lock on the job's key while it runs: the
       // lock says who runs it now (the others skip, they do not wait), the time of its last run in

@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, smallint, text } from "drizzle-orm/pg-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
-import { LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
+import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 
 const ms = (name: string) => bigint(name, { mode: "number" });
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
@@ -211,3 +211,105 @@ export const errorSignatures = pgTable("error_signatures", {
   /** JSON array of the apps that have failed with this signature. */
   apps: text("apps").notNull(),
 });
+
+// ------------------------------------------------------------------ alerts (src/alerts/), as in the SQLite schema
+
+export const alertRules = pgTable("alert_rules", {
+  rule: text("rule").primaryKey(),
+  silencedUntil: ms("silenced_until"),
+  evaluatedAt: ms("evaluated_at"),
+  summary: text("summary"),
+});
+
+export const alertStates = pgTable(
+  "alert_states",
+  {
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "ok"] }).notNull(),
+    since: ms("since").notNull(),
+    eventId: bigint("event_id", { mode: "number" }).notNull(),
+    notified: boolean("notified").notNull(),
+    lastSentAt: ms("last_sent_at"),
+  },
+  (t) => [primaryKey({ columns: [t.rule, t.subject] })],
+);
+
+export const alertEvents = pgTable(
+  "alert_events",
+  {
+    id: bigint("id", { mode: "number" }).generatedAlwaysAsIdentity().primaryKey(),
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "resolved"] }).notNull(),
+    at: ms("at").notNull(),
+    message: text("message").notNull(),
+    notifiedAt: ms("notified_at"),
+    heldBack: text("held_back", { enum: ["cooldown", "silenced", "unsent"] }),
+  },
+  (t) => [index("alert_events_at").on(t.at), index("alert_events_rule").on(t.rule, t.id)],
+);
+
+export const alertOutbox = pgTable(
+  "alert_outbox",
+  {
+    id: bigint("id", { mode: "number" }).generatedAlwaysAsIdentity().primaryKey(),
+    eventId: bigint("event_id", { mode: "number" }).notNull(),
+    channel: text("channel").notNull(),
+    message: text("message").notNull(),
+    createdAt: ms("created_at").notNull(),
+    nextAt: ms("next_at").notNull(),
+    attempts: integer("attempts").notNull(),
+    state: text("state", { enum: ["pending", "sent", "failed"] }).notNull(),
+    lastError: text("last_error"),
+    sentAt: ms("sent_at"),
+  },
+  (t) => [index("alert_outbox_due").on(t.state, t.nextAt), index("alert_outbox_event").on(t.eventId)],
+);
+
+/** States of a relay outbox entry (as in the SQLite schema). */
+export const RELAY_STATES = ["ready", "waiting", "refused"] as const;
+
+/**
+ * The relay's outbox (Store.setRelay), shared by every node: accepted reports waiting to be sent
+ * upstream, each written in the transaction that stored its report. A sender claims entries with
+ * a lease (FOR UPDATE SKIP LOCKED, then lease_owner/lease_until), so no two nodes send one at once.
+ */
+export const relayOutbox = pgTable(
+  "relay_outbox",
+  {
+    id: bigint("id", { mode: "number" }).generatedAlwaysAsIdentity().primaryKey(),
+    executionId: text("execution_id").notNull(),
+    randomId: text("random_id").notNull(),
+    endpoint: text("endpoint", { enum: ENDPOINTS }).notNull(),
+    body: text("body").notNull(),
+    bytes: integer("bytes").notNull(),
+    queuedAt: ms("queued_at").notNull(),
+    state: text("state", { enum: RELAY_STATES }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    leaseOwner: text("lease_owner"),
+    leaseUntil: ms("lease_until").notNull().default(0),
+    /** Epoch ms before which it is not tried again (a failed attempt's backoff); 0: at once. */
+    nextAt: ms("next_at").notNull().default(0),
+    lastError: text("last_error"),
+  },
+  (t) => [
+    index("relay_outbox_execution").on(t.executionId, t.id),
+    index("relay_outbox_not_ready").on(t.state).where(sql`${t.state} <> 'ready'`),
+  ],
+);
+
+/**
+ * The outbox's totals and counters as sharded counters: each transaction adds its changes to one
+ * of a few rows of a name (chosen at random), so the batches of many nodes rarely wait on one
+ * row; a total is the sum of its rows. `paused` is one row (shard 0).
+ */
+export const relayCounters = pgTable(
+  "relay_counters",
+  {
+    name: text("name").notNull(),
+    shard: smallint("shard").notNull(),
+    value: bigint("value", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.name, t.shard] })],
+);

@@ -48,17 +48,38 @@ class ConnectionWaitError extends Error {
 
 /** When a connection was last lost or did not come (per process: every store of it shares the servers). */
 let downSince = 0;
+/** Reads in flight, told when the servers are found unreachable. */
+const onDown = new Set<() => void>();
+
+/** The servers were found unreachable: reads in flight and batches from now on wait less. */
+export function markDown(): void {
+  downSince = Date.now();
+  for (const arm of onDown) arm();
+}
 
 /**
- * A read started while the servers were found unreachable gives up after CONNECTION_WAIT_MS
- * (ConnectionWaitError) rather than wait for the whole switch; other reads are left alone (a scan
- * may take long: the read budget bounds it).
+ * A read gives up after CONNECTION_WAIT_MS (ConnectionWaitError) once the servers are found
+ * unreachable, whether it started before or after, rather than wait for the whole switch; other
+ * reads are left alone (a scan may take long: the read budget bounds it).
  */
 export function boundedWhileDown<T>(read: Promise<T>): Promise<T> {
-  if (Date.now() - downSince >= DOWN_FOR_MS) return read;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ConnectionWaitError(CONNECTION_WAIT_MS)), CONNECTION_WAIT_MS)));
-  return Promise.race([read, late]).finally(() => clearTimeout(timer));
+  return new Promise<T>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const finish = (settle: () => void) => {
+      onDown.delete(arm);
+      clearTimeout(timer);
+      settle();
+    };
+    function arm(): void {
+      timer ??= setTimeout(() => finish(() => reject(new ConnectionWaitError(CONNECTION_WAIT_MS))), CONNECTION_WAIT_MS);
+    }
+    if (Date.now() - downSince < DOWN_FOR_MS) arm();
+    else onDown.add(arm);
+    read.then(
+      (value) => finish(() => resolve(value)),
+      (e: unknown) => finish(() => reject(e)),
+    );
+  });
 }
 
 /** A reserved connection, or ConnectionWaitError; one that comes too late goes back to the pool. */
@@ -71,7 +92,7 @@ async function reserve(sql: Sql): Promise<Awaited<ReturnType<Sql["reserve"]>>> {
     downSince = 0;
     return tx;
   } catch (e) {
-    downSince = Date.now();
+    markDown();
     pending.then((late) => late.release(), () => {});
     throw e;
   } finally {
@@ -98,7 +119,7 @@ export async function transaction<T>(sql: Sql, fn: (tx: Sql) => Promise<T>): Pro
     } catch (e) {
       if (connectionLost(e)) {
         usable = false;
-        downSince = Date.now();
+        markDown();
       }
       throw e;
     }

@@ -7,9 +7,12 @@ import { SignatureSightings, failureSignature, failureSignatureId } from "../../
 import type { Execution, Report } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
+import type { RelayPolicy } from "../../domain/relay.ts";
 import type { ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { EVICT_CHUNK, decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
+import { applyAlertOp } from "./alerts.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
+import { relayBatch } from "./relay.ts";
 import { SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
 import { transaction } from "./transaction.ts";
 
@@ -48,6 +51,7 @@ interface BatchEffects {
    * while it waits for the budget lock. Lowerings in a row are one (the lowest).
    */
   stuck: ({ lower: number } | { from: number; until: number })[];
+  relay: ReturnType<typeof relayBatch>;
 }
 
 /** A connection inside a transaction (transaction.ts). */
@@ -88,13 +92,18 @@ async function moveStuckMark(tx: Tx, fx: BatchEffects): Promise<void> {
   }
 }
 
-/** Removes the held reports `where` selects; their cost leaves the held budget. */
-async function dropHeld(tx: Tx, fx: BatchEffects, where: ReturnType<Tx>): Promise<number> {
-  const gone = await tx<{ cost: number }[]>`DELETE FROM held_reports WHERE ${where} RETURNING cost`;
+/** Held reports that left: their cost leaves the held budget. */
+function forgetHeld(fx: BatchEffects, gone: readonly { cost: number }[]): void {
   for (const { cost } of gone) {
     fx.budget.add("held.bytes", -cost);
     fx.budget.add("held.count", -1);
   }
+}
+
+/** Removes the held reports `where` selects, out of the held budget. */
+async function dropHeld(tx: Tx, fx: BatchEffects, where: ReturnType<Tx>): Promise<number> {
+  const gone = await tx<{ cost: number }[]>`DELETE FROM held_reports WHERE ${where} RETURNING cost`;
+  forgetHeld(fx, gone);
   return gone.length;
 }
 
@@ -151,19 +160,25 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
   switch (decision.kind) {
     case "insert":
       await insertExecution(tx, decision.row, fx);
-      if (held) await dropHeld(tx, fx, tx`execution_id = ${report.executionId}`);
       count(fx, decision.row, 1, op.at);
+      await fx.relay.queue(tx, report, decision.row, op.at);
+      if (held) {
+        await dropHeld(tx, fx, tx`execution_id = ${report.executionId}`);
+        await fx.relay.releaseAfterStart(tx, report.executionId, decision.row);
+      }
       result = { kind: "created", outcome: decision.row.outcome };
       break;
     case "update":
       await updateExecution(tx, decision.row);
       recount(fx, current!, decision.row, op.at);
+      await fx.relay.queue(tx, report, decision.row, op.at);
       result = { kind: "updated", outcome: decision.row.outcome };
       break;
     case "duplicate":
       if (decision.row) {
         await updateExecution(tx, decision.row);
         recount(fx, current!, decision.row, op.at);
+        await fx.relay.queue(tx, report, decision.row, op.at);
       }
       if (decision.conflict) {
         fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
@@ -172,6 +187,7 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
       break;
     case "hold":
       await holdReport(tx, fx, report, op.at, repaired);
+      await fx.relay.hold(tx, report, op.at);
       result = { kind: "held" };
       break;
     case "already-final": {
@@ -200,6 +216,7 @@ async function applyHeldAlone(tx: Tx, fx: BatchEffects, row: HeldRow & { executi
   const execution = executionFromHeld(heldOf(row), (await attemptsOf(tx, row.randomId)) + 1);
   await insertExecution(tx, execution, fx);
   count(fx, execution, 1, row.receivedAt);
+  await fx.relay.releaseAlone(tx, execution.executionId, execution);
   return true;
 }
 
@@ -361,11 +378,14 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);
       if (records.length > 0) await tx`DELETE FROM executions WHERE random_id = ${op.randomId}`;
       for (const record of records) count(fx, record, -1, op.at);
-      const held = await dropHeld(tx, fx, tx`random_id = ${op.randomId}`);
+      const held = await tx<{ executionId: string; cost: number }[]>`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING execution_id AS "executionId", cost`;
+      forgetHeld(fx, held);
       await fx.budget.flushLog(); // entries this batch logged for the install go too
       const logged = await tx.unsafe<LeavingEntry[]>(`DELETE FROM rejected_reports WHERE random_id = $1 RETURNING ${RETURNING_LEAVING}`, [op.randomId]);
       await fx.budget.release(logged);
-      return { kind: "deleted", found: records.length > 0 || held > 0 || logged.length > 0, executions: records.length };
+      // The install's reports waiting to be relayed go too: its executions', and its held reports'.
+      await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
+      return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
     }
     case "expire": {
       const record = await getExecution(tx, op.executionId);
@@ -402,11 +422,22 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       fx.deltas = new RollupDeltas(Math.max(from, op.until));
       return { kind: "folded", hours };
     }
+    case "alert-round":
+    case "alert-silence":
+    case "alert-delivery":
+    case "alert-forget":
+      return applyAlertOp(tx, op);
+    case "relay-claim":
+      return fx.relay.claim(tx, op);
+    case "relay-settle":
+      return fx.relay.settle(tx, op);
+    case "relay-control":
+      return fx.relay.control(tx, op);
   }
 }
 
-/** Applies `ops` in one transaction, in order; the results in the same order. */
-export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: StoreLimits): Promise<WriteResult[]> {
+/** Applies `ops` in one transaction, in order; the results in the same order. `relay`: what the batch relays (Store.setRelay). */
+export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: StoreLimits, relay: RelayPolicy | null): Promise<WriteResult[]> {
   return transaction(sql, async (tx) => {
     const folds = ops.some((op) => op.kind === "fold");
     // Writers share the fold lock; a fold waits for them and they for it, so no count is added
@@ -420,6 +451,7 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: Stor
       budget: new BatchBudget(tx, limits),
       held: false,
       stuck: [],
+      relay: relayBatch(relay),
     };
     const results: WriteResult[] = [];
     for (const op of ops) results.push(await apply(tx, op, fx));
@@ -430,6 +462,8 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: Stor
     await moveStuckMark(tx, fx);
     await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
     await mergeSightings(tx, fx.sightings);
+    await fx.relay.trim(tx, ops.reduce((at, op) => Math.max(at, op.at), 0));
+    await fx.relay.flush(tx);
     return results;
   });
 }

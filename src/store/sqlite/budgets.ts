@@ -8,13 +8,27 @@
 import type { Database } from "bun:sqlite";
 import type { Rejection } from "../../domain/rejection.ts";
 import {
-  COUNTERS, EVICT_CHUNK, ROW_BYTES, countBodyOut, countDropped, countIn, countOut, headOf, newEntry, planWhole,
-  type BudgetCounters, type CounterName, type LeavingEntry, type StoredBody,
+  COUNTERS as BUDGET_COUNTERS, EVICT_CHUNK, ROW_BYTES, countBodyOut, countDropped, countIn, countOut, headOf, newEntry, planWhole,
+  type BudgetCounters, type LeavingEntry, type StoredBody,
 } from "../shared/budgets.ts";
 import type { StoreLimits } from "../contract.ts";
 
 /** What a row without a cost (logged before migration 0009) counts: the same estimate, in SQL. */
 export const LEGACY_LOG_COST = `${ROW_BYTES} + length("body") + length("message") + coalesce(length("field"), 0) + coalesce(length("random_id"), 0)`;
+
+/** The budgets' counters (../shared/budgets.ts), and the relay outbox's (relay.ts): totals, counters, the pause switch (1 = paused). */
+const COUNTERS = [
+  ...BUDGET_COUNTERS,
+  "relay.entries",
+  "relay.bytes",
+  "relay.sent_total",
+  "relay.failed_total",
+  "relay.refused_total",
+  "relay.dropped_bound_total",
+  "relay.discarded_total",
+  "relay.paused",
+] as const;
+export type CounterName = (typeof COUNTERS)[number];
 
 /**
  * The counters as one transaction sees them: read on first use, written back by flush() before

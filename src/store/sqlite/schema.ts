@@ -1,10 +1,10 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
 import { sql } from "drizzle-orm";
-import { sqliteTable, text, integer, real, blob, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, real, blob, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
-import { LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
+import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 
 /** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
 export const executions = sqliteTable(
@@ -225,6 +225,104 @@ export const errorSignatures = sqliteTable("error_signatures", {
   apps: text("apps").notNull(),
 });
 
+
+// ------------------------------------------------------------------ alerts (src/alerts/)
+
+/** A rule's own marks: its silence, and what its last evaluation found. */
+export const alertRules = sqliteTable("alert_rules", {
+  rule: text("rule").primaryKey(),
+  silencedUntil: integer("silenced_until"),
+  evaluatedAt: integer("evaluated_at"),
+  summary: text("summary"),
+});
+
+/** Where each alert (a rule about one subject: the rule as a whole, an app, an app's error) stands. */
+export const alertStates = sqliteTable(
+  "alert_states",
+  {
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "ok"] }).notNull(),
+    since: integer("since").notNull(),
+    eventId: integer("event_id").notNull(),
+    notified: integer("notified", { mode: "boolean" }).notNull(),
+    lastSentAt: integer("last_sent_at"),
+  },
+  (t) => [primaryKey({ columns: [t.rule, t.subject] })],
+);
+
+/** The alert history: every time an alert began or stopped firing, with its message. */
+export const alertEvents = sqliteTable(
+  "alert_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    rule: text("rule").notNull(),
+    subject: text("subject").notNull(),
+    status: text("status", { enum: ["firing", "resolved"] }).notNull(),
+    at: integer("at").notNull(),
+    message: text("message").notNull(),
+    notifiedAt: integer("notified_at"),
+    heldBack: text("held_back", { enum: ["cooldown", "silenced", "unsent"] }),
+  },
+  (t) => [index("alert_events_at").on(t.at), index("alert_events_rule").on(t.rule, t.id)],
+);
+
+/** Messages queued per channel, kept until sent or given up (a restart loses none). */
+export const alertOutbox = sqliteTable(
+  "alert_outbox",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    eventId: integer("event_id").notNull(),
+    channel: text("channel").notNull(),
+    message: text("message").notNull(),
+    createdAt: integer("created_at").notNull(),
+    nextAt: integer("next_at").notNull(),
+    attempts: integer("attempts").notNull(),
+    state: text("state", { enum: ["pending", "sent", "failed"] }).notNull(),
+    lastError: text("last_error"),
+    sentAt: integer("sent_at"),
+  },
+  (t) => [index("alert_outbox_due").on(t.state, t.nextAt), index("alert_outbox_event").on(t.eventId)],
+);
+
+/** States of a relay outbox entry: sent when claimed; held back until its start report; refused upstream. */
+export const RELAY_STATES = ["ready", "waiting", "refused"] as const;
+
+/**
+ * The relay's outbox (Store.setRelay): accepted reports waiting to be sent upstream, each written in
+ * the transaction that stored its report. Sent in `id` order per execution; a sent entry is deleted.
+ * Its totals (entries, bytes) and counters are in `budget_counters` (relay.*).
+ */
+export const relayOutbox = sqliteTable(
+  "relay_outbox",
+  {
+    // Never reused: a sender settles by id, and an id handed out again (after a discard) would
+    // settle another report.
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    executionId: text("execution_id").notNull(),
+    randomId: text("random_id").notNull(),
+    endpoint: text("endpoint", { enum: ENDPOINTS }).notNull(),
+    body: text("body").notNull(),
+    /** UTF-8 bytes of the body: what counts against the bound. */
+    bytes: integer("bytes").notNull(),
+    queuedAt: integer("queued_at").notNull(),
+    state: text("state", { enum: RELAY_STATES }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    leaseOwner: text("lease_owner"),
+    /** Epoch ms until which a sender has it in flight (the bound does not drop it meanwhile); 0 when none. */
+    leaseUntil: integer("lease_until").notNull().default(0),
+    /** Epoch ms before which it is not tried again (a failed attempt's backoff); 0: at once. */
+    nextAt: integer("next_at").notNull().default(0),
+    lastError: text("last_error"),
+  },
+  (t) => [
+    // An execution's earlier entries (sending order), its held entry, an install's entries when it
+    // is deleted. The only index every entry costs (the rowid orders an execution's entries).
+    index("relay_outbox_execution").on(t.executionId),
+    // Waiting and refused entries are few: counted without a scan.
+    index("relay_outbox_not_ready").on(t.state).where(sql`${t.state} <> 'ready'`),
+  ],
+);
 
 /**
  * How far `installstats copy` got with another store's rejected-reports log: the id of the last

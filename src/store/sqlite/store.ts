@@ -3,6 +3,7 @@
 // COMMIT without yielding) and fulfils the asynchronous contract at this one door.
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
+import type { RelayPolicy } from "../../domain/relay.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { GRAINS, type RollupPart } from "../../domain/rollup.ts";
 import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
@@ -15,6 +16,7 @@ import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
 import { createSqliteReads, only } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
+import { createAlertReads } from "./alerts.ts";
 import type { Scans } from "./scan-threads.ts";
 
 /** Open hours' cells hold every part: trimmed to what a read asks for, as stored cells are. */
@@ -44,8 +46,10 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const open = new OpenHours();
   const reads = createSqliteReads(sqlite, db, cells);
   const maintenance = createMaintenanceReads(db);
+  const alerts = createAlertReads(db);
   const limits = { current: opts.limits ?? DEFAULT_LIMITS };
-  const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits);
+  const relayPolicy: { current: RelayPolicy | null } = { current: null };
+  const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits, relayPolicy);
   const guard = opts.guard;
   let damage: string | null = null;
 
@@ -201,12 +205,22 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     budgets: read(() => budgetStatus(writes.counters(), limits.current)),
     heldChunks: (opts) => chunksOf(maintenance.heldChunks(opts)),
     rejectedChunks: (opts) => chunksOf(maintenance.rejectedChunks(opts)),
+    alertStates: read(() => alerts.alertStates()),
+    alertRuleMarks: read(() => alerts.alertRuleMarks()),
+    alertHistory: read((opts) => alerts.alertHistory(opts)),
+    alertDue: read((dueBy, limit) => alerts.alertDue(dueBy, limit)),
+    alertQueue: read(() => alerts.alertQueue()),
+    rejectedCounts: read((from, to) => alerts.rejectedCounts(from, to)),
+    relayStatus: read(() => writes.relayStatus()),
 
     write: async (ops) => writeNow(ops),
 
     rebuildRollups: read((onDay) => rebuildNow(onDay)),
     setLimits(next) {
       limits.current = { ...next };
+    },
+    setRelay(policy) {
+      relayPolicy.current = policy;
     },
     // One server per file (the serve lock): nobody else runs its jobs.
     leaseJob: (_name, _everyMs, _at, fn) => fn(),

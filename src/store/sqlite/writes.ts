@@ -9,6 +9,7 @@ import type { Execution } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
+import type { RelayPolicy } from "../../domain/relay.ts";
 import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { Counters, createLogBudget } from "./budgets.ts";
 import { decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
@@ -18,8 +19,10 @@ import type { OpenHours } from "./open-hours.ts";
 import { LEGACY_HELD_COST } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
 import { toRow } from "./error-text.ts";
+import { createSqliteRelay } from "./relay.ts";
 import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
+import { createAlertWrites } from "./alerts.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -129,7 +132,7 @@ function prepareStatements(db: Db) {
       .where(eq(rejectedReports.id, sql.placeholder("id")))
       .prepare(),
     deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning(leaving).prepare(),
-    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost }).prepare(),
+    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost, executionId: heldReports.executionId }).prepare(),
     setOutcome: db
       .update(executions)
       .set({ outcome: sql`${sql.placeholder("outcome")}`, updatedAt: sql`${sql.placeholder("updatedAt")}` })
@@ -189,11 +192,21 @@ const whole = (cell: CachedCell): boolean => cell.have.size === ALL_PARTS.length
 /** Held reports applied on their own per statement while the held budget is exceeded. */
 const OVERFLOW_CHUNK = 64;
 
-export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads, cells: CellCache, openHours: OpenHours, limits: { current: StoreLimits }) {
+export function createSqliteWrites(
+  sqlite: Database,
+  db: Db,
+  reads: SqliteReads,
+  cells: CellCache,
+  openHours: OpenHours,
+  limits: { current: StoreLimits },
+  relayPolicy: { current: RelayPolicy | null },
+) {
   const q = prepareStatements(db);
   const hot = prepareHotStatements(sqlite);
   const counters = new Counters(sqlite);
   const log = createLogBudget(sqlite, counters, limits);
+  const alerts = createAlertWrites(db);
+  const relay = createSqliteRelay(sqlite, counters, relayPolicy);
 
   /** Logs a refusal or a repair within the log's budget (budgets.ts): whole, head only, or counted only. */
   const logRejection = (r: Rejection, at: number, result: string | null) => {
@@ -220,6 +233,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     hot.insertExecution.run(execution);
     keepStuckMark(execution);
     count(fx, execution, 1, held.at);
+    relay.releaseAlone(execution.executionId, execution);
   }
 
   /** Past the held budget, the oldest held reports are applied on their own until it fits again. */
@@ -288,20 +302,27 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
       case "insert":
         hot.insertExecution.run(decision.row);
         keepStuckMark(decision.row);
-        if (held) forgetHeld(q.deleteHeld.all({ id: report.executionId }));
         count(fx, decision.row, 1, op.at);
+        relay.queue(report, decision.row, op.at);
+        if (held) {
+          forgetHeld(q.deleteHeld.all({ id: report.executionId }));
+          relay.releaseAfterStart(report.executionId, decision.row);
+        }
         result = { kind: "created", outcome: decision.row.outcome };
         break;
       case "update":
         (sameKeys(current!, decision.row) ? hot.updateExecution : hot.replaceExecution).run(decision.row);
         recount(fx, current!, decision.row, op.at);
+        relay.queue(report, decision.row, op.at);
         result = { kind: "updated", outcome: decision.row.outcome };
         break;
       case "duplicate":
-        // The status stands; a gap filled (a start's time after a ping, fields a ping lacked) is written and recounted.
+        // The status stands; a gap filled (a start's time after a ping, fields a ping lacked) is
+        // written and recounted, and relayed: the upstream has not seen that report either.
         if (decision.row) {
           (sameKeys(current!, decision.row) ? hot.updateExecution : hot.replaceExecution).run(decision.row);
           recount(fx, current!, decision.row, op.at);
+          relay.queue(report, decision.row, op.at);
         }
         if (decision.conflict) {
           logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
@@ -315,6 +336,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         q.insertHeld.run({ executionId: report.executionId, randomId: report.randomId, receivedAt: op.at, repaired, ...columns });
         counters.add("held.bytes", columns.cost);
         counters.add("held.count", 1);
+        relay.hold(report, op.at);
         fx.held = true;
         result = { kind: "held" };
         break;
@@ -428,6 +450,8 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         forgetHeld(held);
         const logged = q.deleteRejectedOf.all({ id: op.randomId });
         log.release(logged);
+        // The install's reports waiting to be relayed go too: its executions', and its held reports'.
+        relay.forget([...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
         return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
       }
       case "expire": {
@@ -457,6 +481,20 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
         return { kind: "marked" };
       case "fold":
         return fold(op, fx);
+      case "alert-round":
+        return alerts.round(op);
+      case "alert-silence":
+        return alerts.silence(op);
+      case "alert-delivery":
+        return alerts.delivery(op);
+      case "alert-forget":
+        return alerts.forget(op);
+      case "relay-claim":
+        return relay.claim(op);
+      case "relay-settle":
+        return relay.settle(op);
+      case "relay-control":
+        return relay.control(op);
     }
   }
 
@@ -465,6 +503,7 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
     counters.reset();
     const results = ops.map((op) => apply(op, fx));
     if (fx.held) keepHeldWithinBudget(fx);
+    relay.trim(ops.reduce((at, op) => Math.max(at, op.at), 0));
     counters.flush();
     mergeRollups(fx.deltas);
     fx.open.push(fx.deltas);
@@ -475,6 +514,8 @@ export function createSqliteWrites(sqlite: Database, db: Db, reads: SqliteReads,
   return {
     /** The budgets' counters as committed. */
     counters: () => counters.all(),
+    /** The relay's outbox as committed. */
+    relayStatus: () => relay.status(),
     /** One transaction; after COMMIT, folded hours leave memory and the open-hour counts join it. */
     write(ops: readonly WriteOp[]): WriteResult[] {
       let batch: { results: WriteResult[]; fx: BatchEffects };

@@ -81,3 +81,49 @@ export const adminApi = {
   rejected: (p: URLSearchParams, s?: AbortSignal) => getJson<{ entries: RejectedEntry[] }>("/api/admin/rejected", p, s, { token: adminToken() }),
   replay: (p: URLSearchParams) => getJson<ReplaySummary>("/api/admin/replay", p, undefined, { method: "POST", token: adminToken() }),
 };
+
+/** GET /api/alerts (src/alerts/routes.ts AlertsJson). */
+export interface AlertsListing {
+  enabled: boolean;
+  evaluate_every_s: number | null;
+  channels: { name: string; type: string; target: string }[];
+  rules: {
+    id: string;
+    type: string;
+    description: string;
+    send_to: string[];
+    cooldown_s: number;
+    status: "pending" | "ok" | "firing";
+    silenced_until: string | null;
+    evaluated_at: string | null;
+    summary: string | null;
+    firing: { subject: string; labels: Record<string, string>; since: string; notified: boolean; title: string | null }[];
+  }[];
+}
+
+/** One entry of GET /api/alerts/history (src/alerts/routes.ts AlertEventJson). */
+export interface AlertEvent {
+  id: number;
+  rule: string;
+  subject: string;
+  labels: Record<string, string>;
+  status: "firing" | "resolved";
+  at: string;
+  title: string;
+  text: string;
+  link: string;
+  notified_at: string | null;
+  held_back: "cooldown" | "silenced" | "unsent" | null;
+  deliveries: { channel: string; state: "pending" | "sent" | "failed"; attempts: number; last_error: string | null; sent_at: string | null }[];
+}
+
+/** Alerts: reading them needs what every read needs; a test send and silences need the admin token of this tab. */
+export const alertsApi = {
+  list: (s?: AbortSignal) => getJson<AlertsListing>("/api/alerts", undefined, s),
+  history: (p: URLSearchParams, s?: AbortSignal) => getJson<{ events: AlertEvent[]; next_before: number | null }>("/api/alerts/history", p, s),
+  test: (channel: string) =>
+    getJson<{ channel: string; ok: boolean; error: string | null; target: string }>(`/api/admin/alerts/test/${encodeURIComponent(channel)}`, undefined, undefined, { method: "POST", token: adminToken() }),
+  silence: (rule: string, forText: string) =>
+    getJson<{ rule: string; silenced_until: string | null }>(`/api/admin/alerts/silence/${encodeURIComponent(rule)}`, new URLSearchParams({ for: forText }), undefined, { method: "POST", token: adminToken() }),
+  unsilence: (rule: string) => getJson<{ rule: string; silenced_until: string | null }>(`/api/admin/alerts/silence/${encodeURIComponent(rule)}`, undefined, undefined, { method: "DELETE", token: adminToken() }),
+};

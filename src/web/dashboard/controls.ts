@@ -6,7 +6,7 @@ import { OUTCOME_LABEL } from "./widgets.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ERROR_CATEGORIES } from "../../domain/error-category.ts";
 
-const NAV: [View, string][] = [["overview", "Overview"], ["failures", "Failures"], ["installs", "Install log"], ["app", "Apps"]];
+const NAV: [View, string][] = [["overview", "Overview"], ["failures", "Failures"], ["installs", "Install log"], ["app", "Apps"], ["alerts", "Alerts"]];
 
 /** Redraws navigation and controls for `state`; `go` moves to another state. */
 export function renderControls(el: { nav: HTMLElement; controls: HTMLElement }, state: DashState, go: (next: DashState) => void): void {
@@ -18,8 +18,8 @@ export function renderControls(el: { nav: HTMLElement; controls: HTMLElement }, 
     ),
   );
   document.getElementById("admin-link")?.toggleAttribute("aria-current", state.view === "admin");
-  // The admin view lists the rejected-reports log: windows and filters do not apply to it.
-  if (state.view === "admin") replace(controls);
+  // The admin view lists the rejected-reports log, the alerts view rules and their history: windows and filters do not apply to them.
+  if (state.view === "admin" || state.view === "alerts") replace(controls);
   else replace(controls, rangeControl(state, go), scopeControl(state), filterForm(state, go), activeFilters(state));
 }
 

@@ -9,13 +9,14 @@ import { onboarding } from "./onboarding.ts";
 import { parseState, stateUrl, withChanges, type DashState, type View } from "./state.ts";
 import type { ViewContext, ViewRender } from "./view.ts";
 import { adminView } from "./views/admin.ts";
+import { alertsView } from "./views/alerts.ts";
 import { appView } from "./views/app.ts";
 import { failures } from "./views/failures.ts";
 import { installs } from "./views/installs.ts";
 import { overview } from "./views/overview.ts";
 import { loadingState } from "./widgets.ts";
 
-const RENDERERS: Record<View, ViewRender> = { overview, failures, installs, app: appView, admin: adminView };
+const RENDERERS: Record<View, ViewRender> = { overview, failures, installs, app: appView, admin: adminView, alerts: alertsView };
 const REFRESH_MS = 30_000;
 const THEMES = ["auto", "light", "dark"] as const;
 type Theme = (typeof THEMES)[number];
@@ -87,7 +88,7 @@ async function render(kind: "navigate" | "refresh" | "detail", anchor: Anchor | 
   try {
     const [{ title, node }, empty] = await Promise.all([
       RENDERERS[state.view](state, context(controller.signal, pending)),
-      state.view === "admin" ? false : noReportsYet(controller.signal),
+      state.view === "admin" || state.view === "alerts" ? false : noReportsYet(controller.signal),
     ]);
     if (gen !== generation) return pending.forEach((fn) => fn());
     disposeView();
@@ -222,8 +223,8 @@ liveButton.addEventListener("click", () => {
   if (!paused) void render("refresh");
 });
 setInterval(() => {
-  // A hidden tab, an open install being read and the admin view (its forms) are left alone.
-  if (!paused && document.visibilityState === "visible" && document.body.dataset.state === "ready" && state.id === null && state.view !== "admin") void render("refresh");
+  // A hidden tab, an open install being read and the admin and alerts views (their forms) are left alone.
+  if (!paused && document.visibilityState === "visible" && document.body.dataset.state === "ready" && state.id === null && state.view !== "admin" && state.view !== "alerts") void render("refresh");
 }, REFRESH_MS);
 
 // ---- navigation -----------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 // What the dashboard shows, as a pure function of the URL: every view can be bookmarked and
 // shared, and back/forward replay it. Query keys are the read API's own parameter names.
 
-const VIEWS = ["overview", "failures", "installs", "app", "admin"] as const;
+const VIEWS = ["overview", "failures", "installs", "app", "admin", "alerts"] as const;
 export type View = (typeof VIEWS)[number];
 
-export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app", admin: "/admin" };
+export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app", admin: "/admin", alerts: "/alerts" };
 
 /**
  * Filters of /api/installs and the stats endpoints that the dashboard exposes, in URL order.
@@ -51,6 +51,8 @@ export interface DashState {
   id: string | null;
   /** Admin (rejected reports): only entries with this reason. Its pages use `cursor` (the API's `before`). */
   reason: string | null;
+  /** Alerts: only this rule's history. Its pages use `cursor` (the API's `before`). */
+  rule: string | null;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -90,6 +92,7 @@ export function parseState(url: URL): DashState {
     order: p.get("order") === "oldest" ? "oldest" : "newest",
     id: p.get("id") || null,
     reason: p.get("reason") || null,
+    rule: p.get("rule") || null,
   };
 }
 
@@ -114,6 +117,10 @@ export function stateUrl(s: DashState): string {
     if (s.reason) p.set("reason", s.reason);
     if (s.cursor) p.set("cursor", s.cursor);
   }
+  if (s.view === "alerts") {
+    if (s.rule) p.set("rule", s.rule);
+    if (s.cursor) p.set("cursor", s.cursor);
+  }
   const query = p.toString();
   return VIEW_PATHS[s.view] + (query ? `?${query}` : "");
 }
@@ -124,7 +131,7 @@ export function stateUrl(s: DashState): string {
  */
 export function withChanges(s: DashState, change: Partial<DashState>): DashState {
   const next = { ...s, ...change };
-  const listChanged = change.view !== undefined || change.range !== undefined || change.filters !== undefined || change.order !== undefined || change.signature !== undefined || change.reason !== undefined;
+  const listChanged = change.view !== undefined || change.range !== undefined || change.filters !== undefined || change.order !== undefined || change.signature !== undefined || change.reason !== undefined || change.rule !== undefined;
   if (listChanged && change.cursor === undefined) next.cursor = null;
   if (listChanged && change.id === undefined) next.id = null;
   return next;

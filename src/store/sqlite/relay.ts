@@ -1,0 +1,185 @@
+// The relay's outbox in the SQLite engine (contract.ts Store.setRelay and the relay-* writes): an
+// accepted report's entry is written in the transaction that stores the report, taken out by the
+// sender's claims and settlements, and kept within its bound, oldest dropped first. The totals
+// live in budget_counters (relay.*), changed in the same transactions.
+import type { Database } from "bun:sqlite";
+import type { Descriptive, Report } from "../../domain/execution.ts";
+import type { Endpoint } from "../../domain/rejection.ts";
+import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
+import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import type { Counters } from "./budgets.ts";
+import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
+
+type Repo = Pick<Descriptive, "repoSource" | "repoSlug"> | null;
+
+
+const COLUMNS = `id, execution_id AS executionId, random_id AS randomId, endpoint, body, bytes, queued_at AS queuedAt, attempts`;
+/** Rows looked at per statement while making room under the bound. */
+const EVICT_CHUNK = 256;
+
+
+export function createSqliteRelay(sqlite: Database, counters: Counters, policy: { current: RelayPolicy | null }) {
+  const q = {
+    insert: sqlite.query<never, [string, string, string, string, number, number, string]>(
+      "INSERT INTO relay_outbox (execution_id, random_id, endpoint, body, bytes, queued_at, state) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ),
+    takeWaiting: sqlite.query<EntryRow, [string]>(`DELETE FROM relay_outbox WHERE execution_id = ? AND state = 'waiting' RETURNING ${COLUMNS}`),
+    readyInPlace: sqlite.query<never, [string]>("UPDATE relay_outbox SET state = 'ready' WHERE execution_id = ? AND state = 'waiting'"),
+    forget: sqlite.query<{ bytes: number }, [string]>("DELETE FROM relay_outbox WHERE execution_id = ? RETURNING bytes"),
+    oldest: sqlite.query<{ id: number; bytes: number }, [number, number]>("SELECT id, bytes FROM relay_outbox WHERE lease_until <= ? ORDER BY id LIMIT ?"),
+    deleteId: sqlite.query<{ bytes: number }, [number]>("DELETE FROM relay_outbox WHERE id = ? RETURNING bytes"),
+    // One server per file (the serve lock): every lease is its own, so none is skipped.
+    claim: sqlite.query<EntryRow, { $owner: string; $at: number; $until: number; $limit: number }>(
+      `UPDATE relay_outbox SET lease_owner = $owner, lease_until = $until WHERE id IN (
+         SELECT o.id FROM relay_outbox o WHERE o.state = 'ready' AND o.next_at <= $at
+           AND NOT EXISTS (SELECT 1 FROM relay_outbox p WHERE p.execution_id = o.execution_id AND p.id < o.id AND p.state <> 'refused')
+         ORDER BY o.id LIMIT $limit)
+       RETURNING ${COLUMNS}`,
+    ),
+    sent: sqlite.query<{ bytes: number }, [number, string]>("DELETE FROM relay_outbox WHERE id = ? AND lease_owner = ? RETURNING bytes"),
+    failed: sqlite.query<never, [string, string, number, number, string]>(
+      "UPDATE relay_outbox SET attempts = attempts + 1, last_error = ?, state = ?, next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?",
+    ),
+    release: sqlite.query<never, [number, string]>("UPDATE relay_outbox SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?"),
+    requeue: sqlite.query<never, []>("UPDATE relay_outbox SET state = 'ready', next_at = 0 WHERE state = 'refused'"),
+    discard: sqlite.query<{ bytes: number }, []>("DELETE FROM relay_outbox RETURNING bytes"),
+    discardRefused: sqlite.query<{ bytes: number }, []>("DELETE FROM relay_outbox WHERE state = 'refused' RETURNING bytes"),
+    notReady: sqlite.query<{ state: string; n: number }, []>("SELECT state, count(*) AS n FROM relay_outbox WHERE state <> 'ready' GROUP BY state"),
+    head: sqlite.query<{ queuedAt: number; attempts: number; lastError: string | null }, []>(
+      "SELECT queued_at AS queuedAt, attempts, last_error AS lastError FROM relay_outbox WHERE state = 'ready' ORDER BY id LIMIT 1",
+    ),
+  };
+
+  /** Entries that left the outbox (sent, dropped, deleted): out of the totals. */
+  const gone = (rows: readonly { bytes: number }[]) => {
+    for (const { bytes } of rows) {
+      counters.add("relay.entries", -1);
+      counters.add("relay.bytes", -bytes);
+    }
+  };
+
+  /** Set when this transaction queued an entry: only then can it be past the bound. */
+  let grew = false;
+
+  function put(executionId: string, randomId: string, endpoint: Endpoint, body: string, queuedAt: number, state: "ready" | "waiting"): void {
+    const bytes = Buffer.byteLength(body);
+    grew = true;
+    q.insert.run(executionId, randomId, endpoint, body, bytes, queuedAt, state);
+    counters.add("relay.entries", 1);
+    counters.add("relay.bytes", bytes);
+  }
+
+  return {
+    /** A report that changed its execution (`stored`: the execution as it now is) enters the outbox, if relayed. */
+    queue(report: Report, stored: Repo, at: number): void {
+      const p = policy.current;
+      if (p === null || !protocolRelayed(p, report) || !relayable(p, stored)) return;
+      put(report.executionId, report.randomId, endpointOf(report), relayBody(report, p.omit), at, "ready");
+    },
+
+    /** A held final report: its entry waits for the start report (a newer one replaces it). */
+    hold(report: Report, at: number): void {
+      const p = policy.current;
+      gone(q.takeWaiting.all(report.executionId));
+      // An /upload status update names no repository: its start report's decides when it comes.
+      if (p === null || !protocolRelayed(p, report) || (report.fields !== null && !relayable(p, report.fields))) return;
+      put(report.executionId, report.randomId, endpointOf(report), relayBody(report, p.omit), at, "waiting");
+    },
+
+    /** The start report came (and was queued): the held report's entry goes after it, if the execution is relayed. */
+    releaseAfterStart(executionId: string, stored: Repo): void {
+      const p = policy.current;
+      for (const e of q.takeWaiting.all(executionId)) {
+        gone([e]);
+        if (p === null || relayable(p, stored)) put(e.executionId, e.randomId, e.endpoint, e.body, e.queuedAt, "ready");
+      }
+    },
+
+    /** The held report was applied on its own (no start report): its entry is sent as it stands. */
+    releaseAlone(executionId: string, stored: Repo): void {
+      const p = policy.current;
+      if (p === null || relayable(p, stored)) q.readyInPlace.run(executionId);
+      else gone(q.takeWaiting.all(executionId));
+    },
+
+    /** An install deleted: the entries of its executions go too (nothing of it leaves the server afterwards). */
+    forget(executionIds: readonly string[]): void {
+      for (const id of executionIds) gone(q.forget.all(id));
+    },
+
+    /** Past the bound, the oldest entries not in flight go, until it fits (counted). */
+    trim(at: number): void {
+      const p = policy.current;
+      if (!grew || p === null) return;
+      grew = false;
+      while (counters.get("relay.bytes") > p.maxBytes) {
+        const oldest = q.oldest.all(at, EVICT_CHUNK);
+        if (oldest.length === 0) return;
+        for (const { id } of oldest) {
+          if (counters.get("relay.bytes") <= p.maxBytes) return;
+          const dropped = q.deleteId.all(id);
+          gone(dropped);
+          counters.add("relay.dropped_bound_total", dropped.length);
+        }
+      }
+    },
+
+    claim(op: Extract<WriteOp, { kind: "relay-claim" }>): ResultFor<typeof op> {
+      if (counters.get("relay.paused") === 1) return { kind: "claimed", paused: true, entries: [] };
+      const rows = q.claim.all({ $owner: op.owner, $at: op.at, $until: op.at + op.leaseMs, $limit: op.limit });
+      return { kind: "claimed", paused: false, entries: rows.sort((a, b) => a.id - b.id).map(entryOf) };
+    },
+
+    settle(op: Extract<WriteOp, { kind: "relay-settle" }>): ResultFor<typeof op> {
+      let sent = 0;
+      for (const id of op.sent) {
+        const rows = q.sent.all(id, op.owner);
+        gone(rows);
+        sent += rows.length;
+      }
+      for (const f of op.failed) q.failed.run(f.error, "ready", f.retryAt, f.id, op.owner);
+      for (const f of op.refused) q.failed.run(f.error, "refused", 0, f.id, op.owner);
+      for (const id of op.released) q.release.run(id, op.owner);
+      counters.add("relay.sent_total", sent);
+      counters.add("relay.failed_total", op.failed.length);
+      counters.add("relay.refused_total", op.refused.length);
+      return { kind: "settled", sent };
+    },
+
+    control(op: Extract<WriteOp, { kind: "relay-control" }>): ResultFor<typeof op> {
+      switch (op.action) {
+        case "pause":
+        case "resume":
+          counters.add("relay.paused", (op.action === "pause" ? 1 : 0) - counters.get("relay.paused"));
+          return { kind: "relay-controlled", entries: 0 };
+        case "requeue":
+          return { kind: "relay-controlled", entries: q.requeue.run().changes };
+        case "discard":
+        case "discard-refused": {
+          const rows = (op.action === "discard" ? q.discard : q.discardRefused).all();
+          gone(rows);
+          counters.add("relay.discarded_total", rows.length);
+          return { kind: "relay-controlled", entries: rows.length };
+        }
+      }
+    },
+
+    /** Outside a transaction: the totals as committed. */
+    status(): RelayStatus {
+      const c = counters.all();
+      const notReady = new Map(q.notReady.all().map((r) => [r.state, r.n]));
+      return {
+        paused: c["relay.paused"] === 1,
+        entries: c["relay.entries"],
+        bytes: c["relay.bytes"],
+        waiting: notReady.get("waiting") ?? 0,
+        refused: notReady.get("refused") ?? 0,
+        head: q.head.get() ?? null,
+        sent: c["relay.sent_total"],
+        failedAttempts: c["relay.failed_total"],
+        refusals: c["relay.refused_total"],
+        dropped: { bound: c["relay.dropped_bound_total"], discarded: c["relay.discarded_total"] },
+      };
+    },
+  };
+}

@@ -9,6 +9,8 @@ export interface Config {
   port: number;
   /** SQLite database file, or a postgres:// URL. */
   db: string;
+  /** A file holding only the PostgreSQL password, for URLs without one (before PGPASSWORD and ~/.pgpass); null = none. */
+  dbPasswordFile: string | null;
   /** postgres:// URL of a streaming replica of `db` that reads may use; null = reads go to `db`. */
   readDb: string | null;
   /** Replay lag past which reads leave the replica for the primary. */
@@ -85,6 +87,7 @@ export const defaults: Config = {
   host: "0.0.0.0",
   port: 8080,
   db: "installstats.db",
+  dbPasswordFile: null,
   readDb: null,
   readMaxLagMs: 5000,
   maxBodyBytes: 256 * 1024,
@@ -146,6 +149,13 @@ const options: readonly Option[] = [
   { key: "host", flag: "host", env: "INSTALLSTATS_HOST", kind: "text", help: "address to listen on" },
   { key: "port", flag: "port", env: "INSTALLSTATS_PORT", kind: "port", help: "TCP port (0 = any free port)" },
   { key: "db", flag: "db", env: "INSTALLSTATS_DB", kind: "text", help: "SQLite database file, or a postgres:// URL" },
+  {
+    key: "dbPasswordFile",
+    flag: "db-password-file",
+    env: "INSTALLSTATS_DB_PASSWORD_FILE",
+    kind: "optional-text",
+    help: "file holding only the PostgreSQL password (a systemd credential, a docker secret), for URLs without one; else PGPASSWORD, else ~/.pgpass (PGPASSFILE)",
+  },
   { key: "readDb", flag: "read-db", env: "INSTALLSTATS_READ_DB", kind: "optional-text", help: "postgres:// URL of a streaming replica of --db for the read API and dashboard" },
   { key: "readMaxLagMs", flag: "read-max-lag", env: "INSTALLSTATS_READ_MAX_LAG", kind: "duration", help: "replica replay lag past which reads go to the primary instead (e.g. 5s)" },
   { key: "maxBodyBytes", flag: "max-body", env: "INSTALLSTATS_MAX_BODY", kind: "size", help: "largest request body in bytes; accepts 256k, 1m" },

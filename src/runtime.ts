@@ -34,7 +34,11 @@ export interface RuntimeEnv {
 /** `engine` is opened from config.db unless given (tests pass one they can look underneath). */
 export async function createRuntime(config: Config, env: RuntimeEnv, given?: Engine) {
   const { clock, log, version } = env;
-  const engine = given ?? (await openEngine(config.db, { durability: config.durability, migrate: true, create: true, readReplica: readReplicaOf(config) }));
+  const engine =
+    given ??
+    (await openEngine(config.db, {
+      durability: config.durability, migrate: true, create: true, readReplica: readReplicaOf(config), passwordFile: config.dbPasswordFile, warn: (text) => log.warn(text),
+    }));
   const { store } = engine;
   const metrics = createMetrics();
   const serving: Serving = env.workers

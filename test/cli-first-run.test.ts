@@ -208,8 +208,8 @@ describe("the command line", () => {
         for (const flag of serverOnly) expect(h.out).toContain(flag);
       } else {
         for (const flag of serverOnly) expect(lines.some((l) => l.trimStart().startsWith(`${flag} `))).toBe(false);
-        // Its own options and the few settings it uses: database, durability, normalization.
-        expect(lines.filter((l) => l.includes("[INSTALLSTATS_")).length).toBeLessThanOrEqual(5);
+        // Its own options and the few settings it uses: database (and its password file), durability, normalization.
+        expect(lines.filter((l) => l.includes("[INSTALLSTATS_")).length).toBeLessThanOrEqual(6);
       }
     }
     expect(run(["seed", "--help"]).out).toContain("--force");

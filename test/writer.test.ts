@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { createWriter } from "../src/store/writer.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { type WriteOp, StorageUnavailableError } from "../src/store/contract.ts";
+import { type WriteOp, StorageUnavailableError, StorageUnreachableError } from "../src/store/contract.ts";
 import { reportOp, uploadStart } from "./helpers/reports.ts";
 
 const start = (id: string): WriteOp => reportOp(uploadStart(id), 1);
@@ -45,5 +45,16 @@ describe("group-commit writer", () => {
     await writer.drain();
     await expect(failed).rejects.toBeInstanceOf(StorageUnavailableError);
     expect(writer.stats.lastError).toContain("readonly");
+  });
+
+  test("storage that cannot be reached fails the whole batch at once: no write is tried again on its own", async () => {
+    let commits = 0;
+    const writer = createWriter(() => {
+      commits++;
+      throw new StorageUnreachableError("no server takes writes");
+    }, 100);
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => writer.submit(start(`u${i}`))));
+    expect(outcomes.every((o) => o.status === "rejected" && o.reason instanceof StorageUnreachableError)).toBe(true);
+    expect(commits).toBe(1);
   });
 });

@@ -48,17 +48,24 @@ export const missingDatabase = (location: string, flag = "--db (or INSTALLSTATS_
  * Opens the command's database (--db), migrated. Only commands that put data in (`create`) make a
  * new one; the others refuse a missing database rather than report on an empty one they made.
  */
-export function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability }): Promise<Engine> {
+export function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability; warn?: (text: string) => void }): Promise<Engine> {
   return openLocation(ctx.config.db, ctx, opts);
 }
 
 /** Opens the database at `location` as openDatabaseOf opens --db (copy opens two); `flag` names it in messages. */
-export async function openLocation(location: string, ctx: CommandContext, opts: { create: boolean; durability?: Durability; flag?: string }): Promise<Engine> {
+export async function openLocation(location: string, ctx: CommandContext, opts: { create: boolean; durability?: Durability; flag?: string; warn?: (text: string) => void }): Promise<Engine> {
   // Missing directories and permissions are named before SQLite answers "unable to open database file".
   checkDatabaseLocation(location, { create: opts.create });
   try {
     const readReplica = location === ctx.config.db ? readReplicaOf(ctx.config) : null;
-    return await openEngine(location, { durability: opts.durability ?? ctx.config.durability, migrate: true, create: opts.create, readReplica });
+    return await openEngine(location, {
+      durability: opts.durability ?? ctx.config.durability,
+      migrate: true,
+      create: opts.create,
+      readReplica,
+      passwordFile: ctx.config.dbPasswordFile,
+      warn: opts.warn ?? ((text) => ctx.err(`installstats: warning: ${text}\n`)),
+    });
   } catch (e) {
     throw e instanceof DatabaseMissingError ? missingDatabase(location, opts.flag) : e;
   }

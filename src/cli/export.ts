@@ -79,7 +79,7 @@ function stdoutSink(chunk: Uint8Array): Promise<void> {
 export const exportCommand: Command = {
   name: "export",
   summary: "export installs as CSV or NDJSON, as GET /api/export does (stdout unless --out)",
-  settings: ["db"],
+  settings: ["db", "dbPasswordFile"],
   flags: {
     format: { type: "string", help: `csv (default; for spreadsheets) | ndjson (lossless; what import reads)` },
     out: { type: "string", help: "write to this file instead of stdout (replaced when the export is complete)" },

@@ -11,7 +11,7 @@ const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 export const importCommand: Command = {
   name: "import",
   summary: "import records from our NDJSON export or the original API's /data/json array (- reads stdin)",
-  settings: ["db", "durability", "maxFieldLength", "maxErrorLength", "maskIps"],
+  settings: ["db", "dbPasswordFile", "durability", "maxFieldLength", "maxErrorLength", "maskIps"],
   args: "<file|->",
   async run(ctx) {
     const [file, ...extra] = ctx.positionals;

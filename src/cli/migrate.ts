@@ -4,7 +4,7 @@ import { openDatabaseOf, type Command } from "./command.ts";
 export const migrate: Command = {
   name: "migrate",
   summary: "apply pending database migrations and exit (serve does this at start-up too)",
-  settings: ["db", "durability"],
+  settings: ["db", "dbPasswordFile", "durability"],
   async run(ctx) {
     await (await openDatabaseOf(ctx, { create: true })).close();
     ctx.out(`${displayLocation(ctx.config.db)}: migrations applied\n`);

@@ -5,7 +5,7 @@ import { UsageError, openDatabaseOf, type Command } from "./command.ts";
 export const prune: Command = {
   name: "prune",
   summary: "delete installs created, and rejected-log entries received, before now minus a duration",
-  settings: ["db", "durability"],
+  settings: ["db", "dbPasswordFile", "durability"],
   flags: {
     "older-than": { type: "string", help: "age of what goes, e.g. 400d, 12w, 36h (s m h d w: m is minutes) (required)" },
     "dry-run": { type: "boolean", help: "count what would go, delete nothing" },

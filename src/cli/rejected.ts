@@ -7,7 +7,7 @@ const isReason = (text: string): text is RejectReason => (REJECT_REASONS as read
 export const rejected: Command = {
   name: "rejected",
   summary: "list the rejected-reports log as NDJSON, newest first",
-  settings: ["db"],
+  settings: ["db", "dbPasswordFile"],
   flags: {
     limit: { type: "string", help: "most entries to list (default 100)" },
     reason: { type: "string", help: REJECT_REASONS.join(" | ") },

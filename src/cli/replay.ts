@@ -4,7 +4,7 @@ import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.t
 export const replay: Command = {
   name: "replay",
   summary: "run refused bodies of the rejected-reports log through the current parser; store those that now pass",
-  settings: ["db", "durability", "maxFieldLength", "maxErrorLength", "maskIps"],
+  settings: ["db", "dbPasswordFile", "durability", "maxFieldLength", "maxErrorLength", "maskIps"],
   flags: {
     reason: { type: "string", help: `${REPLAYABLE.join(" | ")} (default both; repaired, already_final and payload_too_large are never replayed)` },
     limit: { type: "string", help: "most entries to try (default all)" },

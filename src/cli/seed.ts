@@ -16,7 +16,7 @@ async function heldData(store: Store): Promise<string | null> {
 export const seed: Command = {
   name: "seed",
   summary: "fill the database with realistic generated installs (for trying things out and benchmarks)",
-  settings: ["db"],
+  settings: ["db", "dbPasswordFile"],
   flags: {
     records: { type: "string", help: "how many installs (required)" },
     days: { type: "string", help: `spread over the last N days (default ${SEED_DEFAULTS.days})` },

@@ -50,7 +50,7 @@ export const serve: Command = {
     if (lock.warning) log.warn("serving without a lock", { reason: lock.warning });
     let runtime: Awaited<ReturnType<typeof createRuntime>>;
     try {
-      runtime = await createRuntime(config, { clock, log, version, workers, alerts }, await openDatabaseOf(ctx, { create: true }));
+      runtime = await createRuntime(config, { clock, log, version, workers, alerts }, await openDatabaseOf(ctx, { create: true, warn: (text) => log.warn(text) }));
     } catch (e) {
       lock.release();
       made.undo();

@@ -5,7 +5,7 @@ import { UsageError, missingDatabase, openDatabaseOf, type Command } from "./com
 export const verify: Command = {
   name: "verify",
   summary: "check database integrity and that every rollup equals a recount of the records (exit 1 if not)",
-  settings: ["db", "durability"],
+  settings: ["db", "dbPasswordFile", "durability"],
   flags: { repair: { type: "boolean", help: "first rebuild every rollup from the raw records (the server must be stopped)" } },
   async run(ctx) {
     const { config, flags, out, progress } = ctx;

@@ -6,6 +6,7 @@
 // (a read connection in a worker, a PostgreSQL server); an embedded one simply resolves at once.
 import type { KnownSignature } from "../domain/error-signature.ts";
 import type { Execution, Kind, Report } from "../domain/execution.ts";
+import type { HeldReport } from "../domain/lifecycle.ts";
 import type { Outcome } from "../domain/outcome.ts";
 import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
 import type { RelayPolicy } from "../domain/relay.ts";
@@ -32,7 +33,19 @@ export type ReportWrite =
    * A complete execution as it stands (seed, copy): stored and counted once, where a start report
    * and its final report would be counted three times (+1 in progress, -1, +1 final).
    */
-  | { kind: "load"; execution: Execution; at: number };
+  | { kind: "load"; execution: Execution; at: number }
+  /**
+   * A held report as another store keeps it (copy): held here as it was, unless this store has
+   * its execution or a held report of it already (then a duplicate, so a copy run again adds nothing).
+   */
+  | { kind: "load-held"; held: HeldReport; at: number }
+  /**
+   * An entry of another store's rejected-reports log (copy), kept within this log's budget as a
+   * new entry would be; a head-only entry stays head-only. `source` names that store: entries are
+   * loaded in increasing id order, and one whose id is not above the last loaded from `source`
+   * is a duplicate, so a copy run again (after an interruption) adds only what is missing.
+   */
+  | { kind: "load-rejected"; entry: RejectedEntry; source: string; at: number };
 
 /** What jobs and admin actions write. */
 type MaintenanceWrite =
@@ -145,6 +158,9 @@ export interface ResultOf {
     | { kind: "already-final"; outcome: Outcome };
   reject: { kind: "logged" };
   load: { kind: "created"; outcome: Outcome } | { kind: "duplicate" };
+  "load-held": { kind: "created" } | { kind: "duplicate" };
+  /** "created" with `bodyKept` false: only the head of the body fitted; "dropped": not kept at all (the log is full), counted. */
+  "load-rejected": { kind: "created"; bodyKept: boolean } | { kind: "duplicate" } | { kind: "dropped" };
   /** `executions`: how many executions went. */
   delete: { kind: "deleted"; found: boolean; executions: number };
   expire: { kind: "expired"; changed: boolean };
@@ -383,6 +399,10 @@ export interface MaintenanceReads {
   countReplayed(reasons: readonly RejectReason[], retryPrefix: string): Promise<number>;
   /** Where the budgets of the log and the held reports stand. */
   budgets(): Promise<BudgetStatus>;
+  /** Every held report, oldest first, in chunks of `chunkRows`; each chunk one query run to completion (copy, in constant memory). */
+  heldChunks(opts?: { chunkRows?: number }): AsyncGenerator<HeldReport[], void>;
+  /** Log entries with an id above `afterId`, oldest first, in chunks of `chunkRows` (as heldChunks). */
+  rejectedChunks(opts?: { afterId?: number; chunkRows?: number }): AsyncGenerator<RejectedEntry[], void>;
   /** Where the relay's outbox stands. */
   relayStatus(): Promise<RelayStatus>;
 }
@@ -495,6 +515,17 @@ export class ReadBudgetError extends Error {}
 export class StorageUnavailableError extends Error {
   constructor(message: string) {
     super(`storage cannot accept writes: ${message}`);
+  }
+}
+
+/**
+ * The storage cannot be reached at all (no database server answers, a failover): every write of a
+ * batch would fail the same way, so none is tried again on its own.
+ */
+export class StorageUnreachableError extends StorageUnavailableError {
+  constructor(message: string) {
+    super(message);
+    this.name = "StorageUnreachableError";
   }
 }
 

@@ -16,6 +16,10 @@ export interface OpenOptions {
   migrate: boolean;
   /** A streaming replica the reads may use while its lag is within `maxLagMs` (PostgreSQL). */
   readReplica?: { url: string; maxLagMs: number } | null;
+  /** A file holding only the password, for a PostgreSQL URL without one (--db-password-file). */
+  passwordFile?: string | null;
+  /** Told what the user should know but does not stop the open (a password file ignored). */
+  warn?: (text: string) => void;
 }
 
 /** The engine's worker entry points: checkpoints, and reads off the thread that acknowledges reports. */

@@ -1,12 +1,13 @@
 // Opens the engine a database location names: a postgres:// (or postgresql://) URL is a
 // PostgreSQL database, anything else an SQLite file.
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Durability } from "../config.ts";
 import { BackupError, DatabaseOpenError, type BackupResult, type Engine, type OpenOptions, type RestoreResult } from "./engine.ts";
 import { backupFile, databaseInUse, restoreDatabase } from "./sqlite/backup.ts";
 import { openSqliteEngine } from "./sqlite/engine.ts";
 import { openPostgresEngine } from "./postgres/engine.ts";
-import { redacted } from "./postgres/database.ts";
+import { redacted, urlParts } from "./postgres/database.ts";
 
 /** No database where one was expected: a command that only reads never creates one. */
 export class DatabaseMissingError extends Error {}
@@ -18,6 +19,16 @@ const isServerUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(l
 
 /** The location as messages and logs show it: a server URL without its password. */
 export const displayLocation = (location: string): string => (isServerUrl(location) ? redacted(location) : location);
+
+/**
+ * The same database under the same name on every run, as a copy's target remembers its source: a
+ * file's absolute path, a server URL without password or parameters.
+ */
+export function locationKey(location: string): string {
+  if (!isServerUrl(location)) return location === IN_MEMORY ? location : resolve(location);
+  const p = urlParts(location);
+  return p ? `postgres://${p.user ? `${p.user}@` : ""}${p.hosts}${p.rest.replace(/[?#].*$/s, "")}` : redacted(location);
+}
 
 export const databaseExists = (location: string): boolean => location === IN_MEMORY || isServerUrl(location) || existsSync(location);
 

@@ -8,7 +8,7 @@
 // RequestAbortedError. Bun closes a connection on which a request is pipelined behind a pending
 // answer (scripts/repro/pipelining.ts), aborting the request: without this, its report would be
 // stored and never acknowledged. Once a batch is handed to `commit`, its writes go through.
-import type { ResultFor, WriteOp, WriteResult } from "./contract.ts";
+import { StorageUnreachableError, type ResultFor, type WriteOp, type WriteResult } from "./contract.ts";
 
 /** The request a write belonged to was aborted (client gone, or its connection closed) before the write was stored. */
 export class RequestAbortedError extends Error {
@@ -96,10 +96,10 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
         stats.failedBatches++;
         stats.lastError = e instanceof Error ? e.message : String(e);
         // The transaction rolled back. Retry one by one so a single bad write cannot fail its
-        // neighbours; when storage itself is down these fail fast too.
+        // neighbours; not when the storage cannot be reached at all (each would wait to fail).
         for (const p of batch) {
           try {
-            if (batch.length === 1) throw e;
+            if (batch.length === 1 || e instanceof StorageUnreachableError) throw e;
             await write([p]);
           } catch (single) {
             p.reject(single instanceof Error ? single : new Error(String(single)));

@@ -18,8 +18,9 @@ import type { RejectReason, Rejection } from "../../src/domain/rejection.ts";
 import { ALL_APPS, GRAINS, appSlice, bucketStart, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
+import type { HeldReport } from "../../src/domain/lifecycle.ts";
 import type { RelayPolicy } from "../../src/domain/relay.ts";
-import { PAGE_SORTS, type AlertSend, type AlertTransition, type ExecutionFilter, type ListCursor, type PageQuery, type PageSort, type ResultFor, type RollupCell, type Store, type WriteOp } from "../../src/store/contract.ts";
+import { PAGE_SORTS, type AlertSend, type AlertTransition, type ExecutionFilter, type ListCursor, type PageQuery, type PageSort, type RejectedEntry, type ResultFor, type RollupCell, type Store, type WriteOp } from "../../src/store/contract.ts";
 import { openEngine } from "../../src/store/open.ts";
 
 /** Fresh, empty databases of one engine: an SQLite file in a new directory, a new PostgreSQL database. */
@@ -640,6 +641,101 @@ export function storeContract(factory: EngineFactory): void {
         expect(await one(store, updateOp("ld2", "done", null, PAST + MIN))).toEqual({ kind: "updated", outcome: "success" });
         expect(await latestOf(store, "ld2")).toMatchObject({ outcome: "success", durationMs: MIN });
         await expectVerified(store, 1);
+      });
+    });
+
+    // -------------------------------------------------------------- copy: held reports and the log
+
+    describe("heldChunks, rejectedChunks, load-held and load-rejected (copy)", () => {
+      /** Every held report and log entry of a store, as chunks give them. */
+      async function sideData(store: Store) {
+        const held: HeldReport[] = [];
+        for await (const chunk of store.heldChunks({ chunkRows: 2 })) held.push(...chunk);
+        const log: RejectedEntry[] = [];
+        for await (const chunk of store.rejectedChunks({ chunkRows: 3 })) log.push(...chunk);
+        return { held, log };
+      }
+      /** A log entry as another store would show it: everything but the id that store gave it. */
+      const sansId = ({ id: _, ...e }: RejectedEntry) => ({ ...e, body: [...e.body] });
+
+      test("heldChunks: every held report oldest first, as it was received; rejectedChunks: entries above afterId, oldest first", async () => {
+        const store = await freshStore();
+        const long = `E: ${"unable to fetch archive\n".repeat(400)}`;
+        await store.write([updateOp("h2", "failed", long, PAST + 2 * MIN, { repairs: ["unescaped_quote"] }), updateOp("h1", "done", null, PAST + MIN), updateOp("h3", "failed", "x", PAST + 2 * MIN)]);
+        const { held } = await sideData(store);
+        expect(held.map((h) => [h.report.randomId, h.at, h.repaired])).toEqual([["h1", PAST + MIN, false], ["h2", PAST + 2 * MIN, true], ["h3", PAST + 2 * MIN, false]]);
+        expect(held[1]!.report).toEqual(updateOp("h2", "failed", long, 0).report);
+
+        await store.write(Array.from({ length: 7 }, (_, i) => rejectOp(PAST + i, { message: `m${i}` })));
+        const { log } = await sideData(store);
+        expect(log[0]).toMatchObject({ reason: "repaired", randomId: "h2" });
+        expect(log.slice(1).map((e) => e.message)).toEqual(Array.from({ length: 7 }, (_, i) => `m${i}`));
+        const after = log[4]!.id;
+        const rest: string[] = [];
+        for await (const chunk of store.rejectedChunks({ afterId: after, chunkRows: 2 })) rest.push(...chunk.map((e) => e.message));
+        expect(rest).toEqual(["m4", "m5", "m6"]);
+      });
+
+      test("a store's held reports and log loaded into another come out the same; loading them again adds nothing", async () => {
+        const source = await freshStore();
+        const long = bytes(`{"random_id": "x", "error": "${"apt-get failed\\n".repeat(2000)}`);
+        await source.write([
+          updateOp("held-a", "failed", "exit code 1", PAST, { repairs: ["unescaped_quote"], raw: bytes(`{"random_id": "held-a", "status": "failed", "error": "exit "code" 1"}`) }),
+          updateOp("held-b", "done", null, PAST + MIN),
+          rejectOp(PAST + 2 * MIN, { body: long }),
+          rejectOp(PAST + 3 * MIN, { body: long, endpoint: "telemetry", reason: "invalid_field", field: "type", randomId: "r9", message: "type must be one of lxc, vm" }),
+          rejectOp(PAST + 4 * MIN, { body: new Uint8Array([0, 255, 7]) }),
+        ]);
+        const [first] = await source.listRejected({ limit: 1 });
+        await one(source, { kind: "mark-replayed", rejectedId: first!.id, result: "still invalid_json", at: PAST + DAY });
+        const from = await sideData(source);
+        expect(from.held).toHaveLength(2);
+        expect(from.log).toHaveLength(4); // the repaired update's body, two junk bodies sharing one, and a binary one
+
+        const target = await freshStore();
+        const load = (data: typeof from): Promise<{ kind: string; bodyKept?: boolean }[]> => target.write([
+          ...data.held.map((held) => ({ kind: "load-held", held, at: PAST + DAY }) as const),
+          ...data.log.map((entry) => ({ kind: "load-rejected", entry, source: "the source", at: PAST + DAY }) as const),
+        ]);
+        expect(await load(from)).toEqual([...from.held.map(() => ({ kind: "created" })), ...from.log.map(() => ({ kind: "created", bodyKept: true }))]);
+        const to = await sideData(target);
+        expect(to.held).toEqual(from.held);
+        expect(to.log.map(sansId)).toEqual(from.log.map(sansId));
+        expect((await target.budgets()).held.count).toBe(2);
+        expect((await target.budgets()).log.entries).toBe(4);
+
+        // Again (a copy run a second time): every one is there already.
+        expect(await load(from)).toEqual([...from.held, ...from.log].map(() => ({ kind: "duplicate" })));
+        // An entry added to the source since is added; those before it are still duplicates.
+        await one(source, rejectOp(PAST + 5 * MIN, { message: "new" }));
+        const later = await sideData(source);
+        expect((await load(later)).filter((r) => r.kind !== "duplicate")).toEqual([{ kind: "created", bodyKept: true }]);
+        expect((await sideData(target)).log.map(sansId)).toEqual(later.log.map(sansId));
+        // Another source's entries are its own: the same ids are not duplicates of the first's.
+        expect(await one(target, { kind: "load-rejected", entry: later.log[0]!, source: "another", at: PAST + DAY })).toEqual({ kind: "created", bodyKept: true });
+
+        // A held report is applied as the target's own would be when its start report comes.
+        expect(await one(target, startOp("held-a", { nsapp: "nginx" }, PAST + 2 * DAY))).toEqual({ kind: "created", outcome: "failed" });
+        expect(await latestOf(target, "held-a")).toMatchObject({ status: "failed", error: "exit code 1", repaired: true });
+        // A held report whose execution the target has already is not held there again.
+        expect(await one(target, { kind: "load-held", held: from.held[0]!, at: PAST + DAY })).toEqual({ kind: "duplicate" });
+      });
+
+      test("a head-only entry stays head-only, with the size and hash of the body it came from", async () => {
+        const source = await freshStore();
+        source.setLimits({ logBytes: 4096, heldBytes: 16 * 1024 * 1024 });
+        const bodies = Array.from({ length: 6 }, () => crypto.getRandomValues(new Uint8Array(2000))); // incompressible
+        await source.write(bodies.map((body, i) => rejectOp(PAST + i, { body })));
+        const { log } = await sideData(source);
+        const heads = log.filter((e) => !e.bodyKept);
+        expect(heads.length).toBeGreaterThan(0);
+        const target = await freshStore();
+        const results = await target.write(log.map((entry) => ({ kind: "load-rejected", entry, source: "s", at: PAST })));
+        expect(results).toEqual(log.map((e) => ({ kind: "created", bodyKept: e.bodyKept })));
+        const copied = (await sideData(target)).log;
+        expect(copied.map(sansId)).toEqual(log.map(sansId));
+        for (const e of copied.filter((c) => !c.bodyKept)) expect(e.body.byteLength).toBeLessThan(e.bodySize);
+        expect((await target.budgets()).log.headOnly).toBe(heads.length);
       });
     });
 
@@ -1326,6 +1422,138 @@ export function storeContract(factory: EngineFactory): void {
     });
 
     // -------------------------------------------------------------- rebuild
+
+    // -------------------------------------------------------------- budgets
+
+    describe("budgets of the rejected-reports log and held reports", () => {
+      const KB = 1024;
+      const HELD_BUDGET = 16 * 1024 * KB;
+      /** Distinct bytes that do not compress (random, base64 for readability), `n` long, never valid JSON. */
+      const junk = (n: number): Uint8Array => bytes(`~${Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("base64").slice(0, n - 1)}`);
+      const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
+      const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
+
+      test("identical bodies are stored once, compressed; every entry still shows its whole body", async () => {
+        const store = await freshStore();
+        const body = bytes(`{"random_id": "x", "type": "lxc", "error": "${"apt-get failed: unable to fetch\\n".repeat(3000)}`); // ~100 KB, broken JSON
+        await store.write(Array.from({ length: 50 }, (_, i) => rejectOp(PAST + i, { body })));
+        const b = await store.budgets();
+        expect(b.log).toMatchObject({ entries: 50, deduplicated: 49, bodyRawBytes: body.byteLength, truncated: 0, dropped: 0, headOnly: 0 });
+        expect(b.log.bodyBytes).toBeLessThan(body.byteLength / 50);
+        expect(b.log.usedBytes).toBeLessThan(body.byteLength / 10);
+        const entries = await store.listRejected({ limit: 100 });
+        expect(entries).toHaveLength(50);
+        for (const e of entries) {
+          expect(sameBytes(e.body, body)).toBe(true);
+          expect(e).toMatchObject({ bodySize: body.byteLength, bodySha256: sha256(body), bodyKept: true });
+        }
+      });
+
+      test("past 3/4 of the budget an entry keeps reason, size, hash and head; head-only entries make room for newer ones; the log stays within its budget", async () => {
+        const store = await freshStore();
+        const budget = 64 * KB;
+        store.setLimits({ logBytes: budget, heldBytes: HELD_BUDGET });
+        const sent: Uint8Array[] = [];
+        for (let i = 0; i < 150; i++) {
+          sent.push(junk(10 * KB));
+          await one(store, rejectOp(PAST + i, { body: sent[i]! }));
+          expect((await store.budgets()).log.usedBytes).toBeLessThanOrEqual(budget);
+        }
+        const b = await store.budgets();
+        expect(b.log.truncated).toBeGreaterThan(100);
+        expect(b.log.evicted).toBeGreaterThan(50);
+        expect(b.log.dropped).toBe(0);
+        expect(b.log.droppedBytes).toBeGreaterThan(100 * 9 * KB);
+        const entries = (await store.listRejected({ limit: 200 })).reverse();
+        expect(entries).toHaveLength(b.log.entries);
+        // Whole bodies first (kept until retention or a prune removes them), then the newest head-only ones.
+        const whole = entries.filter((e) => e.bodyKept);
+        expect(whole.length).toBeGreaterThanOrEqual(5);
+        whole.forEach((e, i) => expect(sameBytes(e.body, sent[i]!)).toBe(true));
+        const heads = entries.filter((e) => !e.bodyKept);
+        expect(heads.length).toBe(b.log.headOnly);
+        expect(entries.length).toBeLessThan(100);
+        expect(heads.at(-1)).toMatchObject({ reason: "invalid_json", bodySize: 10 * KB, bodySha256: sha256(sent[149]!), receivedAt: PAST + 149 });
+        expect(sameBytes(heads.at(-1)!.body, sent[149]!.subarray(0, 256))).toBe(true);
+        // Only whole bodies can be replayed.
+        const candidates = await store.replayCandidates({ reasons: ["invalid_json"], retryPrefix: "x", afterId: 0, limit: 200 });
+        expect(candidates.map((e) => e.id)).toEqual(whole.map((e) => e.id));
+      });
+
+      test("with the budget full of whole entries, a new entry is counted, not stored; lowering the budget keeps what is there", async () => {
+        const store = await freshStore();
+        await store.write(Array.from({ length: 10 }, (_, i) => rejectOp(PAST + i, { body: junk(10 * KB) })));
+        const before = await store.budgets();
+        store.setLimits({ logBytes: 50 * KB, heldBytes: HELD_BUDGET });
+        expect(await one(store, rejectOp(PAST + 10, { body: junk(10 * KB) }))).toEqual({ kind: "logged" });
+        const after = await store.budgets();
+        expect(after.log).toMatchObject({ entries: 10, dropped: 1, usedBytes: before.log.usedBytes, limitBytes: 50 * KB });
+        expect(await store.listRejected({ limit: 20 })).toHaveLength(10);
+      });
+
+      test("forgetting, deleting and retention give the bytes back; a shared body goes with its last entry", async () => {
+        const store = await freshStore();
+        await store.write([startOp("victim", {}, PAST), updateOp("victim", "done", null, PAST + MIN)]);
+        const repeated = bytes(JSON.stringify({ random_id: "victim", status: "failed", error: "x".repeat(20 * KB) }));
+        for (let i = 0; i < 3; i++) expect(await one(store, updateOp("victim", "failed", "x", PAST + 2 * MIN, { raw: repeated }))).toMatchObject({ kind: "already-final" });
+        await store.write([rejectOp(PAST + 3 * MIN, { body: junk(5 * KB) }), rejectOp(PAST + DAY, { body: junk(5 * KB) })]);
+        let b = await store.budgets();
+        expect(b.log).toMatchObject({ entries: 5, deduplicated: 2 });
+        const oneBody = b.log.bodyRawBytes;
+
+        expect(await one(store, { kind: "delete", randomId: "victim", at: PAST + DAY })).toMatchObject({ found: true });
+        b = await store.budgets();
+        expect(b.log).toMatchObject({ entries: 2, bodyRawBytes: oneBody - repeated.byteLength });
+        expect(await one(store, { kind: "forget-rejected", before: PAST + DAY / 2, at: PAST + DAY })).toEqual({ kind: "forgotten", count: 1 });
+        expect((await store.budgets()).log).toMatchObject({ entries: 1, bodyRawBytes: 5 * KB });
+        await one(store, { kind: "forget-rejected", before: PAST + DAY + 1, at: PAST + DAY });
+        expect((await store.budgets()).log).toMatchObject({ entries: 0, usedBytes: 0, bodyBytes: 0, bodyRawBytes: 0, headOnly: 0 });
+      });
+
+      const orphan = (id: string, at: number) => updateOp(id, "failed", `E: ${"unable to fetch archive\n".repeat(170)}`, at); // ~4 KB of error
+
+      test("held reports count against their budget, compressed; a start report takes its held status and frees it", async () => {
+        const store = await freshStore();
+        expect(await one(store, orphan("h-1", PAST))).toEqual({ kind: "held" });
+        let b = await store.budgets();
+        expect(b.held.count).toBe(1);
+        expect(b.held.usedBytes).toBeGreaterThan(0);
+        expect(b.held.usedBytes).toBeLessThan(KB);
+        expect(await one(store, startOp("h-1", {}, PAST + MIN))).toEqual({ kind: "created", outcome: "failed" });
+        expect(await latestOf(store, "h-1")).toMatchObject({ status: "failed", durationMs: null });
+        b = await store.budgets();
+        expect(b.held).toMatchObject({ count: 0, usedBytes: 0 });
+      });
+
+      test("past the held budget the oldest become executions on their own: stored, counted; the newest stay held", async () => {
+        const store = await freshStore();
+        const budget = 2 * KB;
+        store.setLimits({ logBytes: 64 * 1024 * KB, heldBytes: budget });
+        for (let i = 0; i < 40; i++) {
+          expect(await one(store, orphan(`o-${i}`, PAST + i * 1000))).toEqual({ kind: "held" });
+          expect((await store.budgets()).held.usedBytes).toBeLessThanOrEqual(budget);
+        }
+        const b = await store.budgets();
+        expect(b.held.count).toBeGreaterThan(5);
+        expect(b.held.overflowed).toBe(40 - b.held.count);
+        // The oldest were applied as what they say: a failed install whose start never came.
+        expect(await latestOf(store, "o-0")).toMatchObject({ status: "failed", outcome: "failed", durationMs: null, createdAt: PAST });
+        // The newest wait, and still take their start report.
+        expect(await store.getExecutions("o-39")).toEqual([]);
+        expect(await one(store, startOp("o-39", { nsapp: "late" }, PAST + HOUR))).toEqual({ kind: "created", outcome: "failed" });
+        expect(await latestOf(store, "o-39")).toMatchObject({ nsapp: "late", status: "failed" });
+        expect(await hourTotals(store)).toEqual(outcomes({ failed: 40 - b.held.count + 1 }));
+        await expectVerified(store, 40 - b.held.count + 1);
+      });
+
+      test("expire-held counts what it applied; what is left is still counted", async () => {
+        const store = await freshStore();
+        await store.write([orphan("old-1", PAST), orphan("old-2", PAST + MIN), orphan("recent", PAST + 6 * DAY)]);
+        expect(await one(store, { kind: "expire-held", before: PAST + DAY, limit: 100, at: PAST + 7 * DAY })).toEqual({ kind: "expired-held", count: 2 });
+        expect((await store.budgets()).held).toMatchObject({ count: 1, expired: 2, overflowed: 0 });
+        await expectVerified(store, 2);
+      });
+    });
 
     describe("rebuildRollups", () => {
       test("recomputes the same cells: verify stays ok and every aggregate is unchanged", async () => {

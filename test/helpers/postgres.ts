@@ -65,7 +65,8 @@ function startDir(bin: string, data: string, port: number): PgServer {
       if (stopped) return;
       stopped = true;
       try {
-        run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
+        // Not running any more (crashed by a test): nothing to stop.
+        if (Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "status"])).exitCode === 0) run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
       } finally {
         rmSync(data, { recursive: true, force: true });
       }
@@ -108,4 +109,77 @@ export async function startReplica(primary: PgServer): Promise<PgServer> {
   const data = ownedDir("installstats-pg-replica-");
   run([join(bin, "pg_basebackup"), "-D", data, "-R", "-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres"]);
   return startDir(bin, data, await freePort());
+}
+
+export interface Pooler {
+  port: number;
+  /** postgres://postgres@127.0.0.1:<port>/<database>, through the pooler. */
+  url(database: string): string;
+  /** What pgbouncer logged (its errors and the connections it made). */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Debian's pgbouncer on 127.0.0.1 in front of `server`: every database of the server, logged in
+ * as postgres, `poolSize` server connections per database, in `poolMode`. Throws when pgbouncer is
+ * not installed (`.ci/run` installs it).
+ */
+export async function startPgbouncer(server: PgServer, poolMode: "session" | "transaction", poolSize = 4): Promise<Pooler> {
+  const bin = "/usr/sbin/pgbouncer";
+  if (!existsSync(bin)) throw new Error("pgbouncer is not installed (Debian: apt-get install -y pgbouncer)");
+  const dir = ownedDir("installstats-pgbouncer-");
+  const port = await freePort();
+  const config = join(dir, "pgbouncer.ini");
+  const pidfile = join(dir, "pgbouncer.pid");
+  const logfile = join(dir, "pgbouncer.log");
+  const ini = [
+    "[databases]",
+    `* = host=127.0.0.1 port=${server.port} user=postgres`,
+    "[pgbouncer]",
+    "listen_addr = 127.0.0.1",
+    `listen_port = ${port}`,
+    `unix_socket_dir = ${dir}`,
+    "auth_type = any",
+    `pool_mode = ${poolMode}`,
+    `default_pool_size = ${poolSize}`,
+    "max_client_conn = 500",
+    `logfile = ${logfile}`,
+    `pidfile = ${pidfile}`,
+  ].join("\n");
+  run(["sh", "-c", `cat > ${config} <<'INI'\n${ini}\nINI`]);
+  run([bin, "-d", config]);
+  for (let i = 0; i < 100 && !existsSync(pidfile); i++) await Bun.sleep(20);
+  let stopped = false;
+  return {
+    port,
+    url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+    log: () => Bun.spawnSync(["cat", logfile]).stdout.toString(),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      const pid = Number(Bun.spawnSync(["cat", pidfile]).stdout.toString().trim());
+      if (pid > 0) {
+        process.kill(pid, "SIGTERM");
+        for (let i = 0; i < 100 && existsSync(pidfile); i++) await Bun.sleep(20);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Runs a server binary without blocking the event loop (requests in flight go on meanwhile). */
+async function runAsync(cmd: string[]): Promise<void> {
+  const p = Bun.spawn(asPostgres(cmd), { stdout: "pipe", stderr: "pipe" });
+  if ((await p.exited) !== 0) throw new Error(`${cmd[0]} failed: ${await new Response(p.stderr).text()}`);
+}
+
+/** Stops a server as a crash would (immediate: no shutdown checkpoint, clients cut off); its directory stays until stop(). */
+export function crash(server: PgServer): Promise<void> {
+  return runAsync([join(pgBinDir()!, "pg_ctl"), "-D", server.dir, "-m", "immediate", "stop"]);
+}
+
+/** Promotes a streaming replica to a primary (pg_ctl promote), resolving once it accepts writes. */
+export function promote(server: PgServer): Promise<void> {
+  return runAsync([join(pgBinDir()!, "pg_ctl"), "-D", server.dir, "-w", "promote"]);
 }

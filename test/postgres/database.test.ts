@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import postgres from "postgres";
 import { openPostgres, redacted } from "../../src/store/postgres/database.ts";
+import { RolledBackError, transaction } from "../../src/store/postgres/transaction.ts";
 import { DatabaseOpenError } from "../../src/store/engine.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
@@ -78,5 +79,24 @@ describe("the PostgreSQL engine's database", () => {
     const missing = (await openPostgres(server.url.replace(/\/postgres$/, "/nosuchdb"), { durability: "full", migrate: true }).catch((e: unknown) => e)) as Error;
     expect(missing.message).toEndWith("the database does not exist (create it: createdb)");
     expect(redacted("postgres://u:p%40ss@h/db")).toBe("postgres://u:***@h/db");
+  });
+
+  test("a transaction that failed along the way is an error at COMMIT (the server answers ROLLBACK), never a success", async () => {
+    const url = await freshDatabase();
+    const sql = postgres(url, { max: 2, onnotice: () => {} });
+    try {
+      await sql`CREATE TABLE t (n int)`;
+      // A statement fails and its error is swallowed: the transaction is aborted, COMMIT rolls it back.
+      const failure = await transaction(sql, async (tx) => {
+        await tx`INSERT INTO t VALUES (1)`;
+        await tx`SELECT 1 / 0`.catch(() => {});
+        return "looked fine";
+      }).catch((e: unknown) => e);
+      expect(failure).toBeInstanceOf(RolledBackError);
+      expect(await transaction(sql, async (tx) => (await tx`INSERT INTO t VALUES (2) RETURNING n`)[0]!.n)).toBe(2);
+      expect((await sql`SELECT n FROM t`).map((r) => r.n)).toEqual([2]);
+    } finally {
+      await sql.end();
+    }
   });
 });

@@ -1,12 +1,13 @@
 // Alert state, history and the delivery queue in PostgreSQL, as in the SQLite engine (its
 // alerts.ts): the writes run in the batch's transaction. One node evaluates and delivers at a
 // time (the alert jobs take the store's lease), so these need no locks of their own.
-import type { Sql, TransactionSql } from "postgres";
+import type { Sql } from "postgres";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { AlertDelivery, AlertEvent, AlertReads, AlertRuleMark, AlertSend, AlertState, AlertTransition, ResultOf, WriteOp } from "../contract.ts";
 
 type AlertOp<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
-type Tx = TransactionSql;
+/** A connection inside a transaction (transaction.ts). */
+type Tx = Sql;
 
 async function enqueue(tx: Tx, eventId: number, message: string, channels: readonly string[], at: number): Promise<void> {
   for (const channel of channels) {

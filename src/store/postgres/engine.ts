@@ -4,12 +4,15 @@ import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
 import { RollupDeltas } from "../../domain/rollup.ts";
-import { StorageUnavailableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
+import { StorageUnavailableError, StorageUnreachableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { createAlertReads } from "./alerts.ts";
 import { openReplica, type Replica } from "./replica.ts";
+import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
+import { committedCounters } from "./budgets.ts";
+import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
 import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
 import { relayStatus } from "./relay.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
@@ -17,8 +20,60 @@ import type { RelayPolicy } from "../../domain/relay.ts";
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
 const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.hash.wyhash(`job:${name}`, 0n))));
 
-/** SQLSTATE classes that mean the server cannot take the write now (connection, resources, shutdown). */
-const UNAVAILABLE = /^(08|53|57)/;
+/**
+ * SQLSTATE classes that mean the server cannot take the write now: connection (08), resources
+ * (53), shutdown (57), a transaction rolled back by the server (40: deadlock, serialization; the
+ * batch's lock order makes these not happen, and if one did, the batch is safe to send again).
+ */
+const UNAVAILABLE = /^(08|53|57|40)/;
+
+/**
+ * Why the server could not answer now (nothing was written: the client may send it again), or
+ * null for anything else (a bug). A failover shows as a lost connection, a server shutting down,
+ * no server answering, or a standby that cannot write yet.
+ */
+function unavailable(e: unknown): string | null {
+  const code = (e as { code?: string }).code;
+  const message = (e as Error).message;
+  if (typeof code !== "string") return null;
+  // A pooler in transaction mode hands each transaction another server connection, which does not
+  // know the statements postgres.js prepared on the last one.
+  if (code === "26000") return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: README "Scaling out")`;
+  if (code === "25006") return `${message} (a standby: during a failover, or target_session_attrs=primary is missing from the URL)`;
+  return UNAVAILABLE.test(code) || connectionLost(e) ? message : null;
+}
+
+/** `e` as the contract says it: the server cannot answer now (503), it cannot be reached at all, or as it is (a bug). */
+function refusal(e: unknown, location: string): unknown {
+  const why = unavailable(e);
+  if (why === null) return e;
+  const message = `PostgreSQL at ${redacted(location)}: ${why}`;
+  if (!connectionLost(e)) return new StorageUnavailableError(message);
+  markDown();
+  return new StorageUnreachableError(message);
+}
+
+/** The same reads, a server that cannot answer now turned into StorageUnavailableError: 503, not 500. */
+function guarded<R extends object>(reads: R, location: string): R {
+  const refuse = (e: unknown): unknown => refusal(e, location);
+  async function* rethrowing(chunks: AsyncIterable<unknown>): AsyncGenerator<unknown, void> {
+    try {
+      for await (const chunk of chunks) yield chunk;
+    } catch (e) {
+      throw refuse(e);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(reads)) {
+    if (typeof f !== "function") continue;
+    out[name] = (...args: unknown[]) => {
+      const r: unknown = (f as (...a: unknown[]) => unknown).apply(reads, args);
+      if (r instanceof Promise) return boundedWhileDown(r).catch((e: unknown) => Promise.reject(refuse(e)));
+      return r !== null && typeof r === "object" && Symbol.asyncIterator in r ? rethrowing(r as AsyncIterable<unknown>) : r;
+    };
+  }
+  return out as R;
+}
 
 /** The read API's reads, from the replica while it is usable, else from the primary; maintenance reads stay on the primary. */
 function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () => boolean } | null): StoreReads {
@@ -41,24 +96,20 @@ function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () =>
 }
 
 function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
-  const reads = createPostgresReads(pg, db);
-  const fromReplica = replica ? { reads: createPostgresReads(replica.sql, replica.db), usable: replica.usable } : null;
-  let limits: StoreLimits = { logBytes: 64 * 1024 * 1024, heldBytes: 16 * 1024 * 1024 };
+  const reads = guarded(createPostgresReads(pg, db), location);
+  const fromReplica = replica ? { reads: guarded(createPostgresReads(replica.sql, replica.db), replica.status().location), usable: replica.usable } : null;
+  let limits: StoreLimits = DEFAULT_LIMITS;
   let relay: RelayPolicy | null = null;
   return {
     ...reads,
     ...routed(reads, fromReplica),
     // Alerts read on the primary: what they decide is written there.
-    ...createAlertReads(pg),
+    ...guarded(createAlertReads(pg), location),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops, relay);
+        return await writeBatch(pg, ops, limits, relay);
       } catch (e) {
-        const code = (e as { code?: string }).code;
-        if (typeof code === "string" && (UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED")) {
-          throw new StorageUnavailableError(`PostgreSQL at ${redacted(location)}: ${(e as Error).message}`);
-        }
-        throw e;
+        throw refusal(e, location);
       }
     },
     async rebuildRollups(onDay) {
@@ -70,7 +121,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
         const deltas = new RollupDeltas(foldedUntil);
         for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-        await pg.begin((tx) => addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        await transaction(pg, (tx) => addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]));
         onDay?.(day, end);
       }
     },
@@ -82,40 +133,25 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     },
     relayStatus: () => relayStatus(pg),
     async leaseJob(name, everyMs, at, fn) {
-      // A session-level advisory lock on one connection says who runs the job now; the time of
-      // its last run, in `marks`, says whether it is due. Another node skips, it does not wait.
-      const session = await pg.reserve();
-      const key = jobKey(name);
-      try {
-        const [got] = await session<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${key}::bigint) AS ok`;
-        if (!got?.ok) return null;
-        try {
-          const last = await getMark(session, `job:${name}`);
-          if (last > 0 && at - last < everyMs) return null;
-          const result = await fn();
-          await session`INSERT INTO marks (name, value) VALUES (${`job:${name}`}, ${at}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
-          return result;
-        } finally {
-          await session`SELECT pg_advisory_unlock(${key}::bigint)`;
-        }
-      } finally {
-        session.release();
-      }
+      // A transaction holds a transaction-level advisory lock on the job's key while it runs: the
+      // lock says who runs it now (the others skip, they do not wait), the time of its last run in
+      // `marks` whether it is due, written in the same transaction. A node that dies mid-round
+      // loses its connection, the server ends the transaction: the lock goes, the job stays due.
+      // Unlike a session-level lock, this holds through a pooler in transaction mode.
+      let ran = false;
+      let result: Awaited<ReturnType<typeof fn>> | null = null;
+      await transaction(pg, async (tx) => {
+        const [got] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${jobKey(name)}::bigint) AS ok`;
+        if (!got?.ok) return;
+        const last = await getMark(tx, `job:${name}`);
+        if (last > 0 && at - last < everyMs) return;
+        result = await fn();
+        ran = true;
+        await tx`INSERT INTO marks (name, value) VALUES (${`job:${name}`}, ${at}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+      });
+      return ran ? result : null;
     },
-    async budgets(): Promise<BudgetStatus> {
-      const [log] = await pg<{ used: number; entries: number; bodies: number; head: number }[]>`
-        SELECT coalesce(sum(cost), 0)::bigint AS used, count(*)::int AS entries, coalesce(sum(body_size), 0)::bigint AS bodies,
-          count(*) FILTER (WHERE body_store = 'head')::int AS head FROM rejected_reports`;
-      const [held] = await pg<{ used: number; count: number }[]>`SELECT coalesce(sum(cost), 0)::bigint AS used, count(*)::int AS count FROM held_reports`;
-      const counters = new Map((await pg<{ name: string; value: number }[]>`SELECT name, value FROM budget_counters`).map((c) => [c.name, c.value]));
-      return {
-        log: {
-          limitBytes: limits.logBytes, usedBytes: log!.used, entries: log!.entries, bodyBytes: log!.bodies, bodyRawBytes: log!.bodies, headOnly: log!.head,
-          deduplicated: 0, truncated: 0, evicted: 0, dropped: 0, droppedBytes: 0,
-        },
-        held: { limitBytes: limits.heldBytes, usedBytes: held!.used, count: held!.count, expired: counters.get("held.expired_total") ?? 0, overflowed: counters.get("held.overflowed_total") ?? 0 },
-      };
-    },
+    budgets: async (): Promise<BudgetStatus> => budgetStatus(await committedCounters(pg), limits),
     async close() {
       await replica?.close();
       await pg.end({ timeout: 5 });
@@ -127,7 +163,7 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
   const { sql: pg, db } = await openPostgres(location, opts);
   let replica: Replica | null = null;
   try {
-    if (opts.readReplica) replica = await openReplica(opts.readReplica.url, opts.readReplica.maxLagMs, opts.durability);
+    if (opts.readReplica) replica = await openReplica(opts.readReplica.url, opts.readReplica.maxLagMs, opts);
   } catch (e) {
     await pg.end({ timeout: 1 });
     throw e;

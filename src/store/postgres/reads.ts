@@ -4,11 +4,13 @@ import { and, asc, desc, inArray, sql, getTableColumns, type SQL } from "drizzle
 import type { Sql } from "postgres";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
+import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
 import { cellOf, type CellEntries, type Dimension, type Grain, type RollupPart } from "../../domain/rollup.ts";
 import type { Outcome } from "../../domain/outcome.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupCell, RollupSelection, StoreReads } from "../contract.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
+import { decodeHeld, entryBody } from "../shared/budgets.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS, getMark } from "./writes.ts";
@@ -18,6 +20,8 @@ const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions,
 
 const { seq: _seq, ...executionColumns } = getTableColumns(executions);
 const CHUNK_ROWS = 1000;
+/** Rows per chunk of held reports and log entries unless the caller says otherwise (bodies and reports may be large). */
+const SIDE_CHUNK_ROWS = 200;
 
 /**
  * Cells from their counter rows, with the parts asked for ("apps" is the nsapp dimension, "data"
@@ -59,6 +63,15 @@ async function cellsOf(pg: Sql, grain: Grain, from: number, to: number, slice: s
 
 const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 
+interface HeldRow {
+  executionId: string;
+  report: string;
+  codec: string | null;
+  data: Buffer | null;
+  receivedAt: number;
+  repaired: boolean;
+}
+
 interface RejectedRow {
   id: number;
   receivedAt: number;
@@ -74,14 +87,20 @@ interface RejectedRow {
   bodyStore: string;
   bodySize: number;
   bodyHash: string | null;
+  sharedCodec: string | null;
+  sharedData: Buffer | null;
 }
-const toRejected = (r: RejectedRow): RejectedEntry => ({
-  id: r.id, receivedAt: r.receivedAt, endpoint: r.endpoint, reason: r.reason, result: r.result as RejectedEntry["result"], field: r.field, message: r.message,
-  randomId: r.randomId, body: new Uint8Array(r.body), replayedAt: r.replayedAt, replayResult: r.replayResult, bodySize: r.bodySize,
-  bodySha256: r.bodyHash, bodyKept: r.bodyStore !== "head",
+const toRejected = ({ body, bodyStore, bodySize, bodyHash, sharedCodec, sharedData, result, ...r }: RejectedRow): RejectedEntry => ({
+  ...r,
+  result: result as RejectedEntry["result"],
+  ...entryBody({ bodyStore, body, bodySize, sharedCodec, sharedData }),
+  bodySha256: bodyHash,
 });
-const SELECT_REJECTED = sql`SELECT id, received_at AS "receivedAt", endpoint, reason, result, field, message, random_id AS "randomId", body,
-  replayed_at AS "replayedAt", replay_result AS "replayResult", body_store AS "bodyStore", body_size AS "bodySize", body_hash AS "bodyHash" FROM rejected_reports`;
+/** Every column of the log, and the shared body where there is one. */
+const SELECT_REJECTED = sql`SELECT r.id, r.received_at AS "receivedAt", r.endpoint, r.reason, r.result, r.field, r.message, r.random_id AS "randomId", r.body,
+  r.replayed_at AS "replayedAt", r.replay_result AS "replayResult", r.body_store AS "bodyStore", r.body_size AS "bodySize", r.body_hash AS "bodyHash",
+  b.codec AS "sharedCodec", b.data AS "sharedData"
+  FROM rejected_reports r LEFT JOIN bodies b ON r.body_store = 'shared' AND b.hash = r.body_hash`;
 
 export function createPostgresReads(pg: Sql, db: PgDb) {
   async function* executionChunks(filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): AsyncGenerator<Execution[], void> {
@@ -218,17 +237,43 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     },
     async listRejected({ limit, reason, before }: { limit: number; reason?: RejectReason; before?: number }) {
       const rows = await db.execute<RejectedRow & Record<string, unknown>>(
-        sql`${SELECT_REJECTED} WHERE ${reason === undefined ? sql`TRUE` : sql`reason = ${reason}`} AND ${before === undefined ? sql`TRUE` : sql`id < ${before}`} ORDER BY id DESC LIMIT ${limit}`,
+        sql`${SELECT_REJECTED} WHERE ${reason === undefined ? sql`TRUE` : sql`r.reason = ${reason}`} AND ${before === undefined ? sql`TRUE` : sql`r.id < ${before}`} ORDER BY r.id DESC LIMIT ${limit}`,
       );
       return [...rows].map(toRejected);
     },
     async replayCandidates({ reasons, retryPrefix, afterId, limit }: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }) {
       if (reasons.length === 0) return [];
       const rows = await db.execute<RejectedRow & Record<string, unknown>>(
-        sql`${SELECT_REJECTED} WHERE reason IN ${[...reasons]} AND id > ${afterId}
-          AND (replayed_at IS NULL OR starts_with(replay_result, ${retryPrefix})) ORDER BY id LIMIT ${limit}`,
+        // A head-only entry whose body was longer than its head cannot be replayed.
+        sql`${SELECT_REJECTED} WHERE r.reason IN ${[...reasons]} AND r.id > ${afterId}
+          AND (r.replayed_at IS NULL OR starts_with(r.replay_result, ${retryPrefix}))
+          AND NOT (r.body_store = 'head' AND r.body_size > octet_length(r.body)) ORDER BY r.id LIMIT ${limit}`,
       );
       return [...rows].map(toRejected);
+    },
+    async *heldChunks({ chunkRows = SIDE_CHUNK_ROWS }: { chunkRows?: number } = {}): AsyncGenerator<HeldReport[], void> {
+      let after: { at: number; id: string } | null = null;
+      for (;;) {
+        const keyset = after ? pg`(received_at, execution_id) > (${after.at}, ${after.id})` : pg`TRUE`;
+        const rows: HeldRow[] = await pg<HeldRow[]>`
+          SELECT execution_id AS "executionId", report, codec, data, received_at AS "receivedAt", repaired FROM held_reports
+          WHERE ${keyset} ORDER BY received_at, execution_id LIMIT ${chunkRows}`;
+        const last = rows.at(-1);
+        if (!last) return;
+        yield rows.map((r) => ({ report: decodeHeld(r), at: r.receivedAt, repaired: r.repaired }));
+        if (rows.length < chunkRows) return;
+        after = { at: last.receivedAt, id: last.executionId };
+      }
+    },
+    async *rejectedChunks({ afterId = 0, chunkRows = SIDE_CHUNK_ROWS }: { afterId?: number; chunkRows?: number } = {}): AsyncGenerator<RejectedEntry[], void> {
+      for (let after = afterId; ; ) {
+        const rows = [...(await db.execute<RejectedRow & Record<string, unknown>>(sql`${SELECT_REJECTED} WHERE r.id > ${after} ORDER BY r.id LIMIT ${chunkRows}`))];
+        const last = rows.at(-1);
+        if (!last) return;
+        yield rows.map(toRejected);
+        if (rows.length < chunkRows) return;
+        after = last.id;
+      }
     },
     async countReplayed(reasons: readonly RejectReason[], retryPrefix: string) {
       if (reasons.length === 0) return 0;

@@ -4,13 +4,14 @@
 // several nodes claim with FOR UPDATE SKIP LOCKED and a lease, so no entry is in two claims, and
 // an execution's later entry is claimable only once its earlier ones are settled. The totals are
 // sharded counters (schema.ts relay_counters): a batch adds to one random row of each name.
-import type { Sql, TransactionSql } from "postgres";
+import type { Sql } from "postgres";
 import type { Descriptive, Report } from "../../domain/execution.ts";
 import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
 import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
 import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 
-type Tx = TransactionSql;
+/** A connection inside a transaction (transaction.ts). */
+type Tx = Sql;
 type Repo = Pick<Descriptive, "repoSource" | "repoSlug"> | null;
 
 /** Rows per counter name; a transaction picks one at random. */

@@ -3,7 +3,7 @@
 // reads go to the primary until it is back within it.
 import type { Sql } from "postgres";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
-import type { Durability } from "../../config.ts";
+import type { OpenOptions } from "../engine.ts";
 
 const EVERY_MS = 1000;
 
@@ -16,8 +16,8 @@ export interface Replica {
   close(): Promise<void>;
 }
 
-export async function openReplica(url: string, maxLagMs: number, durability: Durability): Promise<Replica> {
-  const { sql, db } = await openPostgres(url, { durability, migrate: false });
+export async function openReplica(url: string, maxLagMs: number, opts: OpenOptions): Promise<Replica> {
+  const { sql, db } = await openPostgres(url, { ...opts, migrate: false });
   let lagS: number | null = null;
   let problem: string | null = null;
   async function measure(): Promise<void> {

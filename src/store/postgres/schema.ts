@@ -77,7 +77,11 @@ export type ExecutionRow = Execution & { seq: number };
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 true satisfies Same<typeof executions.$inferSelect, ExecutionRow>;
 
-/** Final reports that arrived before their start report (normalized, as JSON), applied when it comes. */
+/**
+ * Final reports that arrived before their start report (normalized, as JSON), applied when it
+ * comes, or on their own when they waited too long or held reports are past their budget. The
+ * JSON is in `data`, zstd-compressed, when that is smaller (`codec` "zstd", `report` empty).
+ */
 export const heldReports = pgTable(
   "held_reports",
   {
@@ -86,6 +90,9 @@ export const heldReports = pgTable(
     report: text("report").notNull(),
     receivedAt: ms("received_at").notNull(),
     repaired: boolean("repaired").notNull().default(false),
+    /** Null: the JSON is in `report`; "zstd": it is in `data`, compressed. */
+    codec: text("codec", { enum: ["zstd"] }),
+    data: bytea("data"),
     /** What the row counts against the held-reports budget. */
     cost: integer("cost").notNull(),
   },
@@ -130,7 +137,10 @@ export const bodies = pgTable("bodies", {
   refs: integer("refs").notNull(),
 });
 
-/** The budgets' running totals and counters, kept in the same transaction as every change they count. */
+/**
+ * The budgets' running totals and counters (../shared/budgets.ts COUNTERS), changed only under the
+ * budget lock in the same transaction as the rows they count (writes.ts): exact on every node.
+ */
 export const budgetCounters = pgTable("budget_counters", {
   name: text("name").primaryKey(),
   value: bigint("value", { mode: "number" }).notNull(),

@@ -2,17 +2,19 @@
 // once (docs/decisions.md, "The PostgreSQL engine: design"). A batch first locks every execution
 // and install it touches (advisory locks, in one order), so the domain's decisions see what is
 // stored as a single writer would; rollups are counter rows it adds to before COMMIT.
-import type { Sql, TransactionSql } from "postgres";
+import type { Sql } from "postgres";
 import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
-import type { Rejection } from "../../domain/rejection.ts";
 import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
-import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
+import type { ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
+import { EVICT_CHUNK, decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
+import { applyAlertOp } from "./alerts.ts";
+import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
 import { relayBatch } from "./relay.ts";
 import { SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
-import { applyAlertOp } from "./alerts.ts";
+import { transaction } from "./transaction.ts";
 
 /** Advisory lock of the fold: writers hold it shared, the fold job alone. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
@@ -29,6 +31,8 @@ function lockNames(ops: readonly WriteOp[]): string[] {
   for (const op of ops) {
     if (op.kind === "report") names.add(`e:${op.report.executionId}`).add(`r:${op.report.randomId}`);
     else if (op.kind === "load") names.add(`e:${op.execution.executionId}`).add(`r:${op.execution.randomId}`);
+    else if (op.kind === "load-held") names.add(`e:${op.held.report.executionId}`).add(`r:${op.held.report.randomId}`);
+    else if (op.kind === "load-rejected") names.add(`copy:${op.source}`);
     else if (op.kind === "delete") names.add(`r:${op.randomId}`);
     else if (op.kind === "expire") names.add(`e:${op.executionId}`);
   }
@@ -38,10 +42,20 @@ function lockNames(ops: readonly WriteOp[]): string[] {
 interface BatchEffects {
   deltas: RollupDeltas;
   sightings: SignatureSightings;
+  /** The log entries to place and the counters to add at the end of the batch (budgets.ts). */
+  budget: BatchBudget;
+  /** A report was held: the held budget is checked at the end. */
+  held: boolean;
+  /**
+   * Changes to the stuck-install mark, in order, made at the end: no batch holds the marks row
+   * while it waits for the budget lock. Lowerings in a row are one (the lowest).
+   */
+  stuck: ({ lower: number } | { from: number; until: number })[];
   relay: ReturnType<typeof relayBatch>;
 }
 
-type Tx = TransactionSql;
+/** A connection inside a transaction (transaction.ts). */
+type Tx = Sql;
 
 async function getExecution(tx: Tx, executionId: string): Promise<Execution | undefined> {
   const [row] = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.execution_id = $1`, [executionId]);
@@ -57,17 +71,41 @@ async function attemptsOf(tx: Tx, randomId: string): Promise<number> {
  * Inserts `e` unless its id is stored; an execution in progress created before the stuck mark
  * lowers it, or the stuck job would never look at it again.
  */
-async function insertExecution(tx: Tx, e: Execution): Promise<boolean> {
+async function insertExecution(tx: Tx, e: Execution, fx: BatchEffects): Promise<boolean> {
   const rows = await tx`INSERT INTO executions ${tx(rowOf(e))} ON CONFLICT (execution_id) DO NOTHING RETURNING 1`;
   if (rows.length === 1 && e.outcome === "in_progress") {
-    await tx`UPDATE marks SET value = ${e.createdAt} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${e.createdAt}`;
+    const last = fx.stuck.at(-1);
+    if (last && "lower" in last) last.lower = Math.min(last.lower, e.createdAt);
+    else fx.stuck.push({ lower: e.createdAt });
   }
   return rows.length === 1;
 }
 
-/** Adds to a budget counter (held.expired_total, ...): only when such an event happens. */
-const addCounter = (tx: Tx, name: string, n: number) =>
-  tx`INSERT INTO budget_counters (name, value) VALUES (${name}, ${n}) ON CONFLICT (name) DO UPDATE SET value = budget_counters.value + excluded.value`;
+/** The stuck mark's changes of the batch, in order. */
+async function moveStuckMark(tx: Tx, fx: BatchEffects): Promise<void> {
+  for (const change of fx.stuck) {
+    if ("lower" in change) await tx`UPDATE marks SET value = ${change.lower} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${change.lower}`;
+    else {
+      await tx`INSERT INTO marks (name, value) VALUES (${MARKS.stuckCheckedUntil}, ${change.until})
+        ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE marks.value = ${change.from}`;
+    }
+  }
+}
+
+/** Held reports that left: their cost leaves the held budget. */
+function forgetHeld(fx: BatchEffects, gone: readonly { cost: number }[]): void {
+  for (const { cost } of gone) {
+    fx.budget.add("held.bytes", -cost);
+    fx.budget.add("held.count", -1);
+  }
+}
+
+/** Removes the held reports `where` selects, out of the held budget. */
+async function dropHeld(tx: Tx, fx: BatchEffects, where: ReturnType<Tx>): Promise<number> {
+  const gone = await tx<{ cost: number }[]>`DELETE FROM held_reports WHERE ${where} RETURNING cost`;
+  forgetHeld(fx, gone);
+  return gone.length;
+}
 
 async function updateExecution(tx: Tx, e: Execution): Promise<void> {
   const row = rowOf(e);
@@ -89,22 +127,26 @@ function recount(fx: BatchEffects, before: Execution, after: Execution, at: numb
 
 interface HeldRow {
   report: string;
+  codec: string | null;
+  data: Buffer | null;
   receivedAt: number;
   repaired: boolean;
 }
-const heldOf = (row: HeldRow): HeldReport => ({ report: JSON.parse(row.report) as Report, at: row.receivedAt, repaired: row.repaired });
+const heldOf = (row: HeldRow): HeldReport => ({ report: decodeHeld(row), at: row.receivedAt, repaired: row.repaired });
 
 async function findHeld(tx: Tx, executionId: string): Promise<HeldReport | null> {
-  const [row] = await tx<HeldRow[]>`SELECT report, received_at AS "receivedAt", repaired FROM held_reports WHERE execution_id = ${executionId}`;
+  const [row] = await tx<HeldRow[]>`SELECT report, codec, data, received_at AS "receivedAt", repaired FROM held_reports WHERE execution_id = ${executionId}`;
   return row ? heldOf(row) : null;
 }
 
-async function logRejection(tx: Tx, r: Rejection, at: number, result: string | null): Promise<void> {
-  const body = Buffer.from(r.body);
-  await tx`INSERT INTO rejected_reports ${tx({
-    received_at: at, endpoint: r.endpoint, reason: r.reason, result, field: r.field, message: r.message, random_id: r.randomId,
-    body, body_store: "inline", body_size: body.byteLength, body_hash: new Bun.CryptoHasher("sha256").update(body).digest("hex"), cost: body.byteLength,
-  })}`;
+/** A held report, compressed when that is smaller; a newer one of the same execution replaces it (its cost leaves the budget first). */
+async function holdReport(tx: Tx, fx: BatchEffects, report: Report, at: number, repaired: boolean): Promise<void> {
+  await dropHeld(tx, fx, tx`execution_id = ${report.executionId}`);
+  const columns = encodeHeld(report);
+  await tx`INSERT INTO held_reports ${tx({ execution_id: report.executionId, random_id: report.randomId, received_at: at, repaired, ...columns })}`;
+  fx.budget.add("held.bytes", columns.cost);
+  fx.budget.add("held.count", 1);
+  fx.held = true;
 }
 
 async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): Promise<ResultFor<typeof op>> {
@@ -117,11 +159,11 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
   let result: ResultFor<typeof op>;
   switch (decision.kind) {
     case "insert":
-      await insertExecution(tx, decision.row);
+      await insertExecution(tx, decision.row, fx);
       count(fx, decision.row, 1, op.at);
       await fx.relay.queue(tx, report, decision.row, op.at);
       if (held) {
-        await tx`DELETE FROM held_reports WHERE execution_id = ${report.executionId}`;
+        await dropHeld(tx, fx, tx`execution_id = ${report.executionId}`);
         await fx.relay.releaseAfterStart(tx, report.executionId, decision.row);
       }
       result = { kind: "created", outcome: decision.row.outcome };
@@ -139,50 +181,73 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
         await fx.relay.queue(tx, report, decision.row, op.at);
       }
       if (decision.conflict) {
-        await logRejection(tx, { endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
+        fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
       }
       result = { kind: "duplicate" };
       break;
-    case "hold": {
-      const json = JSON.stringify(report);
-      await tx`INSERT INTO held_reports ${tx({ execution_id: report.executionId, random_id: report.randomId, report: json, received_at: op.at, repaired, cost: json.length })}
-        ON CONFLICT (execution_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at, repaired = excluded.repaired, cost = excluded.cost`;
+    case "hold":
+      await holdReport(tx, fx, report, op.at, repaired);
       await fx.relay.hold(tx, report, op.at);
       result = { kind: "held" };
       break;
-    }
     case "already-final": {
       const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-      await logRejection(tx, { endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
+      fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
       return { kind: "already-final", outcome: decision.outcome };
     }
   }
   if (op.repairs.length > 0 && result.kind !== "duplicate") {
     const message = `body repaired (${op.repairs.join(", ")}) and ${result.kind}`;
-    await logRejection(tx, { endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind);
+    fx.budget.log({ endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind);
   }
   return result;
 }
 
+/**
+ * A held report becomes the execution it describes, without its start report (it waited too long,
+ * or held reports are past their budget): nothing acknowledged is dropped. Not waited for: when
+ * another batch holds its execution, that batch applies or refreshes the report itself (false).
+ */
+async function applyHeldAlone(tx: Tx, fx: BatchEffects, row: HeldRow & { executionId: string; randomId: string }): Promise<boolean> {
+  const [got] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${String(lockKey(`e:${row.executionId}`))}::bigint) AND pg_try_advisory_xact_lock(${String(lockKey(`r:${row.randomId}`))}::bigint) AS ok`;
+  if (!got?.ok) return false;
+  if ((await dropHeld(tx, fx, tx`execution_id = ${row.executionId} AND received_at = ${row.receivedAt}`)) === 0) return false;
+  if ((await getExecution(tx, row.executionId)) !== undefined) return false; // applied meanwhile
+  const execution = executionFromHeld(heldOf(row), (await attemptsOf(tx, row.randomId)) + 1);
+  await insertExecution(tx, execution, fx);
+  count(fx, execution, 1, row.receivedAt);
+  await fx.relay.releaseAlone(tx, execution.executionId, execution);
+  return true;
+}
+
+/** Held reports received before `before`, oldest first (after `after`), at most `limit`. */
+const oldestHeld = (tx: Tx, before: number, limit: number, after: { at: number; id: string } | null) => tx<(HeldRow & { executionId: string; randomId: string })[]>`
+  SELECT execution_id AS "executionId", random_id AS "randomId", report, codec, data, received_at AS "receivedAt", repaired FROM held_reports
+  WHERE received_at < ${before} AND ${after ? tx`(received_at, execution_id) > (${after.at}, ${after.id})` : tx`TRUE`}
+  ORDER BY received_at, execution_id LIMIT ${limit}`;
+
 /** Held reports received before `before`, oldest first, applied on their own (a node busy with one is skipped). */
 async function expireHeld(tx: Tx, before: number, limit: number, fx: BatchEffects): Promise<number> {
-  const due = await tx<(HeldRow & { executionId: string; randomId: string })[]>`
-    SELECT execution_id AS "executionId", random_id AS "randomId", report, received_at AS "receivedAt", repaired
-    FROM held_reports WHERE received_at < ${before} ORDER BY received_at LIMIT ${limit}`;
   let applied = 0;
-  for (const row of due) {
-    // Not waited for: another node's batch holding them would apply or refresh this report itself.
-    const [got] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${String(lockKey(`e:${row.executionId}`))}::bigint) AND pg_try_advisory_xact_lock(${String(lockKey(`r:${row.randomId}`))}::bigint) AS ok`;
-    if (!got?.ok) continue;
-    const gone = await tx`DELETE FROM held_reports WHERE execution_id = ${row.executionId} AND received_at = ${row.receivedAt} RETURNING 1`;
-    if (gone.length === 0 || (await getExecution(tx, row.executionId)) !== undefined) continue;
-    const execution = executionFromHeld(heldOf(row), (await attemptsOf(tx, row.randomId)) + 1);
-    await insertExecution(tx, execution);
-    count(fx, execution, 1, row.receivedAt);
-    await fx.relay.releaseAlone(tx, execution.executionId, execution);
-    applied++;
-  }
+  for (const row of await oldestHeld(tx, before, limit, null)) if (await applyHeldAlone(tx, fx, row)) applied++;
   return applied;
+}
+
+/** Past the held budget, the oldest held reports are applied on their own until it fits again (under the budget lock). */
+async function keepHeldWithinBudget(tx: Tx, fx: BatchEffects, limits: StoreLimits): Promise<void> {
+  await fx.budget.lock();
+  const over = () => fx.budget.get("held.count") > 0 && fx.budget.get("held.bytes") > limits.heldBytes;
+  let after: { at: number; id: string } | null = null;
+  while (over()) {
+    const oldest = await oldestHeld(tx, Number.MAX_SAFE_INTEGER, EVICT_CHUNK, after);
+    if (oldest.length === 0) return;
+    for (const row of oldest) {
+      if (!over()) return;
+      if (await applyHeldAlone(tx, fx, row)) fx.budget.add("held.overflowed_total", 1);
+    }
+    const last = oldest.at(-1)!;
+    after = { at: last.receivedAt, id: last.executionId };
+  }
 }
 
 /** The hours in [from, until) added from hour rows to the day and month rows that contain them. */
@@ -287,19 +352,37 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
     case "report":
       return applyReport(tx, op, fx);
     case "reject":
-      await logRejection(tx, op.rejection, op.at, null);
+      fx.budget.log(op.rejection, op.at, null);
       return { kind: "logged" };
     case "load": {
-      if (!(await insertExecution(tx, op.execution))) return { kind: "duplicate" };
+      if (!(await insertExecution(tx, op.execution, fx))) return { kind: "duplicate" };
       count(fx, op.execution, 1, op.execution.updatedAt);
       return { kind: "created", outcome: op.execution.outcome };
+    }
+    case "load-held": {
+      const { report, at, repaired } = op.held;
+      if ((await getExecution(tx, report.executionId)) !== undefined || (await findHeld(tx, report.executionId)) !== null) return { kind: "duplicate" };
+      await holdReport(tx, fx, report, at, repaired);
+      return { kind: "created" };
+    }
+    case "load-rejected": {
+      const { entry, source } = op;
+      const mark = `copy:${source}`;
+      if (entry.id <= (await getMark(tx, mark))) return { kind: "duplicate" };
+      await setMark(tx, mark, entry.id);
+      const { id: _, receivedAt, body, bodyKept, bodySize, bodySha256, replayedAt, replayResult, result, ...rejection } = entry;
+      const placed = await fx.budget.load({ ...rejection, body }, receivedAt, result, { replayedAt, replayResult }, bodyKept ? null : { size: bodySize, hash: bodySha256 });
+      return placed ? { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize } : { kind: "dropped" };
     }
     case "delete": {
       const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);
       if (records.length > 0) await tx`DELETE FROM executions WHERE random_id = ${op.randomId}`;
       for (const record of records) count(fx, record, -1, op.at);
-      const held = await tx<{ executionId: string }[]>`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING execution_id AS "executionId"`;
-      const logged = await tx`DELETE FROM rejected_reports WHERE random_id = ${op.randomId} RETURNING 1`;
+      const held = await tx<{ executionId: string; cost: number }[]>`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING execution_id AS "executionId", cost`;
+      forgetHeld(fx, held);
+      await fx.budget.flushLog(); // entries this batch logged for the install go too
+      const logged = await tx.unsafe<LeavingEntry[]>(`DELETE FROM rejected_reports WHERE random_id = $1 RETURNING ${RETURNING_LEAVING}`, [op.randomId]);
+      await fx.budget.release(logged);
       // The install's reports waiting to be relayed go too: its executions', and its held reports'.
       await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
       return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
@@ -313,20 +396,22 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       return { kind: "expired", changed: true };
     }
     case "forget-rejected": {
-      const gone = await tx`DELETE FROM rejected_reports WHERE received_at < ${op.before} RETURNING 1`;
+      await fx.budget.flushLog();
+      const gone = await tx.unsafe<LeavingEntry[]>(`DELETE FROM rejected_reports WHERE received_at < $1 RETURNING ${RETURNING_LEAVING}`, [op.before]);
+      await fx.budget.release(gone);
       return { kind: "forgotten", count: gone.length };
     }
     case "expire-held": {
       const count = await expireHeld(tx, op.before, op.limit, fx);
-      if (count > 0) await addCounter(tx, "held.expired_total", count);
+      fx.budget.add("held.expired_total", count);
       return { kind: "expired-held", count };
     }
-    case "stuck-checked": {
-      await tx`INSERT INTO marks (name, value) VALUES (${MARKS.stuckCheckedUntil}, ${op.until})
-        ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE marks.value = ${op.from}`;
+    case "stuck-checked":
+      fx.stuck.push({ from: op.from, until: op.until });
       return { kind: "marked" };
-    }
     case "mark-replayed":
+      // Under the budget lock: a log entry's row is changed only by a batch that holds it (eviction removes rows).
+      await fx.budget.flushLog();
       await tx`UPDATE rejected_reports SET replayed_at = ${op.at}, replay_result = ${op.result} WHERE id = ${op.rejectedId}`;
       return { kind: "marked" };
     case "fold": {
@@ -352,17 +437,29 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
 }
 
 /** Applies `ops` in one transaction, in order; the results in the same order. `relay`: what the batch relays (Store.setRelay). */
-export async function writeBatch(sql: Sql, ops: readonly WriteOp[], relay: RelayPolicy | null): Promise<WriteResult[]> {
-  return sql.begin(async (tx) => {
+export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: StoreLimits, relay: RelayPolicy | null): Promise<WriteResult[]> {
+  return transaction(sql, async (tx) => {
     const folds = ops.some((op) => op.kind === "fold");
     // Writers share the fold lock; a fold waits for them and they for it, so no count is added
     // to an hour while it is being folded, and every writer reads the mark as it stands.
     await (folds ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
     const keys = lockNames(ops).map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
-    const fx: BatchEffects = { deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)), sightings: new SignatureSightings(), relay: relayBatch(relay) };
+    const fx: BatchEffects = {
+      deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)),
+      sightings: new SignatureSightings(),
+      budget: new BatchBudget(tx, limits),
+      held: false,
+      stuck: [],
+      relay: relayBatch(relay),
+    };
     const results: WriteResult[] = [];
     for (const op of ops) results.push(await apply(tx, op, fx));
+    // The rest in the order every batch takes its locks: the budget lock and counter rows, the
+    // stuck mark, rollup rows, signatures (budgets.ts).
+    if (fx.held) await keepHeldWithinBudget(tx, fx, limits);
+    await fx.budget.finish();
+    await moveStuckMark(tx, fx);
     await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
     await mergeSightings(tx, fx.sightings);
     await fx.relay.trim(tx, ops.reduce((at, op) => Math.max(at, op.at), 0));

@@ -1,38 +1,30 @@
 // What maintenance reads before it writes: stuck executions, what retention would remove, and the
 // rejected-reports log (listing and replay candidates).
 import { and, asc, count, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, not, or, sql, type SQL } from "drizzle-orm";
+import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract.ts";
 import type { Db } from "./database.ts";
+import { decodeHeld, entryBody } from "../shared/budgets.ts";
 import { bodies, executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
 
 type RejectedRow = typeof rejectedReports.$inferSelect & { sharedCodec: string | null; sharedData: Buffer | null };
 
-/** A shared body, as stored in `bodies`. */
-function unpack(codec: string | null, data: Buffer | null): Uint8Array | null {
-  if (data === null) return null;
-  return codec === "zstd" ? Bun.zstdDecompressSync(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-}
-
-const entryOf = ({ body, result, bodyStore, bodySize, bodyHash, cost: _, sharedCodec, sharedData, ...row }: RejectedRow): RejectedEntry => {
-  const whole = bodyStore === "shared" ? unpack(sharedCodec, sharedData) : null;
-  const bytes = whole ?? new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-  const size = bodySize ?? bytes.byteLength;
-  return {
-    ...row,
-    result: result as RejectedEntry["result"],
-    body: bytes,
-    bodySize: size,
-    bodySha256: bodyHash,
-    bodyKept: bodyStore === "shared" ? whole !== null : bytes.byteLength >= size,
-  };
-};
+const entryOf = ({ body, result, bodyStore, bodySize, bodyHash, cost: _, sharedCodec, sharedData, ...row }: RejectedRow): RejectedEntry => ({
+  ...row,
+  result: result as RejectedEntry["result"],
+  ...entryBody({ bodyStore, body, bodySize, sharedCodec, sharedData }),
+  bodySha256: bodyHash,
+});
 
 /** Every column of the log, and the shared body where there is one. */
 const withBodies = { ...getTableColumns(rejectedReports), sharedCodec: bodies.codec, sharedData: bodies.data };
 const sharedBody = and(eq(rejectedReports.bodyStore, "shared"), eq(bodies.hash, rejectedReports.bodyHash));
 /** A head-only entry whose body was longer than its head cannot be replayed. */
 const truncated = and(eq(rejectedReports.bodyStore, "head"), sql`${rejectedReports.bodySize} > length(${rejectedReports.body})`);
+
+/** Rows per chunk of heldChunks and rejectedChunks unless the caller says otherwise (bodies and reports may be large). */
+const CHUNK_ROWS = 200;
 
 /** The queries behind the contract's MaintenanceReads, synchronous as bun:sqlite is (store.ts adapts them). */
 export function createMaintenanceReads(db: Db) {
@@ -82,6 +74,37 @@ export function createMaintenanceReads(db: Db) {
         .limit(limit)
         .all()
         .map(entryOf);
+    },
+
+    /** Every held report, oldest first (received_at, then execution_id), a query per chunk. */
+    *heldChunks({ chunkRows = CHUNK_ROWS }: { chunkRows?: number } = {}): Generator<HeldReport[], void> {
+      let after: { at: number; id: string } | null = null;
+      for (;;) {
+        const rows = db
+          .select()
+          .from(heldReports)
+          .where(after ? sql`(${heldReports.receivedAt}, ${heldReports.executionId}) > (${after.at}, ${after.id})` : undefined)
+          .orderBy(asc(heldReports.receivedAt), asc(heldReports.executionId))
+          .limit(chunkRows)
+          .all();
+        const last = rows.at(-1);
+        if (!last) return;
+        yield rows.map((r) => ({ report: decodeHeld(r), at: r.receivedAt, repaired: r.repaired }));
+        if (rows.length < chunkRows) return;
+        after = { at: last.receivedAt, id: last.executionId };
+      }
+    },
+
+    /** Log entries with an id above `afterId`, oldest first, a query per chunk. */
+    *rejectedChunks({ afterId = 0, chunkRows = CHUNK_ROWS }: { afterId?: number; chunkRows?: number } = {}): Generator<RejectedEntry[], void> {
+      for (let after = afterId; ; ) {
+        const rows = db.select(withBodies).from(rejectedReports).leftJoin(bodies, sharedBody).where(gt(rejectedReports.id, after)).orderBy(asc(rejectedReports.id)).limit(chunkRows).all();
+        const last = rows.at(-1);
+        if (!last) return;
+        yield rows.map(entryOf);
+        if (rows.length < chunkRows) return;
+        after = last.id;
+      }
     },
 
     countReplayed: (reasons: readonly RejectReason[], retryPrefix: string): number =>

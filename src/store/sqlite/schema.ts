@@ -323,3 +323,13 @@ export const relayOutbox = sqliteTable(
     index("relay_outbox_not_ready").on(t.state).where(sql`${t.state} <> 'ready'`),
   ],
 );
+
+/**
+ * How far `installstats copy` got with another store's rejected-reports log: the id of the last
+ * entry loaded from `source` (a file's absolute path, a server URL without its password), moved in
+ * the same transaction as the entries, so a copy run again adds only what is missing.
+ */
+export const copyMarks = sqliteTable("copy_marks", {
+  source: text("source").primaryKey(),
+  rejectedId: integer("rejected_id").notNull(),
+});

@@ -7,7 +7,7 @@ import type { RelayPolicy } from "../../domain/relay.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { GRAINS, type RollupPart } from "../../domain/rollup.ts";
 import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
-import { DEFAULT_LIMITS, budgetStatus } from "./budgets.ts";
+import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { ALL_PARTS, CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";
@@ -203,6 +203,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     replayCandidates: read((opts) => maintenance.replayCandidates(opts)),
     countReplayed: read((reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix)),
     budgets: read(() => budgetStatus(writes.counters(), limits.current)),
+    heldChunks: (opts) => chunksOf(maintenance.heldChunks(opts)),
+    rejectedChunks: (opts) => chunksOf(maintenance.rejectedChunks(opts)),
     alertStates: read(() => alerts.alertStates()),
     alertRuleMarks: read(() => alerts.alertRuleMarks()),
     alertHistory: read((opts) => alerts.alertHistory(opts)),

@@ -11,15 +11,16 @@ import type { Rejection } from "../../domain/rejection.ts";
 import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
-import { Counters, createLogBudget, type LeavingEntry } from "./budgets.ts";
+import { Counters, createLogBudget } from "./budgets.ts";
+import { decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
 import { ALL_PARTS, cellKey, type CachedCell, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
-import { LEGACY_HELD_COST, decodeHeld, encodeHeld } from "./held.ts";
+import { LEGACY_HELD_COST } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
 import { toRow } from "./error-text.ts";
 import { createSqliteRelay } from "./relay.ts";
-import { errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
 import { createAlertWrites } from "./alerts.ts";
 
@@ -154,6 +155,12 @@ function prepareStatements(db: Db) {
       .insert(expiryState)
       .values({ id: 1, checkedUntil: sql.placeholder("to") })
       .onConflictDoUpdate({ target: expiryState.id, set: { checkedUntil: sql`min(${expiryState.checkedUntil}, excluded.checked_until)` } })
+      .prepare(),
+    copyMark: db.select({ id: copyMarks.rejectedId }).from(copyMarks).where(eq(copyMarks.source, sql.placeholder("source"))).prepare(),
+    setCopyMark: db
+      .insert(copyMarks)
+      .values({ source: sql.placeholder("source"), rejectedId: sql.placeholder("id") })
+      .onConflictDoUpdate({ target: copyMarks.source, set: { rejectedId: sql`excluded.rejected_id` } })
       .prepare(),
     getSignature: db.select().from(errorSignatures).where(eq(errorSignatures.id, byId.id)).prepare(),
     putSignature: db
@@ -414,6 +421,26 @@ export function createSqliteWrites(
         keepStuckMark(execution);
         count(fx, execution, 1, execution.updatedAt);
         return { kind: "created", outcome: execution.outcome };
+      }
+      case "load-held": {
+        const { report, at, repaired } = op.held;
+        if (reads.getExecution(report.executionId) !== undefined || hot.findHeld.get({ id: report.executionId })) return { kind: "duplicate" };
+        const columns = encodeHeld(report);
+        q.insertHeld.run({ executionId: report.executionId, randomId: report.randomId, receivedAt: at, repaired, ...columns });
+        counters.add("held.bytes", columns.cost);
+        counters.add("held.count", 1);
+        fx.held = true;
+        return { kind: "created" };
+      }
+      case "load-rejected": {
+        const { entry, source } = op;
+        if (entry.id <= (q.copyMark.get({ source })?.id ?? 0)) return { kind: "duplicate" };
+        q.setCopyMark.run({ source, id: entry.id });
+        const rejection: Rejection = { endpoint: entry.endpoint, reason: entry.reason, field: entry.field, message: entry.message, randomId: entry.randomId, body: entry.body };
+        const placed = log.place(rejection, entry.bodyKept ? null : { size: entry.bodySize, hash: entry.bodySha256 });
+        if (!placed) return { kind: "dropped" };
+        q.insertRejected.run({ id: null, receivedAt: entry.receivedAt, ...rejection, result: entry.result, ...placed, replayedAt: entry.replayedAt, replayResult: entry.replayResult });
+        return { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize };
       }
       case "delete": {
         const records = reads.getExecutions(op.randomId);

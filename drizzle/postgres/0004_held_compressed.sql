@@ -1,0 +1,2 @@
+ALTER TABLE "held_reports" ADD COLUMN "codec" text;--> statement-breakpoint
+ALTER TABLE "held_reports" ADD COLUMN "data" "bytea";

@@ -1,0 +1,142 @@
+// One transaction on one connection, its COMMIT checked, safe when the connection dies under it.
+//
+// - PostgreSQL answers COMMIT of a transaction that failed along the way with ROLLBACK, not an
+//   error, and postgres.js's own `begin` does not look. Behind a pooler in transaction mode with
+//   prepared statements on, a COMMIT that met another server connection failed, was sent again,
+//   and "succeeded" as ROLLBACK: 3 of 63 acknowledged writes were not stored (docs/decisions.md).
+//   Here BEGIN, COMMIT and ROLLBACK go in the simple protocol (nothing prepared to lose) and a
+//   COMMIT answered ROLLBACK is an error, so nothing is acknowledged that was not committed.
+// - When the connection is lost (the server stopped, a failover), postgres.js 3.4 puts a released
+//   connection back into its pool even if its socket is gone, and the next statement on it ends
+//   the process (a TypeError in a timer): measured in the failover test, a node died. So after a
+//   connection error nothing more is sent on it and it is not released: postgres.js has already
+//   moved it to its closed connections, to be opened afresh.
+import type { Sql } from "postgres";
+
+/** The transaction was rolled back by the server although nothing failed before COMMIT. */
+export class RolledBackError extends Error {
+  readonly code = "40000"; // SQLSTATE transaction_rollback: the write may be sent again
+  constructor() {
+    super("the server rolled the transaction back at COMMIT (it had failed along the way); nothing was written");
+    this.name = "RolledBackError";
+  }
+}
+
+/**
+ * How long a transaction waits for a connection. While no server takes writes (a failover: the
+ * old primary gone, the new one not promoted yet) postgres.js tries the URL's hosts again and again
+ * and a write would wait for the whole switch; the clients give up after 5 s (curl -m 5), so the
+ * write is refused (503 with Retry-After) after this instead. Measured: before, answers took up to
+ * 3.2 s during a 3.25 s switch, and would take as long as any switch.
+ */
+const CONNECTION_WAIT_MS = 3000;
+/**
+ * Once a connection was lost or did not come, the next batches wait this long only, for
+ * DOWN_FOR_MS: the writer sends one batch at a time, and reports queued behind a batch that waits
+ * would wait out every batch before theirs. The first connection that comes ends it.
+ */
+const DOWN_WAIT_MS = 500;
+const DOWN_FOR_MS = 10_000;
+
+/** No connection came in time. */
+class ConnectionWaitError extends Error {
+  readonly code = "CONNECT_TIMEOUT";
+  constructor(ms: number) {
+    super(`no connection to a server that takes writes within ${ms / 1000} s`);
+  }
+}
+
+/** When a connection was last lost or did not come (per process: every store of it shares the servers). */
+let downSince = 0;
+/** Reads in flight, told when the servers are found unreachable. */
+const onDown = new Set<() => void>();
+
+/** The servers were found unreachable: reads in flight and batches from now on wait less. */
+export function markDown(): void {
+  downSince = Date.now();
+  for (const arm of onDown) arm();
+}
+
+/**
+ * A read gives up after CONNECTION_WAIT_MS (ConnectionWaitError) once the servers are found
+ * unreachable, whether it started before or after, rather than wait for the whole switch; other
+ * reads are left alone (a scan may take long: the read budget bounds it).
+ */
+export function boundedWhileDown<T>(read: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const finish = (settle: () => void) => {
+      onDown.delete(arm);
+      clearTimeout(timer);
+      settle();
+    };
+    function arm(): void {
+      timer ??= setTimeout(() => finish(() => reject(new ConnectionWaitError(CONNECTION_WAIT_MS))), CONNECTION_WAIT_MS);
+    }
+    if (Date.now() - downSince < DOWN_FOR_MS) arm();
+    else onDown.add(arm);
+    read.then(
+      (value) => finish(() => resolve(value)),
+      (e: unknown) => finish(() => reject(e)),
+    );
+  });
+}
+
+/** A reserved connection, or ConnectionWaitError; one that comes too late goes back to the pool. */
+async function reserve(sql: Sql): Promise<Awaited<ReturnType<Sql["reserve"]>>> {
+  const pending = sql.reserve();
+  const ms = Date.now() - downSince < DOWN_FOR_MS ? DOWN_WAIT_MS : CONNECTION_WAIT_MS;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const tx = await Promise.race([pending, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ConnectionWaitError(ms)), ms)))]);
+    downSince = 0;
+    return tx;
+  } catch (e) {
+    markDown();
+    pending.then((late) => late.release(), () => {});
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Whether `e` means the connection is gone: postgres.js's own connection errors, a socket error,
+ * or the server's FATAL (it ends the session: shutdown, termination, failover).
+ */
+export function connectionLost(e: unknown): boolean {
+  const { code, severity } = e as { code?: unknown; severity?: unknown };
+  if (severity === "FATAL" || severity === "PANIC") return true;
+  return typeof code === "string" && (/^CONNECT(ION)?_/.test(code) || /^E[A-Z]+$/.test(code));
+}
+
+export async function transaction<T>(sql: Sql, fn: (tx: Sql) => Promise<T>): Promise<T> {
+  const tx = await reserve(sql);
+  let usable = true;
+  const step = async <R>(p: Promise<R>): Promise<R> => {
+    try {
+      return await p;
+    } catch (e) {
+      if (connectionLost(e)) {
+        usable = false;
+        markDown();
+      }
+      throw e;
+    }
+  };
+  try {
+    await step(tx`BEGIN`.simple());
+    let result: T;
+    try {
+      result = await step(fn(tx));
+    } catch (e) {
+      if (usable) await step(tx`ROLLBACK`.simple()).catch(() => {});
+      throw e;
+    }
+    const done = await step(tx`COMMIT`.simple());
+    if (done.command !== "COMMIT") throw new RolledBackError();
+    return result;
+  } finally {
+    if (usable) tx.release();
+  }
+}

@@ -9,7 +9,8 @@ import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { openReplica, type Replica } from "./replica.ts";
-import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
+import { MARKS } from "./intake.ts";
+import { addRollups, getMark, writeBatch } from "./writes.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
 const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.hash.wyhash(`job:${name}`, 0n))));

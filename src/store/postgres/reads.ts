@@ -11,7 +11,8 @@ import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupCell,
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
-import { MARKS, getMark } from "./writes.ts";
+import { MARKS } from "./intake.ts";
+import { getMark } from "./writes.ts";
 
 const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
 const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions, f, like);

@@ -6,7 +6,7 @@ import { executions } from "./schema.ts";
 
 const columns = getTableColumns(executions);
 /** The domain's keys with their column names, insertion order (seq) left out. */
-const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)[]).filter((k) => k !== "seq").map((key) => ({ key, name: columns[key].name }));
+export const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)[]).filter((k) => k !== "seq").map((key) => ({ key, name: columns[key].name }));
 
 /** `"execution_id" AS "executionId", ...`: every column of an execution under its domain name. */
 export const SELECT_EXECUTION = EXECUTION_COLUMNS.map(({ key, name }) => `e."${name}" AS "${key}"`).join(", ");

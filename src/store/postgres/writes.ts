@@ -2,20 +2,17 @@
 // once (docs/decisions.md, "The PostgreSQL engine: design"). A batch first locks every execution
 // and install it touches (advisory locks, in one order), so the domain's decisions see what is
 // stored as a single writer would; rollups are counter rows it adds to before COMMIT.
-import type { Sql, TransactionSql } from "postgres";
-import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
-import type { Execution, Report } from "../../domain/execution.ts";
-import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
-import type { Rejection } from "../../domain/rejection.ts";
+import type { Sql } from "postgres";
+import { SignatureSightings } from "../../domain/error-signature.ts";
+import type { Execution } from "../../domain/execution.ts";
+import { executionFromHeld } from "../../domain/lifecycle.ts";
 import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
-import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
-import { SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
+import type { WriteOp, WriteResult } from "../contract.ts";
+import { MARKS, applyIntake, count, heldOf, isIntake, type BatchEffects, type HeldRow, type IntakeOp, type Tx } from "./intake.ts";
+import { SELECT_EXECUTION, rowOf } from "./rows.ts";
 
 /** Advisory lock of the fold: writers hold it shared, the fold job alone. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
-
-/** The mark names in the `marks` table. */
-export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until" } as const;
 
 /** A 64-bit advisory lock key for a name: the same on every node (same hash, same binary). */
 const lockKey = (name: string): bigint => BigInt.asIntN(64, BigInt(Bun.hash.wyhash(name, 0n)));
@@ -31,13 +28,6 @@ function lockNames(ops: readonly WriteOp[]): string[] {
   }
   return [...names];
 }
-
-interface BatchEffects {
-  deltas: RollupDeltas;
-  sightings: SignatureSightings;
-}
-
-type Tx = TransactionSql;
 
 async function getExecution(tx: Tx, executionId: string): Promise<Execution | undefined> {
   const [row] = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.execution_id = $1`, [executionId]);
@@ -64,94 +54,6 @@ async function insertExecution(tx: Tx, e: Execution): Promise<boolean> {
 /** Adds to a budget counter (held.expired_total, ...): only when such an event happens. */
 const addCounter = (tx: Tx, name: string, n: number) =>
   tx`INSERT INTO budget_counters (name, value) VALUES (${name}, ${n}) ON CONFLICT (name) DO UPDATE SET value = budget_counters.value + excluded.value`;
-
-async function updateExecution(tx: Tx, e: Execution): Promise<void> {
-  const row = rowOf(e);
-  await tx`UPDATE executions SET ${tx(row, UPDATABLE)} WHERE execution_id = ${e.executionId}`;
-}
-
-/** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
-function count(fx: BatchEffects, row: Execution, sign: 1 | -1, at: number): void {
-  const sig = failureSignature(row.outcome, row.error);
-  fx.deltas.add(row, row.outcome, sign, sig?.id ?? null);
-  if (sign === 1 && sig) fx.sightings.see(sig, row.error!, row.nsapp, at);
-}
-
-function recount(fx: BatchEffects, before: Execution, after: Execution, at: number): void {
-  const sig = failureSignature(after.outcome, after.error);
-  fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), sig?.id ?? null);
-  if (sig) fx.sightings.see(sig, after.error!, after.nsapp, at);
-}
-
-interface HeldRow {
-  report: string;
-  receivedAt: number;
-  repaired: boolean;
-}
-const heldOf = (row: HeldRow): HeldReport => ({ report: JSON.parse(row.report) as Report, at: row.receivedAt, repaired: row.repaired });
-
-async function findHeld(tx: Tx, executionId: string): Promise<HeldReport | null> {
-  const [row] = await tx<HeldRow[]>`SELECT report, received_at AS "receivedAt", repaired FROM held_reports WHERE execution_id = ${executionId}`;
-  return row ? heldOf(row) : null;
-}
-
-async function logRejection(tx: Tx, r: Rejection, at: number, result: string | null): Promise<void> {
-  const body = Buffer.from(r.body);
-  await tx`INSERT INTO rejected_reports ${tx({
-    received_at: at, endpoint: r.endpoint, reason: r.reason, result, field: r.field, message: r.message, random_id: r.randomId,
-    body, body_store: "inline", body_size: body.byteLength, body_hash: new Bun.CryptoHasher("sha256").update(body).digest("hex"), cost: body.byteLength,
-  })}`;
-}
-
-async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): Promise<ResultFor<typeof op>> {
-  const { report } = op;
-  const current = await getExecution(tx, report.executionId);
-  const held = current === undefined ? await findHeld(tx, report.executionId) : null;
-  const repaired = op.repairs.length > 0;
-  const attempt = current === undefined ? (await attemptsOf(tx, report.randomId)) + 1 : current.attempt;
-  const decision = decide(current, report, { at: op.at, attempt, held, repaired });
-  let result: ResultFor<typeof op>;
-  switch (decision.kind) {
-    case "insert":
-      await insertExecution(tx, decision.row);
-      if (held) await tx`DELETE FROM held_reports WHERE execution_id = ${report.executionId}`;
-      count(fx, decision.row, 1, op.at);
-      result = { kind: "created", outcome: decision.row.outcome };
-      break;
-    case "update":
-      await updateExecution(tx, decision.row);
-      recount(fx, current!, decision.row, op.at);
-      result = { kind: "updated", outcome: decision.row.outcome };
-      break;
-    case "duplicate":
-      if (decision.row) {
-        await updateExecution(tx, decision.row);
-        recount(fx, current!, decision.row, op.at);
-      }
-      if (decision.conflict) {
-        await logRejection(tx, { endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
-      }
-      result = { kind: "duplicate" };
-      break;
-    case "hold": {
-      const json = JSON.stringify(report);
-      await tx`INSERT INTO held_reports ${tx({ execution_id: report.executionId, random_id: report.randomId, report: json, received_at: op.at, repaired, cost: json.length })}
-        ON CONFLICT (execution_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at, repaired = excluded.repaired, cost = excluded.cost`;
-      result = { kind: "held" };
-      break;
-    }
-    case "already-final": {
-      const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-      await logRejection(tx, { endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
-      return { kind: "already-final", outcome: decision.outcome };
-    }
-  }
-  if (op.repairs.length > 0 && result.kind !== "duplicate") {
-    const message = `body repaired (${op.repairs.join(", ")}) and ${result.kind}`;
-    await logRejection(tx, { endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind);
-  }
-  return result;
-}
 
 /** Held reports received before `before`, oldest first, applied on their own (a node busy with one is skipped). */
 async function expireHeld(tx: Tx, before: number, limit: number, fx: BatchEffects): Promise<number> {
@@ -270,18 +172,10 @@ async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<vo
   }
 }
 
-async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult> {
+type MaintenanceOp = Exclude<WriteOp, IntakeOp>;
+
+async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects): Promise<WriteResult> {
   switch (op.kind) {
-    case "report":
-      return applyReport(tx, op, fx);
-    case "reject":
-      await logRejection(tx, op.rejection, op.at, null);
-      return { kind: "logged" };
-    case "load": {
-      if (!(await insertExecution(tx, op.execution))) return { kind: "duplicate" };
-      count(fx, op.execution, 1, op.execution.updatedAt);
-      return { kind: "created", outcome: op.execution.outcome };
-    }
     case "delete": {
       const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);
       if (records.length > 0) await tx`DELETE FROM executions WHERE random_id = ${op.randomId}`;
@@ -337,7 +231,15 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[]): Promise<Wri
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
     const fx: BatchEffects = { deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)), sightings: new SignatureSightings() };
     const results: WriteResult[] = [];
-    for (const op of ops) results.push(await apply(tx, op, fx));
+    // Runs of ingestion's ops are read and written set-wise (intake.ts); a maintenance op on its own.
+    for (let i = 0; i < ops.length; ) {
+      let end = i;
+      while (end < ops.length && isIntake(ops[end]!)) end++;
+      if (end > i) {
+        results.push(...(await applyIntake(tx, ops.slice(i, end) as IntakeOp[], fx)));
+        i = end;
+      } else results.push(await apply(tx, ops[i++] as MaintenanceOp, fx));
+    }
     await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
     await mergeSightings(tx, fx.sightings);
     return results;

@@ -1,0 +1,233 @@
+// What ingestion writes (reports, loads, refusals), a run of them at a time: the rows they touch
+// are read in one round trip, the domain decides op by op against those rows as the batch changes
+// them, and the changes go back in a few set-wise statements. A batch's cost is then a handful of
+// round trips to the server whatever its size, where a statement per op made every report wait
+// for five (docs/performance.md, "PostgreSQL"). The batch holds the advisory locks of every
+// execution and install it names (writes.ts), so what it read stays true until it commits.
+import type { TransactionSql } from "postgres";
+import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
+import type { Execution, Report } from "../../domain/execution.ts";
+import { decide, type HeldReport } from "../../domain/lifecycle.ts";
+import type { Rejection } from "../../domain/rejection.ts";
+import type { RollupDeltas } from "../../domain/rollup.ts";
+import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
+import { EXECUTION_COLUMNS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
+
+export type Tx = TransactionSql;
+
+export interface BatchEffects {
+  deltas: RollupDeltas;
+  sightings: SignatureSightings;
+}
+
+/** The mark names in the `marks` table. */
+export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until" } as const;
+
+/** The ops this file writes. */
+export type IntakeOp = Extract<WriteOp, { kind: "report" | "load" | "reject" }>;
+export const isIntake = (op: WriteOp): op is IntakeOp => op.kind === "report" || op.kind === "load" || op.kind === "reject";
+
+/** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
+export function count(fx: BatchEffects, row: Execution, sign: 1 | -1, at: number): void {
+  const sig = failureSignature(row.outcome, row.error);
+  fx.deltas.add(row, row.outcome, sign, sig?.id ?? null);
+  if (sign === 1 && sig) fx.sightings.see(sig, row.error!, row.nsapp, at);
+}
+
+function recount(fx: BatchEffects, before: Execution, after: Execution, at: number): void {
+  const sig = failureSignature(after.outcome, after.error);
+  fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), sig?.id ?? null);
+  if (sig) fx.sightings.see(sig, after.error!, after.nsapp, at);
+}
+
+export interface HeldRow {
+  report: string;
+  receivedAt: number;
+  repaired: boolean;
+}
+export const heldOf = (row: HeldRow): HeldReport => ({ report: JSON.parse(row.report) as Report, at: row.receivedAt, repaired: row.repaired });
+
+async function logRejection(tx: Tx, r: Rejection, at: number, result: string | null): Promise<void> {
+  const body = Buffer.from(r.body);
+  await tx`INSERT INTO rejected_reports ${tx({
+    received_at: at, endpoint: r.endpoint, reason: r.reason, result, field: r.field, message: r.message, random_id: r.randomId,
+    body, body_store: "inline", body_size: body.byteLength, body_hash: new Bun.CryptoHasher("sha256").update(body).digest("hex"), cost: body.byteLength,
+  })}`;
+}
+
+/** Rows as JSON for json_populate_recordset: one parameter however many rows. */
+const rowsJson = (rows: Iterable<Execution>): string => JSON.stringify([...rows].map(rowOf));
+
+const COLUMNS = EXECUTION_COLUMNS.map(({ name }) => `"${name}"`).join(", ");
+const SET_UPDATABLE = `(${UPDATABLE.map((n) => `"${n}"`).join(", ")}) = (${UPDATABLE.map((n) => `r."${n}"`).join(", ")})`;
+
+/**
+ * The stored state a run of ops sees, and what the run changes: rows as they were read, overlaid
+ * with what earlier ops of the run did; the writes to make when the run ends.
+ */
+class Run {
+  /** Stored (or created by this run) executions by id; undefined when there is none. */
+  readonly executions = new Map<string, Execution | undefined>();
+  readonly held = new Map<string, HeldReport | null>();
+  readonly attempts = new Map<string, number>();
+  /** New rows in the order they were created (their seq follows it), in their final state. */
+  readonly inserts = new Map<string, Execution>();
+  readonly updates = new Map<string, Execution>();
+  readonly heldGone = new Set<string>();
+  readonly heldSet = new Map<string, { randomId: string; report: string; receivedAt: number; repaired: boolean }>();
+  readonly rejections: { rejection: Rejection; at: number; result: string | null }[] = [];
+  /** The oldest creation time of an execution in progress this run created: the stuck mark must not be past it. */
+  oldestOpen: number | null = null;
+
+  insert(e: Execution): void {
+    this.executions.set(e.executionId, e);
+    this.inserts.set(e.executionId, e);
+    this.attempts.set(e.randomId, (this.attempts.get(e.randomId) ?? 0) + 1);
+    if (e.outcome === "in_progress") this.oldestOpen = Math.min(this.oldestOpen ?? e.createdAt, e.createdAt);
+  }
+
+  update(e: Execution): void {
+    this.executions.set(e.executionId, e);
+    (this.inserts.has(e.executionId) ? this.inserts : this.updates).set(e.executionId, e);
+  }
+
+  hold(report: Report, at: number, repaired: boolean): void {
+    const json = JSON.stringify(report);
+    this.heldSet.set(report.executionId, { randomId: report.randomId, report: json, receivedAt: at, repaired });
+    this.held.set(report.executionId, { report: JSON.parse(json) as Report, at, repaired });
+  }
+
+  unhold(executionId: string): void {
+    this.heldSet.delete(executionId);
+    this.heldGone.add(executionId);
+    this.held.set(executionId, null);
+  }
+
+  reject(rejection: Rejection, at: number, result: string | null): void {
+    this.rejections.push({ rejection, at, result });
+  }
+}
+
+/** Reads, in one round trip, the executions, held reports and attempt counts the ops name. */
+async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
+  const ids = new Set<string>();
+  const installs = new Set<string>();
+  for (const op of ops) {
+    if (op.kind === "report") {
+      ids.add(op.report.executionId);
+      installs.add(op.report.randomId);
+    } else if (op.kind === "load") {
+      ids.add(op.execution.executionId);
+      installs.add(op.execution.randomId);
+    }
+  }
+  const run = new Run();
+  if (ids.size === 0) return run;
+  const idList = [...ids];
+  const installList = [...installs];
+  // Sent together: the server answers them in order on the transaction's connection.
+  const [rows, held, attempts] = await Promise.all([
+    tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM executions e WHERE e.execution_id = ANY(${idList}::text[])`,
+    tx<(HeldRow & { executionId: string })[]>`
+      SELECT execution_id AS "executionId", report, received_at AS "receivedAt", repaired FROM held_reports WHERE execution_id = ANY(${idList}::text[])`,
+    tx<{ randomId: string; n: number }[]>`SELECT random_id AS "randomId", count(*)::int AS n FROM executions WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`,
+  ]);
+  for (const id of idList) run.executions.set(id, undefined);
+  for (const row of rows) run.executions.set(row.executionId, row);
+  for (const row of held) run.held.set(row.executionId, heldOf(row));
+  for (const row of attempts) run.attempts.set(row.randomId, row.n);
+  return run;
+}
+
+function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: BatchEffects): ResultFor<typeof op> {
+  const { report } = op;
+  const current = run.executions.get(report.executionId);
+  const held = current === undefined ? (run.held.get(report.executionId) ?? null) : null;
+  const repaired = op.repairs.length > 0;
+  const attempt = current === undefined ? (run.attempts.get(report.randomId) ?? 0) + 1 : current.attempt;
+  const decision = decide(current, report, { at: op.at, attempt, held, repaired });
+  let result: ResultFor<typeof op>;
+  switch (decision.kind) {
+    case "insert":
+      run.insert(decision.row);
+      if (held) run.unhold(report.executionId);
+      count(fx, decision.row, 1, op.at);
+      result = { kind: "created", outcome: decision.row.outcome };
+      break;
+    case "update":
+      run.update(decision.row);
+      recount(fx, current!, decision.row, op.at);
+      result = { kind: "updated", outcome: decision.row.outcome };
+      break;
+    case "duplicate":
+      if (decision.row) {
+        run.update(decision.row);
+        recount(fx, current!, decision.row, op.at);
+      }
+      if (decision.conflict) {
+        run.reject({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
+      }
+      result = { kind: "duplicate" };
+      break;
+    case "hold":
+      run.hold(report, op.at, repaired);
+      result = { kind: "held" };
+      break;
+    case "already-final": {
+      const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
+      run.reject({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
+      return { kind: "already-final", outcome: decision.outcome };
+    }
+  }
+  if (op.repairs.length > 0 && result.kind !== "duplicate") {
+    const message = `body repaired (${op.repairs.join(", ")}) and ${result.kind}`;
+    run.reject({ endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind);
+  }
+  return result;
+}
+
+/** Writes what the run changed, each kind of change in one statement, all sent together. */
+async function flush(tx: Tx, run: Run): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  if (run.inserts.size > 0) {
+    pending.push(tx`
+      INSERT INTO executions (${tx.unsafe(COLUMNS)}) SELECT ${tx.unsafe(COLUMNS)} FROM json_populate_recordset(NULL::executions, ${rowsJson(run.inserts.values())}::text::json)
+      ON CONFLICT (execution_id) DO NOTHING`);
+  }
+  if (run.updates.size > 0) {
+    pending.push(tx`
+      UPDATE executions AS e SET ${tx.unsafe(SET_UPDATABLE)}
+      FROM json_populate_recordset(NULL::executions, ${rowsJson(run.updates.values())}::text::json) AS r WHERE e.execution_id = r.execution_id`);
+  }
+  if (run.oldestOpen !== null) {
+    pending.push(tx`UPDATE marks SET value = ${run.oldestOpen} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${run.oldestOpen}`);
+  }
+  if (run.heldGone.size > 0) pending.push(tx`DELETE FROM held_reports WHERE execution_id = ANY(${[...run.heldGone]}::text[])`);
+  for (const [executionId, h] of run.heldSet) {
+    pending.push(tx`INSERT INTO held_reports ${tx({ execution_id: executionId, random_id: h.randomId, report: h.report, received_at: h.receivedAt, repaired: h.repaired, cost: h.report.length })}
+      ON CONFLICT (execution_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at, repaired = excluded.repaired, cost = excluded.cost`);
+  }
+  for (const r of run.rejections) pending.push(logRejection(tx, r.rejection, r.at, r.result));
+  await Promise.all(pending);
+}
+
+/** Applies a run of report, load and reject ops; their results in order. */
+export async function applyIntake(tx: Tx, ops: readonly IntakeOp[], fx: BatchEffects): Promise<WriteResult[]> {
+  const run = await readFor(tx, ops);
+  const results: WriteResult[] = [];
+  for (const op of ops) {
+    if (op.kind === "report") results.push(applyReport(run, op, fx));
+    else if (op.kind === "reject") {
+      run.reject(op.rejection, op.at, null);
+      results.push({ kind: "logged" });
+    } else if (run.executions.get(op.execution.executionId) !== undefined) {
+      results.push({ kind: "duplicate" });
+    } else {
+      run.insert(op.execution);
+      count(fx, op.execution, 1, op.execution.updatedAt);
+      results.push({ kind: "created", outcome: op.execution.outcome });
+    }
+  }
+  await flush(tx, run);
+  return results;
+}

@@ -54,8 +54,12 @@ function ownedDir(prefix: string): string {
   return dir;
 }
 
-function startDir(bin: string, data: string, port: number): PgServer {
-  run([join(bin, "pg_ctl"), "-D", data, "-w", "-t", "30", "-l", join(data, "server.log"), "-o", `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c fsync=on`, "start"]);
+/** Server settings (`-c name=value`) beyond the defaults: benchmarks size memory and checkpoints for their data. */
+export type PgSettings = Record<string, string | number>;
+
+function startDir(bin: string, data: string, port: number, settings: PgSettings = {}): PgServer {
+  const extra = Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join("");
+  run([join(bin, "pg_ctl"), "-D", data, "-w", "-t", "60", "-l", join(data, "server.log"), "-o", `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c fsync=on${extra}`, "start"]);
   let stopped = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -74,14 +78,14 @@ function startDir(bin: string, data: string, port: number): PgServer {
 }
 
 /** A fresh server; throws when PostgreSQL is not installed (`.ci/run` installs it). */
-export async function startPostgres(): Promise<PgServer> {
+export async function startPostgres(settings: PgSettings = {}): Promise<PgServer> {
   const bin = pgBinDir();
   if (!bin) throw new Error("PostgreSQL is not installed (Debian: apt-get install -y postgresql)");
   const data = ownedDir("installstats-pg-");
   run([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
   // Replication from loopback, for startReplica.
   Bun.spawnSync(asPostgres(["sh", "-c", `echo 'host replication postgres 127.0.0.1/32 trust' >> ${join(data, "pg_hba.conf")}`]));
-  return startDir(bin, data, await freePort());
+  return startDir(bin, data, await freePort(), settings);
 }
 
 /** A new, empty database `name` on `server`; its URL. */

@@ -8,6 +8,7 @@ import { StorageUnavailableError, type BudgetStatus, type Store, type StoreLimit
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
+import { Partitions } from "./partitions.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { MARKS } from "./intake.ts";
 import { addRollups, getMark, writeBatch } from "./writes.ts";
@@ -42,12 +43,13 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   const reads = createPostgresReads(pg, db);
   const fromReplica = replica ? { reads: createPostgresReads(replica.sql, replica.db), usable: replica.usable } : null;
   let limits: StoreLimits = { logBytes: 64 * 1024 * 1024, heldBytes: 16 * 1024 * 1024 };
+  const partitions = new Partitions(pg);
   return {
     ...reads,
     ...routed(reads, fromReplica),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops);
+        return await writeBatch(pg, ops, partitions);
       } catch (e) {
         const code = (e as { code?: string }).code;
         if (typeof code === "string" && (UNAVAILABLE.test(code) || code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED")) {

@@ -11,7 +11,7 @@ import { decide, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import type { RollupDeltas } from "../../domain/rollup.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
-import { EXECUTION_COLUMNS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
+import { EXECUTION_COLUMNS, FROM_IDS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
 
 export type Tx = TransactionSql;
 
@@ -127,10 +127,10 @@ async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
   const installList = [...installs];
   // Sent together: the server answers them in order on the transaction's connection.
   const [rows, held, attempts] = await Promise.all([
-    tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM executions e WHERE e.execution_id = ANY(${idList}::text[])`,
+    tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`,
     tx<(HeldRow & { executionId: string })[]>`
       SELECT execution_id AS "executionId", report, received_at AS "receivedAt", repaired FROM held_reports WHERE execution_id = ANY(${idList}::text[])`,
-    tx<{ randomId: string; n: number }[]>`SELECT random_id AS "randomId", count(*)::int AS n FROM executions WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`,
+    tx<{ randomId: string; n: number }[]>`SELECT random_id AS "randomId", count(*)::int AS n FROM execution_ids WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`,
   ]);
   for (const id of idList) run.executions.set(id, undefined);
   for (const row of rows) run.executions.set(row.executionId, row);
@@ -186,18 +186,28 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
   return result;
 }
 
+/**
+ * Inserts new executions and their ids: a second row for an id already stored breaks the ids'
+ * primary key and fails the batch (the batch's locks and reads make that a bug, never a race).
+ */
+export function insertRows(tx: Tx, rows: Iterable<Execution>): Promise<unknown>[] {
+  const json = rowsJson(rows);
+  return [
+    tx`INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM json_populate_recordset(NULL::execution_ids, ${json}::text::json)`,
+    tx`INSERT INTO executions (${tx.unsafe(COLUMNS)}) SELECT ${tx.unsafe(COLUMNS)} FROM json_populate_recordset(NULL::executions, ${json}::text::json)`,
+  ];
+}
+
 /** Writes what the run changed, each kind of change in one statement, all sent together. */
 async function flush(tx: Tx, run: Run): Promise<void> {
   const pending: Promise<unknown>[] = [];
-  if (run.inserts.size > 0) {
-    pending.push(tx`
-      INSERT INTO executions (${tx.unsafe(COLUMNS)}) SELECT ${tx.unsafe(COLUMNS)} FROM json_populate_recordset(NULL::executions, ${rowsJson(run.inserts.values())}::text::json)
-      ON CONFLICT (execution_id) DO NOTHING`);
-  }
+  if (run.inserts.size > 0) pending.push(...insertRows(tx, run.inserts.values()));
   if (run.updates.size > 0) {
+    // The creation time finds the row's partition (it never changes once stored).
     pending.push(tx`
       UPDATE executions AS e SET ${tx.unsafe(SET_UPDATABLE)}
-      FROM json_populate_recordset(NULL::executions, ${rowsJson(run.updates.values())}::text::json) AS r WHERE e.execution_id = r.execution_id`);
+      FROM json_populate_recordset(NULL::executions, ${rowsJson(run.updates.values())}::text::json) AS r
+      WHERE e.execution_id = r.execution_id AND e.created_at = r.created_at`);
   }
   if (run.oldestOpen !== null) {
     pending.push(tx`UPDATE marks SET value = ${run.oldestOpen} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${run.oldestOpen}`);

@@ -15,7 +15,12 @@ import { MARKS } from "./intake.ts";
 import { getMark } from "./writes.ts";
 
 const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
-const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions, f, like);
+/** One install's executions, found through execution_ids (an index on random_id, then only their months' partitions). */
+const ofInstall = (randomId: string | undefined): SQL | undefined =>
+  randomId === undefined
+    ? undefined
+    : sql`(${executions.executionId}, ${executions.createdAt}) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
+const whereOf = (f: ExecutionFilter): SQL | undefined => and(filterWhere(executions, f, like), ofInstall(f.randomId));
 
 const { seq: _seq, ...executionColumns } = getTableColumns(executions);
 const CHUNK_ROWS = 1000;
@@ -110,7 +115,7 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
 
   const reads: StoreReads = {
     async getExecutions(randomId) {
-      return db.select(executionColumns).from(executions).where(sql`${executions.randomId} = ${randomId}`).orderBy(asc(executions.attempt), asc(executions.createdAt));
+      return db.select(executionColumns).from(executions).where(ofInstall(randomId)).orderBy(asc(executions.attempt), asc(executions.createdAt));
     },
 
     async listExecutions(filter, { limit, after, order = "newest" }) {
@@ -143,7 +148,7 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     },
 
     async pageExecutions(filter, page: PageQuery) {
-      const where = pageWhere(executions, filter, page, like);
+      const where = and(pageWhere(executions, filter, page, like), ofInstall(filter.randomId));
       const [counted] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where);
       const direction = page.descending ? desc : asc;
       // Absent values before every value, as on SQLite (PostgreSQL puts nulls last ascending).

@@ -20,3 +20,9 @@ export function rowOf(e: Execution): Record<string, string | number | boolean | 
 
 /** The columns a row written back may change: all but its id, which finds it. */
 export const UPDATABLE = EXECUTION_COLUMNS.filter(({ key }) => key !== "executionId").map(({ name }) => name);
+
+/**
+ * Where an execution is found by its id or its install: its row in execution_ids names its
+ * creation time, so only its month's partition is searched (`k` the ids, `e` the execution).
+ */
+export const FROM_IDS = "execution_ids k JOIN executions e ON e.created_at = k.created_at AND e.execution_id = k.execution_id";

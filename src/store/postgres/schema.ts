@@ -11,11 +11,19 @@ import { LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 const ms = (name: string) => bigint(name, { mode: "number" });
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
 
-/** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
+/**
+ * Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id.
+ * Partitioned by month of created_at (PARTITION BY RANGE, which Drizzle cannot express: the
+ * migration that made it, 0002, is written by hand; partitions are named executions_pYYYYMM and
+ * made by the engine as months come, src/store/postgres/partitions.ts). A unique index of a
+ * partitioned table must hold the partition key, so execution ids are kept unique across months by
+ * `executionIds`, which also finds an execution's or an install's rows (docs/decisions.md,
+ * "Large tables on PostgreSQL").
+ */
 export const executions = pgTable(
   "executions",
   {
-    executionId: text("execution_id").primaryKey(),
+    executionId: text("execution_id").notNull(),
     randomId: text("random_id").notNull(),
     attempt: integer("attempt").notNull(),
     kind: text("kind", { enum: KINDS }).notNull(),
@@ -65,11 +73,22 @@ export const executions = pgTable(
     /** Insertion order, across nodes: the tie-breaker of rows created in the same millisecond. */
     seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity().notNull(),
   },
-  (t) => [
-    index("executions_created_at").on(t.createdAt, t.seq),
-    index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq),
-    index("executions_random_id").on(t.randomId),
-  ],
+  (t) => [index("executions_created_at").on(t.createdAt, t.seq), index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq)],
+);
+
+/**
+ * Every execution's id, install and creation time (its month, so its partition): the primary key
+ * keeps execution ids unique across months; an install's executions are found by random_id; the
+ * rows of a month that retention drops go by the BRIN index on created_at.
+ */
+export const executionIds = pgTable(
+  "execution_ids",
+  {
+    executionId: text("execution_id").primaryKey(),
+    randomId: text("random_id").notNull(),
+    createdAt: ms("created_at").notNull(),
+  },
+  (t) => [index("execution_ids_random_id").on(t.randomId), index("execution_ids_created_at").using("brin", t.createdAt)],
 );
 
 /** The row is the domain's Execution, column for column, and its insertion order. */

@@ -8,8 +8,9 @@ import type { Execution } from "../../domain/execution.ts";
 import { executionFromHeld } from "../../domain/lifecycle.ts";
 import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
 import type { WriteOp, WriteResult } from "../contract.ts";
-import { MARKS, applyIntake, count, heldOf, isIntake, type BatchEffects, type HeldRow, type IntakeOp, type Tx } from "./intake.ts";
-import { SELECT_EXECUTION, rowOf } from "./rows.ts";
+import { MARKS, applyIntake, count, heldOf, insertRows, isIntake, type BatchEffects, type HeldRow, type IntakeOp, type Tx } from "./intake.ts";
+import { missingMonth, monthOf, partitionName, type Partitions } from "./partitions.ts";
+import { FROM_IDS, SELECT_EXECUTION } from "./rows.ts";
 
 /** Advisory lock of the fold: writers hold it shared, the fold job alone. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
@@ -30,25 +31,71 @@ function lockNames(ops: readonly WriteOp[]): string[] {
 }
 
 async function getExecution(tx: Tx, executionId: string): Promise<Execution | undefined> {
-  const [row] = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.execution_id = $1`, [executionId]);
+  const [row] = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ${executionId}`;
   return row;
 }
 
 async function attemptsOf(tx: Tx, randomId: string): Promise<number> {
-  const [row] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM executions WHERE random_id = ${randomId}`;
+  const [row] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM execution_ids WHERE random_id = ${randomId}`;
   return row?.n ?? 0;
 }
 
 /**
- * Inserts `e` unless its id is stored; an execution in progress created before the stuck mark
- * lowers it, or the stuck job would never look at it again.
+ * Inserts `e` (its id is not stored: the caller looked under the lock); an execution in progress
+ * created before the stuck mark lowers it, or the stuck job would never look at it again.
  */
-async function insertExecution(tx: Tx, e: Execution): Promise<boolean> {
-  const rows = await tx`INSERT INTO executions ${tx(rowOf(e))} ON CONFLICT (execution_id) DO NOTHING RETURNING 1`;
-  if (rows.length === 1 && e.outcome === "in_progress") {
-    await tx`UPDATE marks SET value = ${e.createdAt} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${e.createdAt}`;
+async function insertExecution(tx: Tx, e: Execution): Promise<void> {
+  await Promise.all(insertRows(tx, [e]));
+  if (e.outcome === "in_progress") await tx`UPDATE marks SET value = ${e.createdAt} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${e.createdAt}`;
+}
+
+/** Removes an install: its executions (their counts taken out), ids, held reports and log entries. */
+async function deleteInstall(tx: Tx, randomId: string, at: number, fx: BatchEffects): Promise<{ found: boolean; executions: number }> {
+  const records = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.random_id = ${randomId}`;
+  if (records.length > 0) {
+    await tx`DELETE FROM executions WHERE (execution_id, created_at) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
+    await tx`DELETE FROM execution_ids WHERE random_id = ${randomId}`;
   }
-  return rows.length === 1;
+  for (const record of records) count(fx, record, -1, at);
+  const held = await tx`DELETE FROM held_reports WHERE random_id = ${randomId} RETURNING 1`;
+  const logged = await tx`DELETE FROM rejected_reports WHERE random_id = ${randomId} RETURNING 1`;
+  return { found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
+}
+
+/** The batch's counts so far go to the counter rows, and it counts afresh from there. */
+async function flushCounts(tx: Tx, fx: BatchEffects, foldedUntil = fx.deltas.foldedUntil): Promise<void> {
+  await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
+  fx.deltas = new RollupDeltas(foldedUntil);
+}
+
+/**
+ * Retention by whole months: every partition of a month before the one `before` falls in goes,
+ * oldest first, with what depends on it. An install of the month with executions in other months
+ * is deleted first as a delete op would (its counts taken out); then the month's own installs'
+ * held reports and log entries, their ids, the month's rollup rows (every count in them is of an
+ * execution created that month), and the partition itself.
+ */
+async function dropBefore(tx: Tx, before: number, at: number, fx: BatchEffects, partitions: Partitions): Promise<{ executions: number; until: number }> {
+  const until = monthOf(before).from;
+  let executions = 0;
+  for (const from of await partitions.list(tx)) {
+    if (from >= until) break;
+    const { to } = monthOf(from);
+    const spanning = await tx<{ randomId: string }[]>`
+      SELECT DISTINCT k.random_id AS "randomId" FROM execution_ids k WHERE k.created_at >= ${from} AND k.created_at < ${to}
+        AND EXISTS (SELECT 1 FROM execution_ids o WHERE o.random_id = k.random_id AND (o.created_at < ${from} OR o.created_at >= ${to}))`;
+    for (const { randomId } of spanning) executions += (await deleteInstall(tx, randomId, at, fx)).executions;
+    await flushCounts(tx, fx);
+    await tx`DELETE FROM held_reports h USING execution_ids k WHERE h.random_id = k.random_id AND k.created_at >= ${from} AND k.created_at < ${to}`;
+    await tx`DELETE FROM rejected_reports r USING execution_ids k WHERE r.random_id = k.random_id AND k.created_at >= ${from} AND k.created_at < ${to}`;
+    executions += (await tx`DELETE FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}`).count;
+    await tx`DELETE FROM rollup_counts WHERE bucket >= ${from} AND bucket < ${to}`;
+    await tx`DELETE FROM rollup_durations WHERE bucket >= ${from} AND bucket < ${to}`;
+    await tx`DELETE FROM rollup_errors WHERE bucket >= ${from} AND bucket < ${to}`;
+    await tx.unsafe(`DROP TABLE "${partitionName(from)}"`);
+    partitions.forget(from);
+  }
+  return { executions, until };
 }
 
 /** Adds to a budget counter (held.expired_total, ...): only when such an event happens. */
@@ -159,7 +206,7 @@ export async function addRollups(tx: Tx, cells: Iterable<{ key: { grain: number;
   }
 }
 
-async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<void> {
+export async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<void> {
   for (const [id, seen] of [...sightings.seen].sort(([a], [b]) => (a < b ? -1 : 1))) {
     await tx`
       INSERT INTO error_signatures (id, signature, example, first_seen, last_seen, apps)
@@ -174,20 +221,16 @@ async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<vo
 
 type MaintenanceOp = Exclude<WriteOp, IntakeOp>;
 
-async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects): Promise<WriteResult> {
+async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Partitions): Promise<WriteResult> {
   switch (op.kind) {
-    case "delete": {
-      const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);
-      if (records.length > 0) await tx`DELETE FROM executions WHERE random_id = ${op.randomId}`;
-      for (const record of records) count(fx, record, -1, op.at);
-      const held = await tx`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING 1`;
-      const logged = await tx`DELETE FROM rejected_reports WHERE random_id = ${op.randomId} RETURNING 1`;
-      return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
-    }
+    case "delete":
+      return { kind: "deleted", ...(await deleteInstall(tx, op.randomId, op.at, fx)) };
+    case "drop-before":
+      return { kind: "dropped", ...(await dropBefore(tx, op.before, op.at, fx, partitions)) };
     case "expire": {
       const record = await getExecution(tx, op.executionId);
       if (!record || record.outcome !== "in_progress") return { kind: "expired", changed: false };
-      await tx`UPDATE executions SET outcome = 'unknown', updated_at = ${op.at} WHERE execution_id = ${op.executionId}`;
+      await tx`UPDATE executions SET outcome = 'unknown', updated_at = ${op.at} WHERE execution_id = ${op.executionId} AND created_at = ${record.createdAt}`;
       count(fx, record, -1, op.at);
       count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
       return { kind: "expired", changed: true };
@@ -211,22 +254,49 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects): Promise<Write
       return { kind: "marked" };
     case "fold": {
       // The batch's own counts so far go in first: the fold sums what is stored.
-      await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
       const from = fx.deltas.foldedUntil;
-      const hours = await fold(tx, from, op.until);
-      fx.deltas = new RollupDeltas(Math.max(from, op.until));
-      return { kind: "folded", hours };
+      await flushCounts(tx, fx, Math.max(from, op.until));
+      return { kind: "folded", hours: await fold(tx, from, op.until) };
     }
   }
 }
 
-/** Applies `ops` in one transaction, in order; the results in the same order. */
-export async function writeBatch(sql: Sql, ops: readonly WriteOp[]): Promise<WriteResult[]> {
+/** Creation times of the executions the ops may create, whose months need a partition first. */
+function createdAts(ops: readonly WriteOp[]): number[] {
+  const times: number[] = [];
+  for (const op of ops) {
+    if (op.kind === "report") times.push(op.at);
+    else if (op.kind === "load") times.push(op.execution.createdAt);
+  }
+  return times;
+}
+
+/**
+ * Applies `ops` in one transaction, in order; the results in the same order. The months the ops
+ * create executions in get their partitions first (outside the batch: attaching one waits for
+ * the transactions on executions); a month found missing during the batch (a held report of
+ * a month made earlier and since dropped, another node's retention) is made and the batch run again.
+ */
+export async function writeBatch(sql: Sql, ops: readonly WriteOp[], partitions: Partitions): Promise<WriteResult[]> {
+  await partitions.ensure(createdAts(ops));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await runBatch(sql, ops, partitions);
+    } catch (e) {
+      const month = missingMonth(e);
+      if (month === null || attempt >= 3) throw e;
+      await partitions.ensure([month], true);
+    }
+  }
+}
+
+function runBatch(sql: Sql, ops: readonly WriteOp[], partitions: Partitions): Promise<WriteResult[]> {
   return sql.begin(async (tx) => {
-    const folds = ops.some((op) => op.kind === "fold");
-    // Writers share the fold lock; a fold waits for them and they for it, so no count is added
-    // to an hour while it is being folded, and every writer reads the mark as it stands.
-    await (folds ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
+    // Writers share the fold lock. A fold waits for them and they for it, so no count is added to
+    // an hour while it is being folded, and every writer reads the mark as it stands; retention by
+    // whole months takes it alone too, so no write lands in a month while it goes.
+    const alone = ops.some((op) => op.kind === "fold" || op.kind === "drop-before");
+    await (alone ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
     const keys = lockNames(ops).map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
     const fx: BatchEffects = { deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)), sightings: new SignatureSightings() };
@@ -238,9 +308,9 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[]): Promise<Wri
       if (end > i) {
         results.push(...(await applyIntake(tx, ops.slice(i, end) as IntakeOp[], fx)));
         i = end;
-      } else results.push(await apply(tx, ops[i++] as MaintenanceOp, fx));
+      } else results.push(await apply(tx, ops[i++] as MaintenanceOp, fx, partitions));
     }
-    await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
+    await flushCounts(tx, fx);
     await mergeSightings(tx, fx.sightings);
     return results;
   });

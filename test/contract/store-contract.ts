@@ -1518,6 +1518,22 @@ export function storeContract(factory: EngineFactory): void {
         await expectVerified(a, total);
         await expectVerified(b, total);
       });
+
+      test("large batches (a seed's, a copy's) on two stores at once, beside small ones: one transaction each, everything counted once", async () => {
+        const db = await database();
+        const a = await db.open();
+        const b = await db.open();
+        const H = await openHour(a);
+        const loads = (prefix: string) => Array.from({ length: 5000 }, (_, i) => loadOp(record(`${prefix}${i}`, { createdAt: PAST + i * MIN, nsapp: `app${i % 7}` })));
+        const results = await Promise.all([
+          a.write(loads("a")),
+          b.write(loads("b")),
+          a.write([startOp("small-a", { nsapp: "x" }, H)]),
+          b.write([startOp("small-b", { nsapp: "y" }, H + MIN), updateOp("small-a", "done", null, H + 2 * MIN)]),
+        ]);
+        expect(results.flat().filter((r) => r.kind === "created")).toHaveLength(10002);
+        await expectVerified(a, 10002);
+      });
     });
 
     // -------------------------------------------------------------- durability

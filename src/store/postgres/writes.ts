@@ -12,8 +12,11 @@ import { MARKS, applyIntake, count, heldOf, insertRows, isIntake, type BatchEffe
 import { missingMonth, monthOf, partitionName, type Partitions } from "./partitions.ts";
 import { FROM_IDS, SELECT_EXECUTION } from "./rows.ts";
 
-/** Advisory lock of the fold: writers hold it shared, the fold job alone. */
+/** Advisory lock every batch takes: shared by writers, alone for a fold, a month's drop, or a batch too large to lock key by key. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
+
+/** Most execution and install locks one batch takes; a batch naming more runs alone (see runBatch). */
+const MAX_KEY_LOCKS = 1024;
 
 /** A 64-bit advisory lock key for a name: the same on every node (same hash, same binary). */
 const lockKey = (name: string): bigint => BigInt.asIntN(64, BigInt(Bun.hash.wyhash(name, 0n)));
@@ -295,9 +298,14 @@ function runBatch(sql: Sql, ops: readonly WriteOp[], partitions: Partitions): Pr
     // Writers share the fold lock. A fold waits for them and they for it, so no count is added to
     // an hour while it is being folded, and every writer reads the mark as it stands; retention by
     // whole months takes it alone too, so no write lands in a month while it goes.
-    const alone = ops.some((op) => op.kind === "fold" || op.kind === "drop-before");
+    // A batch naming more executions and installs than MAX_KEY_LOCKS (a seed's, a copy's) takes it
+    // alone as well, instead of a lock each: the server's lock table has room for a few thousand
+    // locks in all (max_locks_per_transaction x max_connections), and several such batches at once
+    // would fill it ("out of shared memory").
+    const names = lockNames(ops);
+    const alone = names.length > MAX_KEY_LOCKS || ops.some((op) => op.kind === "fold" || op.kind === "drop-before");
     await (alone ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
-    const keys = lockNames(ops).map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const keys = alone ? [] : names.map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
     const fx: BatchEffects = { deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)), sightings: new SignatureSightings() };
     const results: WriteResult[] = [];

@@ -10,12 +10,12 @@ import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 import { SignatureSightings, failureSignature } from "../../src/domain/error-signature.ts";
 import type { Execution } from "../../src/domain/execution.ts";
-import { RollupDeltas } from "../../src/domain/rollup.ts";
+import { RollupDeltas, type RollupData, type RollupKey } from "../../src/domain/rollup.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { rowOf } from "../../src/store/postgres/rows.ts";
-import { addRollups, mergeSightings } from "../../src/store/postgres/writes.ts";
+import { mergeSightings } from "../../src/store/postgres/writes.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(60_000);
@@ -42,6 +42,25 @@ function migrationsBefore(tag: string): string {
   return dir;
 }
 
+/** Rollups as the releases before 0004 kept them: a counter row per (grain, slice, bucket, dimension, value), durations and errors alike. */
+async function writeCounters(tx: postgres.TransactionSql, cells: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {
+  const counts: (string | number)[][] = [];
+  const durations: (string | number)[][] = [];
+  const errors: (string | number)[][] = [];
+  for (const { key, data } of cells) {
+    const at = [key.grain, key.app, key.bucket];
+    for (const [dim, values] of Object.entries(data.dims)) for (const [value, c] of Object.entries(values)) counts.push([...at, dim, value, ...c]);
+    for (const [outcome, bins] of Object.entries(data.dur)) for (const [bin, n] of Object.entries(bins)) durations.push([...at, outcome, Number(bin), n]);
+    for (const [signature, n] of Object.entries(data.err)) errors.push([...at, signature, n]);
+  }
+  const col = (rows: (string | number)[][], i: number) => rows.map((r) => r[i]!) as never;
+  await tx`INSERT INTO rollup_counts SELECT * FROM unnest(${col(counts, 0)}::smallint[], ${col(counts, 1)}::text[], ${col(counts, 2)}::bigint[], ${col(counts, 3)}::text[],
+    ${col(counts, 4)}::text[], ${col(counts, 5)}::bigint[], ${col(counts, 6)}::bigint[], ${col(counts, 7)}::bigint[], ${col(counts, 8)}::bigint[], ${col(counts, 9)}::bigint[])`;
+  await tx`INSERT INTO rollup_durations SELECT * FROM unnest(${col(durations, 0)}::smallint[], ${col(durations, 1)}::text[], ${col(durations, 2)}::bigint[],
+    ${col(durations, 3)}::text[], ${col(durations, 4)}::smallint[], ${col(durations, 5)}::bigint[])`;
+  await tx`INSERT INTO rollup_errors SELECT * FROM unnest(${col(errors, 0)}::smallint[], ${col(errors, 1)}::text[], ${col(errors, 2)}::bigint[], ${col(errors, 3)}::text[], ${col(errors, 4)}::bigint[])`;
+}
+
 /** Executions over four months: the seed's installs, and retries of some of them a month later (attempt 2). */
 function executionsOverMonths(): Execution[] {
   const seeded = [...generateExecutions(seedOptions({ records: 2000, days: 100, end: Date.UTC(2026, 2, 10), seed: 5 }))];
@@ -50,7 +69,7 @@ function executionsOverMonths(): Execution[] {
 }
 
 describe("executions partitioned by month", () => {
-  test("a database of the previous schema, with data, is upgraded at start-up: every execution kept with its order, ids unique across months, verify clean", async () => {
+  test("a database of the schema before 0002, with data, is upgraded at start-up: every execution kept with its order, ids unique across months, rollup counters become cells, verify clean", async () => {
     const url = await createDatabase(server, "upgrade");
     const old = postgres(url, { max: 1, onnotice: () => {}, types });
     const executions = executionsOverMonths();
@@ -71,7 +90,7 @@ describe("executions partitioned by month", () => {
           deltas.add(e, e.outcome, 1, sig?.id ?? null);
           if (sig) sightings.see(sig, e.error!, e.nsapp, e.updatedAt);
         }
-        await addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]);
+        await writeCounters(tx, [...deltas.cells.values(), ...deltas.openCells().values()]);
         await mergeSightings(tx, sightings);
         await tx`INSERT INTO held_reports (execution_id, random_id, report, received_at, repaired, cost) VALUES ('held-1', 'held-1', '{}', 1, false, 2)`;
       });

@@ -11,7 +11,8 @@ import { createPostgresReads } from "./reads.ts";
 import { Partitions } from "./partitions.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { MARKS } from "./intake.ts";
-import { addRollups, getMark, writeBatch } from "./writes.ts";
+import { addRollups } from "./cells.ts";
+import { getMark, writeBatch } from "./writes.ts";
 
 /** The advisory lock key of a scheduled job (a string: postgres.js sends bigint parameters as text). */
 const jobKey = (name: string): string => String(BigInt.asIntN(64, BigInt(Bun.hash.wyhash(`job:${name}`, 0n))));
@@ -60,7 +61,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     },
     async rebuildRollups(onDay) {
       const span = await reads.recordSpan();
-      await pg`TRUNCATE rollup_counts, rollup_durations, rollup_errors`;
+      await pg`TRUNCATE rollup_cells`;
       if (!span) return;
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
       const end = span.last + 1;

@@ -1,14 +1,14 @@
 // Read queries of the PostgreSQL engine: executions (keyset and numbered pages, chunks), rollup
-// counter rows turned back into cells, error signatures, the maintenance reads.
+// cells (cells.ts), error signatures, the maintenance reads.
 import { and, asc, desc, inArray, sql, getTableColumns, type SQL } from "drizzle-orm";
 import type { Sql } from "postgres";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
-import { cellOf, type CellEntries, type Dimension, type Grain, type RollupPart } from "../../domain/rollup.ts";
-import type { Outcome } from "../../domain/outcome.ts";
-import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupCell, RollupSelection, StoreReads } from "../contract.ts";
+import type { RollupPart } from "../../domain/rollup.ts";
+import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupSelection, StoreReads } from "../contract.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
+import { readCells } from "./cells.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS } from "./intake.ts";
@@ -24,44 +24,6 @@ const whereOf = (f: ExecutionFilter): SQL | undefined => and(filterWhere(executi
 
 const { seq: _seq, ...executionColumns } = getTableColumns(executions);
 const CHUNK_ROWS = 1000;
-
-/**
- * Cells from their counter rows, with the parts asked for ("apps" is the nsapp dimension, "data"
- * every other with the durations, "errors" the signatures). A cell is there when any count of
- * it is not zero, whatever parts are read (as a stored cell on SQLite).
- */
-async function cellsOf(pg: Sql, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
-  const cells = new Map<string, { slice: string; bucket: number; entries: CellEntries }>();
-  const entry = (s: string, bucket: number) => cells.get(`${s}|${bucket}`)?.entries;
-  const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
-  const range = pg`grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
-  const nonZero = pg`(c0 <> 0 OR c1 <> 0 OR c2 <> 0 OR c3 <> 0 OR c4 <> 0)`;
-  for (const { slice: s, bucket } of await pg<{ slice: string; bucket: number }[]>`SELECT DISTINCT slice, bucket FROM rollup_counts WHERE ${range} AND ${nonZero}`) {
-    cells.set(`${s}|${bucket}`, { slice: s, bucket, entries: { counts: [], durations: [], errors: [] } });
-  }
-  if (cells.size === 0) return [];
-  const withData = parts.includes("data");
-  const withApps = parts.includes("apps");
-  if (withData || withApps) {
-    const dims = withData && withApps ? pg`TRUE` : withApps ? pg`dim = 'nsapp'` : pg`dim <> 'nsapp'`;
-    const rows = await pg<{ slice: string; bucket: number; dim: string; value: string; c0: number; c1: number; c2: number; c3: number; c4: number }[]>`
-      SELECT slice, bucket, dim, value, c0, c1, c2, c3, c4 FROM rollup_counts WHERE ${range} AND ${dims} AND ${nonZero}`;
-    for (const r of rows) entry(r.slice, r.bucket)?.counts.push({ dim: r.dim as Dimension, value: r.value, counts: [r.c0, r.c1, r.c2, r.c3, r.c4] });
-  }
-  if (withData) {
-    const rows = await pg<{ slice: string; bucket: number; outcome: Outcome; bin: number; n: number }[]>`
-      SELECT slice, bucket, outcome, bin, n FROM rollup_durations WHERE ${range} AND n <> 0`;
-    for (const r of rows) entry(r.slice, r.bucket)?.durations.push({ outcome: r.outcome, bin: r.bin, n: r.n });
-  }
-  if (parts.includes("errors")) {
-    const rows = await pg<{ slice: string; bucket: number; signature: string; n: number }[]>`
-      SELECT slice, bucket, signature, n FROM rollup_errors WHERE ${range} AND n <> 0`;
-    for (const r of rows) entry(r.slice, r.bucket)?.errors.push({ signature: r.signature, n: r.n });
-  }
-  return [...cells.values()]
-    .map(({ slice: s, bucket, entries }) => ({ slice: s, bucket, data: cellOf(entries) }))
-    .sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));
-}
 
 const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 
@@ -184,10 +146,10 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     },
 
     async readRollups({ grain, slice, from, to, parts }: RollupSelection) {
-      return (await cellsOf(pg, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
+      return (await readCells(pg, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
     },
 
-    rollupCells: (grain, from, to) => cellsOf(pg, grain, from, to, null, ALL_PARTS),
+    rollupCells: (grain, from, to) => readCells(pg, grain, from, to, null, ALL_PARTS),
 
     foldedUntil: () => getMark(pg, MARKS.foldedUntil),
 

@@ -156,52 +156,24 @@ export const budgetCounters = pgTable("budget_counters", {
 });
 
 /**
- * Rollup counts: installs per grain (0 hour, 1 day, 2 month) x bucket x slice x dimension x value,
- * one column per outcome (domain/rollup.ts OUTCOMES order). Writers add to them with one upsert
- * per batch; a row that comes back to zero is removed by the fold job, and readers skip zeros.
+ * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x slice x bucket, its counts in the three
+ * JSON columns of domain/rollup.ts toColumns (as the SQLite engine's `rollups`): every dimension
+ * but nsapp and the durations; the nsapp dimension; the error signatures. A batch merges its deltas
+ * into the cells it touches under their row locks (cells.ts); a cell that comes to nothing goes.
+ * Stored with fillfactor 70 (migration 0004, by hand: Drizzle has no table storage parameters), so
+ * a cell written back usually stays on its page (a HOT update, no index entry).
  */
-export const rollupCounts = pgTable(
-  "rollup_counts",
+export const rollupCells = pgTable(
+  "rollup_cells",
   {
     grain: smallint("grain").notNull(),
     slice: text("slice").notNull(),
     bucket: ms("bucket").notNull(),
-    dim: text("dim").notNull(),
-    value: text("value").notNull(),
-    c0: bigint("c0", { mode: "number" }).notNull(),
-    c1: bigint("c1", { mode: "number" }).notNull(),
-    c2: bigint("c2", { mode: "number" }).notNull(),
-    c3: bigint("c3", { mode: "number" }).notNull(),
-    c4: bigint("c4", { mode: "number" }).notNull(),
+    data: text("data").notNull(),
+    apps: text("apps").notNull(),
+    errors: text("errors").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.dim, t.value] }), index("rollup_counts_bucket").on(t.grain, t.bucket)],
-);
-
-/** Finished installs with a known duration per outcome and duration bin. */
-export const rollupDurations = pgTable(
-  "rollup_durations",
-  {
-    grain: smallint("grain").notNull(),
-    slice: text("slice").notNull(),
-    bucket: ms("bucket").notNull(),
-    outcome: text("outcome", { enum: OUTCOMES }).notNull(),
-    bin: smallint("bin").notNull(),
-    n: bigint("n", { mode: "number" }).notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.outcome, t.bin] })],
-);
-
-/** Failed installs per error signature id. */
-export const rollupErrors = pgTable(
-  "rollup_errors",
-  {
-    grain: smallint("grain").notNull(),
-    slice: text("slice").notNull(),
-    bucket: ms("bucket").notNull(),
-    signature: text("signature").notNull(),
-    n: bigint("n", { mode: "number" }).notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.signature] })],
+  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket] }), index("rollup_cells_bucket").on(t.grain, t.bucket)],
 );
 
 /** One row each: the fold mark and the rollups' version; the stuck-install scan's mark. */

@@ -6,8 +6,9 @@ import type { Sql } from "postgres";
 import { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { executionFromHeld } from "../../domain/lifecycle.ts";
-import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
+import { RollupDeltas } from "../../domain/rollup.ts";
 import type { WriteOp, WriteResult } from "../contract.ts";
+import { addRollups, dropCells, foldHours } from "./cells.ts";
 import { MARKS, applyIntake, count, heldOf, insertRows, isIntake, type BatchEffects, type HeldRow, type IntakeOp, type Tx } from "./intake.ts";
 import { missingMonth, monthOf, partitionName, type Partitions } from "./partitions.ts";
 import { FROM_IDS, SELECT_EXECUTION } from "./rows.ts";
@@ -92,9 +93,7 @@ async function dropBefore(tx: Tx, before: number, at: number, fx: BatchEffects, 
     await tx`DELETE FROM held_reports h USING execution_ids k WHERE h.random_id = k.random_id AND k.created_at >= ${from} AND k.created_at < ${to}`;
     await tx`DELETE FROM rejected_reports r USING execution_ids k WHERE r.random_id = k.random_id AND k.created_at >= ${from} AND k.created_at < ${to}`;
     executions += (await tx`DELETE FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}`).count;
-    await tx`DELETE FROM rollup_counts WHERE bucket >= ${from} AND bucket < ${to}`;
-    await tx`DELETE FROM rollup_durations WHERE bucket >= ${from} AND bucket < ${to}`;
-    await tx`DELETE FROM rollup_errors WHERE bucket >= ${from} AND bucket < ${to}`;
+    await dropCells(tx, from, to);
     await tx.unsafe(`DROP TABLE "${partitionName(from)}"`);
     partitions.forget(from);
   }
@@ -125,88 +124,12 @@ async function expireHeld(tx: Tx, before: number, limit: number, fx: BatchEffect
   return applied;
 }
 
-/** The hours in [from, until) added from hour rows to the day and month rows that contain them. */
-async function fold(tx: Tx, from: number, until: number): Promise<number> {
-  if (until <= from) return 0;
-  const [hours] = await tx<{ n: number }[]>`SELECT count(DISTINCT bucket)::int AS n FROM rollup_counts WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until}`;
-  for (const grain of [GRAINS.day, GRAINS.month]) {
-    // Day and month buckets of UTC, as domain/rollup.ts bucketStart.
-    const bucket =
-      grain === GRAINS.day
-        ? tx`(bucket - bucket % 86400000)`
-        : tx`(extract(epoch FROM date_trunc('month', to_timestamp(bucket / 1000.0) AT TIME ZONE 'UTC')) * 1000)::bigint`;
-    await tx`
-      INSERT INTO rollup_counts (grain, slice, bucket, dim, value, c0, c1, c2, c3, c4)
-      SELECT ${grain}, slice, ${bucket} AS b, dim, value, sum(c0), sum(c1), sum(c2), sum(c3), sum(c4)
-      FROM rollup_counts WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until}
-      GROUP BY slice, b, dim, value ORDER BY slice, b, dim, value
-      ON CONFLICT (grain, slice, bucket, dim, value) DO UPDATE SET c0 = rollup_counts.c0 + excluded.c0, c1 = rollup_counts.c1 + excluded.c1,
-        c2 = rollup_counts.c2 + excluded.c2, c3 = rollup_counts.c3 + excluded.c3, c4 = rollup_counts.c4 + excluded.c4`;
-    await tx`
-      INSERT INTO rollup_durations (grain, slice, bucket, outcome, bin, n)
-      SELECT ${grain}, slice, ${bucket} AS b, outcome, bin, sum(n) FROM rollup_durations
-      WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until} GROUP BY slice, b, outcome, bin ORDER BY slice, b, outcome, bin
-      ON CONFLICT (grain, slice, bucket, outcome, bin) DO UPDATE SET n = rollup_durations.n + excluded.n`;
-    await tx`
-      INSERT INTO rollup_errors (grain, slice, bucket, signature, n)
-      SELECT ${grain}, slice, ${bucket} AS b, signature, sum(n) FROM rollup_errors
-      WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until} GROUP BY slice, b, signature ORDER BY slice, b, signature
-      ON CONFLICT (grain, slice, bucket, signature) DO UPDATE SET n = rollup_errors.n + excluded.n`;
-  }
-  // Entries that came back to zero are counted by nobody: they go.
-  await tx`DELETE FROM rollup_counts WHERE c0 = 0 AND c1 = 0 AND c2 = 0 AND c3 = 0 AND c4 = 0`;
-  await tx`DELETE FROM rollup_durations WHERE n = 0`;
-  await tx`DELETE FROM rollup_errors WHERE n = 0`;
-  await setMark(tx, MARKS.foldedUntil, until);
-  return hours?.n ?? 0;
-}
-
 const setMark = (tx: Tx, name: string, value: number) =>
   tx`INSERT INTO marks (name, value) VALUES (${name}, ${value}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
 
 export async function getMark(sql: Sql | Tx, name: string): Promise<number> {
   const [row] = await sql<{ value: number }[]>`SELECT value FROM marks WHERE name = ${name}`;
   return row?.value ?? 0;
-}
-
-/** Adds a batch's rollup deltas to the counter rows: one statement per table, keys in one order. */
-export async function addRollups(tx: Tx, cells: Iterable<{ key: { grain: number; app: string; bucket: number }; data: RollupData }>): Promise<void> {
-  const counts: [number, string, number, string, string, number, number, number, number, number][] = [];
-  const durations: [number, string, number, string, number, number][] = [];
-  const errors: [number, string, number, string, number][] = [];
-  for (const { key, data } of cells) {
-    const e = entriesOf(data);
-    for (const c of e.counts) counts.push([key.grain, key.app, key.bucket, c.dim, c.value, ...c.counts]);
-    for (const d of e.durations) durations.push([key.grain, key.app, key.bucket, d.outcome, d.bin, d.n]);
-    for (const x of e.errors) errors.push([key.grain, key.app, key.bucket, x.signature, x.n]);
-  }
-  const column = <T>(rows: readonly (readonly unknown[])[], i: number) => rows.map((r) => r[i] as T);
-  if (counts.length > 0) {
-    await tx`
-      INSERT INTO rollup_counts (grain, slice, bucket, dim, value, c0, c1, c2, c3, c4)
-      SELECT * FROM unnest(${column<number>(counts, 0)}::smallint[], ${column<string>(counts, 1)}::text[], ${column<number>(counts, 2)}::bigint[],
-        ${column<string>(counts, 3)}::text[], ${column<string>(counts, 4)}::text[], ${column<number>(counts, 5)}::bigint[], ${column<number>(counts, 6)}::bigint[],
-        ${column<number>(counts, 7)}::bigint[], ${column<number>(counts, 8)}::bigint[], ${column<number>(counts, 9)}::bigint[])
-      ORDER BY 1, 2, 3, 4, 5
-      ON CONFLICT (grain, slice, bucket, dim, value) DO UPDATE SET c0 = rollup_counts.c0 + excluded.c0, c1 = rollup_counts.c1 + excluded.c1,
-        c2 = rollup_counts.c2 + excluded.c2, c3 = rollup_counts.c3 + excluded.c3, c4 = rollup_counts.c4 + excluded.c4`;
-  }
-  if (durations.length > 0) {
-    await tx`
-      INSERT INTO rollup_durations (grain, slice, bucket, outcome, bin, n)
-      SELECT * FROM unnest(${column<number>(durations, 0)}::smallint[], ${column<string>(durations, 1)}::text[], ${column<number>(durations, 2)}::bigint[],
-        ${column<string>(durations, 3)}::text[], ${column<number>(durations, 4)}::smallint[], ${column<number>(durations, 5)}::bigint[])
-      ORDER BY 1, 2, 3, 4, 5
-      ON CONFLICT (grain, slice, bucket, outcome, bin) DO UPDATE SET n = rollup_durations.n + excluded.n`;
-  }
-  if (errors.length > 0) {
-    await tx`
-      INSERT INTO rollup_errors (grain, slice, bucket, signature, n)
-      SELECT * FROM unnest(${column<number>(errors, 0)}::smallint[], ${column<string>(errors, 1)}::text[], ${column<number>(errors, 2)}::bigint[],
-        ${column<string>(errors, 3)}::text[], ${column<number>(errors, 4)}::bigint[])
-      ORDER BY 1, 2, 3, 4
-      ON CONFLICT (grain, slice, bucket, signature) DO UPDATE SET n = rollup_errors.n + excluded.n`;
-  }
 }
 
 export async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<void> {
@@ -259,7 +182,10 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
       // The batch's own counts so far go in first: the fold sums what is stored.
       const from = fx.deltas.foldedUntil;
       await flushCounts(tx, fx, Math.max(from, op.until));
-      return { kind: "folded", hours: await fold(tx, from, op.until) };
+      if (op.until <= from) return { kind: "folded", hours: 0 };
+      const hours = await foldHours(tx, from, op.until);
+      await setMark(tx, MARKS.foldedUntil, op.until);
+      return { kind: "folded", hours };
     }
   }
 }

@@ -178,6 +178,8 @@ export interface PgStorage {
   /** pg_database_size: what the database takes on disk, catalogs included. */
   databaseBytes: number;
   bytesPerExecution: number;
+  /** Rows updated, and of those HOT (no index entry: the new version on the same page), per table (partitions summed). */
+  updates: { name: string; updated: number; hot: number }[];
 }
 
 /** What every table and index of the database weighs, after a VACUUM (ANALYZE) so the figures are settled. */
@@ -214,9 +216,22 @@ export async function pgStorage(url: string): Promise<PgStorage> {
       .map((t) => ({ name: t.name, tableBytes: t.tableBytes, indexes: [...t.indexes].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes) }))
       .sort((a, b) => b.tableBytes + b.indexes.reduce((s, i) => s + i.bytes, 0) - (a.tableBytes + a.indexes.reduce((s, i) => s + i.bytes, 0)));
     const totalBytes = list.reduce((s, t) => s + t.tableBytes + t.indexes.reduce((x, i) => x + i.bytes, 0), 0);
+    const stats = await sql<{ rel: string; updated: number; hot: number }[]>`
+      SELECT relid::regclass::text AS rel, n_tup_upd::bigint AS updated, n_tup_hot_upd::bigint AS hot FROM pg_stat_user_tables WHERE schemaname = 'public'`;
+    const updates = new Map<string, { name: string; updated: number; hot: number }>();
+    for (const r of stats) {
+      const name = rootOf.get(r.rel) ?? r.rel;
+      const u = updates.get(name) ?? { name, updated: 0, hot: 0 };
+      u.updated += r.updated;
+      u.hot += r.hot;
+      updates.set(name, u);
+    }
     const [{ n } = { n: 0 }] = await sql<{ n: number }[]>`SELECT count(*)::bigint AS n FROM executions`;
     const [{ bytes } = { bytes: 0 }] = await sql<{ bytes: number }[]>`SELECT pg_database_size(current_database())::bigint AS bytes`;
-    return { executions: n, tables: list, totalBytes, databaseBytes: bytes, bytesPerExecution: n > 0 ? totalBytes / n : NaN };
+    return {
+      executions: n, tables: list, totalBytes, databaseBytes: bytes, bytesPerExecution: n > 0 ? totalBytes / n : NaN,
+      updates: [...updates.values()].filter((u) => u.updated > 0).sort((a, b) => b.updated - a.updated),
+    };
   } finally {
     await sql.end();
   }

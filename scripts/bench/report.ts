@@ -311,6 +311,10 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
       line(`| ${t.name} | ${fmt(t.tableBytes / 1e6, 1)} | ${fmt(idx / 1e6, 1)} | ${fmt((t.tableBytes + idx) / s.executions, 1)} | ${t.indexes.map((i) => `${i.name} ${fmt(i.bytes / s.executions, 1)}`).join(", ")} |`);
     }
     line();
+    if (s.updates?.length) {
+      line(`Rows updated during the fill, and how many of them in place (HOT: no new index entries): ${s.updates.map((u) => `${u.name} ${fmt(u.updated)} (${pct(u.hot / u.updated)} HOT)`).join(", ")}.`);
+      line();
+    }
   }
   if (r.fill?.storage) {
     const f = r.fill;

@@ -187,21 +187,22 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
 }
 
 /**
- * Inserts new executions and their ids: a second row for an id already stored breaks the ids'
- * primary key and fails the batch (the batch's locks and reads make that a bug, never a race).
+ * Inserts new executions and their ids in one statement (the rows sent once): a second row for an
+ * id already stored breaks the ids' primary key and fails the batch (the batch's locks and reads
+ * make that a bug, never a race).
  */
-export function insertRows(tx: Tx, rows: Iterable<Execution>): Promise<unknown>[] {
-  const json = rowsJson(rows);
-  return [
-    tx`INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM json_populate_recordset(NULL::execution_ids, ${json}::text::json)`,
-    tx`INSERT INTO executions (${tx.unsafe(COLUMNS)}) SELECT ${tx.unsafe(COLUMNS)} FROM json_populate_recordset(NULL::executions, ${json}::text::json)`,
-  ];
+export function insertRows(tx: Tx, rows: Iterable<Execution>): Promise<unknown> {
+  return tx`
+    WITH inserted AS (
+      INSERT INTO executions (${tx.unsafe(COLUMNS)}) SELECT ${tx.unsafe(COLUMNS)} FROM json_populate_recordset(NULL::executions, ${rowsJson(rows)}::text::json)
+      RETURNING execution_id, random_id, created_at)
+    INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM inserted`;
 }
 
 /** Writes what the run changed, each kind of change in one statement, all sent together. */
 async function flush(tx: Tx, run: Run): Promise<void> {
   const pending: Promise<unknown>[] = [];
-  if (run.inserts.size > 0) pending.push(...insertRows(tx, run.inserts.values()));
+  if (run.inserts.size > 0) pending.push(insertRows(tx, run.inserts.values()));
   if (run.updates.size > 0) {
     // The creation time finds the row's partition (it never changes once stored).
     pending.push(tx`

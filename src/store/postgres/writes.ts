@@ -49,7 +49,7 @@ async function attemptsOf(tx: Tx, randomId: string): Promise<number> {
  * created before the stuck mark lowers it, or the stuck job would never look at it again.
  */
 async function insertExecution(tx: Tx, e: Execution): Promise<void> {
-  await Promise.all(insertRows(tx, [e]));
+  await insertRows(tx, [e]);
   if (e.outcome === "in_progress") await tx`UPDATE marks SET value = ${e.createdAt} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${e.createdAt}`;
 }
 

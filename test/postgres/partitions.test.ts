@@ -14,6 +14,7 @@ import { RollupDeltas, type RollupData, type RollupKey } from "../../src/domain/
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
 import { openEngine } from "../../src/store/open.ts";
+import { missingMonth, monthOf, partitionName } from "../../src/store/postgres/partitions.ts";
 import { rowOf } from "../../src/store/postgres/rows.ts";
 import { mergeSightings } from "../../src/store/postgres/writes.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
@@ -69,6 +70,16 @@ function executionsOverMonths(): Execution[] {
 }
 
 describe("executions partitioned by month", () => {
+  test("months are UTC calendar months; names as the migration gives them; a missing month read from the server's error", () => {
+    expect(monthOf(Date.UTC(2026, 0, 31, 23, 59, 59, 999))).toEqual({ from: Date.UTC(2026, 0, 1), to: Date.UTC(2026, 1, 1) });
+    expect(monthOf(Date.UTC(2026, 11, 1))).toEqual({ from: Date.UTC(2026, 11, 1), to: Date.UTC(2027, 0, 1) });
+    expect(partitionName(Date.UTC(2026, 8, 1))).toBe("executions_p202609");
+    const error = { code: "23514", message: 'no partition of relation "executions" found for row', detail: "Partition key of the failing row contains (created_at) = (1736985600000)." };
+    expect(missingMonth(error)).toBe(1736985600000);
+    expect(missingMonth({ ...error, code: "23505" })).toBeNull();
+    expect(missingMonth({ ...error, message: 'no partition of relation "other" found for row' })).toBeNull();
+  });
+
   test("a database of the schema before 0002, with data, is upgraded at start-up: every execution kept with its order, ids unique across months, rollup counters become cells, verify clean", async () => {
     const url = await createDatabase(server, "upgrade");
     const old = postgres(url, { max: 1, onnotice: () => {}, types });

@@ -1,7 +1,8 @@
 // Storage schema of the PostgreSQL engine (docs/decisions.md, "The PostgreSQL engine: design").
 // The same data as the SQLite schema, in PostgreSQL's types: times are bigint milliseconds since
-// the epoch, long texts are kept whole (TOAST compresses them), rollups are counter rows that
-// several nodes increment at once instead of JSON cells one writer rewrites.
+// the epoch, long texts are kept whole (TOAST compresses them); executions are partitioned by
+// month ("Large tables on PostgreSQL"), rollup cells are merged under their row locks by whichever
+// node writes them ("Rollup cells on PostgreSQL").
 import { sql } from "drizzle-orm";
 import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, smallint, text } from "drizzle-orm/pg-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";

@@ -1,7 +1,7 @@
 // The write side of the PostgreSQL engine: one transaction per batch, on any number of nodes at
 // once (docs/decisions.md, "The PostgreSQL engine: design"). A batch first locks every execution
 // and install it touches (advisory locks, in one order), so the domain's decisions see what is
-// stored as a single writer would; rollups are counter rows it adds to before COMMIT.
+// stored as a single writer would; it merges its counts into the rollup cells before COMMIT.
 import type { Sql } from "postgres";
 import { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
@@ -66,7 +66,7 @@ async function deleteInstall(tx: Tx, randomId: string, at: number, fx: BatchEffe
   return { found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
 }
 
-/** The batch's counts so far go to the counter rows, and it counts afresh from there. */
+/** The batch's counts so far go into the rollup cells, and it counts afresh from there. */
 async function flushCounts(tx: Tx, fx: BatchEffects, foldedUntil = fx.deltas.foldedUntil): Promise<void> {
   await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
   fx.deltas = new RollupDeltas(foldedUntil);

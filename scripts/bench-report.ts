@@ -24,7 +24,7 @@ import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 import { openEngine } from "../src/store/open.ts";
 import type { Engine } from "../src/store/engine.ts";
 import { startPostgres, type PgServer } from "../test/helpers/postgres.ts";
-import { BENCH_PG_SETTINGS, pgStorage, pgVersion, withDatabase } from "./bench/pg.ts";
+import { BENCH_PG_SETTINGS, pgStorage, pgVersion, withDatabase, type PgStorage } from "./bench/pg.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -86,8 +86,8 @@ interface Bench {
   /** created_at and the tie-breaker of the row `depth` rows from the newest (a listing cursor). */
   rowAt(depth: number): Promise<{ c: number; r: number }>;
   bytes(): Promise<number>;
-  /** After seeding: what a running server would have done by now (fold, statistics). */
-  settle(now: number): Promise<string>;
+  /** What a running server would have done by now (fold; after a seed, statistics), and the storage: a line for the report. */
+  settle(now: number, seeded: boolean): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -130,17 +130,25 @@ async function postgresBench(size: number): Promise<Bench> {
     touch: async () => void (await sql`UPDATE marks SET value = value WHERE name = 'folded_until'`),
     rowAt: async (depth) => (await sql<{ c: number; r: number }[]>`SELECT created_at AS c, seq AS r FROM executions ORDER BY created_at DESC, seq DESC LIMIT 1 OFFSET ${depth}`)[0]!,
     bytes: async () => (await sql<{ b: number }[]>`SELECT pg_database_size(current_database())::bigint AS b`)[0]!.b,
-    async settle(now) {
+    async settle(now, seeded) {
+      const notes: string[] = [];
       const until = Math.floor(now / HOUR) * HOUR;
-      if ((await engine.store.foldedUntil()) >= until) return "";
-      const t0 = performance.now();
-      await engine.store.write([{ kind: "fold", until, at: now }]);
-      const foldS = (performance.now() - t0) / 1000;
+      if ((await engine.store.foldedUntil()) < until) {
+        const t0 = performance.now();
+        await engine.store.write([{ kind: "fold", until, at: now }]);
+        notes.push(`folded up to the last hour in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+      }
       const t1 = performance.now();
-      await sql`VACUUM ANALYZE`;
-      const storage = await pgStorage(url);
-      const rollups = storage.tables.filter((t) => t.name.startsWith("rollup_")).reduce((n, t) => n + t.tableBytes + t.indexes.reduce((m, i) => m + i.bytes, 0), 0);
-      return `folded up to the last hour in ${foldS.toFixed(0)} s, VACUUM ANALYZE ${((performance.now() - t1) / 1000).toFixed(0)} s; ${storage.bytesPerExecution.toFixed(0)} bytes per execution in all tables and indexes, of which rollups ${(rollups / storage.executions).toFixed(0)} (${storage.tables.map((t) => `${t.name} ${((t.tableBytes + t.indexes.reduce((m, i) => m + i.bytes, 0)) / 1e6).toFixed(0)} MB`).join(", ")})`;
+      // Statistics and visibility as autovacuum would have left them after a bulk load.
+      if (seeded) notes.push(`VACUUM ANALYZE ${((await pgStorage(url), performance.now() - t1) / 1000).toFixed(0)} s`);
+      const storage = await pgStorage(url, { vacuum: false });
+      const total = (t: PgStorage["tables"][number]) => t.tableBytes + t.indexes.reduce((m, i) => m + i.bytes, 0);
+      const group = (test: (name: string) => boolean) => storage.tables.filter((t) => test(t.name)).reduce((n, t) => n + total(t), 0) / storage.executions;
+      notes.push(
+        `${storage.bytesPerExecution.toFixed(0)} bytes per execution in all tables and indexes: executions ${group((n) => n === "executions").toFixed(0)}, ` +
+          `execution_ids ${group((n) => n === "execution_ids").toFixed(0)}, rollup_cells ${group((n) => n === "rollup_cells").toFixed(0)}, the rest ${group((n) => !["executions", "execution_ids", "rollup_cells"].includes(n)).toFixed(0)}`,
+      );
+      return notes.join("; ");
     },
     close: () => sql.end(),
   };
@@ -151,17 +159,19 @@ for (const size of sizes) {
   const { engine } = b;
   const { store } = engine;
   const have = await b.count();
+  let seeded = false;
   if (have === 0) {
     console.error(`seeding ${size.toLocaleString()} records into ${engine.location} ...`);
     const r = await seedDatabase(store, seedOptions({ records: size }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
     console.error(`\nseeded in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s)`);
     say(`Seeded now: ${r.records.toLocaleString()} records in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s).  `);
+    seeded = true;
   } else if (have !== size) console.error(`note: ${engine.location} holds ${have} records, not ${size}`);
   const count = await b.count();
   const span = (await store.recordSpan())!;
   // Measure as of the newest record, so the windows hold data whenever the seed was made.
   const now = span.last;
-  const settled = await b.settle(now);
+  const settled = await b.settle(now, seeded);
   if (settled) say(`${settled}  `);
   const runtime = await createRuntime({ ...defaults, db: b.location }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
   const { app } = runtime;

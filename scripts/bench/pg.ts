@@ -182,12 +182,14 @@ export interface PgStorage {
   updates: { name: string; updated: number; hot: number }[];
 }
 
-/** What every table and index of the database weighs, after a VACUUM (ANALYZE) so the figures are settled. */
-export async function pgStorage(url: string): Promise<PgStorage> {
+/** What every table and index of the database weighs, after a VACUUM (ANALYZE) so the figures are settled (`vacuum`, the default). */
+export async function pgStorage(url: string, { vacuum = true } = {}): Promise<PgStorage> {
   const sql = open(url);
   try {
-    await sql`VACUUM ANALYZE`;
-    await sql`CHECKPOINT`;
+    if (vacuum) {
+      await sql`VACUUM ANALYZE`;
+      await sql`CHECKPOINT`;
+    }
     // Leaf tables, each under its top-level table (a partition's root).
     const rels = await sql<{ root: string; rel: string; table_bytes: number }[]>`
       SELECT coalesce((SELECT a::regclass::text FROM pg_partition_ancestors(c.oid) a ORDER BY a DESC LIMIT 1), c.oid::regclass::text) AS root,

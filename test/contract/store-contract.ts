@@ -1519,6 +1519,22 @@ export function storeContract(factory: EngineFactory): void {
         await expectVerified(b, total);
       });
 
+      test("a store's rollup reads follow cells another store changed, folded or open", async () => {
+        const db = await database();
+        const a = await db.open();
+        const b = await db.open();
+        const H = await openHour(a);
+        await a.write([startOp("f1", { nsapp: "x" }, PAST), startOp("o1", { nsapp: "x" }, H)]);
+        const cellsOf = (s: Store) => Promise.all([GRAINS.hour, GRAINS.day, GRAINS.month].map((grain) => sortedCells(s, grain)));
+        const before = await cellsOf(a); // read (and kept, where an engine keeps parsed cells)
+        await b.write([updateOp("f1", "failed", "exit code 2: late", PAST + HOUR), updateOp("o1", "done", null, H + MIN), startOp("f2", { nsapp: "y" }, PAST + 2 * MIN)]);
+        const after = await cellsOf(a);
+        expect(after).not.toEqual(before);
+        expect(after).toEqual(await cellsOf(b));
+        expect(await a.readRollups({ grain: GRAINS.day, slice: ALL, ...EVERYTHING, parts: ["apps"] })).toEqual(await b.readRollups({ grain: GRAINS.day, slice: ALL, ...EVERYTHING, parts: ["apps"] }));
+        await expectVerified(a, 3);
+      });
+
       test("large batches (a seed's, a copy's) on two stores at once, beside small ones: one transaction each, everything counted once", async () => {
         const db = await database();
         const a = await db.open();

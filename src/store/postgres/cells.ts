@@ -85,14 +85,77 @@ export async function foldHours(tx: Tx, from: number, until: number): Promise<nu
 /** Removes every cell of every grain with its bucket in [from, to): nothing counted there is stored any more. */
 export const dropCells = (tx: Tx, from: number, to: number) => tx`DELETE FROM rollup_cells WHERE bucket >= ${from} AND bucket < ${to}`;
 
+/**
+ * Parsed parts of stored cells with the version of the row they were parsed from (xmin and ctid:
+ * every write of a row, on any node, makes a new version). Dashboards read the same folded cells
+ * again and again; a read first asks for the versions (keys only, small) and fetches and parses
+ * only the cells it has not parsed at that version. Least recently used cells go past `limit`.
+ */
+export class CellParts {
+  private readonly cells = new Map<string, { version: string; parts: Partial<Record<RollupPart, RollupData>> }>();
+
+  constructor(private readonly limit = 50_000) {}
+
+  get(key: string) {
+    const cell = this.cells.get(key);
+    if (cell) {
+      this.cells.delete(key); // re-inserted: a Map's order is least recently used first
+      this.cells.set(key, cell);
+    }
+    return cell;
+  }
+
+  put(key: string, version: string, part: RollupPart, data: RollupData): void {
+    let cell = this.cells.get(key);
+    if (cell?.version !== version) this.cells.set(key, (cell = { version, parts: {} }));
+    cell.parts[part] = data;
+    for (const oldest of this.cells.keys()) {
+      if (this.cells.size <= this.limit) break;
+      this.cells.delete(oldest);
+    }
+  }
+}
+
+/** A cell of the parts asked for only, made of cached parsed parts (shared maps, a dims object of its own). */
+function assemble(cached: Partial<Record<RollupPart, RollupData>>, parts: readonly RollupPart[]): RollupData {
+  const d = emptyData();
+  if (parts.includes("data") && cached.data) {
+    d.dims = { ...cached.data.dims };
+    d.dur = cached.data.dur;
+  }
+  if (parts.includes("apps") && cached.apps?.dims.nsapp) d.dims.nsapp = cached.apps.dims.nsapp;
+  if (parts.includes("errors") && cached.errors) d.err = cached.errors.err;
+  return d;
+}
+
+const VERSION = "xmin::text || '/' || ctid::text";
+
 /** Cells of one grain with bucket in [from, to), of one slice (or all), with the parts asked for; oldest first. */
-export async function readCells(pg: Sql, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
-  const columns = pg.unsafe(parts.length === 0 ? "''::text AS data" : parts.join(", "));
+export async function readCells(pg: Sql, cache: CellParts, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
   const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
-  const rows = await pg<({ slice: string; bucket: number } & Partial<RollupColumns>)[]>`
-    SELECT slice, bucket, ${columns} FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
+  const stored = await pg<{ slice: string; bucket: number; version: string }[]>`
+    SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
+  const keyOf = (s: string, bucket: number) => keyText({ grain, app: s, bucket });
+  const stale = stored.filter((c) => {
+    const cached = cache.get(keyOf(c.slice, c.bucket));
+    return cached?.version !== c.version || parts.some((p) => cached.parts[p] === undefined);
+  });
+  if (stale.length > 0 && parts.length > 0) {
+    const rows = await pg<({ slice: string; bucket: number; version: string } & Partial<RollupColumns>)[]>`
+      SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, ${pg.unsafe(parts.join(", "))} FROM rollup_cells
+      WHERE grain = ${grain} AND (slice, bucket) IN (SELECT * FROM unnest(${stale.map((c) => c.slice)}::text[], ${stale.map((c) => c.bucket)}::bigint[]))`;
+    for (const row of rows) for (const part of parts) cache.put(keyOf(row.slice, row.bucket), row.version, part, fromColumns({ [part]: row[part] }));
+  }
+  const cells: RollupCell[] = [];
+  for (const c of stored) {
+    if (parts.length === 0) {
+      cells.push({ slice: c.slice, bucket: c.bucket, data: emptyData() });
+      continue;
+    }
+    const cached = cache.get(keyOf(c.slice, c.bucket));
+    // Gone between the two reads (it came to nothing): as if read after.
+    if (cached) cells.push({ slice: c.slice, bucket: c.bucket, data: assemble(cached.parts, parts) });
+  }
   // Slices by code point, as SQLite compares text (the server's collation may not).
-  return rows
-    .map(({ slice: s, bucket, ...columns }) => ({ slice: s, bucket, data: fromColumns(columns) }))
-    .sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));
+  return cells.sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));
 }

@@ -8,7 +8,7 @@ import type { RejectReason } from "../../domain/rejection.ts";
 import type { RollupPart } from "../../domain/rollup.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupSelection, StoreReads } from "../contract.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
-import { readCells } from "./cells.ts";
+import { CellParts, readCells } from "./cells.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS } from "./intake.ts";
@@ -52,6 +52,7 @@ const SELECT_REJECTED = sql`SELECT id, received_at AS "receivedAt", endpoint, re
   replayed_at AS "replayedAt", replay_result AS "replayResult", body_store AS "bodyStore", body_size AS "bodySize", body_hash AS "bodyHash" FROM rejected_reports`;
 
 export function createPostgresReads(pg: Sql, db: PgDb) {
+  const cells = new CellParts();
   async function* executionChunks(filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): AsyncGenerator<Execution[], void> {
     if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
     let remaining = limit;
@@ -146,10 +147,10 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     },
 
     async readRollups({ grain, slice, from, to, parts }: RollupSelection) {
-      return (await readCells(pg, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
+      return (await readCells(pg, cells, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
     },
 
-    rollupCells: (grain, from, to) => readCells(pg, grain, from, to, null, ALL_PARTS),
+    rollupCells: (grain, from, to) => readCells(pg, cells, grain, from, to, null, ALL_PARTS),
 
     foldedUntil: () => getMark(pg, MARKS.foldedUntil),
 

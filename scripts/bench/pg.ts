@@ -192,7 +192,7 @@ export async function pgStorage(url: string, { vacuum = true } = {}): Promise<Pg
     }
     // Leaf tables, each under its top-level table (a partition's root).
     const rels = await sql<{ root: string; rel: string; table_bytes: number }[]>`
-      SELECT coalesce((SELECT a::regclass::text FROM pg_partition_ancestors(c.oid) a ORDER BY a DESC LIMIT 1), c.oid::regclass::text) AS root,
+      SELECT coalesce(pg_partition_root(c.oid), c.oid)::regclass::text AS root,
              c.oid::regclass::text AS rel, pg_table_size(c.oid)::bigint AS table_bytes
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE c.relkind = 'r' AND n.nspname = 'public'`;

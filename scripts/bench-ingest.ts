@@ -8,8 +8,15 @@
 //
 //   bun scripts/bench-ingest.ts [--duration 10] [--connections 16,64,256] [--fill 1000000]
 //                               [--fill-mode start|telemetry] [--durability full|normal] [--quick] [--threads 2] [--warmup 2]
-//                               [--startup-runs 20] [--repeat 1] [--quiet-wait 60] [--bin path] [--keep]
+//                               [--startup-runs 20] [--repeat 1] [--quiet-wait 60] [--bin path] [--keep] [--fill-max-s 3600]
+//   bun scripts/bench-ingest.ts --engine postgres [--pg postgres://user@host/postgres] ...
 //   bun scripts/bench-ingest.ts --render bench-results/ingest-<timestamp>.json   (re-render a saved run)
+// --engine postgres adds, for every (mode, connections), PostgreSQL with one node and with two
+// nodes (two compiled binaries on one database, the load split over them by two wrk processes)
+// beside the baseline and SQLite of the same run; the fill then goes into PostgreSQL (one node).
+// Without --pg a throwaway server is started on loopback (scripts/bench/pg.ts, removed at the
+// end); with --pg, a database per run is created on that server (the role needs CREATEDB).
+// PostgreSQL's own processes' CPU is measured when the server runs on this machine.
 // --repeat N runs every (mode, connections) pair N times, alternating baseline and installstats,
 // and reports the median (with the range): this machine may be shared, so one run can be disturbed.
 // --quiet-wait S (default 60, 0 in --quick): before each run, wait up to S seconds until other
@@ -28,8 +35,9 @@ import { Database } from "bun:sqlite";
 import {
   cpuSeconds, fileSizes, healthStats, tailCounters, killAllChildren, machineCpu, memSampler, readAcks, readMem, runWrk, sleep,
   spawnListening, stopGracefully, storageBreakdown, sumThreads, verifyAcks, waitForQuiet,
-  type FileSizes, type Listening, type Mode, type StorageBreakdown, type Verification, type WrkResult,
+  type FileSizes, type Listening, type Mode, type TailCounters, type Verification, type WrkResult, type WrkRun,
 } from "./bench/lib.ts";
+import { dropDatabase, freshDatabase, pgCpuSeconds, pgStorage, pgTarget, pgVersion, verifyAcksPg, type PgTarget } from "./bench/pg.ts";
 import { renderReport, type BenchResults, type CellResult, type FillResult, type StartupResult } from "./bench/report.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -45,6 +53,7 @@ const { values: opt } = parseArgs({
     connections: { type: "string" },
     fill: { type: "string" },
     "fill-mode": { type: "string", default: "start" },
+    "fill-max-s": { type: "string" },
     durability: { type: "string", default: "full" },
     quick: { type: "boolean", default: false },
     threads: { type: "string" },
@@ -55,6 +64,8 @@ const { values: opt } = parseArgs({
     bin: { type: "string" },
     keep: { type: "boolean", default: false },
     render: { type: "string" },
+    engine: { type: "string", default: "sqlite" },
+    pg: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -109,7 +120,13 @@ if (connections.some((c) => !Number.isInteger(c) || c < threads)) usage(`--conne
 const durability = opt.durability;
 if (durability !== "full" && durability !== "normal") usage("--durability must be full or normal");
 const FILL_CONNECTIONS = 64;
-const FILL_MAX_S = 3600;
+const engine = opt.pg !== undefined ? "postgres" : opt.engine;
+if (engine !== "sqlite" && engine !== "postgres") usage(`--engine must be sqlite or postgres, got ${opt.engine}`);
+if (engine === "postgres" && threads < 2) usage("--engine postgres needs --threads of at least 2 (one wrk thread per node with two nodes)");
+/** The PostgreSQL server of this run (--engine postgres), set in main(). */
+let pg: PgTarget | null = null;
+/** The fill stops here even short of its target (a slow or shared machine). */
+const FILL_MAX_S = intOption("fill-max-s", opt["fill-max-s"], 3600, 1);
 
 // ------------------------------------------------------------------ cleanup, always
 
@@ -119,6 +136,8 @@ function cleanup(): void {
   if (cleaned) return;
   cleaned = true;
   killAllChildren();
+  // A throwaway server's stop runs synchronously (pg_ctl, then the files go).
+  if (pg?.throwaway) void pg.stop();
   if (!opt.keep) rmSync(work, { recursive: true, force: true });
 }
 process.on("exit", cleanup);
@@ -151,15 +170,48 @@ async function build(): Promise<{ bin: string; buildS: number; sizeBytes: number
 
 // ------------------------------------------------------------------ servers
 
-type Target = "installstats" | "baseline";
+/** installstats is the SQLite engine (the name saved runs use); postgres-N is N nodes on one PostgreSQL database. */
+type Target = CellResult["target"];
 
-function startTarget(target: Target, bin: string, dir: string): Promise<Listening> {
-  const stderrPath = join(dir, `${target}.stderr.log`);
-  if (target === "baseline") return spawnListening(["bun", BASELINE, "--host", "127.0.0.1", "--port", "0"], { stderrPath, timeoutMs: 15_000 });
-  return spawnListening(
-    [bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", join(dir, "installs.db"), "--durability", durability!],
-    { stderrPath, timeoutMs: 15_000 },
-  );
+const nodesOf = (target: Target): number => (target === "postgres-2" ? 2 : 1);
+const isServer = (target: Target): boolean => target !== "baseline";
+const isPostgres = (target: Target): boolean => target === "postgres" || target === "postgres-2";
+
+/** What a run measures: its servers, and the PostgreSQL database they share (if any). */
+interface Started {
+  servers: Listening[];
+  /** postgres:// URL of the run's database, or the SQLite file. */
+  db: string;
+  pgName: string | null;
+}
+
+async function startTarget(target: Target, bin: string, dir: string, label: string): Promise<Started> {
+  if (target === "baseline") {
+    const server = await spawnListening(["bun", BASELINE, "--host", "127.0.0.1", "--port", "0"], { stderrPath: join(dir, "baseline.stderr.log"), timeoutMs: 15_000 });
+    return { servers: [server], db: "", pgName: null };
+  }
+  let db = join(dir, "installs.db");
+  let pgName: string | null = null;
+  if (isPostgres(target)) {
+    pgName = `bench_${label.replace(/[^a-z0-9]/gi, "_").toLowerCase()}`;
+    db = await freshDatabase(pg!, pgName);
+  }
+  const servers: Listening[] = [];
+  try {
+    // The nodes start one after the other: the first applies the migrations.
+    for (let i = 0; i < nodesOf(target); i++) {
+      servers.push(
+        await spawnListening(
+          [bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", db, "--durability", durability!],
+          { stderrPath: join(dir, `${target}-${i}.stderr.log`), timeoutMs: 30_000 },
+        ),
+      );
+    }
+  } catch (e) {
+    for (const s of servers) s.proc.kill("SIGKILL");
+    throw e;
+  }
+  return { servers, db, pgName };
 }
 
 /** Stops a server and insists on a clean exit (0): the benchmark checks a graceful shutdown too. */
@@ -167,6 +219,90 @@ async function stopTarget(server: Listening, what: string): Promise<number | nul
   const code = await stopGracefully(server.proc, 120_000);
   if (code !== 0) log(`WARNING: ${what} exited with ${code === null ? "no exit within 120 s (killed)" : code} on SIGTERM`);
   return code;
+}
+
+/** Every acknowledged id of the runs with `tags`, looked up in the run's database after its servers stopped. */
+async function verifyRun(started: Started, target: Target, acks: string[], tags: string[], threadsPerRun: number, results: WrkResult[], mode: Mode | "fill-start" | "fill-telemetry"): Promise<Verification> {
+  const withUpdates = mode !== "start" && mode !== "fill-start";
+  // concat, not push(...): a fill acknowledges millions of ids, more than a call takes arguments.
+  let starts: string[] = [];
+  let updates: string[] = [];
+  for (const tag of tags) {
+    for (const dir of acks) {
+      starts = starts.concat(readAcks(dir, tag, threadsPerRun, "start"));
+      if (withUpdates) updates = updates.concat(readAcks(dir, tag, threadsPerRun, "update"));
+    }
+  }
+  const expectedUpdates = withUpdates ? sumThreads(results, "n_updated") : 0;
+  return isPostgres(target)
+    ? verifyAcksPg(started.db, starts, updates, sumThreads(results, "n_created"), expectedUpdates)
+    : verifyAcks(started.db, starts, updates, sumThreads(results, "n_created"), expectedUpdates);
+}
+
+/** Sums of the nodes' counters (null when one could not be read). */
+async function nodesHealth(servers: Listening[]): Promise<{ writes: number; batches: number } | null> {
+  const all = await Promise.all(servers.map((s) => healthStats(s.url)));
+  if (all.some((h) => h === null)) return null;
+  return { writes: all.reduce((n, h) => n + h!.writes, 0), batches: all.reduce((n, h) => n + h!.batches, 0) };
+}
+
+async function nodesTail(servers: Listening[]): Promise<TailCounters | null> {
+  const all = await Promise.all(servers.map((s) => tailCounters(s.url)));
+  if (all.some((t) => t === null)) return null;
+  const sum = (k: keyof TailCounters) => all.reduce((n, t) => n + t![k], 0);
+  return { holds: sum("holds"), holdSeconds: sum("holdSeconds"), batches: sum("batches"), batchesUnder10ms: sum("batchesUnder10ms") };
+}
+
+const cpuOf = (servers: Listening[]): number | null => {
+  let total = 0;
+  for (const s of servers) {
+    const c = cpuSeconds(s.pid);
+    if (c === null) return null;
+    total += c;
+  }
+  return total;
+};
+
+/**
+ * One wrk per node, the connections and threads split evenly, run at the same time; their
+ * summaries merged: requests and counters add up, latency percentiles are the higher node's
+ * (wrk reports percentiles, not histograms, so that is an upper bound of the true one).
+ */
+async function runWrkOnNodes(servers: Listening[], base: Omit<WrkRun, "url" | "threads" | "connections" | "tag" | "nonce">, total: { threads: number; connections: number }, tag: string): Promise<{ merged: WrkResult; tags: string[] }> {
+  const n = servers.length;
+  if (n === 1) return { merged: await runWrk({ ...base, url: servers[0]!.url, threads: total.threads, connections: total.connections, tag, nonce: nextNonce() }), tags: [tag] };
+  const tags = servers.map((_, i) => `${tag}-n${i}`);
+  const runs = await Promise.all(
+    servers.map((s, i) =>
+      runWrk({ ...base, url: s.url, threads: Math.max(1, Math.floor(total.threads / n)), connections: Math.max(1, Math.floor(total.connections / n)), tag: tags[i]!, nonce: nextNonce() }),
+    ),
+  );
+  return { merged: mergeWrk(runs, tag), tags };
+}
+
+function mergeWrk(runs: WrkResult[], tag: string): WrkResult {
+  const sum = (f: (r: WrkResult) => number) => runs.reduce((n, r) => n + f(r), 0);
+  const max = (f: (r: WrkResult) => number) => Math.max(...runs.map(f));
+  const requests = sum((r) => r.requests);
+  const latency = runs[0]!.latency_us;
+  const lat = Object.fromEntries(Object.keys(latency).map((k) => [k, max((r) => r.latency_us[k as keyof typeof latency])])) as typeof latency;
+  lat.mean = sum((r) => r.latency_us.mean * r.requests) / requests;
+  lat.min = Math.min(...runs.map((r) => r.latency_us.min));
+  const errors = runs[0]!.errors;
+  return {
+    requests,
+    duration_us: max((r) => r.duration_us),
+    bytes: sum((r) => r.bytes),
+    errors: Object.fromEntries(Object.keys(errors).map((k) => [k, sum((r) => r.errors[k as keyof typeof errors])])) as typeof errors,
+    latency_us: lat,
+    threads: runs.flatMap((r) => r.threads),
+    rps: sum((r) => r.rps),
+    cpuS: sum((r) => r.cpuS),
+    wallS: max((r) => r.wallS),
+    stdout: "",
+    tag,
+    record: runs[0]!.record,
+  };
 }
 
 // ------------------------------------------------------------------ one measured cell
@@ -193,42 +329,54 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
   const dir = join(work, o.label);
   const acks = join(dir, "acks");
   mkdirSync(acks, { recursive: true });
-  const server = await startTarget(o.target, bin, dir);
-  const mem = memSampler(server.pid);
+  const started = await startTarget(o.target, bin, dir, o.label);
+  const { servers } = started;
+  const mems = servers.map((s) => memSampler(s.pid));
+  const server = isServer(o.target);
   try {
-    const base = { lua: LUA, url: server.url, threads, connections: o.connections, mode: o.mode, outdir: acks, record: o.record };
+    const base = { lua: LUA, mode: o.mode, outdir: acks, record: o.record };
+    const total = { threads, connections: o.connections };
     const runs: WrkResult[] = [];
-    if (warmupS > 0) runs.push(await runWrk({ ...base, durationS: warmupS, nonce: nextNonce(), tag: "warm" }));
-    const h0 = o.target === "installstats" ? await healthStats(server.url) : null;
-    const t0 = o.target === "installstats" ? await tailCounters(server.url) : null;
-    const cpu0 = cpuSeconds(server.pid);
+    const tags: string[] = [];
+    if (warmupS > 0) {
+      const w = await runWrkOnNodes(servers, { ...base, durationS: warmupS }, total, "warm");
+      runs.push(w.merged);
+      tags.push(...w.tags);
+    }
+    const h0 = server ? await nodesHealth(servers) : null;
+    const t0 = server ? await nodesTail(servers) : null;
+    const cpu0 = cpuOf(servers);
+    const pg0 = isPostgres(o.target) ? pgCpuSeconds(pg!.postmasterPid) : null;
     const machine0 = machineCpu();
     const self0 = process.cpuUsage();
-    const measured = await runWrk({ ...base, durationS, nonce: nextNonce(), tag: "run" });
+    const m = await runWrkOnNodes(servers, { ...base, durationS }, total, "run");
+    const measured = m.merged;
     runs.push(measured);
-    const cpu1 = cpuSeconds(server.pid);
+    tags.push(...m.tags);
+    const cpu1 = cpuOf(servers);
+    const pg1 = isPostgres(o.target) ? pgCpuSeconds(pg!.postmasterPid) : null;
     const machine1 = machineCpu();
     const selfS = (() => {
       const d = process.cpuUsage(self0);
       return (d.user + d.system) / 1e6;
     })();
-    const h1 = o.target === "installstats" ? await healthStats(server.url) : null;
-    const t1 = o.target === "installstats" ? await tailCounters(server.url) : null;
-    const peak = mem.finish();
-    const dbPath = join(dir, "installs.db");
-    const live: FileSizes | null = o.target === "installstats" ? fileSizes(dbPath) : null;
-    const exitCode = await stopTarget(server, `${o.target} (${o.label})`);
-
-    let verification: Verification | null = null;
-    if (o.target === "installstats" && o.record) {
-      const starts = runs.flatMap((r) => readAcks(acks, r.tag, threads, "start"));
-      const updates = runs.flatMap((r) => readAcks(acks, r.tag, threads, "update"));
-      verification = verifyAcks(dbPath, starts, updates, sumThreads(runs, "n_created"), sumThreads(runs, "n_updated"));
+    const h1 = server ? await nodesHealth(servers) : null;
+    const t1 = server ? await nodesTail(servers) : null;
+    const peaks = mems.map((x) => x.finish());
+    const live: FileSizes | null = o.target === "installstats" ? fileSizes(started.db) : null;
+    let exitCode: number | null = 0;
+    for (const [i, s] of servers.entries()) {
+      const code = await stopTarget(s, `${o.target}${servers.length > 1 ? ` node ${i + 1}` : ""} (${o.label})`);
+      if (code !== 0) exitCode = code;
     }
+
+    const verification = server && o.record ? await verifyRun(started, o.target, [acks], tags, servers.length > 1 ? Math.max(1, Math.floor(threads / servers.length)) : threads, runs, o.mode) : null;
+    if (started.pgName !== null && !opt.keep) await dropDatabase(pg!, started.pgName);
     const writes = h0 && h1 ? h1.writes - h0.writes : null;
     const batches = h0 && h1 ? h1.batches - h0.batches : null;
     const serverS = cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : 0;
-    const otherCpuPct = (100 * (machine1.busyS - machine0.busyS - serverS - measured.cpuS - selfS)) / measured.wallS;
+    const pgS = pg0 !== null && pg1 !== null ? pg1 - pg0 : null;
+    const otherCpuPct = (100 * (machine1.busyS - machine0.busyS - serverS - (pgS ?? 0) - measured.cpuS - selfS)) / measured.wallS;
     return {
       target: o.target,
       mode: o.mode,
@@ -241,6 +389,8 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
       wrk: stripStdout(measured),
       warmup: runs.length > 1 ? stripStdout(runs[0]!) : null,
       serverCpuPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / measured.wallS : null,
+      pgCpuPct: pgS === null ? null : (100 * pgS) / measured.wallS,
+      nodes: servers.length,
       wrkCpuPct: (100 * measured.cpuS) / measured.wallS,
       avgBatch: writes !== null && batches ? writes / batches : null,
       tail:
@@ -251,8 +401,8 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
               batchesOver10ms: t1.batches - t1.batchesUnder10ms - (t0.batches - t0.batchesUnder10ms),
             }
           : null,
-      peakRssKb: peak.peakRssKb,
-      hwmKb: peak.hwmKb,
+      peakRssKb: Math.max(...peaks.map((p) => p.peakRssKb)),
+      hwmKb: Math.max(...peaks.map((p) => p.hwmKb)),
       exitCode,
       liveFiles: live,
       verification,
@@ -267,8 +417,8 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
       },
     };
   } finally {
-    mem.finish();
-    if (server.proc.exitCode === null) server.proc.kill("SIGKILL");
+    for (const x of mems) x.finish();
+    for (const s of servers) if (s.proc.exitCode === null) s.proc.kill("SIGKILL");
   }
 }
 
@@ -281,15 +431,17 @@ async function runFill(bin: string): Promise<FillResult> {
   const dir = join(work, "fill");
   const acks = join(dir, "acks");
   mkdirSync(acks, { recursive: true });
-  const server = await startTarget("installstats", bin, dir);
+  const target: Target = engine === "postgres" ? "postgres" : "installstats";
+  const startedTarget = await startTarget(target, bin, dir, "fill");
+  const server = startedTarget.servers[0]!;
   const mem = memSampler(server.pid, 100);
-  const dbPath = join(dir, "installs.db");
   const progress: { t: number; writes: number; rssKb: number }[] = [];
   const started = performance.now();
   let lastLog = 0;
   try {
     const machine0 = machineCpu();
     const cpu0 = cpuSeconds(server.pid) ?? 0;
+    const pg0 = isPostgres(target) ? pgCpuSeconds(pg!.postmasterPid) : null;
     const self0 = process.cpuUsage();
     let interrupted: string | null = null;
     const wrk = await runWrk({
@@ -315,30 +467,35 @@ async function runFill(bin: string): Promise<FillResult> {
     });
     const wallS = (performance.now() - started) / 1000;
     const serverS = (cpuSeconds(server.pid) ?? cpu0) - cpu0;
+    const pg1 = isPostgres(target) ? pgCpuSeconds(pg!.postmasterPid) : null;
+    const pgS = pg0 !== null && pg1 !== null ? pg1 - pg0 : null;
     const selfUsage = process.cpuUsage(self0);
-    const otherS = machineCpu().busyS - machine0.busyS - serverS - (wrk?.cpuS ?? 0) - (selfUsage.user + selfUsage.system) / 1e6;
+    const otherS = machineCpu().busyS - machine0.busyS - serverS - (pgS ?? 0) - (wrk?.cpuS ?? 0) - (selfUsage.user + selfUsage.system) / 1e6;
     const peak = mem.finish();
-    const live = fileSizes(dbPath);
-    const exitCode = await stopTarget(server, "installstats (fill)");
+    const live = target === "installstats" ? fileSizes(startedTarget.db) : null;
+    const exitCode = await stopTarget(server, `${target} (fill)`);
     let verification: Verification | null = null;
     if (wrk) {
-      const starts = readAcks(acks, "fill", threads, "start");
-      const updates = fillMode === "telemetry" ? readAcks(acks, "fill", threads, "update") : [];
-      log(`fill: verifying ${starts.length + updates.length} acknowledged ids`);
-      verification = verifyAcks(dbPath, starts, updates, sumThreads([wrk], "n_created"), fillMode === "telemetry" ? sumThreads([wrk], "n_updated") : 0);
+      log("fill: verifying the acknowledged ids");
+      verification = await verifyRun(startedTarget, target, [acks], ["fill"], threads, [wrk], fillMode === "telemetry" ? "fill-telemetry" : "fill-start");
     }
-    const storage: StorageBreakdown = storageBreakdown(dbPath);
+    log("fill: measuring the storage");
+    const storage = target === "installstats" ? storageBreakdown(startedTarget.db) : null;
+    const pgStored = isPostgres(target) ? await pgStorage(startedTarget.db) : null;
+    if (startedTarget.pgName !== null && !opt.keep) await dropDatabase(pg!, startedTarget.pgName);
     // Progress is in writes (requests); a record is `fillPerRecord` of them. Rates are in writes per second.
     const goal = fillTarget * fillPerRecord;
     const timeAt = (n: number) => progress.find((p) => p.writes >= n)?.t ?? NaN;
     const tenth = goal / 10;
     return {
       target: fillTarget,
+      engine: isPostgres(target) ? "postgres" : "sqlite",
       connections: FILL_CONNECTIONS,
       wrk: wrk ? stripStdout(wrk) : null,
       interrupted,
       seconds: wallS,
       serverCpuPct: (100 * serverS) / wallS,
+      pgCpuPct: pgS === null ? null : (100 * pgS) / wallS,
       otherCpuPct: Math.max(0, (100 * otherS) / wallS),
       rateFirstTenth: tenth / timeAt(tenth),
       rateLastTenth: tenth / (timeAt(goal) - timeAt(goal - tenth)),
@@ -350,6 +507,7 @@ async function runFill(bin: string): Promise<FillResult> {
       liveFiles: live,
       verification,
       storage,
+      pgStorage: pgStored,
     };
   } finally {
     mem.finish();
@@ -428,6 +586,11 @@ async function main(): Promise<number> {
   const machine = machineInfo();
   log(`work dir ${work}; ${threads} wrk threads; ${durationS} s per run (+${warmupS} s warm-up); connections ${connections.join(",")}; durability ${durability}`);
 
+  if (engine === "postgres") {
+    pg = await pgTarget(opt.pg);
+    machine.postgres = await pgVersion(pg.url);
+    log(`PostgreSQL: ${pg.throwaway ? "a throwaway server" : "the server given"} at ${pg.url.replace(/:[^:@/]*@/, ":***@")}${pg.postmasterPid === null ? " (not on this machine: its CPU is not measured)" : ""}`);
+  }
   log("building the binary from the current source");
   const { bin, buildS, sizeBytes } = await build();
   log(`built ${bin} (${(sizeBytes / 1e6).toFixed(0)} MB) in ${buildS.toFixed(1)} s`);
@@ -454,7 +617,7 @@ async function main(): Promise<number> {
   for (let rep = 0; rep < repeat; rep++) {
     for (const mode of ["start", "mixed", "telemetry"] as const) {
       for (const c of connections) {
-        for (const target of ["baseline", "installstats"] as const) {
+        for (const target of engine === "postgres" ? (["baseline", "installstats", "postgres", "postgres-2"] as const) : (["baseline", "installstats"] as const)) {
           log(`${mode} c=${c}: ${target}${repeat > 1 ? ` (repetition ${rep + 1}/${repeat})` : ""}`);
           const label = `${target}-${mode}-c${c}-r${rep}`;
           const cell = await attempt(label, () => runCell(bin, { target, mode, connections: c, record: true, label, rep }));
@@ -492,7 +655,7 @@ async function main(): Promise<number> {
     command: `bun scripts/bench-ingest.ts${Bun.argv.length > 2 ? ` ${Bun.argv.slice(2).join(" ")}` : ""}`,
     startedAt: started.toISOString(),
     finishedAt: new Date().toISOString(),
-    settings: { durationS, warmupS, threads, connections, durability, fill: fillTarget, quick, startupRuns, repeat, quietWaitS },
+    settings: { durationS, warmupS, threads, connections, durability, fill: fillTarget, quick, startupRuns, repeat, quietWaitS, engine },
     machine,
     build: { buildS, sizeBytes },
     startup,

@@ -3,10 +3,16 @@
 // (SQL GROUP BY over `executions`) in the same run; listing pages at depth; export throughput.
 //
 //   bun scripts/bench-report.ts [--sizes 1000000,10000000] [--dir /tmp/installstats-bench] [--runs 30] [--scan-runs 3]
+//                               [--engine sqlite|postgres] [--pg postgres://user@host/postgres] [--aggregates-only]
 //
-// Databases are seeded once (`installstats seed`, same data for the same size) and reused.
+// Databases are seeded once (`installstats seed`, same data for the same size) and reused. With
+// --engine postgres the data go into PostgreSQL: a server of the script's own whose data directory
+// is kept in --dir (pg/), or with --pg a database per size on the server given (the role needs
+// CREATEDB); seeded databases are folded up to the last hour (as a running node's fold job would
+// have done) and analyzed before measuring. --aggregates-only skips listing pages and export.
 import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import postgres from "postgres";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -15,6 +21,10 @@ import { createLogger } from "../src/log.ts";
 import { seedDatabase, seedOptions } from "../src/seed/seed.ts";
 import { createRuntime } from "../src/runtime.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
+import { openEngine } from "../src/store/open.ts";
+import type { Engine } from "../src/store/engine.ts";
+import { startPostgres, type PgServer } from "../test/helpers/postgres.ts";
+import { BENCH_PG_SETTINGS, pgStorage, pgVersion, withDatabase, type PgStorage } from "./bench/pg.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -23,8 +33,13 @@ const { values } = parseArgs({
     dir: { type: "string", default: "/tmp/installstats-bench" },
     runs: { type: "string", default: "30" },
     "scan-runs": { type: "string", default: "3" },
+    engine: { type: "string", default: "sqlite" },
+    pg: { type: "string" },
+    "aggregates-only": { type: "boolean", default: false },
   },
 });
+const engineName = values.pg !== undefined ? "postgres" : values.engine;
+if (engineName !== "sqlite" && engineName !== "postgres") throw new Error(`--engine must be sqlite or postgres, got ${values.engine}`);
 const sizes = values.sizes!.split(",").map(Number);
 const runs = Number(values.runs);
 const scanRuns = Number(values["scan-runs"]);
@@ -34,16 +49,6 @@ const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
-
-function time(fn: () => unknown, n: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    fn();
-    out.push(performance.now() - t0);
-  }
-  return out;
-}
 
 async function timeAsync(fn: () => Promise<unknown>, n: number): Promise<number[]> {
   const out: number[] = [];
@@ -62,40 +67,126 @@ const say = (s: string) => {
 };
 
 say(`# installstats read benchmark\n`);
-say(`Command: \`bun scripts/bench-report.ts --sizes ${values.sizes} --runs ${runs} --scan-runs ${scanRuns}\`  `);
-say(`Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; ${new Date().toISOString()}\n`);
+say(`Command: \`bun scripts/bench-report.ts --sizes ${values.sizes} --runs ${runs} --scan-runs ${scanRuns}${engineName === "postgres" ? " --engine postgres" : ""}${values["aggregates-only"] ? " --aggregates-only" : ""}\`  `);
 
-for (const size of sizes) {
-  const path = join(values.dir!, `seed-${size}.db`);
+// PostgreSQL: the script's own server, its data kept beside the SQLite files, or the one given.
+let server: PgServer | null = null;
+const pgAdmin = engineName !== "postgres" ? null : (values.pg ?? (server = await startPostgres(BENCH_PG_SETTINGS, join(values.dir!, "pg"))).url);
+process.on("exit", () => void server?.stop());
+say(`Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; ${new Date().toISOString()}${pgAdmin ? `; PostgreSQL ${await pgVersion(pgAdmin)} (${Object.entries(BENCH_PG_SETTINGS).map(([k, v]) => `${k}=${v}`).join(", ")})` : ""}\n`);
+
+/** One size's database, opened; the SQL the scan baselines run on it; and how to make the next request cold. */
+interface Bench {
+  engine: Engine;
+  location: string;
+  count(): Promise<number>;
+  scan(sql: string): Promise<unknown>;
+  /** A write from another connection: the store's cached answers are stale. */
+  touch(): Promise<void>;
+  /** created_at and the tie-breaker of the row `depth` rows from the newest (a listing cursor). */
+  rowAt(depth: number): Promise<{ c: number; r: number }>;
+  bytes(): Promise<number>;
+  /** What a running server would have done by now (fold; after a seed, statistics), and the storage: a line for the report. */
+  settle(now: number, seeded: boolean): Promise<string>;
+  close(): Promise<void>;
+}
+
+function sqliteBench(path: string): Bench {
   // The engine opened here, so the scan baselines can run SQL on its connection.
   const engine = openSqliteEngine(path, { durability: "normal", migrate: true });
-  const { sqlite, store } = engine;
-  const have = (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n;
+  const { sqlite } = engine;
+  // A write from another connection makes the store drop every parsed cell: the next request is cold.
+  const other = new Database(path);
+  return {
+    engine,
+    location: path,
+    count: async () => (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n,
+    scan: async (sql) => sqlite.query(sql).all(),
+    touch: async () => void other.run("UPDATE rollup_state SET folded_until = folded_until"),
+    rowAt: async (depth) => sqlite.query(`SELECT created_at AS c, rowid AS r FROM executions ORDER BY created_at DESC, rowid DESC LIMIT 1 OFFSET ${depth}`).get() as { c: number; r: number },
+    bytes: async () => Bun.file(path).size,
+    settle: async () => "",
+    close: async () => other.close(),
+  };
+}
+
+async function postgresBench(size: number): Promise<Bench> {
+  const name = `installstats_bench_${size}`;
+  const admin = postgres(pgAdmin!, { max: 1, onnotice: () => {} });
+  try {
+    if ((await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`).length === 0) await admin.unsafe(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = withDatabase(pgAdmin!, name);
+  const engine = await openEngine(url, { durability: "normal", migrate: true, create: true });
+  const sql = postgres(url, { max: 1, onnotice: () => {}, types: { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } } });
+  return {
+    engine,
+    location: url,
+    count: async () => (await sql<{ n: number }[]>`SELECT count(*)::bigint AS n FROM executions`)[0]!.n,
+    scan: (text) => sql.unsafe(text),
+    // A commit anywhere moves the change marker (pg_current_snapshot) that cached answers are keyed by.
+    touch: async () => void (await sql`UPDATE marks SET value = value WHERE name = 'folded_until'`),
+    rowAt: async (depth) => (await sql<{ c: number; r: number }[]>`SELECT created_at AS c, seq AS r FROM executions ORDER BY created_at DESC, seq DESC LIMIT 1 OFFSET ${depth}`)[0]!,
+    bytes: async () => (await sql<{ b: number }[]>`SELECT pg_database_size(current_database())::bigint AS b`)[0]!.b,
+    async settle(now, seeded) {
+      const notes: string[] = [];
+      const until = Math.floor(now / HOUR) * HOUR;
+      if ((await engine.store.foldedUntil()) < until) {
+        const t0 = performance.now();
+        await engine.store.write([{ kind: "fold", until, at: now }]);
+        notes.push(`folded up to the last hour in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+      }
+      const t1 = performance.now();
+      // Statistics and visibility as autovacuum would have left them after a bulk load.
+      if (seeded) notes.push(`VACUUM ANALYZE ${((await pgStorage(url), performance.now() - t1) / 1000).toFixed(0)} s`);
+      const storage = await pgStorage(url, { vacuum: false });
+      const total = (t: PgStorage["tables"][number]) => t.tableBytes + t.indexes.reduce((m, i) => m + i.bytes, 0);
+      const group = (test: (name: string) => boolean) => storage.tables.filter((t) => test(t.name)).reduce((n, t) => n + total(t), 0) / storage.executions;
+      notes.push(
+        `${storage.bytesPerExecution.toFixed(0)} bytes per execution in all tables and indexes: executions ${group((n) => n === "executions").toFixed(0)}, ` +
+          `execution_ids ${group((n) => n === "execution_ids").toFixed(0)}, rollup_cells ${group((n) => n === "rollup_cells").toFixed(0)}, the rest ${group((n) => !["executions", "execution_ids", "rollup_cells"].includes(n)).toFixed(0)}`,
+      );
+      return notes.join("; ");
+    },
+    close: () => sql.end(),
+  };
+}
+
+for (const size of sizes) {
+  const b = engineName === "postgres" ? await postgresBench(size) : sqliteBench(join(values.dir!, `seed-${size}.db`));
+  const { engine } = b;
+  const { store } = engine;
+  const have = await b.count();
+  let seeded = false;
   if (have === 0) {
-    console.error(`seeding ${size.toLocaleString()} records into ${path} ...`);
+    console.error(`seeding ${size.toLocaleString()} records into ${engine.location} ...`);
     const r = await seedDatabase(store, seedOptions({ records: size }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
     console.error(`\nseeded in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s)`);
-  } else if (have !== size) console.error(`note: ${path} holds ${have} records, not ${size}`);
-  const count = (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n;
+    say(`Seeded now: ${r.records.toLocaleString()} records in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s).  `);
+    seeded = true;
+  } else if (have !== size) console.error(`note: ${engine.location} holds ${have} records, not ${size}`);
+  const count = await b.count();
   const span = (await store.recordSpan())!;
   // Measure as of the newest record, so the windows hold data whenever the seed was made.
   const now = span.last;
-  const runtime = await createRuntime({ ...defaults, db: path }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
+  const settled = await b.settle(now, seeded);
+  if (settled) say(`${settled}  `);
+  const runtime = await createRuntime({ ...defaults, db: b.location }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
   const { app } = runtime;
   const get = async (p: string) => {
     const res = await app.handle(new Request(`http://localhost${p}`));
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<Record<string, unknown>>;
   };
-  // A write from another connection makes the store drop every parsed cell: the next request is cold.
-  const other = new Database(path);
-  const coldGet = (p: string) => {
-    other.run("UPDATE rollup_state SET folded_until = folded_until");
+  const coldGet = async (p: string) => {
+    await b.touch();
     return get(p);
   };
   const topApp = ((await get("/api/stats/breakdown?by=nsapp&days=30&limit=1")).groups as { value: string }[])[0]!.value;
 
-  say(`## ${count.toLocaleString()} records (${((Bun.file(path).size) / 1e9).toFixed(2)} GB)\n`);
+  say(`## ${count.toLocaleString()} records (${((await b.bytes()) / 1e9).toFixed(2)} GB, ${engineName})\n`);
   // "first" is the question's first request on a freshly opened store: stored rollup cells are
   // read and parsed then, and stay parsed for the repeated requests (p50, p95) while unchanged.
   say(`| question | window | first request ms | endpoint p50 ms | endpoint p95 ms | full scan p50 ms | faster |`);
@@ -118,8 +209,7 @@ for (const size of sizes) {
       const [first] = await timeAsync(() => coldGet(path), 1);
       await timeAsync(() => get(path), 2); // warm
       const lat = await timeAsync(() => get(path), runs);
-      const statement = sqlite.query(scanSql);
-      const scan = time(() => statement.all(), scanRuns);
+      const scan = await timeAsync(() => b.scan(scanSql), scanRuns);
       const p95 = pct(lat, 0.95);
       say(`| ${name} | ${days} d | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(pct(scan, 0.5) / pct(lat, 0.5))}x |`);
     }
@@ -128,11 +218,17 @@ for (const size of sizes) {
   const topLat = await timeAsync(() => get("/api/stats/top-apps?limit=20"), runs);
   say(`| top apps 30/90/365 d (one request) | - | ${fmt(topFirst!)} | ${fmt(pct(topLat, 0.5))} | ${fmt(pct(topLat, 0.95))} | - | - |`);
 
+  if (values["aggregates-only"]) {
+    say("");
+    await b.close();
+    await runtime.stop();
+    continue;
+  }
   // Listing: first page, and pages deep in the data (cursors taken from rows at those depths).
   say(`\n| /api/installs page (limit 50) | p50 ms | p95 ms |\n|---|---:|---:|`);
   const depths = [0, 10_000, Math.floor(count / 2), count - 100];
   for (const depth of depths) {
-    const row = sqlite.query(`SELECT created_at AS c, rowid AS r FROM executions ORDER BY created_at DESC, rowid DESC LIMIT 1 OFFSET ${depth}`).get() as { c: number; r: number };
+    const row = await b.rowAt(depth);
     const cursor = Buffer.from(`${row.c}.${row.r}`).toString("base64url");
     const path = depth === 0 ? "/api/installs?limit=50" : `/api/installs?limit=50&cursor=${cursor}`;
     await timeAsync(() => get(path), 2);
@@ -159,7 +255,7 @@ for (const size of sizes) {
     say(`| ${format} | ${records.toLocaleString()} | ${s.toFixed(1)} | ${Math.round(records / s).toLocaleString()} |`);
   }
   say("");
-  other.close();
+  await b.close();
   // The runtime's stop, not only the store's close: what it started would keep the process alive.
   await runtime.stop();
 }

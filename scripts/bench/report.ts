@@ -1,8 +1,10 @@
 // The markdown report of scripts/bench-ingest.ts, and the list of correctness failures.
 import type { FileSizes, Mode, StorageBreakdown, Verification, WrkResult } from "./lib.ts";
+import type { PgStorage } from "./pg.ts";
 
 export interface CellResult {
-  target: "installstats" | "baseline";
+  /** installstats: the SQLite engine; postgres: one node on PostgreSQL; postgres-2: two nodes on one database. */
+  target: "installstats" | "baseline" | "postgres" | "postgres-2";
   mode: Mode;
   connections: number;
   record: boolean;
@@ -15,8 +17,12 @@ export interface CellResult {
   quietWaitS: number;
   wrk: WrkResult;
   warmup: WrkResult | null;
-  /** Server CPU during the measured run, % of one core. */
+  /** Server CPU during the measured run, % of one core (every node's, added). */
   serverCpuPct: number | null;
+  /** PostgreSQL's processes (the whole server) during the measured run, % of one core; null when not measured. */
+  pgCpuPct?: number | null;
+  /** installstats processes serving the run (two for postgres-2). */
+  nodes?: number;
   wrkCpuPct: number;
   /** Reports per write transaction during the measured run (writer stats from /healthz). */
   avgBatch: number | null;
@@ -32,12 +38,15 @@ export interface CellResult {
 
 export interface FillResult {
   target: number;
+  /** Absent in runs saved before PostgreSQL: sqlite. */
+  engine?: "sqlite" | "postgres";
   connections: number;
   /** Null when the load generator died before reporting (see interrupted). */
   wrk: WrkResult | null;
   interrupted: string | null;
   seconds: number;
   serverCpuPct: number;
+  pgCpuPct?: number | null;
   otherCpuPct: number;
   rateFirstTenth: number;
   rateLastTenth: number;
@@ -45,9 +54,11 @@ export interface FillResult {
   hwmKb: number;
   rssByTenth?: number[];
   exitCode: number | null;
-  liveFiles: FileSizes;
+  liveFiles: FileSizes | null;
   verification: Verification | null;
-  storage: StorageBreakdown;
+  /** SQLite's files and dbstat; null for a fill into PostgreSQL. */
+  storage: StorageBreakdown | null;
+  pgStorage?: PgStorage | null;
 }
 
 export interface StartupResult {
@@ -61,9 +72,9 @@ export interface BenchResults {
   command: string;
   startedAt: string;
   finishedAt: string;
-  settings: { durationS: number; warmupS: number; threads: number; connections: number[]; durability: string; fill: number; quick: boolean; startupRuns: number; repeat: number; quietWaitS: number };
+  settings: { durationS: number; warmupS: number; threads: number; connections: number[]; durability: string; fill: number; quick: boolean; startupRuns: number; repeat: number; quietWaitS: number; engine?: string };
   machine: {
-    nproc: number; cpuModel: string; memGiB: number; kernel: string; bun: string; wrk: string; sqlite: string;
+    nproc: number; cpuModel: string; memGiB: number; kernel: string; bun: string; wrk: string; sqlite: string; postgres?: string;
     workDir: string; workFs: string; commit: string; loadBefore: number[]; loadAfter: number[];
   };
   build: { buildS: number; sizeBytes: number };
@@ -101,6 +112,11 @@ function quantile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
+/** PostgreSQL's CPU time per answered request, µs (NaN when not measured). */
+function pgCpuPerRequest(c: CellResult): number {
+  return c.pgCpuPct === null || c.pgCpuPct === undefined ? NaN : ((c.pgCpuPct / 100) * c.wrk.wallS * 1e6) / c.wrk.requests;
+}
+
 /** Server CPU time per answered request, µs. */
 export function cpuPerRequest(c: CellResult): number {
   return c.serverCpuPct === null ? NaN : ((c.serverCpuPct / 100) * c.wrk.wallS * 1e6) / c.wrk.requests;
@@ -115,6 +131,8 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   const line = (s = "") => out.push(s);
   const failures: string[] = [];
   const serverCells = r.cells.filter((c) => c.target === "installstats");
+  /** Every run that stored something: SQLite and PostgreSQL alike. */
+  const storingCells = r.cells.filter((c) => c.target !== "baseline");
   const group = (target: CellResult["target"], mode: Mode, connections: number) =>
     r.cells.filter((c) => c.target === target && c.mode === mode && c.connections === connections).sort((a, b) => a.wrk.rps - b.wrk.rps);
   /** The median run (by req/s) of a (target, mode, connections) group stands for it. */
@@ -164,18 +182,51 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   line("req/s counts every answered request (in mixed mode a start report and its status update are two). Latency is wrk's, per request, from the request written to the response read. CPU µs/req is the server process's CPU time (user + system, all its threads) divided by the requests answered: unlike req/s it hardly changes when other work shares the machine, so it is the steadier measure of cost; 1e6 / (CPU µs/req) is the req/s one fully busy core would give.");
   line();
 
+  if (r.cells.some((c) => c.target === "postgres" || c.target === "postgres-2")) renderPostgres();
+  function renderPostgres() {
+    line("## PostgreSQL: one node and two nodes, beside SQLite and the baseline");
+    line();
+    line("Each row is a fresh database on one PostgreSQL server on this machine; two nodes are two compiled binaries on the same database, each driven by its own wrk with half the connections and threads. CPU per report: the installstats processes (all nodes), and PostgreSQL's processes (the whole server, backends and background workers) measured separately; ratios are against the baseline and the SQLite engine of the same (mode, connections) in this run.");
+    line();
+    line("| mode | conns | engine | req/s | p50 ms | p99 ms | x baseline req/s | x SQLite req/s | installstats CPU µs/report | PostgreSQL CPU µs/report | together µs/report | together x SQLite | acknowledged | missing |");
+    line("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    const pgPairs: { mode: Mode; connections: number }[] = [];
+    for (const c of storingCells) if (!pgPairs.some((p) => p.mode === c.mode && p.connections === c.connections)) pgPairs.push({ mode: c.mode, connections: c.connections });
+    for (const { mode, connections } of pgPairs) {
+      const b = representative("baseline", mode, connections);
+      const lite = representative("installstats", mode, connections);
+      const liteCpu = lite ? cpuPerRequest(lite) : NaN;
+      for (const target of ["installstats", "postgres", "postgres-2"] as const) {
+        const c = representative(target, mode, connections);
+        if (!c) continue;
+        const own = cpuPerRequest(c);
+        const pgUs = pgCpuPerRequest(c);
+        const together = own + (Number.isNaN(pgUs) ? 0 : pgUs);
+        const name = target === "installstats" ? "SQLite" : target === "postgres" ? "PostgreSQL, 1 node" : "PostgreSQL, 2 nodes";
+        const v = c.verification;
+        const acked = v ? v.ackedStarts + v.ackedUpdates : NaN;
+        line(
+          `| ${mode} | ${connections} | ${name} | ${fmt(c.wrk.rps)} | ${ms(c.wrk.latency_us.p50)} | ${ms(c.wrk.latency_us.p99)} | ${b ? fmt(c.wrk.rps / b.wrk.rps, 2) : "n/a"} | ${lite ? fmt(c.wrk.rps / lite.wrk.rps, 2) : "n/a"} | ${fmt(own)} | ${target === "installstats" ? "-" : fmt(pgUs)} | ${fmt(together)} | ${target === "installstats" ? "1.00" : fmt(together / liteCpu, 2)} | ${fmt(acked)} | ${v ? fmt(missingOf(v)) : "-"} |`,
+        );
+      }
+    }
+    line();
+    line("With two nodes the p50 and p99 are the higher of the two load generators' (wrk reports percentiles, not histograms). On PostgreSQL a report's CPU is shared between the node (HTTP, parsing, the domain's decisions) and the server (locks, lookups, the row, the rollup counters); on SQLite both are in the one process.");
+    line();
+  }
+
   // ---------------------------------------------------------------- details
   line("## Per run");
   line();
-  line("| target | mode | conns | rep | req/s | server CPU % of a core | wrk CPU % | other processes CPU % | reports per commit | batches over 10 ms | WAL restart holds (ms in all) | peak RSS MB (VmHWM) | acked starts | acked updates | missing | unexpected answers | exit |");
-  line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+  line("| target | mode | conns | rep | req/s | server CPU % of a core | PostgreSQL CPU % | wrk CPU % | other processes CPU % | reports per commit | batches over 10 ms | WAL restart holds (ms in all) | peak RSS MB (VmHWM) | acked starts | acked updates | missing | unexpected answers | exit |");
+  line("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
   for (const c of r.cells) {
     const v = c.verification;
     const u = c.unexpected;
     const odd = Object.entries(u).filter(([, n]) => n > 0).map(([k, n]) => `${k.replace(/^n_/, "")}: ${n}`).join(", ") || "none";
     const acked = (kind: "n_created" | "n_updated") => sumCounts([c.wrk, ...(c.warmup ? [c.warmup] : [])], kind);
     line(
-      `| ${c.target} | ${c.mode} | ${c.connections} | ${c.rep + 1} | ${fmt(c.wrk.rps)} | ${fmt(c.serverCpuPct)} | ${fmt(c.wrkCpuPct)} | ${fmt(c.otherCpuPct)}${c.stealPct >= 5 ? ` (steal ${fmt(c.stealPct)})` : ""} | ${c.avgBatch === null ? "-" : fmt(c.avgBatch, 1)} | ${c.tail ? fmt(c.tail.batchesOver10ms) : "-"} | ${c.tail ? `${fmt(c.tail.holds)} (${fmt(c.tail.holdMs)})` : "-"} | ${mb(c.hwmKb)} | ${fmt(acked("n_created"))} | ${fmt(acked("n_updated"))} | ${v ? fmt(missingOf(v)) : "-"} | ${odd} | ${c.exitCode ?? "killed"} |`,
+      `| ${c.target} | ${c.mode} | ${c.connections} | ${c.rep + 1} | ${fmt(c.wrk.rps)} | ${fmt(c.serverCpuPct)} | ${c.pgCpuPct === undefined || c.pgCpuPct === null ? "-" : fmt(c.pgCpuPct)} | ${fmt(c.wrkCpuPct)} | ${fmt(c.otherCpuPct)}${c.stealPct >= 5 ? ` (steal ${fmt(c.stealPct)})` : ""} | ${c.avgBatch === null ? "-" : fmt(c.avgBatch, 1)} | ${c.tail ? fmt(c.tail.batchesOver10ms) : "-"} | ${c.tail ? `${fmt(c.tail.holds)} (${fmt(c.tail.holdMs)})` : "-"} | ${mb(c.hwmKb)} | ${fmt(acked("n_created"))} | ${fmt(acked("n_updated"))} | ${v ? fmt(missingOf(v)) : "-"} | ${odd} | ${c.exitCode ?? "killed"} |`,
     );
   }
   line();
@@ -183,9 +234,9 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   line();
 
   // ---------------------------------------------------------------- correctness
-  const allVerifications: { what: string; v: Verification }[] = serverCells
+  const allVerifications: { what: string; v: Verification }[] = storingCells
     .filter((c) => c.verification)
-    .map((c) => ({ what: `${c.mode} c=${c.connections}`, v: c.verification! }));
+    .map((c) => ({ what: `${c.target} ${c.mode} c=${c.connections}`, v: c.verification! }));
   if (r.fill?.verification) allVerifications.push({ what: "fill", v: r.fill.verification });
   let totalAcked = 0;
   let totalMissing = 0;
@@ -196,13 +247,21 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
     if (v.updatesNotApplied > 0) failures.push(`${what}: ${v.updatesNotApplied} acknowledged status updates not applied`);
     if (v.unrecordedAcks > 0) failures.push(`${what}: ${v.unrecordedAcks} acknowledgements counted by wrk but not in its id files (check incomplete)`);
   }
-  for (const c of serverCells) if (c.exitCode !== 0) failures.push(`${c.mode} c=${c.connections}: server exit ${c.exitCode ?? "killed"} on SIGTERM`);
+  for (const c of storingCells) if (c.exitCode !== 0) failures.push(`${c.target} ${c.mode} c=${c.connections}: server exit ${c.exitCode ?? "killed"} on SIGTERM`);
   if (r.fill && r.fill.exitCode !== 0) failures.push(`fill: server exit ${r.fill.exitCode ?? "killed"} on SIGTERM`);
 
   // ---------------------------------------------------------------- targets
-  const peakHwm = Math.max(0, ...serverCells.map((c) => c.hwmKb), r.fill?.hwmKb ?? 0);
+  const peakHwm = Math.max(0, ...storingCells.map((c) => c.hwmKb), r.fill?.hwmKb ?? 0);
   targetRows.push({ name: `peak RSS of the server < ${TARGETS.peakRssMb} MB (all runs and the fill)`, measured: `${mb(peakHwm)} MB`, met: peakHwm / 1024 < TARGETS.peakRssMb });
-  if (r.fill) {
+  if (r.fill?.pgStorage) {
+    const s = r.fill.pgStorage;
+    targetRows.push({
+      name: `PostgreSQL: bytes per execution (every table and index) at ${fmt(TARGETS.bytesPerRecordAt)} executions (the SQLite target, ${TARGETS.bytesPerRecord}, for reference)`,
+      measured: `${fmt(s.bytesPerExecution, 1)} B at ${fmt(s.executions)} executions`,
+      met: s.executions >= TARGETS.bytesPerRecordAt ? s.bytesPerExecution < TARGETS.bytesPerRecord : null,
+    });
+  }
+  if (r.fill?.storage) {
     const bpr = r.fill.storage.bytesPerRecord;
     const atSize = r.fill.storage.rows >= TARGETS.bytesPerRecordAt;
     targetRows.push({
@@ -233,9 +292,33 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   }
 
   // ---------------------------------------------------------------- fill / storage
-  if (r.fill) {
+  if (r.fill?.pgStorage) renderPgFill(r.fill, r.fill.pgStorage);
+  function renderPgFill(f: FillResult, s: PgStorage) {
+    line("## Fill into PostgreSQL and bytes per execution");
+    line();
+    const lat = f.wrk ? `, ${fmt(f.wrk.rps)} req/s overall, p50 ${ms(f.wrk.latency_us.p50)} ms, p99 ${ms(f.wrk.latency_us.p99)} ms` : "";
+    const verified = f.verification
+      ? `Verified: ${fmt(f.verification.ackedStarts + f.verification.ackedUpdates)} acknowledged, ${fmt(missingOf(f.verification))} missing.`
+      : `**Not verified: ${f.interrupted ?? "no acknowledgements"}.**`;
+    line(`One node at ${f.connections} connections into a fresh database until it held about ${fmt(f.target)} executions: ${fmt(s.executions)} executions in ${fmt(f.seconds, 1)} s${lat}; node CPU ${fmt(f.serverCpuPct)}% of a core, PostgreSQL ${f.pgCpuPct === null || f.pgCpuPct === undefined ? "n/a" : `${fmt(f.pgCpuPct)}%`}, other processes ${fmt(f.otherCpuPct)}%, node peak RSS ${mb(f.hwmKb)} MB. ${verified}`);
+    line();
+    line(`**Bytes per execution: ${fmt(s.bytesPerExecution, 1)}** (every table and index of the schema, pg_table_size + pg_relation_size after VACUUM ANALYZE, / ${fmt(s.executions)} executions; the whole database with its catalogs: ${fmt(s.databaseBytes / 1e6, 1)} MB).`);
+    line();
+    line("| table | table (heap + TOAST) MB | indexes MB | bytes per execution | indexes |");
+    line("|---|---:|---:|---:|---|");
+    for (const t of s.tables) {
+      const idx = t.indexes.reduce((a, i) => a + i.bytes, 0);
+      line(`| ${t.name} | ${fmt(t.tableBytes / 1e6, 1)} | ${fmt(idx / 1e6, 1)} | ${fmt((t.tableBytes + idx) / s.executions, 1)} | ${t.indexes.map((i) => `${i.name} ${fmt(i.bytes / s.executions, 1)}`).join(", ")} |`);
+    }
+    line();
+    if (s.updates?.length) {
+      line(`Rows updated during the fill, and how many of them in place (HOT: no new index entries): ${s.updates.map((u) => `${u.name} ${fmt(u.updated)} (${pct(u.hot / u.updated)} HOT)`).join(", ")}.`);
+      line();
+    }
+  }
+  if (r.fill?.storage) {
     const f = r.fill;
-    const s = f.storage;
+    const s = f.storage!;
     line("## Fill and bytes per record");
     line();
     const lat = f.wrk ? `, ${fmt(f.wrk.rps)} req/s overall, p50 ${ms(f.wrk.latency_us.p50)} ms, p99 ${ms(f.wrk.latency_us.p99)} ms` : "";
@@ -248,7 +331,8 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
       line(`Server RSS (MB) as the database passed each tenth of the fill: ${f.rssByTenth.map((kb) => mb(kb)).join(", ")}.`);
       line();
     }
-    line(`Files while the server ran (just before SIGTERM): db ${fmt(f.liveFiles.db / 1e6, 1)} MB, wal ${fmt(f.liveFiles.wal / 1e6, 1)} MB, shm ${fmt(f.liveFiles.shm / 1e6, 2)} MB. After the server stopped: db ${fmt(s.before.db / 1e6, 1)} MB, wal ${fmt(s.before.wal / 1e6, 1)} MB; after \`wal_checkpoint(TRUNCATE)\`: db ${fmt(s.after.db / 1e6, 1)} MB, wal ${fmt(s.after.wal / 1e6, 1)} MB.`);
+    const live = f.liveFiles ?? { db: NaN, wal: NaN, shm: NaN };
+    line(`Files while the server ran (just before SIGTERM): db ${fmt(live.db / 1e6, 1)} MB, wal ${fmt(live.wal / 1e6, 1)} MB, shm ${fmt(live.shm / 1e6, 2)} MB. After the server stopped: db ${fmt(s.before.db / 1e6, 1)} MB, wal ${fmt(s.before.wal / 1e6, 1)} MB; after \`wal_checkpoint(TRUNCATE)\`: db ${fmt(s.after.db / 1e6, 1)} MB, wal ${fmt(s.after.wal / 1e6, 1)} MB.`);
     line();
     line(`**Bytes per record: ${fmt(s.bytesPerRecord, 1)}** ((db + wal) / ${fmt(s.rows)} records; page size ${s.pageSize}, ${fmt(s.pageCount)} pages, ${fmt(s.freelistCount)} free).`);
     line();
@@ -319,7 +403,7 @@ export function renderReport(r: BenchResults): { markdown: string; correctnessFa
   line("## Machine");
   line();
   line(`- ${m.nproc} CPUs (nproc), ${m.cpuModel}, ${fmt(m.memGiB, 1)} GiB RAM, Linux ${m.kernel}`);
-  line(`- Bun ${m.bun}, SQLite ${m.sqlite}, ${m.wrk}`);
+  line(`- Bun ${m.bun}, SQLite ${m.sqlite}${m.postgres ? `, PostgreSQL ${m.postgres}` : ""}, ${m.wrk}`);
   line(`- databases in ${m.workDir} (${m.workFs}); load generator, server and harness share the machine`);
   const disturbed = r.cells.filter((c) => c.otherCpuPct >= 20);
   const waited = r.cells.reduce((n, c) => n + c.quietWaitS, 0);

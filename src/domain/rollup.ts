@@ -315,40 +315,6 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
 
 export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length === 0;
 
-/** A cell as flat entries, for an engine that keeps counts as rows (PostgreSQL). */
-export interface CellEntries {
-  counts: { dim: Dimension; value: string; counts: Counts }[];
-  durations: { outcome: Outcome; bin: number; n: number }[];
-  errors: { signature: string; n: number }[];
-}
-
-/** The entries of `d` (deltas may be negative). */
-export function entriesOf(d: RollupData): CellEntries {
-  const out: CellEntries = { counts: [], durations: [], errors: [] };
-  for (const dim in d.dims) {
-    const byValue = d.dims[dim as Dimension]!;
-    for (const value in byValue) out.counts.push({ dim: dim as Dimension, value, counts: byValue[value]! });
-  }
-  for (const outcome in d.dur) {
-    const bins = d.dur[outcome as Outcome]!;
-    for (const bin in bins) out.durations.push({ outcome: outcome as Outcome, bin: Number(bin), n: bins[bin]! });
-  }
-  for (const signature in d.err) out.errors.push({ signature, n: d.err[signature]! });
-  return out;
-}
-
-/** A cell from its entries; entries that come to zero are left out, as a recount would. */
-export function cellOf(entries: CellEntries): RollupData {
-  const d = emptyData();
-  for (const { dim, value, counts } of entries.counts) {
-    if (counts.every((c) => c === 0)) continue;
-    put((d.dims[dim] ??= valueMap()), value, counts);
-  }
-  for (const { outcome, bin, n } of entries.durations) if (n !== 0) put((d.dur[outcome] ??= valueMap()), String(bin), n);
-  for (const { signature, n } of entries.errors) if (n !== 0) d.err[signature] = n;
-  return d;
-}
-
 /** Row key of a rollup cell. */
 export type RollupKey = {
   grain: Grain;

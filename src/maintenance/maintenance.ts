@@ -9,7 +9,8 @@ import { pruneOlderThan, type PruneResult } from "./prune.ts";
 import { REPLAYABLE, replayRejected, type ReplayableReason, type ReplaySummary } from "./replay.ts";
 
 export interface Maintenance {
-  prune(olderThanMs: number, dryRun: boolean): Promise<PruneResult>;
+  /** `wholePeriods`: the retention job's way (prune.ts PruneOptions). */
+  prune(olderThanMs: number, dryRun: boolean, opts?: { wholePeriods?: boolean }): Promise<PruneResult>;
   replay(opts: { reason?: ReplayableReason; limit?: number; dryRun?: boolean }): Promise<ReplaySummary>;
   /** A new backup file in the backup directory; older ones beyond backupKeep are removed. */
   backup(): Promise<{ path: string; bytes: number; removed: string[] }>;
@@ -32,7 +33,7 @@ export function createMaintenance(deps: { config: Config; store: StoreReads & Ma
   const commit = (ops: readonly WriteOp[]) => Promise.all(ops.map((op) => writer.submit(op)));
 
   return {
-    prune: (olderThanMs, dryRun) => pruneOlderThan({ store, commit }, { cutoff: clock() - olderThanMs, dryRun, now: clock() }),
+    prune: (olderThanMs, dryRun, opts) => pruneOlderThan({ store, commit }, { cutoff: clock() - olderThanMs, dryRun, now: clock(), wholePeriods: opts?.wholePeriods }),
 
     replay: ({ reason, limit, dryRun }) =>
       replayRejected({ store, commit }, { normalize: config, reasons: reason ? [reason] : REPLAYABLE, limit, dryRun, now: clock() }),

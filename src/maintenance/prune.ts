@@ -1,5 +1,6 @@
 // Retention: deletes installs created before a cutoff (with all their executions), reports held since before it, and
-// rejected-log entries received before it, all through write ops (rollups stay exact).
+// rejected-log entries received before it, all through write ops (rollups stay exact). Where the engine keeps
+// executions by period (PostgreSQL: a partition per month), the periods wholly before the cutoff go at once.
 import type { MaintenanceReads, StoreReads, WriteOp } from "../store/contract.ts";
 import type { Commit } from "../store/writer.ts";
 
@@ -19,6 +20,13 @@ export interface PruneOptions {
   /** Deletes per transaction (default 2000). */
   batchSize?: number;
   onProgress?: (deleted: number) => void;
+  /**
+   * Whole periods only, where the engine has them: executions created between the start of the
+   * cutoff's period and the cutoff stay until their period is past, instead of being deleted one
+   * by one (the retention job on PostgreSQL: a month dropped at once, no row deleted). An engine
+   * without periods deletes to the cutoff as always.
+   */
+  wholePeriods?: boolean;
 }
 
 export interface PruneResult {
@@ -49,8 +57,12 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
     return results.reduce((n, r) => n + (r.kind === "deleted" ? r.executions : 0), 0);
   };
 
+  const [dropped] = await commit([{ kind: "drop-before", before: cutoff, at: now }]);
+  const months = dropped?.kind === "dropped" && "until" in dropped ? dropped : null;
+  const until = months?.until ?? null;
+  result.executions += months?.executions ?? 0;
   // Oldest first, one chunk at a time; the keyset continues after the rows just deleted.
-  for await (const chunk of store.executionChunks({ to: cutoff }, { chunkRows: batchSize })) {
+  for await (const chunk of store.executionChunks({ to: opts.wholePeriods && until !== null ? until : cutoff }, { chunkRows: batchSize })) {
     result.executions += await remove([...new Set(chunk.map((r) => r.randomId))]);
     opts.onProgress?.(result.executions);
   }

@@ -328,6 +328,11 @@ function finishedRow(i: SeedInstall): Execution {
   return ended.kind === "update" ? ended.row : started.row;
 }
 
+/** The generated installs as the executions they end as, one by one, oldest first (benchmarks load them in bulk). */
+export function* generateExecutions(options: SeedOptions): Generator<Execution> {
+  for (const install of generateInstalls(options)) yield finishedRow(install);
+}
+
 /**
  * Writes `options.records` generated installs through `store.write`: each batch holds whole hours
  * when it can (a start and its update in the same batch), at most `batchSize` operations.

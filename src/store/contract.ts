@@ -53,6 +53,14 @@ type MaintenanceWrite =
   | { kind: "delete"; randomId: string; at: number }
   /** An execution still in progress becomes outcome "unknown" (timed out); its status stays as sent. */
   | { kind: "expire"; executionId: string; at: number }
+  /**
+   * Retention by whole periods, where the engine keeps executions by period (PostgreSQL: months of
+   * created_at): with `until` the start of the period `before` falls in, every install with an
+   * execution created before `until` goes at once, with all its executions, held reports and log
+   * entries (what deletes would do), its rollup counts with it. An engine without periods (SQLite)
+   * removes nothing and answers `until` null.
+   */
+  | { kind: "drop-before"; before: number; at: number }
   /** Drops rejected-log entries received before `before` (retention). */
   | { kind: "forget-rejected"; before: number; at: number }
   /** Records what came of replaying a rejected-log entry through the current parser. */
@@ -165,6 +173,8 @@ export interface ResultOf {
   delete: { kind: "deleted"; found: boolean; executions: number };
   expire: { kind: "expired"; changed: boolean };
   "forget-rejected": { kind: "forgotten"; count: number };
+  /** `executions`: how many went; `until`: everything created before it is gone (null: the engine has no periods). */
+  "drop-before": { kind: "dropped"; executions: number; until: number | null };
   "mark-replayed": { kind: "marked" };
   fold: { kind: "folded"; hours: number };
   "stuck-checked": { kind: "marked" };

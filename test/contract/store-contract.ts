@@ -17,6 +17,7 @@ import { OUTCOMES, deriveOutcome, type Outcome } from "../../src/domain/outcome.
 import type { RejectReason, Rejection } from "../../src/domain/rejection.ts";
 import { ALL_APPS, GRAINS, appSlice, bucketStart, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
+import { pruneOlderThan } from "../../src/maintenance/prune.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import type { HeldReport } from "../../src/domain/lifecycle.ts";
 import type { RelayPolicy } from "../../src/domain/relay.ts";
@@ -1349,6 +1350,91 @@ export function storeContract(factory: EngineFactory): void {
         await expectVerified(store, 2);
       });
 
+      /**
+       * Installs over three months: "a" in January (and a final report of a second execution,
+       * held), "b" failed in January and retried in March, "c" in February with a log entry, "d"
+       * in March with a log entry. Nothing of it is in the open hours of any engine.
+       */
+      async function threeMonths(store: Store): Promise<void> {
+        const tel = (randomId: string, executionId: string, status: string, at: number, fields: ReportFields = {}) =>
+          startOp(randomId, { status, ...fields }, at, { executionId, payloadVersion: 2 });
+        await store.write([
+          loadOp(record("a", { createdAt: Date.UTC(2025, 0, 15), nsapp: "x" })),
+          tel("a", "a-2", "success", Date.UTC(2025, 0, 16)), // held: its start never came
+          tel("b", "b", "installing", Date.UTC(2025, 0, 20), { nsapp: "y" }),
+          tel("b", "b", "failed", Date.UTC(2025, 0, 20, 1), { nsapp: "y", error: "exit code 1", exitCode: 1 }),
+          loadOp(record("c", { createdAt: Date.UTC(2025, 1, 10), nsapp: "x", status: "failed", error: "exit code 2" })),
+          tel("b", "b-2", "installing", Date.UTC(2025, 2, 5), { nsapp: "y" }),
+          startOp("d", { nsapp: "x" }, Date.UTC(2025, 2, 12)),
+          rejectOp(Date.UTC(2025, 2, 13), { randomId: "c", reason: "invalid_field" }),
+          rejectOp(Date.UTC(2025, 2, 13), { randomId: "d", reason: "invalid_field" }),
+        ]);
+        expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual(["a"]);
+      }
+      const remaining = async (store: Store) => [...new Set(idsOf(await allInstalls(store)))].sort();
+
+      test("drop-before: where the engine keeps periods, every install with an execution before `until` goes whole; the rest stays, rollups equal a recount", async () => {
+        const store = await freshStore();
+        await threeMonths(store);
+        const dropped = await one(store, { kind: "drop-before", before: Date.UTC(2025, 1, 20), at: Date.UTC(2025, 3, 1) });
+        if (dropped.until === null) {
+          // No periods (SQLite): nothing happens here; retention deletes install by install.
+          expect(dropped).toEqual({ kind: "dropped", executions: 0, until: null });
+          expect(await remaining(store)).toEqual(["a", "b", "c", "d"]);
+          await expectVerified(store, 5);
+          return;
+        }
+        // A period boundary at or before `before` (PostgreSQL: the month's start).
+        expect(dropped.until).toBeLessThanOrEqual(Date.UTC(2025, 1, 20));
+        expect(dropped.until).toBeGreaterThan(Date.UTC(2025, 0, 20, 1));
+        expect(dropped.until).toBeLessThanOrEqual(Date.UTC(2025, 1, 10));
+        // a and both executions of b (one in March), the held report of a with them; c and d and their log entries stay.
+        expect(dropped).toEqual({ kind: "dropped", executions: 3, until: dropped.until });
+        expect(await remaining(store)).toEqual(["c", "d"]);
+        expect(await store.getExecutions("b")).toEqual([]);
+        expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
+        expect((await store.listRejected({ limit: 10 })).map((e) => e.randomId).sort()).toEqual(["c", "d"]);
+        await expectVerified(store, 2);
+        // Nothing left to drop; the months kept take new executions as before.
+        expect(await one(store, { kind: "drop-before", before: Date.UTC(2025, 1, 20), at: Date.UTC(2025, 3, 1) })).toEqual({ kind: "dropped", executions: 0, until: dropped.until });
+        expect(await one(store, loadOp(record("e", { createdAt: Date.UTC(2025, 1, 11) })))).toEqual({ kind: "created", outcome: "success" });
+        await expectVerified(store, 3);
+      });
+
+      test("prune: to the cutoff exactly on every engine; the retention job's whole periods keep what is after the period boundary", async () => {
+        const exact = await freshStore();
+        await threeMonths(exact);
+        const cutoff = Date.UTC(2025, 1, 20);
+        const commitTo = (store: Store) => ({ store, commit: (ops: readonly WriteOp[]) => store.write(ops) });
+        const pruned = await pruneOlderThan(commitTo(exact), { cutoff, now: Date.UTC(2025, 3, 1) });
+        expect(pruned).toMatchObject({ executions: 4, held: 0 }); // a, b twice, c; the held report of a went with a
+        expect(await remaining(exact)).toEqual(["d"]);
+        expect((await exact.listRejected({ limit: 10 })).map((e) => e.randomId)).toEqual(["d"]);
+        await expectVerified(exact, 1);
+
+        const job = await freshStore();
+        await threeMonths(job);
+        const dropped = await pruneOlderThan(commitTo(job), { cutoff, now: Date.UTC(2025, 3, 1), wholePeriods: true });
+        const periods = (await remaining(job)).includes("c");
+        // With periods c (after the boundary) waits for its month to pass; without, the job deletes to the cutoff.
+        expect(await remaining(job)).toEqual(periods ? ["c", "d"] : ["d"]);
+        expect(dropped.executions).toBe(periods ? 3 : 4);
+        await expectVerified(job, periods ? 2 : 1);
+      });
+
+      test("a store writes into a period another store dropped: it is there again for the write", async () => {
+        const db = await database();
+        const a = await db.open();
+        const b = await db.open();
+        await one(a, loadOp(record("old", { createdAt: Date.UTC(2025, 0, 15) })));
+        await one(b, { kind: "drop-before", before: Date.UTC(2025, 1, 1), at: Date.UTC(2025, 3, 1) });
+        expect(await one(a, loadOp(record("again", { createdAt: Date.UTC(2025, 0, 16) })))).toEqual({ kind: "created", outcome: "success" });
+        const kept = (await b.getExecutions("old")).length > 0; // no periods: nothing was dropped
+        expect(await one(a, startOp("old", {}, Date.UTC(2025, 0, 17)))).toMatchObject({ kind: kept ? "duplicate" : "created" });
+        expect(await remaining(b)).toEqual(["again", "old"]);
+        await expectVerified(b, 2);
+      });
+
       test("forget-rejected drops log entries received before a time and counts them", async () => {
         const store = await freshStore();
         await store.write([rejectOp(PAST), rejectOp(PAST + MIN), rejectOp(PAST + 2 * MIN), rejectOp(PAST + 3 * MIN)]);
@@ -1660,6 +1746,38 @@ export function storeContract(factory: EngineFactory): void {
         expect(await hourTotals(a)).toEqual(outcomes({ success: 33, failed: 9, unknown: 1 }));
         await expectVerified(a, total);
         await expectVerified(b, total);
+      });
+
+      test("a store's rollup reads follow cells another store changed, folded or open", async () => {
+        const db = await database();
+        const a = await db.open();
+        const b = await db.open();
+        const H = await openHour(a);
+        await a.write([startOp("f1", { nsapp: "x" }, PAST), startOp("o1", { nsapp: "x" }, H)]);
+        const cellsOf = (s: Store) => Promise.all([GRAINS.hour, GRAINS.day, GRAINS.month].map((grain) => sortedCells(s, grain)));
+        const before = await cellsOf(a); // read (and kept, where an engine keeps parsed cells)
+        await b.write([updateOp("f1", "failed", "exit code 2: late", PAST + HOUR), updateOp("o1", "done", null, H + MIN), startOp("f2", { nsapp: "y" }, PAST + 2 * MIN)]);
+        const after = await cellsOf(a);
+        expect(after).not.toEqual(before);
+        expect(after).toEqual(await cellsOf(b));
+        expect(await a.readRollups({ grain: GRAINS.day, slice: ALL, ...EVERYTHING, parts: ["apps"] })).toEqual(await b.readRollups({ grain: GRAINS.day, slice: ALL, ...EVERYTHING, parts: ["apps"] }));
+        await expectVerified(a, 3);
+      });
+
+      test("large batches (a seed's, a copy's) on two stores at once, beside small ones: one transaction each, everything counted once", async () => {
+        const db = await database();
+        const a = await db.open();
+        const b = await db.open();
+        const H = await openHour(a);
+        const loads = (prefix: string) => Array.from({ length: 5000 }, (_, i) => loadOp(record(`${prefix}${i}`, { createdAt: PAST + i * MIN, nsapp: `app${i % 7}` })));
+        const results = await Promise.all([
+          a.write(loads("a")),
+          b.write(loads("b")),
+          a.write([startOp("small-a", { nsapp: "x" }, H)]),
+          b.write([startOp("small-b", { nsapp: "y" }, H + MIN), updateOp("small-a", "done", null, H + 2 * MIN)]),
+        ]);
+        expect(results.flat().filter((r) => r.kind === "created")).toHaveLength(10002);
+        await expectVerified(a, 10002);
       });
     });
 

@@ -2,7 +2,7 @@
 // fresh data directory under /tmp owned by the `postgres` user (CI runs as root, and the server
 // refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
 // replica of it on another port (pg_basebackup -R), as ../shared/STACK-NOTES.md checked.
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import postgres from "postgres";
 import { tmpdir } from "node:os";
@@ -47,15 +47,24 @@ function run(cmd: string[]): void {
 function ownedDir(prefix: string): string {
   // The test run's directory (TMPDIR) is private to root: the postgres user may pass through it.
   if (process.getuid?.() === 0 && tmpdir() !== "/tmp") chmodSync(tmpdir(), 0o711);
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return ownDir(mkdtempSync(join(tmpdir(), prefix)));
+}
+
+/** `dir` (made if missing) owned by the postgres user when we are root. */
+function ownDir(dir: string): string {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const uid = Bun.spawnSync(["id", "-u", "postgres"]).stdout.toString().trim();
   const gid = Bun.spawnSync(["id", "-g", "postgres"]).stdout.toString().trim();
   if (process.getuid?.() === 0 && uid && gid) chownSync(dir, Number(uid), Number(gid));
   return dir;
 }
 
-function startDir(bin: string, data: string, port: number): PgServer {
-  run([join(bin, "pg_ctl"), "-D", data, "-w", "-t", "30", "-l", join(data, "server.log"), "-o", `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c fsync=on`, "start"]);
+/** Server settings (`-c name=value`) beyond the defaults: benchmarks size memory and checkpoints for their data. */
+export type PgSettings = Record<string, string | number>;
+
+function startDir(bin: string, data: string, port: number, settings: PgSettings = {}, keep = false): PgServer {
+  const extra = Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join("");
+  run([join(bin, "pg_ctl"), "-D", data, "-w", "-t", "60", "-l", join(data, "server.log"), "-o", `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c fsync=on${extra}`, "start"]);
   let stopped = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -68,21 +77,27 @@ function startDir(bin: string, data: string, port: number): PgServer {
         // Not running any more (crashed by a test): nothing to stop.
         if (Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "status"])).exitCode === 0) run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
       } finally {
-        rmSync(data, { recursive: true, force: true });
+        if (!keep) rmSync(data, { recursive: true, force: true });
       }
     },
   };
 }
 
-/** A fresh server; throws when PostgreSQL is not installed (`.ci/run` installs it). */
-export async function startPostgres(): Promise<PgServer> {
+/**
+ * A fresh server; throws when PostgreSQL is not installed (`.ci/run` installs it). With `keepIn`
+ * (benchmarks: a seeded database reused run after run) the data directory is that one, made on
+ * the first start, started again afterwards, and kept when the server stops.
+ */
+export async function startPostgres(settings: PgSettings = {}, keepIn?: string): Promise<PgServer> {
   const bin = pgBinDir();
   if (!bin) throw new Error("PostgreSQL is not installed (Debian: apt-get install -y postgresql)");
-  const data = ownedDir("installstats-pg-");
+  if (keepIn !== undefined && existsSync(join(keepIn, "PG_VERSION"))) return startDir(bin, keepIn, await freePort(), settings, true);
+  const data = keepIn ?? ownedDir("installstats-pg-");
+  if (keepIn !== undefined) ownDir(keepIn);
   run([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
   // Replication from loopback, for startReplica.
   Bun.spawnSync(asPostgres(["sh", "-c", `echo 'host replication postgres 127.0.0.1/32 trust' >> ${join(data, "pg_hba.conf")}`]));
-  return startDir(bin, data, await freePort());
+  return startDir(bin, data, await freePort(), settings, keepIn !== undefined);
 }
 
 /** A new, empty database `name` on `server`; its URL. */

@@ -9,11 +9,14 @@ import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { createAlertReads } from "./alerts.ts";
+import { Partitions } from "./partitions.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { committedCounters } from "./budgets.ts";
 import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
-import { MARKS, addRollups, getMark, writeBatch } from "./writes.ts";
+import { MARKS } from "./intake.ts";
+import { addRollups } from "./cells.ts";
+import { getMark, writeBatch } from "./writes.ts";
 import { relayStatus } from "./relay.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 
@@ -100,6 +103,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   const fromReplica = replica ? { reads: guarded(createPostgresReads(replica.sql, replica.db), replica.status().location), usable: replica.usable } : null;
   let limits: StoreLimits = DEFAULT_LIMITS;
   let relay: RelayPolicy | null = null;
+  const partitions = new Partitions(pg);
   return {
     ...reads,
     ...routed(reads, fromReplica),
@@ -107,14 +111,14 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     ...guarded(createAlertReads(pg), location),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops, limits, relay);
+        return await writeBatch(pg, ops, { limits, relay, partitions });
       } catch (e) {
         throw refusal(e, location);
       }
     },
     async rebuildRollups(onDay) {
       const span = await reads.recordSpan();
-      await pg`TRUNCATE rollup_counts, rollup_durations, rollup_errors`;
+      await pg`TRUNCATE rollup_cells`;
       if (!span) return;
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
       const end = span.last + 1;

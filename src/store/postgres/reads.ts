@@ -1,65 +1,33 @@
 // Read queries of the PostgreSQL engine: executions (keyset and numbered pages, chunks), rollup
-// counter rows turned back into cells, error signatures, the maintenance reads.
+// cells (cells.ts), error signatures, the maintenance reads.
 import { and, asc, desc, inArray, sql, getTableColumns, type SQL } from "drizzle-orm";
 import type { Sql } from "postgres";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
-import { cellOf, type CellEntries, type Dimension, type Grain, type RollupPart } from "../../domain/rollup.ts";
-import type { Outcome } from "../../domain/outcome.ts";
-import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupCell, RollupSelection, StoreReads } from "../contract.ts";
+import type { RollupPart } from "../../domain/rollup.ts";
+import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupSelection, StoreReads } from "../contract.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
 import { decodeHeld, entryBody } from "../shared/budgets.ts";
+import { CellParts, readCells } from "./cells.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
-import { MARKS, getMark } from "./writes.ts";
+import { MARKS } from "./intake.ts";
+import { getMark } from "./writes.ts";
 
 const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
-const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions, f, like);
+/** One install's executions, found through execution_ids (an index on random_id, then only their months' partitions). */
+const ofInstall = (randomId: string | undefined): SQL | undefined =>
+  randomId === undefined
+    ? undefined
+    : sql`(${executions.executionId}, ${executions.createdAt}) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
+const whereOf = (f: ExecutionFilter): SQL | undefined => and(filterWhere(executions, f, like), ofInstall(f.randomId));
 
 const { seq: _seq, ...executionColumns } = getTableColumns(executions);
 const CHUNK_ROWS = 1000;
 /** Rows per chunk of held reports and log entries unless the caller says otherwise (bodies and reports may be large). */
 const SIDE_CHUNK_ROWS = 200;
-
-/**
- * Cells from their counter rows, with the parts asked for ("apps" is the nsapp dimension, "data"
- * every other with the durations, "errors" the signatures). A cell is there when any count of
- * it is not zero, whatever parts are read (as a stored cell on SQLite).
- */
-async function cellsOf(pg: Sql, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
-  const cells = new Map<string, { slice: string; bucket: number; entries: CellEntries }>();
-  const entry = (s: string, bucket: number) => cells.get(`${s}|${bucket}`)?.entries;
-  const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
-  const range = pg`grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
-  const nonZero = pg`(c0 <> 0 OR c1 <> 0 OR c2 <> 0 OR c3 <> 0 OR c4 <> 0)`;
-  for (const { slice: s, bucket } of await pg<{ slice: string; bucket: number }[]>`SELECT DISTINCT slice, bucket FROM rollup_counts WHERE ${range} AND ${nonZero}`) {
-    cells.set(`${s}|${bucket}`, { slice: s, bucket, entries: { counts: [], durations: [], errors: [] } });
-  }
-  if (cells.size === 0) return [];
-  const withData = parts.includes("data");
-  const withApps = parts.includes("apps");
-  if (withData || withApps) {
-    const dims = withData && withApps ? pg`TRUE` : withApps ? pg`dim = 'nsapp'` : pg`dim <> 'nsapp'`;
-    const rows = await pg<{ slice: string; bucket: number; dim: string; value: string; c0: number; c1: number; c2: number; c3: number; c4: number }[]>`
-      SELECT slice, bucket, dim, value, c0, c1, c2, c3, c4 FROM rollup_counts WHERE ${range} AND ${dims} AND ${nonZero}`;
-    for (const r of rows) entry(r.slice, r.bucket)?.counts.push({ dim: r.dim as Dimension, value: r.value, counts: [r.c0, r.c1, r.c2, r.c3, r.c4] });
-  }
-  if (withData) {
-    const rows = await pg<{ slice: string; bucket: number; outcome: Outcome; bin: number; n: number }[]>`
-      SELECT slice, bucket, outcome, bin, n FROM rollup_durations WHERE ${range} AND n <> 0`;
-    for (const r of rows) entry(r.slice, r.bucket)?.durations.push({ outcome: r.outcome, bin: r.bin, n: r.n });
-  }
-  if (parts.includes("errors")) {
-    const rows = await pg<{ slice: string; bucket: number; signature: string; n: number }[]>`
-      SELECT slice, bucket, signature, n FROM rollup_errors WHERE ${range} AND n <> 0`;
-    for (const r of rows) entry(r.slice, r.bucket)?.errors.push({ signature: r.signature, n: r.n });
-  }
-  return [...cells.values()]
-    .map(({ slice: s, bucket, entries }) => ({ slice: s, bucket, data: cellOf(entries) }))
-    .sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));
-}
 
 const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 
@@ -103,6 +71,7 @@ const SELECT_REJECTED = sql`SELECT r.id, r.received_at AS "receivedAt", r.endpoi
   FROM rejected_reports r LEFT JOIN bodies b ON r.body_store = 'shared' AND b.hash = r.body_hash`;
 
 export function createPostgresReads(pg: Sql, db: PgDb) {
+  const cells = new CellParts();
   async function* executionChunks(filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): AsyncGenerator<Execution[], void> {
     if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
     let remaining = limit;
@@ -128,7 +97,7 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
 
   const reads: StoreReads = {
     async getExecutions(randomId) {
-      return db.select(executionColumns).from(executions).where(sql`${executions.randomId} = ${randomId}`).orderBy(asc(executions.attempt), asc(executions.createdAt));
+      return db.select(executionColumns).from(executions).where(ofInstall(randomId)).orderBy(asc(executions.attempt), asc(executions.createdAt));
     },
 
     async listExecutions(filter, { limit, after, order = "newest" }) {
@@ -161,7 +130,7 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     },
 
     async pageExecutions(filter, page: PageQuery) {
-      const where = pageWhere(executions, filter, page, like);
+      const where = and(pageWhere(executions, filter, page, like), ofInstall(filter.randomId));
       const [counted] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where);
       const direction = page.descending ? desc : asc;
       // Absent values before every value, as on SQLite (PostgreSQL puts nulls last ascending).
@@ -197,10 +166,10 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     },
 
     async readRollups({ grain, slice, from, to, parts }: RollupSelection) {
-      return (await cellsOf(pg, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
+      return (await readCells(pg, cells, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
     },
 
-    rollupCells: (grain, from, to) => cellsOf(pg, grain, from, to, null, ALL_PARTS),
+    rollupCells: (grain, from, to) => readCells(pg, cells, grain, from, to, null, ALL_PARTS),
 
     foldedUntil: () => getMark(pg, MARKS.foldedUntil),
 

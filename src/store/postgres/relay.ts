@@ -89,6 +89,12 @@ export function relayBatch(policy: RelayPolicy | null) {
       if (executionIds.length > 0) gone(await tx<{ bytes: number }[]>`DELETE FROM relay_outbox WHERE execution_id = ANY(${executionIds}::text[]) RETURNING bytes`);
     },
 
+    /** Entries of the executions created in [from, to) (a month that retention drops). */
+    async forgetCreated(tx: Tx, from: number, to: number): Promise<void> {
+      gone(await tx<{ bytes: number }[]>`DELETE FROM relay_outbox
+        WHERE execution_id IN (SELECT execution_id FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}) RETURNING bytes`);
+    },
+
     /**
      * Past the bound, the oldest entries not in flight go (counted). Entries another transaction
      * holds are skipped, not waited for; with several nodes writing at once, each sees the others'

@@ -1,7 +1,8 @@
 // Storage schema of the PostgreSQL engine (docs/decisions.md, "The PostgreSQL engine: design").
 // The same data as the SQLite schema, in PostgreSQL's types: times are bigint milliseconds since
-// the epoch, long texts are kept whole (TOAST compresses them), rollups are counter rows that
-// several nodes increment at once instead of JSON cells one writer rewrites.
+// the epoch, long texts are kept whole (TOAST compresses them); executions are partitioned by
+// month ("Large tables on PostgreSQL"), rollup cells are merged under their row locks by whichever
+// node writes them ("Rollup cells on PostgreSQL").
 import { sql } from "drizzle-orm";
 import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, smallint, text } from "drizzle-orm/pg-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
@@ -11,11 +12,19 @@ import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts"
 const ms = (name: string) => bigint(name, { mode: "number" });
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
 
-/** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
+/**
+ * Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id.
+ * Partitioned by month of created_at (PARTITION BY RANGE, which Drizzle cannot express: the
+ * migration that made it, 0006, is written by hand; partitions are named executions_pYYYYMM and
+ * made by the engine as months come, src/store/postgres/partitions.ts). A unique index of a
+ * partitioned table must hold the partition key, so execution ids are kept unique across months by
+ * `executionIds`, which also finds an execution's or an install's rows (docs/decisions.md,
+ * "Large tables on PostgreSQL").
+ */
 export const executions = pgTable(
   "executions",
   {
-    executionId: text("execution_id").primaryKey(),
+    executionId: text("execution_id").notNull(),
     randomId: text("random_id").notNull(),
     attempt: integer("attempt").notNull(),
     kind: text("kind", { enum: KINDS }).notNull(),
@@ -65,11 +74,22 @@ export const executions = pgTable(
     /** Insertion order, across nodes: the tie-breaker of rows created in the same millisecond. */
     seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity().notNull(),
   },
-  (t) => [
-    index("executions_created_at").on(t.createdAt, t.seq),
-    index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq),
-    index("executions_random_id").on(t.randomId),
-  ],
+  (t) => [index("executions_created_at").on(t.createdAt, t.seq), index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq)],
+);
+
+/**
+ * Every execution's id, install and creation time (its month, so its partition): the primary key
+ * keeps execution ids unique across months; an install's executions are found by random_id; the
+ * rows of a month that retention drops go by the BRIN index on created_at.
+ */
+export const executionIds = pgTable(
+  "execution_ids",
+  {
+    executionId: text("execution_id").primaryKey(),
+    randomId: text("random_id").notNull(),
+    createdAt: ms("created_at").notNull(),
+  },
+  (t) => [index("execution_ids_random_id").on(t.randomId), index("execution_ids_created_at").using("brin", t.createdAt)],
 );
 
 /** The row is the domain's Execution, column for column, and its insertion order. */
@@ -147,52 +167,24 @@ export const budgetCounters = pgTable("budget_counters", {
 });
 
 /**
- * Rollup counts: installs per grain (0 hour, 1 day, 2 month) x bucket x slice x dimension x value,
- * one column per outcome (domain/rollup.ts OUTCOMES order). Writers add to them with one upsert
- * per batch; a row that comes back to zero is removed by the fold job, and readers skip zeros.
+ * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x slice x bucket, its counts in the three
+ * JSON columns of domain/rollup.ts toColumns (as the SQLite engine's `rollups`): every dimension
+ * but nsapp and the durations; the nsapp dimension; the error signatures. A batch merges its deltas
+ * into the cells it touches under their row locks (cells.ts); a cell that comes to nothing goes.
+ * Stored with fillfactor 70 (migration 0008, by hand: Drizzle has no table storage parameters), so
+ * a cell written back usually stays on its page (a HOT update, no index entry).
  */
-export const rollupCounts = pgTable(
-  "rollup_counts",
+export const rollupCells = pgTable(
+  "rollup_cells",
   {
     grain: smallint("grain").notNull(),
     slice: text("slice").notNull(),
     bucket: ms("bucket").notNull(),
-    dim: text("dim").notNull(),
-    value: text("value").notNull(),
-    c0: bigint("c0", { mode: "number" }).notNull(),
-    c1: bigint("c1", { mode: "number" }).notNull(),
-    c2: bigint("c2", { mode: "number" }).notNull(),
-    c3: bigint("c3", { mode: "number" }).notNull(),
-    c4: bigint("c4", { mode: "number" }).notNull(),
+    data: text("data").notNull(),
+    apps: text("apps").notNull(),
+    errors: text("errors").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.dim, t.value] }), index("rollup_counts_bucket").on(t.grain, t.bucket)],
-);
-
-/** Finished installs with a known duration per outcome and duration bin. */
-export const rollupDurations = pgTable(
-  "rollup_durations",
-  {
-    grain: smallint("grain").notNull(),
-    slice: text("slice").notNull(),
-    bucket: ms("bucket").notNull(),
-    outcome: text("outcome", { enum: OUTCOMES }).notNull(),
-    bin: smallint("bin").notNull(),
-    n: bigint("n", { mode: "number" }).notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.outcome, t.bin] })],
-);
-
-/** Failed installs per error signature id. */
-export const rollupErrors = pgTable(
-  "rollup_errors",
-  {
-    grain: smallint("grain").notNull(),
-    slice: text("slice").notNull(),
-    bucket: ms("bucket").notNull(),
-    signature: text("signature").notNull(),
-    n: bigint("n", { mode: "number" }).notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket, t.signature] })],
+  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket] }), index("rollup_cells_bucket").on(t.grain, t.bucket)],
 );
 
 /** One row each: the fold mark and the rollups' version; the stuck-install scan's mark. */

@@ -1,26 +1,32 @@
 // The write side of the PostgreSQL engine: one transaction per batch, on any number of nodes at
 // once (docs/decisions.md, "The PostgreSQL engine: design"). A batch first locks every execution
 // and install it touches (advisory locks, in one order), so the domain's decisions see what is
-// stored as a single writer would; rollups are counter rows it adds to before COMMIT.
+// stored as a single writer would; it merges its counts into the rollup cells before COMMIT.
 import type { Sql } from "postgres";
-import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
+import { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
-import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
-import { GRAINS, RollupDeltas, entriesOf, type RollupData } from "../../domain/rollup.ts";
+import { executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
+import { RollupDeltas } from "../../domain/rollup.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
-import type { ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
-import { EVICT_CHUNK, decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
+import type { StoreLimits, WriteOp, WriteResult } from "../contract.ts";
+import { EVICT_CHUNK, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
 import { applyAlertOp } from "./alerts.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
+import { addRollups, dropCells, foldHours } from "./cells.ts";
+import {
+  MARKS, SELECT_HELD, applyIntake, count, forgetHeld, heldOf, heldRows, insertRows, isIntake, lowerStuckMark,
+  type BatchEffects, type HeldRow, type IntakeOp, type Tx,
+} from "./intake.ts";
+import { missingMonth, monthOf, partitionName, type Partitions } from "./partitions.ts";
 import { relayBatch } from "./relay.ts";
-import { SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
+import { FROM_IDS, SELECT_EXECUTION } from "./rows.ts";
 import { transaction } from "./transaction.ts";
 
-/** Advisory lock of the fold: writers hold it shared, the fold job alone. */
+/** Advisory lock every batch takes: shared by writers, alone for a fold, a month's drop, or a batch too large to lock key by key. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
 
-/** The mark names in the `marks` table. */
-export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until" } as const;
+/** Most execution and install locks one batch takes; a batch naming more runs alone (see runBatch). */
+const MAX_KEY_LOCKS = 1024;
 
 /** A 64-bit advisory lock key for a name: the same on every node (same hash, same binary). */
 const lockKey = (name: string): bigint => BigInt.asIntN(64, BigInt(Bun.hash.wyhash(name, 0n)));
@@ -39,46 +45,20 @@ function lockNames(ops: readonly WriteOp[]): string[] {
   return [...names];
 }
 
-interface BatchEffects {
-  deltas: RollupDeltas;
-  sightings: SignatureSightings;
-  /** The log entries to place and the counters to add at the end of the batch (budgets.ts). */
-  budget: BatchBudget;
-  /** A report was held: the held budget is checked at the end. */
-  held: boolean;
-  /**
-   * Changes to the stuck-install mark, in order, made at the end: no batch holds the marks row
-   * while it waits for the budget lock. Lowerings in a row are one (the lowest).
-   */
-  stuck: ({ lower: number } | { from: number; until: number })[];
-  relay: ReturnType<typeof relayBatch>;
-}
-
-/** A connection inside a transaction (transaction.ts). */
-type Tx = Sql;
-
 async function getExecution(tx: Tx, executionId: string): Promise<Execution | undefined> {
-  const [row] = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.execution_id = $1`, [executionId]);
+  const [row] = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ${executionId}`;
   return row;
 }
 
 async function attemptsOf(tx: Tx, randomId: string): Promise<number> {
-  const [row] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM executions WHERE random_id = ${randomId}`;
+  const [row] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM execution_ids WHERE random_id = ${randomId}`;
   return row?.n ?? 0;
 }
 
-/**
- * Inserts `e` unless its id is stored; an execution in progress created before the stuck mark
- * lowers it, or the stuck job would never look at it again.
- */
-async function insertExecution(tx: Tx, e: Execution, fx: BatchEffects): Promise<boolean> {
-  const rows = await tx`INSERT INTO executions ${tx(rowOf(e))} ON CONFLICT (execution_id) DO NOTHING RETURNING 1`;
-  if (rows.length === 1 && e.outcome === "in_progress") {
-    const last = fx.stuck.at(-1);
-    if (last && "lower" in last) last.lower = Math.min(last.lower, e.createdAt);
-    else fx.stuck.push({ lower: e.createdAt });
-  }
-  return rows.length === 1;
+/** Inserts `e` (its id is not stored: the caller looked under the lock). */
+async function insertExecution(tx: Tx, e: Execution, fx: BatchEffects): Promise<void> {
+  await insertRows(tx, [e]);
+  if (e.outcome === "in_progress") lowerStuckMark(fx, e.createdAt);
 }
 
 /** The stuck mark's changes of the batch, in order. */
@@ -92,115 +72,71 @@ async function moveStuckMark(tx: Tx, fx: BatchEffects): Promise<void> {
   }
 }
 
-/** Held reports that left: their cost leaves the held budget. */
-function forgetHeld(fx: BatchEffects, gone: readonly { cost: number }[]): void {
-  for (const { cost } of gone) {
-    fx.budget.add("held.bytes", -cost);
-    fx.budget.add("held.count", -1);
-  }
-}
-
-/** Removes the held reports `where` selects, out of the held budget. */
-async function dropHeld(tx: Tx, fx: BatchEffects, where: ReturnType<Tx>): Promise<number> {
-  const gone = await tx<{ cost: number }[]>`DELETE FROM held_reports WHERE ${where} RETURNING cost`;
+/** Removes the held reports `where` selects, out of the held budget; their execution ids. */
+async function dropHeld(tx: Tx, fx: BatchEffects, where: ReturnType<Tx>): Promise<string[]> {
+  const gone = await tx<{ executionId: string; cost: number }[]>`DELETE FROM held_reports WHERE ${where} RETURNING execution_id AS "executionId", cost`;
   forgetHeld(fx, gone);
-  return gone.length;
+  return gone.map((g) => g.executionId);
 }
-
-async function updateExecution(tx: Tx, e: Execution): Promise<void> {
-  const row = rowOf(e);
-  await tx`UPDATE executions SET ${tx(row, UPDATABLE)} WHERE execution_id = ${e.executionId}`;
-}
-
-/** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
-function count(fx: BatchEffects, row: Execution, sign: 1 | -1, at: number): void {
-  const sig = failureSignature(row.outcome, row.error);
-  fx.deltas.add(row, row.outcome, sign, sig?.id ?? null);
-  if (sign === 1 && sig) fx.sightings.see(sig, row.error!, row.nsapp, at);
-}
-
-function recount(fx: BatchEffects, before: Execution, after: Execution, at: number): void {
-  const sig = failureSignature(after.outcome, after.error);
-  fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), sig?.id ?? null);
-  if (sig) fx.sightings.see(sig, after.error!, after.nsapp, at);
-}
-
-interface HeldRow {
-  report: string;
-  codec: string | null;
-  data: Buffer | null;
-  receivedAt: number;
-  repaired: boolean;
-}
-const heldOf = (row: HeldRow): HeldReport => ({ report: decodeHeld(row), at: row.receivedAt, repaired: row.repaired });
 
 async function findHeld(tx: Tx, executionId: string): Promise<HeldReport | null> {
-  const [row] = await tx<HeldRow[]>`SELECT report, codec, data, received_at AS "receivedAt", repaired FROM held_reports WHERE execution_id = ${executionId}`;
+  const [row] = await tx<HeldRow[]>`SELECT ${tx.unsafe(SELECT_HELD)} FROM held_reports WHERE execution_id = ${executionId}`;
   return row ? heldOf(row) : null;
 }
 
-/** A held report, compressed when that is smaller; a newer one of the same execution replaces it (its cost leaves the budget first). */
-async function holdReport(tx: Tx, fx: BatchEffects, report: Report, at: number, repaired: boolean): Promise<void> {
-  await dropHeld(tx, fx, tx`execution_id = ${report.executionId}`);
-  const columns = encodeHeld(report);
-  await tx`INSERT INTO held_reports ${tx({ execution_id: report.executionId, random_id: report.randomId, received_at: at, repaired, ...columns })}`;
-  fx.budget.add("held.bytes", columns.cost);
-  fx.budget.add("held.count", 1);
-  fx.held = true;
+/** Removes an install: its executions (their counts taken out), ids, held reports, log entries and relay entries. */
+async function deleteInstall(tx: Tx, randomId: string, at: number, fx: BatchEffects): Promise<{ found: boolean; executions: number }> {
+  const records = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.random_id = ${randomId}`;
+  if (records.length > 0) {
+    await tx`DELETE FROM executions WHERE (execution_id, created_at) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
+    await tx`DELETE FROM execution_ids WHERE random_id = ${randomId}`;
+  }
+  for (const record of records) count(fx, record, -1, at);
+  const held = await dropHeld(tx, fx, tx`random_id = ${randomId}`);
+  await fx.budget.flushLog(); // entries this batch logged for the install go too
+  const logged = await tx.unsafe<LeavingEntry[]>(`DELETE FROM rejected_reports WHERE random_id = $1 RETURNING ${RETURNING_LEAVING}`, [randomId]);
+  await fx.budget.release(logged);
+  // The install's reports waiting to be relayed go too: its executions', and its held reports'.
+  await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held]);
+  return { found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
 }
 
-async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): Promise<ResultFor<typeof op>> {
-  const { report } = op;
-  const current = await getExecution(tx, report.executionId);
-  const held = current === undefined ? await findHeld(tx, report.executionId) : null;
-  const repaired = op.repairs.length > 0;
-  const attempt = current === undefined ? (await attemptsOf(tx, report.randomId)) + 1 : current.attempt;
-  const decision = decide(current, report, { at: op.at, attempt, held, repaired });
-  let result: ResultFor<typeof op>;
-  switch (decision.kind) {
-    case "insert":
-      await insertExecution(tx, decision.row, fx);
-      count(fx, decision.row, 1, op.at);
-      await fx.relay.queue(tx, report, decision.row, op.at);
-      if (held) {
-        await dropHeld(tx, fx, tx`execution_id = ${report.executionId}`);
-        await fx.relay.releaseAfterStart(tx, report.executionId, decision.row);
-      }
-      result = { kind: "created", outcome: decision.row.outcome };
-      break;
-    case "update":
-      await updateExecution(tx, decision.row);
-      recount(fx, current!, decision.row, op.at);
-      await fx.relay.queue(tx, report, decision.row, op.at);
-      result = { kind: "updated", outcome: decision.row.outcome };
-      break;
-    case "duplicate":
-      if (decision.row) {
-        await updateExecution(tx, decision.row);
-        recount(fx, current!, decision.row, op.at);
-        await fx.relay.queue(tx, report, decision.row, op.at);
-      }
-      if (decision.conflict) {
-        fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
-      }
-      result = { kind: "duplicate" };
-      break;
-    case "hold":
-      await holdReport(tx, fx, report, op.at, repaired);
-      await fx.relay.hold(tx, report, op.at);
-      result = { kind: "held" };
-      break;
-    case "already-final": {
-      const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-      fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
-      return { kind: "already-final", outcome: decision.outcome };
-    }
+/** The batch's counts so far go into the rollup cells, and it counts afresh from there. */
+async function flushCounts(tx: Tx, fx: BatchEffects, foldedUntil = fx.deltas.foldedUntil): Promise<void> {
+  await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
+  fx.deltas = new RollupDeltas(foldedUntil);
+}
+
+/**
+ * Retention by whole months: every partition of a month before the one `before` falls in goes,
+ * oldest first, with what depends on it. An install of the month with executions in other months
+ * is deleted first as a delete op would (its counts taken out); then the month's own installs'
+ * held reports, log entries and relay entries, their ids, the month's rollup cells (every count
+ * in them is of an execution created that month), and the partition itself.
+ */
+async function dropBefore(tx: Tx, before: number, at: number, fx: BatchEffects, partitions: Partitions): Promise<{ executions: number; until: number }> {
+  const until = monthOf(before).from;
+  let executions = 0;
+  for (const from of await partitions.list(tx)) {
+    if (from >= until) break;
+    const { to } = monthOf(from);
+    const spanning = await tx<{ randomId: string }[]>`
+      SELECT DISTINCT k.random_id AS "randomId" FROM execution_ids k WHERE k.created_at >= ${from} AND k.created_at < ${to}
+        AND EXISTS (SELECT 1 FROM execution_ids o WHERE o.random_id = k.random_id AND (o.created_at < ${from} OR o.created_at >= ${to}))`;
+    for (const { randomId } of spanning) executions += (await deleteInstall(tx, randomId, at, fx)).executions;
+    await flushCounts(tx, fx);
+    const month = tx`SELECT random_id FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}`;
+    const held = await dropHeld(tx, fx, tx`random_id IN (${month})`);
+    await fx.budget.flushLog();
+    await fx.budget.release(await tx<LeavingEntry[]>`DELETE FROM rejected_reports WHERE random_id IN (${month}) RETURNING ${tx.unsafe(RETURNING_LEAVING)}`);
+    await fx.relay.forget(tx, held);
+    await fx.relay.forgetCreated(tx, from, to);
+    executions += (await tx`DELETE FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}`).count;
+    await dropCells(tx, from, to);
+    await tx.unsafe(`DROP TABLE "${partitionName(from)}"`);
+    partitions.forget(from);
   }
-  if (op.repairs.length > 0 && result.kind !== "duplicate") {
-    const message = `body repaired (${op.repairs.join(", ")}) and ${result.kind}`;
-    fx.budget.log({ endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind);
-  }
-  return result;
+  return { executions, until };
 }
 
 /**
@@ -211,7 +147,7 @@ async function applyReport(tx: Tx, op: Extract<WriteOp, { kind: "report" }>, fx:
 async function applyHeldAlone(tx: Tx, fx: BatchEffects, row: HeldRow & { executionId: string; randomId: string }): Promise<boolean> {
   const [got] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${String(lockKey(`e:${row.executionId}`))}::bigint) AND pg_try_advisory_xact_lock(${String(lockKey(`r:${row.randomId}`))}::bigint) AS ok`;
   if (!got?.ok) return false;
-  if ((await dropHeld(tx, fx, tx`execution_id = ${row.executionId} AND received_at = ${row.receivedAt}`)) === 0) return false;
+  if ((await dropHeld(tx, fx, tx`execution_id = ${row.executionId} AND received_at = ${row.receivedAt}`)).length === 0) return false;
   if ((await getExecution(tx, row.executionId)) !== undefined) return false; // applied meanwhile
   const execution = executionFromHeld(heldOf(row), (await attemptsOf(tx, row.randomId)) + 1);
   await insertExecution(tx, execution, fx);
@@ -222,7 +158,7 @@ async function applyHeldAlone(tx: Tx, fx: BatchEffects, row: HeldRow & { executi
 
 /** Held reports received before `before`, oldest first (after `after`), at most `limit`. */
 const oldestHeld = (tx: Tx, before: number, limit: number, after: { at: number; id: string } | null) => tx<(HeldRow & { executionId: string; randomId: string })[]>`
-  SELECT execution_id AS "executionId", random_id AS "randomId", report, codec, data, received_at AS "receivedAt", repaired FROM held_reports
+  SELECT execution_id AS "executionId", random_id AS "randomId", ${tx.unsafe(SELECT_HELD)} FROM held_reports
   WHERE received_at < ${before} AND ${after ? tx`(received_at, execution_id) > (${after.at}, ${after.id})` : tx`TRUE`}
   ORDER BY received_at, execution_id LIMIT ${limit}`;
 
@@ -250,40 +186,11 @@ async function keepHeldWithinBudget(tx: Tx, fx: BatchEffects, limits: StoreLimit
   }
 }
 
-/** The hours in [from, until) added from hour rows to the day and month rows that contain them. */
-async function fold(tx: Tx, from: number, until: number): Promise<number> {
-  if (until <= from) return 0;
-  const [hours] = await tx<{ n: number }[]>`SELECT count(DISTINCT bucket)::int AS n FROM rollup_counts WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until}`;
-  for (const grain of [GRAINS.day, GRAINS.month]) {
-    // Day and month buckets of UTC, as domain/rollup.ts bucketStart.
-    const bucket =
-      grain === GRAINS.day
-        ? tx`(bucket - bucket % 86400000)`
-        : tx`(extract(epoch FROM date_trunc('month', to_timestamp(bucket / 1000.0) AT TIME ZONE 'UTC')) * 1000)::bigint`;
-    await tx`
-      INSERT INTO rollup_counts (grain, slice, bucket, dim, value, c0, c1, c2, c3, c4)
-      SELECT ${grain}, slice, ${bucket} AS b, dim, value, sum(c0), sum(c1), sum(c2), sum(c3), sum(c4)
-      FROM rollup_counts WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until}
-      GROUP BY slice, b, dim, value ORDER BY slice, b, dim, value
-      ON CONFLICT (grain, slice, bucket, dim, value) DO UPDATE SET c0 = rollup_counts.c0 + excluded.c0, c1 = rollup_counts.c1 + excluded.c1,
-        c2 = rollup_counts.c2 + excluded.c2, c3 = rollup_counts.c3 + excluded.c3, c4 = rollup_counts.c4 + excluded.c4`;
-    await tx`
-      INSERT INTO rollup_durations (grain, slice, bucket, outcome, bin, n)
-      SELECT ${grain}, slice, ${bucket} AS b, outcome, bin, sum(n) FROM rollup_durations
-      WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until} GROUP BY slice, b, outcome, bin ORDER BY slice, b, outcome, bin
-      ON CONFLICT (grain, slice, bucket, outcome, bin) DO UPDATE SET n = rollup_durations.n + excluded.n`;
-    await tx`
-      INSERT INTO rollup_errors (grain, slice, bucket, signature, n)
-      SELECT ${grain}, slice, ${bucket} AS b, signature, sum(n) FROM rollup_errors
-      WHERE grain = ${GRAINS.hour} AND bucket >= ${from} AND bucket < ${until} GROUP BY slice, b, signature ORDER BY slice, b, signature
-      ON CONFLICT (grain, slice, bucket, signature) DO UPDATE SET n = rollup_errors.n + excluded.n`;
-  }
-  // Entries that came back to zero are counted by nobody: they go.
-  await tx`DELETE FROM rollup_counts WHERE c0 = 0 AND c1 = 0 AND c2 = 0 AND c3 = 0 AND c4 = 0`;
-  await tx`DELETE FROM rollup_durations WHERE n = 0`;
-  await tx`DELETE FROM rollup_errors WHERE n = 0`;
-  await setMark(tx, MARKS.foldedUntil, until);
-  return hours?.n ?? 0;
+/** A held report copied from another store (load-held): kept as it is unless its execution or a held report of it is stored. */
+async function loadHeld(tx: Tx, fx: BatchEffects, report: Report, at: number, repaired: boolean): Promise<boolean> {
+  if ((await getExecution(tx, report.executionId)) !== undefined || (await findHeld(tx, report.executionId)) !== null) return false;
+  await tx`INSERT INTO held_reports ${tx(heldRows(fx, [{ report, at, repaired, columns: encodeHeld(report) }]))}`;
+  return true;
 }
 
 const setMark = (tx: Tx, name: string, value: number) =>
@@ -294,47 +201,7 @@ export async function getMark(sql: Sql | Tx, name: string): Promise<number> {
   return row?.value ?? 0;
 }
 
-/** Adds a batch's rollup deltas to the counter rows: one statement per table, keys in one order. */
-export async function addRollups(tx: Tx, cells: Iterable<{ key: { grain: number; app: string; bucket: number }; data: RollupData }>): Promise<void> {
-  const counts: [number, string, number, string, string, number, number, number, number, number][] = [];
-  const durations: [number, string, number, string, number, number][] = [];
-  const errors: [number, string, number, string, number][] = [];
-  for (const { key, data } of cells) {
-    const e = entriesOf(data);
-    for (const c of e.counts) counts.push([key.grain, key.app, key.bucket, c.dim, c.value, ...c.counts]);
-    for (const d of e.durations) durations.push([key.grain, key.app, key.bucket, d.outcome, d.bin, d.n]);
-    for (const x of e.errors) errors.push([key.grain, key.app, key.bucket, x.signature, x.n]);
-  }
-  const column = <T>(rows: readonly (readonly unknown[])[], i: number) => rows.map((r) => r[i] as T);
-  if (counts.length > 0) {
-    await tx`
-      INSERT INTO rollup_counts (grain, slice, bucket, dim, value, c0, c1, c2, c3, c4)
-      SELECT * FROM unnest(${column<number>(counts, 0)}::smallint[], ${column<string>(counts, 1)}::text[], ${column<number>(counts, 2)}::bigint[],
-        ${column<string>(counts, 3)}::text[], ${column<string>(counts, 4)}::text[], ${column<number>(counts, 5)}::bigint[], ${column<number>(counts, 6)}::bigint[],
-        ${column<number>(counts, 7)}::bigint[], ${column<number>(counts, 8)}::bigint[], ${column<number>(counts, 9)}::bigint[])
-      ORDER BY 1, 2, 3, 4, 5
-      ON CONFLICT (grain, slice, bucket, dim, value) DO UPDATE SET c0 = rollup_counts.c0 + excluded.c0, c1 = rollup_counts.c1 + excluded.c1,
-        c2 = rollup_counts.c2 + excluded.c2, c3 = rollup_counts.c3 + excluded.c3, c4 = rollup_counts.c4 + excluded.c4`;
-  }
-  if (durations.length > 0) {
-    await tx`
-      INSERT INTO rollup_durations (grain, slice, bucket, outcome, bin, n)
-      SELECT * FROM unnest(${column<number>(durations, 0)}::smallint[], ${column<string>(durations, 1)}::text[], ${column<number>(durations, 2)}::bigint[],
-        ${column<string>(durations, 3)}::text[], ${column<number>(durations, 4)}::smallint[], ${column<number>(durations, 5)}::bigint[])
-      ORDER BY 1, 2, 3, 4, 5
-      ON CONFLICT (grain, slice, bucket, outcome, bin) DO UPDATE SET n = rollup_durations.n + excluded.n`;
-  }
-  if (errors.length > 0) {
-    await tx`
-      INSERT INTO rollup_errors (grain, slice, bucket, signature, n)
-      SELECT * FROM unnest(${column<number>(errors, 0)}::smallint[], ${column<string>(errors, 1)}::text[], ${column<number>(errors, 2)}::bigint[],
-        ${column<string>(errors, 3)}::text[], ${column<number>(errors, 4)}::bigint[])
-      ORDER BY 1, 2, 3, 4
-      ON CONFLICT (grain, slice, bucket, signature) DO UPDATE SET n = rollup_errors.n + excluded.n`;
-  }
-}
-
-async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<void> {
+export async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<void> {
   for (const [id, seen] of [...sightings.seen].sort(([a], [b]) => (a < b ? -1 : 1))) {
     await tx`
       INSERT INTO error_signatures (id, signature, example, first_seen, last_seen, apps)
@@ -347,23 +214,13 @@ async function mergeSightings(tx: Tx, sightings: SignatureSightings): Promise<vo
   }
 }
 
-async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult> {
+type MaintenanceOp = Exclude<WriteOp, IntakeOp>;
+
+async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Partitions): Promise<WriteResult> {
   switch (op.kind) {
-    case "report":
-      return applyReport(tx, op, fx);
-    case "reject":
-      fx.budget.log(op.rejection, op.at, null);
-      return { kind: "logged" };
-    case "load": {
-      if (!(await insertExecution(tx, op.execution, fx))) return { kind: "duplicate" };
-      count(fx, op.execution, 1, op.execution.updatedAt);
-      return { kind: "created", outcome: op.execution.outcome };
-    }
     case "load-held": {
       const { report, at, repaired } = op.held;
-      if ((await getExecution(tx, report.executionId)) !== undefined || (await findHeld(tx, report.executionId)) !== null) return { kind: "duplicate" };
-      await holdReport(tx, fx, report, at, repaired);
-      return { kind: "created" };
+      return (await loadHeld(tx, fx, report, at, repaired)) ? { kind: "created" } : { kind: "duplicate" };
     }
     case "load-rejected": {
       const { entry, source } = op;
@@ -374,23 +231,14 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       const placed = await fx.budget.load({ ...rejection, body }, receivedAt, result, { replayedAt, replayResult }, bodyKept ? null : { size: bodySize, hash: bodySha256 });
       return placed ? { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize } : { kind: "dropped" };
     }
-    case "delete": {
-      const records = await tx.unsafe<Execution[]>(`SELECT ${SELECT_EXECUTION} FROM executions e WHERE e.random_id = $1`, [op.randomId]);
-      if (records.length > 0) await tx`DELETE FROM executions WHERE random_id = ${op.randomId}`;
-      for (const record of records) count(fx, record, -1, op.at);
-      const held = await tx<{ executionId: string; cost: number }[]>`DELETE FROM held_reports WHERE random_id = ${op.randomId} RETURNING execution_id AS "executionId", cost`;
-      forgetHeld(fx, held);
-      await fx.budget.flushLog(); // entries this batch logged for the install go too
-      const logged = await tx.unsafe<LeavingEntry[]>(`DELETE FROM rejected_reports WHERE random_id = $1 RETURNING ${RETURNING_LEAVING}`, [op.randomId]);
-      await fx.budget.release(logged);
-      // The install's reports waiting to be relayed go too: its executions', and its held reports'.
-      await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
-      return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
-    }
+    case "delete":
+      return { kind: "deleted", ...(await deleteInstall(tx, op.randomId, op.at, fx)) };
+    case "drop-before":
+      return { kind: "dropped", ...(await dropBefore(tx, op.before, op.at, fx, partitions)) };
     case "expire": {
       const record = await getExecution(tx, op.executionId);
       if (!record || record.outcome !== "in_progress") return { kind: "expired", changed: false };
-      await tx`UPDATE executions SET outcome = 'unknown', updated_at = ${op.at} WHERE execution_id = ${op.executionId}`;
+      await tx`UPDATE executions SET outcome = 'unknown', updated_at = ${op.at} WHERE execution_id = ${op.executionId} AND created_at = ${record.createdAt}`;
       count(fx, record, -1, op.at);
       count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
       return { kind: "expired", changed: true };
@@ -416,10 +264,11 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
       return { kind: "marked" };
     case "fold": {
       // The batch's own counts so far go in first: the fold sums what is stored.
-      await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
       const from = fx.deltas.foldedUntil;
-      const hours = await fold(tx, from, op.until);
-      fx.deltas = new RollupDeltas(Math.max(from, op.until));
+      await flushCounts(tx, fx, Math.max(from, op.until));
+      if (op.until <= from) return { kind: "folded", hours: 0 };
+      const hours = await foldHours(tx, from, op.until);
+      await setMark(tx, MARKS.foldedUntil, op.until);
       return { kind: "folded", hours };
     }
     case "alert-round":
@@ -436,14 +285,55 @@ async function apply(tx: Tx, op: WriteOp, fx: BatchEffects): Promise<WriteResult
   }
 }
 
-/** Applies `ops` in one transaction, in order; the results in the same order. `relay`: what the batch relays (Store.setRelay). */
-export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: StoreLimits, relay: RelayPolicy | null): Promise<WriteResult[]> {
+/** Creation times of the executions the ops may create, whose months need a partition first. */
+function createdAts(ops: readonly WriteOp[]): number[] {
+  const times: number[] = [];
+  for (const op of ops) {
+    if (op.kind === "report") times.push(op.at);
+    else if (op.kind === "load") times.push(op.execution.createdAt);
+  }
+  return times;
+}
+
+/** What a batch needs besides its ops: the budgets' limits, what it relays (Store.setRelay), the partitions known. */
+export interface BatchContext {
+  limits: StoreLimits;
+  relay: RelayPolicy | null;
+  partitions: Partitions;
+}
+
+/**
+ * Applies `ops` in one transaction, in order; the results in the same order. The months the ops
+ * create executions in get their partitions first (outside the batch: attaching one waits for
+ * the transactions on executions); a month found missing during the batch (a held report of
+ * a month made earlier and since dropped, another node's retention) is made and the batch run again.
+ */
+export async function writeBatch(sql: Sql, ops: readonly WriteOp[], context: BatchContext): Promise<WriteResult[]> {
+  await context.partitions.ensure(createdAts(ops));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await runBatch(sql, ops, context);
+    } catch (e) {
+      const month = missingMonth(e);
+      if (month === null || attempt >= 3) throw e;
+      await context.partitions.ensure([month], true);
+    }
+  }
+}
+
+function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions }: BatchContext): Promise<WriteResult[]> {
   return transaction(sql, async (tx) => {
-    const folds = ops.some((op) => op.kind === "fold");
-    // Writers share the fold lock; a fold waits for them and they for it, so no count is added
-    // to an hour while it is being folded, and every writer reads the mark as it stands.
-    await (folds ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
-    const keys = lockNames(ops).map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // Writers share the fold lock. A fold waits for them and they for it, so no count is added to
+    // an hour while it is being folded, and every writer reads the mark as it stands; retention by
+    // whole months takes it alone too, so no write lands in a month while it goes.
+    // A batch naming more executions and installs than MAX_KEY_LOCKS (a seed's, a copy's) takes it
+    // alone as well, instead of a lock each: the server's lock table has room for a few thousand
+    // locks in all (max_locks_per_transaction x max_connections), and several such batches at once
+    // would fill it ("out of shared memory").
+    const names = lockNames(ops);
+    const alone = names.length > MAX_KEY_LOCKS || ops.some((op) => op.kind === "fold" || op.kind === "drop-before");
+    await (alone ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
+    const keys = alone ? [] : names.map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
     const fx: BatchEffects = {
       deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)),
@@ -454,13 +344,21 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[], limits: Stor
       relay: relayBatch(relay),
     };
     const results: WriteResult[] = [];
-    for (const op of ops) results.push(await apply(tx, op, fx));
+    // Runs of ingestion's ops are read and written set-wise (intake.ts); a maintenance op on its own.
+    for (let i = 0; i < ops.length; ) {
+      let end = i;
+      while (end < ops.length && isIntake(ops[end]!)) end++;
+      if (end > i) {
+        results.push(...(await applyIntake(tx, ops.slice(i, end) as IntakeOp[], fx)));
+        i = end;
+      } else results.push(await apply(tx, ops[i++] as MaintenanceOp, fx, partitions));
+    }
     // The rest in the order every batch takes its locks: the budget lock and counter rows, the
-    // stuck mark, rollup rows, signatures (budgets.ts).
+    // stuck mark, rollup cells, signatures, the relay's counters (budgets.ts).
     if (fx.held) await keepHeldWithinBudget(tx, fx, limits);
     await fx.budget.finish();
     await moveStuckMark(tx, fx);
-    await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
+    await flushCounts(tx, fx);
     await mergeSightings(tx, fx.sightings);
     await fx.relay.trim(tx, ops.reduce((at, op) => Math.max(at, op.at), 0));
     await fx.relay.flush(tx);

@@ -467,6 +467,9 @@ export function createSqliteWrites(
         log.release(gone);
         return { kind: "forgotten", count: gone.length };
       }
+      case "drop-before":
+        // One file, no periods: retention deletes installs one by one (maintenance/prune.ts).
+        return { kind: "dropped", executions: 0, until: null };
       case "expire-held": {
         const due = hot.oldestHeld.all({ before: op.before, limit: op.limit });
         for (const row of due) applyHeldAlone(row, fx);

@@ -1,5 +1,5 @@
 // What ingestion writes (reports, loads, refusals), a run of them at a time: the rows they touch
-// are read in one round trip, the domain decides op by op against those rows as the batch changes
+// are read in three statements, the domain decides op by op against those rows as the batch changes
 // them, and the changes go back in a few set-wise statements. A batch's cost is then a handful of
 // round trips to the server whatever its size, where a statement per op made every report wait
 // for five (docs/performance.md, "PostgreSQL"). The batch holds the advisory locks of every
@@ -140,7 +140,7 @@ class Run {
   }
 }
 
-/** Reads, in one round trip, the executions, held reports and attempt counts the ops name. */
+/** Reads the executions, held reports and attempt counts the ops name: three statements whatever the run's size. */
 async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
   const ids = new Set<string>();
   const installs = new Set<string>();
@@ -157,13 +157,13 @@ async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
   if (ids.size === 0) return run;
   const idList = [...ids];
   const installList = [...installs];
-  // Sent together: the server answers them in order on the transaction's connection.
-  const [rows, held, attempts] = await Promise.all([
-    tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`,
-    tx<(HeldRow & { executionId: string })[]>`
-      SELECT execution_id AS "executionId", ${tx.unsafe(SELECT_HELD)} FROM held_reports WHERE execution_id = ANY(${idList}::text[])`,
-    tx<{ randomId: string; n: number }[]>`SELECT random_id AS "randomId", count(*)::int AS n FROM execution_ids WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`,
-  ]);
+  // One after another, not pipelined: postgres.js 3.4 never settles a pipelined statement whose
+  // prepared form a pooler lost (it sends it again, out of turn); a batch then hung for good.
+  const rows = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`;
+  const held = await tx<(HeldRow & { executionId: string })[]>`
+    SELECT execution_id AS "executionId", ${tx.unsafe(SELECT_HELD)} FROM held_reports WHERE execution_id = ANY(${idList}::text[])`;
+  const attempts = await tx<{ randomId: string; n: number }[]>`
+    SELECT random_id AS "randomId", count(*)::int AS n FROM execution_ids WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`;
   for (const id of idList) run.executions.set(id, undefined);
   for (const row of rows) run.executions.set(row.executionId, row);
   for (const row of held) run.held.set(row.executionId, heldOf(row));
@@ -244,19 +244,17 @@ export function insertRows(tx: Tx, rows: Iterable<Execution>): Promise<unknown> 
     INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM inserted`;
 }
 
-/** Writes what the run changed, each kind of change in one statement, sent together; then the relay's entries in order. */
+/** Writes what the run changed, each kind of change in one statement; then the relay's entries in order. */
 async function flush(tx: Tx, run: Run, fx: BatchEffects): Promise<void> {
-  const pending: Promise<unknown>[] = [];
-  if (run.inserts.size > 0) pending.push(insertRows(tx, run.inserts.values()));
+  if (run.inserts.size > 0) await insertRows(tx, run.inserts.values());
   if (run.updates.size > 0) {
     // The creation time finds the row's partition (it never changes once stored).
-    pending.push(tx`
+    await tx`
       UPDATE executions AS e SET ${tx.unsafe(SET_UPDATABLE)}
       FROM json_populate_recordset(NULL::executions, ${rowsJson(run.updates.values())}::text::json) AS r
-      WHERE e.execution_id = r.execution_id AND e.created_at = r.created_at`);
+      WHERE e.execution_id = r.execution_id AND e.created_at = r.created_at`;
   }
   if (run.oldestOpen !== null) lowerStuckMark(fx, run.oldestOpen);
-  await Promise.all(pending);
   // Held reports replaced or taken leave the budget before the new ones come in (same execution: a new row).
   if (run.heldGone.size > 0) {
     forgetHeld(fx, await tx<{ cost: number }[]>`DELETE FROM held_reports WHERE execution_id = ANY(${[...run.heldGone]}::text[]) RETURNING cost`);

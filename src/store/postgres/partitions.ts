@@ -4,6 +4,7 @@
 // SHARE UPDATE EXCLUSIVE mode only: writers and readers go on meanwhile (CREATE TABLE ...
 // PARTITION OF would lock them out).
 import type { Sql } from "postgres";
+import { transaction } from "./transaction.ts";
 
 /** First instant (epoch ms, UTC) of the month `at` falls in, and of the month after. */
 export function monthOf(at: number): { from: number; to: number } {
@@ -52,7 +53,7 @@ export class Partitions {
   private async make(from: number): Promise<void> {
     const name = partitionName(from);
     const { to } = monthOf(from);
-    await this.sql.begin(async (tx) => {
+    await transaction(this.sql, async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${PARTITION_LOCK})`;
       const [row] = await tx<{ found: boolean }[]>`SELECT to_regclass(${name}) IS NOT NULL AS found`;
       if (row?.found) return;

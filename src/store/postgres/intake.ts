@@ -5,12 +5,13 @@
 // for five (docs/performance.md, "PostgreSQL"). The batch holds the advisory locks of every
 // execution and install it names (writes.ts), so what it read stays true until it commits.
 import type { Sql } from "postgres";
-import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
+import type { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
 import { decide, type HeldReport } from "../../domain/lifecycle.ts";
 import type { RollupDeltas } from "../../domain/rollup.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
 import { decodeHeld, encodeHeld, type HeldColumns } from "../shared/budgets.ts";
+import { count, recount } from "../shared/counting.ts";
 import type { BatchBudget } from "./budgets.ts";
 import type { relayBatch } from "./relay.ts";
 import { EXECUTION_COLUMNS, FROM_IDS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
@@ -39,19 +40,6 @@ export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_ch
 /** The ops this file writes. */
 export type IntakeOp = Extract<WriteOp, { kind: "report" | "load" | "reject" }>;
 export const isIntake = (op: WriteOp): op is IntakeOp => op.kind === "report" || op.kind === "load" || op.kind === "reject";
-
-/** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
-export function count(fx: BatchEffects, row: Execution, sign: 1 | -1, at: number): void {
-  const sig = failureSignature(row.outcome, row.error);
-  fx.deltas.add(row, row.outcome, sign, sig?.id ?? null);
-  if (sign === 1 && sig) fx.sightings.see(sig, row.error!, row.nsapp, at);
-}
-
-function recount(fx: BatchEffects, before: Execution, after: Execution, at: number): void {
-  const sig = failureSignature(after.outcome, after.error);
-  fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), sig?.id ?? null);
-  if (sig) fx.sightings.see(sig, after.error!, after.nsapp, at);
-}
 
 /** An execution in progress created before the stuck mark lowers it, or the stuck job would never look at it again. */
 export function lowerStuckMark(fx: BatchEffects, createdAt: number): void {

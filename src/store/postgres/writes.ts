@@ -10,11 +10,12 @@ import { RollupDeltas } from "../../domain/rollup.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { EVICT_CHUNK, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
+import { count } from "../shared/counting.ts";
 import { applyAlertOp } from "./alerts.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
 import { addRollups, dropCells, foldHours } from "./cells.ts";
 import {
-  MARKS, SELECT_HELD, applyIntake, count, forgetHeld, heldOf, heldRows, insertRows, isIntake, lowerStuckMark,
+  MARKS, SELECT_HELD, applyIntake, forgetHeld, heldOf, heldRows, insertRows, isIntake, lowerStuckMark,
   type BatchEffects, type HeldRow, type IntakeOp, type Tx,
 } from "./intake.ts";
 import { missingMonth, monthOf, partitionName, type Partitions } from "./partitions.ts";

@@ -4,7 +4,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
-import { SignatureSightings, failureSignature, failureSignatureId } from "../../domain/error-signature.ts";
+import { SignatureSightings, failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
@@ -13,6 +13,7 @@ import type { RelayPolicy } from "../../domain/relay.ts";
 import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { Counters, createLogBudget } from "./budgets.ts";
 import { decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
+import { count, recount } from "../shared/counting.ts";
 import { ALL_PARTS, cellKey, type CachedCell, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
@@ -261,20 +262,6 @@ export function createSqliteWrites(
       result.kind,
     );
   };
-
-  /** Counts `row` into the rollups with `sign`; a failure's error text is also a sighting. */
-  function count(fx: BatchEffects, row: Execution, sign: 1 | -1, at: number): void {
-    const sig = failureSignature(row.outcome, row.error);
-    fx.deltas.add(row, row.outcome, sign, sig?.id ?? null);
-    if (sign === 1 && sig) fx.sightings.see(sig, row.error!, row.nsapp, at);
-  }
-
-  /** A counted execution became `after`: the rollups follow (only what changed moves). */
-  function recount(fx: BatchEffects, before: Execution, after: Execution, at: number): void {
-    const sig = failureSignature(after.outcome, after.error);
-    fx.deltas.change(before, after, failureSignatureId(before.outcome, before.error), sig?.id ?? null);
-    if (sig) fx.sightings.see(sig, after.error!, after.nsapp, at);
-  }
 
   function heldFor(executionId: string): HeldReport | null {
     const held = hot.findHeld.get({ id: executionId });

@@ -80,3 +80,27 @@ export async function client(url: string, args: string[], env: Record<string, st
   if (code !== 0) throw new Error(`client.sh ${args.join(" ")} exited ${code}: ${await new Response(proc.stderr).text()}`);
   return out.trim().split("\n").filter(Boolean);
 }
+
+/** One report's fate as a client sees it. */
+export interface Answer {
+  id: string;
+  /** 0: no answer within 5 s (curl -m 5, as the clients send). */
+  status: number;
+  retryAfter: string | null;
+  /** When it was sent, and how long the answer took. */
+  at: number;
+  ms: number;
+}
+
+/** A v2 start report for `id` to the server, given up after 5 s as the clients do. */
+export async function sendStart(node: RunningServer, id: string): Promise<Answer> {
+  const body = JSON.stringify({ payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "jellyfin", status: "installing" });
+  const at = Date.now();
+  try {
+    const res = await fetch(`${node.url}/telemetry`, { method: "POST", body, headers: { "content-type": "application/json" }, signal: AbortSignal.timeout(5000) });
+    await res.arrayBuffer();
+    return { id, status: res.status, retryAfter: res.headers.get("retry-after"), at, ms: Date.now() - at };
+  } catch {
+    return { id, status: 0, retryAfter: null, at, ms: Date.now() - at };
+  }
+}

@@ -198,3 +198,141 @@ export function crash(server: PgServer): Promise<void> {
 export function promote(server: PgServer): Promise<void> {
   return runAsync([join(pgBinDir()!, "pg_ctl"), "-D", server.dir, "-w", "promote"]);
 }
+
+/** A pg_auto_failover formation: a monitor and two PostgreSQL nodes, one primary, one synchronous standby. */
+export interface AutoFailover {
+  /** The URL `pg_autoctl show uri` prints, with the installstats role's name and password. */
+  url: string;
+  nodes: readonly { name: string; port: number }[];
+  /** The node the monitor has as primary (reported and assigned; wait_primary once its standby is lost), or null during a switch. */
+  primary(): string | null;
+  /** Both nodes healthy again, one primary and one secondary. */
+  settled(): boolean;
+  /** A planned switchover (`pg_autoctl perform switchover`), resolving once it is done. */
+  switchover(): Promise<void>;
+  /** The node lost as a machine is: its keeper, PostgreSQL and every session killed at once (SIGKILL). */
+  crash(name: string): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * A pg_auto_failover formation on 127.0.0.1 set up as README "High availability" says, passwords
+ * and TLS included: loopback stands in for other machines, so initdb's "trust from 127.0.0.1"
+ * rules are removed and only the rules pg_autoctl writes, and the application's, apply. Throws
+ * when Debian's pg-auto-failover-cli is not installed (`.ci/run` installs it).
+ */
+export async function startAutoFailover(): Promise<AutoFailover> {
+  const bin = pgBinDir();
+  if (!bin || !existsSync("/usr/bin/pg_autoctl")) throw new Error("pg_auto_failover is not installed (Debian: apt-get install -y pg-auto-failover-cli postgresql-15-auto-failover)");
+  const root = ownedDir("installstats-paf-");
+  // The servers' sockets go where Debian's libpq looks (psql below talks to them through it).
+  ownDir("/var/run/postgresql");
+  const env = ["env", `HOME=${root}`, `XDG_CONFIG_HOME=${root}/config`, `XDG_DATA_HOME=${root}/data`, `PATH=${bin}:/usr/bin:/bin`];
+  const autoctl = (...args: string[]) => run([...env, "pg_autoctl", ...args]);
+  const output = (cmd: string[]) => {
+    const r = Bun.spawnSync(asPostgres([...env, ...cmd]), { stdout: "pipe", stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed: ${r.stderr.toString().trim()}`);
+    return r.stdout.toString().trim();
+  };
+  const psql = (port: number, db: string, ...sql: string[]) => output(["psql", "-X", "-q", "-h", "/var/run/postgresql", "-p", String(port), "-d", db, ...sql.flatMap((s) => ["-c", s])]);
+  const untrust = (dir: string) => run(["sed", "-i", "-E", String.raw`/^host\s+(all|replication)\s+all\s+(127\.0\.0\.1\/32|::1\/128)\s+trust/d`, join(dir, "pg_hba.conf")]);
+  const MON = "mon-secret", REPL = "repl-secret", APP = "app-secret";
+  run(["sh", "-c", `printf '*:*:*:pgautofailover_replicator:${REPL}\\n' > ${root}/.pgpass && chmod 600 ${root}/.pgpass`]);
+
+  const keepers = new Map<string, ReturnType<typeof Bun.spawn>>();
+  const start = (name: string) => keepers.set(name, Bun.spawn(asPostgres([...env, "pg_autoctl", "run", "--pgdata", join(root, name)]), { stdout: "ignore", stderr: "ignore" }));
+  const state = () =>
+    (JSON.parse(output(["pg_autoctl", "show", "state", "--pgdata", join(root, "monitor"), "--json"])) as { nodename: string; current_group_state: string; assigned_group_state: string }[]).map((n) => ({
+      name: n.nodename,
+      reported: n.current_group_state,
+      assigned: n.assigned_group_state,
+    }));
+  const until = async (what: string, ok: () => boolean, ms = 90_000) => {
+    for (const deadline = Date.now() + ms; ; await Bun.sleep(250)) {
+      try {
+        if (ok()) return;
+      } catch {
+        // the monitor or a node not answering yet
+      }
+      if (Date.now() > deadline) throw new Error(`pg_auto_failover: timed out waiting for ${what}: ${JSON.stringify(state())}`);
+    }
+  };
+
+  /** Every process below `pid`, deepest first. */
+  const descendants = (pid: number): number[] =>
+    Bun.spawnSync(["pgrep", "-P", String(pid)]).stdout.toString().split("\n").filter(Boolean).map(Number).flatMap((c) => [...descendants(c), c]);
+  const kill = (name: string, signal: "SIGKILL" | "SIGTERM") => {
+    const keeper = keepers.get(name);
+    if (!keeper) return;
+    for (const pid of [...descendants(keeper.pid), keeper.pid]) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // already gone
+      }
+    }
+  };
+  /** Keepers asked to stop (they stop their PostgreSQL), then whatever is left killed; the files removed. */
+  const teardown = async () => {
+    for (const name of [...keepers.keys()].reverse()) kill(name, "SIGTERM");
+    await Promise.race([Promise.all([...keepers.values()].map((k) => k.exited)), Bun.sleep(20_000)]);
+    for (const name of keepers.keys()) kill(name, "SIGKILL");
+    rmSync(root, { recursive: true, force: true });
+  };
+  const settled = () => state().map((x) => `${x.reported}/${x.assigned}`).sort().join(",") === "primary/primary,secondary/secondary";
+  let nodes: { name: string; port: number }[] = [];
+  let uri = "";
+  try {
+    const [monPort, ...ports] = [await freePort(), await freePort(), await freePort()];
+    autoctl("create", "monitor", "--pgdata", join(root, "monitor"), "--pgport", String(monPort), "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "scram-sha-256", "--ssl-self-signed");
+    untrust(join(root, "monitor"));
+    start("monitor");
+    await until("the monitor", () => (psql(monPort!, "pg_auto_failover", `ALTER USER autoctl_node PASSWORD '${MON}'`), true));
+    const monitor = `postgres://autoctl_node:${MON}@127.0.0.1:${monPort}/pg_auto_failover?sslmode=require`;
+    nodes = ports.map((port, i) => ({ name: `node${i + 1}`, port: port! }));
+    for (const [i, n] of nodes.entries()) {
+      const dir = join(root, n.name);
+      autoctl("create", "postgres", "--pgdata", dir, "--pgport", String(n.port), "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--name", n.name, "--dbname", "installstats", "--monitor", monitor, "--auth", "scram-sha-256", "--ssl-self-signed");
+      autoctl("config", "set", "--pgdata", dir, "replication.password", REPL);
+      if (i === 0) {
+        // The standby clones this node's pg_hba.conf with its data.
+        untrust(dir);
+        run(["sh", "-c", `echo 'hostssl installstats installstats 127.0.0.1/32 scram-sha-256' >> ${join(dir, "pg_hba.conf")}`]);
+      }
+      start(n.name);
+      if (i === 0) {
+        await until("the first node", () => state().some((s) => s.name === n.name && s.reported === "single"));
+        // One transaction, tried until the server takes it (it restarts once more after registering).
+        const roles = `BEGIN; ALTER USER pgautofailover_replicator PASSWORD '${REPL}'; CREATE ROLE installstats LOGIN PASSWORD '${APP}'; ALTER DATABASE installstats OWNER TO installstats; ALTER SCHEMA public OWNER TO installstats; COMMIT;`;
+        await until("the first node's roles", () => (psql(n.port, "installstats", roles), true));
+      }
+    }
+    await until("a primary and a secondary", settled);
+    uri = output(["pg_autoctl", "show", "uri", "--pgdata", join(root, nodes[0]!.name), "--formation", "default"]);
+  } catch (e) {
+    await teardown();
+    throw e;
+  }
+
+  let stopped = false;
+  return {
+    url: uri.replace("postgres://", `postgres://installstats:${APP}@`),
+    nodes,
+    // wait_primary: a primary whose standby is gone (writes go on, not synchronously replicated).
+    primary: () => state().find((s) => s.reported === s.assigned && (s.reported === "primary" || s.reported === "wait_primary"))?.name ?? null,
+    settled,
+    async switchover() {
+      run([...env, "timeout", "120", "pg_autoctl", "perform", "switchover", "--pgdata", join(root, "monitor"), "--formation", "default"]);
+      await until("the switchover to settle", settled);
+    },
+    crash(name) {
+      kill(name, "SIGKILL");
+      keepers.delete(name);
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await teardown();
+    },
+  };
+}

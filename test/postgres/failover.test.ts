@@ -7,7 +7,7 @@
 // as an HA setup that loses nothing acknowledged must.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import postgres from "postgres";
-import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { compiledBinary, sendStart, startServer, type Answer } from "../helpers/binary.ts";
 import { crash, createDatabase, promote, startPostgres, startReplica, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(180_000);
@@ -30,28 +30,6 @@ afterAll(async () => {
   await primary?.stop();
 });
 
-interface Answer {
-  id: string;
-  /** 0: no answer within 5 s (curl -m 5, as the clients send). */
-  status: number;
-  retryAfter: string | null;
-  /** When it was sent, and how long the answer took. */
-  at: number;
-  ms: number;
-}
-
-async function send(node: RunningServer, id: string): Promise<Answer> {
-  const body = JSON.stringify({ payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "jellyfin", status: "installing" });
-  const at = Date.now();
-  try {
-    const res = await fetch(`${node.url}/telemetry`, { method: "POST", body, headers: { "content-type": "application/json" }, signal: AbortSignal.timeout(5000) });
-    await res.arrayBuffer();
-    return { id, status: res.status, retryAfter: res.headers.get("retry-after"), at, ms: Date.now() - at };
-  } catch {
-    return { id, status: 0, retryAfter: null, at, ms: Date.now() - at };
-  }
-}
-
 describe("a primary failover under load", () => {
   test("503 with Retry-After during the switch, nothing acknowledged lost, writes again after the promotion without a restart", async () => {
     const url = `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${replica.port}/ha?target_session_attrs=read-write`;
@@ -65,7 +43,7 @@ describe("a primary failover under load", () => {
     let stop = false;
     const clients = Array.from({ length: 8 }, async (_, c) => {
       for (let i = 0; !stop; i++) {
-        answers.push(await send(nodes[(c + i) % 2]!, `ha-${c}-${i}`));
+        answers.push(await sendStart(nodes[(c + i) % 2]!, `ha-${c}-${i}`));
         await Bun.sleep(20);
       }
     });

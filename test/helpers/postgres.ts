@@ -227,7 +227,9 @@ export async function startAutoFailover(): Promise<AutoFailover> {
   const root = ownedDir("installstats-paf-");
   // The servers' sockets go where Debian's libpq looks (psql below talks to them through it).
   ownDir("/var/run/postgresql");
-  const env = ["env", `HOME=${root}`, `XDG_CONFIG_HOME=${root}/config`, `XDG_DATA_HOME=${root}/data`, `PATH=${bin}:/usr/bin:/bin`];
+  // Everything pg_autoctl writes (configuration, state, pid files) stays under root.
+  const env = ["env", `HOME=${root}`, `XDG_CONFIG_HOME=${root}/config`, `XDG_DATA_HOME=${root}/data`, `XDG_RUNTIME_DIR=${root}/run`, `PATH=${bin}:/usr/bin:/bin`];
+  ownDir(join(root, "run"));
   const autoctl = (...args: string[]) => run([...env, "pg_autoctl", ...args]);
   const output = (cmd: string[]) => {
     const r = Bun.spawnSync(asPostgres([...env, ...cmd]), { stdout: "pipe", stderr: "pipe" });
@@ -240,7 +242,9 @@ export async function startAutoFailover(): Promise<AutoFailover> {
   run(["sh", "-c", `printf '*:*:*:pgautofailover_replicator:${REPL}\\n' > ${root}/.pgpass && chmod 600 ${root}/.pgpass`]);
 
   const keepers = new Map<string, ReturnType<typeof Bun.spawn>>();
-  const start = (name: string) => keepers.set(name, Bun.spawn(asPostgres([...env, "pg_autoctl", "run", "--pgdata", join(root, name)]), { stdout: "ignore", stderr: "ignore" }));
+  // Each keeper in a session of its own: its services, PostgreSQL and the sessions' processes can
+  // then all be found (pg_autoctl's supervisor restarts a killed service, so a kill must reach all).
+  const start = (name: string) => keepers.set(name, Bun.spawn(["setsid", ...asPostgres([...env, "pg_autoctl", "run", "--pgdata", join(root, name)])], { stdout: "ignore", stderr: "ignore" }));
   const state = () =>
     (JSON.parse(output(["pg_autoctl", "show", "state", "--pgdata", join(root, "monitor"), "--json"])) as { nodename: string; current_group_state: string; assigned_group_state: string }[]).map((n) => ({
       name: n.nodename,
@@ -258,19 +262,10 @@ export async function startAutoFailover(): Promise<AutoFailover> {
     }
   };
 
-  /** Every process below `pid`, deepest first. */
-  const descendants = (pid: number): number[] =>
-    Bun.spawnSync(["pgrep", "-P", String(pid)]).stdout.toString().split("\n").filter(Boolean).map(Number).flatMap((c) => [...descendants(c), c]);
   const kill = (name: string, signal: "SIGKILL" | "SIGTERM") => {
     const keeper = keepers.get(name);
-    if (!keeper) return;
-    for (const pid of [...descendants(keeper.pid), keeper.pid]) {
-      try {
-        process.kill(pid, signal);
-      } catch {
-        // already gone
-      }
-    }
+    // SIGTERM to the keeper alone: it stops its services and PostgreSQL. SIGKILL to its whole session.
+    if (keeper) Bun.spawnSync(signal === "SIGTERM" ? ["kill", "-TERM", String(keeper.pid)] : ["pkill", "-KILL", "-s", String(keeper.pid)]);
   };
   /** Keepers asked to stop (they stop their PostgreSQL), then whatever is left killed; the files removed. */
   const teardown = async () => {

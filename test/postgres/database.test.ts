@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import postgres from "postgres";
 import { openPostgres, redacted } from "../../src/store/postgres/database.ts";
-import { RolledBackError, transaction } from "../../src/store/postgres/transaction.ts";
+import { RolledBackError, boundedWhileDown, markDown, transaction } from "../../src/store/postgres/transaction.ts";
 import { DatabaseOpenError } from "../../src/store/engine.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
@@ -95,6 +95,30 @@ describe("the PostgreSQL engine's database", () => {
       expect(failure).toBeInstanceOf(RolledBackError);
       expect(await transaction(sql, async (tx) => (await tx`INSERT INTO t VALUES (2) RETURNING n`)[0]!.n)).toBe(2);
       expect((await sql`SELECT n FROM t`).map((r) => r.n)).toEqual([2]);
+    } finally {
+      await sql.end();
+    }
+  });
+  test("while the servers are down a read gives up 3 s after it started, or 0.5 s after the servers were found down if that is later; one starting then after 0.5 s", async () => {
+    const never = new Promise<never>(() => {});
+    const outcome = (p: Promise<unknown>, from: number) => p.then(() => -1, () => Date.now() - from);
+    const started = Date.now();
+    const early = outcome(boundedWhileDown(never), started);
+    const late = outcome(boundedWhileDown(never), started);
+    await Bun.sleep(2000);
+    // Found down 2 s after the reads started: they give up 3 s from their start, not 3 s from now.
+    markDown();
+    const foundAt = Date.now();
+    const fresh = outcome(boundedWhileDown(never), foundAt);
+    expect(await fresh).toBeLessThan(1500);
+    const [a, b] = [await early, await late];
+    expect(a).toBeGreaterThanOrEqual(2900);
+    expect(a).toBeLessThan(4000);
+    expect(b).toBeLessThan(4000);
+    // A transaction that gets its connection ends the down state for the other tests of this process.
+    const sql = postgres(await freshDatabase(), { max: 1, onnotice: () => {} });
+    try {
+      expect(await transaction(sql, async (tx) => (await tx`SELECT 1 AS one`)[0]!.one)).toBe(1);
     } finally {
       await sql.end();
     }

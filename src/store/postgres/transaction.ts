@@ -58,14 +58,11 @@ export function markDown(): void {
 }
 
 /**
- * A read in flight when the servers are found unreachable gives up CONNECTION_WAIT_MS after it
- * started (DOWN_WAIT_MS from then at least; ConnectionWaitError), and one that starts while they
- * are found so gives up after DOWN_WAIT_MS, as a batch does: an answer made of several reads in a
- * row (the summary reads the fold mark, then the cells) then comes within the clients' 5 s. Seen
- * in clean-clone runs of the failover test: 5.4 s when every read waited 3 s; then no answer in
- * 5 s from a read that started just after the crash, waited 3 s until a batch found the servers
- * gone, and was then given 3 s more. Other reads are left alone (a scan may take long: the read
- * budget bounds it).
+ * While the servers are found unreachable, reads give up instead of waiting for the whole switch:
+ * one in flight CONNECTION_WAIT_MS after it started (DOWN_WAIT_MS after the finding at least), one
+ * starting then after DOWN_WAIT_MS, as a batch does. An answer of several reads in a row (the
+ * summary: the fold mark, then the cells) so comes within the clients' 5 s (docs/decisions.md, "A
+ * primary failover"). Other reads are left alone (a scan may take long: the read budget bounds it).
  */
 export function boundedWhileDown<T>(read: Promise<T>): Promise<T> {
   const started = Date.now();

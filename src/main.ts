@@ -3,30 +3,16 @@
 import pkg from "../package.json" with { type: "json" };
 import { ConfigError, flagOf, loadConfig } from "./config.ts";
 import { closest, parseCommandLine, type OptionSpec } from "./cli/args.ts";
-import { terminalProgress, type Command } from "./cli/command.ts";
+import { terminalProgress } from "./cli/command.ts";
 import { CliError, EXIT, UsageError } from "./cli/errors.ts";
 import { commandHelp, overview } from "./cli/help.ts";
-import { backup } from "./cli/backup.ts";
-import { exportCommand } from "./cli/export.ts";
-import { importCommand } from "./cli/import.ts";
-import { migrate } from "./cli/migrate.ts";
-import { prune } from "./cli/prune.ts";
-import { rejected } from "./cli/rejected.ts";
-import { replay } from "./cli/replay.ts";
-import { restore } from "./cli/restore.ts";
-import { seed } from "./cli/seed.ts";
-import { serve } from "./cli/serve.ts";
-import { verify } from "./cli/verify.ts";
-import { copy } from "./cli/copy.ts";
-import { alertsCommand } from "./cli/alerts.ts";
-import { relay } from "./cli/relay.ts";
+import { COMMANDS, DEFAULT_COMMAND } from "./cli/commands.ts";
 import { DatabaseOpenError } from "./store/engine.ts";
 
 // scripts/release.ts stamps the commit and date in with --define; absent in development.
 declare const INSTALLSTATS_BUILD: string;
 const VERSION = pkg.version;
 const BUILD = typeof INSTALLSTATS_BUILD === "string" ? INSTALLSTATS_BUILD : "";
-const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed, backup, restore, exportCommand, importCommand, copy, prune, replay, alertsCommand, relay];
 
 /** Each option name, and the commands that have it: "--port is an option of serve". */
 function optionOwners(): Map<string, string[]> {
@@ -48,7 +34,7 @@ async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const named = first !== undefined && !first.startsWith("-");
-  const command = named ? COMMANDS.find((c) => c.name === first) : serve;
+  const command = named ? COMMANDS.find((c) => c.name === first) : DEFAULT_COMMAND;
   if (!command) {
     const guess = closest(first!, COMMANDS.map((c) => c.name));
     throw new UsageError(`unknown command "${first}"; ${guess ? `did you mean ${guess}? (` : ""}see installstats --help${guess ? ")" : ""}`);
@@ -74,7 +60,7 @@ async function run(argv: string[]): Promise<number> {
   });
 }
 
-/** The one line a failure ends with, and its exit code (README "Exit codes"). */
+/** The one line a failure ends with, and its exit code (docs/operations.md#exit-codes). */
 function failure(e: unknown): { line: string; code: number } {
   if (e instanceof CliError) return { line: e.message, code: e.code };
   if (e instanceof ConfigError) return { line: e.message, code: EXIT.usage };

@@ -165,7 +165,7 @@ describe("the command line", () => {
       [["serve", "-prot", "8082"], "installstats: unknown option -prot; did you mean --port?"],
       [["serve", "--dbb", "x.db"], "installstats: unknown option --dbb; did you mean --db?"],
       [["prune", "--older", "3d"], "installstats: unknown option --older; did you mean --older-than?"],
-      [["seed", "--port", "8082"], "installstats: seed has no option --port (it is an option of serve); see installstats seed --help"],
+      [["seed", "--port", "8082"], "installstats: seed has no option --port (it is an option of serve, healthcheck); see installstats seed --help"],
       [["serve", "--port"], "installstats: --port needs a value, e.g. --port <value>; see installstats serve --help"],
       [["verify", "--repair=yes"], "installstats: --repair takes no value (got --repair=yes)"],
       [["serve", "--wat"], "installstats: unknown option --wat; see installstats serve --help"],
@@ -193,7 +193,7 @@ describe("the command line", () => {
     const overview = run(["--help"]);
     expect(overview.code).toBe(0);
     const names = [...overview.out.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1]!);
-    expect(names).toEqual(["serve", "migrate", "verify", "rejected", "seed", "backup", "restore", "export", "import", "copy", "prune", "replay", "alerts", "relay"]);
+    expect(names).toEqual(["serve", "migrate", "verify", "rejected", "seed", "backup", "restore", "export", "import", "copy", "prune", "replay", "alerts", "relay", "healthcheck"]);
     expect(overview.out).not.toContain("--max-body");
     expect(overview.out).toContain("Exit codes: 0 ok, 1 failed");
     const serverOnly = ["--host", "--port", "--max-body", "--read-token", "--admin-token", "--cors-origins", "--rate-limit", "--trusted-proxies", "--stuck-after", "--retention", "--backup-every", "--log-level"];

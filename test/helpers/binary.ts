@@ -1,5 +1,6 @@
 // Builds the real executable once per test process and runs it as a child on a free port.
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { testTmpRoot } from "./tmp.ts";
 
@@ -20,6 +21,17 @@ export function compiledBinary(): Promise<string> {
   })();
   return built;
 }
+
+/** A TCP port free on 127.0.0.1 just now, for a server that cannot be told to take port 0. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
 
 /** A fresh directory inside the run's temporary directory, removed with it when the run ends, also after failures. */
 export function tempDir(prefix = "installstats-test-"): string {

@@ -3,7 +3,7 @@
 // refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
 // replica of it on another port (pg_basebackup -R), as ../shared/STACK-NOTES.md checked.
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "./binary.ts";
 import postgres from "postgres";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,15 +24,6 @@ function pgBinDir(): string | null {
   return versions[0] ? join(root, versions[0], "bin") : null;
 }
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 
 /** Runs a server binary as the postgres user when we are root (as CI is), else as ourselves. */
 function asPostgres(cmd: string[]): string[] {

@@ -201,10 +201,12 @@ describe("the command line", () => {
       const h = run([name, "--help"]);
       expect(h.code).toBe(0);
       expect(h.out).toStartWith(`installstats ${name}`);
-      // copy names its two databases with --from and --to instead.
-      for (const flag of name === "copy" ? ["--from", "--to"] : ["--db"]) expect(h.out).toContain(flag);
+      // copy names its two databases with --from and --to instead; healthcheck asks a server, by its address.
+      for (const flag of name === "copy" ? ["--from", "--to"] : name === "healthcheck" ? ["--host", "--port"] : ["--db"]) expect(h.out).toContain(flag);
       const lines = h.out.split("\n").filter((l) => /^ {2}-/.test(l));
-      if (name === "serve") {
+      if (name === "healthcheck") {
+        expect(lines.map((l) => l.trim().split(/\s+/)[0])).toEqual(["--timeout", "--host", "--port", "-h,"]);
+      } else if (name === "serve") {
         for (const flag of serverOnly) expect(h.out).toContain(flag);
       } else {
         for (const flag of serverOnly) expect(lines.some((l) => l.trimStart().startsWith(`${flag} `))).toBe(false);

@@ -1,4 +1,4 @@
-// What one alert evaluation round costs, on seeded data: every rule kind of the README's example
+// What one alert evaluation round costs, on seeded data: every rule kind of docs/alerts.example.toml
 // (each-app rules with baselines and 30-day lookbacks included), next to the dashboard's own
 // 30-day summary read in the same run as the baseline. A round runs every minute by default, on
 // the thread that acknowledges reports (SQLite), so it must stay small.

@@ -1,6 +1,5 @@
 #!/usr/bin/env bun
-// PostgreSQL drivers compared on the PostgreSQL engine's write pattern (docs/decisions.md, "The
-// PostgreSQL engine: design"): batches of 100 execution rows plus one multi-row rollup increment
+// PostgreSQL drivers compared on the PostgreSQL engine's write pattern (docs/decisions/2026-11-25-postgresql-engine.md): batches of 100 execution rows plus one multi-row rollup increment
 // per transaction, with postgres.js and with Bun's built-in SQL, one writer and two at once; then
 // a streaming replica's view of the result. A throwaway server on 127.0.0.1, removed at the end.
 //

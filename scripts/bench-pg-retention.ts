@@ -1,7 +1,7 @@
 // Retention of a month through the engine, on PostgreSQL: `installstats seed` fills a database
 // with a year of installs, then the oldest whole month is pruned the way `installstats prune` does
 // it (maintenance/prune.ts through the Store), timed, with the WAL it wrote, and rollups checked
-// against a recount afterwards (verify). docs/decisions.md, "Large tables on PostgreSQL".
+// against a recount afterwards (verify). docs/decisions/2026-11-26-postgresql-large-tables.md.
 //
 //   bun scripts/bench-pg-retention.ts [--records 1000000] [--url postgres://...]
 //

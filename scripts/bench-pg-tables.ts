@@ -1,6 +1,6 @@
 // Table design for 100M+ executions on PostgreSQL (issue 17, item 5): the same generated
 // executions in three layouts of the `executions` table, measured side by side on one throwaway
-// server (docs/decisions.md, "Large tables on PostgreSQL"):
+// server (docs/decisions/2026-11-26-postgresql-large-tables.md):
 //   plain  - what the first PostgreSQL migration made: a heap, primary key execution_id, b-trees
 //            on (created_at, seq), (nsapp, created_at, seq), random_id;
 //   brin   - the same with a BRIN index on created_at instead of the (created_at, seq) b-tree;

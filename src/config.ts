@@ -163,8 +163,8 @@ const options: readonly Option[] = [
     kind: "optional-text",
     help: "file holding only the PostgreSQL password (a systemd credential, a docker secret), for URLs without one; else PGPASSWORD, else ~/.pgpass (PGPASSFILE)", see: "postgresql.md#passwords"
   },
-  { key: "readDb", flag: "read-db", env: "INSTALLSTATS_READ_DB", kind: "optional-text", help: "postgres:// URL of a streaming replica of --db for the read API and dashboard", see: "postgresql.md#a-replica-for-reads" },
-  { key: "readMaxLagMs", flag: "read-max-lag", env: "INSTALLSTATS_READ_MAX_LAG", kind: "duration", help: "replica replay lag past which reads go to the primary instead (e.g. 5s)", see: "postgresql.md#a-replica-for-reads" },
+  { key: "readDb", flag: "read-db", env: "INSTALLSTATS_READ_DB", kind: "optional-text", help: "postgres:// URL of a streaming replica of --db for the read API and dashboard", see: "postgresql.md#4-a-replica-for-reads" },
+  { key: "readMaxLagMs", flag: "read-max-lag", env: "INSTALLSTATS_READ_MAX_LAG", kind: "duration", help: "replica replay lag past which reads go to the primary instead (e.g. 5s)", see: "postgresql.md#4-a-replica-for-reads" },
   { key: "maxBodyBytes", flag: "max-body", env: "INSTALLSTATS_MAX_BODY", kind: "size", help: "largest request body in bytes; accepts 256k, 1m", see: "security.md#limits-and-budgets" },
   { key: "maxErrorLength", flag: "max-error-length", env: "INSTALLSTATS_MAX_ERROR_LENGTH", kind: "count", help: "characters kept of an error text (current clients send up to ~10 KiB of log)" },
   { key: "maxFieldLength", flag: "max-field-length", env: "INSTALLSTATS_MAX_FIELD_LENGTH", kind: "count", help: "characters kept of other text fields" },

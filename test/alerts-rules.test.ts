@@ -12,7 +12,7 @@ import type { AlertState } from "../src/store/contract.ts";
 import { tempDir } from "./helpers/binary.ts";
 
 const EXAMPLE_ENV = { NTFY_TOKEN: "tk", GOTIFY_APP_TOKEN: "g", DISCORD_WEBHOOK_URL: "https://discord.com/api/webhooks/1/x", SLACK_WEBHOOK_URL: "https://hooks.slack.com/services/x", HOOK_TOKEN: "h", SMTP_PASSWORD: "p" };
-const README = await Bun.file(new URL("../README.md", import.meta.url)).text();
+const MANUAL = await Bun.file(new URL("../docs/alerts.md", import.meta.url)).text();
 const EXAMPLE = await Bun.file(new URL("../docs/alerts.example.toml", import.meta.url)).text();
 
 const error = (text: string, env: Record<string, string> = {}): string => {
@@ -28,8 +28,8 @@ const error = (text: string, env: Record<string, string> = {}): string => {
 const HOOK = `[channel.hook]\ntype = "webhook"\nurl = "http://127.0.0.1:1/hook"\n`;
 
 describe("the alerts file", () => {
-  test("the README's complete example is the example file, and it parses: every rule kind and channel kind", () => {
-    const block = /## Alerts[\s\S]*?```toml\n([\s\S]*?)```/.exec(README)?.[1];
+  test("the manual's complete example (docs/alerts.md) is the example file, and it parses: every rule kind and channel kind", () => {
+    const block = /## The file: a complete example[\s\S]*?```toml\n([\s\S]*?)```/.exec(MANUAL)?.[1];
     expect(block).toBe(EXAMPLE);
     const config = parseAlerts("alerts.toml", EXAMPLE, EXAMPLE_ENV);
     expect(new Set(config.rules.map((r) => r.type))).toEqual(new Set(["failure_rate", "new_error", "no_reports", "rejected"]));

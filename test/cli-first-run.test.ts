@@ -1,5 +1,5 @@
 // The first run, as a newcomer meets it, through the compiled binary: every start-up mistake is
-// one line with the cause and the fix and a documented exit code (README "Exit codes"), each
+// one line with the cause and the fix and a documented exit code (docs/operations.md#exit-codes), each
 // command's --help shows its own options, seed and import say when they did nothing useful, a
 // second server on one database is refused, and start-up prints addresses a person can open.
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";

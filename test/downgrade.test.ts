@@ -1,5 +1,5 @@
 // Upgrades and downgrades: a database a newer release has migrated is refused by an older binary
-// with the way back (README "Upgrades and downgrades"), before any command touches it; a
+// with the way back (docs/operations.md#upgrades-and-downgrades), before any command touches it; a
 // database this binary knows opens, and one at an older schema is migrated.
 import { Database } from "bun:sqlite";
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";

@@ -10,16 +10,16 @@ import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 import type { Execution } from "../src/domain/execution.ts";
 import { execution } from "./helpers/reports.ts";
 
-/** DESIGN.md section 3, in order. */
-const DESIGN_FIELDS = [
+/** The fields every release has exported, in order (docs/api.md#export). */
+const RECORD_FIELDS = [
   "random_id", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
   "disableip6", "nsapp", "method", "pve_version", "status", "outcome", "error", "created_at",
   "updated_at", "duration_s", "repaired",
 ];
 
-/** The columns: DESIGN.md's record first, then the executions' fields, the timeline flattened, extra last. */
+/** The columns (docs/api.md#export): those fields first, then the executions' fields, the timeline flattened, extra last. */
 const COLUMNS = [
-  ...DESIGN_FIELDS,
+  ...RECORD_FIELDS,
   "execution_id", "attempt", "kind", "payload_version", "exit_code", "error_category", "failed_command", "failed_line", "install_duration",
   "cpu_vendor", "cpu_model", "gpu_vendor", "gpu_model", "ram_speed", "gpu_passthrough", "host_gpu", "arch", "platform", "has_arm",
   "repo_source", "repo_slug", "kernel_version", "app_version", "installing_at", "validation_at", "configuring_at", "finished_at", "extra",
@@ -138,7 +138,7 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<{ chunks: nu
 }
 
 describe("pure formatting", () => {
-  test("the columns are DESIGN.md's record in its order, then every other field of the record, the timeline flattened; the CSV header names them", async () => {
+  test("the columns are the record's first fields in their order, then every other field of the record, the timeline flattened; the CSV header names them", async () => {
     expect(EXPORT_COLUMNS).toEqual(COLUMNS as typeof EXPORT_COLUMNS);
     // Every field of the record is a column (the timeline as its four times), and nothing else.
     const fields = Object.keys(ExecutionRecord.properties).filter((k) => k !== "timeline");

@@ -76,7 +76,7 @@ test(`${TOTAL.toLocaleString()} hostile bodies: zero 5xx, every one stored or in
     );
     for (const { status, json } of replies) {
       counts.set(status, (counts.get(status) ?? 0) + 1);
-      // A duplicate start report changes nothing and is not logged, repaired or not (docs/decisions.md).
+      // A duplicate start report changes nothing and is not logged, repaired or not (docs/decisions/2026-11-21-ingestion.md).
       if ([400, 409, 413, 422].includes(status) || (json.repaired === true && json.result !== "duplicate")) loggedExpected++;
       if (json.result === "created") created++;
     }

@@ -94,7 +94,7 @@ describe("headers and errors", () => {
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://dash.example");
     const other = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://evil.example" } }));
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
-    // The original API's paths follow the same setting (README, "Compatibility with the original API").
+    // The original API's paths follow the same setting (docs/api.md#compatibility-with-the-original-api).
     const any = await testApp({ corsOrigins: ["*"] });
     const data = await any.app.handle(new Request("http://localhost/data/json", { headers: { origin: "https://evil.example" } }));
     expect(data.headers.get("access-control-allow-origin")).toBe("*");

@@ -208,7 +208,7 @@ describe("client strings never touch object prototypes", () => {
       }
     }
     // (/data/summary's nsapp_count: "constructor" is there; "__proto__" is dropped by Elysia's
-    // response normalization of t.Record, outside these files: see docs/decisions.md, 2026-11-24.)
+    // response normalization of t.Record, outside these files: see docs/decisions/2026-11-24-hostile-reads-rate-limit-pipelining.md.)
     const compat = await get("/data/summary");
     expect(new Map(Object.entries(compat.body.nsapp_count as Record<string, number>)).get("constructor")).toBe(2);
   }

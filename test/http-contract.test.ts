@@ -1,8 +1,8 @@
-// Every row of the response contract (DESIGN.md section 2), driven through the composed app.
+// Every row of the response contract (docs/protocol.md#the-response-contract), driven through the composed app.
 import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
 
-// The record of an execution (README "The record"): /upload's fields, the current clients', and
+// The record of an execution (docs/protocol.md#the-record): /upload's fields, the current clients', and
 // the execution's own (id, attempt, kind, timeline); an install's answer adds its executions.
 const EXECUTION_KEYS = [
   "random_id", "execution_id", "attempt", "kind", "payload_version", "type", "ct_type", "disk_size", "core_count", "ram_size",

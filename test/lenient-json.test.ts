@@ -177,7 +177,7 @@ const cases: Case[] = [
   },
   {
     // Was `a\"b` (\\ decoded) until 2026-11-24: the raw quote shows the client does not
-    // escape, so both backslashes are text (docs/decisions.md, "Repair fidelity").
+    // escape, so both backslashes are text (docs/decisions/2026-11-24-repair-fidelity.md).
     name: "escaped backslash followed by a raw quote: the backslashes stay as sent",
     body: `{"error": "a\\\\"b", "random_id": "r"}`,
     value: { error: 'a\\\\"b', random_id: "r" },
@@ -243,7 +243,7 @@ const cases: Case[] = [
   // ---- invalid escapes
   {
     // Decoded to ESC until 2026-11-24: \x is no JSON escape, so the text was never escaped
-    // and `\x1b` is what the client's text held (docs/decisions.md, "Repair fidelity").
+    // and `\x1b` is what the client's text held (docs/decisions/2026-11-24-repair-fidelity.md).
     name: "\\x1b colour codes stay as sent",
     body: updateBody("failed", "\\x1b[31mred\\x1b[0m"),
     value: update("failed", "\\x1b[31mred\\x1b[0m"),
@@ -281,7 +281,7 @@ const cases: Case[] = [
   },
   {
     // Decoded (é, ", \, TAB) until 2026-11-24: one invalid escape shows the string was not
-    // escaped, so the JSON-looking escapes beside it are text too (docs/decisions.md).
+    // escaped, so the JSON-looking escapes beside it are text too (docs/decisions/2026-11-24-repair-fidelity.md).
     name: "JSON-looking escapes stay as sent in a string with an invalid escape",
     body: updateBody("failed", 'caf\\u00e9 \\"ok\\" \\\\ \\t\\e'),
     value: update("failed", 'caf\\u00e9 \\"ok\\" \\\\ \\t\\e'),
@@ -527,7 +527,7 @@ describe("parseLenientJson: damaged bodies", () => {
 // ---------------------------------------------------------------- repair fidelity
 
 /**
- * Repair fidelity (docs/decisions.md, 2026-11-24): a string that is not a valid JSON string
+ * Repair fidelity (docs/decisions/2026-11-24-repair-fidelity.md): a string that is not a valid JSON string
  * (raw quote, raw control character, invalid escape) came from a client that does not escape,
  * so every backslash in it is kept as sent. Valid strings, and every strict body, read as JSON.
  * Bodies are written with String.raw: what is between the backticks is the bytes on the wire.

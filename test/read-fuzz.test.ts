@@ -141,7 +141,7 @@ test("every parameter of every GET route alone with every hostile value, then ra
 
   // Twice over: memory that garbage collection has not given back yet makes the first pass's peak
   // a plateau, not a bound (measured 78 -> 240-340 MB, mostly the CSV exports' buffers); a leak
-  // would climb again in the second pass, a plateau does not (docs/decisions.md, 2026-11-25).
+  // would climb again in the second pass, a plateau does not (docs/decisions/2026-11-25-read-fuzz-plateau.md).
   const started = performance.now();
   const outcomes = await run(requests);
   const seconds = (performance.now() - started) / 1000;

@@ -1,4 +1,4 @@
-// The alerts file: rules and channels in TOML, edited by the admin (docs/decisions.md, "Alerts").
+// The alerts file: rules and channels in TOML, edited by the admin (docs/decisions/2026-11-26-alerts.md).
 // Parsed and checked once at start-up (and by `installstats alerts check`): every mistake is one
 // line naming the file, the line and the rule or channel, and what is wrong.
 import { ConfigError, parseDuration } from "../config.ts";
@@ -401,7 +401,7 @@ export async function loadAlerts(path: string, env: Record<string, string | unde
   } catch (e) {
     const code = (e as { code?: string }).code;
     throw new ConfigError(
-      code === "ENOENT" ? `alerts file ${path} does not exist; check --alerts (or INSTALLSTATS_ALERTS), or write one (README "Alerts" has a complete example)`
+      code === "ENOENT" ? `alerts file ${path} does not exist; check --alerts (or INSTALLSTATS_ALERTS), or write one (docs/alerts.md has a complete example)`
       : code === "EACCES" ? `alerts file ${path} cannot be read by this user; chmod it, or run as its owner`
       : code === "EISDIR" ? `alerts file ${path} is a directory; --alerts names the file itself`
       : `alerts file ${path} cannot be read: ${(e as Error).message}`,

@@ -1,6 +1,6 @@
 // A small SMTP client for alert mail (RFC 5321): implicit TLS or STARTTLS, AUTH PLAIN or LOGIN,
 // one plain-text message to a few recipients. Written here rather than taken from a library:
-// this is all alerts need, and it adds nothing to the binary (docs/decisions.md, "Alerts").
+// this is all alerts need, and it adds nothing to the binary (docs/decisions/2026-11-26-alerts.md).
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import { hostname } from "node:os";

@@ -1,6 +1,6 @@
-// How a command fails: one line on stderr and a documented exit code (README "Exit codes").
+// How a command fails: one line on stderr and a documented exit code (docs/operations.md#exit-codes).
 
-/** Exit codes of every command (README "Exit codes"). */
+/** Exit codes of every command (docs/operations.md#exit-codes). */
 export const EXIT = {
   ok: 0,
   /** The command ran and its answer is no: verify found damage, import imported nothing, an unexpected error. */

@@ -2,7 +2,7 @@
 // lifetime. The kernel drops the lock when the process ends, however it ends (kill -9, power
 // loss), so a lock is never stale and needs no clean-up; the file itself stays, empty of meaning
 // once nobody holds it. Other commands (backup, export, verify) do not take it: they may run
-// beside a server. docs/decisions.md, "First run" (2026-11-24), explains the choice.
+// beside a server. docs/decisions/2026-11-24-first-run.md explains the choice.
 import { closeSync, openSync, readFileSync, ftruncateSync, writeSync } from "node:fs";
 import { CliError, EXIT } from "./errors.ts";
 

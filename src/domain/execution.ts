@@ -1,4 +1,4 @@
-// One execution (one attempt at an installation) as it is stored and read (DESIGN.md sections 3
+// One execution (one attempt at an installation) as it is stored and read (docs/protocol.md#the-record
 // and 3b), and the report that each request makes of it. An install (random_id) is the executions
 // that share its id. Every storage engine's schema is checked against `Execution` at compile time.
 import type { Outcome } from "./outcome.ts";
@@ -11,7 +11,7 @@ export const MAX_RANDOM_ID_LENGTH = 128;
 
 /**
  * What an execution is: an installation, or a one-shot run of a host tool or addon. Tools and
- * addons are kept out of install success rates unless asked for (DESIGN.md 3b).
+ * addons are kept out of install success rates unless asked for (docs/protocol.md#current-clients-post-telemetry).
  */
 export const KINDS = ["install", "tool", "addon"] as const;
 export type Kind = (typeof KINDS)[number];
@@ -89,7 +89,7 @@ export type Execution = Descriptive & Ending & {
   validationAt: number | null;
   configuringAt: number | null;
   finishedAt: number | null;
-  /** A report of it needed repair (DESIGN.md section 2). */
+  /** A report of it needed repair (docs/protocol.md#what-is-repaired-what-is-rejected). */
   repaired: boolean;
 };
 

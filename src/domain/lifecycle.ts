@@ -1,5 +1,5 @@
 // What a report does to the execution it names: the one set of rules both protocols share
-// (DESIGN.md 3b). Pure: the store passes in what it has stored and applies the decision.
+// (docs/protocol.md#current-clients-post-telemetry). Pure: the store passes in what it has stored and applies the decision.
 //
 // /upload: a start report for a stored id is a duplicate; a status update for a record with a
 // final status is refused (409); one before its start report is held.

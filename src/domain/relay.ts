@@ -1,4 +1,4 @@
-// The relay to an upstream collector (README "Relay to an upstream collector"): which accepted
+// The relay to an upstream collector (docs/relay.md): which accepted
 // reports go upstream, and the body each one is sent as, in the protocol it came by. Pure: the
 // store calls these inside the transaction that stores the report, so the outbox entry is built
 // from the report as stored (normalized, error texts masked) and committed with it.

@@ -1,7 +1,7 @@
 // Rollups: per time bucket (hour, day) and per app slice ("*" = every app), the counts of every
 // dimension value by outcome, plus duration histograms and error-signature counts.
 // One row holds every dimension, so a write batch touches (distinct apps + 1) x grains rows
-// however many dimensions there are (docs/decisions.md, "Rollups").
+// however many dimensions there are (docs/decisions/2026-11-21-read-api-and-rollups.md).
 import { kindOfType, type Execution, type Kind } from "./execution.ts";
 import { OUTCOMES, type Outcome } from "./outcome.ts";
 import { DAY, HOUR } from "./time.ts";
@@ -345,7 +345,7 @@ const durationKey = (r: RollupRecord, outcome: Outcome): number | null => (r.dur
  * Hours before `foldedUntil` are folded: their records count in stored hour, day and month cells
  * (`cells`). Later hours are open: their hour cells are not stored but kept in memory by the
  * store, derived from the raw records (`open`); the fold job stores each closed hour's cells and
- * adds them to the day and month cells (docs/decisions.md, "Open hours").
+ * adds them to the day and month cells (docs/decisions/2026-11-21-open-hours-in-memory.md).
  */
 export class RollupDeltas {
   readonly cells: CellMap = new Map();

@@ -1,4 +1,4 @@
-// The one error shape every endpoint answers with (DESIGN.md section 2).
+// The one error shape every endpoint answers with (docs/protocol.md#the-response-contract).
 import { t, type Static } from "elysia";
 import { ReadBudgetError, StorageUnavailableError } from "../store/contract.ts";
 import type { Logger } from "../log.ts";

@@ -1,4 +1,4 @@
-// Lenient JSON for telemetry bodies built by bash string interpolation (DESIGN.md §1).
+// Lenient JSON for telemetry bodies built by bash string interpolation (docs/protocol.md#what-is-repaired-what-is-rejected).
 // Strict JSON wins whenever it parses; otherwise a flat-object parser repairs the known
 // kinds of damage and says which repairs it made. Pure: bytes in, value or reason out.
 import type { JsonObject } from "../domain/json.ts";
@@ -371,7 +371,7 @@ class FlatObjectParser {
   /**
    * Decodes string content in [start, end) (a key or a value) and notes its repairs.
    *
-   * Repair fidelity (docs/decisions.md, 2026-11-24): a string is read as JSON only when it is
+   * Repair fidelity (docs/decisions/2026-11-24-repair-fidelity.md): a string is read as JSON only when it is
    * a valid JSON string. A string that is not (a raw `"`, a raw control character, or an
    * escape JSON does not allow: `\x1b`, `\e`, `\'`, a trailing lone backslash) was written
    * by a client that does not escape, so none of its backslashes is an escape: it is kept

@@ -1,4 +1,4 @@
-// The wire protocols: POST /upload, POST /upload/updatestatus and POST /telemetry (DESIGN.md sections 1, 1b, 2).
+// The wire protocols: POST /upload, POST /upload/updatestatus and POST /telemetry (docs/protocol.md).
 import { Elysia, t } from "elysia";
 import type { Server } from "bun";
 import type { NormalizeOptions } from "../domain/normalize.ts";
@@ -211,7 +211,7 @@ export function ingestRoutes(deps: IngestDeps) {
 
   /**
    * The hot path, mounted as Bun routes: Elysia's per-request lifecycle cost ~12 µs per report
-   * (a third of the no-storage floor, docs/decisions.md). Counted here since Elysia's hooks do not run.
+   * (a third of the no-storage floor, docs/decisions/2026-11-22-ingestion-on-bun-routes.md). Counted here since Elysia's hooks do not run.
    */
   const native = (endpoint: Endpoint) => ({
     POST: async (request: Request, server: Server<unknown>) => {

@@ -1,4 +1,4 @@
-// The response contract of ingestion (DESIGN.md section 2): the HTTP status of each storage result
+// The response contract of ingestion (docs/protocol.md#the-response-contract): the HTTP status of each storage result
 // and of each refusal. Answers and the rejected-reports log (which keeps reason and result) both
 // take their status from here.
 import type { RejectReason } from "../domain/rejection.ts";

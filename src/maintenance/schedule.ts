@@ -32,7 +32,7 @@ export function scheduledJobs(deps: { config: Config; store: MaintenanceReads; w
       name: "retention",
       everyMs: Math.min(HOUR, Math.max(60_000, config.retentionMs / 100)),
       run: async () => {
-        // PostgreSQL drops whole months: nothing is deleted row by row (README "Running it for years").
+        // PostgreSQL drops whole months: nothing is deleted row by row (docs/postgresql.md#tables-for-100m-executions).
         const r = await maintenance.prune(config.retentionMs, false, { wholePeriods: true });
         return { deleted_executions: r.executions, deleted_held: r.held, deleted_rejected: r.rejected, cutoff: r.cutoff };
       },

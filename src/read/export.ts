@@ -24,7 +24,7 @@ type Flat = Omit<ExecutionRecord, "timeline" | "extra"> & {
 };
 
 /**
- * The columns: DESIGN.md section 3's record first, in its order, then the executions' fields.
+ * The columns, in the order docs/api.md#export lists them: the fields every release has exported, then the executions'.
  * Typed as a complete map of the flattened record's keys, so a field added to the record and not
  * here fails to compile; the test checks the order against the record schema.
  */

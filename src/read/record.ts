@@ -1,4 +1,4 @@
-// The record as every read API returns it (DESIGN.md sections 3 and 3b): one execution, with the
+// The record as every read API returns it (docs/protocol.md#the-record): one execution, with the
 // fields of section 3 first and what the current clients add after them.
 import { t, type Static } from "elysia";
 import type { Execution } from "../domain/execution.ts";

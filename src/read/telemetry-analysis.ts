@@ -1,8 +1,7 @@
 // The community service's analysis pages, as its API serves them (community-scripts/telemetry-service):
 // /api/records (the installation log: numbered pages), /api/scripts (script analysis) and
 // /api/errors (error analysis), with its parameters and response shapes. Aggregates come from
-// rollups; per-app details from each app's own rollup slice (docs/decisions.md,
-// "telemetry-service compatible API").
+// rollups; per-app details from each app's own rollup slice (docs/decisions/2026-11-25-analysis-pages.md).
 import { Elysia, t } from "elysia";
 import { categoryOfExitCode } from "../domain/error-category.ts";
 import { explainExitCode } from "../domain/exit-codes.ts";

@@ -1,7 +1,6 @@
 // The read API of the community's current service (community-scripts/telemetry-service):
 // /api/dashboard, /api/repo-slugs and /api/exit-codes, with its parameters and response shapes,
-// so tools made for it work against installstats. Answered from rollups (docs/decisions.md,
-// "telemetry-service compatible API").
+// so tools made for it work against installstats. Answered from rollups (docs/decisions/2026-11-24-telemetry-service-api.md).
 import { Elysia, t, type Static } from "elysia";
 import type { Execution } from "../domain/execution.ts";
 import { EXIT_CODE_EXPLANATIONS } from "../domain/exit-codes.ts";

@@ -1,4 +1,4 @@
-// The relay to an upstream collector (README "Relay to an upstream collector", docs/decisions.md):
+// The relay to an upstream collector (docs/relay.md, docs/decisions/2026-11-26-relay.md):
 // the policy from the config, given to the store (which queues every accepted report in the
 // transaction that stores it), the sender started with serve's jobs, and what /healthz, /metrics
 // and the admin API say about it.

@@ -607,8 +607,7 @@ export function storeContract(factory: EngineFactory): void {
         expect((await latestOf(store, "rep3"))!.repaired).toBe(true);
       });
 
-      // A duplicate changes nothing, repaired or not, so it is not logged (docs/decisions.md,
-      // "Duplicate start reports"): a client that re-sends the same broken body fills no log.
+      // A duplicate changes nothing, repaired or not, so it is not logged (docs/decisions/2026-11-21-ingestion.md): a client that re-sends the same broken body fills no log.
       test("a repaired duplicate start is not logged again; the repaired original is", async () => {
         const store = await freshStore();
         const raw = bytes(`{"random_id": "rd", "status": "installing",}`);

@@ -1,7 +1,7 @@
 // A throwaway PostgreSQL server on 127.0.0.1 for tests and benchmarks: Debian's binaries, a
 // fresh data directory under /tmp owned by the `postgres` user (CI runs as root, and the server
 // refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
-// replica of it on another port (pg_basebackup -R), as ../shared/STACK-NOTES.md checked.
+// replica of it on another port (pg_basebackup -R).
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { freePort } from "./binary.ts";
 import postgres from "postgres";
@@ -207,7 +207,7 @@ export interface AutoFailover {
 }
 
 /**
- * A pg_auto_failover formation on 127.0.0.1 set up as README "High availability" says, passwords
+ * A pg_auto_failover formation on 127.0.0.1 set up as docs/postgresql.md#high-availability says, passwords
  * and TLS included: loopback stands in for other machines, so initdb's "trust from 127.0.0.1"
  * rules are removed and only the rules pg_autoctl writes, and the application's, apply. Throws
  * when Debian's pg-auto-failover-cli is not installed (`.ci/run` installs it).

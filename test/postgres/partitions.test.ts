@@ -1,5 +1,4 @@
-// Executions partitioned by month (drizzle/postgres/0006, docs/decisions.md "Large tables on
-// PostgreSQL"): a database made by the releases before, with data, upgraded at start-up with
+// Executions partitioned by month (drizzle/postgres/0006, docs/decisions/2026-11-26-postgresql-large-tables.md): a database made by the releases before, with data, upgraded at start-up with
 // nothing lost and rollups equal to a recount; partitions made as months come. A throwaway server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";

@@ -1,5 +1,5 @@
-// High availability with pg_auto_failover (Debian's packages), set up as README "High
-// availability" says: a monitor and two nodes on 127.0.0.1 with passwords (scram) and TLS, two
+// High availability with pg_auto_failover (Debian's packages), set up as docs/postgresql.md#high-availability
+// says: a monitor and two nodes on 127.0.0.1 with passwords (scram) and TLS, two
 // compiled installstats nodes given the URL `pg_autoctl show uri` prints. Under load: a planned
 // switchover, then the primary lost as a machine is (every process of it killed at once) and the
 // monitor promoting the standby. Answers are 201 or 503 with Retry-After, within the clients' 5 s

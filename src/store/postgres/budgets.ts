@@ -1,5 +1,5 @@
 // Budgets of the rejected-reports log and held reports on PostgreSQL, with several nodes writing
-// at once (docs/decisions.md, "Budgets on PostgreSQL"): the rules are the SQLite engine's
+// at once (docs/decisions/2026-11-26-postgresql-budgets.md): the rules are the SQLite engine's
 // (../shared/budgets.ts); what differs is who may decide.
 //
 // - Every decision that reads a total (where a log entry's body goes, which head-only entries

@@ -1,7 +1,6 @@
 // Rollup cells of the PostgreSQL engine: one row per (grain, slice, bucket), its counts in the
 // three JSON columns the SQLite engine stores too (domain/rollup.ts toColumns), so a cell is one
-// row to read and to write, not one per dimension value (docs/decisions.md, "Rollup cells on
-// PostgreSQL": counter rows took ~3.6 KB per execution). A batch adds its deltas to the cells it
+// row to read and to write, not one per dimension value (docs/decisions/2026-11-26-postgresql-rollup-cells.md: counter rows took ~3.6 KB per execution). A batch adds its deltas to the cells it
 // touches: each cell's row is made if new and locked in key order, merged by the domain's rule
 // (mergeInto), written back, or removed when nothing is counted in it any more. Nodes writing the
 // same cell wait for each other's commit; the key order keeps them from waiting in a cycle.

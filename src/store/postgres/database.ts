@@ -113,7 +113,7 @@ async function refuseNewerSchema(sql: Sql, url: string): Promise<void> {
  * (same files, same `drizzle.__drizzle_migrations` table), but in one transaction that first takes
  * a transaction-level advisory lock: nodes starting together wait for it, then find nothing to do,
  * directly or through a pooler in transaction mode (where a session-level lock is held by whichever
- * server connection ran it, not by the node: docs/decisions.md).
+ * server connection ran it, not by the node: docs/decisions/2026-11-26-pgbouncer.md).
  */
 async function migrate(sql: Sql): Promise<void> {
   await transaction(sql, async (tx) => {

@@ -1,5 +1,5 @@
 // The PostgreSQL engine: a Store over one database that any number of nodes share
-// (docs/decisions.md, "The PostgreSQL engine: design").
+// (docs/decisions/2026-11-25-postgresql-engine.md).
 import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
@@ -41,7 +41,7 @@ function unavailable(e: unknown): string | null {
   if (typeof code !== "string") return null;
   // A pooler in transaction mode hands each transaction another server connection, which does not
   // know the statements postgres.js prepared on the last one.
-  if (code === "26000") return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: README "Scaling out")`;
+  if (code === "26000") return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: docs/postgresql.md)`;
   if (code === "25006") return `${message} (a standby: during a failover, or target_session_attrs=primary is missing from the URL)`;
   return UNAVAILABLE.test(code) || connectionLost(e) ? message : null;
 }

@@ -2,7 +2,7 @@
 // are read in three statements, the domain decides op by op against those rows as the batch changes
 // them, and the changes go back in a few set-wise statements. A batch's cost is then a handful of
 // round trips to the server whatever its size, where a statement per op made every report wait
-// for five (docs/performance.md, "PostgreSQL"). The batch holds the advisory locks of every
+// for five (docs/performance.md#postgresql-2026-11-26-issue-17). The batch holds the advisory locks of every
 // execution and install it names (writes.ts), so what it read stays true until it commits.
 import type { Sql } from "postgres";
 import type { SignatureSightings } from "../../domain/error-signature.ts";

@@ -1,4 +1,4 @@
-// The month partitions of `executions` (docs/decisions.md, "Large tables on PostgreSQL"): made
+// The month partitions of `executions` (docs/decisions/2026-11-26-postgresql-large-tables.md): made
 // when a write needs one, by whichever node gets there first, and dropped whole by retention.
 // A partition is created apart (LIKE executions) and then attached, which locks the parent in
 // SHARE UPDATE EXCLUSIVE mode only: writers and readers go on meanwhile (CREATE TABLE ...

@@ -1,4 +1,4 @@
-// Storage schema of the PostgreSQL engine (docs/decisions.md, "The PostgreSQL engine: design").
+// Storage schema of the PostgreSQL engine (docs/decisions/2026-11-25-postgresql-engine.md).
 // The same data as the SQLite schema, in PostgreSQL's types: times are bigint milliseconds since
 // the epoch, long texts are kept whole (TOAST compresses them); executions are partitioned by
 // month ("Large tables on PostgreSQL"), rollup cells are merged under their row locks by whichever
@@ -13,13 +13,12 @@ const ms = (name: string) => bigint(name, { mode: "number" });
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
 
 /**
- * Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id.
+ * Executions (docs/protocol.md#the-record): one row per attempt; an install is the rows sharing a random_id.
  * Partitioned by month of created_at (PARTITION BY RANGE, which Drizzle cannot express: the
  * migration that made it, 0006, is written by hand; partitions are named executions_pYYYYMM and
  * made by the engine as months come, src/store/postgres/partitions.ts). A unique index of a
  * partitioned table must hold the partition key, so execution ids are kept unique across months by
- * `executionIds`, which also finds an execution's or an install's rows (docs/decisions.md,
- * "Large tables on PostgreSQL").
+ * `executionIds`, which also finds an execution's or an install's rows (docs/decisions/2026-11-26-postgresql-large-tables.md).
  */
 export const executions = pgTable(
   "executions",

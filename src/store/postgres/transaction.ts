@@ -3,7 +3,7 @@
 // - PostgreSQL answers COMMIT of a transaction that failed along the way with ROLLBACK, not an
 //   error, and postgres.js's own `begin` does not look. Behind a pooler in transaction mode with
 //   prepared statements on, a COMMIT that met another server connection failed, was sent again,
-//   and "succeeded" as ROLLBACK: 3 of 63 acknowledged writes were not stored (docs/decisions.md).
+//   and "succeeded" as ROLLBACK: 3 of 63 acknowledged writes were not stored (docs/decisions/2026-11-26-pgbouncer.md).
 //   Here BEGIN, COMMIT and ROLLBACK go in the simple protocol (nothing prepared to lose) and a
 //   COMMIT answered ROLLBACK is an error, so nothing is acknowledged that was not committed.
 // - When the connection is lost (the server stopped, a failover), postgres.js 3.4 puts a released
@@ -61,8 +61,7 @@ export function markDown(): void {
  * While the servers are found unreachable, reads give up instead of waiting for the whole switch:
  * one in flight CONNECTION_WAIT_MS after it started (DOWN_WAIT_MS after the finding at least), one
  * starting then after DOWN_WAIT_MS, as a batch does. An answer of several reads in a row (the
- * summary: the fold mark, then the cells) so comes within the clients' 5 s (docs/decisions.md, "A
- * primary failover"). Other reads are left alone (a scan may take long: the read budget bounds it).
+ * summary: the fold mark, then the cells) so comes within the clients' 5 s (docs/decisions/2026-11-26-postgresql-failover.md). Other reads are left alone (a scan may take long: the read budget bounds it).
  */
 export function boundedWhileDown<T>(read: Promise<T>): Promise<T> {
   const started = Date.now();

@@ -1,5 +1,5 @@
 // The write side of the PostgreSQL engine: one transaction per batch, on any number of nodes at
-// once (docs/decisions.md, "The PostgreSQL engine: design"). A batch first locks every execution
+// once (docs/decisions/2026-11-25-postgresql-engine.md). A batch first locks every execution
 // and install it touches (advisory locks, in one order), so the domain's decisions see what is
 // stored as a single writer would; it merges its counts into the rollup cells before COMMIT.
 import type { Sql } from "postgres";

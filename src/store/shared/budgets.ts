@@ -1,7 +1,6 @@
 // Budgets of what is stored besides executions, the part both engines share: what the
 // rejected-reports log and held reports may cost, where a new log entry's body goes, how held
-// reports are kept, and the running totals' names (docs/decisions.md, "Hostile clients: budgets
-// and faults"). Each engine reads and writes its own rows and counters around these rules; their
+// reports are kept, and the running totals' names (docs/decisions/2026-11-24-budgets-and-faults.md). Each engine reads and writes its own rows and counters around these rules; their
 // totals are kept in the same transaction as the rows they count.
 //
 // The log, within `logBytes`:

@@ -1,6 +1,6 @@
 // Long error texts stored compressed. Current clients send the last lines of the install log
 // with every failure (~10 KiB); kept whole, they were four fifths of the database (2,490 bytes
-// per execution at 1M, docs/performance.md). A text longer than ERROR_HEAD characters keeps its
+// per execution at 1M, docs/performance.md#ingestion-bun-scriptsbench-ingestts). A text longer than ERROR_HEAD characters keeps its
 // head in `error`, where free-text search and exact grouping still see it, and the rest in
 // `error_rest`, zstd-compressed (log tails shrink 5-15x). Reads put the two back together.
 import type { Execution } from "../../domain/execution.ts";

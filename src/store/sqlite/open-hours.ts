@@ -1,5 +1,5 @@
 // Open hours: hours at or after the fold mark. Their hour cells live only here, in memory, app ->
-// bucket -> cell, and are stored when the fold job closes them (docs/decisions.md, "Open hours").
+// bucket -> cell, and are stored when the fold job closes them (docs/decisions/2026-11-21-open-hours-in-memory.md).
 // They are a function of the raw records, so the store recounts them whenever it cannot vouch for
 // them: at open, and after another connection wrote or moved the fold mark.
 import { failureSignatureId } from "../../domain/error-signature.ts";

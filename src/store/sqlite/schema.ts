@@ -6,7 +6,7 @@ import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 
-/** Executions (DESIGN.md 3b): one row per attempt; an install is the rows sharing a random_id. */
+/** Executions (docs/protocol.md#the-record): one row per attempt; an install is the rows sharing a random_id. */
 export const executions = sqliteTable(
   "executions",
   {

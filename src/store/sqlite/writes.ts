@@ -252,7 +252,7 @@ export function createSqliteWrites(
 
   /**
    * A repaired body is applied and kept raw in the log, with what its write came to; a duplicate
-   * changed nothing and is not logged, repaired or not (docs/decisions.md, "Duplicate start reports").
+   * changed nothing and is not logged, repaired or not (docs/decisions/2026-11-21-ingestion.md).
    */
   const logRepair = (op: Extract<ReportWrite, { raw: Uint8Array }>, result: WriteResult, randomId: string) => {
     if (op.repairs.length === 0 || result.kind === "duplicate") return;

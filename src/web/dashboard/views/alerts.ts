@@ -47,7 +47,7 @@ function alertsOff(): HTMLElement {
         "div",
         { id: "alerts-off" },
         h("p", {}, "Alerts are off on this server: it runs without an alerts file."),
-        h("p", { class: "muted" }, "Write rules and channels in a TOML file (the README's \"Alerts\" section has a complete example), check it with installstats alerts check <file>, and start the server with --alerts <file> (or INSTALLSTATS_ALERTS)."),
+        h("p", { class: "muted" }, "Write rules and channels in a TOML file (docs/alerts.md has a complete example), check it with installstats alerts check <file>, and start the server with --alerts <file> (or INSTALLSTATS_ALERTS)."),
       ),
       { wide: true },
     ),

@@ -40,6 +40,7 @@ apt_install() {
     fail "missing $*; install it (sudo apt-get install $*) or run npm test as root"
   fi
   command -v apt-get >/dev/null 2>&1 || fail "missing $*; this machine has no apt-get: install it by hand"
+  echo "test: installing $* with apt-get" >&2
   if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1; then
     apt-get update -qq >/dev/null 2>&1 || true
     # One at a time, so the line names the package that would not install.
@@ -50,7 +51,6 @@ apt_install() {
 }
 
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "test: installing ${missing[*]}" >&2
   apt_install "${missing[@]}"
 fi
 
@@ -62,7 +62,6 @@ ha=()
 command -v pg_autoctl >/dev/null 2>&1 || ha+=(pg-auto-failover-cli)
 [ -e "/usr/lib/postgresql/$pg_major/lib/pgautofailover.so" ] || ha+=("postgresql-$pg_major-auto-failover")
 if [ ${#ha[@]} -gt 0 ]; then
-  echo "test: installing ${ha[*]}" >&2
   apt_install "${ha[@]}"
 fi
 

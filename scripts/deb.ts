@@ -8,8 +8,8 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { ROOT, binaryToPackage, packageVersion } from "./dist.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
 export const DEB_ARCHES = ["amd64", "arm64"] as const;
 export type DebArch = (typeof DEB_ARCHES)[number];
 
@@ -87,13 +87,8 @@ if (import.meta.main) {
     console.error(`deb: --arch must be one of ${DEB_ARCHES.join(", ")}`);
     process.exit(2);
   }
-  let binary = values.binary;
-  if (!binary) {
-    binary = join(ROOT, "dist/installstats");
-    const b = Bun.spawnSync(["bun", join(ROOT, "scripts/build.ts"), "--outfile", binary], { stdout: "inherit", stderr: "inherit" });
-    if (b.exitCode !== 0) process.exit(1);
-  }
-  const version = values.version ?? (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+  const binary = binaryToPackage(values.binary);
+  const version = values.version ?? packageVersion();
   try {
     console.log(`built ${buildDeb({ binary, version, arch: arch as DebArch, out: values.out ?? join(ROOT, "dist") })}`);
   } catch (e) {

@@ -5,12 +5,12 @@
 // Usage: bun scripts/image.ts [--binary dist/installstats] [--tag installstats:<version>] [--oci-archive file.tar]
 // Without --binary it builds dist/installstats first. --oci-archive also saves the image as an OCI
 // archive (podman load -i file.tar). Needs podman (Debian: apt-get install podman runc).
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
+import { ROOT, binaryToPackage, packageVersion } from "./dist.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
 /** The service user inside the image (no name clash with a host user matters: it is only a number). */
 export const IMAGE_UID = 10001;
 
@@ -83,17 +83,12 @@ export function buildImage(opts: { binary: string; tag: string; version: string;
 
 if (import.meta.main) {
   const { values } = parseArgs({ args: Bun.argv.slice(2), options: { binary: { type: "string" }, tag: { type: "string" }, "oci-archive": { type: "string" } } });
-  const version = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+  const version = packageVersion();
   if (!Bun.which("podman")) {
     console.error("image: podman is not installed; install it (Debian: apt-get install podman runc)");
     process.exit(2);
   }
-  let binary = values.binary;
-  if (!binary) {
-    binary = join(ROOT, "dist/installstats");
-    const b = Bun.spawnSync(["bun", join(ROOT, "scripts/build.ts"), "--outfile", binary], { stdout: "inherit", stderr: "inherit" });
-    if (b.exitCode !== 0) process.exit(1);
-  }
+  const binary = binaryToPackage(values.binary);
   const tag = values.tag ?? `installstats:${version}`;
   try {
     const id = buildImage({ binary, tag, version, ociArchive: values["oci-archive"] });

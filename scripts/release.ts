@@ -16,9 +16,9 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { buildDeb, type DebArch } from "./deb.ts";
+import { ROOT, packageVersion } from "./dist.ts";
 import { buildImage } from "./image.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
 const TARGETS = ["linux-x64", "linux-arm64"] as const;
 type Target = (typeof TARGETS)[number];
 const DEB_ARCH: Record<Target, DebArch> = { "linux-x64": "amd64", "linux-arm64": "arm64" };
@@ -44,7 +44,7 @@ const targets = (values.targets ?? TARGETS.join(",")).split(",").map((t) => t.tr
 for (const t of targets) if (!(TARGETS as readonly string[]).includes(t)) fail(`unknown target ${t}; one of ${TARGETS.join(", ")}`);
 const out = values.out ?? join(ROOT, "dist/release");
 
-const version = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+const version = packageVersion();
 const changelog = readFileSync(join(ROOT, "CHANGELOG.md"), "utf8");
 if (!new RegExp(`^## \\[?${version.replaceAll(".", "\\.")}\\b`, "m").test(changelog)) fail(`CHANGELOG.md has no section for ${version} ("## ${version}"); write it first`);
 

@@ -3,9 +3,9 @@
 import { settingsReference } from "../src/config.ts";
 import { COMMANDS } from "../src/cli/commands.ts";
 
-/** A table cell: pipes escaped, so a `|` in a help text does not split the cell. */
-const cell = (text: string): string => text.replaceAll("|", "\\|");
-const code = (text: string): string => `\`${cell(text)}\``;
+/** Text in a table cell or a line: pipes escaped (a `|` would split the cell), `<file>` kept visible (not an HTML tag). */
+const cell = (text: string): string => text.replaceAll("|", "\\|").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+const code = (text: string): string => `\`${text.replaceAll("|", "\\|")}\``;
 
 export function renderConfigurationPage(): string {
   const settings = settingsReference();
@@ -18,7 +18,7 @@ export function renderConfigurationPage(): string {
     return [
       `### ${c.name}`,
       "",
-      `\`installstats ${c.name}${c.args ? ` ${c.args}` : ""} [options]\`: ${c.summary}.`,
+      `\`installstats ${c.name}${c.args ? ` ${c.args}` : ""} [options]\`: ${cell(c.summary)}.`,
       "",
       ...(own.length > 0 ? ["| option | meaning |", "|---|---|", ...own, ""] : []),
       `Settings: ${used === "" ? "none" : used}.`,

@@ -1,10 +1,11 @@
 // Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
 import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
 import {
-  SCANNED, breakdown, decompose, errorCounts, foldRecords, intervalStart, plan, summarize, timeseries,
+  SCANNED, breakdown, decompose, errorCounts, finishedByValue, foldRecords, intervalStart, plan, summarize, timeseries,
   type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
 } from "./aggregate.ts";
 import { GRAINS, type RollupPart } from "../domain/rollup.ts";
+import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
 
 type Source = "rollup" | "scan";
 
@@ -48,6 +49,13 @@ export function createStats(store: StoreReads) {
       const spans = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
       const r = await read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
       return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
+    },
+
+    /** Dimension values over-represented among the window's failures (domain/drivers.ts). */
+    async drivers(f: ExecutionFilter, w: Window, minRuns: number) {
+      const r = await read(f, w, { kind: "drivers" }, ["data"], spansOf(w), whole);
+      const { total, values } = finishedByValue(r.cells, driverDimensions(f.nsapp !== undefined));
+      return { source: r.source, ...rankDrivers(total, values, minRuns) };
     },
 
     /** Failed installs by error signature, with what is known of each signature. */

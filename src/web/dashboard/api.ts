@@ -1,8 +1,8 @@
 // The read API as the dashboard calls it. Response types come from the server's schemas.
 import type { ExecutionRecord, InstallDetail } from "../../read/record.ts";
-import type { BreakdownResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../read/routes.ts";
+import type { BreakdownResponse, DriversResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../read/routes.ts";
 
-export type { BreakdownResponse, ErrorsResponse, InstallDetail, InstallPageResponse, ExecutionRecord, SummaryResponse, TimeseriesResponse };
+export type { BreakdownResponse, DriversResponse, ErrorsResponse, InstallDetail, InstallPageResponse, ExecutionRecord, SummaryResponse, TimeseriesResponse };
 
 const TOKEN_KEY = "installstats.readToken";
 /**
@@ -45,6 +45,7 @@ export const api = {
   breakdown: (p: URLSearchParams, s?: AbortSignal) => getJson<BreakdownResponse>("/api/stats/breakdown", p, s),
   timeseries: (p: URLSearchParams, s?: AbortSignal) => getJson<TimeseriesResponse>("/api/stats/timeseries", p, s),
   errors: (p: URLSearchParams, s?: AbortSignal) => getJson<ErrorsResponse>("/api/stats/errors", p, s),
+  drivers: (p: URLSearchParams, s?: AbortSignal) => getJson<DriversResponse>("/api/stats/drivers", p, s),
   installs: (p: URLSearchParams, s?: AbortSignal) => getJson<InstallPageResponse>("/api/installs", p, s),
   install: (id: string, s?: AbortSignal) => getJson<InstallDetail>(`/api/installs/${encodeURIComponent(id)}`, undefined, s),
 };

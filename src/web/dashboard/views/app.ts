@@ -7,11 +7,12 @@ import type { ViewContext, ViewRender } from "../view.ts";
 import { cards, emptyState, panel } from "../widgets.ts";
 import { breakdownBars, failureBars, failureTrend, fetchBreakdown, fetchTimeseries, notSucceeded, outcomeChart } from "./common.ts";
 import { explainExitCode } from "../../../domain/exit-codes.ts";
+import { driversPanel, fetchDrivers } from "../drivers.ts";
 
 export const appView: ViewRender = async (s, ctx) => {
   const nsapp = s.filters.nsapp;
   if (!nsapp) return { title: "Apps", node: await appPicker(s, ctx) };
-  const [sum, ts, os, pve, method, errors, codes] = await Promise.all([
+  const [sum, ts, os, pve, method, errors, codes, drivers] = await Promise.all([
     api.summary(apiParams(s), ctx.signal),
     fetchTimeseries(s, ctx),
     fetchBreakdown(s, ctx, "os", { limit: 8 }),
@@ -19,6 +20,7 @@ export const appView: ViewRender = async (s, ctx) => {
     fetchBreakdown(s, ctx, "method", { limit: 8 }),
     api.errors(apiParams(s, { limit: 10 }), ctx.signal),
     fetchBreakdown(s, ctx, "exit_code", { limit: 10 }),
+    fetchDrivers(s, ctx),
   ]);
   const installsOf = (outcome?: "failed") => ctx.href({ view: "installs", filters: { ...s.filters, ...(outcome ? { outcome } : {}) } });
   const node = h(
@@ -35,6 +37,7 @@ export const appView: ViewRender = async (s, ctx) => {
     h(
       "div",
       { class: "grid" },
+      driversPanel(drivers, nsapp, s, ctx),
       panel("Installs over time", outcomeChart(ts, ctx, `Installs of ${nsapp} per ${ts.interval} by outcome`, s.filters), { wide: true }),
       panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate of ${nsapp} per ${ts.interval}`, s.filters), { wide: true }),
       panel("OS versions", breakdownBars(os, s, ctx)),

@@ -110,6 +110,9 @@ const Errors = t.Object(
         first_seen: t.Nullable(t.String({ format: "date-time" })),
         last_seen: t.Nullable(t.String({ format: "date-time" })),
         example: t.Nullable(t.String()),
+        issue: t.Nullable(
+          t.Object({ tracker: t.String(), repo: t.String(), number: t.Integer(), url: t.String() }, { description: "the tracker issue this signature is linked to (admin: POST /api/admin/issues/{signature})" }),
+        ),
       }),
     ),
   },

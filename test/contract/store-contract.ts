@@ -1964,18 +1964,18 @@ export function storeContract(factory: EngineFactory): void {
 
       test("listing: every link newest first, or those of some signatures; forget removes a link or a claim", async () => {
         const store = await freshStore();
-        const sigs = ["1111111111111111", "2222222222222222", "3333333333333333"];
+        const sigs = ["1111111111111111", "2222222222222222", "3333333333333333"] as const;
         for (const [i, sig] of sigs.entries()) {
           await claim(store, "a", T + i, sig);
           await settle(store, "a", issue(i + 1, i === 1 ? "found" : "created"), T + 100 + i, sig);
         }
         await claim(store, "a", T, "4444444444444444");
         expect((await store.issueLinks()).map((l) => [l.signature, l.number, l.how])).toEqual([[sigs[2], 3, "created"], [sigs[1], 2, "found"], [sigs[0], 1, "created"]]);
-        expect((await store.issueLinks([sigs[0]!, "4444444444444444", "ffffffffffffffff"])).map((l) => l.signature)).toEqual([sigs[0]]);
+        expect((await store.issueLinks([sigs[0], "4444444444444444", "ffffffffffffffff"])).map((l) => l.signature)).toEqual([sigs[0]]);
         expect(await store.issueLinks([])).toEqual([]);
-        expect(await one(store, { kind: "issue-forget", signature: sigs[1]!, at: T })).toEqual({ kind: "issue-forgotten", found: true });
+        expect(await one(store, { kind: "issue-forget", signature: sigs[1], at: T })).toEqual({ kind: "issue-forgotten", found: true });
         expect(await one(store, { kind: "issue-forget", signature: "4444444444444444", at: T })).toEqual({ kind: "issue-forgotten", found: true });
-        expect(await one(store, { kind: "issue-forget", signature: sigs[1]!, at: T })).toEqual({ kind: "issue-forgotten", found: false });
+        expect(await one(store, { kind: "issue-forget", signature: sigs[1], at: T })).toEqual({ kind: "issue-forgotten", found: false });
         expect((await store.issueLinks()).map((l) => l.signature)).toEqual([sigs[2], sigs[0]]);
         // A forgotten signature can be claimed and linked anew.
         expect(await claim(store, "b", T + 500, sigs[1])).toEqual({ kind: "issue-claimed" });

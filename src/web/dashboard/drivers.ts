@@ -26,7 +26,7 @@ export async function fetchDrivers(s: DashState, ctx: ViewContext): Promise<Driv
 type Driver = DriversResponse["drivers"][number];
 
 /** A dimension value in words: "PVE 9.0.9", "kernel 6.14.8-2-pve", "4 cores". */
-export function valueWords(dimension: string, value: string): string {
+function valueWords(dimension: string, value: string): string {
   switch (dimension) {
     case "pve_version": return value.startsWith("incus") ? value.replace(/^incus-?/, "Incus ") : `PVE ${value}`;
     case "kernel_version": return `kernel ${value}`;
@@ -51,7 +51,7 @@ export function valueWords(dimension: string, value: string): string {
 }
 
 /** "jellyfin failures: 80% on PVE 9.0.9, which carries 25% of its runs." */
-export function driverSentence(subject: string | null, d: Driver): string {
+function driverSentence(subject: string | null, d: Driver): string {
   const whose = subject === null ? "" : "its ";
   return `${subject === null ? "Failures" : `${subject} failures`}: ${percent(d.share_of_failed, 0)} on ${valueWords(d.dimension, d.value)}, which carries ${percent(d.share_of_runs, 0)} of ${whose}runs.`;
 }

@@ -86,7 +86,7 @@ for (const [kind, fakeKind, name] of [["github", "github", "GitHub"], ["gitea", 
       const p = res.body as { tracker: { kind: string; repo: string; api_url: string }; link: unknown; existing: unknown; issue: { title: string; body: string; labels: string[] } };
       expect(p.tracker).toMatchObject({ kind, repo: `${OWNER}/${REPO}` });
       expect([p.link, p.existing]).toEqual([null, null]);
-      expect(p.issue.title).toBe(`jellyfin: ${explainExitCode(100)} (exit 100)`);
+      expect(p.issue.title).toBe(`jellyfin: exit 100, ${explainExitCode(100)}`);
       const body = p.issue.body;
       // App, exit code and category, counts, first and last seen, spread, drivers, sample, marker.
       expect(body).toContain("| App | `jellyfin` |");

@@ -107,7 +107,7 @@ function subject(f: IssueFacts): string {
 
 export function issueTitle(f: IssueFacts): string {
   const c = mainCode(f);
-  const what = c !== null ? `${explainExitCode(c)} (exit ${c})` : (f.signature.text ?? "failure").slice(0, 100);
+  const what = c !== null ? `exit ${c}, ${explainExitCode(c)}` : maskSample((f.signature.text ?? "failure").slice(0, 100));
   const title = `${subject(f)}: ${what}`.replace(/\s+/g, " ").trim();
   return title.length > MAX_TITLE ? `${title.slice(0, MAX_TITLE - 1)}…` : title;
 }

@@ -8,6 +8,7 @@ import { cards, emptyState, panel } from "../widgets.ts";
 import { breakdownBars, failureBars, failureTrend, fetchBreakdown, fetchTimeseries, notSucceeded, outcomeChart } from "./common.ts";
 import { explainExitCode } from "../../../domain/exit-codes.ts";
 import { driversPanel, fetchDrivers } from "../drivers.ts";
+import { issueCell } from "./failures.ts";
 
 export const appView: ViewRender = async (s, ctx) => {
   const nsapp = s.filters.nsapp;
@@ -63,7 +64,8 @@ export const appView: ViewRender = async (s, ctx) => {
                   "li",
                   {},
                   h("a", { href: ctx.href({ view: "installs", filters: s.filters, signature: e.id }), "data-nav": true, class: "mono" }, e.signature ?? e.id),
-                  h("span", { class: "muted" }, ` ${count(e.count)} × · last ${e.last_seen ? dateTime(e.last_seen) : "–"}`),
+                  h("span", { class: "muted" }, ` ${count(e.count)} × · last ${e.last_seen ? dateTime(e.last_seen) : "–"} · `),
+                  issueCell(e, ctx),
                 ),
               ),
             ),

@@ -163,6 +163,12 @@ function commandTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: 
   );
 }
 
+/** The signature's issue in the tracker, or the way to open (or find) it: an admin action. */
+export function issueCell(sig: ErrorsResponse["signatures"][number], ctx: ViewContext): HTMLElement {
+  if (sig.issue) return h("a", { href: sig.issue.url, class: "issue-link", rel: "noopener noreferrer", target: "_blank", title: `${sig.issue.tracker} ${sig.issue.repo}` }, `#${sig.issue.number}`);
+  return h("a", { href: ctx.href({ view: "issue", signature: sig.id }), "data-nav": true, class: "open-issue", title: "preview the issue for this signature (admin)" }, "Open issue…");
+}
+
 function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTMLElement {
   if (e.signatures.length === 0) return emptyState("No failures with an error text in this window.");
   return h(
@@ -171,7 +177,7 @@ function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTML
     h(
       "table",
       { class: "data signatures" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Error signature"), h("th", { scope: "col", class: "num" }, "Count"), h("th", { scope: "col", class: "num" }, "Share"), h("th", { scope: "col" }, "Apps"), h("th", { scope: "col" }, "Last seen"))),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Error signature"), h("th", { scope: "col", class: "num" }, "Count"), h("th", { scope: "col", class: "num" }, "Share"), h("th", { scope: "col" }, "Apps"), h("th", { scope: "col" }, "Last seen"), h("th", { scope: "col" }, "Issue"))),
       h(
         "tbody",
         {},
@@ -195,6 +201,7 @@ function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTML
               sig.apps.length > apps.length ? h("span", { class: "muted" }, ` +${sig.apps.length - apps.length}`) : null,
             ),
             h("td", { class: "nowrap" }, sig.last_seen ? dateTime(sig.last_seen) : "–"),
+            h("td", { class: "nowrap" }, issueCell(sig, ctx)),
           );
         }),
       ),

@@ -42,23 +42,7 @@ export const adminView: ViewRender = async (s, ctx) => {
   const node = h(
     "div",
     { class: "view admin" },
-    h(
-      "div",
-      { class: "app-head" },
-      h("h2", {}, "Rejected reports"),
-      h(
-        "button",
-        {
-          type: "button",
-          id: "forget-admin-token",
-          onclick: (() => {
-            saveAdminToken(null);
-            ctx.reload();
-          }) as EventListener,
-        },
-        "Forget the admin token",
-      ),
-    ),
+    adminHead("Rejected reports", ctx),
     h(
       "p",
       { class: "muted" },
@@ -201,6 +185,16 @@ function describe(s: ReplaySummary): HTMLElement {
     s.skipped > 0 ? `; ${count(s.skipped)} replayed before, not tried again` : "",
     ".",
   );
+}
+
+/** A view's heading, with the button that forgets this tab's admin token. */
+export function adminHead(title: string, ctx: ViewContext): HTMLElement {
+  const forget = h("button", { type: "button", id: "forget-admin-token" }, "Forget the admin token");
+  forget.addEventListener("click", () => {
+    saveAdminToken(null);
+    ctx.reload();
+  });
+  return h("div", { class: "app-head" }, h("h2", {}, title), forget);
 }
 
 const LOG_NEEDS = { what: "The rejected-reports log", submit: "Show the log" };

@@ -1,13 +1,13 @@
 // Acting on a failure: the issue for one error signature, previewed (and editable) before it is
 // sent to the script collection's tracker; or the issue it is linked to already, or one the
 // tracker has naming it. Behind the admin token, asked for here and kept for this tab only.
-import { ApiError, adminToken, issuesApi, saveAdminToken, type IssueLinkJson, type IssuePreview } from "../api.ts";
+import { ApiError, adminToken, issuesApi, type IssueLinkJson, type IssuePreview } from "../api.ts";
 import { h, replace } from "../dom.ts";
 import { instantUtc } from "../format.ts";
 import { apiParams, rangeLabel, type DashState } from "../state.ts";
 import type { ViewContext, ViewRender } from "../view.ts";
 import { copyText, emptyState, panel } from "../widgets.ts";
-import { adminOff, adminTokenForm } from "./admin.ts";
+import { adminHead, adminOff, adminTokenForm } from "./admin.ts";
 
 const NEEDS = { what: "Opening an issue from an error signature", submit: "Show the issue" };
 const TRACKER_NAMES: Record<string, string> = { github: "GitHub", gitea: "Gitea", forgejo: "Forgejo" };
@@ -28,23 +28,7 @@ export const issueView: ViewRender = async (s, ctx) => {
     throw e;
   }
   const back = h("a", { href: ctx.href({ view: "failures", signature: null }), "data-nav": true }, "← Failures");
-  const head = h(
-    "div",
-    { class: "app-head" },
-    h("h2", {}, "Issue for an error signature"),
-    h(
-      "button",
-      {
-        type: "button",
-        id: "forget-admin-token",
-        onclick: (() => {
-          saveAdminToken(null);
-          ctx.reload();
-        }) as EventListener,
-      },
-      "Forget the admin token",
-    ),
-  );
+  const head = adminHead("Issue for an error signature", ctx);
   const said = lastSend?.signature === signature ? h("p", { class: "notice", role: "status", id: "issue-sent" }, lastSend.text) : null;
   const body = p.link ? linkedPanel(p.link, ctx, signature) : p.tracker === null ? offPanel(p) : p.existing ? existingPanel(p, s, ctx, signature) : sendPanel(p, s, ctx, signature);
   return { title: "Issue", node: h("div", { class: "view issue" }, head, back, said, body) };

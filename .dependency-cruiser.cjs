@@ -8,7 +8,7 @@ const LAYERS = [
   ["src/store/"],
   ["src/http/"],
   ["src/ingest/", "src/read/"],
-  ["src/maintenance/", "src/transfer/", "src/seed/", "src/web/", "src/alerts/", "src/relay/"],
+  ["src/maintenance/", "src/transfer/", "src/seed/", "src/web/", "src/alerts/", "src/relay/", "src/issues/"],
   ["src/app\\.ts$"],
   ["src/runtime\\.ts$"],
   ["src/cli/"],

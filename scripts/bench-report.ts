@@ -154,6 +154,13 @@ async function postgresBench(size: number): Promise<Bench> {
   };
 }
 
+/** The drivers' counts as SQL over the raw records: finished runs and failures per value, one GROUP BY per dimension. */
+const DRIVER_COLUMNS = ["pve_version", "kernel_version", "os_type || ' ' || os_version", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "core_count", "ram_size", "type", "ct_type", "method", "platform", "repo_source", "repo_slug", "attempt"];
+const driversScan = (where: string, extra: string[] = []) =>
+  [...DRIVER_COLUMNS, ...extra]
+    .map((c, i) => `SELECT ${i} AS d, CAST(${c} AS text) AS v, sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS f, count(*) AS n FROM executions WHERE ${where} AND outcome IN ('success', 'failed') GROUP BY 2`)
+    .join(" UNION ALL ");
+
 for (const size of sizes) {
   const b = engineName === "postgres" ? await postgresBench(size) : sqliteBench(join(values.dir!, `seed-${size}.db`));
   const { engine } = b;
@@ -204,6 +211,8 @@ for (const size of sizes) {
       ["timeseries by day", `/api/stats/timeseries?interval=day&${w}`, `SELECT created_at / 86400000, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY 1, 2`],
       ["error signatures", `/api/stats/errors?${w}`, `SELECT error, count(*) FROM executions WHERE outcome = 'failed' AND created_at >= ${from} AND created_at < ${to} GROUP BY error`],
       [`one app (${topApp}) summary`, `/api/stats/summary?nsapp=${topApp}&${w}`, `SELECT outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
+      ["failure drivers", `/api/stats/drivers?${w}`, driversScan(`created_at >= ${from} AND created_at < ${to}`)],
+      [`one app (${topApp}) failure drivers`, `/api/stats/drivers?nsapp=${topApp}&${w}`, driversScan(`nsapp = '${topApp}' AND created_at >= ${from} AND created_at < ${to}`, ["app_version"])],
     ];
     for (const [name, path, scanSql] of questions) {
       const [first] = await timeAsync(() => coldGet(path), 1);

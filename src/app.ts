@@ -29,6 +29,8 @@ import type { Alerts } from "./alerts/alerts.ts";
 import { alertRoutes } from "./alerts/routes.ts";
 import type { Relay } from "./relay/relay.ts";
 import { relayRoutes } from "./relay/routes.ts";
+import type { Issues } from "./issues/issues.ts";
+import { issueRoutes } from "./issues/routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -45,6 +47,8 @@ export interface AppDeps {
   alerts?: Alerts | null;
   /** The relay to an upstream collector: its state (/healthz, admin API). */
   relay: Pick<Relay, "health">;
+  /** Issues opened in the script collection's tracker from error signatures (admin API). */
+  issues: Issues;
 }
 
 export function createApp(deps: AppDeps) {
@@ -138,7 +142,8 @@ export function createApp(deps: AppDeps) {
     .use(config.publicStats ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls }) : new Elysia())
     .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
     .use(alertRoutes({ alerts: deps.alerts ?? null, clock }))
-    .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }));
+    .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }))
+    .use(issueRoutes({ issues: deps.issues, clock }));
 }
 
 interface SchemaLike {

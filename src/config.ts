@@ -4,6 +4,10 @@ import { HOUR } from "./domain/time.ts";
 
 export type Durability = "full" | "normal";
 
+/** Issue trackers of a script collection the dashboard can open issues in (src/issues/). */
+const TRACKERS = ["github", "gitea", "forgejo"] as const;
+export type TrackerKind = (typeof TRACKERS)[number];
+
 export interface Config {
   host: string;
   port: number;
@@ -80,6 +84,18 @@ export interface Config {
   relayTimeoutMs: number;
   /** Requests per second to the upstream at most (per node); 0 = no limit. */
   relayRate: number;
+  /** The script collection's issue tracker, where issues are opened from error signatures; null = off. */
+  tracker: TrackerKind | null;
+  /** Its API address; null = https://api.github.com for github (gitea and forgejo need one: the server's address). */
+  trackerUrl: string | null;
+  /** owner/name of the repository issues are opened in. */
+  trackerRepo: string | null;
+  /** The tracker's token: from the environment only (a flag would show in the process list). */
+  trackerToken: string | null;
+  /** A file holding only the token (a systemd credential, a docker secret), read at each use; wins over trackerToken. */
+  trackerTokenFile: string | null;
+  /** Labels new issues get, by name; names the tracker does not have are left out (gitea, forgejo) and said so. */
+  trackerLabels: string[];
 }
 
 
@@ -131,10 +147,16 @@ export const defaults: Config = {
   relayTimeoutMs: 10_000,
   // The community's service allows 300 reports a minute per address (burst 60): stay below it.
   relayRate: 4,
+  tracker: null,
+  trackerUrl: null,
+  trackerRepo: null,
+  trackerToken: null,
+  trackerTokenFile: null,
+  trackerLabels: [],
 };
 
 type Key = keyof Config;
-type Kind = "text" | "optional-text" | "optional-url" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level";
+type Kind = "text" | "optional-text" | "optional-url" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level" | "tracker" | "repo";
 
 interface Option {
   key: Key;
@@ -146,6 +168,8 @@ interface Option {
   unset?: string;
   /** The manual's page (and section) that says more, relative to docs/. */
   see?: string;
+  /** Read from the environment only, never from the command line (where every user's `ps` shows it), and never shown. */
+  secret?: true;
 }
 
 /**
@@ -198,6 +222,12 @@ const options: readonly Option[] = [
   { key: "relayMaxBytes", flag: "relay-max-outbox", env: "INSTALLSTATS_RELAY_MAX_OUTBOX", kind: "size", help: "bytes of reports waiting for the upstream; past it the oldest are dropped (counted); accepts 64m, 1g", see: "relay.md#the-bound-the-oldest-are-dropped" },
   { key: "relayTimeoutMs", flag: "relay-timeout", env: "INSTALLSTATS_RELAY_TIMEOUT", kind: "duration", help: "longest one request to the upstream may take before it counts as failed (e.g. 10s)", see: "relay.md#settings" },
   { key: "relayRate", flag: "relay-rate", env: "INSTALLSTATS_RELAY_RATE", kind: "count", help: "requests per second to the upstream at most, per node; 0 = no limit", see: "relay.md#settings" },
+  { key: "tracker", flag: "tracker", env: "INSTALLSTATS_TRACKER", kind: "tracker", help: "issue tracker of the script collection, to open issues from error signatures in the dashboard: github | gitea | forgejo", unset: "off", see: "api.md#issues-from-error-signatures-admin" },
+  { key: "trackerUrl", flag: "tracker-url", env: "INSTALLSTATS_TRACKER_URL", kind: "optional-url", help: "the tracker's address: for gitea and forgejo the server (e.g. https://codeberg.org); for github https://api.github.com unless GitHub Enterprise (https://HOST/api/v3)" },
+  { key: "trackerRepo", flag: "tracker-repo", env: "INSTALLSTATS_TRACKER_REPO", kind: "repo", help: "owner/name of the repository issues are opened in (e.g. community-scripts/ProxmoxVE)" },
+  { key: "trackerToken", flag: "tracker-token", env: "INSTALLSTATS_TRACKER_TOKEN", kind: "optional-text", help: "token of the tracker (environment only; or --tracker-token-file)", secret: true },
+  { key: "trackerTokenFile", flag: "tracker-token-file", env: "INSTALLSTATS_TRACKER_TOKEN_FILE", kind: "optional-text", help: "file holding only the tracker's token (a systemd credential, a docker secret), read at each use" },
+  { key: "trackerLabels", flag: "tracker-labels", env: "INSTALLSTATS_TRACKER_LABELS", kind: "list", help: "labels new issues get, comma-separated (e.g. bug,telemetry); names the tracker does not have are left out" },
 ];
 
 export class ConfigError extends Error {}
@@ -252,6 +282,12 @@ function coerce(o: Option, raw: string, source: string): Config[Key] {
       return parseBool(raw) ?? fail("must be true or false");
     case "durability":
       return raw === "full" || raw === "normal" ? raw : fail("must be full or normal");
+    case "tracker":
+      if (raw.trim() === "") return null;
+      return TRACKERS.find((k) => k === raw.trim().toLowerCase()) ?? fail(`must be one of ${TRACKERS.join(", ")}`);
+    case "repo":
+      if (raw.trim() === "") return null;
+      return /^[\w.-]+\/[\w.-]+$/.test(raw.trim()) ? raw.trim() : fail("must be owner/name, such as community-scripts/ProxmoxVE");
     case "level":
       return LEVELS.find((l) => l === raw) ?? fail(`must be one of ${LEVELS.join(", ")}`);
     case "list":
@@ -282,13 +318,16 @@ export type SettingKey = Key;
 /** Every setting's key, in the order of `--help`. */
 export const SETTINGS: readonly SettingKey[] = options.map((o) => o.key);
 
-/** The command-line flag of a setting, without dashes ("max-body"). */
-export const flagOf = (key: SettingKey): string => options.find((o) => o.key === key)!.flag;
+/** The command-line flag of a setting, without dashes ("max-body"); null for a secret (environment only). */
+export const flagOf = (key: SettingKey): string | null => {
+  const o = options.find((x) => x.key === key)!;
+  return o.secret ? null : o.flag;
+};
 
 export function loadConfig(flags: Partial<Record<string, string | boolean | undefined>>, env: Record<string, string | undefined>): Config {
   const config: Config = { ...defaults };
   for (const o of options) {
-    const flag = flags[o.flag];
+    const flag = o.secret ? undefined : flags[o.flag];
     const raw = typeof flag === "string" ? flag : env[o.env];
     if (raw === undefined) continue;
     const source = typeof flag === "string" ? `--${o.flag}` : o.env;
@@ -314,9 +353,33 @@ function shown(o: Option): string {
 export function settingsHelp(keys: readonly SettingKey[]): { flag: string; text: string }[] {
   return options
     .filter((o) => keys.includes(o.key))
-    .map((o) => ({ flag: `--${o.flag}`, text: `${o.help} [${o.env}, default ${shown(o)}]` }));
+    .map((o) => (o.secret ? { flag: o.env, text: `${o.help} [environment only, default unset]` } : { flag: `--${o.flag}`, text: `${o.help} [${o.env}, default ${shown(o)}]` }));
+}
+
+/** The tracker issues are opened in, checked as a whole; null when off. */
+export interface TrackerSettings {
+  kind: TrackerKind;
+  /** The API's base: https://api.github.com, https://HOST/api/v3, or a gitea/forgejo server's address with /api/v1. */
+  apiUrl: string;
+  repo: string;
+  token: { env: string } | { file: string };
+  labels: string[];
+}
+
+/** The tracker settings, or a ConfigError naming what is missing (one line, with the fix). */
+export function trackerOf(config: Config): TrackerSettings | null {
+  if (config.tracker === null) return null;
+  const kind = config.tracker;
+  if (config.trackerRepo === null) throw new ConfigError(`INSTALLSTATS_TRACKER=${kind} needs the repository issues go to: set --tracker-repo (INSTALLSTATS_TRACKER_REPO) to owner/name`);
+  let apiUrl: string;
+  if (kind === "github") apiUrl = config.trackerUrl ?? "https://api.github.com";
+  else if (config.trackerUrl === null) throw new ConfigError(`INSTALLSTATS_TRACKER=${kind} needs the server's address: set --tracker-url (INSTALLSTATS_TRACKER_URL), e.g. https://codeberg.org`);
+  else apiUrl = config.trackerUrl.endsWith("/api/v1") ? config.trackerUrl : `${config.trackerUrl}/api/v1`;
+  const token = config.trackerTokenFile !== null ? { file: config.trackerTokenFile } : config.trackerToken !== null ? { env: config.trackerToken } : null;
+  if (token === null) throw new ConfigError(`INSTALLSTATS_TRACKER=${kind} needs a token: set INSTALLSTATS_TRACKER_TOKEN, or --tracker-token-file (INSTALLSTATS_TRACKER_TOKEN_FILE) to a file holding it`);
+  return { kind, apiUrl, repo: config.trackerRepo, token, labels: config.trackerLabels };
 }
 
 /** Every setting as the manual lists it (scripts/docs-config.ts writes docs/configuration.md from it). */
 export const settingsReference = (): { key: SettingKey; flag: string; env: string; default: string; help: string; see: string | null }[] =>
-  options.map((o) => ({ key: o.key, flag: `--${o.flag}`, env: o.env, default: shown(o), help: o.help, see: o.see ?? null }));
+  options.map((o) => ({ key: o.key, flag: o.secret ? "(environment only)" : `--${o.flag}`, env: o.env, default: shown(o), help: o.help, see: o.see ?? null }));

@@ -18,7 +18,7 @@ const BUILD = typeof INSTALLSTATS_BUILD === "string" ? INSTALLSTATS_BUILD : "";
 function optionOwners(): Map<string, string[]> {
   const owners = new Map<string, string[]>();
   for (const c of COMMANDS) {
-    for (const name of [...Object.keys(c.flags ?? {}), ...c.settings.map(flagOf)]) owners.set(name, [...(owners.get(name) ?? []), c.name]);
+    for (const name of [...Object.keys(c.flags ?? {}), ...c.settings.map(flagOf).filter((f) => f !== null)]) owners.set(name, [...(owners.get(name) ?? []), c.name]);
   }
   return owners;
 }
@@ -40,7 +40,10 @@ async function run(argv: string[]): Promise<number> {
     throw new UsageError(`unknown command "${first}"; ${guess ? `did you mean ${guess}? (` : ""}see installstats --help${guess ? ")" : ""}`);
   }
   const options: Record<string, OptionSpec> = { help: { type: "boolean", short: "h" } };
-  for (const key of command.settings) options[flagOf(key)] = { type: "string" };
+  for (const key of command.settings) {
+    const flag = flagOf(key);
+    if (flag !== null) options[flag] = { type: "string" };
+  }
   for (const [name, f] of Object.entries(command.flags ?? {})) options[name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
   const { values: flags, positionals } = parseCommandLine(named ? argv.slice(1) : argv, options, { command: command.name, elsewhere: optionOwners() });
   if (flags.help) {

@@ -1,7 +1,7 @@
 // The one composition root: config -> engine -> writer -> maintenance -> app. `serve`, the test
 // helpers and the scripts all build the service here, so it is wired the same way everywhere.
 import { createApp } from "./app.ts";
-import { readReplicaOf, type Config } from "./config.ts";
+import { readReplicaOf, trackerOf, type Config } from "./config.ts";
 import { OUTCOMES } from "./domain/outcome.ts";
 import { Gauge, createMetrics, registerStorageMetrics } from "./http/metrics.ts";
 import type { Logger } from "./log.ts";
@@ -16,6 +16,8 @@ import { createWriter } from "./store/writer.ts";
 import { createAlerts } from "./alerts/alerts.ts";
 import type { AlertsConfig } from "./alerts/rules.ts";
 import { createRelay } from "./relay/relay.ts";
+import { createIssues } from "./issues/issues.ts";
+import { createTracker } from "./issues/tracker.ts";
 
 export interface RuntimeEnv {
   clock: () => number;
@@ -34,6 +36,8 @@ export interface RuntimeEnv {
 /** `engine` is opened from config.db unless given (tests pass one they can look underneath). */
 export async function createRuntime(config: Config, env: RuntimeEnv, given?: Engine) {
   const { clock, log, version } = env;
+  // A tracker configured by halves stops the start, before the database is opened (one line, with the fix).
+  const trackerSettings = trackerOf(config);
   const engine =
     given ??
     (await openEngine(config.db, {
@@ -86,7 +90,11 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     );
   }
 
-  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health(), alerts, relay });
+  const tracker = trackerSettings === null ? null : createTracker(trackerSettings, { version });
+  tracker?.checkToken();
+  const issues = createIssues({ store, submit: (op) => writer.submit(op), clock, log, tracker, labels: config.trackerLabels, dashboardUrl: () => config.publicUrl ?? listenUrl });
+
+  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health(), alerts, relay, issues });
 
   return {
     config,
@@ -96,6 +104,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, given?: Eng
     metrics,
     maintenance,
     relay,
+    issues,
     app,
     alerts,
     /** Where serve listens, once it does: the base of links in alert messages unless --public-url is set. */

@@ -34,7 +34,7 @@ async function setup(store?: (t: TestApp) => StoreReads & MaintenanceReads) {
   const t = await testApp();
   const log = createLogger("error", () => {}, t.clock);
   // The full app (export is mounted there), over the given store wrapper when a test needs one.
-  const app = createApp({ config: t.config, store: store ? store(t) : t.store, writer: t.writer, clock: t.clock, version: "0.0.0-test", log, metrics: t.metrics, maintenance: t.maintenance, relay: t.relay });
+  const app = createApp({ config: t.config, store: store ? store(t) : t.store, writer: t.writer, clock: t.clock, version: "0.0.0-test", log, metrics: t.metrics, maintenance: t.maintenance, relay: t.relay, issues: t.issues });
   const exportRes = (qs = "") => app.handle(new Request(`http://localhost/api/export${qs}`));
   const exportText = async (qs = "") => {
     const res = await exportRes(qs);

@@ -24,6 +24,8 @@ export type ErrorCode =
   | "rate_limited"
   | "storage_unavailable"
   | "read_budget_exceeded"
+  | "conflict"
+  | "tracker_error"
   | "internal";
 
 export function errorBody(error: ErrorCode, message: string, field?: string | null): ErrorBody {

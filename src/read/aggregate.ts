@@ -3,6 +3,7 @@
 import type { ExecutionFilter } from "../store/contract.ts";
 import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, repoClass, sliceKey, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
 import { KINDS } from "../domain/execution.ts";
+import type { RunCounts } from "../domain/drivers.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
 import type { Outcome } from "../domain/outcome.ts";
 import { DAY, HOUR, WEEK } from "../domain/time.ts";
@@ -79,7 +80,7 @@ function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string }
   return list.filter((d): d is { dim: Dimension; value: string } => d.value !== undefined);
 }
 
-export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" };
+export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" } | { kind: "drivers" };
 
 export type Plan =
   /** `slices`: summed cell by cell; `nsapp`: the app filter (an app's slice has no nsapp dimension). */
@@ -295,6 +296,41 @@ export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "r
     points.push({ t, ...outcomeCounts(only(sums.get(t) ?? zero(), p.outcome)) });
   }
   return points;
+}
+
+/**
+ * Finished runs (success + failed) over cells: in all, and per value of each of `dims`. Every
+ * run has one value in each dimension (maybe ""), so the type dimension's sum is the total.
+ */
+export function finishedByValue(cells: readonly Cell[], dims: readonly Dimension[]): { total: RunCounts; values: Map<Dimension, Map<string, RunCounts>> } {
+  const S = OUTCOME_INDEX.success;
+  const F = OUTCOME_INDEX.failed;
+  const total: RunCounts = { failed: 0, runs: 0 };
+  const values = new Map<Dimension, Map<string, RunCounts>>(dims.map((d) => [d, new Map()]));
+  for (const { data } of cells) {
+    const types = data.dims.type ?? {};
+    for (const value in types) {
+      const c = types[value]!;
+      total.failed += c[F]!;
+      total.runs += c[S]! + c[F]!;
+    }
+    for (const dim of dims) {
+      const sums = values.get(dim)!;
+      const byValue = data.dims[dim] ?? {};
+      // for-in over a map without a prototype: every key is the cell's own value.
+      for (const value in byValue) {
+        const c = byValue[value]!;
+        const runs = c[S]! + c[F]!;
+        if (runs === 0) continue;
+        const sum = sums.get(value);
+        if (sum) {
+          sum.failed += c[F]!;
+          sum.runs += runs;
+        } else sums.set(value, { failed: c[F]!, runs });
+      }
+    }
+  }
+  return { total, values };
 }
 
 /** Failed installs per error signature id, most frequent first. */

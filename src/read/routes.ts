@@ -8,6 +8,7 @@ import { DIMENSIONS } from "../domain/rollup.ts";
 import { signaturePage } from "./signature-filter.ts";
 import { createStats } from "./stats.ts";
 import { INTERVALS, pointCount } from "./aggregate.ts";
+import { CONFIDENCE, type Driver } from "../domain/drivers.ts";
 import { DAY } from "../domain/time.ts";
 
 /** Default window of the aggregate endpoints when none is given. */
@@ -23,6 +24,9 @@ const MAX_GROUPS = 1000;
 const ORDERS = ["newest", "oldest"] as const;
 const SORTS = ["volume", "failure_rate"] as const;
 const MAX_MIN_RUNS = 1_000_000_000;
+const MAX_DRIVERS = 100;
+/** Filters that describe the outcome: with one, every run compared would be a failure (or none). */
+const OUTCOME_FILTERS = ["outcome", "status", "exit_code", "error_category"] as const;
 
 /** An error signature id, as /api/stats/errors lists them. */
 function signatureParam(v: string | undefined): string | undefined {
@@ -106,10 +110,49 @@ const Errors = t.Object(
         first_seen: t.Nullable(t.String({ format: "date-time" })),
         last_seen: t.Nullable(t.String({ format: "date-time" })),
         example: t.Nullable(t.String()),
+        issue: t.Nullable(
+          t.Object({ tracker: t.String(), repo: t.String(), number: t.Integer(), url: t.String() }, { description: "the tracker issue this signature is linked to (admin: POST /api/admin/issues/{signature})" }),
+        ),
       }),
     ),
   },
   { title: "ErrorSignatures" },
+);
+const Share = (description: string) => t.Number({ description });
+const Drivers = t.Object(
+  {
+    window: WindowJson,
+    source: Source,
+    failed: t.Integer({ description: "failed runs in the window" }),
+    runs: t.Integer({ description: "finished runs in the window: success + failed (aborted, unknown and running ones are neither)" }),
+    failure_rate: t.Nullable(t.Number({ description: "failed / runs; null when no run finished" })),
+    min_runs: t.Integer({ description: "a value is compared only with at least this many runs" }),
+    confidence: t.Number({ description: "family confidence of the intervals, adjusted (Bonferroni) for every value compared" }),
+    compared: t.Integer({ description: "values compared (enough runs with the value and without it)" }),
+    z: t.Number({ description: "the normal quantile every interval was computed with" }),
+    alpha: t.Number({ description: "a value is listed when its p_value is below this: (1 - confidence) / compared" }),
+    total_drivers: t.Integer(),
+    drivers: t.Array(
+      t.Object({
+        dimension: t.String({ description: "pve_version, kernel_version, os, arch, cpu_vendor, gpu_vendor, gpu_passthrough, host_gpu, core_count, ram_size, type, ct_type, method, platform, repo_source, repo_slug, attempt; app_version within one app" }),
+        value: t.String(),
+        failed: t.Integer(),
+        runs: t.Integer(),
+        failure_rate: Share("failed / runs of this value"),
+        failure_rate_low: Share("Wilson score interval of failure_rate, lower bound"),
+        failure_rate_high: Share("upper bound"),
+        elsewhere: t.Object({ failed: t.Integer(), runs: t.Integer(), failure_rate: t.Number() }, { description: "every other finished run of the window" }),
+        share_of_failed: Share("this value's share of the window's failed runs"),
+        share_of_runs: Share("this value's share of the window's runs"),
+        lift: Share("failure_rate / the window's failure rate (= share_of_failed / share_of_runs)"),
+        difference: Share("failure_rate - elsewhere.failure_rate"),
+        difference_low: Share("Newcombe interval of difference, lower bound; drivers are sorted by it"),
+        difference_high: Share("upper bound"),
+        p_value: t.Number({ description: "Fisher's exact test, one-sided (its runs fail more than the rest); 3 significant digits" }),
+      }),
+    ),
+  },
+  { title: "FailureDrivers" },
 );
 const TopWindow = t.Object({
   window: WindowJson,
@@ -125,7 +168,30 @@ export type SummaryResponse = Static<typeof Summary>;
 export type BreakdownResponse = Static<typeof Breakdown>;
 export type TimeseriesResponse = Static<typeof Timeseries>;
 export type ErrorsResponse = Static<typeof Errors>;
+export type DriversResponse = Static<typeof Drivers>;
 export type InstallPageResponse = Static<typeof InstallPage>;
+
+const round4 = (x: number): number => Math.round(x * 10_000) / 10_000;
+
+function driverJson(d: Driver) {
+  return {
+    dimension: d.dimension,
+    value: d.value,
+    failed: d.failed,
+    runs: d.runs,
+    failure_rate: round4(d.failureRate),
+    failure_rate_low: round4(d.failureRateInterval[0]),
+    failure_rate_high: round4(d.failureRateInterval[1]),
+    elsewhere: { failed: d.elsewhere.failed, runs: d.elsewhere.runs, failure_rate: round4(d.elsewhere.failureRate) },
+    share_of_failed: round4(d.shareOfFailed),
+    share_of_runs: round4(d.shareOfRuns),
+    lift: round4(d.lift),
+    difference: round4(d.difference),
+    difference_low: round4(d.differenceInterval[0]),
+    difference_high: round4(d.differenceInterval[1]),
+    p_value: Number(d.pValue.toPrecision(3)),
+  };
+}
 
 export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
   const { store, clock } = deps;
@@ -252,6 +318,48 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         ...strictQuery(t.Composite([FilterQuery, t.Object({ limit: docParam(`signatures listed, a whole number from 1 to ${MAX_GROUPS}; default 50`) })])),
         response: { 200: Errors, 400: ErrorBody },
         detail: { tags, summary: "Failed installs grouped by error signature", description: "Counts are within the window; apps, first_seen, last_seen and example are what is known of the signature across all time." },
+      },
+    )
+    .get(
+      "/api/stats/drivers",
+      async ({ query }) => {
+        const minRuns = intParam("min_runs", query.min_runs, 1, MAX_MIN_RUNS) ?? 20;
+        const limit = intParam("limit", query.limit, 1, MAX_DRIVERS) ?? 10;
+        const { w, filter } = statsQuery(query);
+        for (const field of OUTCOME_FILTERS) {
+          if (query[field] !== undefined) throw new QueryError(field, `drivers compare the failed runs of the window with all its runs: a filter on the outcome (${field}) leaves nothing to compare; leave it out`);
+        }
+        const d = await stats.drivers(filter, w, minRuns);
+        return {
+          window: windowJson(w),
+          source: d.source,
+          failed: d.failed,
+          runs: d.runs,
+          failure_rate: d.runs === 0 ? null : round4(d.failed / d.runs),
+          min_runs: minRuns,
+          confidence: CONFIDENCE,
+          compared: d.compared,
+          z: round4(d.z),
+          alpha: Number(d.alpha.toPrecision(3)),
+          total_drivers: d.drivers.length,
+          drivers: d.drivers.slice(0, limit).map(driverJson),
+        };
+      },
+      {
+        ...strictQuery(t.Composite([
+          FilterQuery,
+          t.Object({
+            min_runs: docParam(`a value is compared only when it has at least this many finished runs; a whole number from 1 to ${MAX_MIN_RUNS}, default 20`),
+            limit: docParam(`drivers listed, a whole number from 1 to ${MAX_DRIVERS}; default 10`),
+          }),
+        ])),
+        response: { 200: Drivers, 400: ErrorBody },
+        detail: {
+          tags,
+          summary: "Why runs fail: dimension values over-represented among failures",
+          description:
+            "Each value of the host, OS, kernel, hardware, method, repo and attempt dimensions (the app's version within one app) with at least min_runs finished runs is compared with every other finished run of the window. Listed: values whose runs fail more by Fisher's exact test, one-sided, below 0.05 divided by the number of values compared (Bonferroni); sorted by the lower bound of the difference of failure rates (Newcombe's score interval at the same adjusted confidence). Runs are success + failed. Filters on the outcome (outcome, status, exit_code, error_category) are refused.",
+        },
       },
     )
     .get(

@@ -1,10 +1,11 @@
 // Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
 import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
 import {
-  SCANNED, breakdown, decompose, errorCounts, foldRecords, intervalStart, plan, summarize, timeseries,
+  SCANNED, breakdown, decompose, errorCounts, finishedByValue, foldRecords, intervalStart, plan, summarize, timeseries,
   type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
 } from "./aggregate.ts";
 import { GRAINS, type RollupPart } from "../domain/rollup.ts";
+import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
 
 type Source = "rollup" | "scan";
 
@@ -28,7 +29,15 @@ export function createStats(store: StoreReads) {
   }
 
   const whole = () => 0;
+
   const spansOf = async (w: Window, months = true) => decompose(w, { months, foldedUntil: await store.foldedUntil() });
+
+  /** Failed installs per signature id in the window, most frequent first, and their sum. */
+  async function signatureCounts(f: ExecutionFilter, w: Window) {
+    const r = await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
+    const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
+    return { source: r.source, counts, totalFailed: counts.reduce((s, [, n]) => s + n, 0) };
+  }
 
   return {
     async summary(f: ExecutionFilter, w: Window) {
@@ -50,15 +59,29 @@ export function createStats(store: StoreReads) {
       return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
     },
 
-    /** Failed installs by error signature, with what is known of each signature. */
+    /** Failed installs with signature `id` in the window, and with any signature. */
+    async signatureCount(f: ExecutionFilter, w: Window, id: string) {
+      const { counts, totalFailed } = await signatureCounts(f, w);
+      return { count: counts.find(([sig]) => sig === id)?.[1] ?? 0, totalFailed };
+    },
+
+    /** Dimension values over-represented among the window's failures (domain/drivers.ts). */
+    async drivers(f: ExecutionFilter, w: Window, minRuns: number) {
+      const r = await read(f, w, { kind: "drivers" }, ["data"], spansOf(w), whole);
+      const { total, values } = finishedByValue(r.cells, driverDimensions(f.nsapp !== undefined));
+      return { source: r.source, ...rankDrivers(total, values, minRuns) };
+    },
+
+    /** Failed installs by error signature, with what is known of each signature and its issue, if linked. */
     async errors(f: ExecutionFilter, w: Window, limit: number) {
-      const r = await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
-      const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
-      const totalFailed = counts.reduce((s, [, n]) => s + n, 0);
+      const { source, counts, totalFailed } = await signatureCounts(f, w);
       const top = counts.slice(0, limit);
-      const known = new Map((await store.signatures(top.map(([id]) => id))).map((s) => [s.id, s]));
+      const ids = top.map(([id]) => id);
+      const [signatures, links] = await Promise.all([store.signatures(ids), store.issueLinks(ids)]);
+      const known = new Map(signatures.map((s) => [s.id, s]));
+      const issues = new Map(links.map((l) => [l.signature, l]));
       return {
-        source: r.source,
+        source,
         total_failed: totalFailed,
         total_signatures: counts.length,
         signatures: top.map(([id, count]) => {
@@ -72,6 +95,7 @@ export function createStats(store: StoreReads) {
             first_seen: s ? new Date(s.firstSeen).toISOString() : null,
             last_seen: s ? new Date(s.lastSeen).toISOString() : null,
             example: s?.example ?? null,
+            issue: issues.has(id) ? { tracker: issues.get(id)!.tracker, repo: issues.get(id)!.repo, number: issues.get(id)!.number, url: issues.get(id)!.url } : null,
           };
         }),
       };

@@ -149,7 +149,41 @@ type RelayWrite =
   | { kind: "relay-settle"; owner: string; sent: readonly number[]; failed: readonly RelayRetry[]; refused: readonly RelayFailure[]; released: readonly number[]; at: number }
   | { kind: "relay-control"; action: RelayAction; at: number };
 
-export type WriteOp = ReportWrite | MaintenanceWrite | AlertWrite | RelayWrite;
+/** An error signature linked to an issue in the script collection's tracker (src/issues/). */
+export interface IssueLink {
+  /** The error signature id (domain/error-signature.ts). */
+  signature: string;
+  /** github, gitea or forgejo; and owner/name of the repository. */
+  tracker: string;
+  repo: string;
+  number: number;
+  /** The issue's page. */
+  url: string;
+  title: string;
+  /** "created": opened from here; "found": already in the tracker, found by the signature's marker. */
+  how: "created" | "found";
+  linkedAt: number;
+}
+
+/**
+ * What opening an issue for a signature writes: a claim before the tracker is asked (so two admins,
+ * or two nodes, never open two issues for one signature), then the link or the claim's release.
+ */
+type IssueWrite =
+  /**
+   * Claims `signature` for `owner` until `at + leaseMs`, unless it is linked already (answered with
+   * the link) or claimed by someone else whose lease has not ended (answered with its end).
+   */
+  | { kind: "issue-claim"; signature: string; owner: string; leaseMs: number; at: number }
+  /**
+   * Settles a claim: with `link`, the signature is linked to it, unless it is linked already (the
+   * link stored first stays, and is answered); with null, `owner`'s claim is released.
+   */
+  | { kind: "issue-settle"; signature: string; owner: string; link: Omit<IssueLink, "signature" | "linkedAt"> | null; at: number }
+  /** Forgets the signature's link or claim (the issue was deleted, or linked by mistake). */
+  | { kind: "issue-forget"; signature: string; at: number };
+
+export type WriteOp = ReportWrite | MaintenanceWrite | AlertWrite | RelayWrite | IssueWrite;
 
 /** What each kind of write comes to. */
 export interface ResultOf {
@@ -192,6 +226,11 @@ export interface ResultOf {
   "relay-settle": { kind: "settled"; sent: number };
   /** `entries`: entries requeued or discarded (0 for pause and resume). */
   "relay-control": { kind: "relay-controlled"; entries: number };
+  "issue-claim": { kind: "issue-claimed" } | { kind: "issue-linked"; link: IssueLink } | { kind: "issue-busy"; until: number };
+  /** "issue-released": the claim is gone (or was not `owner`'s, and stays). */
+  "issue-settle": { kind: "issue-linked"; link: IssueLink } | { kind: "issue-released" };
+  /** `found`: there was a link or a claim. */
+  "issue-forget": { kind: "issue-forgotten"; found: boolean };
 }
 export type ResultFor<Op extends WriteOp> = ResultOf[Op["kind"]];
 export type WriteResult = ResultOf[keyof ResultOf];
@@ -303,6 +342,8 @@ export interface StoreReads {
   /** Hours before this are in day and month cells too; later ones in hour cells only. */
   foldedUntil(): Promise<number>;
   signatures(ids: readonly string[]): Promise<KnownSignature[]>;
+  /** Links of these signatures to tracker issues (claims not settled are not links), or every link, newest first, when `ids` is omitted. */
+  issueLinks(ids?: readonly string[]): Promise<IssueLink[]>;
   /** created_at of the oldest and newest execution, or null when there are none. */
   recordSpan(): Promise<{ first: number; last: number } | null>;
 }

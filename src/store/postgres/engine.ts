@@ -9,6 +9,7 @@ import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { createAlertReads } from "./alerts.ts";
+import { createIssueReads } from "./issues.ts";
 import { Partitions } from "./partitions.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
@@ -78,9 +79,12 @@ function guarded<R extends object>(reads: R, location: string): R {
   return out as R;
 }
 
+/** The reads a replica may answer: all but issue links. */
+type ReplicaReads = Omit<StoreReads, "issueLinks">;
+
 /** The read API's reads, from the replica while it is usable, else from the primary; maintenance reads stay on the primary. */
-function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () => boolean } | null): StoreReads {
-  const via = (): StoreReads => (replica?.usable() ? replica.reads : primary);
+function routed(primary: ReplicaReads, replica: { reads: ReplicaReads; usable: () => boolean } | null): ReplicaReads {
+  const via = (): ReplicaReads => (replica?.usable() ? replica.reads : primary);
   return {
     getExecutions: (randomId) => via().getExecutions(randomId),
     listExecutions: (filter, page) => via().listExecutions(filter, page),
@@ -107,8 +111,9 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   return {
     ...reads,
     ...routed(reads, fromReplica),
-    // Alerts read on the primary: what they decide is written there.
+    // Alerts and issue links read on the primary: what they decide is written there.
     ...guarded(createAlertReads(pg), location),
+    ...guarded(createIssueReads(pg), location),
     async write(ops: readonly WriteOp[]) {
       try {
         return await writeBatch(pg, ops, { limits, relay, partitions });

@@ -95,7 +95,8 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     }
   }
 
-  const reads: StoreReads = {
+  // Issue links are read on the primary only (issues.ts).
+  const reads: Omit<StoreReads, "issueLinks"> = {
     async getExecutions(randomId) {
       return db.select(executionColumns).from(executions).where(ofInstall(randomId)).orderBy(asc(executions.attempt), asc(executions.createdAt));
     },

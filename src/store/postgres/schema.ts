@@ -304,3 +304,18 @@ export const relayCounters = pgTable(
   },
   (t) => [primaryKey({ columns: [t.name, t.shard] })],
 );
+
+// ------------------------------------------------------------------ issue links (src/issues/), as in the SQLite schema
+
+export const issueLinks = pgTable("issue_links", {
+  signature: text("signature").primaryKey(),
+  tracker: text("tracker"),
+  repo: text("repo"),
+  number: integer("number"),
+  url: text("url"),
+  title: text("title"),
+  how: text("how", { enum: ["created", "found"] }),
+  linkedAt: ms("linked_at"),
+  claimedBy: text("claimed_by"),
+  claimedUntil: ms("claimed_until"),
+});

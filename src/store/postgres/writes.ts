@@ -12,6 +12,7 @@ import type { StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { EVICT_CHUNK, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
 import { count } from "../shared/counting.ts";
 import { applyAlertOp } from "./alerts.ts";
+import { applyIssueOp } from "./issues.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
 import { addRollups, dropCells, foldHours } from "./cells.ts";
 import {
@@ -283,6 +284,10 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
       return fx.relay.settle(tx, op);
     case "relay-control":
       return fx.relay.control(tx, op);
+    case "issue-claim":
+    case "issue-settle":
+    case "issue-forget":
+      return applyIssueOp(tx, op);
   }
 }
 

@@ -333,3 +333,22 @@ export const copyMarks = sqliteTable("copy_marks", {
   source: text("source").primaryKey(),
   rejectedId: integer("rejected_id").notNull(),
 });
+
+// ------------------------------------------------------------------ issue links (src/issues/)
+
+/**
+ * Error signatures linked to an issue in the script collection's tracker; a row without a url is a
+ * claim: an admin's send under way, so that no second issue is opened meanwhile.
+ */
+export const issueLinks = sqliteTable("issue_links", {
+  signature: text("signature").primaryKey(),
+  tracker: text("tracker"),
+  repo: text("repo"),
+  number: integer("number"),
+  url: text("url"),
+  title: text("title"),
+  how: text("how", { enum: ["created", "found"] }),
+  linkedAt: integer("linked_at"),
+  claimedBy: text("claimed_by"),
+  claimedUntil: integer("claimed_until"),
+});

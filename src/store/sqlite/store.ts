@@ -17,6 +17,7 @@ import { OpenHours } from "./open-hours.ts";
 import { createSqliteReads, only } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
 import { createAlertReads } from "./alerts.ts";
+import { createIssueReads } from "./issues.ts";
 import type { Scans } from "./scan-threads.ts";
 
 /** Open hours' cells hold every part: trimmed to what a read asks for, as stored cells are. */
@@ -47,6 +48,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const reads = createSqliteReads(sqlite, db, cells);
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);
+  const issues = createIssueReads(db);
   const limits = { current: opts.limits ?? DEFAULT_LIMITS };
   const relayPolicy: { current: RelayPolicy | null } = { current: null };
   const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits, relayPolicy);
@@ -211,6 +213,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     alertDue: read((dueBy, limit) => alerts.alertDue(dueBy, limit)),
     alertQueue: read(() => alerts.alertQueue()),
     rejectedCounts: read((from, to) => alerts.rejectedCounts(from, to)),
+    issueLinks: read((ids) => issues.issueLinks(ids)),
     relayStatus: read(() => writes.relayStatus()),
 
     write: async (ops) => writeNow(ops),

@@ -24,6 +24,7 @@ import { createSqliteRelay } from "./relay.ts";
 import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
 import { createAlertWrites } from "./alerts.ts";
+import { createIssueWrites } from "./issues.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -207,6 +208,7 @@ export function createSqliteWrites(
   const counters = new Counters(sqlite);
   const log = createLogBudget(sqlite, counters, limits);
   const alerts = createAlertWrites(db);
+  const issues = createIssueWrites(db);
   const relay = createSqliteRelay(sqlite, counters, relayPolicy);
 
   /** Logs a refusal or a repair within the log's budget (budgets.ts): whole, head only, or counted only. */
@@ -485,6 +487,12 @@ export function createSqliteWrites(
         return relay.settle(op);
       case "relay-control":
         return relay.control(op);
+      case "issue-claim":
+        return issues.claim(op);
+      case "issue-settle":
+        return issues.settle(op);
+      case "issue-forget":
+        return issues.forget(op);
     }
   }
 

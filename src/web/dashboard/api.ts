@@ -1,8 +1,8 @@
 // The read API as the dashboard calls it. Response types come from the server's schemas.
 import type { ExecutionRecord, InstallDetail } from "../../read/record.ts";
-import type { BreakdownResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../read/routes.ts";
+import type { BreakdownResponse, DriversResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../read/routes.ts";
 
-export type { BreakdownResponse, ErrorsResponse, InstallDetail, InstallPageResponse, ExecutionRecord, SummaryResponse, TimeseriesResponse };
+export type { BreakdownResponse, DriversResponse, ErrorsResponse, InstallDetail, InstallPageResponse, ExecutionRecord, SummaryResponse, TimeseriesResponse };
 
 const TOKEN_KEY = "installstats.readToken";
 /**
@@ -23,10 +23,12 @@ export const saveToken = (token: string | null): void => (token ? localStorage.s
 export const adminToken = (): string | null => sessionStorage.getItem(ADMIN_TOKEN_KEY);
 export const saveAdminToken = (token: string | null): void => (token ? sessionStorage.setItem(ADMIN_TOKEN_KEY, token) : sessionStorage.removeItem(ADMIN_TOKEN_KEY));
 
-async function getJson<T>(path: string, params?: URLSearchParams, signal?: AbortSignal, init: { method?: string; token?: string | null } = {}): Promise<T> {
+async function getJson<T>(path: string, params?: URLSearchParams, signal?: AbortSignal, init: { method?: string; token?: string | null; body?: unknown } = {}): Promise<T> {
   const token = init.token === undefined ? readToken() : init.token;
   const url = params && [...params.keys()].length > 0 ? `${path}?${params}` : path;
-  const res = await fetch(url, { method: init.method ?? "GET", headers: token ? { authorization: `Bearer ${token}` } : {}, signal });
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(url, { method: init.method ?? "GET", headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), signal });
   if (!res.ok) {
     let message = `${res.status} ${res.statusText}`;
     try {
@@ -45,6 +47,7 @@ export const api = {
   breakdown: (p: URLSearchParams, s?: AbortSignal) => getJson<BreakdownResponse>("/api/stats/breakdown", p, s),
   timeseries: (p: URLSearchParams, s?: AbortSignal) => getJson<TimeseriesResponse>("/api/stats/timeseries", p, s),
   errors: (p: URLSearchParams, s?: AbortSignal) => getJson<ErrorsResponse>("/api/stats/errors", p, s),
+  drivers: (p: URLSearchParams, s?: AbortSignal) => getJson<DriversResponse>("/api/stats/drivers", p, s),
   installs: (p: URLSearchParams, s?: AbortSignal) => getJson<InstallPageResponse>("/api/installs", p, s),
   install: (id: string, s?: AbortSignal) => getJson<InstallDetail>(`/api/installs/${encodeURIComponent(id)}`, undefined, s),
 };
@@ -80,6 +83,35 @@ export interface ReplaySummary {
 export const adminApi = {
   rejected: (p: URLSearchParams, s?: AbortSignal) => getJson<{ entries: RejectedEntry[] }>("/api/admin/rejected", p, s, { token: adminToken() }),
   replay: (p: URLSearchParams) => getJson<ReplaySummary>("/api/admin/replay", p, undefined, { method: "POST", token: adminToken() }),
+};
+
+/** A signature's link to a tracker issue (src/issues/routes.ts LinkJson). */
+export interface IssueLinkJson {
+  signature: string;
+  tracker: string;
+  repo: string;
+  number: number;
+  url: string;
+  title: string;
+  how: string;
+  linked_at: string;
+}
+
+/** GET /api/admin/issues/{signature} (src/issues/routes.ts Preview). */
+export interface IssuePreview {
+  signature: string;
+  tracker: { kind: string; repo: string; api_url: string; labels: string[] } | null;
+  link: IssueLinkJson | null;
+  existing: { number: number; url: string; title: string; state: string } | null;
+  issue: { title: string; body: string; labels: string[] };
+}
+
+/** Issues from error signatures, with the admin token of this tab. */
+export const issuesApi = {
+  preview: (signature: string, p: URLSearchParams, s?: AbortSignal) => getJson<IssuePreview>(`/api/admin/issues/${encodeURIComponent(signature)}`, p, s, { token: adminToken() }),
+  send: (signature: string, p: URLSearchParams, edits: { title?: string; body?: string; labels?: string[] }) =>
+    getJson<{ result: "created" | "found" | "linked"; link: IssueLinkJson; labels_left_out: string[] }>(`/api/admin/issues/${encodeURIComponent(signature)}`, p, undefined, { method: "POST", token: adminToken(), body: edits }),
+  forget: (signature: string) => getJson<{ signature: string; forgotten: true }>(`/api/admin/issues/${encodeURIComponent(signature)}`, undefined, undefined, { method: "DELETE", token: adminToken() }),
 };
 
 /** GET /api/alerts (src/alerts/routes.ts AlertsJson). */

@@ -13,10 +13,13 @@ import { alertsView } from "./views/alerts.ts";
 import { appView } from "./views/app.ts";
 import { failures } from "./views/failures.ts";
 import { installs } from "./views/installs.ts";
+import { issueView } from "./views/issue.ts";
 import { overview } from "./views/overview.ts";
 import { loadingState } from "./widgets.ts";
 
-const RENDERERS: Record<View, ViewRender> = { overview, failures, installs, app: appView, admin: adminView, alerts: alertsView };
+const RENDERERS: Record<View, ViewRender> = { overview, failures, installs, app: appView, admin: adminView, alerts: alertsView, issue: issueView };
+/** Views of admin forms: no onboarding above them, no live refresh under the user's hands. */
+const FORMS: readonly View[] = ["admin", "alerts", "issue"];
 const REFRESH_MS = 30_000;
 const THEMES = ["auto", "light", "dark"] as const;
 type Theme = (typeof THEMES)[number];
@@ -88,7 +91,7 @@ async function render(kind: "navigate" | "refresh" | "detail", anchor: Anchor | 
   try {
     const [{ title, node }, empty] = await Promise.all([
       RENDERERS[state.view](state, context(controller.signal, pending)),
-      state.view === "admin" || state.view === "alerts" ? false : noReportsYet(controller.signal),
+      FORMS.includes(state.view) ? false : noReportsYet(controller.signal),
     ]);
     if (gen !== generation) return pending.forEach((fn) => fn());
     disposeView();
@@ -223,8 +226,8 @@ liveButton.addEventListener("click", () => {
   if (!paused) void render("refresh");
 });
 setInterval(() => {
-  // A hidden tab, an open install being read and the admin and alerts views (their forms) are left alone.
-  if (!paused && document.visibilityState === "visible" && document.body.dataset.state === "ready" && state.id === null && state.view !== "admin" && state.view !== "alerts") void render("refresh");
+  // A hidden tab, an open install being read and the views of forms are left alone.
+  if (!paused && document.visibilityState === "visible" && document.body.dataset.state === "ready" && state.id === null && !FORMS.includes(state.view)) void render("refresh");
 }, REFRESH_MS);
 
 // ---- navigation -----------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 // What the dashboard shows, as a pure function of the URL: every view can be bookmarked and
 // shared, and back/forward replay it. Query keys are the read API's own parameter names.
 
-const VIEWS = ["overview", "failures", "installs", "app", "admin", "alerts"] as const;
+const VIEWS = ["overview", "failures", "installs", "app", "admin", "alerts", "issue"] as const;
 export type View = (typeof VIEWS)[number];
 
-export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app", admin: "/admin", alerts: "/alerts" };
+export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app", admin: "/admin", alerts: "/alerts", issue: "/issue" };
 
 /**
  * Filters of /api/installs and the stats endpoints that the dashboard exposes, in URL order.
@@ -42,7 +42,7 @@ export interface DashState {
   filters: Filters;
   /** Failures view: apps with fewer finished installs are left out of the failure ranking. */
   minRuns: number;
-  /** Install log: only failed installs with this error signature id. */
+  /** Install log: only failed installs with this error signature id. Issue: the signature an issue is opened for. */
   signature: string | null;
   /** Install log: page position (the API's next_cursor) and order. */
   cursor: string | null;
@@ -113,6 +113,7 @@ export function stateUrl(s: DashState): string {
     if (s.cursor) p.set("cursor", s.cursor);
     if (s.id) p.set("id", s.id);
   }
+  if (s.view === "issue" && s.signature) p.set("signature", s.signature);
   if (s.view === "admin") {
     if (s.reason) p.set("reason", s.reason);
     if (s.cursor) p.set("cursor", s.cursor);

@@ -26,7 +26,7 @@ const REPLAYABLE = ["invalid_json", "invalid_field"] as const;
 
 export const adminView: ViewRender = async (s, ctx) => {
   // Without a token the answer is known (401, or 403 when the admin API is off): ask first.
-  if (adminToken() === null) return { title: "Admin", node: adminTokenForm(ctx, false) };
+  if (adminToken() === null) return { title: "Admin", node: adminTokenForm(ctx, false, LOG_NEEDS) };
   const params = new URLSearchParams({ limit: String(PAGE) });
   if (s.reason) params.set("reason", s.reason);
   if (s.cursor) params.set("before", s.cursor);
@@ -34,31 +34,15 @@ export const adminView: ViewRender = async (s, ctx) => {
   try {
     entries = (await adminApi.rejected(params, ctx.signal)).entries;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401) return { title: "Admin", node: adminTokenForm(ctx, adminToken() !== null) };
-    if (e instanceof ApiError && e.status === 403) return { title: "Admin", node: adminOff(e.message) };
+    if (e instanceof ApiError && e.status === 401) return { title: "Admin", node: adminTokenForm(ctx, adminToken() !== null, LOG_NEEDS) };
+    if (e instanceof ApiError && e.status === 403) return { title: "Admin", node: adminOff(e.message, "the rejected-reports log cannot be shown here") };
     throw e;
   }
   const older = entries.length === PAGE ? ctx.href({ cursor: String(entries.at(-1)!.id) }) : null;
   const node = h(
     "div",
     { class: "view admin" },
-    h(
-      "div",
-      { class: "app-head" },
-      h("h2", {}, "Rejected reports"),
-      h(
-        "button",
-        {
-          type: "button",
-          id: "forget-admin-token",
-          onclick: (() => {
-            saveAdminToken(null);
-            ctx.reload();
-          }) as EventListener,
-        },
-        "Forget the admin token",
-      ),
-    ),
+    adminHead("Rejected reports", ctx),
     h(
       "p",
       { class: "muted" },
@@ -203,7 +187,20 @@ function describe(s: ReplaySummary): HTMLElement {
   );
 }
 
-function adminOff(message: string): HTMLElement {
+/** A view's heading, with the button that forgets this tab's admin token. */
+export function adminHead(title: string, ctx: ViewContext): HTMLElement {
+  const forget = h("button", { type: "button", id: "forget-admin-token" }, "Forget the admin token");
+  forget.addEventListener("click", () => {
+    saveAdminToken(null);
+    ctx.reload();
+  });
+  return h("div", { class: "app-head" }, h("h2", {}, title), forget);
+}
+
+const LOG_NEEDS = { what: "The rejected-reports log", submit: "Show the log" };
+
+/** The admin API is off: what cannot be done, and how to turn it on. */
+export function adminOff(message: string, consequence: string): HTMLElement {
   return h(
     "div",
     { class: "view" },
@@ -212,7 +209,7 @@ function adminOff(message: string): HTMLElement {
       h(
         "div",
         {},
-        h("p", {}, "The admin API is off on this server, so the rejected-reports log cannot be shown here."),
+        h("p", {}, `The admin API is off on this server, so ${consequence}.`),
         h("p", { class: "muted" }, message),
         h("p", {}, "Start the server with INSTALLSTATS_ADMIN_TOKEN set (in the environment or the service's EnvironmentFile) to turn it on."),
       ),
@@ -221,8 +218,8 @@ function adminOff(message: string): HTMLElement {
   );
 }
 
-/** Asks for the admin token; kept in this tab only (sessionStorage). */
-function adminTokenForm(ctx: ViewContext, refused: boolean): HTMLElement {
+/** Asks for the admin token, for `needs.what`; kept in this tab only (sessionStorage). */
+export function adminTokenForm(ctx: ViewContext, refused: boolean, needs: { what: string; submit: string }): HTMLElement {
   const input = h("input", { type: "password", id: "admin-token", autocomplete: "off", required: true });
   return h(
     "form",
@@ -235,11 +232,11 @@ function adminTokenForm(ctx: ViewContext, refused: boolean): HTMLElement {
         ctx.reload();
       }) as EventListener,
     },
-    h("p", {}, "The rejected-reports log needs the server's admin token (INSTALLSTATS_ADMIN_TOKEN)."),
+    h("p", {}, `${needs.what} needs the server's admin token (INSTALLSTATS_ADMIN_TOKEN).`),
     refused ? h("p", { class: "error-box", role: "alert" }, "The server refused that admin token.") : null,
     h("label", { for: "admin-token" }, "Admin token"),
     input,
     h("p", { class: "muted" }, "Kept in this browser tab only, until it is closed."),
-    h("button", { type: "submit" }, "Show the log"),
+    h("button", { type: "submit" }, needs.submit),
   );
 }

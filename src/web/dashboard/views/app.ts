@@ -7,11 +7,13 @@ import type { ViewContext, ViewRender } from "../view.ts";
 import { cards, emptyState, panel } from "../widgets.ts";
 import { breakdownBars, failureBars, failureTrend, fetchBreakdown, fetchTimeseries, notSucceeded, outcomeChart } from "./common.ts";
 import { explainExitCode } from "../../../domain/exit-codes.ts";
+import { driversPanel, fetchDrivers } from "../drivers.ts";
+import { issueCell } from "./failures.ts";
 
 export const appView: ViewRender = async (s, ctx) => {
   const nsapp = s.filters.nsapp;
   if (!nsapp) return { title: "Apps", node: await appPicker(s, ctx) };
-  const [sum, ts, os, pve, method, errors, codes] = await Promise.all([
+  const [sum, ts, os, pve, method, errors, codes, drivers] = await Promise.all([
     api.summary(apiParams(s), ctx.signal),
     fetchTimeseries(s, ctx),
     fetchBreakdown(s, ctx, "os", { limit: 8 }),
@@ -19,6 +21,7 @@ export const appView: ViewRender = async (s, ctx) => {
     fetchBreakdown(s, ctx, "method", { limit: 8 }),
     api.errors(apiParams(s, { limit: 10 }), ctx.signal),
     fetchBreakdown(s, ctx, "exit_code", { limit: 10 }),
+    fetchDrivers(s, ctx),
   ]);
   const installsOf = (outcome?: "failed") => ctx.href({ view: "installs", filters: { ...s.filters, ...(outcome ? { outcome } : {}) } });
   const node = h(
@@ -35,6 +38,7 @@ export const appView: ViewRender = async (s, ctx) => {
     h(
       "div",
       { class: "grid" },
+      driversPanel(drivers, nsapp, s, ctx),
       panel("Installs over time", outcomeChart(ts, ctx, `Installs of ${nsapp} per ${ts.interval} by outcome`, s.filters), { wide: true }),
       panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate of ${nsapp} per ${ts.interval}`, s.filters), { wide: true }),
       panel("OS versions", breakdownBars(os, s, ctx)),
@@ -60,7 +64,8 @@ export const appView: ViewRender = async (s, ctx) => {
                   "li",
                   {},
                   h("a", { href: ctx.href({ view: "installs", filters: s.filters, signature: e.id }), "data-nav": true, class: "mono" }, e.signature ?? e.id),
-                  h("span", { class: "muted" }, ` ${count(e.count)} × · last ${e.last_seen ? dateTime(e.last_seen) : "–"}`),
+                  h("span", { class: "muted" }, ` ${count(e.count)} × · last ${e.last_seen ? dateTime(e.last_seen) : "–"} · `),
+                  issueCell(e, ctx),
                 ),
               ),
             ),

@@ -9,13 +9,14 @@ import { cards, emptyState, panel } from "../widgets.ts";
 import { failureBars, failureTrend, fetchBreakdown, fetchTimeseries, groupHref, notSucceeded, panelGroup, subPanel } from "./common.ts";
 import { explainExitCode } from "../../../domain/exit-codes.ts";
 import { categoryOfExitCode } from "../../../domain/error-category.ts";
+import { driversPanel, fetchDrivers } from "../drivers.ts";
 
 /** Exit codes listed; the breakdown asks for a few more, as 0 and "none" take places in it. */
 const EXIT_CODES = 20;
 const COMMANDS = 15;
 
 export const failures: ViewRender = async (s, ctx) => {
-  const [sum, ts, ranked, errors, codes, categories, commands] = await Promise.all([
+  const [sum, ts, ranked, errors, codes, categories, commands, drivers] = await Promise.all([
     api.summary(apiParams(s), ctx.signal),
     fetchTimeseries(s, ctx),
     fetchBreakdown(s, ctx, "nsapp", { sort: "failure_rate", min_runs: s.minRuns, limit: 25 }),
@@ -23,6 +24,7 @@ export const failures: ViewRender = async (s, ctx) => {
     fetchBreakdown(s, ctx, "exit_code", { limit: EXIT_CODES + 2 }),
     fetchBreakdown(s, ctx, "error_category", { limit: 20 }),
     fetchBreakdown(s, ctx, "failed_command", { limit: COMMANDS + 1 }),
+    fetchDrivers(s, ctx),
   ]);
   const finished = sum.success + sum.failed;
   const unsuccessful = notSucceeded(sum);
@@ -38,6 +40,7 @@ export const failures: ViewRender = async (s, ctx) => {
       "div",
       { class: "grid" },
       panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate per ${ts.interval}, ${rangeLabel(s.range)}`, s.filters), { wide: true }),
+      driversPanel(drivers, s.filters.nsapp ?? null, s, ctx),
       panelGroup("Causes", [
         subPanel("Error categories", failureBars(categories, s, ctx, unsuccessful, { text: (v) => v?.replace("_", " "), empty: "No failed or aborted runs in this window." })),
         subPanel("Failing commands", commandTable(commands, s, ctx, unsuccessful)),
@@ -160,6 +163,12 @@ function commandTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: 
   );
 }
 
+/** The signature's issue in the tracker, or the way to open (or find) it: an admin action. */
+export function issueCell(sig: ErrorsResponse["signatures"][number], ctx: ViewContext): HTMLElement {
+  if (sig.issue) return h("a", { href: sig.issue.url, class: "issue-link", rel: "noopener noreferrer", target: "_blank", title: `${sig.issue.tracker} ${sig.issue.repo}` }, `#${sig.issue.number}`);
+  return h("a", { href: ctx.href({ view: "issue", signature: sig.id }), "data-nav": true, class: "open-issue", title: "preview the issue for this signature (admin)" }, "Open issue…");
+}
+
 function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTMLElement {
   if (e.signatures.length === 0) return emptyState("No failures with an error text in this window.");
   return h(
@@ -168,7 +177,7 @@ function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTML
     h(
       "table",
       { class: "data signatures" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Error signature"), h("th", { scope: "col", class: "num" }, "Count"), h("th", { scope: "col", class: "num" }, "Share"), h("th", { scope: "col" }, "Apps"), h("th", { scope: "col" }, "Last seen"))),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Error signature"), h("th", { scope: "col", class: "num" }, "Count"), h("th", { scope: "col", class: "num" }, "Share"), h("th", { scope: "col" }, "Apps"), h("th", { scope: "col" }, "Last seen"), h("th", { scope: "col" }, "Issue"))),
       h(
         "tbody",
         {},
@@ -192,6 +201,7 @@ function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTML
               sig.apps.length > apps.length ? h("span", { class: "muted" }, ` +${sig.apps.length - apps.length}`) : null,
             ),
             h("td", { class: "nowrap" }, sig.last_seen ? dateTime(sig.last_seen) : "–"),
+            h("td", { class: "nowrap" }, issueCell(sig, ctx)),
           );
         }),
       ),

@@ -67,6 +67,12 @@ type MaintenanceWrite =
   | { kind: "mark-replayed"; rejectedId: number; result: string; at: number }
   /** Adds the hour cells of every hour before `until` not yet folded into day and month cells. */
   | { kind: "fold"; until: number; at: number }
+  /**
+   * How far `installstats import --url` got with `source` (the listing it reads, named by its URL):
+   * a position of the importer's own, kept in the transaction of the records it took, so an
+   * import cut short resumes where its last commit left it.
+   */
+  | { kind: "import-mark"; source: string; position: number; at: number }
   /** The stuck-install job checked every install created in [from, until): the mark moves, unless it moved meanwhile. */
   | { kind: "stuck-checked"; from: number; until: number; at: number }
   /**
@@ -178,6 +184,7 @@ export interface ResultOf {
   "mark-replayed": { kind: "marked" };
   fold: { kind: "folded"; hours: number };
   "stuck-checked": { kind: "marked" };
+  "import-mark": { kind: "marked" };
   /** `count`: held reports applied. */
   "expire-held": { kind: "expired-held"; count: number };
   /** `events`: the ids of the history entries of the round's transitions, in order. */
@@ -409,6 +416,8 @@ export interface MaintenanceReads {
   countReplayed(reasons: readonly RejectReason[], retryPrefix: string): Promise<number>;
   /** Where the budgets of the log and the held reports stand. */
   budgets(): Promise<BudgetStatus>;
+  /** The position an import-mark op last kept for `source`; 0 when none. */
+  importMark(source: string): Promise<number>;
   /** Every held report, oldest first, in chunks of `chunkRows`; each chunk one query run to completion (copy, in constant memory). */
   heldChunks(opts?: { chunkRows?: number }): AsyncGenerator<HeldReport[], void>;
   /** Log entries with an id above `afterId`, oldest first, in chunks of `chunkRows` (as heldChunks). */

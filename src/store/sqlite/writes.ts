@@ -24,6 +24,7 @@ import { createSqliteRelay } from "./relay.ts";
 import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
 import { createAlertWrites } from "./alerts.ts";
+import { importMarkName } from "../shared/marks.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -465,6 +466,9 @@ export function createSqliteWrites(
       }
       case "stuck-checked":
         q.moveStuckMark.run({ from: op.from, until: op.until });
+        return { kind: "marked" };
+      case "import-mark":
+        q.setCopyMark.run({ source: importMarkName(op.source), id: op.position });
         return { kind: "marked" };
       case "mark-replayed":
         q.markReplayed.run({ id: op.rejectedId, at: op.at, result: op.result });

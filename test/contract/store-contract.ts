@@ -1275,6 +1275,23 @@ export function storeContract(factory: EngineFactory): void {
         expect(await store.stuckCheckedUntil()).toBe(PAST + 2 * HOUR);
       });
 
+      test("import-mark keeps a position per source, moved with the batch it is in; 0 for a source never marked", async () => {
+        const db = await database();
+        const store = await db.open();
+        expect(await store.importMark("http://a:1")).toBe(0);
+        const results = await store.write([
+          loadOp(record("im-1", { createdAt: PAST })),
+          { kind: "import-mark", source: "http://a:1", position: PAST + 5, at: PAST },
+        ]);
+        expect(results).toEqual([{ kind: "created", outcome: "success" }, { kind: "marked" }]);
+        await one(store, { kind: "import-mark", source: "http://b:2", position: 7, at: PAST });
+        expect([await store.importMark("http://a:1"), await store.importMark("http://b:2")]).toEqual([PAST + 5, 7]);
+        await one(store, { kind: "import-mark", source: "http://a:1", position: PAST + 9, at: PAST });
+        expect(await store.importMark("http://a:1")).toBe(PAST + 9);
+        // Kept in the database: another store on it sees it.
+        expect(await (await db.open()).importMark("http://a:1")).toBe(PAST + 9);
+      });
+
       test("a load of an older install in progress lowers the stuck mark to it", async () => {
         const store = await freshStore();
         await one(store, { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + DAY, at: PAST + DAY });

@@ -11,7 +11,8 @@ import { defaults } from "../src/config.ts";
 import type { Execution } from "../src/domain/execution.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
 import type { Store } from "../src/store/contract.ts";
-import { openEngine, type Engine } from "../src/store/open.ts";
+import type { Engine } from "../src/store/engine.ts";
+import { openEngine } from "../src/store/open.ts";
 import { sniff } from "../src/transfer/input-format.ts";
 import { importServiceDump, type DumpSummary } from "../src/transfer/telemetry-service-dump.ts";
 import { createDatabase, startPostgres, type PgServer } from "./helpers/postgres.ts";
@@ -26,7 +27,7 @@ const MIN = 60 * S;
 const HOUR = 60 * MIN;
 
 /** Every field a current (v2) client sends with each report, as the service stores them. */
-const full = (over: Partial<ServiceRow> & { created: number }): ServiceRow =>
+const full = (over: Partial<ServiceRow> & { created: number | string }): ServiceRow =>
   serviceRow({
     nsapp: "jellyfin", type: "lxc", method: "default", core_count: 2, ct_type: 1, disk_size: 8, ram_size: 2048, os_type: "debian", os_version: "12",
     pve_version: "8.4.1", repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE", cpu_vendor: "amd", cpu_model: "AMD Ryzen 7 5800X",

@@ -6,7 +6,7 @@ import type { LoadSummary } from "../transfer/load-executions.ts";
 import { SourceError, importFromApi } from "../transfer/telemetry-service-api.ts";
 import { importServiceDump } from "../transfer/telemetry-service-dump.ts";
 import { CliError, EXIT } from "./errors.ts";
-import { UsageError, openDatabaseOf, type Command, type CommandContext } from "./command.ts";
+import { UsageError, countFlag, openDatabaseOf, type Command, type CommandContext } from "./command.ts";
 
 /** Invalid records listed one by one on stderr; past this, only counted. */
 const SHOWN_INVALID = 20;
@@ -49,6 +49,7 @@ export const importCommand: Command = {
   flags: {
     url: { type: "string", help: "read GET /api/records of this server (http://host:port) page by page instead of a file; resumes where the last run stopped" },
     "from-start": { type: "boolean", help: "with --url: read from the first record, not from where the last run stopped" },
+    retries: { type: "string", help: "with --url: attempts per request before giving up (default 8, about 2 minutes with the waits between them)" },
     "token-file": { type: "string", help: "with --url: a file holding the server's read token (sent as Authorization: Bearer)" },
     "time-zone": { type: "string", help: "time zone of times written without one (ClickHouse's server zone, e.g. Europe/Berlin); default UTC" },
   },
@@ -61,7 +62,7 @@ export const importCommand: Command = {
       if (positionals.length > 0) throw new UsageError("import takes a file or --url, not both: installstats import --url http://host:port");
       return fromApi(ctx, url, zone);
     }
-    if (flags["from-start"] !== undefined || flags["token-file"] !== undefined) throw new UsageError("--from-start and --token-file go with --url");
+    if (flags["from-start"] !== undefined || flags["token-file"] !== undefined || flags.retries !== undefined) throw new UsageError("--from-start, --retries and --token-file go with --url");
     const [file, ...extra] = positionals;
     if (file === undefined || extra.length > 0) throw new UsageError("import takes one argument, a file or - for stdin: installstats import <file|-> (or --url http://host:port)");
     if (file !== "-") {
@@ -163,6 +164,7 @@ async function fromApi(ctx: CommandContext, url: string, zone: string): Promise<
       at: Date.now(),
       token,
       fromStart: ctx.flags["from-start"] === true,
+      attempts: countFlag(ctx, "retries", 8),
       onProgress: (p, total) => ctx.progress(`importing from ${p.source}: ${n(p.records)} of about ${n(total)} records read, ${n(p.imported)} imported`),
       onRefused: refused.show,
       onRetry: (error, waitMs) => {

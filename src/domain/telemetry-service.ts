@@ -186,7 +186,8 @@ const PROGRESS = new Set(["installing", "validation", "configuring"]);
  * One record of GET /api/records (the community service's, or another installstats') as the
  * execution it lists. Its `pipeline` says when each step was first seen ([{"s": status, "t":
  * time}]); `created` is the time of the row the record was collapsed to (the community's: its
- * final event; ours: the first report), so the execution starts at the earliest of them. A run
+ * final event; ours: the first report), so the execution starts at the earliest of it and the
+ * progress steps. A run
  * timed out shows as `unknown`: with the cleanup's text (the community's) or without a final
  * step (ours); it is kept as such (outcome unknown, its last step as status).
  */
@@ -228,7 +229,8 @@ export function recordExecution(record: JsonObject, opts: ReadOptions): { ok: tr
   const report = checked.value;
   const first = (s: string) => steps.find((x) => x.status === s)?.at ?? null;
   const times = [createdTime, ...steps.map((s) => s.at)];
-  const createdAt = Math.min(...times);
+  // It began at its first progress step, unless listed earlier (a final report that came before its start, at ours).
+  const createdAt = Math.min(createdTime, ...steps.filter((s) => PROGRESS.has(s.status)).map((s) => s.at));
   const final = isFinal(report.outcome);
   const finishedAt = final ? (finalStep?.at ?? createdTime) : null;
   // A duration needs a start seen before the end (ours lists a final status that came first after its start).

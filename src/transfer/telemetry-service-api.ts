@@ -31,7 +31,7 @@ export class SourceError extends Error {}
 
 const MAX_PAGE = 100;
 const MIN_PAGE = 50;
-/** Attempts per request, and the longest wait between two. */
+/** Attempts per request unless told (1 s, 2 s, ... 30 s apart: about 2 minutes in all), and the longest wait between two. */
 const ATTEMPTS = 8;
 const MAX_BACKOFF_MS = 30_000;
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -60,6 +60,8 @@ export interface ApiOptions {
   token?: string | null;
   /** Ignore the position kept from an earlier run. */
   fromStart?: boolean;
+  /** Attempts per request before the import stops (default 8). */
+  attempts?: number;
   /** First wait between attempts (doubled each time, at most 30 s); tests shorten it. */
   backoffMs?: number;
   onProgress?: (summary: Readonly<ApiSummary>, total: number) => void;
@@ -133,7 +135,7 @@ export async function importFromApi(deps: { reads: StoreReads & Pick<Maintenance
         if (e instanceof SourceError) throw e;
         failure = (e as Error).message;
       }
-      if (attempt >= ATTEMPTS) throw new SourceError(`${source} did not answer after ${ATTEMPTS} attempts (last: ${failure}); what was imported is kept, run the same command again to go on`);
+      if (attempt >= (opts.attempts ?? ATTEMPTS)) throw new SourceError(`${source} did not answer after ${attempt} attempt${attempt === 1 ? "" : "s"} (last: ${failure}); what was imported is kept, run the same command again to go on`);
       const delay = retryAfterMs ?? Math.round(wait * (0.75 + Math.random() / 2));
       opts.onRetry?.(failure, delay);
       await sleep(delay);

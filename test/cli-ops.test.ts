@@ -619,7 +619,7 @@ describe("import", () => {
     await expect(run(importCommand, db, {}, [])).rejects.toThrow(UsageError);
     const garbage = await cli(["import", "-", "--db", db], "hello");
     expect(garbage.code).toBe(2);
-    expect(garbage.stderr).toContain("neither NDJSON");
+    expect(garbage.stderr).toContain("the input is none of the formats import reads");
   });
 });
 

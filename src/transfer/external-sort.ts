@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** Characters of lines kept in memory before a run is written (~2 bytes each, plus the array). */
-const RUN_CHARS = 32 * 1024 * 1024;
+const RUN_CHARS = 8 * 1024 * 1024;
 /** Runs merged at once; more are merged in groups first. */
 const FAN_IN = 64;
 /** Characters written to a run file per write. */

@@ -19,6 +19,10 @@ interface Received {
   /** Repairs the lenient parser made; none for a strict JSON body. */
   repairs: readonly string[];
   at: number;
+  /** When its body is logged (repaired, refused as already final), only its head is kept: its client's share of the log is used up. */
+  headOnly?: boolean;
+  /** False: a final report before its start is applied on its own at once, not held (its client's share of held reports is used up). */
+  holdable?: boolean;
 }
 
 // ------------------------------------------------------------------ writes
@@ -27,8 +31,8 @@ interface Received {
 export type ReportWrite =
   /** Any report of either protocol; domain/lifecycle.ts decides what it does to its execution. */
   | ({ kind: "report"; report: Report } & Received)
-  /** A refused request, logged raw with its reason. */
-  | { kind: "reject"; rejection: Rejection; at: number }
+  /** A refused request, logged raw with its reason (`headOnly`: only its body's head, with size and hash: its client's share of the log is used up). */
+  | { kind: "reject"; rejection: Rejection; at: number; headOnly?: boolean }
   /**
    * A complete execution as it stands (seed, copy): stored and counted once, where a start report
    * and its final report would be counted three times (+1 in progress, -1, +1 final).

@@ -3,7 +3,7 @@
 // first merges them in groups. Memory stays within the bound whatever the input's size; the disk
 // holds about the input once (twice for a moment while a group is merged). Lines are compared as
 // strings (UTF-16 code units) and hold no newline.
-import { mkdtempSync, rmSync } from "node:fs";
+import { createReadStream, mkdtempSync, rmSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -35,11 +35,13 @@ async function writeRun(path: string, lines: Iterable<string> | AsyncIterable<st
   }
 }
 
+/** Characters read from a run at a time: a merge of FAN_IN runs holds FAN_IN of these. */
+const READ_BYTES = 64 * 1024;
+
 async function* readLines(path: string): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
   let rest = "";
-  for await (const chunk of Bun.file(path).stream()) {
-    const text = rest + decoder.decode(chunk, { stream: true });
+  for await (const chunk of createReadStream(path, { encoding: "utf8", highWaterMark: READ_BYTES }) as AsyncIterable<string>) {
+    const text = rest + chunk;
     let start = 0;
     for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
       yield text.slice(start, nl);
@@ -47,7 +49,6 @@ async function* readLines(path: string): AsyncGenerator<string> {
     }
     rest = text.slice(start);
   }
-  rest += decoder.decode();
   if (rest !== "") yield rest;
 }
 

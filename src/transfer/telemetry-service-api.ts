@@ -76,7 +76,7 @@ interface Page {
 }
 
 /** The listing's base URL, as the source is named (its position's key): origin and path, no query, no credentials. */
-export function sourceOf(url: string): string {
+function sourceOf(url: string): string {
   const u = URL.parse(url);
   if (!u || (u.protocol !== "http:" && u.protocol !== "https:")) throw new SourceError(`--url must be an http:// or https:// URL such as http://10.0.0.5:8080, got ${JSON.stringify(url)}`);
   const path = u.pathname.replace(/\/+$/, "").replace(/\/api\/records$/, "");

@@ -10,7 +10,7 @@ export const V1_COLUMNS = [
 ] as const;
 
 /** The table today: the columns added since, at the end, in the order they were added. */
-export const V2_COLUMNS = [...V1_COLUMNS, "platform", "payload_version", "arch", "failed_command", "failed_line", "kernel_version", "app_version"] as const;
+const V2_COLUMNS = [...V1_COLUMNS, "platform", "payload_version", "arch", "failed_command", "failed_line", "kernel_version", "app_version"] as const;
 
 type Column = (typeof V2_COLUMNS)[number];
 
@@ -22,7 +22,7 @@ export type ServiceRow = Partial<Record<Exclude<Column, "created">, string | num
 
 let ids = 0;
 /** A row with every column the service did not get at its default ('' and 0), and a random-looking id, as its INSERT writes. */
-export function serviceRow(fields: ServiceRow): ServiceRow {
+function serviceRow(fields: ServiceRow): ServiceRow {
   return { id: (++ids).toString(16).padStart(30, "0"), ...fields };
 }
 

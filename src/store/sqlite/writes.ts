@@ -211,8 +211,9 @@ export function createSqliteWrites(
   const relay = createSqliteRelay(sqlite, counters, relayPolicy);
 
   /** Logs a refusal or a repair within the log's budget (budgets.ts): whole, head only, or counted only. */
-  const logRejection = (r: Rejection, at: number, result: string | null) => {
-    const placed = log.place(r);
+  /** Logs `r`; `headOnly`: its body's head only, with the whole body's size and hash. */
+  const logRejection = (r: Rejection, at: number, result: string | null, headOnly = false) => {
+    const placed = log.place(r, headOnly ? { size: r.body.byteLength, hash: null } : null);
     if (placed) q.insertRejected.run({ id: null, receivedAt: at, ...r, result, ...placed, replayedAt: null, replayResult: null });
   };
 
@@ -261,6 +262,7 @@ export function createSqliteWrites(
       { endpoint: op.endpoint, reason: "repaired", field: null, message: `body repaired (${op.repairs.join(", ")}) and ${result.kind}`, randomId, body: op.raw },
       op.at,
       result.kind,
+      op.headOnly,
     );
   };
 
@@ -284,7 +286,9 @@ export function createSqliteWrites(
     const held = current === undefined ? heldFor(report.executionId) : null;
     const repaired = op.repairs.length > 0;
     const attempt = current === undefined ? reads.attemptsOf(report.randomId) + 1 : current.attempt;
-    const decision = decide(current, report, { at: op.at, attempt, held, repaired });
+    const decided = decide(current, report, { at: op.at, attempt, held, repaired });
+    // Not held (its client's share is used up): applied on its own now, as it would be when it expired.
+    const decision = decided.kind === "hold" && op.holdable === false ? { kind: "insert" as const, row: executionFromHeld({ report, at: op.at, repaired }, attempt) } : decided;
     let result: ResultFor<typeof op>;
     switch (decision.kind) {
       case "insert":
@@ -313,7 +317,7 @@ export function createSqliteWrites(
           relay.queue(report, decision.row, op.at);
         }
         if (decision.conflict) {
-          logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
+          logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate", op.headOnly);
         }
         result = { kind: "duplicate" };
         break;
@@ -331,7 +335,7 @@ export function createSqliteWrites(
       }
       case "already-final": {
         const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-        logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
+        logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null, op.headOnly);
         return { kind: "already-final", outcome: decision.outcome };
       }
     }
@@ -401,7 +405,7 @@ export function createSqliteWrites(
       case "report":
         return applyReport(op, fx);
       case "reject":
-        logRejection(op.rejection, op.at, null);
+        logRejection(op.rejection, op.at, null, op.headOnly);
         return { kind: "logged" };
       case "load": {
         const { execution } = op;

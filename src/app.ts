@@ -9,7 +9,7 @@ import { hardening, responseHeaders } from "./http/hardening.ts";
 import type { Metrics } from "./http/metrics.ts";
 import type { Maintenance } from "./maintenance/maintenance.ts";
 import { metricsRoutes } from "./http/metrics-routes.ts";
-import { clientAddress, createClientCosts, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
+import { clientAddress, clientNetwork, createClientCosts, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
 import type { Server } from "bun";
 import { healthRoutes } from "./http/health.ts";
 import type { Logger } from "./log.ts";
@@ -50,11 +50,11 @@ export interface AppDeps {
 export function createApp(deps: AppDeps) {
   const { config, writer, clock, version, log, metrics } = deps;
   const trusted = proxyMatcher(config.trustedProxies);
-  const clientOf = (request: Request, server: Server<unknown> | null) =>
-    clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted);
   const prefixes = { v4: config.rateLimitV4Prefix, v6: config.rateLimitV6Prefix };
-  const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst, prefixes) : null;
-  const costs = createClientCosts({ logBytes: config.logBudget, heldBytes: config.heldBudget }, prefixes);
+  const clientOf = (request: Request, server: Server<unknown> | null) =>
+    clientNetwork(clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted), prefixes);
+  const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
+  const costs = createClientCosts({ logBytes: config.logBudget, heldBytes: config.heldBudget });
   const ingest = ingestRoutes({
     writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config, metrics, limiter, costs, clientOf, headersFor: responseHeaders(config), log,
   });

@@ -6,7 +6,7 @@ import type { NormalizeOptions } from "../domain/normalize.ts";
 import type { Endpoint, Rejection } from "../domain/rejection.ts";
 import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault } from "../http/errors.ts";
 import type { Metrics } from "../http/metrics.ts";
-import type { ClientCosts, RateLimiter } from "../http/rate-limit.ts";
+import type { ClientCosts, Network, RateLimiter } from "../http/rate-limit.ts";
 import { OutcomeSchema } from "../http/schemas.ts";
 import type { Logger } from "../log.ts";
 import type { ResultFor } from "../store/contract.ts";
@@ -28,8 +28,8 @@ export interface IngestDeps {
   limiter: RateLimiter | null;
   /** Each client network's share of the rejected-reports log and of held reports. */
   costs: ClientCosts;
-  /** The address a request counts against (proxy-aware). */
-  clientOf: (request: Request, server: Server<unknown> | null) => string;
+  /** The network a request counts against (proxy-aware); null when exempt (in-process, this host). */
+  clientOf: (request: Request, server: Server<unknown> | null) => Network | null;
   /** Security and CORS headers (http/hardening.ts), in a new object the caller may add to. */
   headersFor: (request: Request) => Record<string, string>;
   log: Logger;
@@ -156,7 +156,7 @@ export function ingestRoutes(deps: IngestDeps) {
 
   // Every write carries its request's signal: a request aborted before its write is stored (its
   // client gone, or Bun closing a pipelined connection: scripts/repro/pipelining.ts) stores nothing.
-  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }, client: string, signal: AbortSignal): Promise<Reply> {
+  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }, client: Network | null, signal: AbortSignal): Promise<Reply> {
     const at = clock();
     // Past its network's share of the log, a body is kept by its head (the entry stays).
     const headOnly = rejection.body.byteLength > 0 && !costs.log.take(client, rejection.body.byteLength, at);
@@ -167,7 +167,7 @@ export function ingestRoutes(deps: IngestDeps) {
     return { status, body: errorBody(rejection.reason, rejection.message, rejection.field) };
   }
 
-  async function ingest(endpoint: Endpoint, request: Request, client: string): Promise<Reply> {
+  async function ingest(endpoint: Endpoint, request: Request, client: Network | null): Promise<Reply> {
     const read = await readBody(request, maxBodyBytes);
     if (!read.ok) {
       const size = read.size === null ? "a chunked body" : `${read.size} bytes`;

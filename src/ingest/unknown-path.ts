@@ -4,7 +4,7 @@
 // the reports can be looked at; an anonymous client cannot fill the log this way.
 import type { Endpoint } from "../domain/rejection.ts";
 import type { Metrics } from "../http/metrics.ts";
-import type { ClientCosts } from "../http/rate-limit.ts";
+import type { ClientCosts, Network } from "../http/rate-limit.ts";
 import type { Logger } from "../log.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import { readBody } from "./read-body.ts";
@@ -33,7 +33,7 @@ export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () 
 
   return {
     /** Counts a POST to an unknown path and, within the rate, keeps its body in the log (by its head past the client network's share). */
-    async record(request: Request, path: string, client: string): Promise<void> {
+    async record(request: Request, path: string, client: Network | null): Promise<void> {
       const now = clock();
       const key = seen.has(path) || seen.size < MAX_PATHS ? path.slice(0, MAX_PATH_LENGTH) : OTHER;
       const entry = seen.get(key) ?? { count: 0, first: now, last: now, loggedAt: -Infinity };

@@ -6,8 +6,7 @@
 // A listing server in front of the same records fails requests (retries with backoff), goes down
 // (the import stops, keeps its position in the database, and resumes from it), and loses its
 // oldest records midway as midnight takes a day out of the window (the importer finds its place).
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import postgres from "postgres";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { defaults } from "../src/config.ts";
 import type { JsonObject } from "../src/domain/json.ts";
 import { createLogger } from "../src/log.ts";
@@ -16,7 +15,7 @@ import { createRuntime } from "../src/runtime.ts";
 import type { Store } from "../src/store/contract.ts";
 import { openEngine } from "../src/store/open.ts";
 import { SourceError, importFromApi, type ApiSummary } from "../src/transfer/telemetry-service-api.ts";
-import { createDatabase, startPostgres, type PgServer } from "./helpers/postgres.ts";
+import { postgresForFile } from "./helpers/postgres.ts";
 import { testApp, type TestApp } from "./helpers/app.ts";
 
 setDefaultTimeout(120_000);
@@ -122,23 +121,14 @@ async function attemptsOf(store: Pick<Store, "executionChunks">) {
   return out;
 }
 
-let pg: PgServer | undefined;
-let admin: postgres.Sql | undefined;
-beforeAll(async () => {
-  pg = await startPostgres();
-  admin = postgres(pg.url, { max: 1, onnotice: () => {} });
-});
-afterAll(async () => {
-  await admin?.end();
-  await pg?.stop();
-});
+const pg = postgresForFile();
 
 describe("import --url from another installstats", () => {
   for (const engineName of ["sqlite", "postgres"] as const) {
     test(`round trip on ${engineName}: the same records through /api/records, attempts and durations; what was going ends later; again = nothing new`, async () => {
       const { t: source, going } = await filledSource(250);
       const served = listen((req) => source.app.handle(req));
-      const location = engineName === "sqlite" ? ":memory:" : await createDatabase(pg!, `api_import_${Date.now()}`);
+      const location = engineName === "sqlite" ? ":memory:" : await pg.database();
       const engine = await openEngine(location, { durability: "normal", migrate: true, create: true });
       const target = await createRuntime({ ...defaults, db: location }, { clock: source.clock, log: createLogger("error", () => {}, source.clock), version: "0.0.0-test" }, engine);
       const deps = { reads: target.store, commit: (ops: Parameters<Store["write"]>[0]) => target.store.write(ops) };
@@ -170,7 +160,6 @@ describe("import --url from another installstats", () => {
         served.stop();
         await target.stop();
         await source.stop();
-        if (engineName === "postgres") await admin!.unsafe(`DROP DATABASE IF EXISTS ${location.split("/").at(-1)} WITH (FORCE)`);
       }
     });
   }

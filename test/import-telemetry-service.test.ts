@@ -5,8 +5,7 @@
 // duplicates, two final rows of one run, rows out of order, bad rows and long nasty error texts.
 // On both engines: the same executions from every form of the dump, an import run again changes
 // nothing, refusals are kept in the rejected-reports log once, and the rollups equal a recount.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import postgres from "postgres";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { defaults } from "../src/config.ts";
 import type { Execution } from "../src/domain/execution.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
@@ -15,7 +14,7 @@ import type { Engine } from "../src/store/engine.ts";
 import { openEngine } from "../src/store/open.ts";
 import { sniff } from "../src/transfer/input-format.ts";
 import { importServiceDump, type DumpSummary } from "../src/transfer/telemetry-service-dump.ts";
-import { createDatabase, startPostgres, type PgServer } from "./helpers/postgres.ts";
+import { postgresForFile } from "./helpers/postgres.ts";
 import { NASTY, R, V1_COLUMNS, kept, csvWithNames, full, jsonEachRow, scenario } from "./helpers/telemetry-service.ts";
 
 setDefaultTimeout(60_000);
@@ -182,15 +181,5 @@ function engineTests(name: string, location: () => Promise<string>) {
 
 engineTests("sqlite", async () => ":memory:");
 
-let pg: PgServer | undefined;
-let admin: postgres.Sql | undefined;
-let dbs = 0;
-beforeAll(async () => {
-  pg = await startPostgres();
-  admin = postgres(pg.url, { max: 1, onnotice: () => {} });
-});
-afterAll(async () => {
-  await admin?.end();
-  await pg?.stop();
-});
-engineTests("postgres", () => createDatabase(pg!, `ts_import_${++dbs}`));
+const pg = postgresForFile();
+engineTests("postgres", () => pg.database());

@@ -11,7 +11,7 @@
 // order they were written, go through this service's own lifecycle (lifecycle.ts), as if it had
 // received them. Its read API (GET /api/records) lists one record per execution instead, with the
 // steps it went through (`pipeline`); such a record becomes one execution directly.
-import { kindOfType, type Descriptive, type Execution, type Report } from "./execution.ts";
+import type { Execution, Report } from "./execution.ts";
 import type { JsonObject } from "./json.ts";
 import { decide, executionFromHeld, type HeldReport } from "./lifecycle.ts";
 import { normalizeTelemetry, type NormalizeOptions } from "./normalize.ts";
@@ -235,29 +235,16 @@ export function recordExecution(record: JsonObject, opts: ReadOptions): { ok: tr
   const finishedAt = final ? (finalStep?.at ?? createdTime) : null;
   // A duration needs a start seen before the end (ours lists a final status that came first after its start).
   const started = steps.some((s) => PROGRESS.has(s.status) && finishedAt !== null && s.at <= finishedAt);
+  // As a report that stands on its own (a held report applied alone), with the times the steps tell.
   const execution: Execution = {
-    ...(report.fields as Descriptive),
-    executionId: report.executionId,
-    randomId: report.randomId,
-    attempt: 1,
-    kind: kindOfType(report.fields!.type),
-    payloadVersion: report.payloadVersion,
-    status: report.status,
+    ...executionFromHeld({ report, at: createdAt, repaired: false }, 1),
     outcome: timedOut ? "unknown" : report.outcome,
-    error: report.error,
-    exitCode: report.exitCode,
-    errorCategory: report.errorCategory,
-    failedCommand: report.failedCommand,
-    failedLine: report.failedLine,
-    installDuration: report.installDuration,
-    createdAt,
     updatedAt: Math.max(...times),
     durationMs: final && started && finishedAt !== null ? finishedAt - createdAt : null,
     installingAt: first("installing"),
     validationAt: first("validation"),
     configuringAt: first("configuring"),
     finishedAt,
-    repaired: false,
   };
   return { ok: true, execution };
 }

@@ -53,51 +53,52 @@ function ipv4Bits(text: string): number | null {
   return parts === 4 ? value : null;
 }
 
-/** One to four hex digits as a number, or -1. */
-function hexGroup(text: string): number {
-  if (text.length === 0 || text.length > 4) return -1;
-  let value = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i) | 0x20; // lower case for letters
-    const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1;
-    if (d < 0) return -1;
-    value = value * 16 + d;
-  }
-  return value;
-}
+const hexDigit = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : (c | 0x20) >= 97 && (c | 0x20) <= 102 ? (c | 0x20) - 87 : -1);
 
-/** The groups of part of an IPv6 address ("2001:db8", "ffff:1.2.3.4" when a dotted tail may end it), or null. */
-function groupsOf(text: string, tailAllowed: boolean): number[] | null {
-  if (text === "") return [];
-  const parts = text.split(":");
-  const out: number[] = [];
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!;
-    if (tailAllowed && i === parts.length - 1 && part.includes(".")) {
-      const v4 = ipv4Bits(part);
-      if (v4 === null) return null;
-      out.push(v4 >>> 16, v4 & 0xffff);
-    } else {
-      const g = hexGroup(part);
-      if (g < 0) return null;
-      out.push(g);
-    }
-  }
-  return out;
-}
-
-/** The eight 16-bit groups of an IPv6 address (compressed, with a dotted tail, any case), or null when it is none. */
+/**
+ * The eight 16-bit groups of an IPv6 address (compressed with "::", with a dotted IPv4 tail, any
+ * case), or null when it is none. One pass over the text: this runs for every report received.
+ */
 function ipv6Groups(text: string): number[] | null {
-  const gap = text.indexOf("::");
-  if (gap < 0) {
-    const groups = groupsOf(text, true);
-    return groups !== null && groups.length === 8 ? groups : null;
+  const left: number[] = [];
+  const right: number[] = [];
+  let groups = left;
+  let gap = false;
+  const n = text.length;
+  let i = 0;
+  if (text.charCodeAt(0) === 58) {
+    if (text.charCodeAt(1) !== 58) return null;
+    gap = true;
+    groups = right;
+    i = 2;
   }
-  if (text.indexOf("::", gap + 1) >= 0) return null;
-  const left = groupsOf(text.slice(0, gap), false);
-  const right = groupsOf(text.slice(gap + 2), true);
-  if (left === null || right === null || left.length + right.length > 7) return null;
-  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+  while (i < n) {
+    let j = i;
+    let value = 0;
+    for (let d = hexDigit(text.charCodeAt(j)); j < n && d >= 0; d = hexDigit(text.charCodeAt(++j))) value = value * 16 + d;
+    if (j < n && text.charCodeAt(j) === 46) {
+      // A dotted IPv4 tail ends the address.
+      const v4 = ipv4Bits(text.slice(i));
+      if (v4 === null) return null;
+      groups.push(v4 >>> 16, v4 & 0xffff);
+      break;
+    }
+    if (j === i || j - i > 4) return null;
+    groups.push(value);
+    if (j === n) break;
+    if (text.charCodeAt(j) !== 58 || j + 1 === n) return null;
+    if (text.charCodeAt(j + 1) === 58) {
+      if (gap) return null;
+      gap = true;
+      groups = right;
+      i = j + 2;
+    } else i = j + 1;
+  }
+  const count = left.length + right.length;
+  if (gap ? count > 7 : count !== 8) return null;
+  for (let k = count; k < 8; k++) left.push(0);
+  for (const g of right) left.push(g);
+  return left;
 }
 
 /** An address as a family and its bits: IPv4 as one 32-bit number, IPv6 as eight 16-bit groups; null when it is none. */
@@ -136,24 +137,24 @@ function networkKey(parsed: { v4: number } | { v6: number[] }, prefixes: Network
     return { key: `${masked >>> 24}.${(masked >>> 16) & 255}.${(masked >>> 8) & 255}.${masked & 255}/${bits}`, family: "ipv4" };
   }
   const bits = prefixes.v6;
-  const groups = parsed.v6.map((g, i) => {
-    const keep = Math.max(0, Math.min(16, bits - i * 16));
-    return keep === 0 ? 0 : g & ((0xffff << (16 - keep)) & 0xffff);
-  });
-  // Shortest form of the network's first address: the longest run of zero groups (two or more) as "::".
-  let best = { at: -1, len: 0 };
+  const groups = parsed.v6;
+  const masked = [0, 0, 0, 0, 0, 0, 0, 0];
+  for (let i = 0; i < 8 && bits > i * 16; i++) masked[i] = bits >= (i + 1) * 16 ? groups[i]! : groups[i]! & ((0xffff << (16 - (bits - i * 16))) & 0xffff);
+  // Shortest form of the network's first address: the longest run of two or more zero groups as "::".
+  let at = -1;
+  let len = 1;
   for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
     let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > best.len && j - i >= 2) best = { at: i, len: j - i };
-    i = j;
+    while (j < 8 && masked[j] === 0) j++;
+    if (j - i > len) [at, len] = [i, j - i];
+    i = j === i ? i + 1 : j;
   }
-  const hex = groups.map((g) => g.toString(16));
-  const text = best.at < 0 ? hex.join(":") : `${hex.slice(0, best.at).join(":")}::${hex.slice(best.at + best.len).join(":")}`;
+  const join = (from: number, to: number) => {
+    let out = "";
+    for (let i = from; i < to; i++) out += i === from ? masked[i]!.toString(16) : `:${masked[i]!.toString(16)}`;
+    return out;
+  };
+  const text = at < 0 ? join(0, 8) : `${join(0, at)}::${join(at + len, 8)}`;
   return { key: `${text}/${bits}`, family: "ipv6" };
 }
 

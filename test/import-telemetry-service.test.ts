@@ -183,3 +183,18 @@ engineTests("sqlite", async () => ":memory:");
 
 const pg = postgresForFile();
 engineTests("postgres", () => pg.database());
+
+describe("the input's format, from its first line", () => {
+  const formatOf = async (text: string) => (await sniff(chunked(text, 3))).format;
+  test("our NDJSON, the original API's array, the service's JSONEachRow and CSVWithNames; BOM and blank lines before them", async () => {
+    expect(await formatOf('{"random_id":"a","created_at":"2026-05-01T00:00:00Z","status":"done"}\n')).toBe("ndjson");
+    expect(await formatOf('\ufeff\n\n  [{"random_id":"a"}]')).toBe("json-array");
+    expect(await formatOf('{"id":"x","random_id":"a","status":"installing","created":"2026-05-01 00:00:00.000"}\n')).toBe("clickhouse-jsoneachrow");
+    expect(await formatOf('\ufeff{"random_id":"a","status":"installing","created":"2026-05-01 00:00:00.000"}')).toBe("clickhouse-jsoneachrow");
+    expect(await formatOf('"id","nsapp","status","created","random_id"\n"x","a","installing","2026-05-01 00:00:00.000","r"\n')).toBe("clickhouse-csv");
+    expect(await formatOf("id,random_id,status,created\n")).toBe("clickhouse-csv");
+    expect(await formatOf("")).toBe("ndjson");
+    expect(await formatOf("{broken\n")).toBe("ndjson"); // reported line by line by the NDJSON reader
+    await expect(formatOf("hello,world\n")).rejects.toThrow("the input is none of the formats import reads");
+  });
+});

@@ -50,7 +50,9 @@ export async function sniff(input: AsyncIterable<Uint8Array | string>): Promise<
   const source = decoded(input);
   let head = "";
   for (;;) {
-    if (head.replace(/^[\s\ufeff]+/, "").includes("\n") || head.length > HEAD_LIMIT) break;
+    const start = head.replace(/^[\s\ufeff]+/, "");
+    // An array is told by its first character (its first line may be the whole file); the rest by their first line.
+    if (start.startsWith("[") || start.includes("\n") || head.length > HEAD_LIMIT) break;
     const next = await source.next();
     if (next.done) break;
     head += next.value;

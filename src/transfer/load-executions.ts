@@ -6,7 +6,7 @@
 // goes into the rejected-reports log once however often it is imported: its entry is marked by
 // the SHA-256 of its body (a copy mark, as `installstats copy` keeps one per source).
 import { descriptiveOf, type Execution, type Report } from "../domain/execution.ts";
-import { isFinal } from "../domain/outcome.ts";
+import { deriveOutcome } from "../domain/outcome.ts";
 import type { RejectReason } from "../domain/rejection.ts";
 import type { RejectedEntry, StoreReads, WriteOp, WriteResult } from "../store/contract.ts";
 import type { Commit } from "../store/writer.ts";
@@ -34,11 +34,14 @@ export interface Refused {
 
 const EMPTY = new Uint8Array(0);
 
-/** The report that ends `stored` as `e` ended (its fields as the import read them). */
+/** The final report that ends a stored execution as `e` ended (its fields as the import read them). */
 function finalReport(e: Execution): Report {
   const { executionId, randomId, payloadVersion, status, outcome, error, exitCode, errorCategory, failedCommand, failedLine, installDuration } = e;
   return { executionId, randomId, payloadVersion, fields: descriptiveOf(e), status, outcome, error, exitCode, errorCategory, failedCommand, failedLine, installDuration };
 }
+
+/** Still open to its final status: in progress, or timed out with a progress status (lifecycle.ts). */
+const open = (e: Execution): boolean => deriveOutcome(e.status, null) === "in_progress";
 
 const sha256 = (bytes: Uint8Array): string => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
@@ -73,12 +76,13 @@ export class ExecutionLoader {
       const execution = { ...e, attempt: before + 1 };
       known.push(execution);
       this.ops.push({ kind: "load", execution, at: execution.updatedAt });
-    } else if (stored.outcome === "in_progress" && e.outcome !== "in_progress") {
-      if (isFinal(e.outcome) && e.finishedAt !== null) {
-        this.ops.push({ kind: "report", report: finalReport(e), endpoint: "telemetry", raw: EMPTY, repairs: [], at: e.finishedAt });
-      } else {
-        this.ops.push({ kind: "expire", executionId: e.executionId, at: e.updatedAt });
-      }
+    } else if (open(stored) && e.finishedAt !== null) {
+      // It ended (a run timed out here still takes its late end, as ingestion gives it).
+      this.ops.push({ kind: "report", report: finalReport(e), endpoint: "telemetry", raw: EMPTY, repairs: [], at: e.finishedAt });
+      known[known.indexOf(stored)] = { ...stored, status: e.status, outcome: e.outcome };
+    } else if (stored.outcome === "in_progress" && e.outcome === "unknown") {
+      // It timed out at the source.
+      this.ops.push({ kind: "expire", executionId: e.executionId, at: e.updatedAt });
       known[known.indexOf(stored)] = { ...stored, outcome: e.outcome };
     } else {
       this.summary.alreadyThere++;

@@ -185,8 +185,12 @@ export interface DumpOptions {
   onRefused?: (position: string, message: string) => void;
 }
 
+/**
+ * Sort lines are "<key> <time>\t<JSON text>\t<position>": the key a JSON string (no tab in it,
+ * and prefix-free, so equal keys group exactly and apart from every other), the time in epoch ms
+ * padded to sort as text, the row's own text, and where it was in the input.
+ */
 const pad = (n: number) => String(n).padStart(15, "0");
-/** A sort line: key, tab, the JSON text, tab, the row's position; JSON strings are prefix-free, so keys group exactly. */
 const keyEnd = (line: string) => line.indexOf("\t");
 
 export async function importServiceDump(deps: { reads: StoreReads; commit: Commit }, text: AsyncIterable<string>, format: DumpFormat, opts: DumpOptions): Promise<DumpSummary> {

@@ -9,7 +9,7 @@ import { hardening, responseHeaders } from "./http/hardening.ts";
 import type { Metrics } from "./http/metrics.ts";
 import type { Maintenance } from "./maintenance/maintenance.ts";
 import { metricsRoutes } from "./http/metrics-routes.ts";
-import { clientAddress, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
+import { clientAddress, clientNetwork, createClientCosts, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
 import type { Server } from "bun";
 import { healthRoutes } from "./http/health.ts";
 import type { Logger } from "./log.ts";
@@ -54,11 +54,13 @@ export interface AppDeps {
 export function createApp(deps: AppDeps) {
   const { config, writer, clock, version, log, metrics } = deps;
   const trusted = proxyMatcher(config.trustedProxies);
+  const prefixes = { v4: config.rateLimitV4Prefix, v6: config.rateLimitV6Prefix };
   const clientOf = (request: Request, server: Server<unknown> | null) =>
-    clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted);
+    clientNetwork(clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted), prefixes);
   const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
+  const costs = createClientCosts({ logBytes: config.logBudget, heldBytes: config.heldBudget });
   const ingest = ingestRoutes({
-    writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config, metrics, limiter, clientOf, headersFor: responseHeaders(config), log,
+    writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config, metrics, limiter, costs, clientOf, headersFor: responseHeaders(config), log,
   });
   return new Elysia({
     serve: {
@@ -77,7 +79,7 @@ export function createApp(deps: AppDeps) {
       reusePort: false,
     },
   })
-    .onError(async ({ code, error, set, path, request }) => {
+    .onError(async ({ code, error, set, path, request, server }) => {
       // Every error leaves in the one shape, {error, message, field}; no stack traces reach clients.
       // A bad parameter of the URL (query string, path) is 400; a bad field of a body is 422.
       set.headers["content-type"] = "application/json";
@@ -96,7 +98,7 @@ export function createApp(deps: AppDeps) {
             return errorBody("not_found", `no route for ${path}; see ${to}`);
           }
           set.status = 404;
-          if (request.method === "POST") await ingest.unknownPaths.record(request, path);
+          if (request.method === "POST") await ingest.unknownPaths.record(request, path, clientOf(request, server));
           return errorBody("not_found", `no route for ${path}${request.method === "POST" ? "; reports go to /telemetry (current scripts) or /upload and /upload/updatestatus (old ones)" : ""}`);
         case "PARSE":
           set.status = 400;

@@ -42,6 +42,10 @@ export interface Config {
   rateLimit: number;
   /** Requests a client may send at once before the rate applies. */
   rateBurst: number;
+  /** Leading bits of an IPv4 address that make one client (32: each address its own). */
+  rateLimitV4Prefix: number;
+  /** Leading bits of an IPv6 address that make one client (64: a customer's network, which holds 2^64 addresses). */
+  rateLimitV6Prefix: number;
   /** Peers whose X-Forwarded-For is believed (reverse proxies); addresses or CIDRs. */
   trustedProxies: string[];
   /** Installs still in progress after this long become outcome "unknown"; 0 = never. */
@@ -119,6 +123,9 @@ export const defaults: Config = {
   // 300 per minute with a burst of 60, as the community's service: an installer run sends 4-10 reports.
   rateLimit: 5,
   rateBurst: 60,
+  // Every ISP customer holds at least a /64 of IPv6 (often a /56); an IPv4 address is usually one household.
+  rateLimitV4Prefix: 32,
+  rateLimitV6Prefix: 64,
   trustedProxies: [],
   stuckAfterMs: 12 * HOUR,
   retentionMs: 0,
@@ -156,7 +163,7 @@ export const defaults: Config = {
 };
 
 type Key = keyof Config;
-type Kind = "text" | "optional-text" | "optional-url" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level" | "tracker" | "repo";
+type Kind = "text" | "optional-text" | "optional-url" | "port" | "count" | "size" | "bool" | "duration" | "list" | "durability" | "level" | "tracker" | "repo" | "v4-prefix" | "v6-prefix";
 
 interface Option {
   key: Key;
@@ -201,6 +208,22 @@ const options: readonly Option[] = [
   { key: "corsOrigins", flag: "cors-origins", env: "INSTALLSTATS_CORS_ORIGINS", kind: "list", help: "comma-separated origins allowed to read cross-origin, or *", see: "security.md#headers-and-cors" },
   { key: "rateLimit", flag: "rate-limit", env: "INSTALLSTATS_RATE_LIMIT", kind: "count", help: "ingestion requests per second per client, 0 = off", see: "security.md#rate-limiting" },
   { key: "rateBurst", flag: "rate-burst", env: "INSTALLSTATS_RATE_BURST", kind: "count", help: "requests a client may send at once", see: "security.md#rate-limiting" },
+  {
+    key: "rateLimitV4Prefix",
+    flag: "rate-limit-v4-prefix",
+    env: "INSTALLSTATS_RATE_LIMIT_V4_PREFIX",
+    kind: "v4-prefix",
+    help: "IPv4 clients in one network of this prefix length share a rate limit and a share of the budgets (1-32; 32: each address its own)",
+    see: "security.md#rate-limiting",
+  },
+  {
+    key: "rateLimitV6Prefix",
+    flag: "rate-limit-v6-prefix",
+    env: "INSTALLSTATS_RATE_LIMIT_V6_PREFIX",
+    kind: "v6-prefix",
+    help: "IPv6 clients in one network of this prefix length share a rate limit and a share of the budgets (1-128; 64: a customer's network, 56 for ISPs that hand out /56)",
+    see: "security.md#rate-limiting",
+  },
   { key: "trustedProxies", flag: "trusted-proxies", env: "INSTALLSTATS_TRUSTED_PROXIES", kind: "list", help: "comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed", see: "security.md#rate-limiting" },
   { key: "stuckAfterMs", flag: "stuck-after", env: "INSTALLSTATS_STUCK_AFTER", kind: "duration", help: "installs in progress this long become outcome unknown (e.g. 12h), 0 = never", see: "operations.md#scheduled-jobs-inside-serve" },
   { key: "retentionMs", flag: "retention", env: "INSTALLSTATS_RETENTION", kind: "duration", help: "delete installs older than this (e.g. 400d), 0 = keep forever", see: "operations.md#scheduled-jobs-inside-serve" },
@@ -303,6 +326,12 @@ function coerce(o: Option, raw: string, source: string): Config[Key] {
     case "port": {
       const n = Number(raw);
       return Number.isInteger(n) && n >= 0 && n <= 65535 ? n : fail("must be a port number 0-65535");
+    }
+    case "v4-prefix":
+    case "v6-prefix": {
+      const max = o.kind === "v4-prefix" ? 32 : 128;
+      const n = Number(raw.trim().replace(/^\//, ""));
+      return Number.isInteger(n) && n >= 1 && n <= max ? n : fail(`must be a prefix length from 1 to ${max}, such as ${o.kind === "v4-prefix" ? "32 or 24" : "64 or 56"}`);
     }
     case "count": {
       const n = Number(raw);

@@ -19,7 +19,8 @@ import { restore } from "../src/cli/restore.ts";
 import { exportRoutes } from "../src/read/export-routes.ts";
 import { backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/store/sqlite/backup.ts";
 import { exportInstalls } from "../src/transfer/export-installs.ts";
-import { importRecords, parseTimestamp, splitRecords, type Piece } from "../src/transfer/import-records.ts";
+import { importRecords, splitRecords, type Piece } from "../src/transfer/import-records.ts";
+import { parseTimestamp } from "../src/domain/time.ts";
 import { pruneOlderThan } from "../src/maintenance/prune.ts";
 import { replayRejected } from "../src/maintenance/replay.ts";
 import { toRecord, type ExecutionRecord } from "../src/read/record.ts";
@@ -618,7 +619,7 @@ describe("import", () => {
     await expect(run(importCommand, db, {}, [])).rejects.toThrow(UsageError);
     const garbage = await cli(["import", "-", "--db", db], "hello");
     expect(garbage.code).toBe(2);
-    expect(garbage.stderr).toContain("neither NDJSON");
+    expect(garbage.stderr).toContain("the input is none of the formats import reads");
   });
 });
 

@@ -1,23 +1,26 @@
 // Per-client rate limiting (proxy-aware only for trusted proxies) and the Prometheus metrics.
 import { describe, expect, test } from "bun:test";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";
-import { clientAddress, createRateLimiter, proxyMatcher } from "../src/http/rate-limit.ts";
+import { clientAddress, clientNetwork, createRateLimiter, proxyMatcher } from "../src/http/rate-limit.ts";
 
 describe("token bucket", () => {
   test("burst, then the rate; Retry-After says when the next token comes", async () => {
     const limiter = createRateLimiter(2, 3);
     const t0 = 1_000_000;
-    expect([1, 2, 3].map(() => limiter.take("a", t0).ok)).toEqual([true, true, true]);
-    expect(limiter.take("a", t0)).toEqual({ ok: false, retryAfterS: 1 });
-    expect(limiter.take("b", t0).ok).toBe(true); // another client has its own bucket
-    expect(limiter.take("a", t0 + 500).ok).toBe(true); // 0.5 s at 2/s = one token
-    expect(limiter.take("a", t0 + 500).ok).toBe(false);
+    const a = clientNetwork("192.0.2.10", { v4: 32, v6: 64 });
+    expect([1, 2, 3].map(() => limiter.take(a, t0).ok)).toEqual([true, true, true]);
+    expect(limiter.take(a, t0)).toEqual({ ok: false, retryAfterS: 1, family: "ipv4" });
+    expect(limiter.take(clientNetwork("192.0.2.11", { v4: 32, v6: 64 }), t0).ok).toBe(true); // another client has its own bucket
+    expect(limiter.take(a, t0 + 500).ok).toBe(true); // 0.5 s at 2/s = one token
+    expect(limiter.take(a, t0 + 500).ok).toBe(false);
   });
 
   test("memory stays bounded: the least recently seen clients are forgotten", async () => {
     const limiter = createRateLimiter(1, 1, 100);
-    for (let i = 0; i < 1000; i++) limiter.take(`c${i}`, 0);
-    expect(limiter.size).toBe(100);
+    for (let i = 0; i < 1000; i++) {
+      limiter.take(clientNetwork(`10.0.${i >> 8}.${i & 255}`, { v4: 32, v6: 64 }), 0);
+      expect(limiter.size).toBeLessThanOrEqual(100);
+    }
   });
 
   test("X-Forwarded-For is believed only from trusted proxies, right-most untrusted hop first", async () => {
@@ -112,7 +115,7 @@ describe("/metrics", () => {
     expect(value('installstats_http_requests_total{method="POST",route="/upload",status="429"}')).toBe(1);
     expect(value('installstats_rejected_reports_total{reason="invalid_json"}')).toBe(1);
     expect(value('installstats_rejected_reports_total{reason="already_final"}')).toBe(1);
-    expect(value("installstats_rate_limited_total")).toBe(1);
+    expect(value('installstats_rate_limited_total{family="ipv4"}')).toBe(1);
     expect(value('installstats_ingest_duration_seconds_count{endpoint="upload"}')).toBe(3);
     expect(value("installstats_write_batch_size_count")).toBeGreaterThan(0);
     expect(value('installstats_installs{outcome="failed"}')).toBe(1);

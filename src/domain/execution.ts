@@ -57,6 +57,18 @@ export type Descriptive = {
   extra: string | null;
 };
 
+/** Every descriptive field, checked complete at compile time. */
+const DESCRIPTIVE: Record<keyof Descriptive, true> = {
+  type: true, ctType: true, diskSize: true, coreCount: true, ramSize: true, osType: true, osVersion: true, disableip6: true, nsapp: true,
+  method: true, pveVersion: true, cpuVendor: true, cpuModel: true, gpuVendor: true, gpuModel: true, ramSpeed: true, gpuPassthrough: true,
+  hostGpu: true, arch: true, platform: true, hasArm: true, repoSource: true, repoSlug: true, kernelVersion: true, appVersion: true, extra: true,
+};
+
+/** The descriptive fields of an execution, and nothing else of it (a report's `fields`). */
+export function descriptiveOf(e: Descriptive): Descriptive {
+  return Object.fromEntries(Object.keys(DESCRIPTIVE).map((k) => [k, e[k as keyof Descriptive]])) as Descriptive;
+}
+
 /** How a run ended, as far as it is known. */
 export type Ending = {
   status: string;

@@ -162,7 +162,10 @@ export function createMetrics() {
     ),
     rejected: registry.add(new Counter("installstats_rejected_reports_total", "Reports not applied as sent, by reason (kept in the rejected-reports log)")),
     unknownPathPosts: registry.add(new Counter("installstats_unknown_path_posts_total", "POSTs to paths the service does not know (a script pointed at a wrong URL), by path; answered 404")),
-    rateLimited: registry.add(new Counter("installstats_rate_limited_total", "Ingestion requests answered 429")),
+    rateLimited: registry.add(new Counter("installstats_rate_limited_total", "Ingestion requests answered 429, by the client's address family (ipv4, ipv6)")),
+    clientShareUsed: registry.add(
+      new Counter("installstats_client_share_used_total", "Reports of a client network past its share: share=log, bodies logged by their head; share=held, final reports applied on their own instead of held"),
+    ),
     jobRuns: registry.add(new Counter("installstats_job_runs_total", "Scheduled job runs by job and result")),
     alertDeliveries: registry.add(
       new Counter("installstats_alert_deliveries_total", "Attempts to deliver alert messages, by channel and result: sent, retry (failed, tried again later), failed (given up)"),

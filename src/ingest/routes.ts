@@ -1,11 +1,12 @@
 // The wire protocols: POST /upload, POST /upload/updatestatus and POST /telemetry (docs/protocol.md).
 import { Elysia, t } from "elysia";
 import type { Server } from "bun";
+import { kindOfType } from "../domain/execution.ts";
 import type { NormalizeOptions } from "../domain/normalize.ts";
 import type { Endpoint, Rejection } from "../domain/rejection.ts";
 import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault } from "../http/errors.ts";
 import type { Metrics } from "../http/metrics.ts";
-import type { RateLimiter } from "../http/rate-limit.ts";
+import type { ClientCosts, Network, RateLimiter } from "../http/rate-limit.ts";
 import { OutcomeSchema } from "../http/schemas.ts";
 import type { Logger } from "../log.ts";
 import type { ResultFor } from "../store/contract.ts";
@@ -25,8 +26,10 @@ export interface IngestDeps {
   metrics: Metrics;
   /** Per-client limit; null = none. */
   limiter: RateLimiter | null;
-  /** The address a request counts against (proxy-aware). */
-  clientOf: (request: Request, server: Server<unknown> | null) => string;
+  /** Each client network's share of the rejected-reports log and of held reports. */
+  costs: ClientCosts;
+  /** The network a request counts against (proxy-aware); null when exempt (in-process, this host). */
+  clientOf: (request: Request, server: Server<unknown> | null) => Network | null;
   /** Security and CORS headers (http/hardening.ts), in a new object the caller may add to. */
   headersFor: (request: Request) => Record<string, string>;
   log: Logger;
@@ -149,29 +152,43 @@ function accepted(result: ResultFor<ReportOp>, ids: { random_id: string; executi
 }
 
 export function ingestRoutes(deps: IngestDeps) {
-  const { writer, normalize, maxBodyBytes, clock, metrics, limiter, clientOf, headersFor, log } = deps;
+  const { writer, normalize, maxBodyBytes, clock, metrics, limiter, costs, clientOf, headersFor, log } = deps;
 
   // Every write carries its request's signal: a request aborted before its write is stored (its
   // client gone, or Bun closing a pipelined connection: scripts/repro/pipelining.ts) stores nothing.
-  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }, signal: AbortSignal): Promise<Reply> {
-    await writer.submit({ kind: "reject", at: clock(), rejection }, signal);
+  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }, client: Network | null, signal: AbortSignal): Promise<Reply> {
+    const at = clock();
+    // Past its network's share of the log, a body is kept by its head (the entry stays).
+    const headOnly = rejection.body.byteLength > 0 && !costs.log.take(client, rejection.body.byteLength, at);
+    await writer.submit({ kind: "reject", at, rejection, ...(headOnly ? { headOnly } : {}) }, signal);
+    if (headOnly) metrics.clientShareUsed.inc({ share: "log" });
     metrics.rejected.inc({ reason: rejection.reason });
     const status = REFUSAL_STATUS[rejection.reason] as 400 | 413 | 422;
     return { status, body: errorBody(rejection.reason, rejection.message, rejection.field) };
   }
 
-  async function ingest(endpoint: Endpoint, request: Request): Promise<Reply> {
+  async function ingest(endpoint: Endpoint, request: Request, client: Network | null): Promise<Reply> {
     const read = await readBody(request, maxBodyBytes);
     if (!read.ok) {
       const size = read.size === null ? "a chunked body" : `${read.size} bytes`;
       const message = `body is larger than the limit of ${maxBodyBytes} bytes (${size})`;
-      return reject({ endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) }, request.signal);
+      return reject({ endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) }, client, request.signal);
     }
     const taken = intake(endpoint, read.bytes, clock(), normalize);
-    if (!taken.ok) return reject(taken.rejection, request.signal);
-    const { op } = taken;
-    const repaired = op.repairs.length > 0;
+    if (!taken.ok) return reject(taken.rejection, client, request.signal);
+    const repaired = taken.op.repairs.length > 0;
+    const bytes = taken.op.raw.byteLength;
+    // A client past its network's shares: what it makes the store log keeps its head only, and a
+    // final report before its start is applied on its own at once (nothing is dropped either way).
+    const headOnly = repaired ? !costs.log.take(client, bytes, taken.op.at) : !costs.log.has(client, taken.op.at);
+    const holdable = costs.held.has(client, taken.op.at);
+    const op = { ...taken.op, ...(headOnly ? { headOnly } : {}), ...(holdable ? {} : { holdable }) };
     const result = await writer.submit(op, request.signal);
+    if (headOnly && (repaired || result.kind === "already-final")) metrics.clientShareUsed.inc({ share: "log" });
+    if (result.kind === "held") costs.held.charge(client, bytes, op.at);
+    else if (result.kind === "already-final") costs.log.charge(client, bytes, op.at);
+    // An install's final report created on its own: it came before its start and was not held (tools and addons are never held).
+    if (!holdable && result.kind === "created" && op.report.outcome !== "in_progress" && kindOfType(op.report.fields?.type ?? "") === "install") metrics.clientShareUsed.inc({ share: "held" });
     const reply = accepted(result, { random_id: op.report.randomId, execution_id: op.report.executionId }, repaired);
     if (repaired) metrics.rejected.inc({ reason: "repaired" });
     if (result.kind === "already-final") metrics.rejected.inc({ reason: "already_final" });
@@ -186,14 +203,15 @@ export function ingestRoutes(deps: IngestDeps) {
     let status: number;
     let body: Reply["body"] | ErrorBody;
     try {
-      const verdict = limiter?.take(clientOf(request, server), clock());
+      const client = clientOf(request, server);
+      const verdict = limiter?.take(client, clock());
       if (verdict && !verdict.ok) {
-        metrics.rateLimited.inc();
+        metrics.rateLimited.inc({ family: verdict.family });
         status = 429;
         headers["retry-after"] = String(verdict.retryAfterS);
-        body = errorBody("rate_limited", `too many reports from this address; retry in ${verdict.retryAfterS} s`);
+        body = errorBody("rate_limited", `too many reports from this network; retry in ${verdict.retryAfterS} s`);
       } else {
-        ({ status, body } = await ingest(endpoint, request));
+        ({ status, body } = await ingest(endpoint, request, client));
         metrics.ingestSeconds.observe((performance.now() - started) / 1000, { endpoint });
       }
     } catch (e) {
@@ -254,7 +272,7 @@ export function ingestRoutes(deps: IngestDeps) {
         TelemetryDoc,
       ),
     );
-  const unknownPaths = unknownPathTracker({ writer, clock, metrics, log, maxBodyBytes, paths: PATHS });
+  const unknownPaths = unknownPathTracker({ writer, clock, metrics, log, maxBodyBytes, paths: PATHS, costs });
   const UnknownPathList = t.Object(
     { paths: t.Array(t.Object({ path: t.String(), count: t.Integer(), first_seen: t.String({ format: "date-time" }), last_seen: t.String({ format: "date-time" }) })) },
     { title: "UnknownPaths" },

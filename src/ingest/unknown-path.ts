@@ -4,6 +4,7 @@
 // the reports can be looked at; an anonymous client cannot fill the log this way.
 import type { Endpoint } from "../domain/rejection.ts";
 import type { Metrics } from "../http/metrics.ts";
+import type { ClientCosts, Network } from "../http/rate-limit.ts";
 import type { Logger } from "../log.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import { readBody } from "./read-body.ts";
@@ -23,16 +24,16 @@ export interface UnknownPath {
   last_seen: string;
 }
 
-export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () => number; metrics: Metrics; log: Logger; maxBodyBytes: number; paths: Record<Endpoint, string> }) {
-  const { writer, clock, metrics, log, maxBodyBytes, paths } = deps;
+export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () => number; metrics: Metrics; log: Logger; maxBodyBytes: number; paths: Record<Endpoint, string>; costs: ClientCosts }) {
+  const { writer, clock, metrics, log, maxBodyBytes, paths, costs } = deps;
   const seen = new Map<string, { count: number; first: number; last: number; loggedAt: number }>();
   let minute = 0;
   let loggedThisMinute = 0;
   const hint = `the ingestion URLs are ${Object.values(paths).join(", ")}`;
 
   return {
-    /** Counts a POST to an unknown path and, within the rate, keeps its body in the log. */
-    async record(request: Request, path: string): Promise<void> {
+    /** Counts a POST to an unknown path and, within the rate, keeps its body in the log (by its head past the client network's share). */
+    async record(request: Request, path: string, client: Network | null): Promise<void> {
       const now = clock();
       const key = seen.has(path) || seen.size < MAX_PATHS ? path.slice(0, MAX_PATH_LENGTH) : OTHER;
       const entry = seen.get(key) ?? { count: 0, first: now, last: now, loggedAt: -Infinity };
@@ -51,7 +52,9 @@ export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () 
       const body = read?.ok ? read.bytes : new Uint8Array(0);
       const message = `POST to unknown path ${key} (${entry.count} so far); ${hint}`;
       log.warn("unknown_path", { path: key, count: entry.count });
-      await writer.submit({ kind: "reject", at: now, rejection: { endpoint: "unknown_path", reason: "unknown_path", field: null, message, randomId: null, body } });
+      const headOnly = body.byteLength > 0 && !costs.log.take(client, body.byteLength, now);
+      await writer.submit({ kind: "reject", at: now, rejection: { endpoint: "unknown_path", reason: "unknown_path", field: null, message, randomId: null, body }, ...(headOnly ? { headOnly } : {}) });
+      if (headOnly) metrics.clientShareUsed.inc({ share: "log" });
       metrics.rejected.inc({ reason: "unknown_path" });
     },
 

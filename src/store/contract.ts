@@ -19,6 +19,10 @@ interface Received {
   /** Repairs the lenient parser made; none for a strict JSON body. */
   repairs: readonly string[];
   at: number;
+  /** When its body is logged (repaired, refused as already final), only its head is kept: its client's share of the log is used up. */
+  headOnly?: boolean;
+  /** False: a final report before its start is applied on its own at once, not held (its client's share of held reports is used up). */
+  holdable?: boolean;
 }
 
 // ------------------------------------------------------------------ writes
@@ -27,8 +31,8 @@ interface Received {
 export type ReportWrite =
   /** Any report of either protocol; domain/lifecycle.ts decides what it does to its execution. */
   | ({ kind: "report"; report: Report } & Received)
-  /** A refused request, logged raw with its reason. */
-  | { kind: "reject"; rejection: Rejection; at: number }
+  /** A refused request, logged raw with its reason (`headOnly`: only its body's head, with size and hash: its client's share of the log is used up). */
+  | { kind: "reject"; rejection: Rejection; at: number; headOnly?: boolean }
   /**
    * A complete execution as it stands (seed, copy): stored and counted once, where a start report
    * and its final report would be counted three times (+1 in progress, -1, +1 final).
@@ -67,6 +71,12 @@ type MaintenanceWrite =
   | { kind: "mark-replayed"; rejectedId: number; result: string; at: number }
   /** Adds the hour cells of every hour before `until` not yet folded into day and month cells. */
   | { kind: "fold"; until: number; at: number }
+  /**
+   * How far `installstats import --url` got with `source` (the listing it reads, named by its URL):
+   * a position of the importer's own, kept in the transaction of the records it took, so an
+   * import cut short resumes where its last commit left it.
+   */
+  | { kind: "import-mark"; source: string; position: number; at: number }
   /** The stuck-install job checked every install created in [from, until): the mark moves, unless it moved meanwhile. */
   | { kind: "stuck-checked"; from: number; until: number; at: number }
   /**
@@ -212,6 +222,7 @@ export interface ResultOf {
   "mark-replayed": { kind: "marked" };
   fold: { kind: "folded"; hours: number };
   "stuck-checked": { kind: "marked" };
+  "import-mark": { kind: "marked" };
   /** `count`: held reports applied. */
   "expire-held": { kind: "expired-held"; count: number };
   /** `events`: the ids of the history entries of the round's transitions, in order. */
@@ -450,6 +461,8 @@ export interface MaintenanceReads {
   countReplayed(reasons: readonly RejectReason[], retryPrefix: string): Promise<number>;
   /** Where the budgets of the log and the held reports stand. */
   budgets(): Promise<BudgetStatus>;
+  /** The position an import-mark op last kept for `source`; 0 when none. */
+  importMark(source: string): Promise<number>;
   /** Every held report, oldest first, in chunks of `chunkRows`; each chunk one query run to completion (copy, in constant memory). */
   heldChunks(opts?: { chunkRows?: number }): AsyncGenerator<HeldReport[], void>;
   /** Log entries with an id above `afterId`, oldest first, in chunks of `chunkRows` (as heldChunks). */

@@ -12,11 +12,11 @@ import { isFinal } from "../domain/outcome.ts";
 import type { Commit } from "../store/writer.ts";
 import type { StoreReads, WriteOp } from "../store/contract.ts";
 import type { JsonObject } from "../domain/json.ts";
+import { parseTimestamp } from "../domain/time.ts";
+import { ImportFormatError, type InputFormat } from "./input-format.ts";
 
-export type InputFormat = "ndjson" | "json-array";
-
-/** The input is neither NDJSON nor a JSON array, or the array is malformed between elements. */
-export class ImportFormatError extends Error {}
+/** Our formats (input-format.ts tells them from the telemetry service's dumps). */
+type RecordFormat = Extract<InputFormat, "ndjson" | "json-array">;
 
 /** One record's text and where it was (`line 12`, `element 3`), or why there is none. */
 export type Piece = { position: string; text: string } | { position: string; error: string };
@@ -152,7 +152,7 @@ class ArraySplitter {
  * The records of a stream, one piece per record. The format is decided by the first character
  * that is not white space: `[` is the original API's JSON array, `{` our NDJSON.
  */
-export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, onFormat?: (format: InputFormat) => void): AsyncGenerator<Piece> {
+export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, onFormat?: (format: RecordFormat) => void): AsyncGenerator<Piece> {
   const decoder = new TextDecoder("utf-8"); // not fatal: invalid bytes become U+FFFD, as the ingest path does
   let splitter: NdjsonSplitter | ArraySplitter | null = null;
   let head = "";
@@ -178,26 +178,6 @@ export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, o
   feed(decoder.decode());
   (splitter as NdjsonSplitter | ArraySplitter | null)?.end(out);
   yield* out.splice(0);
-}
-
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:?\d{2})$/;
-
-/**
- * An RFC 3339 time as epoch ms: our ISO strings and Go's time.Time JSON (nanoseconds, any zone
- * offset) alike; the fraction is cut to milliseconds. null when it is not one (or before 1970).
- */
-export function parseTimestamp(value: unknown): number | null {
-  if (typeof value !== "string") return null;
-  const m = RFC3339.exec(value.trim());
-  if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return null;
-  const date = Date.UTC(year, month - 1, day);
-  if (new Date(date).getUTCDate() !== day) return null; // 2026-02-30
-  const ms = m[7] ? Number(m[7].padEnd(3, "0").slice(0, 3)) : 0;
-  const zone = m[8]!;
-  const offset = zone === "Z" || zone === "z" ? 0 : (zone[0] === "-" ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2))) * 60_000;
-  return date + ((hour * 60 + minute) * 60 + second) * 1000 + ms - offset;
 }
 
 /** The descriptive fields of every record shape (`id`, times, status and how it ended are handled apart). */
@@ -302,7 +282,7 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
 const NOT_ENDED = { status: "installing", outcome: "in_progress", error: null, exitCode: null, errorCategory: null, failedCommand: null, failedLine: null } as const;
 
 export interface ImportSummary {
-  format: InputFormat | null;
+  format: RecordFormat | null;
   /** Records read (pieces of the input, valid or not). */
   read: number;
   imported: number;

@@ -428,6 +428,20 @@ export function storeContract(factory: EngineFactory): void {
         await expectVerified(store, 1);
       });
 
+      test("a final report before its start that may not be held (its client's share is used up) is applied on its own at once", async () => {
+        const store = await freshStore();
+        const op = { ...tel("nh1", "nh1", "failed", PAST, { error: "exit code 2", exitCode: 2, errorCategory: "shell" }), holdable: false };
+        expect(await one(store, op)).toEqual({ kind: "created", outcome: "failed" });
+        expect(await store.getExecutions("nh1")).toMatchObject([{ status: "failed", outcome: "failed", exitCode: 2, createdAt: PAST, durationMs: null, installingAt: null, finishedAt: PAST, attempt: 1 }]);
+        expect((await store.budgets()).held.count).toBe(0);
+        // As after expire-held: the start report coming later is a duplicate.
+        expect(await one(store, tel("nh1", "nh1", "installing", PAST + MIN))).toEqual({ kind: "duplicate" });
+        // Everything else a report does is as it was: a start still creates, a final still ends it.
+        expect(await one(store, { ...tel("nh2", "nh2", "installing", PAST), holdable: false })).toEqual({ kind: "created", outcome: "in_progress" });
+        expect(await one(store, { ...tel("nh2", "nh2", "success", PAST + MIN), holdable: false })).toEqual({ kind: "updated", outcome: "success" });
+        await expectVerified(store, 2);
+      });
+
       test("filters on the current clients' fields and kinds select exactly their executions", async () => {
         const store = await freshStore();
         await store.write([
@@ -563,6 +577,24 @@ export function storeContract(factory: EngineFactory): void {
         expect(oldest).toMatchObject({ endpoint: "updatestatus", reason: "invalid_field", field: "type", message: "type must be one of lxc, vm", randomId: "r1", receivedAt: PAST, result: null, replayedAt: null, replayResult: null });
         expect([...oldest!.body]).toEqual([...body]);
         expect(newest!.id).toBeGreaterThan(oldest!.id);
+      });
+
+      test("headOnly: a refusal (and a repaired or already-final report's body) keeps the head of its body, with the whole body's size and hash", async () => {
+        const store = await freshStore();
+        const body = bytes(`{"random_id": "h1", ${"x".repeat(2000)}`);
+        expect(await one(store, { ...rejectOp(PAST, { body }), headOnly: true })).toEqual({ kind: "logged" });
+        const whole = bytes(`{"random_id": "h2", ${"y".repeat(2000)}`);
+        await one(store, rejectOp(PAST + 1, { body: whole }));
+        await one(store, startOp("h3", {}, PAST, { repairs: ["x"] }));
+        await one(store, { ...updateOp("h3", "failed", "exit code 1", PAST + MIN), raw: bytes(`{"status": "failed", "pad": "${"z".repeat(1000)}"}`) });
+        await one(store, { ...updateOp("h3", "done", null, PAST + 2 * MIN), raw: bytes(`{"status": "done", "pad": "${"z".repeat(1000)}"}`), headOnly: true });
+        const [final, repaired, kept, cut] = await store.listRejected({ limit: 10 });
+        expect(repaired).toMatchObject({ reason: "repaired", bodyKept: true });
+        expect(cut).toMatchObject({ bodyKept: false, bodySize: body.byteLength, bodySha256: new Bun.CryptoHasher("sha256").update(body).digest("hex") });
+        expect([...cut!.body]).toEqual([...body.subarray(0, 256)]);
+        expect(kept).toMatchObject({ bodyKept: true, bodySize: whole.byteLength });
+        expect(final).toMatchObject({ reason: "already_final", bodyKept: false, bodySize: 1029 });
+        expect(final!.body.byteLength).toBe(256);
       });
 
       test("`before` pages through the log, and `reason` filters it", async () => {
@@ -1272,6 +1304,23 @@ export function storeContract(factory: EngineFactory): void {
         expect(await store.stuckCheckedUntil()).toBe(PAST);
         await one(store, { kind: "stuck-checked", from: PAST, until: PAST + 2 * HOUR, at: PAST });
         expect(await store.stuckCheckedUntil()).toBe(PAST + 2 * HOUR);
+      });
+
+      test("import-mark keeps a position per source, moved with the batch it is in; 0 for a source never marked", async () => {
+        const db = await database();
+        const store = await db.open();
+        expect(await store.importMark("http://a:1")).toBe(0);
+        const results = await store.write([
+          loadOp(record("im-1", { createdAt: PAST })),
+          { kind: "import-mark", source: "http://a:1", position: PAST + 5, at: PAST },
+        ]);
+        expect(results).toEqual([{ kind: "created", outcome: "success" }, { kind: "marked" }]);
+        await one(store, { kind: "import-mark", source: "http://b:2", position: 7, at: PAST });
+        expect([await store.importMark("http://a:1"), await store.importMark("http://b:2")]).toEqual([PAST + 5, 7]);
+        await one(store, { kind: "import-mark", source: "http://a:1", position: PAST + 9, at: PAST });
+        expect(await store.importMark("http://a:1")).toBe(PAST + 9);
+        // Kept in the database: another store on it sees it.
+        expect(await (await db.open()).importMark("http://a:1")).toBe(PAST + 9);
       });
 
       test("a load of an older install in progress lowers the stuck mark to it", async () => {

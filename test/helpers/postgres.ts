@@ -2,6 +2,7 @@
 // fresh data directory under /tmp owned by the `postgres` user (CI runs as root, and the server
 // refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
 // replica of it on another port (pg_basebackup -R).
+import { afterAll, beforeAll } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { freePort } from "./binary.ts";
 import postgres from "postgres";
@@ -321,4 +322,19 @@ export async function startAutoFailover(): Promise<AutoFailover> {
       await teardown();
     },
   };
+}
+
+/**
+ * A throwaway server for the test file that calls this at its top level: started before its
+ * tests, stopped (and removed, with every database on it) after them. `database()` makes a fresh
+ * database on it and returns its URL.
+ */
+export function postgresForFile(): { database(): Promise<string> } {
+  let server: PgServer | undefined;
+  let n = 0;
+  beforeAll(async () => {
+    server = await startPostgres();
+  });
+  afterAll(() => server?.stop());
+  return { database: () => createDatabase(server!, `test_${++n}`) };
 }

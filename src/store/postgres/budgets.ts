@@ -71,8 +71,9 @@ export class BatchBudget implements BudgetCounters {
   }
 
   /** A refusal or a repair for the log: placed at the end of the batch (or before a write that reads the log). */
-  log(r: Rejection, at: number, result: string | null): void {
-    this.queue.push({ entry: newEntry(r), at, result, copied: null });
+  /** Queues `r` for the log; `headOnly`: its body's head only, with the whole body's size and hash. */
+  log(r: Rejection, at: number, result: string | null, headOnly = false): void {
+    this.queue.push({ entry: newEntry(r, headOnly ? { size: r.body.byteLength, hash: null } : null), at, result, copied: null });
   }
 
   /** An entry of another store's log (copy), placed now: `headOf` when only its body's head exists. */

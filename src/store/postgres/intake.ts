@@ -7,7 +7,7 @@
 import type { Sql } from "postgres";
 import type { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
-import { decide, type HeldReport } from "../../domain/lifecycle.ts";
+import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { RollupDeltas } from "../../domain/rollup.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
 import { decodeHeld, encodeHeld, type HeldColumns } from "../shared/budgets.ts";
@@ -165,7 +165,9 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
   const held = current === undefined ? (run.held.get(report.executionId) ?? null) : null;
   const repaired = op.repairs.length > 0;
   const attempt = current === undefined ? (run.attempts.get(report.randomId) ?? 0) + 1 : current.attempt;
-  const decision = decide(current, report, { at: op.at, attempt, held, repaired });
+  const decided = decide(current, report, { at: op.at, attempt, held, repaired });
+  // Not held (its client's share is used up): applied on its own now, as it would be when it expired.
+  const decision = decided.kind === "hold" && op.holdable === false ? { kind: "insert" as const, row: executionFromHeld({ report, at: op.at, repaired }, attempt) } : decided;
   let result: ResultFor<typeof op>;
   switch (decision.kind) {
     case "insert": {
@@ -196,7 +198,7 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
         run.relay.push((tx) => fx.relay.queue(tx, report, row, op.at));
       }
       if (decision.conflict) {
-        fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
+        fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate", op.headOnly);
       }
       result = { kind: "duplicate" };
       break;
@@ -208,13 +210,13 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
       break;
     case "already-final": {
       const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-      fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
+      fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null, op.headOnly);
       return { kind: "already-final", outcome: decision.outcome };
     }
   }
   if (op.repairs.length > 0 && result.kind !== "duplicate") {
     const message = `body repaired (${op.repairs.join(", ")}) and ${result.kind}`;
-    fx.budget.log({ endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind);
+    fx.budget.log({ endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind, op.headOnly);
   }
   return result;
 }
@@ -258,7 +260,7 @@ export async function applyIntake(tx: Tx, ops: readonly IntakeOp[], fx: BatchEff
   for (const op of ops) {
     if (op.kind === "report") results.push(applyReport(run, op, fx));
     else if (op.kind === "reject") {
-      fx.budget.log(op.rejection, op.at, null);
+      fx.budget.log(op.rejection, op.at, null, op.headOnly);
       results.push({ kind: "logged" });
     } else if (run.executions.get(op.execution.executionId) !== undefined) {
       results.push({ kind: "duplicate" });

@@ -15,6 +15,7 @@ import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS } from "./intake.ts";
 import { getMark } from "./writes.ts";
+import { importMarkName } from "../shared/marks.ts";
 
 const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
 /** One install's executions, found through execution_ids (an index on random_id, then only their months' partitions). */
@@ -194,6 +195,7 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
         WHERE outcome = 'in_progress' AND created_at >= ${from} AND created_at < ${before} ORDER BY created_at, seq LIMIT ${limit}`;
     },
     stuckCheckedUntil: () => getMark(pg, MARKS.stuckCheckedUntil),
+    importMark: (source: string) => getMark(pg, importMarkName(source)),
     async countBefore(cutoff: number) {
       const [row] = await pg<{ executions: number; held: number; rejected: number }[]>`SELECT
         (SELECT count(*)::int FROM executions WHERE created_at < ${cutoff}) AS executions,

@@ -23,6 +23,7 @@ import { missingMonth, monthOf, partitionName, type Partitions } from "./partiti
 import { relayBatch } from "./relay.ts";
 import { FROM_IDS, SELECT_EXECUTION } from "./rows.ts";
 import { transaction } from "./transaction.ts";
+import { importMarkName } from "../shared/marks.ts";
 
 /** Advisory lock every batch takes: shared by writers, alone for a fold, a month's drop, or a batch too large to lock key by key. */
 const FOLD_LOCK = 0x666f6c64; // "fold"
@@ -256,6 +257,9 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
       fx.budget.add("held.expired_total", count);
       return { kind: "expired-held", count };
     }
+    case "import-mark":
+      await setMark(tx, importMarkName(op.source), op.position);
+      return { kind: "marked" };
     case "stuck-checked":
       fx.stuck.push({ from: op.from, until: op.until });
       return { kind: "marked" };

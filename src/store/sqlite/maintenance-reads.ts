@@ -6,7 +6,8 @@ import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract.ts";
 import type { Db } from "./database.ts";
 import { decodeHeld, entryBody } from "../shared/budgets.ts";
-import { bodies, executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
+import { importMarkName } from "../shared/marks.ts";
+import { bodies, copyMarks, executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
 
 type RejectedRow = typeof rejectedReports.$inferSelect & { sharedCodec: string | null; sharedData: Buffer | null };
 
@@ -47,6 +48,9 @@ export function createMaintenanceReads(db: Db) {
     },
 
     stuckCheckedUntil: (): number => getStuckCheckedUntil.get()?.t ?? 0,
+
+    importMark: (source: string): number =>
+      db.select({ position: copyMarks.rejectedId }).from(copyMarks).where(eq(copyMarks.source, importMarkName(source))).get()?.position ?? 0,
 
     countBefore: (cutoff: number) => ({
       executions: countOf(executions, lt(executions.createdAt, cutoff)),

@@ -199,6 +199,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
 
     stuckExecutions: read((from, before, limit) => maintenance.stuckExecutions(from, before, limit)),
     stuckCheckedUntil: read(() => maintenance.stuckCheckedUntil()),
+    importMark: read((source) => maintenance.importMark(source)),
     countBefore: read((cutoff) => maintenance.countBefore(cutoff)),
     heldBefore: read((cutoff, limit) => maintenance.heldBefore(cutoff, limit)),
     listRejected: read((opts) => maintenance.listRejected(opts)),

@@ -25,6 +25,7 @@ import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejec
 import { LEGACY_LOG_COST } from "./budgets.ts";
 import { createAlertWrites } from "./alerts.ts";
 import { createIssueWrites } from "./issues.ts";
+import { importMarkName } from "../shared/marks.ts";
 
 type Placeholders<T extends SQLiteTable> = { [K in keyof T["$inferInsert"]]-?: Placeholder<string & K> };
 
@@ -212,8 +213,9 @@ export function createSqliteWrites(
   const relay = createSqliteRelay(sqlite, counters, relayPolicy);
 
   /** Logs a refusal or a repair within the log's budget (budgets.ts): whole, head only, or counted only. */
-  const logRejection = (r: Rejection, at: number, result: string | null) => {
-    const placed = log.place(r);
+  /** Logs `r`; `headOnly`: its body's head only, with the whole body's size and hash. */
+  const logRejection = (r: Rejection, at: number, result: string | null, headOnly = false) => {
+    const placed = log.place(r, headOnly ? { size: r.body.byteLength, hash: null } : null);
     if (placed) q.insertRejected.run({ id: null, receivedAt: at, ...r, result, ...placed, replayedAt: null, replayResult: null });
   };
 
@@ -262,6 +264,7 @@ export function createSqliteWrites(
       { endpoint: op.endpoint, reason: "repaired", field: null, message: `body repaired (${op.repairs.join(", ")}) and ${result.kind}`, randomId, body: op.raw },
       op.at,
       result.kind,
+      op.headOnly,
     );
   };
 
@@ -285,7 +288,9 @@ export function createSqliteWrites(
     const held = current === undefined ? heldFor(report.executionId) : null;
     const repaired = op.repairs.length > 0;
     const attempt = current === undefined ? reads.attemptsOf(report.randomId) + 1 : current.attempt;
-    const decision = decide(current, report, { at: op.at, attempt, held, repaired });
+    const decided = decide(current, report, { at: op.at, attempt, held, repaired });
+    // Not held (its client's share is used up): applied on its own now, as it would be when it expired.
+    const decision = decided.kind === "hold" && op.holdable === false ? { kind: "insert" as const, row: executionFromHeld({ report, at: op.at, repaired }, attempt) } : decided;
     let result: ResultFor<typeof op>;
     switch (decision.kind) {
       case "insert":
@@ -314,7 +319,7 @@ export function createSqliteWrites(
           relay.queue(report, decision.row, op.at);
         }
         if (decision.conflict) {
-          logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate");
+          logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate", op.headOnly);
         }
         result = { kind: "duplicate" };
         break;
@@ -332,7 +337,7 @@ export function createSqliteWrites(
       }
       case "already-final": {
         const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-        logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null);
+        logRejection({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null, op.headOnly);
         return { kind: "already-final", outcome: decision.outcome };
       }
     }
@@ -402,7 +407,7 @@ export function createSqliteWrites(
       case "report":
         return applyReport(op, fx);
       case "reject":
-        logRejection(op.rejection, op.at, null);
+        logRejection(op.rejection, op.at, null, op.headOnly);
         return { kind: "logged" };
       case "load": {
         const { execution } = op;
@@ -467,6 +472,9 @@ export function createSqliteWrites(
       }
       case "stuck-checked":
         q.moveStuckMark.run({ from: op.from, until: op.until });
+        return { kind: "marked" };
+      case "import-mark":
+        q.setCopyMark.run({ source: importMarkName(op.source), id: op.position });
         return { kind: "marked" };
       case "mark-replayed":
         q.markReplayed.run({ id: op.rejectedId, at: op.at, result: op.result });

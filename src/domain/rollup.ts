@@ -11,8 +11,9 @@ export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) 
 /**
  * What the cells count, as a version: when it changes (a dimension added, a slice changed), the
  * engines rebuild stored cells from the records at start-up. 2: executions, kinds, repo slices.
+ * 3: a failure ending in a decline exit code counts as an abort (drizzle 0014 / postgres 0009).
  */
-export const ROLLUP_VERSION = 2;
+export const ROLLUP_VERSION = 3;
 
 /** Dimensions a breakdown can group by. nsapp stays first: an app's own slice skips it. */
 export const DIMENSIONS = [

@@ -82,14 +82,16 @@ describe("the rule itself", () => {
   test("199 is explained as the engine's own code", () => {
     expect(explainExitCode(199)).toMatch(/^Engine: /);
   });
-  test.each([
+  type Ending = { outcome: Outcome; exitCode: number | null; errorCategory: string | null };
+  const endings: [Ending, Ending][] = [
     [{ outcome: "failed", exitCode: 254, errorCategory: "shell" }, { outcome: "aborted", exitCode: 254, errorCategory: "user_aborted" }],
     [{ outcome: "failed", exitCode: 253, errorCategory: null }, { outcome: "aborted", exitCode: 253, errorCategory: "user_aborted" }],
     [{ outcome: "failed", exitCode: null, errorCategory: null }, { outcome: "failed", exitCode: null, errorCategory: null }],
     [{ outcome: "aborted", exitCode: 130, errorCategory: "user_aborted" }, { outcome: "aborted", exitCode: 130, errorCategory: "user_aborted" }],
     [{ outcome: "unknown", exitCode: 114, errorCategory: "unknown" }, { outcome: "unknown", exitCode: 114, errorCategory: "unknown" }],
-  ] as const)("asDecline(%j) = %j", (ending, expected) => {
-    expect(asDecline({ ...ending })).toEqual({ ...expected });
+  ];
+  test.each(endings)("asDecline(%j) = %j", (ending, expected) => {
+    expect(asDecline(ending)).toEqual(expected);
   });
   test("an ending that is not a decline is returned as it is (no copy)", () => {
     const ending = { outcome: "failed" as const, exitCode: 1, errorCategory: "shell" };

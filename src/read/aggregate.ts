@@ -68,6 +68,7 @@ function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string }
     { dim: "exit_code", value: f.exitCode === undefined ? undefined : String(f.exitCode) },
     { dim: "error_category", value: f.errorCategory },
     { dim: "platform", value: f.platform },
+    { dim: "platform_class", value: f.platformClass },
     { dim: "arch", value: f.arch },
     { dim: "cpu_vendor", value: f.cpuVendor },
     { dim: "gpu_vendor", value: f.gpuVendor },
@@ -79,7 +80,8 @@ function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string }
   return list.filter((d): d is { dim: Dimension; value: string } => d.value !== undefined);
 }
 
-export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" };
+/** What the cells are read for; "every" needs every dimension (the community's consolidated dashboard). */
+export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" } | { kind: "every" };
 
 export type Plan =
   /** `slices`: summed cell by cell; `nsapp`: the app filter (an app's slice has no nsapp dimension). */
@@ -295,6 +297,19 @@ export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "r
     points.push({ t, ...outcomeCounts(only(sums.get(t) ?? zero(), p.outcome)) });
   }
   return points;
+}
+
+/** Each value's counts in each of `dims`, summed over the cells (an app slice's own nsapp as `nsapp`). */
+export function dimensionSums(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, dims: readonly Dimension[]): Map<Dimension, Map<string, Counts>> {
+  const out = new Map<Dimension, Map<string, Counts>>(dims.map((d) => [d, new Map()]));
+  for (const { data } of cells) {
+    for (const dim of dims) {
+      const sums = out.get(dim)!;
+      const values: [string, Counts][] = dim === "nsapp" && p.nsapp !== null ? [[p.nsapp, cellTotal(data, null)]] : Object.entries(data.dims[dim] ?? {});
+      for (const [value, counts] of values) add(sums.get(value) ?? (sums.set(value, zero()), sums.get(value)!), counts);
+    }
+  }
+  return out;
 }
 
 /** Failed installs per error signature id, most frequent first. */

@@ -14,45 +14,66 @@ interface Read {
   cells: Cell[];
 }
 
-export function createStats(store: StoreReads) {
+/**
+ * `scans`: where one request keeps the records it folded, so its many aggregates over the same
+ * filter and window scan once (a page of breakdowns with a filter rollups cannot select); omit
+ * it for a long-lived instance (records change between requests).
+ */
+export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[]>>) {
   /** Cells for a window: from rollups when the plan allows, else by folding the window's records. */
-  async function read(f: ExecutionFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number): Promise<Read> {
+  async function read(f: ExecutionFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number, bucketing: string): Promise<Read> {
     const p = plan(f, use);
     if (p.source === "rollup") {
       const reads = (await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts })));
       const perSpan = await Promise.all(reads);
       return { source: "rollup", plan: p, cells: perSpan.flat() };
     }
-    const chunks = store.executionChunks({ ...f, from: w.from, to: w.to });
-    return { source: "scan", plan: SCANNED, cells: await foldRecords(chunks, (r) => scanBucket(r.createdAt)) };
+    const fold = () => foldRecords(store.executionChunks({ ...f, from: w.from, to: w.to }), (r) => scanBucket(r.createdAt));
+    const key = `${bucketing} ${w.from} ${w.to} ${JSON.stringify(f)}`;
+    let cells = scans?.get(key);
+    if (cells === undefined) {
+      cells = fold();
+      scans?.set(key, cells);
+    }
+    return { source: "scan", plan: SCANNED, cells: await cells };
   }
 
-  const whole = () => 0;
+  // Scans fold by day, so one request's summary, breakdowns and daily series share a scan.
+  const byDay = (t: number) => intervalStart(t, "day");
   const spansOf = async (w: Window, months = true) => decompose(w, { months, foldedUntil: await store.foldedUntil() });
 
   return {
+    /**
+     * The cells of a window as they are, for answers that need every dimension at once: rollup
+     * cells (months inside, as `summary` reads them) when the filter allows, else the window's
+     * records folded into one cell per day.
+     */
+    async cells(f: ExecutionFilter, w: Window): Promise<Read> {
+      return read(f, w, { kind: "every" }, ["data", "apps"], spansOf(w), byDay, "day");
+    },
+
     async summary(f: ExecutionFilter, w: Window) {
-      const r = await read(f, w, { kind: "summary" }, ["data"], spansOf(w), whole);
+      const r = await read(f, w, { kind: "summary" }, ["data"], spansOf(w), byDay, "day");
       return { source: r.source, ...summarize(r.cells, r.plan) };
     },
 
     async breakdown(f: ExecutionFilter, w: Window, o: BreakdownOptions) {
       // By app over every app: the per-app counts are all it needs (an app's own slice has none).
       const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
-      const r = await read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), whole);
+      const r = await read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), byDay, "day");
       return { source: r.source, ...breakdown(r.cells, r.plan, o) };
     },
 
     async timeseries(f: ExecutionFilter, w: Window, interval: Interval) {
       // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
       const spans = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
-      const r = await read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval));
+      const r = await read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval), interval);
       return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
     },
 
     /** Failed installs by error signature, with what is known of each signature. */
     async errors(f: ExecutionFilter, w: Window, limit: number) {
-      const r = await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), whole);
+      const r = await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day");
       const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
       const totalFailed = counts.reduce((s, [, n]) => s + n, 0);
       const top = counts.slice(0, limit);

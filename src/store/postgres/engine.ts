@@ -88,6 +88,7 @@ function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () =>
     pageExecutions: (filter, page) => via().pageExecutions(filter, page),
     executionChunks: (filter, page) => via().executionChunks(filter, page),
     iterateExecutions: (filter) => via().iterateExecutions(filter),
+    countUpdatedSince: (filter, since) => via().countUpdatedSince(filter, since),
     errorTextCounts: () => via().errorTextCounts(),
     changeMarker: () => via().changeMarker(),
     readRollups: (selection) => via().readRollups(selection),

@@ -123,6 +123,13 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
     attemptsOf: (randomId: string): number => countAttempts.get(randomId)?.n ?? 0,
     executionChunks,
 
+    countUpdatedSince(filter: ExecutionFilter, since: readonly number[]): number[] {
+      if (since.length === 0) return [];
+      const sums = since.map((t, i) => sql<number>`coalesce(sum(${executions.updatedAt} >= ${t}), 0)`.mapWith(Number).as(`n${i}`));
+      const [row] = db.select(Object.fromEntries(sums.map((s, i) => [`n${i}`, s]))).from(executions).where(whereOf(filter)).all();
+      return since.map((_, i) => Number((row as Record<string, number> | undefined)?.[`n${i}`] ?? 0));
+    },
+
     listExecutions(filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
       const newest = order === "newest";
       // One bound per side only (see executionChunks): the cursor's time replaces the window's bound

@@ -41,7 +41,7 @@ export const repoParam = (text: string | undefined): string => {
 };
 export const platformParam = (text: string | undefined): NewParams["platform"] => pick(text, PLATFORMS);
 
-export function newParams(q: { days?: string; repo?: string; slug?: string; platform?: string; ctype?: string }): NewParams {
+function newParams(q: { days?: string; repo?: string; slug?: string; platform?: string; ctype?: string }): NewParams {
   return {
     // Sscanf: leading digits, else the default 7; then clamped to 1-365.
     days: goDays(q.days, 7, (n) => Math.min(365, Math.max(1, n))),
@@ -118,7 +118,7 @@ const NewDash = t.Object({
 // ------------------------------------------------------------------ aggregation (pure)
 
 /** The dimensions the page's breakdowns read. */
-export const NEW_DIMENSIONS: readonly Dimension[] = [
+const NEW_DIMENSIONS: readonly Dimension[] = [
   "nsapp", "platform_class", "type", "repo_source", "repo_slug", "os", "pve_version", "error_category", "ct_type", "core_count", "ram_size",
   "disk_size", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "arch_class", "client", "method", "failure",
 ];
@@ -181,7 +181,7 @@ export function groupBreakdowns(sums: Sums, minRuns: number) {
 export const categoriesOf = (sums: Sums): Count[] => counts(relabel(sums, ["error_category"], (v) => (v === "" || v === "user_aborted" ? null : v)), 15, (c) => c[1]);
 
 /** What the runs were given: plain counts. */
-export function countBreakdowns(sums: Sums) {
+function countBreakdowns(sums: Sums) {
   return {
     by_privilege: counts(relabel(sums, ["ct_type"], (v) => (v === "1" ? "unprivileged" : "privileged")), 3),
     by_cores: counts(relabel(sums, ["core_count"], (v) => (positive(v) === null ? null : v)), 12),
@@ -219,7 +219,7 @@ export function exitCodes(sums: Sums, limit = 20): ExitCode[] {
 }
 
 /** Failures with an error text by category, exit code and signature, with their apps; `text` names a signature id. */
-export function signatureGroups(sums: Sums, limit = 30): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
+function signatureGroups(sums: Sums, limit = 30): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
   const by = new Map<string, { category: string; exit_code: number; id: string; count: number; apps: Set<string> }>();
   for (const [key, c] of sums.get("failure") ?? []) {
     if (key === "" || c[1] === 0) continue;
@@ -238,7 +238,7 @@ export function signatureGroups(sums: Sums, limit = 30): { category: string; exi
 
 const pad = (n: number): string => String(n).padStart(2, "0");
 /** ClickHouse's formatDateTime(t, '%Y-%m-%d %H:%i'), in UTC. */
-export const minuteTime = (t: number): string => {
+const minuteTime = (t: number): string => {
   const d = new Date(t);
   return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}`;
 };
@@ -265,7 +265,7 @@ const NO_RUN: RecentRun = {
 };
 
 /** A run in flight as the live panel lists it (the other fields at their zero values); duration: seconds since it last reported. */
-export function liveRun(e: Execution, now: number): RecentRun {
+function liveRun(e: Execution, now: number): RecentRun {
   const r = recentRun(e);
   return { ...NO_RUN, app: r.app, type: r.type, status: r.status, platform: r.platform, os: r.os, repo: r.repo, last_seen: r.last_seen, duration: Math.max(0, Math.floor((now - e.updatedAt) / 1000)) };
 }
@@ -316,7 +316,7 @@ export async function recentOf(store: StoreReads, filters: readonly ExecutionFil
 }
 
 /** What is going on now, whatever the filters: runs heard from lately, and those in flight. */
-export async function liveOf(store: StoreReads, now: number) {
+async function liveOf(store: StoreReads, now: number) {
   const from = now - LIVE_LOOKBACK;
   const [[inFlight = 0], [lastHour = 0, lastDay = 0], going] = await Promise.all([
     store.countUpdatedSince({ from, outcome: "in_progress" }, [now - 20 * MINUTE]),
@@ -340,7 +340,7 @@ const LOG_COLUMNS = [
 ] as const satisfies readonly (keyof RecentRun)[];
 
 /** The log's own filters (the page's search box and selects), applied to its rows as the page applies them. */
-export interface LogFilters {
+interface LogFilters {
   q?: string;
   status?: string;
   type?: string;
@@ -348,7 +348,7 @@ export interface LogFilters {
   category?: string;
 }
 
-export function logRows(rows: readonly RecentRun[], f: LogFilters): RecentRun[] {
+function logRows(rows: readonly RecentRun[], f: LogFilters): RecentRun[] {
   const q = (f.q ?? "").trim().toLowerCase();
   return rows.filter(
     (r) =>
@@ -358,7 +358,7 @@ export function logRows(rows: readonly RecentRun[], f: LogFilters): RecentRun[] 
 }
 
 /** One CSV document of log rows: a header, then a row each; text guarded against formulas and quoted as export.ts does. */
-export function logCsv(rows: readonly RecentRun[]): string {
+function logCsv(rows: readonly RecentRun[]): string {
   const cell = (v: string | number | boolean): string => (typeof v === "string" ? csvCell(v) : String(v));
   return [LOG_COLUMNS.join(","), ...rows.map((r) => LOG_COLUMNS.map((c) => cell(r[c])).join(","))].join("\r\n") + "\r\n";
 }

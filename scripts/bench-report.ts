@@ -218,6 +218,27 @@ for (const size of sizes) {
   const topLat = await timeAsync(() => get("/api/stats/top-apps?limit=20"), runs);
   say(`| top apps 30/90/365 d (one request) | - | ${fmt(topFirst!)} | ${fmt(pct(topLat, 0.5))} | ${fmt(pct(topLat, 0.95))} | - | - |`);
 
+  // The community service's consolidated page and its drill-down (GET /api/new: every breakdown at
+  // once). Filters rollups cannot select with another dimension (platform, an install type, a slug)
+  // are answered by one scan of the window.
+  say(`\n| community route | first request ms | p50 ms | p95 ms |\n|---|---:|---:|---:|`);
+  for (const path of [
+    "/api/new?days=1", "/api/new", "/api/new?days=30", "/api/new?days=365", "/api/new?days=30&repo=ProxmoxVE", "/api/new?days=30&ctype=addon",
+    "/api/new?days=7&platform=incus", "/api/new?days=7&ctype=lxc", "/api/new?days=30&ctype=lxc", "/api/new?days=365&platform=pve",
+    `/api/script-detail?app=${topApp}`, `/api/script-detail?app=${topApp}&days=365&platform=pve`, "/api/new/log.csv?days=30", "/api/dashboard?days=30&platform=incus",
+  ]) {
+    const raw = async () => {
+      const res = await app.handle(new Request(`http://localhost${path}`));
+      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+    };
+    const [first] = await timeAsync(async () => (await b.touch(), raw()), 1);
+    await timeAsync(raw, 2);
+    const lat = await timeAsync(raw, runs);
+    const p95 = pct(lat, 0.95);
+    say(`| \`${path}\` | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} |`);
+  }
+
   if (values["aggregates-only"]) {
     say("");
     await b.close();

@@ -33,7 +33,7 @@ export type Dimension = (typeof DIMENSIONS)[number];
 export const BREAKDOWN_DIMENSIONS = DIMENSIONS.filter((d): d is Exclude<Dimension, "failure"> => d !== "failure");
 
 /** The failure dimension's key: its parts joined by this (a control character no value keeps, normalize.ts strips them). */
-const FAILURE_SEPARATOR = "\u001f";
+export const FAILURE_SEPARATOR = "\u001f";
 /** A failure key's parts. */
 export function failureParts(key: string): { exitCode: number; category: string; signature: string; app: string } {
   const [exitCode = "0", category = "", signature = "", app = ""] = key.split(FAILURE_SEPARATOR);

@@ -302,11 +302,21 @@ export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "r
 /** Each value's counts in each of `dims`, summed over the cells (an app slice's own nsapp as `nsapp`). */
 export function dimensionSums(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, dims: readonly Dimension[]): Map<Dimension, Map<string, Counts>> {
   const out = new Map<Dimension, Map<string, Counts>>(dims.map((d) => [d, new Map()]));
+  const into = (sums: Map<string, Counts>, value: string, counts: Counts) => {
+    const s = sums.get(value);
+    if (s === undefined) sums.set(value, [...counts] as Counts);
+    else add(s, counts);
+  };
   for (const { data } of cells) {
     for (const dim of dims) {
       const sums = out.get(dim)!;
-      const values: [string, Counts][] = dim === "nsapp" && p.nsapp !== null ? [[p.nsapp, cellTotal(data, null)]] : Object.entries(data.dims[dim] ?? {});
-      for (const [value, counts] of values) add(sums.get(value) ?? (sums.set(value, zero()), sums.get(value)!), counts);
+      if (dim === "nsapp" && p.nsapp !== null) {
+        into(sums, p.nsapp, cellTotal(data, null));
+        continue;
+      }
+      // for-in over the cell's own map (no prototype, domain/rollup.ts): no entry arrays made.
+      const values = data.dims[dim];
+      if (values !== undefined) for (const value in values) into(sums, value, values[value]!);
     }
   }
   return out;

@@ -111,6 +111,22 @@ export function reuseWhileExpensive<T>(compute: () => Promise<T>, version: () =>
   };
 }
 
+/**
+ * reuseWhileExpensive per key (a page's parameters), for at most `keys` keys at a time (the least
+ * recently asked go first).
+ */
+export function reuseByKey<T>(compute: (key: string) => Promise<T>, version: () => Promise<string>, keys = 64): (key: string) => Promise<T> {
+  const byKey = new Map<string, () => Promise<T>>();
+  return (key) => {
+    let get = byKey.get(key);
+    if (get === undefined) get = reuseWhileExpensive(() => compute(key), version);
+    byKey.delete(key);
+    byKey.set(key, get);
+    if (byKey.size > keys) byKey.delete(byKey.keys().next().value!);
+    return get();
+  };
+}
+
 export interface CompatDeps {
   store: StoreReads;
   clock: () => number;

@@ -6,10 +6,11 @@
 import { Elysia, t, type Static } from "elysia";
 import type { Execution } from "../domain/execution.ts";
 import { explainExitCode } from "../domain/exit-codes.ts";
-import { failureParts, platformClass, type Counts, type Dimension } from "../domain/rollup.ts";
+import { FAILURE_SEPARATOR, failureParts, platformClass, type Counts, type Dimension } from "../domain/rollup.ts";
 import { DAY, HOUR, MINUTE } from "../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
-import { dimensionSums, summarize, type Plan, type Window } from "./aggregate.ts";
+import { dimensionSums, summarize, type Cell, type Plan, type Window } from "./aggregate.ts";
+import { reuseByKey } from "./compat-routes.ts";
 import { csvCell } from "./export.ts";
 import { allTime, docParam } from "./query.ts";
 import { createStats } from "./stats.ts";
@@ -120,7 +121,7 @@ const NewDash = t.Object({
 /** The dimensions the page's breakdowns read. */
 const NEW_DIMENSIONS: readonly Dimension[] = [
   "nsapp", "platform_class", "type", "repo_source", "repo_slug", "os", "pve_version", "error_category", "ct_type", "core_count", "ram_size",
-  "disk_size", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "arch_class", "client", "method", "failure",
+  "disk_size", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "arch_class", "client", "method",
 ];
 export type Sums = Map<Dimension, Map<string, Counts>>;
 
@@ -201,36 +202,65 @@ function countBreakdowns(sums: Sums) {
   };
 }
 
-/** Failures by exit code (not 0) with the apps behind each, most first. */
-export function exitCodes(sums: Sums, limit = 20): ExitCode[] {
-  const by = new Map<number, { count: number; apps: Set<string> }>();
-  for (const [key, c] of sums.get("failure") ?? []) {
-    if (key === "" || c[1] === 0) continue;
-    const { exitCode, app } = failureParts(key);
-    if (exitCode === 0) continue;
-    const e = by.get(exitCode) ?? (by.set(exitCode, { count: 0, apps: new Set() }), by.get(exitCode)!);
-    e.count += c[1];
-    e.apps.add(app);
+/** Failures by exit code, and by category, exit code and signature, each with the apps behind it. */
+export interface Failures {
+  byCode: Map<number, { count: number; apps: Set<string> }>;
+  bySignature: Map<string, { category: string; exit_code: number; id: string; count: number; apps: Set<string> }>;
+}
+
+/**
+ * The failure dimension of every cell in one pass (its keys are many: no summed copy is made
+ * first). A key is "code SEP category SEP signature SEP app": the app is cut off the end and the
+ * code off the front, the rest of the key is the signature's group as it is.
+ */
+export function failuresOf(cells: readonly Cell[]): Failures {
+  // Summed by the cells' own keys first: property names, hashed once, so this is the cheap pass;
+  // the distinct keys (far fewer over a long window's months) are taken apart after.
+  const failedBy = new Map<string, number>();
+  for (const { data } of cells) {
+    const keys = data.dims.failure;
+    if (keys === undefined) continue;
+    for (const key in keys) {
+      const failed = keys[key]![1];
+      if (failed !== 0 && key !== "") failedBy.set(key, (failedBy.get(key) ?? 0) + failed);
+    }
   }
-  return [...by]
+  const out: Failures = { byCode: new Map(), bySignature: new Map() };
+  for (const [key, failed] of failedBy) {
+    const appAt = key.lastIndexOf(FAILURE_SEPARATOR);
+    const app = key.slice(appAt + 1);
+    const group = key.slice(0, appAt);
+    const codeEnd = group.indexOf(FAILURE_SEPARATOR);
+    const exitCode = codeEnd === 0 ? 0 : Number(group.slice(0, codeEnd));
+    if (exitCode !== 0) {
+      const e = out.byCode.get(exitCode) ?? (out.byCode.set(exitCode, { count: 0, apps: new Set() }), out.byCode.get(exitCode)!);
+      e.count += failed;
+      e.apps.add(app);
+    }
+    // Without a signature (no error text) the group ends in its separator.
+    if (group.charCodeAt(group.length - 1) === 0x1f) continue;
+    let g = out.bySignature.get(group);
+    if (g === undefined) {
+      const { category, signature } = failureParts(`${group}${FAILURE_SEPARATOR}`);
+      out.bySignature.set(group, (g = { category, exit_code: exitCode, id: signature, count: 0, apps: new Set() }));
+    }
+    g.count += failed;
+    g.apps.add(app);
+  }
+  return out;
+}
+
+/** Failures by exit code (not 0) with the apps behind each, most first. */
+export function exitCodes(f: Failures, limit = 20): ExitCode[] {
+  return [...f.byCode]
     .map(([code, e]) => ({ code, desc: explainExitCode(code), count: e.count, apps: e.apps.size }))
     .sort((a, b) => b.count - a.count || a.code - b.code)
     .slice(0, limit);
 }
 
-/** Failures with an error text by category, exit code and signature, with their apps; `text` names a signature id. */
-function signatureGroups(sums: Sums, limit = 30): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
-  const by = new Map<string, { category: string; exit_code: number; id: string; count: number; apps: Set<string> }>();
-  for (const [key, c] of sums.get("failure") ?? []) {
-    if (key === "" || c[1] === 0) continue;
-    const { exitCode, category, signature, app } = failureParts(key);
-    if (signature === "") continue;
-    const k = `${category}\u0000${exitCode}\u0000${signature}`;
-    const e = by.get(k) ?? (by.set(k, { category, exit_code: exitCode, id: signature, count: 0, apps: new Set() }), by.get(k)!);
-    e.count += c[1];
-    e.apps.add(app);
-  }
-  return [...by.values()]
+/** Failures with an error text by category, exit code and signature (its id), with their apps. */
+function signatureGroups(f: Failures, limit = 30): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
+  return [...f.bySignature.values()]
     .map((e) => ({ category: e.category, exit_code: e.exit_code, id: e.id, count: e.count, apps: e.apps.size }))
     .sort((a, b) => b.count - a.count || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .slice(0, limit);
@@ -277,12 +307,14 @@ const LIVE_ROWS = 40;
 /** How far back the live panels look for runs that may still report (the longest run is a day). */
 const LIVE_LOOKBACK = 2 * DAY;
 
-/** Cells of every filter, summed dimension by dimension, with the headline and the median. */
+/** Cells of every filter, summed dimension by dimension, with the headline, the median and the failures. */
 export async function readSums(stats: ReturnType<typeof createStats>, filters: readonly ExecutionFilter[], w: Window) {
   const reads = await Promise.all(filters.map((f) => stats.cells(f, w)));
-  const sums: Sums = new Map(NEW_DIMENSIONS.map((d) => [d, new Map()]));
-  for (const r of reads) {
-    for (const [dim, values] of dimensionSums(r.cells, r.plan, NEW_DIMENSIONS)) {
+  const [first, ...more] = reads.map((r) => dimensionSums(r.cells, r.plan, NEW_DIMENSIONS));
+  const sums: Sums = first!;
+  // Several repo filters (ProxmoxVE and the reports naming none): summed into the first.
+  for (const other of more) {
+    for (const [dim, values] of other) {
       const into = sums.get(dim)!;
       for (const [value, c] of values) addTo(into.get(value) ?? (into.set(value, zero()), into.get(value)!), c);
     }
@@ -291,7 +323,7 @@ export async function readSums(stats: ReturnType<typeof createStats>, filters: r
   for (const c of sums.get("type")!.values()) addTo(headline, c);
   const cells = reads.flatMap((r) => r.cells);
   const plan: Extract<Plan, { source: "rollup" }> = { source: "rollup", slices: [], nsapp: null, only: null, outcome: null };
-  return { sums, headline, medianSuccessS: summarize(cells, plan).duration.median_s ?? 0, reads };
+  return { sums, headline, medianSuccessS: summarize(cells, plan).duration.median_s ?? 0, failures: failuresOf(cells) };
 }
 
 /** Runs per day of the window (days with runs only, as a GROUP BY answers), summed over the filters. */
@@ -368,44 +400,59 @@ function logCsv(rows: readonly RecentRun[]): string {
 export function newDashboardRoutes(deps: { store: StoreReads; clock: () => number }) {
   const tags = ["telemetry-service compatible"];
 
+  /**
+   * The sections over the window, for one selection: reused while the data are unchanged, and
+   * when computing them was expensive (a long window, a scan) for up to 10x what it took
+   * (compat-routes.ts reuseWhileExpensive). The live panels are never reused: they answer "now".
+   */
+  const windowed = reuseByKey(async (key: string) => {
+    const { p, w } = JSON.parse(key) as { p: NewParams; w: Window };
+    const filters = filtersOf(p);
+    // One request's aggregates share what a scan folds (a filter rollups cannot select).
+    const stats = createStats(deps.store, new Map());
+    const span = await deps.store.recordSpan();
+    const [{ sums, headline, medianSuccessS, failures }, daily, recent, everything] = await Promise.all([
+      readSums(stats, filters, w),
+      dailyOf(stats, filters, w),
+      recentOf(deps.store, filters, w),
+      span ? stats.summary({}, allTime(span, w.to)) : null,
+    ]);
+    const minRuns = minRunsFor(p.days);
+    const sigs = signatureGroups(failures);
+    const known = new Map((await deps.store.signatures(sigs.map((s) => s.id))).map((s) => [s.id, s.signature]));
+    return {
+      head: { ...outcomesOf(headline), all_time: everything?.total ?? 0, median_duration: Math.round(medianSuccessS), min_runs: minRuns },
+      daily: orNull(daily),
+      groups: groupBreakdowns(sums, minRuns),
+      categories: categoriesOf(sums),
+      exit_codes: orNull(exitCodes(failures)),
+      signatures: orNull(sigs.map((s): Signature => ({ category: s.category, exit_code: s.exit_code, message: known.get(s.id) ?? s.id, count: s.count, apps: s.apps }))),
+      counts: countBreakdowns(sums),
+      recent: orNull(recent.map(recentRun)),
+    };
+  }, () => deps.store.changeMarker());
+
   return new Elysia({ name: "new-dashboard" }).get(
     "/api/new",
     async ({ query, set }) => {
       const p = newParams(query);
-      // One request's aggregates share what a scan folds (a filter rollups cannot select).
-      const stats = createStats(deps.store, new Map());
       const now = deps.clock();
-      const w = windowOf(p.days, now);
-      const filters = filtersOf(p);
-      const span = await deps.store.recordSpan();
-      const [{ sums, headline, medianSuccessS }, daily, recent, live, everything] = await Promise.all([
-        readSums(stats, filters, w),
-        dailyOf(stats, filters, w),
-        recentOf(deps.store, filters, w),
-        liveOf(deps.store, now),
-        span ? stats.summary({}, allTime(span, now)) : null,
-      ]);
-      const minRuns = minRunsFor(p.days);
-      const sigs = signatureGroups(sums);
-      const known = new Map((await deps.store.signatures(sigs.map((s) => s.id))).map((s) => [s.id, s.signature]));
-      // The browser asks again each time (the live panels); the answer is cheap here, cached nowhere.
+      const [page, live] = await Promise.all([windowed(JSON.stringify({ p, w: windowOf(p.days, now) })), liveOf(deps.store, now)]);
+      // The browser asks again each time (the live panels).
       set.headers["cache-control"] = "no-store";
       // The Go struct's field order.
       return {
         days: p.days, platform: p.platform, repo: p.repo, repo_slug: p.slug, type: p.ctype,
-        ...outcomesOf(headline),
-        all_time: everything?.total ?? 0,
-        median_duration: Math.round(medianSuccessS),
-        min_runs: minRuns,
+        ...page.head,
         ...live,
         warnings: null,
-        daily: orNull(daily),
-        ...groupBreakdowns(sums, minRuns),
-        categories: categoriesOf(sums),
-        exit_codes: orNull(exitCodes(sums)),
-        signatures: orNull(sigs.map((s): Signature => ({ category: s.category, exit_code: s.exit_code, message: known.get(s.id) ?? s.id, count: s.count, apps: s.apps }))),
-        ...countBreakdowns(sums),
-        recent: orNull(recent.map(recentRun)),
+        daily: page.daily,
+        ...page.groups,
+        categories: page.categories,
+        exit_codes: page.exit_codes,
+        signatures: page.signatures,
+        ...page.counts,
+        recent: page.recent,
       };
     },
     {

@@ -40,7 +40,7 @@ export function scriptDetailRoutes(deps: { store: StoreReads; clock: () => numbe
       const filters = filtersOf({ repo, slug: "", platform, ctype: "" }).map((f) => ({ ...f, nsapp: app }));
       const w = windowOf(days, deps.clock());
       const stats = createStats(deps.store, new Map());
-      const [{ sums, headline, medianSuccessS }, daily, recent] = await Promise.all([readSums(stats, filters, w), dailyOf(stats, filters, w), recentOf(deps.store, filters, w, RECENT)]);
+      const [{ sums, headline, medianSuccessS, failures }, daily, recent] = await Promise.all([readSums(stats, filters, w), dailyOf(stats, filters, w), recentOf(deps.store, filters, w, RECENT)]);
       const groups = groupBreakdowns(sums, minRunsFor(days));
       return {
         app, days, repo, platform,
@@ -48,7 +48,7 @@ export function scriptDetailRoutes(deps: { store: StoreReads; clock: () => numbe
         median_duration: Math.round(medianSuccessS),
         min_runs: minRunsFor(days),
         daily: daily.length === 0 ? null : daily,
-        exit_codes: ((codes) => (codes.length === 0 ? null : codes))(exitCodes(sums).map(({ code, desc, count }) => ({ code, desc, count }))),
+        exit_codes: ((codes) => (codes.length === 0 ? null : codes))(exitCodes(failures).map(({ code, desc, count }) => ({ code, desc, count }))),
         categories: categoriesOf(sums),
         by_os: groups.by_os, by_platform: groups.by_platform, by_host_version: groups.by_host_version, by_type: groups.by_type,
         recent: recent.length === 0 ? null : recent.map(recentRun),

@@ -251,9 +251,14 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
     },
 
     recordSpan(): { first: number; last: number } | null {
+      // Two subqueries: SQLite answers a lone min() or max() from the index end, both in one
+      // SELECT by reading the whole index (0.2 s at a million executions).
       const span = db
-        .select({ first: sql<number | null>`min(${executions.createdAt})`, last: sql<number | null>`max(${executions.createdAt})` })
-        .from(executions)
+        .select({
+          first: sql<number | null>`(SELECT min(${executions.createdAt}) FROM ${executions})`,
+          last: sql<number | null>`(SELECT max(${executions.createdAt}) FROM ${executions})`,
+        })
+        .from(sql`(SELECT 1)`)
         .get();
       return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
     },

@@ -213,7 +213,7 @@ export interface Failures {
  * first). A key is "code SEP category SEP signature SEP app": the app is cut off the end and the
  * code off the front, the rest of the key is the signature's group as it is.
  */
-export function failuresOf(cells: readonly Cell[]): Failures {
+function failuresOf(cells: readonly Cell[]): Failures {
   // Summed by the cells' own keys first: property names, hashed once, so this is the cheap pass;
   // the distinct keys (far fewer over a long window's months) are taken apart after.
   const failedBy = new Map<string, number>();

@@ -92,6 +92,17 @@ describe("declines, 199 and update runs, through the binary", () => {
     expect(categories.groups.find((g) => g.value === "user_aborted")).toMatchObject({ aborted: 6, failed: 0 });
   });
 
+  test("the community's newest dashboard and the original API's readers see the same runs", async () => {
+    const page = await get("/api/new?days=1");
+    expect(page.top_apps).toContainEqual({ label: "immich", runs: 8, success: 0, failed: 2, aborted: 6, unfinished: 0 });
+    expect(page.categories).not.toContainEqual(expect.objectContaining({ label: "user_aborted" }));
+    expect((page.exit_codes as { code: number }[]).map((e) => e.code).sort((a, b) => a - b)).toEqual([1, 199]);
+    // The original's words: every decline and abort is "failed" there, as the old client sent them.
+    const summary = await get("/data/summary");
+    expect(summary.status_count).toEqual({ failed: 8 });
+    expect((await get("/healthz")).time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+  });
+
   test("verify is clean after all of it", async () => {
     await server!.stop("SIGTERM");
     const proc = Bun.spawn([await compiledBinary(), "verify", "--db", db], { stdout: "pipe", stderr: "pipe" });

@@ -2,7 +2,7 @@
 // Script Analysis page): GET /api/script-detail?app=, with the parameters, clamps and error answer
 // of its Go handler (service.go). The handler's comment names what it answers (a daily series, exit
 // codes, OS and platform, recent installs); its response struct is in no published version of the
-// code, so the body is given in /api/new's vocabulary and shapes (docs/decisions/2026-11-27-script-detail-shape.md).
+// code, so the body is given in /api/new's vocabulary and shapes (docs/decisions/2026-11-27-newest-community-api.md).
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { StoreReads } from "../store/contract.ts";

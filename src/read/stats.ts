@@ -1,7 +1,7 @@
 // Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
 import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
 import {
-  SCANNED, breakdown, decompose, errorCounts, foldRecords, intervalStart, plan, summarize, timeseries,
+  SCANNED, breakdown, complementOf, decompose, errorCounts, foldRecords, intervalStart, keptOf, plan, summarize, timeseries,
   type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
 } from "./aggregate.ts";
 import { GRAINS, type RollupPart } from "../domain/rollup.ts";
@@ -20,22 +20,37 @@ interface Read {
  * it for a long-lived instance (records change between requests).
  */
 export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[]>>) {
-  /** Cells for a window: from rollups when the plan allows, else by folding the window's records. */
+  /**
+   * Cells for a window: from rollups when the plan allows; else, for one dimension filter, from
+   * rollups without it, less the executions it leaves out folded (when those are fewer than the
+   * ones it keeps, as the rollups count them; none at all: rollups alone; none kept: no cells);
+   * else by folding the window's records.
+   */
   async function read(f: ExecutionFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number, bucketing: string): Promise<Read> {
+    const rollupCells = async (p: Extract<Plan, { source: "rollup" }>, wanted: RollupPart[]) =>
+      (await Promise.all((await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts: wanted }))))).flat();
+    const folded = (filter: ExecutionFilter, sign: 1 | -1) => {
+      const key = `${bucketing} ${w.from} ${w.to} ${sign} ${JSON.stringify(filter)}`;
+      let cells = scans?.get(key);
+      if (cells === undefined) {
+        cells = foldRecords(store.executionChunks({ ...filter, from: w.from, to: w.to }), (r) => scanBucket(r.createdAt), sign);
+        scans?.set(key, cells);
+      }
+      return cells;
+    };
     const p = plan(f, use);
-    if (p.source === "rollup") {
-      const reads = (await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts })));
-      const perSpan = await Promise.all(reads);
-      return { source: "rollup", plan: p, cells: perSpan.flat() };
+    if (p.source === "rollup") return { source: "rollup", plan: p, cells: await rollupCells(p, parts) };
+    const split = complementOf(f, use);
+    if (split !== null) {
+      const basePlan = plan(split.base, use) as Extract<Plan, { source: "rollup" }>;
+      // The counts that pick the smaller side are in the data part.
+      const cells = await rollupCells(basePlan, parts.includes("data") ? parts : [...parts, "data"]);
+      const { kept, total } = keptOf(cells, split.only);
+      if (kept === total) return { source: "rollup", plan: basePlan, cells };
+      if (kept === 0) return { source: "rollup", plan: SCANNED, cells: [] };
+      if (total - kept < kept) return { source: "scan", plan: basePlan, cells: [...cells, ...(await folded(split.rest, -1))] };
     }
-    const fold = () => foldRecords(store.executionChunks({ ...f, from: w.from, to: w.to }), (r) => scanBucket(r.createdAt));
-    const key = `${bucketing} ${w.from} ${w.to} ${JSON.stringify(f)}`;
-    let cells = scans?.get(key);
-    if (cells === undefined) {
-      cells = fold();
-      scans?.set(key, cells);
-    }
-    return { source: "scan", plan: SCANNED, cells: await cells };
+    return { source: "scan", plan: SCANNED, cells: await folded(f, 1) };
   }
 
   // Scans fold by day, so one request's summary, breakdowns and daily series share a scan.

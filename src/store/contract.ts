@@ -230,6 +230,11 @@ export interface ExecutionFilter {
   q?: string;
   /** created_at <= until: a stream that began at `until` ends even while executions keep arriving. */
   until?: number;
+  /**
+   * Leaves out the executions this filter matches (an execution without a value it names is not
+   * matched, so it stays): what a rollup answer takes away (read/aggregate.ts complementOf).
+   */
+  except?: ExecutionFilter;
 }
 
 type ListOrder = "newest" | "oldest";

@@ -449,6 +449,14 @@ export function storeContract(factory: EngineFactory): void {
         expect(await ids({ platformClass: "pve" })).toEqual(["k1", "k2", "k3", "k4"]);
         expect(await ids({ platformClass: "" })).toEqual(["k7"]);
         expect(await ids({ platformClass: "lxd" })).toEqual([]);
+        // except: what a filter leaves out, an execution without the value included (NULL is "not matched")
+        expect(await ids({ except: { platformClass: "pve" } })).toEqual(["k5", "k6", "k7", "k8"]);
+        expect(await ids({ kind: "install", except: { platformClass: "incus" } })).toEqual(["k1", "k2", "k7"]);
+        expect(await ids({ except: { gpuPassthrough: "yes" } })).toEqual(["k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+        expect(await ids({ except: { cpuVendor: "intel", arch: "amd64" } })).toEqual(["k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+        expect(await ids({ except: { exitCode: 127 } })).toEqual(["k1", "k2", "k4", "k5", "k6", "k7", "k8"]);
+        expect(await ids({ except: { repoSlug: "" } })).toEqual(["k1", "k2"]);
+        expect(await ids({ except: {} })).toEqual([]);
         expect(await ids({ kind: "addon" })).toEqual(["k3"]);
         expect(await ids({ kind: "tool" })).toEqual(["k4"]);
         expect(await ids({ exitCode: 127 })).toEqual(["k3"]);

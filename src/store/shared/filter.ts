@@ -63,6 +63,12 @@ export function filterWhere(e: ExecutionColumns, f: ExecutionFilter, like: Like)
     f.to === undefined ? undefined : lt(e.createdAt, f.to),
     f.until === undefined ? undefined : lte(e.createdAt, f.until),
   ];
+  if (f.except !== undefined) {
+    // NULL (a comparison with an absent value) is "not matched": the execution stays.
+    // A filter of nothing matches every execution: none stays.
+    const matched = filterWhere(e, f.except, like);
+    c.push(matched === undefined ? sql`1 = 0` : sql`NOT COALESCE(${matched}, FALSE)`);
+  }
   if (f.q !== undefined && f.q !== "") {
     const pattern = `%${escapeLike(f.q)}%`;
     c.push(or(like(e.nsapp, pattern), like(e.error, pattern)));

@@ -321,8 +321,9 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
         const medians = summaries.map((s) => s.duration).filter((d) => d.median_s !== null && d.n > 0);
         const median = medians.length === 0 ? 0 : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
         const min = minInstalls(days);
-        // The 20 newest of the window, over every repo filter.
-        const recent = await newestOf(deps.store, filters, w, 20);
+        // The 20 newest of the window, over every repo filter (none when the counts say there are
+        // none: a platform filter's list would walk the window for nothing).
+        const recent = sum("total") === 0 ? [] : await newestOf(deps.store, filters, w, 20);
         const failedApps = ranking
           .filter((g) => g.total >= min && g.failed > 0)
           .map((g) => ({ app: g.value, total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))

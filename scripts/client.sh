@@ -48,11 +48,17 @@ Commands, --protocol v1|v2 (POST to $TELEMETRY_URL if set, else $BASE/telemetry)
                                  real v1 container ping is hard-wired to the public server)
   final STATUS [EXIT_CODE [ERROR]]
                                  the final report, with the client's mapping: done|success ->
-                                 success (exit 0); failed with 129/130/143 -> aborted; aborted;
-                                 anything else -> unknown. EXIT_CODE defaults to 1 (failed),
-                                 130 (aborted), 0 (unknown); non-digits -> 1, >255 -> 255.
-                                 ERROR replaces the built error text (see below). 2 attempts
-                                 with the full error, then (error set) 2 with the short error
+                                 success (exit 0); failed with 129/130/143 -> aborted (v2 also
+                                 the declines 113/114/122/253/254); aborted; anything else ->
+                                 unknown. EXIT_CODE: v1 defaults to 1 (failed), 130 (aborted),
+                                 0 (unknown), non-digits -> 1; v2 (the newest engine) sends 199
+                                 when none or a non-number is given, 0 for "none"; >255 -> 255.
+                                 v2 sends no final report for a run whose start was never
+                                 attempted: env POST_TO_API_DONE unset (an update run) sends
+                                 nothing; install and start set it, "false" (start not accepted)
+                                 still sends. ERROR replaces the built error text (see below).
+                                 2 attempts with the full error, then (error set) 2 with the
+                                 short error
   install [success|failed|aborted [EXIT_CODE [ERROR]]]
                                  a whole run: start, progress validation, progress configuring,
                                  --pings container pings, (--sleep), final (default success).
@@ -73,7 +79,8 @@ Commands, --protocol v1|v2 (POST to $TELEMETRY_URL if set, else $BASE/telemetry)
   and the output of --log/--log-lines (last 60 non-noise lines, at most 10240 bytes).
   Aborts send the header only. Short error (final attempts 3-4): "exit_code=N |
   <explanation> | at line L: <first 200 bytes of CMD>". error_category (client table)
-  only with an error text; ERROR_CATEGORY_OVERRIDE wins; aborted -> user_aborted.
+  only with an error text; ERROR_CATEGORY_OVERRIDE wins; aborted -> user_aborted (v2: unless
+  ERROR_CATEGORY_OVERRIDE is set, as the engine does).
 
 Options (before the command; upload: a set environment variable, even empty, is sent as is):
   --protocol P       upload (default), v1 or v2
@@ -126,9 +133,10 @@ Options (before the command; upload: a set environment variable, even empty, is 
   --platform P       (TELEMETRY_PLATFORM; default pve; addon default "")
   --kernel K         v2 kernel_version (KERNEL_VERSION; default `uname -r`)
   --app-version V    v2 app_version (APPLICATION_VERSION, var_appversion; default "")
-  --repo-source S    (REPO_SOURCE; default v1 ProxmoxVE, v2 ProxmoxVED)
+  --repo-source S    (REPO_SOURCE; default v1 ProxmoxVE, v2 ProxmoxVED: the engine's own
+                     attribution when it cannot tell the script repository)
   --repo-slug S      (REPO_SLUG; default community-scripts/<source> for those two, else "")
-  Also read: TELEMETRY_TOOL_TYPE (v2 tool type), ERROR_CATEGORY_OVERRIDE.
+  Also read: TELEMETRY_TOOL_TYPE (v2 tool type), ERROR_CATEGORY_OVERRIDE, POST_TO_API_DONE (v2 final).
 
 Opt-out: DIAGNOSTICS=no in the environment sends nothing and prints nothing
 (a note on stderr with -v); exit 0.
@@ -449,16 +457,23 @@ explain_code() {
   2) printf 'Shell syntax error or builtin misuse' ;;
   100) printf 'APT: package manager error (broken or unmet dependencies)' ;;
   127) printf 'Command not found' ;;
+  113) printf 'LXC: container under-provisioned, the user stopped the update' ;;
+  114) printf 'LXC: storage too low, the user stopped the update' ;;
+  122) printf 'LXC: no internet access, the user chose not to continue' ;;
   129) printf 'Hangup (SIGHUP): terminal closed' ;;
   130) printf 'Interrupted by user (SIGINT, Ctrl+C)' ;;
   137) printf 'Killed (SIGKILL): out of memory?' ;;
   143) printf 'Terminated (SIGTERM)' ;;
+  199) printf 'Engine: no exit code was passed to the report' ;;
+  253) printf 'App: update stopped, the user declined the data migration' ;;
+  254) printf 'App: the user declined the prompt (or it timed out)' ;;
   255) printf 'DPKG: fatal internal error' ;;
   *) printf 'Unknown error' ;;
   esac
 }
 
-# The client's exit code -> error_category table (core adds 227 to proxmox).
+# The client's exit code -> error_category table (core adds 227 to proxmox, and files the
+# declines 113/114/122/253/254 as user_aborted).
 error_category_of() {
   case $1 in
   6 | 7 | 22 | 35) printf network ;;
@@ -473,6 +488,7 @@ error_category_of() {
   17[0-3] | 18[0-3] | 19[0-3]) printf database ;;
   243 | 24[5-9]) printf runtime ;;
   129 | 130 | 143) printf user_aborted ;;
+  113 | 114 | 122 | 253 | 254) if [[ $PROTOCOL == v2 ]]; then printf user_aborted; else printf unknown; fi ;;
   134 | 137) printf resource ;;
   139 | 141) printf signal ;;
   1 | 2) printf shell ;;
@@ -827,7 +843,7 @@ tm_start() {
   # v2 starts the install clock in the start report itself (so it reports 0)
   [[ $PROTOCOL == v2 ]] && timer_start
   tm_full installing 0 "" "" "$(elapsed)" "" 0
-  tm_send installing 5 3
+  if tm_send installing 5 3; then POST_TO_API_DONE=true; else POST_TO_API_DONE=false; fi
 }
 
 tm_progress() {
@@ -858,16 +874,41 @@ tm_final() {
     note "final report already sent for this execution (POST_UPDATE_DONE): not sending \"$1\""
     return 0
   fi
-  case $1 in
-  done | success) status=success code=0 ;;
-  failed)
-    code=$(clamp_exit "${2:-1}")
-    status=failed
-    case $code in 129 | 130 | 143) status=aborted ;; esac
-    ;;
-  aborted) status=aborted code=$(clamp_exit "${2:-130}") ;;
-  *) status=unknown code=$(clamp_exit "${2:-0}") ;;
-  esac
+  if [[ $PROTOCOL == v2 ]]; then
+    # The newest engine: no terminal report for a run whose start was never attempted (an
+    # update run); 199 when no exit code reached it; the declines are aborts.
+    if [[ -z ${POST_TO_API_DONE:-} ]]; then
+      note "no start report was attempted (POST_TO_API_DONE unset): no final report"
+      return 0
+    fi
+    if [[ ${2-} =~ ^[0-9]+$ ]]; then
+      code=$(clamp_exit "$2")
+    elif [[ ${2-} == none ]]; then
+      code=0
+    else
+      code=199
+    fi
+    case $1 in
+    done | success) status=success code=0 ;;
+    failed)
+      status=failed
+      case $code in 113 | 114 | 122 | 129 | 130 | 143 | 253 | 254) status=aborted ;; esac
+      ;;
+    aborted) status=aborted ;;
+    *) status=unknown ;;
+    esac
+  else
+    case $1 in
+    done | success) status=success code=0 ;;
+    failed)
+      code=$(clamp_exit "${2:-1}")
+      status=failed
+      case $code in 129 | 130 | 143) status=aborted ;; esac
+      ;;
+    aborted) status=aborted code=$(clamp_exit "${2:-130}") ;;
+    *) status=unknown code=$(clamp_exit "${2:-0}") ;;
+    esac
+  fi
   if [[ $status != success ]]; then
     fcmd=${FAILED_COMMAND:-}
     fline=$(failed_line_value)
@@ -878,7 +919,9 @@ tm_final() {
     else
       err=$(build_error "$code")
     fi
-    if [[ $status == aborted ]]; then
+    if [[ $status == aborted && $PROTOCOL == v2 ]]; then
+      cat=${ERROR_CATEGORY_OVERRIDE:-user_aborted}
+    elif [[ $status == aborted ]]; then
       cat=user_aborted
     else
       cat=${ERROR_CATEGORY_OVERRIDE:-$(error_category_of "$code")}
@@ -992,13 +1035,18 @@ tm_install() {
   trap 'tm_on_signal 129' HUP
   # the failed attempts before the requested one (the recovery menu's retries)
   if [[ $status == failed && -n $code ]]; then
-    case $(clamp_exit "$code") in 129 | 130 | 143) ;; *) attempt_code=$code ;; esac
+    case $(clamp_exit "$code") in
+    129 | 130 | 143) ;;
+    113 | 114 | 122 | 253 | 254) [[ $PROTOCOL == v2 ]] || attempt_code=$code ;;
+    *) attempt_code=$code ;;
+    esac
   fi
   for ((i = 0; i < RETRIES; i++)); do
     tm_lifecycle failed "$attempt_code" "$err"
     # telemetry_new_attempt: a new execution_id, same random_id, guards cleared
     F_EID=$(new_uuid)
     POST_UPDATE_DONE=false
+    POST_TO_API_DONE=false
     note "new attempt: execution_id $F_EID"
   done
   tm_lifecycle "$status" "$code" "$err"

@@ -19,6 +19,8 @@ import { QueryError } from "./read/query.ts";
 import { readRoutes } from "./read/routes.ts";
 import { telemetryAnalysisRoutes } from "./read/telemetry-analysis.ts";
 import { telemetryCompatRoutes } from "./read/telemetry-compat.ts";
+import { newDashboardRoutes } from "./read/new-dashboard.ts";
+import { scriptDetailRoutes } from "./read/script-detail.ts";
 import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import type { StorageHealth } from "./store/engine.ts";
 import { apiDocs, docsRoutes } from "./web/api-docs.ts";
@@ -139,6 +141,8 @@ export function createApp(deps: AppDeps) {
     .use(compatRoutes({ store: deps.store, clock }))
     .use(telemetryCompatRoutes({ store: deps.store, clock }))
     .use(telemetryAnalysisRoutes({ store: deps.store, clock }))
+    .use(newDashboardRoutes({ store: deps.store, clock }))
+    .use(scriptDetailRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))
     // Opt-in: without --public-stats the paths do not exist (404), so nothing is published by accident.
     .use(config.publicStats ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls }) : new Elysia())

@@ -97,9 +97,13 @@ async function run(args: string[], env: Record<string, string> = {}, path = FULL
 }
 
 type Proto = "v1" | "v2";
-/** v1/v2 run without the 1 s pause between attempts. */
+/**
+ * v1/v2 run without the 1 s pause between attempts. A v2 final is sent only when the run attempted
+ * its start report (POST_TO_API_DONE set, as install and start set it): a final on its own here
+ * stands for the end of such a run unless a test says otherwise.
+ */
 function tm(p: Proto, args: string[], env: Record<string, string> = {}, path = FULL_PATH): Promise<Run> {
-  return run(["--protocol", p, "--retry-sleep", "0", ...args], env, path);
+  return run(["--protocol", p, "--retry-sleep", "0", ...args], p === "v2" ? { POST_TO_API_DONE: "true", ...env } : env, path);
 }
 
 type Body = Record<string, unknown>;
@@ -656,18 +660,23 @@ describe.each(["v1", "v2"] as const)("%s report shapes", (p) => {
   });
 
   test("final: the client's status and exit-code mapping", async () => {
+    // v1 (ProxmoxVE misc/api.func) defaults a missing code to 1 and files declines as failures;
+    // v2 (the newest engine) sends 199 for a code it was not given, and the declines as aborts.
+    const v2 = p === "v2";
     const cases: [string[], string, number, string][] = [
       [["done"], "success", 0, ""],
       [["success", "5", "ignored"], "success", 0, ""],
-      [["failed"], "failed", 1, "shell"],
+      [["failed"], "failed", v2 ? 199 : 1, v2 ? "unknown" : "shell"],
       [["failed", "129"], "aborted", 129, "user_aborted"],
       [["failed", "143"], "aborted", 143, "user_aborted"],
-      [["failed", "abc"], "failed", 1, "shell"],
+      [["failed", "abc"], "failed", v2 ? 199 : 1, v2 ? "unknown" : "shell"],
       [["failed", "300"], "failed", 255, "dependency"],
       [["failed", "137"], "failed", 137, "resource"],
-      [["aborted"], "aborted", 130, "user_aborted"],
+      [["aborted"], "aborted", v2 ? 199 : 130, "user_aborted"],
       [["aborted", "0"], "aborted", 0, "user_aborted"],
-      [["whatever"], "unknown", 0, "unknown"],
+      [["whatever"], "unknown", v2 ? 199 : 0, "unknown"],
+      ...[113, 114, 122, 253, 254].map((code): [string[], string, number, string] => [["failed", String(code)], v2 ? "aborted" : "failed", code, v2 ? "user_aborted" : "unknown"]),
+      [["failed", "none"], "failed", v2 ? 0 : 1, v2 ? "unknown" : "shell"],
     ];
     for (const [args] of cases) await tm(p, ["final", ...args]);
     const got = parsed().map((b) => [b.status, b.exit_code, b.error_category]);
@@ -676,7 +685,9 @@ describe.each(["v1", "v2"] as const)("%s report shapes", (p) => {
     expect(errors[0]).toBe("");
     expect(errors[3]).toBe("exit_code=129 | Hangup (SIGHUP): terminal closed");
     expect(errors[9]).toBe("exit_code=0 | Unknown error");
-    expect(errors[10]).toBe("exit_code=0 | Unknown error");
+    expect(errors[10]).toBe(v2 ? "exit_code=199 | Engine: no exit code was passed to the report" : "exit_code=0 | Unknown error");
+    // An abort carries the header only, a failure the header (and the log when there is one).
+    expect(errors[15]).toStartWith("exit_code=254 | App: the user declined the prompt (or it timed out)");
   });
 });
 
@@ -830,7 +841,8 @@ describe("field values", () => {
       0,
     ]);
     expect([b!.error, b!.error_category, b!.failed_line]).toEqual(["exit_code=127 | Command not found | command: make", "network", 0]);
-    expect(c!.error_category).toBe("user_aborted");
+    // v2: the engine's abort branch keeps an ERROR_CATEGORY_OVERRIDE already set
+    expect(c!.error_category).toBe("network");
     expect([t!.exit_code, t!.error_category]).toEqual([300, "unknown"]);
     expect([u!.exit_code, u!.error_category, u!.error]).toEqual([1, "shell", "exit_code=1 | General error"]);
   });
@@ -1201,5 +1213,41 @@ describe("ids, opt-out and usage", () => {
     for (const s of ["--protocol", "progress STATUS", "final STATUS", "--retries", "--pings", "--no-jq", "TELEMETRY_URL", "telemetry <status> <http_code>"]) {
       expect(h.stdout).toContain(s);
     }
+  });
+});
+
+// ------------------------------------------------------------------ the newest engine (core after a495a11)
+describe("v2: the newest engine's endings", () => {
+  test("no final report for a run that never attempted its start (an update run)", async () => {
+    const r = await tm("v2", ["-v", "final", "failed", "100"], { POST_TO_API_DONE: "" });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("");
+    expect(captured).toHaveLength(0);
+    expect(r.stderr).toContain("POST_TO_API_DONE unset");
+    // v1 (ProxmoxVE misc/api.func) sends it anyway: the server holds it until a start comes
+    await tm("v1", ["final", "failed", "100"]);
+    expect(statuses()).toEqual(["failed"]);
+  });
+
+  test("a start that was attempted but not accepted still gets its final report", async () => {
+    await tm("v2", ["final", "failed", "100"], { POST_TO_API_DONE: "false" });
+    expect(statuses()).toEqual(["failed"]);
+  });
+
+  test("install: the start sets the guard; a start answered 500 three times still reports the ending", async () => {
+    respond = (n) => new Response("", { status: n < 3 ? 500 : 202 });
+    const r = await tm("v2", ["--pings", "0", "install", "failed", "254"], { POST_TO_API_DONE: "" });
+    expect(r.stdout.trim().split("\n")).toEqual([
+      "telemetry installing 500", "telemetry installing 500", "telemetry installing 500",
+      "telemetry validation 202", "telemetry configuring 202", "telemetry aborted 202",
+    ]);
+    expect(parsed().at(-1)).toMatchObject({ status: "aborted", exit_code: 254, error_category: "user_aborted", error: "exit_code=254 | App: the user declined the prompt (or it timed out)", repo_source: "ProxmoxVED" });
+  });
+
+  test("retries before a decline fail with 1; the decline itself is the last attempt's abort", async () => {
+    await tm("v2", ["--pings", "0", "--retries", "1", "install", "failed", "113"], { POST_TO_API_DONE: "" });
+    const finals = parsed().filter((b) => !["installing", "validation", "configuring"].includes(b.status as string));
+    expect(finals.map((b) => [b.status, b.exit_code, b.error_category])).toEqual([["failed", 1, "shell"], ["aborted", 113, "user_aborted"]]);
+    expect(finals[0]!.execution_id).not.toBe(finals[1]!.execution_id);
   });
 });

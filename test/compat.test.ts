@@ -14,6 +14,8 @@ import { execution } from "./helpers/reports.ts";
 const ORIGINAL_FIELDS = [
   "id", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version", "disableip6", "nsapp", "method",
   "created_at", "pve_version", "status", "random_id", "type", "error",
+  // the first revision's (its clients sent them; the website's first data page reads them)
+  "hn", "ssh", "verbose", "tags",
 ];
 
 type Rec = Record<string, unknown>;
@@ -33,7 +35,10 @@ function compatApp(t: TestApp) {
 const at = (t: TestApp, iso: string) => t.clock.advance(Date.parse(iso) - t.clock());
 
 /** The record the original would list for each report sent below (id checked apart). */
-const base = { ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", disableip6: "yes", method: "default", pve_version: "8.2.2", type: "lxc" };
+const base = {
+  ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", disableip6: "yes", method: "default", pve_version: "8.2.2", type: "lxc",
+  hn: "", ssh: "", verbose: "", tags: "",
+};
 const EXPECTED: Rec[] = [
   { ...base, nsapp: "adguard", created_at: "2026-06-01T12:00:00Z", status: "done", random_id: "r1", error: "none" },
   {
@@ -441,7 +446,10 @@ describe("streaming", () => {
     const recount = (col: string) =>
       Object.fromEntries((t.sqlite.query(`SELECT coalesce(${col}, '') AS k, count(*) AS n FROM executions GROUP BY 1`).all() as { k: string; n: number }[]).map((r) => [r.k, r.n]));
     expect(res.total_entries).toBe(12_345);
-    expect(res.status_count).toEqual(recount("status"));
+    // In the original's words: success done, failures and aborts failed, runs going installing.
+    const words = "CASE WHEN outcome = 'success' THEN 'done' WHEN outcome IN ('failed', 'aborted') THEN 'failed' WHEN outcome = 'in_progress' OR status IN ('installing', 'validation', 'configuring') THEN 'installing' ELSE status END";
+    expect(res.status_count).toEqual(recount(words));
+    expect(res.status_count).toEqual({ done: 4115, failed: 4115, installing: 4115 });
     expect(res.nsapp_count).toEqual(recount("nsapp"));
     const errors = (await c.get("/data/errors")).body as { error_counts: { error: string; count: number }[] };
     expect(Object.fromEntries(errors.error_counts.map((e) => [e.error, e.count]))).toEqual(
@@ -490,12 +498,12 @@ describe("shaping helpers", () => {
   test("toCompatRecord: absent values are Go zero values", async () => {
     const row: CompatSource = {
       randomId: "x", type: "lxc", ctType: null, diskSize: null, coreCount: null, ramSize: null, osType: null, osVersion: null,
-      disableip6: null, nsapp: null, method: null, pveVersion: null, status: "installing", error: null, createdAt: 0,
+      disableip6: null, nsapp: null, method: null, pveVersion: null, status: "installing", outcome: "in_progress", error: null, createdAt: 0, extra: null,
     };
     const { id: _, ...rest } = toCompatRecord(row);
     expect(rest).toEqual({
       ct_type: 0, disk_size: 0, core_count: 0, ram_size: 0, os_type: "", os_version: "", disableip6: "", nsapp: "", method: "",
-      created_at: "1970-01-01T00:00:00Z", pve_version: "", status: "installing", random_id: "x", type: "lxc", error: "",
+      created_at: "1970-01-01T00:00:00Z", pve_version: "", status: "installing", random_id: "x", type: "lxc", error: "", hn: "", ssh: "", verbose: "", tags: "",
     });
   });
 
@@ -525,5 +533,68 @@ describe("shaping helpers", () => {
     expect(await get()).toBe(3); // changed, but within 10x the cost
     now += 600;
     expect(await get()).toBe(4); // past it
+  });
+});
+
+// Readers of the original API (the ProxmoxVE website's data page, tools written for it) know three
+// words: installing, done, failed. Today's clients say success, aborted, validation, configuring;
+// the first revision's clients also sent hn, ssh, verbose and tags, which its first page showed.
+describe("today's runs in the original's words", () => {
+  const v2 = (id: string, status: string, more: Record<string, unknown> = {}) => ({
+    payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "immich", os_type: "debian", os_version: "13", pve_version: "9.0.9", status, ...more,
+  });
+  const sent = async (t: TestApp) => {
+    const ok = (r: { status: number }) => expect(r.status).toBeLessThan(300);
+    at(t, "2026-11-20T10:00:00Z");
+    for (const id of ["s1", "f1", "a1", "d1", "g1", "u1", "e1"]) ok(await t.post("/telemetry", v2(id, "installing")));
+    ok(await t.post("/telemetry", { ...v2("d2", "installing"), payload_version: undefined })); // v1
+    at(t, "2026-11-20T10:05:00Z");
+    ok(await t.post("/telemetry", v2("s1", "success", { exit_code: 0 })));
+    ok(await t.post("/telemetry", v2("f1", "failed", { exit_code: 100, error: "exit_code=100 | apt", error_category: "dependency" })));
+    ok(await t.post("/telemetry", v2("a1", "aborted", { exit_code: 130, error: "exit_code=130 | Ctrl-C", error_category: "user_aborted" })));
+    ok(await t.post("/telemetry", v2("d1", "aborted", { exit_code: 254, error: "exit_code=254 | declined", error_category: "user_aborted" })));
+    ok(await t.post("/telemetry", { ...v2("d2", "failed", { exit_code: 113, error: "exit_code=113 | too small", error_category: "unknown" }), payload_version: undefined }));
+    ok(await t.post("/telemetry", v2("g1", "configuring")));
+    ok(await t.post("/telemetry", v2("u1", "unknown", { exit_code: 0 })));
+    // A run given up on while going (the stuck-install job): installing, as the original (which never gave up) shows it.
+    t.store.write([{ kind: "expire", executionId: "e1", at: Date.parse("2026-11-20T12:00:00Z") }]);
+    // The first revision's client: its extra fields.
+    ok(await t.post("/upload", startReport("old1", { nsapp: "adguard", hn: "adguard", ssh: "no", verbose: "no", tags: "proxmox-helper-scripts;dns" })));
+    ok(await t.post("/upload/updatestatus", { status: "done", error: "none", random_id: "old1" }));
+  };
+
+  test("records, summary and the status filter speak done, failed and installing", async () => {
+    const t = await testApp();
+    const c = compatApp(t);
+    await sent(t);
+    const records = (await c.get("/data/json")).body as Rec[];
+    const status = Object.fromEntries(records.map((r) => [r.random_id, r.status]));
+    expect(status).toEqual({ s1: "done", f1: "failed", a1: "failed", d1: "failed", d2: "failed", g1: "installing", u1: "unknown", e1: "installing", old1: "done" });
+    // The data page's numbers: done over total is the success rate it shows.
+    const summary = (await c.get("/data/summary")).body as { total_entries: number; status_count: Record<string, number> };
+    expect(summary).toMatchObject({ total_entries: 9, status_count: { done: 2, failed: 4, installing: 2, unknown: 1 } });
+    expect(Object.keys(summary.status_count)).toEqual(["done", "failed", "installing", "unknown"]);
+    const ofStatus = async (s: string) => ids((await c.get(`/data/status?status=${s}`)).body);
+    expect(await ofStatus("done")).toEqual(["s1", "old1"]);
+    expect(await ofStatus("Failed")).toEqual(["f1", "a1", "d1", "d2"]);
+    expect(await ofStatus("installing")).toEqual(["g1", "e1"]);
+    expect(await ofStatus("unknown")).toEqual(["u1"]);
+    for (const word of ["success", "aborted", "configuring", ""]) expect(await ofStatus(word), word).toEqual([]);
+    // Every list carries the same words.
+    expect(((await c.get("/data/nsapp?nsapp=immich")).body as Rec[]).map((r) => r.status)).toEqual(["done", "failed", "failed", "failed", "installing", "unknown", "installing", "failed"]);
+  });
+
+  test("the first revision's fields, as its client sent them; \"\" for every other client (its page calls .replace on tags)", async () => {
+    const t = await testApp();
+    const c = compatApp(t);
+    await sent(t);
+    const records = (await c.get("/data/json")).body as Rec[];
+    expect(records.find((r) => r.random_id === "old1")).toMatchObject({ hn: "adguard", ssh: "no", verbose: "no", tags: "proxmox-helper-scripts;dns", status: "done" });
+    for (const r of records.filter((r) => r.random_id !== "old1")) expect([r.hn, r.ssh, r.verbose, r.tags]).toEqual(["", "", "", ""]);
+    // What its page does with every record: a search over every value, and tags split on ";".
+    for (const r of records) {
+      expect(() => Object.values(r).some((v) => String(v).toString().toLowerCase().includes("x"))).not.toThrow();
+      expect((r.tags as string).replace(/;/g, " ")).toBeString();
+    }
   });
 });

@@ -24,12 +24,13 @@ describe("categoryOfExitCode", () => {
     ["service", [150, 151, 153, 154]],
     ["database", [170, 171, 172, 173, 180, 181, 182, 183, 190, 191, 192, 193]],
     ["runtime", [243, 245, 246, 247, 248, 249]],
-    ["user_aborted", [129, 130, 143]],
+    // the signals, and the declines core files here (113, 114, 122, 253, 254)
+    ["user_aborted", [113, 114, 122, 129, 130, 143, 253, 254]],
     ["resource", [134, 137]],
     ["signal", [139, 141]],
     ["shell", [1, 2]],
     // explained by the client but not categorized, and codes it does not know
-    ["unknown", [0, 3, 5, 23, 75, 103, 113, 125, 131, 199, 226, 239, 253, 254, 256, -1]],
+    ["unknown", [0, 3, 5, 23, 75, 103, 112, 115, 125, 131, 199, 226, 239, 252, 256, -1]],
   ];
   test.each(TABLE.flatMap(([category, codes]) => codes.map((code) => [code, category] as const)))("%p -> %s", (code, category) => {
     expect(categoryOfExitCode(code)).toBe(category);

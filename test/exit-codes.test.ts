@@ -3,12 +3,12 @@ import { EXIT_CODE_EXPLANATIONS, explainExitCode, parseExitCode } from "../src/d
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-// The codes the community client explains (research notes A.5), core's 227 included.
+// The codes the community client explains (research notes A.5), core's 227 and 199 included.
 const CLIENT_CODES = [
   ...range(1, 8), 10, 16, 18, ...range(22, 28), 30, ...range(32, 36), 39, ...range(44, 48), 51, 52,
   ...range(55, 57), 59, 61, 63, ...range(64, 79), 92, 95, ...range(100, 102), ...range(103, 108),
   ...range(109, 123), ...range(124, 132), 134, 137, 139, 141, 143, 144, 146, ...range(150, 154),
-  ...range(160, 162), ...range(170, 173), ...range(180, 183), ...range(190, 193), 200,
+  ...range(160, 162), ...range(170, 173), ...range(180, 183), ...range(190, 193), 199, 200,
   ...range(203, 227), 231, ...range(232, 238), 239, 243, ...range(245, 249), ...range(250, 254), 255,
 ];
 
@@ -35,10 +35,10 @@ describe("explainExitCode", () => {
     [127, "Command not found"],
     [130, "Interrupted by the user (SIGINT, Ctrl-C)"],
     [227, "Proxmox: container created but would not start"],
+    [199, "Engine: no exit code was reported to the telemetry call"],
     // not explained by the client
     [9, "Unknown error"],
     [133, "Unknown error"],
-    [199, "Unknown error"],
     [256, "Unknown error"],
     [-1, "Unknown error"],
   ])("%p -> %p", (code, text) => {

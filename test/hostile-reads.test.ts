@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaults, type Config } from "../src/config.ts";
 import { HOUR } from "../src/domain/time.ts";
-import { DIMENSIONS, addRecord, emptyData, fromColumns, mergeInto, toColumns } from "../src/domain/rollup.ts";
+import { BREAKDOWN_DIMENSIONS, addRecord, emptyData, fromColumns, mergeInto, toColumns } from "../src/domain/rollup.ts";
 import { createLogger } from "../src/log.ts";
 import { createRuntime } from "../src/runtime.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
@@ -61,7 +61,7 @@ const REFUSED: [string, string, string][] = [
   ["/api/stats/timeseries?from=1970-01-01", "interval", "at most 4000 points"],
   ["/api/stats/timeseries?interval=day&days=3660&to=2999-12-31", "days", "either days or from/to"],
   // Breakdown and the other lists.
-  ["/api/stats/breakdown?by=color", "by", `one of ${DIMENSIONS.join(", ")}`],
+  ["/api/stats/breakdown?by=color", "by", `one of ${BREAKDOWN_DIMENSIONS.join(", ")}`],
   ["/api/stats/breakdown", "by", "by must be one of nsapp, os"],
   ["/api/stats/breakdown?by=os&sort=random", "sort", "one of volume, failure_rate"],
   ["/api/stats/breakdown?by=os&min_runs=-1", "min_runs", "from 0 to 1000000000"],
@@ -267,7 +267,7 @@ describe("client strings never touch object prototypes", () => {
       ({
         nsapp: value, osType: value, osVersion: value, pveVersion: value, type: "lxc", method: value, status: value, ctType: 1, coreCount: 1, ramSize: 512, outcome: "failed", createdAt: 0,
         durationMs: 5000, error: "x", exitCode: 1, errorCategory: value, platform: value, arch: value, cpuVendor: value, gpuVendor: value, gpuPassthrough: value, hostGpu: value,
-        repoSource: value, repoSlug: value, appVersion: value, kernelVersion: value, attempt: 1, failedCommand: value,
+        repoSource: value, repoSlug: value, appVersion: value, kernelVersion: value, attempt: 1, failedCommand: value, diskSize: 8, payloadVersion: 2, hasArm: false,
       }) as const;
     const direct = emptyData();
     for (const key of PROTO_KEYS) for (let i = 0; i < 3; i++) addRecord(direct, r(key), "failed", 1, true, "0123456789abcdef");

@@ -5,7 +5,10 @@ import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { startReport, testApp } from "./helpers/app.ts";
 import { errorSignature } from "../src/domain/error-signature.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
-import { ALL_APPS, sliceKey } from "../src/domain/rollup.ts";
+import { ALL_APPS, OUTCOME_INDEX, sliceKey } from "../src/domain/rollup.ts";
+import { createStats } from "../src/read/stats.ts";
+import { SCANNED, breakdown, dimensionSums, errorCounts, foldRecords, summarize } from "../src/read/aggregate.ts";
+import type { ExecutionFilter, StoreReads } from "../src/store/contract.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);
@@ -210,6 +213,72 @@ describe("aggregates equal a recount of the raw rows", () => {
     const text = await t.get(`/api/stats/summary?q=resolve+host&${w}`);
     expect(text.body.source).toBe("scan");
     expect(text.body.total).toBe(all.filter((r) => (r.error ?? "").toLowerCase().includes("resolve host")).length);
+  });
+
+  test("one dimension filter: rollups without it, less what it leaves out when that is fewer, equal a scan of the filter", async () => {
+    // The store as stats reads it, noting which filters it scans.
+    const scanned: ExecutionFilter[] = [];
+    const store: StoreReads = Object.create(t.store);
+    store.executionChunks = (f, page) => {
+      scanned.push(f);
+      return t.store.executionChunks(f, page);
+    };
+    const stats = createStats(store);
+    // Ragged ends: hour cells, day cells and a month in between; folded and open hours.
+    const w = { from: base + 3 * HOUR, to: base + 38 * DAY + 5 * HOUR };
+    const direct = async (f: ExecutionFilter) => foldRecords(t.store.executionChunks({ ...f, from: w.from, to: w.to }), (r) => r.createdAt - (r.createdAt % DAY));
+    const count = async (f: ExecutionFilter) => {
+      let n = 0;
+      for await (const chunk of t.store.executionChunks({ ...f, from: w.from, to: w.to })) n += chunk.length;
+      return n;
+    };
+    // Each filter with the filter without its dimension: the side read follows their counts.
+    const cases: { f: ExecutionFilter; base: ExecutionFilter }[] = [
+      { f: { type: "lxc" }, base: {} },
+      { f: { type: "vm" }, base: {} },
+      { f: { type: "lxc", outcome: "failed" }, base: {} },
+      { f: { type: "lxc", nsapp: "app-0" }, base: { nsapp: "app-0" } },
+      { f: { type: "vm", nsapp: "app-0", outcome: "success" }, base: { nsapp: "app-0" } },
+      { f: { osType: "debian", osVersion: "12" }, base: {} },
+      { f: { method: "advanced", kind: "install" }, base: { kind: "install" } },
+      { f: { kind: "install", type: "lxc" }, base: { kind: "install" } },
+      { f: { pveVersion: "" }, base: {} },
+      { f: { platform: "" }, base: {} },
+      { f: { platform: "", nsapp: "app-3", outcome: "failed" }, base: { nsapp: "app-3" } },
+      { f: { platform: "pve" }, base: {} },
+    ];
+    const paths = new Set<string>();
+    for (const { f, base: without } of cases) {
+      const [kept, total] = [await count({ ...without, outcome: undefined, ...Object.fromEntries(Object.entries(f).filter(([k]) => k !== "outcome")) }), await count(without)];
+      const path = kept === total ? "rollup" : kept === 0 ? "nothing" : total - kept < kept ? "complement" : "scan";
+      paths.add(path);
+      scanned.length = 0;
+      const want = await direct(f);
+      const sum = await stats.summary(f, w);
+      expect([JSON.stringify(f), sum.source]).toEqual([JSON.stringify(f), path === "rollup" || path === "nothing" ? "rollup" : "scan"]);
+      expect(scanned.length).toBe(path === "rollup" || path === "nothing" ? 0 : 1);
+      if (scanned.length === 1) expect(scanned[0]!.except !== undefined).toBe(path === "complement");
+      // As rollups answer an outcome: durations of that outcome; retry counts of every outcome
+      // (aggregate.ts retryStats), where a scan of the filter has only the filtered one.
+      const scanPlan = { ...SCANNED, outcome: f.outcome ?? null };
+      const { source: _s, retries, ...got } = sum;
+      const { retries: wantRetries, ...wanted } = summarize(want, scanPlan);
+      expect(got).toEqual(wanted);
+      if (f.outcome === undefined || path === "scan") expect(retries).toEqual(wantRetries);
+      for (const by of ["os", "nsapp", "method", "pve_version", "failure"] as const) {
+        const { source: _b, ...groups } = await stats.breakdown(f, w, { by, sort: "volume", minRuns: 1, limit: 1000 });
+        expect(groups).toEqual(breakdown(want, scanPlan, { by, sort: "volume", minRuns: 1, limit: 1000 }));
+      }
+      const errs = await stats.errors(f, w, 100);
+      expect(errs.signatures.map((s) => [s.id, s.count])).toEqual(errorCounts(want));
+      const every = await stats.cells(f, w);
+      const dims = ["nsapp", "os", "type", "exit_code", "failure", "attempt"] as const;
+      // Every outcome's counts, as cells hold them: the filtered outcome's are compared.
+      const of = (c: number[]) => (f.outcome === undefined ? c : c.map((n, i) => (i === OUTCOME_INDEX[f.outcome!] ? n : 0)));
+      const sums = (m: Map<string, Map<string, number[]>>) => Object.fromEntries([...m].map(([d, v]) => [d, Object.fromEntries([...v].map(([k, c]) => [k, of(c)] as const).filter(([, c]) => c.some((n) => n !== 0)).sort())]));
+      expect(sums(dimensionSums(every.cells, every.plan, dims))).toEqual(sums(dimensionSums(want, SCANNED, dims)));
+    }
+    expect([...paths].sort()).toEqual(["complement", "nothing", "rollup", "scan"]);
   });
 
   test("failure-rate ranking respects the minimum-runs floor", async () => {

@@ -8,6 +8,7 @@ const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   ctType: 1, coreCount: 2, ramSize: 2048, outcome: "failed", createdAt: 10 * HOUR + 5, durationMs: 90_000, error: "exit code 1",
   exitCode: 1, errorCategory: "unknown", platform: "pve", arch: "amd64", cpuVendor: "intel", gpuVendor: null, gpuPassthrough: null, hostGpu: null,
   repoSource: "ProxmoxVE", repoSlug: "community-scripts/ProxmoxVE", appVersion: "10.10", kernelVersion: "6.8.12-4-pve", attempt: 1, failedCommand: "apt-get install -y x",
+  diskSize: 8, payloadVersion: 2, hasArm: false,
   ...over,
 });
 

@@ -91,10 +91,10 @@ function expected(repo: "default" | "all" | "ProxmoxVED") {
 const asMap = <T extends { count: number }>(rows: T[], key: (r: T) => string) => new Map(rows.map((r) => [key(r), r.count]));
 
 describe("telemetry-service compatible API", () => {
-  test("/api/dashboard (repo ProxmoxVE by default, with reports naming no repo) equals a recount of what was sent", async () => {
+  test("/api/dashboard with repo=ProxmoxVE (reports naming no repo included) equals a recount of what was sent", async () => {
     const t = await testApp();
     await load(t);
-    const res = await t.get("/api/dashboard");
+    const res = await t.get("/api/dashboard?repo=ProxmoxVE");
     expect(res.status).toBe(200);
     const d = res.body as Dashboard;
     const e = expected("default");
@@ -133,7 +133,7 @@ describe("telemetry-service compatible API", () => {
     expect([ved.total_installs, ved.success_count]).toEqual([1, 1]);
     const slug = (await t.get("/api/dashboard?repo=all&slug=me/ProxmoxVED")).body as Dashboard;
     expect(slug.top_apps).toEqual([{ app: "nginx", count: 1 }]);
-    expect((await t.get("/api/repo-slugs")).body).toEqual({ repo_slugs: [{ slug: "community-scripts/ProxmoxVE", count: 7 }] });
+    expect((await t.get("/api/repo-slugs?repo=ProxmoxVE")).body).toEqual({ repo_slugs: [{ slug: "community-scripts/ProxmoxVE", count: 7 }] });
     expect((await t.get("/api/repo-slugs?repo=all")).body).toEqual({ repo_slugs: [{ slug: "community-scripts/ProxmoxVE", count: 7 }, { slug: "me/ProxmoxVED", count: 1 }] });
   });
 
@@ -142,7 +142,7 @@ describe("telemetry-service compatible API", () => {
     await load(t);
     t.clock.advance(24 * 3_600_000);
     expect((await t.post("/upload", startReport("today-1", { nsapp: "pihole" }))).status).toBe(201);
-    const total = async (q: string) => ((await t.get(`/api/dashboard${q}`)).body as Dashboard).total_installs;
+    const total = async (q: string) => ((await t.get(`/api/dashboard${q ? `${q}&` : "?"}repo=ProxmoxVE`)).body as Dashboard).total_installs;
     expect(await total("")).toBe(1);
     expect(await total("?days=abc")).toBe(1);
     expect(await total("?days=-5")).toBe(1);
@@ -151,7 +151,7 @@ describe("telemetry-service compatible API", () => {
     // Go's Sscanf("%d"): "1e9" reads as 1; past a 64-bit int it fails and the default (1) stands.
     expect(await total("?days=1e9")).toBe(1);
     expect(await total("?days=99999999999999999999")).toBe(1);
-    const daily = ((await t.get("/api/dashboard?days=2")).body as Dashboard).daily_stats;
+    const daily = ((await t.get("/api/dashboard?days=2&repo=ProxmoxVE")).body as Dashboard).daily_stats;
     expect(daily.map((p) => p.date)).toEqual(["2026-06-01", "2026-06-02"]);
   });
 
@@ -180,7 +180,7 @@ describe("telemetry-service compatible API", () => {
       expect((await t.post("/telemetry", { ...base, status: "installing" })).status).toBe(201);
       expect((await t.post("/telemetry", { ...base, status: "failed", exit_code: 1, error: "boom" })).status).toBe(200);
     }
-    const d = (await t.get("/api/dashboard")).body as Dashboard & { failed_apps: Record<string, unknown>[] };
+    const d = (await t.get("/api/dashboard?repo=ProxmoxVE")).body as Dashboard & { failed_apps: Record<string, unknown>[] };
     expect(d.failed_apps).toHaveLength(1);
     expect(d.failed_apps[0]).toMatchObject({ app: "nginx", type: "vm", total_count: 5, failed_count: 3 });
     expect(d.failed_apps[0]!.failure_rate).toBeCloseTo(60, 6);
@@ -193,34 +193,34 @@ describe("telemetry-service compatible API", () => {
     const t = await testApp();
     await load(t);
     const newestFirst = ["o2", "o1", "a1", "t1", "d2", "d1", "n3", "n2", "n1"];
-    const first = (await t.get("/api/records")).body as Records;
+    const first = (await t.get("/api/records?repo=ProxmoxVE")).body as Records;
     expect(first).toMatchObject({ page: 1, limit: 50, total: 9, total_pages: 1 });
     expect(ids(first)).toEqual(newestFirst);
     // Pages of two: five pages, the last one short, past the end empty.
-    const pages = await Promise.all([1, 2, 3, 4, 5, 6].map(async (p) => (await t.get(`/api/records?limit=2&page=${p}`)).body as Records));
+    const pages = await Promise.all([1, 2, 3, 4, 5, 6].map(async (p) => (await t.get(`/api/records?limit=2&page=${p}&repo=ProxmoxVE`)).body as Records));
     expect(pages.flatMap((p) => p.records.map((r) => r.random_id))).toEqual(newestFirst);
     expect(pages.map((p) => [p.total, p.total_pages, p.records.length])).toEqual([[9, 5, 2], [9, 5, 2], [9, 5, 2], [9, 5, 2], [9, 5, 1], [9, 5, 0]]);
     // Status is the collapsed one: a run still going is listed by its step.
-    expect(ids((await t.get("/api/records?status=failed")).body)).toEqual(["a1", "n3"]);
-    expect(ids((await t.get("/api/records?status=installing")).body)).toEqual(["o2", "d2"]);
-    expect(ids((await t.get("/api/records?status=success")).body)).toEqual(["o1", "t1", "d1", "n2", "n1"]);
+    expect(ids((await t.get("/api/records?status=failed&repo=ProxmoxVE")).body)).toEqual(["a1", "n3"]);
+    expect(ids((await t.get("/api/records?status=installing&repo=ProxmoxVE")).body)).toEqual(["o2", "d2"]);
+    expect(ids((await t.get("/api/records?status=success&repo=ProxmoxVE")).body)).toEqual(["o1", "t1", "d1", "n2", "n1"]);
     // app: part of the name, any case; search when app is absent; LIKE's wildcards are plain text.
-    expect(ids((await t.get("/api/records?app=NGI")).body)).toEqual(["n3", "n2", "n1"]);
-    expect(ids((await t.get("/api/records?search=pi")).body)).toEqual(["o2", "o1"]);
-    expect(ids((await t.get("/api/records?app=%25")).body)).toEqual([]);
-    expect(ids((await t.get("/api/records?os=ubuntu")).body)).toEqual(["n2"]);
-    expect(ids((await t.get("/api/records?type=vm")).body)).toEqual(["n3"]);
+    expect(ids((await t.get("/api/records?app=NGI&repo=ProxmoxVE")).body)).toEqual(["n3", "n2", "n1"]);
+    expect(ids((await t.get("/api/records?search=pi&repo=ProxmoxVE")).body)).toEqual(["o2", "o1"]);
+    expect(ids((await t.get("/api/records?app=%25&repo=ProxmoxVE")).body)).toEqual([]);
+    expect(ids((await t.get("/api/records?os=ubuntu&repo=ProxmoxVE")).body)).toEqual(["n2"]);
+    expect(ids((await t.get("/api/records?type=vm&repo=ProxmoxVE")).body)).toEqual(["n3"]);
     // Sorts by a column, ties newest first; "-" for descending; an unknown sort is the default.
-    expect(ids((await t.get("/api/records?sort=nsapp")).body)).toEqual(["d2", "d1", "a1", "n3", "n2", "n1", "o2", "o1", "t1"]);
-    expect(ids((await t.get("/api/records?sort=-exit_code&limit=2")).body)).toEqual(["a1", "n3"]);
-    expect(ids((await t.get("/api/records?sort=nonsense")).body)).toEqual(newestFirst);
+    expect(ids((await t.get("/api/records?sort=nsapp&repo=ProxmoxVE")).body)).toEqual(["d2", "d1", "a1", "n3", "n2", "n1", "o2", "o1", "t1"]);
+    expect(ids((await t.get("/api/records?sort=-exit_code&limit=2&repo=ProxmoxVE")).body)).toEqual(["a1", "n3"]);
+    expect(ids((await t.get("/api/records?sort=nonsense&repo=ProxmoxVE")).body)).toEqual(newestFirst);
     // Repos as the dashboard reads them.
     expect((await t.get("/api/records?repo=all")).body).toMatchObject({ total: 10 });
     expect(ids((await t.get("/api/records?repo=ProxmoxVED")).body)).toEqual(["v1"]);
     expect(ids((await t.get("/api/records?repo=all&slug=me/ProxmoxVED")).body)).toEqual(["v1"]);
     // Clamped as there: limit 1-100, page from 1.
-    expect((await t.get("/api/records?limit=1000&page=-3")).body).toMatchObject({ page: 1, limit: 100 });
-    expect((await t.get("/api/records?limit=0")).body).toMatchObject({ limit: 1, total_pages: 9 });
+    expect((await t.get("/api/records?limit=1000&page=-3&repo=ProxmoxVE")).body).toMatchObject({ page: 1, limit: 100 });
+    expect((await t.get("/api/records?limit=0&repo=ProxmoxVE")).body).toMatchObject({ limit: 1, total_pages: 9 });
     // Records as the original lists them, with the run's steps.
     const n3 = first.records.find((r) => r.random_id === "n3")!;
     expect(n3).toMatchObject({ nsapp: "nginx", type: "vm", status: "failed", exit_code: 100, error_category: "dependency", repo_slug: "community-scripts/ProxmoxVE" });
@@ -232,7 +232,7 @@ describe("telemetry-service compatible API", () => {
     const t = await testApp();
     await load(t);
     type Scripts = { total_scripts: number; total_installs: number; top_scripts: Record<string, unknown>[]; recent_scripts: Record<string, unknown>[] };
-    const s = (await t.get("/api/scripts")).body as Scripts;
+    const s = (await t.get("/api/scripts?repo=ProxmoxVE")).body as Scripts;
     const e = expected("default");
     expect([s.total_scripts, s.total_installs]).toEqual([e.apps.size, e.total]);
     expect(new Map(s.top_scripts.map((x) => [x.app, x.total]))).toEqual(e.apps);
@@ -245,8 +245,8 @@ describe("telemetry-service compatible API", () => {
     expect(s.recent_scripts.map((r) => r.app)).toEqual(["pihole", "pihole", "netdata", "post-pve-install", "docker", "docker", "nginx", "nginx", "nginx"]);
     expect(s.recent_scripts[0]).toMatchObject({ status: "installing", os_type: "debian", method: "default" });
     t.clock.advance(40 * 24 * 3_600_000);
-    expect(((await t.get("/api/scripts")).body as Scripts).total_installs).toBe(0);
-    expect(((await t.get("/api/scripts?days=0")).body as Scripts).total_installs).toBe(e.total);
+    expect(((await t.get("/api/scripts?repo=ProxmoxVE")).body as Scripts).total_installs).toBe(0);
+    expect(((await t.get("/api/scripts?days=0&repo=ProxmoxVE")).body as Scripts).total_installs).toBe(e.total);
     expect(((await t.get("/api/scripts?days=0&repo=all")).body as Scripts).top_scripts.find((x) => x.app === "nginx")).toMatchObject({ total: 4 });
   });
 
@@ -258,7 +258,7 @@ describe("telemetry-service compatible API", () => {
       exit_code_stats: Record<string, unknown>[]; category_stats: Record<string, unknown>[]; app_errors: Record<string, unknown>[];
       recent_errors: Record<string, unknown>[]; error_timeline: { date: string; failed: number; aborted: number }[];
     };
-    const d = (await t.get("/api/errors")).body as Errors;
+    const d = (await t.get("/api/errors?repo=ProxmoxVE")).body as Errors;
     const e = expected("default");
     expect([d.total_installs, d.total_errors, d.stuck_installing]).toEqual([e.total, e.failed, e.installing]);
     expect(d.overall_fail_rate).toBeCloseTo((e.failed / e.total) * 100, 6);
@@ -275,9 +275,9 @@ describe("telemetry-service compatible API", () => {
     expect(d.error_timeline.at(-1)).toEqual({ date: "2026-06-01", failed: 2, aborted: 0 });
     // A day later the failures are still in the week; the runs started yesterday are no longer today's.
     t.clock.advance(24 * 3_600_000);
-    const later = (await t.get("/api/errors")).body as Errors;
+    const later = (await t.get("/api/errors?repo=ProxmoxVE")).body as Errors;
     expect([later.total_errors, later.stuck_installing]).toEqual([2, 0]);
-    expect((await t.get("/api/errors?days=1")).body).toMatchObject({ total_errors: 0, total_installs: 0 });
+    expect((await t.get("/api/errors?days=1&repo=ProxmoxVE")).body).toMatchObject({ total_errors: 0, total_installs: 0 });
     expect((await t.get("/api/errors?repo=ProxmoxVED")).body).toMatchObject({ total_errors: 0, total_installs: 1 });
     for (const repo of ["__proto__", "constructor"]) {
       const res = await t.get(`/api/errors?repo=${repo}&slug=${repo}`);

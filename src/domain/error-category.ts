@@ -11,7 +11,8 @@ export const ERROR_CATEGORIES = [
 ] as const;
 export type ErrorCategory = (typeof ERROR_CATEGORIES)[number];
 
-// The client's exit-code table (core's, which adds 227). Codes not listed are "unknown".
+// The client's exit-code table (core's: it adds 227, and files the declines among the aborts).
+// Codes not listed are "unknown".
 const CLIENT_TABLE: Record<Exclude<ErrorCategory, "unknown">, readonly number[]> = {
   network: [6, 7, 22, 35],
   config: [10, 128, 203, 204, 205, 206, 207, 208],
@@ -23,7 +24,7 @@ const CLIENT_TABLE: Record<Exclude<ErrorCategory, "unknown">, readonly number[]>
   service: [150, 151, 153, 154],
   database: [170, 171, 172, 173, 180, 181, 182, 183, 190, 191, 192, 193],
   runtime: [243, 245, 246, 247, 248, 249],
-  user_aborted: [129, 130, 143],
+  user_aborted: [113, 114, 122, 129, 130, 143, 253, 254],
   resource: [134, 137],
   signal: [139, 141],
   shell: [1, 2],
@@ -122,6 +123,24 @@ export function normalizeCategory(text: string | null): ErrorCategory | null {
   if (word === "") return null;
   if ((ERROR_CATEGORIES as readonly string[]).includes(word)) return word as ErrorCategory;
   return SERVER_WORDS.get(word) ?? "unknown";
+}
+
+/**
+ * Exit codes the engine raises when the person at the keyboard said no: 113, 114, 122 and 254
+ * answer a question it asked (too small, too little storage, no internet, a prompt), 253 an update
+ * whose data migration the user declined. Newer engines send such a run as aborted; older clients
+ * (and /upload texts stating the code) as failed.
+ */
+export const DECLINE_EXIT_CODES: ReadonlySet<number> = new Set([113, 114, 122, 253, 254]);
+
+/**
+ * One meaning for a user's decline, whatever sent it: a failure that ended with a decline code is
+ * an abort by the user, category user_aborted. Applied to every report as it is normalized, to
+ * reports held from before the rule, and (a migration) to the executions stored before it.
+ */
+export function asDecline<T extends { outcome: Outcome; exitCode: number | null; errorCategory: string | null }>(ending: T): T {
+  if (ending.outcome !== "failed" || ending.exitCode === null || !DECLINE_EXIT_CODES.has(ending.exitCode)) return ending;
+  return { ...ending, outcome: "aborted", errorCategory: "user_aborted" };
 }
 
 /** The category to store: none without a failure, else the client's when it sent one, else derived. */

@@ -161,6 +161,8 @@ export const EXIT_CODE_EXPLANATIONS: ReadonlyMap<number, string> = new Map([
   [191, "MongoDB: login failed"],
   [192, "MongoDB: database missing"],
   [193, "MongoDB: query failed"],
+  // The engine
+  [199, "Engine: no exit code was reported to the telemetry call"],
   // Tool and addon scripts
   [232, "Tool: run it on the Proxmox host, not in a container"],
   [233, "Tool: the app to update is not installed"],

@@ -1,6 +1,6 @@
 // Field rules and normalization for every report: /upload's start report and status update and
 // /telemetry's payload (v1 and v2) become one typed Report, or the field that breaks the rules is named.
-import { categoryFor } from "./error-category.ts";
+import { asDecline, categoryFor } from "./error-category.ts";
 import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Ending, type Report } from "./execution.ts";
 import { parseExitCode } from "./exit-codes.ts";
 import type { JsonObject } from "./json.ts";
@@ -233,12 +233,12 @@ function descriptive(body: JsonObject, max: number, payloadVersion: number | nul
   };
 }
 
-/** How the run ended as far as this report says; exit code and category only with a final outcome. */
+/** How the run ended as far as this report says; exit code and category only with a final outcome; a decline is an abort. */
 function ending(st: string, error: string | null, sent: { exitCode: number | null; category: string | null; failedCommand: string | null; failedLine: number | null; installDuration: number | null }): Ending {
   const outcome: Outcome = deriveOutcome(st, error);
   const final = outcome !== "in_progress";
   const exitCode = !final ? null : (sent.exitCode ?? (outcome === "success" ? null : parseExitCode(error)));
-  return {
+  return asDecline({
     status: st,
     outcome,
     error,
@@ -247,7 +247,7 @@ function ending(st: string, error: string | null, sent: { exitCode: number | nul
     failedCommand: final ? sent.failedCommand : null,
     failedLine: final ? sent.failedLine : null,
     installDuration: sent.installDuration,
-  };
+  });
 }
 
 const NOTHING_SENT = { exitCode: null, category: null, failedCommand: null, failedLine: null, installDuration: null };

@@ -11,16 +11,45 @@ export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) 
 /**
  * What the cells count, as a version: when it changes (a dimension added, a slice changed), the
  * engines rebuild stored cells from the records at start-up. 2: executions, kinds, repo slices.
+ * 3: a failure ending in a decline exit code counts as an abort (drizzle 0014 / postgres 0009);
+ * dimensions disk_size, client, platform_class, arch_class and failure.
  */
-export const ROLLUP_VERSION = 2;
+export const ROLLUP_VERSION = 3;
 
-/** Dimensions a breakdown can group by. nsapp stays first: an app's own slice skips it. */
+/**
+ * Dimensions a breakdown can group by. nsapp stays first: an app's own slice skips it.
+ * disk_size, client, platform_class and arch_class answer the community service's breakdowns of
+ * what a run was given; failure is a failed run's exit code, category, error signature and app in
+ * one key, so counts by exit code or signature come with the number of apps behind them.
+ */
 export const DIMENSIONS = [
   "nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size",
   "exit_code", "error_category", "platform", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu",
   "repo_source", "repo_slug", "app_version", "kernel_version", "attempt", "failed_command",
+  "disk_size", "client", "platform_class", "arch_class", "failure",
 ] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
+/** Dimensions whose values read as one thing each (failure's key is four): what /api/stats/breakdown offers. */
+export const BREAKDOWN_DIMENSIONS = DIMENSIONS.filter((d): d is Exclude<Dimension, "failure"> => d !== "failure");
+
+/** The failure dimension's key: its parts joined by this (a control character no value keeps, normalize.ts strips them). */
+export const FAILURE_SEPARATOR = "\u001f";
+/** A failure key's parts. */
+export function failureParts(key: string): { exitCode: number; category: string; signature: string; app: string } {
+  const [exitCode = "0", category = "", signature = "", app = ""] = key.split(FAILURE_SEPARATOR);
+  return { exitCode: Number(exitCode), category, signature, app };
+}
+
+/**
+ * The virtualization platform a run was on: pve or incus as the client sent it, else read from the
+ * host version as the community service does (an "incus-6.x" host is Incus, any other is Proxmox
+ * VE); "" when neither says.
+ */
+export function platformClass(r: Pick<Execution, "platform" | "pveVersion">): string {
+  if (r.platform === "pve" || r.platform === "incus") return r.platform;
+  if (r.pveVersion === null || r.pveVersion === "") return "";
+  return /^incus/i.test(r.pveVersion) ? "incus" : "pve";
+}
 
 /**
  * Rollup slices: every execution counts in the slices of its kind, for every repo and for its
@@ -113,7 +142,7 @@ export type RollupRecord = Pick<
   Execution,
   | "nsapp" | "osType" | "osVersion" | "pveVersion" | "type" | "method" | "status" | "ctType" | "coreCount" | "ramSize" | "outcome" | "createdAt" | "durationMs" | "error"
   | "exitCode" | "errorCategory" | "platform" | "arch" | "cpuVendor" | "gpuVendor" | "gpuPassthrough" | "hostGpu" | "repoSource" | "repoSlug"
-  | "appVersion" | "kernelVersion" | "attempt" | "failedCommand"
+  | "appVersion" | "kernelVersion" | "attempt" | "failedCommand" | "diskSize" | "payloadVersion" | "hasArm"
 >;
 
 /** Long free-text values (a failing command) are cut so a cell's key set stays small. */
@@ -121,7 +150,7 @@ const MAX_VALUE_LENGTH = 96;
 
 const text = (v: string | number | null): string => (v === null ? "" : String(v));
 
-function dimensionValue(r: RollupRecord, dim: Dimension): string {
+function dimensionValue(r: RollupRecord, dim: Dimension, outcome: Outcome, errorSig: string | null): string {
   switch (dim) {
     case "nsapp": return text(r.nsapp);
     case "os": return [r.osType, r.osVersion].filter((v) => v !== null).join(" ");
@@ -147,6 +176,16 @@ function dimensionValue(r: RollupRecord, dim: Dimension): string {
     // Retries: 1, 2, 3 and "4+" keep the key set small; executions per install follow from them.
     case "attempt": return r.attempt >= 4 ? "4+" : String(r.attempt);
     case "failed_command": return r.failedCommand === null ? "" : r.failedCommand.slice(0, MAX_VALUE_LENGTH);
+    case "disk_size": return text(r.diskSize);
+    // The client's revision: /upload null, /telemetry's payload_version (1 when it sent none).
+    case "client": return text(r.payloadVersion);
+    case "platform_class": return platformClass(r);
+    // The architecture, or for clients that sent none whether the host is ARM (has_arm).
+    case "arch_class": return r.arch !== null && r.arch !== "" ? r.arch : r.hasArm === true ? "arm64" : r.hasArm === false ? "x86_64 (inferred)" : "";
+    case "failure":
+      return outcome !== "failed"
+        ? ""
+        : [text(r.exitCode), text(r.errorCategory), errorSig ?? "", text(r.nsapp).slice(0, MAX_VALUE_LENGTH)].join(FAILURE_SEPARATOR);
   }
 }
 
@@ -176,16 +215,16 @@ export function monthCeil(t: number): number {
 
 export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: valueMap() });
 
-/** A record's value in every dimension, computed once however many cells it is counted in. */
-function dimensionValues(r: RollupRecord): string[] {
-  return DIMENSIONS.map((dim) => dimensionValue(r, dim));
+/** A record's value in every dimension (counted as `outcome`), computed once however many cells it is counted in. */
+function dimensionValues(r: RollupRecord, outcome: Outcome, errorSig: string | null): string[] {
+  return DIMENSIONS.map((dim) => dimensionValue(r, dim, outcome, errorSig));
 }
 
 /**
  * Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of
  * record `r` into `d`. Entries a removal brings to zero go, so a cell always equals a recount.
  */
-export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, allApps: boolean, errorSig: string | null, values = dimensionValues(r)): void {
+export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, allApps: boolean, errorSig: string | null, values = dimensionValues(r, outcome, errorSig)): void {
   const i = OUTCOME_INDEX[outcome];
   // An app row is its own nsapp: it skips the first dimension.
   for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) bump(d, DIMENSIONS[k]!, values[k]!, i, sign);
@@ -259,10 +298,10 @@ function moveRecord(d: RollupData, allApps: boolean, from: Counted, to: Counted,
 
 /** Counts `sign` installs of `r` into its hour cell of every app slice it belongs to. */
 export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount): void {
-  const values = dimensionValues(c.r);
+  const values = dimensionValues(c.r, c.outcome, c.errorSig);
   const hour = bucketStart(c.r.createdAt, GRAINS.hour);
   if (c.from) {
-    const fromValues = dimensionValues(c.from.r);
+    const fromValues = dimensionValues(c.from.r, c.from.outcome, c.from.errorSig);
     for (const slice of slicesOf(c.r)) moveRecord(cellOf(slice, hour), isAllApps(slice), c.from, c, fromValues, values);
     return;
   }
@@ -370,7 +409,7 @@ export class RollupDeltas {
       this.open.push({ r, outcome, sign, errorSig });
       return;
     }
-    const values = dimensionValues(r);
+    const values = dimensionValues(r, outcome, errorSig);
     const slices = slicesOf(r);
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(r.createdAt, grain);
@@ -399,8 +438,8 @@ export class RollupDeltas {
       return;
     }
     const to: Counted = { r: after, outcome: after.outcome, errorSig: sigAfter };
-    const fromValues = dimensionValues(before);
-    const toValues = dimensionValues(after);
+    const fromValues = dimensionValues(before, before.outcome, sigBefore);
+    const toValues = dimensionValues(after, after.outcome, sigAfter);
     const slices = slicesOf(after);
     for (const grain of ALL_GRAINS) {
       const bucket = bucketStart(after.createdAt, grain);

@@ -64,6 +64,7 @@ export type RelayJson = Static<typeof RelayJson>;
 const Health = t.Object(
   {
     status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
+    time: t.String({ format: "date-time", description: "the server's clock, UTC, to the second (RFC 3339, as the community service's health check sends it)" }),
     version: t.String(),
     uptime_s: t.Number(),
     storage: t.Object({
@@ -142,6 +143,7 @@ export function healthRoutes(deps: {
       const integrity = engine?.integrity;
       const body = {
         status: healthy ? ("ok" as const) : ("degraded" as const),
+        time: `${new Date(deps.clock()).toISOString().slice(0, 19)}Z`,
         version: deps.version,
         uptime_s: Math.round((deps.clock() - started) / 1000),
         storage: {

@@ -56,31 +56,34 @@ function coarse({ from, to }: Window, months: boolean): Span[] {
   return spans;
 }
 
-/** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, app, outcome, time, text). */
-function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string }[] | null {
+/** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, app, outcome, time, text), with the filter fields behind each. */
+function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] }[] | null {
   if ((f.osType === undefined) !== (f.osVersion === undefined)) return null; // rollups hold os as "type version"
-  if (f.randomId !== undefined) return null;
-  const list: { dim: Dimension; value: string | undefined }[] = [
-    { dim: "status", value: f.status },
-    { dim: "type", value: f.type },
-    { dim: "pve_version", value: f.pveVersion },
-    { dim: "method", value: f.method },
-    { dim: "os", value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}` },
-    { dim: "exit_code", value: f.exitCode === undefined ? undefined : String(f.exitCode) },
-    { dim: "error_category", value: f.errorCategory },
-    { dim: "platform", value: f.platform },
-    { dim: "arch", value: f.arch },
-    { dim: "cpu_vendor", value: f.cpuVendor },
-    { dim: "gpu_vendor", value: f.gpuVendor },
-    { dim: "gpu_passthrough", value: f.gpuPassthrough },
-    { dim: "repo_slug", value: f.repoSlug },
-    { dim: "app_version", value: f.appVersion },
-    { dim: "kernel_version", value: f.kernelVersion },
+  if (f.randomId !== undefined || f.except !== undefined) return null;
+  const one = (dim: Dimension, field: keyof ExecutionFilter) => ({ dim, value: f[field] === undefined ? undefined : String(f[field]), fields: [field] });
+  const list: { dim: Dimension; value: string | undefined; fields: (keyof ExecutionFilter)[] }[] = [
+    one("status", "status"),
+    one("type", "type"),
+    one("pve_version", "pveVersion"),
+    one("method", "method"),
+    { dim: "os", value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}`, fields: ["osType", "osVersion"] },
+    one("exit_code", "exitCode"),
+    one("error_category", "errorCategory"),
+    one("platform", "platform"),
+    one("platform_class", "platformClass"),
+    one("arch", "arch"),
+    one("cpu_vendor", "cpuVendor"),
+    one("gpu_vendor", "gpuVendor"),
+    one("gpu_passthrough", "gpuPassthrough"),
+    one("repo_slug", "repoSlug"),
+    one("app_version", "appVersion"),
+    one("kernel_version", "kernelVersion"),
   ];
-  return list.filter((d): d is { dim: Dimension; value: string } => d.value !== undefined);
+  return list.filter((d): d is { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] } => d.value !== undefined);
 }
 
-export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" } | { kind: "drivers" };
+/** What the cells are read for; "every" needs every dimension (the community's consolidated dashboard). */
+export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" } | { kind: "drivers" } | { kind: "every" };
 
 export type Plan =
   /** `slices`: summed cell by cell; `nsapp`: the app filter (an app's slice has no nsapp dimension). */
@@ -90,7 +93,9 @@ export type Plan =
 /**
  * Rollups hold every dimension per app slice, so they answer any aggregate filtered by app and
  * outcome; one more dimension filter works where it selects counts only. Anything else (free
- * text, two dimension filters, ...) is answered by scanning the records of the window.
+ * text, two dimension filters, ...) is answered by scanning the records of the window; one
+ * dimension filter, by the rollups without it less what it leaves out when that is fewer
+ * (complementOf, stats.ts).
  */
 export function plan(f: ExecutionFilter, use: Use): Plan {
   const dims = dimensionFilters(f);
@@ -99,10 +104,34 @@ export function plan(f: ExecutionFilter, use: Use): Plan {
   if (f.repoSource !== undefined && repoClass(f.repoSource) !== f.repoSource) return { source: "scan" };
   const app = f.nsapp === undefined ? ALL_APPS : appSlice(f.nsapp);
   const slices = (f.kind === undefined ? KINDS : [f.kind]).map((kind) => sliceKey(kind, f.repoSource ?? null, app));
-  const only = dims[0] ?? null;
+  const only = dims[0] === undefined ? null : { dim: dims[0].dim, value: dims[0].value };
   const countsOnly = use.kind === "timeseries" || (use.kind === "breakdown" && use.by === only?.dim);
   if (only !== null && !countsOnly) return { source: "scan" };
   return { source: "rollup", slices, nsapp: f.nsapp ?? null, only, outcome: f.outcome ?? null };
+}
+
+/**
+ * A filter whose one dimension filter keeps it from rollups, split in two: `base`, the filter
+ * without it (which rollups answer), and `rest`, the executions of `base` that filter leaves out,
+ * of every outcome (rollup cells hold every outcome; the plan keeps the filtered one, and retry
+ * counts are of every outcome, as from rollups). Counts add up, so the filter's cells are base's
+ * rollup cells minus `rest` folded (stats.ts reads whichever of the filter and `rest` holds fewer
+ * executions). Null when there is no such split.
+ */
+export function complementOf(f: ExecutionFilter, use: Use): { base: ExecutionFilter; only: { dim: Dimension; value: string }; rest: ExecutionFilter } | null {
+  if (f.q !== undefined) return null;
+  const dims = dimensionFilters(f);
+  if (dims === null || dims.length !== 1) return null;
+  const { dim, value, fields } = dims[0]!;
+  const base: ExecutionFilter = { ...f };
+  const except: ExecutionFilter = {};
+  for (const field of fields) {
+    (except as Record<string, unknown>)[field] = f[field];
+    delete base[field];
+  }
+  if (plan(base, use).source !== "rollup") return null;
+  const { outcome: _everyOutcome, ...rest } = base;
+  return { base, only: { dim, value }, rest: { ...rest, except } };
 }
 
 const zero = (): Counts => [0, 0, 0, 0, 0];
@@ -132,6 +161,17 @@ function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } |
   const total = zero();
   for (const counts of Object.values(d.dims.type ?? {})) add(total, counts);
   return total;
+}
+
+/** Executions the cells count (every outcome), and those of them with a dimension's value. */
+export function keptOf(cells: readonly Cell[], dimFilter: { dim: Dimension; value: string }): { kept: number; total: number } {
+  let kept = 0;
+  let total = 0;
+  for (const { data } of cells) {
+    for (const n of cellTotal(data, dimFilter)) kept += n;
+    for (const n of cellTotal(data, null)) total += n;
+  }
+  return { kept, total };
 }
 
 interface OutcomeCounts {
@@ -333,6 +373,29 @@ export function finishedByValue(cells: readonly Cell[], dims: readonly Dimension
   return { total, values };
 }
 
+/** Each value's counts in each of `dims`, summed over the cells (an app slice's own nsapp as `nsapp`). */
+export function dimensionSums(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, dims: readonly Dimension[]): Map<Dimension, Map<string, Counts>> {
+  const out = new Map<Dimension, Map<string, Counts>>(dims.map((d) => [d, new Map()]));
+  const into = (sums: Map<string, Counts>, value: string, counts: Counts) => {
+    const s = sums.get(value);
+    if (s === undefined) sums.set(value, [...counts] as Counts);
+    else add(s, counts);
+  };
+  for (const { data } of cells) {
+    for (const dim of dims) {
+      const sums = out.get(dim)!;
+      if (dim === "nsapp" && p.nsapp !== null) {
+        into(sums, p.nsapp, cellTotal(data, null));
+        continue;
+      }
+      // for-in over the cell's own map (no prototype, domain/rollup.ts): no entry arrays made.
+      const values = data.dims[dim];
+      if (values !== undefined) for (const value in values) into(sums, value, values[value]!);
+    }
+  }
+  return out;
+}
+
 /** Failed installs per error signature id, most frequent first. */
 export function errorCounts(cells: readonly Cell[]): [string, number][] {
   const sums = new Map<string, number>();
@@ -345,15 +408,15 @@ export function errorCounts(cells: readonly Cell[]): [string, number][] {
 /** The plan that reads cells folded from already-filtered records. */
 export const SCANNED: Extract<Plan, { source: "rollup" }> = { source: "rollup", slices: [], nsapp: null, only: null, outcome: null };
 
-/** Folds records into cells (one per `bucketOf` value), as rollups would hold them. */
-export async function foldRecords(chunks: AsyncIterable<readonly RollupRecord[]>, bucketOf: (r: RollupRecord) => number): Promise<Cell[]> {
+/** Folds records into cells (one per `bucketOf` value), as rollups would hold them; `sign` -1 takes them away. */
+export async function foldRecords(chunks: AsyncIterable<readonly RollupRecord[]>, bucketOf: (r: RollupRecord) => number, sign: 1 | -1 = 1): Promise<Cell[]> {
   const cells = new Map<number, RollupData>();
   for await (const records of chunks) {
     for (const r of records) {
       const bucket = bucketOf(r);
       let data = cells.get(bucket);
       if (!data) cells.set(bucket, (data = emptyData()));
-      addRecord(data, r, r.outcome, 1, true, failureSignatureId(r.outcome, r.error));
+      addRecord(data, r, r.outcome, sign, true, failureSignatureId(r.outcome, r.error));
     }
   }
   return [...cells].map(([bucket, data]) => ({ bucket, data }));

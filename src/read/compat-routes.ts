@@ -6,7 +6,10 @@
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
-import { CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, pageWindow, type CompatSource } from "./compat.ts";
+import {
+  CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, originalStatus, originalStatusCounts, outcomesOfOriginal, pageWindow,
+  type CompatSource,
+} from "./compat.ts";
 import { allTime } from "./query.ts";
 import { createStats } from "./stats.ts";
 
@@ -44,6 +47,46 @@ function jsonArrayResponse(chunks: AsyncIterator<CompatSource[], void>): Respons
 
 async function* emptyChunks(): AsyncGenerator<CompatSource[], void> {}
 
+/**
+ * Streams of rows (each oldest first) as one, oldest first, keeping the rows `keep` takes; in
+ * chunks of up to CHUNK_ROWS. Each source is pulled a chunk at a time, so memory stays bounded.
+ */
+async function* mergedChunks<T extends { createdAt: number }>(sources: AsyncGenerator<T[], void>[], keep: (row: T) => boolean): AsyncGenerator<T[], void> {
+  const heads = sources.map(() => ({ rows: [] as T[], at: 0, done: false }));
+  const fill = async (i: number) => {
+    const h = heads[i]!;
+    while (!h.done && h.at >= h.rows.length) {
+      const next = await sources[i]!.next();
+      if (next.done) h.done = true;
+      else {
+        h.rows = next.value;
+        h.at = 0;
+      }
+    }
+  };
+  try {
+    let out: T[] = [];
+    for (;;) {
+      await Promise.all(heads.map((_, i) => fill(i)));
+      let best = -1;
+      for (let i = 0; i < heads.length; i++) {
+        const h = heads[i]!;
+        if (h.at < h.rows.length && (best === -1 || h.rows[h.at]!.createdAt < heads[best]!.rows[heads[best]!.at]!.createdAt)) best = i;
+      }
+      if (best === -1) break;
+      const row = heads[best]!.rows[heads[best]!.at++]!;
+      if (keep(row)) out.push(row);
+      if (out.length >= CHUNK_ROWS) {
+        yield out;
+        out = [];
+      }
+    }
+    if (out.length > 0) yield out;
+  } finally {
+    await Promise.all(sources.map((g) => g.return()));
+  }
+}
+
 /** A query parameter as the original read it (Go's URL.Query().Get): the first value, "" when absent. */
 const param = (request: Request, name: string): string => new URL(request.url).searchParams.get(name) ?? "";
 
@@ -65,6 +108,22 @@ export function reuseWhileExpensive<T>(compute: () => Promise<T>, version: () =>
     const done = now();
     last = { value, version: v, done, cost: done - start };
     return value;
+  };
+}
+
+/**
+ * reuseWhileExpensive per key (a page's parameters), for at most `keys` keys at a time (the least
+ * recently asked go first).
+ */
+export function reuseByKey<T>(compute: (key: string) => Promise<T>, version: () => Promise<string>, keys = 64): (key: string) => Promise<T> {
+  const byKey = new Map<string, () => Promise<T>>();
+  return (key) => {
+    let get = byKey.get(key);
+    if (get === undefined) get = reuseWhileExpensive(() => compute(key), version);
+    byKey.delete(key);
+    byKey.set(key, get);
+    if (byKey.size > keys) byKey.delete(byKey.keys().next().value!);
+    return get();
   };
 }
 
@@ -114,7 +173,8 @@ export function compatRoutes(deps: CompatDeps) {
           stats.breakdown({}, w, { ...every, by: "status" }),
           stats.breakdown({}, w, { ...every, by: "nsapp" }),
         ]);
-        const body: CompatSummary = { total_entries: summary.total, status_count: countsObject(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
+        // Statuses in the original's words: its readers count done as success (compat.ts originalStatus).
+        const body: CompatSummary = { total_entries: summary.total, status_count: originalStatusCounts(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
         // Serialised here: the response step copies record keys by assignment, and an app named
         // "__proto__" would vanish (or worse) on the way out.
         return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
@@ -149,11 +209,25 @@ export function compatRoutes(deps: CompatDeps) {
         },
       },
     )
-    .get("/data/status", ({ request }) => list({ status: param(request, "status").toLowerCase() }), {
-      query: t.Object({ status: queryText("e.g. done, failed, installing (stored lowercase, so matched case-insensitively)") }),
-      response: { 200: RecordList },
-      detail: { tags, summary: "Installs with one status (original API)", description: "Oldest first, streamed." },
-    })
+    .get(
+      "/data/status",
+      async ({ request }) => {
+        // A status in the original's words: the outcomes it can come from, read apart, merged, and
+        // kept where they read as that word (an ended-unknown run may read installing or as sent).
+        const wanted = param(request, "status").toLowerCase();
+        const span = await store.recordSpan();
+        if (span === null) return jsonArrayResponse(emptyChunks());
+        const sources = outcomesOfOriginal(wanted).map((outcome) =>
+          store.executionChunks({ outcome, ...(wanted === "done" || wanted === "failed" || wanted === "installing" ? {} : { status: wanted }), until: span.last }, { chunkRows: CHUNK_ROWS }),
+        );
+        return jsonArrayResponse(mergedChunks(sources, (row) => originalStatus(row) === wanted));
+      },
+      {
+        query: t.Object({ status: queryText("in the original's words: done, failed or installing (today's success is done, an abort failed, a run still going installing); matched case-insensitively") }),
+        response: { 200: RecordList },
+        detail: { tags, summary: "Installs with one status (original API)", description: "Oldest first, streamed." },
+      },
+    )
     .get("/data/os", ({ request }) => list({ osType: param(request, "os_type").toLowerCase(), osVersion: param(request, "os_version") }), {
       query: t.Object({
         os_type: queryText("e.g. debian (stored lowercase, so matched case-insensitively)"),

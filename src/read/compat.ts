@@ -3,9 +3,8 @@
 // Pure functions only; the routes and the queries are in compat-routes.ts.
 import { t, type Static } from "elysia";
 import type { Execution } from "../domain/execution.ts";
+import { deriveOutcome } from "../domain/outcome.ts";
 import { DAY } from "../domain/time.ts";
-
-
 
 /**
  * One install as the original serialised its Go `DataModel`: the same fields in the same order,
@@ -30,6 +29,10 @@ export const CompatRecord = t.Object(
     random_id: t.String(),
     type: t.String(),
     error: t.String(),
+    hn: t.String({ description: "the first revision's fields (its clients sent them; the website's first data page shows them): as sent, else \"\"" }),
+    ssh: t.String(),
+    verbose: t.String(),
+    tags: t.String(),
   },
   { title: "CompatRecord" },
 );
@@ -74,8 +77,37 @@ export function compatId(randomId: string, createdAt: number): string {
 /** The fields of a stored install the compat record is made of. */
 export type CompatSource = Pick<
   Execution,
-  "randomId" | "type" | "ctType" | "diskSize" | "coreCount" | "ramSize" | "osType" | "osVersion" | "disableip6" | "nsapp" | "method" | "pveVersion" | "status" | "error" | "createdAt"
+  | "randomId" | "type" | "ctType" | "diskSize" | "coreCount" | "ramSize" | "osType" | "osVersion" | "disableip6" | "nsapp" | "method" | "pveVersion" | "status"
+  | "outcome" | "error" | "createdAt" | "extra"
 >;
+
+/**
+ * A run's status in the original API's words. It stored what its clients sent: installing, then
+ * done or failed. Today's success is done; a failure and an abort (the old client sent a Ctrl-C
+ * as failed "INTERRUPTED") are failed; a run still going, or given up on while going, is
+ * installing (the original never gave up on one); a status it never had otherwise stays as sent.
+ */
+export function originalStatus(r: Pick<Execution, "status" | "outcome">): string {
+  if (r.outcome === "success") return "done";
+  if (r.outcome === "failed" || r.outcome === "aborted") return "failed";
+  if (r.outcome === "in_progress" || deriveOutcome(r.status, null) === "in_progress") return "installing";
+  return r.status;
+}
+
+/** Which stored outcomes a status in the original's words can come from (originalStatus backwards). */
+export function outcomesOfOriginal(status: string): readonly Execution["outcome"][] {
+  if (status === "done") return ["success"];
+  if (status === "failed") return ["failed", "aborted"];
+  if (status === "installing") return ["in_progress", "unknown"];
+  return ["unknown"];
+}
+
+/** The first revision's fields, from what a client sent beyond today's fields. */
+function firstRevision(extra: string | null): { hn: string; ssh: string; verbose: string; tags: string } {
+  const sent = extra === null ? {} : (JSON.parse(extra) as Record<string, unknown>);
+  const text = (key: string) => (typeof sent[key] === "string" ? (sent[key] as string) : sent[key] === undefined || sent[key] === null ? "" : JSON.stringify(sent[key]));
+  return { hn: text("hn"), ssh: text("ssh"), verbose: text("verbose"), tags: text("tags") };
+}
 
 export function toCompatRecord(row: CompatSource): CompatRecord {
   return {
@@ -91,11 +123,23 @@ export function toCompatRecord(row: CompatSource): CompatRecord {
     method: row.method ?? "",
     created_at: goTime(row.createdAt),
     pve_version: row.pveVersion ?? "",
-    status: row.status,
+    status: originalStatus(row),
     random_id: row.randomId,
     type: row.type,
     error: row.error ?? "",
+    ...firstRevision(row.extra),
   };
+}
+
+/** status_count in the original's words, from counts per stored status and outcome. */
+export function originalStatusCounts(groups: Iterable<{ value: string | null; success: number; failed: number; aborted: number; in_progress: number; unknown: number }>): Record<string, number> {
+  const words: { value: string; total: number }[] = [];
+  for (const g of groups) {
+    const status = g.value ?? "";
+    words.push({ value: "done", total: g.success }, { value: "failed", total: g.failed + g.aborted }, { value: "installing", total: g.in_progress });
+    words.push({ value: originalStatus({ status, outcome: "unknown" }), total: g.unknown });
+  }
+  return countsObject(words);
 }
 
 const INT64_MAX = 9_223_372_036_854_775_807;

@@ -102,6 +102,11 @@ export function csvHeader(): string {
 function text(value: string | null): string {
   if (value === null) return "";
   if (value === "") return '""'; // distinguishable from null (an empty cell) for importers that care
+  return csvCell(value);
+}
+
+/** A text cell's guard and quoting (see text()); "" stays an empty cell. */
+export function csvCell(value: string): string {
   const first = value.charCodeAt(0);
   // = + - @ TAB CR
   if (first === 0x3d || first === 0x2b || first === 0x2d || first === 0x40 || first === 0x09 || first === 0x0d) value = `'${value}`;

@@ -4,7 +4,7 @@ import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { StoreReads } from "../store/contract.ts";
 import { ExecutionRecord, InstallDetail, toRecord } from "./record.ts";
 import { FilterQuery, MAX_LABEL, QueryError, decodeCursor, docParam, encodeCursor, intParam, oneOf, readQuery, resolveWindow, strictQuery, textParam, windowJson } from "./query.ts";
-import { DIMENSIONS } from "../domain/rollup.ts";
+import { BREAKDOWN_DIMENSIONS } from "../domain/rollup.ts";
 import { signaturePage } from "./signature-filter.ts";
 import { createStats } from "./stats.ts";
 import { INTERVALS, pointCount } from "./aggregate.ts";
@@ -36,8 +36,8 @@ function signatureParam(v: string | undefined): string | undefined {
 
 /** A required `by`. */
 function dimensionParam(v: string | undefined) {
-  const by = oneOf("by", v, DIMENSIONS);
-  if (by === undefined) throw new QueryError("by", `by is required: one of ${DIMENSIONS.join(", ")}`);
+  const by = oneOf("by", v, BREAKDOWN_DIMENSIONS);
+  if (by === undefined) throw new QueryError("by", `by is required: one of ${BREAKDOWN_DIMENSIONS.join(", ")}`);
   return by;
 }
 
@@ -279,7 +279,7 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
         ...strictQuery(t.Composite([
           FilterQuery,
           t.Object({
-            by: t.String({ description: "the dimension to group by", enum: [...DIMENSIONS] }),
+            by: t.String({ description: "the dimension to group by", enum: [...BREAKDOWN_DIMENSIONS] }),
             sort: docParam("default volume", SORTS),
             min_runs: docParam(`failure_rate ranking: groups with fewer finished (success + failed) installs are left out; a whole number from 0 to ${MAX_MIN_RUNS}, default 10`),
             limit: docParam(`groups listed, a whole number from 1 to ${MAX_GROUPS}; default 50`),

@@ -11,13 +11,13 @@ import type { Window } from "./aggregate.ts";
 import { allTime, docParam } from "./query.ts";
 import { createStats } from "./stats.ts";
 import {
-  REPO_PARAM, SLUG_PARAM, TelemetryRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, repoFilters, statusFilter, toTelemetryRecord, topOf, typesOf, windowOf,
-  type Summed,
+  PLATFORM_PARAM, REPO_PARAM, SLUG_PARAM, TelemetryRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, platformOf, repoFilters, statusFilter, toTelemetryRecord,
+  topOf, typesOf, windowOf, type Summed,
 } from "./telemetry-compat.ts";
 
-/** The original's repo rule as one listing's filter: ProxmoxVE takes reports naming no repo; "all" every repo. */
+/** The original's repo rule as one listing's filter: ProxmoxVE takes reports naming no repo; absent or "all" every repo. */
 function repoSourcesOf(repo: string | undefined): readonly string[] | undefined {
-  const r = label("repo", repo) ?? "ProxmoxVE";
+  const r = label("repo", repo) ?? "all";
   return r === "all" ? undefined : r === "ProxmoxVE" ? ["ProxmoxVE", ""] : [r];
 }
 
@@ -75,12 +75,15 @@ const RECENT_ERRORS = 100;
 const RECENT_SCRIPTS = 20;
 
 export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => number }) {
-  const stats = createStats(deps.store);
-  const top = topOf(stats);
   const tags = ["telemetry-service compatible"];
-
-  /** One app's values of `by` (its own rollup slice: cheap), summed over the repo filters. */
-  const ofApp = (filters: readonly ExecutionFilter[], w: Window, app: string, by: Dimension, extra: ExecutionFilter = {}) => top(filters, w, by, 1_000_000, { ...extra, nsapp: app });
+  /** Per request: its aggregates share what a scan folds (a platform rollups cannot select with another dimension). */
+  const perRequest = () => {
+    const stats = createStats(deps.store, new Map());
+    const top = topOf(stats);
+    /** One app's values of `by` (its own rollup slice: cheap), summed over the repo filters. */
+    const ofApp = (filters: readonly ExecutionFilter[], w: Window, app: string, by: Dimension, extra: ExecutionFilter = {}) => top(filters, w, by, 1_000_000, { ...extra, nsapp: app });
+    return { stats, top, ofApp };
+  };
 
   return new Elysia({ name: "telemetry-analysis" })
     .get(
@@ -94,9 +97,11 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const os = label("os", query.os);
         const type = label("type", query.type);
         const slug = label("slug", query.slug);
+        const platform = platformOf(query.platform);
         const filter: ExecutionFilter = {
           from: w.from, to: w.to,
           ...(status ? statusFilter(status) : {}), ...(os ? { osType: os } : {}), ...(type ? { type } : {}), ...(slug ? { repoSlug: slug } : {}),
+          ...(platform ? { platformClass: platform } : {}),
         };
         const app = label("app", query.app) ?? label("search", query.search);
         const repoSources = repoSourcesOf(query.repo);
@@ -120,6 +125,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           sort: docParam(`one of ${PAGE_SORTS.join(", ")}; "-" before it for descending (default -created)`),
           repo: REPO_PARAM,
           slug: SLUG_PARAM,
+          platform: PLATFORM_PARAM,
         }),
         response: { 200: t.Object({ records: t.Array(TelemetryRecord), page: t.Integer(), limit: t.Integer(), total: t.Integer(), total_pages: t.Integer() }) },
         detail: { tags, summary: "The installation log: one numbered page of runs and how many match" },
@@ -133,7 +139,8 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const now = deps.clock();
         const span = days === 0 ? await deps.store.recordSpan() : null;
         const w: Window = days !== 0 ? windowOf(days, now) : span ? allTime(span, now) : { from: now, to: now };
-        const filters = repoFilters(query.repo);
+        const filters = repoFilters(query.repo, platformOf(query.platform));
+        const { top } = perRequest();
         const apps = await top(filters, w, "nsapp", 1_000_000);
         const types = await typesOf(deps.store, apps.map((a) => a.value));
         const recent = await newestOf(deps.store, filters, w, RECENT_SCRIPTS);
@@ -154,6 +161,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         query: t.Object({
           days: docParam("days back from today (default 30; 0: all time; more than 365: 365)"),
           repo: REPO_PARAM,
+          platform: PLATFORM_PARAM,
         }),
         response: { 200: t.Object({ total_scripts: t.Integer(), total_installs: t.Integer(), top_scripts: t.Array(ScriptStat), recent_scripts: t.Array(RecentScript) }) },
         detail: { tags, summary: "Script analysis: every script's runs by outcome, from rollups" },
@@ -165,7 +173,8 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const now = deps.clock();
         const w = windowOf(goDays(query.days, 7, (n) => Math.min(365, Math.max(1, n))), now);
         const slug = label("slug", query.slug);
-        const filters = repoFilters(query.repo).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+        const { stats, top, ofApp } = perRequest();
         const failed: ExecutionFilter = { outcome: "failed" };
         const [summaries, today, codes, categories, apps, series, recent] = await Promise.all([
           Promise.all(filters.map((f) => stats.summary(f, w))),
@@ -248,6 +257,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           days: docParam("days back from today, 1-365 (default 7)"),
           repo: REPO_PARAM,
           slug: SLUG_PARAM,
+          platform: PLATFORM_PARAM,
         }),
         response: { 200: ErrorsJson },
         detail: { tags, summary: "Error analysis: exit codes, categories and the apps that fail most, from rollups" },

@@ -6,7 +6,7 @@ import type { Execution } from "../domain/execution.ts";
 import { EXIT_CODE_EXPLANATIONS } from "../domain/exit-codes.ts";
 import { DAY, HOUR } from "../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
-import type { Dimension } from "../domain/rollup.ts";
+import { platformClass, type Dimension } from "../domain/rollup.ts";
 import type { Group, Window } from "./aggregate.ts";
 import { MAX_LABEL, QueryError, docParam } from "./query.ts";
 import { createStats } from "./stats.ts";
@@ -42,16 +42,24 @@ export function label(field: string, text: string | undefined): string | undefin
 }
 
 /**
- * `repo`: absent means ProxmoxVE, which also takes reports without a repo_source (clients before
- * repo_source existed were the production scripts); "all" is every repo; any other value exactly.
- * Each filter is read on its own and the answers summed.
+ * `repo`: absent or "all" is every repo (the newest service; it used to mean ProxmoxVE);
+ * ProxmoxVE also takes reports without a repo_source (clients before repo_source existed were the
+ * production scripts); any other value exactly. Each filter is read on its own and the answers
+ * summed. `platform` (pve or incus; anything else is every platform) narrows every one.
  */
-export function repoFilters(repo: string | undefined): ExecutionFilter[] {
-  const r = label("repo", repo) ?? "ProxmoxVE";
-  if (r === "all") return [{}];
-  if (r === "ProxmoxVE") return [{ repoSource: "ProxmoxVE" }, { repoSource: "" }];
-  return [{ repoSource: r }];
+export function repoFilters(repo: string | undefined, platform?: string): ExecutionFilter[] {
+  const r = label("repo", repo) ?? "all";
+  const on: ExecutionFilter = platform === "pve" || platform === "incus" ? { platformClass: platform } : {};
+  if (r === "all") return [on];
+  if (r === "ProxmoxVE") return [{ ...on, repoSource: "ProxmoxVE" }, { ...on, repoSource: "" }];
+  return [{ ...on, repoSource: r }];
 }
+
+/** `platform`: pve or incus; anything else (or none) is every platform. */
+export const platformOf = (text: string | undefined): string => {
+  const p = (text ?? "").trim().toLowerCase();
+  return p === "pve" || p === "incus" ? p : "";
+};
 
 export interface Summed {
   value: string;
@@ -62,7 +70,8 @@ export interface Summed {
   in_progress: number;
 }
 
-export const REPO_PARAM = docParam('repo_source: ProxmoxVE (default, with reports that name none), ProxmoxVED, external, or "all"');
+export const REPO_PARAM = docParam('repo_source: ProxmoxVE (with reports that name none), ProxmoxVED, external; absent or "all": every repository');
+export const PLATFORM_PARAM = docParam("pve or incus (as sent, else read from the host version); anything else: every platform");
 export const SLUG_PARAM = docParam("one repository, owner/repo");
 
 /** Groups of several reads summed by value, largest first. */
@@ -152,8 +161,15 @@ export const TelemetryRecord = t.Object({
   repo_source: t.Optional(t.String()),
   repo_slug: t.Optional(t.String()),
   has_arm: t.Optional(t.Boolean()),
-  pipeline: t.Optional(t.String({ description: 'JSON: the steps of the run, [{"s": status, "t": time}, ...]' })),
-  created: t.String(),
+  platform: t.Optional(t.String({ description: "pve or incus: as sent, else read from the host version" })),
+  pipeline: t.Optional(t.String({ description: 'JSON: the steps of the run, [{"s": status, "t": time}, ...]; the first is its start' })),
+  payload_version: t.Optional(t.Integer({ description: "2 and up; left out for clients that sent none (v1, /upload)" })),
+  arch: t.Optional(t.String()),
+  failed_command: t.Optional(t.String()),
+  failed_line: t.Optional(t.Integer()),
+  kernel_version: t.Optional(t.String()),
+  app_version: t.Optional(t.String()),
+  created: t.String({ description: "when the run last reported: its end, for a run that ended" }),
 });
 type TelemetryRecord = Static<typeof TelemetryRecord>;
 
@@ -168,18 +184,26 @@ function pipelineOf(e: Execution): string | undefined {
   return steps.length === 0 ? undefined : JSON.stringify(steps);
 }
 
+/**
+ * One record per execution, as the newest service collapses a run's events: zero and empty values
+ * left out (Go's omitempty), `created` when the run last reported (its end, once it ended; its
+ * start is the pipeline's first step).
+ */
 export function toTelemetryRecord(e: Execution): TelemetryRecord {
   const optional = {
     execution_id: e.executionId, ct_type: e.ctType, disk_size: e.diskSize, core_count: e.coreCount, ram_size: e.ramSize, os_type: e.osType,
     os_version: e.osVersion, pve_version: e.pveVersion, method: e.method, error: e.error, exit_code: e.exitCode, gpu_vendor: e.gpuVendor,
     gpu_model: e.gpuModel, gpu_passthrough: e.gpuPassthrough ?? e.hostGpu, cpu_vendor: e.cpuVendor, cpu_model: e.cpuModel, ram_speed: e.ramSpeed,
     install_duration: e.installDuration, error_category: e.errorCategory, repo_source: e.repoSource, repo_slug: e.repoSlug, has_arm: e.hasArm,
-    pipeline: pipelineOf(e),
+    platform: platformClass(e), pipeline: pipelineOf(e),
+    // v1 clients sent no payload_version (stored as 1): left out, as there.
+    payload_version: e.payloadVersion !== null && e.payloadVersion >= 2 ? e.payloadVersion : null,
+    arch: e.arch, failed_command: e.failedCommand, failed_line: e.failedLine, kernel_version: e.kernelVersion, app_version: e.appVersion,
   };
   const kept = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined && v !== null && v !== "" && v !== 0 && v !== false));
   return {
     random_id: e.randomId, type: e.type, nsapp: e.nsapp ?? "", status: collapsedStatus(e), ...kept,
-    created: chTime(e.createdAt),
+    created: chTime(e.finishedAt ?? e.updatedAt),
   };
 }
 
@@ -209,6 +233,7 @@ const DashboardJson = t.Object({
   total_tools: t.Integer(),
   total_addons: t.Integer(),
   repo_slugs: t.Array(Count("slug")),
+  platform_stats: t.Array(Count("platform"), { description: "runs by platform (pve, incus), most first" }),
   recent_records: t.Array(TelemetryRecord),
 });
 
@@ -216,10 +241,8 @@ const DashboardJson = t.Object({
 const minInstalls = (days: number) => (days <= 1 ? 5 : days <= 7 ? 15 : days <= 30 ? 40 : 100);
 
 export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => number }) {
-  const stats = createStats(deps.store);
   const tags = ["telemetry-service compatible"];
-
-  const top = topOf(stats);
+  const top = topOf(createStats(deps.store));
 
   return new Elysia({ name: "telemetry-compat" })
     .get(
@@ -246,17 +269,21 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
         const now = deps.clock();
         const w = windowOf(days, now);
         const slug = label("slug", query.slug);
-        const filters = repoFilters(query.repo).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+        // One request's aggregates share what a scan folds (a platform or slug rollups cannot select with another dimension).
+        const stats = createStats(deps.store, new Map());
+        const top = topOf(stats);
         const span = await deps.store.recordSpan();
         const all: Window = { from: span ? span.first - (span.first % HOUR) : 0, to: w.to };
         const [summaries, allTime] = await Promise.all([
           Promise.all(filters.map((f) => stats.summary(f, w))),
-          Promise.all(filters.map((f) => stats.summary(f, all))),
+          // The all-time total ignores the platform (a scan of every record otherwise).
+          Promise.all(repoFilters(query.repo).map((f) => stats.summary(slug ? { ...f, repoSlug: slug } : f, all))),
         ]);
         const sum = (k: "total" | "success" | "failed" | "aborted" | "in_progress") => summaries.reduce((n, s) => n + s[k], 0);
         const [success, failed] = [sum("success"), sum("failed")];
         // Every app once: the top 20 and the failure ranking are both cut from it.
-        const [ranking, os, methods, pve, types, categories, gpus, tools, addons, slugs] = await Promise.all([
+        const [ranking, os, methods, pve, types, categories, gpus, tools, addons, slugs, platforms] = await Promise.all([
           top(filters, w, "nsapp", 1_000_000),
           top(filters, w, "os", 1_000_000),
           top(filters, w, "method", 10),
@@ -267,6 +294,7 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
           top(filters, w, "nsapp", 15, { kind: "tool" }),
           top(filters, w, "nsapp", 15, { kind: "addon" }),
           top(filters, w, "repo_slug", 20),
+          top(filters, w, "platform_class", 10),
         ]);
         const apps = ranking.slice(0, 20);
         // The os dimension is "type version": the original groups by type alone.
@@ -292,8 +320,9 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
         const medians = summaries.map((s) => s.duration).filter((d) => d.median_s !== null && d.n > 0);
         const median = medians.length === 0 ? 0 : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
         const min = minInstalls(days);
-        // The 20 newest of the window, over every repo filter.
-        const recent = await newestOf(deps.store, filters, w, 20);
+        // The 20 newest of the window, over every repo filter (none when the counts say there are
+        // none: a platform filter's list would walk the window for nothing).
+        const recent = sum("total") === 0 ? [] : await newestOf(deps.store, filters, w, 20);
         const failedApps = ranking
           .filter((g) => g.total >= min && g.failed > 0)
           .map((g) => ({ app: g.value, total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))
@@ -326,6 +355,7 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
           total_tools: tools.reduce((n, g) => n + g.total, 0),
           total_addons: addons.reduce((n, g) => n + g.total, 0),
           repo_slugs: slugs.map((g) => ({ slug: g.value, count: g.total })),
+          platform_stats: platforms.map((g) => ({ platform: g.value, count: g.total })),
           recent_records: recent.map(toTelemetryRecord),
         };
       },
@@ -334,6 +364,7 @@ export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => nu
           days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
           repo: REPO_PARAM,
           slug: SLUG_PARAM,
+          platform: PLATFORM_PARAM,
         }),
         response: { 200: DashboardJson },
         detail: { tags, summary: "The community service's dashboard data, from rollups" },

@@ -264,6 +264,8 @@ export interface ExecutionFilter {
   exitCode?: number;
   errorCategory?: string;
   platform?: string;
+  /** The platform as the community service reads it (domain/rollup.ts platformClass): pve, incus, or "" when nothing says. */
+  platformClass?: string;
   arch?: string;
   cpuVendor?: string;
   gpuVendor?: string;
@@ -278,6 +280,11 @@ export interface ExecutionFilter {
   q?: string;
   /** created_at <= until: a stream that began at `until` ends even while executions keep arriving. */
   until?: number;
+  /**
+   * Leaves out the executions this filter matches (an execution without a value it names is not
+   * matched, so it stays): what a rollup answer takes away (read/aggregate.ts complementOf).
+   */
+  except?: ExecutionFilter;
 }
 
 type ListOrder = "newest" | "oldest";
@@ -342,6 +349,11 @@ export interface StoreReads {
   executionChunks(filter: ExecutionFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): AsyncGenerator<Execution[], void>;
   /** Every matching execution, oldest first, in constant memory (executionChunks, flattened). */
   iterateExecutions(filter: ExecutionFilter): AsyncIterable<Execution>;
+  /**
+   * How many executions matching `filter` reported anything at or after each time in `since`
+   * (updated_at), one count per time: what is going on lately, whenever a run started.
+   */
+  countUpdatedSince(filter: ExecutionFilter, since: readonly number[]): Promise<number[]>;
   /** Executions per exact error text (non-empty), most frequent first: one scan of every execution. */
   errorTextCounts(): Promise<{ error: string; count: number }[]>;
   /** Changes whenever anything is committed: a cheap key for caching answers. */

@@ -449,10 +449,28 @@ export function storeContract(factory: EngineFactory): void {
           tel("k2", "k2", "installing", PAST + MIN, { cpuVendor: "amd", arch: "arm64", platform: "pimox", repoSource: "my-fork", repoSlug: "me/fork", gpuPassthrough: "no" }),
           tel("k3", "k3", "failed", PAST + 2 * MIN, { type: "addon", nsapp: "netdata", error: "exit code 127", exitCode: 127, errorCategory: "command_not_found" }),
           tel("k4", "k4", "success", PAST + 3 * MIN, { type: "pve", nsapp: "post-pve-install" }),
+          // platform as the community reads it: sent, else from the host version, else none
+          tel("k5", "k5", "installing", PAST + 4 * MIN, { platform: null, pveVersion: "incus-6.0.1" }),
+          tel("k6", "k6", "installing", PAST + 5 * MIN, { platform: "Incus", pveVersion: "INCUS-6.3" }),
+          tel("k7", "k7", "installing", PAST + 6 * MIN, { platform: null, pveVersion: null }),
+          tel("k8", "k8", "installing", PAST + 7 * MIN, { platform: "incus", pveVersion: "8.4.1" }),
         ]);
         const ids = async (filter: ExecutionFilter) => idsOf((await store.listExecutions(filter, { limit: 10, order: "oldest" })).rows);
-        expect(await ids({})).toEqual(["k1", "k2", "k3", "k4"]);
-        expect(await ids({ kind: "install" })).toEqual(["k1", "k2"]);
+        expect(await ids({})).toEqual(["k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+        expect(await ids({ kind: "install" })).toEqual(["k1", "k2", "k5", "k6", "k7", "k8"]);
+        // k2 sent "pimox" on a host of 8.2.2; k6 "Incus" is not a platform the client sends (a fork's)
+        expect(await ids({ platformClass: "incus" })).toEqual(["k5", "k6", "k8"]);
+        expect(await ids({ platformClass: "pve" })).toEqual(["k1", "k2", "k3", "k4"]);
+        expect(await ids({ platformClass: "" })).toEqual(["k7"]);
+        expect(await ids({ platformClass: "lxd" })).toEqual([]);
+        // except: what a filter leaves out, an execution without the value included (NULL is "not matched")
+        expect(await ids({ except: { platformClass: "pve" } })).toEqual(["k5", "k6", "k7", "k8"]);
+        expect(await ids({ kind: "install", except: { platformClass: "incus" } })).toEqual(["k1", "k2", "k7"]);
+        expect(await ids({ except: { gpuPassthrough: "yes" } })).toEqual(["k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+        expect(await ids({ except: { cpuVendor: "intel", arch: "amd64" } })).toEqual(["k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+        expect(await ids({ except: { exitCode: 127 } })).toEqual(["k1", "k2", "k4", "k5", "k6", "k7", "k8"]);
+        expect(await ids({ except: { repoSlug: "" } })).toEqual(["k1", "k2"]);
+        expect(await ids({ except: {} })).toEqual([]);
         expect(await ids({ kind: "addon" })).toEqual(["k3"]);
         expect(await ids({ kind: "tool" })).toEqual(["k4"]);
         expect(await ids({ exitCode: 127 })).toEqual(["k3"]);
@@ -470,7 +488,17 @@ export function storeContract(factory: EngineFactory): void {
         // Forks count in the "external" repo slice; each kind in its own slices.
         expect(await hourTotals(store, sliceKey("install", "external", ALL_APPS))).toEqual(outcomes({ in_progress: 1 }));
         expect(await hourTotals(store, sliceKey("addon", null, ALL_APPS))).toEqual(outcomes({ failed: 1 }));
-        await expectVerified(store, 4);
+        await expectVerified(store, 8);
+      });
+
+      test("countUpdatedSince: the executions matching a filter that reported anything since each time", async () => {
+        const store = await freshStore();
+        await store.write([tel("c1", "c1", "installing", PAST), tel("c2", "c2", "installing", PAST + MIN)]);
+        await store.write([tel("c1", "c1", "success", PAST + 10 * MIN)]);
+        expect(await store.countUpdatedSince({}, [PAST, PAST + MIN, PAST + 5 * MIN, PAST + 11 * MIN])).toEqual([2, 2, 1, 0]);
+        expect(await store.countUpdatedSince({ outcome: "in_progress" }, [PAST, PAST + 2 * MIN])).toEqual([1, 0]);
+        expect(await store.countUpdatedSince({ from: PAST + MIN }, [PAST])).toEqual([1]);
+        expect(await store.countUpdatedSince({}, [])).toEqual([]);
       });
     });
 

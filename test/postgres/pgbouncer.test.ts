@@ -42,7 +42,7 @@ async function ingestAcross(a: RunningServer, b: RunningServer, url: string, dir
   // scripts/client.sh, both protocols, one install's reports split between the nodes.
   await client(a.url, ["--protocol", "v2", "--id", "cs-1", "start"]);
   await client(b.url, ["--protocol", "v2", "--id", "cs-1", "progress", "validation"]);
-  await client(a.url, ["--protocol", "v2", "--id", "cs-1", "final", "failed", "100"]);
+  await client(a.url, ["--protocol", "v2", "--id", "cs-1", "final", "failed", "100"], { POST_TO_API_DONE: "true" }); // the start was sent by another process of this run
   await client(b.url, ["--id", "cs-2", "start"]);
   await client(a.url, ["--id", "cs-2", "update", "done"]);
   const one = (await (await fetch(`${b.url}/api/installs/cs-1`)).json()) as { outcome: string };

@@ -3,7 +3,7 @@
 import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
-import { RollupDeltas } from "../../domain/rollup.ts";
+import { ROLLUP_VERSION, RollupDeltas } from "../../domain/rollup.ts";
 import { StorageUnavailableError, StorageUnreachableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
@@ -92,6 +92,7 @@ function routed(primary: ReplicaReads, replica: { reads: ReplicaReads; usable: (
     pageExecutions: (filter, page) => via().pageExecutions(filter, page),
     executionChunks: (filter, page) => via().executionChunks(filter, page),
     iterateExecutions: (filter) => via().iterateExecutions(filter),
+    countUpdatedSince: (filter, since) => via().countUpdatedSince(filter, since),
     errorTextCounts: () => via().errorTextCounts(),
     changeMarker: () => via().changeMarker(),
     readRollups: (selection) => via().readRollups(selection),
@@ -168,16 +169,34 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   };
 }
 
+/**
+ * Rollup cells count what ROLLUP_VERSION says; cells of an older version (a rule changed, a
+ * migration moved executions) are recounted from the records before this node serves. One node
+ * does it: the others wait for the lock and find the mark current. Nodes of the older release must
+ * be stopped first (as for any upgrade whose rules changed): they would go on counting the old way.
+ */
+async function upgradeRollups(pg: Sql, store: Store): Promise<void> {
+  await transaction(pg, async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${jobKey("rollup-upgrade")}::bigint)`;
+    if ((await getMark(tx, MARKS.rollupVersion)) >= ROLLUP_VERSION) return;
+    await store.rebuildRollups();
+    await tx`INSERT INTO marks (name, value) VALUES (${MARKS.rollupVersion}, ${ROLLUP_VERSION}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+  });
+}
+
 export async function openPostgresEngine(location: string, opts: OpenOptions): Promise<Engine> {
   const { sql: pg, db } = await openPostgres(location, opts);
   let replica: Replica | null = null;
+  let store: Store;
   try {
     if (opts.readReplica) replica = await openReplica(opts.readReplica.url, opts.readReplica.maxLagMs, opts);
+    store = storeOf(pg, db, location, replica);
+    if (opts.migrate) await upgradeRollups(pg, store);
   } catch (e) {
+    await replica?.close();
     await pg.end({ timeout: 1 });
     throw e;
   }
-  const store = storeOf(pg, db, location, replica);
   return {
     store,
     location: redacted(location),

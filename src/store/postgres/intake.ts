@@ -35,7 +35,7 @@ export interface BatchEffects {
 }
 
 /** The mark names in the `marks` table. */
-export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until" } as const;
+export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until", rollupVersion: "rollup_version" } as const;
 
 /** The ops this file writes. */
 export type IntakeOp = Extract<WriteOp, { kind: "report" | "load" | "reject" }>;

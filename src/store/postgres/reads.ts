@@ -150,6 +150,13 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
 
     executionChunks,
 
+    async countUpdatedSince(filter, since) {
+      if (since.length === 0) return [];
+      const sums = Object.fromEntries(since.map((t, i) => [`n${i}`, sql<number>`count(*) FILTER (WHERE ${executions.updatedAt} >= ${t})`.mapWith(Number)]));
+      const [row] = await db.select(sums).from(executions).where(whereOf(filter));
+      return since.map((_, i) => Number(row?.[`n${i}`] ?? 0));
+    },
+
     async *iterateExecutions(filter) {
       for await (const chunk of executionChunks(filter)) yield* chunk;
     },

@@ -1,6 +1,6 @@
 // The filters of the read side (ExecutionFilter) as Drizzle conditions, for either engine's
 // executions table: the columns are the same by name, and so is the meaning of every filter.
-import { and, eq, gte, isNull, lt, lte, or, sql, type Column, type SQL } from "drizzle-orm";
+import { and, eq, gte, isNull, lt, lte, not, notInArray, or, sql, type Column, type SQL } from "drizzle-orm";
 import type { Execution } from "../../domain/execution.ts";
 import type { ExecutionFilter, PageQuery, PageSort } from "../contract.ts";
 
@@ -22,6 +22,19 @@ function matches(column: Column, value: string | undefined): SQL | undefined {
  */
 export type Like = (column: Column, pattern: string) => SQL;
 
+const PLATFORMS = ["pve", "incus"];
+/** domain/rollup.ts platformClass as a condition: the platform sent, else read from the host version. */
+function platformClassIs(e: ExecutionColumns, value: string | undefined, like: Like): SQL | undefined {
+  if (value === undefined) return undefined;
+  const sent = PLATFORMS.includes(value) ? eq(e.platform, value) : undefined;
+  const notSent = or(isNull(e.platform), notInArray(e.platform, PLATFORMS));
+  const noVersion = or(isNull(e.pveVersion), eq(e.pveVersion, ""));
+  const incus = like(e.pveVersion, "incus%");
+  if (value === "incus") return or(sent, and(notSent, incus));
+  if (value === "pve") return or(sent, and(notSent, not(noVersion!), not(incus)));
+  return value === "" ? and(notSent, noVersion) : sql`1 = 0`;
+}
+
 export function filterWhere(e: ExecutionColumns, f: ExecutionFilter, like: Like): SQL | undefined {
   const c: (SQL | undefined)[] = [
     f.kind === undefined ? undefined : eq(e.kind, f.kind),
@@ -37,6 +50,7 @@ export function filterWhere(e: ExecutionColumns, f: ExecutionFilter, like: Like)
     f.exitCode === undefined ? undefined : eq(e.exitCode, f.exitCode),
     matches(e.errorCategory, f.errorCategory),
     matches(e.platform, f.platform),
+    platformClassIs(e, f.platformClass, like),
     matches(e.arch, f.arch),
     matches(e.cpuVendor, f.cpuVendor),
     matches(e.gpuVendor, f.gpuVendor),
@@ -49,6 +63,12 @@ export function filterWhere(e: ExecutionColumns, f: ExecutionFilter, like: Like)
     f.to === undefined ? undefined : lt(e.createdAt, f.to),
     f.until === undefined ? undefined : lte(e.createdAt, f.until),
   ];
+  if (f.except !== undefined) {
+    // NULL (a comparison with an absent value) is "not matched": the execution stays.
+    // A filter of nothing matches every execution: none stays.
+    const matched = filterWhere(e, f.except, like);
+    c.push(matched === undefined ? sql`1 = 0` : sql`NOT COALESCE(${matched}, FALSE)`);
+  }
   if (f.q !== undefined && f.q !== "") {
     const pattern = `%${escapeLike(f.q)}%`;
     c.push(or(like(e.nsapp, pattern), like(e.error, pattern)));

@@ -123,6 +123,13 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
     attemptsOf: (randomId: string): number => countAttempts.get(randomId)?.n ?? 0,
     executionChunks,
 
+    countUpdatedSince(filter: ExecutionFilter, since: readonly number[]): number[] {
+      if (since.length === 0) return [];
+      const sums = since.map((t, i) => sql<number>`coalesce(sum(${executions.updatedAt} >= ${t}), 0)`.mapWith(Number).as(`n${i}`));
+      const [row] = db.select(Object.fromEntries(sums.map((s, i) => [`n${i}`, s]))).from(executions).where(whereOf(filter)).all();
+      return since.map((_, i) => Number((row as Record<string, number> | undefined)?.[`n${i}`] ?? 0));
+    },
+
     listExecutions(filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
       const newest = order === "newest";
       // One bound per side only (see executionChunks): the cursor's time replaces the window's bound
@@ -244,9 +251,14 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
     },
 
     recordSpan(): { first: number; last: number } | null {
+      // Two subqueries: SQLite answers a lone min() or max() from the index end, both in one
+      // SELECT by reading the whole index (0.2 s at a million executions).
       const span = db
-        .select({ first: sql<number | null>`min(${executions.createdAt})`, last: sql<number | null>`max(${executions.createdAt})` })
-        .from(executions)
+        .select({
+          first: sql<number | null>`(SELECT min(${executions.createdAt}) FROM ${executions})`,
+          last: sql<number | null>`(SELECT max(${executions.createdAt}) FROM ${executions})`,
+        })
+        .from(sql`(SELECT 1)`)
         .get();
       return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
     },

@@ -169,6 +169,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       for await (const chunk of executionChunks(filter)) yield* chunk;
     },
     errorTextCounts: () => (scans ? remote(scans.errorTextCounts()) : read(() => reads.errorTextCounts())()),
+    // On the main thread: asked with a window of hours (the live counts), a short index range.
+    countUpdatedSince: read((filter, since) => reads.countUpdatedSince(filter, since)),
     offload(next) {
       scans = next;
     },

@@ -23,6 +23,8 @@ export interface ReadOptions {
   normalize: NormalizeOptions;
   /** The time zone of times printed without an offset (an IANA name; "UTC" by default). */
   zone: string;
+  /** Listed records state payload_version where a client sent 2 and up (installstats, the newest service): no guessing it. */
+  versioned?: boolean;
 }
 
 /** Columns a row's report never carries: the row's own random id and the time it was written. */
@@ -214,8 +216,8 @@ export function recordExecution(record: JsonObject, opts: ReadOptions): { ok: tr
     }
   }
   const body = bodyOf(record);
-  // Records do not say which payload version sent them; yes/no for gpu_passthrough is v2's meaning (v1 sent the host's GPU kind).
-  if (body.payload_version === undefined && /^(yes|no)$/i.test(text(body.gpu_passthrough) ?? "")) body.payload_version = 2;
+  // Older listings do not say which payload version sent a record; yes/no for gpu_passthrough is v2's meaning (v1 sent the host's GPU kind).
+  if (!opts.versioned && body.payload_version === undefined && /^(yes|no)$/i.test(text(body.gpu_passthrough) ?? "")) body.payload_version = 2;
   const status = text(record.status)?.trim().toLowerCase() ?? "";
   const finalStep = steps.find((s) => !PROGRESS.has(s.status) && deriveOutcome(s.status, null) !== "in_progress");
   const lastProgress = steps.filter((s) => PROGRESS.has(s.status)).at(-1);

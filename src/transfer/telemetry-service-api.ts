@@ -175,6 +175,8 @@ export async function importFromApi(deps: { reads: StoreReads & Pick<Maintenance
   let going: number | null = null;
   /** Where the last shift was found: found there again, the listing's order is not stable (ties in time), and the page is taken as it is. */
   let shiftedAt = -1;
+  /** Whether the listing states payload versions (seen on any record so far): then none is guessed. */
+  let versioned = false;
 
   try {
     for (;;) {
@@ -190,9 +192,10 @@ export async function importFromApi(deps: { reads: StoreReads & Pick<Maintenance
         continue;
       }
       const fresh = records.slice(next - w.start);
+      versioned ||= records.some((r) => r.payload_version !== undefined);
       for (const [i, record] of fresh.entries()) {
         const listed = timeOf(record);
-        const result = recordExecution(record, opts);
+        const result = recordExecution(record, { ...opts, versioned });
         summary.records++;
         if (!result.ok) {
           const key = result.field === null ? "invalid_field" : `invalid_field: ${result.field}`;

@@ -7,7 +7,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaults, type Config } from "../src/config.ts";
 import { HOUR } from "../src/domain/time.ts";
-import { DIMENSIONS, addRecord, emptyData, fromColumns, mergeInto, toColumns } from "../src/domain/rollup.ts";
+import { storedAndRead } from "./helpers/cells.ts";
+import { DIMENSIONS, addRecord, emptyData, mergeInto } from "../src/domain/rollup.ts";
 import { createLogger } from "../src/log.ts";
 import { createRuntime } from "../src/runtime.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
@@ -272,9 +273,9 @@ describe("client strings never touch object prototypes", () => {
     const direct = emptyData();
     for (const key of PROTO_KEYS) for (let i = 0; i < 3; i++) addRecord(direct, r(key), "failed", 1, true, "0123456789abcdef");
     // Stored as JSON, parsed back, merged into a fresh cell and into a parsed one: the same counts.
-    const parsed = fromColumns(toColumns(direct));
+    const parsed = storedAndRead(direct);
     const merged = mergeInto(emptyData(), parsed);
-    mergeInto(fromColumns(toColumns(emptyData())), parsed);
+    mergeInto(storedAndRead(emptyData()), parsed);
     for (const cell of [direct, parsed, merged]) {
       for (const key of PROTO_KEYS) {
         expect(Object.hasOwn(cell.dims.method!, key)).toBe(true);

@@ -1,7 +1,8 @@
 // Rollup cells as pure data: counting in and out, merging, slices, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
-import { ALL_APPS, DIMENSIONS, GRAINS, RollupDeltas, addRecord, appSlice, countHour, emptyData, fromColumns, mergeInto, repoClass, sliceKey, slicesOf, toColumns, type RollupRecord } from "../src/domain/rollup.ts";
+import { ALL_APPS, DIMENSIONS, GRAINS, RollupDeltas, addRecord, appSlice, countHour, emptyData, mergeInto, repoClass, sliceKey, slicesOf, type RollupRecord } from "../src/domain/rollup.ts";
 import { HOUR } from "../src/domain/time.ts";
+import { storedAndRead } from "./helpers/cells.ts";
 
 const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "failed",
@@ -15,11 +16,11 @@ describe("addRecord", () => {
   test("a cell read back from storage empties as a fresh one does (entry counts kept beside the maps, counted once when parsed)", () => {
     const many = emptyData();
     for (let k = 0; k < 50; k++) addRecord(many, record({ nsapp: `app-${k}` }), "failed", 1, true, "sig1");
-    const parsed = fromColumns(toColumns(many));
+    const parsed = storedAndRead(many);
     for (let k = 0; k < 50; k++) addRecord(parsed, record({ nsapp: `app-${k}` }), "failed", -1, true, "sig1");
     expect(parsed).toEqual(emptyData());
     // Merging a negated copy into a parsed cell empties it too.
-    const again = fromColumns(toColumns(many));
+    const again = storedAndRead(many);
     const minus = emptyData();
     for (let k = 0; k < 50; k++) addRecord(minus, record({ nsapp: `app-${k}` }), "failed", -1, true, "sig1");
     expect(mergeInto(again, minus)).toEqual(emptyData());

@@ -3,7 +3,7 @@
 import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
-import { RollupDeltas } from "../../domain/rollup.ts";
+import { DIMENSIONS, ROLLUP_VERSION, RollupDeltas, storedSlicesOf } from "../../domain/rollup.ts";
 import { StorageUnavailableError, StorageUnreachableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
@@ -15,7 +15,7 @@ import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { committedCounters } from "./budgets.ts";
 import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
 import { MARKS } from "./intake.ts";
-import { addRollups } from "./cells.ts";
+import { PgLabels, addRollups } from "./cells.ts";
 import { getMark, writeBatch } from "./writes.ts";
 import { relayStatus } from "./relay.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
@@ -98,8 +98,17 @@ function routed(primary: StoreReads, replica: { reads: StoreReads; usable: () =>
   };
 }
 
+/**
+ * What the stored rollup cells count and how (ROLLUP_VERSION and DIMENSIONS), as a number for the
+ * marks table: another layout is rebuilt at start-up (migration 0009 sets one no code has).
+ */
+const ROLLUP_LAYOUT = Number(BigInt.asUintN(52, Bun.hash.wyhash(`${ROLLUP_VERSION}:${DIMENSIONS.join(",")}`, 0n)));
+/** The advisory lock of that rebuild: nodes starting together wait for the one that rebuilds. */
+const REBUILD_LOCK = 0x7262_6c64; // "rbld"
+
 function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
-  const reads = guarded(createPostgresReads(pg, db), location);
+  const labels = new PgLabels(pg);
+  const reads = guarded(createPostgresReads(pg, db, labels), location);
   const fromReplica = replica ? { reads: guarded(createPostgresReads(replica.sql, replica.db), replica.status().location), usable: replica.usable } : null;
   let limits: StoreLimits = DEFAULT_LIMITS;
   let relay: RelayPolicy | null = null;
@@ -111,7 +120,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     ...guarded(createAlertReads(pg), location),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops, { limits, relay, partitions });
+        return await writeBatch(pg, ops, { limits, relay, partitions, labels });
       } catch (e) {
         throw refusal(e, location);
       }
@@ -123,9 +132,9 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
       const end = span.last + 1;
       for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
-        const deltas = new RollupDeltas(foldedUntil);
+        const deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
         for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-        await transaction(pg, (tx) => addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        await transaction(pg, (tx) => addRollups(tx, labels, [...deltas.cells.values(), ...deltas.openCells().values()]));
         onDay?.(day, end);
       }
     },
@@ -163,6 +172,20 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
   };
 }
 
+/**
+ * Rollup cells of another layout (an upgrade) are rebuilt from the executions, once: the first node
+ * to start rebuilds under an advisory lock while the others wait for it, then find the mark current.
+ */
+async function rebuildOldLayout(pg: Sql, store: Store): Promise<void> {
+  if ((await getMark(pg, MARKS.rollupLayout)) === ROLLUP_LAYOUT) return;
+  await transaction(pg, async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${REBUILD_LOCK})`;
+    if ((await getMark(tx, MARKS.rollupLayout)) === ROLLUP_LAYOUT) return;
+    await store.rebuildRollups();
+    await tx`INSERT INTO marks (name, value) VALUES (${MARKS.rollupLayout}, ${ROLLUP_LAYOUT}) ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+  });
+}
+
 export async function openPostgresEngine(location: string, opts: OpenOptions): Promise<Engine> {
   const { sql: pg, db } = await openPostgres(location, opts);
   let replica: Replica | null = null;
@@ -173,6 +196,12 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
     throw e;
   }
   const store = storeOf(pg, db, location, replica);
+  try {
+    if (opts.migrate) await rebuildOldLayout(pg, store);
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   return {
     store,
     location: redacted(location),

@@ -13,6 +13,7 @@ import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
 import { decodeHeld, encodeHeld, type HeldColumns } from "../shared/budgets.ts";
 import { count, recount } from "../shared/counting.ts";
 import type { BatchBudget } from "./budgets.ts";
+import type { PgLabels } from "./cells.ts";
 import type { relayBatch } from "./relay.ts";
 import { EXECUTION_COLUMNS, FROM_IDS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
 
@@ -21,6 +22,8 @@ export type Tx = Sql;
 
 export interface BatchEffects {
   deltas: RollupDeltas;
+  /** The rollup labels of the primary (cells.ts). */
+  labels: PgLabels;
   sightings: SignatureSightings;
   /** The log entries to place and the counters to add at the end of the batch (budgets.ts). */
   budget: BatchBudget;
@@ -35,7 +38,7 @@ export interface BatchEffects {
 }
 
 /** The mark names in the `marks` table. */
-export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until" } as const;
+export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until", rollupLayout: "rollup_layout" } as const;
 
 /** The ops this file writes. */
 export type IntakeOp = Extract<WriteOp, { kind: "report" | "load" | "reject" }>;

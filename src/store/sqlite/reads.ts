@@ -1,17 +1,20 @@
 // Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
 // rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { and, asc, desc, eq, gte, inArray, isNotNull, lt, ne, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, ne, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { addColumn, fromColumns, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import { emptyData, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract.ts";
 import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";
-import { errorSignatures, executions, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { errorSignatures, executions, rollupLabels, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { LabelCache } from "../shared/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
+import { only } from "../shared/sum-cells.ts";
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
@@ -41,15 +44,6 @@ function decodeExecution(values: unknown[]): Execution {
 
 const selectAll = `SELECT ${executionKeys.map((k) => `"${executionColumns[k].name}"`).join(", ")} FROM "${getTableName(executions)}"`;
 
-/** The parts asked for, and only those: a reader sees the same cell whatever else a write cached. */
-export function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<RollupPart>): RollupData {
-  if (have.size === parts.length) return data;
-  const { nsapp, ...rest } = data.dims;
-  const withData = parts.includes("data");
-  const dims: RollupData["dims"] = withData ? rest : {};
-  if (nsapp && parts.includes("apps")) dims.nsapp = nsapp;
-  return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
-}
 
 /** Rows per chunk of executionChunks unless the caller says otherwise. */
 const CHUNK_ROWS = 1000;
@@ -60,7 +54,24 @@ const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions,
 
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
-export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
+const PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
+
+/**
+ * The label dictionary of a connection: labels are loaded as they are met (another connection's),
+ * given inside the write transaction by an INSERT (pending until it commits).
+ */
+export function sqliteLabels(sqlite: Database): { labels: LabelCache; load(): void } {
+  const insert = sqlite.query<{ id: number }, [string]>(`INSERT INTO "${getTableName(rollupLabels)}" ("${rollupLabels.label.name}") VALUES (?) RETURNING "${rollupLabels.id.name}" AS id`);
+  const newer = sqlite.query<{ id: number; label: string }, [number]>(
+    `SELECT "${rollupLabels.id.name}" AS id, "${rollupLabels.label.name}" AS label FROM "${getTableName(rollupLabels)}" WHERE "${rollupLabels.id.name}" > ?`,
+  );
+  const labels = new LabelCache((label) => insert.get(label)!.id);
+  const load = () => labels.learn(newer.all(labels.newest));
+  load();
+  return { labels, load };
+}
+
+export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite)) {
   // rowid is the cursor's tie-breaker: it grows with insertion.
   const seq = sql<number>`${executions}.rowid`;
   // total_changes() moves with this connection's commits, data_version with other connections'.
@@ -96,13 +107,36 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
   }
 
   const table = getTableName(rollups);
-  const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app`;
-  const cellBuckets = sqlite.query<{ bucket: number }, Record<"grain" | "app" | "from" | "to", string | number>>(
+  const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice`;
+  const cellBuckets = sqlite.query<{ bucket: number }, Record<"grain" | "slice" | "from" | "to", number>>(
     `SELECT "${rollups.bucket.name}" AS bucket FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to ORDER BY "${rollups.bucket.name}"`,
   );
   const partOf = (column: { name: string }) =>
-    sqlite.query<{ text: string }, Record<"grain" | "app" | "bucket", string | number>>(`SELECT "${column.name}" AS text FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
+    sqlite.query<{ part: unknown }, Record<"grain" | "slice" | "bucket", number>>(`SELECT "${column.name}" AS part FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
   const cellPart = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
+  const wholeCell = sqlite.query<{ data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "slice" | "bucket", number>>(
+    `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`,
+  );
+  const allCells = sqlite.query<{ slice: number; bucket: number; data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "from" | "to", number>>(
+    `SELECT "${rollups.slice.name}" AS slice, "${rollups.bucket.name}" AS bucket, "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors
+     FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to`,
+  );
+
+  /** Decodes a stored part into `d`; a label this connection has not met yet (another's) is loaded first. */
+  const decode = (d: RollupData, part: RollupPart, stored: unknown) => {
+    try {
+      decodePart(d, part, stored, labels);
+    } catch (e) {
+      if (!(e instanceof UnknownLabelError) || labels.text(e.labelId) !== undefined) throw e;
+      load();
+      decodePart(d, part, stored, labels);
+    }
+  };
+  /** The id of a slice, if any cell has ever had it. */
+  const sliceId = (slice: string): number | undefined => {
+    if (!labels.has(slice)) load();
+    return labels.has(slice) ? labels.id(slice) : undefined;
+  };
 
   // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
   const getExecution = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.executionId.name}" = ?`);
@@ -196,17 +230,19 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       return `${c}:${v}`;
     },
 
-    /** Stored cells of one grain and slice, parsed through the cache. */
-    storedRollups({ grain, slice: app, from, to, parts }: RollupSelection): { bucket: number; data: RollupData }[] {
-      return cellBuckets.all({ grain, app, from, to }).map(({ bucket }) => {
-        const cell = cells.entry(cellKey(grain, bucket, app));
+    /** Stored cells of one grain and stored slice, parsed through the cache. */
+    storedRollups({ grain, slice, from, to, parts }: RollupSelection): { bucket: number; data: RollupData }[] {
+      const id = sliceId(slice);
+      if (id === undefined) return [];
+      return cellBuckets.all({ grain, slice: id, from, to }).map(({ bucket }) => {
+        const cell = cells.entry(cellKey(grain, bucket, slice));
         for (const part of parts) {
           if (cell.have.has(part)) continue;
           try {
-            addColumn(cell.data, part, cellPart[part].get({ grain, app, bucket })!.text);
+            decode(cell.data, part, cellPart[part].get({ grain, slice: id, bucket })!.part);
           } catch (e) {
-            cells.delete(cellKey(grain, bucket, app));
-            throw asDamage(e, cellName(grain, app, bucket));
+            cells.delete(cellKey(grain, bucket, slice));
+            throw asDamage(e, cellName(grain, slice, bucket));
           }
           cell.have.add(part);
         }
@@ -214,21 +250,39 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       });
     },
 
+    /** One stored cell with every part, or undefined (the write path merges into it). */
+    storedCell(grain: Grain, slice: string, bucket: number): RollupData | undefined {
+      const id = sliceId(slice);
+      if (id === undefined) return undefined;
+      const row = wholeCell.get({ grain, slice: id, bucket });
+      if (!row) return undefined;
+      const data = emptyData();
+      try {
+        for (const part of PARTS) decode(data, part, row[part]);
+      } catch (e) {
+        throw asDamage(e, cellName(grain, slice, bucket));
+      }
+      return data;
+    },
+
     /** Every stored cell of one grain in [from, to), parsed afresh (verify, fold). */
     storedCells(grain: Grain, from: number, to: number): RollupCell[] {
-      return db
-        .select({ app: rollups.app, bucket: rollups.bucket, data: rollups.data, apps: rollups.apps, errors: rollups.errors })
-        .from(rollups)
-        .where(and(eq(rollups.grain, grain), gte(rollups.bucket, from), lt(rollups.bucket, to)))
-        .all()
-        .map(({ app, bucket, ...columns }) => {
-          try {
-            return { slice: app, bucket, data: fromColumns(columns) };
-          } catch (e) {
-            throw asDamage(e, cellName(grain, app, bucket));
-          }
-        });
+      return allCells.all({ grain, from, to }).map(({ slice: id, bucket, ...parts }) => {
+        const slice = labels.text(id) ?? (load(), labels.text(id));
+        if (slice === undefined) throw asDamage(new Error(`slice label ${id} is not in the dictionary`), cellName(grain, `#${id}`, bucket));
+        const data = emptyData();
+        try {
+          for (const part of PARTS) decode(data, part, parts[part]);
+        } catch (e) {
+          throw asDamage(e, cellName(grain, slice, bucket));
+        }
+        return { slice, bucket, data };
+      });
     },
+
+    /** The label dictionary (the write path gives new labels through it). */
+    labels,
+    loadLabels: load,
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
     storedFoldedUntil: (): number => getFoldedUntil.get()?.t ?? 0,

@@ -167,30 +167,42 @@ true satisfies Same<typeof executions.$inferSelect, ExecutionRow>;
 
 /**
  * Rollup cells (src/domain/rollup.ts): one row per grain (0 hour, 1 day, 2 month) x time bucket x
- * app slice ("*" every app, "=<nsapp>" one app), kept in the same transaction as every write to
- * `executions` (hour cells; day and month cells once the hour is folded, see `rollupState`).
- * The RollupData is split in three JSON columns so a query parses only what it needs: the
- * per-app counts (large on "*" rows) and the error counts are apart from the rest.
+ * stored slice (a label: "install|=ProxmoxVE|*" every app of a repo class, "...|=<nsapp>" one app),
+ * kept in the same transaction as every write to `executions` (hour cells for the last
+ * HOUR_CELL_DAYS days; day and month cells once the hour is folded, see `rollupState`). The cell is
+ * stored in three binary parts (domain/rollup-codec.ts) so a query decodes only what it needs: the
+ * per-app counts (large on cells of every app) and the error counts are apart from the rest.
  */
 export const rollups = sqliteTable(
   "rollups",
   {
     id: integer("id").primaryKey(),
     grain: integer("grain").notNull(),
-    app: text("app").notNull(),
+    /** The slice key's label (rollupLabels). */
+    slice: integer("slice").notNull(),
     bucket: integer("bucket").notNull(),
     /** Every dimension but nsapp, and the duration histograms. */
-    data: text("data").notNull(),
-    /** The nsapp dimension ("*" rows only). */
-    apps: text("apps").notNull(),
-    /** Error signature id -> failed installs. */
-    errors: text("errors").notNull(),
+    data: blob("data", { mode: "buffer" }).notNull(),
+    /** The nsapp dimension (cells of every app only). */
+    apps: blob("apps", { mode: "buffer" }),
+    /** Error signature id -> failed installs; null when none. */
+    errors: blob("errors", { mode: "buffer" }),
   },
   (t) => [
-    uniqueIndex("rollups_cell").on(t.grain, t.app, t.bucket),
-    // Every app slice of a time range: the fold job and verify.
+    uniqueIndex("rollups_cell").on(t.grain, t.slice, t.bucket),
+    // Every slice of a time range: the fold job, the hours leaving the hour cells, verify.
     index("rollups_grain_bucket").on(t.grain, t.bucket),
   ],
+);
+
+/** The texts rollup cells are made of (slices, dimensions, values, signature ids), each stored once: cells hold their ids. */
+export const rollupLabels = sqliteTable(
+  "rollup_labels",
+  {
+    id: integer("id").primaryKey(),
+    label: text("label").notNull(),
+  },
+  (t) => [uniqueIndex("rollup_labels_label").on(t.label)],
 );
 
 /**
@@ -202,6 +214,8 @@ export const rollupState = sqliteTable("rollup_state", {
   foldedUntil: integer("folded_until").notNull(),
   /** What the stored cells count (ROLLUP_VERSION); an older version is rebuilt at start-up. */
   version: integer("version").notNull().default(0),
+  /** The dimensions the stored cells count (DIMENSIONS, comma-separated); another list is rebuilt at start-up. */
+  dimensions: text("dimensions").notNull().default(""),
 });
 
 /**

@@ -5,22 +5,23 @@ import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { GRAINS, type RollupPart } from "../../domain/rollup.ts";
-import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
+import { GRAINS, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
+import { StorageDamagedError, StorageUnavailableError, type RollupSelection, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
-import { ALL_PARTS, CellCache } from "./cell-cache.ts";
+import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";
 import { asDamage, isCorruption } from "./integrity.ts";
 import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
-import { createSqliteReads, only } from "./reads.ts";
+import { createSqliteReads } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
 import { createAlertReads } from "./alerts.ts";
 import type { Scans } from "./scan-threads.ts";
+import { OldHours, countHours, sliceFilter } from "../shared/old-hours.ts";
+import { only, sumByBucket } from "../shared/sum-cells.ts";
 
-/** Open hours' cells hold every part: trimmed to what a read asks for, as stored cells are. */
-const EVERY_PART: ReadonlySet<RollupPart> = new Set(ALL_PARTS);
+
 
 /** Parsed cells kept: a year of day cells for the busiest apps, and the hours around them. */
 const CACHED_CELLS = 8192;
@@ -44,12 +45,13 @@ export interface SqliteStoreOptions {
 export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOptions = {}): SqliteStore {
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
+  const old = new OldHours();
   const reads = createSqliteReads(sqlite, db, cells);
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);
   const limits = { current: opts.limits ?? DEFAULT_LIMITS };
   const relayPolicy: { current: RelayPolicy | null } = { current: null };
-  const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits, relayPolicy);
+  const writes = createSqliteWrites(sqlite, db, reads, cells, open, old, limits, relayPolicy);
   const guard = opts.guard;
   let damage: string | null = null;
 
@@ -76,6 +78,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   let seenVersion = -1;
   const recount = () => {
     cells.clear();
+    old.clear();
+    reads.loadLabels();
     const foldedUntil = reads.storedFoldedUntil();
     open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
   };
@@ -174,20 +178,30 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     signatures: read((ids) => reads.signatures(ids)),
     recordSpan: read(() => reads.recordSpan()),
 
-    readRollups: read((selection) => {
-      checkState();
-      const { grain, slice, from, to } = selection;
-      const foldedUntil = open.foldedUntil;
-      if (grain !== GRAINS.hour || to <= foldedUntil) return reads.storedRollups(selection);
-      const stored = from < foldedUntil ? reads.storedRollups({ ...selection, to: foldedUntil }) : [];
-      const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to).map(({ bucket, data }) => ({ bucket, data: only(data, selection.parts, EVERY_PART) }));
-      return [...stored, ...hours];
-    }),
+    async readRollups(selection) {
+      try {
+        checkState();
+        const { grain, slice, from, to, parts } = selection;
+        const out: { bucket: number; data: RollupData }[] = [];
+        // Hours before the hour cells: counted from their days' records (old-hours.ts).
+        const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
+        if (from < first) {
+          const counted = await old.read(slice, from, Math.min(to, first), async (s, day) => countHours(executionChunks(sliceFilter(s, day, day + DAY)), s));
+          for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
+        }
+        const rest = { ...selection, from: Math.max(from, first) };
+        if (rest.from < to) out.push(...sumByBucket(repoClasses(slice).map((leaf) => storedAndOpen({ ...rest, slice: leaf }))));
+        return out;
+      } catch (e) {
+        throw seen(e);
+      }
+    },
 
     rollupCells: read((grain, from, to) => {
       checkState();
       const stored = reads.storedCells(grain, from, to);
-      return grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
+      const cells = grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
+      return withEveryRepo(cells, (slice, bucket, data) => ({ slice, bucket, data }));
     }),
 
     foldedUntil: read(() => {
@@ -230,6 +244,16 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     damage: () => damage,
   };
 
+  /** Cells of one stored slice: stored, and (hour grain) the open hours from memory. */
+  function storedAndOpen(selection: RollupSelection): { bucket: number; data: RollupData }[] {
+    const { grain, slice, from, to } = selection;
+    const foldedUntil = open.foldedUntil;
+    if (grain !== GRAINS.hour || to <= foldedUntil) return reads.storedRollups(selection);
+    const stored = from < foldedUntil ? reads.storedRollups({ ...selection, to: foldedUntil }) : [];
+    const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to).map(({ bucket, data }) => ({ bucket, data: only(data, selection.parts) }));
+    return [...stored, ...hours];
+  }
+
   function rebuildNow(onDay?: (day: number, end: number) => void): void {
     const span = reads.recordSpan();
     sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
@@ -239,7 +263,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);
     for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
       onDay?.(day, end);
-      writes.rebuildDay.immediate(day, Math.min(day + DAY, foldedUntil));
+      writes.rebuildDay(day, Math.min(day + DAY, foldedUntil));
     }
   }
 }

@@ -7,15 +7,20 @@ import { categoryFor } from "../../domain/error-category.ts";
 import type { Report } from "../../domain/execution.ts";
 import { parseExitCode } from "../../domain/exit-codes.ts";
 import type { Outcome } from "../../domain/outcome.ts";
-import { ROLLUP_VERSION } from "../../domain/rollup.ts";
+import { DIMENSIONS, ROLLUP_VERSION } from "../../domain/rollup.ts";
 import { LEGACY_HELD_COST } from "./held.ts";
 
 /** Rows updated per transaction, so a large database upgrades without one huge transaction. */
 const CHUNK = 5000;
 
-/** The stored rollups' version; older ones are rebuilt (and the data they need derived first). */
-export const rollupVersion = (sqlite: Database): number =>
-  sqlite.query<{ version: number }, []>("SELECT version FROM rollup_state WHERE id = 1").get()?.version ?? ROLLUP_VERSION;
+/**
+ * Whether the stored rollups count what this code counts: their version, and the dimensions they
+ * were made with. Others are rebuilt (and the data they need derived first).
+ */
+export function rollupsCurrent(sqlite: Database): boolean {
+  const state = sqlite.query<{ version: number; dimensions: string }, []>("SELECT version, dimensions FROM rollup_state WHERE id = 1").get();
+  return state === null || (state.version >= ROLLUP_VERSION && state.dimensions === DIMENSIONS.join(","));
+}
 
 /** Derives exit code and category for /upload executions that ended without them; returns how many changed. */
 export function deriveEndings(sqlite: Database): number {
@@ -57,5 +62,5 @@ export function deriveEndings(sqlite: Database): number {
 }
 
 export const markRollupVersion = (sqlite: Database): void => {
-  sqlite.run(`UPDATE rollup_state SET version = ${ROLLUP_VERSION} WHERE id = 1`);
+  sqlite.run("UPDATE rollup_state SET version = ?, dimensions = ? WHERE id = 1", [ROLLUP_VERSION, DIMENSIONS.join(",")]);
 };

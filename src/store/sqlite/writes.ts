@@ -8,7 +8,9 @@ import { SignatureSightings, failureSignatureId } from "../../domain/error-signa
 import type { Execution } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
-import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
+import { GRAINS, RollupDeltas, emptyData, hoursFrom, isAllApps, isEmpty, mergeInto, storedSlicesOf } from "../../domain/rollup.ts";
+import { encodeCell } from "../../domain/rollup-codec.ts";
+import type { OldHours } from "../shared/old-hours.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { Counters, createLogBudget } from "./budgets.ts";
@@ -57,7 +59,7 @@ const rowOf = (statement: Statement<never, [ExecutionRow]>) => ({ run: (e: Execu
  * statements themselves there. The SQL is built from the schema, so names cannot drift.
  */
 function prepareHotStatements(sqlite: Database) {
-  const cell = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app AND "${rollups.bucket.name}" = $bucket`;
+  const cell = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice AND "${rollups.bucket.name}" = $bucket`;
   return {
     /** changes is 0 when the execution_id is stored already (a duplicate). */
     insertExecution: rowOf(sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO NOTHING"))),
@@ -82,14 +84,13 @@ function prepareHotStatements(sqlite: Database) {
     oldestHeld: sqlite.query<HeldRow, { before: number; limit: number }>(
       `${selectHeld} WHERE "${heldReports.receivedAt.name}" < $before ORDER BY "${heldReports.receivedAt.name}" LIMIT $limit`,
     ),
-    getRollup: sqlite.query<RollupColumns, Record<keyof RollupKey, string | number>>(
-      `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${getTableName(rollups)}" WHERE ${cell}`,
-    ),
-    putRollup: sqlite.query<never, Record<keyof RollupKey | keyof RollupColumns, string | number>>(
-      `INSERT INTO "${getTableName(rollups)}" ("${rollups.grain.name}", "${rollups.app.name}", "${rollups.bucket.name}", "${rollups.data.name}", "${rollups.apps.name}", "${rollups.errors.name}") VALUES ($grain, $app, $bucket, $data, $apps, $errors)
+    putRollup: sqlite.query<never, Record<"grain" | "slice" | "bucket", number> & Record<"data" | "apps" | "errors", Uint8Array | null>>(
+      `INSERT INTO "${getTableName(rollups)}" ("${rollups.grain.name}", "${rollups.slice.name}", "${rollups.bucket.name}", "${rollups.data.name}", "${rollups.apps.name}", "${rollups.errors.name}") VALUES ($grain, $slice, $bucket, $data, $apps, $errors)
        ON CONFLICT DO UPDATE SET "${rollups.data.name}" = excluded."${rollups.data.name}", "${rollups.apps.name}" = excluded."${rollups.apps.name}", "${rollups.errors.name}" = excluded."${rollups.errors.name}"`,
     ),
-    deleteRollup: sqlite.query<never, Record<keyof RollupKey, string | number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
+    deleteRollup: sqlite.query<never, Record<"grain" | "slice" | "bucket", number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
+    /** Hour cells of hours before the ones kept (domain/rollup.ts hoursFrom). */
+    dropOldHours: sqlite.query<never, { before: number }>(`DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.hour} AND "${rollups.bucket.name}" < $before`),
   };
 }
 
@@ -199,6 +200,7 @@ export function createSqliteWrites(
   reads: SqliteReads,
   cells: CellCache,
   openHours: OpenHours,
+  oldHours: OldHours,
   limits: { current: StoreLimits },
   relayPolicy: { current: RelayPolicy | null },
 ) {
@@ -338,22 +340,23 @@ export function createSqliteWrites(
     return result;
   }
 
+  const { labels } = reads;
   /** Merges a batch's deltas into the stored cells, through the cell cache. */
   function mergeRollups(deltas: RollupDeltas): void {
     for (const { key, data } of deltas.cells.values()) {
       const id = cellKey(key.grain, key.bucket, key.app);
       let cell = cells.get(id);
-      if (!cell || !whole(cell)) {
-        const stored = hot.getRollup.get(key);
-        cell = { have: new Set(ALL_PARTS), data: stored ? fromColumns(stored) : emptyData() };
-      }
+      if (!cell || !whole(cell)) cell = { have: new Set(ALL_PARTS), data: reads.storedCell(key.grain, key.app, key.bucket) ?? emptyData() };
       mergeInto(cell.data, data);
+      // Hours counted from this day's records (old-hours.ts) no longer hold.
+      if (key.grain === GRAINS.day) oldHours.forgetDay(key.bucket);
+      const row = { grain: key.grain, slice: labels.id(key.app), bucket: key.bucket };
       if (isEmpty(cell.data)) {
-        hot.deleteRollup.run(key);
+        hot.deleteRollup.run(row);
         cells.delete(id);
         continue;
       }
-      hot.putRollup.run({ ...key, ...toColumns(cell.data) });
+      hot.putRollup.run({ ...row, ...encodeCell(cell.data, isAllApps(key.app), labels) });
       cells.set(id, cell);
     }
   }
@@ -381,7 +384,7 @@ export function createSqliteWrites(
     fx.open.push(fx.deltas);
     // The hours' cells as they stand with this batch's writes so far (memory changes only after COMMIT).
     const pending = fx.open.flatMap((d) => [...d.openCells().values()].map(({ key, data }) => ({ slice: key.app, bucket: key.bucket, data })));
-    const folding = new RollupDeltas(op.until);
+    const folding = new RollupDeltas(op.until, storedSlicesOf);
     const hours = new Set<number>();
     for (const { slice, bucket, data } of [...openHours.cellsOf(null, from, op.until), ...pending]) {
       if (bucket < from || bucket >= op.until) continue;
@@ -390,7 +393,9 @@ export function createSqliteWrites(
     }
     mergeRollups(folding);
     q.setFoldedUntil.run({ until: op.until });
-    fx.deltas = new RollupDeltas(op.until);
+    // Hours that leave the hour cells: their days' cells hold them.
+    hot.dropOldHours.run({ before: hoursFrom(op.until) });
+    fx.deltas = new RollupDeltas(op.until, storedSlicesOf);
     fx.foldedTo = op.until;
     return { kind: "folded", hours: hours.size };
   }
@@ -488,8 +493,14 @@ export function createSqliteWrites(
     }
   }
 
+  const rebuildDay = sqlite.transaction((day: number, end: number) => {
+    const deltas = new RollupDeltas(openHours.foldedUntil, storedSlicesOf);
+    for (const r of reads.iterateExecutions({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+    mergeRollups(deltas); // month cells add up across the days, as they do when written live
+  });
+
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
-    const fx: BatchEffects = { deltas: new RollupDeltas(openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
+    const fx: BatchEffects = { deltas: new RollupDeltas(openHours.foldedUntil, storedSlicesOf), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
     counters.reset();
     const results = ops.map((op) => apply(op, fx));
     if (fx.held) keepHeldWithinBudget(fx);
@@ -513,9 +524,12 @@ export function createSqliteWrites(
         batch = writeBatch.immediate(ops);
       } catch (e) {
         cells.clear(); // it may hold merges that were rolled back
+        oldHours.clear();
+        labels.rollback();
         counters.reset();
         throw e;
       }
+      labels.commit();
       const { results, fx } = batch;
       if (fx.foldedTo !== null) openHours.folded(fx.foldedTo);
       for (const d of fx.open) openHours.apply(d.open);
@@ -523,10 +537,15 @@ export function createSqliteWrites(
     },
 
     /** Recounts the folded part of one day from its records into the stored cells (rebuild). */
-    rebuildDay: sqlite.transaction((day: number, end: number) => {
-      const deltas = new RollupDeltas(openHours.foldedUntil);
-      for (const r of reads.iterateExecutions({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-      mergeRollups(deltas); // month cells add up across the days, as they do when written live
-    }),
+    rebuildDay(day: number, end: number): void {
+      try {
+        rebuildDay.immediate(day, end);
+      } catch (e) {
+        cells.clear();
+        labels.rollback();
+        throw e;
+      }
+      labels.commit();
+    },
   };
 }

@@ -5,14 +5,14 @@
 -- layout mark below matches no layout); fillfactor 70 as before (a cell written back stays on its page).
 CREATE TABLE "rollup_labels" (
 	"id" integer PRIMARY KEY GENERATED ALWAYS AS IDENTITY (sequence name "rollup_labels_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 2147483647 START WITH 1 CACHE 1),
-	"label" text NOT NULL,
-	CONSTRAINT "rollup_labels_label_unique" UNIQUE("label")
+	"label" text NOT NULL
 );
 --> statement-breakpoint
+CREATE INDEX "rollup_labels_label" ON "rollup_labels" USING btree ("label");--> statement-breakpoint
 DROP TABLE "rollup_cells";--> statement-breakpoint
 CREATE TABLE "rollup_cells" (
 	"grain" smallint NOT NULL,
-	"slice" integer NOT NULL,
+	"slice" text NOT NULL,
 	"bucket" bigint NOT NULL,
 	"data" bytea NOT NULL,
 	"apps" bytea,

@@ -7,7 +7,7 @@
 // same cell wait for each other's commit; the key order keeps them from waiting in a cycle.
 import type { Sql } from "postgres";
 import { GRAINS, bucketStart, emptyData, hoursFrom, isAllApps, isEmpty, mergeInto, type Grain, type RollupData, type RollupKey, type RollupPart } from "../../domain/rollup.ts";
-import { UnknownLabelError, decodePart, encodeCell, labelsOf } from "../../domain/rollup-codec.ts";
+import { UnknownLabelError, decodePart, encodeCell, labelsOf, type Labels } from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract.ts";
 import { LabelCache } from "../shared/labels.ts";
@@ -16,110 +16,137 @@ import { LabelCache } from "../shared/labels.ts";
 type Tx = Sql;
 
 /**
- * The label dictionary of a server (the primary, or a replica for its reads). New labels are
- * inserted by a statement of their own on the pool, committed at once, before a batch locks any
- * cell: a batch never waits on another's uncommitted label, and a label of a batch that then
- * rolls back is only unused. Labels another node made are loaded when a cell names one.
+ * The label dictionary of a server (the primary, or a replica for its reads), as far as this node
+ * has met it: committed labels only. Labels another node made are loaded when a cell names one.
  */
 export class PgLabels {
   readonly cache = new LabelCache();
 
   constructor(private readonly pg: Sql) {}
 
-  /** Every label in `wanted` has an id (in the table and here). */
-  async ensure(wanted: Iterable<string>): Promise<void> {
-    const missing = [...new Set(wanted)].filter((l) => !this.cache.has(l)).sort();
-    if (missing.length === 0) return;
-    await this.pg`INSERT INTO rollup_labels (label) SELECT l FROM unnest(${missing}::text[]) AS u(l) ORDER BY l ON CONFLICT (label) DO NOTHING`;
-    this.cache.learn(await this.pg<{ id: number; label: string }[]>`SELECT id, label FROM rollup_labels WHERE label = ANY(${missing}::text[])`);
-  }
-
-  /** Every label of the table (ids are not given in commit order across nodes: all, not only the newest). */
-  async load(): Promise<void> {
-    this.cache.learn(await this.pg<{ id: number; label: string }[]>`SELECT id, label FROM rollup_labels`);
-  }
-
-  /** The id of a slice, if any cell ever had it (looked up once more when not known here). */
-  async sliceId(slice: string): Promise<number | undefined> {
-    if (!this.cache.has(slice)) this.cache.learn(await this.pg<{ id: number; label: string }[]>`SELECT id, label FROM rollup_labels WHERE label = ${slice}`);
-    return this.cache.has(slice) ? this.cache.id(slice) : undefined;
-  }
-
-  /** The text of a label id, loading the table once when it is not known here. */
-  async text(id: number): Promise<string | undefined> {
-    if (this.cache.text(id) === undefined) await this.load();
-    return this.cache.text(id);
+  /** Every label of the table (ids are not given in commit order across nodes: all, not only the newest); on `via` inside a transaction. */
+  async load(via: Sql = this.pg): Promise<void> {
+    this.cache.learn(await via<{ id: number; label: string }[]>`SELECT id, label FROM rollup_labels`);
   }
 
   /** Decodes a stored part into `d`, loading the labels once when it names one not known here. */
-  async decode(d: RollupData, part: RollupPart, stored: unknown): Promise<void> {
+  async decode(d: RollupData, part: RollupPart, stored: unknown, via: Sql = this.pg): Promise<void> {
     try {
       decodePart(d, part, stored, this.cache);
     } catch (e) {
       if (!(e instanceof UnknownLabelError)) throw e;
-      await this.load();
+      await this.load(via);
       decodePart(d, part, stored, this.cache);
     }
+  }
+
+  /** The labels one batch gives and uses (BatchLabels). */
+  batch(): BatchLabels {
+    return new BatchLabels(this);
+  }
+}
+
+/**
+ * A batch's labels: the committed ones, and those it inserts itself, in its own transaction, known
+ * to the node only once it commits. Nothing is unique by text (schema.ts rollupLabels), so no batch
+ * waits for another's uncommitted label, and none uses a label that another may roll back.
+ */
+export class BatchLabels implements Labels {
+  private readonly ownIds = new Map<string, number>();
+  private readonly ownTexts = new Map<number, string>();
+
+  constructor(readonly shared: PgLabels) {}
+
+  /** Every label in `wanted` has an id this batch may use. */
+  async ensure(tx: Tx, wanted: Iterable<string>): Promise<void> {
+    const missing = [...new Set(wanted)].filter((l) => !this.shared.cache.has(l) && !this.ownIds.has(l)).sort();
+    if (missing.length === 0) return;
+    const found = await tx<{ id: number; label: string }[]>`SELECT min(id) AS id, label FROM rollup_labels WHERE label = ANY(${missing}::text[]) GROUP BY label`;
+    this.shared.cache.learn(found);
+    const rest = missing.filter((l) => !this.shared.cache.has(l));
+    if (rest.length === 0) return;
+    for (const { id, label } of await tx<{ id: number; label: string }[]>`INSERT INTO rollup_labels (label) SELECT unnest(${rest}::text[]) RETURNING id, label`) {
+      this.ownIds.set(label, id);
+      this.ownTexts.set(id, label);
+    }
+  }
+
+  id(label: string): number {
+    const id = this.shared.cache.has(label) ? this.shared.cache.id(label) : this.ownIds.get(label);
+    if (id === undefined) throw new Error(`rollup label ${JSON.stringify(label)} was not made before it was used`);
+    return id;
+  }
+
+  text(id: number): string | undefined {
+    return this.shared.cache.text(id) ?? this.ownTexts.get(id);
+  }
+
+  /** The batch committed: its labels are the node's. */
+  commit(): void {
+    this.shared.cache.learn([...this.ownIds].map(([label, id]) => ({ id, label })));
   }
 }
 
 const PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 type Parts = Record<RollupPart, Buffer | null>;
-type Row = { grain: number; slice: number; bucket: number } & Parts;
+type Row = { grain: number; slice: string; bucket: number } & Parts;
 
 const keyText = (k: RollupKey): string => `${k.grain}|${k.bucket}|${k.app}`;
+const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
+  a.key.grain - b.key.grain || (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) || a.key.bucket - b.key.bucket;
 
-/** A stored cell, whole. */
-async function decodeRow(labels: PgLabels, row: Parts): Promise<RollupData> {
+/** A stored cell, whole; read in transaction `tx` (labels made by this batch known to `own`). */
+async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<RollupData> {
   const d = emptyData();
-  for (const part of PARTS) await labels.decode(d, part, row[part]);
+  for (const part of PARTS) {
+    try {
+      decodePart(d, part, row[part], labels);
+    } catch (e) {
+      if (!(e instanceof UnknownLabelError)) throw e;
+      await labels.shared.load(tx);
+      decodePart(d, part, row[part], labels);
+    }
+  }
   return d;
 }
 
 /** Adds cell deltas (negative counts take away) to the stored cells, in one transaction. */
-export async function addRollups(tx: Tx, labels: PgLabels, deltas: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {
-  const given = [...deltas];
-  if (given.length === 0) return;
-  // Labels first, committed on their own, before any cell is locked (PgLabels).
+export async function addRollups(tx: Tx, labels: BatchLabels, deltas: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {
+  const list = [...deltas].sort(byKey);
+  if (list.length === 0) return;
+  // Labels first, before any cell is locked.
   const wanted = new Set<string>();
-  for (const { key, data } of given) {
-    wanted.add(key.app);
-    labelsOf(data, wanted);
-  }
-  await labels.ensure(wanted);
-  const ids = labels.cache;
-  const list = given
-    .map((d) => ({ ...d, slice: ids.id(d.key.app) }))
-    .sort((a, b) => a.key.grain - b.key.grain || a.slice - b.slice || a.key.bucket - b.key.bucket);
+  for (const { data } of list) labelsOf(data, wanted);
+  await labels.ensure(tx, wanted);
   // Each cell's row as it stands, locked: made empty if new; a no-op update of one that exists.
-  const empty = encodeCell(emptyData(), false, ids).data!;
+  const empty = encodeCell(emptyData(), false, labels).data!;
   const stored = await tx<Row[]>`
     INSERT INTO rollup_cells (grain, slice, bucket, data)
-    SELECT g, s, b, ${Buffer.from(empty)}::bytea FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.slice)}::int[], ${list.map((c) => c.key.bucket)}::bigint[]) AS u(g, s, b)
+    SELECT g, s, b, ${Buffer.from(empty)}::bytea FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.key.app)}::text[], ${list.map((c) => c.key.bucket)}::bigint[]) AS u(g, s, b)
     ORDER BY g, s, b
     ON CONFLICT (grain, slice, bucket) DO UPDATE SET grain = excluded.grain
     RETURNING grain, slice, bucket, data, apps, errors`;
-  const rows = new Map(stored.map((r) => [`${r.grain}|${r.bucket}|${r.slice}`, r]));
-  const put: { grain: number; slice: number; bucket: number; parts: Record<RollupPart, Uint8Array | null> }[] = [];
-  const gone: { grain: number; slice: number; bucket: number }[] = [];
-  for (const { key, data, slice } of list) {
-    const merged = mergeInto(await decodeRow(labels, rows.get(`${key.grain}|${key.bucket}|${slice}`)!), data);
-    const row = { grain: key.grain, slice, bucket: key.bucket };
-    if (isEmpty(merged)) gone.push(row);
-    else put.push({ ...row, parts: encodeCell(merged, isAllApps(key.app), ids) });
+  const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
+  const put: { key: RollupKey; parts: Record<RollupPart, Uint8Array | null> }[] = [];
+  const gone: RollupKey[] = [];
+  for (const { key, data } of list) {
+    const merged = mergeInto(await decodeRow(tx, labels, rows.get(keyText(key))!), data);
+    if (isEmpty(merged)) gone.push(key);
+    else put.push({ key, parts: encodeCell(merged, isAllApps(key.app), labels) });
   }
-  const bytes = (p: Uint8Array | null) => (p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength));
+  // As hex text: postgres.js sends no arrays of bytea.
+  const hex = (p: Uint8Array | null) => (p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex"));
   if (put.length > 0) {
     await tx`
-      UPDATE rollup_cells AS c SET data = u.data, apps = u.apps, errors = u.errors
-      FROM unnest(${put.map((p) => p.grain)}::smallint[], ${put.map((p) => p.slice)}::int[], ${put.map((p) => p.bucket)}::bigint[],
-        ${put.map((p) => bytes(p.parts.data))}::bytea[], ${put.map((p) => bytes(p.parts.apps))}::bytea[], ${put.map((p) => bytes(p.parts.errors))}::bytea[]) AS u(grain, slice, bucket, data, apps, errors)
+      UPDATE rollup_cells AS c SET data = decode(u.data, 'hex'), apps = decode(u.apps, 'hex'), errors = decode(u.errors, 'hex')
+      FROM unnest(${put.map((p) => p.key.grain)}::smallint[], ${put.map((p) => p.key.app)}::text[], ${put.map((p) => p.key.bucket)}::bigint[],
+        ${put.map((p) => hex(p.parts.data))}::text[], ${put.map((p) => hex(p.parts.apps))}::text[], ${put.map((p) => hex(p.parts.errors))}::text[]) AS u(grain, slice, bucket, data, apps, errors)
       WHERE c.grain = u.grain AND c.slice = u.slice AND c.bucket = u.bucket`;
   }
   if (gone.length > 0) {
     await tx`
       DELETE FROM rollup_cells WHERE (grain, slice, bucket) IN (
-        SELECT * FROM unnest(${gone.map((k) => k.grain)}::smallint[], ${gone.map((k) => k.slice)}::int[], ${gone.map((k) => k.bucket)}::bigint[]))`;
+        SELECT * FROM unnest(${gone.map((k) => k.grain)}::smallint[], ${gone.map((k) => k.app)}::text[], ${gone.map((k) => k.bucket)}::bigint[]))`;
   }
 }
 
@@ -128,7 +155,7 @@ export async function addRollups(tx: Tx, labels: PgLabels, deltas: Iterable<{ ke
  * hours at a time (memory stays one day's cells); the number of hours that had a cell. Hour cells
  * before the hours kept for `until` (hoursFrom) go: their days hold them.
  */
-export async function foldHours(tx: Tx, labels: PgLabels, from: number, until: number): Promise<number> {
+export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until: number): Promise<number> {
   let hours = 0;
   for (let day = bucketStart(from, GRAINS.day); day < until; day += DAY) {
     const rows = await tx<Row[]>`
@@ -136,11 +163,9 @@ export async function foldHours(tx: Tx, labels: PgLabels, from: number, until: n
       WHERE grain = ${GRAINS.hour} AND bucket >= ${Math.max(from, day)} AND bucket < ${Math.min(until, day + DAY)}`;
     const sums = new Map<string, { key: RollupKey; data: RollupData }>();
     for (const row of rows) {
-      const slice = await labels.text(row.slice);
-      if (slice === undefined) throw new UnknownLabelError(row.slice);
-      const data = await decodeRow(labels, row);
+      const data = await decodeRow(tx, labels, row);
       for (const grain of [GRAINS.day, GRAINS.month] as const) {
-        const key = { grain, app: slice, bucket: bucketStart(row.bucket, grain) };
+        const key = { grain, app: row.slice, bucket: bucketStart(row.bucket, grain) };
         const k = keyText(key);
         const sum = sums.get(k) ?? { key, data: emptyData() };
         mergeInto(sum.data, data);
@@ -203,37 +228,26 @@ function assemble(cached: Partial<Record<RollupPart, RollupData>>, parts: readon
 const VERSION = "xmin::text || '/' || ctid::text";
 
 /** The row versions of the day cells of `slices` on `day` (what a day's counted hours depend on). */
-export async function dayVersions(pg: Sql, labels: PgLabels, slices: readonly string[], day: number): Promise<string> {
-  const ids: number[] = [];
-  for (const s of slices) {
-    const id = await labels.sliceId(s);
-    if (id !== undefined) ids.push(id);
-  }
-  if (ids.length === 0) return "";
-  const rows = await pg<{ slice: number; version: string }[]>`
-    SELECT slice, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${ids}::int[]) ORDER BY slice`;
+export async function dayVersions(pg: Sql, slices: readonly string[], day: number): Promise<string> {
+  const rows = await pg<{ slice: string; version: string }[]>`
+    SELECT slice, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[]) ORDER BY slice`;
   return rows.map((r) => `${r.slice}:${r.version}`).join(",");
 }
 
 /** Stored cells of one grain with bucket in [from, to), of one stored slice (or all), with the parts asked for; oldest first. */
 export async function readCells(pg: Sql, labels: PgLabels, cache: CellParts, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
-  let sliceIs = pg`TRUE`;
-  if (slice !== null) {
-    const id = await labels.sliceId(slice);
-    if (id === undefined) return [];
-    sliceIs = pg`slice = ${id}`;
-  }
-  const stored = await pg<{ slice: number; bucket: number; version: string }[]>`
+  const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
+  const stored = await pg<{ slice: string; bucket: number; version: string }[]>`
     SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
-  const keyOf = (s: number, bucket: number) => `${grain}|${bucket}|${s}`;
+  const keyOf = (s: string, bucket: number) => keyText({ grain, app: s, bucket });
   const stale = stored.filter((c) => {
     const cached = cache.get(keyOf(c.slice, c.bucket));
     return cached?.version !== c.version || parts.some((p) => cached.parts[p] === undefined);
   });
   if (stale.length > 0 && parts.length > 0) {
-    const rows = await pg<({ slice: number; bucket: number; version: string } & Partial<Parts>)[]>`
+    const rows = await pg<({ slice: string; bucket: number; version: string } & Partial<Parts>)[]>`
       SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, ${pg.unsafe(parts.join(", "))} FROM rollup_cells
-      WHERE grain = ${grain} AND (slice, bucket) IN (SELECT * FROM unnest(${stale.map((c) => c.slice)}::int[], ${stale.map((c) => c.bucket)}::bigint[]))`;
+      WHERE grain = ${grain} AND (slice, bucket) IN (SELECT * FROM unnest(${stale.map((c) => c.slice)}::text[], ${stale.map((c) => c.bucket)}::bigint[]))`;
     for (const row of rows) {
       for (const part of parts) {
         const d = emptyData();
@@ -244,15 +258,13 @@ export async function readCells(pg: Sql, labels: PgLabels, cache: CellParts, gra
   }
   const cells: RollupCell[] = [];
   for (const c of stored) {
-    const name = await labels.text(c.slice);
-    if (name === undefined) throw new UnknownLabelError(c.slice);
     if (parts.length === 0) {
-      cells.push({ slice: name, bucket: c.bucket, data: emptyData() });
+      cells.push({ slice: c.slice, bucket: c.bucket, data: emptyData() });
       continue;
     }
     const cached = cache.get(keyOf(c.slice, c.bucket));
     // Gone between the two reads (it came to nothing): as if read after.
-    if (cached) cells.push({ slice: name, bucket: c.bucket, data: assemble(cached.parts, parts) });
+    if (cached) cells.push({ slice: c.slice, bucket: c.bucket, data: assemble(cached.parts, parts) });
   }
   // Slices by code point, as SQLite compares text (the server's collation may not).
   return cells.sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));

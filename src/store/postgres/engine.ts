@@ -134,7 +134,9 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
         const deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
         for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-        await transaction(pg, (tx) => addRollups(tx, labels, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        const batch = labels.batch();
+        await transaction(pg, (tx) => addRollups(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        batch.commit();
         onDay?.(day, end);
       }
     },

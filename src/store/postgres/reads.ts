@@ -12,7 +12,7 @@ import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupSelec
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
 import { decodeHeld, entryBody } from "../shared/budgets.ts";
 import { CellParts, PgLabels, dayVersions, readCells } from "./cells.ts";
-import { OldHours, countHours, sliceFilter } from "../shared/old-hours.ts";
+import { OldHours, countHours, daysOf, sliceFilter } from "../shared/old-hours.ts";
 import { only, sumByBucket } from "../shared/sum-cells.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
@@ -174,10 +174,13 @@ export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)
       // Hours before the hour cells: counted from their days' records while those days' cells stand (old-hours.ts).
       const first = grain === GRAINS.hour ? hoursFrom(await getMark(pg, MARKS.foldedUntil)) : Number.NEGATIVE_INFINITY;
       if (from < first) {
+        const end = Math.min(to, first);
+        const span = daysOf(from, end);
+        const days = (await Promise.all(repoClasses(slice).map((leaf) => readCells(pg, labels, cells, GRAINS.day, span.from, span.to, leaf, [])))).flat().map((c) => c.bucket);
         const counted = await old.read(
-          slice, from, Math.min(to, first),
+          slice, from, end, days,
           async (s, day) => countHours(executionChunks(sliceFilter(s, day, day + DAY)), s),
-          (s, day) => dayVersions(pg, labels, repoClasses(s), day),
+          (s, day) => dayVersions(pg, repoClasses(s), day),
         );
         for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
       }

@@ -167,7 +167,7 @@ export const budgetCounters = pgTable("budget_counters", {
 });
 
 /**
- * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x stored slice (a label) x bucket, its
+ * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x stored slice x bucket, its
  * counts in the three binary parts of domain/rollup-codec.ts (as the SQLite engine's `rollups`):
  * every dimension but nsapp and the durations; the nsapp dimension; the error signatures. A batch
  * merges its deltas into the cells it touches under their row locks (cells.ts); a cell that comes
@@ -178,8 +178,7 @@ export const rollupCells = pgTable(
   "rollup_cells",
   {
     grain: smallint("grain").notNull(),
-    /** The slice key's label (rollupLabels). */
-    slice: integer("slice").notNull(),
+    slice: text("slice").notNull(),
     bucket: ms("bucket").notNull(),
     data: bytea("data").notNull(),
     apps: bytea("apps"),
@@ -188,11 +187,20 @@ export const rollupCells = pgTable(
   (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket] }), index("rollup_cells_bucket").on(t.grain, t.bucket)],
 );
 
-/** The texts rollup cells are made of, each stored once (cells hold their ids); never removed, so an id means one text forever. */
-export const rollupLabels = pgTable("rollup_labels", {
-  id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
-  label: text("label").notNull().unique(),
-});
+/**
+ * The texts rollup cells are made of (dimensions, values, signature ids); cells hold their ids.
+ * Never removed, so an id means one text forever. Not unique by text: a batch adds the labels it
+ * needs in its own transaction without waiting for another node's (cells.ts PgLabels), so two
+ * nodes may give one text an id each, which decodes the same.
+ */
+export const rollupLabels = pgTable(
+  "rollup_labels",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    label: text("label").notNull(),
+  },
+  (t) => [index("rollup_labels_label").on(t.label)],
+);
 
 /** One row each: the fold mark and the rollups' layout (engine.ts); the stuck-install scan's mark; scheduled jobs' last runs. */
 export const marks = pgTable("marks", {

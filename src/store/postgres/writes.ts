@@ -323,8 +323,9 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[], context: Bat
   }
 }
 
-function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions, labels }: BatchContext): Promise<WriteResult[]> {
-  return transaction(sql, async (tx) => {
+async function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions, labels }: BatchContext): Promise<WriteResult[]> {
+  const batchLabels = labels.batch();
+  const results = await transaction(sql, async (tx) => {
     // Writers share the fold lock. A fold waits for them and they for it, so no count is added to
     // an hour while it is being folded, and every writer reads the mark as it stands; retention by
     // whole months takes it alone too, so no write lands in a month while it goes.
@@ -339,7 +340,7 @@ function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
     const fx: BatchEffects = {
       deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil), storedSlicesOf),
-      labels,
+      labels: batchLabels,
       sightings: new SignatureSightings(),
       budget: new BatchBudget(tx, limits),
       held: false,
@@ -367,4 +368,6 @@ function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions
     await fx.relay.flush(tx);
     return results;
   });
+  batchLabels.commit();
+  return results;
 }

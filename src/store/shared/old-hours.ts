@@ -17,6 +17,9 @@ export function sliceFilter(slice: string, from: number, to: number): ExecutionF
   return f;
 }
 
+/** The days whose hours [from, to) lies in: a range of day cells to look for. */
+export const daysOf = (from: number, to: number): { from: number; to: number } => ({ from: Math.floor(from / DAY) * DAY, to: Math.ceil(to / DAY) * DAY });
+
 /** Hour cells of `slice` counted from its executions (`chunks`: those of sliceFilter), oldest first; hours without any left out. */
 export async function countHours(chunks: AsyncIterable<readonly Execution[]> | Iterable<readonly Execution[]>, slice: string): Promise<{ bucket: number; data: RollupData }[]> {
   const { kind, repo, nsapp } = parseSlice(slice);
@@ -48,7 +51,8 @@ export class OldHours {
 
   /**
    * Hour cells of `slice` in [from, to) (every hour before the hour cells), from the days kept or
-   * counted now by `count` (the cells of one day). With `version`, a day is kept only while the
+   * counted now by `count` (the cells of one day). `days` are the days in the range that have a
+   * day cell (the others have no records to count). With `version`, a day is kept only while the
    * version of what it counts stays (PostgreSQL: its day cells' row versions, which another node's
    * write moves).
    */
@@ -56,11 +60,13 @@ export class OldHours {
     slice: string,
     from: number,
     to: number,
+    days: readonly number[],
     count: (slice: string, day: number) => Promise<{ bucket: number; data: RollupData }[]>,
     version?: (slice: string, day: number) => Promise<string>,
   ): Promise<{ bucket: number; data: RollupData }[]> {
     const out: { bucket: number; data: RollupData }[] = [];
-    for (let day = Math.floor(from / DAY) * DAY; day < to; day += DAY) {
+    for (const day of [...new Set(days)].sort((a, b) => a - b)) {
+      if (day + DAY <= from || day >= to) continue;
       const key = `${day}|${slice}`;
       const now = version ? await version(slice, day) : "";
       let kept = this.days.get(key);

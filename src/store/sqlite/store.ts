@@ -18,7 +18,7 @@ import { createSqliteReads } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
 import { createAlertReads } from "./alerts.ts";
 import type { Scans } from "./scan-threads.ts";
-import { OldHours, countHours, sliceFilter } from "../shared/old-hours.ts";
+import { OldHours, countHours, daysOf, sliceFilter } from "../shared/old-hours.ts";
 import { only, sumByBucket } from "../shared/sum-cells.ts";
 
 
@@ -186,7 +186,9 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
         // Hours before the hour cells: counted from their days' records (old-hours.ts).
         const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
         if (from < first) {
-          const counted = await old.read(slice, from, Math.min(to, first), async (s, day) => countHours(executionChunks(sliceFilter(s, day, day + DAY)), s));
+          const end = Math.min(to, first);
+          const days = repoClasses(slice).flatMap((leaf) => reads.storedRollups({ grain: GRAINS.day, slice: leaf, ...daysOf(from, end), parts: [] }).map((c) => c.bucket));
+          const counted = await old.read(slice, from, end, days, async (s, day) => countHours(executionChunks(sliceFilter(s, day, day + DAY)), s));
           for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
         }
         const rest = { ...selection, from: Math.max(from, first) };

@@ -23,6 +23,13 @@ export interface Labels {
   text(id: number): string | undefined;
 }
 
+/** A cell as stored: the data part always; the others when they say something. */
+export interface StoredParts {
+  data: Uint8Array;
+  apps: Uint8Array | null;
+  errors: Uint8Array | null;
+}
+
 /** A stored part that cannot be decoded: the store turns it into StorageDamagedError. */
 export class CellFormatError extends Error {}
 
@@ -115,7 +122,7 @@ function totalOf(d: RollupData): Counts {
  * The stored parts of a cell; `allApps` for a cell of every app (the only ones with an apps part).
  * A part with nothing to say is null.
  */
-export function encodeCell(d: RollupData, allApps: boolean, labels: Labels): Record<RollupPart, Uint8Array | null> {
+export function encodeCell(d: RollupData, allApps: boolean, labels: Labels): StoredParts {
   const w = writer;
   const total = totalOf(d);
 

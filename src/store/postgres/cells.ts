@@ -7,7 +7,7 @@
 // same cell wait for each other's commit; the key order keeps them from waiting in a cycle.
 import type { Sql } from "postgres";
 import { GRAINS, bucketStart, emptyData, hoursFrom, isAllApps, isEmpty, mergeInto, type Grain, type RollupData, type RollupKey, type RollupPart } from "../../domain/rollup.ts";
-import { UnknownLabelError, decodePart, encodeCell, labelsOf, type Labels } from "../../domain/rollup-codec.ts";
+import { UnknownLabelError, decodePart, encodeCell, labelsOf, type Labels, type StoredParts } from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract.ts";
 import { LabelCache } from "../shared/labels.ts";
@@ -119,7 +119,7 @@ export async function addRollups(tx: Tx, labels: BatchLabels, deltas: Iterable<{
   for (const { data } of list) labelsOf(data, wanted);
   await labels.ensure(tx, wanted);
   // Each cell's row as it stands, locked: made empty if new; a no-op update of one that exists.
-  const empty = encodeCell(emptyData(), false, labels).data!;
+  const empty = encodeCell(emptyData(), false, labels).data;
   const stored = await tx<Row[]>`
     INSERT INTO rollup_cells (grain, slice, bucket, data)
     SELECT g, s, b, ${Buffer.from(empty)}::bytea FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.key.app)}::text[], ${list.map((c) => c.key.bucket)}::bigint[]) AS u(g, s, b)
@@ -127,7 +127,7 @@ export async function addRollups(tx: Tx, labels: BatchLabels, deltas: Iterable<{
     ON CONFLICT (grain, slice, bucket) DO UPDATE SET grain = excluded.grain
     RETURNING grain, slice, bucket, data, apps, errors`;
   const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
-  const put: { key: RollupKey; parts: Record<RollupPart, Uint8Array | null> }[] = [];
+  const put: { key: RollupKey; parts: StoredParts }[] = [];
   const gone: RollupKey[] = [];
   for (const { key, data } of list) {
     const merged = mergeInto(await decodeRow(tx, labels, rows.get(keyText(key))!), data);

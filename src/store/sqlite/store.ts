@@ -5,7 +5,9 @@ import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { GRAINS, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
+import { GRAINS, emptyData, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
+import { decodePart } from "../../domain/rollup-codec.ts";
+import { LabelCache } from "../shared/labels.ts";
 import { StorageDamagedError, StorageUnavailableError, type RollupSelection, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { CellCache } from "./cell-cache.ts";
@@ -188,7 +190,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
         if (from < first) {
           const end = Math.min(to, first);
           const days = repoClasses(slice).flatMap((leaf) => reads.storedRollups({ grain: GRAINS.day, slice: leaf, ...daysOf(from, end), parts: [] }).map((c) => c.bucket));
-          const counted = await old.read(slice, from, end, days, async (s, day) => countHours(executionChunks(sliceFilter(s, day, day + DAY)), s));
+          const counted = await old.read(slice, from, end, days, (s, day) => countDay(s, day));
           for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
         }
         const rest = { ...selection, from: Math.max(from, first) };
@@ -245,6 +247,20 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     rebuildNow,
     damage: () => damage,
   };
+
+  /** Hour cells of one day of a slice, counted from its executions (on a read thread while serving). */
+  async function countDay(slice: string, day: number): Promise<{ bucket: number; data: RollupData }[]> {
+    const filter = sliceFilter(slice, day, day + DAY);
+    if (!scans) return countHours(reads.executionChunks(filter), slice);
+    const counted = await remote(scans.hourCells(filter, slice));
+    const labels = new LabelCache();
+    labels.learn(counted.labels);
+    return counted.cells.map(({ bucket, ...parts }) => {
+      const data = emptyData();
+      for (const part of ["data", "apps", "errors"] as const) decodePart(data, part, parts[part], labels);
+      return { bucket, data };
+    });
+  }
 
   /** Cells of one stored slice: stored, and (hour grain) the open hours from memory. */
   function storedAndOpen(selection: RollupSelection): { bucket: number; data: RollupData }[] {

@@ -1,5 +1,5 @@
 // Time units and hour alignment: every stored time is integer milliseconds since the epoch (UTC).
-const MINUTE = 60_000;
+export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
 export const WEEK = 7 * DAY;

@@ -26,7 +26,7 @@ import { only, sumByBucket } from "../shared/sum-cells.ts";
 
 
 /** Parsed cells kept: a year of day cells for the busiest apps, and the hours around them. */
-const CACHED_CELLS = 8192;
+const CACHED_CELLS = 2048;
 
 /** The Store, with the synchronous write the engine's serving commit calls directly. */
 export interface SqliteStore extends Store {

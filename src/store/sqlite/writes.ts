@@ -8,7 +8,7 @@ import { SignatureSightings, failureSignatureId } from "../../domain/error-signa
 import type { Execution } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
-import { GRAINS, RollupDeltas, emptyData, hoursFrom, isAllApps, isEmpty, mergeInto, storedSlicesOf } from "../../domain/rollup.ts";
+import { GRAINS, RollupDeltas, emptyData, hoursFrom, isAllApps, isEmpty, storedSlicesOf, type RollupData, type RollupKey } from "../../domain/rollup.ts";
 import { encodeCell } from "../../domain/rollup-codec.ts";
 import type { OldHours } from "../shared/old-hours.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
@@ -341,13 +341,31 @@ export function createSqliteWrites(
   }
 
   const { labels } = reads;
-  /** Merges a batch's deltas into the stored cells, through the cell cache. */
-  function mergeRollups(deltas: RollupDeltas): void {
-    for (const { key, data } of deltas.cells.values()) {
-      const id = cellKey(key.grain, key.bucket, key.app);
+  /**
+   * Cells a batch counts into, in place: each stored cell parsed whole (from the cache, or read)
+   * the first time the batch touches it, and written back once at the end (storeTouched). A failed
+   * transaction clears the cache, so nothing counted in a rolled-back batch outlives it.
+   */
+  const touched = new Map<string, { key: RollupKey; cell: CachedCell }>();
+  const touch = (key: RollupKey): RollupData => {
+    const id = cellKey(key.grain, key.bucket, key.app);
+    let t = touched.get(id);
+    if (!t) {
       let cell = cells.get(id);
-      if (!cell || !whole(cell)) cell = { have: new Set(ALL_PARTS), data: reads.storedCell(key.grain, key.app, key.bucket) ?? emptyData() };
-      mergeInto(cell.data, data);
+      if (!cell || !whole(cell)) {
+        cell = { have: new Set(ALL_PARTS), data: reads.storedCell(key.grain, key.app, key.bucket) ?? emptyData() };
+        cells.set(id, cell);
+      }
+      touched.set(id, (t = { key, cell }));
+    }
+    return t.cell.data;
+  };
+  /** Deltas counted straight into the touched cells. */
+  const deltasFrom = (foldedUntil: number) => new RollupDeltas(foldedUntil, storedSlicesOf, touch);
+
+  /** Writes back every cell the batch touched (or removes it, when nothing is counted in it any more). */
+  function storeTouched(): void {
+    for (const [id, { key, cell }] of touched) {
       // Hours counted from this day's records (old-hours.ts) no longer hold.
       if (key.grain === GRAINS.day) oldHours.forgetDay(key.bucket);
       const row = { grain: key.grain, slice: labels.id(key.app), bucket: key.bucket };
@@ -359,6 +377,7 @@ export function createSqliteWrites(
       hot.putRollup.run({ ...row, ...encodeCell(cell.data, isAllApps(key.app), labels) });
       cells.set(id, cell);
     }
+    touched.clear();
   }
 
   function mergeSightings(sightings: SignatureSightings): void {
@@ -380,22 +399,22 @@ export function createSqliteWrites(
   function fold(op: Extract<WriteOp, { kind: "fold" }>, fx: BatchEffects): ResultFor<typeof op> {
     const from = fx.deltas.foldedUntil;
     if (op.until <= from) return { kind: "folded", hours: 0 };
-    mergeRollups(fx.deltas);
+    storeTouched();
     fx.open.push(fx.deltas);
     // The hours' cells as they stand with this batch's writes so far (memory changes only after COMMIT).
     const pending = fx.open.flatMap((d) => [...d.openCells().values()].map(({ key, data }) => ({ slice: key.app, bucket: key.bucket, data })));
-    const folding = new RollupDeltas(op.until, storedSlicesOf);
+    const folding = deltasFrom(op.until);
     const hours = new Set<number>();
     for (const { slice, bucket, data } of [...openHours.cellsOf(null, from, op.until), ...pending]) {
       if (bucket < from || bucket >= op.until) continue;
       folding.foldHour(slice, bucket, data);
       hours.add(bucket);
     }
-    mergeRollups(folding);
+    storeTouched();
     q.setFoldedUntil.run({ until: op.until });
     // Hours that leave the hour cells: their days' cells hold them.
     hot.dropOldHours.run({ before: hoursFrom(op.until) });
-    fx.deltas = new RollupDeltas(op.until, storedSlicesOf);
+    fx.deltas = deltasFrom(op.until);
     fx.foldedTo = op.until;
     return { kind: "folded", hours: hours.size };
   }
@@ -494,19 +513,21 @@ export function createSqliteWrites(
   }
 
   const rebuildDay = sqlite.transaction((day: number, end: number) => {
-    const deltas = new RollupDeltas(openHours.foldedUntil, storedSlicesOf);
+    touched.clear();
+    const deltas = deltasFrom(openHours.foldedUntil);
     for (const r of reads.iterateExecutions({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-    mergeRollups(deltas); // month cells add up across the days, as they do when written live
+    storeTouched(); // month cells add up across the days, as they do when written live
   });
 
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
-    const fx: BatchEffects = { deltas: new RollupDeltas(openHours.foldedUntil, storedSlicesOf), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
+    touched.clear();
+    const fx: BatchEffects = { deltas: deltasFrom(openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
     counters.reset();
     const results = ops.map((op) => apply(op, fx));
     if (fx.held) keepHeldWithinBudget(fx);
     relay.trim(ops.reduce((at, op) => Math.max(at, op.at), 0));
     counters.flush();
-    mergeRollups(fx.deltas);
+    storeTouched();
     fx.open.push(fx.deltas);
     mergeSightings(fx.sightings);
     return { results, fx };

@@ -1,7 +1,7 @@
 // Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
 // rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { and, asc, desc, eq, inArray, isNotNull, ne, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, ne, sql, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { emptyData, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
@@ -11,7 +11,9 @@ import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";
-import { errorSignatures, executions, rollupLabels, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { errorSignatures, executions, rollupLabels, rollupState, rollups } from "./schema.ts";
+import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, readColumns } from "./rows.ts";
+import { encodeId } from "./ids.ts";
 import { LabelCache } from "../shared/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
 import { only } from "../shared/sum-cells.ts";
@@ -20,37 +22,19 @@ const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
 const cellName = (grain: number, app: string, bucket: number): string => `rollup cell ${GRAIN_NAMES[grain] ?? grain} ${app} ${new Date(bucket).toISOString()}`;
 
-const executionColumns = getTableColumns(executions);
-const executionKeys = Object.keys(executionColumns) as (keyof ExecutionRow)[];
-const CREATED_AT = executionKeys.indexOf("createdAt");
-const ERROR_REST = executionKeys.indexOf("errorRest");
-// Text, integer and real columns come back from SQLite as they are; only booleans need
-// Drizzle's mapping. Skipping the identity calls doubles the speed of streamed reads (export).
-const needsMapping = executionKeys.map((key) => executionColumns[key].columnType === "SQLiteBoolean");
-
-/** Turns a raw SQLite row (values in column order) into a typed execution, as Drizzle would. */
-function decodeExecution(values: unknown[]): Execution {
-  const row: Record<string, unknown> = {};
-  for (let i = 0; i < executionKeys.length; i++) {
-    if (i === ERROR_REST) continue;
-    const value = values[i] ?? null;
-    row[executionKeys[i]!] = value !== null && needsMapping[i] ? executionColumns[executionKeys[i]!].mapFromDriverValue(value) : value;
-  }
-  // Joined in place: this runs for every report (the write path reads the execution first).
-  const rest = (values[ERROR_REST] ?? null) as Uint8Array | null;
-  if (rest !== null) row.error = joinError(row.error as string | null, rest);
-  return row as unknown as Execution;
-}
-
-const selectAll = `SELECT ${executionKeys.map((k) => `"${executionColumns[k].name}"`).join(", ")} FROM "${getTableName(executions)}"`;
-
-
+const CREATED_AT = READ_KEYS.indexOf("createdAt");
 /** Rows per chunk of executionChunks unless the caller says otherwise. */
 const CHUNK_ROWS = 1000;
 
 /** SQLite's LIKE ignores case for ASCII letters (the original's positionCaseInsensitive does too). */
 const like: Like = (column, pattern) => sql`${column} LIKE ${pattern} ESCAPE '\\'`;
-const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions, f, like);
+/** One install's executions by the indexes (rows.ts OF_INSTALL), not by the virtual random_id. */
+const ofInstall = (randomId: string | undefined): SQL | undefined => {
+  if (randomId === undefined) return undefined;
+  const id = encodeId(randomId);
+  return sql`((${executions.executionId} = ${id} AND ${executions.rid} IS NULL) OR ${executions.rid} = ${id})`;
+};
+const whereOf = (f: ExecutionFilter): SQL | undefined => and(filterWhere(executions, { ...f, randomId: undefined }, like), ofInstall(f.randomId));
 
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
@@ -89,7 +73,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
       const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
       const keyset = after ? sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
       const query = db
-        .select({ ...executionColumns, seq })
+        .select({ ...readColumns, seq })
         .from(executions)
         .where(and(where, keyset))
         .orderBy(asc(executions.createdAt), asc(seq))
@@ -102,7 +86,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
       yield rows.map(decodeExecution);
       if (rows.length < n) return;
       remaining -= rows.length;
-      after = { createdAt: last[CREATED_AT] as number, seq: last[executionKeys.length] as number };
+      after = { createdAt: last[CREATED_AT] as number, seq: last[READ_KEYS.length] as number };
     }
   }
 
@@ -139,22 +123,22 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
   };
 
   // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
-  const getExecution = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.executionId.name}" = ?`);
-  const getExecutions = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.randomId.name}" = ? ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`);
+  const getExecution = sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE "${executions.executionId.name}" = ?`);
+  const getExecutions = sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE ${OF_INSTALL} ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`);
   const newestOfApp = sqlite.query<unknown[], [string]>(
-    `${selectAll} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
+    `${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
   );
-  const countAttempts = sqlite.query<{ n: number }, [string]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE "${executions.randomId.name}" = ?`);
+  const countAttempts = sqlite.query<{ n: number }, [string | Uint8Array]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`);
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
   return {
     getExecution(executionId: string): Execution | undefined {
-      const [row] = getExecution.values(executionId);
+      const [row] = getExecution.values(encodeId(executionId));
       return row ? decodeExecution(row) : undefined;
     },
-    getExecutions: (randomId: string): Execution[] => getExecutions.values(randomId).map(decodeExecution),
+    getExecutions: (randomId: string): Execution[] => getExecutions.values(encodeId(randomId)).map(decodeExecution),
     /** Executions of an install stored so far (a new one's attempt number is one more). */
-    attemptsOf: (randomId: string): number => countAttempts.get(randomId)?.n ?? 0,
+    attemptsOf: (randomId: string): number => countAttempts.get(encodeId(randomId))?.n ?? 0,
     executionChunks,
 
     listExecutions(filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
@@ -173,7 +157,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
           : sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})`;
       const direction = newest ? desc : asc;
       const rows = db
-        .select({ ...executionColumns, seq })
+        .select({ ...readColumns, seq })
         .from(executions)
         .where(and(whereOf(bounded), keyset))
         .orderBy(direction(executions.createdAt), direction(seq))
@@ -188,12 +172,12 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
     newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => newestOfApp.values(app).map(decodeExecution)),
 
     pageExecutions(filter: ExecutionFilter, page: PageQuery): { rows: Execution[]; total: number } {
-      const where = pageWhere(executions, filter, page, like);
+      const where = and(pageWhere(executions, { ...filter, randomId: undefined }, page, like), ofInstall(filter.randomId));
       const [counted] = db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where).all();
       const direction = page.descending ? desc : asc;
       const column = pageSortColumn(executions, page.sort);
       const rows = db
-        .select(executionColumns)
+        .select(readColumns)
         .from(executions)
         .where(where)
         .orderBy(direction(column), desc(executions.createdAt), desc(seq))

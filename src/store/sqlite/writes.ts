@@ -21,9 +21,11 @@ import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
 import { LEGACY_HELD_COST } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
-import { toRow } from "./error-text.ts";
+import { OF_INSTALL, STORED_KEYS, insertStored, setStored, storedRow, type StoredRow } from "./rows.ts";
+import { encodeId } from "./ids.ts";
+import { OUTCOMES } from "../../domain/outcome.ts";
 import { createSqliteRelay } from "./relay.ts";
-import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
 import { createAlertWrites } from "./alerts.ts";
 
@@ -37,21 +39,16 @@ function placeholdersFor<T extends SQLiteTable>(table: T): Placeholders<T> {
 
 const byId = { id: sql.placeholder("id") };
 
-/** An INSERT of every column of `table`, each bound by its property name. */
-function insertAll<T extends SQLiteTable>(table: T, tail: string): string {
-  const columns = Object.entries(getTableColumns(table));
-  return `INSERT INTO "${getTableName(table)}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(([key]) => `$${key}`).join(", ")}) ${tail}`;
-}
 
-/** The executions table's key and indexed columns (schema.ts): updateExecution leaves them as they are. */
+/** The executions table's key and indexed columns (schema.ts): updateExecution leaves them as they are (random_id is stored as rid). */
 const KEYS = ["executionId", "randomId", "createdAt", "nsapp"] as const;
-const INDEXED_KEYS = new Set<string>(KEYS.map((k) => executions[k].name));
+const INDEXED_COLUMNS = new Set<string>([executions.executionId.name, executions.rid.name, executions.createdAt.name, executions.nsapp.name]);
 
 /** Whether `after` keeps every key of `before`, so updateExecution can write it. */
 const sameKeys = (before: Execution, after: Execution): boolean => KEYS.every((k) => before[k] === after[k]);
 
-/** A statement writing an execution as its row (a long error text split, error-text.ts). */
-const rowOf = (statement: Statement<never, [ExecutionRow]>) => ({ run: (e: Execution) => statement.run(toRow(e)) });
+/** A statement writing an execution as its stored row (rows.ts). */
+const rowOf = (statement: Statement<never, [StoredRow]>) => ({ run: (e: Execution) => statement.run(storedRow(e)) });
 
 /**
  * Statements run for every report and every rollup cell of a batch, prepared on bun:sqlite
@@ -62,22 +59,22 @@ function prepareHotStatements(sqlite: Database) {
   const cell = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice AND "${rollups.bucket.name}" = $bucket`;
   return {
     /** changes is 0 when the execution_id is stored already (a duplicate). */
-    insertExecution: rowOf(sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO NOTHING"))),
+    insertExecution: rowOf(sqlite.query<never, StoredRow>(insertStored("ON CONFLICT DO NOTHING"))),
     /**
      * A row written back but for the indexed keys, which it keeps (a progress ping, a final status):
      * SQLite rewrites every index whose column an UPDATE assigns, changed or not.
      */
     updateExecution: rowOf(
-      sqlite.query<never, ExecutionRow>(
-        `UPDATE "${getTableName(executions)}" SET ${Object.entries(getTableColumns(executions))
-          .filter(([, c]) => !INDEXED_KEYS.has(c.name))
-          .map(([key, c]) => `"${c.name}" = $${key}`)
-          .join(", ")} WHERE "${executions.executionId.name}" = $executionId`,
-      ),
+      sqlite.query<never, StoredRow>(`UPDATE "${getTableName(executions)}" SET ${setStored(INDEXED_COLUMNS)} WHERE "${executions.executionId.name}" = $executionId`),
     ),
     /** A whole row written back: every report that changes an execution may change any field. */
     replaceExecution: rowOf(
-      sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO UPDATE SET " + Object.values(getTableColumns(executions)).filter((c) => !c.primary).map((c) => `"${c.name}" = excluded."${c.name}"`).join(", "))),
+      sqlite.query<never, StoredRow>(insertStored(`ON CONFLICT DO UPDATE SET ${STORED_KEYS.filter((k) => k !== "executionId").map((k) => `"${executions[k].name}" = excluded."${executions[k].name}"`).join(", ")}`)),
+    ),
+    deleteExecutions: sqlite.query<never, [string | Uint8Array]>(`DELETE FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`),
+    /** An execution in progress expired: outcome unknown as of `at` (updated_at is kept as an offset). */
+    setOutcome: sqlite.query<never, { id: string | Uint8Array; code: number; at: number }>(
+      `UPDATE "${getTableName(executions)}" SET "${executions.outcomeCode.name}" = $code, "${executions.updatedIn.name}" = $at - "${executions.createdAt.name}" WHERE "${executions.executionId.name}" = $id`,
     ),
     findHeld: sqlite.query<HeldRow, { id: string }>(`${selectHeld} WHERE "${heldReports.executionId.name}" = $id`),
     /** The oldest held reports received before $before (expiry, and the budget's overflow). */
@@ -122,7 +119,6 @@ function prepareStatements(db: Db) {
     insertHeld: db.insert(heldReports).values(placeholdersFor(heldReports)).prepare(),
     /** Removes a held report; its cost leaves the held budget. */
     deleteHeld: db.delete(heldReports).where(eq(heldReports.executionId, byId.id)).returning({ cost: heldCost }).prepare(),
-    deleteExecutions: db.delete(executions).where(eq(executions.randomId, byId.id)).prepare(),
     forgetRejected: db
       .delete(rejectedReports)
       .where(lt(rejectedReports.receivedAt, sql.placeholder("before")))
@@ -135,11 +131,6 @@ function prepareStatements(db: Db) {
       .prepare(),
     deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning(leaving).prepare(),
     deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost, executionId: heldReports.executionId }).prepare(),
-    setOutcome: db
-      .update(executions)
-      .set({ outcome: sql`${sql.placeholder("outcome")}`, updatedAt: sql`${sql.placeholder("updatedAt")}` })
-      .where(eq(executions.executionId, byId.id))
-      .prepare(),
     insertRejected: db.insert(rejectedReports).values(placeholdersFor(rejectedReports)).prepare(),
     setFoldedUntil: db
       .insert(rollupState)
@@ -455,7 +446,7 @@ export function createSqliteWrites(
       }
       case "delete": {
         const records = reads.getExecutions(op.randomId);
-        if (records.length > 0) q.deleteExecutions.run({ id: op.randomId });
+        if (records.length > 0) hot.deleteExecutions.run(encodeId(op.randomId));
         for (const record of records) count(fx, record, -1, op.at);
         const held = q.deleteHeldReturning.all({ id: op.randomId });
         forgetHeld(held);
@@ -468,7 +459,7 @@ export function createSqliteWrites(
       case "expire": {
         const record = reads.getExecution(op.executionId);
         if (!record || record.outcome !== "in_progress") return { kind: "expired", changed: false };
-        q.setOutcome.run({ id: op.executionId, outcome: "unknown", updatedAt: op.at });
+        hot.setOutcome.run({ id: encodeId(op.executionId), code: OUTCOMES.indexOf("unknown"), at: op.at });
         count(fx, record, -1, op.at);
         count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
         return { kind: "expired", changed: true };

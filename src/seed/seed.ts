@@ -14,6 +14,7 @@ import { normalizeStart, normalizeUpdate } from "../domain/normalize.ts";
 import type { ResultOf, Store, WriteOp } from "../store/contract.ts";
 import { DAY_OF_WEEK, HOUR_OF_DAY, Rng, buildCatalogue, growth, hashString, uuid4 } from "./seed-data.ts";
 import { DAY, HOUR } from "../domain/time.ts";
+import { HOUR_CELL_DAYS } from "../domain/rollup.ts";
 import type { Execution, Report } from "../domain/execution.ts";
 import { decide } from "../domain/lifecycle.ts";
 import { NORMALIZE, dayTables, normalized, startBody, updateBody, type DayTables } from "./upload.ts";
@@ -316,11 +317,20 @@ export interface SeedResult {
 }
 
 /**
+ * Most hours of data one batch covers in the days that have hour cells (domain/rollup.ts
+ * HOUR_CELL_DAYS). A batch parses every rollup cell it touches (RollupDeltas' target), and there
+ * a sparse database touches a cell per app and hour: with whole 4000-op batches the peak memory
+ * was 229 MB at 1M installs. Elsewhere a batch touches a day's cells, and smaller batches would
+ * only write the month cells more often.
+ */
+const MAX_BATCH_SPAN = 6 * HOUR;
+
+/**
  * A full collection between batches every this many writes: parsed cells and reports come and go
  * by the hundred thousand, and left to itself the heap grew to several times what is alive (RSS
  * 264 MB at 100k installs, 200-260 MB at 1M); at ~70 ms a collection this costs ~5% of the time.
  */
-const COLLECT_EVERY = 10_000;
+const COLLECT_EVERY = 20_000;
 
 /**
  * Writes `options.records` generated installs through `store.write`, in batches of at most
@@ -339,6 +349,11 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
   let writes = 0;
   let sinceCollect = 0;
   let checked = false;
+  /** When the batch's first write happens. */
+  let batchFrom = Number.NaN;
+  /** Writes from here on have hour cells: batches span MAX_BATCH_SPAN at most. */
+  const hourly = options.end - (HOUR_CELL_DAYS + 1) * DAY;
+  const spanned = (at: number) => at >= hourly && at - batchFrom >= MAX_BATCH_SPAN;
 
   const refuseRepeat = async (randomId: string) => {
     if (checked) return;
@@ -371,6 +386,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     onProgress?.({ written, total });
   };
   const add = (op: WriteOp, expect: Planned["expect"], install: boolean) => {
+    if (ops.length === 0) batchFrom = op.at;
     ops.push(op);
     expected.push(expect);
     installs.push(install);
@@ -379,6 +395,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
   if (options.profile === "today") {
     for (const p of generateToday(options)) {
       if (p.install && p.op.kind === "report") await refuseRepeat(p.op.report.randomId);
+      if (spanned(p.at)) await flush();
       add(p.op, p.expect, p.install);
       if (ops.length >= batchSize) await flush();
     }
@@ -386,7 +403,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     for (const hour of generateHourly(options)) {
       if (hour.length > 0) await refuseRepeat(hour[0]!.report.randomId);
       // Keep an hour whole in one batch when it fits; an hour larger than a batch is split.
-      if (ops.length > 0 && ops.length + hour.length > batchSize) await flush();
+      if (ops.length > 0 && (ops.length + hour.length > batchSize || (hour.length > 0 && spanned(hour[0]!.at)))) await flush();
       for (const install of hour) {
         // The finished record is loaded as it stands: counted once, as the start and update would end up.
         add({ kind: "load", execution: finishedRow(install), at: install.at }, "created", true);

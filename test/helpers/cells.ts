@@ -1,7 +1,9 @@
 // A rollup cell as an engine stores it and reads it back (domain/rollup-codec.ts), with a label
 // dictionary of the test's own.
 import type { Database } from "bun:sqlite";
-import { emptyData, type RollupData } from "../../src/domain/rollup.ts";
+import { GRAINS, RollupDeltas, countHour, emptyData, type RollupData, type RollupKey } from "../../src/domain/rollup.ts";
+import { failureSignatureId } from "../../src/domain/error-signature.ts";
+import type { Execution } from "../../src/domain/execution.ts";
 import { decodePart, encodeCell } from "../../src/domain/rollup-codec.ts";
 import { LabelCache } from "../../src/store/shared/labels.ts";
 
@@ -34,4 +36,32 @@ export function rewriteCell(sqlite: Database, grain: number, slice: string, chan
   const parts = encodeCell(d, slice.endsWith("|*"), known);
   sqlite.run("UPDATE rollups SET data = ?, apps = ?, errors = ? WHERE id = ?", [parts.data, parts.apps, parts.errors, row.id]);
   return { id: row.id, before: { data: row.data, apps: row.apps, errors: row.errors } };
+}
+
+/** A cell as the engines stored it before migration 0014 (SQLite) / 0009 (PostgreSQL): three JSON texts. */
+export function jsonColumns(d: RollupData): { data: string; apps: string; errors: string } {
+  const { nsapp, ...rest } = d.dims;
+  return { data: JSON.stringify({ dims: rest, dur: d.dur }), apps: JSON.stringify(nsapp ?? {}), errors: JSON.stringify(d.err) };
+}
+
+/**
+ * Every cell the layout before 0014/0009 kept for `records` with the fold mark at `foldedUntil`:
+ * every slice of slicesOf (every repo included), hour cells for every folded hour however old,
+ * day and month cells; open hours are not stored.
+ */
+export function oldLayoutCells(records: readonly Execution[], foldedUntil: number): { key: RollupKey; data: RollupData }[] {
+  const deltas = new RollupDeltas(foldedUntil);
+  const hours = new Map<string, { key: RollupKey; data: RollupData }>();
+  for (const r of records) {
+    const sig = failureSignatureId(r.outcome, r.error);
+    deltas.add(r, r.outcome, 1, sig);
+    if (r.createdAt >= foldedUntil) continue;
+    countHour((slice, hour) => {
+      const id = `${hour}|${slice}`;
+      let cell = hours.get(id);
+      if (!cell) hours.set(id, (cell = { key: { grain: GRAINS.hour, app: slice, bucket: hour }, data: emptyData() }));
+      return cell.data;
+    }, { r, outcome: r.outcome, sign: 1, errorSig: sig });
+  }
+  return [...[...deltas.cells.values()].filter((c) => c.key.grain !== GRAINS.hour), ...hours.values()];
 }

@@ -4,7 +4,7 @@
 // clients send them: the start, progress pings (validation, configuring, the container's own
 // minimal ping), the final report; a failed run may be run again as a new execution of the same
 // install; tools and addons send one report. Hosts carry hardware, platform, kernel and repo; a
-// few failure drivers are planted (jellyfin on one PVE version, immich on arm64, frigate on AMD
+// few failure drivers are planted (jellyfin on one PVE version, immich on arm64, plex on AMD
 // GPUs, docker on incus) so that breakdowns and driver analyses have something real to find.
 // Pure: every choice is drawn from the PRNG given; the bodies are normalized by the service's own
 // normalizer, so the reports are exactly what ingestion would get.
@@ -150,7 +150,7 @@ const DRIVERS: readonly Driver[] = [
   },
   { app: "immich", applies: (h) => h.arch === "arm64", rate: 0.7, code: 1, command: "/opt/immich/app/bin/immich-build", text: "exec /usr/bin/node: exec format error" },
   {
-    app: "frigate", applies: (h) => h.gpuVendor === "amd", rate: 0.45, code: 1, command: "vainfo --display drm --device /dev/dri/renderD128",
+    app: "plex", applies: (h) => h.gpuVendor === "amd", rate: 0.45, code: 1, command: "vainfo --display drm --device /dev/dri/renderD128",
     text: "vaInitialize failed with error code -1 (unknown libva error), exit",
   },
   { app: "docker", applies: (h) => h.platform === "incus", rate: 0.3, code: 1, command: "systemctl start docker", text: "failed to mount overlay: operation not permitted (nesting disabled?)" },
@@ -314,12 +314,12 @@ export function telemetryInstall(
     reports.push({ at: start, report: telemetry({ ...body, status: "installing", exit_code: 0, error: "", error_category: "", install_duration: 0 }), expect: "created" });
     const vm = app.type === "vm";
     if (!vm) {
-      const validation = start + Math.min(ms / 4, rng.int(2, 9) * 1000);
-      const configuring = start + Math.min(ms / 2, rng.int(20, 70) * 1000);
+      const validation = start + Math.round(Math.min(ms / 4, rng.int(2, 9) * 1000));
+      const configuring = start + Math.round(Math.min(ms / 2, rng.int(20, 70) * 1000));
       reports.push({ at: validation, report: telemetry({ ...body, status: "validation", exit_code: 0, error: "", error_category: "", install_duration: 0 }), expect: "updated" });
       reports.push({ at: configuring, report: telemetry({ ...body, status: "configuring", exit_code: 0, error: "", error_category: "", install_duration: 0 }), expect: "updated" });
       // The container's ping says configuring again: nothing new for the execution.
-      if (ending.kind !== "stuck" || rng.chance(0.5)) reports.push({ at: configuring + Math.min(ms / 4, rng.int(5, 40) * 1000), report: telemetry(containerPing(body)), expect: "duplicate" });
+      if (ending.kind !== "stuck" || rng.chance(0.5)) reports.push({ at: configuring + Math.round(Math.min(ms / 4, rng.int(5, 40) * 1000)), report: telemetry(containerPing(body)), expect: "duplicate" });
     }
     if (ending.kind === "stuck") {
       stuck.push({ executionId, at: start });
@@ -327,8 +327,8 @@ export function telemetryInstall(
     }
     const finished = start + ms;
     reports.push({ at: finished, report: telemetry({ ...body, ...finalFields(rng, ending, client, app.name), install_duration: Math.round(ms / 1000) }), expect: "updated" });
-    // After a failure a third of the users run it again, minutes later; fewer a third time.
-    if (ending.kind !== "failed" || !rng.chance(attempt === 1 ? 0.35 : 0.25)) break;
+    // After a failure half the users run it again, minutes later; fewer a third time.
+    if (ending.kind !== "failed" || !rng.chance(attempt === 1 ? 0.5 : 0.3)) break;
     start = finished + rng.int(1, 20) * MINUTE + rng.int(0, 59_999);
   }
   // The pings of one execution can come close together: the list in time order.

@@ -5,12 +5,15 @@
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
+/** A lowercase hex digit's value. */
+const nibble = (c: number): number => (c <= 57 ? c - 48 : c - 87);
+
 export function encodeId(id: string): string | Uint8Array {
   if (id.length !== 36 || !UUID.test(id)) return id;
   const out = new Uint8Array(16);
   for (let i = 0, j = 0; i < 16; i++, j += 2) {
     if (id.charCodeAt(j) === 45) j++; // "-"
-    out[i] = Number.parseInt(id.slice(j, j + 2), 16);
+    out[i] = (nibble(id.charCodeAt(j)) << 4) | nibble(id.charCodeAt(j + 1));
   }
   return out;
 }

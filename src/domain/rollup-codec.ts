@@ -12,7 +12,7 @@
 // A value: (label << 5 | mask of the outcomes it has counts of), then those counts. A total: the
 // mask, then the counts. Counts are zigzag varints (a cell equals a recount, so never below 0; a
 // negative one would still round-trip).
-import { DIMENSIONS, OUTCOME_INDEX, put, valueMap, type Counts, type Dimension, type RollupData, type RollupPart } from "./rollup.ts";
+import { DIMENSIONS, OUTCOME_INDEX, valueMap, type Counts, type Dimension, type RollupData, type RollupPart } from "./rollup.ts";
 import { OUTCOMES, type Outcome } from "./outcome.ts";
 
 /** The store's dictionary of texts: ids are assigned once and never change. */
@@ -44,6 +44,7 @@ const FORMAT = { data: 0xd1, apps: 0xa1, errors: 0xe1 } as const;
 const NSAPP = "nsapp";
 /** Dimensions of the data part, whose "" counts are derived from the total. */
 const DATA_DIMENSIONS = DIMENSIONS.filter((d) => d !== NSAPP);
+const KNOWN: ReadonlySet<string> = new Set(DIMENSIONS);
 
 // ------------------------------------------------------------------ writing
 
@@ -234,25 +235,42 @@ function text(labels: Labels, id: number): string {
   return t;
 }
 
-/** Values of a dimension, and the "" ones the total leaves (none when it leaves nothing). */
+/**
+ * Values of a dimension, and the "" ones the total leaves (none when it leaves nothing). A fresh
+ * map: its entries are counted only if one is ever removed (rollup.ts sizes).
+ */
 function readValues(r: Reader, total: Counts, labels: Labels): Record<string, Counts> | null {
   const map = valueMap<Counts>();
   const rest: Counts = [...total];
+  let any = false;
   for (let n = r.uint(); n > 0; n--) {
     const [id, c] = r.counts();
-    put(map, text(labels, id), c);
+    map[text(labels, id)] = c;
+    any = true;
     for (let i = 0; i < 5; i++) rest[i] = rest[i]! - c[i]!;
   }
-  if (rest.some((x) => x !== 0)) put(map, "", rest);
-  for (const _ in map) return map;
-  return null;
+  if (rest[0] !== 0 || rest[1] !== 0 || rest[2] !== 0 || rest[3] !== 0 || rest[4] !== 0) {
+    map[""] = rest;
+    any = true;
+  }
+  return any ? map : null;
+}
+
+/** Steps over a dimension's values without making them. */
+function skipValues(r: Reader): void {
+  for (let n = r.uint(); n > 0; n--) {
+    const mask = r.uint() % 32;
+    for (let i = 0; i < 5; i++) if (mask & (1 << i)) r.uint();
+  }
 }
 
 /**
  * Decodes one stored part into `d` (a cell read part by part). Anything but a well-formed part,
  * with every label known, is a CellFormatError: a damaged value, or text where bytes belong.
+ * `dims`, when given, are the only dimensions of the data part the reader needs: the others are
+ * stepped over (a timeseries needs the totals of a cell of hundreds of values).
  */
-export function decodePart(d: RollupData, part: RollupPart, stored: unknown, labels: Labels): void {
+export function decodePart(d: RollupData, part: RollupPart, stored: unknown, labels: Labels, dims?: ReadonlySet<string>): void {
   if (stored === null || stored === undefined) return;
   if (!(stored instanceof Uint8Array)) throw new CellFormatError(`cell part ${part} is not binary`);
   const r = new Reader(stored);
@@ -262,17 +280,21 @@ export function decodePart(d: RollupData, part: RollupPart, stored: unknown, lab
     const seen = new Set<string>();
     for (let n = r.uint(); n > 0; n--) {
       const dim = text(labels, r.uint());
-      if (dim === NSAPP || !(DIMENSIONS as readonly string[]).includes(dim)) throw new CellFormatError(`cell part data names an unknown dimension ${JSON.stringify(dim)}`);
+      if (dim === NSAPP || !KNOWN.has(dim)) throw new CellFormatError(`cell part data names an unknown dimension ${JSON.stringify(dim)}`);
       seen.add(dim);
+      if (dims !== undefined && !dims.has(dim)) {
+        skipValues(r);
+        continue;
+      }
       const values = readValues(r, total, labels);
       if (values) d.dims[dim as Dimension] = values;
     }
     // Dimensions not written have no value but "" in the cell.
     if (total.some((x) => x !== 0)) {
       for (const dim of DATA_DIMENSIONS) {
-        if (seen.has(dim)) continue;
+        if (seen.has(dim) || (dims !== undefined && !dims.has(dim))) continue;
         const map = valueMap<Counts>();
-        put(map, "", [...total] as Counts);
+        map[""] = [...total] as Counts;
         d.dims[dim] = map;
       }
     }
@@ -282,7 +304,7 @@ export function decodePart(d: RollupData, part: RollupPart, stored: unknown, lab
       const bins = valueMap<number>();
       for (let k = r.uint(); k > 0; k--) {
         const bin = r.uint();
-        put(bins, String(bin), r.int());
+        bins[bin] = r.int();
       }
       d.dur[outcome] = bins;
     }

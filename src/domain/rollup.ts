@@ -122,7 +122,7 @@ function sizeOf(map: object): number {
   return n;
 }
 /** `key` is set in `map`, counted if it is new. */
-export function put<T>(map: Record<string, T>, key: string, value: T): void {
+function put<T>(map: Record<string, T>, key: string, value: T): void {
   if (map[key] === undefined) {
     const n = sizes.get(map);
     if (n !== undefined) sizes.set(map, n + 1);

@@ -1,13 +1,12 @@
 // Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
 // rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
-import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { and, asc, desc, eq, inArray, isNotNull, ne, sql, getTableName, type SQL } from "drizzle-orm";
+import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
+import { and, asc, desc, eq, isNotNull, ne, sql, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { emptyData, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract.ts";
-import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";
@@ -16,7 +15,6 @@ import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, readColumns } from
 import { encodeId } from "./ids.ts";
 import { LabelCache } from "../shared/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
-import { only } from "../shared/sum-cells.ts";
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
@@ -41,6 +39,41 @@ export type SqliteReads = ReturnType<typeof createSqliteReads>;
 const PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 
 /**
+ * Cells as a read decoded them, by cell and by what was decoded (parts, dimensions), each with the
+ * stored bytes it came from: a read that finds the same bytes again uses the cell as it is, so
+ * nothing needs telling when a cell changes (labels never change their meaning). Dashboards ask
+ * the same questions over the same cells again and again; least recently used go past `limit`.
+ */
+class DecodedCells {
+  private readonly cells = new Map<string, { stored: (Uint8Array | null)[]; data: RollupData }>();
+
+  constructor(private readonly limit: number) {}
+
+  get(key: string, stored: readonly (Uint8Array | null)[]): RollupData | undefined {
+    const hit = this.cells.get(key);
+    if (hit === undefined || !sameBytes(hit.stored, stored)) return undefined;
+    this.cells.delete(key); // re-inserted: a Map's order is least recently used first
+    this.cells.set(key, hit);
+    return hit.data;
+  }
+
+  set(key: string, stored: (Uint8Array | null)[], data: RollupData): void {
+    this.cells.delete(key);
+    this.cells.set(key, { stored, data });
+    if (this.cells.size > this.limit) this.cells.delete(this.cells.keys().next().value!);
+  }
+}
+
+function sameBytes(a: readonly (Uint8Array | null)[], b: readonly (Uint8Array | null)[]): boolean {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x === null || y === null ? x !== y : x.length !== y.length || Buffer.compare(x, y) !== 0) return false;
+  }
+  return true;
+}
+
+/**
  * The label dictionary of a connection: labels are loaded as they are met (another connection's),
  * given inside the write transaction by an INSERT (pending until it commits).
  */
@@ -55,7 +88,7 @@ export function sqliteLabels(sqlite: Database): { labels: LabelCache; load(): vo
   return { labels, load };
 }
 
-export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite)) {
+export function createSqliteReads(sqlite: Database, db: Db, { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite)) {
   // rowid is the cursor's tie-breaker: it grows with insertion.
   const seq = sql<number>`${executions}.rowid`;
   // total_changes() moves with this connection's commits, data_version with other connections'.
@@ -92,12 +125,19 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
 
   const table = getTableName(rollups);
   const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice`;
-  const cellBuckets = sqlite.query<{ bucket: number }, Record<"grain" | "slice" | "from" | "to", number>>(
-    `SELECT "${rollups.bucket.name}" AS bucket FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to ORDER BY "${rollups.bucket.name}"`,
-  );
-  const partOf = (column: { name: string }) =>
-    sqlite.query<{ part: unknown }, Record<"grain" | "slice" | "bucket", number>>(`SELECT "${column.name}" AS part FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
-  const cellPart = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
+  const PART_COLUMNS: Record<RollupPart, string> = { data: rollups.data.name, apps: rollups.apps.name, errors: rollups.errors.name };
+  /** `SELECT slice, bucket, <parts>` of one grain, `n` slices, a bucket range: prepared once per shape. */
+  const ranges = new Map<string, Statement<unknown[], SQLQueryBindings[]>>();
+  const rangeOf = (parts: readonly RollupPart[], n: number) => {
+    const key = `${parts.join(",")}|${n}`;
+    let q = ranges.get(key);
+    if (!q) {
+      const columns = [rollups.slice.name, rollups.bucket.name, ...parts.map((p) => PART_COLUMNS[p])].map((c) => `"${c}"`).join(", ");
+      // INDEXED BY: by slice, then bucket. The planner took the (grain, bucket) index and read every slice's cells of the range (18k rows for one app's 30 days at 1M).
+      ranges.set(key, (q = sqlite.query(`SELECT ${columns} FROM "${table}" INDEXED BY "rollups_cell" WHERE "${rollups.grain.name}" = ?1 AND "${rollups.bucket.name}" >= ?2 AND "${rollups.bucket.name}" < ?3 AND "${rollups.slice.name}" IN (${Array.from({ length: n }, (_, i) => `?${i + 4}`).join(", ")}) ORDER BY "${rollups.bucket.name}"`)));
+    }
+    return q;
+  };
   const wholeCell = sqlite.query<{ data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "slice" | "bucket", number>>(
     `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`,
   );
@@ -107,20 +147,21 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
   );
 
   /** Decodes a stored part into `d`; a label this connection has not met yet (another's) is loaded first. */
-  const decode = (d: RollupData, part: RollupPart, stored: unknown) => {
+  const decode = (d: RollupData, part: RollupPart, stored: unknown, dims?: ReadonlySet<string>) => {
     try {
-      decodePart(d, part, stored, labels);
+      decodePart(d, part, stored, labels, dims);
     } catch (e) {
       if (!(e instanceof UnknownLabelError) || labels.text(e.labelId) !== undefined) throw e;
       load();
-      decodePart(d, part, stored, labels);
+      decodePart(d, part, stored, labels, dims);
     }
   };
-  /** The id of a slice, if any cell has ever had it. */
-  const sliceId = (slice: string): number | undefined => {
-    if (!labels.has(slice)) load();
-    return labels.has(slice) ? labels.id(slice) : undefined;
-  };
+  /**
+   * The id of a slice, if any cell has ever had it. The labels are loaded at open and whenever
+   * another connection wrote (the store's checkState); this one's own are added as they commit.
+   */
+  const sliceId = (slice: string): number | undefined => (labels.has(slice) ? labels.id(slice) : undefined);
+  const decoded = new DecodedCells(16_384);
 
   // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
   const getExecution = sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE "${executions.executionId.name}" = ?`);
@@ -129,6 +170,16 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
     `${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
   );
   const countAttempts = sqlite.query<{ n: number }, [string | Uint8Array]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`);
+  // Two subqueries: SQLite answers a lone min() or max() from the index, both in one SELECT by a full scan (~60 ms at 1M).
+  const recordSpan = sqlite.query<{ first: number | null; last: number | null }, []>(
+    `SELECT (SELECT min("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS first, (SELECT max("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS last`,
+  );
+  // One statement for any number of ids (an app page asks for one signature per app).
+  const sig = errorSignatures;
+  const signaturesOf = sqlite.query<Omit<KnownSignature, "apps"> & { apps: string }, [string]>(
+    `SELECT "${sig.id.name}" AS id, "${sig.signature.name}" AS signature, "${sig.example.name}" AS example, "${sig.firstSeen.name}" AS firstSeen, "${sig.lastSeen.name}" AS lastSeen, "${sig.apps.name}" AS apps
+     FROM "${getTableName(sig)}" WHERE "${sig.id.name}" IN (SELECT value FROM json_each(?))`,
+  );
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
   return {
@@ -214,24 +265,43 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
       return `${c}:${v}`;
     },
 
-    /** Stored cells of one grain and stored slice, parsed through the cache. */
-    storedRollups({ grain, slice, from, to, parts }: RollupSelection): { bucket: number; data: RollupData }[] {
-      const id = sliceId(slice);
-      if (id === undefined) return [];
-      return cellBuckets.all({ grain, slice: id, from, to }).map(({ bucket }) => {
-        const cell = cells.entry(cellKey(grain, bucket, slice));
-        for (const part of parts) {
-          if (cell.have.has(part)) continue;
+    /**
+     * Stored cells of one grain of `slices` (stored slices: a slice of every repo's classes) in
+     * [from, to), one query for them all, decoded afresh with only the parts and dimensions asked
+     * for; per slice, oldest first.
+     */
+    storedRollups({ grain, from, to, parts, dims }: Omit<RollupSelection, "slice">, slices: readonly string[]): Map<string, { bucket: number; data: RollupData }[]> {
+      const out = new Map<string, { bucket: number; data: RollupData }[]>();
+      const ids: number[] = [];
+      const names = new Map<number, { bucket: number; data: RollupData }[]>();
+      for (const slice of slices) {
+        const id = sliceId(slice);
+        if (id === undefined) continue;
+        const list: { bucket: number; data: RollupData }[] = [];
+        out.set(slice, list);
+        names.set(id, list);
+        ids.push(id);
+      }
+      if (ids.length === 0 || from >= to) return out;
+      const wanted = dims === undefined ? undefined : new Set<string>(dims);
+      const shape = `${parts.join(",")}|${dims?.join(",") ?? "*"}`;
+      for (const row of rangeOf(parts, ids.length).values(grain, from, to, ...ids)) {
+        const [id, bucket] = row as [number, number];
+        const stored = row.slice(2) as (Uint8Array | null)[];
+        const key = `${grain}|${bucket}|${id}|${shape}`;
+        let data = decoded.get(key, stored);
+        if (data === undefined) {
+          data = emptyData();
           try {
-            decode(cell.data, part, cellPart[part].get({ grain, slice: id, bucket })!.part);
+            for (let k = 0; k < parts.length; k++) decode(data, parts[k]!, stored[k], wanted);
           } catch (e) {
-            cells.delete(cellKey(grain, bucket, slice));
-            throw asDamage(e, cellName(grain, slice, bucket));
+            throw asDamage(e, cellName(grain, labels.text(id) ?? `#${id}`, bucket));
           }
-          cell.have.add(part);
+          decoded.set(key, stored, data);
         }
-        return { bucket, data: only(cell.data, parts, cell.have) };
-      });
+        names.get(id)!.push({ bucket, data });
+      }
+      return out;
     },
 
     /** One stored cell with every part, or undefined (the write path merges into it). */
@@ -273,19 +343,11 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache, { 
 
     signatures(ids: readonly string[]): KnownSignature[] {
       if (ids.length === 0) return [];
-      return db
-        .select()
-        .from(errorSignatures)
-        .where(inArray(errorSignatures.id, [...ids]))
-        .all()
-        .map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
+      return signaturesOf.all(JSON.stringify(ids)).map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
     },
 
     recordSpan(): { first: number; last: number } | null {
-      const span = db
-        .select({ first: sql<number | null>`min(${executions.createdAt})`, last: sql<number | null>`max(${executions.createdAt})` })
-        .from(executions)
-        .get();
+      const span = recordSpan.get();
       return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
     },
   };

@@ -9,7 +9,6 @@ import { isAllApps } from "../../domain/rollup.ts";
 import { encodeCell, type StoredParts } from "../../domain/rollup-codec.ts";
 import { LabelCache } from "../shared/labels.ts";
 import { countHours } from "../shared/old-hours.ts";
-import { CellCache } from "./cell-cache.ts";
 import { createSqliteReads } from "./reads.ts";
 import * as schema from "./schema.ts";
 
@@ -95,7 +94,7 @@ self.onmessage = async (event: MessageEvent<ScannerStart | ScanRequest>) => {
   if ("path" in message) {
     const sqlite = new Database(message.path, { readonly: true });
     sqlite.run("PRAGMA busy_timeout = 5000");
-    reads = createSqliteReads(sqlite, drizzle(sqlite, { schema }), new CellCache(16));
+    reads = createSqliteReads(sqlite, drizzle(sqlite, { schema }));
     return;
   }
   try {

@@ -52,7 +52,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const old = new OldHours();
-  const reads = createSqliteReads(sqlite, db, cells);
+  const reads = createSqliteReads(sqlite, db);
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);
   const limits = { current: opts.limits ?? DEFAULT_LIMITS };
@@ -90,9 +90,18 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
   };
   /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */
-  const checkState = () => {
+  /** When data_version was last asked (reads of one request ask dozens of times within a millisecond). */
+  let checkedAt = Number.NEGATIVE_INFINITY;
+  const checkState = (mark = false) => {
+    const now = performance.now();
+    if (!mark && now - checkedAt < 1) return;
+    checkedAt = now;
     const { data_version } = dataVersion.get()!;
-    if (data_version !== seenVersion || reads.storedFoldedUntil() !== open.foldedUntil) recount();
+    // This connection's own writes keep the open hours and the fold mark in memory as they commit;
+    // another connection's commit moves data_version. A batch also compares the stored fold mark
+    // (SQL on this very connection, as tests and upgrades run, leaves data_version as it is);
+    // reads, which run by the hundred per request, do not.
+    if (data_version !== seenVersion || (mark && reads.storedFoldedUntil() !== open.foldedUntil)) recount();
     seenVersion = data_version;
   };
   recount();
@@ -110,7 +119,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   function writeNow(ops: readonly WriteOp[]): WriteResult[] {
     try {
       refuseIf(guard?.problem);
-      checkState();
+      checkState(true);
       const results = writes.write(ops);
       refuseIf(guard?.check());
       return results;
@@ -193,12 +202,12 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
         const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
         if (from < first) {
           const end = Math.min(to, first);
-          const days = repoClasses(slice).flatMap((leaf) => reads.storedRollups({ grain: GRAINS.day, slice: leaf, ...daysOf(from, end), parts: [] }).map((c) => c.bucket));
+          const days = [...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values()].flat().map((c) => c.bucket);
           const counted = await old.read(slice, from, end, days, (s, day) => countDay(s, day));
           for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
         }
-        const rest = { ...selection, from: Math.max(from, first) };
-        if (rest.from < to) out.push(...sumByBucket(repoClasses(slice).map((leaf) => storedAndOpen({ ...rest, slice: leaf }))));
+        const start = Math.max(from, first);
+        if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, repoClasses(slice)));
         return out;
       } catch (e) {
         throw seen(e);
@@ -266,14 +275,22 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     });
   }
 
-  /** Cells of one stored slice: stored, and (hour grain) the open hours from memory. */
-  function storedAndOpen(selection: RollupSelection): { bucket: number; data: RollupData }[] {
-    const { grain, slice, from, to } = selection;
+  /** Cells of stored slices (a slice of every repo's classes), summed per bucket: stored, and (hour grain) the open hours from memory. */
+  function storedAndOpen(selection: RollupSelection, slices: readonly string[]): { bucket: number; data: RollupData }[] {
+    const { grain, from, to, parts } = selection;
     const foldedUntil = open.foldedUntil;
-    if (grain !== GRAINS.hour || to <= foldedUntil) return reads.storedRollups(selection);
-    const stored = from < foldedUntil ? reads.storedRollups({ ...selection, to: foldedUntil }) : [];
-    const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to).map(({ bucket, data }) => ({ bucket, data: only(data, selection.parts) }));
-    return [...stored, ...hours];
+    const storedTo = grain === GRAINS.hour ? Math.min(to, foldedUntil) : to;
+    const lists = reads.storedRollups({ ...selection, to: storedTo }, slices);
+    if (grain === GRAINS.hour && to > foldedUntil) {
+      for (const slice of slices) {
+        const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to);
+        if (hours.length === 0) continue;
+        const list = lists.get(slice) ?? [];
+        list.push(...hours.map(({ bucket, data }) => ({ bucket, data: only(data, parts) })));
+        lists.set(slice, list);
+      }
+    }
+    return sumByBucket([...lists.values()]);
   }
 
   function rebuildNow(onDay?: (day: number, end: number) => void): void {

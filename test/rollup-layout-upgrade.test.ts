@@ -9,13 +9,13 @@ import { join } from "node:path";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { SignatureSightings, failureSignature } from "../src/domain/error-signature.ts";
 import type { Execution } from "../src/domain/execution.ts";
-import { GRAINS, hoursFrom, type Grain, type RollupData } from "../src/domain/rollup.ts";
+import { GRAINS, hoursFrom } from "../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../src/domain/time.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
 import { generateExecutions, seedOptions } from "../src/seed/seed.ts";
 import { migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { jsonColumns, oldLayoutCells } from "./helpers/cells.ts";
+import { answersOf, jsonColumns, oldLayoutCells } from "./helpers/cells.ts";
 
 setDefaultTimeout(120_000);
 
@@ -101,17 +101,8 @@ describe("upgrade from the layout before migrations 0014 and 0015", () => {
       const layout = sqlite.query("SELECT sum(typeof(execution_id) = 'blob' AND length(execution_id) = 16) AS blobs, count(rid) AS rids, count(*) AS n FROM executions").get() as { blobs: number; rids: number; n: number };
       expect(layout).toEqual({ blobs: records.length - 2, rids: 1, n: records.length });
       // Every old cell's question has the old answer, hour cells older than the kept ones included.
-      const bySlice = new Map<string, { grain: Grain; slice: string; cells: { bucket: number; data: RollupData }[] }>();
-      for (const { key, data } of cells) {
-        const id = `${key.grain}|${key.app}`;
-        if (!bySlice.has(id)) bySlice.set(id, { grain: key.grain, slice: key.app, cells: [] });
-        bySlice.get(id)!.cells.push({ bucket: key.bucket, data });
-      }
-      for (const { grain, slice, cells: want } of bySlice.values()) {
-        want.sort((a, b) => a.bucket - b.bucket);
-        const got = await store.readRollups({ grain, slice, from: 0, to: NOW + DAY, parts: ["data", "apps", "errors"] });
-        expect({ grain, slice, got }).toEqual({ grain, slice, got: want });
-      }
+      const answers = await answersOf(store, cells, NOW + DAY);
+      expect(answers.got).toEqual(answers.want);
       expect((sqlite.query("SELECT count(*) AS n FROM rollups WHERE grain = 0 AND bucket < ?").get(hoursFrom(NOW)) as { n: number }).n).toBe(0);
       const check = await verifyRollups(store);
       expect({ ok: check.ok, records: check.records, mismatches: check.mismatches, gaps: check.signatureGaps }).toEqual({ ok: true, records: records.length, mismatches: [], gaps: 0 });

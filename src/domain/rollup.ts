@@ -71,7 +71,7 @@ export function repoClasses(slice: string): string[] {
 }
 
 /** The slice of every repo a stored slice belongs to. */
-export function everyRepoSlice(slice: string): string {
+function everyRepoSlice(slice: string): string {
   const first = slice.indexOf("|");
   const second = slice.indexOf("|", first + 1);
   return `${slice.slice(0, first)}|*${slice.slice(second)}`;

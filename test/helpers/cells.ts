@@ -1,7 +1,8 @@
 // A rollup cell as an engine stores it and reads it back (domain/rollup-codec.ts), with a label
 // dictionary of the test's own.
 import type { Database } from "bun:sqlite";
-import { GRAINS, RollupDeltas, countHour, emptyData, type RollupData, type RollupKey } from "../../src/domain/rollup.ts";
+import { GRAINS, RollupDeltas, countHour, emptyData, type Grain, type RollupData, type RollupKey } from "../../src/domain/rollup.ts";
+import type { StoreReads } from "../../src/store/contract.ts";
 import { failureSignatureId } from "../../src/domain/error-signature.ts";
 import type { Execution } from "../../src/domain/execution.ts";
 import { decodePart, encodeCell } from "../../src/domain/rollup-codec.ts";
@@ -64,4 +65,26 @@ export function oldLayoutCells(records: readonly Execution[], foldedUntil: numbe
     }, { r, outcome: r.outcome, sign: 1, errorSig: sig });
   }
   return [...[...deltas.cells.values()].filter((c) => c.key.grain !== GRAINS.hour), ...hours.values()];
+}
+
+/**
+ * What a store answers for every slice and grain of `cells` (old-layout cells) over [0, to): each
+ * slice's cells, oldest first, as the old cells held them; pairs of what came and what was kept,
+ * for one comparison.
+ */
+export async function answersOf(store: StoreReads, cells: readonly { key: RollupKey; data: RollupData }[], to: number) {
+  const bySlice = new Map<string, { grain: Grain; slice: string; cells: { bucket: number; data: RollupData }[] }>();
+  for (const { key, data } of cells) {
+    const id = `${key.grain}|${key.app}`;
+    if (!bySlice.has(id)) bySlice.set(id, { grain: key.grain, slice: key.app, cells: [] });
+    bySlice.get(id)!.cells.push({ bucket: key.bucket, data });
+  }
+  const got: unknown[] = [];
+  const want: unknown[] = [];
+  for (const { grain, slice, cells: kept } of bySlice.values()) {
+    kept.sort((a, b) => a.bucket - b.bucket);
+    got.push({ grain, slice, cells: await store.readRollups({ grain, slice, from: 0, to, parts: ["data", "apps", "errors"] }) });
+    want.push({ grain, slice, cells: kept });
+  }
+  return { got, want };
 }

@@ -3,15 +3,12 @@
 // while others wait, the new cells answer every question the old ones answered, verify is clean,
 // and a node starting later finds nothing to do. A throwaway server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 import { SignatureSightings, failureSignature } from "../../src/domain/error-signature.ts";
 import type { Execution } from "../../src/domain/execution.ts";
-import { GRAINS, hoursFrom, type Grain, type RollupData } from "../../src/domain/rollup.ts";
+import { GRAINS, hoursFrom } from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
@@ -20,8 +17,8 @@ import { Partitions } from "../../src/store/postgres/partitions.ts";
 import { rowOf } from "../../src/store/postgres/rows.ts";
 import { transaction } from "../../src/store/postgres/transaction.ts";
 import { mergeSightings } from "../../src/store/postgres/writes.ts";
-import { jsonColumns, oldLayoutCells } from "../helpers/cells.ts";
-import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { answersOf, jsonColumns, oldLayoutCells } from "../helpers/cells.ts";
+import { createDatabase, migrationsBefore, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(120_000);
 
@@ -31,21 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => server?.stop());
 
-const MIGRATIONS = new URL("../../drizzle/postgres/", import.meta.url).pathname;
 const types = { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } };
-
-/** The migrations before `tag`, as a folder of their own. */
-function migrationsBefore(tag: string): string {
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };
-  const cut = journal.entries.findIndex((e) => e.tag === tag);
-  expect(cut).toBeGreaterThan(0);
-  const dir = mkdtempSync(join(tmpdir(), "pg-migrations-"));
-  mkdirSync(join(dir, "meta"));
-  const entries = journal.entries.slice(0, cut);
-  writeFileSync(join(dir, "meta/_journal.json"), JSON.stringify({ ...journal, entries }));
-  for (const e of entries) copyFileSync(join(MIGRATIONS, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
-  return dir;
-}
 
 const NOW = floorHour(Date.UTC(2026, 10, 20, 15));
 
@@ -86,17 +69,8 @@ describe("upgrade from the rollup layout before migration 0009", () => {
       // Two nodes start together: one rebuilds, the other waits and finds the layout current.
       const [a, b] = await Promise.all([1, 2].map(() => openEngine(url, { durability: "full", migrate: true, create: true })));
       try {
-        const bySlice = new Map<string, { grain: Grain; slice: string; cells: { bucket: number; data: RollupData }[] }>();
-        for (const { key, data } of cells) {
-          const id = `${key.grain}|${key.app}`;
-          if (!bySlice.has(id)) bySlice.set(id, { grain: key.grain, slice: key.app, cells: [] });
-          bySlice.get(id)!.cells.push({ bucket: key.bucket, data });
-        }
-        for (const { grain, slice, cells: want } of bySlice.values()) {
-          want.sort((x, y) => x.bucket - y.bucket);
-          const got = await a!.store.readRollups({ grain, slice, from: 0, to: NOW + DAY, parts: ["data", "apps", "errors"] });
-          expect({ grain, slice, got }).toEqual({ grain, slice, got: want });
-        }
+        const answers = await answersOf(a!.store, cells, NOW + DAY);
+        expect(answers.got).toEqual(answers.want);
         const [oldHours] = await old<{ n: number }[]>`SELECT count(*)::int AS n FROM rollup_cells WHERE grain = 0 AND bucket < ${hoursFrom(NOW)}`;
         expect(oldHours!.n).toBe(0);
         const check = await verifyRollups(b!.store);

@@ -317,13 +317,13 @@ export interface SeedResult {
 }
 
 /**
- * Most hours of data one batch covers in the days that have hour cells (domain/rollup.ts
- * HOUR_CELL_DAYS). A batch parses every rollup cell it touches (RollupDeltas' target), and there
- * a sparse database touches a cell per app and hour: with whole 4000-op batches the peak memory
- * was 229 MB at 1M installs. Elsewhere a batch touches a day's cells, and smaller batches would
- * only write the month cells more often.
+ * Most apps' hours (in the days that have hour cells, domain/rollup.ts HOUR_CELL_DAYS) or days
+ * (before them) one batch writes to. A batch parses every rollup cell it touches (RollupDeltas'
+ * target), and the sparser the data, the more cells a batch of 4000 writes touches: 275 MB of RSS
+ * for 20k installs over a year, 229 MB at 1M, where the hour cells start. Bounded by what it
+ * touches, a batch stays whole where the data are dense and short where they are sparse.
  */
-const MAX_BATCH_SPAN = 6 * HOUR;
+const MAX_BATCH_CELLS = 1500;
 
 /**
  * A full collection between batches every this many writes: parsed cells and reports come and go
@@ -349,11 +349,21 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
   let writes = 0;
   let sinceCollect = 0;
   let checked = false;
-  /** When the batch's first write happens. */
-  let batchFrom = Number.NaN;
-  /** Writes from here on have hour cells: batches span MAX_BATCH_SPAN at most. */
+  /** The apps' hours or days the batch writes to (MAX_BATCH_CELLS). */
+  const touched = new Set<string>();
+  /** Writes from here on have hour cells (give or take the fold mark's day). */
   const hourly = options.end - (HOUR_CELL_DAYS + 1) * DAY;
-  const spanned = (at: number) => at >= hourly && at - batchFrom >= MAX_BATCH_SPAN;
+  /**
+   * Flushes the batch first when a write of `nsapp` at `at` would take it past MAX_BATCH_CELLS
+   * (`undefined`: a status update, counted in its start's cells).
+   */
+  const admit = async (nsapp: string | null | undefined, at: number) => {
+    if (nsapp === undefined) return;
+    const cell = `${nsapp}|${at >= hourly ? Math.floor(at / HOUR) : -Math.floor(at / DAY)}`;
+    if (touched.has(cell)) return;
+    if (touched.size >= MAX_BATCH_CELLS) await flush();
+    touched.add(cell);
+  };
 
   const refuseRepeat = async (randomId: string) => {
     if (checked) return;
@@ -376,6 +386,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     });
     writes += ops.length;
     sinceCollect += ops.length;
+    touched.clear();
     ops = [];
     expected = [];
     installs = [];
@@ -386,7 +397,6 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     onProgress?.({ written, total });
   };
   const add = (op: WriteOp, expect: Planned["expect"], install: boolean) => {
-    if (ops.length === 0) batchFrom = op.at;
     ops.push(op);
     expected.push(expect);
     installs.push(install);
@@ -395,7 +405,7 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
   if (options.profile === "today") {
     for (const p of generateToday(options)) {
       if (p.install && p.op.kind === "report") await refuseRepeat(p.op.report.randomId);
-      if (spanned(p.at)) await flush();
+      await admit(p.op.kind === "report" ? (p.op.report.fields?.nsapp ?? undefined) : undefined, p.at);
       add(p.op, p.expect, p.install);
       if (ops.length >= batchSize) await flush();
     }
@@ -403,8 +413,9 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     for (const hour of generateHourly(options)) {
       if (hour.length > 0) await refuseRepeat(hour[0]!.report.randomId);
       // Keep an hour whole in one batch when it fits; an hour larger than a batch is split.
-      if (ops.length > 0 && (ops.length + hour.length > batchSize || (hour.length > 0 && spanned(hour[0]!.at)))) await flush();
+      if (ops.length > 0 && ops.length + hour.length > batchSize) await flush();
       for (const install of hour) {
+        await admit(install.report.fields?.nsapp ?? null, install.at);
         // The finished record is loaded as it stands: counted once, as the start and update would end up.
         add({ kind: "load", execution: finishedRow(install), at: install.at }, "created", true);
         if (ops.length >= batchSize) await flush();

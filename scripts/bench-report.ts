@@ -1,11 +1,14 @@
 // Read-side benchmark: p50/p95 latency of every aggregate endpoint over 30- and 365-day windows
 // at 1M and 10M records, next to the same question answered by a full scan of the raw records
-// (SQL GROUP BY over `executions`) in the same run; listing pages at depth; export throughput.
+// (SQL GROUP BY over `executions`) in the same run, and the ratio of the two (the target: 50x);
+// listing pages at depth; export throughput; the database's bytes per install.
 //
 //   bun scripts/bench-report.ts [--sizes 1000000,10000000] [--dir /tmp/installstats-bench] [--runs 30] [--scan-runs 3]
 //                               [--engine sqlite|postgres] [--pg postgres://user@host/postgres] [--aggregates-only]
+//                               [--profile today|upload]
 //
-// Databases are seeded once (`installstats seed`, same data for the same size) and reused. With
+// Databases are seeded once (`installstats seed` of --profile, default today: the same data for
+// the same size and profile) and reused. With
 // --engine postgres the data go into PostgreSQL: a server of the script's own whose data directory
 // is kept in --dir (pg/), or with --pg a database per size on the server given (the role needs
 // CREATEDB); seeded databases are folded up to the last hour (as a running node's fold job would
@@ -18,7 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { defaults } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
-import { seedDatabase, seedOptions } from "../src/seed/seed.ts";
+import { SEED_PROFILES, seedDatabase, seedOptions, type SeedProfile } from "../src/seed/seed.ts";
 import { createRuntime } from "../src/runtime.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 import { openEngine } from "../src/store/open.ts";
@@ -36,8 +39,11 @@ const { values } = parseArgs({
     engine: { type: "string", default: "sqlite" },
     pg: { type: "string" },
     "aggregates-only": { type: "boolean", default: false },
+    profile: { type: "string", default: "today" },
   },
 });
+const profile = values.profile as SeedProfile;
+if (!(SEED_PROFILES as readonly string[]).includes(profile)) throw new Error(`--profile must be one of ${SEED_PROFILES.join(", ")}`);
 const engineName = values.pg !== undefined ? "postgres" : values.engine;
 if (engineName !== "sqlite" && engineName !== "postgres") throw new Error(`--engine must be sqlite or postgres, got ${values.engine}`);
 const sizes = values.sizes!.split(",").map(Number);
@@ -67,7 +73,7 @@ const say = (s: string) => {
 };
 
 say(`# installstats read benchmark\n`);
-say(`Command: \`bun scripts/bench-report.ts --sizes ${values.sizes} --runs ${runs} --scan-runs ${scanRuns}${engineName === "postgres" ? " --engine postgres" : ""}${values["aggregates-only"] ? " --aggregates-only" : ""}\`  `);
+say(`Command: \`bun scripts/bench-report.ts --sizes ${values.sizes} --runs ${runs} --scan-runs ${scanRuns} --profile ${profile}${engineName === "postgres" ? " --engine postgres" : ""}${values["aggregates-only"] ? " --aggregates-only" : ""}\`  `);
 
 // PostgreSQL: the script's own server, its data kept beside the SQLite files, or the one given.
 let server: PgServer | null = null;
@@ -105,13 +111,24 @@ function sqliteBench(path: string): Bench {
     touch: async () => void other.run("UPDATE rollup_state SET folded_until = folded_until"),
     rowAt: async (depth) => sqlite.query(`SELECT created_at AS c, rowid AS r FROM executions ORDER BY created_at DESC, rowid DESC LIMIT 1 OFFSET ${depth}`).get() as { c: number; r: number },
     bytes: async () => Bun.file(path).size,
-    settle: async () => "",
+    async settle() {
+      // Installs are the first executions of their random_ids (the rest are retries: rid set).
+      const { installs, executions } = sqlite.query("SELECT count(*) AS executions, count(*) - count(rid) AS installs FROM executions").get() as { installs: number; executions: number };
+      const parts = sqlite.query("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name").all() as { name: string; bytes: number }[];
+      const total = parts.reduce((n, p) => n + p.bytes, 0);
+      const of = (test: (name: string) => boolean) => parts.filter((p) => test(p.name)).reduce((n, p) => n + p.bytes, 0);
+      const rollups = of((n) => n.startsWith("rollup"));
+      const executionsBytes = of((n) => n === "executions" || n.startsWith("executions_") || n === "sqlite_autoindex_executions_1");
+      const mb = (x: number) => (x / 1e6).toFixed(1);
+      return `${(total / installs).toFixed(1)} bytes per install (${installs.toLocaleString()} installs, ${executions.toLocaleString()} executions: ${(total / executions).toFixed(1)} per execution); ` +
+        `executions and their indexes ${mb(executionsBytes)} MB, rollups ${mb(rollups)} MB (${((100 * rollups) / total).toFixed(1)}% of the database), the rest ${mb(total - rollups - executionsBytes)} MB`;
+    },
     close: async () => other.close(),
   };
 }
 
 async function postgresBench(size: number): Promise<Bench> {
-  const name = `installstats_bench_${size}`;
+  const name = `installstats_bench_${size}${profile === "upload" ? "" : `_${profile}`}`;
   const admin = postgres(pgAdmin!, { max: 1, onnotice: () => {} });
   try {
     if ((await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`).length === 0) await admin.unsafe(`CREATE DATABASE "${name}"`);
@@ -162,14 +179,14 @@ const driversScan = (where: string, extra: string[] = []) =>
     .join(" UNION ALL ");
 
 for (const size of sizes) {
-  const b = engineName === "postgres" ? await postgresBench(size) : sqliteBench(join(values.dir!, `seed-${size}.db`));
+  const b = engineName === "postgres" ? await postgresBench(size) : sqliteBench(join(values.dir!, `seed-${size}${profile === "upload" ? "" : `-${profile}`}.db`));
   const { engine } = b;
   const { store } = engine;
   const have = await b.count();
   let seeded = false;
   if (have === 0) {
     console.error(`seeding ${size.toLocaleString()} records into ${engine.location} ...`);
-    const r = await seedDatabase(store, seedOptions({ records: size }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
+    const r = await seedDatabase(store, seedOptions({ records: size, profile }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
     console.error(`\nseeded in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s)`);
     say(`Seeded now: ${r.records.toLocaleString()} records in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s).  `);
     seeded = true;
@@ -193,39 +210,55 @@ for (const size of sizes) {
   };
   const topApp = ((await get("/api/stats/breakdown?by=nsapp&days=30&limit=1")).groups as { value: string }[])[0]!.value;
 
-  say(`## ${count.toLocaleString()} records (${((await b.bytes()) / 1e9).toFixed(2)} GB, ${engineName})\n`);
+  say(`## ${count.toLocaleString()} executions (${((await b.bytes()) / 1e9).toFixed(2)} GB, ${engineName}, profile ${profile})\n`);
   // "first" is the question's first request on a freshly opened store: stored rollup cells are
   // read and parsed then, and stay parsed for the repeated requests (p50, p95) while unchanged.
+  // "faster" is the scan's p50 over the endpoint's p50; the target is 50x.
   say(`| question | window | first request ms | endpoint p50 ms | endpoint p95 ms | full scan p50 ms | faster |`);
   say(`|---|---|---:|---:|---:|---:|---:|`);
+  const measure = async (name: string, window: string, path: string, scanSql: string | null) => {
+    const [first] = await timeAsync(() => coldGet(path), 1);
+    await timeAsync(() => get(path), 2); // warm
+    const lat = await timeAsync(() => get(path), runs);
+    const p95 = pct(lat, 0.95);
+    if (scanSql === null) {
+      say(`| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | - | - |`);
+      return;
+    }
+    const scan = await timeAsync(() => b.scan(scanSql), scanRuns);
+    const faster = pct(scan, 0.5) / pct(lat, 0.5);
+    say(`| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(faster)}x${faster >= 50 ? "" : " (under 50x)"} |`);
+  };
+  const to = Math.floor(now / HOUR) * HOUR + HOUR;
   for (const days of [30, 365]) {
-    const to = Math.floor(now / HOUR) * HOUR + HOUR;
     const from = to - days * DAY;
     const w = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
+    const inWindow = `created_at >= ${from} AND created_at < ${to}`;
     // Each question, and the same question as a plain SQL scan of the raw records.
     const questions: [string, string, string][] = [
-      ["summary", `/api/stats/summary?${w}`, `SELECT outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
-      ["breakdown by app", `/api/stats/breakdown?by=nsapp&limit=50&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY nsapp, outcome`],
-      ["failure ranking", `/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=20&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY nsapp, outcome`],
-      ["breakdown by os", `/api/stats/breakdown?by=os&${w}`, `SELECT os_type, os_version, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY 1, 2, 3`],
-      ["timeseries by day", `/api/stats/timeseries?interval=day&${w}`, `SELECT created_at / 86400000, outcome, count(*) FROM executions WHERE created_at >= ${from} AND created_at < ${to} GROUP BY 1, 2`],
-      ["error signatures", `/api/stats/errors?${w}`, `SELECT error, count(*) FROM executions WHERE outcome = 'failed' AND created_at >= ${from} AND created_at < ${to} GROUP BY error`],
-      [`one app (${topApp}) summary`, `/api/stats/summary?nsapp=${topApp}&${w}`, `SELECT outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND created_at >= ${from} AND created_at < ${to} GROUP BY outcome`],
-      ["failure drivers", `/api/stats/drivers?${w}`, driversScan(`created_at >= ${from} AND created_at < ${to}`)],
-      [`one app (${topApp}) failure drivers`, `/api/stats/drivers?nsapp=${topApp}&${w}`, driversScan(`nsapp = '${topApp}' AND created_at >= ${from} AND created_at < ${to}`, ["app_version"])],
+      ["summary", `/api/stats/summary?${w}`, `SELECT outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY outcome`],
+      ["breakdown by app", `/api/stats/breakdown?by=nsapp&limit=50&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY nsapp, outcome`],
+      ["failure ranking", `/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=20&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY nsapp, outcome`],
+      ["breakdown by os", `/api/stats/breakdown?by=os&${w}`, `SELECT os_type, os_version, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2, 3`],
+      ["breakdown by pve version", `/api/stats/breakdown?by=pve_version&${w}`, `SELECT pve_version, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`],
+      ["breakdown by exit code", `/api/stats/breakdown?by=exit_code&${w}`, `SELECT exit_code, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`],
+      ["timeseries by day", `/api/stats/timeseries?interval=day&${w}`, `SELECT created_at / 86400000, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`],
+      ["error signatures", `/api/stats/errors?${w}`, `SELECT error, count(*) FROM executions WHERE outcome = 'failed' AND ${inWindow} GROUP BY error`],
+      [`one app (${topApp}) summary`, `/api/stats/summary?nsapp=${topApp}&${w}`, `SELECT outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND ${inWindow} GROUP BY outcome`],
+      [`one app (${topApp}) by pve version`, `/api/stats/breakdown?by=pve_version&nsapp=${topApp}&${w}`, `SELECT pve_version, outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND ${inWindow} GROUP BY 1, 2`],
+      ["failure drivers", `/api/stats/drivers?${w}`, driversScan(inWindow)],
+      [`one app (${topApp}) failure drivers`, `/api/stats/drivers?nsapp=${topApp}&${w}`, driversScan(`nsapp = '${topApp}' AND ${inWindow}`, ["app_version"])],
     ];
-    for (const [name, path, scanSql] of questions) {
-      const [first] = await timeAsync(() => coldGet(path), 1);
-      await timeAsync(() => get(path), 2); // warm
-      const lat = await timeAsync(() => get(path), runs);
-      const scan = await timeAsync(() => b.scan(scanSql), scanRuns);
-      const p95 = pct(lat, 0.95);
-      say(`| ${name} | ${days} d | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(pct(scan, 0.5) / pct(lat, 0.5))}x |`);
-    }
+    if (days <= 31) questions.push(["timeseries by hour", `/api/stats/timeseries?interval=hour&${w}`, `SELECT created_at / 3600000, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`]);
+    for (const [name, path, scanSql] of questions) await measure(name, `${days} d`, path, scanSql);
   }
-  const [topFirst] = await timeAsync(() => coldGet("/api/stats/top-apps?limit=20"), 1);
-  const topLat = await timeAsync(() => get("/api/stats/top-apps?limit=20"), runs);
-  say(`| top apps 30/90/365 d (one request) | - | ${fmt(topFirst!)} | ${fmt(pct(topLat, 0.5))} | ${fmt(pct(topLat, 0.95))} | - | - |`);
+  const last30 = `created_at >= ${to - 30 * DAY} AND created_at < ${to}`;
+  await measure("top apps 30/90/365 d (one request)", "-", "/api/stats/top-apps?limit=20", `SELECT nsapp, count(*) FROM executions WHERE created_at >= ${to - 365 * DAY} GROUP BY nsapp`);
+  await measure("/data/summary (original API)", "all time", "/data/summary", "SELECT status, nsapp, count(*) FROM executions GROUP BY status, nsapp");
+  await measure("/api/dashboard (community service)", "30 d", "/api/dashboard?days=30", `SELECT nsapp, outcome, os_type, pve_version, count(*) FROM executions WHERE ${last30} GROUP BY 1, 2, 3, 4`);
+  await measure("/api/scripts (community service)", "30 d", "/api/scripts?days=30", `SELECT nsapp, outcome, count(*) FROM executions WHERE ${last30} GROUP BY 1, 2`);
+  await measure("/api/errors (community service)", "30 d", "/api/errors?days=30", `SELECT nsapp, exit_code, error_category, count(*) FROM executions WHERE outcome = 'failed' AND ${last30} GROUP BY 1, 2, 3`);
+  say("");
 
   // The community service's consolidated page and its drill-down (GET /api/new: every breakdown at
   // once). A filter rollups cannot select with another dimension (platform, an install type, a

@@ -33,7 +33,8 @@ describe("openDatabase", () => {
   test("reopening an existing database keeps its data and applies nothing twice", async () => {
     const path = join(tempDir(), "existing.db");
     const first = openDatabase(path, { durability: "full", migrate: true });
-    first.sqlite.run("INSERT INTO executions (execution_id, random_id, attempt, kind, type, status, outcome, created_at, updated_at) VALUES ('keep', 'keep', 1, 'install', 'lxc', 'installing', 'in_progress', 1, 1)");
+    // (Stored columns since migration 0017: random_id, kind and outcome are virtual.)
+    first.sqlite.run("INSERT INTO executions (execution_id, attempt, type, status, outcome_code, created_at, updated_in) VALUES ('keep', 1, 'lxc', 'installing', 3, 1, 0)");
     first.sqlite.close();
     const again = openDatabase(path, { durability: "full", migrate: true });
     expect(again.sqlite.query("SELECT random_id FROM executions").all()).toEqual([{ random_id: "keep" }]);

@@ -1,12 +1,16 @@
 // Declines stored before the rule (docs/decisions/2026-11-27-declines-are-aborts.md) become aborts
-// when a database of the previous release is opened, on both engines: the migration moves the
-// executions (drizzle/sqlite 0014, drizzle/postgres 0009), the rollups are recounted (ROLLUP_VERSION
-// 3: SQLite's rollup_state, PostgreSQL's rollup_version mark), a held report is read with the rule,
-// and verify finds every cell equal to a recount.
+// when a database of the release before it is opened, on both engines: the migration moves the
+// executions (drizzle/sqlite 0015, drizzle/postgres 0010) before the later ones change the layout
+// (SQLite 0016-0017, PostgreSQL 0011), the rollups are recounted (ROLLUP_VERSION: SQLite's
+// rollup_state, PostgreSQL's rollup_version mark), a held report is read with the rule, and verify
+// finds every cell equal to a recount.
 //
-// "The previous release" is made from a current database: its newest migration is forgotten (so it
-// runs again on open, over the rows a previous release wrote as it wrote them: failed, counted as
-// failed) and its rollups are marked as version 2.
+// "The previous release" stores declines as it did: failed, counted as failed, rollups of version 2.
+// On SQLite it is a database of the migrations up to 0014 with the executions and the held report
+// put in its layout. On PostgreSQL (whose executions kept their layout) it is made from a current
+// database: its two newest migrations are forgotten and undone where running them again needs it
+// (so they run again on open, over the rows as the previous release wrote them), and its rollups
+// are marked as version 2.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,10 +18,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import type { Execution, Report } from "../src/domain/execution.ts";
+import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { ALL_APPS, GRAINS, ROLLUP_VERSION, sliceKey } from "../src/domain/rollup.ts";
 import { verifyRollups } from "../src/maintenance/verify.ts";
 import type { Store } from "../src/store/contract.ts";
 import { openEngine } from "../src/store/open.ts";
+import { encodeHeld } from "../src/store/shared/budgets.ts";
+import { openDatabase } from "../src/store/sqlite/database.ts";
+import { insertOldExecutions, sqliteMigrationsUpTo } from "./helpers/cells.ts";
 import { createDatabase, startPostgres, type PgServer } from "./helpers/postgres.ts";
 import { execution, reportOp, uploadStart } from "./helpers/reports.ts";
 
@@ -50,8 +58,8 @@ const HELD: Report = {
 
 interface Previous {
   location: string;
-  /** Forget the newest migration and mark the rollups as version 2, as a database of the previous release is. */
-  rewind(): Promise<void>;
+  /** Writes STORED and HELD as the previous release kept them, its rollups of version 2. */
+  write(): Promise<void>;
   /** The stored outcome and category of an execution, read underneath the store. */
   row(id: string): Promise<{ outcome: string; error_category: string | null }>;
   rollupVersion(): Promise<number>;
@@ -77,8 +85,7 @@ async function counts(store: Store): Promise<number[]> {
 function checks(make: () => Promise<Previous>) {
   test("declines become aborts, the rest stays, the rollups are recounted and equal a recount", async () => {
     const db = await make();
-    await writePrevious(db.location);
-    await db.rewind();
+    await db.write();
     expect(await db.rollupVersion()).toBe(2);
     // Before: what the previous release kept.
     expect(await db.row("d113")).toEqual({ outcome: "failed", error_category: "unknown" });
@@ -133,11 +140,21 @@ describe("sqlite", () => {
     };
     return {
       location,
-      async rewind() {
-        sql((db) => {
-          db.run("DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)");
-          db.run("UPDATE rollup_state SET version = 2");
-        });
+      async write() {
+        const old = openDatabase(location, { durability: "normal", migrate: false });
+        try {
+          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 14) });
+          old.sqlite.transaction(() => {
+            insertOldExecutions(old.sqlite, STORED);
+            const held = encodeHeld(HELD);
+            old.sqlite.run("INSERT INTO held_reports (execution_id, random_id, report, received_at, repaired, codec, data, cost) VALUES (?, ?, ?, ?, 0, ?, ?, ?)", [
+              HELD.executionId, HELD.randomId, held.report, T0, held.codec, held.data, held.cost,
+            ]);
+            old.sqlite.run("UPDATE rollup_state SET version = 2");
+          })();
+        } finally {
+          old.sqlite.close();
+        }
       },
       row: async (id) => sql((db) => db.query("SELECT outcome, error_category FROM executions WHERE execution_id = ?").get(id) as { outcome: string; error_category: string | null }),
       rollupVersion: async () => sql((db) => (db.query("SELECT version FROM rollup_state").get() as { version: number }).version),
@@ -162,8 +179,11 @@ describe("postgres", () => {
     clients.push(pg);
     return {
       location,
-      async rewind() {
-        await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM drizzle.__drizzle_migrations)`;
+      async write() {
+        await writePrevious(location);
+        // 0011 runs again (it drops the cells and makes the label dictionary), 0010 over the rows as they are.
+        await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= (SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC OFFSET 1 LIMIT 1)`;
+        await pg`DROP TABLE rollup_labels`;
         await pg`UPDATE marks SET value = 2 WHERE name = 'rollup_version'`;
       },
       async row(id) {

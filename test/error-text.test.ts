@@ -64,9 +64,10 @@ test("a text stored whole before migration 0010 and the same text stored split c
   await engine.store.close();
   // A row as an older release wrote it: the whole text in `error`, nothing in `error_rest`.
   const sqlite = new Database(location);
-  sqlite.run("CREATE TEMP TABLE old AS SELECT * FROM executions WHERE execution_id = 'new'");
-  sqlite.run("UPDATE old SET execution_id = 'old', random_id = 'old', error = ?, error_rest = NULL", [text]);
-  sqlite.run("INSERT INTO executions SELECT * FROM old");
+  // (Stored columns only: random_id, outcome and the timeline are virtual since migration 0017.)
+  const stored = (sqlite.query("SELECT name FROM pragma_table_xinfo('executions') WHERE hidden = 0").all() as { name: string }[]).map((c) => c.name);
+  const values = stored.map((c) => (c === "execution_id" ? "'old'" : c === "error" ? "?" : c === "error_rest" ? "NULL" : `"${c}"`));
+  sqlite.run(`INSERT INTO executions (${stored.map((c) => `"${c}"`).join(", ")}) SELECT ${values.join(", ")} FROM executions WHERE execution_id = 'new'`, [text]);
   sqlite.close();
   engine = await openEngine(location, { durability: "normal", migrate: true, create: true });
   expect(await engine.store.errorTextCounts()).toEqual([{ error: text, count: 2 }]);

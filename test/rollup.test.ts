@@ -1,7 +1,8 @@
 // Rollup cells as pure data: counting in and out, merging, slices, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
-import { ALL_APPS, DIMENSIONS, GRAINS, RollupDeltas, addRecord, appSlice, countHour, emptyData, fromColumns, mergeInto, repoClass, sliceKey, slicesOf, toColumns, type RollupRecord } from "../src/domain/rollup.ts";
+import { ALL_APPS, DIMENSIONS, GRAINS, ROLLUP_VERSION, RollupDeltas, addRecord, appSlice, countHour, emptyData, mergeInto, repoClass, sliceKey, slicesOf, type RollupRecord } from "../src/domain/rollup.ts";
 import { HOUR } from "../src/domain/time.ts";
+import { storedAndRead } from "./helpers/cells.ts";
 
 const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "failed",
@@ -12,15 +13,31 @@ const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   ...over,
 });
 
+describe("ROLLUP_VERSION", () => {
+  // Stored cells are rebuilt at start-up only when the version moves (SQLite's rollup_state,
+  // PostgreSQL's rollup_version mark): a dimension added or removed without a new version would
+  // leave cells that read its values as "" until the next rebuild.
+  test("the dimensions are those of the version: change one, bump the other (and this list)", () => {
+    expect({ version: ROLLUP_VERSION, dimensions: DIMENSIONS }).toEqual({
+      version: 4,
+      dimensions: [
+        "nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size", "exit_code", "error_category", "platform", "arch",
+        "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "repo_source", "repo_slug", "app_version", "kernel_version", "attempt", "failed_command",
+        "disk_size", "client", "platform_class", "arch_class", "failure",
+      ],
+    });
+  });
+});
+
 describe("addRecord", () => {
   test("a cell read back from storage empties as a fresh one does (entry counts kept beside the maps, counted once when parsed)", () => {
     const many = emptyData();
     for (let k = 0; k < 50; k++) addRecord(many, record({ nsapp: `app-${k}` }), "failed", 1, true, "sig1");
-    const parsed = fromColumns(toColumns(many));
+    const parsed = storedAndRead(many);
     for (let k = 0; k < 50; k++) addRecord(parsed, record({ nsapp: `app-${k}` }), "failed", -1, true, "sig1");
     expect(parsed).toEqual(emptyData());
     // Merging a negated copy into a parsed cell empties it too.
-    const again = fromColumns(toColumns(many));
+    const again = storedAndRead(many);
     const minus = emptyData();
     for (let k = 0; k < 50; k++) addRecord(minus, record({ nsapp: `app-${k}` }), "failed", -1, true, "sig1");
     expect(mergeInto(again, minus)).toEqual(emptyData());

@@ -1,5 +1,5 @@
 import { displayLocation } from "../store/open.ts";
-import { SEED_DEFAULTS, seedDatabase, seedOptions } from "../seed/seed.ts";
+import { SEED_DEFAULTS, SEED_PROFILES, seedDatabase, seedOptions, type SeedProfile } from "../seed/seed.ts";
 import type { Store } from "../store/contract.ts";
 import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
 
@@ -21,12 +21,18 @@ export const seed: Command = {
     records: { type: "string", help: "how many installs (required)" },
     days: { type: "string", help: `spread over the last N days (default ${SEED_DEFAULTS.days})` },
     seed: { type: "string", help: `random seed; the same seed gives the same data (default ${SEED_DEFAULTS.seed})` },
+    profile: {
+      type: "string",
+      help: "today (default): /upload installs in the older part of the window, the current /telemetry v1 and v2 clients in the newer (pings, retries, hardware, repos); upload: /upload installs only, as earlier releases seeded",
+    },
     force: { type: "boolean", help: "add generated installs to a database that already holds installs (they cannot be told apart afterwards)" },
   },
   async run(ctx) {
     if (ctx.flags.records === undefined) throw new UsageError("--records is required, e.g. installstats seed --records 100000");
     const records = countFlag(ctx, "records", 1);
-    const options = seedOptions({ records, days: countFlag(ctx, "days", SEED_DEFAULTS.days), seed: countFlag(ctx, "seed", SEED_DEFAULTS.seed) });
+    const profile = ctx.flags.profile ?? "today";
+    if (typeof profile !== "string" || !(SEED_PROFILES as readonly string[]).includes(profile)) throw new UsageError(`--profile must be one of ${SEED_PROFILES.join(", ")}`);
+    const options = seedOptions({ records, days: countFlag(ctx, "days", SEED_DEFAULTS.days), seed: countFlag(ctx, "seed", SEED_DEFAULTS.seed), profile: profile as SeedProfile });
     // Generated data needs no power-loss durability while it is written.
     const engine = await openDatabaseOf(ctx, { create: true, durability: "normal" });
     try {
@@ -40,7 +46,8 @@ export const seed: Command = {
       }
       const result = await seedDatabase(engine.store, options, (p) => ctx.progress(`seeding ${p.written.toLocaleString()} / ${p.total.toLocaleString()}`));
       ctx.progress("");
-      ctx.out(`${displayLocation(ctx.config.db)}: ${result.records} installs in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
+      const writes = options.profile === "today" ? ` (${result.writes} writes)` : "";
+      ctx.out(`${displayLocation(ctx.config.db)}: ${result.records} installs${writes} in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
       return 0;
     } finally {
       await engine.close();

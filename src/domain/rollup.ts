@@ -9,12 +9,14 @@ import { DAY, HOUR } from "./time.ts";
 export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 
 /**
- * What the cells count, as a version: when it changes (a dimension added, a slice changed), the
- * engines rebuild stored cells from the records at start-up. 2: executions, kinds, repo slices.
- * 3: a failure ending in a decline exit code counts as an abort (drizzle 0014 / postgres 0009);
- * dimensions disk_size, client, platform_class, arch_class and failure.
+ * What the cells count and how they are stored, as a version: when it changes (a dimension added,
+ * a slice changed, a new cell layout), the engines rebuild stored cells from the records at
+ * start-up (SQLite's rollup_state, PostgreSQL's rollup_version mark). 2: executions, kinds, repo
+ * slices. 3: a failure ending in a decline exit code counts as an abort (drizzle/sqlite 0015,
+ * drizzle/postgres 0010); dimensions disk_size, client, platform_class, arch_class and failure.
+ * 4: cells of repo classes only, hour cells for HOUR_CELL_DAYS, binary parts (rollup-codec.ts).
  */
-export const ROLLUP_VERSION = 3;
+export const ROLLUP_VERSION = 4;
 
 /**
  * Dimensions a breakdown can group by. nsapp stays first: an app's own slice skips it.
@@ -63,19 +65,62 @@ export const sliceKey = (kind: Kind, repo: string | null, app: string): string =
 /** Repo sources the client sends; anything else is a fork ("external"); "" when none was sent (/upload). */
 const REPO_SOURCES = new Set(["ProxmoxVE", "ProxmoxVED", "external"]);
 export const repoClass = (source: string | null): string => (source === null || source === "" ? "" : REPO_SOURCES.has(source) ? source : "external");
+/** Every value repoClass gives. */
+const REPO_CLASSES = ["", ...REPO_SOURCES] as const;
+
+/** Which slices an execution counts in. */
+export type Slices = (r: Pick<Execution, "type" | "repoSource" | "nsapp">) => string[];
 
 /** The slices an execution counts in: [every app, every repo], [its app, every repo], then its repo's. */
-export function slicesOf(r: Pick<Execution, "type" | "repoSource" | "nsapp">): string[] {
+export const slicesOf: Slices = (r) => {
   const kind = kindOfType(r.type);
   const repo = repoClass(r.repoSource);
   const app = appSlice(r.nsapp);
   return [sliceKey(kind, null, ALL_APPS), sliceKey(kind, null, app), sliceKey(kind, repo, ALL_APPS), sliceKey(kind, repo, app)];
+};
+
+/**
+ * The slices the engines store: its repo class's, for every app and for its own. A slice of every
+ * repo is the sum of its repo classes' (repoClasses), made when read: stored, it would repeat the
+ * counts of its largest class (all of them, where every report comes from /upload).
+ */
+export const storedSlicesOf: Slices = (r) => {
+  const kind = kindOfType(r.type);
+  const repo = repoClass(r.repoSource);
+  return [sliceKey(kind, repo, ALL_APPS), sliceKey(kind, repo, appSlice(r.nsapp))];
+};
+
+/** The stored slices a slice adds up: one per repo class for a slice of every repo, else itself. */
+export function repoClasses(slice: string): string[] {
+  const first = slice.indexOf("|");
+  if (slice.slice(first + 1, first + 3) !== "*|") return [slice];
+  const kind = slice.slice(0, first);
+  const app = slice.slice(first + 3);
+  return REPO_CLASSES.map((repo) => `${kind}|=${repo}|${app}`);
 }
-const isAllApps = (slice: string): boolean => slice.endsWith(`|${ALL_APPS}`);
+
+/** The slice of every repo a stored slice belongs to. */
+function everyRepoSlice(slice: string): string {
+  const first = slice.indexOf("|");
+  const second = slice.indexOf("|", first + 1);
+  return `${slice.slice(0, first)}|*${slice.slice(second)}`;
+}
+
+export const isAllApps = (slice: string): boolean => slice.endsWith(`|${ALL_APPS}`);
 /** Hour and day cells serve ragged window edges; month cells (calendar months, UTC) long windows. */
 export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
 export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
 const ALL_GRAINS: readonly Grain[] = [GRAINS.hour, GRAINS.day, GRAINS.month];
+const DAY_AND_MONTH: readonly Grain[] = [GRAINS.day, GRAINS.month];
+
+/**
+ * Days of hour cells kept before the fold mark's day: hourly series reach back at most 31 days.
+ * Older hours are in day and month cells only; a read that needs one of them (the ragged edge of
+ * a longer window) counts it from the records of that day (docs/decisions/2026-11-27-rollup-cells.md).
+ */
+export const HOUR_CELL_DAYS = 32;
+/** The first hour that has hour cells, for a fold mark: whole days, HOUR_CELL_DAYS before its day. */
+export const hoursFrom = (foldedUntil: number): number => Math.floor(foldedUntil / DAY) * DAY - HOUR_CELL_DAYS * DAY;
 /** Counts by outcome, indexed as OUTCOMES. */
 export type Counts = [number, number, number, number, number];
 
@@ -85,17 +130,15 @@ export type Counts = [number, number, number, number, number];
  * never Object.prototype or one of its methods (issue 15). Maps parsed from stored JSON hold such a
  * key as an own property (JSON.parse defines, never sets), and lose their prototype too.
  */
-const valueMap = <T>(): Record<string, T> => {
-  const map = Object.create(null) as Record<string, T>;
-  sizes.set(map, 0);
-  return map;
-};
+export const valueMap = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
 
 /**
  * Entries of the value maps, kept beside them: whether a map became empty is asked after every
  * removal, and counting keys (for-in) costs O(keys) in JavaScriptCore (1.9 µs at 100 values,
  * 30 µs at 1,000; the app and failed-command maps have hundreds), ~16% of an ingestion's CPU.
- * A map met without a size (parsed from storage) is counted once.
+ * A map is counted at its first removal, and kept count of from then on: most maps (a batch's
+ * deltas, cells read to merge into) never lose an entry, and registering every new one cost 12%
+ * of a bulk load.
  */
 const sizes = new WeakMap<object, number>();
 function sizeOf(map: object): number {
@@ -122,10 +165,6 @@ function remove(map: Record<string, unknown>, key: string): boolean {
   if (n === undefined) return sizeOf(map) === 0;
   sizes.set(map, n - 1);
   return n - 1 === 0;
-}
-function noPrototype<T extends object>(o: T): T {
-  if (o !== null && typeof o === "object") Object.setPrototypeOf(o, null);
-  return o;
 }
 
 export interface RollupData {
@@ -296,16 +335,16 @@ function moveRecord(d: RollupData, allApps: boolean, from: Counted, to: Counted,
   }
 }
 
-/** Counts `sign` installs of `r` into its hour cell of every app slice it belongs to. */
-export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount): void {
+/** Counts `sign` installs of `r` into its hour cell of every slice it belongs to. */
+export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount, slices: Slices = slicesOf): void {
   const values = dimensionValues(c.r, c.outcome, c.errorSig);
   const hour = bucketStart(c.r.createdAt, GRAINS.hour);
   if (c.from) {
     const fromValues = dimensionValues(c.from.r, c.from.outcome, c.from.errorSig);
-    for (const slice of slicesOf(c.r)) moveRecord(cellOf(slice, hour), isAllApps(slice), c.from, c, fromValues, values);
+    for (const slice of slices(c.r)) moveRecord(cellOf(slice, hour), isAllApps(slice), c.from, c, fromValues, values);
     return;
   }
-  for (const slice of slicesOf(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
+  for (const slice of slices(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
 }
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */
@@ -382,9 +421,12 @@ const durationKey = (r: RollupRecord, outcome: Outcome): number | null => (r.dur
  * transaction: each row is read and written once per batch, whatever the number of records.
  *
  * Hours before `foldedUntil` are folded: their records count in stored hour, day and month cells
- * (`cells`). Later hours are open: their hour cells are not stored but kept in memory by the
- * store, derived from the raw records (`open`); the fold job stores each closed hour's cells and
- * adds them to the day and month cells (docs/decisions/2026-11-21-open-hours-in-memory.md).
+ * (`cells`); hour cells only from hoursFrom(foldedUntil) on. Later hours are open: their hour
+ * cells are not stored but kept in memory by the store, derived from the raw records (`open`);
+ * the fold job stores each closed hour's cells and adds them to the day and month cells
+ * (docs/decisions/2026-11-21-open-hours-in-memory.md). `slices` says which slices a record counts
+ * in: the engines count in the slices they store (storedSlicesOf), a recount to compare with what
+ * they answer (verify) in every slice (slicesOf).
  */
 export class RollupDeltas {
   readonly cells: CellMap = new Map();
@@ -393,8 +435,21 @@ export class RollupDeltas {
    * cells after COMMIT (building cells per batch and merging them cost twice as much).
    */
   readonly open: OpenCount[] = [];
+  /** Hours before this have no hour cells. */
+  readonly hoursFrom: number;
 
-  constructor(readonly foldedUntil: number) {}
+  /**
+   * `target`, when given, is where folded counts go instead of `cells`: the cell as stored, counted
+   * into in place (an engine that keeps its stored cells parsed, and drops them all when a
+   * transaction fails, saves building and merging a delta cell per cell a batch touches).
+   */
+  constructor(
+    readonly foldedUntil: number,
+    readonly slices: Slices = slicesOf,
+    private readonly target: ((key: RollupKey) => RollupData) | null = null,
+  ) {
+    this.hoursFrom = hoursFrom(foldedUntil);
+  }
 
   private static cell(map: CellMap, grain: Grain, bucket: number, app: string): RollupData {
     const id = `${grain}|${bucket}|${app}`;
@@ -403,17 +458,28 @@ export class RollupDeltas {
     return cell.data;
   }
 
+  /** The cell folded counts of `key` go to. */
+  private folded(grain: Grain, bucket: number, app: string): RollupData {
+    return this.target ? this.target({ grain, app, bucket }) : RollupDeltas.cell(this.cells, grain, bucket, app);
+  }
+
+  /** The stored grains a folded hour counts in. */
+  private grainsOf(hour: number): readonly Grain[] {
+    return hour >= this.hoursFrom ? ALL_GRAINS : DAY_AND_MONTH;
+  }
+
   /** Counts `sign` installs of `r` as `outcome` in every cell it belongs to. */
   add(r: RollupRecord, outcome: Outcome, sign: 1 | -1, errorSig: string | null): void {
-    if (bucketStart(r.createdAt, GRAINS.hour) >= this.foldedUntil) {
+    const hour = bucketStart(r.createdAt, GRAINS.hour);
+    if (hour >= this.foldedUntil) {
       this.open.push({ r, outcome, sign, errorSig });
       return;
     }
     const values = dimensionValues(r, outcome, errorSig);
-    const slices = slicesOf(r);
-    for (const grain of ALL_GRAINS) {
+    const slices = this.slices(r);
+    for (const grain of this.grainsOf(hour)) {
       const bucket = bucketStart(r.createdAt, grain);
-      for (const slice of slices) addRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), r, outcome, sign, isAllApps(slice), errorSig, values);
+      for (const slice of slices) addRecord(this.folded(grain, bucket, slice), r, outcome, sign, isAllApps(slice), errorSig, values);
     }
   }
 
@@ -440,57 +506,51 @@ export class RollupDeltas {
     const to: Counted = { r: after, outcome: after.outcome, errorSig: sigAfter };
     const fromValues = dimensionValues(before, before.outcome, sigBefore);
     const toValues = dimensionValues(after, after.outcome, sigAfter);
-    const slices = slicesOf(after);
-    for (const grain of ALL_GRAINS) {
+    const slices = this.slices(after);
+    for (const grain of this.grainsOf(hour)) {
       const bucket = bucketStart(after.createdAt, grain);
-      for (const slice of slices) moveRecord(RollupDeltas.cell(this.cells, grain, bucket, slice), isAllApps(slice), from, to, fromValues, toValues);
+      for (const slice of slices) moveRecord(this.folded(grain, bucket, slice), isAllApps(slice), from, to, fromValues, toValues);
     }
   }
 
   /** The open hours' counts as hour cells (the fold job and verify; the store counts them directly). */
   openCells(): CellMap {
     const cells: CellMap = new Map();
-    for (const c of this.open) countHour((app, hour) => RollupDeltas.cell(cells, GRAINS.hour, hour, app), c);
+    for (const c of this.open) countHour((app, hour) => RollupDeltas.cell(cells, GRAINS.hour, hour, app), c, this.slices);
     return cells;
   }
 
   /** Stores a whole open hour cell and adds it to the day and month cells that contain it (folding). */
   foldHour(app: string, hour: number, data: RollupData): void {
-    for (const grain of ALL_GRAINS) mergeInto(RollupDeltas.cell(this.cells, grain, bucketStart(hour, grain), app), data);
+    for (const grain of this.grainsOf(hour)) mergeInto(this.folded(grain, bucketStart(hour, grain), app), data);
   }
 }
 
-/** How a cell is stored: three JSON columns, so readers parse only the part they need. */
-export interface RollupColumns {
-  data: string;
-  apps: string;
-  errors: string;
-}
-export type RollupPart = keyof RollupColumns;
-
-export function toColumns(d: RollupData): RollupColumns {
-  const { nsapp, ...rest } = d.dims;
-  return { data: JSON.stringify({ dims: rest, dur: d.dur }), apps: JSON.stringify(nsapp ?? {}), errors: JSON.stringify(d.err) };
-}
-
-export function fromColumns(c: Partial<RollupColumns>): RollupData {
-  const d = emptyData();
-  for (const part of ["data", "apps", "errors"] as const) {
-    const text = c[part];
-    if (text) addColumn(d, part, text);
+/** Cells of stored slices with the cells of every repo they add up to (everyRepoSlice), for reads that list every slice. */
+export function withEveryRepo<C extends { slice: string; bucket: number; data: RollupData }>(cells: readonly C[], make: (slice: string, bucket: number, data: RollupData) => C): C[] {
+  const sums = new Map<string, C>();
+  for (const c of cells) {
+    const slice = everyRepoSlice(c.slice);
+    const id = `${c.bucket}|${slice}`;
+    const sum = sums.get(id);
+    if (sum) mergeInto(sum.data, c.data);
+    else sums.set(id, make(slice, c.bucket, mergeInto(emptyData(), c.data)));
   }
-  return d;
+  return [...cells, ...sums.values()];
 }
 
-/** Parses one stored column into `d` (a cell read part by part). */
-export function addColumn(d: RollupData, part: RollupPart, text: string): void {
-  if (part === "data") {
-    const { dims, dur } = JSON.parse(text) as Pick<RollupData, "dims" | "dur">;
-    for (const dim in dims) noPrototype(dims[dim as Dimension]!);
-    for (const outcome in dur) noPrototype(dur[outcome as Outcome]!);
-    d.dims = d.dims.nsapp ? { ...dims, nsapp: d.dims.nsapp } : dims;
-    d.dur = dur;
-  } else if (part === "apps") {
-    if (text !== "{}") d.dims.nsapp = noPrototype(JSON.parse(text) as Record<string, Counts>);
-  } else d.err = noPrototype(JSON.parse(text) as Record<string, number>);
+/**
+ * The parts a cell is stored in, so readers decode only what they need (rollup-codec.ts): every
+ * dimension but nsapp, and the durations ("data"); the per-app counts of a cell of every app
+ * ("apps"); the error signatures ("errors").
+ */
+export type RollupPart = "data" | "apps" | "errors";
+
+/** What a slice key selects: a kind, a repo class (null: every repo), an app (null: every app; "" for executions without one). */
+export function parseSlice(slice: string): { kind: Kind; repo: string | null; nsapp: string | null } {
+  const first = slice.indexOf("|");
+  const second = slice.indexOf("|", first + 1);
+  const repo = slice.slice(first + 1, second);
+  const app = slice.slice(second + 1);
+  return { kind: slice.slice(0, first) as Kind, repo: repo === "*" ? null : repo.slice(1), nsapp: app === ALL_APPS ? null : app.slice(1) };
 }

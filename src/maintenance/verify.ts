@@ -1,6 +1,8 @@
-// `installstats verify`: the rollups must equal a full recount of the records, cell by cell.
+// `installstats verify`: the rollups must equal a full recount of the records, cell by cell. The
+// cells compared are those the engines store (domain/rollup.ts storedSlicesOf); a slice of every
+// repo is their sum, made when read, so it is right when they are.
 import type { RollupCell, StoreReads } from "../store/contract.ts";
-import { GRAINS, RollupDeltas, bucketStart, mergeInto, type RollupData, type RollupKey } from "../domain/rollup.ts";
+import { GRAINS, RollupDeltas, bucketStart, mergeInto, repoClasses, storedSlicesOf, type RollupData, type RollupKey } from "../domain/rollup.ts";
 import { failureSignature } from "../domain/error-signature.ts";
 import { DAY } from "../domain/time.ts";
 
@@ -40,6 +42,9 @@ function same(a: unknown, b: unknown): boolean {
 }
 
 const MAX_REPORTED = 20;
+
+/** A cell the engines store, not one made when read. */
+const isStored = (c: RollupCell): boolean => repoClasses(c.slice).length === 1;
 
 /** Recounts day by day (memory stays bounded by one day of cells) and compares every cell. */
 export async function verifyRollups(store: StoreReads, onDay?: (day: number, last: number) => void): Promise<RollupCheck> {
@@ -83,7 +88,7 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
     const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
     await readable(`rollup cells (grain ${grain}) outside the records' days`, async () => {
-      for (const stray of [...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)), ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER))]) {
+      for (const stray of [...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)), ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER))].filter(isStored)) {
         mismatch({ grain, app: stray.slice, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
       }
     });
@@ -96,7 +101,7 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   const damagedMonths = new Set<number>();
   const checkMonth = async (month: number) => {
     let cells: RollupCell[] = [];
-    const readOk = await readable(`month ${new Date(month).toISOString().slice(0, 7)}`, async () => void (cells = await store.rollupCells(GRAINS.month, month, month + 1)));
+    const readOk = await readable(`month ${new Date(month).toISOString().slice(0, 7)}`, async () => void (cells = (await store.rollupCells(GRAINS.month, month, month + 1)).filter(isStored)));
     if (!readOk || damagedMonths.has(month)) {
       // Not compared: its cells could not be read, or a day of it could not be recounted.
       monthExpected.clear();
@@ -130,7 +135,7 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   return check;
 
   async function checkDay(day: number): Promise<void> {
-    const expected = new RollupDeltas(foldedUntil);
+    const expected = new RollupDeltas(foldedUntil, storedSlicesOf);
     for await (const r of store.iterateExecutions({ from: day, to: day + DAY })) {
       check.records++;
       const sig = failureSignature(r.outcome, r.error);
@@ -140,9 +145,9 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
         if (!apps || apps.has("\u0000missing") || (r.nsapp !== null && !apps.has(r.nsapp))) check.signatureGaps++;
       }
     }
-    const stored = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
+    const have = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
     for (const grain of [GRAINS.hour, GRAINS.day]) {
-      for (const c of await store.rollupCells(grain, day, day + DAY)) stored.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
+      for (const c of (await store.rollupCells(grain, day, day + DAY)).filter(isStored)) have.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
     }
     // Open hours' cells (in hour grain only) are compared like stored ones.
     for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {
@@ -153,13 +158,13 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
         continue;
       }
       check.cells++;
-      const have = stored.get(id);
-      stored.delete(id);
-      if (have === undefined || !same(have.data, data)) {
-        mismatch({ grain: key.grain, app: key.app, bucket: new Date(key.bucket).toISOString(), expected: data, stored: have?.data ?? null });
+      const found = have.get(id);
+      have.delete(id);
+      if (found === undefined || !same(found.data, data)) {
+        mismatch({ grain: key.grain, app: key.app, bucket: new Date(key.bucket).toISOString(), expected: data, stored: found?.data ?? null });
       }
     }
-    for (const extra of stored.values()) {
+    for (const extra of have.values()) {
       mismatch({ grain: extra.grain, app: extra.app, bucket: new Date(extra.bucket).toISOString(), expected: null, stored: extra.data });
     }
   }

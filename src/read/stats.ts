@@ -4,7 +4,7 @@ import {
   SCANNED, breakdown, complementOf, decompose, errorCounts, finishedByValue, foldRecords, intervalStart, keptOf, plan, summarize, timeseries,
   type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
 } from "./aggregate.ts";
-import { GRAINS, type RollupPart } from "../domain/rollup.ts";
+import { GRAINS, type Dimension, type RollupPart } from "../domain/rollup.ts";
 import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
 
 type Source = "rollup" | "scan";
@@ -13,6 +13,30 @@ interface Read {
   source: Source;
   plan: Extract<Plan, { source: "rollup" }>;
   cells: Cell[];
+}
+
+/**
+ * The dimensions an aggregate reads of a cell of plan `p` (aggregate.ts): the store may leave the
+ * rest out. Undefined: every dimension.
+ */
+function dimsOf(use: Use, p: Extract<Plan, { source: "rollup" }>): Dimension[] | undefined {
+  // A cell's total is its type dimension's sum, or the filtered dimension's value.
+  const total: Dimension[] = p.only ? [p.only.dim] : ["type"];
+  switch (use.kind) {
+    case "summary":
+      return p.only ? total : [...total, "attempt"];
+    case "breakdown":
+      // By app within an app's slice, each cell counts whole: its total.
+      return [...total, use.by];
+    case "timeseries":
+    case "drivers":
+      // The drivers' dimensions come as `more` (they depend on the filter).
+      return total;
+    case "errors":
+      return [];
+    case "every":
+      return undefined;
+  }
 }
 
 /**
@@ -27,9 +51,14 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
    * ones it keeps, as the rollups count them; none at all: rollups alone; none kept: no cells);
    * else by folding the window's records.
    */
-  async function read(f: ExecutionFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number, bucketing: string): Promise<Read> {
-    const rollupCells = async (p: Extract<Plan, { source: "rollup" }>, wanted: RollupPart[]) =>
-      (await Promise.all((await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts: wanted }))))).flat();
+  async function read(
+    f: ExecutionFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number, bucketing: string, more: readonly Dimension[] = [],
+  ): Promise<Read> {
+    const rollupCells = async (p: Extract<Plan, { source: "rollup" }>, wanted: RollupPart[], also: readonly Dimension[] = []) => {
+      const needed = dimsOf(use, p);
+      const dims = needed === undefined ? undefined : [...needed, ...more, ...also];
+      return (await Promise.all((await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts: wanted, ...(dims ? { dims } : {}) }))))).flat();
+    };
     const folded = (filter: ExecutionFilter, sign: 1 | -1) => {
       const key = `${bucketing} ${w.from} ${w.to} ${sign} ${JSON.stringify(filter)}`;
       let cells = scans?.get(key);
@@ -44,8 +73,8 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
     const split = complementOf(f, use);
     if (split !== null) {
       const basePlan = plan(split.base, use) as Extract<Plan, { source: "rollup" }>;
-      // The counts that pick the smaller side are in the data part.
-      const cells = await rollupCells(basePlan, parts.includes("data") ? parts : [...parts, "data"]);
+      // The counts that pick the smaller side are in the data part: the filtered dimension's and the totals.
+      const cells = await rollupCells(basePlan, parts.includes("data") ? parts : [...parts, "data"], [split.only.dim, "type"]);
       const { kept, total } = keptOf(cells, split.only);
       if (kept === total) return { source: "rollup", plan: basePlan, cells };
       if (kept === 0) return { source: "rollup", plan: SCANNED, cells: [] };
@@ -60,9 +89,41 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
 
   /** Failed installs per signature id in the window, most frequent first, and their sum. */
   async function signatureCounts(f: ExecutionFilter, w: Window) {
-    const r = await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day");
+    return countsOf(await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day"));
+  }
+  function countsOf(r: Read) {
     const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
     return { source: r.source, counts, totalFailed: counts.reduce((s, [, n]) => s + n, 0) };
+  }
+
+  /** The `limit` most frequent failure signatures of cells read, with what is known of each; with `issues`, its issue if linked. */
+  async function signaturesOf(r: Read, limit: number, issues: boolean) {
+    const { source, counts, totalFailed } = countsOf(r);
+    const top = counts.slice(0, limit);
+    const ids = top.map(([id]) => id);
+    const [signatures, links] = await Promise.all([store.signatures(ids), issues ? store.issueLinks(ids) : []]);
+    const known = new Map(signatures.map((s) => [s.id, s]));
+    const linked = new Map(links.map((l) => [l.signature, l]));
+    return {
+      source,
+      total_failed: totalFailed,
+      total_signatures: counts.length,
+      signatures: top.map(([id, count]) => {
+        const s = known.get(id);
+        const l = linked.get(id);
+        return {
+          id,
+          signature: s?.signature ?? null,
+          count,
+          share: totalFailed === 0 ? 0 : Math.round((count / totalFailed) * 10_000) / 10_000,
+          apps: s?.apps ?? [],
+          first_seen: s ? new Date(s.firstSeen).toISOString() : null,
+          last_seen: s ? new Date(s.lastSeen).toISOString() : null,
+          example: s?.example ?? null,
+          issue: l ? { tracker: l.tracker, repo: l.repo, number: l.number, url: l.url } : null,
+        };
+      }),
+    };
   }
 
   return {
@@ -102,39 +163,35 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
 
     /** Dimension values over-represented among the window's failures (domain/drivers.ts). */
     async drivers(f: ExecutionFilter, w: Window, minRuns: number) {
-      const r = await read(f, w, { kind: "drivers" }, ["data"], spansOf(w), byDay, "day");
-      const { total, values } = finishedByValue(r.cells, driverDimensions(f.nsapp !== undefined));
+      const dims = driverDimensions(f.nsapp !== undefined);
+      const r = await read(f, w, { kind: "drivers" }, ["data"], spansOf(w), byDay, "day", dims);
+      const { total, values } = finishedByValue(r.cells, dims);
       return { source: r.source, ...rankDrivers(total, values, minRuns) };
     },
 
     /** Failed installs by error signature, with what is known of each signature and its issue, if linked. */
     async errors(f: ExecutionFilter, w: Window, limit: number) {
-      const { source, counts, totalFailed } = await signatureCounts(f, w);
-      const top = counts.slice(0, limit);
-      const ids = top.map(([id]) => id);
-      const [signatures, links] = await Promise.all([store.signatures(ids), store.issueLinks(ids)]);
-      const known = new Map(signatures.map((s) => [s.id, s]));
-      const issues = new Map(links.map((l) => [l.signature, l]));
-      return {
-        source,
-        total_failed: totalFailed,
-        total_signatures: counts.length,
-        signatures: top.map(([id, count]) => {
-          const s = known.get(id);
-          return {
-            id,
-            signature: s?.signature ?? null,
-            count,
-            share: totalFailed === 0 ? 0 : Math.round((count / totalFailed) * 10_000) / 10_000,
-            apps: s?.apps ?? [],
-            first_seen: s ? new Date(s.firstSeen).toISOString() : null,
-            last_seen: s ? new Date(s.lastSeen).toISOString() : null,
-            example: s?.example ?? null,
-            issue: issues.has(id) ? { tracker: issues.get(id)!.tracker, repo: issues.get(id)!.repo, number: issues.get(id)!.number, url: issues.get(id)!.url } : null,
-          };
-        }),
-      };
+      return signaturesOf(await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day"), limit, true);
+    },
+
+    /**
+     * Breakdowns by several dimensions and the error signatures (without issues) of one filter and
+     * window, from one read of its cells where rollups can answer (an app page's failures: a read
+     * each cost three times as many queries).
+     */
+    async cuts(f: ExecutionFilter, w: Window, bys: readonly Dimension[], o: Omit<BreakdownOptions, "by">, signatures: number) {
+      const use: Use = { kind: "breakdown", by: bys[0]! };
+      const p = plan(f, use);
+      if (p.source !== "rollup" || p.only !== null) {
+        // A dimension filter selects counts of its own dimension only: each question on its own.
+        const [groups, errors] = await Promise.all([
+          Promise.all(bys.map((by) => this.breakdown(f, w, { ...o, by }))),
+          read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day").then((r) => signaturesOf(r, signatures, false)),
+        ]);
+        return { breakdowns: groups.map((g) => ({ groups: g.groups, total_groups: g.total_groups })), errors };
+      }
+      const r = await read(f, w, use, ["data", "errors"], spansOf(w), byDay, "day", bys);
+      return { breakdowns: bys.map((by) => breakdown(r.cells, r.plan, { ...o, by })), errors: await signaturesOf(r, signatures, false) };
     },
   };
 }
-

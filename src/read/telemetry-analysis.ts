@@ -5,14 +5,13 @@
 import { Elysia, t } from "elysia";
 import { categoryOfExitCode } from "../domain/error-category.ts";
 import { explainExitCode } from "../domain/exit-codes.ts";
-import type { Dimension } from "../domain/rollup.ts";
 import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../store/contract.ts";
 import type { Window } from "./aggregate.ts";
 import { allTime, docParam } from "./query.ts";
 import { createStats } from "./stats.ts";
 import {
-  PLATFORM_PARAM, REPO_PARAM, SLUG_PARAM, TelemetryRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, platformOf, repoFilters, statusFilter, toTelemetryRecord,
-  topOf, typesOf, windowOf, type Summed,
+  ALL_GROUPS, PLATFORM_PARAM, REPO_PARAM, SLUG_PARAM, TelemetryRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, nonEmpty, platformOf, repoFilters,
+  statusFilter, toTelemetryRecord, topOf, typesOf, windowOf, type Summed,
 } from "./telemetry-compat.ts";
 
 /** The original's repo rule as one listing's filter: ProxmoxVE takes reports naming no repo; absent or "all" every repo. */
@@ -79,10 +78,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
   /** Per request: its aggregates share what a scan folds (a platform rollups cannot select with another dimension). */
   const perRequest = () => {
     const stats = createStats(deps.store, new Map());
-    const top = topOf(stats);
-    /** One app's values of `by` (its own rollup slice: cheap), summed over the repo filters. */
-    const ofApp = (filters: readonly ExecutionFilter[], w: Window, app: string, by: Dimension, extra: ExecutionFilter = {}) => top(filters, w, by, 1_000_000, { ...extra, nsapp: app });
-    return { stats, top, ofApp };
+    return { stats, top: topOf(stats) };
   };
 
   return new Elysia({ name: "telemetry-analysis" })
@@ -174,7 +170,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const w = windowOf(goDays(query.days, 7, (n) => Math.min(365, Math.max(1, n))), now);
         const slug = label("slug", query.slug);
         const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
-        const { stats, top, ofApp } = perRequest();
+        const { stats, top } = perRequest();
         const failed: ExecutionFilter = { outcome: "failed" };
         const [summaries, today, codes, categories, apps, series, recent] = await Promise.all([
           Promise.all(filters.map((f) => stats.summary(f, w))),
@@ -192,15 +188,12 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           .filter((a) => a.failed + a.aborted > 0)
           .sort((a, b) => b.failed - a.failed || b.aborted - a.aborted || a.value.localeCompare(b.value))
           .slice(0, APP_ERRORS);
+        // Each app's exit codes, categories and first signature: one read of its failures per repo filter.
         const details = await Promise.all(
           failing.map(async (a) => {
-            const [exitCodes, appCategories, signatures] = await Promise.all([
-              ofApp(filters, w, a.value, "exit_code", failed),
-              ofApp(filters, w, a.value, "error_category", failed),
-              Promise.all(filters.map((f) => stats.errors({ ...f, nsapp: a.value }, w, 1))),
-            ]);
-            const signature = signatures.flatMap((s) => s.signatures).sort((x, y) => y.count - x.count)[0];
-            return { exitCodes, categories: appCategories, signature: signature?.signature ?? "" };
+            const cuts = await Promise.all(filters.map((f) => stats.cuts({ ...f, ...failed, nsapp: a.value }, w, ["exit_code", "error_category"], ALL_GROUPS, 1)));
+            const signature = cuts.flatMap((c) => c.errors.signatures).sort((x, y) => y.count - x.count)[0];
+            return { exitCodes: nonEmpty(cuts.map((c) => c.breakdowns[0]!.groups)), categories: nonEmpty(cuts.map((c) => c.breakdowns[1]!.groups)), signature: signature?.signature ?? "" };
           }),
         );
         const types = await typesOf(deps.store, failing.map((a) => a.value));

@@ -10,7 +10,7 @@ import type { HeldReport } from "../domain/lifecycle.ts";
 import type { Outcome } from "../domain/outcome.ts";
 import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
 import type { RelayPolicy } from "../domain/relay.ts";
-import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
+import type { Dimension, Grain, RollupData, RollupPart } from "../domain/rollup.ts";
 
 /** What arrived with a report: where, its raw bytes (kept in the log when they needed repair, unless the report was a duplicate), when. */
 interface Received {
@@ -323,6 +323,11 @@ export interface RollupSelection {
   from: number;
   to: number;
   parts: readonly RollupPart[];
+  /**
+   * The dimensions of the data part the reader needs; absent: all. An engine may leave the others
+   * out (it need not decode every value of a cell for a total).
+   */
+  dims?: readonly Dimension[];
 }
 
 export interface RollupCell {
@@ -358,7 +363,10 @@ export interface StoreReads {
   errorTextCounts(): Promise<{ error: string; count: number }[]>;
   /** Changes whenever anything is committed: a cheap key for caching answers. */
   changeMarker(): Promise<string>;
-  /** Rollup cells of one grain and slice with bucket in [from, to), oldest first; open hours included. */
+  /**
+   * Rollup cells of one grain and slice with bucket in [from, to), oldest first, one per bucket;
+   * open hours included, and hours older than the hour cells counted from their records.
+   */
   readRollups(selection: RollupSelection): Promise<{ bucket: number; data: RollupData }[]>;
   /** Every rollup cell of one grain with bucket in [from, to), all app slices; open hours included. */
   rollupCells(grain: Grain, from: number, to: number): Promise<RollupCell[]>;

@@ -15,7 +15,7 @@ import { errorSignature, failureSignatureId } from "../../src/domain/error-signa
 import { kindOfType, type Descriptive, type Execution, type Report } from "../../src/domain/execution.ts";
 import { OUTCOMES, deriveOutcome, type Outcome } from "../../src/domain/outcome.ts";
 import type { RejectReason, Rejection } from "../../src/domain/rejection.ts";
-import { ALL_APPS, GRAINS, appSlice, bucketStart, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
+import { ALL_APPS, GRAINS, appSlice, bucketStart, countHour, emptyData, hoursFrom, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { pruneOlderThan } from "../../src/maintenance/prune.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
@@ -1242,6 +1242,109 @@ export function storeContract(factory: EngineFactory): void {
         await one(store, { kind: "fold", until: H + HOUR, at: H + HOUR });
         expect((await store.signatures([apt]))[0]).toEqual(known[0]!);
         await expectVerified(store, 5);
+      });
+    });
+
+    // -------------------------------------------------------------- hour cells of older hours
+
+    describe("rollup cells: hour cells for the last days only, older hours from the records", () => {
+      /** Hour cells of `slice` as a recount of `records` makes them (every hour that has a record). */
+      function recountHours(records: readonly Execution[], slice: string, from: number, to: number): { bucket: number; data: RollupData }[] {
+        const cells = new Map<number, RollupData>();
+        for (const r of records) {
+          if (r.createdAt < from || r.createdAt >= to) continue;
+          const c = { r, outcome: r.outcome, sign: 1 as const, errorSig: failureSignatureId(r.outcome, r.error) };
+          countHour((s, hour) => (s === slice ? (cells.get(hour) ?? (cells.set(hour, emptyData()), cells.get(hour)!)) : emptyData()), c);
+        }
+        return [...cells].sort((a, b) => a[0] - b[0]).map(([bucket, data]) => ({ bucket, data }));
+      }
+      /** Executions at hours `daysBack` days before `mark`: apps, repos, kinds and outcomes mixed. */
+      function executionsAt(mark: number, daysBack: number, tag: string): Execution[] {
+        const hour = floorHour(mark - daysBack * DAY) + 5 * HOUR;
+        return [
+          record(`${tag}-1`, { createdAt: hour + MIN, nsapp: "a", updatedAt: hour + 9 * MIN, durationMs: 8 * MIN }),
+          record(`${tag}-2`, { createdAt: hour + 2 * MIN, nsapp: "b", repoSource: "ProxmoxVE", status: "failed", error: "exit code 100: apt-get install failed", updatedAt: hour + 5 * MIN }),
+          record(`${tag}-3`, { createdAt: hour + 3 * MIN, nsapp: "a", repoSource: "tteck/fork", pveVersion: "9.0.10", status: "installing" }),
+          record(`${tag}-4`, { createdAt: hour + HOUR + MIN, nsapp: "post-pve-install", type: "pve", status: "done" }),
+          record(`${tag}-5`, { createdAt: hour + 7 * HOUR, nsapp: "b", osVersion: "13", status: "done" }),
+        ];
+      }
+      const SLICES = [ALL, appOf("a"), appOf("b"), sliceKey("install", "ProxmoxVE", ALL_APPS), sliceKey("install", "external", appSlice("a")), sliceKey("tool", null, ALL_APPS)];
+
+      test("hour cells reach back HOUR_CELL_DAYS before the fold mark; older hours are counted from the records, equal to a recount", async () => {
+        const store = await freshStore();
+        const mark = await store.foldedUntil();
+        const records = [...executionsAt(mark, 3, "new"), ...executionsAt(mark, 40, "old"), ...executionsAt(mark, 75, "older")];
+        await store.write(records.map((r) => loadOp(r)));
+        // Stored hour cells: the recent ones only. Day and month cells for every record.
+        const first = hoursFrom(mark);
+        const storedHours = await store.rollupCells(GRAINS.hour, EVERYTHING.from, EVERYTHING.to);
+        expect(storedHours.length).toBeGreaterThan(0);
+        expect(storedHours.every((c) => c.bucket >= first)).toBe(true);
+        expect(new Set((await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).map((c) => c.bucket)).size).toBe(3);
+        // Every slice's hour cells over all time, over an old day alone, and over one old hour.
+        const oldHour = floorHour(mark - 40 * DAY) + 5 * HOUR;
+        for (const [from, to] of [[EVERYTHING.from, EVERYTHING.to], [bucketStart(oldHour, GRAINS.day), bucketStart(oldHour, GRAINS.day) + DAY], [oldHour, oldHour + HOUR], [oldHour + HOUR, first + DAY]] as const) {
+          for (const slice of SLICES) {
+            const got = await store.readRollups({ grain: GRAINS.hour, slice, from, to, parts: ALL_PARTS });
+            expect({ slice, from, cells: got }).toEqual({ slice, from, cells: recountHours(records, slice, from, to) });
+          }
+        }
+        // Parts as asked, as for stored cells.
+        for (const parts of [["data"], ["apps"], ["errors"]] as RollupPart[][]) {
+          const got = await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: oldHour, to: oldHour + HOUR, parts });
+          expect(got).toEqual(recountHours(records, ALL, oldHour, oldHour + HOUR).map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })));
+        }
+        await expectVerified(store, records.length);
+      });
+
+      test("older hours follow writes to their day: a late final report, a new record, a deletion", async () => {
+        const store = await freshStore();
+        const mark = await store.foldedUntil();
+        const records = executionsAt(mark, 50, "x");
+        await store.write(records.map((r) => loadOp(r)));
+        const day = bucketStart(records[0]!.createdAt, GRAINS.day);
+        const read = () => store.readRollups({ grain: GRAINS.hour, slice: ALL, from: day, to: day + DAY, parts: ALL_PARTS });
+        expect(await read()).toEqual(recountHours(records, ALL, day, day + DAY)); // counted, and kept
+        // The install still in progress ends (its report arrives 50 days late).
+        await one(store, updateOp("x-3", "failed", "exit code 1", mark - DAY));
+        await one(store, loadOp(record("x-6", { createdAt: records[0]!.createdAt + 30 * MIN, nsapp: "c" })));
+        await one(store, { kind: "delete", randomId: "x-1", at: mark });
+        const now = await allInstalls(store);
+        expect(now.length).toBe(records.length);
+        expect(await read()).toEqual(recountHours(now, ALL, day, day + DAY));
+        await expectVerified(store, records.length);
+      });
+
+      test("older hours read through one store follow what another store wrote to their day", async () => {
+        const db = await database();
+        const a = await db.open();
+        const b = await db.open();
+        const mark = await a.foldedUntil();
+        const records = executionsAt(mark, 45, "y");
+        await a.write(records.map((r) => loadOp(r)));
+        const day = bucketStart(records[0]!.createdAt, GRAINS.day);
+        const read = () => a.readRollups({ grain: GRAINS.hour, slice: appOf("b"), from: day, to: day + DAY, parts: ALL_PARTS });
+        expect(await read()).toEqual(recountHours(records, appOf("b"), day, day + DAY));
+        await b.write([loadOp(record("y-9", { createdAt: records[1]!.createdAt + 5 * MIN, nsapp: "b", status: "failed", error: "exit code 7" }))]);
+        expect(await read()).toEqual(recountHours(await allInstalls(a), appOf("b"), day, day + DAY));
+      });
+
+      test("a fold that moves the mark removes the hour cells that leave the last days, and nothing is lost", async () => {
+        const store = await freshStore();
+        const mark = await store.foldedUntil();
+        const records = executionsAt(mark, 20, "z");
+        await store.write(records.map((r) => loadOp(r)));
+        const day = bucketStart(records[0]!.createdAt, GRAINS.day);
+        expect((await store.rollupCells(GRAINS.hour, day, day + DAY)).length).toBeGreaterThan(0);
+        // Twenty days later the day has left the hour cells; its hours still answer from the records.
+        const later = mark + 20 * DAY;
+        await one(store, { kind: "fold", until: later, at: later });
+        expect(await store.rollupCells(GRAINS.hour, day, day + DAY)).toEqual([]);
+        for (const slice of SLICES) {
+          expect(await store.readRollups({ grain: GRAINS.hour, slice, from: day, to: day + DAY, parts: ALL_PARTS })).toEqual(recountHours(records, slice, day, day + DAY));
+        }
+        await expectVerified(store, records.length);
       });
     });
 

@@ -3,7 +3,7 @@
 // refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
 // replica of it on another port (pg_basebackup -R).
 import { afterAll, beforeAll } from "bun:test";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { freePort } from "./binary.ts";
 import postgres from "postgres";
 import { tmpdir } from "node:os";
@@ -337,4 +337,18 @@ export function postgresForFile(): { database(): Promise<string> } {
   });
   afterAll(() => server?.stop());
   return { database: () => createDatabase(server!, `test_${++n}`) };
+}
+
+/** The PostgreSQL migrations before the one tagged `tag`, as a folder of their own (a database of an earlier schema). */
+export function migrationsBefore(tag: string): string {
+  const MIGRATIONS = new URL("../../drizzle/postgres/", import.meta.url).pathname;
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };
+  const cut = journal.entries.findIndex((e) => e.tag === tag);
+  if (cut < 1) throw new Error(`no migration ${tag} after the first`);
+  const dir = mkdtempSync(join(tmpdir(), "pg-migrations-"));
+  mkdirSync(join(dir, "meta"));
+  const entries = journal.entries.slice(0, cut);
+  writeFileSync(join(dir, "meta/_journal.json"), JSON.stringify({ ...journal, entries }));
+  for (const e of entries) copyFileSync(join(MIGRATIONS, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
+  return dir;
 }

@@ -88,7 +88,7 @@ describe("installstats copy", () => {
     const dir = tempDir("installstats-copy-");
     const original = join(dir, "original.db");
     const back = join(dir, "back.db");
-    expect(run("seed", "--db", original, "--records", "3000").code).toBe(0);
+    expect(run("seed", "--db", original, "--records", "3000", "--profile", "upload").code).toBe(0);
     await addSideData(original, { held: 300, junk: 600, repeats: 2, headsAfter: 500 });
     const source = await sideData(original);
     expect(source.held).toHaveLength(300);
@@ -131,7 +131,7 @@ describe("installstats copy", () => {
   test("a copy killed midway (twice, SIGKILL) is finished by running it again: everything exactly once", async () => {
     const url = await createDatabase(pg, "interrupted");
     const original = join(tempDir("installstats-copy-"), "original.db");
-    expect(run("seed", "--db", original, "--records", "4000").code).toBe(0);
+    expect(run("seed", "--db", original, "--records", "4000", "--profile", "upload").code).toBe(0);
     await addSideData(original, { held: 500, junk: 3000 });
     const source = await sideData(original);
     const watch = postgres(url, { max: 1, onnotice: () => {} });
@@ -176,7 +176,7 @@ describe("installstats copy", () => {
   test("progress: one line rewritten in place on a terminal, nothing when stderr is not one", async () => {
     const url = await createDatabase(pg, "progress");
     const original = join(tempDir("installstats-copy-"), "original.db");
-    expect(run("seed", "--db", original, "--records", "2000").code).toBe(0);
+    expect(run("seed", "--db", original, "--records", "2000", "--profile", "upload").code).toBe(0);
     await addSideData(original, { held: 50, junk: 50 });
     // script(1) gives the copy a terminal and writes what it showed to stdout.
     const r = Bun.spawnSync(["script", "-qec", `'${bin}' copy --from '${original}' --to '${url}'`, "/dev/null"], { stdout: "pipe", stderr: "pipe" });

@@ -1,9 +1,6 @@
 // Executions partitioned by month (drizzle/postgres/0006, docs/decisions/2026-11-26-postgresql-large-tables.md): a database made by the releases before, with data, upgraded at start-up with
 // nothing lost and rollups equal to a recount; partitions made as months come. A throwaway server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
@@ -17,7 +14,7 @@ import { missingMonth, monthOf, partitionName } from "../../src/store/postgres/p
 import { rowOf } from "../../src/store/postgres/rows.ts";
 import { transaction } from "../../src/store/postgres/transaction.ts";
 import { mergeSightings } from "../../src/store/postgres/writes.ts";
-import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { createDatabase, migrationsBefore, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(60_000);
 
@@ -27,21 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => server?.stop());
 
-const MIGRATIONS = new URL("../../drizzle/postgres/", import.meta.url).pathname;
 const types = { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } };
-
-/** The migrations before the partitioned table, as a folder of their own (the journal cut before 0006). */
-function migrationsBefore(tag: string): string {
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };
-  const cut = journal.entries.findIndex((e) => e.tag === tag);
-  expect(cut).toBeGreaterThan(0);
-  const dir = mkdtempSync(join(tmpdir(), "pg-migrations-"));
-  mkdirSync(join(dir, "meta"));
-  const entries = journal.entries.slice(0, cut);
-  writeFileSync(join(dir, "meta/_journal.json"), JSON.stringify({ ...journal, entries }));
-  for (const e of entries) copyFileSync(join(MIGRATIONS, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
-  return dir;
-}
 
 /** Rollups as the releases before 0008 kept them: a counter row per (grain, slice, bucket, dimension, value), durations and errors alike. */
 async function writeCounters(tx: postgres.Sql, cells: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {

@@ -1,52 +1,146 @@
-// Rollup cells of the PostgreSQL engine: one row per (grain, slice, bucket), its counts in the
-// three JSON columns the SQLite engine stores too (domain/rollup.ts toColumns), so a cell is one
-// row to read and to write, not one per dimension value (docs/decisions/2026-11-26-postgresql-rollup-cells.md: counter rows took ~3.6 KB per execution). A batch adds its deltas to the cells it
+// Rollup cells of the PostgreSQL engine: one row per (grain, stored slice, bucket), its counts in
+// the three binary parts the SQLite engine stores too (domain/rollup-codec.ts), so a cell is one
+// row to read and to write, not one per dimension value (docs/decisions/2026-11-26-postgresql-rollup-cells.md:
+// counter rows took ~3.6 KB per execution). A batch adds its deltas to the cells it
 // touches: each cell's row is made if new and locked in key order, merged by the domain's rule
 // (mergeInto), written back, or removed when nothing is counted in it any more. Nodes writing the
 // same cell wait for each other's commit; the key order keeps them from waiting in a cycle.
 import type { Sql } from "postgres";
-import { GRAINS, bucketStart, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type Grain, type RollupColumns, type RollupData, type RollupKey, type RollupPart } from "../../domain/rollup.ts";
+import { GRAINS, bucketStart, emptyData, hoursFrom, isAllApps, isEmpty, mergeInto, type Grain, type RollupData, type RollupKey, type RollupPart } from "../../domain/rollup.ts";
+import { UnknownLabelError, decodePart, encodeCell, labelsOf, type Labels, type StoredParts } from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract.ts";
+import { LabelCache } from "../shared/labels.ts";
 
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;
 
-const EMPTY: RollupColumns = toColumns(emptyData());
+/**
+ * The label dictionary of a server (the primary, or a replica for its reads), as far as this node
+ * has met it: committed labels only. Labels another node made are loaded when a cell names one.
+ */
+export class PgLabels {
+  readonly cache = new LabelCache();
+
+  constructor(private readonly pg: Sql) {}
+
+  /** Every label of the table (ids are not given in commit order across nodes: all, not only the newest); on `via` inside a transaction. */
+  async load(via: Sql = this.pg): Promise<void> {
+    this.cache.learn(await via<{ id: number; label: string }[]>`SELECT id, label FROM rollup_labels`);
+  }
+
+  /** Decodes a stored part into `d`, loading the labels once when it names one not known here. */
+  async decode(d: RollupData, part: RollupPart, stored: unknown, via: Sql = this.pg): Promise<void> {
+    try {
+      decodePart(d, part, stored, this.cache);
+    } catch (e) {
+      if (!(e instanceof UnknownLabelError)) throw e;
+      await this.load(via);
+      decodePart(d, part, stored, this.cache);
+    }
+  }
+
+  /** The labels one batch gives and uses (BatchLabels). */
+  batch(): BatchLabels {
+    return new BatchLabels(this);
+  }
+}
+
+/**
+ * A batch's labels: the committed ones, and those it inserts itself, in its own transaction, known
+ * to the node only once it commits. Nothing is unique by text (schema.ts rollupLabels), so no batch
+ * waits for another's uncommitted label, and none uses a label that another may roll back.
+ */
+export class BatchLabels implements Labels {
+  private readonly ownIds = new Map<string, number>();
+  private readonly ownTexts = new Map<number, string>();
+
+  constructor(readonly shared: PgLabels) {}
+
+  /** Every label in `wanted` has an id this batch may use. */
+  async ensure(tx: Tx, wanted: Iterable<string>): Promise<void> {
+    const missing = [...new Set(wanted)].filter((l) => !this.shared.cache.has(l) && !this.ownIds.has(l)).sort();
+    if (missing.length === 0) return;
+    const found = await tx<{ id: number; label: string }[]>`SELECT min(id) AS id, label FROM rollup_labels WHERE label = ANY(${missing}::text[]) GROUP BY label`;
+    this.shared.cache.learn(found);
+    const rest = missing.filter((l) => !this.shared.cache.has(l));
+    if (rest.length === 0) return;
+    for (const { id, label } of await tx<{ id: number; label: string }[]>`INSERT INTO rollup_labels (label) SELECT unnest(${rest}::text[]) RETURNING id, label`) {
+      this.ownIds.set(label, id);
+      this.ownTexts.set(id, label);
+    }
+  }
+
+  id(label: string): number {
+    const id = this.shared.cache.has(label) ? this.shared.cache.id(label) : this.ownIds.get(label);
+    if (id === undefined) throw new Error(`rollup label ${JSON.stringify(label)} was not made before it was used`);
+    return id;
+  }
+
+  text(id: number): string | undefined {
+    return this.shared.cache.text(id) ?? this.ownTexts.get(id);
+  }
+
+  /** The batch committed: its labels are the node's. */
+  commit(): void {
+    this.shared.cache.learn([...this.ownIds].map(([label, id]) => ({ id, label })));
+  }
+}
+
+const PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
+type Parts = Record<RollupPart, Buffer | null>;
+type Row = { grain: number; slice: string; bucket: number } & Parts;
 
 const keyText = (k: RollupKey): string => `${k.grain}|${k.bucket}|${k.app}`;
 const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
   a.key.grain - b.key.grain || (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) || a.key.bucket - b.key.bucket;
 
-type Row = { grain: number; slice: string; bucket: number } & RollupColumns;
+/** A stored cell, whole; read in transaction `tx` (labels made by this batch known to `own`). */
+async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<RollupData> {
+  const d = emptyData();
+  for (const part of PARTS) {
+    try {
+      decodePart(d, part, row[part], labels);
+    } catch (e) {
+      if (!(e instanceof UnknownLabelError)) throw e;
+      await labels.shared.load(tx);
+      decodePart(d, part, row[part], labels);
+    }
+  }
+  return d;
+}
 
 /** Adds cell deltas (negative counts take away) to the stored cells, in one transaction. */
-export async function addRollups(tx: Tx, deltas: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {
+export async function addRollups(tx: Tx, labels: BatchLabels, deltas: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {
   const list = [...deltas].sort(byKey);
   if (list.length === 0) return;
-  const grains = list.map((c) => c.key.grain);
-  const slices = list.map((c) => c.key.app);
-  const buckets = list.map((c) => c.key.bucket);
+  // Labels first, before any cell is locked.
+  const wanted = new Set<string>();
+  for (const { data } of list) labelsOf(data, wanted);
+  await labels.ensure(tx, wanted);
   // Each cell's row as it stands, locked: made empty if new; a no-op update of one that exists.
+  const empty = encodeCell(emptyData(), false, labels).data;
   const stored = await tx<Row[]>`
-    INSERT INTO rollup_cells (grain, slice, bucket, data, apps, errors)
-    SELECT g, s, b, ${EMPTY.data}, ${EMPTY.apps}, ${EMPTY.errors} FROM unnest(${grains}::smallint[], ${slices}::text[], ${buckets}::bigint[]) AS u(g, s, b)
+    INSERT INTO rollup_cells (grain, slice, bucket, data)
+    SELECT g, s, b, ${Buffer.from(empty)}::bytea FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.key.app)}::text[], ${list.map((c) => c.key.bucket)}::bigint[]) AS u(g, s, b)
     ORDER BY g, s, b
     ON CONFLICT (grain, slice, bucket) DO UPDATE SET grain = excluded.grain
     RETURNING grain, slice, bucket, data, apps, errors`;
   const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
-  const put: { key: RollupKey; columns: RollupColumns }[] = [];
+  const put: { key: RollupKey; parts: StoredParts }[] = [];
   const gone: RollupKey[] = [];
   for (const { key, data } of list) {
-    const merged = mergeInto(fromColumns(rows.get(keyText(key))!), data);
+    const merged = mergeInto(await decodeRow(tx, labels, rows.get(keyText(key))!), data);
     if (isEmpty(merged)) gone.push(key);
-    else put.push({ key, columns: toColumns(merged) });
+    else put.push({ key, parts: encodeCell(merged, isAllApps(key.app), labels) });
   }
+  // As hex text: postgres.js sends no arrays of bytea.
+  const hex = (p: Uint8Array | null) => (p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex"));
   if (put.length > 0) {
     await tx`
-      UPDATE rollup_cells AS c SET data = u.data, apps = u.apps, errors = u.errors
+      UPDATE rollup_cells AS c SET data = decode(u.data, 'hex'), apps = decode(u.apps, 'hex'), errors = decode(u.errors, 'hex')
       FROM unnest(${put.map((p) => p.key.grain)}::smallint[], ${put.map((p) => p.key.app)}::text[], ${put.map((p) => p.key.bucket)}::bigint[],
-        ${put.map((p) => p.columns.data)}::text[], ${put.map((p) => p.columns.apps)}::text[], ${put.map((p) => p.columns.errors)}::text[]) AS u(grain, slice, bucket, data, apps, errors)
+        ${put.map((p) => hex(p.parts.data))}::text[], ${put.map((p) => hex(p.parts.apps))}::text[], ${put.map((p) => hex(p.parts.errors))}::text[]) AS u(grain, slice, bucket, data, apps, errors)
       WHERE c.grain = u.grain AND c.slice = u.slice AND c.bucket = u.bucket`;
   }
   if (gone.length > 0) {
@@ -58,9 +152,10 @@ export async function addRollups(tx: Tx, deltas: Iterable<{ key: RollupKey; data
 
 /**
  * Adds the hour cells of [from, until) to the day and month cells that contain them, a day of
- * hours at a time (memory stays one day's cells); the number of hours that had a cell.
+ * hours at a time (memory stays one day's cells); the number of hours that had a cell. Hour cells
+ * before the hours kept for `until` (hoursFrom) go: their days hold them.
  */
-export async function foldHours(tx: Tx, from: number, until: number): Promise<number> {
+export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until: number): Promise<number> {
   let hours = 0;
   for (let day = bucketStart(from, GRAINS.day); day < until; day += DAY) {
     const rows = await tx<Row[]>`
@@ -68,17 +163,19 @@ export async function foldHours(tx: Tx, from: number, until: number): Promise<nu
       WHERE grain = ${GRAINS.hour} AND bucket >= ${Math.max(from, day)} AND bucket < ${Math.min(until, day + DAY)}`;
     const sums = new Map<string, { key: RollupKey; data: RollupData }>();
     for (const row of rows) {
+      const data = await decodeRow(tx, labels, row);
       for (const grain of [GRAINS.day, GRAINS.month] as const) {
         const key = { grain, app: row.slice, bucket: bucketStart(row.bucket, grain) };
         const k = keyText(key);
         const sum = sums.get(k) ?? { key, data: emptyData() };
-        mergeInto(sum.data, fromColumns(row));
+        mergeInto(sum.data, data);
         sums.set(k, sum);
       }
     }
     hours += new Set(rows.map((r) => r.bucket)).size;
-    await addRollups(tx, sums.values());
+    await addRollups(tx, labels, sums.values());
   }
+  await tx`DELETE FROM rollup_cells WHERE grain = ${GRAINS.hour} AND bucket < ${hoursFrom(until)}`;
   return hours;
 }
 
@@ -130,8 +227,15 @@ function assemble(cached: Partial<Record<RollupPart, RollupData>>, parts: readon
 
 const VERSION = "xmin::text || '/' || ctid::text";
 
-/** Cells of one grain with bucket in [from, to), of one slice (or all), with the parts asked for; oldest first. */
-export async function readCells(pg: Sql, cache: CellParts, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
+/** The row versions of the day cells of `slices` on `day` (what a day's counted hours depend on). */
+export async function dayVersions(pg: Sql, slices: readonly string[], day: number): Promise<string> {
+  const rows = await pg<{ slice: string; version: string }[]>`
+    SELECT slice, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[]) ORDER BY slice`;
+  return rows.map((r) => `${r.slice}:${r.version}`).join(",");
+}
+
+/** Stored cells of one grain with bucket in [from, to), of one stored slice (or all), with the parts asked for; oldest first. */
+export async function readCells(pg: Sql, labels: PgLabels, cache: CellParts, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
   const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
   const stored = await pg<{ slice: string; bucket: number; version: string }[]>`
     SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
@@ -141,10 +245,16 @@ export async function readCells(pg: Sql, cache: CellParts, grain: Grain, from: n
     return cached?.version !== c.version || parts.some((p) => cached.parts[p] === undefined);
   });
   if (stale.length > 0 && parts.length > 0) {
-    const rows = await pg<({ slice: string; bucket: number; version: string } & Partial<RollupColumns>)[]>`
+    const rows = await pg<({ slice: string; bucket: number; version: string } & Partial<Parts>)[]>`
       SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, ${pg.unsafe(parts.join(", "))} FROM rollup_cells
       WHERE grain = ${grain} AND (slice, bucket) IN (SELECT * FROM unnest(${stale.map((c) => c.slice)}::text[], ${stale.map((c) => c.bucket)}::bigint[]))`;
-    for (const row of rows) for (const part of parts) cache.put(keyOf(row.slice, row.bucket), row.version, part, fromColumns({ [part]: row[part] }));
+    for (const row of rows) {
+      for (const part of parts) {
+        const d = emptyData();
+        await labels.decode(d, part, row[part]);
+        cache.put(keyOf(row.slice, row.bucket), row.version, part, d);
+      }
+    }
   }
   const cells: RollupCell[] = [];
   for (const c of stored) {

@@ -3,7 +3,7 @@
 import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
-import { ROLLUP_VERSION, RollupDeltas } from "../../domain/rollup.ts";
+import { ROLLUP_VERSION, RollupDeltas, storedSlicesOf } from "../../domain/rollup.ts";
 import { StorageUnavailableError, StorageUnreachableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
@@ -16,7 +16,7 @@ import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { committedCounters } from "./budgets.ts";
 import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
 import { MARKS } from "./intake.ts";
-import { addRollups } from "./cells.ts";
+import { PgLabels, addRollups } from "./cells.ts";
 import { getMark, writeBatch } from "./writes.ts";
 import { relayStatus } from "./relay.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
@@ -104,7 +104,8 @@ function routed(primary: ReplicaReads, replica: { reads: ReplicaReads; usable: (
 }
 
 function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
-  const reads = guarded(createPostgresReads(pg, db), location);
+  const labels = new PgLabels(pg);
+  const reads = guarded(createPostgresReads(pg, db, labels), location);
   const fromReplica = replica ? { reads: guarded(createPostgresReads(replica.sql, replica.db), replica.status().location), usable: replica.usable } : null;
   let limits: StoreLimits = DEFAULT_LIMITS;
   let relay: RelayPolicy | null = null;
@@ -117,7 +118,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     ...guarded(createIssueReads(pg), location),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops, { limits, relay, partitions });
+        return await writeBatch(pg, ops, { limits, relay, partitions, labels });
       } catch (e) {
         throw refusal(e, location);
       }
@@ -129,9 +130,11 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
       const end = span.last + 1;
       for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
-        const deltas = new RollupDeltas(foldedUntil);
+        const deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
         for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-        await transaction(pg, (tx) => addRollups(tx, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        const batch = labels.batch();
+        await transaction(pg, (tx) => addRollups(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        batch.commit();
         onDay?.(day, end);
       }
     },
@@ -170,12 +173,14 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
 }
 
 /**
- * Rollup cells count what ROLLUP_VERSION says; cells of an older version (a rule changed, a
- * migration moved executions) are recounted from the records before this node serves. One node
- * does it: the others wait for the lock and find the mark current. Nodes of the older release must
- * be stopped first (as for any upgrade whose rules changed): they would go on counting the old way.
+ * Rollup cells count what ROLLUP_VERSION says (how they are stored included); cells of an older
+ * version (a rule changed, a migration moved executions or dropped the old cells) are recounted
+ * from the records before this node serves. One node does it: the others wait for the lock and
+ * find the mark current. Nodes of the older release must be stopped first (as for any upgrade
+ * whose rules changed): they would go on counting the old way.
  */
 async function upgradeRollups(pg: Sql, store: Store): Promise<void> {
+  if ((await getMark(pg, MARKS.rollupVersion)) >= ROLLUP_VERSION) return;
   await transaction(pg, async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${jobKey("rollup-upgrade")}::bigint)`;
     if ((await getMark(tx, MARKS.rollupVersion)) >= ROLLUP_VERSION) return;

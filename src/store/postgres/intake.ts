@@ -13,6 +13,7 @@ import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
 import { decodeHeld, encodeHeld, type HeldColumns } from "../shared/budgets.ts";
 import { count, recount } from "../shared/counting.ts";
 import type { BatchBudget } from "./budgets.ts";
+import type { BatchLabels } from "./cells.ts";
 import type { relayBatch } from "./relay.ts";
 import { EXECUTION_COLUMNS, FROM_IDS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
 
@@ -21,6 +22,8 @@ export type Tx = Sql;
 
 export interface BatchEffects {
   deltas: RollupDeltas;
+  /** The rollup labels this batch may use (cells.ts). */
+  labels: BatchLabels;
   sightings: SignatureSightings;
   /** The log entries to place and the counters to add at the end of the batch (budgets.ts). */
   budget: BatchBudget;

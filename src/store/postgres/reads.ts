@@ -6,11 +6,14 @@ import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
-import type { RollupPart } from "../../domain/rollup.ts";
+import { GRAINS, hoursFrom, repoClasses, withEveryRepo, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import { DAY } from "../../domain/time.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RejectedEntry, RollupSelection, StoreReads } from "../contract.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
 import { decodeHeld, entryBody } from "../shared/budgets.ts";
-import { CellParts, readCells } from "./cells.ts";
+import { CellParts, PgLabels, dayVersions, readCells } from "./cells.ts";
+import { OldHours, countHours, daysOf, sliceFilter } from "../shared/old-hours.ts";
+import { only, sumByBucket } from "../shared/sum-cells.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS } from "./intake.ts";
@@ -71,8 +74,9 @@ const SELECT_REJECTED = sql`SELECT r.id, r.received_at AS "receivedAt", r.endpoi
   b.codec AS "sharedCodec", b.data AS "sharedData"
   FROM rejected_reports r LEFT JOIN bodies b ON r.body_store = 'shared' AND b.hash = r.body_hash`;
 
-export function createPostgresReads(pg: Sql, db: PgDb) {
+export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)) {
   const cells = new CellParts();
+  const old = new OldHours();
   async function* executionChunks(filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): AsyncGenerator<Execution[], void> {
     if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
     let remaining = limit;
@@ -175,10 +179,29 @@ export function createPostgresReads(pg: Sql, db: PgDb) {
     },
 
     async readRollups({ grain, slice, from, to, parts }: RollupSelection) {
-      return (await readCells(pg, cells, grain, from, to, slice, parts)).map(({ bucket, data }) => ({ bucket, data }));
+      const out: { bucket: number; data: RollupData }[] = [];
+      // Hours before the hour cells: counted from their days' records while those days' cells stand (old-hours.ts).
+      const first = grain === GRAINS.hour ? hoursFrom(await getMark(pg, MARKS.foldedUntil)) : Number.NEGATIVE_INFINITY;
+      if (from < first) {
+        const end = Math.min(to, first);
+        const span = daysOf(from, end);
+        const days = (await Promise.all(repoClasses(slice).map((leaf) => readCells(pg, labels, cells, GRAINS.day, span.from, span.to, leaf, [])))).flat().map((c) => c.bucket);
+        const counted = await old.read(
+          slice, from, end, days,
+          async (s, day) => countHours(executionChunks(sliceFilter(s, day, day + DAY)), s),
+          (s, day) => dayVersions(pg, repoClasses(s), day),
+        );
+        for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
+      }
+      const start = Math.max(from, first);
+      if (start < to) {
+        const lists = await Promise.all(repoClasses(slice).map((leaf) => readCells(pg, labels, cells, grain, start, to, leaf, parts)));
+        out.push(...sumByBucket(lists.map((l) => l.map(({ bucket, data }) => ({ bucket, data })))));
+      }
+      return out;
     },
 
-    rollupCells: (grain, from, to) => readCells(pg, cells, grain, from, to, null, ALL_PARTS),
+    rollupCells: async (grain, from, to) => withEveryRepo(await readCells(pg, labels, cells, grain, from, to, null, ALL_PARTS), (slice, bucket, data) => ({ slice, bucket, data })),
 
     foldedUntil: () => getMark(pg, MARKS.foldedUntil),
 

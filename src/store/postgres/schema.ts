@@ -166,12 +166,12 @@ export const budgetCounters = pgTable("budget_counters", {
 });
 
 /**
- * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x slice x bucket, its counts in the three
- * JSON columns of domain/rollup.ts toColumns (as the SQLite engine's `rollups`): every dimension
- * but nsapp and the durations; the nsapp dimension; the error signatures. A batch merges its deltas
- * into the cells it touches under their row locks (cells.ts); a cell that comes to nothing goes.
- * Stored with fillfactor 70 (migration 0008, by hand: Drizzle has no table storage parameters), so
- * a cell written back usually stays on its page (a HOT update, no index entry).
+ * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x stored slice x bucket, its
+ * counts in the three binary parts of domain/rollup-codec.ts (as the SQLite engine's `rollups`):
+ * every dimension but nsapp and the durations; the nsapp dimension; the error signatures. A batch
+ * merges its deltas into the cells it touches under their row locks (cells.ts); a cell that comes
+ * to nothing goes. Stored with fillfactor 70 (migration 0011, by hand: Drizzle has no table storage
+ * parameters), so a cell written back usually stays on its page (a HOT update, no index entry).
  */
 export const rollupCells = pgTable(
   "rollup_cells",
@@ -179,14 +179,29 @@ export const rollupCells = pgTable(
     grain: smallint("grain").notNull(),
     slice: text("slice").notNull(),
     bucket: ms("bucket").notNull(),
-    data: text("data").notNull(),
-    apps: text("apps").notNull(),
-    errors: text("errors").notNull(),
+    data: bytea("data").notNull(),
+    apps: bytea("apps"),
+    errors: bytea("errors"),
   },
   (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket] }), index("rollup_cells_bucket").on(t.grain, t.bucket)],
 );
 
-/** One row each: the fold mark and the rollups' version; the stuck-install scan's mark. */
+/**
+ * The texts rollup cells are made of (dimensions, values, signature ids); cells hold their ids.
+ * Never removed, so an id means one text forever. Not unique by text: a batch adds the labels it
+ * needs in its own transaction without waiting for another node's (cells.ts PgLabels), so two
+ * nodes may give one text an id each, which decodes the same.
+ */
+export const rollupLabels = pgTable(
+  "rollup_labels",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    label: text("label").notNull(),
+  },
+  (t) => [index("rollup_labels_label").on(t.label)],
+);
+
+/** One row each: the fold mark and the rollups' layout (engine.ts); the stuck-install scan's mark; scheduled jobs' last runs. */
 export const marks = pgTable("marks", {
   name: text("name").primaryKey(),
   value: bigint("value", { mode: "number" }).notNull(),

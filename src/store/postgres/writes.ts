@@ -6,7 +6,7 @@ import type { Sql } from "postgres";
 import { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
 import { executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
-import { RollupDeltas } from "../../domain/rollup.ts";
+import { RollupDeltas, storedSlicesOf } from "../../domain/rollup.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { EVICT_CHUNK, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
@@ -14,7 +14,7 @@ import { count } from "../shared/counting.ts";
 import { applyAlertOp } from "./alerts.ts";
 import { applyIssueOp } from "./issues.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
-import { addRollups, dropCells, foldHours } from "./cells.ts";
+import { addRollups, dropCells, foldHours, type PgLabels } from "./cells.ts";
 import {
   MARKS, SELECT_HELD, applyIntake, forgetHeld, heldOf, heldRows, insertRows, isIntake, lowerStuckMark,
   type BatchEffects, type HeldRow, type IntakeOp, type Tx,
@@ -106,8 +106,8 @@ async function deleteInstall(tx: Tx, randomId: string, at: number, fx: BatchEffe
 
 /** The batch's counts so far go into the rollup cells, and it counts afresh from there. */
 async function flushCounts(tx: Tx, fx: BatchEffects, foldedUntil = fx.deltas.foldedUntil): Promise<void> {
-  await addRollups(tx, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
-  fx.deltas = new RollupDeltas(foldedUntil);
+  await addRollups(tx, fx.labels, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
+  fx.deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
 }
 
 /**
@@ -273,7 +273,7 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
       const from = fx.deltas.foldedUntil;
       await flushCounts(tx, fx, Math.max(from, op.until));
       if (op.until <= from) return { kind: "folded", hours: 0 };
-      const hours = await foldHours(tx, from, op.until);
+      const hours = await foldHours(tx, fx.labels, from, op.until);
       await setMark(tx, MARKS.foldedUntil, op.until);
       return { kind: "folded", hours };
     }
@@ -305,11 +305,12 @@ function createdAts(ops: readonly WriteOp[]): number[] {
   return times;
 }
 
-/** What a batch needs besides its ops: the budgets' limits, what it relays (Store.setRelay), the partitions known. */
+/** What a batch needs besides its ops: the budgets' limits, what it relays (Store.setRelay), the partitions known, the rollup labels. */
 export interface BatchContext {
   limits: StoreLimits;
   relay: RelayPolicy | null;
   partitions: Partitions;
+  labels: PgLabels;
 }
 
 /**
@@ -331,8 +332,9 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[], context: Bat
   }
 }
 
-function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions }: BatchContext): Promise<WriteResult[]> {
-  return transaction(sql, async (tx) => {
+async function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions, labels }: BatchContext): Promise<WriteResult[]> {
+  const batchLabels = labels.batch();
+  const results = await transaction(sql, async (tx) => {
     // Writers share the fold lock. A fold waits for them and they for it, so no count is added to
     // an hour while it is being folded, and every writer reads the mark as it stands; retention by
     // whole months takes it alone too, so no write lands in a month while it goes.
@@ -346,7 +348,8 @@ function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions
     const keys = alone ? [] : names.map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
     const fx: BatchEffects = {
-      deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil)),
+      deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil), storedSlicesOf),
+      labels: batchLabels,
       sightings: new SignatureSightings(),
       budget: new BatchBudget(tx, limits),
       held: false,
@@ -374,4 +377,6 @@ function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions
     await fx.relay.flush(tx);
     return results;
   });
+  batchLabels.commit();
+  return results;
 }

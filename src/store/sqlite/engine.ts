@@ -10,8 +10,7 @@ import { openDatabase, type Db } from "./database.ts";
 import { createFileGuard } from "./file-guard.ts";
 import { asDamage, checkFile } from "./integrity.ts";
 import { createSqliteStore, type SqliteStore } from "./store.ts";
-import { ROLLUP_VERSION } from "../../domain/rollup.ts";
-import { deriveEndings, markRollupVersion, rollupVersion } from "./upgrade.ts";
+import { deriveEndings, markRollupVersion, rollupsCurrent } from "./upgrade.ts";
 
 const fileSize = (path: string): number => {
   try {
@@ -46,7 +45,7 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
   try {
     store = createSqliteStore(sqlite, db, { guard });
     // Data whose rules are code: derived after the SQL migrations, before anything reads or writes.
-    if (opts.migrate && rollupVersion(sqlite) < ROLLUP_VERSION) {
+    if (opts.migrate && !rollupsCurrent(sqlite)) {
       deriveEndings(sqlite);
       store.rebuildNow();
       markRollupVersion(sqlite);

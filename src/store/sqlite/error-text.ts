@@ -4,12 +4,18 @@
 // head in `error`, where free-text search and exact grouping still see it, and the rest in
 // `error_rest`, zstd-compressed (log tails shrink 5-15x). Reads put the two back together.
 import type { Execution } from "../../domain/execution.ts";
-import type { ExecutionRow } from "./schema.ts";
 
-/** Characters of a long error text kept uncompressed: what search matches and a listing shows first. */
-export const ERROR_HEAD = 512;
+/** An execution with its error text as stored: a head and, when long, a compressed rest. */
+export type SplitError = Execution & { errorRest: Buffer | null };
 
-export function toRow(e: Execution): ExecutionRow {
+/**
+ * Characters of a long error text kept uncompressed: what search matches and a listing shows
+ * first. 200, as the error signature (the client's header line "exit_code=N | ... | at line L:
+ * CMD" and a little more); it was 512 until migration 0017, whose rows keep their split.
+ */
+export const ERROR_HEAD = 200;
+
+export function toRow(e: Execution): SplitError {
   if (e.error === null || e.error.length <= ERROR_HEAD) return { ...e, errorRest: null };
   // Never between the two halves of a surrogate pair: each part must be valid UTF-16 on its own.
   const high = e.error.charCodeAt(ERROR_HEAD - 1);

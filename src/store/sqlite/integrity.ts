@@ -2,6 +2,7 @@
 // hurt, and SQLite's errors told apart (a damaged file is not a bug of ours, nor the client's).
 import type { Database } from "bun:sqlite";
 import { StorageDamagedError } from "../contract.ts";
+import { CellFormatError } from "../../domain/rollup-codec.ts";
 
 /** Lines of a check kept in a report; the rest are counted. */
 const MAX_LINES = 20;
@@ -17,13 +18,13 @@ export function isCorruption(e: unknown): boolean {
 
 /**
  * What an error met while reading stored data means: damage (SQLite says the file is damaged; a
- * stored JSON value or compressed body does not parse) becomes a StorageDamagedError; anything
+ * stored JSON value, rollup cell or compressed body does not parse) becomes a StorageDamagedError; anything
  * else stays as it is (a bug, shown as one).
  */
 export function asDamage(e: unknown, where: string | null = null): unknown {
   if (e instanceof StorageDamagedError) return e;
   if (isCorruption(e)) return new StorageDamagedError((e as Error).message, where);
-  if (e instanceof SyntaxError) return new StorageDamagedError(`a stored value does not parse (${e.message})`, where);
+  if (e instanceof SyntaxError || e instanceof CellFormatError) return new StorageDamagedError(`a stored value does not parse (${e.message})`, where);
   return e;
 }
 

@@ -1,10 +1,11 @@
-// Open hours: hours at or after the fold mark. Their hour cells live only here, in memory, app ->
-// bucket -> cell, and are stored when the fold job closes them (docs/decisions/2026-11-21-open-hours-in-memory.md).
+// Open hours: hours at or after the fold mark. Their hour cells (stored slices) live only here, in
+// memory, slice -> bucket -> cell, and are stored when the fold job closes them
+// (docs/decisions/2026-11-21-open-hours-in-memory.md).
 // They are a function of the raw records, so the store recounts them whenever it cannot vouch for
 // them: at open, and after another connection wrote or moved the fold mark.
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { GRAINS, bucketStart, countHour, emptyData, isEmpty, slicesOf, type OpenCount, type RollupData } from "../../domain/rollup.ts";
+import { GRAINS, bucketStart, countHour, emptyData, isEmpty, storedSlicesOf, type OpenCount, type RollupData } from "../../domain/rollup.ts";
 import type { RollupCell } from "../contract.ts";
 
 export class OpenHours {
@@ -24,15 +25,15 @@ export class OpenHours {
   recount(foldedUntil: number, rows: Iterable<Execution>): void {
     this.cells.clear();
     this.foldedUntil = foldedUntil;
-    for (const r of rows) countHour(this.cellOf, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) });
+    for (const r of rows) countHour(this.cellOf, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) }, storedSlicesOf);
   }
 
   /** Counts committed changes in; cells a removal emptied go, as a recount would not have them. */
   apply(counts: readonly OpenCount[]): void {
     for (const c of counts) {
       if (c.r.createdAt < this.foldedUntil) continue; // folded in the same batch
-      countHour(this.cellOf, c);
-      if (c.sign < 0) for (const slice of slicesOf(c.r)) this.dropIfEmpty(slice, bucketStart(c.r.createdAt, GRAINS.hour));
+      countHour(this.cellOf, c, storedSlicesOf);
+      if (c.sign < 0) for (const slice of storedSlicesOf(c.r)) this.dropIfEmpty(slice, bucketStart(c.r.createdAt, GRAINS.hour));
     }
   }
 

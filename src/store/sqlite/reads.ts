@@ -1,66 +1,94 @@
 // Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
 // rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
-import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { and, asc, desc, eq, gte, inArray, isNotNull, lt, ne, sql, getTableColumns, getTableName, type SQL } from "drizzle-orm";
+import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
+import { and, asc, desc, eq, isNotNull, ne, sql, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { addColumn, fromColumns, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import { emptyData, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract.ts";
-import { cellKey, type CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";
-import { errorSignatures, executions, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { errorSignatures, executions, rollupLabels, rollupState, rollups } from "./schema.ts";
+import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, readColumns } from "./rows.ts";
+import { encodeId } from "./ids.ts";
+import { LabelCache } from "../shared/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
 const cellName = (grain: number, app: string, bucket: number): string => `rollup cell ${GRAIN_NAMES[grain] ?? grain} ${app} ${new Date(bucket).toISOString()}`;
 
-const executionColumns = getTableColumns(executions);
-const executionKeys = Object.keys(executionColumns) as (keyof ExecutionRow)[];
-const CREATED_AT = executionKeys.indexOf("createdAt");
-const ERROR_REST = executionKeys.indexOf("errorRest");
-// Text, integer and real columns come back from SQLite as they are; only booleans need
-// Drizzle's mapping. Skipping the identity calls doubles the speed of streamed reads (export).
-const needsMapping = executionKeys.map((key) => executionColumns[key].columnType === "SQLiteBoolean");
-
-/** Turns a raw SQLite row (values in column order) into a typed execution, as Drizzle would. */
-function decodeExecution(values: unknown[]): Execution {
-  const row: Record<string, unknown> = {};
-  for (let i = 0; i < executionKeys.length; i++) {
-    if (i === ERROR_REST) continue;
-    const value = values[i] ?? null;
-    row[executionKeys[i]!] = value !== null && needsMapping[i] ? executionColumns[executionKeys[i]!].mapFromDriverValue(value) : value;
-  }
-  // Joined in place: this runs for every report (the write path reads the execution first).
-  const rest = (values[ERROR_REST] ?? null) as Uint8Array | null;
-  if (rest !== null) row.error = joinError(row.error as string | null, rest);
-  return row as unknown as Execution;
-}
-
-const selectAll = `SELECT ${executionKeys.map((k) => `"${executionColumns[k].name}"`).join(", ")} FROM "${getTableName(executions)}"`;
-
-/** The parts asked for, and only those: a reader sees the same cell whatever else a write cached. */
-export function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<RollupPart>): RollupData {
-  if (have.size === parts.length) return data;
-  const { nsapp, ...rest } = data.dims;
-  const withData = parts.includes("data");
-  const dims: RollupData["dims"] = withData ? rest : {};
-  if (nsapp && parts.includes("apps")) dims.nsapp = nsapp;
-  return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
-}
-
+const CREATED_AT = READ_KEYS.indexOf("createdAt");
 /** Rows per chunk of executionChunks unless the caller says otherwise. */
 const CHUNK_ROWS = 1000;
 
 /** SQLite's LIKE ignores case for ASCII letters (the original's positionCaseInsensitive does too). */
 const like: Like = (column, pattern) => sql`${column} LIKE ${pattern} ESCAPE '\\'`;
-const whereOf = (f: ExecutionFilter): SQL | undefined => filterWhere(executions, f, like);
+/** One install's executions by the indexes (rows.ts OF_INSTALL), not by the virtual random_id. */
+const ofInstall = (randomId: string | undefined): SQL | undefined => {
+  if (randomId === undefined) return undefined;
+  const id = encodeId(randomId);
+  return sql`((${executions.executionId} = ${id} AND ${executions.rid} IS NULL) OR ${executions.rid} = ${id})`;
+};
+const whereOf = (f: ExecutionFilter): SQL | undefined => and(filterWhere(executions, { ...f, randomId: undefined }, like), ofInstall(f.randomId));
 
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
-export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
+const PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
+
+/**
+ * Cells as a read decoded them, by cell and by what was decoded (parts, dimensions), each with the
+ * stored bytes it came from: a read that finds the same bytes again uses the cell as it is, so
+ * nothing needs telling when a cell changes (labels never change their meaning). Dashboards ask
+ * the same questions over the same cells again and again; least recently used go past `limit`.
+ */
+class DecodedCells {
+  private readonly cells = new Map<string, { stored: (Uint8Array | null)[]; data: RollupData }>();
+
+  constructor(private readonly limit: number) {}
+
+  get(key: string, stored: readonly (Uint8Array | null)[]): RollupData | undefined {
+    const hit = this.cells.get(key);
+    if (hit === undefined || !sameBytes(hit.stored, stored)) return undefined;
+    this.cells.delete(key); // re-inserted: a Map's order is least recently used first
+    this.cells.set(key, hit);
+    return hit.data;
+  }
+
+  set(key: string, stored: (Uint8Array | null)[], data: RollupData): void {
+    this.cells.delete(key);
+    this.cells.set(key, { stored, data });
+    if (this.cells.size > this.limit) this.cells.delete(this.cells.keys().next().value!);
+  }
+}
+
+function sameBytes(a: readonly (Uint8Array | null)[], b: readonly (Uint8Array | null)[]): boolean {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x === null || y === null ? x !== y : x.length !== y.length || Buffer.compare(x, y) !== 0) return false;
+  }
+  return true;
+}
+
+/**
+ * The label dictionary of a connection: labels are loaded as they are met (another connection's),
+ * given inside the write transaction by an INSERT (pending until it commits).
+ */
+export function sqliteLabels(sqlite: Database): { labels: LabelCache; load(): void } {
+  const insert = sqlite.query<{ id: number }, [string]>(`INSERT INTO "${getTableName(rollupLabels)}" ("${rollupLabels.label.name}") VALUES (?) RETURNING "${rollupLabels.id.name}" AS id`);
+  const newer = sqlite.query<{ id: number; label: string }, [number]>(
+    `SELECT "${rollupLabels.id.name}" AS id, "${rollupLabels.label.name}" AS label FROM "${getTableName(rollupLabels)}" WHERE "${rollupLabels.id.name}" > ?`,
+  );
+  const labels = new LabelCache((label) => insert.get(label)!.id);
+  const load = () => labels.learn(newer.all(labels.newest));
+  load();
+  return { labels, load };
+}
+
+export function createSqliteReads(sqlite: Database, db: Db, { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite)) {
   // rowid is the cursor's tie-breaker: it grows with insertion.
   const seq = sql<number>`${executions}.rowid`;
   // total_changes() moves with this connection's commits, data_version with other connections'.
@@ -78,7 +106,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
       const keyset = after ? sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
       const query = db
-        .select({ ...executionColumns, seq })
+        .select({ ...readColumns, seq })
         .from(executions)
         .where(and(where, keyset))
         .orderBy(asc(executions.createdAt), asc(seq))
@@ -91,36 +119,77 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       yield rows.map(decodeExecution);
       if (rows.length < n) return;
       remaining -= rows.length;
-      after = { createdAt: last[CREATED_AT] as number, seq: last[executionKeys.length] as number };
+      after = { createdAt: last[CREATED_AT] as number, seq: last[READ_KEYS.length] as number };
     }
   }
 
   const table = getTableName(rollups);
-  const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app`;
-  const cellBuckets = sqlite.query<{ bucket: number }, Record<"grain" | "app" | "from" | "to", string | number>>(
-    `SELECT "${rollups.bucket.name}" AS bucket FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to ORDER BY "${rollups.bucket.name}"`,
+  const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice`;
+  const PART_COLUMNS: Record<RollupPart, string> = { data: rollups.data.name, apps: rollups.apps.name, errors: rollups.errors.name };
+  /** `SELECT slice, bucket, <parts>` of one grain, `n` slices, a bucket range: prepared once per shape. */
+  const ranges = new Map<string, Statement<unknown[], SQLQueryBindings[]>>();
+  const rangeOf = (parts: readonly RollupPart[], n: number) => {
+    const key = `${parts.join(",")}|${n}`;
+    let q = ranges.get(key);
+    if (!q) {
+      const columns = [rollups.slice.name, rollups.bucket.name, ...parts.map((p) => PART_COLUMNS[p])].map((c) => `"${c}"`).join(", ");
+      // INDEXED BY: by slice, then bucket. The planner took the (grain, bucket) index and read every slice's cells of the range (18k rows for one app's 30 days at 1M).
+      ranges.set(key, (q = sqlite.query(`SELECT ${columns} FROM "${table}" INDEXED BY "rollups_cell" WHERE "${rollups.grain.name}" = ?1 AND "${rollups.bucket.name}" >= ?2 AND "${rollups.bucket.name}" < ?3 AND "${rollups.slice.name}" IN (${Array.from({ length: n }, (_, i) => `?${i + 4}`).join(", ")}) ORDER BY "${rollups.bucket.name}"`)));
+    }
+    return q;
+  };
+  const wholeCell = sqlite.query<{ data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "slice" | "bucket", number>>(
+    `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`,
   );
-  const partOf = (column: { name: string }) =>
-    sqlite.query<{ text: string }, Record<"grain" | "app" | "bucket", string | number>>(`SELECT "${column.name}" AS text FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`);
-  const cellPart = { data: partOf(rollups.data), apps: partOf(rollups.apps), errors: partOf(rollups.errors) };
+  const allCells = sqlite.query<{ slice: number; bucket: number; data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "from" | "to", number>>(
+    `SELECT "${rollups.slice.name}" AS slice, "${rollups.bucket.name}" AS bucket, "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors
+     FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to`,
+  );
+
+  /** Decodes a stored part into `d`; a label this connection has not met yet (another's) is loaded first. */
+  const decode = (d: RollupData, part: RollupPart, stored: unknown, dims?: ReadonlySet<string>) => {
+    try {
+      decodePart(d, part, stored, labels, dims);
+    } catch (e) {
+      if (!(e instanceof UnknownLabelError) || labels.text(e.labelId) !== undefined) throw e;
+      load();
+      decodePart(d, part, stored, labels, dims);
+    }
+  };
+  /**
+   * The id of a slice, if any cell has ever had it. The labels are loaded at open and whenever
+   * another connection wrote (the store's checkState); this one's own are added as they commit.
+   */
+  const sliceId = (slice: string): number | undefined => (labels.has(slice) ? labels.id(slice) : undefined);
+  const decoded = new DecodedCells(16_384);
 
   // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
-  const getExecution = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.executionId.name}" = ?`);
-  const getExecutions = sqlite.query<unknown[], [string]>(`${selectAll} WHERE "${executions.randomId.name}" = ? ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`);
+  const getExecution = sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE "${executions.executionId.name}" = ?`);
+  const getExecutions = sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE ${OF_INSTALL} ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`);
   const newestOfApp = sqlite.query<unknown[], [string]>(
-    `${selectAll} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
+    `${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
   );
-  const countAttempts = sqlite.query<{ n: number }, [string]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE "${executions.randomId.name}" = ?`);
+  const countAttempts = sqlite.query<{ n: number }, [string | Uint8Array]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`);
+  // Two subqueries: SQLite answers a lone min() or max() from the index, both in one SELECT by a full scan (~60 ms at 1M).
+  const recordSpan = sqlite.query<{ first: number | null; last: number | null }, []>(
+    `SELECT (SELECT min("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS first, (SELECT max("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS last`,
+  );
+  // One statement for any number of ids (an app page asks for one signature per app).
+  const sig = errorSignatures;
+  const signaturesOf = sqlite.query<Omit<KnownSignature, "apps"> & { apps: string }, [string]>(
+    `SELECT "${sig.id.name}" AS id, "${sig.signature.name}" AS signature, "${sig.example.name}" AS example, "${sig.firstSeen.name}" AS firstSeen, "${sig.lastSeen.name}" AS lastSeen, "${sig.apps.name}" AS apps
+     FROM "${getTableName(sig)}" WHERE "${sig.id.name}" IN (SELECT value FROM json_each(?))`,
+  );
   const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
 
   return {
     getExecution(executionId: string): Execution | undefined {
-      const [row] = getExecution.values(executionId);
+      const [row] = getExecution.values(encodeId(executionId));
       return row ? decodeExecution(row) : undefined;
     },
-    getExecutions: (randomId: string): Execution[] => getExecutions.values(randomId).map(decodeExecution),
+    getExecutions: (randomId: string): Execution[] => getExecutions.values(encodeId(randomId)).map(decodeExecution),
     /** Executions of an install stored so far (a new one's attempt number is one more). */
-    attemptsOf: (randomId: string): number => countAttempts.get(randomId)?.n ?? 0,
+    attemptsOf: (randomId: string): number => countAttempts.get(encodeId(randomId))?.n ?? 0,
     executionChunks,
 
     countUpdatedSince(filter: ExecutionFilter, since: readonly number[]): number[] {
@@ -146,7 +215,7 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
           : sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})`;
       const direction = newest ? desc : asc;
       const rows = db
-        .select({ ...executionColumns, seq })
+        .select({ ...readColumns, seq })
         .from(executions)
         .where(and(whereOf(bounded), keyset))
         .orderBy(direction(executions.createdAt), direction(seq))
@@ -161,12 +230,12 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
     newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => newestOfApp.values(app).map(decodeExecution)),
 
     pageExecutions(filter: ExecutionFilter, page: PageQuery): { rows: Execution[]; total: number } {
-      const where = pageWhere(executions, filter, page, like);
+      const where = and(pageWhere(executions, { ...filter, randomId: undefined }, page, like), ofInstall(filter.randomId));
       const [counted] = db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where).all();
       const direction = page.descending ? desc : asc;
       const column = pageSortColumn(executions, page.sort);
       const rows = db
-        .select(executionColumns)
+        .select(readColumns)
         .from(executions)
         .where(where)
         .orderBy(direction(column), desc(executions.createdAt), desc(seq))
@@ -203,63 +272,89 @@ export function createSqliteReads(sqlite: Database, db: Db, cells: CellCache) {
       return `${c}:${v}`;
     },
 
-    /** Stored cells of one grain and slice, parsed through the cache. */
-    storedRollups({ grain, slice: app, from, to, parts }: RollupSelection): { bucket: number; data: RollupData }[] {
-      return cellBuckets.all({ grain, app, from, to }).map(({ bucket }) => {
-        const cell = cells.entry(cellKey(grain, bucket, app));
-        for (const part of parts) {
-          if (cell.have.has(part)) continue;
+    /**
+     * Stored cells of one grain of `slices` (stored slices: a slice of every repo's classes) in
+     * [from, to), one query for them all, decoded afresh with only the parts and dimensions asked
+     * for; per slice, oldest first.
+     */
+    storedRollups({ grain, from, to, parts, dims }: Omit<RollupSelection, "slice">, slices: readonly string[]): Map<string, { bucket: number; data: RollupData }[]> {
+      const out = new Map<string, { bucket: number; data: RollupData }[]>();
+      const ids: number[] = [];
+      const names = new Map<number, { bucket: number; data: RollupData }[]>();
+      for (const slice of slices) {
+        const id = sliceId(slice);
+        if (id === undefined) continue;
+        const list: { bucket: number; data: RollupData }[] = [];
+        out.set(slice, list);
+        names.set(id, list);
+        ids.push(id);
+      }
+      if (ids.length === 0 || from >= to) return out;
+      const wanted = dims === undefined ? undefined : new Set<string>(dims);
+      const shape = `${parts.join(",")}|${dims?.join(",") ?? "*"}`;
+      for (const row of rangeOf(parts, ids.length).values(grain, from, to, ...ids)) {
+        const [id, bucket] = row as [number, number];
+        const stored = row.slice(2) as (Uint8Array | null)[];
+        const key = `${grain}|${bucket}|${id}|${shape}`;
+        let data = decoded.get(key, stored);
+        if (data === undefined) {
+          data = emptyData();
           try {
-            addColumn(cell.data, part, cellPart[part].get({ grain, app, bucket })!.text);
+            for (let k = 0; k < parts.length; k++) decode(data, parts[k]!, stored[k], wanted);
           } catch (e) {
-            cells.delete(cellKey(grain, bucket, app));
-            throw asDamage(e, cellName(grain, app, bucket));
+            throw asDamage(e, cellName(grain, labels.text(id) ?? `#${id}`, bucket));
           }
-          cell.have.add(part);
+          decoded.set(key, stored, data);
         }
-        return { bucket, data: only(cell.data, parts, cell.have) };
-      });
+        names.get(id)!.push({ bucket, data });
+      }
+      return out;
+    },
+
+    /** One stored cell with every part, or undefined (the write path merges into it). */
+    storedCell(grain: Grain, slice: string, bucket: number): RollupData | undefined {
+      const id = sliceId(slice);
+      if (id === undefined) return undefined;
+      const row = wholeCell.get({ grain, slice: id, bucket });
+      if (!row) return undefined;
+      const data = emptyData();
+      try {
+        for (const part of PARTS) decode(data, part, row[part]);
+      } catch (e) {
+        throw asDamage(e, cellName(grain, slice, bucket));
+      }
+      return data;
     },
 
     /** Every stored cell of one grain in [from, to), parsed afresh (verify, fold). */
     storedCells(grain: Grain, from: number, to: number): RollupCell[] {
-      return db
-        .select({ app: rollups.app, bucket: rollups.bucket, data: rollups.data, apps: rollups.apps, errors: rollups.errors })
-        .from(rollups)
-        .where(and(eq(rollups.grain, grain), gte(rollups.bucket, from), lt(rollups.bucket, to)))
-        .all()
-        .map(({ app, bucket, ...columns }) => {
-          try {
-            return { slice: app, bucket, data: fromColumns(columns) };
-          } catch (e) {
-            throw asDamage(e, cellName(grain, app, bucket));
-          }
-        });
+      return allCells.all({ grain, from, to }).map(({ slice: id, bucket, ...parts }) => {
+        const slice = labels.text(id) ?? (load(), labels.text(id));
+        if (slice === undefined) throw asDamage(new Error(`slice label ${id} is not in the dictionary`), cellName(grain, `#${id}`, bucket));
+        const data = emptyData();
+        try {
+          for (const part of PARTS) decode(data, part, parts[part]);
+        } catch (e) {
+          throw asDamage(e, cellName(grain, slice, bucket));
+        }
+        return { slice, bucket, data };
+      });
     },
+
+    /** The label dictionary (the write path gives new labels through it). */
+    labels,
+    loadLabels: load,
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
     storedFoldedUntil: (): number => getFoldedUntil.get()?.t ?? 0,
 
     signatures(ids: readonly string[]): KnownSignature[] {
       if (ids.length === 0) return [];
-      return db
-        .select()
-        .from(errorSignatures)
-        .where(inArray(errorSignatures.id, [...ids]))
-        .all()
-        .map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
+      return signaturesOf.all(JSON.stringify(ids)).map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
     },
 
     recordSpan(): { first: number; last: number } | null {
-      // Two subqueries: SQLite answers a lone min() or max() from the index end, both in one
-      // SELECT by reading the whole index (0.2 s at a million executions).
-      const span = db
-        .select({
-          first: sql<number | null>`(SELECT min(${executions.createdAt}) FROM ${executions})`,
-          last: sql<number | null>`(SELECT max(${executions.createdAt}) FROM ${executions})`,
-        })
-        .from(sql`(SELECT 1)`)
-        .get();
+      const span = recordSpan.get();
       return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
     },
   };

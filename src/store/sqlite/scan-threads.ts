@@ -4,7 +4,7 @@
 import type { Execution } from "../../domain/execution.ts";
 import type { Logger } from "../../log.ts";
 import { ReadBudgetError, type ExecutionFilter, type ListCursor, type PageQuery } from "../contract.ts";
-import type { ScanReply, ScanRequest, ScannerStart } from "./scanner.ts";
+import type { HourCells, ScanReply, ScanRequest, ScannerStart } from "./scanner.ts";
 
 type Page = { limit: number; after?: ListCursor; order?: "newest" | "oldest" };
 type ChunkPage = { offset?: number; limit?: number; chunkRows?: number };
@@ -17,6 +17,8 @@ export interface Scans {
   newestOfApps(apps: readonly string[]): Promise<Execution[]>;
   executionChunks(filter: ExecutionFilter, page?: ChunkPage): AsyncGenerator<Execution[], void>;
   errorTextCounts(): Promise<{ error: string; count: number }[]>;
+  /** Hour cells of `slice` counted from the executions of `filter` (old-hours.ts), encoded. */
+  hourCells(filter: ExecutionFilter, slice: string): Promise<HourCells>;
   stop(): void;
 }
 
@@ -77,7 +79,7 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
       if (p.timer) clearTimeout(p.timer);
       if (p.request.id === late) {
         p.reject(new ReadBudgetError(`this read took longer than the read budget (${seconds} s) and was stopped; narrow it (a shorter window, fewer filters on free text) or raise --read-budget`));
-      } else if (p.request.op === "list" || p.request.op === "page" || p.request.op === "newest" || p.request.op === "errors") {
+      } else if (p.request.op === "list" || p.request.op === "page" || p.request.op === "newest" || p.request.op === "errors" || p.request.op === "hours") {
         send(thread, p.request).then(p.resolve, p.reject);
       } else {
         const why = late === null ? "the read thread failed" : `another read took longer than the read budget of ${seconds} s`;
@@ -106,6 +108,7 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
     pageExecutions: (filter, page) => send(pick(), { id: nextId++, op: "page", filter, page }) as Promise<{ rows: Execution[]; total: number }>,
     newestOfApps: (apps) => send(pick(), { id: nextId++, op: "newest", apps }) as Promise<Execution[]>,
     errorTextCounts: () => send(pick(), { id: nextId++, op: "errors" }) as Promise<{ error: string; count: number }[]>,
+    hourCells: (filter, slice) => send(pick(), { id: nextId++, op: "hours", filter, slice }) as Promise<HourCells>,
     async *executionChunks(filter, page = {}) {
       const thread = pick();
       const generation = thread.generation;

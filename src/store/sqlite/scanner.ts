@@ -5,7 +5,10 @@ import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Execution } from "../../domain/execution.ts";
 import type { ExecutionFilter, ListCursor, PageQuery } from "../contract.ts";
-import { CellCache } from "./cell-cache.ts";
+import { isAllApps } from "../../domain/rollup.ts";
+import { encodeCell, type StoredParts } from "../../domain/rollup-codec.ts";
+import { LabelCache } from "../shared/labels.ts";
+import { countHours } from "../shared/old-hours.ts";
 import { createSqliteReads } from "./reads.ts";
 import * as schema from "./schema.ts";
 
@@ -21,9 +24,17 @@ export type ScanRequest =
   | { id: number; op: "open"; stream: number; filter: ExecutionFilter; page: { offset?: number; limit?: number; chunkRows?: number } }
   | { id: number; op: "next"; stream: number }
   | { id: number; op: "close"; stream: number }
-  | { id: number; op: "errors" };
+  | { id: number; op: "errors" }
+  /** Hour cells of a slice counted from the executions of `filter` (old-hours.ts), sent encoded (HourCells). */
+  | { id: number; op: "hours"; filter: ExecutionFilter; slice: string };
 
-type ScanValue = { rows: Execution[]; next: ListCursor | null } | { rows: Execution[]; total: number } | Execution[] | null | { error: string; count: number }[];
+/** Counted hour cells as they cross to the main thread: encoded (rollup-codec.ts) with the labels they use. */
+export interface HourCells {
+  labels: { id: number; label: string }[];
+  cells: ({ bucket: number } & StoredParts)[];
+}
+
+type ScanValue = { rows: Execution[]; next: ListCursor | null } | { rows: Execution[]; total: number } | Execution[] | null | { error: string; count: number }[] | HourCells;
 
 export type ScanReply =
   | { id: number; ok: true; value: ScanValue }
@@ -35,7 +46,18 @@ declare const self: Worker;
 let reads: ReturnType<typeof createSqliteReads> | null = null;
 const streams = new Map<number, Generator<Execution[], void>>();
 
-function answer(request: ScanRequest): ScanValue {
+/** Counts here and sends the cells small: a day's executions would cost more to send than to count. */
+async function hourCells(filter: ExecutionFilter, slice: string): Promise<HourCells> {
+  const cells = await countHours(reads!.executionChunks(filter), slice);
+  const given: { id: number; label: string }[] = [];
+  const labels = new LabelCache((label) => {
+    given.push({ id: given.length + 1, label });
+    return given.length;
+  });
+  return { cells: cells.map(({ bucket, data }) => ({ bucket, ...encodeCell(data, isAllApps(slice), labels) })), labels: given };
+}
+
+function answer(request: ScanRequest): ScanValue | Promise<ScanValue> {
   if (!reads) throw new Error("the read thread has no database");
   switch (request.op) {
     case "list":
@@ -46,6 +68,8 @@ function answer(request: ScanRequest): ScanValue {
       return reads.pageExecutions(request.filter, request.page);
     case "errors":
       return reads.errorTextCounts();
+    case "hours":
+      return hourCells(request.filter, request.slice);
     case "open":
       streams.set(request.stream, reads.executionChunks(request.filter, request.page));
       return null;
@@ -65,16 +89,16 @@ function answer(request: ScanRequest): ScanValue {
   }
 }
 
-self.onmessage = (event: MessageEvent<ScannerStart | ScanRequest>) => {
+self.onmessage = async (event: MessageEvent<ScannerStart | ScanRequest>) => {
   const message = event.data;
   if ("path" in message) {
     const sqlite = new Database(message.path, { readonly: true });
     sqlite.run("PRAGMA busy_timeout = 5000");
-    reads = createSqliteReads(sqlite, drizzle(sqlite, { schema }), new CellCache(16));
+    reads = createSqliteReads(sqlite, drizzle(sqlite, { schema }));
     return;
   }
   try {
-    self.postMessage({ id: message.id, ok: true, value: answer(message) } satisfies ScanReply);
+    self.postMessage({ id: message.id, ok: true, value: await answer(message) } satisfies ScanReply);
   } catch (e) {
     const error = e instanceof Error ? e : new Error(String(e));
     const code = (error as { code?: unknown }).code;

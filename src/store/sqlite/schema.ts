@@ -1,19 +1,46 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
 import { sql } from "drizzle-orm";
-import { sqliteTable, text, integer, real, blob, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, real, blob, customType, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { decodeId, encodeId } from "./ids.ts";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 
-/** Executions (docs/protocol.md#the-record): one row per attempt; an install is the rows sharing a random_id. */
+/**
+ * Ids as stored: a canonical UUID (lowercase, as clients make them) as its 16 bytes, anything
+ * else as the text it is; the same id is always stored the same way, so lookups and uniqueness
+ * hold. Read back as text.
+ */
+const storedId = customType<{ data: string; driverData: string | Uint8Array }>({
+  dataType: () => "text",
+  toDriver: (value) => encodeId(value),
+  fromDriver: (value) => decodeId(value),
+});
+
+const outcomeCase = `CASE "outcome_code" ${OUTCOMES.map((o, i) => `WHEN ${i} THEN '${o}'`).join(" ")} END`;
+/** An instant kept as milliseconds after created_at (fewer bytes: 0 costs none), read as epoch ms. */
+const after = (stored: string) => sql.raw(`"created_at" + "${stored}"`);
+
+/**
+ * Executions (docs/protocol.md#the-record): one row per attempt; an install is the rows sharing a random_id.
+ * Stored compactly (docs/decisions/2026-11-27-execution-rows.md): ids as 16 bytes; random_id only
+ * when it differs from execution_id (`rid`: a retry's); kind and outcome as what they are derived
+ * from (type) or as a small code; the timeline's instants as offsets from created_at. The columns
+ * the rest of the engine reads and filters on (random_id, kind, outcome, updated_at, ...) are
+ * virtual columns over them: computed when read, never stored.
+ */
 export const executions = sqliteTable(
   "executions",
   {
-    executionId: text("execution_id").primaryKey(),
-    randomId: text("random_id").notNull(),
+    executionId: storedId("execution_id").primaryKey(),
+    /** random_id when it differs from execution_id (a retry, a client that gives its own), else null. */
+    rid: storedId("rid"),
+    randomId: storedId("random_id").notNull().generatedAlwaysAs(sql`coalesce("rid", "execution_id")`, { mode: "virtual" }),
     attempt: integer("attempt").notNull(),
-    kind: text("kind", { enum: KINDS }).notNull(),
+    kind: text("kind", { enum: KINDS })
+      .notNull()
+      .generatedAlwaysAs(sql`CASE WHEN "type" IN ('pve', 'tool') THEN 'tool' WHEN "type" = 'addon' THEN 'addon' ELSE 'install' END`, { mode: "virtual" }),
     payloadVersion: integer("payload_version"),
     type: text("type").notNull(),
     ctType: integer("ct_type"),
@@ -42,7 +69,9 @@ export const executions = sqliteTable(
     appVersion: text("app_version"),
     extra: text("extra"),
     status: text("status").notNull(),
-    outcome: text("outcome", { enum: OUTCOMES }).notNull(),
+    /** The outcome's index in OUTCOMES. */
+    outcomeCode: integer("outcome_code").notNull(),
+    outcome: text("outcome", { enum: OUTCOMES }).notNull().generatedAlwaysAs(sql.raw(outcomeCase), { mode: "virtual" }),
     /** The error text, or its head when it is long; the rest is in `error_rest` (error-text.ts). */
     error: text("error"),
     /** Null, or the rest of a long error text after `error`, zstd-compressed. */
@@ -53,21 +82,26 @@ export const executions = sqliteTable(
     failedLine: integer("failed_line"),
     installDuration: integer("install_duration"),
     createdAt: integer("created_at").notNull(),
-    updatedAt: integer("updated_at").notNull(),
+    updatedIn: integer("updated_in").notNull(),
+    updatedAt: integer("updated_at").notNull().generatedAlwaysAs(after("updated_in"), { mode: "virtual" }),
     // Null while in progress, and when the final status arrived before its start report.
     durationMs: integer("duration_ms"),
-    installingAt: integer("installing_at"),
-    validationAt: integer("validation_at"),
-    configuringAt: integer("configuring_at"),
-    finishedAt: integer("finished_at"),
+    installingIn: integer("installing_in"),
+    installingAt: integer("installing_at").generatedAlwaysAs(after("installing_in"), { mode: "virtual" }),
+    validationIn: integer("validation_in"),
+    validationAt: integer("validation_at").generatedAlwaysAs(after("validation_in"), { mode: "virtual" }),
+    configuringIn: integer("configuring_in"),
+    configuringAt: integer("configuring_at").generatedAlwaysAs(after("configuring_in"), { mode: "virtual" }),
+    finishedIn: integer("finished_in"),
+    finishedAt: integer("finished_at").generatedAlwaysAs(after("finished_in"), { mode: "virtual" }),
     repaired: integer("repaired", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [
     index("executions_created_at").on(t.createdAt),
     // Per-app listings and scans stay fast however rare the app.
     index("executions_nsapp_created_at").on(t.nsapp, t.createdAt),
-    // An install's executions: its details, attempt numbers, deletion.
-    index("executions_random_id").on(t.randomId),
+    // An install's later executions (retries); its first is found by its execution_id (rows.ts).
+    index("executions_rid").on(t.rid).where(sql`"rid" IS NOT NULL`),
   ],
 );
 
@@ -159,38 +193,61 @@ export const budgetCounters = sqliteTable("budget_counters", {
   value: integer("value").notNull(),
 });
 
-/** The row is the domain's Execution, column for column, with a long error text in two parts (error-text.ts). */
-export type ExecutionRow = Execution & { errorRest: Buffer | null };
+/** What a row stores besides the domain's Execution (rows.ts), and the long error text's rest (error-text.ts). */
+export type StoredOnly = {
+  rid: string | null;
+  outcomeCode: number;
+  updatedIn: number;
+  installingIn: number | null;
+  validationIn: number | null;
+  configuringIn: number | null;
+  finishedIn: number | null;
+  errorRest: Buffer | null;
+};
+/** The row is the domain's Execution, column for column (read, virtual or stored), with what it stores instead. */
+export type ExecutionRow = Execution & StoredOnly;
 /** Fails to compile when the table and the domain's Execution drift. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 true satisfies Same<typeof executions.$inferSelect, ExecutionRow>;
 
 /**
  * Rollup cells (src/domain/rollup.ts): one row per grain (0 hour, 1 day, 2 month) x time bucket x
- * app slice ("*" every app, "=<nsapp>" one app), kept in the same transaction as every write to
- * `executions` (hour cells; day and month cells once the hour is folded, see `rollupState`).
- * The RollupData is split in three JSON columns so a query parses only what it needs: the
- * per-app counts (large on "*" rows) and the error counts are apart from the rest.
+ * stored slice (a label: "install|=ProxmoxVE|*" every app of a repo class, "...|=<nsapp>" one app),
+ * kept in the same transaction as every write to `executions` (hour cells for the last
+ * HOUR_CELL_DAYS days; day and month cells once the hour is folded, see `rollupState`). The cell is
+ * stored in three binary parts (domain/rollup-codec.ts) so a query decodes only what it needs: the
+ * per-app counts (large on cells of every app) and the error counts are apart from the rest.
  */
 export const rollups = sqliteTable(
   "rollups",
   {
     id: integer("id").primaryKey(),
     grain: integer("grain").notNull(),
-    app: text("app").notNull(),
+    /** The slice key's label (rollupLabels). */
+    slice: integer("slice").notNull(),
     bucket: integer("bucket").notNull(),
     /** Every dimension but nsapp, and the duration histograms. */
-    data: text("data").notNull(),
-    /** The nsapp dimension ("*" rows only). */
-    apps: text("apps").notNull(),
-    /** Error signature id -> failed installs. */
-    errors: text("errors").notNull(),
+    data: blob("data", { mode: "buffer" }).notNull(),
+    /** The nsapp dimension (cells of every app only). */
+    apps: blob("apps", { mode: "buffer" }),
+    /** Error signature id -> failed installs; null when none. */
+    errors: blob("errors", { mode: "buffer" }),
   },
   (t) => [
-    uniqueIndex("rollups_cell").on(t.grain, t.app, t.bucket),
-    // Every app slice of a time range: the fold job and verify.
+    uniqueIndex("rollups_cell").on(t.grain, t.slice, t.bucket),
+    // Every slice of a time range: the fold job, the hours leaving the hour cells, verify.
     index("rollups_grain_bucket").on(t.grain, t.bucket),
   ],
+);
+
+/** The texts rollup cells are made of (slices, dimensions, values, signature ids), each stored once: cells hold their ids. */
+export const rollupLabels = sqliteTable(
+  "rollup_labels",
+  {
+    id: integer("id").primaryKey(),
+    label: text("label").notNull(),
+  },
+  (t) => [uniqueIndex("rollup_labels_label").on(t.label)],
 );
 
 /**

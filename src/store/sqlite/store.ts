@@ -5,26 +5,33 @@ import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { GRAINS, type RollupPart } from "../../domain/rollup.ts";
-import { StorageDamagedError, StorageUnavailableError, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
+import { GRAINS, emptyData, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
+import { decodePart } from "../../domain/rollup-codec.ts";
+import { LabelCache } from "../shared/labels.ts";
+import { StorageDamagedError, StorageUnavailableError, type RollupSelection, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
-import { ALL_PARTS, CellCache } from "./cell-cache.ts";
+import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";
 import { asDamage, isCorruption } from "./integrity.ts";
 import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
-import { createSqliteReads, only } from "./reads.ts";
+import { createSqliteReads } from "./reads.ts";
 import { createSqliteWrites } from "./writes.ts";
 import { createAlertReads } from "./alerts.ts";
 import { createIssueReads } from "./issues.ts";
 import type { Scans } from "./scan-threads.ts";
+import { OldHours, countHours, daysOf, sliceFilter } from "../shared/old-hours.ts";
+import { only, sumByBucket } from "../shared/sum-cells.ts";
 
-/** Open hours' cells hold every part: trimmed to what a read asks for, as stored cells are. */
-const EVERY_PART: ReadonlySet<RollupPart> = new Set(ALL_PARTS);
 
-/** Parsed cells kept: a year of day cells for the busiest apps, and the hours around them. */
-const CACHED_CELLS = 8192;
+
+/**
+ * Parsed cells kept between batches and reads. Cells are small binary rows now, decoded in
+ * microseconds, so the cache saves less than it costs in memory: with 8192 cells a bulk load
+ * (seed) peaked at 229 MB of RSS at 1M installs, with 512 at ~175 MB (test/seed.test.ts).
+ */
+const CACHED_CELLS = 512;
 
 /** The Store, with the synchronous write the engine's serving commit calls directly. */
 export interface SqliteStore extends Store {
@@ -45,13 +52,14 @@ export interface SqliteStoreOptions {
 export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOptions = {}): SqliteStore {
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
-  const reads = createSqliteReads(sqlite, db, cells);
+  const old = new OldHours();
+  const reads = createSqliteReads(sqlite, db);
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);
   const issues = createIssueReads(db);
   const limits = { current: opts.limits ?? DEFAULT_LIMITS };
   const relayPolicy: { current: RelayPolicy | null } = { current: null };
-  const writes = createSqliteWrites(sqlite, db, reads, cells, open, limits, relayPolicy);
+  const writes = createSqliteWrites(sqlite, db, reads, cells, open, old, limits, relayPolicy);
   const guard = opts.guard;
   let damage: string | null = null;
 
@@ -78,13 +86,24 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   let seenVersion = -1;
   const recount = () => {
     cells.clear();
+    old.clear();
+    reads.loadLabels();
     const foldedUntil = reads.storedFoldedUntil();
     open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
   };
   /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */
-  const checkState = () => {
+  /** When data_version was last asked (reads of one request ask dozens of times within a millisecond). */
+  let checkedAt = Number.NEGATIVE_INFINITY;
+  const checkState = (mark = false) => {
+    const now = performance.now();
+    if (!mark && now - checkedAt < 1) return;
+    checkedAt = now;
     const { data_version } = dataVersion.get()!;
-    if (data_version !== seenVersion || reads.storedFoldedUntil() !== open.foldedUntil) recount();
+    // This connection's own writes keep the open hours and the fold mark in memory as they commit;
+    // another connection's commit moves data_version. A batch also compares the stored fold mark
+    // (SQL on this very connection, as tests and upgrades run, leaves data_version as it is);
+    // reads, which run by the hundred per request, do not.
+    if (data_version !== seenVersion || (mark && reads.storedFoldedUntil() !== open.foldedUntil)) recount();
     seenVersion = data_version;
   };
   recount();
@@ -102,7 +121,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   function writeNow(ops: readonly WriteOp[]): WriteResult[] {
     try {
       refuseIf(guard?.problem);
-      checkState();
+      checkState(true);
       const results = writes.write(ops);
       refuseIf(guard?.check());
       return results;
@@ -178,20 +197,32 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     signatures: read((ids) => reads.signatures(ids)),
     recordSpan: read(() => reads.recordSpan()),
 
-    readRollups: read((selection) => {
-      checkState();
-      const { grain, slice, from, to } = selection;
-      const foldedUntil = open.foldedUntil;
-      if (grain !== GRAINS.hour || to <= foldedUntil) return reads.storedRollups(selection);
-      const stored = from < foldedUntil ? reads.storedRollups({ ...selection, to: foldedUntil }) : [];
-      const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to).map(({ bucket, data }) => ({ bucket, data: only(data, selection.parts, EVERY_PART) }));
-      return [...stored, ...hours];
-    }),
+    async readRollups(selection) {
+      try {
+        checkState();
+        const { grain, slice, from, to, parts } = selection;
+        const out: { bucket: number; data: RollupData }[] = [];
+        // Hours before the hour cells: counted from their days' records (old-hours.ts).
+        const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
+        if (from < first) {
+          const end = Math.min(to, first);
+          const days = [...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values()].flat().map((c) => c.bucket);
+          const counted = await old.read(slice, from, end, days, (s, day) => countDay(s, day));
+          for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
+        }
+        const start = Math.max(from, first);
+        if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, repoClasses(slice)));
+        return out;
+      } catch (e) {
+        throw seen(e);
+      }
+    },
 
     rollupCells: read((grain, from, to) => {
       checkState();
       const stored = reads.storedCells(grain, from, to);
-      return grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
+      const cells = grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
+      return withEveryRepo(cells, (slice, bucket, data) => ({ slice, bucket, data }));
     }),
 
     foldedUntil: read(() => {
@@ -236,6 +267,38 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     damage: () => damage,
   };
 
+  /** Hour cells of one day of a slice, counted from its executions (on a read thread while serving). */
+  async function countDay(slice: string, day: number): Promise<{ bucket: number; data: RollupData }[]> {
+    const filter = sliceFilter(slice, day, day + DAY);
+    if (!scans) return countHours(reads.executionChunks(filter), slice);
+    const counted = await remote(scans.hourCells(filter, slice));
+    const labels = new LabelCache();
+    labels.learn(counted.labels);
+    return counted.cells.map(({ bucket, ...parts }) => {
+      const data = emptyData();
+      for (const part of ["data", "apps", "errors"] as const) decodePart(data, part, parts[part], labels);
+      return { bucket, data };
+    });
+  }
+
+  /** Cells of stored slices (a slice of every repo's classes), summed per bucket: stored, and (hour grain) the open hours from memory. */
+  function storedAndOpen(selection: RollupSelection, slices: readonly string[]): { bucket: number; data: RollupData }[] {
+    const { grain, from, to, parts } = selection;
+    const foldedUntil = open.foldedUntil;
+    const storedTo = grain === GRAINS.hour ? Math.min(to, foldedUntil) : to;
+    const lists = reads.storedRollups({ ...selection, to: storedTo }, slices);
+    if (grain === GRAINS.hour && to > foldedUntil) {
+      for (const slice of slices) {
+        const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to);
+        if (hours.length === 0) continue;
+        const list = lists.get(slice) ?? [];
+        list.push(...hours.map(({ bucket, data }) => ({ bucket, data: only(data, parts) })));
+        lists.set(slice, list);
+      }
+    }
+    return sumByBucket([...lists.values()]);
+  }
+
   function rebuildNow(onDay?: (day: number, end: number) => void): void {
     const span = reads.recordSpan();
     sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
@@ -245,7 +308,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);
     for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
       onDay?.(day, end);
-      writes.rebuildDay.immediate(day, Math.min(day + DAY, foldedUntil));
+      writes.rebuildDay(day, Math.min(day + DAY, foldedUntil));
     }
   }
 }

@@ -13,9 +13,11 @@ import { LEGACY_HELD_COST } from "./held.ts";
 /** Rows updated per transaction, so a large database upgrades without one huge transaction. */
 const CHUNK = 5000;
 
-/** The stored rollups' version; older ones are rebuilt (and the data they need derived first). */
-export const rollupVersion = (sqlite: Database): number =>
-  sqlite.query<{ version: number }, []>("SELECT version FROM rollup_state WHERE id = 1").get()?.version ?? ROLLUP_VERSION;
+/** Whether the stored rollups count what this code counts (ROLLUP_VERSION); older ones are rebuilt (and the data they need derived first). */
+export function rollupsCurrent(sqlite: Database): boolean {
+  const state = sqlite.query<{ version: number }, []>("SELECT version FROM rollup_state WHERE id = 1").get();
+  return state === null || state.version >= ROLLUP_VERSION;
+}
 
 /** Derives exit code and category for /upload executions that ended without them; returns how many changed. */
 export function deriveEndings(sqlite: Database): number {

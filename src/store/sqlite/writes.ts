@@ -8,7 +8,9 @@ import { SignatureSightings, failureSignatureId } from "../../domain/error-signa
 import type { Execution } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { Rejection } from "../../domain/rejection.ts";
-import { RollupDeltas, emptyData, fromColumns, isEmpty, mergeInto, toColumns, type RollupColumns, type RollupKey } from "../../domain/rollup.ts";
+import { GRAINS, RollupDeltas, emptyData, hoursFrom, isAllApps, isEmpty, storedSlicesOf, type RollupData, type RollupKey } from "../../domain/rollup.ts";
+import { encodeCell } from "../../domain/rollup-codec.ts";
+import type { OldHours } from "../shared/old-hours.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
 import { Counters, createLogBudget } from "./budgets.ts";
@@ -19,9 +21,11 @@ import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
 import { LEGACY_HELD_COST } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
-import { toRow } from "./error-text.ts";
+import { OF_INSTALL, STORED_KEYS, insertStored, setStored, storedRow, type StoredRow } from "./rows.ts";
+import { encodeId } from "./ids.ts";
+import { OUTCOMES } from "../../domain/outcome.ts";
 import { createSqliteRelay } from "./relay.ts";
-import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups, type ExecutionRow } from "./schema.ts";
+import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups } from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
 import { createAlertWrites } from "./alerts.ts";
 import { createIssueWrites } from "./issues.ts";
@@ -37,21 +41,16 @@ function placeholdersFor<T extends SQLiteTable>(table: T): Placeholders<T> {
 
 const byId = { id: sql.placeholder("id") };
 
-/** An INSERT of every column of `table`, each bound by its property name. */
-function insertAll<T extends SQLiteTable>(table: T, tail: string): string {
-  const columns = Object.entries(getTableColumns(table));
-  return `INSERT INTO "${getTableName(table)}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(([key]) => `$${key}`).join(", ")}) ${tail}`;
-}
 
-/** The executions table's key and indexed columns (schema.ts): updateExecution leaves them as they are. */
+/** The executions table's key and indexed columns (schema.ts): updateExecution leaves them as they are (random_id is stored as rid). */
 const KEYS = ["executionId", "randomId", "createdAt", "nsapp"] as const;
-const INDEXED_KEYS = new Set<string>(KEYS.map((k) => executions[k].name));
+const INDEXED_COLUMNS = new Set<string>([executions.executionId.name, executions.rid.name, executions.createdAt.name, executions.nsapp.name]);
 
 /** Whether `after` keeps every key of `before`, so updateExecution can write it. */
 const sameKeys = (before: Execution, after: Execution): boolean => KEYS.every((k) => before[k] === after[k]);
 
-/** A statement writing an execution as its row (a long error text split, error-text.ts). */
-const rowOf = (statement: Statement<never, [ExecutionRow]>) => ({ run: (e: Execution) => statement.run(toRow(e)) });
+/** A statement writing an execution as its stored row (rows.ts). */
+const rowOf = (statement: Statement<never, [StoredRow]>) => ({ run: (e: Execution) => statement.run(storedRow(e)) });
 
 /**
  * Statements run for every report and every rollup cell of a batch, prepared on bun:sqlite
@@ -59,39 +58,38 @@ const rowOf = (statement: Statement<never, [ExecutionRow]>) => ({ run: (e: Execu
  * statements themselves there. The SQL is built from the schema, so names cannot drift.
  */
 function prepareHotStatements(sqlite: Database) {
-  const cell = `"${rollups.grain.name}" = $grain AND "${rollups.app.name}" = $app AND "${rollups.bucket.name}" = $bucket`;
+  const cell = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice AND "${rollups.bucket.name}" = $bucket`;
   return {
     /** changes is 0 when the execution_id is stored already (a duplicate). */
-    insertExecution: rowOf(sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO NOTHING"))),
+    insertExecution: rowOf(sqlite.query<never, StoredRow>(insertStored("ON CONFLICT DO NOTHING"))),
     /**
      * A row written back but for the indexed keys, which it keeps (a progress ping, a final status):
      * SQLite rewrites every index whose column an UPDATE assigns, changed or not.
      */
     updateExecution: rowOf(
-      sqlite.query<never, ExecutionRow>(
-        `UPDATE "${getTableName(executions)}" SET ${Object.entries(getTableColumns(executions))
-          .filter(([, c]) => !INDEXED_KEYS.has(c.name))
-          .map(([key, c]) => `"${c.name}" = $${key}`)
-          .join(", ")} WHERE "${executions.executionId.name}" = $executionId`,
-      ),
+      sqlite.query<never, StoredRow>(`UPDATE "${getTableName(executions)}" SET ${setStored(INDEXED_COLUMNS)} WHERE "${executions.executionId.name}" = $executionId`),
     ),
     /** A whole row written back: every report that changes an execution may change any field. */
     replaceExecution: rowOf(
-      sqlite.query<never, ExecutionRow>(insertAll(executions, "ON CONFLICT DO UPDATE SET " + Object.values(getTableColumns(executions)).filter((c) => !c.primary).map((c) => `"${c.name}" = excluded."${c.name}"`).join(", "))),
+      sqlite.query<never, StoredRow>(insertStored(`ON CONFLICT DO UPDATE SET ${STORED_KEYS.filter((k) => k !== "executionId").map((k) => `"${executions[k].name}" = excluded."${executions[k].name}"`).join(", ")}`)),
+    ),
+    deleteExecutions: sqlite.query<never, [string | Uint8Array]>(`DELETE FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`),
+    /** An execution in progress expired: outcome unknown as of `at` (updated_at is kept as an offset). */
+    setOutcome: sqlite.query<never, { id: string | Uint8Array; code: number; at: number }>(
+      `UPDATE "${getTableName(executions)}" SET "${executions.outcomeCode.name}" = $code, "${executions.updatedIn.name}" = $at - "${executions.createdAt.name}" WHERE "${executions.executionId.name}" = $id`,
     ),
     findHeld: sqlite.query<HeldRow, { id: string }>(`${selectHeld} WHERE "${heldReports.executionId.name}" = $id`),
     /** The oldest held reports received before $before (expiry, and the budget's overflow). */
     oldestHeld: sqlite.query<HeldRow, { before: number; limit: number }>(
       `${selectHeld} WHERE "${heldReports.receivedAt.name}" < $before ORDER BY "${heldReports.receivedAt.name}" LIMIT $limit`,
     ),
-    getRollup: sqlite.query<RollupColumns, Record<keyof RollupKey, string | number>>(
-      `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${getTableName(rollups)}" WHERE ${cell}`,
-    ),
-    putRollup: sqlite.query<never, Record<keyof RollupKey | keyof RollupColumns, string | number>>(
-      `INSERT INTO "${getTableName(rollups)}" ("${rollups.grain.name}", "${rollups.app.name}", "${rollups.bucket.name}", "${rollups.data.name}", "${rollups.apps.name}", "${rollups.errors.name}") VALUES ($grain, $app, $bucket, $data, $apps, $errors)
+    putRollup: sqlite.query<never, Record<"grain" | "slice" | "bucket", number> & Record<"data" | "apps" | "errors", Uint8Array | null>>(
+      `INSERT INTO "${getTableName(rollups)}" ("${rollups.grain.name}", "${rollups.slice.name}", "${rollups.bucket.name}", "${rollups.data.name}", "${rollups.apps.name}", "${rollups.errors.name}") VALUES ($grain, $slice, $bucket, $data, $apps, $errors)
        ON CONFLICT DO UPDATE SET "${rollups.data.name}" = excluded."${rollups.data.name}", "${rollups.apps.name}" = excluded."${rollups.apps.name}", "${rollups.errors.name}" = excluded."${rollups.errors.name}"`,
     ),
-    deleteRollup: sqlite.query<never, Record<keyof RollupKey, string | number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
+    deleteRollup: sqlite.query<never, Record<"grain" | "slice" | "bucket", number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
+    /** Hour cells of hours before the ones kept (domain/rollup.ts hoursFrom). */
+    dropOldHours: sqlite.query<never, { before: number }>(`DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.hour} AND "${rollups.bucket.name}" < $before`),
   };
 }
 
@@ -123,7 +121,6 @@ function prepareStatements(db: Db) {
     insertHeld: db.insert(heldReports).values(placeholdersFor(heldReports)).prepare(),
     /** Removes a held report; its cost leaves the held budget. */
     deleteHeld: db.delete(heldReports).where(eq(heldReports.executionId, byId.id)).returning({ cost: heldCost }).prepare(),
-    deleteExecutions: db.delete(executions).where(eq(executions.randomId, byId.id)).prepare(),
     forgetRejected: db
       .delete(rejectedReports)
       .where(lt(rejectedReports.receivedAt, sql.placeholder("before")))
@@ -136,11 +133,6 @@ function prepareStatements(db: Db) {
       .prepare(),
     deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning(leaving).prepare(),
     deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost, executionId: heldReports.executionId }).prepare(),
-    setOutcome: db
-      .update(executions)
-      .set({ outcome: sql`${sql.placeholder("outcome")}`, updatedAt: sql`${sql.placeholder("updatedAt")}` })
-      .where(eq(executions.executionId, byId.id))
-      .prepare(),
     insertRejected: db.insert(rejectedReports).values(placeholdersFor(rejectedReports)).prepare(),
     setFoldedUntil: db
       .insert(rollupState)
@@ -201,6 +193,7 @@ export function createSqliteWrites(
   reads: SqliteReads,
   cells: CellCache,
   openHours: OpenHours,
+  oldHours: OldHours,
   limits: { current: StoreLimits },
   relayPolicy: { current: RelayPolicy | null },
 ) {
@@ -345,24 +338,44 @@ export function createSqliteWrites(
     return result;
   }
 
-  /** Merges a batch's deltas into the stored cells, through the cell cache. */
-  function mergeRollups(deltas: RollupDeltas): void {
-    for (const { key, data } of deltas.cells.values()) {
-      const id = cellKey(key.grain, key.bucket, key.app);
+  const { labels } = reads;
+  /**
+   * Cells a batch counts into, in place: each stored cell parsed whole (from the cache, or read)
+   * the first time the batch touches it, and written back once at the end (storeTouched). A failed
+   * transaction clears the cache, so nothing counted in a rolled-back batch outlives it.
+   */
+  const touched = new Map<string, { key: RollupKey; cell: CachedCell }>();
+  const touch = (key: RollupKey): RollupData => {
+    const id = cellKey(key.grain, key.bucket, key.app);
+    let t = touched.get(id);
+    if (!t) {
       let cell = cells.get(id);
       if (!cell || !whole(cell)) {
-        const stored = hot.getRollup.get(key);
-        cell = { have: new Set(ALL_PARTS), data: stored ? fromColumns(stored) : emptyData() };
+        cell = { have: new Set(ALL_PARTS), data: reads.storedCell(key.grain, key.app, key.bucket) ?? emptyData() };
+        cells.set(id, cell);
       }
-      mergeInto(cell.data, data);
+      touched.set(id, (t = { key, cell }));
+    }
+    return t.cell.data;
+  };
+  /** Deltas counted straight into the touched cells. */
+  const deltasFrom = (foldedUntil: number) => new RollupDeltas(foldedUntil, storedSlicesOf, touch);
+
+  /** Writes back every cell the batch touched (or removes it, when nothing is counted in it any more). */
+  function storeTouched(): void {
+    for (const [id, { key, cell }] of touched) {
+      // Hours counted from this day's records (old-hours.ts) no longer hold.
+      if (key.grain === GRAINS.day) oldHours.forgetDay(key.bucket);
+      const row = { grain: key.grain, slice: labels.id(key.app), bucket: key.bucket };
       if (isEmpty(cell.data)) {
-        hot.deleteRollup.run(key);
+        hot.deleteRollup.run(row);
         cells.delete(id);
         continue;
       }
-      hot.putRollup.run({ ...key, ...toColumns(cell.data) });
+      hot.putRollup.run({ ...row, ...encodeCell(cell.data, isAllApps(key.app), labels) });
       cells.set(id, cell);
     }
+    touched.clear();
   }
 
   function mergeSightings(sightings: SignatureSightings): void {
@@ -384,20 +397,22 @@ export function createSqliteWrites(
   function fold(op: Extract<WriteOp, { kind: "fold" }>, fx: BatchEffects): ResultFor<typeof op> {
     const from = fx.deltas.foldedUntil;
     if (op.until <= from) return { kind: "folded", hours: 0 };
-    mergeRollups(fx.deltas);
+    storeTouched();
     fx.open.push(fx.deltas);
     // The hours' cells as they stand with this batch's writes so far (memory changes only after COMMIT).
     const pending = fx.open.flatMap((d) => [...d.openCells().values()].map(({ key, data }) => ({ slice: key.app, bucket: key.bucket, data })));
-    const folding = new RollupDeltas(op.until);
+    const folding = deltasFrom(op.until);
     const hours = new Set<number>();
     for (const { slice, bucket, data } of [...openHours.cellsOf(null, from, op.until), ...pending]) {
       if (bucket < from || bucket >= op.until) continue;
       folding.foldHour(slice, bucket, data);
       hours.add(bucket);
     }
-    mergeRollups(folding);
+    storeTouched();
     q.setFoldedUntil.run({ until: op.until });
-    fx.deltas = new RollupDeltas(op.until);
+    // Hours that leave the hour cells: their days' cells hold them.
+    hot.dropOldHours.run({ before: hoursFrom(op.until) });
+    fx.deltas = deltasFrom(op.until);
     fx.foldedTo = op.until;
     return { kind: "folded", hours: hours.size };
   }
@@ -438,7 +453,7 @@ export function createSqliteWrites(
       }
       case "delete": {
         const records = reads.getExecutions(op.randomId);
-        if (records.length > 0) q.deleteExecutions.run({ id: op.randomId });
+        if (records.length > 0) hot.deleteExecutions.run(encodeId(op.randomId));
         for (const record of records) count(fx, record, -1, op.at);
         const held = q.deleteHeldReturning.all({ id: op.randomId });
         forgetHeld(held);
@@ -451,7 +466,7 @@ export function createSqliteWrites(
       case "expire": {
         const record = reads.getExecution(op.executionId);
         if (!record || record.outcome !== "in_progress") return { kind: "expired", changed: false };
-        q.setOutcome.run({ id: op.executionId, outcome: "unknown", updatedAt: op.at });
+        hot.setOutcome.run({ id: encodeId(op.executionId), code: OUTCOMES.indexOf("unknown"), at: op.at });
         count(fx, record, -1, op.at);
         count(fx, { ...record, outcome: "unknown", updatedAt: op.at }, 1, op.at);
         return { kind: "expired", changed: true };
@@ -504,14 +519,22 @@ export function createSqliteWrites(
     }
   }
 
+  const rebuildDay = sqlite.transaction((day: number, end: number) => {
+    touched.clear();
+    const deltas = deltasFrom(openHours.foldedUntil);
+    for (const r of reads.iterateExecutions({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+    storeTouched(); // month cells add up across the days, as they do when written live
+  });
+
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => {
-    const fx: BatchEffects = { deltas: new RollupDeltas(openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
+    touched.clear();
+    const fx: BatchEffects = { deltas: deltasFrom(openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
     counters.reset();
     const results = ops.map((op) => apply(op, fx));
     if (fx.held) keepHeldWithinBudget(fx);
     relay.trim(ops.reduce((at, op) => Math.max(at, op.at), 0));
     counters.flush();
-    mergeRollups(fx.deltas);
+    storeTouched();
     fx.open.push(fx.deltas);
     mergeSightings(fx.sightings);
     return { results, fx };
@@ -529,9 +552,12 @@ export function createSqliteWrites(
         batch = writeBatch.immediate(ops);
       } catch (e) {
         cells.clear(); // it may hold merges that were rolled back
+        oldHours.clear();
+        labels.rollback();
         counters.reset();
         throw e;
       }
+      labels.commit();
       const { results, fx } = batch;
       if (fx.foldedTo !== null) openHours.folded(fx.foldedTo);
       for (const d of fx.open) openHours.apply(d.open);
@@ -539,10 +565,15 @@ export function createSqliteWrites(
     },
 
     /** Recounts the folded part of one day from its records into the stored cells (rebuild). */
-    rebuildDay: sqlite.transaction((day: number, end: number) => {
-      const deltas = new RollupDeltas(openHours.foldedUntil);
-      for (const r of reads.iterateExecutions({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
-      mergeRollups(deltas); // month cells add up across the days, as they do when written live
-    }),
+    rebuildDay(day: number, end: number): void {
+      try {
+        rebuildDay.immediate(day, end);
+      } catch (e) {
+        cells.clear();
+        labels.rollback();
+        throw e;
+      }
+      labels.commit();
+    },
   };
 }

@@ -1,0 +1,322 @@
+// How a rollup cell is stored: three binary parts (RollupPart), each decoded on its own. Every
+// text (a dimension, a value, an error signature id) is a small number from the store's label
+// dictionary, counts are variable-length integers, and a value absent from a record ("") is not
+// written at all: its counts are the cell's total minus the other values'. A cell of one app with
+// a few installs takes tens of bytes where its JSON took ~800 (docs/decisions/2026-11-27-rollup-cells.md).
+//
+// A part: a format byte, then
+//   data:   total, dimension count, per dimension: label, value count, values; then durations:
+//           outcome count, per outcome: index, bin count, per bin: bin, count.
+//   apps:   total, value count, values (the nsapp dimension; cells of every app only).
+//   errors: signature count, per signature: label, count.
+// A value: (label << 5 | mask of the outcomes it has counts of), then those counts. A total: the
+// mask, then the counts. Counts are zigzag varints (a cell equals a recount, so never below 0; a
+// negative one would still round-trip).
+import { DIMENSIONS, OUTCOME_INDEX, valueMap, type Counts, type Dimension, type RollupData, type RollupPart } from "./rollup.ts";
+import { OUTCOMES, type Outcome } from "./outcome.ts";
+
+/** The store's dictionary of texts: ids are assigned once and never change. */
+export interface Labels {
+  /** The id of `label`, assigned if it has none yet. */
+  id(label: string): number;
+  /** The text of an id; undefined when the dictionary does not know it. */
+  text(id: number): string | undefined;
+}
+
+/** A cell as stored: the data part always; the others when they say something. */
+export interface StoredParts {
+  data: Uint8Array;
+  apps: Uint8Array | null;
+  errors: Uint8Array | null;
+}
+
+/** A stored part that cannot be decoded: the store turns it into StorageDamagedError. */
+export class CellFormatError extends Error {}
+
+/** A part names a label the dictionary does not know (yet: another connection may have just added it). */
+export class UnknownLabelError extends CellFormatError {
+  constructor(readonly labelId: number) {
+    super(`label ${labelId} is not in the dictionary`);
+  }
+}
+
+const FORMAT = { data: 0xd1, apps: 0xa1, errors: 0xe1 } as const;
+const NSAPP = "nsapp";
+/** Dimensions of the data part, whose "" counts are derived from the total. */
+const DATA_DIMENSIONS = DIMENSIONS.filter((d) => d !== NSAPP);
+const KNOWN: ReadonlySet<string> = new Set(DIMENSIONS);
+
+// ------------------------------------------------------------------ writing
+
+class Writer {
+  private buf = new Uint8Array(4096);
+  length = 0;
+
+  private room(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    const bigger = new Uint8Array(Math.max(this.buf.length * 2, this.length + n));
+    bigger.set(this.buf.subarray(0, this.length));
+    this.buf = bigger;
+  }
+
+  byte(b: number): void {
+    this.room(1);
+    this.buf[this.length++] = b;
+  }
+
+  /** An unsigned integer below 2^53, 7 bits a byte. */
+  uint(n: number): void {
+    this.room(8);
+    while (n >= 0x80) {
+      this.buf[this.length++] = (n % 0x80) | 0x80;
+      n = Math.floor(n / 0x80);
+    }
+    this.buf[this.length++] = n;
+  }
+
+  int(n: number): void {
+    this.uint(n >= 0 ? n * 2 : -n * 2 - 1);
+  }
+
+  counts(c: Counts, head: number): void {
+    let mask = 0;
+    for (let i = 0; i < 5; i++) if (c[i] !== 0) mask |= 1 << i;
+    this.uint(head * 32 + mask);
+    for (let i = 0; i < 5; i++) if (c[i] !== 0) this.int(c[i]!);
+  }
+
+  /** A copy of what was written, and the writer emptied. */
+  take(): Uint8Array {
+    const out = this.buf.slice(0, this.length);
+    this.length = 0;
+    return out;
+  }
+}
+
+const writer = new Writer();
+
+const sumOf = (map: Record<string, Counts>): Counts => {
+  const total: Counts = [0, 0, 0, 0, 0];
+  for (const value in map) {
+    const c = map[value]!;
+    for (let i = 0; i < 5; i++) total[i] = total[i]! + c[i]!;
+  }
+  return total;
+};
+
+/** Non-empty values of a dimension: "" is derived from the total. */
+function writeValues(w: Writer, map: Record<string, Counts>, labels: Labels): void {
+  let n = 0;
+  for (const value in map) if (value !== "") n++;
+  w.uint(n);
+  for (const value in map) if (value !== "") w.counts(map[value]!, labels.id(value));
+}
+
+/** The cell's installs per outcome: every dimension adds up to it (each record has one value in each). */
+function totalOf(d: RollupData): Counts {
+  const dims = d.dims as Record<string, Record<string, Counts> | undefined>;
+  const any = dims.type ?? Object.values(dims).find((m) => m !== undefined);
+  return any ? sumOf(any) : [0, 0, 0, 0, 0];
+}
+
+/**
+ * The stored parts of a cell; `allApps` for a cell of every app (the only ones with an apps part).
+ * A part with nothing to say is null.
+ */
+export function encodeCell(d: RollupData, allApps: boolean, labels: Labels): StoredParts {
+  const w = writer;
+  const total = totalOf(d);
+
+  w.byte(FORMAT.data);
+  w.counts(total, 0);
+  const dims = d.dims as Record<string, Record<string, Counts> | undefined>;
+  let present = 0;
+  for (const dim in dims) if (dim !== NSAPP && hasValue(dims[dim]!)) present++;
+  w.uint(present);
+  for (const dim in dims) {
+    if (dim === NSAPP || !hasValue(dims[dim]!)) continue;
+    w.uint(labels.id(dim));
+    writeValues(w, dims[dim]!, labels);
+  }
+  const outcomes = Object.keys(d.dur) as Outcome[];
+  w.uint(outcomes.length);
+  for (const outcome of outcomes) {
+    const bins = d.dur[outcome]!;
+    w.uint(OUTCOME_INDEX[outcome]);
+    w.uint(Object.keys(bins).length);
+    for (const bin in bins) {
+      w.uint(Number(bin));
+      w.int(bins[bin]!);
+    }
+  }
+  const data = w.take();
+
+  let apps: Uint8Array | null = null;
+  if (allApps) {
+    w.byte(FORMAT.apps);
+    w.counts(total, 0);
+    writeValues(w, dims.nsapp ?? {}, labels);
+    apps = w.take();
+  }
+
+  let errors: Uint8Array | null = null;
+  const sigs = Object.keys(d.err);
+  if (sigs.length > 0) {
+    w.byte(FORMAT.errors);
+    w.uint(sigs.length);
+    for (const sig of sigs) {
+      w.uint(labels.id(sig));
+      w.int(d.err[sig]!);
+    }
+    errors = w.take();
+  }
+  return { data, apps, errors };
+}
+
+function hasValue(map: Record<string, Counts>): boolean {
+  for (const value in map) if (value !== "") return true;
+  return false;
+}
+
+/** Every label a cell's parts would use: a store that assigns ids outside the batch's transaction asks for them first. */
+export function labelsOf(d: RollupData, out: Set<string>): void {
+  for (const dim in d.dims) {
+    out.add(dim);
+    for (const value in d.dims[dim as Dimension]) if (value !== "") out.add(value);
+  }
+  for (const sig in d.err) out.add(sig);
+}
+
+// ------------------------------------------------------------------ reading
+
+class Reader {
+  pos = 0;
+  constructor(private readonly buf: Uint8Array) {}
+
+  get done(): boolean {
+    return this.pos >= this.buf.length;
+  }
+
+  byte(): number {
+    if (this.pos >= this.buf.length) throw new CellFormatError("cell part ends early");
+    return this.buf[this.pos++]!;
+  }
+
+  uint(): number {
+    let n = 0;
+    let scale = 1;
+    for (;;) {
+      const b = this.byte();
+      n += (b & 0x7f) * scale;
+      if (b < 0x80) return n;
+      scale *= 0x80;
+      if (scale > 2 ** 49) throw new CellFormatError("integer too long in a cell part");
+    }
+  }
+
+  int(): number {
+    const z = this.uint();
+    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  }
+
+  /** Counts of one value, and the number written before them (a label, or 0 for a total). */
+  counts(): [number, Counts] {
+    const head = this.uint();
+    const mask = head % 32;
+    const c: Counts = [0, 0, 0, 0, 0];
+    for (let i = 0; i < 5; i++) if (mask & (1 << i)) c[i] = this.int();
+    return [Math.floor(head / 32), c];
+  }
+}
+
+function text(labels: Labels, id: number): string {
+  const t = labels.text(id);
+  if (t === undefined) throw new UnknownLabelError(id);
+  return t;
+}
+
+/**
+ * Values of a dimension, and the "" ones the total leaves (none when it leaves nothing). A fresh
+ * map: its entries are counted only if one is ever removed (rollup.ts sizes).
+ */
+function readValues(r: Reader, total: Counts, labels: Labels): Record<string, Counts> | null {
+  const map = valueMap<Counts>();
+  const rest: Counts = [...total];
+  let any = false;
+  for (let n = r.uint(); n > 0; n--) {
+    const [id, c] = r.counts();
+    map[text(labels, id)] = c;
+    any = true;
+    for (let i = 0; i < 5; i++) rest[i] = rest[i]! - c[i]!;
+  }
+  if (rest[0] !== 0 || rest[1] !== 0 || rest[2] !== 0 || rest[3] !== 0 || rest[4] !== 0) {
+    map[""] = rest;
+    any = true;
+  }
+  return any ? map : null;
+}
+
+/** Steps over a dimension's values without making them. */
+function skipValues(r: Reader): void {
+  for (let n = r.uint(); n > 0; n--) {
+    const mask = r.uint() % 32;
+    for (let i = 0; i < 5; i++) if (mask & (1 << i)) r.uint();
+  }
+}
+
+/**
+ * Decodes one stored part into `d` (a cell read part by part). Anything but a well-formed part,
+ * with every label known, is a CellFormatError: a damaged value, or text where bytes belong.
+ * `dims`, when given, are the only dimensions of the data part the reader needs: the others are
+ * stepped over (a timeseries needs the totals of a cell of hundreds of values).
+ */
+export function decodePart(d: RollupData, part: RollupPart, stored: unknown, labels: Labels, dims?: ReadonlySet<string>): void {
+  if (stored === null || stored === undefined) return;
+  if (!(stored instanceof Uint8Array)) throw new CellFormatError(`cell part ${part} is not binary`);
+  const r = new Reader(stored);
+  if (r.byte() !== FORMAT[part]) throw new CellFormatError(`cell part ${part} has an unknown format`);
+  if (part === "data") {
+    const [, total] = r.counts();
+    const seen = new Set<string>();
+    for (let n = r.uint(); n > 0; n--) {
+      const dim = text(labels, r.uint());
+      if (dim === NSAPP || !KNOWN.has(dim)) throw new CellFormatError(`cell part data names an unknown dimension ${JSON.stringify(dim)}`);
+      seen.add(dim);
+      if (dims !== undefined && !dims.has(dim)) {
+        skipValues(r);
+        continue;
+      }
+      const values = readValues(r, total, labels);
+      if (values) d.dims[dim as Dimension] = values;
+    }
+    // Dimensions not written have no value but "" in the cell.
+    if (total.some((x) => x !== 0)) {
+      for (const dim of DATA_DIMENSIONS) {
+        if (seen.has(dim) || (dims !== undefined && !dims.has(dim))) continue;
+        const map = valueMap<Counts>();
+        map[""] = [...total] as Counts;
+        d.dims[dim] = map;
+      }
+    }
+    for (let n = r.uint(); n > 0; n--) {
+      const outcome = OUTCOMES[r.uint()];
+      if (outcome === undefined) throw new CellFormatError("cell part data names an unknown outcome");
+      const bins = valueMap<number>();
+      for (let k = r.uint(); k > 0; k--) {
+        const bin = r.uint();
+        bins[bin] = r.int();
+      }
+      d.dur[outcome] = bins;
+    }
+  } else if (part === "apps") {
+    const [, total] = r.counts();
+    const values = readValues(r, total, labels);
+    if (values) d.dims.nsapp = values;
+  } else {
+    for (let n = r.uint(); n > 0; n--) {
+      const sig = text(labels, r.uint());
+      d.err[sig] = r.int();
+    }
+  }
+  if (!r.done) throw new CellFormatError(`cell part ${part} has bytes past its end`);
+}

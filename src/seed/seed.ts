@@ -321,16 +321,19 @@ export interface SeedResult {
  * (before them) one batch writes to. A batch parses every rollup cell it touches (RollupDeltas'
  * target), and the sparser the data, the more cells a batch of 4000 writes touches: 275 MB of RSS
  * for 20k installs over a year, 229 MB at 1M, where the hour cells start. Bounded by what it
- * touches, a batch stays whole where the data are dense and short where they are sparse.
+ * touches, a batch stays whole where the data are dense and short where they are sparse. 1000
+ * since the cells hold 28 dimensions (1500 with 23 peaked at 190-230 MB for 300k installs).
  */
-const MAX_BATCH_CELLS = 1500;
+const MAX_BATCH_CELLS = 1000;
 
 /**
  * A full collection between batches every this many writes: parsed cells and reports come and go
  * by the hundred thousand, and left to itself the heap grew to several times what is alive (RSS
- * 264 MB at 100k installs, 200-260 MB at 1M); at ~70 ms a collection this costs ~5% of the time.
+ * 264 MB at 100k installs, 200-260 MB at 1M); at ~70 ms a collection this costs ~5-10% of the
+ * time (every 20k writes peaked at 190-230 MB for 300k installs on a loaded machine, every 10k at
+ * 160-200 MB).
  */
-const COLLECT_EVERY = 20_000;
+const COLLECT_EVERY = 10_000;
 
 /**
  * Writes `options.records` generated installs through `store.write`, in batches of at most

@@ -50,7 +50,9 @@ function asText(body: JsonObject, key: string): string | null {
 function label(body: JsonObject, key: string, max: number): string | null {
   const raw = asText(body, key);
   if (raw === null) return null;
-  return cut(raw.replace(ANSI, "").replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim(), max).trim();
+  // Most labels hold no control character (an ANSI sequence starts with one): no replacing then.
+  const clean = CONTROL.test(raw) ? raw.replace(ANSI, "").replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ") : raw;
+  return cut(clean.trim(), max).trim();
 }
 
 /** A label that names a value of a small vocabulary: lowercased, empty is absent. */
@@ -194,8 +196,11 @@ const KNOWN_KEYS = new Set([
 ]);
 
 function extra(body: JsonObject): string | null {
-  const unknown = Object.entries(body).filter(([key]) => !KNOWN_KEYS.has(key));
-  return unknown.length === 0 ? null : JSON.stringify(Object.fromEntries(unknown));
+  // Runs for every report: the keys are looked at without copying the body's entries.
+  // No prototype: a key "__proto__" is kept as a key, as Object.fromEntries would.
+  let unknown: JsonObject | null = null;
+  for (const key in body) if (!KNOWN_KEYS.has(key)) (unknown ??= Object.create(null) as JsonObject)[key] = body[key];
+  return unknown === null ? null : JSON.stringify(unknown);
 }
 
 /** The descriptive fields; `payloadVersion` tells what gpu_passthrough means (null: /upload). */

@@ -257,16 +257,55 @@ function moveRecord(d: RollupData, allApps: boolean, from: Counted, to: Counted,
   }
 }
 
-/** Counts `sign` installs of `r` into its hour cell of every app slice it belongs to. */
-export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount): void {
+/** Which slices an execution counts in. */
+export type Slices = (r: Pick<Execution, "type" | "repoSource" | "nsapp">) => string[];
+
+/**
+ * The one slice of slicesOf that no other adds up (its kind, repo class and app): every other
+ * slice of an hour is a sum of these (addLeaf), so a cell kept in memory can be counted once
+ * instead of four times and summed when read.
+ */
+export const leafSliceOf: Slices = (r) => [sliceKey(kindOfType(r.type), repoClass(r.repoSource), appSlice(r.nsapp))];
+
+/** Counts `sign` installs of `r` into its hour cell of every slice it belongs to. */
+export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount, slices: Slices = slicesOf): void {
   const values = dimensionValues(c.r);
   const hour = bucketStart(c.r.createdAt, GRAINS.hour);
   if (c.from) {
     const fromValues = dimensionValues(c.from.r);
-    for (const slice of slicesOf(c.r)) moveRecord(cellOf(slice, hour), isAllApps(slice), c.from, c, fromValues, values);
+    for (const slice of slices(c.r)) moveRecord(cellOf(slice, hour), isAllApps(slice), c.from, c, fromValues, values);
     return;
   }
-  for (const slice of slicesOf(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
+  for (const slice of slices(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
+}
+
+/** What a slice key says: its kind, its repo class (null: every repo) and its app slice (null: every app). */
+export function parseSliceKey(slice: string): { kind: Kind; repo: string | null; app: string | null } {
+  const first = slice.indexOf("|");
+  const second = slice.indexOf("|", first + 1);
+  const repo = slice.slice(first + 1, second);
+  const app = slice.slice(second + 1);
+  return { kind: slice.slice(0, first) as Kind, repo: repo === "*" ? null : repo.slice(1), app: app === ALL_APPS ? null : app };
+}
+
+/**
+ * Adds the cell of a leaf slice (leafSliceOf) into a cell of a slice that contains it; into a
+ * slice of every app, its executions count in nsapp too, under the leaf's app (`app`, appSlice).
+ * What addRecord would have counted there record by record.
+ */
+export function addLeaf(d: RollupData, leaf: RollupData, app: string | null): void {
+  mergeInto(d, leaf);
+  // Every execution counts once in every dimension but nsapp: any of them gives the totals.
+  const totals = leaf.dims.type;
+  if (app === null || totals === undefined) return;
+  const byApp = (d.dims.nsapp ??= valueMap());
+  const nsapp = app.slice(1);
+  let counts = byApp[nsapp];
+  if (counts === undefined) put(byApp, nsapp, (counts = [0, 0, 0, 0, 0]));
+  for (const value in totals) {
+    const c = totals[value]!;
+    for (let k = 0; k < 5; k++) counts[k] = counts[k]! + c[k]!;
+  }
 }
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */

@@ -20,6 +20,7 @@ const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
   a.key.grain - b.key.grain || (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) || a.key.bucket - b.key.bucket;
 
 type Row = { grain: number; slice: string; bucket: number } & RollupColumns;
+type LockedRow = Row & { ctid: string };
 
 /** Adds cell deltas (negative counts take away) to the stored cells, in one transaction. */
 export async function addRollups(tx: Tx, deltas: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {
@@ -29,32 +30,31 @@ export async function addRollups(tx: Tx, deltas: Iterable<{ key: RollupKey; data
   const slices = list.map((c) => c.key.app);
   const buckets = list.map((c) => c.key.bucket);
   // Each cell's row as it stands, locked: made empty if new; a no-op update of one that exists.
-  const stored = await tx<Row[]>`
+  // Its ctid finds it again below: looked up by key, the planner chose the (grain, bucket) index
+  // and read every slice of the hour for each cell (~180 buffers per cell, 3/4 of a batch's time).
+  const stored = await tx<LockedRow[]>`
     INSERT INTO rollup_cells (grain, slice, bucket, data, apps, errors)
     SELECT g, s, b, ${EMPTY.data}, ${EMPTY.apps}, ${EMPTY.errors} FROM unnest(${grains}::smallint[], ${slices}::text[], ${buckets}::bigint[]) AS u(g, s, b)
     ORDER BY g, s, b
     ON CONFLICT (grain, slice, bucket) DO UPDATE SET grain = excluded.grain
-    RETURNING grain, slice, bucket, data, apps, errors`;
+    RETURNING ctid::text AS ctid, grain, slice, bucket, data, apps, errors`;
   const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
-  const put: { key: RollupKey; columns: RollupColumns }[] = [];
-  const gone: RollupKey[] = [];
+  const put: { ctid: string; columns: RollupColumns }[] = [];
+  const gone: string[] = [];
   for (const { key, data } of list) {
-    const merged = mergeInto(fromColumns(rows.get(keyText(key))!), data);
-    if (isEmpty(merged)) gone.push(key);
-    else put.push({ key, columns: toColumns(merged) });
+    const row = rows.get(keyText(key))!;
+    const merged = mergeInto(fromColumns(row), data);
+    if (isEmpty(merged)) gone.push(row.ctid);
+    else put.push({ ctid: row.ctid, columns: toColumns(merged) });
   }
   if (put.length > 0) {
+    const ctids = put.map((p) => p.ctid);
     await tx`
       UPDATE rollup_cells AS c SET data = u.data, apps = u.apps, errors = u.errors
-      FROM unnest(${put.map((p) => p.key.grain)}::smallint[], ${put.map((p) => p.key.app)}::text[], ${put.map((p) => p.key.bucket)}::bigint[],
-        ${put.map((p) => p.columns.data)}::text[], ${put.map((p) => p.columns.apps)}::text[], ${put.map((p) => p.columns.errors)}::text[]) AS u(grain, slice, bucket, data, apps, errors)
-      WHERE c.grain = u.grain AND c.slice = u.slice AND c.bucket = u.bucket`;
+      FROM unnest(${ctids}::tid[], ${put.map((p) => p.columns.data)}::text[], ${put.map((p) => p.columns.apps)}::text[], ${put.map((p) => p.columns.errors)}::text[]) AS u(id, data, apps, errors)
+      WHERE c.ctid = ANY(${ctids}::tid[]) AND c.ctid = u.id`;
   }
-  if (gone.length > 0) {
-    await tx`
-      DELETE FROM rollup_cells WHERE (grain, slice, bucket) IN (
-        SELECT * FROM unnest(${gone.map((k) => k.grain)}::smallint[], ${gone.map((k) => k.app)}::text[], ${gone.map((k) => k.bucket)}::bigint[]))`;
-  }
+  if (gone.length > 0) await tx`DELETE FROM rollup_cells WHERE ctid = ANY(${gone}::tid[])`;
 }
 
 /**

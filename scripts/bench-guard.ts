@@ -6,11 +6,13 @@
 // and bytes per install after `seed --records N`, and the p95 of the heaviest aggregate read over
 // the seeded data. Prints every figure, both sides and their ratio.
 //
-//   bun run bench:guard [--against <commit>] [--rounds 2] [--duration 10] [--warmup 5]
-//                       [--connections 64] [--records 200000] [--threshold 0.10] [--keep]
+//   bun run bench:guard [--against <commit>] [--current <commit>] [--quick] [--rounds 2] [--duration 10]
+//                       [--warmup 5] [--connections 64] [--records 200000] [--threshold 0.10] [--keep]
 //
 // --against defaults to where this branch left main (git merge-base HEAD main): what the branch
 // changed. On main itself that is HEAD, so there it must be given (the previous release or stop).
+// --current <commit> measures that commit instead of the working tree (bisecting a regression:
+// one commit against another); --quick measures ingestion and memory only (no seed, no reads).
 // The reference is checked out in a temporary git worktree (bun install, bun run build); both
 // binaries are compiled the same way. Runs alternate between the two so drift on a shared machine
 // hits both. CPU figures are /proc utime+stime of the server (every thread) per request, which
@@ -32,6 +34,8 @@ const { values: opt } = parseArgs({
   args: Bun.argv.slice(2),
   options: {
     against: { type: "string" },
+    current: { type: "string" },
+    quick: { type: "boolean", default: false },
     rounds: { type: "string", default: "2" },
     duration: { type: "string", default: "10" },
     warmup: { type: "string", default: "5" },
@@ -77,15 +81,18 @@ function git(args: string[], cwd = ROOT): string {
   return r.stdout.toString().trim();
 }
 
+/** A commit named on the command line, as its full hash. */
+function commitOf(flag: string, name: string): string {
+  try {
+    return git(["rev-parse", "--verify", `${name}^{commit}`]);
+  } catch {
+    usage(`--${flag} ${name} is not a commit of this repository (git rev-parse could not find it)`);
+  }
+}
+
 /** The commit to compare with, and how it was chosen. */
 function reference(): { commit: string; how: string } {
-  if (opt.against !== undefined) {
-    try {
-      return { commit: git(["rev-parse", "--verify", `${opt.against}^{commit}`]), how: `--against ${opt.against}` };
-    } catch {
-      usage(`--against ${opt.against} is not a commit of this repository (git rev-parse could not find it)`);
-    }
-  }
+  if (opt.against !== undefined) return { commit: commitOf("against", opt.against), how: `--against ${opt.against}` };
   let base: string;
   try {
     base = git(["merge-base", "HEAD", "main"]);
@@ -98,16 +105,18 @@ function reference(): { commit: string; how: string } {
 
 const work = mkdtempSync(join(tmpdir(), "bench-guard-"));
 const refTree = join(work, "ref-tree");
+const curTree = join(work, "current-tree");
 let cleaned = false;
 function cleanup(): void {
   if (cleaned) return;
   cleaned = true;
   killAllChildren();
-  if (existsSync(refTree)) {
+  for (const tree of [refTree, curTree]) {
+    if (!existsSync(tree)) continue;
     try {
-      git(["worktree", "remove", "--force", refTree]);
+      git(["worktree", "remove", "--force", tree]);
     } catch {
-      rmSync(refTree, { recursive: true, force: true });
+      rmSync(tree, { recursive: true, force: true });
       try {
         git(["worktree", "prune"]);
       } catch {
@@ -295,19 +304,25 @@ function render(rows: Row[]): { text: string; losses: string[] } {
 
 // ------------------------------------------------------------------ main
 
+/** A commit checked out in a temporary worktree with its dependencies installed. */
+async function checkout(tree: string, commit: string, what: string): Promise<string> {
+  git(["worktree", "add", "--detach", tree, commit]);
+  await run(["bun", "install", "--frozen-lockfile"], tree, `bun install (${what})`).catch(() => run(["bun", "install"], tree, `bun install (${what})`));
+  return tree;
+}
+
 async function main(): Promise<number> {
   const ref = reference();
-  const head = git(["rev-parse", "--short", "HEAD"]);
-  const dirty = git(["status", "--porcelain", "--untracked-files=no"]) !== "";
-  log(`reference ${ref.commit.slice(0, 12)} (${ref.how}); current: the working tree at ${head}${dirty ? " with uncommitted changes" : ""}`);
+  const current = opt.current === undefined ? null : commitOf("current", opt.current);
+  const head = current ? current.slice(0, 12) : git(["rev-parse", "--short", "HEAD"]);
+  const dirty = current === null && git(["status", "--porcelain", "--untracked-files=no"]) !== "";
+  log(`reference ${ref.commit.slice(0, 12)} (${ref.how}); current: ${current ? `commit ${head}` : `the working tree at ${head}${dirty ? " with uncommitted changes" : ""}`}`);
   log(`work dir ${work}`);
 
   log("building the reference in a temporary worktree");
-  git(["worktree", "add", "--detach", refTree, ref.commit]);
-  await run(["bun", "install", "--frozen-lockfile"], refTree, "bun install (reference)").catch(() => run(["bun", "install"], refTree, "bun install (reference)"));
   const bins: Record<Side, string> = {
-    reference: await build(refTree, join(work, "installstats-reference")),
-    current: await build(ROOT, join(work, "installstats-current")),
+    reference: await build(await checkout(refTree, ref.commit, "reference"), join(work, "installstats-reference")),
+    current: await build(current ? await checkout(curTree, current, "current") : ROOT, join(work, "installstats-current")),
   };
   const sides: Side[] = ["reference", "current"];
   const order = (round: number): Side[] => (round % 2 === 0 ? sides : [...sides].reverse());
@@ -330,13 +345,13 @@ async function main(): Promise<number> {
   }
 
   const seeded = {} as Record<Side, Seeded>;
-  for (const side of sides) {
+  for (const side of opt.quick ? [] : sides) {
     log(`seed --records ${records}: ${side}`);
     seeded[side] = await seed(bins[side], join(work, `seed-${side}`));
     log(`  ${seeded[side].wallS.toFixed(1)} s (${seeded[side].cpuS.toFixed(1)} s CPU), peak RSS ${seeded[side].peakRssMb.toFixed(0)} MB, ${seeded[side].bytesPerInstall.toFixed(0)} bytes per install`);
   }
   const readResults = {} as Record<Side, Awaited<ReturnType<typeof reads>>>;
-  for (const side of sides) {
+  for (const side of opt.quick ? [] : sides) {
     log(`aggregate reads over the seeded data: ${side}`);
     readResults[side] = await reads(bins[side], seeded[side], join(work, `seed-${side}`));
   }
@@ -359,17 +374,23 @@ async function main(): Promise<number> {
       better: "lower",
     },
     { metric: "idle RSS of an empty server", reference: median(idle.reference), current: median(idle.current), unit: "MB", better: "lower" },
-    { metric: `seed --records ${records}: CPU time`, reference: seeded.reference.cpuS, current: seeded.current.cpuS, unit: "s", better: "lower" },
-    { metric: `seed --records ${records}: wall time`, reference: seeded.reference.wallS, current: seeded.current.wallS, unit: "s", better: "lower", info: true },
-    { metric: "seed: peak RSS", reference: seeded.reference.peakRssMb, current: seeded.current.peakRssMb, unit: "MB", better: "lower" },
-    { metric: `bytes per install at ${records}`, reference: seeded.reference.bytesPerInstall, current: seeded.current.bytesPerInstall, unit: "B", better: "lower" },
-    { metric: "heaviest aggregate, p95", reference: readResults.reference.p95Ms, current: readResults.current.p95Ms, unit: "ms", better: "lower" },
   ];
+  if (!opt.quick) {
+    rows.push(
+      { metric: `seed --records ${records}: CPU time`, reference: seeded.reference.cpuS, current: seeded.current.cpuS, unit: "s", better: "lower" },
+      { metric: `seed --records ${records}: wall time`, reference: seeded.reference.wallS, current: seeded.current.wallS, unit: "s", better: "lower", info: true },
+      { metric: "seed: peak RSS", reference: seeded.reference.peakRssMb, current: seeded.current.peakRssMb, unit: "MB", better: "lower" },
+      { metric: `bytes per install at ${records}`, reference: seeded.reference.bytesPerInstall, current: seeded.current.bytesPerInstall, unit: "B", better: "lower" },
+      { metric: "heaviest aggregate, p95", reference: readResults.reference.p95Ms, current: readResults.current.p95Ms, unit: "ms", better: "lower" },
+    );
+  }
   const { text, losses } = render(rows);
-  console.log(`\nbench:guard: current (${head}${dirty ? "+changes" : ""}) against ${ref.commit.slice(0, 12)} (${ref.how}), ${rounds} rounds of ${durationS} s at ${connections} connections, ${records} seeded installs\n`);
+  console.log(`\nbench:guard: current (${head}${dirty ? "+changes" : ""}) against ${ref.commit.slice(0, 12)} (${ref.how}), ${rounds} rounds of ${durationS} s at ${connections} connections${opt.quick ? "" : `, ${records} seeded installs`}\n`);
   console.log(text);
-  console.log(`\nheaviest aggregate: reference ${readResults.reference.heaviest}, current ${readResults.current.heaviest}`);
-  console.log(`p95 of each aggregate (ms), reference / current: ${AGGREGATES.map((p) => `${p} ${readResults.reference.all[p]!.toFixed(1)}/${readResults.current.all[p]!.toFixed(1)}`).join("; ")}`);
+  if (!opt.quick) {
+    console.log(`\nheaviest aggregate: reference ${readResults.reference.heaviest}, current ${readResults.current.heaviest}`);
+    console.log(`p95 of each aggregate (ms), reference / current: ${AGGREGATES.map((p) => `${p} ${readResults.reference.all[p]!.toFixed(1)}/${readResults.current.all[p]!.toFixed(1)}`).join("; ")}`);
+  }
   console.log(`per round, CPU µs per request: ${modes.map((m) => `${m} reference ${ingest[m].reference.map((x) => x.cpuUsPerRequest.toFixed(1)).join(",")} current ${ingest[m].current.map((x) => x.cpuUsPerRequest.toFixed(1)).join(",")}`).join("; ")}`);
   if (losses.length > 0) {
     console.log(`\nLOSS past ${Math.round(threshold * 100)}%: ${losses.join("; ")}`);

@@ -7,12 +7,15 @@
 // the seeded data. Prints every figure, both sides and their ratio.
 //
 //   bun run bench:guard [--against <commit>] [--current <commit>] [--quick] [--rounds 2] [--duration 10]
-//                       [--warmup 5] [--connections 64] [--records 200000] [--threshold 0.10] [--keep]
+//                       [--warmup 5] [--connections 64] [--records 200000] [--profile upload] [--threshold 0.10] [--keep]
 //
 // --against defaults to where this branch left main (git merge-base HEAD main): what the branch
 // changed. On main itself that is HEAD, so there it must be given (the previous release or stop).
 // --current <commit> measures that commit instead of the working tree (bisecting a regression:
 // one commit against another); --quick measures ingestion and memory only (no seed, no reads).
+// --profile is passed to `seed` of each binary whose `seed --help` lists --profile; one without
+// it seeds /upload installs only, which is what `--profile upload` makes, the default here, so
+// both sides seed the same data. A profile other than upload needs both sides to have --profile.
 // The reference is checked out in a temporary git worktree (bun install, bun run build); both
 // binaries are compiled the same way. Runs alternate between the two so drift on a shared machine
 // hits both. CPU figures are /proc utime+stime of the server (every thread) per request, which
@@ -41,6 +44,7 @@ const { values: opt } = parseArgs({
     warmup: { type: "string", default: "5" },
     connections: { type: "string", default: "64" },
     records: { type: "string", default: "200000" },
+    profile: { type: "string", default: "upload" },
     threshold: { type: "string", default: "0.10" },
     keep: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
@@ -211,11 +215,25 @@ interface Seeded {
   bytesPerInstall: number;
 }
 
-async function seed(bin: string, dir: string): Promise<Seeded> {
+/** Whether `bin seed` takes --profile (binaries before seed profiles seed /upload installs only). */
+function seedHasProfile(bin: string): boolean {
+  const r = Bun.spawnSync([bin, "seed", "--help"], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${bin} seed --help failed (exit ${r.exitCode}): ${r.stderr.toString().trim().slice(-300)}`);
+  return /^\s*--profile\b/m.test(r.stdout.toString());
+}
+
+/** The flags that make `bin seed` write the --profile data set. */
+function seedProfileFlags(bin: string, side: Side): string[] {
+  if (seedHasProfile(bin)) return ["--profile", opt.profile];
+  if (opt.profile !== "upload") usage(`the ${side} binary's seed has no --profile (it seeds /upload installs only): use --profile upload`);
+  return [];
+}
+
+async function seed(bin: string, profile: string[], dir: string): Promise<Seeded> {
   mkdirSync(dir, { recursive: true });
   const db = join(dir, "seeded.db");
   const started = performance.now();
-  const proc = track(Bun.spawn([bin, "seed", "--records", String(records), "--db", db], { stdout: "ignore", stderr: "pipe" }));
+  const proc = track(Bun.spawn([bin, "seed", "--records", String(records), ...profile, "--db", db], { stdout: "ignore", stderr: "pipe" }));
   const mem = memSampler(proc.pid, 100);
   const [err, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
   const wallS = (performance.now() - started) / 1000;
@@ -325,6 +343,9 @@ async function main(): Promise<number> {
     current: await build(current ? await checkout(curTree, current, "current") : ROOT, join(work, "installstats-current")),
   };
   const sides: Side[] = ["reference", "current"];
+  // Checked before anything is measured: a profile one side cannot seed stops the run at once.
+  const seedFlags = { reference: [], current: [] } as Record<Side, string[]>;
+  for (const side of opt.quick ? [] : sides) seedFlags[side] = seedProfileFlags(bins[side], side);
   const order = (round: number): Side[] => (round % 2 === 0 ? sides : [...sides].reverse());
 
   log(`idle RSS: ${rounds} rounds`);
@@ -347,7 +368,7 @@ async function main(): Promise<number> {
   const seeded = {} as Record<Side, Seeded>;
   for (const side of opt.quick ? [] : sides) {
     log(`seed --records ${records}: ${side}`);
-    seeded[side] = await seed(bins[side], join(work, `seed-${side}`));
+    seeded[side] = await seed(bins[side], seedFlags[side], join(work, `seed-${side}`));
     log(`  ${seeded[side].wallS.toFixed(1)} s (${seeded[side].cpuS.toFixed(1)} s CPU), peak RSS ${seeded[side].peakRssMb.toFixed(0)} MB, ${seeded[side].bytesPerInstall.toFixed(0)} bytes per install`);
   }
   const readResults = {} as Record<Side, Awaited<ReturnType<typeof reads>>>;
@@ -385,7 +406,7 @@ async function main(): Promise<number> {
     );
   }
   const { text, losses } = render(rows);
-  console.log(`\nbench:guard: current (${head}${dirty ? "+changes" : ""}) against ${ref.commit.slice(0, 12)} (${ref.how}), ${rounds} rounds of ${durationS} s at ${connections} connections${opt.quick ? "" : `, ${records} seeded installs`}\n`);
+  console.log(`\nbench:guard: current (${head}${dirty ? "+changes" : ""}) against ${ref.commit.slice(0, 12)} (${ref.how}), ${rounds} rounds of ${durationS} s at ${connections} connections${opt.quick ? "" : `, ${records} seeded installs (profile ${opt.profile})`}\n`);
   console.log(text);
   if (!opt.quick) {
     console.log(`\nheaviest aggregate: reference ${readResults.reference.heaviest}, current ${readResults.current.heaviest}`);

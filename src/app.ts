@@ -179,24 +179,3 @@ function describeIssue(field: string | undefined, schema: SchemaLike | undefined
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */
 const hardBodyLimit = (limit: number): number => Math.max(limit * 4, 1024 * 1024);
-
-export type App = ReturnType<typeof createApp>;
-
-/**
- * Composes every route, one per turn of the event loop. Elysia composes routes lazily, and under
- * load on a live server the lazily composed handlers were composed again and again (12% of CPU in
- * its analysis); composing them all at start-up (`precompile`) cost ~275 ms before listening, so
- * it runs just after, in steps, so that requests arriving meanwhile are answered between them.
- */
-export function composeRoutes(app: App): Promise<void> {
-  const routes = [...app.router.history];
-  return new Promise((done) => {
-    const step = () => {
-      const route = routes.shift();
-      if (!route) return done();
-      (route as { compile?: () => unknown }).compile?.();
-      setImmediate(step);
-    };
-    step();
-  });
-}

@@ -50,6 +50,9 @@ const IPV6_CASES: Case[] = [
   ["delegated /48 prefix", "add fd12:3456:789a::/48 failed", "add <ipv6>/48 failed"],
   ["bare prefix ending in ::", "prefix fe80:: on eth0", "prefix <ipv6> on eth0"],
   ["zone id then sentence-final period", "Could not reach fe80::1%eth0.", "Could not reach <ipv6>."],
+  // Six colons and an embedded IPv4, no "::": the fewest colons an address without "::" has.
+  ["six groups and an embedded IPv4", "via 64:ff9b:1:2:3:4:192.0.2.33 now", "via <ipv6> now"],
+  ["after clock times", "[10:05:35] step 1: 12:34:56 then 64:ff9b:1:2:3:4:192.0.2.33", "[10:05:35] step 1: 12:34:56 then <ipv6>"],
 ];
 
 const UNTOUCHED: string[] = [
@@ -72,6 +75,8 @@ const UNTOUCHED: string[] = [
   "Setting up nginx (1.22.1-9+deb12u1) ...",
   "date 2024.01.15",
   "Python 3.11.2, node v20.11.1",
+  "[10:05:35] step 1 of build 2: compiling module_1.c -> module_1.o",
+  "1:2:3:4:5:6 and ab:cd:ef:12:34:56:78",
 ];
 
 describe("maskIpAddresses: IPv4", () => {

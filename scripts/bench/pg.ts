@@ -29,9 +29,9 @@ export interface PgTarget {
 }
 
 /** The server at `url`, or a throwaway one started now with the bench settings. */
-export async function pgTarget(url: string | undefined): Promise<PgTarget> {
+export async function pgTarget(url: string | undefined, settings: Record<string, string> = BENCH_PG_SETTINGS): Promise<PgTarget> {
   if (url === undefined) {
-    const server = await startPostgres(BENCH_PG_SETTINGS);
+    const server = await startPostgres(settings);
     const pid = Number(readFileSync(`${server.dir}/postmaster.pid`, "utf8").split("\n")[0]);
     return { url: server.url, postmasterPid: Number.isInteger(pid) ? pid : null, throwaway: true, stop: () => server.stop() };
   }

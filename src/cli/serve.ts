@@ -1,6 +1,5 @@
 import { displayLocation } from "../store/open.ts";
 import { SETTINGS } from "../config.ts";
-import { composeRoutes } from "../app.ts";
 import { createLogger } from "../log.ts";
 import { createRuntime } from "../runtime.ts";
 import { linkBase, startupLines } from "./addresses.ts";
@@ -70,7 +69,6 @@ export const serve: Command = {
     const port = app.server!.port!;
     runtime.listening(linkBase(config.host, port));
     const jobs = runtime.startJobs();
-    void composeRoutes(app);
 
     let stopping = false;
     const shutdown = async (signal: string) => {

@@ -48,40 +48,45 @@ const rank = (status: string): number => PROGRESS_RANK[status] ?? 0;
 
 const TIMELINE = { installing: "installingAt", validation: "validationAt", configuring: "configuringAt" } as const;
 
-/** Marks the first time `status` was seen; a final status marks finishedAt. */
-function seen(row: Execution, status: string, outcome: Outcome, at: number): Execution {
-  if (isFinal(outcome)) return row.finishedAt === null ? { ...row, finishedAt: at } : row;
+/**
+ * Marks, in `row` (a copy the caller just made), the first time `status` was seen; a final status
+ * marks finishedAt. Rows are written in place: an execution is ~50 fields, and every report of a
+ * lifecycle made several copies of it.
+ */
+function markSeen(row: Execution, status: string, outcome: Outcome, at: number): Execution {
+  if (isFinal(outcome)) {
+    if (row.finishedAt === null) row.finishedAt = at;
+    return row;
+  }
   const key = TIMELINE[status as keyof typeof TIMELINE];
-  return key === undefined || row[key] !== null ? row : { ...row, [key]: at };
+  if (key !== undefined && row[key] === null) row[key] = at;
+  return row;
 }
 
-/** Incoming values win where they are present: every /telemetry report carries the whole payload. */
-function merge(stored: Descriptive, incoming: Descriptive | null): Descriptive {
-  if (incoming === null) return stored;
-  const out = { ...stored } as Record<keyof Descriptive, unknown>;
-  for (const key of Object.keys(incoming) as (keyof Descriptive)[]) if (incoming[key] !== null) out[key] = incoming[key];
-  return out as unknown as Descriptive;
+/** A copy of `stored` where incoming values win where they are present: every /telemetry report carries the whole payload. */
+function merged(stored: Execution, incoming: Descriptive | null): Execution {
+  const out = { ...stored };
+  if (incoming === null) return out;
+  const target = out as Record<keyof Descriptive, unknown>;
+  for (const key of DESCRIPTIVE_KEYS) if (incoming[key] !== null) target[key] = incoming[key];
+  return out;
 }
 
-/** The report's ending replaces the stored one (a final report says how it ended). */
+/** The report's ending replaces the stored one (a final report says how it ended), in a copy of `row`. */
 function finish(row: Execution, report: Report, at: number, knownStart: boolean): Execution {
-  const { status, outcome, error, exitCode, errorCategory, failedCommand, failedLine, installDuration } = report;
-  const ended: Execution = {
-    ...row,
-    ...merge(row, report.fields),
-    status,
-    outcome,
-    error,
-    exitCode,
-    errorCategory,
-    failedCommand,
-    failedLine,
-    installDuration: installDuration ?? row.installDuration,
-    updatedAt: at,
-    // A final status that came before its start report has no known duration.
-    durationMs: knownStart ? Math.max(0, at - row.createdAt) : null,
-  };
-  return seen(ended, status, outcome, at);
+  const ended = merged(row, report.fields);
+  ended.status = report.status;
+  ended.outcome = report.outcome;
+  ended.error = report.error;
+  ended.exitCode = report.exitCode;
+  ended.errorCategory = report.errorCategory;
+  ended.failedCommand = report.failedCommand;
+  ended.failedLine = report.failedLine;
+  ended.installDuration = report.installDuration ?? row.installDuration;
+  ended.updatedAt = at;
+  // A final status that came before its start report has no known duration.
+  ended.durationMs = knownStart ? Math.max(0, at - row.createdAt) : null;
+  return markSeen(ended, report.status, report.outcome, at);
 }
 
 function create(report: Report, fields: Descriptive, c: Circumstances): Execution {
@@ -109,7 +114,7 @@ function create(report: Report, fields: Descriptive, c: Circumstances): Executio
     finishedAt: null,
     repaired: c.repaired || c.held?.repaired === true,
   };
-  const started = seen(row, report.status, report.outcome, c.at);
+  const started = markSeen(row, report.status, report.outcome, c.at);
   // The held final status wins over the start report's progress status.
   return c.held === null ? started : finish(started, c.held.report, c.held.at, false);
 }
@@ -139,15 +144,23 @@ export function decide(current: Execution | undefined, report: Report, c: Circum
     const conflict = final && report.status !== current.status ? `execution ${current.executionId} already ended ${current.status}; ${report.status} not applied` : null;
     return { kind: "duplicate", row: null, conflict };
   }
-  if (final) return { kind: "update", row: { ...finish(current, report, c.at, true), repaired } };
+  if (final) {
+    const row = finish(current, report, c.at, true);
+    row.repaired = repaired;
+    return { kind: "update", row };
+  }
   // A progress report: /upload's repeated start changes nothing, as it always did.
   if (!isTelemetry(report) && report.fields !== null) return { kind: "duplicate", row: null, conflict: null };
-  const timeline = seen({ ...current, ...merge(current, report.fields) }, report.status, report.outcome, c.at);
+  const timeline = markSeen(merged(current, report.fields), report.status, report.outcome, c.at);
   if (rank(report.status) > rank(current.status) || (report.fields === null && report.status !== current.status)) {
-    return { kind: "update", row: { ...timeline, status: report.status, updatedAt: c.at, repaired } };
+    timeline.status = report.status;
+    timeline.updatedAt = c.at;
+    timeline.repaired = repaired;
+    return { kind: "update", row: timeline };
   }
   const changed = Object.keys(timeline).some((k) => timeline[k as keyof Execution] !== current[k as keyof Execution]);
-  return { kind: "duplicate", row: changed ? { ...timeline, repaired } : null, conflict: null };
+  timeline.repaired = repaired;
+  return { kind: "duplicate", row: changed ? timeline : null, conflict: null };
 }
 
 /** An /upload status update says nothing of the machine or the script: every descriptive field unknown. */
@@ -179,6 +192,9 @@ const UNKNOWN: Descriptive = {
   appVersion: null,
   extra: null,
 };
+
+/** Every descriptive field. */
+const DESCRIPTIVE_KEYS = Object.keys(UNKNOWN) as (keyof Descriptive)[];
 
 /**
  * The execution a held report describes on its own: created when it was received, ended as it

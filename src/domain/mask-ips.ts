@@ -40,6 +40,36 @@ function maskV6(match: string, run: string, _zone: string | undefined, offset: n
   return plausible && bare.length <= LONGEST_V6 && isIPv6(bare) ? IPV6_MASK + trailing : match;
 }
 
+/** Whether a digit, a dot and a digit follow each other somewhere: every dotted quad has that. */
+function hasDigitDotDigit(text: string): boolean {
+  for (let i = text.indexOf("."); i > 0; i = text.indexOf(".", i + 1)) {
+    if (isDigit(text.charCodeAt(i - 1)) && isDigit(text.charCodeAt(i + 1))) return true;
+  }
+  return false;
+}
+
+const isHexOrDot = (c: number): boolean => isDigit(c) || c === DOT || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+
+/**
+ * Whether a run could pass maskV6's test ("::", or six colons in one run of hex digits, colons
+ * and dots): a log's clock times (12:34:56) never do, and then the runs are not taken at all.
+ */
+function mayHoldV6(text: string): boolean {
+  if (text.includes("::")) return true;
+  let colons = 0;
+  let last = -1;
+  for (let i = text.indexOf(":"); i >= 0; i = text.indexOf(":", i + 1)) {
+    let sameRun = last >= 0;
+    for (let j = last + 1; sameRun && j < i; j++) sameRun = isHexOrDot(text.charCodeAt(j));
+    colons = sameRun ? colons + 1 : 1;
+    if (colons >= 6) return true;
+    last = i;
+  }
+  return false;
+}
+
 export function maskIpAddresses(text: string): string {
-  return text.replace(V6_RUN, maskV6).replace(IPV4, maskV4);
+  const masked = mayHoldV6(text) ? text.replace(V6_RUN, maskV6) : text;
+  // A log tail of 10 KiB has few dots and many digits: the dots are looked at first.
+  return hasDigitDotDigit(masked) ? masked.replace(IPV4, maskV4) : masked;
 }

@@ -335,6 +335,13 @@ function moveRecord(d: RollupData, allApps: boolean, from: Counted, to: Counted,
   }
 }
 
+/**
+ * The one stored slice that no other adds up (its kind, repo class and app): the other stored
+ * slice of an hour (its repo class's, every app) is a sum of these (addLeaf), so a cell kept in
+ * memory can be counted once instead of twice and summed when read.
+ */
+export const leafSliceOf: Slices = (r) => [sliceKey(kindOfType(r.type), repoClass(r.repoSource), appSlice(r.nsapp))];
+
 /** Counts `sign` installs of `r` into its hour cell of every slice it belongs to. */
 export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount, slices: Slices = slicesOf): void {
   const values = dimensionValues(c.r, c.outcome, c.errorSig);
@@ -345,6 +352,26 @@ export function countHour(cellOf: (app: string, hour: number) => RollupData, c: 
     return;
   }
   for (const slice of slices(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
+}
+
+/**
+ * Adds the cell of a leaf slice (leafSliceOf) into a cell of a slice that contains it; into a
+ * slice of every app, its executions count in nsapp too, under the leaf's app (`app`, appSlice).
+ * What addRecord would have counted there record by record.
+ */
+export function addLeaf(d: RollupData, leaf: RollupData, app: string | null): void {
+  mergeInto(d, leaf);
+  // Every execution counts once in every dimension but nsapp: any of them gives the totals.
+  const totals = leaf.dims.type;
+  if (app === null || totals === undefined) return;
+  const byApp = (d.dims.nsapp ??= valueMap());
+  const nsapp = app.slice(1);
+  let counts = byApp[nsapp];
+  if (counts === undefined) put(byApp, nsapp, (counts = [0, 0, 0, 0, 0]));
+  for (const value in totals) {
+    const c = totals[value]!;
+    for (let k = 0; k < 5; k++) counts[k] = counts[k]! + c[k]!;
+  }
 }
 
 /** a += b, dropping entries that reach zero so a row always equals a recount. */

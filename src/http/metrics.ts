@@ -4,7 +4,15 @@ import type { StorageHealth } from "../store/engine.ts";
 
 type Labels = Record<string, string>;
 
-const key = (labels: Labels) => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
+/** A series' identity in its metric's map: its labels in name order (computed for every report: no locale rules, no JSON). */
+function key(labels: Labels): string {
+  const names = Object.keys(labels);
+  if (names.length > 1) names.sort();
+  let k = "";
+  // Length-prefixed values: no value, whatever it holds, can run into the next label.
+  for (const name of names) k += `${name}=${labels[name]!.length}:${labels[name]}`;
+  return k;
+}
 const escape = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 const labelText = (labels: Labels) => {
   const parts = Object.entries(labels)

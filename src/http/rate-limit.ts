@@ -313,10 +313,18 @@ export function proxyMatcher(list: readonly string[]): (address: string) => bool
     if (bits === undefined) block.addAddress(address!, family);
     else block.addSubnet(address!, Number(bits), family);
   }
+  // Asked for every report (the peer, then the limiter's key): answers are kept, and forgotten
+  // all at once when there are many (a flood of addresses costs a few look-ups more, no memory).
+  const known = new Map<string, boolean>();
   return (address) => {
+    let answer = known.get(address);
+    if (answer !== undefined) return answer;
     const plain = address.replace(/^::ffff:(?=\d+\.)/, ""); // IPv4-mapped IPv6
     const v = isIP(plain);
-    return v !== 0 && block.check(plain, v === 6 ? "ipv6" : "ipv4");
+    answer = v !== 0 && block.check(plain, v === 6 ? "ipv6" : "ipv4");
+    if (known.size >= 4096) known.clear();
+    known.set(address, answer);
+    return answer;
   };
 }
 

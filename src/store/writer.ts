@@ -5,7 +5,7 @@
 //
 // A write may carry its request's AbortSignal: when the request is aborted before the write's
 // batch is formed, the write is dropped (never stored) and its promise rejects with
-// RequestAbortedError. Bun closes a connection on which a request is pipelined behind a pending
+// RequestAbortedError (when the batch is formed: looked at then, with no listener per write). Bun closes a connection on which a request is pipelined behind a pending
 // answer (scripts/repro/pipelining.ts), aborting the request: without this, its report would be
 // stored and never acknowledged. Once a batch is handed to `commit`, its writes go through.
 import { StorageUnreachableError, type ResultFor, type WriteOp, type WriteResult } from "./contract.ts";
@@ -26,9 +26,6 @@ interface Pending {
   resolve: (r: WriteResult) => void;
   reject: (e: Error) => void;
   signal: AbortSignal | undefined;
-  /** Set (and the promise rejected) when the signal fired while the write was still queued. */
-  dropped: boolean;
-  onAbort: (() => void) | undefined;
 }
 
 export interface WriterStats {
@@ -78,8 +75,10 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
     while (batch.length < maxBatch && queue.length > 0) {
       const taken = queue.splice(0, maxBatch - batch.length);
       for (const p of taken) {
-        if (p.onAbort) p.signal!.removeEventListener("abort", p.onAbort);
-        if (!p.dropped) batch.push(p);
+        if (p.signal?.aborted) {
+          stats.dropped++;
+          p.reject(new RequestAbortedError());
+        } else batch.push(p);
       }
     }
     return batch;
@@ -121,17 +120,7 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
       }
       return new Promise<ResultFor<Op>>((resolve, reject) => {
         // The store answers each op with a result of its own kind (the contract's ResultOf).
-        const p: Pending = { op, resolve: resolve as (r: WriteResult) => void, reject, signal, dropped: false, onAbort: undefined };
-        if (signal) {
-          // Still queued: drop it (skipped when its batch is formed). The listener goes when it is taken.
-          p.onAbort = () => {
-            p.dropped = true;
-            stats.dropped++;
-            reject(new RequestAbortedError());
-          };
-          signal.addEventListener("abort", p.onAbort, { once: true });
-        }
-        queue.push(p);
+        queue.push({ op, resolve: resolve as (r: WriteResult) => void, reject, signal });
         // Start on the next turn, so everything arriving in this one joins the first batch.
         if (!busy) {
           busy = true;

@@ -90,6 +90,8 @@ export class BatchLabels implements Labels {
 const PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 type Parts = Record<RollupPart, Buffer | null>;
 type Row = { grain: number; slice: string; bucket: number } & Parts;
+/** A row locked by this transaction, with where it is: no other can move it before COMMIT. */
+type LockedRow = Row & { ctid: string };
 
 const keyText = (k: RollupKey): string => `${k.grain}|${k.bucket}|${k.app}`;
 const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
@@ -119,35 +121,34 @@ export async function addRollups(tx: Tx, labels: BatchLabels, deltas: Iterable<{
   for (const { data } of list) labelsOf(data, wanted);
   await labels.ensure(tx, wanted);
   // Each cell's row as it stands, locked: made empty if new; a no-op update of one that exists.
+  // Its ctid finds it again below: looked up by key, the planner chose the (grain, bucket) index
+  // and read every slice of the hour for each cell (~180 buffers per cell, 3/4 of a batch's time).
   const empty = encodeCell(emptyData(), false, labels).data;
-  const stored = await tx<Row[]>`
+  const stored = await tx<LockedRow[]>`
     INSERT INTO rollup_cells (grain, slice, bucket, data)
     SELECT g, s, b, ${Buffer.from(empty)}::bytea FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.key.app)}::text[], ${list.map((c) => c.key.bucket)}::bigint[]) AS u(g, s, b)
     ORDER BY g, s, b
     ON CONFLICT (grain, slice, bucket) DO UPDATE SET grain = excluded.grain
-    RETURNING grain, slice, bucket, data, apps, errors`;
+    RETURNING ctid::text AS ctid, grain, slice, bucket, data, apps, errors`;
   const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
-  const put: { key: RollupKey; parts: StoredParts }[] = [];
-  const gone: RollupKey[] = [];
+  const put: { ctid: string; parts: StoredParts }[] = [];
+  const gone: string[] = [];
   for (const { key, data } of list) {
-    const merged = mergeInto(await decodeRow(tx, labels, rows.get(keyText(key))!), data);
-    if (isEmpty(merged)) gone.push(key);
-    else put.push({ key, parts: encodeCell(merged, isAllApps(key.app), labels) });
+    const row = rows.get(keyText(key))!;
+    const merged = mergeInto(await decodeRow(tx, labels, row), data);
+    if (isEmpty(merged)) gone.push(row.ctid);
+    else put.push({ ctid: row.ctid, parts: encodeCell(merged, isAllApps(key.app), labels) });
   }
   // As hex text: postgres.js sends no arrays of bytea.
   const hex = (p: Uint8Array | null) => (p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex"));
   if (put.length > 0) {
+    const ctids = put.map((p) => p.ctid);
     await tx`
       UPDATE rollup_cells AS c SET data = decode(u.data, 'hex'), apps = decode(u.apps, 'hex'), errors = decode(u.errors, 'hex')
-      FROM unnest(${put.map((p) => p.key.grain)}::smallint[], ${put.map((p) => p.key.app)}::text[], ${put.map((p) => p.key.bucket)}::bigint[],
-        ${put.map((p) => hex(p.parts.data))}::text[], ${put.map((p) => hex(p.parts.apps))}::text[], ${put.map((p) => hex(p.parts.errors))}::text[]) AS u(grain, slice, bucket, data, apps, errors)
-      WHERE c.grain = u.grain AND c.slice = u.slice AND c.bucket = u.bucket`;
+      FROM unnest(${ctids}::tid[], ${put.map((p) => hex(p.parts.data))}::text[], ${put.map((p) => hex(p.parts.apps))}::text[], ${put.map((p) => hex(p.parts.errors))}::text[]) AS u(id, data, apps, errors)
+      WHERE c.ctid = ANY(${ctids}::tid[]) AND c.ctid = u.id`;
   }
-  if (gone.length > 0) {
-    await tx`
-      DELETE FROM rollup_cells WHERE (grain, slice, bucket) IN (
-        SELECT * FROM unnest(${gone.map((k) => k.grain)}::smallint[], ${gone.map((k) => k.app)}::text[], ${gone.map((k) => k.bucket)}::bigint[]))`;
-  }
+  if (gone.length > 0) await tx`DELETE FROM rollup_cells WHERE ctid = ANY(${gone}::tid[])`;
 }
 
 /**

@@ -1,65 +1,142 @@
-// Open hours: hours at or after the fold mark. Their hour cells (stored slices) live only here, in
-// memory, slice -> bucket -> cell, and are stored when the fold job closes them
-// (docs/decisions/2026-11-21-open-hours-in-memory.md).
-// They are a function of the raw records, so the store recounts them whenever it cannot vouch for
-// them: at open, and after another connection wrote or moved the fold mark.
+// Open hours: hours at or after the fold mark. Their hour cells (of the stored slices) live only
+// here, in memory, and are stored when the fold job closes them
+// (docs/decisions/2026-11-21-open-hours-in-memory.md). They are a function of the raw records, so
+// the store recounts them whenever it cannot vouch for them: at open, and after another connection
+// wrote or moved the fold mark.
+//
+// A record is counted into one cell only, its leaf slice's (kind, repo class, app: leafSliceOf);
+// the other stored slice of an hour (its repo class's, every app) is the sum of its leaves, made
+// when read and kept until a write changes that hour. Counting every record into each of its
+// slices was the largest part of a report's CPU (docs/decisions/2026-11-27-open-hours-leaf-cells.md).
 import { failureSignatureId } from "../../domain/error-signature.ts";
-import type { Execution } from "../../domain/execution.ts";
-import { GRAINS, bucketStart, countHour, emptyData, isEmpty, storedSlicesOf, type OpenCount, type RollupData } from "../../domain/rollup.ts";
+import type { Execution, Kind } from "../../domain/execution.ts";
+import {
+  ALL_APPS, GRAINS, addLeaf, appSlice, bucketStart, countHour, emptyData, isEmpty, leafSliceOf, parseSlice, sliceKey,
+  type OpenCount, type RollupData,
+} from "../../domain/rollup.ts";
 import type { RollupCell } from "../contract.ts";
 
+interface Leaf {
+  kind: Kind;
+  repo: string;
+  /** The app slice ("=<nsapp>"). */
+  app: string;
+  byHour: Map<number, RollupData>;
+}
+
+/** The stored slices a leaf adds into (domain/rollup.ts storedSlicesOf): itself, and every app of its repo class. */
+const slicesOfLeaf = (l: Leaf): string[] => [sliceKey(l.kind, l.repo, l.app), sliceKey(l.kind, l.repo, ALL_APPS)];
+
+/** What a slice key selects, with its app as an app slice ("=<nsapp>"; null: every app). */
+function sliceOf(slice: string): { kind: Kind; repo: string | null; app: string | null } {
+  const { kind, repo, nsapp } = parseSlice(slice);
+  return { kind, repo, app: nsapp === null ? null : appSlice(nsapp) };
+}
+
 export class OpenHours {
-  private readonly cells = new Map<string, Map<number, RollupData>>();
+  private readonly leaves = new Map<string, Leaf>();
+  /** Sums made for reads, by hour: dropped when a write changes the hour. */
+  private readonly sums = new Map<number, Map<string, RollupData | null>>();
   /** The fold mark these cells start at. */
   foldedUntil = 0;
 
-  private readonly cellOf = (app: string, hour: number): RollupData => {
-    let byBucket = this.cells.get(app);
-    if (!byBucket) this.cells.set(app, (byBucket = new Map()));
-    let cell = byBucket.get(hour);
-    if (!cell) byBucket.set(hour, (cell = emptyData()));
+  private readonly leafCell = (slice: string, hour: number): RollupData => {
+    let leaf = this.leaves.get(slice);
+    if (!leaf) {
+      const { kind, repo, app } = sliceOf(slice);
+      this.leaves.set(slice, (leaf = { kind, repo: repo!, app: app!, byHour: new Map() }));
+    }
+    let cell = leaf.byHour.get(hour);
+    if (!cell) leaf.byHour.set(hour, (cell = emptyData()));
     return cell;
   };
 
   /** Forgets everything and counts `rows` (those created from `foldedUntil` on) afresh. */
   recount(foldedUntil: number, rows: Iterable<Execution>): void {
-    this.cells.clear();
+    this.leaves.clear();
+    this.sums.clear();
     this.foldedUntil = foldedUntil;
-    for (const r of rows) countHour(this.cellOf, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) }, storedSlicesOf);
+    for (const r of rows) countHour(this.leafCell, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) }, leafSliceOf);
   }
 
   /** Counts committed changes in; cells a removal emptied go, as a recount would not have them. */
   apply(counts: readonly OpenCount[]): void {
     for (const c of counts) {
       if (c.r.createdAt < this.foldedUntil) continue; // folded in the same batch
-      countHour(this.cellOf, c, storedSlicesOf);
-      if (c.sign < 0) for (const slice of storedSlicesOf(c.r)) this.dropIfEmpty(slice, bucketStart(c.r.createdAt, GRAINS.hour));
+      countHour(this.leafCell, c, leafSliceOf);
+      const hour = bucketStart(c.r.createdAt, GRAINS.hour);
+      this.sums.delete(hour);
+      if (c.sign < 0) this.dropIfEmpty(leafSliceOf(c.r)[0]!, hour);
     }
   }
 
   /** The fold mark moved to `until`: the hours before it are stored now. */
   folded(until: number): void {
     this.foldedUntil = until;
-    for (const [app, byBucket] of this.cells) {
-      for (const bucket of byBucket.keys()) if (bucket < until) byBucket.delete(bucket);
-      if (byBucket.size === 0) this.cells.delete(app);
+    for (const [slice, leaf] of this.leaves) {
+      for (const hour of leaf.byHour.keys()) if (hour < until) leaf.byHour.delete(hour);
+      if (leaf.byHour.size === 0) this.leaves.delete(slice);
     }
+    for (const hour of this.sums.keys()) if (hour < until) this.sums.delete(hour);
   }
 
-  /** Cells of one app slice (or of every slice, `null`) with bucket in [from, to), oldest first. */
-  cellsOf(app: string | null, from: number, to: number): RollupCell[] {
+  /** Cells of one slice (or of every stored slice, `null`) with bucket in [from, to), oldest first. */
+  cellsOf(slice: string | null, from: number, to: number): RollupCell[] {
+    if (slice === null) return this.everyCell(from, to);
+    const want = sliceOf(slice);
+    const leaf = want.repo !== null && want.app !== null ? this.leaves.get(slice) : undefined;
+    if (leaf) return [...leaf.byHour].filter(([bucket]) => bucket >= from && bucket < to).map(([bucket, data]) => ({ slice, bucket, data })).sort((a, b) => a.bucket - b.bucket);
     const out: RollupCell[] = [];
-    for (const [slice, byBucket] of app === null ? this.cells : [[app, this.cells.get(app)] as const]) {
-      for (const [bucket, data] of byBucket ?? []) if (bucket >= from && bucket < to) out.push({ slice, bucket, data });
+    for (const bucket of this.hours(from, to)) {
+      const data = this.sum(slice, bucket, want);
+      if (data) out.push({ slice, bucket, data });
     }
     return out.sort((a, b) => a.bucket - b.bucket);
   }
 
-  private dropIfEmpty(app: string, hour: number): void {
-    const byBucket = this.cells.get(app);
-    const cell = byBucket?.get(hour);
-    if (!byBucket || !cell || !isEmpty(cell)) return;
-    byBucket.delete(hour);
-    if (byBucket.size === 0) this.cells.delete(app);
+  /** Every stored slice's cells: the leaves and the sums of every app of their repo classes. */
+  private everyCell(from: number, to: number): RollupCell[] {
+    const out: RollupCell[] = [];
+    for (const bucket of this.hours(from, to)) {
+      const slices = new Set<string>();
+      for (const leaf of this.leaves.values()) if (leaf.byHour.has(bucket)) for (const s of slicesOfLeaf(leaf)) slices.add(s);
+      for (const slice of slices) {
+        const data = this.sum(slice, bucket, sliceOf(slice));
+        if (data) out.push({ slice, bucket, data });
+      }
+    }
+    return out.sort((a, b) => a.bucket - b.bucket);
+  }
+
+  /** The hours in [from, to) that have a cell. */
+  private hours(from: number, to: number): Set<number> {
+    const hours = new Set<number>();
+    for (const leaf of this.leaves.values()) for (const hour of leaf.byHour.keys()) if (hour >= from && hour < to) hours.add(hour);
+    return hours;
+  }
+
+  /** A slice's cell of one hour: a leaf's own, or the sum of the leaves it contains (null: none). */
+  private sum(slice: string, hour: number, want: ReturnType<typeof sliceOf>): RollupData | null {
+    if (want.repo !== null && want.app !== null) return this.leaves.get(slice)?.byHour.get(hour) ?? null;
+    let byHour = this.sums.get(hour);
+    if (!byHour) this.sums.set(hour, (byHour = new Map()));
+    const known = byHour.get(slice);
+    if (known !== undefined) return known;
+    let data: RollupData | null = null;
+    for (const leaf of this.leaves.values()) {
+      if (leaf.kind !== want.kind || (want.repo !== null && leaf.repo !== want.repo) || (want.app !== null && leaf.app !== want.app)) continue;
+      const cell = leaf.byHour.get(hour);
+      if (cell) addLeaf((data ??= emptyData()), cell, want.app === null ? leaf.app : null);
+    }
+    byHour.set(slice, data);
+    return data;
+  }
+
+  private dropIfEmpty(slice: string, hour: number): void {
+    const leaf = this.leaves.get(slice);
+    const cell = leaf?.byHour.get(hour);
+    if (!leaf || !cell || !isEmpty(cell)) return;
+    leaf.byHour.delete(hour);
+    if (leaf.byHour.size === 0) this.leaves.delete(slice);
   }
 }

@@ -23,7 +23,8 @@ export interface Scans {
 }
 
 interface Thread {
-  worker: Worker;
+  /** Started by the first scan sent to it: a server that only ingests runs none (~5 MB each). */
+  worker: Worker | null;
   /** Moves when the thread is started afresh: streams opened before cannot go on. */
   generation: number;
   pending: Map<number, Pending>;
@@ -60,7 +61,7 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
       else pending.reject(rebuilt(reply));
     };
     worker.onerror = (event) => {
-      opts.log.error("read thread died; starting another", { error: event.message });
+      opts.log.error("read thread died; the next read starts another", { error: event.message });
       restart(owner(), null);
     };
     worker.postMessage({ path } satisfies ScannerStart);
@@ -69,12 +70,12 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
 
   /** Ends the thread and starts another; `late` (the scan past its budget) fails, other listings are asked again. */
   function restart(thread: Thread, late: number | null) {
-    thread.worker.terminate();
+    thread.worker?.terminate();
     thread.generation++;
     const pending = [...thread.pending.values()];
     thread.pending.clear();
+    thread.worker = null; // the next scan starts another
     if (stopped) return;
-    thread.worker = spawn(() => thread);
     for (const p of pending) {
       if (p.timer) clearTimeout(p.timer);
       if (p.request.id === late) {
@@ -92,14 +93,12 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
     return new Promise((resolve, reject) => {
       const timer = opts.budgetMs > 0 ? setTimeout(() => restart(thread, request.id), opts.budgetMs) : null;
       thread.pending.set(request.id, { request, resolve, reject, timer });
+      thread.worker ??= spawn(() => thread);
       thread.worker.postMessage(request);
     });
   }
 
-  const threads: Thread[] = Array.from({ length: Math.max(1, opts.threads) }, () => {
-    const thread: Thread = { worker: spawn(() => thread), generation: 0, pending: new Map() };
-    return thread;
-  });
+  const threads: Thread[] = Array.from({ length: Math.max(1, opts.threads) }, () => ({ worker: null, generation: 0, pending: new Map() }));
   /** The thread with the least work waiting. */
   const pick = (): Thread => threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
 
@@ -123,13 +122,13 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
         }
       } finally {
         // A consumer that stops early (a download cancelled) ends the stream there too.
-        if (thread.generation === generation && !stopped) thread.worker.postMessage({ id: nextId++, op: "close", stream } satisfies ScanRequest);
+        if (thread.generation === generation && !stopped) thread.worker?.postMessage({ id: nextId++, op: "close", stream } satisfies ScanRequest);
       }
     },
     stop() {
       stopped = true;
       for (const thread of threads) {
-        thread.worker.terminate();
+        thread.worker?.terminate();
         for (const p of thread.pending.values()) {
           if (p.timer) clearTimeout(p.timer);
           p.reject(new ReadBudgetError("the server is stopping"));

@@ -266,19 +266,28 @@ export function createSqliteWrites(
     return held ? heldOf(held) : null;
   }
 
+  /** The stuck mark as this batch sees it; null until read. */
+  let stuckMark: number | null = null;
+
   /**
    * An execution in progress created before the stuck mark (import, replay at a report's own
    * time, a held report applied late) lowers it, or the stuck job would never look at it again
    * ("every execution created before the mark is final or was expired").
    */
   function keepStuckMark(execution: Execution): void {
-    if (execution.outcome === "in_progress" && execution.createdAt < (q.stuckMark.get()?.t ?? 0)) q.lowerStuckMark.run({ to: execution.createdAt });
+    if (execution.outcome !== "in_progress") return;
+    // Read once per batch: inside the transaction only this batch moves it (below and stuck-checked).
+    stuckMark ??= q.stuckMark.get()?.t ?? 0;
+    if (execution.createdAt >= stuckMark) return;
+    q.lowerStuckMark.run({ to: execution.createdAt });
+    stuckMark = execution.createdAt;
   }
 
   function applyReport(op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): ResultFor<typeof op> {
     const { report } = op;
     const current = reads.getExecution(report.executionId);
-    const held = current === undefined ? heldFor(report.executionId) : null;
+    // The held reports' count is read once per batch (budgets): with none held, nothing to look up.
+    const held = current === undefined && counters.get("held.count") > 0 ? heldFor(report.executionId) : null;
     const repaired = op.repairs.length > 0;
     const attempt = current === undefined ? reads.attemptsOf(report.randomId) + 1 : current.attempt;
     const decided = decide(current, report, { at: op.at, attempt, held, repaired });
@@ -487,6 +496,7 @@ export function createSqliteWrites(
       }
       case "stuck-checked":
         q.moveStuckMark.run({ from: op.from, until: op.until });
+        stuckMark = null; // compare-and-set: read again when needed
         return { kind: "marked" };
       case "import-mark":
         q.setCopyMark.run({ source: importMarkName(op.source), id: op.position });
@@ -530,6 +540,7 @@ export function createSqliteWrites(
     touched.clear();
     const fx: BatchEffects = { deltas: deltasFrom(openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
     counters.reset();
+    stuckMark = null;
     const results = ops.map((op) => apply(op, fx));
     if (fx.held) keepHeldWithinBudget(fx);
     relay.trim(ops.reduce((at, op) => Math.max(at, op.at), 0));

@@ -1,0 +1,57 @@
+// What a --db text names, decided in one place (src/store/location.ts): a postgres:// or
+// postgresql:// URL is PostgreSQL, any other scheme:// is refused with one line naming what is
+// accepted, everything else (":memory:" and names with a colon but no "//" included) is an SQLite file.
+import { describe, expect, test } from "bun:test";
+import { UnsupportedLocationError, locate, parseLocation } from "../src/store/location.ts";
+
+describe("parseLocation", () => {
+  test.each([
+    ["installstats.db", "installstats.db"],
+    ["/var/lib/installstats/installstats.db", "/var/lib/installstats/installstats.db"],
+    ["./data/x.db", "./data/x.db"],
+    [":memory:", ":memory:"],
+    // SQLite files as they were always opened: the text is the file's name, colon and all.
+    ["file:x.db", "file:x.db"],
+    ["mysql:host", "mysql:host"],
+    ["data/a://b.db", "data/a://b.db"],
+  ])("%s is an SQLite file", (text, path) => {
+    expect(parseLocation(text)).toEqual({ engine: "sqlite", text, path });
+  });
+
+  test.each(["postgres://installstats@db-host/installstats", "postgresql://u:secret@127.0.0.1:5432/db?sslmode=require", "POSTGRES://h/db", "PostgreSQL://h/db"])(
+    "%s is a PostgreSQL URL",
+    (text) => {
+      expect(parseLocation(text)).toEqual({ engine: "postgres", text, url: text });
+    },
+  );
+
+  test.each([
+    ["mysql://host/db", "mysql://host/db", "mysql://"],
+    ["MySQL://host/db", "MySQL://host/db", "mysql://"],
+    ["sqlite://x.db", "sqlite://x.db", "sqlite://"],
+    ["file:///tmp/x.db", "file:///tmp/x.db", "file://"],
+    ["postgres+ssl://h/db", "postgres+ssl://h/db", "postgres+ssl://"],
+    ["mariadb://root:hunter2@host/db", "mariadb://root:***@host/db", "mariadb://"],
+  ])("%s is refused in one line naming the accepted forms", (text, shown, scheme) => {
+    const where = parseLocation(text);
+    expect(where.engine).toBeNull();
+    if (where.engine !== null) return;
+    expect(where.error).toStartWith(`${shown} is not a database installstats can open (${scheme} is not supported)`);
+    for (const accepted of ["SQLite file", ":memory:", "postgres://", "postgresql://"]) expect(where.error).toContain(accepted);
+    expect(where.error).not.toContain("hunter2");
+    expect(where.error).not.toContain("\n");
+  });
+});
+
+describe("locate", () => {
+  test("returns what parseLocation parsed", () => {
+    expect(locate("x.db")).toEqual({ engine: "sqlite", text: "x.db", path: "x.db" });
+    expect(locate("postgres://h/db")).toEqual({ engine: "postgres", text: "postgres://h/db", url: "postgres://h/db" });
+  });
+
+  test("throws an UnsupportedLocationError with parseLocation's line for another scheme", () => {
+    const where = parseLocation("mysql://host/db");
+    expect(() => locate("mysql://host/db")).toThrow(UnsupportedLocationError);
+    expect(() => locate("mysql://host/db")).toThrow(where.engine === null ? where.error : "unreachable");
+  });
+});

@@ -2,7 +2,9 @@
 // postgresql:// URL is PostgreSQL, any other scheme:// is refused with one line naming what is
 // accepted, everything else (":memory:" and names with a colon but no "//" included) is an SQLite file.
 import { describe, expect, test } from "bun:test";
+import { DatabaseOpenError } from "../src/store/engine.ts";
 import { UnsupportedLocationError, locate, parseLocation } from "../src/store/location.ts";
+import { openEngine } from "../src/store/open.ts";
 
 describe("parseLocation", () => {
   test.each([
@@ -53,5 +55,22 @@ describe("locate", () => {
     const where = parseLocation("mysql://host/db");
     expect(() => locate("mysql://host/db")).toThrow(UnsupportedLocationError);
     expect(() => locate("mysql://host/db")).toThrow(where.engine === null ? where.error : "unreachable");
+  });
+});
+
+describe("openEngine parses --read-db too, before connecting to anything", () => {
+  const primary = "postgres://installstats@127.0.0.1:1/installstats";
+  const open = (replica: string) => openEngine(primary, { durability: "normal", migrate: true, create: true, readReplica: { url: replica, maxLagMs: 1000 } });
+
+  test("another scheme: the one line naming the accepted forms", async () => {
+    const e = await open("mysql://replica/db").catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(UnsupportedLocationError);
+    expect((e as Error).message).toStartWith("mysql://replica/db is not a database installstats can open (mysql:// is not supported): name an SQLite file");
+  });
+
+  test("an SQLite file: a replica is a PostgreSQL server's", async () => {
+    const e = await open("replica.db").catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(DatabaseOpenError);
+    expect((e as Error).message).toBe("--read-db replica.db is not a postgres:// URL; give it the replica's URL, or leave --read-db unset");
   });
 });

@@ -67,6 +67,9 @@ export async function openEngine(location: string, opts: OpenOptions & { create:
   if (opts.readReplica && where.engine !== "postgres") {
     throw new DatabaseOpenError(`--read-db names a PostgreSQL replica, but --db ${location} is an SQLite file; give --db the primary's postgres:// URL, or leave --read-db unset`);
   }
+  if (opts.readReplica && locate(opts.readReplica.url).engine !== "postgres") {
+    throw new DatabaseOpenError(`--read-db ${opts.readReplica.url} is not a postgres:// URL; give it the replica's URL, or leave --read-db unset`);
+  }
   return where.engine === "postgres" ? openPostgresEngine(where.url, opts) : openSqliteEngine(where.path, opts);
 }
 

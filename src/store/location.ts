@@ -3,13 +3,12 @@
 // one line naming what is accepted (an SQLite error about a file called "mysql://..." helps
 // nobody); everything else is an SQLite file path, ":memory:" included.
 
-/** A location this service can open. `text` is what the user wrote. */
-export type DatabaseLocation = { engine: "sqlite"; text: string; path: string } | { engine: "postgres"; text: string; url: string };
+/** A location this service can open. */
+export type DatabaseLocation = { engine: "sqlite"; path: string } | { engine: "postgres"; url: string };
 
 /** A location naming a scheme no engine here speaks; `error` is the one line that says so. */
 interface UnsupportedLocation {
   engine: null;
-  text: string;
   error: string;
 }
 
@@ -24,12 +23,11 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 const withoutPassword = (text: string): string => text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*):[^/?#@]*@/i, "$1:***@");
 
 export function parseLocation(text: string): DatabaseLocation | UnsupportedLocation {
-  if (POSTGRES.test(text)) return { engine: "postgres", text, url: text };
+  if (POSTGRES.test(text)) return { engine: "postgres", url: text };
   const scheme = SCHEME.exec(text)?.[1];
-  if (scheme === undefined) return { engine: "sqlite", text, path: text };
+  if (scheme === undefined) return { engine: "sqlite", path: text };
   return {
     engine: null,
-    text,
     error:
       `${withoutPassword(text)} is not a database installstats can open (${scheme.toLowerCase()}:// is not supported): ` +
       `name an SQLite file (a path such as /var/lib/installstats/installstats.db, or ${IN_MEMORY}) or a PostgreSQL database (a postgres:// or postgresql:// URL)`,

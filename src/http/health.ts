@@ -33,51 +33,49 @@ const BudgetsJson = t.Object(
   { description: "what is kept besides executions, against its budget; counters since the database was created" },
 );
 
-/** The answer of /healthz; `relay` is the relay's own shape (src/relay/routes.ts). */
-const healthSchema = (relay: TSchema) =>
-  t.Object(
-    {
-      status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
-      time: t.String({ format: "date-time", description: "the server's clock, UTC, to the second (RFC 3339, as the community service's health check sends it)" }),
-      version: t.String(),
-      uptime_s: t.Number(),
-      storage: t.Object({
-        writable: t.Boolean({ description: "false while the last write attempt failed (disk full, read-only), or for good once the database files were replaced or removed under the server" }),
-        last_error: t.Nullable(t.String()),
-        batches: t.Integer(),
-        writes: t.Integer(),
-        problems: t.Optional(t.Array(t.String(), { description: "what is wrong with storage, one sentence each: files replaced or removed, damage met by a read, damage found by the integrity check" })),
-        integrity: t.Optional(
-          t.Nullable(
-            t.Object(
-              { ok: t.Boolean(), checked_at: t.String({ format: "date-time" }), ms: t.Integer(), problems: t.Array(t.String()) },
-              { description: "SQLite's quick_check, run once in the background when the server starts; null until it finished" },
-            ),
-          ),
-        ),
-        budgets: t.Optional(t.Nullable(BudgetsJson)),
-        database: t.Optional(
+/** The answer of /healthz but for the relay's section, whose shape is the relay's (src/relay/routes.ts). */
+const HealthBesidesRelay = t.Object(
+  {
+    status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
+    time: t.String({ format: "date-time", description: "the server's clock, UTC, to the second (RFC 3339, as the community service's health check sends it)" }),
+    version: t.String(),
+    uptime_s: t.Number(),
+    storage: t.Object({
+      writable: t.Boolean({ description: "false while the last write attempt failed (disk full, read-only), or for good once the database files were replaced or removed under the server" }),
+      last_error: t.Nullable(t.String()),
+      batches: t.Integer(),
+      writes: t.Integer(),
+      problems: t.Optional(t.Array(t.String(), { description: "what is wrong with storage, one sentence each: files replaced or removed, damage met by a read, damage found by the integrity check" })),
+      integrity: t.Optional(
+        t.Nullable(
           t.Object(
-            {
-              engine: t.Union([t.Literal("sqlite"), t.Literal("postgres")]),
-              location: t.String({ description: "the --db location; a URL without its password" }),
-              replica: t.Nullable(
-                t.Object({
-                  location: t.String(),
-                  lag_s: t.Nullable(t.Number({ description: "replay lag in seconds; null while the replica does not answer" })),
-                  reads_from: t.Union([t.Literal("replica"), t.Literal("primary")]),
-                  problem: t.Nullable(t.String()),
-                }),
-              ),
-            },
-            { description: "which database this node uses, and where its reads go (--read-db)" },
+            { ok: t.Boolean(), checked_at: t.String({ format: "date-time" }), ms: t.Integer(), problems: t.Array(t.String()) },
+            { description: "SQLite's quick_check, run once in the background when the server starts; null until it finished" },
           ),
         ),
-      }),
-      relay: t.Optional(t.Nullable(relay, { description: "the relay to an upstream collector; an upstream that fails does not make this node degraded; null when it could not be read" })),
-    },
-    { title: "Health" },
-  );
+      ),
+      budgets: t.Optional(t.Nullable(BudgetsJson)),
+      database: t.Optional(
+        t.Object(
+          {
+            engine: t.Union([t.Literal("sqlite"), t.Literal("postgres")]),
+            location: t.String({ description: "the --db location; a URL without its password" }),
+            replica: t.Nullable(
+              t.Object({
+                location: t.String(),
+                lag_s: t.Nullable(t.Number({ description: "replay lag in seconds; null while the replica does not answer" })),
+                reads_from: t.Union([t.Literal("replica"), t.Literal("primary")]),
+                problem: t.Nullable(t.String()),
+              }),
+            ),
+          },
+          { description: "which database this node uses, and where its reads go (--read-db)" },
+        ),
+      ),
+    }),
+  },
+  { title: "Health" },
+);
 
 const budgetsJson = (b: BudgetStatus): Static<typeof BudgetsJson> => ({
   log: {
@@ -106,7 +104,13 @@ export function healthRoutes(deps: {
   relay: { schema: TSchema; read: () => Promise<unknown> };
 }) {
   const started = deps.clock();
-  const Health = healthSchema(deps.relay.schema);
+  const Health = t.Object(
+    {
+      ...HealthBesidesRelay.properties,
+      relay: t.Optional(t.Nullable(deps.relay.schema, { description: "the relay to an upstream collector; an upstream that fails does not make this node degraded; null when it could not be read" })),
+    },
+    { title: "Health" },
+  );
   return new Elysia({ name: "health" }).get(
     "/healthz",
     async ({ status }) => {

@@ -1,7 +1,7 @@
 // Composes the route plugins into the HTTP application (called by the composition root, runtime.ts).
 import { Elysia } from "elysia";
 import type { Config } from "./config.ts";
-import { errorBody, serverFault } from "./http/errors.ts";
+import { errorMapping } from "./http/error-mapping.ts";
 import { ingestRoutes } from "./ingest/routes.ts";
 import type { GroupCommitWriter } from "./store/writer.ts";
 import { adminRoutes } from "./maintenance/admin-routes.ts";
@@ -15,7 +15,6 @@ import { healthRoutes } from "./http/health.ts";
 import type { Logger } from "./log.ts";
 import { compatRoutes } from "./read/compat-routes.ts";
 import { exportRoutes } from "./read/export-routes.ts";
-import { QueryError } from "./read/query.ts";
 import { readRoutes } from "./read/routes.ts";
 import { telemetryAnalysisRoutes } from "./read/telemetry-analysis.ts";
 import { telemetryCompatRoutes } from "./read/telemetry-compat.ts";
@@ -30,7 +29,7 @@ import { publicPageRoutes } from "./web/public-routes.ts";
 import type { Alerts } from "./alerts/alerts.ts";
 import { alertRoutes } from "./alerts/routes.ts";
 import type { Relay } from "./relay/relay.ts";
-import { relayRoutes } from "./relay/routes.ts";
+import { RelayJson, relayRoutes } from "./relay/routes.ts";
 import type { Issues } from "./issues/issues.ts";
 import { issueRoutes } from "./issues/routes.ts";
 
@@ -81,61 +80,11 @@ export function createApp(deps: AppDeps) {
       reusePort: false,
     },
   })
-    .onError(async ({ code, error, set, path, request, server }) => {
-      // Every error leaves in the one shape, {error, message, field}; no stack traces reach clients.
-      // A bad parameter of the URL (query string, path) is 400; a bad field of a body is 422.
-      set.headers["content-type"] = "application/json";
-      if (error instanceof QueryError) {
-        set.status = 400;
-        return errorBody("invalid_field", error.message, error.field);
-      }
-      switch (code) {
-        case "NOT_FOUND":
-          if ((request.method === "GET" || request.method === "HEAD") && path.length > 1 && path.endsWith("/")) {
-            // Elysia strips trailing slashes from the routes it hands Bun, so "/openapi/" (as people
-            // type it) would be a 404: send them to the path without it.
-            const to = path.replace(/\/+$/, "") || "/";
-            set.status = 308;
-            set.headers.location = to + new URL(request.url).search;
-            return errorBody("not_found", `no route for ${path}; see ${to}`);
-          }
-          set.status = 404;
-          if (request.method === "POST") await ingest.unknownPaths.record(request, path, clientOf(request, server));
-          return errorBody("not_found", `no route for ${path}${request.method === "POST" ? "; reports go to /telemetry (current scripts) or /upload and /upload/updatestatus (old ones)" : ""}`);
-        case "PARSE":
-          set.status = 400;
-          return errorBody("invalid_json", "body is not valid JSON");
-        case "VALIDATION": {
-          if (error.type === "response") {
-            // Our answer broke its own schema: a bug, not the client's fault.
-            const fault = serverFault(error, path, log);
-            set.status = fault.status;
-            return fault.body;
-          }
-          const inUrl = error.type === "query" || error.type === "params";
-          set.status = inUrl ? 400 : 422;
-          const issue = error.valueError;
-          const field = issue?.path.replace(/^\//, "").replaceAll("/", ".") || undefined;
-          return errorBody("invalid_field", issue ? describeIssue(field, issue.schema as SchemaLike, issue.message) : "request does not match the schema", field);
-        }
-        default: {
-          if (request.signal.aborted) {
-            // The client went away mid-request (an aborted body reads as an error with no text): not a fault of ours.
-            log.info("request aborted by the client", { path, method: request.method });
-            set.status = 499;
-            return errorBody("internal", "request aborted by the client");
-          }
-          const fault = serverFault(error, path, log);
-          set.status = fault.status;
-          Object.assign(set.headers, fault.headers);
-          return fault.body;
-        }
-      }
-    })
+    .onError(errorMapping({ log, unknownPost: (request, path, server) => ingest.unknownPaths.record(request, path, clientOf(request, server)) }))
     .use(hardening(config))
     .use(metricsRoutes(metrics))
     .use(apiDocs({ version }))
-    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth, relay: () => deps.relay.health().catch(() => null) }))
+    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth, relay: { schema: RelayJson, read: () => deps.relay.health().catch(() => null) } }))
     .use(ingest.plugin)
     .use(readRoutes({ store: deps.store, clock }))
     .use(compatRoutes({ store: deps.store, clock }))
@@ -150,31 +99,6 @@ export function createApp(deps: AppDeps) {
     .use(alertRoutes({ alerts: deps.alerts ?? null, clock }))
     .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }))
     .use(issueRoutes({ issues: deps.issues, clock }));
-}
-
-interface SchemaLike {
-  const?: unknown;
-  anyOf?: SchemaLike[];
-  enum?: unknown[];
-  type?: string;
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  maxLength?: number;
-}
-
-/** A schema failure in words that name the field and what it accepts ("by must be one of ..."), not "Expected union value". */
-function describeIssue(field: string | undefined, schema: SchemaLike | undefined, fallback: string): string {
-  const name = field ?? "value";
-  const literals = schema?.anyOf?.every((s) => s.const !== undefined) ? schema.anyOf.map((s) => String(s.const)) : schema?.enum?.map(String);
-  if (literals) return `${name} must be one of ${literals.join(", ")}`;
-  const number = schema?.anyOf?.find((s) => s.type === "number" || s.type === "integer") ?? (schema?.type === "number" || schema?.type === "integer" ? schema : undefined);
-  if (number) {
-    const range = number.minimum !== undefined && number.maximum !== undefined ? ` from ${number.minimum} to ${number.maximum}` : number.minimum !== undefined ? ` of at least ${number.minimum}` : number.maximum !== undefined ? ` of at most ${number.maximum}` : "";
-    return `${name} must be a ${number.type === "integer" ? "whole " : ""}number${range}`;
-  }
-  if (schema?.type === "string" && (schema.minLength !== undefined || schema.maxLength !== undefined)) return `${name} must be ${schema.minLength ?? 0} to ${schema.maxLength ?? "any number of"} characters`;
-  return `${name}: ${fallback}`;
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

@@ -8,6 +8,7 @@ import { CliError, EXIT, UsageError } from "./cli/errors.ts";
 import { commandHelp, overview } from "./cli/help.ts";
 import { COMMANDS, DEFAULT_COMMAND } from "./cli/commands.ts";
 import { DatabaseOpenError } from "./store/engine.ts";
+import { UnsupportedLocationError } from "./store/location.ts";
 
 // scripts/release.ts stamps the commit and date in with --define; absent in development.
 declare const INSTALLSTATS_BUILD: string;
@@ -66,7 +67,7 @@ async function run(argv: string[]): Promise<number> {
 /** The one line a failure ends with, and its exit code (docs/operations.md#exit-codes). */
 function failure(e: unknown): { line: string; code: number } {
   if (e instanceof CliError) return { line: e.message, code: e.code };
-  if (e instanceof ConfigError) return { line: e.message, code: EXIT.usage };
+  if (e instanceof ConfigError || e instanceof UnsupportedLocationError) return { line: e.message, code: EXIT.usage };
   if (e instanceof DatabaseOpenError) return { line: e.message, code: EXIT.database };
   // Anything else is a bug or a condition not foreseen: still one line, never minified source.
   const err = e instanceof Error ? e : new Error(String(e));

@@ -1,7 +1,7 @@
 // The one composition root: config -> engine -> writer -> maintenance -> app. `serve`, the test
 // helpers and the scripts all build the service here, so it is wired the same way everywhere.
 import { createApp } from "./app.ts";
-import { readReplicaOf, trackerOf, type Config } from "./config.ts";
+import { trackerOf, type Config } from "./config.ts";
 import { OUTCOMES } from "./domain/outcome.ts";
 import { Gauge, createMetrics, registerStorageMetrics } from "./http/metrics.ts";
 import type { Logger } from "./log.ts";
@@ -11,7 +11,6 @@ import { scheduledJobs } from "./maintenance/schedule.ts";
 import { allTime } from "./read/query.ts";
 import { createStats } from "./read/stats.ts";
 import type { Engine, Serving, Workers } from "./store/engine.ts";
-import { openEngine } from "./store/open.ts";
 import { createWriter } from "./store/writer.ts";
 import { createAlerts } from "./alerts/alerts.ts";
 import type { AlertsConfig } from "./alerts/rules.ts";
@@ -32,17 +31,14 @@ export interface RuntimeEnv {
   alerts?: AlertsConfig;
 }
 
-
-/** `engine` is opened from config.db unless given (tests pass one they can look underneath). */
-export async function createRuntime(config: Config, env: RuntimeEnv, given?: Engine) {
+/**
+ * `engine` is opened by the caller (serve, after the location check and the serve lock; tests,
+ * to look underneath); the runtime owns it from here on and closes it in `stop`.
+ */
+export async function createRuntime(config: Config, env: RuntimeEnv, engine: Engine) {
   const { clock, log, version } = env;
-  // A tracker configured by halves stops the start, before the database is opened (one line, with the fix).
+  // A tracker configured by halves stops the start before anything runs (one line, with the fix).
   const trackerSettings = trackerOf(config);
-  const engine =
-    given ??
-    (await openEngine(config.db, {
-      durability: config.durability, migrate: true, create: true, readReplica: readReplicaOf(config), passwordFile: config.dbPasswordFile, warn: (text) => log.warn(text),
-    }));
   const { store } = engine;
   const metrics = createMetrics();
   const serving: Serving = env.workers

@@ -87,6 +87,29 @@ describe("start-up failures: one line, the cause and the fix", () => {
     expect(existsSync(missing)).toBe(false);
   });
 
+  test("--db with a scheme no engine speaks (mysql://) is one line naming the accepted ones, exit 2, on every command that opens it; nothing is created", () => {
+    const cwd = join(dir, "unsupported-scheme");
+    mkdirSync(cwd);
+    const url = "mysql://installstats:hunter2@db-host/installstats";
+    for (const args of [
+      ["serve", "--db", url, "--port", "0"],
+      ["verify", "--db", url],
+      ["export", "--db", url],
+      ["migrate", "--db", url],
+      ["backup", "--db", url, "copy.db"],
+      ["copy", "--from", "x.db", "--to", url],
+    ]) {
+      const r = Bun.spawnSync([bin, ...args], { env, cwd, timeout: 30_000, stdin: "ignore" });
+      expect(r.exitCode, args.join(" ")).toBe(2);
+      const line = oneLine(r.stderr.toString());
+      expect(line).toContain("mysql://installstats:***@db-host/installstats is not a database installstats can open (mysql:// is not supported)");
+      for (const accepted of ["SQLite file", ":memory:", "postgres://", "postgresql://"]) expect(line).toContain(accepted);
+      expect(line).not.toContain("unable to open database file");
+      expect(line).not.toContain("hunter2");
+    }
+    expect(readdirSync(cwd)).toEqual([]);
+  });
+
   test("--db naming a directory says so", () => {
     const r = run(["serve", "--db", dir, "--port", "0"]);
     expect(r.code).toBe(3);

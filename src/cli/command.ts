@@ -2,9 +2,8 @@
 // main.ts dispatches; every failure it knows ends as one line and an exit code (EXIT).
 import { readReplicaOf, type Config, type Durability, type SettingKey } from "../config.ts";
 import type { Engine, Workers } from "../store/engine.ts";
-import { DatabaseMissingError, openEngine } from "../store/open.ts";
+import { DatabaseMissingError, checkLocation, openEngine } from "../store/open.ts";
 import { UsageError } from "./errors.ts";
-import { checkDatabaseLocation } from "./location.ts";
 
 export { UsageError };
 
@@ -48,14 +47,24 @@ export const missingDatabase = (location: string, flag = "--db (or INSTALLSTATS_
  * Opens the command's database (--db), migrated. Only commands that put data in (`create`) make a
  * new one; the others refuse a missing database rather than report on an empty one they made.
  */
-export function openDatabaseOf(ctx: CommandContext, opts: { create: boolean; durability?: Durability; warn?: (text: string) => void }): Promise<Engine> {
+export function openDatabaseOf(ctx: CommandContext, opts: Omit<OpenLocationOptions, "flag">): Promise<Engine> {
   return openLocation(ctx.config.db, ctx, opts);
 }
 
-/** Opens the database at `location` as openDatabaseOf opens --db (copy opens two); `flag` names it in messages. */
-export async function openLocation(location: string, ctx: CommandContext, opts: { create: boolean; durability?: Durability; flag?: string; warn?: (text: string) => void }): Promise<Engine> {
+interface OpenLocationOptions {
+  create: boolean;
+  durability?: Durability;
+  /** How messages name the location: "--from"; --db by default. */
+  flag?: string;
+  warn?: (text: string) => void;
+  /** The caller has run checkLocation already (serve, before it takes the lock). */
+  checked?: boolean;
+}
+
+/** Opens the database at `location` as openDatabaseOf opens --db (copy opens two). */
+export async function openLocation(location: string, ctx: CommandContext, opts: OpenLocationOptions): Promise<Engine> {
   // Missing directories and permissions are named before SQLite answers "unable to open database file".
-  checkDatabaseLocation(location, { create: opts.create });
+  if (!opts.checked) checkLocation(location, { create: opts.create });
   try {
     const readReplica = location === ctx.config.db ? readReplicaOf(ctx.config) : null;
     return await openEngine(location, {

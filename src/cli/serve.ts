@@ -1,4 +1,4 @@
-import { displayLocation } from "../store/open.ts";
+import { checkLocation, createdBy, displayLocation, lockForServing } from "../store/open.ts";
 import { SETTINGS } from "../config.ts";
 import { createLogger } from "../log.ts";
 import { createRuntime } from "../runtime.ts";
@@ -6,8 +6,6 @@ import { linkBase, startupLines } from "./addresses.ts";
 import { loadAlerts } from "../alerts/rules.ts";
 import { openDatabaseOf, type Command } from "./command.ts";
 import { CliError, EXIT } from "./errors.ts";
-import { checkDatabaseLocation, createdBy } from "./location.ts";
-import { lockForServing } from "./serve-lock.ts";
 
 /** One line for a failed listen: the cause and the fix, by the error's code. */
 export function listenFailure(code: string | undefined, host: string, port: number, user: { root: boolean }): string {
@@ -42,14 +40,14 @@ export const serve: Command = {
     // A mistake in the alerts file stops serve before anything is opened (exit 2, one line).
     const alerts = config.alerts === null ? undefined : await loadAlerts(config.alerts, process.env);
     // Before the database is opened (and migrated): one server per database file.
-    checkDatabaseLocation(config.db, { create: true });
+    checkLocation(config.db, { create: true });
     // A serve that fails to start leaves no database (nor lock file) behind that it made itself.
     const made = createdBy(config.db);
     const lock = await lockForServing(config.db);
     if (lock.warning) log.warn("serving without a lock", { reason: lock.warning });
     let runtime: Awaited<ReturnType<typeof createRuntime>>;
     try {
-      runtime = await createRuntime(config, { clock, log, version, workers, alerts }, await openDatabaseOf(ctx, { create: true, warn: (text) => log.warn(text) }));
+      runtime = await createRuntime(config, { clock, log, version, workers, alerts }, await openDatabaseOf(ctx, { create: true, checked: true, warn: (text) => log.warn(text) }));
     } catch (e) {
       lock.release();
       made.undo();

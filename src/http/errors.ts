@@ -32,6 +32,16 @@ export function errorBody(error: ErrorCode, message: string, field?: string | nu
   return field ? { error, message, field } : { error, message };
 }
 
+/** A bad parameter of the URL (query string, path), named by `field`: answered 400 invalid_field (error-mapping.ts). */
+export class QueryError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Seconds a client should wait before retrying after a 503. */
 export const RETRY_AFTER_SECONDS = 5;
 

@@ -1,4 +1,5 @@
 // GET /healthz: is the service up, can it write, is its storage sound, and where do the budgets stand?
+import type { TSchema } from "@sinclair/typebox";
 import { Elysia, t, type Static } from "elysia";
 import type { BudgetStatus } from "../store/contract.ts";
 import type { StorageHealth } from "../store/engine.ts";
@@ -32,36 +33,8 @@ const BudgetsJson = t.Object(
   { description: "what is kept besides executions, against its budget; counters since the database was created" },
 );
 
-/** The relay to an upstream collector (src/relay/): this node's sender and the outbox every node shares. */
-export const RelayJson = t.Object(
-  {
-    enabled: t.Boolean({ description: "whether this node relays (--relay-url set)" }),
-    url: t.Nullable(t.String({ description: "the upstream (--relay-url), without a password" })),
-    state: t.Union([t.Literal("off"), t.Literal("idle"), t.Literal("sending"), t.Literal("backing_off"), t.Literal("paused"), t.Literal("stopped")], {
-      description: "this node's sender: backing_off after failed attempts, until retry_at",
-    }),
-    paused: t.Boolean({ description: "paused by an admin (every node): reports are still queued, none are sent" }),
-    entries: t.Integer({ description: "reports in the outbox, waiting to be sent" }),
-    bytes: Bytes("bytes of their bodies"),
-    max_bytes: Bytes("the bound (--relay-max-outbox); past it the oldest entries are dropped"),
-    waiting: t.Integer({ description: "entries held back until their execution's start report" }),
-    refused: t.Integer({ description: "entries the upstream refused (400, 413, 422): kept, not sent again until requeued" }),
-    oldest_age_s: t.Nullable(t.Number({ description: "seconds since the next entry to send was queued" })),
-    head_attempts: t.Integer({ description: "failed attempts of the next entry to send" }),
-    sent: t.Integer({ description: "entries delivered (a 2xx from the upstream), since the database was created" }),
-    failed_attempts: t.Integer(),
-    refusals: t.Integer(),
-    dropped: t.Object({ bound: t.Integer({ description: "oldest entries dropped at the bound" }), discarded: t.Integer({ description: "entries discarded by an admin" }) }),
-    last_sent_at: t.Nullable(t.String({ format: "date-time" })),
-    last_error: t.Nullable(t.String({ description: "this node's last failed attempt" })),
-    last_error_at: t.Nullable(t.String({ format: "date-time" })),
-    retry_at: t.Nullable(t.String({ format: "date-time", description: "while backing off: when the next attempt is due" })),
-  },
-  { title: "Relay" },
-);
-export type RelayJson = Static<typeof RelayJson>;
-
-const Health = t.Object(
+/** The answer of /healthz but for the relay's section, whose shape is the relay's (src/relay/routes.ts). */
+const HealthBesidesRelay = t.Object(
   {
     status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
     time: t.String({ format: "date-time", description: "the server's clock, UTC, to the second (RFC 3339, as the community service's health check sends it)" }),
@@ -100,7 +73,6 @@ const Health = t.Object(
         ),
       ),
     }),
-    relay: t.Optional(t.Nullable(RelayJson, { description: "the relay to an upstream collector; an upstream that fails does not make this node degraded; null when it could not be read" })),
   },
   { title: "Health" },
 );
@@ -128,10 +100,17 @@ export function healthRoutes(deps: {
   clock: () => number;
   /** The engine's view of its storage (Engine.health); without it only the writer's is shown. */
   storage?: () => Promise<StorageHealth>;
-  /** The relay's state (src/relay/); null when it cannot be read. */
-  relay?: () => Promise<RelayJson | null>;
+  /** The relay's section: its schema and its state (src/relay/); null when the state cannot be read. */
+  relay: { schema: TSchema; read: () => Promise<unknown> };
 }) {
   const started = deps.clock();
+  const Health = t.Object(
+    {
+      ...HealthBesidesRelay.properties,
+      relay: t.Optional(t.Nullable(deps.relay.schema, { description: "the relay to an upstream collector; an upstream that fails does not make this node degraded; null when it could not be read" })),
+    },
+    { title: "Health" },
+  );
   return new Elysia({ name: "health" }).get(
     "/healthz",
     async ({ status }) => {
@@ -166,7 +145,7 @@ export function healthRoutes(deps: {
               }
             : {}),
         },
-        ...(deps.relay ? { relay: await deps.relay() } : {}),
+        relay: await deps.relay.read(),
       };
       return healthy ? status(200, body) : status(503, body);
     },

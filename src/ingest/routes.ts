@@ -195,7 +195,7 @@ export function ingestRoutes(deps: IngestDeps) {
     return reply;
   }
 
-/** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
+  /** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
   async function respond(endpoint: Endpoint, request: Request, server: Server<unknown> | null): Promise<Response> {
     const started = performance.now();
     const headers = headersFor(request);

@@ -1,7 +1,7 @@
 // Query parameters shared by the read API: filters, time window, pagination.
 //
 // Every read parameter is checked here, in code, before any work: a bad one is a QueryError,
-// answered 400 invalid_field naming the parameter and what it accepts (src/app.ts). The schemas
+// answered 400 invalid_field naming the parameter and what it accepts (src/http/error-mapping.ts). The schemas
 // document the parameters (OpenAPI) but constrain nothing: Elysia's checks of t.Numeric bounds did
 // not run in the compiled binary (`limit=-1` listed every record there), and their messages did
 // not name the allowed values ("Expected union value"). Numbers are strict decimal integers:
@@ -12,12 +12,9 @@ import type { ExecutionFilter, ListCursor } from "../store/contract.ts";
 import type { Window } from "./aggregate.ts";
 import { OUTCOMES } from "../domain/outcome.ts";
 import { DAY, HOUR, ceilHour, floorHour } from "../domain/time.ts";
+import { QueryError } from "../http/errors.ts";
 
-export class QueryError extends Error {
-  constructor(readonly field: string, message: string) {
-    super(message);
-  }
-}
+export { QueryError };
 
 /** A parameter as the query string gives it: absent, text, or (given more than once) a list. */
 type Raw = string | number | readonly unknown[] | undefined;

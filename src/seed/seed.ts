@@ -84,14 +84,14 @@ interface Slot {
   count: number;
 }
 
+/** First moment of the window. */
+const windowStart = (o: SeedOptions): number => o.end - Math.round(o.days * DAY);
+
 /**
  * The window cut at UTC hour boundaries (the rollup buckets), each slot with its share of the
  * records: growth over the window x hour of day x day of week x day-to-day noise x a few event
  * days. Counts are cumulative roundings, so they add up to exactly `records`.
  */
-/** First moment of the window. */
-const windowStart = (o: SeedOptions): number => o.end - Math.round(o.days * DAY);
-
 function timeSlots(o: SeedOptions, rng: Rng): Slot[] {
   const start = windowStart(o);
   const span = o.end - start;

@@ -1,5 +1,5 @@
 // The Store contract: everything the rest of the service may ask of storage. Ingestion, the read
-// side and maintenance depend on this file alone; each engine (sqlite/, later postgres/) fulfils
+// side and maintenance depend on this file alone; each engine (sqlite/, postgres/) fulfils
 // it, and test/contract/ proves that an engine does. Results are in storage terms: what happened
 // to the data, never how a protocol answers it (the HTTP edge maps them to status codes).
 // Every method is asynchronous: an engine may answer from another thread or over the network
@@ -589,13 +589,13 @@ export interface AlertReads {
   rejectedCounts(from: number, to: number): Promise<Partial<Record<RejectReason, number>>>;
 }
 
-/** The storage could not take a write (disk full, read-only, I/O error): nothing was written; retry later. */
 /**
  * A read ran past the read budget and was stopped, so that it cannot hold up the service; or it
  * was stopped with a read that did. The HTTP edge answers 503 with this message.
  */
 export class ReadBudgetError extends Error {}
 
+/** The storage could not take a write (disk full, read-only, I/O error): nothing was written; retry later. */
 export class StorageUnavailableError extends Error {
   constructor(message: string) {
     super(`storage cannot accept writes: ${message}`);

@@ -194,6 +194,17 @@ type RecordRow = { ok: true; execution: Execution } | { ok: false; message: stri
 const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringify(value)?.slice(0, 60) ?? String(value));
 
 /**
+ * The original API is written in Go, whose records cannot say "absent": a missing text is "".
+ * Its "" is read as absent (null), as the original's own readers do; our NDJSON keeps "" and null apart.
+ */
+function goZeroStringsAbsent(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const out: JsonObject = Object.create(null) as JsonObject;
+  for (const [key, v] of Object.entries(value)) out[key] = v === "" ? null : v;
+  return out;
+}
+
+/**
  * The execution one record stands for, built by the service's own rules (domain/lifecycle.ts)
  * from its reports as ingestion would have received them:
  * - a start report (status "installing") at created_at, by the record's protocol (payload_version
@@ -207,17 +218,6 @@ const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringi
  * Not reproduced: `repaired` (imported records have repaired=false: marking them would log an
  * empty raw body in the rejected log), and the original's `id` (ours is derived).
  */
-/**
- * The original API is written in Go, whose records cannot say "absent": a missing text is "".
- * Its "" is read as absent (null), as the original's own readers do; our NDJSON keeps "" and null apart.
- */
-function goZeroStringsAbsent(value: unknown): unknown {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-  const out: JsonObject = Object.create(null) as JsonObject;
-  for (const [key, v] of Object.entries(value)) out[key] = v === "" ? null : v;
-  return out;
-}
-
 function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "not a JSON object" };
   const r = value as JsonObject;

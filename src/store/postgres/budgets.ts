@@ -70,8 +70,10 @@ export class BatchBudget implements BudgetCounters {
     if (delta !== 0) this.deltas.set(name, (this.deltas.get(name) ?? 0) + delta);
   }
 
-  /** A refusal or a repair for the log: placed at the end of the batch (or before a write that reads the log). */
-  /** Queues `r` for the log; `headOnly`: its body's head only, with the whole body's size and hash. */
+  /**
+   * Queues `r` (a refusal or a repair) for the log, placed at the end of the batch (or before a
+   * write that reads the log); `headOnly`: its body's head only, with the whole body's size and hash.
+   */
   log(r: Rejection, at: number, result: string | null, headOnly = false): void {
     this.queue.push({ entry: newEntry(r, headOnly ? { size: r.body.byteLength, hash: null } : null), at, result, copied: null });
   }

@@ -205,8 +205,10 @@ export function createSqliteWrites(
   const issues = createIssueWrites(db);
   const relay = createSqliteRelay(sqlite, counters, relayPolicy);
 
-  /** Logs a refusal or a repair within the log's budget (budgets.ts): whole, head only, or counted only. */
-  /** Logs `r`; `headOnly`: its body's head only, with the whole body's size and hash. */
+  /**
+   * Logs `r` (a refusal or a repair) within the log's budget (budgets.ts): whole, head only, or
+   * counted only; `headOnly`: its body's head only, with the whole body's size and hash.
+   */
   const logRejection = (r: Rejection, at: number, result: string | null, headOnly = false) => {
     const placed = log.place(r, headOnly ? { size: r.body.byteLength, hash: null } : null);
     if (placed) q.insertRejected.run({ id: null, receivedAt: at, ...r, result, ...placed, replayedAt: null, replayResult: null });

@@ -3,10 +3,8 @@
 // ("attempt to write a readonly database"); this names the cause and the fix in one line.
 import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { CliError, EXIT } from "./errors.ts";
-
-/** Locations that are not files: an in-memory database, a server URL (a future engine). */
-const notAFile = (location: string): boolean => location === ":memory:" || location.includes("://");
+import { DatabaseOpenError } from "../engine.ts";
+import { IN_MEMORY } from "../location.ts";
 
 /** The name of a user id from /etc/passwd, else "uid N". */
 function userName(uid: number): string {
@@ -44,19 +42,19 @@ function denied(path: string, mode: number): string | null {
 }
 
 const fail = (message: string): never => {
-  throw new CliError(message, EXIT.database);
+  throw new DatabaseOpenError(message);
 };
 
 const ELSEWHERE = "choose another place with --db (or INSTALLSTATS_DB)";
 
 /**
- * Throws a CliError (exit 3) naming what stands in the way of using `location` as the database:
+ * Throws a DatabaseOpenError (exit 3) naming what stands in the way of using the file `location` as the database:
  * a missing directory, a directory or other non-file at the path, a directory or file (or its
  * -wal/-shm) this user may not write, a read-only file system. A missing file is fine when the
  * command creates one; otherwise the caller reports it (`missingDatabase`).
  */
-export function checkDatabaseLocation(location: string, opts: { create: boolean }): void {
-  if (notAFile(location)) return;
+export function checkSqliteLocation(location: string, opts: { create: boolean }): void {
+  if (location === IN_MEMORY) return;
   const path = resolve(location);
   const dir = dirname(path);
 
@@ -92,7 +90,7 @@ export function checkDatabaseLocation(location: string, opts: { create: boolean 
  * file) if they did not exist before, for a command that failed before it stored anything.
  */
 export function createdBy(location: string): { undo(): void } {
-  const fresh = !notAFile(location) && !existsSync(location);
+  const fresh = location !== IN_MEMORY && !existsSync(location);
   return {
     undo() {
       if (!fresh) return;

@@ -4,7 +4,8 @@
 // once nobody holds it. Other commands (backup, export, verify) do not take it: they may run
 // beside a server. docs/decisions/2026-11-24-first-run.md explains the choice.
 import { closeSync, openSync, readFileSync, ftruncateSync, writeSync } from "node:fs";
-import { CliError, EXIT } from "./errors.ts";
+import { DatabaseOpenError } from "../engine.ts";
+import { IN_MEMORY } from "../location.ts";
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
@@ -48,16 +49,13 @@ export interface ServeLock {
   release(): void;
 }
 
-/** Locations that are not files (":memory:", a server URL) have nothing to lock. */
-const unlockable = (location: string): boolean => location === ":memory:" || location.includes("://");
-
 /**
- * Takes the serve lock of `location`, or throws a CliError (exit 3) saying who holds it. Call after
- * checkDatabaseLocation (the lock file lives beside the database) and before opening it, so two
+ * Takes the serve lock of the file `location`, or throws a DatabaseOpenError (exit 3) saying who
+ * holds it. Call after checkSqliteLocation (the lock file lives beside the database) and before opening it, so two
  * servers never migrate or write the same file at once.
  */
 export async function lockForServing(location: string, lockFile = `${location}.lock`): Promise<ServeLock> {
-  if (unlockable(location)) return { warning: null, release: () => {} };
+  if (location === IN_MEMORY) return { warning: null, release: () => {} };
   const c = await loadLibc();
   if (c === null) return { warning: `flock is not available on this system; a second server on ${location} would not be refused`, release: () => {} };
   let fd: number;
@@ -65,7 +63,7 @@ export async function lockForServing(location: string, lockFile = `${location}.l
     fd = openSync(lockFile, "a+");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new CliError(`cannot open the lock file ${lockFile} (${code}): ${code === "EACCES" ? "permission denied; give this user write access to it, or delete it while no server runs" : (e as Error).message}`, EXIT.database);
+    throw new DatabaseOpenError(`cannot open the lock file ${lockFile} (${code}): ${code === "EACCES" ? "permission denied; give this user write access to it, or delete it while no server runs" : (e as Error).message}`);
   }
   if (c.flock(fd, LOCK_EX | LOCK_NB) !== 0) {
     const errno = c.errno();
@@ -82,9 +80,8 @@ export async function lockForServing(location: string, lockFile = `${location}.l
       // who holds it is a courtesy; the refusal stands without it
     }
     closeSync(fd);
-    throw new CliError(
+    throw new DatabaseOpenError(
       `${location} is already served by another installstats process${holder}; two servers on one database file are refused: stop the other one, or give this one its own --db`,
-      EXIT.database,
     );
   }
   ftruncateSync(fd, 0);

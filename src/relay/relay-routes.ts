@@ -1,7 +1,7 @@
 // The relay's admin API: its state, and pause, resume, requeue and discard (they act on the
 // outbox every node shares). Under /api/admin/, so the admin token is needed (src/http/access.ts).
 import { Elysia, t } from "elysia";
-import { RelayJson } from "../http/health.ts";
+import { RelayJson } from "../http/health-routes.ts";
 import { ErrorBody } from "../http/errors.ts";
 import { RELAY_ACTIONS, type ResultFor, type WriteOp } from "../store/contract.ts";
 

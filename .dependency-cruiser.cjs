@@ -70,6 +70,20 @@ module.exports = {
       to: { path: "^src/store/[^/]+/", pathNot: "^src/store/($1|shared)/" },
     },
     {
+      name: "read-families-apart",
+      comment: "An API family of src/read/ (native/, original/, community/) imports the shared core (src/read/*.ts) and its own folder, never another family",
+      severity: "error",
+      from: { path: "^src/read/([^/]+)/" },
+      to: { path: "^src/read/[^/]+/", pathNot: "^src/read/$1/" },
+    },
+    {
+      name: "read-core-below-families",
+      comment: "The shared core of src/read/ (its top-level files) serves every API family and imports none",
+      severity: "error",
+      from: { path: "^src/read/[^/]+\\.ts$" },
+      to: { path: "^src/read/[^/]+/" },
+    },
+    {
       name: "no-circular",
       severity: "error",
       from: { path: "^src/" },

@@ -2,36 +2,37 @@
 import { Elysia } from "elysia";
 import type { Config } from "./config.ts";
 import { errorMapping } from "./http/error-mapping.ts";
-import { ingestRoutes } from "./ingest/routes.ts";
+import { ingestRoutes } from "./ingest/ingest-routes.ts";
 import type { GroupCommitWriter } from "./store/writer.ts";
 import { adminRoutes } from "./maintenance/admin-routes.ts";
 import { hardening, responseHeaders } from "./http/hardening.ts";
 import type { Metrics } from "./http/metrics.ts";
-import type { Maintenance } from "./maintenance/maintenance.ts";
+import type { Maintenance } from "./maintenance/service.ts";
 import { metricsRoutes } from "./http/metrics-routes.ts";
 import { clientAddress, clientNetwork, createClientCosts, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
 import type { Server } from "bun";
-import { healthRoutes } from "./http/health.ts";
+import { healthRoutes } from "./http/health-routes.ts";
 import type { Logger } from "./log.ts";
-import { compatRoutes } from "./read/compat-routes.ts";
-import { exportRoutes } from "./read/export-routes.ts";
-import { readRoutes } from "./read/routes.ts";
-import { telemetryAnalysisRoutes } from "./read/telemetry-analysis.ts";
-import { telemetryCompatRoutes } from "./read/telemetry-compat.ts";
-import { newDashboardRoutes } from "./read/new-dashboard.ts";
-import { scriptDetailRoutes } from "./read/script-detail.ts";
+import { dataRoutes } from "./read/original/data-routes.ts";
+import { exportRoutes } from "./read/native/export-routes.ts";
+import { installsRoutes } from "./read/native/installs-routes.ts";
+import { statsRoutes } from "./read/native/stats-routes.ts";
+import { communityAnalysisRoutes } from "./read/community/analysis-routes.ts";
+import { communityDashboardRoutes } from "./read/community/dashboard-routes.ts";
+import { newDashboardRoutes } from "./read/community/new-dashboard-routes.ts";
+import { scriptDetailRoutes } from "./read/community/script-detail-routes.ts";
 import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
 import type { StorageHealth } from "./store/engine.ts";
-import { apiDocs, docsRoutes } from "./web/api-docs.ts";
+import { apiDocsRoutes, docsPageRoutes } from "./web/api-docs-routes.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
-import { publicStatsRoutes } from "./read/public-stats.ts";
-import { publicPageRoutes } from "./web/public-routes.ts";
-import type { Alerts } from "./alerts/alerts.ts";
-import { alertRoutes } from "./alerts/routes.ts";
-import type { Relay } from "./relay/relay.ts";
-import { RelayJson, relayRoutes } from "./relay/routes.ts";
-import type { Issues } from "./issues/issues.ts";
-import { issueRoutes } from "./issues/routes.ts";
+import { publicStatsRoutes } from "./read/native/public-stats-routes.ts";
+import { publicPageRoutes } from "./web/public-page-routes.ts";
+import type { Alerts } from "./alerts/service.ts";
+import { alertRoutes } from "./alerts/alert-routes.ts";
+import type { Relay } from "./relay/service.ts";
+import { RelayJson, relayRoutes } from "./relay/relay-routes.ts";
+import type { Issues } from "./issues/service.ts";
+import { issueRoutes } from "./issues/issue-routes.ts";
 
 export interface AppDeps {
   config: Config;
@@ -70,7 +71,7 @@ export function createApp(deps: AppDeps) {
       // anything else reaches Elysia.
       routes: {
         ...dashboardRoutes(responseHeaders(config)),
-        ...docsRoutes({ version, headersFor: responseHeaders(config) }),
+        ...docsPageRoutes({ version, headersFor: responseHeaders(config) }),
         ...(config.publicStats ? publicPageRoutes(responseHeaders(config)) : {}),
         ...ingest.native,
       },
@@ -83,13 +84,14 @@ export function createApp(deps: AppDeps) {
     .onError(errorMapping({ log, unknownPost: (request, path, server) => ingest.unknownPaths.record(request, path, clientOf(request, server)) }))
     .use(hardening(config))
     .use(metricsRoutes(metrics))
-    .use(apiDocs({ version }))
+    .use(apiDocsRoutes({ version }))
     .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth, relay: { schema: RelayJson, read: () => deps.relay.health().catch(() => null) } }))
     .use(ingest.plugin)
-    .use(readRoutes({ store: deps.store, clock }))
-    .use(compatRoutes({ store: deps.store, clock }))
-    .use(telemetryCompatRoutes({ store: deps.store, clock }))
-    .use(telemetryAnalysisRoutes({ store: deps.store, clock }))
+    .use(installsRoutes({ store: deps.store, clock }))
+    .use(statsRoutes({ store: deps.store, clock }))
+    .use(dataRoutes({ store: deps.store, clock }))
+    .use(communityDashboardRoutes({ store: deps.store, clock }))
+    .use(communityAnalysisRoutes({ store: deps.store, clock }))
     .use(newDashboardRoutes({ store: deps.store, clock }))
     .use(scriptDetailRoutes({ store: deps.store, clock }))
     .use(exportRoutes({ store: deps.store, clock }))

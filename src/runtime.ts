@@ -6,16 +6,16 @@ import { OUTCOMES } from "./domain/outcome.ts";
 import { Gauge, createMetrics, registerStorageMetrics } from "./http/metrics.ts";
 import type { Logger } from "./log.ts";
 import { startJobs, type JobRunner } from "./maintenance/jobs.ts";
-import { createMaintenance } from "./maintenance/maintenance.ts";
+import { createMaintenance } from "./maintenance/service.ts";
 import { scheduledJobs } from "./maintenance/schedule.ts";
 import { allTime } from "./read/query.ts";
 import { createStats } from "./read/stats.ts";
 import type { Engine, Serving, Workers } from "./store/engine.ts";
 import { createWriter } from "./store/writer.ts";
-import { createAlerts } from "./alerts/alerts.ts";
+import { createAlerts } from "./alerts/service.ts";
 import type { AlertsConfig } from "./alerts/rules.ts";
-import { createRelay } from "./relay/relay.ts";
-import { createIssues } from "./issues/issues.ts";
+import { createRelay } from "./relay/service.ts";
+import { createIssues } from "./issues/service.ts";
 import { createTracker } from "./issues/tracker.ts";
 
 export interface RuntimeEnv {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { Elysia, t } from "elysia";
-import { DOCS_PATH, DOCS_SCRIPT_PATH, FAVICON_PATH, SCALAR_ASSET_PATH, SPEC_PATH, apiDocs, docsRoutes } from "../src/web/api-docs.ts";
+import { DOCS_PATH, DOCS_SCRIPT_PATH, FAVICON_PATH, SCALAR_ASSET_PATH, SPEC_PATH, apiDocsRoutes, docsPageRoutes } from "../src/web/api-docs-routes.ts";
 import { testApp } from "./helpers/app.ts";
 import { compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
 import { launchBrowser, watchedPage } from "./helpers/browser.ts";
@@ -13,7 +13,7 @@ import { launchBrowser, watchedPage } from "./helpers/browser.ts";
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(180_000);
 
-const app = new Elysia().use(apiDocs({ version: "0.0.0-test" })).post(
+const app = new Elysia().use(apiDocsRoutes({ version: "0.0.0-test" })).post(
   "/v1/report",
   ({ body }) => ({ accepted: body.tool, count: 1 }),
   {
@@ -26,7 +26,7 @@ const app = new Elysia().use(apiDocs({ version: "0.0.0-test" })).post(
 const get = (path: string, host = "localhost") => app.handle(new Request(`http://${host}${path}`));
 
 /** The docs routes as Bun would call them. */
-const routes = docsRoutes({ version: "0.0.0-test", headersFor: () => ({ "x-content-type-options": "nosniff" }) });
+const routes = docsPageRoutes({ version: "0.0.0-test", headersFor: () => ({ "x-content-type-options": "nosniff" }) });
 const page = (path: string) => {
   const route = (routes as Record<string, { GET: (r: Request) => Response }>)[path.replace(/\?.*$/, "")];
   if (!route) throw new Error(`no docs route ${path}`);

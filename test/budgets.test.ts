@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { loadConfig } from "../src/config.ts";
 import { createMetrics, registerStorageMetrics } from "../src/http/metrics.ts";
 import { expireHeld } from "../src/maintenance/expire-held.ts";
-import { createMaintenance } from "../src/maintenance/maintenance.ts";
+import { createMaintenance } from "../src/maintenance/service.ts";
 import { replayRejected } from "../src/maintenance/replay.ts";
 import { toRejectedJson } from "../src/maintenance/rejected-log.ts";
 import { scheduledJobs } from "../src/maintenance/schedule.ts";

@@ -16,9 +16,9 @@ import { importCommand } from "../src/cli/import.ts";
 import { prune } from "../src/cli/prune.ts";
 import { replay } from "../src/cli/replay.ts";
 import { restore } from "../src/cli/restore.ts";
-import { exportRoutes } from "../src/read/export-routes.ts";
+import { exportRoutes } from "../src/read/native/export-routes.ts";
 import { backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/store/sqlite/backup.ts";
-import { exportInstalls } from "../src/transfer/export-installs.ts";
+import { exportExecutions } from "../src/transfer/export-executions.ts";
 import { importRecords, splitRecords, type Piece } from "../src/transfer/import-records.ts";
 import { parseTimestamp } from "../src/domain/time.ts";
 import { pruneOlderThan } from "../src/maintenance/prune.ts";
@@ -479,7 +479,7 @@ describe("import", () => {
   test("our NDJSON export into a fresh database reproduces every record field by field (repaired aside); rollups exact; again = all duplicates", async () => {
     const source = fileStore(populated("import-src.db", 240));
     let ndjson = "";
-    await exportInstalls(source.store, {}, "ndjson", (chunk) => void (ndjson += new TextDecoder().decode(chunk)));
+    await exportExecutions(source.store, {}, "ndjson", (chunk) => void (ndjson += new TextDecoder().decode(chunk)));
     const expected = (await records(source.store));
     expect(expected.size).toBe(240);
 

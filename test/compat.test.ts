@@ -3,10 +3,11 @@
 // reports sent; then streaming (lazy, bounded memory, writes interleave) and the pure helpers.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";
-import { reuseWhileExpensive, CHUNK_ROWS, EXPENSIVE_MS } from "../src/read/compat-routes.ts";
+import { CHUNK_ROWS } from "../src/read/original/data-routes.ts";
+import { reuseWhileExpensive, EXPENSIVE_MS } from "../src/read/reuse.ts";
 import {
-  compatId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toCompatRecord, type CompatSource,
-} from "../src/read/compat.ts";
+  originalId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toOriginalRecord, type OriginalSource,
+} from "../src/read/original/data-shapes.ts";
 import type { WriteOp } from "../src/store/contract.ts";
 import { execution } from "./helpers/reports.ts";
 
@@ -485,22 +486,22 @@ describe("shaping helpers", () => {
     expect(dateRange("2026-06-01", "y")).toMatchObject({ ok: false, field: "end_date" });
   });
 
-  test("compatId: 24 hex, time first, stable per install, distinct across installs", async () => {
+  test("originalId: 24 hex, time first, stable per install, distinct across installs", async () => {
     const ms = Date.parse("2026-06-01T12:00:00.250Z");
-    const id = compatId("abc", ms);
+    const id = originalId("abc", ms);
     expect(id).toMatch(/^[0-9a-f]{24}$/);
     expect(id.slice(0, 8)).toBe((ms / 1000 >>> 0).toString(16).padStart(8, "0"));
     expect(id.slice(8, 12)).toBe("00fa"); // 250 ms
-    expect(compatId("abc", ms)).toBe(id);
-    expect(compatId("abd", ms)).not.toBe(id);
+    expect(originalId("abc", ms)).toBe(id);
+    expect(originalId("abd", ms)).not.toBe(id);
   });
 
-  test("toCompatRecord: absent values are Go zero values", async () => {
-    const row: CompatSource = {
+  test("toOriginalRecord: absent values are Go zero values", async () => {
+    const row: OriginalSource = {
       randomId: "x", type: "lxc", ctType: null, diskSize: null, coreCount: null, ramSize: null, osType: null, osVersion: null,
       disableip6: null, nsapp: null, method: null, pveVersion: null, status: "installing", outcome: "in_progress", error: null, createdAt: 0, extra: null,
     };
-    const { id: _, ...rest } = toCompatRecord(row);
+    const { id: _, ...rest } = toOriginalRecord(row);
     expect(rest).toEqual({
       ct_type: 0, disk_size: 0, core_count: 0, ram_size: 0, os_type: "", os_version: "", disableip6: "", nsapp: "", method: "",
       created_at: "1970-01-01T00:00:00Z", pve_version: "", status: "installing", random_id: "x", type: "lxc", error: "", hn: "", ssh: "", verbose: "", tags: "",

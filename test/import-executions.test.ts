@@ -5,7 +5,7 @@ import { defaults } from "../src/config.ts";
 import type { Execution } from "../src/domain/execution.ts";
 import type { WriteOp } from "../src/store/contract.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { exportInstalls } from "../src/transfer/export-installs.ts";
+import { exportExecutions } from "../src/transfer/export-executions.ts";
 import { importRecords } from "../src/transfer/import-records.ts";
 import { testApp } from "./helpers/app.ts";
 
@@ -52,7 +52,7 @@ describe("export -> import of executions", () => {
     const expected = await all(source.store);
     expect(expected.map((e) => e.executionId)).toEqual(["r-tool", "r-up", "r-v1", "r-v2", "r-v2-retry"]);
     let ndjson = "";
-    const { records } = await exportInstalls(source.store, {}, "ndjson", (chunk) => void (ndjson += new TextDecoder().decode(chunk)));
+    const { records } = await exportExecutions(source.store, {}, "ndjson", (chunk) => void (ndjson += new TextDecoder().decode(chunk)));
     expect(records).toBe(5); // tools included: an export is a copy
 
 /** The input as a file read in pieces would give it. */

@@ -1,5 +1,5 @@
 // Ingestion over a real socket: Bun's own routes answer POST /upload and /upload/updatestatus
-// (src/ingest/routes.ts), so these check that they answer exactly as the Elysia routes behind
+// (src/ingest/ingest-routes.ts), so these check that they answer exactly as the Elysia routes behind
 // app.handle do: body, status, headers, metrics, the rejected log, 503s, and what falls through.
 import { afterEach, describe, expect, test } from "bun:test";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { DAY } from "../src/domain/time.ts";
-import { PUBLIC_CACHE_MS, applyFloor, type PublicStats } from "../src/read/public-stats.ts";
+import { PUBLIC_CACHE_MS, applyFloor, type PublicStats } from "../src/read/native/public-stats-routes.ts";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 import { compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
 import { launchBrowser, watchedPage } from "./helpers/browser.ts";

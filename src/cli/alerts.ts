@@ -3,8 +3,8 @@
 import { parseDuration } from "../config.ts";
 import { createLogger } from "../log.ts";
 import { createMetrics } from "../http/metrics.ts";
-import { createAlerts, UnknownNameError, type Alerts } from "../alerts/alerts.ts";
-import { alertsJson, eventJson } from "../alerts/routes.ts";
+import { createAlerts, UnknownNameError, type Alerts } from "../alerts/service.ts";
+import { alertsJson, eventJson } from "../alerts/alert-routes.ts";
 import { describeRule, loadAlerts } from "../alerts/rules.ts";
 import { createWriter } from "../store/writer.ts";
 import { closest } from "./args.ts";

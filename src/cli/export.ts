@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { exportInstalls } from "../transfer/export-installs.ts";
+import { exportExecutions } from "../transfer/export-executions.ts";
 import type { ExportFormat } from "../read/export.ts";
-import { DEFAULT_EXPORT_FORMAT } from "../read/export-routes.ts";
+import { DEFAULT_EXPORT_FORMAT } from "../read/native/export-routes.ts";
 import { QueryError, type FilterQuery } from "../read/query.ts";
 import { OUTCOMES, type Outcome } from "../domain/outcome.ts";
 import { UsageError, openDatabaseOf, type Command, type Flag } from "./command.ts";
@@ -99,7 +99,7 @@ export const exportCommand: Command = {
     try {
       const sink = file === null ? stdoutSink : async (chunk: Uint8Array) => void (await file.write(chunk));
       const onRows = file === null ? undefined : (n: number) => ctx.progress(`exporting: ${n.toLocaleString()} records`);
-      const { records } = await exportInstalls(engine.store, query, format, sink, { onRows });
+      const { records } = await exportExecutions(engine.store, query, format, sink, { onRows });
       if (file !== null && temp !== null && out !== undefined) {
         await file.sync();
         await file.close();

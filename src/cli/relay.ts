@@ -1,4 +1,4 @@
-import { outboxJson } from "../relay/relay.ts";
+import { outboxJson } from "../relay/service.ts";
 import { RELAY_ACTIONS } from "../store/contract.ts";
 import { UsageError, openDatabaseOf, type Command } from "./command.ts";
 

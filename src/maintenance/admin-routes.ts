@@ -7,7 +7,7 @@ import type { MaintenanceReads } from "../store/contract.ts";
 import { RejectedEntryJson, toRejectedJson } from "./rejected-log.ts";
 import { parseDuration } from "../config.ts";
 import { QueryError, docParam, intParam, oneOf, strictQuery } from "../read/query.ts";
-import type { Maintenance } from "./maintenance.ts";
+import type { Maintenance } from "./service.ts";
 import { REPLAYABLE } from "./replay.ts";
 
 

@@ -6,7 +6,7 @@ import { expireHeldJob } from "./expire-held.ts";
 import { expireStuckJob } from "./expire-stuck.ts";
 import type { Job } from "./jobs.ts";
 import { HOUR } from "../domain/time.ts";
-import type { Maintenance } from "./maintenance.ts";
+import type { Maintenance } from "./service.ts";
 
 
 

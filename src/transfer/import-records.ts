@@ -1,5 +1,5 @@
 // Import of install records: our NDJSON export (one record per line, docs/api.md#export) and the
-// JSON array of the original API's /data/json (src/read/compat.ts), told apart by the first
+// JSON array of the original API's /data/json (src/read/original/data-shapes.ts), told apart by the first
 // character. The input is streamed: NDJSON line by line, the array element by element (a small
 // state machine finds where each top-level element ends), so a file of any size is read in
 // constant memory. Each record goes through the field rules (normalizeStart / normalizeUpdate)

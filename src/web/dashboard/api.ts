@@ -1,6 +1,7 @@
 // The read API as the dashboard calls it. Response types come from the server's schemas.
 import type { ExecutionRecord, InstallDetail } from "../../read/record.ts";
-import type { BreakdownResponse, DriversResponse, ErrorsResponse, InstallPageResponse, SummaryResponse, TimeseriesResponse } from "../../read/routes.ts";
+import type { InstallPageResponse } from "../../read/native/installs-routes.ts";
+import type { BreakdownResponse, DriversResponse, ErrorsResponse, SummaryResponse, TimeseriesResponse } from "../../read/native/stats-routes.ts";
 
 export type { BreakdownResponse, DriversResponse, ErrorsResponse, InstallDetail, InstallPageResponse, ExecutionRecord, SummaryResponse, TimeseriesResponse };
 
@@ -85,7 +86,7 @@ export const adminApi = {
   replay: (p: URLSearchParams) => getJson<ReplaySummary>("/api/admin/replay", p, undefined, { method: "POST", token: adminToken() }),
 };
 
-/** A signature's link to a tracker issue (src/issues/routes.ts LinkJson). */
+/** A signature's link to a tracker issue (src/issues/issue-routes.ts LinkJson). */
 export interface IssueLinkJson {
   signature: string;
   tracker: string;
@@ -97,7 +98,7 @@ export interface IssueLinkJson {
   linked_at: string;
 }
 
-/** GET /api/admin/issues/{signature} (src/issues/routes.ts Preview). */
+/** GET /api/admin/issues/{signature} (src/issues/issue-routes.ts Preview). */
 export interface IssuePreview {
   signature: string;
   tracker: { kind: string; repo: string; api_url: string; labels: string[] } | null;
@@ -114,7 +115,7 @@ export const issuesApi = {
   forget: (signature: string) => getJson<{ signature: string; forgotten: true }>(`/api/admin/issues/${encodeURIComponent(signature)}`, undefined, undefined, { method: "DELETE", token: adminToken() }),
 };
 
-/** GET /api/alerts (src/alerts/routes.ts AlertsJson). */
+/** GET /api/alerts (src/alerts/alert-routes.ts AlertsJson). */
 export interface AlertsListing {
   enabled: boolean;
   evaluate_every_s: number | null;
@@ -133,7 +134,7 @@ export interface AlertsListing {
   }[];
 }
 
-/** One entry of GET /api/alerts/history (src/alerts/routes.ts AlertEventJson). */
+/** One entry of GET /api/alerts/history (src/alerts/alert-routes.ts AlertEventJson). */
 export interface AlertEvent {
   id: number;
   rule: string;

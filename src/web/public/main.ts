@@ -1,7 +1,7 @@
 // The public stats page: one request (/public/stats.json, no token), then everything is local:
 // period tabs, a search box and sortable columns. App names are client-sent text, so the page
 // builds DOM only through h() (text nodes, never HTML).
-import type { PublicStats } from "../../read/public-stats.ts";
+import type { PublicStats } from "../../read/native/public-stats-routes.ts";
 import { h, replace } from "../dashboard/dom.ts";
 import { count, instantUtc, percent } from "../dashboard/format.ts";
 

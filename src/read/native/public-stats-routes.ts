@@ -3,11 +3,11 @@
 // without a token. A privacy floor merges every app with fewer installs in a window into
 // "other", so a rarely installed app never points at the few people who ran it.
 import { Elysia, t, type Static } from "elysia";
-import type { StoreReads } from "../store/contract.ts";
-import type { Group } from "./aggregate.ts";
-import { windowJson } from "./query.ts";
-import { createStats } from "./stats.ts";
-import { DAY, HOUR, floorHour } from "../domain/time.ts";
+import type { StoreReads } from "../../store/contract.ts";
+import type { Group } from "../aggregate.ts";
+import { windowJson } from "../query.ts";
+import { createStats } from "../stats.ts";
+import { DAY, HOUR, floorHour } from "../../domain/time.ts";
 
 const PUBLIC_WINDOWS = [30, 90, 365] as const;
 /** How long one answer is reused: the page changes slowly, and anyone may ask for it. */

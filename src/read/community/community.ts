@@ -1,15 +1,16 @@
-// The read API of the community's current service (community-scripts/telemetry-service):
-// /api/dashboard, /api/repo-slugs and /api/exit-codes, with its parameters and response shapes,
-// so tools made for it work against installstats. Answered from rollups (docs/decisions/2026-11-24-telemetry-service-api.md).
-import { Elysia, t, type Static } from "elysia";
-import type { Execution } from "../domain/execution.ts";
-import { EXIT_CODE_EXPLANATIONS } from "../domain/exit-codes.ts";
-import { DAY, HOUR } from "../domain/time.ts";
-import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
-import { platformClass, type Dimension } from "../domain/rollup.ts";
-import type { Group, Window } from "./aggregate.ts";
-import { MAX_LABEL, QueryError, docParam } from "./query.ts";
-import { createStats } from "./stats.ts";
+// What the read routes of the community's current service (community-scripts/telemetry-service)
+// share: its parameters (read as its Go handlers read them), its time windows, its record, and
+// breakdowns summed over its repo filters. The routes: dashboard-routes.ts (/api/dashboard,
+// /api/repo-slugs, /api/exit-codes), analysis-routes.ts, new-dashboard-routes.ts and
+// script-detail-routes.ts (docs/decisions/2026-11-24-telemetry-service-api.md).
+import { t, type Static } from "elysia";
+import type { Execution } from "../../domain/execution.ts";
+import { DAY, HOUR } from "../../domain/time.ts";
+import type { ExecutionFilter, StoreReads } from "../../store/contract.ts";
+import { platformClass, type Dimension } from "../../domain/rollup.ts";
+import type { Group, Window } from "../aggregate.ts";
+import { MAX_LABEL, QueryError, docParam } from "../query.ts";
+import { createStats } from "../stats.ts";
 
 /**
  * The original reads whole numbers as Go's fmt.Sscanf("%d") does (leading digits, else the
@@ -25,8 +26,6 @@ export function goDays(text: string | undefined, fallback: number, clamp: (n: nu
 }
 /** /api/dashboard and /api/records: negative -> 1, 0 or past 365 -> 365. */
 export const dashboardDays = (n: number) => (n < 0 ? 1 : n === 0 || n > 365 ? 365 : n);
-/** /api/repo-slugs: 1 to 365. */
-const slugDays = (n: number) => Math.min(365, Math.max(1, n));
 
 /** From midnight UTC of the first of the last `days` days to the end of this hour (the original's chSinceTime). */
 export function windowOf(days: number, now: number): Window {
@@ -166,7 +165,7 @@ export async function typesOf(store: StoreReads, apps: readonly string[]): Promi
 export const chTime = (t: number): string => new Date(t).toISOString().replace("T", " ").replace("Z", "");
 
 /** A record as the original lists it: Go's omitempty leaves zero values out; `created` as ClickHouse prints it. */
-export const TelemetryRecord = t.Object({
+export const CommunityRecord = t.Object({
   random_id: t.String(),
   execution_id: t.Optional(t.String()),
   type: t.String(),
@@ -203,7 +202,7 @@ export const TelemetryRecord = t.Object({
   app_version: t.Optional(t.String()),
   created: t.String({ description: "when the run last reported: its end, for a run that ended" }),
 });
-type TelemetryRecord = Static<typeof TelemetryRecord>;
+type CommunityRecord = Static<typeof CommunityRecord>;
 
 /** The steps a run went through, as the original's installation log shows them. */
 function pipelineOf(e: Execution): string | undefined {
@@ -221,7 +220,7 @@ function pipelineOf(e: Execution): string | undefined {
  * left out (Go's omitempty), `created` when the run last reported (its end, once it ended; its
  * start is the pipeline's first step).
  */
-export function toTelemetryRecord(e: Execution): TelemetryRecord {
+export function toCommunityRecord(e: Execution): CommunityRecord {
   const optional = {
     execution_id: e.executionId, ct_type: e.ctType, disk_size: e.diskSize, core_count: e.coreCount, ram_size: e.ramSize, os_type: e.osType,
     os_version: e.osVersion, pve_version: e.pveVersion, method: e.method, error: e.error, exit_code: e.exitCode, gpu_vendor: e.gpuVendor,
@@ -237,169 +236,4 @@ export function toTelemetryRecord(e: Execution): TelemetryRecord {
     random_id: e.randomId, type: e.type, nsapp: e.nsapp ?? "", status: collapsedStatus(e), ...kept,
     created: chTime(e.finishedAt ?? e.updatedAt),
   };
-}
-
-const Count = (name: string) => t.Object({ [name]: t.String(), count: t.Integer() });
-const DashboardJson = t.Object({
-  total_installs: t.Integer(),
-  total_all_time: t.Integer(),
-  sample_size: t.Integer(),
-  success_count: t.Integer(),
-  failed_count: t.Integer(),
-  aborted_count: t.Integer(),
-  installing_count: t.Integer(),
-  success_rate: t.Number({ description: "percent: success / (success + failed) * 100" }),
-  top_apps: t.Array(Count("app")),
-  os_distribution: t.Array(Count("os")),
-  method_stats: t.Array(Count("method")),
-  pve_versions: t.Array(Count("version")),
-  type_stats: t.Array(Count("type")),
-  error_analysis: t.Array(t.Object({ pattern: t.String(), count: t.Integer(), unique_apps: t.Integer(), apps: t.String() })),
-  failed_apps: t.Array(t.Object({ app: t.String(), type: t.String(), total_count: t.Integer(), failed_count: t.Integer(), failure_rate: t.Number() })),
-  daily_stats: t.Array(t.Object({ date: t.String(), success: t.Integer(), failed: t.Integer() })),
-  gpu_stats: t.Array(t.Object({ vendor: t.String(), passthrough: t.String(), count: t.Integer() })),
-  error_categories: t.Array(Count("category")),
-  top_tools: t.Array(Count("tool")),
-  top_addons: t.Array(Count("addon")),
-  avg_install_duration: t.Number({ description: "seconds: the median of the measured durations (rollups keep no sum)" }),
-  total_tools: t.Integer(),
-  total_addons: t.Integer(),
-  repo_slugs: t.Array(Count("slug")),
-  platform_stats: t.Array(Count("platform"), { description: "runs by platform (pve, incus), most first" }),
-  recent_records: t.Array(TelemetryRecord),
-});
-
-/** The original's minimum of runs for an app in the failure ranking, by window. */
-const minInstalls = (days: number) => (days <= 1 ? 5 : days <= 7 ? 15 : days <= 30 ? 40 : 100);
-
-export function telemetryCompatRoutes(deps: { store: StoreReads; clock: () => number }) {
-  const tags = ["telemetry-service compatible"];
-  const top = topOf(createStats(deps.store));
-
-  return new Elysia({ name: "telemetry-compat" })
-    .get(
-      "/api/exit-codes",
-      () => Object.fromEntries([...EXIT_CODE_EXPLANATIONS].map(([code, text]) => [String(code), text])),
-      { response: t.Record(t.String(), t.String()), detail: { tags, summary: "Exit codes and what they mean (the service's reference list)" } },
-    )
-    .get(
-      "/api/repo-slugs",
-      async ({ query }) => {
-        const w = windowOf(goDays(query.days, 30, slugDays), deps.clock());
-        return { repo_slugs: (await top(repoFilters(query.repo), w, "repo_slug", 50)).map((g) => ({ slug: g.value, count: g.total })) };
-      },
-      {
-        query: t.Object({ days: docParam("days back from today (1-365, default 30)"), repo: REPO_PARAM }),
-        response: t.Object({ repo_slugs: t.Array(Count("slug")) }),
-        detail: { tags, summary: "Repositories (owner/repo) that sent reports, most first" },
-      },
-    )
-    .get(
-      "/api/dashboard",
-      async ({ query }) => {
-        const days = goDays(query.days, 1, dashboardDays);
-        const now = deps.clock();
-        const w = windowOf(days, now);
-        const slug = label("slug", query.slug);
-        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
-        // One request's aggregates share what a scan folds (a platform or slug rollups cannot select with another dimension).
-        const stats = createStats(deps.store, new Map());
-        const top = topOf(stats);
-        const span = await deps.store.recordSpan();
-        const all: Window = { from: span ? span.first - (span.first % HOUR) : 0, to: w.to };
-        const [summaries, allTime] = await Promise.all([
-          Promise.all(filters.map((f) => stats.summary(f, w))),
-          // The all-time total ignores the platform (a scan of every record otherwise).
-          Promise.all(repoFilters(query.repo).map((f) => stats.summary(slug ? { ...f, repoSlug: slug } : f, all))),
-        ]);
-        const sum = (k: "total" | "success" | "failed" | "aborted" | "in_progress") => summaries.reduce((n, s) => n + s[k], 0);
-        const [success, failed] = [sum("success"), sum("failed")];
-        // Every app once: the top 20 and the failure ranking are both cut from it.
-        const [ranking, os, methods, pve, types, categories, gpus, tools, addons, slugs, platforms] = await Promise.all([
-          top(filters, w, "nsapp", 1_000_000),
-          top(filters, w, "os", 1_000_000),
-          top(filters, w, "method", 10),
-          top(filters, w, "pve_version", 15),
-          top(filters, w, "type", 10),
-          top(filters, w, "error_category", 1_000_000),
-          top(filters, w, "gpu_vendor", 1_000_000),
-          top(filters, w, "nsapp", 15, { kind: "tool" }),
-          top(filters, w, "nsapp", 15, { kind: "addon" }),
-          top(filters, w, "repo_slug", 20),
-          top(filters, w, "platform_class", 10),
-        ]);
-        const apps = ranking.slice(0, 20);
-        // The os dimension is "type version": the original groups by type alone.
-        const osTypes = new Map<string, number>();
-        for (const g of os) {
-          const type = g.value.split(" ")[0]!;
-          osTypes.set(type, (osTypes.get(type) ?? 0) + g.total);
-        }
-        const errors = await Promise.all(filters.map((f) => stats.errors(f, w, 15)));
-        const patterns = new Map<string, { pattern: string; count: number; apps: Set<string> }>();
-        for (const e of errors.flatMap((x) => x.signatures)) {
-          const p = patterns.get(e.id) ?? { pattern: e.signature ?? e.id, count: 0, apps: new Set<string>() };
-          p.count += e.count;
-          for (const a of e.apps) p.apps.add(a);
-          patterns.set(e.id, p);
-        }
-        const series = await Promise.all(filters.map((f) => stats.timeseries(f, w, "day")));
-        const daily = series[0]!.points.map((p, i) => ({
-          date: new Date(p.t).toISOString().slice(0, 10),
-          success: series.reduce((n, s) => n + s.points[i]!.success, 0),
-          failed: series.reduce((n, s) => n + s.points[i]!.failed, 0),
-        }));
-        const medians = summaries.map((s) => s.duration).filter((d) => d.median_s !== null && d.n > 0);
-        const median = medians.length === 0 ? 0 : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
-        const min = minInstalls(days);
-        // The 20 newest of the window, over every repo filter (none when the counts say there are
-        // none: a platform filter's list would walk the window for nothing).
-        const recent = sum("total") === 0 ? [] : await newestOf(deps.store, filters, w, 20);
-        const failedApps = ranking
-          .filter((g) => g.total >= min && g.failed > 0)
-          .map((g) => ({ app: g.value, total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))
-          .sort((a, b) => b.failure_rate - a.failure_rate || b.failed_count - a.failed_count)
-          .slice(0, 16);
-        // The original ranks app and type pairs; an app keeps its type.
-        const appTypes = await typesOf(deps.store, failedApps.map((a) => a.app));
-        return {
-          total_installs: sum("total"),
-          total_all_time: allTime.reduce((n, s) => n + s.total, 0),
-          sample_size: sum("total"),
-          success_count: success,
-          failed_count: failed,
-          aborted_count: sum("aborted"),
-          installing_count: sum("in_progress"),
-          success_rate: success + failed === 0 ? 0 : (success / (success + failed)) * 100,
-          top_apps: apps.map((g) => ({ app: g.value, count: g.total })),
-          os_distribution: [...osTypes].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([name, count]) => ({ os: name, count })),
-          method_stats: methods.map((g) => ({ method: g.value, count: g.total })),
-          pve_versions: pve.map((g) => ({ version: g.value, count: g.total })),
-          type_stats: types.map((g) => ({ type: g.value, count: g.total })),
-          error_analysis: [...patterns.values()].sort((a, b) => b.count - a.count).slice(0, 15).map((p) => ({ pattern: p.pattern, count: p.count, unique_apps: p.apps.size, apps: [...p.apps].join(", ") })),
-          failed_apps: failedApps.map((a) => ({ ...a, type: appTypes.get(a.app) ?? "" })),
-          daily_stats: daily,
-          gpu_stats: gpus.map((g) => ({ vendor: g.value, passthrough: "", count: g.total })),
-          error_categories: categories.map((g) => ({ category: g.value, count: g.total })),
-          top_tools: tools.map((g) => ({ tool: g.value, count: g.total })),
-          top_addons: addons.map((g) => ({ addon: g.value, count: g.total })),
-          avg_install_duration: Math.round(median),
-          total_tools: tools.reduce((n, g) => n + g.total, 0),
-          total_addons: addons.reduce((n, g) => n + g.total, 0),
-          repo_slugs: slugs.map((g) => ({ slug: g.value, count: g.total })),
-          platform_stats: platforms.map((g) => ({ platform: g.value, count: g.total })),
-          recent_records: recent.map(toTelemetryRecord),
-        };
-      },
-      {
-        query: t.Object({
-          days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
-          repo: REPO_PARAM,
-          slug: SLUG_PARAM,
-          platform: PLATFORM_PARAM,
-        }),
-        response: { 200: DashboardJson },
-        detail: { tags, summary: "The community service's dashboard data, from rollups" },
-      },
-    );
 }

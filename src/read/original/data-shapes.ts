@@ -1,17 +1,17 @@
 // Shapes of the original public read API (community-scripts/ProxmoxVE, api/main.go: a Go +
 // MongoDB service), rebuilt from our rows so existing dashboards and scripts keep working.
-// Pure functions only; the routes and the queries are in compat-routes.ts.
+// Pure functions only; the routes and the queries are in data-routes.ts.
 import { t, type Static } from "elysia";
-import type { Execution } from "../domain/execution.ts";
-import { deriveOutcome } from "../domain/outcome.ts";
-import { DAY } from "../domain/time.ts";
+import type { Execution } from "../../domain/execution.ts";
+import { deriveOutcome } from "../../domain/outcome.ts";
+import { DAY } from "../../domain/time.ts";
 
 /**
  * One install as the original serialised its Go `DataModel`: the same fields in the same order,
  * and never null (Go zero values: absent numbers are 0, absent strings ""). The original's
  * dashboard calls `.toString()` on every value, so a null would break it.
  */
-export const CompatRecord = t.Object(
+export const OriginalRecord = t.Object(
   {
     id: t.String({ description: "24 hex digits, shaped like the original's MongoDB ObjectID: creation time first, so it sorts by time; derived from random_id and created_at, stable" }),
     ct_type: t.Integer(),
@@ -36,9 +36,9 @@ export const CompatRecord = t.Object(
   },
   { title: "CompatRecord" },
 );
-export type CompatRecord = Static<typeof CompatRecord>;
+export type OriginalRecord = Static<typeof OriginalRecord>;
 
-export const CompatSummary = t.Object(
+export const OriginalSummary = t.Object(
   {
     total_entries: t.Integer(),
     status_count: t.Record(t.String(), t.Integer(), { description: "status -> installs, all time" }),
@@ -46,14 +46,14 @@ export const CompatSummary = t.Object(
   },
   { title: "CompatSummary" },
 );
-export type CompatSummary = Static<typeof CompatSummary>;
+export type OriginalSummary = Static<typeof OriginalSummary>;
 
-const CompatErrorCount = t.Object({ error: t.String(), count: t.Integer() });
-export const CompatErrors = t.Object(
-  { error_counts: t.Array(CompatErrorCount, { description: "most frequent first" }) },
+const OriginalErrorCount = t.Object({ error: t.String(), count: t.Integer() });
+export const OriginalErrors = t.Object(
+  { error_counts: t.Array(OriginalErrorCount, { description: "most frequent first" }) },
   { title: "CompatErrors" },
 );
-export type CompatErrors = Static<typeof CompatErrors>;
+export type OriginalErrors = Static<typeof OriginalErrors>;
 
 /** Go's time.Time JSON form (RFC3339Nano) of a UTC instant: trailing zeros of the fraction dropped. */
 export function goTime(ms: number): string {
@@ -67,15 +67,15 @@ export function goTime(ms: number): string {
  * 2 bytes of milliseconds, 6 bytes of a hash of random_id. Sorting by id sorts by creation time,
  * as the original dashboard's default sort ("id", descending) expects.
  */
-export function compatId(randomId: string, createdAt: number): string {
+export function originalId(randomId: string, createdAt: number): string {
   const seconds = Math.floor(createdAt / 1000) >>> 0;
   const millis = ((createdAt % 1000) + 1000) % 1000;
   const hash = Bun.hash.wyhash(randomId) & 0xffff_ffff_ffffn;
   return seconds.toString(16).padStart(8, "0") + millis.toString(16).padStart(4, "0") + hash.toString(16).padStart(12, "0");
 }
 
-/** The fields of a stored install the compat record is made of. */
-export type CompatSource = Pick<
+/** The fields of a stored install the original's record is made of. */
+export type OriginalSource = Pick<
   Execution,
   | "randomId" | "type" | "ctType" | "diskSize" | "coreCount" | "ramSize" | "osType" | "osVersion" | "disableip6" | "nsapp" | "method" | "pveVersion" | "status"
   | "outcome" | "error" | "createdAt" | "extra"
@@ -109,9 +109,9 @@ function firstRevision(extra: string | null): { hn: string; ssh: string; verbose
   return { hn: text("hn"), ssh: text("ssh"), verbose: text("verbose"), tags: text("tags") };
 }
 
-export function toCompatRecord(row: CompatSource): CompatRecord {
+export function toOriginalRecord(row: OriginalSource): OriginalRecord {
   return {
-    id: compatId(row.randomId, row.createdAt),
+    id: originalId(row.randomId, row.createdAt),
     ct_type: row.ctType ?? 0,
     disk_size: row.diskSize ?? 0,
     core_count: row.coreCount ?? 0,
@@ -193,7 +193,7 @@ export function countsObject(groups: Iterable<{ value: string | null; total: num
 }
 
 /** /data/errors entries: most frequent first, then by text (the original's order is Go map order: random). */
-export function errorCountsBody(rows: Iterable<{ error: string | null; count: number }>): CompatErrors {
+export function errorCountsBody(rows: Iterable<{ error: string | null; count: number }>): OriginalErrors {
   const sums = new Map<string, number>();
   for (const { error, count } of rows) if (error) sums.set(error, (sums.get(error) ?? 0) + count);
   const list = [...sums].sort((a, b) => b[1] - a[1] || byCodeUnit(a[0], b[0]));
@@ -201,9 +201,9 @@ export function errorCountsBody(rows: Iterable<{ error: string | null; count: nu
 }
 
 /** One piece of a streamed JSON array: the opening bracket or a separator, then the records. */
-export function arrayPiece(records: readonly CompatSource[], first: boolean): string {
+export function arrayPiece(records: readonly OriginalSource[], first: boolean): string {
   let out = first ? "[" : ",";
-  for (let i = 0; i < records.length; i++) out += (i === 0 ? "" : ",") + JSON.stringify(toCompatRecord(records[i]!));
+  for (let i = 0; i < records.length; i++) out += (i === 0 ? "" : ",") + JSON.stringify(toOriginalRecord(records[i]!));
   return out;
 }
 

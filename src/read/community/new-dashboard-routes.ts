@@ -4,17 +4,17 @@
 // runs (executions), as there; "unfinished" is a run still going or ended unknown. What can only
 // be counted differently here is in docs/api.md#the-community-services-newest-read-api.
 import { Elysia, t, type Static } from "elysia";
-import type { Execution } from "../domain/execution.ts";
-import { explainExitCode } from "../domain/exit-codes.ts";
-import { FAILURE_SEPARATOR, failureParts, platformClass, type Counts, type Dimension } from "../domain/rollup.ts";
-import { DAY, HOUR, MINUTE } from "../domain/time.ts";
-import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
-import { dimensionSums, summarize, type Cell, type Plan, type Window } from "./aggregate.ts";
-import { reuseByKey } from "./compat-routes.ts";
-import { csvCell } from "./export.ts";
-import { allTime, docParam } from "./query.ts";
-import { createStats } from "./stats.ts";
-import { collapsedStatus, goDays, label, windowOf } from "./telemetry-compat.ts";
+import type { Execution } from "../../domain/execution.ts";
+import { explainExitCode } from "../../domain/exit-codes.ts";
+import { FAILURE_SEPARATOR, failureParts, platformClass, type Counts, type Dimension } from "../../domain/rollup.ts";
+import { DAY, HOUR, MINUTE } from "../../domain/time.ts";
+import type { ExecutionFilter, StoreReads } from "../../store/contract.ts";
+import { dimensionSums, summarize, type Cell, type Plan, type Window } from "../aggregate.ts";
+import { reuseByKey } from "../reuse.ts";
+import { csvCell } from "../export.ts";
+import { allTime, docParam } from "../query.ts";
+import { createStats } from "../stats.ts";
+import { collapsedStatus, goDays, label, windowOf } from "./community.ts";
 
 // ------------------------------------------------------------------ parameters
 
@@ -403,7 +403,7 @@ export function newDashboardRoutes(deps: { store: StoreReads; clock: () => numbe
   /**
    * The sections over the window, for one selection: reused while the data are unchanged, and
    * when computing them was expensive (a long window, a scan) for up to 10x what it took
-   * (compat-routes.ts reuseWhileExpensive). The live panels are never reused: they answer "now".
+   * (../reuse.ts reuseWhileExpensive). The live panels are never reused: they answer "now".
    */
   const windowed = reuseByKey(async (key: string) => {
     const { p, w } = JSON.parse(key) as { p: NewParams; w: Window };

@@ -1,6 +1,6 @@
 // Serves the public stats page (src/web/public/index.html) when --public-stats is on: its HTML and
 // assets, like the dashboard's, inside the binary when compiled. It holds no data: it reads
-// /public/stats.json, which src/read/public-stats.ts answers.
+// /public/stats.json, which src/read/native/public-stats-routes.ts answers.
 import page from "./public/index.html";
 import { staticPage } from "./static-pages.ts";
 

@@ -6,11 +6,11 @@ import type { StoreReads } from "../store/contract.ts";
 import type { Execution } from "../domain/execution.ts";
 
 /**
- * Streams every install matching `query` (no window = all time, as the HTTP export) in `format`
+ * Streams every execution matching `query` (no window = all time, as the HTTP export) in `format`
  * to `write`, awaiting each chunk, so memory stays constant and a slow sink slows the reading.
  * Throws QueryError (before anything is written) when the filters are invalid.
  */
-export async function exportInstalls(
+export async function exportExecutions(
   reads: StoreReads,
   query: FilterQuery,
   format: ExportFormat,

@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { ConfigError, type Config } from "../config.ts";
 import { RELAY_PROTOCOLS, RELAY_REQUIRED_FIELDS, relayTargets, type RelayPolicy } from "../domain/relay.ts";
 import { Gauge, type Metrics } from "../http/metrics.ts";
-import type { RelayJson } from "./routes.ts";
+import type { RelayJson } from "./relay-routes.ts";
 import type { Logger } from "../log.ts";
 import type { RelayStatus, ResultFor, Store, WriteOp } from "../store/contract.ts";
 import { startSender, type Sender } from "./sender.ts";

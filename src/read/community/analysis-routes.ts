@@ -3,16 +3,16 @@
 // /api/errors (error analysis), with its parameters and response shapes. Aggregates come from
 // rollups; per-app details from each app's own rollup slice (docs/decisions/2026-11-25-analysis-pages.md).
 import { Elysia, t } from "elysia";
-import { categoryOfExitCode } from "../domain/error-category.ts";
-import { explainExitCode } from "../domain/exit-codes.ts";
-import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../store/contract.ts";
-import type { Window } from "./aggregate.ts";
-import { allTime, docParam } from "./query.ts";
-import { createStats } from "./stats.ts";
+import { categoryOfExitCode } from "../../domain/error-category.ts";
+import { explainExitCode } from "../../domain/exit-codes.ts";
+import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../../store/contract.ts";
+import type { Window } from "../aggregate.ts";
+import { allTime, docParam } from "../query.ts";
+import { createStats } from "../stats.ts";
 import {
-  ALL_GROUPS, PLATFORM_PARAM, REPO_PARAM, SLUG_PARAM, TelemetryRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, nonEmpty, platformOf, repoFilters,
-  statusFilter, toTelemetryRecord, topOf, typesOf, windowOf, type Summed,
-} from "./telemetry-compat.ts";
+  ALL_GROUPS, PLATFORM_PARAM, REPO_PARAM, SLUG_PARAM, CommunityRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, nonEmpty, platformOf, repoFilters,
+  statusFilter, toCommunityRecord, topOf, typesOf, windowOf, type Summed,
+} from "./community.ts";
 
 /** The original's repo rule as one listing's filter: ProxmoxVE takes reports naming no repo; absent or "all" every repo. */
 function repoSourcesOf(repo: string | undefined): readonly string[] | undefined {
@@ -73,7 +73,7 @@ const EXIT_CODES = 30;
 const RECENT_ERRORS = 100;
 const RECENT_SCRIPTS = 20;
 
-export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => number }) {
+export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => number }) {
   const tags = ["telemetry-service compatible"];
   /** Per request: its aggregates share what a scan folds (a platform rollups cannot select with another dimension). */
   const perRequest = () => {
@@ -106,7 +106,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const { rows, total } = await deps.store.pageExecutions(filter, {
           offset, limit, ...sortOf(query.sort), ...(repoSources ? { repoSources } : {}), ...(app ? { appContains: app } : {}),
         });
-        return { records: rows.map(toTelemetryRecord), page, limit, total, total_pages: Math.ceil(total / limit) };
+        return { records: rows.map(toCommunityRecord), page, limit, total, total_pages: Math.ceil(total / limit) };
       },
       {
         query: t.Object({
@@ -123,7 +123,7 @@ export function telemetryAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           slug: SLUG_PARAM,
           platform: PLATFORM_PARAM,
         }),
-        response: { 200: t.Object({ records: t.Array(TelemetryRecord), page: t.Integer(), limit: t.Integer(), total: t.Integer(), total_pages: t.Integer() }) },
+        response: { 200: t.Object({ records: t.Array(CommunityRecord), page: t.Integer(), limit: t.Integer(), total: t.Integer(), total_pages: t.Integer() }) },
         detail: { tags, summary: "The installation log: one numbered page of runs and how many match" },
       },
     )

@@ -1,38 +1,26 @@
-// Read API: install listing and records, aggregates over rollups.
+// Read API: aggregates over rollups (/api/stats/*).
 import { Elysia, t, type Static } from "elysia";
-import { ErrorBody, errorBody } from "../http/errors.ts";
-import type { StoreReads } from "../store/contract.ts";
-import { ExecutionRecord, InstallDetail, toRecord } from "./record.ts";
-import { FilterQuery, MAX_LABEL, QueryError, decodeCursor, docParam, encodeCursor, intParam, oneOf, readQuery, resolveWindow, strictQuery, textParam, windowJson } from "./query.ts";
-import { BREAKDOWN_DIMENSIONS } from "../domain/rollup.ts";
-import { signaturePage } from "./signature-filter.ts";
-import { createStats } from "./stats.ts";
-import { INTERVALS, pointCount } from "./aggregate.ts";
-import { CONFIDENCE, type Driver } from "../domain/drivers.ts";
-import { DAY } from "../domain/time.ts";
+import { ErrorBody } from "../../http/errors.ts";
+import type { StoreReads } from "../../store/contract.ts";
+import { FilterQuery, QueryError, docParam, intParam, oneOf, readQuery, resolveWindow, strictQuery, windowJson } from "../query.ts";
+import { BREAKDOWN_DIMENSIONS } from "../../domain/rollup.ts";
+import { createStats } from "../stats.ts";
+import { INTERVALS, pointCount } from "../aggregate.ts";
+import { CONFIDENCE, type Driver } from "../../domain/drivers.ts";
+import { DAY } from "../../domain/time.ts";
 
 /** Default window of the aggregate endpoints when none is given. */
 const DEFAULT_STATS_DAYS = 30;
 const MAX_HOURLY_DAYS = 31;
 /** Most points a timeseries answers: a day each over ten years (3,661) fits, an hour each over 31 days (744) too. */
 const MAX_POINTS = 4000;
-/** Installs one signature-filtered page may read (see signaturePage). */
-const SIGNATURE_SCAN = 20_000;
-/** Page size of /api/installs, and most groups or signatures an aggregate lists. */
-const MAX_PAGE = 500;
+/** Most groups or signatures an aggregate lists. */
 const MAX_GROUPS = 1000;
-const ORDERS = ["newest", "oldest"] as const;
 const SORTS = ["volume", "failure_rate"] as const;
 const MAX_MIN_RUNS = 1_000_000_000;
 const MAX_DRIVERS = 100;
 /** Filters that describe the outcome: with one, every run compared would be a failure (or none). */
 const OUTCOME_FILTERS = ["outcome", "status", "exit_code", "error_category"] as const;
-
-/** An error signature id, as /api/stats/errors lists them. */
-function signatureParam(v: string | undefined): string | undefined {
-  if (v !== undefined && !/^[0-9a-f]{16}$/.test(v)) throw new QueryError("signature", "signature must be 16 lowercase hex digits, an id from /api/stats/errors");
-  return v;
-}
 
 /** A required `by`. */
 function dimensionParam(v: string | undefined) {
@@ -160,7 +148,6 @@ const TopWindow = t.Object({
   apps: t.Array(t.Object({ nsapp: t.Nullable(t.String()), count: t.Integer(), percent: t.Number() })),
 });
 const TopApps = t.Object({ "30d": TopWindow, "90d": TopWindow, "365d": TopWindow }, { title: "TopApps" });
-const InstallPage = t.Object({ installs: t.Array(ExecutionRecord), next_cursor: t.Nullable(t.String()) }, { title: "InstallPage" });
 
 
 // Response shapes, for typed clients (the dashboard).
@@ -169,7 +156,6 @@ export type BreakdownResponse = Static<typeof Breakdown>;
 export type TimeseriesResponse = Static<typeof Timeseries>;
 export type ErrorsResponse = Static<typeof Errors>;
 export type DriversResponse = Static<typeof Drivers>;
-export type InstallPageResponse = Static<typeof InstallPage>;
 
 const round4 = (x: number): number => Math.round(x * 10_000) / 10_000;
 
@@ -193,7 +179,7 @@ function driverJson(d: Driver) {
   };
 }
 
-export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
+export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
   const { store, clock } = deps;
   const stats = createStats(store);
   /** The window (default: the last 30 days) and filters of an aggregate, checked before any work. */
@@ -204,52 +190,6 @@ export function readRoutes(deps: { store: StoreReads; clock: () => number }) {
   const tags = ["installs"];
 
   return new Elysia({ name: "read" })
-    .get(
-      "/api/installs",
-      async ({ query }) => {
-        const { filter } = readQuery(query, clock(), null);
-        const limit = intParam("limit", query.limit, 1, MAX_PAGE) ?? 50;
-        const order = oneOf("order", query.order, ORDERS) ?? "newest";
-        const after = decodeCursor(query.cursor);
-        const signature = signatureParam(query.signature);
-        const page = await (
-          signature === undefined
-            ? store.listExecutions(filter, { limit, after, order })
-            : signaturePage((a, n) => store.listExecutions({ ...filter, outcome: "failed" }, { limit: n, after: a, order }), signature, limit, after, SIGNATURE_SCAN));
-        return { installs: page.rows.map(toRecord), next_cursor: page.next ? encodeCursor(page.next) : null };
-      },
-      {
-        ...strictQuery(t.Composite([
-          FilterQuery,
-          t.Object({
-            limit: docParam(`page size, a whole number from 1 to ${MAX_PAGE}; default 50`),
-            cursor: docParam("next_cursor of the previous page"),
-            order: docParam("default newest", ORDERS),
-            signature: docParam(
-              `only failed installs with this error signature (an id from /api/stats/errors, 16 hex digits); a page reads at most ${SIGNATURE_SCAN} installs, so it may hold fewer rows than limit while next_cursor goes on`,
-            ),
-          }),
-        ])),
-        response: { 200: InstallPage, 400: ErrorBody },
-        detail: { tags, summary: "List installs, newest first", description: "All filters combine; no window means all time. Pages by keyset cursor, equally fast at any depth, newest or oldest first." },
-      },
-    )
-    .get(
-      "/api/installs/:random_id",
-      async ({ params, status }) => {
-        textParam("random_id", params.random_id, MAX_LABEL);
-        const rows = await store.getExecutions(params.random_id);
-        const latest = rows.at(-1);
-        if (!latest) return status(404, errorBody("not_found", `no install with random_id ${params.random_id}`, "random_id"));
-        const executions = rows.map(toRecord);
-        return status(200, { ...executions.at(-1)!, executions });
-      },
-      {
-        params: t.Object({ random_id: t.String({ description: `1-${MAX_LABEL} characters` }) }),
-        response: { 200: InstallDetail, 400: ErrorBody, 404: ErrorBody },
-        detail: { tags, summary: "One install by random_id: its latest execution, and all of them with their timelines" },
-      },
-    )
     .get(
       "/api/stats/summary",
       async ({ query }) => {

@@ -4,14 +4,14 @@
 // codes, OS and platform, recent installs); its response struct is in no published version of the
 // code, so the body is given in /api/new's vocabulary and shapes (docs/decisions/2026-11-27-newest-community-api.md).
 import { Elysia, t } from "elysia";
-import { ErrorBody, errorBody } from "../http/errors.ts";
-import type { StoreReads } from "../store/contract.ts";
-import { docParam } from "./query.ts";
-import { createStats } from "./stats.ts";
-import { goDays, label, windowOf } from "./telemetry-compat.ts";
+import { ErrorBody, errorBody } from "../../http/errors.ts";
+import type { StoreReads } from "../../store/contract.ts";
+import { docParam } from "../query.ts";
+import { createStats } from "../stats.ts";
+import { goDays, label, windowOf } from "./community.ts";
 import {
   DailyPoint, RecentRun, categoriesOf, dailyOf, exitCodes, filtersOf, groupBreakdowns, minRunsFor, outcomesOf, platformParam, readSums, recentOf, recentRun, repoParam,
-} from "./new-dashboard.ts";
+} from "./new-dashboard-routes.ts";
 
 const GroupStat = t.Object({ label: t.String(), runs: t.Integer(), success: t.Integer(), failed: t.Integer(), aborted: t.Integer(), unfinished: t.Integer() });
 const ScriptDetail = t.Object({

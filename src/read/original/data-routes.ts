@@ -1,24 +1,25 @@
 // The original public read API (community-scripts/ProxmoxVE, api/main.go), same paths, parameters
-// and response shapes, so existing dashboards and scripts keep working. Shapes: compat.ts.
+// and response shapes, so existing dashboards and scripts keep working. Shapes: data-shapes.ts.
 //
 // Lists stream from store.executionChunks (each chunk one short query that completes at once), so
 // memory stays constant at any size and ingestion interleaves with a long download.
 import { Elysia, t } from "elysia";
-import { ErrorBody, errorBody } from "../http/errors.ts";
-import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
+import { ErrorBody, errorBody } from "../../http/errors.ts";
+import type { ExecutionFilter, StoreReads } from "../../store/contract.ts";
 import {
-  CompatErrors, CompatRecord, CompatSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, originalStatus, originalStatusCounts, outcomesOfOriginal, pageWindow,
-  type CompatSource,
-} from "./compat.ts";
-import { allTime } from "./query.ts";
-import { createStats } from "./stats.ts";
+  OriginalErrors, OriginalRecord, OriginalSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, originalStatus, originalStatusCounts, outcomesOfOriginal, pageWindow,
+  type OriginalSource,
+} from "./data-shapes.ts";
+import { allTime } from "../query.ts";
+import { createStats } from "../stats.ts";
+import { reuseWhileExpensive } from "../reuse.ts";
 
 /** Rows per streamed chunk (one query each). */
 export const CHUNK_ROWS = 1000;
 
 
 /** A JSON array streamed from row chunks: one chunk serialised per pull, so memory stays bounded. */
-function jsonArrayResponse(chunks: AsyncIterator<CompatSource[], void>): Response {
+function jsonArrayResponse(chunks: AsyncIterator<OriginalSource[], void>): Response {
   const encoder = new TextEncoder();
   let first = true;
   const body = new ReadableStream<Uint8Array>({
@@ -45,7 +46,7 @@ function jsonArrayResponse(chunks: AsyncIterator<CompatSource[], void>): Respons
 }
 
 
-async function* emptyChunks(): AsyncGenerator<CompatSource[], void> {}
+async function* emptyChunks(): AsyncGenerator<OriginalSource[], void> {}
 
 /**
  * Streams of rows (each oldest first) as one, oldest first, keeping the rows `keep` takes; in
@@ -90,53 +91,17 @@ async function* mergedChunks<T extends { createdAt: number }>(sources: AsyncGene
 /** A query parameter as the original read it (Go's URL.Query().Get): the first value, "" when absent. */
 const param = (request: Request, name: string): string => new URL(request.url).searchParams.get(name) ?? "";
 
-/** Below this a computation is always redone; above it, its answer may be reused (see reuseWhileExpensive). */
-export const EXPENSIVE_MS = 50;
-
-/**
- * Memoizes `compute` by `version` (a cheap change marker). When the data changed but the last
- * computation took EXPENSIVE_MS or more, its answer is reused for 10x its cost, so a dashboard
- * polling an O(records) query can hold the (single-threaded) server at most ~10% of the time.
- */
-export function reuseWhileExpensive<T>(compute: () => Promise<T>, version: () => Promise<string>, now: () => number = () => performance.now()): () => Promise<T> {
-  let last: { value: T; version: string; done: number; cost: number } | null = null;
-  return async () => {
-    const v = await version();
-    const start = now();
-    if (last && (last.version === v || (last.cost >= EXPENSIVE_MS && start - last.done < last.cost * 10))) return last.value;
-    const value = await compute();
-    const done = now();
-    last = { value, version: v, done, cost: done - start };
-    return value;
-  };
-}
-
-/**
- * reuseWhileExpensive per key (a page's parameters), for at most `keys` keys at a time (the least
- * recently asked go first).
- */
-export function reuseByKey<T>(compute: (key: string) => Promise<T>, version: () => Promise<string>, keys = 64): (key: string) => Promise<T> {
-  const byKey = new Map<string, () => Promise<T>>();
-  return (key) => {
-    let get = byKey.get(key);
-    if (get === undefined) get = reuseWhileExpensive(() => compute(key), version);
-    byKey.delete(key);
-    byKey.set(key, get);
-    if (byKey.size > keys) byKey.delete(byKey.keys().next().value!);
-    return get();
-  };
-}
-
-export interface CompatDeps {
+export interface DataRoutesDeps {
   store: StoreReads;
   clock: () => number;
 }
 
 const queryText = (description: string) => t.Optional(t.String({ description }));
+// The OpenAPI tag and schema titles (CompatRecord, ...) are published names: they stay.
 const tags = ["compat"];
-const RecordList = t.Array(CompatRecord, { description: "streamed; oldest first" });
+const RecordList = t.Array(OriginalRecord, { description: "streamed; oldest first" });
 
-export function compatRoutes(deps: CompatDeps) {
+export function dataRoutes(deps: DataRoutesDeps) {
   const { store, clock } = deps;
   const stats = createStats(store);
   const errorCounts = reuseWhileExpensive(async () => errorCountsBody(await store.errorTextCounts()), () => store.changeMarker());
@@ -173,14 +138,14 @@ export function compatRoutes(deps: CompatDeps) {
           stats.breakdown({}, w, { ...every, by: "status" }),
           stats.breakdown({}, w, { ...every, by: "nsapp" }),
         ]);
-        // Statuses in the original's words: its readers count done as success (compat.ts originalStatus).
-        const body: CompatSummary = { total_entries: summary.total, status_count: originalStatusCounts(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
+        // Statuses in the original's words: its readers count done as success (data-shapes.ts originalStatus).
+        const body: OriginalSummary = { total_entries: summary.total, status_count: originalStatusCounts(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
         // Serialised here: the response step copies record keys by assignment, and an app named
         // "__proto__" would vanish (or worse) on the way out.
         return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
       },
       {
-        response: { 200: CompatSummary },
+        response: { 200: OriginalSummary },
         detail: { tags, summary: "Totals by status and by app, all time (original API)", description: "Answered from rollups: fast at any size." },
       },
     )
@@ -240,7 +205,7 @@ export function compatRoutes(deps: CompatDeps) {
       "/data/errors",
       () => errorCounts(),
       {
-        response: { 200: CompatErrors },
+        response: { 200: OriginalErrors },
         detail: {
           tags,
           summary: "Installs per exact error text, all time (original API)",

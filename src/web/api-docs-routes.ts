@@ -133,7 +133,7 @@ function documentOf(app: Elysia, version: string): Json {
 }
 
 /** The OpenAPI document at /openapi/json, naming the server it was asked from, so examples carry the host. */
-export function apiDocs(options: ApiDocsOptions) {
+export function apiDocsRoutes(options: ApiDocsOptions) {
   const { version } = options;
   let cached: { routes: number; text: string } | null = null;
   const docs: Elysia = new Elysia({ name: "installstats/api-docs", seed: version });
@@ -278,7 +278,7 @@ interface Served {
  * The docs page and its assets as Bun.serve routes (see the top of this file). The versioned
  * asset URLs carry a hash of their content, so a year-long immutable cache stays right.
  */
-export function docsRoutes(o: ApiDocsOptions & { headersFor: (request: Request) => Record<string, string> }) {
+export function docsPageRoutes(o: ApiDocsOptions & { headersFor: (request: Request) => Record<string, string> }) {
   const script = `(${docsPageScript.toString()})();\n`;
   const scalarFile = Bun.file(SCALAR_BUNDLE_PATH);
   const scalarSrc = `${SCALAR_ASSET_PATH}?v=${encodeURIComponent(o.version)}`;

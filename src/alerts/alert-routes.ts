@@ -7,7 +7,7 @@ import { parseDuration } from "../config.ts";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import { literalUnion } from "../http/schemas.ts";
 import { QueryError, docParam, intParam, strictQuery, textParam } from "../read/query.ts";
-import { UnknownNameError, type Alerts, type RuleListing } from "./alerts.ts";
+import { UnknownNameError, type Alerts, type RuleListing } from "./service.ts";
 import type { AlertMessage } from "./message.ts";
 import { CHANNEL_TYPES, RULE_TYPES, describeRule, type Rule } from "./rules.ts";
 import type { AlertEvent } from "../store/contract.ts";

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { Elysia, t } from "elysia";
 import { DOCS_PATH, DOCS_SCRIPT_PATH, FAVICON_PATH, SCALAR_ASSET_PATH, SPEC_PATH, apiDocs, docsRoutes } from "../src/web/api-docs.ts";
 import { testApp } from "./helpers/app.ts";
-import { compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 import { launchBrowser, watchedPage } from "./helpers/browser.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.

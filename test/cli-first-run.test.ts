@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { closest, parseCommandLine } from "../src/cli/args.ts";
 import { startupLines } from "../src/cli/addresses.ts";
 import { listenFailure } from "../src/cli/serve.ts";
-import { compiledBinary, startServer, tempDir } from "./helpers/binary.ts";
-import { testTmpRoot } from "./helpers/tmp.ts";
+import { compiledBinary, startServer } from "./helpers/binary.ts";
+import { tempDir, testTmpRoot } from "./helpers/tmp.ts";
 
 // Starts processes: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

@@ -6,7 +6,8 @@
 // immutable assets), compression, HEAD, and the read token (pages open, data closed).
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { ROOT, compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
+import { ROOT, tempDir } from "./helpers/tmp.ts";
 import { launchBrowser } from "./helpers/browser.ts";
 
 setDefaultTimeout(180_000);

@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, freePort, tempDir } from "./helpers/binary.ts";
+import { compiledBinary, freePort } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 import { buildDeb, hostDebArch } from "../scripts/deb.ts";
 
 setDefaultTimeout(300_000);

@@ -9,7 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
-import { ROOT } from "./helpers/binary.ts";
+import { ROOT } from "./helpers/tmp.ts";
 import { renderConfigurationPage } from "../scripts/docs-config-page.ts";
 
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");

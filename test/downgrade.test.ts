@@ -7,7 +7,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseOpenError } from "../src/store/engine.ts";
 import { migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
-import { compiledBinary, tempDir } from "./helpers/binary.ts";
+import { compiledBinary } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 
 setDefaultTimeout(120_000);
 

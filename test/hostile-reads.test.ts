@@ -12,7 +12,8 @@ import { BREAKDOWN_DIMENSIONS, addRecord, emptyData, mergeInto } from "../src/do
 import { createLogger } from "../src/log.ts";
 import { createRuntime } from "../src/runtime.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { compiledBinary, startServer, tempDir } from "./helpers/binary.ts";
+import { compiledBinary, startServer } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";
 
 type Body = Record<string, unknown>;

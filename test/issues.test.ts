@@ -9,7 +9,7 @@ import { ConfigError, defaults, loadConfig, settingsHelp, trackerOf, type Config
 import { carriesMarker, issueMarker, maskSample } from "../src/domain/issue-text.ts";
 import { explainExitCode } from "../src/domain/exit-codes.ts";
 import { testApp, type Reply } from "./helpers/app.ts";
-import { tempDir } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 import { startFakeTracker, type FakeKind, type FakeTracker } from "./helpers/trackers.ts";
 
 const TOKEN = "trk_s3cr3t-T0KEN-4f9a2c";

@@ -6,7 +6,8 @@ import type { Browser } from "playwright-core";
 import { DAY } from "../src/domain/time.ts";
 import { PUBLIC_CACHE_MS, applyFloor, type PublicStats } from "../src/read/public-stats.ts";
 import { startReport, testApp, type TestApp } from "./helpers/app.ts";
-import { compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 import { launchBrowser, watchedPage } from "./helpers/browser.ts";
 
 setDefaultTimeout(120_000);

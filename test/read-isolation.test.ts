@@ -9,7 +9,8 @@ import { createLogger } from "../src/log.ts";
 import { ReadBudgetError } from "../src/store/contract.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 import { startScanThreads } from "../src/store/sqlite/scan-threads.ts";
-import { compiledBinary, startServer, tempDir } from "./helpers/binary.ts";
+import { compiledBinary, startServer } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 
 setDefaultTimeout(180_000);
 

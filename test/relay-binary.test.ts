@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, startServer, tempDir, type RunningServer } from "./helpers/binary.ts";
+import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 import { startUpstream, until, type Upstream } from "./helpers/upstream.ts";
 
 setDefaultTimeout(120_000);

@@ -3,7 +3,8 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, tempDir } from "./helpers/binary.ts";
+import { compiledBinary } from "./helpers/binary.ts";
+import { tempDir } from "./helpers/tmp.ts";
 
 setDefaultTimeout(300_000);
 

@@ -5,11 +5,11 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, tempDir } from "./helpers/binary.ts";
+import { ROOT, tempDir } from "./helpers/tmp.ts";
 
 setDefaultTimeout(60_000);
 
-const HELPERS = join(ROOT, "test/helpers/binary.ts");
+const HELPERS = join(ROOT, "test/helpers/tmp.ts");
 
 /** A test file of its own in a fresh directory, and an empty directory to serve as its TMPDIR. */
 function fixture(body: string): { file: string; observed: string } {

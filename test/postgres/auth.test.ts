@@ -9,7 +9,8 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { matchPassLine, parsePassFile } from "../../src/store/postgres/passwords.ts";
-import { compiledBinary, startServer, tempDir } from "../helpers/binary.ts";
+import { compiledBinary, startServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { requirePasswords, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(60_000);

@@ -11,7 +11,8 @@ import type { HeldReport } from "../../src/domain/lifecycle.ts";
 import { intake } from "../../src/ingest/pipeline.ts";
 import type { RejectedEntry, WriteOp } from "../../src/store/contract.ts";
 import { openEngine } from "../../src/store/open.ts";
-import { compiledBinary, tempDir } from "../helpers/binary.ts";
+import { compiledBinary } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(180_000);

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import postgres from "postgres";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, startServer, tempDir, type RunningServer } from "../helpers/binary.ts";
+import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { startPostgres, startReplica, type PgServer } from "../helpers/postgres.ts";
 
 setDefaultTimeout(120_000);

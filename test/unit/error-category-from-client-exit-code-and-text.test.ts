@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import {
   ERROR_CATEGORIES, categoryFor, categoryOfExitCode, deriveCategory, normalizeCategory, type ErrorCategory,
-} from "../src/domain/error-category.ts";
-import type { Outcome } from "../src/domain/outcome.ts";
+} from "../../src/domain/error-category.ts";
+import type { Outcome } from "../../src/domain/outcome.ts";
 
 test("ERROR_CATEGORIES: the client's list, in a stable order", () => {
   expect(ERROR_CATEGORIES).toEqual([

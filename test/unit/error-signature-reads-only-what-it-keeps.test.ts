@@ -3,8 +3,8 @@
 // the whole text, on texts built to sit on every edge (line breaks, whitespace runs across them,
 // tokens at the cut, case mappings that depend on what follows, empty lines by the thousand).
 import { describe, expect, test } from "bun:test";
-import { errorSignature } from "../src/domain/error-signature.ts";
-import { prng } from "./helpers/random.ts";
+import { errorSignature } from "../../src/domain/error-signature.ts";
+import { prng } from "../helpers/random.ts";
 
 /** The rules of src/domain/error-signature.ts over the whole text, as they were first written. */
 function wholeText(error: string): string | null {

@@ -1,8 +1,8 @@
 // Rollup cells as pure data: counting in and out, merging, slices, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
-import { ALL_APPS, DIMENSIONS, GRAINS, ROLLUP_VERSION, RollupDeltas, addRecord, appSlice, countHour, emptyData, mergeInto, repoClass, sliceKey, slicesOf, type RollupRecord } from "../src/domain/rollup.ts";
-import { HOUR } from "../src/domain/time.ts";
-import { storedAndRead } from "./helpers/cells.ts";
+import { ALL_APPS, DIMENSIONS, GRAINS, ROLLUP_VERSION, RollupDeltas, addRecord, appSlice, countHour, emptyData, mergeInto, repoClass, sliceKey, slicesOf, type RollupRecord } from "../../src/domain/rollup.ts";
+import { HOUR } from "../../src/domain/time.ts";
+import { storedAndRead } from "../helpers/cells.ts";
 
 const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "failed",

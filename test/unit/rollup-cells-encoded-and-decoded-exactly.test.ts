@@ -1,10 +1,10 @@
 // Rollup cells as the engines store them (src/domain/rollup-codec.ts): binary parts over a label
 // dictionary, absent values derived from the cell's total, every part decoded on its own.
 import { describe, expect, test } from "bun:test";
-import { DIMENSIONS, addRecord, emptyData, mergeInto, type RollupData, type RollupRecord } from "../src/domain/rollup.ts";
-import { CellFormatError, UnknownLabelError, decodePart, encodeCell, labelsOf } from "../src/domain/rollup-codec.ts";
-import { LabelCache } from "../src/store/shared/labels.ts";
-import { HOUR } from "../src/domain/time.ts";
+import { DIMENSIONS, addRecord, emptyData, mergeInto, type RollupData, type RollupRecord } from "../../src/domain/rollup.ts";
+import { CellFormatError, UnknownLabelError, decodePart, encodeCell, labelsOf } from "../../src/domain/rollup-codec.ts";
+import { LabelCache } from "../../src/store/shared/labels.ts";
+import { HOUR } from "../../src/domain/time.ts";
 
 const uploadRecord = (over: Partial<RollupRecord> = {}): RollupRecord => ({
   nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "done",

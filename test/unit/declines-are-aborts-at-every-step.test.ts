@@ -2,14 +2,14 @@
 // client revision that can state an exit code, the codes that are declines and those that are not,
 // what a held report and a stored execution become, and the lifecycle around them.
 import { describe, expect, test } from "bun:test";
-import { defaults } from "../src/config.ts";
-import { DECLINE_EXIT_CODES, asDecline, categoryOfExitCode } from "../src/domain/error-category.ts";
-import type { Report } from "../src/domain/execution.ts";
-import { explainExitCode } from "../src/domain/exit-codes.ts";
-import { decide, executionFromHeld } from "../src/domain/lifecycle.ts";
-import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../src/domain/normalize.ts";
-import type { Outcome } from "../src/domain/outcome.ts";
-import { decodeHeld, encodeHeld } from "../src/store/shared/budgets.ts";
+import { defaults } from "../../src/config.ts";
+import { DECLINE_EXIT_CODES, asDecline, categoryOfExitCode } from "../../src/domain/error-category.ts";
+import type { Report } from "../../src/domain/execution.ts";
+import { explainExitCode } from "../../src/domain/exit-codes.ts";
+import { decide, executionFromHeld } from "../../src/domain/lifecycle.ts";
+import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../../src/domain/normalize.ts";
+import type { Outcome } from "../../src/domain/outcome.ts";
+import { decodeHeld, encodeHeld } from "../../src/store/shared/budgets.ts";
 
 const OPTS = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
 function ok<T>(c: { ok: true; value: T } | { ok: false; message: string }): T {

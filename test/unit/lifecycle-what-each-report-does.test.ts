@@ -1,9 +1,9 @@
 // The rules of domain/lifecycle.ts, table by table: what each report does to the execution it names.
 import { describe, expect, test } from "bun:test";
-import { defaults } from "../src/config.ts";
-import type { Execution, Report } from "../src/domain/execution.ts";
-import { decide, type Decision, type HeldReport } from "../src/domain/lifecycle.ts";
-import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../src/domain/normalize.ts";
+import { defaults } from "../../src/config.ts";
+import type { Execution, Report } from "../../src/domain/execution.ts";
+import { decide, type Decision, type HeldReport } from "../../src/domain/lifecycle.ts";
+import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../../src/domain/normalize.ts";
 
 const OPTS = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
 const T0 = Date.parse("2026-11-01T10:00:00Z");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { EXIT_CODE_EXPLANATIONS, explainExitCode, parseExitCode } from "../src/domain/exit-codes.ts";
+import { EXIT_CODE_EXPLANATIONS, explainExitCode, parseExitCode } from "../../src/domain/exit-codes.ts";
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 

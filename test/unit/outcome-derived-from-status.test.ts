@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { deriveOutcome, isFinal, type Outcome } from "../src/domain/outcome.ts";
+import { deriveOutcome, isFinal, type Outcome } from "../../src/domain/outcome.ts";
 
 // deriveOutcome receives what normalize produced: status trimmed and lowercased, error
 // cleaned (or null). Every case: [status, error, expected outcome].

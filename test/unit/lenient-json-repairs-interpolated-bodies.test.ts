@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { parseLenientJson, type Repair } from "../src/ingest/lenient-json.ts";
-import type { JsonObject } from "../src/domain/json.ts";
-import { prng } from "./helpers/random.ts";
+import { parseLenientJson, type Repair } from "../../src/ingest/lenient-json.ts";
+import type { JsonObject } from "../../src/domain/json.ts";
+import { prng } from "../helpers/random.ts";
 
 const encoder = new TextEncoder();
 

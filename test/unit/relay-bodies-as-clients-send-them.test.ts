@@ -2,11 +2,11 @@
 // real clients send it, built from the normalized report; the URL each endpoint goes to; which
 // repositories a policy takes.
 import { describe, expect, test } from "bun:test";
-import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../src/domain/normalize.ts";
-import { endpointOf, relayBody, relayRepo, relayTargets, relayable, type RelayPolicy } from "../src/domain/relay.ts";
-import type { Report } from "../src/domain/execution.ts";
-import type { JsonObject } from "../src/domain/json.ts";
-import { backoffMs } from "../src/relay/sender.ts";
+import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../../src/domain/normalize.ts";
+import { endpointOf, relayBody, relayRepo, relayTargets, relayable, type RelayPolicy } from "../../src/domain/relay.ts";
+import type { Report } from "../../src/domain/execution.ts";
+import type { JsonObject } from "../../src/domain/json.ts";
+import { backoffMs } from "../../src/relay/sender.ts";
 
 const OPTS = { maxFieldLength: 128, maxErrorLength: 131072, maskIps: true };
 const ok = (r: { ok: true; value: Report } | { ok: false }) => {

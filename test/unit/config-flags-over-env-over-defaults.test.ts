@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, defaults, loadConfig } from "../src/config.ts";
+import { ConfigError, defaults, loadConfig } from "../../src/config.ts";
 
 describe("config", () => {
   test("flags win over environment, which wins over defaults", async () => {

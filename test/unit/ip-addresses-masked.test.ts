@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { IPV4_MASK, IPV6_MASK, maskIpAddresses } from "../src/domain/mask-ips.ts";
+import { IPV4_MASK, IPV6_MASK, maskIpAddresses } from "../../src/domain/mask-ips.ts";
 
 // Every case: [what it is, input text, exact expected output].
 type Case = [name: string, input: string, expected: string];

@@ -1,10 +1,10 @@
 // signaturePage over an in-memory list: exact pages, bounded reads, cursors that resume.
 import { describe, expect, test } from "bun:test";
-import { errorSignature, signatureId } from "../src/domain/error-signature.ts";
-import { signaturePage, type PageReader } from "../src/read/signature-filter.ts";
-import type { ListCursor } from "../src/store/contract.ts";
-import type { Execution } from "../src/domain/execution.ts";
-import { execution } from "./helpers/reports.ts";
+import { errorSignature, signatureId } from "../../src/domain/error-signature.ts";
+import { signaturePage, type PageReader } from "../../src/read/signature-filter.ts";
+import type { ListCursor } from "../../src/store/contract.ts";
+import type { Execution } from "../../src/domain/execution.ts";
+import { execution } from "../helpers/reports.ts";
 
 const row = (i: number, error: string): Execution =>
   execution(`r${i}`, { status: "failed", outcome: "failed", error, exitCode: 1, createdAt: 1_000 + i, updatedAt: 1_000 + i });

@@ -1,7 +1,7 @@
 // Field rules of /telemetry payloads (v1 and v2), table by table.
 import { describe, expect, test } from "bun:test";
-import { defaults } from "../src/config.ts";
-import { normalizeTelemetry } from "../src/domain/normalize.ts";
+import { defaults } from "../../src/config.ts";
+import { normalizeTelemetry } from "../../src/domain/normalize.ts";
 
 const OPTS = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
 const base = { random_id: "r1", type: "lxc", nsapp: "nginx", status: "installing" };

@@ -3,17 +3,17 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { decide } from "../src/alerts/decide.ts";
-import type { Observation } from "../src/alerts/evaluate.ts";
-import { loadAlerts, parseAlerts, type Rule } from "../src/alerts/rules.ts";
-import { ConfigError } from "../src/config.ts";
-import { HOUR } from "../src/domain/time.ts";
-import type { AlertState } from "../src/store/contract.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import { decide } from "../../src/alerts/decide.ts";
+import type { Observation } from "../../src/alerts/evaluate.ts";
+import { loadAlerts, parseAlerts, type Rule } from "../../src/alerts/rules.ts";
+import { ConfigError } from "../../src/config.ts";
+import { HOUR } from "../../src/domain/time.ts";
+import type { AlertState } from "../../src/store/contract.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 const EXAMPLE_ENV = { NTFY_TOKEN: "tk", GOTIFY_APP_TOKEN: "g", DISCORD_WEBHOOK_URL: "https://discord.com/api/webhooks/1/x", SLACK_WEBHOOK_URL: "https://hooks.slack.com/services/x", HOOK_TOKEN: "h", SMTP_PASSWORD: "p" };
-const MANUAL = await Bun.file(new URL("../docs/alerts.md", import.meta.url)).text();
-const EXAMPLE = await Bun.file(new URL("../docs/alerts.example.toml", import.meta.url)).text();
+const MANUAL = await Bun.file(new URL("../../docs/alerts.md", import.meta.url)).text();
+const EXAMPLE = await Bun.file(new URL("../../docs/alerts.example.toml", import.meta.url)).text();
 
 const error = (text: string, env: Record<string, string> = {}): string => {
   try {

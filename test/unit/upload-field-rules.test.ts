@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { defaults } from "../src/config.ts";
-import { normalizeStart, normalizeUpdate, type Checked, type NormalizeOptions } from "../src/domain/normalize.ts";
-import type { JsonObject } from "../src/domain/json.ts";
-import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Report } from "../src/domain/execution.ts";
+import { defaults } from "../../src/config.ts";
+import { normalizeStart, normalizeUpdate, type Checked, type NormalizeOptions } from "../../src/domain/normalize.ts";
+import type { JsonObject } from "../../src/domain/json.ts";
+import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Report } from "../../src/domain/execution.ts";
 
 // /upload's two reports, as this file checks them: the fields the old clients send. What the
 // current clients add (telemetry's fields, exit codes, categories) is in normalize-telemetry.test.ts.

@@ -1,9 +1,9 @@
 // The dashboard's URL state: parse and serialize are inverse, defaults stay out of the URL,
 // malformed parameters fall back instead of failing, and derived states reset what they must.
 import { describe, expect, test } from "bun:test";
-import { clockUtc, dateTime, duration, instantUtc, label, percent, tickLabels, timeOfDay } from "../src/web/dashboard/format.ts";
-import { retryNumbers } from "../src/web/dashboard/retries.ts";
-import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, unitLabel, withChanges } from "../src/web/dashboard/state.ts";
+import { clockUtc, dateTime, duration, instantUtc, label, percent, tickLabels, timeOfDay } from "../../src/web/dashboard/format.ts";
+import { retryNumbers } from "../../src/web/dashboard/retries.ts";
+import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, unitLabel, withChanges } from "../../src/web/dashboard/state.ts";
 
 const at = (path: string) => parseState(new URL(path, "http://127.0.0.1:8080"));
 

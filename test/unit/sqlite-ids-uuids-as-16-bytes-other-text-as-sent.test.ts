@@ -1,7 +1,7 @@
 // Ids as the SQLite engine stores them (src/store/sqlite/ids.ts): a canonical UUID as 16 bytes,
 // anything else as its text, and back exactly.
 import { expect, test } from "bun:test";
-import { decodeId, encodeId } from "../src/store/sqlite/ids.ts";
+import { decodeId, encodeId } from "../../src/store/sqlite/ids.ts";
 
 test("canonical UUIDs become 16 bytes and come back exactly", () => {
   for (let i = 0; i < 2000; i++) {

@@ -1,9 +1,9 @@
 // The group-commit writer, against a real store.
 import { describe, expect, test } from "bun:test";
-import { createWriter } from "../src/store/writer.ts";
-import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { type WriteOp, StorageUnavailableError, StorageUnreachableError } from "../src/store/contract.ts";
-import { reportOp, uploadStart } from "./helpers/reports.ts";
+import { createWriter } from "../../src/store/writer.ts";
+import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
+import { type WriteOp, StorageUnavailableError, StorageUnreachableError } from "../../src/store/contract.ts";
+import { reportOp, uploadStart } from "../helpers/reports.ts";
 
 const start = (id: string): WriteOp => reportOp(uploadStart(id), 1);
 

@@ -9,15 +9,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
-import { SignatureSightings, failureSignature } from "../src/domain/error-signature.ts";
-import type { Execution } from "../src/domain/execution.ts";
-import { GRAINS, hoursFrom } from "../src/domain/rollup.ts";
-import { DAY, HOUR, floorHour } from "../src/domain/time.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { generateExecutions, seedOptions } from "../src/seed/seed.ts";
-import { openDatabase } from "../src/store/sqlite/database.ts";
-import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { answersOf, insertOldExecutions, jsonColumns, oldLayoutCells, sqliteMigrationsUpTo } from "./helpers/cells.ts";
+import { SignatureSightings, failureSignature } from "../../src/domain/error-signature.ts";
+import type { Execution } from "../../src/domain/execution.ts";
+import { GRAINS, hoursFrom } from "../../src/domain/rollup.ts";
+import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
+import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
+import { answersOf, insertOldExecutions, jsonColumns, oldLayoutCells, sqliteMigrationsUpTo } from "../helpers/cells.ts";
 
 setDefaultTimeout(120_000);
 

@@ -4,18 +4,18 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createWriter, type GroupCommitWriter } from "../src/store/writer.ts";
-import { createLogger } from "../src/log.ts";
-import { openDatabase } from "../src/store/sqlite/database.ts";
-import { createSqliteStore } from "../src/store/sqlite/store.ts";
-import { startCheckpointThread, type CheckpointOptions } from "../src/store/sqlite/checkpoint-thread.ts";
-import type { WriteOp } from "../src/store/contract.ts";
-import { reportOp, uploadStart } from "./helpers/reports.ts";
+import { createWriter, type GroupCommitWriter } from "../../src/store/writer.ts";
+import { createLogger } from "../../src/log.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../../src/store/sqlite/store.ts";
+import { startCheckpointThread, type CheckpointOptions } from "../../src/store/sqlite/checkpoint-thread.ts";
+import type { WriteOp } from "../../src/store/contract.ts";
+import { reportOp, uploadStart } from "../helpers/reports.ts";
 
 const DIR = mkdtempSync(join(tmpdir(), "installstats-checkpoint-"));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
-const CHECKPOINTER = new URL("../src/store/sqlite/checkpointer.ts", import.meta.url);
+const CHECKPOINTER = new URL("../../src/store/sqlite/checkpointer.ts", import.meta.url);
 
 const start = (id: string): WriteOp => reportOp(uploadStart(id, { nsapp: `app-${id.length % 7}` }), Date.now());
 

@@ -1,16 +1,16 @@
 // Deleting and expiring installs through the one write path keeps rollups equal to a recount;
 // open hours' cells (kept in memory) too, across connections.
 import { describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp } from "../helpers/app.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { openDatabase } from "../src/store/sqlite/database.ts";
-import { createSqliteStore } from "../src/store/sqlite/store.ts";
-import type { Store, WriteOp } from "../src/store/contract.ts";
-import { ALL_APPS, sliceKey } from "../src/domain/rollup.ts";
-import { reportOp, uploadStart, uploadUpdate } from "./helpers/reports.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../../src/store/sqlite/store.ts";
+import type { Store, WriteOp } from "../../src/store/contract.ts";
+import { ALL_APPS, sliceKey } from "../../src/domain/rollup.ts";
+import { reportOp, uploadStart, uploadUpdate } from "../helpers/reports.ts";
 
 describe("delete", () => {
   test("removes the record, its held update and its rejected-log bodies; rollups follow", async () => {

@@ -3,10 +3,10 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Execution } from "../src/domain/execution.ts";
-import { openEngine } from "../src/store/open.ts";
-import { ERROR_HEAD, fromRow, toRow } from "../src/store/sqlite/error-text.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import type { Execution } from "../../src/domain/execution.ts";
+import { openEngine } from "../../src/store/open.ts";
+import { ERROR_HEAD, fromRow, toRow } from "../../src/store/sqlite/error-text.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 const BASE = {
   executionId: "e", randomId: "e", attempt: 1, kind: "install", payloadVersion: 2, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048,

@@ -5,9 +5,9 @@ import { Database } from "bun:sqlite";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { join } from "node:path";
-import { APPLICATION_ID, migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
-import { tempDir } from "./helpers/tmp.ts";
-import { DatabaseOpenError } from "../src/store/engine.ts";
+import { APPLICATION_ID, migrationsFolder, openDatabase } from "../../src/store/sqlite/database.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { DatabaseOpenError } from "../../src/store/engine.ts";
 
 const journalEntries = () => (JSON.parse(readFileSync(join(migrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
 

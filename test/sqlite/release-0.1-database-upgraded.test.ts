@@ -8,10 +8,10 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { normalizeStart } from "../src/domain/normalize.ts";
-import { defaults } from "../src/config.ts";
+import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { normalizeStart } from "../../src/domain/normalize.ts";
+import { defaults } from "../../src/config.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "installstats-migration-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,7 +19,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function previousReleaseDb(): { path: string; installs: Record<string, unknown>[]; held: number; rejected: number } {
   const path = join(dir, `old-${Math.random().toString(36).slice(2)}.db`);
   const db = new Database(path, { create: true });
-  db.exec(readFileSync(join(import.meta.dir, "fixtures/release-0.1.sql"), "utf8"));
+  db.exec(readFileSync(join(import.meta.dir, "../fixtures/release-0.1.sql"), "utf8"));
   const installs = db.query("SELECT * FROM installs ORDER BY random_id").all() as Record<string, unknown>[];
   const held = (db.query("SELECT count(*) AS n FROM held_updates").get() as { n: number }).n;
   const rejected = (db.query("SELECT count(*) AS n FROM rejected_reports").get() as { n: number }).n;

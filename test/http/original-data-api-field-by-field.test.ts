@@ -2,13 +2,13 @@
 // by field, against the original's shapes and against expectations written out by hand from the
 // reports sent; then streaming (lazy, bounded memory, writes interleave) and the pure helpers.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { startReport, testApp, type TestApp } from "./helpers/app.ts";
-import { reuseWhileExpensive, CHUNK_ROWS, EXPENSIVE_MS } from "../src/read/compat-routes.ts";
+import { startReport, testApp, type TestApp } from "../helpers/app.ts";
+import { reuseWhileExpensive, CHUNK_ROWS, EXPENSIVE_MS } from "../../src/read/compat-routes.ts";
 import {
   compatId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toCompatRecord, type CompatSource,
-} from "../src/read/compat.ts";
-import type { WriteOp } from "../src/store/contract.ts";
-import { execution } from "./helpers/reports.ts";
+} from "../../src/read/compat.ts";
+import type { WriteOp } from "../../src/store/contract.ts";
+import { execution } from "../helpers/reports.ts";
 
 /** The original's record: Go DataModel fields, in declaration order (json.Encoder keeps it). */
 const ORIGINAL_FIELDS = [

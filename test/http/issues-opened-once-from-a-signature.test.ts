@@ -5,12 +5,12 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError, defaults, loadConfig, settingsHelp, trackerOf, type Config } from "../src/config.ts";
-import { carriesMarker, issueMarker, maskSample } from "../src/domain/issue-text.ts";
-import { explainExitCode } from "../src/domain/exit-codes.ts";
-import { testApp, type Reply } from "./helpers/app.ts";
-import { tempDir } from "./helpers/tmp.ts";
-import { startFakeTracker, type FakeKind, type FakeTracker } from "./helpers/trackers.ts";
+import { ConfigError, defaults, loadConfig, settingsHelp, trackerOf, type Config } from "../../src/config.ts";
+import { carriesMarker, issueMarker, maskSample } from "../../src/domain/issue-text.ts";
+import { explainExitCode } from "../../src/domain/exit-codes.ts";
+import { testApp, type Reply } from "../helpers/app.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { startFakeTracker, type FakeKind, type FakeTracker } from "../helpers/trackers.ts";
 
 const TOKEN = "trk_s3cr3t-T0KEN-4f9a2c";
 const ADMIN = "adm1n-issues";

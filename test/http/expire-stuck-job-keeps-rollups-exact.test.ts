@@ -1,11 +1,11 @@
 // Scheduled jobs: stuck installs expire through the write path; runs are logged and counted.
 import { describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
-import { createLogger } from "../src/log.ts";
-import { startJobs } from "../src/maintenance/jobs.ts";
-import { expireStuck, expireStuckJob } from "../src/maintenance/expire-stuck.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { execution } from "./helpers/reports.ts";
+import { startReport, testApp } from "../helpers/app.ts";
+import { createLogger } from "../../src/log.ts";
+import { startJobs } from "../../src/maintenance/jobs.ts";
+import { expireStuck, expireStuckJob } from "../../src/maintenance/expire-stuck.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { execution } from "../helpers/reports.ts";
 
 const HOUR = 3_600_000;
 

@@ -1,6 +1,6 @@
 // A client string used as a key of the /data/summary maps (an app called "__proto__") stays a key.
 import { expect, test } from "bun:test";
-import { testApp } from "./helpers/app.ts";
+import { testApp } from "../helpers/app.ts";
 test("/data/summary: an app named __proto__ is counted like any other; headers as on every answer", async () => {
   const t = await testApp();
   await t.post("/upload", { type: "lxc", nsapp: "__proto__", random_id: "p1" });

@@ -2,7 +2,7 @@
 // (src/ingest/routes.ts), so these check that they answer exactly as the Elysia routes behind
 // app.handle do: body, status, headers, metrics, the rejected log, 503s, and what falls through.
 import { afterEach, describe, expect, test } from "bun:test";
-import { startReport, testApp, type TestApp } from "./helpers/app.ts";
+import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 
 
 let running: TestApp | null = null;

@@ -1,6 +1,6 @@
 // Every row of the response contract (docs/protocol.md#the-response-contract), driven through the composed app.
 import { describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp } from "../helpers/app.ts";
 
 // The record of an execution (docs/protocol.md#the-record): /upload's fields, the current clients', and
 // the execution's own (id, attempt, kind, timeline); an install's answer adds its executions.

@@ -2,7 +2,7 @@
 // /metrics and in GET /api/ingest/unknown-paths, and its body kept in the rejected log at most
 // once a minute per path.
 import { describe, expect, test } from "bun:test";
-import { testApp } from "./helpers/app.ts";
+import { testApp } from "../helpers/app.ts";
 
 describe("POSTs to unknown paths", () => {
   test("404 naming the right URLs; counted per path; bodies logged once a minute per path", async () => {

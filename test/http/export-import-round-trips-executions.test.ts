@@ -1,13 +1,13 @@
 // Export and import round-trip today's data: executions of /telemetry v1 and v2 (retries,
 // hardware, repos, timelines, extra fields), tools and addons, and /upload records.
 import { describe, expect, test } from "bun:test";
-import { defaults } from "../src/config.ts";
-import type { Execution } from "../src/domain/execution.ts";
-import type { WriteOp } from "../src/store/contract.ts";
-import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { exportInstalls } from "../src/transfer/export-installs.ts";
-import { importRecords } from "../src/transfer/import-records.ts";
-import { testApp } from "./helpers/app.ts";
+import { defaults } from "../../src/config.ts";
+import type { Execution } from "../../src/domain/execution.ts";
+import type { WriteOp } from "../../src/store/contract.ts";
+import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
+import { exportInstalls } from "../../src/transfer/export-installs.ts";
+import { importRecords } from "../../src/transfer/import-records.ts";
+import { testApp } from "../helpers/app.ts";
 
 const NORMALIZE = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
 

@@ -6,8 +6,8 @@
 // failed nor aborted), on both the rollup path and the scan path, before and after the hours are
 // folded into day cells.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { DAY, HOUR } from "../src/domain/time.ts";
-import { startReport, testApp, type TestApp } from "./helpers/app.ts";
+import { DAY, HOUR } from "../../src/domain/time.ts";
+import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 
 type Ending =
   | { kind: "success" }

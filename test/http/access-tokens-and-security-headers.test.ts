@@ -1,8 +1,8 @@
 // Access control, security headers and error safety.
 import { describe, expect, test } from "bun:test";
-import { startReport, testApp, type TestApp } from "./helpers/app.ts";
-import { accessOf, tokenMatches } from "../src/http/access.ts";
-import { pathOf } from "../src/http/hardening.ts";
+import { startReport, testApp, type TestApp } from "../helpers/app.ts";
+import { accessOf, tokenMatches } from "../../src/http/access.ts";
+import { pathOf } from "../../src/http/hardening.ts";
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 

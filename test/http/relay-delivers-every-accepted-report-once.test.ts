@@ -2,9 +2,9 @@
 // database, a real local upstream (test/helpers/upstream.ts) that is told to fail, hang and
 // recover, and reports sent as the clients send them.
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { ConfigError, loadConfig, type Config } from "../src/config.ts";
-import { testApp, startReport, type TestApp } from "./helpers/app.ts";
-import { startUpstream, until, type Received, type Upstream } from "./helpers/upstream.ts";
+import { ConfigError, loadConfig, type Config } from "../../src/config.ts";
+import { testApp, startReport, type TestApp } from "../helpers/app.ts";
+import { startUpstream, until, type Received, type Upstream } from "../helpers/upstream.ts";
 
 // Backoff after failures is real time: a test of failures waits a few seconds.
 setDefaultTimeout(60_000);

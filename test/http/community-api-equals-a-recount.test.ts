@@ -3,8 +3,8 @@
 // sent, with its repo rules (ProxmoxVE takes reports that name no repo, "all" takes every repo),
 // its day clamping, and hostile strings.
 import { describe, expect, test } from "bun:test";
-import { EXIT_CODE_EXPLANATIONS } from "../src/domain/exit-codes.ts";
-import { startReport, testApp, type TestApp } from "./helpers/app.ts";
+import { EXIT_CODE_EXPLANATIONS } from "../../src/domain/exit-codes.ts";
+import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 
 interface Run {
   id: string;

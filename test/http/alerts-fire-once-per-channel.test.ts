@@ -3,14 +3,14 @@
 // shape, an SMTP server with STARTTLS and AUTH), cooldowns, silences, resolves, retries.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import net from "node:net";
-import { parseAlerts } from "../src/alerts/rules.ts";
-import type { AlertMessage } from "../src/alerts/message.ts";
-import { failureSignatureId } from "../src/domain/error-signature.ts";
-import { HOUR, DAY } from "../src/domain/time.ts";
-import type { Execution } from "../src/domain/execution.ts";
-import { parseMail, startHttpReceiver, startSmtpSink } from "./helpers/alert-receivers.ts";
-import { testApp, startReport, type TestApp } from "./helpers/app.ts";
-import { execution } from "./helpers/reports.ts";
+import { parseAlerts } from "../../src/alerts/rules.ts";
+import type { AlertMessage } from "../../src/alerts/message.ts";
+import { failureSignatureId } from "../../src/domain/error-signature.ts";
+import { HOUR, DAY } from "../../src/domain/time.ts";
+import type { Execution } from "../../src/domain/execution.ts";
+import { parseMail, startHttpReceiver, startSmtpSink } from "../helpers/alert-receivers.ts";
+import { testApp, startReport, type TestApp } from "../helpers/app.ts";
+import { execution } from "../helpers/reports.ts";
 
 const ADMIN = "admin-token-for-alerts";
 const SECRETS = { NTFY_TOKEN: "tk_ntfysecret123", GOTIFY_TOKEN: "Agotifysecret456", SMTP_PASSWORD: "smtp-pass-789", HOOK_TOKEN: "hook-secret-000", DISCORD_TOKEN: "discordsecretABC" };

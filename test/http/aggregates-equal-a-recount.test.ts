@@ -2,14 +2,14 @@
 // crossing hour and day boundaries, updates before their start, aborted, unknown, stuck), and
 // every aggregate is compared with a plain recount of the raw rows.
 import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
-import { errorSignature } from "../src/domain/error-signature.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { ALL_APPS, OUTCOME_INDEX, sliceKey } from "../src/domain/rollup.ts";
-import { createStats } from "../src/read/stats.ts";
-import { SCANNED, breakdown, dimensionSums, errorCounts, foldRecords, summarize } from "../src/read/aggregate.ts";
-import type { ExecutionFilter, StoreReads } from "../src/store/contract.ts";
-import { rewriteCell } from "./helpers/cells.ts";
+import { startReport, testApp } from "../helpers/app.ts";
+import { errorSignature } from "../../src/domain/error-signature.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { ALL_APPS, OUTCOME_INDEX, sliceKey } from "../../src/domain/rollup.ts";
+import { createStats } from "../../src/read/stats.ts";
+import { SCANNED, breakdown, dimensionSums, errorCounts, foldRecords, summarize } from "../../src/read/aggregate.ts";
+import type { ExecutionFilter, StoreReads } from "../../src/store/contract.ts";
+import { rewriteCell } from "../helpers/cells.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

@@ -4,8 +4,8 @@
 // a final report without its start is held, runs the engine attributes to itself say ProxmoxVED.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { client, compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import { client, compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(120_000);
 

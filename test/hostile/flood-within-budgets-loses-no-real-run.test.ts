@@ -6,8 +6,8 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, startServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import { compiledBinary, startServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(180_000);
 

@@ -1,8 +1,8 @@
 // 100k generated malformed and hostile bodies at the ingestion endpoints: no 5xx, no crash, and
 // every one either stored or kept in the rejected-reports log with its reason.
 import { expect, test, setDefaultTimeout } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
+import { startReport, testApp } from "../helpers/app.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

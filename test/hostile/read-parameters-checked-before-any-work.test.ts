@@ -5,16 +5,16 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { defaults, type Config } from "../src/config.ts";
-import { HOUR } from "../src/domain/time.ts";
-import { storedAndRead } from "./helpers/cells.ts";
-import { BREAKDOWN_DIMENSIONS, addRecord, emptyData, mergeInto } from "../src/domain/rollup.ts";
-import { createLogger } from "../src/log.ts";
-import { createRuntime } from "../src/runtime.ts";
-import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { compiledBinary, startServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
-import { startReport, testApp, type TestApp } from "./helpers/app.ts";
+import { defaults, type Config } from "../../src/config.ts";
+import { HOUR } from "../../src/domain/time.ts";
+import { storedAndRead } from "../helpers/cells.ts";
+import { BREAKDOWN_DIMENSIONS, addRecord, emptyData, mergeInto } from "../../src/domain/rollup.ts";
+import { createLogger } from "../../src/log.ts";
+import { createRuntime } from "../../src/runtime.ts";
+import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
+import { compiledBinary, startServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 
 type Body = Record<string, unknown>;
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);
 
-const SCRIPT = join(import.meta.dir, "..", "scripts", "client.sh");
+const SCRIPT = join(import.meta.dir, "../..", "scripts", "client.sh");
 
 interface Captured {
   method: string;

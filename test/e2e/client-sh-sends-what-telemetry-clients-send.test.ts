@@ -9,7 +9,7 @@ import { join } from "node:path";
 // Starts processes: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(60_000);
 
-const SCRIPT = join(import.meta.dir, "..", "scripts", "client.sh");
+const SCRIPT = join(import.meta.dir, "../..", "scripts", "client.sh");
 const BASH = Bun.which("bash") ?? "/bin/bash";
 const FULL_PATH = process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin";
 

@@ -3,8 +3,8 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import { compiledBinary } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(300_000);
 

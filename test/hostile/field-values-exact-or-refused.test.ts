@@ -2,7 +2,7 @@
 // fields keep the community service's ranges, and ids that differ stay different (lone surrogates
 // and undecodable bytes, which the database would store as U+FFFD, are refused in ids).
 import { describe, expect, test } from "bun:test";
-import { startReport, testApp } from "./helpers/app.ts";
+import { startReport, testApp } from "../helpers/app.ts";
 
 const telemetry = (id: string, fields: Record<string, unknown> = {}) => ({
   random_id: id, execution_id: id, type: "lxc", nsapp: "debian", status: "installing", os_type: "debian", os_version: "12", ...fields,

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(300_000);
 

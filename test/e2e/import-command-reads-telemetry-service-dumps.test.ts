@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
-import { csvWithNames, jsonEachRow, scenario } from "./helpers/telemetry-service.ts";
+import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { csvWithNames, jsonEachRow, scenario } from "../helpers/telemetry-service.ts";
 
 setDefaultTimeout(120_000);
 

@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, freePort } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
-import { buildDeb, hostDebArch } from "../scripts/deb.ts";
+import { compiledBinary, freePort } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { buildDeb, hostDebArch } from "../../scripts/deb.ts";
 
 setDefaultTimeout(300_000);
 
@@ -29,7 +29,7 @@ const reason = (() => {
 })();
 if (reason) console.warn(`Debian package tests skipped: ${reason}`);
 
-const pkgVersion = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+const pkgVersion = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 const UNIT = "/lib/systemd/system/installstats.service";
 const DATA = "/var/lib/installstats";
 const apt = (...args: string[]) =>

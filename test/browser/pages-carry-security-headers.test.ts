@@ -6,9 +6,9 @@
 // immutable assets), compression, HEAD, and the read token (pages open, data closed).
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { ROOT, tempDir } from "./helpers/tmp.ts";
-import { launchBrowser } from "./helpers/browser.ts";
+import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { ROOT, tempDir } from "../helpers/tmp.ts";
+import { launchBrowser } from "../helpers/browser.ts";
 
 setDefaultTimeout(180_000);
 

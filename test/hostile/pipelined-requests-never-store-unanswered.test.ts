@@ -3,10 +3,10 @@
 // installstats never stores a report it cannot acknowledge: a write whose request was aborted
 // before its batch formed is dropped (src/store/writer.ts).
 import { afterEach, describe, expect, test } from "bun:test";
-import { reproduce, sendRaw, statuses } from "../scripts/repro/pipelining.ts";
-import { startReport, testApp, type TestApp } from "./helpers/app.ts";
-import { createWriter, RequestAbortedError } from "../src/store/writer.ts";
-import type { WriteOp, WriteResult } from "../src/store/contract.ts";
+import { reproduce, sendRaw, statuses } from "../../scripts/repro/pipelining.ts";
+import { startReport, testApp, type TestApp } from "../helpers/app.ts";
+import { createWriter, RequestAbortedError } from "../../src/store/writer.ts";
+import type { WriteOp, WriteResult } from "../../src/store/contract.ts";
 
 let running: TestApp | null = null;
 afterEach(async () => {

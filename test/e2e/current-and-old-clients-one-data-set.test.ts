@@ -3,8 +3,8 @@
 // data set; after a restart everything reads back field by field, and the aggregates agree.
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
-import { client, compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import { client, compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(120_000);
 

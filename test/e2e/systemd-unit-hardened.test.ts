@@ -3,8 +3,8 @@
 import { expect, test, setDefaultTimeout } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary } from "./helpers/binary.ts";
-import { ROOT, tempDir } from "./helpers/tmp.ts";
+import { compiledBinary } from "../helpers/binary.ts";
+import { ROOT, tempDir } from "../helpers/tmp.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

@@ -7,12 +7,12 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { ROOT, tempDir } from "./helpers/tmp.ts";
-import { launchBrowser, openView, watchedPage } from "./helpers/browser.ts";
-import { startHttpReceiver } from "./helpers/alert-receivers.ts";
-import { startReport } from "./helpers/app.ts";
-import type { AlertMessage } from "../src/alerts/message.ts";
+import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { ROOT, tempDir } from "../helpers/tmp.ts";
+import { launchBrowser, openView, watchedPage } from "../helpers/browser.ts";
+import { startHttpReceiver } from "../helpers/alert-receivers.ts";
+import { startReport } from "../helpers/app.ts";
+import type { AlertMessage } from "../../src/alerts/message.ts";
 
 setDefaultTimeout(180_000);
 

@@ -1,8 +1,8 @@
 // `installstats healthcheck`: what the container image's HEALTHCHECK runs (scratch has no curl).
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { loopbackOf } from "../src/cli/healthcheck.ts";
-import { compiledBinary, startServer } from "./helpers/binary.ts";
-import { ROOT, tempDir } from "./helpers/tmp.ts";
+import { loopbackOf } from "../../src/cli/healthcheck.ts";
+import { compiledBinary, startServer } from "../helpers/binary.ts";
+import { ROOT, tempDir } from "../helpers/tmp.ts";
 import { join } from "node:path";
 
 setDefaultTimeout(120_000);

@@ -5,7 +5,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, tempDir } from "./helpers/tmp.ts";
+import { ROOT, tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(60_000);
 

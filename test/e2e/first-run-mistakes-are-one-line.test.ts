@@ -6,11 +6,11 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
-import { closest, parseCommandLine } from "../src/cli/args.ts";
-import { startupLines } from "../src/cli/addresses.ts";
-import { listenFailure } from "../src/cli/serve.ts";
-import { compiledBinary, startServer } from "./helpers/binary.ts";
-import { tempDir, testTmpRoot } from "./helpers/tmp.ts";
+import { closest, parseCommandLine } from "../../src/cli/args.ts";
+import { startupLines } from "../../src/cli/addresses.ts";
+import { listenFailure } from "../../src/cli/serve.ts";
+import { compiledBinary, startServer } from "../helpers/binary.ts";
+import { tempDir, testTmpRoot } from "../helpers/tmp.ts";
 
 // Starts processes: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

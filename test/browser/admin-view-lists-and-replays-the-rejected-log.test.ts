@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { ROOT, tempDir } from "./helpers/tmp.ts";
-import { launchBrowser, openView, watchedPage, type Watched } from "./helpers/browser.ts";
-import { startReport } from "./helpers/app.ts";
+import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { ROOT, tempDir } from "../helpers/tmp.ts";
+import { launchBrowser, openView, watchedPage, type Watched } from "../helpers/browser.ts";
+import { startReport } from "../helpers/app.ts";
 
 setDefaultTimeout(180_000);
 

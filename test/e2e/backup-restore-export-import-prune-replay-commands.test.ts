@@ -8,36 +8,36 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate as drizzleMigrate } from "drizzle-orm/bun-sqlite/migrator";
-import { loadConfig } from "../src/config.ts";
-import { backup } from "../src/cli/backup.ts";
-import { UsageError, type Command } from "../src/cli/command.ts";
-import { exportCommand } from "../src/cli/export.ts";
-import { importCommand } from "../src/cli/import.ts";
-import { prune } from "../src/cli/prune.ts";
-import { replay } from "../src/cli/replay.ts";
-import { restore } from "../src/cli/restore.ts";
-import { exportRoutes } from "../src/read/export-routes.ts";
-import { backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../src/store/sqlite/backup.ts";
-import { exportInstalls } from "../src/transfer/export-installs.ts";
-import { importRecords, splitRecords, type Piece } from "../src/transfer/import-records.ts";
-import { parseTimestamp } from "../src/domain/time.ts";
-import { pruneOlderThan } from "../src/maintenance/prune.ts";
-import { replayRejected } from "../src/maintenance/replay.ts";
-import { toRecord, type ExecutionRecord } from "../src/read/record.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { APPLICATION_ID, migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
-import { createSqliteStore } from "../src/store/sqlite/store.ts";
-import type { Store, WriteOp } from "../src/store/contract.ts";
-import type { Descriptive } from "../src/domain/execution.ts";
-import { ALL_APPS, sliceKey } from "../src/domain/rollup.ts";
-import { reportOp, uploadStart, uploadUpdate } from "./helpers/reports.ts";
-import { BackupError, DatabaseOpenError } from "../src/store/engine.ts";
-import { startReport, testApp } from "./helpers/app.ts";
+import { loadConfig } from "../../src/config.ts";
+import { backup } from "../../src/cli/backup.ts";
+import { UsageError, type Command } from "../../src/cli/command.ts";
+import { exportCommand } from "../../src/cli/export.ts";
+import { importCommand } from "../../src/cli/import.ts";
+import { prune } from "../../src/cli/prune.ts";
+import { replay } from "../../src/cli/replay.ts";
+import { restore } from "../../src/cli/restore.ts";
+import { exportRoutes } from "../../src/read/export-routes.ts";
+import { backupDatabase, checkDatabaseFile, databaseInUse, restoreDatabase } from "../../src/store/sqlite/backup.ts";
+import { exportInstalls } from "../../src/transfer/export-installs.ts";
+import { importRecords, splitRecords, type Piece } from "../../src/transfer/import-records.ts";
+import { parseTimestamp } from "../../src/domain/time.ts";
+import { pruneOlderThan } from "../../src/maintenance/prune.ts";
+import { replayRejected } from "../../src/maintenance/replay.ts";
+import { toRecord, type ExecutionRecord } from "../../src/read/record.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { APPLICATION_ID, migrationsFolder, openDatabase } from "../../src/store/sqlite/database.ts";
+import { createSqliteStore } from "../../src/store/sqlite/store.ts";
+import type { Store, WriteOp } from "../../src/store/contract.ts";
+import type { Descriptive } from "../../src/domain/execution.ts";
+import { ALL_APPS, sliceKey } from "../../src/domain/rollup.ts";
+import { reportOp, uploadStart, uploadUpdate } from "../helpers/reports.ts";
+import { BackupError, DatabaseOpenError } from "../../src/store/engine.ts";
+import { startReport, testApp } from "../helpers/app.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);
 
-const ROOT = resolve(import.meta.dir, "..");
+const ROOT = resolve(import.meta.dir, "../..");
 const DIR = mkdtempSync(join(tmpdir(), "installstats-cli-ops-"));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
@@ -67,7 +67,7 @@ async function run(command: Command, db: string, flags: Record<string, string | 
   let err = "";
   const all = { db, durability: "normal", ...flags };
   const code = await command.run({
-    workers: { checkpointer: new URL("../src/store/sqlite/checkpointer.ts", import.meta.url), scanner: new URL("../src/store/sqlite/scanner.ts", import.meta.url) },
+    workers: { checkpointer: new URL("../../src/store/sqlite/checkpointer.ts", import.meta.url), scanner: new URL("../../src/store/sqlite/scanner.ts", import.meta.url) },
     config: loadConfig(all, {}), flags: all, positionals, version: "test",
     out: (t) => void (out += t), err: (t) => void (err += t), progress: () => {},
   });

@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { client, compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
-import { startReport } from "./helpers/app.ts";
+import { client, compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { startReport } from "../helpers/app.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(120_000);

@@ -6,17 +6,17 @@ import { Database } from "bun:sqlite";
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defaults, type Config } from "../src/config.ts";
-import { createLogger } from "../src/log.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { createRuntime } from "../src/runtime.ts";
-import { StorageDamagedError } from "../src/store/contract.ts";
-import { DatabaseOpenError } from "../src/store/engine.ts";
-import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
-import { startReport } from "./helpers/app.ts";
+import { defaults, type Config } from "../../src/config.ts";
+import { createLogger } from "../../src/log.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { createRuntime } from "../../src/runtime.ts";
+import { StorageDamagedError } from "../../src/store/contract.ts";
+import { DatabaseOpenError } from "../../src/store/engine.ts";
+import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
+import { startReport } from "../helpers/app.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
-const CHECKPOINTER = new URL("../src/store/sqlite/checkpointer.ts", import.meta.url);
+const ROOT = new URL("../..", import.meta.url).pathname;
+const CHECKPOINTER = new URL("../../src/store/sqlite/checkpointer.ts", import.meta.url);
 
 function tempDb(): { dir: string; path: string } {
   const dir = mkdtempSync(join(tmpdir(), "installstats-faults-"));
@@ -28,7 +28,7 @@ async function fileService(path: string, opts: { serve?: boolean; config?: Parti
   const engine = openSqliteEngine(path, { durability: "full", migrate: true });
   const lines: string[] = [];
   const log = createLogger("debug", (line) => lines.push(line), Date.now);
-  const runtime = await createRuntime({ ...defaults, db: path, ...opts.config }, { clock: Date.now, log, version: "test", workers: opts.serve ? { checkpointer: CHECKPOINTER, scanner: new URL("../src/store/sqlite/scanner.ts", import.meta.url) } : undefined }, engine);
+  const runtime = await createRuntime({ ...defaults, db: path, ...opts.config }, { clock: Date.now, log, version: "test", workers: opts.serve ? { checkpointer: CHECKPOINTER, scanner: new URL("../../src/store/sqlite/scanner.ts", import.meta.url) } : undefined }, engine);
   const post = async (p: string, body: object) => {
     const res = await runtime.app.handle(new Request(`http://localhost${p}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }));
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, freePort } from "./helpers/binary.ts";
-import { IMAGE_UID, buildImage } from "../scripts/image.ts";
+import { compiledBinary, freePort } from "../helpers/binary.ts";
+import { IMAGE_UID, buildImage } from "../../scripts/image.ts";
 
 setDefaultTimeout(180_000);
 

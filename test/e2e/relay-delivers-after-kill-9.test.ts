@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { compiledBinary, startServer, type RunningServer } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
-import { startUpstream, until, type Upstream } from "./helpers/upstream.ts";
+import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { startUpstream, until, type Upstream } from "../helpers/upstream.ts";
 
 setDefaultTimeout(120_000);
 

@@ -7,16 +7,16 @@
 // (the import stops, keeps its position in the database, and resumes from it), and loses its
 // oldest records midway as midnight takes a day out of the window (the importer finds its place).
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { defaults } from "../src/config.ts";
-import type { JsonObject } from "../src/domain/json.ts";
-import { createLogger } from "../src/log.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import { createRuntime } from "../src/runtime.ts";
-import type { Store } from "../src/store/contract.ts";
-import { openEngine } from "../src/store/open.ts";
-import { SourceError, importFromApi, type ApiSummary } from "../src/transfer/telemetry-service-api.ts";
-import { postgresForFile } from "./helpers/postgres.ts";
-import { testApp, type TestApp } from "./helpers/app.ts";
+import { defaults } from "../../src/config.ts";
+import type { JsonObject } from "../../src/domain/json.ts";
+import { createLogger } from "../../src/log.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import { createRuntime } from "../../src/runtime.ts";
+import type { Store } from "../../src/store/contract.ts";
+import { openEngine } from "../../src/store/open.ts";
+import { SourceError, importFromApi, type ApiSummary } from "../../src/transfer/telemetry-service-api.ts";
+import { postgresForFile } from "../helpers/postgres.ts";
+import { testApp, type TestApp } from "../helpers/app.ts";
 
 setDefaultTimeout(120_000);
 

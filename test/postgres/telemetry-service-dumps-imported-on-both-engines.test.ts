@@ -6,16 +6,16 @@
 // On both engines: the same executions from every form of the dump, an import run again changes
 // nothing, refusals are kept in the rejected-reports log once, and the rollups equal a recount.
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { defaults } from "../src/config.ts";
-import type { Execution } from "../src/domain/execution.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import type { Store } from "../src/store/contract.ts";
-import type { Engine } from "../src/store/engine.ts";
-import { openEngine } from "../src/store/open.ts";
-import { sniff } from "../src/transfer/input-format.ts";
-import { importServiceDump, type DumpSummary } from "../src/transfer/telemetry-service-dump.ts";
-import { postgresForFile } from "./helpers/postgres.ts";
-import { NASTY, R, V1_COLUMNS, kept, csvWithNames, full, jsonEachRow, scenario } from "./helpers/telemetry-service.ts";
+import { defaults } from "../../src/config.ts";
+import type { Execution } from "../../src/domain/execution.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import type { Store } from "../../src/store/contract.ts";
+import type { Engine } from "../../src/store/engine.ts";
+import { openEngine } from "../../src/store/open.ts";
+import { sniff } from "../../src/transfer/input-format.ts";
+import { importServiceDump, type DumpSummary } from "../../src/transfer/telemetry-service-dump.ts";
+import { postgresForFile } from "../helpers/postgres.ts";
+import { NASTY, R, V1_COLUMNS, kept, csvWithNames, full, jsonEachRow, scenario } from "../helpers/telemetry-service.ts";
 
 setDefaultTimeout(60_000);
 

@@ -17,17 +17,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import type { Execution, Report } from "../src/domain/execution.ts";
+import type { Execution, Report } from "../../src/domain/execution.ts";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
-import { ALL_APPS, GRAINS, ROLLUP_VERSION, sliceKey } from "../src/domain/rollup.ts";
-import { verifyRollups } from "../src/maintenance/verify.ts";
-import type { Store } from "../src/store/contract.ts";
-import { openEngine } from "../src/store/open.ts";
-import { encodeHeld } from "../src/store/shared/budgets.ts";
-import { openDatabase } from "../src/store/sqlite/database.ts";
-import { insertOldExecutions, sqliteMigrationsUpTo } from "./helpers/cells.ts";
-import { createDatabase, startPostgres, type PgServer } from "./helpers/postgres.ts";
-import { execution, reportOp, uploadStart } from "./helpers/reports.ts";
+import { ALL_APPS, GRAINS, ROLLUP_VERSION, sliceKey } from "../../src/domain/rollup.ts";
+import { verifyRollups } from "../../src/maintenance/verify.ts";
+import type { Store } from "../../src/store/contract.ts";
+import { openEngine } from "../../src/store/open.ts";
+import { encodeHeld } from "../../src/store/shared/budgets.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
+import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
+import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { execution, reportOp, uploadStart } from "../helpers/reports.ts";
 
 setDefaultTimeout(60_000);
 

@@ -5,10 +5,10 @@ import { Database } from "bun:sqlite";
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseOpenError } from "../src/store/engine.ts";
-import { migrationsFolder, openDatabase } from "../src/store/sqlite/database.ts";
-import { compiledBinary } from "./helpers/binary.ts";
-import { tempDir } from "./helpers/tmp.ts";
+import { DatabaseOpenError } from "../../src/store/engine.ts";
+import { migrationsFolder, openDatabase } from "../../src/store/sqlite/database.ts";
+import { compiledBinary } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(120_000);
 

@@ -1,5 +1,5 @@
 // packaging/installstats.service is a valid, hardened systemd unit that runs the real binary (the
-// Debian package installs it too: test/deb.test.ts).
+// Debian package installs it too: test/e2e/debian-package-installs-upgrades-and-purges.test.ts).
 import { expect, test, setDefaultTimeout } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

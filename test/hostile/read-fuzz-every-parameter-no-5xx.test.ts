@@ -1,4 +1,4 @@
-// Read-side fuzz (issue 15, item 8), as test/fuzz.test.ts is for ingestion: every query and path
+// Read-side fuzz (issue 15, item 8), as test/hostile/ingest-fuzz-no-5xx-nothing-lost.test.ts is for ingestion: every query and path
 // parameter of every GET route the OpenAPI document lists (so routes added later are fuzzed
 // too: the compat APIs, admin reads), each alone with every hostile value, then random
 // combinations, against the compiled binary over HTTP with data in it. No answer is a 5xx,

@@ -114,7 +114,7 @@ describe("headers and errors", () => {
 });
 
 describe("admin maintenance over HTTP", () => {
-  test("prune and replay need the admin token and do their work (backup: test/e2e-binary.test.ts)", async () => {
+  test("prune and replay need the admin token and do their work (backup: test/e2e/binary-lifecycle-survives-a-restart.test.ts)", async () => {
     const t = await testApp({ adminToken: "adm1n" });
     await t.post("/upload", startReport("old"));
     t.clock.advance(500 * 24 * 3600_000);

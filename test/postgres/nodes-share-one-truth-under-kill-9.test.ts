@@ -20,7 +20,7 @@ const node = (db: string) => startServer(bin, ["--db", db, "--rate-limit", "0"])
 beforeAll(async () => {
   [pg, bin] = await Promise.all([startPostgres(), compiledBinary()]);
   url = await createDatabase(pg, "nodes");
-  // Both start at once: the migrations run once (test/postgres/database.test.ts checks it closer).
+  // Both start at once: the migrations run once (test/postgres/connection-errors-and-migrations-once.test.ts checks it closer).
   [a, b] = await Promise.all([node(url), node(url)]);
   check = postgres(url, { max: 1, onnotice: () => {} });
 });

@@ -5,7 +5,7 @@ import type { JsonObject } from "../../src/domain/json.ts";
 import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Report } from "../../src/domain/execution.ts";
 
 // /upload's two reports, as this file checks them: the fields the old clients send. What the
-// current clients add (telemetry's fields, exit codes, categories) is in normalize-telemetry.test.ts.
+// current clients add (telemetry's fields, exit codes, categories) is in test/unit/telemetry-v1-v2-field-rules.test.ts.
 const UPLOAD_FIELDS = ["type", "ctType", "diskSize", "coreCount", "ramSize", "osType", "osVersion", "disableip6", "nsapp", "method", "pveVersion"] as const;
 type StartReport = Pick<Descriptive, (typeof UPLOAD_FIELDS)[number] | "extra"> & { randomId: string; status: string; outcome: Report["outcome"]; error: string | null };
 type StatusUpdate = { randomId: string; status: string; outcome: Report["outcome"]; error: string | null };

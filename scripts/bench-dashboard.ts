@@ -13,7 +13,8 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Browser } from "playwright-core";
-import { compiledBinary, startServer, tempDir } from "../test/helpers/binary.ts";
+import { compiledBinary, startServer } from "../test/helpers/binary.ts";
+import { tempDir } from "../test/helpers/tmp.ts";
 import { launchBrowser, openView } from "../test/helpers/browser.ts";
 
 const { values } = parseArgs({

@@ -1,5 +1,5 @@
 // docs/configuration.md as text, built from the settings table (src/config.ts) and the commands
-// (src/cli/commands.ts): scripts/docs-config.ts writes it, test/docs.test.ts compares it.
+// (src/cli/commands.ts): scripts/docs-config.ts writes it, test/unit/docs-true-to-the-repository.test.ts compares it.
 import { settingsReference } from "../src/config.ts";
 import { COMMANDS } from "../src/cli/commands.ts";
 

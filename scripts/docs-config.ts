@@ -1,7 +1,7 @@
 // Writes docs/configuration.md from the table `--help` is printed from (src/config.ts) and the
 // commands (src/cli/commands.ts), so the page cannot drift from the binary.
 // Usage: bun run docs:config            (rewrite the page)
-//        bun run docs:config --check    (exit 1 when the page is out of date; test/docs.test.ts does the same)
+//        bun run docs:config --check    (exit 1 when the page is out of date; test/unit/docs-true-to-the-repository.test.ts does the same)
 import { readFileSync, writeFileSync } from "node:fs";
 import { renderConfigurationPage } from "./docs-config-page.ts";
 

@@ -7,7 +7,7 @@
 //   bun scripts/repro/pipelining.ts
 //
 // prints, per server kind, how many of N pipelined requests were answered. installstats' own
-// answer to the fault (nothing stored for an aborted request) is tested in test/pipelining.test.ts,
+// answer to the fault (nothing stored for an aborted request) is tested in test/hostile/pipelined-requests-never-store-unanswered.test.ts,
 // which also runs this reproduction, so a Bun upgrade that fixes the runtime shows there.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -21,7 +21,7 @@ const CHUNK = 1024;
  * The signature keeps its first 200 characters, and no rule matches across a line break (the
  * whitespace rule aside, run again over the joined pieces): so the rules run over whole lines
  * only until that much is made. A client's 10 KiB log tail costs its first lines, not all of it;
- * the result is the same as over the whole text (test/error-signature.test.ts checks it).
+ * the result is the same as over the whole text (test/unit/error-signature-reads-only-what-it-keeps.test.ts checks it).
  */
 export function errorSignature(error: string | null): string | null {
   if (error === null) return null;

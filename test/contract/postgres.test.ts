@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, setDefaultTimeout } from "bun:test";
 import postgres from "postgres";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
-import { storeContract, type EngineFactory } from "./store-contract.ts";
+import type { EngineFactory } from "./harness.ts";
+import { storeContract } from "./suite.ts";
 
 // A test is many round trips to a server sharing two cores with the rest of the suite (the mixed
 // workload checks the rollups after every step): 5 s was too little under the full suite's load.

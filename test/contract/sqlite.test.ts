@@ -5,7 +5,8 @@ import { afterAll, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { storeContract, type EngineFactory } from "./store-contract.ts";
+import type { EngineFactory } from "./harness.ts";
+import { storeContract } from "./suite.ts";
 
 // The mixed-workload recount takes ~2 s alone and over 5 s on a busy machine (as the PostgreSQL file allows).
 setDefaultTimeout(30_000);

@@ -2,9 +2,7 @@
 import { mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { testTmpRoot } from "./tmp.ts";
-
-export const ROOT = new URL("../..", import.meta.url).pathname;
+import { ROOT, testTmpRoot } from "./tmp.ts";
 
 let built: Promise<string> | undefined;
 
@@ -32,11 +30,6 @@ export const freePort = (): Promise<number> =>
       s.close(() => resolve(port));
     });
   });
-
-/** A fresh directory inside the run's temporary directory, removed with it when the run ends, also after failures. */
-export function tempDir(prefix = "installstats-test-"): string {
-  return mkdtempSync(join(testTmpRoot(), prefix));
-}
 
 export interface RunningServer {
   url: string;

@@ -150,7 +150,7 @@ export const kept = (text: string) =>
 
 export const R = (name: string) => `00000000-0000-4000-8000-${name.padStart(12, "0")}`;
 
-/** One dump of every case the importer must handle (see test/import-telemetry-service.test.ts), its times from `T0`. */
+/** One dump of every case the importer must handle (see test/postgres/telemetry-service-dumps-imported-on-both-engines.test.ts), its times from `T0`. */
 export function scenario(T0: number): ServiceRow[] {
   const ret = R("a1"), retry = R("a2"), vm = R("b1"), old = R("c1"), stuck = R("d1"), tool = R("e1"), addon = R("f1"), unk = R("a7");
   const legacy = R("a8"), two = R("a9"), late = R("aa"), going = R("ab");

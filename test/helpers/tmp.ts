@@ -11,6 +11,9 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+/** The repository's root directory. */
+export const ROOT = new URL("../..", import.meta.url).pathname;
+
 const MARK = "INSTALLSTATS_TEST_TMP";
 const PREFIX = "installstats-test-run-";
 
@@ -79,4 +82,9 @@ export function testTmpRoot(): string {
 export function removeTestTmpRoot(): void {
   if (!root) return;
   rmSync(root, { recursive: true, force: true });
+}
+
+/** A fresh directory inside the run's temporary directory, removed with it when the run ends, also after failures. */
+export function tempDir(prefix = "installstats-test-"): string {
+  return mkdtempSync(join(testTmpRoot(), prefix));
 }

@@ -56,7 +56,7 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
   ): Promise<Read> {
     const rollupCells = async (p: Extract<Plan, { source: "rollup" }>, wanted: RollupPart[], also: readonly Dimension[] = []) => {
       const needed = dimsOf(use, p);
-      const dims = needed === undefined ? undefined : [...needed, ...more, ...also];
+      const dims = needed === undefined ? undefined : [...new Set([...needed, ...more, ...also])];
       return (await Promise.all((await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts: wanted, ...(dims ? { dims } : {}) }))))).flat();
     };
     const folded = (filter: ExecutionFilter, sign: 1 | -1) => {

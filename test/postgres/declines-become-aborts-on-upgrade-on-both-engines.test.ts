@@ -150,6 +150,9 @@ describe("sqlite", () => {
             old.sqlite.run("INSERT INTO held_reports (execution_id, random_id, report, received_at, repaired, codec, data, cost) VALUES (?, ?, ?, ?, 0, ?, ?, ?)", [
               HELD.executionId, HELD.randomId, held.report, T0, held.codec, held.data, held.cost,
             ]);
+            // The held reports' budget, as that release kept it beside them.
+            old.sqlite.run("UPDATE budget_counters SET value = value + 1 WHERE name = 'held.count'");
+            old.sqlite.run("UPDATE budget_counters SET value = value + ? WHERE name = 'held.bytes'", [held.cost]);
             old.sqlite.run("UPDATE rollup_state SET version = 2");
           })();
         } finally {

@@ -2,9 +2,9 @@
 // postgresql:// URL is PostgreSQL, any other scheme:// is refused with one line naming what is
 // accepted, everything else (":memory:" and names with a colon but no "//" included) is an SQLite file.
 import { describe, expect, test } from "bun:test";
-import { DatabaseOpenError } from "../src/store/engine.ts";
-import { UnsupportedLocationError, locate, parseLocation } from "../src/store/location.ts";
-import { openEngine } from "../src/store/open.ts";
+import { DatabaseOpenError } from "../../src/store/engine.ts";
+import { UnsupportedLocationError, locate, parseLocation } from "../../src/store/location.ts";
+import { openEngine } from "../../src/store/open.ts";
 
 describe("parseLocation", () => {
   test.each([

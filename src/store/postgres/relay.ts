@@ -7,7 +7,8 @@
 import type { Sql } from "postgres";
 import type { Descriptive, Report } from "../../domain/execution.ts";
 import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
-import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import type { RelayStatus } from "../contract/relay.ts";
+import type { ResultFor, WriteOp } from "../contract/store.ts";
 import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 
 /** A connection inside a transaction (transaction.ts). */

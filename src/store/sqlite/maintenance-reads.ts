@@ -3,7 +3,7 @@
 import { and, asc, count, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, not, or, sql, type SQL } from "drizzle-orm";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
-import type { RejectedEntry } from "../contract.ts";
+import type { RejectedEntry } from "../contract/rejected.ts";
 import type { Db } from "./database.ts";
 import { decodeHeld, entryBody } from "../shared/budgets.ts";
 import { importMarkName } from "../shared/marks.ts";

@@ -6,7 +6,8 @@ import type { Database } from "bun:sqlite";
 import type { Descriptive, Report } from "../../domain/execution.ts";
 import type { Endpoint } from "../../domain/rejection.ts";
 import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
-import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import type { RelayStatus } from "../contract/relay.ts";
+import type { ResultFor, WriteOp } from "../contract/store.ts";
 import type { Counters } from "./budgets.ts";
 import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 

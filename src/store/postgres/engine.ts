@@ -17,6 +17,7 @@ import { Partitions } from "./partitions.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { guardReads, type Door } from "../shared/door.ts";
+import { rebuildDays } from "../shared/rebuild.ts";
 import { committedCounters } from "./budgets.ts";
 import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
 import { MARKS } from "./intake.ts";
@@ -106,14 +107,12 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       await pg`TRUNCATE rollup_cells`;
       if (!span) return;
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
-      const end = span.last + 1;
-      for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
+      for (const day of rebuildDays(span, onDay)) {
         const deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
         for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
         const batch = labels.batch();
         await transaction(pg, (tx) => addRollups(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]));
         batch.commit();
-        onDay?.(day, end);
       }
     },
     setLimits(next: StoreLimits) {

@@ -13,6 +13,7 @@ import type { StoreLimits } from "../contract/maintenance.ts";
 import { READS, type AllReads, type Store, type WriteOp, type WriteResult } from "../contract/store.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
 import { guardReads, type EngineReads } from "../shared/door.ts";
+import { rebuildDays } from "../shared/rebuild.ts";
 import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";
@@ -261,11 +262,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
     recount();
     if (!span) return;
+    // Hours from the fold mark on are open hours, recounted into memory above.
     const foldedUntil = open.foldedUntil;
-    const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);
-    for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
-      onDay?.(day, end);
-      writes.rebuildDay(day, Math.min(day + DAY, foldedUntil));
-    }
+    for (const day of rebuildDays(span, onDay, foldedUntil)) writes.rebuildDay(day, Math.min(day + DAY, foldedUntil));
   }
 }

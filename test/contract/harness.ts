@@ -1,6 +1,6 @@
 // The Store contract suite's shared parts (suite.ts runs the suite): fresh databases of one
 // engine, and what the feature files build ops with and read results through, written against
-// src/store/contract.ts alone.
+// src/store/contract/ alone.
 //
 // Stores are opened only through openEngine (src/store/open.ts) and used only through
 // `engine.store`: no SQL, no engine internals. Expectations come from the contract's doc comments

@@ -1,4 +1,4 @@
-// The relay's outbox in the SQLite engine (contract.ts Store.setRelay and the relay-* writes): an
+// The relay's outbox in the SQLite engine (contract/relay.ts Store.setRelay and the relay-* writes): an
 // accepted report's entry is written in the transaction that stores the report, taken out by the
 // sender's claims and settlements, and kept within its bound, oldest dropped first. The totals
 // live in budget_counters (relay.*), changed in the same transactions.

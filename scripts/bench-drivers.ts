@@ -14,7 +14,7 @@ import { DAY, HOUR } from "../src/domain/time.ts";
 import { createLogger } from "../src/log.ts";
 import { createRuntime } from "../src/runtime.ts";
 import { openEngine } from "../src/store/open.ts";
-import type { WriteOp } from "../src/store/contract.ts";
+import type { WriteOp } from "../src/store/contract/store.ts";
 import { execution } from "../test/helpers/reports.ts";
 import { prng } from "../test/helpers/random.ts";
 

@@ -21,7 +21,9 @@ import { communityAnalysisRoutes } from "./read/community/analysis-routes.ts";
 import { communityDashboardRoutes } from "./read/community/dashboard-routes.ts";
 import { newDashboardRoutes } from "./read/community/new-dashboard-routes.ts";
 import { scriptDetailRoutes } from "./read/community/script-detail-routes.ts";
-import type { MaintenanceReads, StoreReads } from "./store/contract.ts";
+import type { StoreReads } from "./store/contract/executions.ts";
+import type { MaintenanceReads } from "./store/contract/maintenance.ts";
+import type { RejectedReads } from "./store/contract/rejected.ts";
 import type { StorageHealth } from "./store/engine.ts";
 import { apiDocsRoutes, docsPageRoutes } from "./web/api-docs-routes.ts";
 import { dashboardRoutes } from "./web/dashboard-routes.ts";
@@ -36,7 +38,7 @@ import { issueRoutes } from "./issues/issue-routes.ts";
 
 export interface AppDeps {
   config: Config;
-  store: StoreReads & MaintenanceReads;
+  store: StoreReads & MaintenanceReads & RejectedReads;
   writer: GroupCommitWriter;
   clock: () => number;
   version: string;

@@ -10,7 +10,7 @@ import { QueryError, docParam, intParam, strictQuery, textParam } from "../read/
 import { UnknownNameError, type Alerts, type RuleListing } from "./service.ts";
 import type { AlertMessage } from "./message.ts";
 import { CHANNEL_TYPES, RULE_TYPES, describeRule, type Rule } from "./rules.ts";
-import type { AlertEvent } from "../store/contract.ts";
+import type { AlertEvent } from "../store/contract/alerts.ts";
 
 const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
 const labelsOf = (subject: string): Record<string, string> => (subject === "" ? {} : Object.fromEntries(subject.split("|").map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)])));

@@ -5,7 +5,7 @@
 // is silenced, is recorded but held back, and sent when the cooldown or silence ends if it still
 // fires. A resolve is sent when its firing was sent (and send_resolved is on), unless silenced.
 // An observation without enough data to judge leaves the alert as it is.
-import type { AlertSend, AlertState, AlertTransition } from "../store/contract.ts";
+import type { AlertSend, AlertState, AlertTransition } from "../store/contract/alerts.ts";
 import type { Observation } from "./evaluate.ts";
 import { messageOf } from "./message.ts";
 import type { Rule } from "./rules.ts";

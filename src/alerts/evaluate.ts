@@ -1,7 +1,8 @@
 // What each rule finds now, from rollups (read/stats.ts) and the rejected-reports log: one
 // observation per subject (the rule as a whole, an app, an app's new error), each firing, not
 // firing, or without enough data to say (then its state stays as it is).
-import type { ExecutionFilter, StoreReads, AlertReads } from "../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
+import type { RejectedReads } from "../store/contract/rejected.ts";
 import type { Window } from "../read/aggregate.ts";
 import type { createStats } from "../read/stats.ts";
 import { floorHour } from "../domain/time.ts";
@@ -55,7 +56,7 @@ export interface RuleResult {
 
 export interface EvaluateDeps {
   stats: Stats;
-  store: Pick<StoreReads, "recordSpan"> & Pick<AlertReads, "rejectedCounts">;
+  store: Pick<StoreReads, "recordSpan"> & Pick<RejectedReads, "rejectedCounts">;
 }
 
 /**

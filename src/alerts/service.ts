@@ -4,7 +4,9 @@
 // a restart or another node neither forgets a firing nor sends it again.
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../http/metrics.ts";
-import type { AlertDelivery, AlertEvent, AlertReads, AlertState, AlertTransition, AlertSend, StoreReads } from "../store/contract.ts";
+import type { AlertDelivery, AlertEvent, AlertReads, AlertState, AlertTransition, AlertSend } from "../store/contract/alerts.ts";
+import type { StoreReads } from "../store/contract/executions.ts";
+import type { RejectedReads } from "../store/contract/rejected.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import { HOUR } from "../domain/time.ts";
 import { createStats } from "../read/stats.ts";
@@ -16,7 +18,7 @@ import type { AlertsConfig, Channel } from "./rules.ts";
 
 export interface AlertsDeps {
   config: AlertsConfig;
-  store: StoreReads & AlertReads;
+  store: StoreReads & AlertReads & Pick<RejectedReads, "rejectedCounts">;
   writer: GroupCommitWriter;
   clock: () => number;
   log: Logger;

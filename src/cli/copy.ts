@@ -1,5 +1,5 @@
 import { verifyRollups } from "../maintenance/verify.ts";
-import type { Store } from "../store/contract.ts";
+import type { Store } from "../store/contract/store.ts";
 import { displayLocation, locationKey } from "../store/open.ts";
 import { copyStore, type CopyPart, type CopySummary } from "../transfer/copy.ts";
 import { UsageError, openLocation, type Command } from "./command.ts";

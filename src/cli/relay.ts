@@ -1,5 +1,5 @@
 import { outboxJson } from "../relay/service.ts";
-import { RELAY_ACTIONS } from "../store/contract.ts";
+import { RELAY_ACTIONS } from "../store/contract/relay.ts";
 import { UsageError, openDatabaseOf, type Command } from "./command.ts";
 
 const ACTIONS = ["status", ...RELAY_ACTIONS] as const;

@@ -1,6 +1,6 @@
 import { displayLocation } from "../store/open.ts";
 import { SEED_DEFAULTS, SEED_PROFILES, seedDatabase, seedOptions, type SeedProfile } from "../seed/seed.ts";
-import type { Store } from "../store/contract.ts";
+import type { Store } from "../store/contract/store.ts";
 import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
 
 const day = (t: number) => new Date(t).toISOString().slice(0, 10);

@@ -1,6 +1,6 @@
 // The one error shape every endpoint answers with (docs/protocol.md#the-response-contract).
 import { t, type Static } from "elysia";
-import { ReadBudgetError, StorageUnavailableError } from "../store/contract.ts";
+import { ReadBudgetError, StorageUnavailableError } from "../store/contract/errors.ts";
 import type { Logger } from "../log.ts";
 
 export const ErrorBody = t.Object(

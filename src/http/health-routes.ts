@@ -1,7 +1,7 @@
 // GET /healthz: is the service up, can it write, is its storage sound, and where do the budgets stand?
 import type { TSchema } from "@sinclair/typebox";
 import { Elysia, t, type Static } from "elysia";
-import type { BudgetStatus } from "../store/contract.ts";
+import type { BudgetStatus } from "../store/contract/maintenance.ts";
 import type { StorageHealth } from "../store/engine.ts";
 import type { WriterStats } from "../store/writer.ts";
 

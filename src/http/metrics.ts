@@ -1,5 +1,5 @@
 // A small Prometheus registry: counters, gauges and histograms rendered in the text format.
-import type { BudgetStatus } from "../store/contract.ts";
+import type { BudgetStatus } from "../store/contract/maintenance.ts";
 import type { StorageHealth } from "../store/engine.ts";
 
 type Labels = Record<string, string>;

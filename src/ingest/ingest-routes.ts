@@ -9,7 +9,7 @@ import type { Metrics } from "../http/metrics.ts";
 import type { ClientCosts, Network, RateLimiter } from "../http/rate-limit.ts";
 import { OutcomeSchema } from "../http/schemas.ts";
 import type { Logger } from "../log.ts";
-import type { ResultFor } from "../store/contract.ts";
+import type { ResultFor } from "../store/contract/store.ts";
 import { RequestAbortedError, type GroupCommitWriter } from "../store/writer.ts";
 import { intake, type ReportOp } from "./pipeline.ts";
 import { readBody } from "./read-body.ts";

@@ -5,7 +5,7 @@ import { MAX_RANDOM_ID_LENGTH, type Report } from "../domain/execution.ts";
 import type { JsonObject } from "../domain/json.ts";
 import { normalizeStart, normalizeTelemetry, normalizeUpdate, type Checked, type NormalizeOptions } from "../domain/normalize.ts";
 import type { Endpoint, Rejection } from "../domain/rejection.ts";
-import type { ReportWrite } from "../store/contract.ts";
+import type { ReportWrite } from "../store/contract/executions.ts";
 import { parseLenientJson } from "./lenient-json.ts";
 
 /** The report write a body becomes. */

@@ -2,7 +2,7 @@
 // and of each refusal. Answers and the rejected-reports log (which keeps reason and result) both
 // take their status from here.
 import type { RejectReason } from "../domain/rejection.ts";
-import type { ResultOf } from "../store/contract.ts";
+import type { ResultOf } from "../store/contract/store.ts";
 
 type ReportResult = ResultOf["report"]["kind"];
 

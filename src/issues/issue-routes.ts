@@ -3,7 +3,7 @@
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import { FilterQuery, QueryError, readQuery, strictQuery, windowJson, type FilterQuery as FilterQueryType } from "../read/query.ts";
-import type { IssueLink } from "../store/contract.ts";
+import type { IssueLink } from "../store/contract/issues.ts";
 import { SendBusyError, TRACKER_OFF, TrackerOffError, UnknownSignatureError, type Issues } from "./service.ts";
 import { TrackerError } from "./tracker.ts";
 

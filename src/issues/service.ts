@@ -10,7 +10,9 @@ import { issueBody, issueTitle, withMarker, type IssueFacts, type Tally } from "
 import type { Logger } from "../log.ts";
 import type { Window } from "../read/aggregate.ts";
 import { createStats } from "../read/stats.ts";
-import type { ExecutionFilter, IssueLink, ResultFor, StoreReads, WriteOp } from "../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
+import type { IssueLink } from "../store/contract/issues.ts";
+import type { ResultFor, WriteOp } from "../store/contract/store.ts";
 import type { Tracker, TrackerIssue } from "./tracker.ts";
 
 /** Failed executions read for the spread (newest first), and the matches kept, at most. */

@@ -3,7 +3,8 @@ import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import { REJECT_REASONS } from "../domain/rejection.ts";
-import type { MaintenanceReads } from "../store/contract.ts";
+import type { MaintenanceReads } from "../store/contract/maintenance.ts";
+import type { RejectedReads } from "../store/contract/rejected.ts";
 import { RejectedEntryJson, toRejectedJson } from "./rejected-log.ts";
 import { parseDuration } from "../config.ts";
 import { QueryError, docParam, intParam, oneOf, strictQuery } from "../read/query.ts";
@@ -13,7 +14,7 @@ import { REPLAYABLE } from "./replay.ts";
 
 const security = [{ bearer: [] }];
 
-export function adminRoutes(deps: { store: MaintenanceReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }) {
+export function adminRoutes(deps: { store: MaintenanceReads & RejectedReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }) {
   const { store, writer, clock, maintenance } = deps;
   const tags = ["admin"];
   return new Elysia({ name: "admin" })

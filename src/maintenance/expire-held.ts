@@ -3,7 +3,7 @@
 // (config.heldExpiryMs): it becomes the execution it describes, without a start time or a
 // duration, so what a client was told was stored (202) is never dropped, and an anonymous client
 // cannot keep rows waiting forever (76,000 orphan updates were 344 MB, never expired: issue 15).
-import type { WriteOp } from "../store/contract.ts";
+import type { WriteOp } from "../store/contract/store.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import type { Job } from "./jobs.ts";
 

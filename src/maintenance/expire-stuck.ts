@@ -2,7 +2,7 @@
 // stop counting as in progress forever; their status (what was sent) is kept, and a late final
 // status still applies.
 import type { GroupCommitWriter } from "../store/writer.ts";
-import type { MaintenanceReads } from "../store/contract.ts";
+import type { MaintenanceReads } from "../store/contract/maintenance.ts";
 import type { Job } from "./jobs.ts";
 
 const CHUNK = 500;

@@ -1,7 +1,9 @@
 // Retention: deletes installs created before a cutoff (with all their executions), reports held since before it, and
 // rejected-log entries received before it, all through write ops (rollups stay exact). Where the engine keeps
 // executions by period (PostgreSQL: a partition per month), the periods wholly before the cutoff go at once.
-import type { MaintenanceReads, StoreReads, WriteOp } from "../store/contract.ts";
+import type { StoreReads } from "../store/contract/executions.ts";
+import type { MaintenanceReads } from "../store/contract/maintenance.ts";
+import type { WriteOp } from "../store/contract/store.ts";
 import type { Commit } from "../store/writer.ts";
 
 export interface PruneDeps {

@@ -2,7 +2,7 @@
 // per entry, with the status the request was answered and the raw body.
 import { t, type Static } from "elysia";
 import { statusOf } from "../ingest/status.ts";
-import type { RejectedEntry } from "../store/contract.ts";
+import type { RejectedEntry } from "../store/contract/rejected.ts";
 
 export const RejectedEntryJson = t.Object({
   id: t.Integer(),

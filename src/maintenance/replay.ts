@@ -9,7 +9,8 @@
 import type { NormalizeOptions } from "../domain/normalize.ts";
 import { isEndpoint, type RejectReason } from "../domain/rejection.ts";
 import { intake } from "../ingest/pipeline.ts";
-import type { MaintenanceReads, WriteOp, WriteResult } from "../store/contract.ts";
+import type { RejectedReads } from "../store/contract/rejected.ts";
+import type { WriteOp, WriteResult } from "../store/contract/store.ts";
 import type { Commit } from "../store/writer.ts";
 
 export const REPLAYABLE = ["invalid_json", "invalid_field"] as const satisfies readonly RejectReason[];
@@ -45,7 +46,7 @@ export interface ReplaySummary {
 
 const resultName = (r: WriteResult | undefined): string => r?.kind ?? "unknown";
 
-export async function replayRejected(deps: { store: MaintenanceReads; commit: Commit }, opts: ReplayOptions): Promise<ReplaySummary> {
+export async function replayRejected(deps: { store: RejectedReads; commit: Commit }, opts: ReplayOptions): Promise<ReplaySummary> {
   const { store, commit } = deps;
   const reasons = opts.reasons ?? REPLAYABLE;
   const dryRun = opts.dryRun ?? false;

@@ -1,7 +1,7 @@
 // Which jobs `serve` runs, from the config.
 import type { Config } from "../config.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
-import type { MaintenanceReads } from "../store/contract.ts";
+import type { MaintenanceReads } from "../store/contract/maintenance.ts";
 import { expireHeldJob } from "./expire-held.ts";
 import { expireStuckJob } from "./expire-stuck.ts";
 import type { Job } from "./jobs.ts";

@@ -3,7 +3,10 @@
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "../config.ts";
-import type { MaintenanceReads, Store, StoreReads, WriteOp } from "../store/contract.ts";
+import type { StoreReads } from "../store/contract/executions.ts";
+import type { MaintenanceReads } from "../store/contract/maintenance.ts";
+import type { RejectedReads } from "../store/contract/rejected.ts";
+import type { Store, WriteOp } from "../store/contract/store.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import { pruneOlderThan, type PruneResult } from "./prune.ts";
 import { REPLAYABLE, replayRejected, type ReplayableReason, type ReplaySummary } from "./replay.ts";
@@ -27,7 +30,7 @@ const backupDirOf = (config: Config): string => config.backupDir ?? join(dirname
  * Also applies the config's budgets to the store: how much of what is not an execution it keeps
  * (the rejected-reports log, held reports) is maintenance policy, as retention is.
  */
-export function createMaintenance(deps: { config: Config; store: StoreReads & MaintenanceReads & Pick<Store, "setLimits">; writer: GroupCommitWriter; clock: () => number }): Maintenance {
+export function createMaintenance(deps: { config: Config; store: StoreReads & MaintenanceReads & RejectedReads & Pick<Store, "setLimits">; writer: GroupCommitWriter; clock: () => number }): Maintenance {
   const { config, store, writer, clock } = deps;
   store.setLimits({ logBytes: config.logBudget, heldBytes: config.heldBudget });
   const commit = (ops: readonly WriteOp[]) => Promise.all(ops.map((op) => writer.submit(op)));

@@ -1,7 +1,7 @@
 // `installstats verify`: the rollups must equal a full recount of the records, cell by cell. The
 // cells compared are those the engines store (domain/rollup.ts storedSlicesOf); a slice of every
 // repo is their sum, made when read, so it is right when they are.
-import type { RollupCell, StoreReads } from "../store/contract.ts";
+import type { RollupCell, StoreReads } from "../store/contract/executions.ts";
 import { GRAINS, RollupDeltas, bucketStart, mergeInto, repoClasses, storedSlicesOf, type RollupData, type RollupKey } from "../domain/rollup.ts";
 import { failureSignature } from "../domain/error-signature.ts";
 import { DAY } from "../domain/time.ts";

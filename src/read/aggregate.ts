@@ -1,6 +1,6 @@
 // Aggregates over rollup cells: pure functions. The same functions answer from stored rollups
 // and from a scan of raw records (which is folded into cells first), so both paths agree.
-import type { ExecutionFilter } from "../store/contract.ts";
+import type { ExecutionFilter } from "../store/contract/executions.ts";
 import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, repoClass, sliceKey, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
 import { KINDS } from "../domain/execution.ts";
 import type { RunCounts } from "../domain/drivers.ts";

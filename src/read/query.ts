@@ -8,7 +8,7 @@
 // no sign, fraction, exponent or `Infinity`, so `-1`, `1.5`, `1e9` and `1e309` are refused.
 import type { TObject } from "@sinclair/typebox";
 import { t, type Static } from "elysia";
-import type { ExecutionFilter, ListCursor } from "../store/contract.ts";
+import type { ExecutionFilter, ListCursor } from "../store/contract/executions.ts";
 import type { Window } from "./aggregate.ts";
 import { OUTCOMES } from "../domain/outcome.ts";
 import { DAY, HOUR, ceilHour, floorHour } from "../domain/time.ts";

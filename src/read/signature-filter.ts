@@ -1,6 +1,6 @@
 // Installs of one error signature. Signatures are computed from the error text, not stored per
 // install, so a page is found by reading failed installs in keyset order and keeping the matches.
-import type { ListCursor } from "../store/contract.ts";
+import type { ListCursor } from "../store/contract/executions.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
 import type { Execution } from "../domain/execution.ts";
 

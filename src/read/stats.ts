@@ -1,5 +1,5 @@
 // Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
-import type { ExecutionFilter, StoreReads } from "../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
 import {
   SCANNED, breakdown, complementOf, decompose, errorCounts, finishedByValue, foldRecords, intervalStart, keptOf, plan, summarize, timeseries,
   type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,

@@ -3,7 +3,8 @@
 // Its state's shape (RelayJson) is also the relay's section of /healthz.
 import { Elysia, t, type Static } from "elysia";
 import { ErrorBody } from "../http/errors.ts";
-import { RELAY_ACTIONS, type ResultFor, type WriteOp } from "../store/contract.ts";
+import { RELAY_ACTIONS } from "../store/contract/relay.ts";
+import type { ResultFor, WriteOp } from "../store/contract/store.ts";
 
 const Bytes = (description: string) => t.Integer({ description });
 

@@ -6,7 +6,8 @@
 // and every request to the upstream is bounded by a timeout.
 import type { Logger } from "../log.ts";
 import type { Endpoint } from "../domain/rejection.ts";
-import type { RelayEntry, RelayFailure, RelayRetry, ResultFor, WriteOp } from "../store/contract.ts";
+import type { RelayEntry, RelayFailure, RelayRetry } from "../store/contract/relay.ts";
+import type { ResultFor, WriteOp } from "../store/contract/store.ts";
 
 /** Entries per claim; each execution has at most one in a claim, so they may go out at once. */
 const CLAIM = 32;

@@ -8,7 +8,8 @@ import { RELAY_PROTOCOLS, RELAY_REQUIRED_FIELDS, relayTargets, type RelayPolicy 
 import { Gauge, type Metrics } from "../http/metrics.ts";
 import type { RelayJson } from "./relay-routes.ts";
 import type { Logger } from "../log.ts";
-import type { RelayStatus, ResultFor, Store, WriteOp } from "../store/contract.ts";
+import type { RelayStatus } from "../store/contract/relay.ts";
+import type { ResultFor, Store, WriteOp } from "../store/contract/store.ts";
 import { startSender, type Sender } from "./sender.ts";
 
 /** The relay's policy from the config; null when --relay-url is unset. A setting that cannot work is a ConfigError. */

@@ -11,7 +11,7 @@
 // /upload-only data of earlier releases, each install loaded as the execution its two reports
 // make (a `load` op), kept so that sizes and speeds compare with theirs.
 import { normalizeStart, normalizeUpdate } from "../domain/normalize.ts";
-import type { ResultOf, Store, WriteOp } from "../store/contract.ts";
+import type { ResultOf, Store, WriteOp } from "../store/contract/store.ts";
 import { DAY_OF_WEEK, HOUR_OF_DAY, Rng, buildCatalogue, growth, hashString, uuid4 } from "./seed-data.ts";
 import { DAY, HOUR } from "../domain/time.ts";
 import { HOUR_CELL_DAYS } from "../domain/rollup.ts";

@@ -2,7 +2,8 @@
 // and copies itself. The composition root and the commands use this; they never see SQL.
 import type { Durability } from "../config.ts";
 import type { Logger } from "../log.ts";
-import type { BudgetStatus, Store, WriteOp, WriteResult } from "./contract.ts";
+import type { BudgetStatus } from "./contract/maintenance.ts";
+import type { Store, WriteOp, WriteResult } from "./contract/store.ts";
 
 /** The data cannot be opened: corrupted, or a file of another application. */
 export class DatabaseOpenError extends Error {}

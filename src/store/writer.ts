@@ -8,7 +8,8 @@
 // RequestAbortedError (when the batch is formed: looked at then, with no listener per write). Bun closes a connection on which a request is pipelined behind a pending
 // answer (scripts/repro/pipelining.ts), aborting the request: without this, its report would be
 // stored and never acknowledged. Once a batch is handed to `commit`, its writes go through.
-import { StorageUnreachableError, type ResultFor, type WriteOp, type WriteResult } from "./contract.ts";
+import { StorageUnreachableError } from "./contract/errors.ts";
+import type { ResultFor, WriteOp, WriteResult } from "./contract/store.ts";
 
 /** The request a write belonged to was aborted (client gone, or its connection closed) before the write was stored. */
 export class RequestAbortedError extends Error {

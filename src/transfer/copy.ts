@@ -3,7 +3,7 @@
 // oldest first, one chunk in memory at a time, each chunk written in one transaction. What is
 // there already is a duplicate (an execution or held report by its id, a log entry by the copy's
 // mark of its source), so a copy cut short is finished by running it again, nothing doubled.
-import type { ResultOf, Store, WriteOp, WriteResult } from "../store/contract.ts";
+import type { ResultOf, Store, WriteOp, WriteResult } from "../store/contract/store.ts";
 
 interface PartSummary {
   read: number;

@@ -2,7 +2,7 @@
 // rules, row order and formatting (src/read/export.ts), written to any sink chunk by chunk.
 import { EXPORT_CHUNK_ROWS, exportStream, type ExportFormat } from "../read/export.ts";
 import { resolveWindow, toFilter, type FilterQuery } from "../read/query.ts";
-import type { StoreReads } from "../store/contract.ts";
+import type { StoreReads } from "../store/contract/executions.ts";
 import type { Execution } from "../domain/execution.ts";
 
 /**

@@ -8,7 +8,9 @@
 import { descriptiveOf, type Execution, type Report } from "../domain/execution.ts";
 import { deriveOutcome } from "../domain/outcome.ts";
 import type { RejectReason } from "../domain/rejection.ts";
-import type { RejectedEntry, StoreReads, WriteOp, WriteResult } from "../store/contract.ts";
+import type { StoreReads } from "../store/contract/executions.ts";
+import type { RejectedEntry } from "../store/contract/rejected.ts";
+import type { WriteOp, WriteResult } from "../store/contract/store.ts";
 import type { Commit } from "../store/writer.ts";
 
 /** What an import did with what it read. */

@@ -22,7 +22,8 @@ import type { JsonObject } from "../domain/json.ts";
 import type { NormalizeOptions } from "../domain/normalize.ts";
 import { recordExecution, serviceTime } from "../domain/telemetry-service.ts";
 import { DAY } from "../domain/time.ts";
-import type { MaintenanceReads, StoreReads } from "../store/contract.ts";
+import type { StoreReads } from "../store/contract/executions.ts";
+import type { TransferReads } from "../store/contract/transfer.ts";
 import type { Commit } from "../store/writer.ts";
 import { ExecutionLoader, type LoadSummary } from "./load-executions.ts";
 
@@ -96,7 +97,7 @@ function windowAt(from: number, after: number): { limit: number; page: number; s
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function importFromApi(deps: { reads: StoreReads & Pick<MaintenanceReads, "importMark">; commit: Commit }, url: string, opts: ApiOptions): Promise<ApiSummary> {
+export async function importFromApi(deps: { reads: StoreReads & Pick<TransferReads, "importMark">; commit: Commit }, url: string, opts: ApiOptions): Promise<ApiSummary> {
   const source = sourceOf(url);
   const loader = new ExecutionLoader(deps, { at: opts.at });
   const summary: ApiSummary = { source, requests: 0, records: 0, resumedAfter: null, relocations: 0, refused: {}, ...loader.summary };

@@ -19,7 +19,7 @@ import type { Execution } from "../domain/execution.ts";
 import { ExternalSort } from "./external-sort.ts";
 import type { InputFormat } from "./input-format.ts";
 import { ExecutionLoader, type LoadSummary, type Refused } from "./load-executions.ts";
-import type { StoreReads } from "../store/contract.ts";
+import type { StoreReads } from "../store/contract/executions.ts";
 import type { Commit } from "../store/writer.ts";
 
 type DumpFormat = Extract<InputFormat, "clickhouse-jsoneachrow" | "clickhouse-csv">;

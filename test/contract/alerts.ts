@@ -1,7 +1,8 @@
 // The Store contract, alerts: state, history and the message queue.
 import { describe, expect, test } from "bun:test";
 import { DAY, HOUR } from "../../src/domain/time.ts";
-import type { AlertSend, AlertTransition, WriteOp } from "../../src/store/contract.ts";
+import type { AlertSend, AlertTransition } from "../../src/store/contract/alerts.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
 import { type Harness, one, PAST } from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */

@@ -7,7 +7,7 @@ import { deriveOutcome, type Outcome } from "../../src/domain/outcome.ts";
 import { ALL_APPS, GRAINS, appSlice, bucketStart, countHour, emptyData, hoursFrom, sliceKey, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import { PAGE_SORTS, type ExecutionFilter, type PageQuery, type PageSort } from "../../src/store/contract.ts";
+import { PAGE_SORTS, type ExecutionFilter, type PageQuery, type PageSort } from "../../src/store/contract/executions.ts";
 import { ALL, ALL_PARTS, allInstalls, appOf, everyPage, EVERYTHING, expectVerified, type Harness, hourTotals, idsOf, latestOf, loadOp, MIN, mixedWorkload, one, onlyParts, openHour, outcomes, PAST, record, rejectOp, type ReportFields, slicesOfApps, sortedCells, startOp, stored, updateOp } from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */

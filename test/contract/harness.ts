@@ -1,6 +1,6 @@
 // The Store contract suite's shared parts (suite.ts runs the suite): fresh databases of one
 // engine, and what the feature files build ops with and read results through, written against
-// src/store/contract.ts alone.
+// src/store/contract/ alone.
 //
 // Stores are opened only through openEngine (src/store/open.ts) and used only through
 // `engine.store`: no SQL, no engine internals. Expectations come from the contract's doc comments
@@ -17,7 +17,8 @@ import type { Rejection } from "../../src/domain/rejection.ts";
 import { ALL_APPS, GRAINS, appSlice, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { ExecutionFilter, ListCursor, ResultFor, RollupCell, Store, WriteOp } from "../../src/store/contract.ts";
+import type { ExecutionFilter, ListCursor, RollupCell } from "../../src/store/contract/executions.ts";
+import type { ResultFor, Store, WriteOp } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
 
 /** Fresh, empty databases of one engine: an SQLite file in a new directory, a new PostgreSQL database. */

@@ -1,7 +1,7 @@
 // The Store contract, issue links: failure signatures and the tracker issues opened for them.
 import { describe, expect, test } from "bun:test";
 import { DAY } from "../../src/domain/time.ts";
-import type { Store } from "../../src/store/contract.ts";
+import type { Store } from "../../src/store/contract/store.ts";
 import { type Harness, one, PAST } from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */

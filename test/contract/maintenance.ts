@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { GRAINS } from "../../src/domain/rollup.ts";
 import { DAY, HOUR } from "../../src/domain/time.ts";
 import { pruneOlderThan } from "../../src/maintenance/prune.ts";
-import type { Store, WriteOp } from "../../src/store/contract.ts";
+import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import { ALL, allInstalls, appOf, bytes, EVERYTHING, expectVerified, type Harness, hourTotals, idsOf, latestOf, loadOp, MIN, mixedWorkload, one, outcomes, PAST, record, rejectOp, type ReportFields, rollupSnapshot, startOp, updateOp } from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { HOUR } from "../../src/domain/time.ts";
 import type { RelayPolicy } from "../../src/domain/relay.ts";
-import type { Store, WriteOp } from "../../src/store/contract.ts";
+import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import { type Harness, loadOp, MIN, one, PAST, record, rejectOp, type ReportFields, startOp, updateOp } from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */

@@ -5,7 +5,7 @@ import { failureSignatureId } from "../../src/domain/error-signature.ts";
 import { deriveOutcome } from "../../src/domain/outcome.ts";
 import { GRAINS } from "../../src/domain/rollup.ts";
 import { DAY, HOUR } from "../../src/domain/time.ts";
-import type { Store } from "../../src/store/contract.ts";
+import type { Store } from "../../src/store/contract/store.ts";
 import { ALL, ALL_PARTS, allInstalls, appOf, EVERYTHING, expectVerified, type Harness, hourTotals, loadOp, MIN, mixedWorkload, one, openHour, outcomes, PAST, record, rejectOp, rollupSnapshot, sortedCells, startOp, updateOp } from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */

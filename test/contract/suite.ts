@@ -1,5 +1,5 @@
 // The Store contract as a test suite: what every storage engine must do, written against
-// src/store/contract.ts alone. An engine proves itself by calling `storeContract` with a factory
+// src/store/contract/ alone. An engine proves itself by calling `storeContract` with a factory
 // of fresh, empty database locations (sqlite.test.ts, postgres.test.ts).
 //
 // One file per feature of the contract, each run here in the engine's describe: reports and the

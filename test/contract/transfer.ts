@@ -3,7 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { DAY } from "../../src/domain/time.ts";
 import type { HeldReport } from "../../src/domain/lifecycle.ts";
-import type { RejectedEntry, Store } from "../../src/store/contract.ts";
+import type { RejectedEntry } from "../../src/store/contract/rejected.ts";
+import type { Store } from "../../src/store/contract/store.ts";
 import { appOf, bytes, expectVerified, type Harness, hourTotals, latestOf, loadOp, MIN, one, outcomes, PAST, record, rejectOp, startOp, updateOp } from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */

@@ -27,7 +27,7 @@ import { toRecord, type ExecutionRecord } from "../../src/read/record.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { APPLICATION_ID, migrationsFolder, openDatabase } from "../../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../../src/store/sqlite/store.ts";
-import type { Store, WriteOp } from "../../src/store/contract.ts";
+import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import type { Descriptive } from "../../src/domain/execution.ts";
 import { ALL_APPS, sliceKey } from "../../src/domain/rollup.ts";
 import { reportOp, uploadStart, uploadUpdate } from "../helpers/reports.ts";

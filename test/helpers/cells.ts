@@ -4,7 +4,7 @@ import type { Database } from "bun:sqlite";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GRAINS, RollupDeltas, countHour, emptyData, type Grain, type RollupData, type RollupKey } from "../../src/domain/rollup.ts";
-import type { StoreReads } from "../../src/store/contract.ts";
+import type { StoreReads } from "../../src/store/contract/executions.ts";
 import { failureSignatureId } from "../../src/domain/error-signature.ts";
 import type { Execution } from "../../src/domain/execution.ts";
 import { decodePart, encodeCell } from "../../src/domain/rollup-codec.ts";

@@ -5,7 +5,7 @@ import type { Execution, Report } from "../../src/domain/execution.ts";
 import type { JsonObject } from "../../src/domain/json.ts";
 import { normalizeStart, normalizeUpdate, type Checked } from "../../src/domain/normalize.ts";
 import type { Endpoint } from "../../src/domain/rejection.ts";
-import type { WriteOp } from "../../src/store/contract.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
 
 const NORMALIZE = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
 

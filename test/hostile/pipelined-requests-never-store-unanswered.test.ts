@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { reproduce, sendRaw, statuses } from "../../scripts/repro/pipelining.ts";
 import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 import { createWriter, RequestAbortedError } from "../../src/store/writer.ts";
-import type { WriteOp, WriteResult } from "../../src/store/contract.ts";
+import type { WriteOp, WriteResult } from "../../src/store/contract/store.ts";
 
 let running: TestApp | null = null;
 afterEach(async () => {

@@ -10,7 +10,7 @@ import { defaults, type Config } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { createRuntime } from "../../src/runtime.ts";
-import { StorageDamagedError } from "../../src/store/contract.ts";
+import { StorageDamagedError } from "../../src/store/contract/errors.ts";
 import { DatabaseOpenError } from "../../src/store/engine.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 import { startReport } from "../helpers/app.ts";

@@ -8,7 +8,7 @@ import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { ALL_APPS, OUTCOME_INDEX, sliceKey } from "../../src/domain/rollup.ts";
 import { createStats } from "../../src/read/stats.ts";
 import { SCANNED, breakdown, dimensionSums, errorCounts, foldRecords, summarize } from "../../src/read/aggregate.ts";
-import type { ExecutionFilter, StoreReads } from "../../src/store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../../src/store/contract/executions.ts";
 import { rewriteCell } from "../helpers/cells.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.

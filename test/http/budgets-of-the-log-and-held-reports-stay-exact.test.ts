@@ -15,7 +15,7 @@ import { replayRejected } from "../../src/maintenance/replay.ts";
 import { toRejectedJson } from "../../src/maintenance/rejected-log.ts";
 import { scheduledJobs } from "../../src/maintenance/schedule.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { BudgetStatus } from "../../src/store/contract.ts";
+import type { BudgetStatus } from "../../src/store/contract/maintenance.ts";
 import { HEAD_BYTES } from "../../src/store/shared/budgets.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 import { startReport, testApp, type TestApp } from "../helpers/app.ts";

@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { defaults } from "../../src/config.ts";
 import type { Execution } from "../../src/domain/execution.ts";
-import type { WriteOp } from "../../src/store/contract.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 import { exportExecutions } from "../../src/transfer/export-executions.ts";
 import { importRecords } from "../../src/transfer/import-records.ts";

@@ -4,7 +4,10 @@ import { describe, expect, test } from "bun:test";
 import { createApp } from "../../src/app.ts";
 import { createLogger } from "../../src/log.ts";
 import { CONTENT_TYPES, csvHeader } from "../../src/read/export.ts";
-import type { MaintenanceReads, StoreReads, WriteOp } from "../../src/store/contract.ts";
+import type { StoreReads } from "../../src/store/contract/executions.ts";
+import type { MaintenanceReads } from "../../src/store/contract/maintenance.ts";
+import type { RejectedReads } from "../../src/store/contract/rejected.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
 import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 import { COLUMNS, asCells, parseCsv, row } from "../helpers/export.ts";
 import { execution } from "../helpers/reports.ts";
@@ -13,7 +16,7 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 /** The test app with the export plugin mounted on the full app (so parameter errors answer 400 as in production). */
-async function setup(store?: (t: TestApp) => StoreReads & MaintenanceReads) {
+async function setup(store?: (t: TestApp) => StoreReads & MaintenanceReads & RejectedReads) {
   const t = await testApp();
   const log = createLogger("error", () => {}, t.clock);
   // The full app (export is mounted there), over the given store wrapper when a test needs one.
@@ -220,7 +223,7 @@ describe("cancellation", () => {
   /** The real store, with iterateExecutions wrapped to count opened and closed iterators. */
   function tracking(t: TestApp) {
     const counts = { opened: 0, closed: 0 };
-    const store: StoreReads & MaintenanceReads = Object.assign(Object.create(t.store) as StoreReads & MaintenanceReads, {
+    const store: StoreReads & MaintenanceReads & RejectedReads = Object.assign(Object.create(t.store) as StoreReads & MaintenanceReads & RejectedReads, {
       async *executionChunks(...args: Parameters<StoreReads["executionChunks"]>) {
         counts.opened++;
         try {
@@ -266,7 +269,7 @@ describe("cancellation", () => {
     // An endless source: only a cancel can end it.
     const counts = { pulled: 0, closed: 0 };
     const t = await setup((base) =>
-      Object.assign(Object.create(base.store) as StoreReads & MaintenanceReads, {
+      Object.assign(Object.create(base.store) as StoreReads & MaintenanceReads & RejectedReads, {
         async *executionChunks() {
           try {
             for (let i = 0; ; i++) {

@@ -8,7 +8,7 @@ import { reuseWhileExpensive, EXPENSIVE_MS } from "../../src/read/reuse.ts";
 import {
   originalId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toOriginalRecord, type OriginalSource,
 } from "../../src/read/original/data-shapes.ts";
-import type { WriteOp } from "../../src/store/contract.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
 import { execution } from "../helpers/reports.ts";
 
 /** The original's record: Go DataModel fields, in declaration order (json.Encoder keeps it). */

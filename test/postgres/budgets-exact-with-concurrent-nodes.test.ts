@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { deriveOutcome } from "../../src/domain/outcome.ts";
 import type { Report } from "../../src/domain/execution.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { Store, WriteOp } from "../../src/store/contract.ts";
+import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { uploadStart } from "../helpers/reports.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";

@@ -21,7 +21,7 @@ import type { Execution, Report } from "../../src/domain/execution.ts";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { ALL_APPS, GRAINS, ROLLUP_VERSION, sliceKey } from "../../src/domain/rollup.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { Store } from "../../src/store/contract.ts";
+import type { Store } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { encodeHeld } from "../../src/store/shared/budgets.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";

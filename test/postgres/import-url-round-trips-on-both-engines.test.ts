@@ -12,7 +12,7 @@ import type { JsonObject } from "../../src/domain/json.ts";
 import { createLogger } from "../../src/log.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { createRuntime } from "../../src/runtime.ts";
-import type { Store } from "../../src/store/contract.ts";
+import type { Store } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { SourceError, importFromApi, type ApiSummary } from "../../src/transfer/telemetry-service-api.ts";
 import { postgresForFile } from "../helpers/postgres.ts";

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { deriveOutcome } from "../../src/domain/outcome.ts";
 import type { RelayPolicy } from "../../src/domain/relay.ts";
 import type { Report } from "../../src/domain/execution.ts";
-import type { RelayEntry, Store, WriteOp } from "../../src/store/contract.ts";
+import type { RelayEntry } from "../../src/store/contract/relay.ts";
+import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
 import type { Engine } from "../../src/store/engine.ts";
 import { compiledBinary, startServer, type RunningServer } from "../helpers/binary.ts";

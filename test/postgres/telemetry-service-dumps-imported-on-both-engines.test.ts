@@ -9,7 +9,7 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { defaults } from "../../src/config.ts";
 import type { Execution } from "../../src/domain/execution.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { Store } from "../../src/store/contract.ts";
+import type { Store } from "../../src/store/contract/store.ts";
 import type { Engine } from "../../src/store/engine.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { sniff } from "../../src/transfer/input-format.ts";

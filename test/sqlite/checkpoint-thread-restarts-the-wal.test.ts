@@ -9,7 +9,7 @@ import { createLogger } from "../../src/log.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../../src/store/sqlite/store.ts";
 import { startCheckpointThread, type CheckpointOptions } from "../../src/store/sqlite/checkpoint-thread.ts";
-import type { WriteOp } from "../../src/store/contract.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
 import { reportOp, uploadStart } from "../helpers/reports.ts";
 
 const DIR = mkdtempSync(join(tmpdir(), "installstats-checkpoint-"));

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../../src/store/sqlite/store.ts";
-import type { Store, WriteOp } from "../../src/store/contract.ts";
+import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import { ALL_APPS, sliceKey } from "../../src/domain/rollup.ts";
 import { reportOp, uploadStart, uploadUpdate } from "../helpers/reports.ts";
 

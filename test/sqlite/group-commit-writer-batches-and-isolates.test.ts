@@ -2,7 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { createWriter } from "../../src/store/writer.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
-import { type WriteOp, StorageUnavailableError, StorageUnreachableError } from "../../src/store/contract.ts";
+import { StorageUnavailableError, StorageUnreachableError } from "../../src/store/contract/errors.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
 import { reportOp, uploadStart } from "../helpers/reports.ts";
 
 const start = (id: string): WriteOp => reportOp(uploadStart(id), 1);

@@ -5,7 +5,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/log.ts";
-import { ReadBudgetError } from "../../src/store/contract.ts";
+import { ReadBudgetError } from "../../src/store/contract/errors.ts";
 import { startScanThreads } from "../../src/store/sqlite/scan-threads.ts";
 import { tempDir } from "../helpers/tmp.ts";
 

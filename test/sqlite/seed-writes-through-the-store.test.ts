@@ -4,7 +4,7 @@
 import { beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { createSqliteStore } from "../../src/store/sqlite/store.ts";
-import type { Store, WriteOp } from "../../src/store/contract.ts";
+import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { generateInstalls, seedDatabase, seedOptions, type SeedOptions } from "../../src/seed/seed.ts";
 

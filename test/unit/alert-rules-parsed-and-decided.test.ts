@@ -8,7 +8,7 @@ import type { Observation } from "../../src/alerts/evaluate.ts";
 import { loadAlerts, parseAlerts, type Rule } from "../../src/alerts/rules.ts";
 import { ConfigError } from "../../src/config.ts";
 import { HOUR } from "../../src/domain/time.ts";
-import type { AlertState } from "../../src/store/contract.ts";
+import type { AlertState } from "../../src/store/contract/alerts.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const EXAMPLE_ENV = { NTFY_TOKEN: "tk", GOTIFY_APP_TOKEN: "g", DISCORD_WEBHOOK_URL: "https://discord.com/api/webhooks/1/x", SLACK_WEBHOOK_URL: "https://hooks.slack.com/services/x", HOOK_TOKEN: "h", SMTP_PASSWORD: "p" };

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { errorSignature, signatureId } from "../../src/domain/error-signature.ts";
 import { signaturePage, type PageReader } from "../../src/read/signature-filter.ts";
-import type { ListCursor } from "../../src/store/contract.ts";
+import type { ListCursor } from "../../src/store/contract/executions.ts";
 import type { Execution } from "../../src/domain/execution.ts";
 import { execution } from "../helpers/reports.ts";
 

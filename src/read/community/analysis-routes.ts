@@ -5,7 +5,7 @@
 import { Elysia, t } from "elysia";
 import { categoryOfExitCode } from "../../domain/error-category.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
-import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../../store/contract.ts";
+import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../../store/contract/executions.ts";
 import type { Window } from "../aggregate.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";

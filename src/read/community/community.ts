@@ -6,7 +6,7 @@
 import { t, type Static } from "elysia";
 import type { Execution } from "../../domain/execution.ts";
 import { DAY, HOUR } from "../../domain/time.ts";
-import type { ExecutionFilter, StoreReads } from "../../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import { platformClass, type Dimension } from "../../domain/rollup.ts";
 import type { Group, Window } from "../aggregate.ts";
 import { MAX_LABEL, QueryError, docParam } from "../query.ts";

@@ -4,7 +4,7 @@
 import { Elysia, t } from "elysia";
 import { EXIT_CODE_EXPLANATIONS } from "../../domain/exit-codes.ts";
 import { HOUR } from "../../domain/time.ts";
-import type { StoreReads } from "../../store/contract.ts";
+import type { StoreReads } from "../../store/contract/executions.ts";
 import type { Window } from "../aggregate.ts";
 import { docParam } from "../query.ts";
 import { createStats } from "../stats.ts";

@@ -8,7 +8,7 @@ import type { Execution } from "../../domain/execution.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
 import { FAILURE_SEPARATOR, failureParts, platformClass, type Counts, type Dimension } from "../../domain/rollup.ts";
 import { DAY, HOUR, MINUTE } from "../../domain/time.ts";
-import type { ExecutionFilter, StoreReads } from "../../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import { dimensionSums, summarize, type Cell, type Plan, type Window } from "../aggregate.ts";
 import { reuseByKey } from "../reuse.ts";
 import { csvCell } from "../export.ts";

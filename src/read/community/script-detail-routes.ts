@@ -5,7 +5,7 @@
 // code, so the body is given in /api/new's vocabulary and shapes (docs/decisions/2026-11-27-newest-community-api.md).
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../../http/errors.ts";
-import type { StoreReads } from "../../store/contract.ts";
+import type { StoreReads } from "../../store/contract/executions.ts";
 import { docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
 import { goDays, label, windowOf } from "./community.ts";

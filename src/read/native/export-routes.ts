@@ -1,7 +1,7 @@
 // GET /api/export: every install matching the read API's filters, streamed as CSV or NDJSON.
 import { Elysia, t } from "elysia";
 import { ErrorBody } from "../../http/errors.ts";
-import type { StoreReads } from "../../store/contract.ts";
+import type { StoreReads } from "../../store/contract/executions.ts";
 import { CONTENT_TYPES, EXPORT_CHUNK_ROWS, EXPORT_COLUMNS, exportFilename, exportStream, type ExportFormat } from "../export.ts";
 import { FilterQuery, resolveWindow, strictQuery, toFilter } from "../query.ts";
 

@@ -1,7 +1,7 @@
 // Read API: the installs listing and one install's records (/api/installs).
 import { Elysia, t, type Static } from "elysia";
 import { ErrorBody, errorBody } from "../../http/errors.ts";
-import type { StoreReads } from "../../store/contract.ts";
+import type { StoreReads } from "../../store/contract/executions.ts";
 import { ExecutionRecord, InstallDetail, toRecord } from "../record.ts";
 import { FilterQuery, MAX_LABEL, QueryError, decodeCursor, docParam, encodeCursor, intParam, oneOf, readQuery, strictQuery, textParam } from "../query.ts";
 import { signaturePage } from "../signature-filter.ts";

@@ -3,7 +3,7 @@
 // without a token. A privacy floor merges every app with fewer installs in a window into
 // "other", so a rarely installed app never points at the few people who ran it.
 import { Elysia, t, type Static } from "elysia";
-import type { StoreReads } from "../../store/contract.ts";
+import type { StoreReads } from "../../store/contract/executions.ts";
 import type { Group } from "../aggregate.ts";
 import { windowJson } from "../query.ts";
 import { createStats } from "../stats.ts";

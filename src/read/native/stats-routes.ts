@@ -1,7 +1,7 @@
 // Read API: aggregates over rollups (/api/stats/*).
 import { Elysia, t, type Static } from "elysia";
 import { ErrorBody } from "../../http/errors.ts";
-import type { StoreReads } from "../../store/contract.ts";
+import type { StoreReads } from "../../store/contract/executions.ts";
 import { FilterQuery, QueryError, docParam, intParam, oneOf, readQuery, resolveWindow, strictQuery, windowJson } from "../query.ts";
 import { BREAKDOWN_DIMENSIONS } from "../../domain/rollup.ts";
 import { createStats } from "../stats.ts";

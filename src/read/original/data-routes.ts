@@ -5,7 +5,7 @@
 // memory stays constant at any size and ingestion interleaves with a long download.
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../../http/errors.ts";
-import type { ExecutionFilter, StoreReads } from "../../store/contract.ts";
+import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import {
   OriginalErrors, OriginalRecord, OriginalSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, originalStatus, originalStatusCounts, outcomesOfOriginal, pageWindow,
   type OriginalSource,

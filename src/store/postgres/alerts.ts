@@ -3,7 +3,9 @@
 // time (the alert jobs take the store's lease), so these need no locks of their own.
 import type { Sql } from "postgres";
 import type { RejectReason } from "../../domain/rejection.ts";
-import type { AlertDelivery, AlertEvent, AlertReads, AlertRuleMark, AlertSend, AlertState, AlertTransition, ResultOf, WriteOp } from "../contract.ts";
+import type { AlertDelivery, AlertEvent, AlertReads, AlertRuleMark, AlertSend, AlertState, AlertTransition } from "../contract/alerts.ts";
+import type { RejectedReads } from "../contract/rejected.ts";
+import type { ResultOf, WriteOp } from "../contract/store.ts";
 
 type AlertOp<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
 /** A connection inside a transaction (transaction.ts). */
@@ -81,7 +83,7 @@ export async function applyAlertOp(tx: Tx, op: AlertOp<"alert-round" | "alert-si
 
 const DELIVERY = `id, event_id AS "eventId", channel, message, created_at AS "createdAt", next_at AS "nextAt", attempts, state, last_error AS "lastError", sent_at AS "sentAt"`;
 
-export function createAlertReads(pg: Sql): AlertReads {
+export function createAlertReads(pg: Sql): AlertReads & Pick<RejectedReads, "rejectedCounts"> {
   return {
     alertStates: () =>
       pg<AlertState[]>`SELECT rule, subject, status, since, event_id AS "eventId", notified, last_sent_at AS "lastSentAt" FROM alert_states ORDER BY rule, subject`.then((rows) => [...rows]),

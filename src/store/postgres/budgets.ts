@@ -15,7 +15,7 @@
 //   rows, the stuck mark, rollup rows, signatures), so two batches never wait on each other in a cycle.
 import type { Sql } from "postgres";
 import type { Rejection } from "../../domain/rejection.ts";
-import type { StoreLimits } from "../contract.ts";
+import type { StoreLimits } from "../contract/maintenance.ts";
 import {
   COUNTERS, EVICT_CHUNK, HEAD_BYTES, countBodyOut, countDropped, countIn, countOut, headOf, newEntry, planWhole,
   type BudgetCounters, type CounterName, type LeavingEntry, type NewEntry, type StoredBody,

@@ -9,7 +9,7 @@ import type { Sql } from "postgres";
 import { GRAINS, bucketStart, emptyData, hoursFrom, isAllApps, isEmpty, mergeInto, type Grain, type RollupData, type RollupKey, type RollupPart } from "../../domain/rollup.ts";
 import { UnknownLabelError, decodePart, encodeCell, labelsOf, type Labels, type StoredParts } from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
-import type { RollupCell } from "../contract.ts";
+import type { RollupCell } from "../contract/executions.ts";
 import { LabelCache } from "../shared/labels.ts";
 
 /** A connection inside a transaction (transaction.ts). */

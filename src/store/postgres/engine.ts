@@ -4,7 +4,10 @@ import type { Sql } from "postgres";
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import { DAY } from "../../domain/time.ts";
 import { ROLLUP_VERSION, RollupDeltas, storedSlicesOf } from "../../domain/rollup.ts";
-import { StorageUnavailableError, StorageUnreachableError, type BudgetStatus, type Store, type StoreLimits, type StoreReads, type WriteOp } from "../contract.ts";
+import { StorageUnavailableError, StorageUnreachableError } from "../contract/errors.ts";
+import { EXECUTION_READS, type ExecutionReads } from "../contract/executions.ts";
+import type { StoreLimits } from "../contract/maintenance.ts";
+import { READS, type AllReads, type Store, type WriteOp } from "../contract/store.ts";
 import type { Engine, OpenOptions } from "../engine.ts";
 import { openPostgres, redacted, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
@@ -13,6 +16,8 @@ import { createIssueReads } from "./issues.ts";
 import { Partitions } from "./partitions.ts";
 import { openReplica, type Replica } from "./replica.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
+import { guardReads, type Door } from "../shared/door.ts";
+import { rebuildDays } from "../shared/rebuild.ts";
 import { committedCounters } from "./budgets.ts";
 import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
 import { MARKS } from "./intake.ts";
@@ -57,65 +62,39 @@ function refusal(e: unknown, location: string): unknown {
   return new StorageUnreachableError(message);
 }
 
-/** The same reads, a server that cannot answer now turned into StorageUnavailableError: 503, not 500. */
-function guarded<R extends object>(reads: R, location: string): R {
-  const refuse = (e: unknown): unknown => refusal(e, location);
-  async function* rethrowing(chunks: AsyncIterable<unknown>): AsyncGenerator<unknown, void> {
-    try {
-      for await (const chunk of chunks) yield chunk;
-    } catch (e) {
-      throw refuse(e);
-    }
-  }
-  const out: Record<string, unknown> = {};
-  for (const [name, f] of Object.entries(reads)) {
-    if (typeof f !== "function") continue;
-    out[name] = (...args: unknown[]) => {
-      const r: unknown = (f as (...a: unknown[]) => unknown).apply(reads, args);
-      if (r instanceof Promise) return boundedWhileDown(r).catch((e: unknown) => Promise.reject(refuse(e)));
-      return r !== null && typeof r === "object" && Symbol.asyncIterator in r ? rethrowing(r as AsyncIterable<unknown>) : r;
-    };
-  }
-  return out as R;
+/** A server that cannot answer now turned into StorageUnavailableError (503, not 500); no read waits out a whole failover. */
+function door(location: string): Door {
+  return { translate: (e) => refusal(e, location), bound: boundedWhileDown };
 }
 
-/** The reads a replica may answer: all but issue links. */
-type ReplicaReads = Omit<StoreReads, "issueLinks">;
-
-/** The read API's reads, from the replica while it is usable, else from the primary; maintenance reads stay on the primary. */
-function routed(primary: ReplicaReads, replica: { reads: ReplicaReads; usable: () => boolean } | null): ReplicaReads {
-  const via = (): ReplicaReads => (replica?.usable() ? replica.reads : primary);
-  return {
-    getExecutions: (randomId) => via().getExecutions(randomId),
-    listExecutions: (filter, page) => via().listExecutions(filter, page),
-    newestOfApps: (apps) => via().newestOfApps(apps),
-    pageExecutions: (filter, page) => via().pageExecutions(filter, page),
-    executionChunks: (filter, page) => via().executionChunks(filter, page),
-    iterateExecutions: (filter) => via().iterateExecutions(filter),
-    countUpdatedSince: (filter, since) => via().countUpdatedSince(filter, since),
-    errorTextCounts: () => via().errorTextCounts(),
-    changeMarker: () => via().changeMarker(),
-    readRollups: (selection) => via().readRollups(selection),
-    rollupCells: (grain, from, to) => via().rollupCells(grain, from, to),
-    foldedUntil: () => via().foldedUntil(),
-    signatures: (ids) => via().signatures(ids),
-    recordSpan: () => via().recordSpan(),
-  };
+/** The read API's reads (the executions feature's), from the replica while it is usable, else from the primary; the others stay on the primary. */
+function routed(primary: ExecutionReads, replica: { reads: ExecutionReads; usable: () => boolean } | null): ExecutionReads {
+  const via = (): ExecutionReads => (replica?.usable() ? replica.reads : primary);
+  const names = Object.keys(EXECUTION_READS) as (keyof ExecutionReads)[];
+  return Object.fromEntries(names.map((name) => [name, (...args: unknown[]) => (via()[name] as (...a: unknown[]) => unknown)(...args)])) as unknown as ExecutionReads;
 }
 
 function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
   const labels = new PgLabels(pg);
-  const reads = guarded(createPostgresReads(pg, db, labels), location);
-  const fromReplica = replica ? { reads: guarded(createPostgresReads(replica.sql, replica.db), replica.status().location), usable: replica.usable } : null;
   let limits: StoreLimits = DEFAULT_LIMITS;
   let relay: RelayPolicy | null = null;
   const partitions = new Partitions(pg);
+  // Alerts, issue links, the budgets and the outbox read on the primary: what they decide is written there.
+  const reads = guardReads<AllReads>(
+    {
+      ...createPostgresReads(pg, db, labels),
+      ...createAlertReads(pg),
+      ...createIssueReads(pg),
+      relayStatus: () => relayStatus(pg),
+      budgets: async () => budgetStatus(await committedCounters(pg), limits),
+    },
+    READS,
+    door(location),
+  );
+  const fromReplica = replica ? { reads: guardReads<ExecutionReads>(createPostgresReads(replica.sql, replica.db), EXECUTION_READS, door(replica.status().location)), usable: replica.usable } : null;
   return {
     ...reads,
     ...routed(reads, fromReplica),
-    // Alerts and issue links read on the primary: what they decide is written there.
-    ...guarded(createAlertReads(pg), location),
-    ...guarded(createIssueReads(pg), location),
     async write(ops: readonly WriteOp[]) {
       try {
         return await writeBatch(pg, ops, { limits, relay, partitions, labels });
@@ -128,14 +107,12 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       await pg`TRUNCATE rollup_cells`;
       if (!span) return;
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
-      const end = span.last + 1;
-      for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
+      for (const day of rebuildDays(span, onDay)) {
         const deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
         for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
         const batch = labels.batch();
         await transaction(pg, (tx) => addRollups(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]));
         batch.commit();
-        onDay?.(day, end);
       }
     },
     setLimits(next: StoreLimits) {
@@ -144,7 +121,6 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     setRelay(policy) {
       relay = policy;
     },
-    relayStatus: () => relayStatus(pg),
     async leaseJob(name, everyMs, at, fn) {
       // A transaction holds a transaction-level advisory lock on the job's key while it runs: the
       // lock says who runs it now (the others skip, they do not wait), the time of its last run in
@@ -164,7 +140,6 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       });
       return ran ? result : null;
     },
-    budgets: async (): Promise<BudgetStatus> => budgetStatus(await committedCounters(pg), limits),
     async close() {
       await replica?.close();
       await pg.end({ timeout: 5 });

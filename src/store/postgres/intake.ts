@@ -9,7 +9,7 @@ import type { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
 import type { RollupDeltas } from "../../domain/rollup.ts";
-import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
+import type { ResultFor, WriteOp, WriteResult } from "../contract/store.ts";
 import { decodeHeld, encodeHeld, type HeldColumns } from "../shared/budgets.ts";
 import { count, recount } from "../shared/counting.ts";
 import type { BatchBudget } from "./budgets.ts";

@@ -2,7 +2,8 @@
 // transaction. Nodes share the table, so a claim is an insert that only one of them can make, and
 // a row that exists is locked (FOR UPDATE) before it is judged.
 import type { Sql } from "postgres";
-import type { IssueLink, ResultOf, WriteOp } from "../contract.ts";
+import type { IssueLink } from "../contract/issues.ts";
+import type { ResultOf, WriteOp } from "../contract/store.ts";
 
 type IssueOp<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
 /** A connection inside a transaction (transaction.ts). */

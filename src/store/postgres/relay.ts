@@ -1,4 +1,4 @@
-// The relay's outbox in the PostgreSQL engine, shared by every node (contract.ts Store.setRelay
+// The relay's outbox in the PostgreSQL engine, shared by every node (contract/relay.ts Store.setRelay
 // and the relay-* writes). An accepted report's entry is written in the batch's transaction, under
 // the advisory locks of its execution, so an execution's entries are queued in order. Senders on
 // several nodes claim with FOR UPDATE SKIP LOCKED and a lease, so no entry is in two claims, and
@@ -7,7 +7,8 @@
 import type { Sql } from "postgres";
 import type { Descriptive, Report } from "../../domain/execution.ts";
 import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
-import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import type { RelayStatus } from "../contract/relay.ts";
+import type { ResultFor, WriteOp } from "../contract/store.ts";
 import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 
 /** A connection inside a transaction (transaction.ts). */

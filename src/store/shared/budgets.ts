@@ -16,7 +16,7 @@
 import { asDecline } from "../../domain/error-category.ts";
 import type { Report } from "../../domain/execution.ts";
 import type { Rejection } from "../../domain/rejection.ts";
-import type { BudgetStatus, StoreLimits } from "../contract.ts";
+import type { BudgetStatus, StoreLimits } from "../contract/maintenance.ts";
 
 /** Bytes of a body kept when the body itself is not: enough to see what it was. */
 export const HEAD_BYTES = 256;

@@ -2,7 +2,7 @@
 // executions table: the columns are the same by name, and so is the meaning of every filter.
 import { and, eq, gte, isNull, lt, lte, not, notInArray, or, sql, type Column, type SQL } from "drizzle-orm";
 import type { Execution } from "../../domain/execution.ts";
-import type { ExecutionFilter, PageQuery, PageSort } from "../contract.ts";
+import type { ExecutionFilter, PageQuery, PageSort } from "../contract/executions.ts";
 
 /** An executions table's columns, by the domain's names. */
 export type ExecutionColumns = { [K in keyof Execution]: Column };

@@ -6,7 +6,7 @@ import { failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { GRAINS, addRecord, bucketStart, emptyData, isAllApps, parseSlice, repoClass, type RollupData } from "../../domain/rollup.ts";
 import { DAY } from "../../domain/time.ts";
-import type { ExecutionFilter } from "../contract.ts";
+import type { ExecutionFilter } from "../contract/executions.ts";
 
 /** The executions of a slice in [from, to), as far as a filter can say (a repo class "external" is checked per record). */
 export function sliceFilter(slice: string, from: number, to: number): ExecutionFilter {

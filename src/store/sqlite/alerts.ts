@@ -2,7 +2,9 @@
 // writes run inside the batch's transaction like every other op, the reads are plain queries.
 import { and, count, desc, eq, inArray, lt, lte, ne, notInArray, sql, type SQL } from "drizzle-orm";
 import type { RejectReason } from "../../domain/rejection.ts";
-import type { AlertDelivery, AlertEvent, AlertReads, AlertSend, AlertTransition, ResultOf, WriteOp } from "../contract.ts";
+import type { AlertDelivery, AlertEvent, AlertReads, AlertSend, AlertTransition } from "../contract/alerts.ts";
+import type { RejectedReads } from "../contract/rejected.ts";
+import type { ResultOf, WriteOp } from "../contract/store.ts";
 import type { Db } from "./database.ts";
 import { alertEvents, alertOutbox, alertRules, alertStates, rejectedReports } from "./schema.ts";
 
@@ -89,8 +91,11 @@ export function createAlertWrites(db: Db) {
 
 const deliveryColumns = { channel: alertOutbox.channel, state: alertOutbox.state, attempts: alertOutbox.attempts, lastError: alertOutbox.lastError, sentAt: alertOutbox.sentAt };
 
+/** What the alert job reads: its own tables, and the rejected-reports log counted by reason. */
+type AlertsRead = AlertReads & Pick<RejectedReads, "rejectedCounts">;
+
 /** Synchronous reads; store.ts makes them the contract's asynchronous AlertReads. */
-export function createAlertReads(db: Db): { [K in keyof AlertReads]: (...args: Parameters<AlertReads[K]>) => Awaited<ReturnType<AlertReads[K]>> } {
+export function createAlertReads(db: Db): { [K in keyof AlertsRead]: (...args: Parameters<AlertsRead[K]>) => Awaited<ReturnType<AlertsRead[K]>> } {
   return {
     alertStates: () => db.select().from(alertStates).orderBy(alertStates.rule, alertStates.subject).all(),
 

@@ -11,7 +11,7 @@ import {
   COUNTERS as BUDGET_COUNTERS, EVICT_CHUNK, ROW_BYTES, countBodyOut, countDropped, countIn, countOut, headOf, newEntry, planWhole,
   type BudgetCounters, type LeavingEntry, type StoredBody,
 } from "../shared/budgets.ts";
-import type { StoreLimits } from "../contract.ts";
+import type { StoreLimits } from "../contract/maintenance.ts";
 
 /** What a row without a cost (logged before migration 0009) counts: the same estimate, in SQL. */
 export const LEGACY_LOG_COST = `${ROW_BYTES} + length("body") + length("message") + coalesce(length("field"), 0) + coalesce(length("random_id"), 0)`;

@@ -2,7 +2,7 @@
 import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { Database } from "bun:sqlite";
-import { StorageDamagedError } from "../contract.ts";
+import { StorageDamagedError } from "../contract/errors.ts";
 import { DatabaseOpenError, type Engine, type OpenOptions, type StorageHealth } from "../engine.ts";
 import { startCheckpointThread } from "./checkpoint-thread.ts";
 import { startScanThreads } from "./scan-threads.ts";

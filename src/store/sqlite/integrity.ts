@@ -1,7 +1,7 @@
 // Damage, seen and named: SQLite's own checks turned into lines that say which table or index is
 // hurt, and SQLite's errors told apart (a damaged file is not a bug of ours, nor the client's).
 import type { Database } from "bun:sqlite";
-import { StorageDamagedError } from "../contract.ts";
+import { StorageDamagedError } from "../contract/errors.ts";
 import { CellFormatError } from "../../domain/rollup-codec.ts";
 
 /** Lines of a check kept in a report; the rest are counted. */

@@ -1,7 +1,8 @@
 // Issue links in SQLite (src/issues/ decides; this keeps): claims, links and their release inside
 // the batch's transaction like every other op. One writer per file, so a read then a write is atomic.
 import { and, desc, eq, inArray, isNotNull, isNull } from "drizzle-orm";
-import type { IssueLink, ResultOf, WriteOp } from "../contract.ts";
+import type { IssueLink } from "../contract/issues.ts";
+import type { ResultOf, WriteOp } from "../contract/store.ts";
 import type { Db } from "./database.ts";
 import { issueLinks } from "./schema.ts";
 

@@ -3,7 +3,7 @@
 import { and, asc, count, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, not, or, sql, type SQL } from "drizzle-orm";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
-import type { RejectedEntry } from "../contract.ts";
+import type { RejectedEntry } from "../contract/rejected.ts";
 import type { Db } from "./database.ts";
 import { decodeHeld, entryBody } from "../shared/budgets.ts";
 import { importMarkName } from "../shared/marks.ts";
@@ -27,7 +27,7 @@ const truncated = and(eq(rejectedReports.bodyStore, "head"), sql`${rejectedRepor
 /** Rows per chunk of heldChunks and rejectedChunks unless the caller says otherwise (bodies and reports may be large). */
 const CHUNK_ROWS = 200;
 
-/** The queries behind the contract's MaintenanceReads, synchronous as bun:sqlite is (store.ts adapts them). */
+/** The queries behind the contract's maintenance, rejected-log and transfer reads (contract/maintenance.ts, rejected.ts, transfer.ts), synchronous as bun:sqlite is (store.ts adapts them). */
 export function createMaintenanceReads(db: Db) {
   const getStuckCheckedUntil = db.select({ t: expiryState.checkedUntil }).from(expiryState).where(eq(expiryState.id, 1)).prepare();
   const countOf = (table: typeof executions | typeof heldReports | typeof rejectedReports, where: SQL) => db.select({ n: count() }).from(table).where(where).get()?.n ?? 0;

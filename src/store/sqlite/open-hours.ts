@@ -14,7 +14,7 @@ import {
   ALL_APPS, GRAINS, addLeaf, appSlice, bucketStart, countHour, emptyData, isEmpty, leafSliceOf, parseSlice, sliceKey,
   type OpenCount, type RollupData,
 } from "../../domain/rollup.ts";
-import type { RollupCell } from "../contract.ts";
+import type { RollupCell } from "../contract/executions.ts";
 
 interface Leaf {
   kind: Kind;

@@ -6,7 +6,7 @@ import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { emptyData, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
-import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract.ts";
+import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract/executions.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";

@@ -1,4 +1,4 @@
-// The relay's outbox in the SQLite engine (contract.ts Store.setRelay and the relay-* writes): an
+// The relay's outbox in the SQLite engine (contract/relay.ts Store.setRelay and the relay-* writes): an
 // accepted report's entry is written in the transaction that stores the report, taken out by the
 // sender's claims and settlements, and kept within its bound, oldest dropped first. The totals
 // live in budget_counters (relay.*), changed in the same transactions.
@@ -6,7 +6,8 @@ import type { Database } from "bun:sqlite";
 import type { Descriptive, Report } from "../../domain/execution.ts";
 import type { Endpoint } from "../../domain/rejection.ts";
 import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
-import type { RelayStatus, ResultFor, WriteOp } from "../contract.ts";
+import type { RelayStatus } from "../contract/relay.ts";
+import type { ResultFor, WriteOp } from "../contract/store.ts";
 import type { Counters } from "./budgets.ts";
 import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
 

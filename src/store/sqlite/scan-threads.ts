@@ -3,7 +3,8 @@
 // is started afresh: bun:sqlite cannot interrupt a statement, and a thread can always be ended.
 import type { Execution } from "../../domain/execution.ts";
 import type { Logger } from "../../log.ts";
-import { ReadBudgetError, type ExecutionFilter, type ListCursor, type PageQuery } from "../contract.ts";
+import { ReadBudgetError } from "../contract/errors.ts";
+import type { ExecutionFilter, ListCursor, PageQuery } from "../contract/executions.ts";
 import type { HourCells, ScanReply, ScanRequest, ScannerStart } from "./scanner.ts";
 
 type Page = { limit: number; after?: ListCursor; order?: "newest" | "oldest" };

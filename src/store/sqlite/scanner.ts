@@ -4,7 +4,7 @@
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Execution } from "../../domain/execution.ts";
-import type { ExecutionFilter, ListCursor, PageQuery } from "../contract.ts";
+import type { ExecutionFilter, ListCursor, PageQuery } from "../contract/executions.ts";
 import { isAllApps } from "../../domain/rollup.ts";
 import { encodeCell, type StoredParts } from "../../domain/rollup-codec.ts";
 import { LabelCache } from "../shared/labels.ts";

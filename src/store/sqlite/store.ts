@@ -4,12 +4,16 @@
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
-import type { Execution } from "../../domain/execution.ts";
 import { GRAINS, emptyData, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
 import { decodePart } from "../../domain/rollup-codec.ts";
 import { LabelCache } from "../shared/labels.ts";
-import { StorageDamagedError, StorageUnavailableError, type RollupSelection, type Store, type StoreLimits, type WriteOp, type WriteResult } from "../contract.ts";
+import { StorageDamagedError, StorageUnavailableError } from "../contract/errors.ts";
+import type { RollupSelection } from "../contract/executions.ts";
+import type { StoreLimits } from "../contract/maintenance.ts";
+import { READS, type AllReads, type Store, type WriteOp, type WriteResult } from "../contract/store.ts";
 import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
+import { guardReads, type EngineReads } from "../shared/door.ts";
+import { rebuildDays } from "../shared/rebuild.ts";
 import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";
@@ -69,16 +73,6 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     if (d instanceof StorageDamagedError) damage = d.message;
     return d;
   };
-  /** A read of the contract: synchronous inside, damage turned into StorageDamagedError. */
-  const read =
-    <A extends unknown[], R>(f: (...args: A) => R) =>
-    async (...args: A): Promise<R> => {
-      try {
-        return f(...args);
-      } catch (e) {
-        throw seen(e);
-      }
-    };
 
   // PRAGMA data_version moves when another connection commits (a CLI command beside the server):
   // then neither the cached cells nor the open hours can be vouched for.
@@ -91,9 +85,9 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     const foldedUntil = reads.storedFoldedUntil();
     open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
   };
-  /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */
   /** When data_version was last asked (reads of one request ask dozens of times within a millisecond). */
   let checkedAt = Number.NEGATIVE_INFINITY;
+  /** Recounts what this connection can no longer vouch for; cheap when nothing changed. */
   const checkState = (mark = false) => {
     const now = performance.now();
     if (!mark && now - checkedAt < 1) return;
@@ -132,127 +126,91 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     }
   }
 
-  /** Chunks of a read, each run to completion before it is handed over; damage met midway is a clear error. */
-  async function* chunksOf<T>(chunks: Iterable<T>): AsyncGenerator<T, void> {
-    const it = chunks[Symbol.iterator]();
-    for (;;) {
-      let next: IteratorResult<T>;
-      try {
-        next = it.next();
-      } catch (e) {
-        throw seen(e);
-      }
-      if (next.done) return;
-      yield next.value;
-    }
-  }
-
   /** Read threads while serving: scans then never run on the thread that acknowledges reports. */
   let scans: Scans | null = null;
-  /** A scan on a read thread; what it meets is judged as here (damage remembered for health). */
-  const remote = async <T>(p: Promise<T>): Promise<T> => {
-    try {
-      return await p;
-    } catch (e) {
-      throw seen(e);
-    }
-  };
-  async function* remoteChunks(chunks: AsyncGenerator<Execution[], void>): AsyncGenerator<Execution[], void> {
-    for (;;) {
-      let next: IteratorResult<Execution[], void>;
-      try {
-        next = await chunks.next();
-      } catch (e) {
-        throw seen(e);
-      }
-      if (next.done) return;
-      try {
-        yield next.value;
-      } catch (e) {
-        await chunks.return();
-        throw e;
-      }
-    }
-  }
-  // Each chunk is its own query, run to completion before it is handed over.
-  const executionChunks: Store["executionChunks"] = (filter, page) =>
-    scans ? remoteChunks(scans.executionChunks(filter, page)) : chunksOf(reads.executionChunks(filter, page));
-
-  return {
-    getExecutions: read((randomId) => reads.getExecutions(randomId)),
-    listExecutions: (filter, page) => (scans ? remote(scans.listExecutions(filter, page)) : read(() => reads.listExecutions(filter, page))()),
-    newestOfApps: (apps) => (scans ? remote(scans.newestOfApps(apps)) : read(() => reads.newestOfApps(apps))()),
-    pageExecutions: (filter, page) => (scans ? remote(scans.pageExecutions(filter, page)) : read(() => reads.pageExecutions(filter, page))()),
-    executionChunks,
+  // Synchronous inside; the door (shared/door.ts) makes each read the contract's, damage met by
+  // one (here or on a read thread) a clear error, remembered for health.
+  const inner: EngineReads<AllReads> = {
+    getExecutions: (randomId) => reads.getExecutions(randomId),
+    listExecutions: (filter, page) => (scans ? scans.listExecutions(filter, page) : reads.listExecutions(filter, page)),
+    newestOfApps: (apps) => (scans ? scans.newestOfApps(apps) : reads.newestOfApps(apps)),
+    pageExecutions: (filter, page) => (scans ? scans.pageExecutions(filter, page) : reads.pageExecutions(filter, page)),
+    // Each chunk is its own query, run to completion before it is handed over.
+    executionChunks: (filter, page) => (scans ? scans.executionChunks(filter, page) : reads.executionChunks(filter, page)),
     async *iterateExecutions(filter) {
-      for await (const chunk of executionChunks(filter)) yield* chunk;
+      for await (const chunk of inner.executionChunks(filter)) yield* chunk;
     },
-    errorTextCounts: () => (scans ? remote(scans.errorTextCounts()) : read(() => reads.errorTextCounts())()),
+    errorTextCounts: () => (scans ? scans.errorTextCounts() : reads.errorTextCounts()),
     // On the main thread: asked with a window of hours (the live counts), a short index range.
-    countUpdatedSince: read((filter, since) => reads.countUpdatedSince(filter, since)),
-    offload(next) {
-      scans = next;
-    },
-    changeMarker: read(() => reads.changeMarker()),
-    signatures: read((ids) => reads.signatures(ids)),
-    recordSpan: read(() => reads.recordSpan()),
+    countUpdatedSince: (filter, since) => reads.countUpdatedSince(filter, since),
+    changeMarker: () => reads.changeMarker(),
+    signatures: (ids) => reads.signatures(ids),
+    recordSpan: () => reads.recordSpan(),
 
     async readRollups(selection) {
-      try {
-        checkState();
-        const { grain, slice, from, to, parts } = selection;
-        const out: { bucket: number; data: RollupData }[] = [];
-        // Hours before the hour cells: counted from their days' records (old-hours.ts).
-        const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
-        if (from < first) {
-          const end = Math.min(to, first);
-          const days = [...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values()].flat().map((c) => c.bucket);
-          const counted = await old.read(slice, from, end, days, (s, day) => countDay(s, day));
-          for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
-        }
-        const start = Math.max(from, first);
-        if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, repoClasses(slice)));
-        return out;
-      } catch (e) {
-        throw seen(e);
+      checkState();
+      const { grain, slice, from, to, parts } = selection;
+      const out: { bucket: number; data: RollupData }[] = [];
+      // Hours before the hour cells: counted from their days' records (old-hours.ts).
+      const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
+      if (from < first) {
+        const end = Math.min(to, first);
+        const days = [...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values()].flat().map((c) => c.bucket);
+        const counted = await old.read(slice, from, end, days, (s, day) => countDay(s, day));
+        for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
       }
+      const start = Math.max(from, first);
+      if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, repoClasses(slice)));
+      return out;
     },
 
-    rollupCells: read((grain, from, to) => {
+    rollupCells: (grain, from, to) => {
       checkState();
       const stored = reads.storedCells(grain, from, to);
       const cells = grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
       return withEveryRepo(cells, (slice, bucket, data) => ({ slice, bucket, data }));
-    }),
+    },
 
-    foldedUntil: read(() => {
+    foldedUntil: () => {
       checkState();
       return open.foldedUntil;
-    }),
+    },
 
-    stuckExecutions: read((from, before, limit) => maintenance.stuckExecutions(from, before, limit)),
-    stuckCheckedUntil: read(() => maintenance.stuckCheckedUntil()),
-    importMark: read((source) => maintenance.importMark(source)),
-    countBefore: read((cutoff) => maintenance.countBefore(cutoff)),
-    heldBefore: read((cutoff, limit) => maintenance.heldBefore(cutoff, limit)),
-    listRejected: read((opts) => maintenance.listRejected(opts)),
-    replayCandidates: read((opts) => maintenance.replayCandidates(opts)),
-    countReplayed: read((reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix)),
-    budgets: read(() => budgetStatus(writes.counters(), limits.current)),
-    heldChunks: (opts) => chunksOf(maintenance.heldChunks(opts)),
-    rejectedChunks: (opts) => chunksOf(maintenance.rejectedChunks(opts)),
-    alertStates: read(() => alerts.alertStates()),
-    alertRuleMarks: read(() => alerts.alertRuleMarks()),
-    alertHistory: read((opts) => alerts.alertHistory(opts)),
-    alertDue: read((dueBy, limit) => alerts.alertDue(dueBy, limit)),
-    alertQueue: read(() => alerts.alertQueue()),
-    rejectedCounts: read((from, to) => alerts.rejectedCounts(from, to)),
-    issueLinks: read((ids) => issues.issueLinks(ids)),
-    relayStatus: read(() => writes.relayStatus()),
+    stuckExecutions: (from, before, limit) => maintenance.stuckExecutions(from, before, limit),
+    stuckCheckedUntil: () => maintenance.stuckCheckedUntil(),
+    importMark: (source) => maintenance.importMark(source),
+    countBefore: (cutoff) => maintenance.countBefore(cutoff),
+    heldBefore: (cutoff, limit) => maintenance.heldBefore(cutoff, limit),
+    listRejected: (opts) => maintenance.listRejected(opts),
+    replayCandidates: (opts) => maintenance.replayCandidates(opts),
+    countReplayed: (reasons, retryPrefix) => maintenance.countReplayed(reasons, retryPrefix),
+    budgets: () => budgetStatus(writes.counters(), limits.current),
+    heldChunks: (opts) => maintenance.heldChunks(opts),
+    rejectedChunks: (opts) => maintenance.rejectedChunks(opts),
+    alertStates: () => alerts.alertStates(),
+    alertRuleMarks: () => alerts.alertRuleMarks(),
+    alertHistory: (opts) => alerts.alertHistory(opts),
+    alertDue: (dueBy, limit) => alerts.alertDue(dueBy, limit),
+    alertQueue: () => alerts.alertQueue(),
+    rejectedCounts: (from, to) => alerts.rejectedCounts(from, to),
+    issueLinks: (ids) => issues.issueLinks(ids),
+    relayStatus: () => writes.relayStatus(),
+  };
 
+  return {
+    ...guardReads<AllReads>(inner, READS, { translate: seen }),
+    offload(next) {
+      scans = next;
+    },
     write: async (ops) => writeNow(ops),
 
-    rebuildRollups: read((onDay) => rebuildNow(onDay)),
+    async rebuildRollups(onDay) {
+      try {
+        rebuildNow(onDay);
+      } catch (e) {
+        throw seen(e);
+      }
+    },
     setLimits(next) {
       limits.current = { ...next };
     },
@@ -271,7 +229,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   async function countDay(slice: string, day: number): Promise<{ bucket: number; data: RollupData }[]> {
     const filter = sliceFilter(slice, day, day + DAY);
     if (!scans) return countHours(reads.executionChunks(filter), slice);
-    const counted = await remote(scans.hourCells(filter, slice));
+    const counted = await scans.hourCells(filter, slice);
     const labels = new LabelCache();
     labels.learn(counted.labels);
     return counted.cells.map(({ bucket, ...parts }) => {
@@ -304,11 +262,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
     recount();
     if (!span) return;
+    // Hours from the fold mark on are open hours, recounted into memory above.
     const foldedUntil = open.foldedUntil;
-    const end = Math.min(span.last - (span.last % DAY) + DAY, foldedUntil);
-    for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
-      onDay?.(day, end);
-      writes.rebuildDay(day, Math.min(day + DAY, foldedUntil));
-    }
+    for (const day of rebuildDays(span, onDay, foldedUntil)) writes.rebuildDay(day, Math.min(day + DAY, foldedUntil));
   }
 }

@@ -12,7 +12,9 @@ import { GRAINS, RollupDeltas, emptyData, hoursFrom, isAllApps, isEmpty, storedS
 import { encodeCell } from "../../domain/rollup-codec.ts";
 import type { OldHours } from "../shared/old-hours.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
-import type { ReportWrite, ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
+import type { ReportWrite } from "../contract/executions.ts";
+import type { StoreLimits } from "../contract/maintenance.ts";
+import type { ResultFor, WriteOp, WriteResult } from "../contract/store.ts";
 import { Counters, createLogBudget } from "./budgets.ts";
 import { decodeHeld, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
 import { count, recount } from "../shared/counting.ts";

@@ -2,23 +2,16 @@
 // rollup deltas and error-signature sightings merged into their rows before COMMIT, the open
 // hours' counts handed to memory after it. The steps are module functions over the connection's
 // WriteContext (write-context.ts): reports in intake.ts, rollup cells and signatures in cells.ts.
-import type { Database } from "bun:sqlite";
 import { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Rejection } from "../../domain/rejection.ts";
-import type { RelayPolicy } from "../../domain/relay.ts";
-import type { OldHours } from "../shared/old-hours.ts";
-import type { ResultFor, StoreLimits, WriteOp, WriteResult } from "../contract.ts";
+import type { ResultFor, WriteOp, WriteResult } from "../contract.ts";
 import type { LeavingEntry } from "../shared/budgets.ts";
 import { count } from "../shared/counting.ts";
 import { importMarkName } from "../shared/marks.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
-import type { CellCache } from "./cell-cache.ts";
 import { deltasFrom, fold, mergeSightings, recountDay, storeTouched } from "./cells.ts";
-import type { Db } from "./database.ts";
 import { encodeId } from "./ids.ts";
 import { applyHeldAlone, applyReport, keepHeld, keepHeldWithinBudget, load, logRejection, forgetHeld } from "./intake.ts";
-import type { OpenHours } from "./open-hours.ts";
-import type { SqliteReads } from "./reads.ts";
 import { createWriteContext, type BatchEffects, type WriteContext } from "./write-context.ts";
 
 type Op<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
@@ -156,18 +149,10 @@ function runBatch(ctx: WriteContext, ops: readonly WriteOp[]): { results: WriteR
   return { results, fx };
 }
 
-export function createSqliteWrites(
-  sqlite: Database,
-  db: Db,
-  reads: SqliteReads,
-  cells: CellCache,
-  openHours: OpenHours,
-  oldHours: OldHours,
-  limits: { current: StoreLimits },
-  relayPolicy: { current: RelayPolicy | null },
-) {
-  const ctx = createWriteContext(sqlite, db, reads, cells, openHours, oldHours, limits, relayPolicy);
-  const { counters, labels, relay } = ctx;
+/** The write side of one connection (store.ts): the context made once, a transaction per batch. */
+export function createSqliteWrites(...args: Parameters<typeof createWriteContext>) {
+  const ctx = createWriteContext(...args);
+  const { sqlite, cells, openHours, oldHours, counters, labels, relay } = ctx;
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => runBatch(ctx, ops));
   const rebuildDay = sqlite.transaction((day: number, end: number) => recountDay(ctx, day, end));
 

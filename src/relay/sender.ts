@@ -76,165 +76,185 @@ export interface Sender {
   stop(): Promise<void>;
 }
 
-export function startSender(deps: SenderDeps): Sender {
-  const { submit, targets, timeoutMs, owner, clock, log } = deps;
-  const state: SenderState = { state: "idle", lastSentAt: null, lastError: null, lastErrorAt: null, failures: 0, retryAt: null };
-  const stopping = new AbortController();
-  const sleepers = new Set<() => void>();
+/** A running sender: its dependencies, its state, and what stops it. */
+interface SenderRun {
+  deps: SenderDeps;
+  state: SenderState;
+  stopping: AbortController;
+  /** Wakes the sleeps in progress (stop). */
+  sleepers: Set<() => void>;
+  /** When the next request may start (paced). */
+  slot: number;
+}
 
-  /** Waits `ms`, or less when stopped. */
-  const sleep = (ms: number) =>
-    new Promise<void>((done) => {
-      const wake = () => {
-        clearTimeout(timer);
-        sleepers.delete(wake);
-        done();
-      };
-      const timer = setTimeout(wake, ms);
-      sleepers.add(wake);
-    });
-
-  let slot = 0;
-  /** Spaces request starts to the rate. */
-  async function paced(): Promise<void> {
-    if (deps.rate <= 0) return;
-    const now = performance.now();
-    const at = Math.max(now, slot);
-    slot = at + 1000 / deps.rate;
-    if (at > now) await sleep(at - now);
-  }
-
-  async function post(entry: RelayEntry): Promise<Attempt> {
-    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal]);
-    const started = performance.now();
-    let attempt: Attempt;
-    try {
-      const res = await fetch(targets[entry.endpoint], {
-        method: "POST",
-        body: entry.body,
-        headers: { "content-type": "application/json", "user-agent": deps.userAgent, ...(deps.authorization ? { authorization: deps.authorization } : {}) },
-        // The current clients do not follow redirects either; a redirect means the URL is wrong.
-        redirect: "manual",
-        signal,
-      });
-      const answer = (await res.text()).slice(0, ANSWER_CHARS).trim();
-      const status = `HTTP ${res.status}${answer ? `: ${answer}` : ""}`;
-      if (res.status >= 200 && res.status < 300) attempt = { kind: "sent" };
-      else if (res.status === 400 || res.status === 413 || res.status === 422) attempt = { kind: "refused", error: status };
-      else if (res.status >= 300 && res.status < 400) {
-        attempt = { kind: "failed", error: `HTTP ${res.status}: the upstream redirects to ${res.headers.get("location") ?? "(no location)"}; set --relay-url to where it points`, retryAfterMs: null };
-      } else attempt = { kind: "failed", error: status, retryAfterMs: retryAfterMs(res.headers.get("retry-after"), clock()) };
-    } catch (e) {
-      const timedOut = !stopping.signal.aborted && signal.aborted;
-      attempt = { kind: "failed", error: timedOut ? `no answer within ${timeoutMs} ms` : `cannot reach the upstream: ${e instanceof Error ? e.message : String(e)}`, retryAfterMs: null };
-    }
-    deps.onAttempt?.(attempt.kind, (performance.now() - started) / 1000);
-    return attempt;
-  }
-
-  /**
-   * Posts a claim's entries, a few at a time. A failure before anything of the claim was sent
-   * means the upstream is failing: no further one is started. After a success, a failure is
-   * the entry's own (an endpoint the upstream lacks, say): the others go on.
-   */
-  async function sendAll(entries: readonly RelayEntry[]): Promise<Map<number, Attempt>> {
-    const results = new Map<number, Attempt>();
-    let next = 0;
-    let sent = 0;
-    let failing = false;
-    const worker = async () => {
-      while (next < entries.length && !failing && !stopping.signal.aborted) {
-        const entry = entries[next++]!;
-        await paced();
-        if (stopping.signal.aborted) return;
-        const attempt = await post(entry);
-        if (stopping.signal.aborted && attempt.kind === "failed") return; // aborted by stop: released, not failed
-        results.set(entry.id, attempt);
-        if (attempt.kind === "sent") sent++;
-        else if (attempt.kind === "failed" && sent === 0) failing = true;
-      }
+/** Waits `ms`, or less when stopped. */
+const sleep = ({ sleepers }: SenderRun, ms: number) =>
+  new Promise<void>((done) => {
+    const wake = () => {
+      clearTimeout(timer);
+      sleepers.delete(wake);
+      done();
     };
-    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, entries.length) }, worker));
-    return results;
+    const timer = setTimeout(wake, ms);
+    sleepers.add(wake);
+  });
+
+/** Spaces request starts to the rate. */
+async function paced(run: SenderRun): Promise<void> {
+  if (run.deps.rate <= 0) return;
+  const now = performance.now();
+  const at = Math.max(now, run.slot);
+  run.slot = at + 1000 / run.deps.rate;
+  if (at > now) await sleep(run, at - now);
+}
+
+async function post({ deps, stopping }: SenderRun, entry: RelayEntry): Promise<Attempt> {
+  const { timeoutMs } = deps;
+  const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal]);
+  const started = performance.now();
+  let attempt: Attempt;
+  try {
+    const res = await fetch(deps.targets[entry.endpoint], {
+      method: "POST",
+      body: entry.body,
+      headers: { "content-type": "application/json", "user-agent": deps.userAgent, ...(deps.authorization ? { authorization: deps.authorization } : {}) },
+      // The current clients do not follow redirects either; a redirect means the URL is wrong.
+      redirect: "manual",
+      signal,
+    });
+    const answer = (await res.text()).slice(0, ANSWER_CHARS).trim();
+    const status = `HTTP ${res.status}${answer ? `: ${answer}` : ""}`;
+    if (res.status >= 200 && res.status < 300) attempt = { kind: "sent" };
+    else if (res.status === 400 || res.status === 413 || res.status === 422) attempt = { kind: "refused", error: status };
+    else if (res.status >= 300 && res.status < 400) {
+      attempt = { kind: "failed", error: `HTTP ${res.status}: the upstream redirects to ${res.headers.get("location") ?? "(no location)"}; set --relay-url to where it points`, retryAfterMs: null };
+    } else attempt = { kind: "failed", error: status, retryAfterMs: retryAfterMs(res.headers.get("retry-after"), deps.clock()) };
+  } catch (e) {
+    const timedOut = !stopping.signal.aborted && signal.aborted;
+    attempt = { kind: "failed", error: timedOut ? `no answer within ${timeoutMs} ms` : `cannot reach the upstream: ${e instanceof Error ? e.message : String(e)}`, retryAfterMs: null };
   }
+  deps.onAttempt?.(attempt.kind, (performance.now() - started) / 1000);
+  return attempt;
+}
 
-  async function round(): Promise<number> {
-    const claimed = await submit({ kind: "relay-claim", owner, limit: CLAIM, leaseMs: timeoutMs * Math.ceil(CLAIM / CONCURRENCY) + 30_000, at: clock() });
-    if (claimed.paused || claimed.entries.length === 0) {
-      state.state = claimed.paused ? "paused" : "idle";
-      state.failures = 0;
-      return IDLE_MS;
+/**
+ * Posts a claim's entries, a few at a time. A failure before anything of the claim was sent
+ * means the upstream is failing: no further one is started. After a success, a failure is
+ * the entry's own (an endpoint the upstream lacks, say): the others go on.
+ */
+async function sendAll(run: SenderRun, entries: readonly RelayEntry[]): Promise<Map<number, Attempt>> {
+  const { signal } = run.stopping;
+  const results = new Map<number, Attempt>();
+  let next = 0;
+  let sent = 0;
+  let failing = false;
+  const worker = async () => {
+    while (next < entries.length && !failing && !signal.aborted) {
+      const entry = entries[next++]!;
+      await paced(run);
+      if (signal.aborted) return;
+      const attempt = await post(run, entry);
+      if (signal.aborted && attempt.kind === "failed") return; // aborted by stop: released, not failed
+      results.set(entry.id, attempt);
+      if (attempt.kind === "sent") sent++;
+      else if (attempt.kind === "failed" && sent === 0) failing = true;
     }
-    state.state = "sending";
-    const results = await sendAll(claimed.entries);
-    const sent: number[] = [];
-    const failed: RelayRetry[] = [];
-    const refused: RelayFailure[] = [];
-    let retryAfter = 0;
-    const now = clock();
-    // While nothing goes through, the whole sender waits and the entries stay first in line. When
-    // others did go through, a failed entry waits on its own, so one the upstream keeps failing (a
-    // path it lacks) does not hold up the rest.
-    const alone = [...results.values()].some((a) => a.kind === "sent");
-    for (const entry of claimed.entries) {
-      const a = results.get(entry.id);
-      if (a === undefined) continue;
-      if (a.kind === "sent") sent.push(entry.id);
-      else if (a.kind === "refused") refused.push({ id: entry.id, error: a.error });
-      else {
-        const wait = alone ? Math.max(backoffMs(entry.attempts + 1, deps.random), a.retryAfterMs ?? 0) : 0;
-        failed.push({ id: entry.id, error: a.error, retryAt: now + wait });
-        retryAfter = Math.max(retryAfter, a.retryAfterMs ?? 0);
-      }
-    }
-    const released = claimed.entries.filter((e) => !results.has(e.id)).map((e) => e.id);
-    await submit({ kind: "relay-settle", owner, sent, failed, refused, released, at: clock() });
-    if (sent.length > 0) state.lastSentAt = clock();
-    for (const r of refused) log.warn("relay: the upstream refused a report; kept, not sent again until requeued", { error: r.error });
-    for (const f of failed) if (sent.length > 0) log.warn("relay: the upstream failed a report (others went through); retrying it later", { error: f.error });
-    if (failed.length === 0 || sent.length > 0) {
-      state.failures = 0;
-      return 0;
-    }
-    return failing(failed[0]!.error, retryAfter);
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, entries.length) }, worker));
+  return results;
+}
+
+/** One claim sent and settled; how long to wait before the next (0: at once). */
+async function round(run: SenderRun): Promise<number> {
+  const { deps, state } = run;
+  const { submit, owner, clock, log } = deps;
+  const claimed = await submit({ kind: "relay-claim", owner, limit: CLAIM, leaseMs: deps.timeoutMs * Math.ceil(CLAIM / CONCURRENCY) + 30_000, at: clock() });
+  if (claimed.paused || claimed.entries.length === 0) {
+    state.state = claimed.paused ? "paused" : "idle";
+    state.failures = 0;
+    return IDLE_MS;
   }
-
-  /** A failed round: the sender waits, longer after each one in a row. */
-  function failing(error: string, retryAfter: number): number {
-    state.failures++;
-    state.lastError = error;
-    state.lastErrorAt = clock();
-    const wait = Math.max(backoffMs(state.failures, deps.random), retryAfter);
-    log.warn("relay: the upstream failed; retrying later", { error, failures: state.failures, retry_in_s: Math.round(wait / 100) / 10 });
-    return wait;
-  }
-
-  const done = (async () => {
-    while (!stopping.signal.aborted) {
-      let wait: number;
-      try {
-        wait = await round();
-      } catch (e) {
-        // The claim or settlement did not commit (storage refusing writes): entries stay leased, and are sent again later.
-        wait = failing(`storage: ${e instanceof Error ? e.message : String(e)}`, 0);
-      }
-      if (wait > 0 && !stopping.signal.aborted) {
-        if (state.failures > 0) {
-          state.state = "backing_off";
-          state.retryAt = clock() + wait;
-        }
-        await sleep(wait);
-        state.retryAt = null;
-      }
+  state.state = "sending";
+  const results = await sendAll(run, claimed.entries);
+  const sent: number[] = [];
+  const failed: RelayRetry[] = [];
+  const refused: RelayFailure[] = [];
+  let retryAfter = 0;
+  const now = clock();
+  // While nothing goes through, the whole sender waits and the entries stay first in line. When
+  // others did go through, a failed entry waits on its own, so one the upstream keeps failing (a
+  // path it lacks) does not hold up the rest.
+  const alone = [...results.values()].some((a) => a.kind === "sent");
+  for (const entry of claimed.entries) {
+    const a = results.get(entry.id);
+    if (a === undefined) continue;
+    if (a.kind === "sent") sent.push(entry.id);
+    else if (a.kind === "refused") refused.push({ id: entry.id, error: a.error });
+    else {
+      const wait = alone ? Math.max(backoffMs(entry.attempts + 1, deps.random), a.retryAfterMs ?? 0) : 0;
+      failed.push({ id: entry.id, error: a.error, retryAt: now + wait });
+      retryAfter = Math.max(retryAfter, a.retryAfterMs ?? 0);
     }
-    state.state = "stopped";
-  })();
+  }
+  const released = claimed.entries.filter((e) => !results.has(e.id)).map((e) => e.id);
+  await submit({ kind: "relay-settle", owner, sent, failed, refused, released, at: clock() });
+  if (sent.length > 0) state.lastSentAt = clock();
+  for (const r of refused) log.warn("relay: the upstream refused a report; kept, not sent again until requeued", { error: r.error });
+  for (const f of failed) if (sent.length > 0) log.warn("relay: the upstream failed a report (others went through); retrying it later", { error: f.error });
+  if (failed.length === 0 || sent.length > 0) {
+    state.failures = 0;
+    return 0;
+  }
+  return failing(run, failed[0]!.error, retryAfter);
+}
 
+/** A failed round: the sender waits, longer after each one in a row. */
+function failing({ deps, state }: SenderRun, error: string, retryAfter: number): number {
+  state.failures++;
+  state.lastError = error;
+  state.lastErrorAt = deps.clock();
+  const wait = Math.max(backoffMs(state.failures, deps.random), retryAfter);
+  deps.log.warn("relay: the upstream failed; retrying later", { error, failures: state.failures, retry_in_s: Math.round(wait / 100) / 10 });
+  return wait;
+}
+
+/** Rounds until stopped, waiting between them as each says. */
+async function loop(run: SenderRun): Promise<void> {
+  const { state, stopping } = run;
+  while (!stopping.signal.aborted) {
+    let wait: number;
+    try {
+      wait = await round(run);
+    } catch (e) {
+      // The claim or settlement did not commit (storage refusing writes): entries stay leased, and are sent again later.
+      wait = failing(run, `storage: ${e instanceof Error ? e.message : String(e)}`, 0);
+    }
+    if (wait > 0 && !stopping.signal.aborted) {
+      if (state.failures > 0) {
+        state.state = "backing_off";
+        state.retryAt = run.deps.clock() + wait;
+      }
+      await sleep(run, wait);
+      state.retryAt = null;
+    }
+  }
+  state.state = "stopped";
+}
+
+export function startSender(deps: SenderDeps): Sender {
+  const run: SenderRun = {
+    deps,
+    state: { state: "idle", lastSentAt: null, lastError: null, lastErrorAt: null, failures: 0, retryAt: null },
+    stopping: new AbortController(),
+    sleepers: new Set(),
+    slot: 0,
+  };
+  const done = loop(run);
   return {
-    state,
+    state: run.state,
     async stop() {
-      stopping.abort();
-      for (const wake of [...sleepers]) wake();
+      run.stopping.abort();
+      for (const wake of [...run.sleepers]) wake();
       await done;
     },
   };

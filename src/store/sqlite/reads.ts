@@ -88,273 +88,305 @@ export function sqliteLabels(sqlite: Database): { labels: LabelCache; load(): vo
   return { labels, load };
 }
 
-export function createSqliteReads(sqlite: Database, db: Db, { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite)) {
-  // rowid is the cursor's tie-breaker: it grows with insertion.
-  const seq = sql<number>`${executions}.rowid`;
-  // total_changes() moves with this connection's commits, data_version with other connections'.
-  const changes = sqlite.query<{ c: number; v: number }, []>("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v");
+// rowid is the cursor's tie-breaker: it grows with insertion.
+const seq = sql<number>`${executions}.rowid`;
 
-  function* executionChunks(filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): Generator<Execution[], void> {
-    if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
-    let remaining = limit;
-    let after: ListCursor | null = null;
-    while (remaining > 0) {
-      const n = Math.min(chunkRows, remaining);
-      // One lower bound only: with two (the window's and the cursor's) SQLite cannot tell which is
-      // larger and starts the index range at the first, rescanning from the window start on every
-      // chunk (quadratic). So the cursor's time replaces the window's start.
-      const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
-      const keyset = after ? sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
-      const query = db
-        .select({ ...readColumns, seq })
-        .from(executions)
-        .where(and(where, keyset))
-        .orderBy(asc(executions.createdAt), asc(seq))
-        .limit(n)
-        .offset(after ? 0 : offset) // only the first chunk skips; the rest continue by keyset
-        .toSQL();
-      const rows = sqlite.query(query.sql).values(...(query.params as SQLQueryBindings[])) as unknown[][];
-      const last = rows.at(-1);
-      if (!last) return;
-      yield rows.map(decodeExecution);
-      if (rows.length < n) return;
-      remaining -= rows.length;
-      after = { createdAt: last[CREATED_AT] as number, seq: last[READ_KEYS.length] as number };
-    }
-  }
+const table = getTableName(rollups);
+const PART_COLUMNS: Record<RollupPart, string> = { data: rollups.data.name, apps: rollups.apps.name, errors: rollups.errors.name };
 
-  const table = getTableName(rollups);
+/** The statements every read of a connection uses, prepared once. */
+function prepareReadStatements(sqlite: Database, db: Db) {
   const cellWhere = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice`;
-  const PART_COLUMNS: Record<RollupPart, string> = { data: rollups.data.name, apps: rollups.apps.name, errors: rollups.errors.name };
-  /** `SELECT slice, bucket, <parts>` of one grain, `n` slices, a bucket range: prepared once per shape. */
-  const ranges = new Map<string, Statement<unknown[], SQLQueryBindings[]>>();
-  const rangeOf = (parts: readonly RollupPart[], n: number) => {
-    const key = `${parts.join(",")}|${n}`;
-    let q = ranges.get(key);
-    if (!q) {
-      const columns = [rollups.slice.name, rollups.bucket.name, ...parts.map((p) => PART_COLUMNS[p])].map((c) => `"${c}"`).join(", ");
-      // INDEXED BY: by slice, then bucket. The planner took the (grain, bucket) index and read every slice's cells of the range (18k rows for one app's 30 days at 1M).
-      ranges.set(key, (q = sqlite.query(`SELECT ${columns} FROM "${table}" INDEXED BY "rollups_cell" WHERE "${rollups.grain.name}" = ?1 AND "${rollups.bucket.name}" >= ?2 AND "${rollups.bucket.name}" < ?3 AND "${rollups.slice.name}" IN (${Array.from({ length: n }, (_, i) => `?${i + 4}`).join(", ")}) ORDER BY "${rollups.bucket.name}"`)));
-    }
-    return q;
-  };
-  const wholeCell = sqlite.query<{ data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "slice" | "bucket", number>>(
-    `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`,
-  );
-  const allCells = sqlite.query<{ slice: number; bucket: number; data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "from" | "to", number>>(
-    `SELECT "${rollups.slice.name}" AS slice, "${rollups.bucket.name}" AS bucket, "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors
-     FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to`,
-  );
-
-  /** Decodes a stored part into `d`; a label this connection has not met yet (another's) is loaded first. */
-  const decode = (d: RollupData, part: RollupPart, stored: unknown, dims?: ReadonlySet<string>) => {
-    try {
-      decodePart(d, part, stored, labels, dims);
-    } catch (e) {
-      if (!(e instanceof UnknownLabelError) || labels.text(e.labelId) !== undefined) throw e;
-      load();
-      decodePart(d, part, stored, labels, dims);
-    }
-  };
-  /**
-   * The id of a slice, if any cell has ever had it. The labels are loaded at open and whenever
-   * another connection wrote (the store's checkState); this one's own are added as they commit.
-   */
-  const sliceId = (slice: string): number | undefined => (labels.has(slice) ? labels.id(slice) : undefined);
-  const decoded = new DecodedCells(16_384);
-
-  // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
-  const getExecution = sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE "${executions.executionId.name}" = ?`);
-  const getExecutions = sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE ${OF_INSTALL} ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`);
-  const newestOfApp = sqlite.query<unknown[], [string]>(
-    `${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
-  );
-  const countAttempts = sqlite.query<{ n: number }, [string | Uint8Array]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`);
-  // Two subqueries: SQLite answers a lone min() or max() from the index, both in one SELECT by a full scan (~60 ms at 1M).
-  const recordSpan = sqlite.query<{ first: number | null; last: number | null }, []>(
-    `SELECT (SELECT min("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS first, (SELECT max("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS last`,
-  );
-  // One statement for any number of ids (an app page asks for one signature per app).
   const sig = errorSignatures;
-  const signaturesOf = sqlite.query<Omit<KnownSignature, "apps"> & { apps: string }, [string]>(
-    `SELECT "${sig.id.name}" AS id, "${sig.signature.name}" AS signature, "${sig.example.name}" AS example, "${sig.firstSeen.name}" AS firstSeen, "${sig.lastSeen.name}" AS lastSeen, "${sig.apps.name}" AS apps
+  return {
+    // total_changes() moves with this connection's commits, data_version with other connections'.
+    changes: sqlite.query<{ c: number; v: number }, []>("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v"),
+    wholeCell: sqlite.query<{ data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "slice" | "bucket", number>>(
+      `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`,
+    ),
+    allCells: sqlite.query<{ slice: number; bucket: number; data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "from" | "to", number>>(
+      `SELECT "${rollups.slice.name}" AS slice, "${rollups.bucket.name}" AS bucket, "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors
+     FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to`,
+    ),
+    // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
+    getExecution: sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE "${executions.executionId.name}" = ?`),
+    getExecutions: sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE ${OF_INSTALL} ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`),
+    newestOfApp: sqlite.query<unknown[], [string]>(`${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`),
+    countAttempts: sqlite.query<{ n: number }, [string | Uint8Array]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`),
+    // Two subqueries: SQLite answers a lone min() or max() from the index, both in one SELECT by a full scan (~60 ms at 1M).
+    recordSpan: sqlite.query<{ first: number | null; last: number | null }, []>(
+      `SELECT (SELECT min("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS first, (SELECT max("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS last`,
+    ),
+    // One statement for any number of ids (an app page asks for one signature per app).
+    signaturesOf: sqlite.query<Omit<KnownSignature, "apps"> & { apps: string }, [string]>(
+      `SELECT "${sig.id.name}" AS id, "${sig.signature.name}" AS signature, "${sig.example.name}" AS example, "${sig.firstSeen.name}" AS firstSeen, "${sig.lastSeen.name}" AS lastSeen, "${sig.apps.name}" AS apps
      FROM "${getTableName(sig)}" WHERE "${sig.id.name}" IN (SELECT value FROM json_each(?))`,
-  );
-  const getFoldedUntil = db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare();
+    ),
+    getFoldedUntil: db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare(),
+  };
+}
+
+/** What the reads of one connection work with: made once (createSqliteReads), passed to each read. */
+interface ReadContext {
+  sqlite: Database;
+  db: Db;
+  labels: LabelCache;
+  /** Loads the labels other connections added since. */
+  load: () => void;
+  q: ReturnType<typeof prepareReadStatements>;
+  /** `SELECT slice, bucket, <parts>` of one grain, `n` slices, a bucket range: prepared once per shape (rangeOf). */
+  ranges: Map<string, Statement<unknown[], SQLQueryBindings[]>>;
+  decoded: DecodedCells;
+}
+
+function* executionChunks(
+  { sqlite, db }: ReadContext,
+  filter: ExecutionFilter,
+  { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {},
+): Generator<Execution[], void> {
+  if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
+  let remaining = limit;
+  let after: ListCursor | null = null;
+  while (remaining > 0) {
+    const n = Math.min(chunkRows, remaining);
+    // One lower bound only: with two (the window's and the cursor's) SQLite cannot tell which is
+    // larger and starts the index range at the first, rescanning from the window start on every
+    // chunk (quadratic). So the cursor's time replaces the window's start.
+    const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
+    const keyset = after ? sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
+    const query = db
+      .select({ ...readColumns, seq })
+      .from(executions)
+      .where(and(where, keyset))
+      .orderBy(asc(executions.createdAt), asc(seq))
+      .limit(n)
+      .offset(after ? 0 : offset) // only the first chunk skips; the rest continue by keyset
+      .toSQL();
+    const rows = sqlite.query(query.sql).values(...(query.params as SQLQueryBindings[])) as unknown[][];
+    const last = rows.at(-1);
+    if (!last) return;
+    yield rows.map(decodeExecution);
+    if (rows.length < n) return;
+    remaining -= rows.length;
+    after = { createdAt: last[CREATED_AT] as number, seq: last[READ_KEYS.length] as number };
+  }
+}
+
+function rangeOf({ sqlite, ranges }: ReadContext, parts: readonly RollupPart[], n: number): Statement<unknown[], SQLQueryBindings[]> {
+  const key = `${parts.join(",")}|${n}`;
+  let q = ranges.get(key);
+  if (!q) {
+    const columns = [rollups.slice.name, rollups.bucket.name, ...parts.map((p) => PART_COLUMNS[p])].map((c) => `"${c}"`).join(", ");
+    // INDEXED BY: by slice, then bucket. The planner took the (grain, bucket) index and read every slice's cells of the range (18k rows for one app's 30 days at 1M).
+    ranges.set(key, (q = sqlite.query(`SELECT ${columns} FROM "${table}" INDEXED BY "rollups_cell" WHERE "${rollups.grain.name}" = ?1 AND "${rollups.bucket.name}" >= ?2 AND "${rollups.bucket.name}" < ?3 AND "${rollups.slice.name}" IN (${Array.from({ length: n }, (_, i) => `?${i + 4}`).join(", ")}) ORDER BY "${rollups.bucket.name}"`)));
+  }
+  return q;
+}
+
+/** Decodes a stored part into `d`; a label this connection has not met yet (another's) is loaded first. */
+function decode({ labels, load }: ReadContext, d: RollupData, part: RollupPart, stored: unknown, dims?: ReadonlySet<string>): void {
+  try {
+    decodePart(d, part, stored, labels, dims);
+  } catch (e) {
+    if (!(e instanceof UnknownLabelError) || labels.text(e.labelId) !== undefined) throw e;
+    load();
+    decodePart(d, part, stored, labels, dims);
+  }
+}
+
+/**
+ * The id of a slice, if any cell has ever had it. The labels are loaded at open and whenever
+ * another connection wrote (the store's checkState); this one's own are added as they commit.
+ */
+const sliceId = ({ labels }: ReadContext, slice: string): number | undefined => (labels.has(slice) ? labels.id(slice) : undefined);
+
+function countUpdatedSince({ db }: ReadContext, filter: ExecutionFilter, since: readonly number[]): number[] {
+  if (since.length === 0) return [];
+  const sums = since.map((t, i) => sql<number>`coalesce(sum(${executions.updatedAt} >= ${t}), 0)`.mapWith(Number).as(`n${i}`));
+  const [row] = db.select(Object.fromEntries(sums.map((s, i) => [`n${i}`, s]))).from(executions).where(whereOf(filter)).all();
+  return since.map((_, i) => Number((row as Record<string, number> | undefined)?.[`n${i}`] ?? 0));
+}
+
+function listExecutions({ db }: ReadContext, filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
+  const newest = order === "newest";
+  // One bound per side only (see executionChunks): the cursor's time replaces the window's bound
+  // on the side the pages move towards.
+  const bounded = !after
+    ? filter
+    : newest
+      ? { ...filter, to: Math.min(filter.to ?? after.createdAt + 1, after.createdAt + 1) }
+      : { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) };
+  const keyset = !after
+    ? undefined
+    : newest
+      ? sql`(${executions.createdAt}, ${seq}) < (${after.createdAt}, ${after.seq})`
+      : sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})`;
+  const direction = newest ? desc : asc;
+  const rows = db
+    .select({ ...readColumns, seq })
+    .from(executions)
+    .where(and(whereOf(bounded), keyset))
+    .orderBy(direction(executions.createdAt), direction(seq))
+    .limit(limit + 1)
+    .all();
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
+  return { rows: page.map(({ seq: _, ...row }) => fromRow(row)), next };
+}
+
+function pageExecutions({ db }: ReadContext, filter: ExecutionFilter, page: PageQuery): { rows: Execution[]; total: number } {
+  const where = and(pageWhere(executions, { ...filter, randomId: undefined }, page, like), ofInstall(filter.randomId));
+  const [counted] = db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where).all();
+  const direction = page.descending ? desc : asc;
+  const column = pageSortColumn(executions, page.sort);
+  const rows = db
+    .select(readColumns)
+    .from(executions)
+    .where(where)
+    .orderBy(direction(column), desc(executions.createdAt), desc(seq))
+    .limit(page.limit)
+    .offset(page.offset)
+    .all();
+  return { rows: rows.map(fromRow), total: counted?.n ?? 0 };
+}
+
+function errorTextCounts({ db }: ReadContext): { error: string; count: number }[] {
+  const n = sql<number>`count(*)`.mapWith(Number);
+  // Equal texts are stored alike (the same head, the same compressed rest), so grouping by both
+  // is exact; only a row written whole before migration 0010 differs, and is merged here.
+  const groups = db
+    .select({ error: sql<string>`${executions.error}`, rest: executions.errorRest, count: n })
+    .from(executions)
+    .where(and(isNotNull(executions.error), ne(executions.error, "")))
+    .groupBy(executions.error, executions.errorRest)
+    .all();
+  const byText = new Map<string, number>();
+  for (const { error, rest, count } of groups) {
+    const text = joinError(error, rest)!;
+    byText.set(text, (byText.get(text) ?? 0) + count);
+  }
+  return [...byText].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
+}
+
+/**
+ * Stored cells of one grain of `slices` (stored slices: a slice of every repo's classes) in
+ * [from, to), one query for them all, decoded afresh with only the parts and dimensions asked
+ * for; per slice, oldest first.
+ */
+function storedRollups(
+  ctx: ReadContext,
+  { grain, from, to, parts, dims }: Omit<RollupSelection, "slice">,
+  slices: readonly string[],
+): Map<string, { bucket: number; data: RollupData }[]> {
+  const out = new Map<string, { bucket: number; data: RollupData }[]>();
+  const ids: number[] = [];
+  const names = new Map<number, { bucket: number; data: RollupData }[]>();
+  for (const slice of slices) {
+    const id = sliceId(ctx, slice);
+    if (id === undefined) continue;
+    const list: { bucket: number; data: RollupData }[] = [];
+    out.set(slice, list);
+    names.set(id, list);
+    ids.push(id);
+  }
+  if (ids.length === 0 || from >= to) return out;
+  const wanted = dims === undefined ? undefined : new Set<string>(dims);
+  const shape = `${parts.join(",")}|${dims?.join(",") ?? "*"}`;
+  for (const row of rangeOf(ctx, parts, ids.length).values(grain, from, to, ...ids)) {
+    const [id, bucket] = row as [number, number];
+    const stored = row.slice(2) as (Uint8Array | null)[];
+    const key = `${grain}|${bucket}|${id}|${shape}`;
+    let data = ctx.decoded.get(key, stored);
+    if (data === undefined) {
+      data = emptyData();
+      try {
+        for (let k = 0; k < parts.length; k++) decode(ctx, data, parts[k]!, stored[k], wanted);
+      } catch (e) {
+        throw asDamage(e, cellName(grain, ctx.labels.text(id) ?? `#${id}`, bucket));
+      }
+      ctx.decoded.set(key, stored, data);
+    }
+    names.get(id)!.push({ bucket, data });
+  }
+  return out;
+}
+
+/** One stored cell with every part, or undefined (the write path merges into it). */
+function storedCell(ctx: ReadContext, grain: Grain, slice: string, bucket: number): RollupData | undefined {
+  const id = sliceId(ctx, slice);
+  if (id === undefined) return undefined;
+  const row = ctx.q.wholeCell.get({ grain, slice: id, bucket });
+  if (!row) return undefined;
+  const data = emptyData();
+  try {
+    for (const part of PARTS) decode(ctx, data, part, row[part]);
+  } catch (e) {
+    throw asDamage(e, cellName(grain, slice, bucket));
+  }
+  return data;
+}
+
+/** Every stored cell of one grain in [from, to), parsed afresh (verify, fold). */
+function storedCells(ctx: ReadContext, grain: Grain, from: number, to: number): RollupCell[] {
+  const { labels, load } = ctx;
+  return ctx.q.allCells.all({ grain, from, to }).map(({ slice: id, bucket, ...parts }) => {
+    const slice = labels.text(id) ?? (load(), labels.text(id));
+    if (slice === undefined) throw asDamage(new Error(`slice label ${id} is not in the dictionary`), cellName(grain, `#${id}`, bucket));
+    const data = emptyData();
+    try {
+      for (const part of PARTS) decode(ctx, data, part, parts[part]);
+    } catch (e) {
+      throw asDamage(e, cellName(grain, slice, bucket));
+    }
+    return { slice, bucket, data };
+  });
+}
+
+export function createSqliteReads(sqlite: Database, db: Db, { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite)) {
+  const ctx: ReadContext = { sqlite, db, labels, load, q: prepareReadStatements(sqlite, db), ranges: new Map(), decoded: new DecodedCells(16_384) };
+  const { q } = ctx;
+  const chunks = (filter: ExecutionFilter, page?: Parameters<typeof executionChunks>[2]) => executionChunks(ctx, filter, page);
 
   return {
     getExecution(executionId: string): Execution | undefined {
-      const [row] = getExecution.values(encodeId(executionId));
+      const [row] = q.getExecution.values(encodeId(executionId));
       return row ? decodeExecution(row) : undefined;
     },
-    getExecutions: (randomId: string): Execution[] => getExecutions.values(encodeId(randomId)).map(decodeExecution),
+    getExecutions: (randomId: string): Execution[] => q.getExecutions.values(encodeId(randomId)).map(decodeExecution),
     /** Executions of an install stored so far (a new one's attempt number is one more). */
-    attemptsOf: (randomId: string): number => countAttempts.get(encodeId(randomId))?.n ?? 0,
-    executionChunks,
-
-    countUpdatedSince(filter: ExecutionFilter, since: readonly number[]): number[] {
-      if (since.length === 0) return [];
-      const sums = since.map((t, i) => sql<number>`coalesce(sum(${executions.updatedAt} >= ${t}), 0)`.mapWith(Number).as(`n${i}`));
-      const [row] = db.select(Object.fromEntries(sums.map((s, i) => [`n${i}`, s]))).from(executions).where(whereOf(filter)).all();
-      return since.map((_, i) => Number((row as Record<string, number> | undefined)?.[`n${i}`] ?? 0));
-    },
-
-    listExecutions(filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
-      const newest = order === "newest";
-      // One bound per side only (see executionChunks): the cursor's time replaces the window's bound
-      // on the side the pages move towards.
-      const bounded = !after
-        ? filter
-        : newest
-          ? { ...filter, to: Math.min(filter.to ?? after.createdAt + 1, after.createdAt + 1) }
-          : { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) };
-      const keyset = !after
-        ? undefined
-        : newest
-          ? sql`(${executions.createdAt}, ${seq}) < (${after.createdAt}, ${after.seq})`
-          : sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})`;
-      const direction = newest ? desc : asc;
-      const rows = db
-        .select({ ...readColumns, seq })
-        .from(executions)
-        .where(and(whereOf(bounded), keyset))
-        .orderBy(direction(executions.createdAt), direction(seq))
-        .limit(limit + 1)
-        .all();
-      const page = rows.slice(0, limit);
-      const last = page.at(-1);
-      const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
-      return { rows: page.map(({ seq: _, ...row }) => fromRow(row)), next };
-    },
-
-    newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => newestOfApp.values(app).map(decodeExecution)),
-
-    pageExecutions(filter: ExecutionFilter, page: PageQuery): { rows: Execution[]; total: number } {
-      const where = and(pageWhere(executions, { ...filter, randomId: undefined }, page, like), ofInstall(filter.randomId));
-      const [counted] = db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where).all();
-      const direction = page.descending ? desc : asc;
-      const column = pageSortColumn(executions, page.sort);
-      const rows = db
-        .select(readColumns)
-        .from(executions)
-        .where(where)
-        .orderBy(direction(column), desc(executions.createdAt), desc(seq))
-        .limit(page.limit)
-        .offset(page.offset)
-        .all();
-      return { rows: rows.map(fromRow), total: counted?.n ?? 0 };
-    },
-
+    attemptsOf: (randomId: string): number => q.countAttempts.get(encodeId(randomId))?.n ?? 0,
+    executionChunks: chunks,
+    countUpdatedSince: (filter: ExecutionFilter, since: readonly number[]) => countUpdatedSince(ctx, filter, since),
+    listExecutions: (filter: ExecutionFilter, page: Parameters<typeof listExecutions>[2]) => listExecutions(ctx, filter, page),
+    newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => q.newestOfApp.values(app).map(decodeExecution)),
+    pageExecutions: (filter: ExecutionFilter, page: PageQuery) => pageExecutions(ctx, filter, page),
     *iterateExecutions(filter: ExecutionFilter): Generator<Execution> {
-      for (const chunk of executionChunks(filter)) yield* chunk;
+      for (const chunk of chunks(filter)) yield* chunk;
     },
-
-    errorTextCounts() {
-      const n = sql<number>`count(*)`.mapWith(Number);
-      // Equal texts are stored alike (the same head, the same compressed rest), so grouping by both
-      // is exact; only a row written whole before migration 0010 differs, and is merged here.
-      const groups = db
-        .select({ error: sql<string>`${executions.error}`, rest: executions.errorRest, count: n })
-        .from(executions)
-        .where(and(isNotNull(executions.error), ne(executions.error, "")))
-        .groupBy(executions.error, executions.errorRest)
-        .all();
-      const byText = new Map<string, number>();
-      for (const { error, rest, count } of groups) {
-        const text = joinError(error, rest)!;
-        byText.set(text, (byText.get(text) ?? 0) + count);
-      }
-      return [...byText].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
-    },
-
+    errorTextCounts: () => errorTextCounts(ctx),
     changeMarker(): string {
-      const { c, v } = changes.get()!;
+      const { c, v } = q.changes.get()!;
       return `${c}:${v}`;
     },
-
-    /**
-     * Stored cells of one grain of `slices` (stored slices: a slice of every repo's classes) in
-     * [from, to), one query for them all, decoded afresh with only the parts and dimensions asked
-     * for; per slice, oldest first.
-     */
-    storedRollups({ grain, from, to, parts, dims }: Omit<RollupSelection, "slice">, slices: readonly string[]): Map<string, { bucket: number; data: RollupData }[]> {
-      const out = new Map<string, { bucket: number; data: RollupData }[]>();
-      const ids: number[] = [];
-      const names = new Map<number, { bucket: number; data: RollupData }[]>();
-      for (const slice of slices) {
-        const id = sliceId(slice);
-        if (id === undefined) continue;
-        const list: { bucket: number; data: RollupData }[] = [];
-        out.set(slice, list);
-        names.set(id, list);
-        ids.push(id);
-      }
-      if (ids.length === 0 || from >= to) return out;
-      const wanted = dims === undefined ? undefined : new Set<string>(dims);
-      const shape = `${parts.join(",")}|${dims?.join(",") ?? "*"}`;
-      for (const row of rangeOf(parts, ids.length).values(grain, from, to, ...ids)) {
-        const [id, bucket] = row as [number, number];
-        const stored = row.slice(2) as (Uint8Array | null)[];
-        const key = `${grain}|${bucket}|${id}|${shape}`;
-        let data = decoded.get(key, stored);
-        if (data === undefined) {
-          data = emptyData();
-          try {
-            for (let k = 0; k < parts.length; k++) decode(data, parts[k]!, stored[k], wanted);
-          } catch (e) {
-            throw asDamage(e, cellName(grain, labels.text(id) ?? `#${id}`, bucket));
-          }
-          decoded.set(key, stored, data);
-        }
-        names.get(id)!.push({ bucket, data });
-      }
-      return out;
-    },
-
-    /** One stored cell with every part, or undefined (the write path merges into it). */
-    storedCell(grain: Grain, slice: string, bucket: number): RollupData | undefined {
-      const id = sliceId(slice);
-      if (id === undefined) return undefined;
-      const row = wholeCell.get({ grain, slice: id, bucket });
-      if (!row) return undefined;
-      const data = emptyData();
-      try {
-        for (const part of PARTS) decode(data, part, row[part]);
-      } catch (e) {
-        throw asDamage(e, cellName(grain, slice, bucket));
-      }
-      return data;
-    },
-
-    /** Every stored cell of one grain in [from, to), parsed afresh (verify, fold). */
-    storedCells(grain: Grain, from: number, to: number): RollupCell[] {
-      return allCells.all({ grain, from, to }).map(({ slice: id, bucket, ...parts }) => {
-        const slice = labels.text(id) ?? (load(), labels.text(id));
-        if (slice === undefined) throw asDamage(new Error(`slice label ${id} is not in the dictionary`), cellName(grain, `#${id}`, bucket));
-        const data = emptyData();
-        try {
-          for (const part of PARTS) decode(data, part, parts[part]);
-        } catch (e) {
-          throw asDamage(e, cellName(grain, slice, bucket));
-        }
-        return { slice, bucket, data };
-      });
-    },
+    storedRollups: (selection: Omit<RollupSelection, "slice">, slices: readonly string[]) => storedRollups(ctx, selection, slices),
+    storedCell: (grain: Grain, slice: string, bucket: number) => storedCell(ctx, grain, slice, bucket),
+    storedCells: (grain: Grain, from: number, to: number) => storedCells(ctx, grain, from, to),
 
     /** The label dictionary (the write path gives new labels through it). */
     labels,
     loadLabels: load,
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
-    storedFoldedUntil: (): number => getFoldedUntil.get()?.t ?? 0,
+    storedFoldedUntil: (): number => q.getFoldedUntil.get()?.t ?? 0,
 
     signatures(ids: readonly string[]): KnownSignature[] {
       if (ids.length === 0) return [];
-      return signaturesOf.all(JSON.stringify(ids)).map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
+      return q.signaturesOf.all(JSON.stringify(ids)).map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
     },
 
     recordSpan(): { first: number; last: number } | null {
-      const span = recordSpan.get();
+      const span = q.recordSpan.get();
       return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
     },
   };

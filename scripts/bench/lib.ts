@@ -4,6 +4,7 @@
 import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { encodeId } from "../../src/store/sqlite/ids.ts";
 
 // ------------------------------------------------------------------ child processes
 
@@ -324,7 +325,9 @@ export interface Verification {
 export function verifyAcks(dbPath: string, starts: string[], updates: string[], expectedStarts: number, expectedUpdates: number): Verification {
   const db = new Database(dbPath, { readonly: true });
   try {
-    const find = db.query<{ outcome: string }, [string]>("SELECT outcome FROM executions WHERE execution_id = ?");
+    // Ids are stored as 16 bytes when they are UUIDs (src/store/sqlite/ids.ts): looked up as stored.
+    const q = db.query<{ outcome: string }, [string | Uint8Array]>("SELECT outcome FROM executions WHERE execution_id = ?");
+    const find = { get: (id: string) => q.get(encodeId(id)) };
     const examplesMissing: string[] = [];
     let missingStarts = 0;
     for (const id of starts) {

@@ -241,11 +241,15 @@ export function insertRows(tx: Tx, rows: Iterable<Execution>): Promise<unknown> 
 async function flush(tx: Tx, run: Run, fx: BatchEffects): Promise<void> {
   if (run.inserts.size > 0) await insertRows(tx, run.inserts.values());
   if (run.updates.size > 0) {
-    // The creation time finds the row's partition (it never changes once stored).
+    // The creation time finds the row's partition (it never changes once stored). The creation
+    // times again as an array: the planner takes json_populate_recordset for 100 rows and, while
+    // the table is small, hash-joined it to a scan of every partition (3.5 ms a batch of 32 at
+    // 3k rows); with the array it reads only those times' index entries (1.3 ms).
+    const updates = [...run.updates.values()];
     await tx`
       UPDATE executions AS e SET ${tx.unsafe(SET_UPDATABLE)}
-      FROM json_populate_recordset(NULL::executions, ${rowsJson(run.updates.values())}::text::json) AS r
-      WHERE e.execution_id = r.execution_id AND e.created_at = r.created_at`;
+      FROM json_populate_recordset(NULL::executions, ${rowsJson(updates)}::text::json) AS r
+      WHERE e.execution_id = r.execution_id AND e.created_at = r.created_at AND e.created_at = ANY(${updates.map((u) => u.createdAt)}::bigint[])`;
   }
   if (run.oldestOpen !== null) lowerStuckMark(fx, run.oldestOpen);
   // Held reports replaced or taken leave the budget before the new ones come in (same execution: a new row).

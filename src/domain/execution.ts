@@ -21,6 +21,11 @@ export type Descriptive = PartValues<"fields">;
 
 const DESCRIPTIVE_KEYS = fieldsOf("fields").map((f) => f.key);
 
+/** Nothing described (an /upload status update's): every descriptive field null, the required type "". */
+export const UNDESCRIBED: Readonly<Descriptive> = Object.freeze(
+  Object.fromEntries(fieldsOf("fields").map((f) => [f.key, "required" in f ? "" : null])) as Descriptive,
+);
+
 /** The descriptive fields of an execution, and nothing else of it (a report's `fields`). */
 export function descriptiveOf(e: Descriptive): Descriptive {
   return Object.fromEntries(DESCRIPTIVE_KEYS.map((k) => [k, e[k]])) as Descriptive;

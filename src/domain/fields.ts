@@ -8,6 +8,7 @@
 // (test/fields-schemas.test.ts), so adding a payload field is a row here, a column in each
 // schema and a migration.
 import { OUTCOMES } from "./outcome.ts";
+import type { Endpoint } from "./rejection.ts";
 
 /** Install types the wire protocols know; anything else is refused. */
 export const INSTALL_TYPES = ["lxc", "vm", "turnkey", "pve", "addon", "tool"] as const;
@@ -60,9 +61,6 @@ type FieldKind =
  */
 type Part = "head" | "fields" | "ending" | "server";
 
-/** The protocols' bodies: /upload (start), /upload/updatestatus, /telemetry. */
-export type Protocol = "upload" | "updatestatus" | "telemetry";
-
 interface FieldRow {
   /** snake_case: the key in bodies (unless `wire`), in the record and the CSV header, of the filter, the rollup dimension and the column (unless `column`). */
   readonly name: string;
@@ -84,9 +82,9 @@ interface FieldRow {
   /** Another body key for the same field, read when the first is absent or null. */
   readonly alias?: string;
   /** Positions in the bodies of each protocol that carries it: the order the clients send (and the relay sends and the docs list) them. */
-  readonly sent?: Readonly<Partial<Record<Protocol, number>>>;
+  readonly sent?: Readonly<Partial<Record<Endpoint, number>>>;
   /** A protocol that may leave out a required field, and what its absence means. */
-  readonly absent?: Readonly<Partial<Record<Protocol, string>>>;
+  readonly absent?: Readonly<Partial<Record<Endpoint, string>>>;
   /** Only the /telemetry payload versions that send it this way (v1: none or 1, v2+: 2 and above). */
   readonly versions?: "v1" | "v2+";
   /**
@@ -96,7 +94,7 @@ interface FieldRow {
   readonly filter?: { readonly at: number; readonly lower?: true; readonly values?: readonly string[]; readonly doc: string };
   /** Counted by rollups as a dimension of the same name, by its value as stored (domain/rollup.ts). */
   readonly dimension?: true;
-  /** Rollups select it by slice rather than by dimension (an app, a repo source). */
+  /** Rollups select it by slice rather than by dimension (a kind, a repo source, an app). */
   readonly slice?: true;
   /** CSV: 1 for the columns every release has exported, which come first; 2 for those after them. */
   readonly csv: 1 | 2;
@@ -104,22 +102,22 @@ interface FieldRow {
   readonly timeline?: string;
   /** One line for the record's schema and the docs. */
   readonly doc: string;
-  /** What the clients' bodies carry, where it differs from `doc`. */
-  readonly sentDoc?: string;
+  /** What the clients' bodies carry, where it differs from `doc` (for every endpoint, or by endpoint). */
+  readonly sentDoc?: string | Readonly<Partial<Record<Endpoint, string>>>;
 }
 
 /** Every field, in the order of the record. */
 export const FIELDS = [
   { name: "random_id", key: "randomId", part: "head", kind: "id", required: true, bounds: [1, MAX_RANDOM_ID_LENGTH],
     sent: { upload: 13, updatestatus: 3, telemetry: 2 }, filter: { at: 10, doc: "one install's executions" }, csv: 1,
-    doc: "one installation (session); client-generated, a UUID in practice", sentDoc: "one installation; required, at most 128 characters" },
+    doc: "one installation (session); client-generated, a UUID in practice" },
   { name: "execution_id", key: "executionId", part: "head", kind: "id", required: true, bounds: [1, MAX_RANDOM_ID_LENGTH],
     sent: { telemetry: 3 }, absent: { telemetry: "random_id" }, csv: 2,
     doc: "one attempt of the install; = random_id for /upload reports and first runs",
     sentDoc: "one attempt: equals `random_id` on the first run, a new id for each retry; absent means `random_id`" },
   { name: "attempt", key: "attempt", part: "server", kind: "integer", required: true, csv: 2,
     doc: "1 for the install's first execution, n for its n-th (retries)" },
-  { name: "kind", key: "kind", part: "server", kind: "enum", required: true, values: KINDS, csv: 2,
+  { name: "kind", key: "kind", part: "server", kind: "enum", required: true, values: KINDS, slice: true, csv: 2,
     filter: { at: 9, values: [...KINDS, "all"], doc: "install (default): installations; tool: host tools (type pve); addon; all: every kind" },
     doc: "tools (type pve) and addons are kept out of install rates unless asked for" },
   { name: "payload_version", key: "payloadVersion", part: "head", kind: "integer", bounds: [1, 1_000_000], sent: { telemetry: 1 }, versions: "v2+", csv: 2,
@@ -127,7 +125,7 @@ export const FIELDS = [
     sentDoc: "`2` in v2; absent in v1; above 2 accepted, unknown fields kept in `extra`" },
   { name: "type", key: "type", part: "fields", kind: "install-type", required: true, sent: { upload: 2, telemetry: 4 },
     filter: { at: 4, lower: true, doc: "lxc, vm, turnkey, pve, addon, tool" }, dimension: true, csv: 1,
-    doc: "required: `lxc`, `vm`, `turnkey`, `pve` (host tool), `addon`, `tool`" },
+    doc: "install type: `lxc`, `vm`, `turnkey`, `pve` (host tool), `addon`, `tool`" },
   { name: "ct_type", key: "ctType", part: "fields", kind: "integer", bounds: [0, 2], sent: { upload: 1, telemetry: 7 }, dimension: true, csv: 1,
     doc: "container type code; 2 for VMs" },
   { name: "disk_size", key: "diskSize", part: "fields", kind: "size", bounds: [0, 100_000], unit: "GiB", sent: { upload: 3, telemetry: 8 }, dimension: true, csv: 1,
@@ -152,13 +150,17 @@ export const FIELDS = [
   { name: "status", key: "status", part: "ending", kind: "status", required: true, sent: { upload: 12, updatestatus: 1, telemetry: 6 },
     absent: { upload: "installing" }, filter: { at: 2, lower: true, doc: "status as stored (lowercase), e.g. done, failed, installing" },
     dimension: true, csv: 1, doc: "as the client sent it, lowercased",
-    sentDoc: "`installing`, `validation`, `configuring`, `success`, `failed`, `aborted`, `unknown`; `/upload`: `installing` (the default), then `done`, `failed`, …" },
+    sentDoc: {
+      upload: "`installing` (absent means the same)",
+      updatestatus: "`done` or `failed` in practice; lowercased",
+      telemetry: "`installing`, `validation`, `configuring`, `success`, `failed`, `aborted`, `unknown`",
+    } },
   { name: "outcome", key: "outcome", part: "ending", kind: "enum", required: true, values: OUTCOMES,
     filter: { at: 3, doc: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown" }, csv: 1,
     doc: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown" },
   { name: "error", key: "error", part: "ending", kind: "error-text", sent: { updatestatus: 2, telemetry: 17 }, csv: 1,
     doc: "free text; IP addresses are masked",
-    sentDoc: "`exit_code=N \\| <explanation> \\| at line L: <cmd>` then `---` and up to 60 lines (~10 KiB) of log; `/upload`: free text" },
+    sentDoc: { telemetry: "`exit_code=N | <explanation> | at line L: <cmd>` then `---` and up to 60 lines (~10 KiB) of log; IP addresses are masked" } },
   { name: "created_at", key: "createdAt", part: "server", kind: "time", required: true, csv: 1, doc: "when the first report arrived" },
   { name: "updated_at", key: "updatedAt", part: "server", kind: "time", required: true, csv: 1, doc: "when the last report that changed it arrived" },
   { name: "duration_s", key: "durationMs", part: "server", kind: "ms", column: "duration_ms", csv: 1,
@@ -246,11 +248,17 @@ export const matchesLabel = (f: Field): boolean => f.kind !== "id" && f.kind !==
 
 /** A row a protocol's bodies carry. */
 export type SentField = Extract<Field, { sent: object }>;
-/** The rows a protocol's bodies carry, in the order the clients send them. */
-export function sentIn(protocol: Protocol): SentField[] {
-  const at = (f: SentField): number | undefined => (f.sent as Partial<Record<Protocol, number>>)[protocol];
+/** The rows the bodies sent to an endpoint carry, in the order the clients send them. */
+export function sentIn(endpoint: Endpoint): SentField[] {
+  const at = (f: SentField): number | undefined => (f.sent as Partial<Record<Endpoint, number>>)[endpoint];
   return FIELDS.filter((f): f is SentField => "sent" in f && at(f) !== undefined).sort((a, b) => at(a)! - at(b)!);
 }
+/** What the bodies sent to an endpoint carry in a field, in one line. */
+export function sentDocOf(f: SentField, endpoint: Endpoint): string {
+  if (!("sentDoc" in f)) return f.doc;
+  return typeof f.sentDoc === "string" ? f.sentDoc : ((f.sentDoc as Partial<Record<Endpoint, string>>)[endpoint] ?? f.doc);
+}
+
 /** The key a row is read from in a body. */
 export const wireName = (f: SentField): string => ("wire" in f ? f.wire : f.name);
 

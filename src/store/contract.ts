@@ -5,9 +5,10 @@
 // Every method is asynchronous: an engine may answer from another thread or over the network
 // (a read connection in a worker, a PostgreSQL server); an embedded one simply resolves at once.
 import type { KnownSignature } from "../domain/error-signature.ts";
-import type { Execution, Kind, Report } from "../domain/execution.ts";
+import type { Execution, Report } from "../domain/execution.ts";
 import type { HeldReport } from "../domain/lifecycle.ts";
 import type { Outcome } from "../domain/outcome.ts";
+import type { FilterValues } from "../domain/fields.ts";
 import type { Endpoint, RejectReason, Rejection } from "../domain/rejection.ts";
 import type { RelayPolicy } from "../domain/relay.ts";
 import type { Grain, RollupData, RollupPart } from "../domain/rollup.ts";
@@ -248,32 +249,14 @@ export type WriteResult = ResultOf[keyof ResultOf];
 
 // ------------------------------------------------------------------ reads
 
-/** Which executions a read covers; "" for a text filter matches executions without that value. */
-export interface ExecutionFilter {
-  /** Absent: every kind. */
-  kind?: Kind;
-  randomId?: string;
-  nsapp?: string;
-  status?: string;
-  outcome?: Outcome;
-  type?: string;
-  osType?: string;
-  osVersion?: string;
-  pveVersion?: string;
-  method?: string;
-  exitCode?: number;
-  errorCategory?: string;
-  platform?: string;
+/**
+ * Which executions a read covers: a value of each filter field (domain/fields.ts `filter`; "" for a
+ * text filter matches executions without that value; kind absent: every kind), the platform
+ * class, the time window, free text.
+ */
+export interface ExecutionFilter extends FilterValues {
   /** The platform as the community service reads it (domain/rollup.ts platformClass): pve, incus, or "" when nothing says. */
   platformClass?: string;
-  arch?: string;
-  cpuVendor?: string;
-  gpuVendor?: string;
-  gpuPassthrough?: string;
-  repoSource?: string;
-  repoSlug?: string;
-  appVersion?: string;
-  kernelVersion?: string;
   from?: number;
   to?: number;
   /** Free text, matched in app name and error text. */

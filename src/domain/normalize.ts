@@ -3,7 +3,7 @@
 import { asDecline, categoryFor } from "./error-category.ts";
 import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Ending, type Report } from "./execution.ts";
 import { parseExitCode } from "./exit-codes.ts";
-import { FIELD, WIRE_KEYS, fieldsOf } from "./fields.ts";
+import { FIELD, WIRE_KEYS, fieldsOf, wireName, type FieldOf } from "./fields.ts";
 import type { JsonObject } from "./json.ts";
 import { deriveOutcome, type Outcome } from "./outcome.ts";
 import { maskIpAddresses } from "./mask-ips.ts";
@@ -181,45 +181,76 @@ function extra(body: JsonObject): string | null {
   return unknown.length === 0 ? null : JSON.stringify(Object.fromEntries(unknown));
 }
 
-type DescriptiveReader = (body: JsonObject, max: number, payloadVersion: number | null) => Descriptive;
+/** How one descriptive field is read (its row in domain/fields.ts, looked at once, here). */
+interface Reader {
+  key: keyof Descriptive;
+  /** The body key; a field with an alias reads the alias when this one is absent or null. */
+  from: string;
+  alias: string | null;
+  kind: FieldOf<"fields">["kind"];
+  unit: Unit;
+  whole: boolean;
+  min: number;
+  max: number;
+  /** A field only some payload versions send (under a body key others share): its key's index in SHARED, else -1. */
+  shared: number;
+  v2: boolean;
+}
+const ROWS = fieldsOf("fields");
+/** Body keys read by more than one row (v1's and v2's gpu_passthrough): each read once, before the other fields. */
+const SHARED = [...new Set(ROWS.flatMap((f) => ("versions" in f ? [wireName(f)] : [])))];
+const READERS: readonly Reader[] = ROWS.map((f) => ({
+  key: f.key,
+  from: "wire" in f ? f.wire : f.name,
+  alias: "alias" in f ? f.alias : null,
+  kind: f.kind,
+  unit: "unit" in f ? f.unit : "none",
+  whole: f.kind === "integer" || "whole" in f,
+  min: "bounds" in f ? f.bounds[0] : 0,
+  max: "bounds" in f ? f.bounds[1] : 0,
+  shared: "versions" in f ? SHARED.indexOf(wireName(f)) : -1,
+  v2: "versions" in f && f.versions === "v2+",
+}));
+/** The shared keys' values of the report being read (normalization is synchronous: one report at a time). */
+const SHARED_VALUES: (string | null)[] = [];
 
 /**
- * The reader of the descriptive fields, built from their rows once at module load as one object
- * literal: `{ type: installType(b, max), ctType: ranged(b, "ct_type", "none", true, 0, 2), ... }`.
- * A loop over the rows (`out[key] = read(row)`) costs 8-20% more CPU per report: every report
- * would build its object key by key instead of in one shape. The code holds only the table's
- * own names and numbers. A body key that several rows read (v1's and v2's gpu_passthrough) is
- * read once, before the others, and kept by the rows of the report's payload version.
+ * A new descriptive object, every field absent: one object literal built from the rows at module
+ * load, so each report's fields are written into an object of its final shape (spreading a
+ * template instead cost ~3% more CPU per report). The literal holds only the table's keys.
  */
-function compileDescriptive(): DescriptiveReader {
-  const str = (v: string) => JSON.stringify(v);
-  const shared = new Map<string, string>();
-  const props = fieldsOf("fields").map((f) => {
-    const key = str("alias" in f ? f.name : "wire" in f ? f.wire : f.name);
-    const from = "alias" in f ? `(b[${key}] !== undefined && b[${key}] !== null ? ${key} : ${str(f.alias)})` : key;
-    let read: string;
-    switch (f.kind) {
-      case "install-type": read = `installType(b, ${from}, max)`; break;
-      case "integer": read = `ranged(b, ${from}, "none", true, ${f.bounds[0]}, ${f.bounds[1]})`; break;
-      case "size": read = `ranged(b, ${from}, ${str(f.unit)}, ${"whole" in f}, ${f.bounds[0]}, ${f.bounds[1]})`; break;
-      case "label": read = `label(b, ${from}, max)`; break;
-      case "label-lower": read = `label(b, ${from}, max)?.toLowerCase() ?? null`; break;
-      case "word": read = `word(b, ${from}, max)`; break;
-      case "bool": read = `boolean(b, ${from})`; break;
-      case "json": read = "extra(b)"; break;
-    }
-    if (!("versions" in f)) return `${str(f.key)}: ${read}`;
-    if (!shared.has(read)) shared.set(read, `v${shared.size}`);
-    const version = f.versions === "v2+" ? "pv >= 2" : "pv < 2";
-    return `${str(f.key)}: pv !== null && ${version} ? ${shared.get(read)} : null`;
-  });
-  const hoisted = [...shared].map(([read, name]) => `const ${name} = ${read};`).join(" ");
-  const body = `return (b, max, pv) => { ${hoisted} return { ${props.join(", ")} }; };`;
-  return new Function("installType", "ranged", "label", "word", "boolean", "extra", body)(installType, ranged, label, word, boolean, extra) as DescriptiveReader;
-}
+const blank = new Function(`return () => ({ ${ROWS.map((f) => `${JSON.stringify(f.key)}: ${"required" in f ? '""' : "null"}`).join(", ")} });`)() as () => Descriptive;
 
-/** The descriptive fields; `payloadVersion` tells what gpu_passthrough means (null: /upload). */
-const descriptive = compileDescriptive();
+/**
+ * The descriptive fields, read in the table's order (the first field in error is the one named);
+ * `payloadVersion` tells what gpu_passthrough means (null: /upload). A loop over the rows, not one
+ * function of a call per field: that one cost the optimizing JIT ~8 MB more peak memory to compile.
+ */
+function descriptive(body: JsonObject, max: number, payloadVersion: number | null): Descriptive {
+  for (let i = 0; i < SHARED.length; i++) SHARED_VALUES[i] = word(body, SHARED[i]!, max);
+  const d = blank() as Record<keyof Descriptive, Descriptive[keyof Descriptive]>;
+  for (let i = 0; i < READERS.length; i++) {
+    const r = READERS[i]!;
+    switch (r.kind) {
+      case "label": {
+        const aliased = r.alias !== null && (body[r.from] === undefined || body[r.from] === null);
+        d[r.key] = label(body, aliased ? r.alias! : r.from, max);
+        break;
+      }
+      case "word":
+        if (r.shared < 0) d[r.key] = word(body, r.from, max);
+        else if (payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2)) d[r.key] = SHARED_VALUES[r.shared]!;
+        break;
+      case "label-lower": d[r.key] = label(body, r.from, max)?.toLowerCase() ?? null; break;
+      case "integer":
+      case "size": d[r.key] = ranged(body, r.from, r.unit, r.whole, r.min, r.max); break;
+      case "install-type": d[r.key] = installType(body, r.from, max); break;
+      case "bool": d[r.key] = boolean(body, r.from); break;
+      case "json": d[r.key] = extra(body); break;
+    }
+  }
+  return d as Descriptive;
+}
 
 /** How the run ended as far as this report says; exit code and category only with a final outcome; a decline is an abort. */
 function ending(st: string, error: string | null, sent: { exitCode: number | null; category: string | null; failedCommand: string | null; failedLine: number | null; installDuration: number | null }): Ending {

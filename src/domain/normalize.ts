@@ -197,7 +197,10 @@ interface Reader {
   v2: boolean;
 }
 const ROWS = fieldsOf("fields");
-/** Body keys read by more than one row (v1's and v2's gpu_passthrough): each read once, before the other fields. */
+/**
+ * Body keys that rows of different payload versions share (domain/fields.ts `wire`; such rows are
+ * words, test/fields.test.ts): each read once, before the other fields.
+ */
 const SHARED = [...new Set(ROWS.flatMap((f) => ("versions" in f ? [wireName(f)] : [])))];
 const READERS: readonly Reader[] = ROWS.map((f) => ({
   key: f.key,
@@ -223,24 +226,26 @@ const blank = new Function(`return () => ({ ${ROWS.map((f) => `${JSON.stringify(
 
 /**
  * The descriptive fields, read in the table's order (the first field in error is the one named);
- * `payloadVersion` tells what gpu_passthrough means (null: /upload). A loop over the rows, not one
- * function of a call per field: that one cost the optimizing JIT ~8 MB more peak memory to compile.
+ * `payloadVersion` says which version's rows a shared key fills (null: /upload). A loop over the
+ * rows rather than one function of a call per field: that one cost the optimizing JIT ~8 MB more
+ * peak memory to compile, for ~2% less CPU per report (scripts/bench-normalize.ts).
  */
 function descriptive(body: JsonObject, max: number, payloadVersion: number | null): Descriptive {
   for (let i = 0; i < SHARED.length; i++) SHARED_VALUES[i] = word(body, SHARED[i]!, max);
   const d = blank() as Record<keyof Descriptive, Descriptive[keyof Descriptive]>;
   for (let i = 0; i < READERS.length; i++) {
     const r = READERS[i]!;
+    if (r.shared >= 0) {
+      if (payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2)) d[r.key] = SHARED_VALUES[r.shared]!;
+      continue;
+    }
     switch (r.kind) {
       case "label": {
         const aliased = r.alias !== null && (body[r.from] === undefined || body[r.from] === null);
         d[r.key] = label(body, aliased ? r.alias! : r.from, max);
         break;
       }
-      case "word":
-        if (r.shared < 0) d[r.key] = word(body, r.from, max);
-        else if (payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2)) d[r.key] = SHARED_VALUES[r.shared]!;
-        break;
+      case "word": d[r.key] = word(body, r.from, max); break;
       case "label-lower": d[r.key] = label(body, r.from, max)?.toLowerCase() ?? null; break;
       case "integer":
       case "size": d[r.key] = ranged(body, r.from, r.unit, r.whole, r.min, r.max); break;

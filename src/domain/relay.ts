@@ -97,7 +97,7 @@ const WIRE_KEYS = Object.fromEntries(ENDPOINTS.map((e) => [e, sentIn(e).map(wire
 export function relayBody(report: Report, omit: readonly string[]): string {
   // No prototype: a client's key such as "__proto__" or "constructor" is a key like any other.
   const out = Object.create(null) as Record<string, unknown>;
-  // v1 sent no payload_version and its host's GPU as gpu_passthrough: the rows of other versions stay out.
+  // A report carries the rows of its payload version only (domain/fields.ts `versions`: v1 sent no payload_version).
   for (const { name, value, field } of WIRE_KEYS[endpointOf(report)]) {
     if (!inVersion(field, report.payloadVersion)) continue;
     const v = value(report);

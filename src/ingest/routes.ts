@@ -67,7 +67,7 @@ function sentSchema(f: SentField, endpoint: Endpoint): TSchema {
 /** The body of an endpoint as the clients send it: the fields in their order (domain/fields.ts `sent`). */
 function bodyDoc(endpoint: Endpoint, options: ObjectOptions) {
   const props: Record<string, TSchema> = {};
-  // v1's and v2's gpu_passthrough are one key of the body: the first row describes both.
+  // Rows of different payload versions sharing a body key (domain/fields.ts `wire`): the first describes it.
   for (const f of sentIn(endpoint)) props[wireName(f)] ??= sentSchema(f, endpoint);
   return t.Object(props, options);
 }

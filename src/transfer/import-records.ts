@@ -183,9 +183,8 @@ export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, o
 
 /**
  * The fields a start report carries, as [record name, body key] (domain/fields.ts: every field the
- * clients send but how it ended; `id`, times and status are handled apart). v1's host GPU
- * (exported as host_gpu) goes back under gpu_passthrough, as the client sent it; an alias is
- * taken as it is.
+ * clients send but how it ended; `id`, times and status are handled apart). A field the clients
+ * send under another key (domain/fields.ts `wire`) goes back under it; an alias is taken as it is.
  */
 const START_FIELDS: readonly (readonly [name: string, key: string])[] = FIELDS.flatMap((f) =>
   "sent" in f && (f.part === "head" || f.part === "fields") ? [[f.name, wireName(f)] as const, ...("alias" in f ? [[f.alias, f.alias] as const] : [])] : [],
@@ -228,7 +227,7 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   if (createdAt === null) return { ok: false, message: `created_at must be an RFC 3339 time, got ${show(r.created_at)}` };
 
   const body: JsonObject = { status: "installing" };
-  // Fields several record names come back to (gpu_passthrough, host_gpu): the first one present.
+  // A body key several fields come back to (one per payload version): the first one present.
   for (const [name, key] of START_FIELDS) if (r[name] !== undefined && r[name] !== null && body[key] === undefined) body[key] = r[name];
   if (r.extra !== null && typeof r.extra === "object" && !Array.isArray(r.extra)) Object.assign(body, r.extra);
   const telemetry = body.payload_version !== undefined;

@@ -217,44 +217,44 @@ const READERS: readonly Reader[] = ROWS.map((f) => ({
 /** The shared keys' values of the report being read (normalization is synchronous: one report at a time). */
 const SHARED_VALUES: (string | null)[] = [];
 
+/** The values of the report being read, by row (normalization is synchronous: one report at a time). */
+const VALUES: Descriptive[keyof Descriptive][] = READERS.map(() => null);
+
 /**
- * A new descriptive object, every field absent: one object literal built from the rows at module
- * load, so each report's fields are written into an object of its final shape (spreading a
- * template instead cost ~3% more CPU per report). The literal holds only the table's keys.
+ * The descriptive object of VALUES: one object literal over the rows' keys, built at module load
+ * (`(v) => ({ "type": v[0], "ctType": v[1], ... })`), so every report's fields are one object of
+ * one shape, made at once. Written key by key into a template, a report cost 2-5% more CPU (a
+ * store by a key that changes every time is a lookup). The literal holds only the table's keys.
  */
-const blank = new Function(`return () => ({ ${ROWS.map((f) => `${JSON.stringify(f.key)}: ${"required" in f ? '""' : "null"}`).join(", ")} });`)() as () => Descriptive;
+const assemble = new Function(`return (v) => ({ ${ROWS.map((f, i) => `${JSON.stringify(f.key)}: v[${i}]`).join(", ")} });`)() as (values: typeof VALUES) => Descriptive;
 
 /**
  * The descriptive fields, read in the table's order (the first field in error is the one named);
  * `payloadVersion` says which version's rows a shared key fills (null: /upload). A loop over the
  * rows rather than one function of a call per field: that one cost the optimizing JIT ~8 MB more
- * peak memory to compile, for ~2% less CPU per report (scripts/bench-normalize.ts).
+ * peak memory to compile (scripts/bench-fields.ts).
  */
 function descriptive(body: JsonObject, max: number, payloadVersion: number | null): Descriptive {
   for (let i = 0; i < SHARED.length; i++) SHARED_VALUES[i] = word(body, SHARED[i]!, max);
-  const d = blank() as Record<keyof Descriptive, Descriptive[keyof Descriptive]>;
   for (let i = 0; i < READERS.length; i++) {
     const r = READERS[i]!;
-    if (r.shared >= 0) {
-      if (payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2)) d[r.key] = SHARED_VALUES[r.shared]!;
-      continue;
-    }
-    switch (r.kind) {
-      case "label": {
-        const aliased = r.alias !== null && (body[r.from] === undefined || body[r.from] === null);
-        d[r.key] = label(body, aliased ? r.alias! : r.from, max);
-        break;
+    let v: Descriptive[keyof Descriptive];
+    if (r.shared >= 0) v = payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2) ? SHARED_VALUES[r.shared]! : null;
+    else {
+      switch (r.kind) {
+        case "label": v = label(body, r.alias !== null && (body[r.from] === undefined || body[r.from] === null) ? r.alias : r.from, max); break;
+        case "word": v = word(body, r.from, max); break;
+        case "label-lower": v = label(body, r.from, max)?.toLowerCase() ?? null; break;
+        case "integer":
+        case "size": v = ranged(body, r.from, r.unit, r.whole, r.min, r.max); break;
+        case "install-type": v = installType(body, r.from, max); break;
+        case "bool": v = boolean(body, r.from); break;
+        case "json": v = extra(body); break;
       }
-      case "word": d[r.key] = word(body, r.from, max); break;
-      case "label-lower": d[r.key] = label(body, r.from, max)?.toLowerCase() ?? null; break;
-      case "integer":
-      case "size": d[r.key] = ranged(body, r.from, r.unit, r.whole, r.min, r.max); break;
-      case "install-type": d[r.key] = installType(body, r.from, max); break;
-      case "bool": d[r.key] = boolean(body, r.from); break;
-      case "json": d[r.key] = extra(body); break;
     }
+    VALUES[i] = v;
   }
-  return d as Descriptive;
+  return assemble(VALUES);
 }
 
 /** How the run ended as far as this report says; exit code and category only with a final outcome; a decline is an abort. */

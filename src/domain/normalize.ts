@@ -231,7 +231,7 @@ const assemble = new Function(`return (v) => ({ ${ROWS.map((f, i) => `${JSON.str
 /**
  * The descriptive fields, read in the table's order (the first field in error is the one named);
  * `payloadVersion` says which version's rows a shared key fills (null: /upload). A loop over the
- * rows rather than one function of a call per field: that one cost the optimizing JIT ~8 MB more
+ * rows rather than one function of a call per field: that one cost the optimizing JIT ~15 MB more
  * peak memory to compile (scripts/bench-fields.ts).
  */
 function descriptive(body: JsonObject, max: number, payloadVersion: number | null): Descriptive {

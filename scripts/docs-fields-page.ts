@@ -1,7 +1,7 @@
 // The field tables of the manual, built from the fields table (src/domain/fields.ts): each sits in
 // its page between `<!-- fields:NAME ... -->` and `<!-- /fields:NAME -->`, and the text around
 // them is written by hand. scripts/docs-fields.ts writes them, test/docs.test.ts compares them.
-import { FIELDS, FILTER_FIELDS, sentDocOf, sentIn, wireName, type Field, type SentField } from "../src/domain/fields.ts";
+import { FIELDS, FILTER_FIELDS, requiredIn, sentDocOf, sentIn, wireName, type Field, type SentField } from "../src/domain/fields.ts";
 import type { Endpoint } from "../src/domain/rejection.ts";
 
 /** The pages that hold generated field tables. */
@@ -22,8 +22,7 @@ function sentType(f: SentField, endpoint: Endpoint): string {
     case "bool": type = "bool (or `yes`/`no`, `1`/`0`)"; break;
     default: type = "string";
   }
-  const required = "required" in f && !("absent" in f && endpoint in f.absent);
-  return required ? `${type}, required` : type;
+  return requiredIn(f, endpoint) ? `${type}, required` : type;
 }
 
 /** The fields of one endpoint's body, in the order the clients send them. */

@@ -1,9 +1,10 @@
 // Every field of an execution's record, one row each: what clients send (and where in their
 // bodies), what the server adds, and how each is read, filtered, counted, exported, relayed and
 // documented. The request body schemas (ingest/routes.ts), normalization (normalize.ts), the
-// read filters (read/query.ts, store/shared/filter.ts), the record and its export columns
-// (read/record.ts, read/export.ts), the relay bodies (relay.ts), the Execution type and the
-// field tables of docs/protocol.md and docs/api.md (`bun run docs:fields`) all derive from FIELDS.
+// read filters (read/query.ts, store/shared/filter.ts, read/aggregate.ts), the record and its
+// export columns (read/record.ts, read/export.ts), the relay bodies (relay.ts), the import of
+// records (transfer/import-records.ts), the Execution type and the field tables of
+// docs/protocol.md and docs/api.md (`bun run docs:fields`) all derive from FIELDS.
 // The two Drizzle schemas stay hand-written and are checked against it
 // (test/fields-schemas.test.ts), so adding a payload field is a row here, a column in each
 // schema and a migration.
@@ -83,8 +84,8 @@ interface FieldRow {
   readonly alias?: string;
   /** Positions in the bodies of each protocol that carries it: the order the clients send (and the relay sends and the docs list) them. */
   readonly sent?: Readonly<Partial<Record<Endpoint, number>>>;
-  /** A protocol that may leave out a required field, and what its absence means. */
-  readonly absent?: Readonly<Partial<Record<Endpoint, string>>>;
+  /** Endpoints whose bodies may leave out this required field: normalization fills it in (docs: sentDoc). */
+  readonly optionalIn?: readonly Endpoint[];
   /** Only the /telemetry payload versions that send it this way (v1: none or 1, v2+: 2 and above). */
   readonly versions?: "v1" | "v2+";
   /**
@@ -112,7 +113,7 @@ export const FIELDS = [
     sent: { upload: 13, updatestatus: 3, telemetry: 2 }, filter: { at: 10, doc: "one install's executions" }, csv: 1,
     doc: "one installation (session); client-generated, a UUID in practice" },
   { name: "execution_id", key: "executionId", part: "head", kind: "id", required: true, bounds: [1, MAX_RANDOM_ID_LENGTH],
-    sent: { telemetry: 3 }, absent: { telemetry: "random_id" }, csv: 2,
+    sent: { telemetry: 3 }, optionalIn: ["telemetry"], csv: 2,
     doc: "one attempt of the install; = random_id for /upload reports and first runs",
     sentDoc: "one attempt: equals `random_id` on the first run, a new id for each retry; absent means `random_id`" },
   { name: "attempt", key: "attempt", part: "server", kind: "integer", required: true, csv: 2,
@@ -148,7 +149,7 @@ export const FIELDS = [
     filter: { at: 7, doc: 'host version, e.g. 8.2.2 or "not found"' }, dimension: true, csv: 1,
     doc: "the host's version, `not found` when unknown, `incus-6.x` on Incus; `host_version` is accepted as an alias" },
   { name: "status", key: "status", part: "ending", kind: "status", required: true, sent: { upload: 12, updatestatus: 1, telemetry: 6 },
-    absent: { upload: "installing" }, filter: { at: 2, lower: true, doc: "status as stored (lowercase), e.g. done, failed, installing" },
+    optionalIn: ["upload"], filter: { at: 2, lower: true, doc: "status as stored (lowercase), e.g. done, failed, installing" },
     dimension: true, csv: 1, doc: "as the client sent it, lowercased",
     sentDoc: {
       upload: "`installing` (absent means the same)",
@@ -258,6 +259,10 @@ export function sentDocOf(f: SentField, endpoint: Endpoint): string {
   if (!("sentDoc" in f)) return f.doc;
   return typeof f.sentDoc === "string" ? f.sentDoc : ((f.sentDoc as Partial<Record<Endpoint, string>>)[endpoint] ?? f.doc);
 }
+
+/** Whether the bodies sent to an endpoint must carry a field. */
+export const requiredIn = (f: SentField, endpoint: Endpoint): boolean =>
+  "required" in f && !("optionalIn" in f && (f.optionalIn as readonly Endpoint[]).includes(endpoint));
 
 /** The key a row is read from in a body. */
 export const wireName = (f: SentField): string => ("wire" in f ? f.wire : f.name);

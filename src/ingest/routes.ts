@@ -4,7 +4,7 @@ import { Elysia, t } from "elysia";
 import type { Server } from "bun";
 import { kindOfType } from "../domain/execution.ts";
 import type { NormalizeOptions } from "../domain/normalize.ts";
-import { sentDocOf, sentIn, wireName, type SentField } from "../domain/fields.ts";
+import { requiredIn, sentDocOf, sentIn, wireName, type SentField } from "../domain/fields.ts";
 import type { Endpoint, Rejection } from "../domain/rejection.ts";
 import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault } from "../http/errors.ts";
 import type { Metrics } from "../http/metrics.ts";
@@ -60,8 +60,7 @@ function sentSchema(f: SentField, endpoint: Endpoint): TSchema {
     case "bool": schema = t.Boolean({ description }); break;
     default: schema = t.String({ description });
   }
-  const required = "required" in f && !("absent" in f && endpoint in f.absent);
-  return required ? schema : t.Optional(schema);
+  return requiredIn(f, endpoint) ? schema : t.Optional(schema);
 }
 
 /** The body of an endpoint as the clients send it: the fields in their order (domain/fields.ts `sent`). */

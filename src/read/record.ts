@@ -81,14 +81,15 @@ function compileToRecord(): (row: Execution) => ExecutionRecord {
   };
   const props: string[] = [];
   const timeline: string[] = [];
+  let at = -1; // the timeline's place: where its first instant is
   for (const f of FIELDS) {
     if ("timeline" in f) {
-      if (timeline.length === 0) props.push("timeline: TIMELINE");
+      if (at < 0) at = props.push("") - 1;
       timeline.push(`${str(f.timeline)}: ${value(f)}`);
     } else props.push(`${str(f.name)}: ${value(f)}`);
   }
-  const literal = `{ ${props.join(", ").replace("timeline: TIMELINE", `"timeline": { ${timeline.join(", ")} }`)} }`;
-  return new Function("iso", `return (row) => (${literal});`)(iso) as (row: Execution) => ExecutionRecord;
+  props[at] = `"timeline": { ${timeline.join(", ")} }`;
+  return new Function("iso", `return (row) => ({ ${props.join(", ")} });`)(iso) as (row: Execution) => ExecutionRecord;
 }
 
 export const toRecord = compileToRecord();

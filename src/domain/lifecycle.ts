@@ -7,7 +7,7 @@
 // duplicate (200), never a conflict; progress pings move the timeline forward and never move a
 // final status back; a final report before its start is held, except for tools and addons, whose
 // only report is the final one.
-import { kindOfType, type Descriptive, type Execution, type Report } from "./execution.ts";
+import { UNDESCRIBED, kindOfType, type Descriptive, type Execution, type Report } from "./execution.ts";
 import { isFinal, deriveOutcome, type Outcome } from "./outcome.ts";
 
 export type Decision =
@@ -62,6 +62,9 @@ function markSeen(row: Execution, status: string, outcome: Outcome, at: number):
   if (key !== undefined && row[key] === null) row[key] = at;
   return row;
 }
+
+/** Every descriptive field (the fields table's, through UNDESCRIBED). */
+const DESCRIPTIVE_KEYS = Object.keys(UNDESCRIBED) as (keyof Descriptive)[];
 
 /** A copy of `stored` where incoming values win where they are present: every /telemetry report carries the whole payload. */
 function merged(stored: Execution, incoming: Descriptive | null): Execution {
@@ -163,39 +166,6 @@ export function decide(current: Execution | undefined, report: Report, c: Circum
   return { kind: "duplicate", row: changed ? timeline : null, conflict: null };
 }
 
-/** An /upload status update says nothing of the machine or the script: every descriptive field unknown. */
-const UNKNOWN: Descriptive = {
-  type: "",
-  ctType: null,
-  diskSize: null,
-  coreCount: null,
-  ramSize: null,
-  osType: null,
-  osVersion: null,
-  disableip6: null,
-  nsapp: null,
-  method: null,
-  pveVersion: null,
-  cpuVendor: null,
-  cpuModel: null,
-  gpuVendor: null,
-  gpuModel: null,
-  ramSpeed: null,
-  gpuPassthrough: null,
-  hostGpu: null,
-  arch: null,
-  platform: null,
-  hasArm: null,
-  repoSource: null,
-  repoSlug: null,
-  kernelVersion: null,
-  appVersion: null,
-  extra: null,
-};
-
-/** Every descriptive field. */
-const DESCRIPTIVE_KEYS = Object.keys(UNKNOWN) as (keyof Descriptive)[];
-
 /**
  * The execution a held report describes on its own: created when it was received, ended as it
  * says, no start time and so no duration (as for a held report applied when its start comes). A
@@ -203,7 +173,7 @@ const DESCRIPTIVE_KEYS = Object.keys(UNKNOWN) as (keyof Descriptive)[];
  */
 export function executionFromHeld(held: HeldReport, attempt: number): Execution {
   const { report, at, repaired } = held;
-  const fields = report.fields ?? UNKNOWN;
+  const fields = report.fields ?? UNDESCRIBED;
   return {
     ...fields,
     executionId: report.executionId,

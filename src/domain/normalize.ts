@@ -3,6 +3,7 @@
 import { asDecline, categoryFor } from "./error-category.ts";
 import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Ending, type Report } from "./execution.ts";
 import { parseExitCode } from "./exit-codes.ts";
+import { FIELD, WIRE_KEYS, fieldsOf, wireName, type FieldOf } from "./fields.ts";
 import type { JsonObject } from "./json.ts";
 import { deriveOutcome, type Outcome } from "./outcome.ts";
 import { maskIpAddresses } from "./mask-ips.ts";
@@ -82,20 +83,11 @@ type Unit = "none" | "GiB" | "MiB";
 const BASE_POWER: Record<Exclude<Unit, "none">, number> = { GiB: 3, MiB: 2 };
 
 /**
- * Ranges of the numeric fields, as the community's telemetry service checks them (its validate()):
- * values outside are refused (422), never clamped. disk_size in GiB, ram_size in MiB.
+ * A number checked against its field's bounds (domain/fields.ts), as the community's telemetry
+ * service checks them (its validate()): values outside are refused (422), never clamped.
  */
-const RANGES = {
-  ct_type: [0, 2],
-  disk_size: [0, 100_000],
-  core_count: [0, 256],
-  ram_size: [0, 1_048_576],
-} as const satisfies Record<string, readonly [number, number]>;
-
-/** A numeric field checked against its range in RANGES. */
-function ranged(body: JsonObject, key: keyof typeof RANGES, unit: Unit, integer: boolean): number | null {
+function ranged(body: JsonObject, key: string, unit: Unit, integer: boolean, min: number, max: number): number | null {
   const n = numeric(body, key, unit, integer);
-  const [min, max] = RANGES[key];
   if (n !== null && (n < min || n > max)) {
     throw new FieldError(key, `${key} must be between ${min} and ${max}${unit === "none" ? "" : ` ${unit}`}, got ${n}`);
   }
@@ -150,11 +142,11 @@ function status(body: JsonObject, max: number, fallback: string | null): string 
   return s;
 }
 
-function installType(body: JsonObject, max: number): string {
-  const type = word(body, "type", max);
-  if (type === null) throw new FieldError("type", `type is required (one of ${INSTALL_TYPES.join(", ")})`);
+function installType(body: JsonObject, key: string, max: number): string {
+  const type = word(body, key, max);
+  if (type === null) throw new FieldError(key, `${key} is required (one of ${INSTALL_TYPES.join(", ")})`);
   if (!(INSTALL_TYPES as readonly string[]).includes(type)) {
-    throw new FieldError("type", `type must be one of ${INSTALL_TYPES.join(", ")}, got ${JSON.stringify(type)}`);
+    throw new FieldError(key, `${key} must be one of ${INSTALL_TYPES.join(", ")}, got ${JSON.stringify(type)}`);
   }
   return type;
 }
@@ -186,72 +178,88 @@ function checked<T>(build: () => T): Checked<T> {
   }
 }
 
-/** Every key a report of either protocol may carry; anything else is kept raw in `extra`. */
-const KNOWN_KEYS = new Set([
-  "random_id", "execution_id", "payload_version", "type", "ct_type", "disk_size", "core_count", "ram_size",
-  "os_type", "os_version", "disableip6", "nsapp", "method", "pve_version", "host_version", "status",
-  "exit_code", "error", "error_category", "install_duration", "cpu_vendor", "cpu_model", "gpu_vendor",
-  "gpu_model", "ram_speed", "gpu_passthrough", "arch", "platform", "has_arm", "repo_source", "repo_slug",
-  "kernel_version", "app_version", "failed_command", "failed_line",
-]);
-
 function extra(body: JsonObject): string | null {
   // Runs for every report: the keys are looked at without copying the body's entries.
   // No prototype: a key "__proto__" is kept as a key, as Object.fromEntries would.
   let unknown: JsonObject | null = null;
-  for (const key in body) if (!KNOWN_KEYS.has(key)) (unknown ??= Object.create(null) as JsonObject)[key] = body[key];
+  for (const key in body) if (!WIRE_KEYS.has(key)) (unknown ??= Object.create(null) as JsonObject)[key] = body[key];
   return unknown === null ? null : JSON.stringify(unknown);
 }
 
-type TextField = keyof Pick<
-  Descriptive,
-  | "osType" | "osVersion" | "disableip6" | "nsapp" | "method" | "pveVersion" | "cpuVendor" | "cpuModel" | "gpuVendor" | "gpuModel"
-  | "ramSpeed" | "arch" | "platform" | "repoSource" | "repoSlug" | "kernelVersion" | "appVersion"
->;
+/** How one descriptive field is read (its row in domain/fields.ts, looked at once, here). */
+interface Reader {
+  key: keyof Descriptive;
+  /** The body key; a field with an alias reads the alias when this one is absent or null. */
+  from: string;
+  alias: string | null;
+  kind: FieldOf<"fields">["kind"];
+  unit: Unit;
+  whole: boolean;
+  min: number;
+  max: number;
+  /** A field only some payload versions send (under a body key others share): its key's index in SHARED, else -1. */
+  shared: number;
+  v2: boolean;
+}
+const ROWS = fieldsOf("fields");
+/**
+ * Body keys that rows of different payload versions share (domain/fields.ts `wire`; such rows are
+ * words, test/unit/fields-table-drives-normalization-and-rollups.test.ts): each read once, before the other fields.
+ */
+const SHARED = [...new Set(ROWS.flatMap((f) => ("versions" in f ? [wireName(f)] : [])))];
+const READERS: readonly Reader[] = ROWS.map((f) => ({
+  key: f.key,
+  from: "wire" in f ? f.wire : f.name,
+  alias: "alias" in f ? f.alias : null,
+  kind: f.kind,
+  unit: "unit" in f ? f.unit : "none",
+  whole: f.kind === "integer" || "whole" in f,
+  min: "bounds" in f ? f.bounds[0] : 0,
+  max: "bounds" in f ? f.bounds[1] : 0,
+  shared: "versions" in f ? SHARED.indexOf(wireName(f)) : -1,
+  v2: "versions" in f && f.versions === "v2+",
+}));
+/** The shared keys' values of the report being read (normalization is synchronous: one report at a time). */
+const SHARED_VALUES: (string | null)[] = [];
+
+/** The values of the report being read, by row (normalization is synchronous: one report at a time). */
+const VALUES: Descriptive[keyof Descriptive][] = READERS.map(() => null);
 
 /**
- * The text fields in the order they are checked (the first field in error is the one named), and
- * how each is read: a label, a label lowercased (empty kept), a word (lowercased, empty absent).
- * A table read in a loop, not one call per field: as one function of 28 inlined calls, the
- * optimizing JIT spent ~230 ms and ~20 MB compiling it under the first seconds of load.
+ * The descriptive object of VALUES: one object literal over the rows' keys, built at module load
+ * (`(v) => ({ "type": v[0], "ctType": v[1], ... })`), so every report's fields are one object of
+ * one shape, made at once. Written key by key into a template, a report cost 2-5% more CPU (a
+ * store by a key that changes every time is a lookup). The literal holds only the table's keys.
  */
-const TEXT_FIELDS: readonly [TextField, string, "label" | "lower" | "word"][] = [
-  ["osType", "os_type", "lower"], ["osVersion", "os_version", "label"], ["disableip6", "disableip6", "lower"], ["nsapp", "nsapp", "label"],
-  ["method", "method", "label"], ["pveVersion", "pve_version", "label"], ["cpuVendor", "cpu_vendor", "label"], ["cpuModel", "cpu_model", "label"],
-  ["gpuVendor", "gpu_vendor", "label"], ["gpuModel", "gpu_model", "label"], ["ramSpeed", "ram_speed", "label"], ["arch", "arch", "word"],
-  ["platform", "platform", "word"], ["repoSource", "repo_source", "label"], ["repoSlug", "repo_slug", "label"], ["kernelVersion", "kernel_version", "label"],
-  ["appVersion", "app_version", "label"],
-];
+const assemble = new Function(`return (v) => ({ ${ROWS.map((f, i) => `${JSON.stringify(f.key)}: v[${i}]`).join(", ")} });`)() as (values: typeof VALUES) => Descriptive;
 
-function textField(body: JsonObject, key: string, kind: "label" | "lower" | "word", max: number): string | null {
-  if (kind === "word") return word(body, key, max);
-  const text = label(body, key, max);
-  return kind === "lower" ? (text?.toLowerCase() ?? null) : text;
-}
-
-/** The descriptive fields; `payloadVersion` tells what gpu_passthrough means (null: /upload). */
+/**
+ * The descriptive fields, read in the table's order (the first field in error is the one named);
+ * `payloadVersion` says which version's rows a shared key fills (null: /upload). A loop over the
+ * rows rather than one function of a call per field: that one cost the optimizing JIT ~15 MB more
+ * peak memory to compile (scripts/bench-fields.ts).
+ */
 function descriptive(body: JsonObject, max: number, payloadVersion: number | null): Descriptive {
-  const hostVersion = body.pve_version !== undefined && body.pve_version !== null ? "pve_version" : "host_version";
-  const passthrough = word(body, "gpu_passthrough", max);
-  const d: Descriptive = {
-    type: installType(body, max),
-    ctType: ranged(body, "ct_type", "none", true),
-    diskSize: ranged(body, "disk_size", "GiB", false),
-    coreCount: ranged(body, "core_count", "none", true),
-    ramSize: ranged(body, "ram_size", "MiB", true),
-    osType: null, osVersion: null, disableip6: null, nsapp: null, method: null, pveVersion: null, cpuVendor: null, cpuModel: null,
-    gpuVendor: null, gpuModel: null, ramSpeed: null,
-    // v1 sent what the host has; v2 whether it was passed through: two questions, two fields.
-    gpuPassthrough: payloadVersion !== null && payloadVersion >= 2 ? passthrough : null,
-    hostGpu: payloadVersion !== null && payloadVersion < 2 ? passthrough : null,
-    arch: null, platform: null, hasArm: null, repoSource: null, repoSlug: null, kernelVersion: null, appVersion: null, extra: null,
-  };
-  for (const [field, key, kind] of TEXT_FIELDS) {
-    d[field] = textField(body, key === "pve_version" ? hostVersion : key, kind, max);
-    if (field === "platform") d.hasArm = boolean(body, "has_arm");
+  for (let i = 0; i < SHARED.length; i++) SHARED_VALUES[i] = word(body, SHARED[i]!, max);
+  for (let i = 0; i < READERS.length; i++) {
+    const r = READERS[i]!;
+    let v: Descriptive[keyof Descriptive];
+    if (r.shared >= 0) v = payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2) ? SHARED_VALUES[r.shared]! : null;
+    else {
+      switch (r.kind) {
+        case "label": v = label(body, r.alias !== null && (body[r.from] === undefined || body[r.from] === null) ? r.alias : r.from, max); break;
+        case "word": v = word(body, r.from, max); break;
+        case "label-lower": v = label(body, r.from, max)?.toLowerCase() ?? null; break;
+        case "integer":
+        case "size": v = ranged(body, r.from, r.unit, r.whole, r.min, r.max); break;
+        case "install-type": v = installType(body, r.from, max); break;
+        case "bool": v = boolean(body, r.from); break;
+        case "json": v = extra(body); break;
+      }
+    }
+    VALUES[i] = v;
   }
-  d.extra = extra(body);
-  return d;
+  return assemble(VALUES);
 }
 
 /** How the run ended as far as this report says; exit code and category only with a final outcome; a decline is an abort. */
@@ -270,6 +278,12 @@ function ending(st: string, error: string | null, sent: { exitCode: number | nul
     installDuration: sent.installDuration,
   });
 }
+
+// Bounds of the numbers read by hand (the ending's and the payload version), from their rows.
+const PAYLOAD_VERSION = FIELD.payload_version.bounds;
+const EXIT_CODE = FIELD.exit_code.bounds;
+const FAILED_LINE = FIELD.failed_line.bounds;
+const INSTALL_DURATION = FIELD.install_duration.bounds;
 
 const NOTHING_SENT = { exitCode: null, category: null, failedCommand: null, failedLine: null, installDuration: null };
 
@@ -297,13 +311,13 @@ export function normalizeUpdate(body: JsonObject, opts: NormalizeOptions): Check
 export function normalizeTelemetry(body: JsonObject, opts: NormalizeOptions): Checked<Report> {
   return checked(() => {
     const max = opts.maxFieldLength;
-    const payloadVersion = integer(body, "payload_version", 1, 1_000_000) ?? 1;
+    const payloadVersion = integer(body, "payload_version", PAYLOAD_VERSION[0], PAYLOAD_VERSION[1]) ?? 1;
     const randomId = id(body, "random_id");
     // The client sends execution_id = random_id on a first run; older v1 revisions send none.
     const executionId = body.execution_id === undefined || body.execution_id === null || body.execution_id === "" ? randomId : id(body, "execution_id");
     const fields = descriptive(body, max, payloadVersion);
     const st = status(body, max, null);
-    const failedLine = integer(body, "failed_line", 0, 10_000_000);
+    const failedLine = integer(body, "failed_line", FAILED_LINE[0], FAILED_LINE[1]);
     const failedCommand = label(body, "failed_command", opts.maxErrorLength);
     return {
       executionId,
@@ -311,12 +325,12 @@ export function normalizeTelemetry(body: JsonObject, opts: NormalizeOptions): Ch
       payloadVersion,
       fields,
       ...ending(st, errorText(body, "error", opts), {
-        exitCode: integer(body, "exit_code", 0, 255),
+        exitCode: integer(body, "exit_code", EXIT_CODE[0], EXIT_CODE[1]),
         category: label(body, "error_category", max),
         // The client sends 0 and "" when there is no failing command.
         failedCommand: failedCommand === "" ? null : failedCommand,
         failedLine: failedLine === 0 ? null : failedLine,
-        installDuration: integer(body, "install_duration", 0, 86_400),
+        installDuration: integer(body, "install_duration", INSTALL_DURATION[0], INSTALL_DURATION[1]),
       }),
     };
   });

@@ -3,7 +3,8 @@
 // store calls these inside the transaction that stores the report, so the outbox entry is built
 // from the report as stored (normalized, error texts masked) and committed with it.
 import type { Descriptive, Report } from "./execution.ts";
-import type { Endpoint } from "./rejection.ts";
+import { inVersion, sentIn, wireName, type SentField } from "./fields.ts";
+import { ENDPOINTS, type Endpoint } from "./rejection.ts";
 
 /** The protocols a relay may forward: /telemetry, and /upload with /upload/updatestatus (the old clients'). */
 export const RELAY_PROTOCOLS = ["telemetry", "upload"] as const;
@@ -75,37 +76,19 @@ export function relayable(policy: RelayPolicy, fields: Pick<Descriptive, "repoSo
 
 type Value = string | number | boolean | null;
 
-/** The keys of each protocol in the order the real clients send them (absent values are left out). */
-function wireFields(report: Report): [string, Value][] {
-  const f = report.fields;
-  if (report.payloadVersion === null && f === null) {
-    // /upload/updatestatus: {"status", "error", "random_id"}.
-    return [["status", report.status], ["error", report.error], ["random_id", report.randomId]];
-  }
-  if (report.payloadVersion === null) {
-    // /upload: the old start report.
-    return [
-      ["ct_type", f!.ctType], ["type", f!.type], ["disk_size", f!.diskSize], ["core_count", f!.coreCount], ["ram_size", f!.ramSize],
-      ["os_type", f!.osType], ["os_version", f!.osVersion], ["disableip6", f!.disableip6], ["nsapp", f!.nsapp], ["method", f!.method],
-      ["pve_version", f!.pveVersion], ["status", report.status], ["random_id", report.randomId],
-    ];
-  }
-  // /telemetry: v1 (no payload_version; gpu_passthrough is the host's GPU) and v2 (passthrough yes/no).
-  const v2 = report.payloadVersion >= 2;
-  return [
-    ["payload_version", v2 ? report.payloadVersion : null], ["random_id", report.randomId], ["execution_id", report.executionId],
-    ["type", f?.type ?? null], ["nsapp", f?.nsapp ?? null], ["status", report.status], ["ct_type", f?.ctType ?? null],
-    ["disk_size", f?.diskSize ?? null], ["core_count", f?.coreCount ?? null], ["ram_size", f?.ramSize ?? null],
-    ["os_type", f?.osType ?? null], ["os_version", f?.osVersion ?? null], ["disableip6", f?.disableip6 ?? null],
-    ["pve_version", f?.pveVersion ?? null], ["method", f?.method ?? null], ["exit_code", report.exitCode], ["error", report.error],
-    ["error_category", report.errorCategory], ["install_duration", report.installDuration], ["cpu_vendor", f?.cpuVendor ?? null],
-    ["cpu_model", f?.cpuModel ?? null], ["gpu_vendor", f?.gpuVendor ?? null], ["gpu_model", f?.gpuModel ?? null],
-    ["gpu_passthrough", (v2 ? f?.gpuPassthrough : f?.hostGpu) ?? null], ["ram_speed", f?.ramSpeed ?? null], ["arch", f?.arch ?? null],
-    ["platform", f?.platform ?? null], ["has_arm", f?.hasArm ?? null], ["kernel_version", f?.kernelVersion ?? null],
-    ["app_version", f?.appVersion ?? null], ["failed_command", report.failedCommand], ["failed_line", report.failedLine],
-    ["repo_source", f?.repoSource ?? null], ["repo_slug", f?.repoSlug ?? null],
-  ];
+/** One key of a relayed body: its name, and where the report holds its value. */
+interface WireKey {
+  name: string;
+  value: (report: Report) => Value;
+  field: SentField;
 }
+const wireKey = (f: SentField): WireKey => ({
+  name: wireName(f),
+  value: f.part === "fields" ? (r) => r.fields?.[f.key] ?? null : (r) => r[f.key],
+  field: f,
+});
+/** The keys of each protocol in the order the real clients send them (domain/fields.ts `sent`). */
+const WIRE_KEYS = Object.fromEntries(ENDPOINTS.map((e) => [e, sentIn(e).map(wireKey)])) as Record<Endpoint, WireKey[]>;
 
 /**
  * The JSON body a report is relayed as: the keys of its protocol in the clients' order, then the
@@ -114,7 +97,12 @@ function wireFields(report: Report): [string, Value][] {
 export function relayBody(report: Report, omit: readonly string[]): string {
   // No prototype: a client's key such as "__proto__" or "constructor" is a key like any other.
   const out = Object.create(null) as Record<string, unknown>;
-  for (const [key, value] of wireFields(report)) if (value !== null && !omit.includes(key)) out[key] = value;
+  // A report carries the rows of its payload version only (domain/fields.ts `versions`: v1 sent no payload_version).
+  for (const { name, value, field } of WIRE_KEYS[endpointOf(report)]) {
+    if (!inVersion(field, report.payloadVersion)) continue;
+    const v = value(report);
+    if (v !== null && !omit.includes(name)) out[name] = v;
+  }
   const extra = report.fields?.extra;
   if (extra) {
     for (const [key, value] of Object.entries(JSON.parse(extra) as Record<string, unknown>)) {

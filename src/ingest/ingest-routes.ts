@@ -1,8 +1,10 @@
 // The wire protocols: POST /upload, POST /upload/updatestatus and POST /telemetry (docs/protocol.md).
+import type { ObjectOptions, TSchema } from "@sinclair/typebox";
 import { Elysia, t } from "elysia";
 import type { Server } from "bun";
 import { kindOfType } from "../domain/execution.ts";
 import type { NormalizeOptions } from "../domain/normalize.ts";
+import { requiredIn, sentDocOf, sentIn, wireName, type SentField } from "../domain/fields.ts";
 import type { Endpoint, Rejection } from "../domain/rejection.ts";
 import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault } from "../http/errors.ts";
 import type { Metrics } from "../http/metrics.ts";
@@ -47,73 +49,31 @@ const Accepted = t.Object(
   { title: "Accepted" },
 );
 
-const StartReportDoc = t.Object(
-  {
-    random_id: t.String({ description: "client-generated id (a UUID in practice)" }),
-    type: t.String({ description: "lxc, vm, turnkey, pve, addon or tool" }),
-    ct_type: t.Optional(t.Number({ description: "container type code; 2 for VMs" })),
-    disk_size: t.Optional(t.Union([t.Number(), t.String()], { description: 'GiB; "32G" and "" accepted' })),
-    core_count: t.Optional(t.Number()),
-    ram_size: t.Optional(t.Union([t.Number(), t.String()], { description: "MiB" })),
-    os_type: t.Optional(t.String()),
-    os_version: t.Optional(t.String()),
-    disableip6: t.Optional(t.String()),
-    nsapp: t.Optional(t.String({ description: "application being installed" })),
-    method: t.Optional(t.String()),
-    pve_version: t.Optional(t.String({ description: 'host version; "not found" when unknown; alias host_version' })),
-    status: t.Optional(t.String({ description: "installing" })),
-  },
-  { title: "StartReport" },
-);
+/** A field as the clients send it, for the docs (the routes read bodies themselves, normalize.ts checks them). */
+function sentSchema(f: SentField, endpoint: Endpoint): TSchema {
+  const description = sentDocOf(f, endpoint);
+  let schema: TSchema;
+  switch (f.kind) {
+    case "id": schema = t.String({ minLength: f.bounds[0], maxLength: f.bounds[1], description }); break;
+    case "integer": schema = t.Integer({ minimum: f.bounds[0], maximum: f.bounds[1], description }); break;
+    case "size": schema = t.Union([t.Number({ minimum: f.bounds[0], maximum: f.bounds[1] }), t.String()], { description: `${description}; "32G", "2048M" and "" accepted` }); break;
+    case "bool": schema = t.Boolean({ description }); break;
+    default: schema = t.String({ description });
+  }
+  return requiredIn(f, endpoint) ? schema : t.Optional(schema);
+}
 
-const StatusUpdateDoc = t.Object(
-  {
-    random_id: t.String(),
-    status: t.String({ description: "done, failed, ... (lowercased)" }),
-    error: t.Optional(t.String({ description: "free text; IP addresses are masked" })),
-  },
-  { title: "StatusUpdate" },
-);
+/** The body of an endpoint as the clients send it: the fields in their order (domain/fields.ts `sent`). */
+function bodyDoc(endpoint: Endpoint, options: ObjectOptions) {
+  const props: Record<string, TSchema> = {};
+  // Rows of different payload versions sharing a body key (domain/fields.ts `wire`): the first describes it.
+  for (const f of sentIn(endpoint)) props[wireName(f)] ??= sentSchema(f, endpoint);
+  return t.Object(props, options);
+}
 
-const text = (description?: string) => t.Optional(t.String(description === undefined ? {} : { description }));
-const TelemetryDoc = t.Object(
-  {
-    payload_version: t.Optional(t.Integer({ description: "2 from the community-scripts/core engine; absent in v1" })),
-    random_id: t.String({ description: "one installation (session)" }),
-    execution_id: t.Optional(t.String({ description: "one attempt; = random_id at first, a new id for each retry" })),
-    type: t.String({ description: "lxc, vm, turnkey, pve (host tool), addon" }),
-    nsapp: text(),
-    status: t.String({ description: "installing, validation, configuring, success, failed, aborted, unknown" }),
-    ct_type: t.Optional(t.Integer()),
-    disk_size: t.Optional(t.Union([t.Number(), t.String()])),
-    core_count: t.Optional(t.Integer()),
-    ram_size: t.Optional(t.Union([t.Number(), t.String()])),
-    os_type: text(),
-    os_version: text(),
-    pve_version: text("host version; may be incus-6.x"),
-    method: text(),
-    exit_code: t.Optional(t.Integer({ minimum: 0, maximum: 255 })),
-    error: text("exit_code=N | explanation | at line L: command, then up to 10 KiB of log; kept up to max-error-length"),
-    error_category: text("the client's category; derived from exit code and text when absent"),
-    install_duration: t.Optional(t.Integer({ description: "seconds, 0-86400" })),
-    cpu_vendor: text(),
-    cpu_model: text(),
-    gpu_vendor: text(),
-    gpu_model: text(),
-    gpu_passthrough: text("v1: what GPU the host has (igpu, dgpu, unknown); v2: yes/no, passed to the guest. Stored apart (host_gpu, gpu_passthrough)"),
-    ram_speed: text(),
-    arch: text(),
-    platform: text("pve or incus"),
-    has_arm: t.Optional(t.Boolean()),
-    kernel_version: text(),
-    app_version: text(),
-    failed_command: text(),
-    failed_line: t.Optional(t.Integer()),
-    repo_source: text("ProxmoxVE, ProxmoxVED or external (a fork)"),
-    repo_slug: text("owner/repo"),
-  },
-  { title: "TelemetryReport", additionalProperties: true, description: "Unknown fields are kept in the record's `extra`." },
-);
+const StartReportDoc = bodyDoc("upload", { title: "StartReport" });
+const StatusUpdateDoc = bodyDoc("updatestatus", { title: "StatusUpdate" });
+const TelemetryDoc = bodyDoc("telemetry", { title: "TelemetryReport", additionalProperties: true, description: "Unknown fields are kept in the record's `extra`." });
 
 // TypeBox schemas are JSON Schema; only their TypeScript types differ from openapi-types'.
 type SchemaObject = { type: "object" };

@@ -3,6 +3,7 @@
 import type { ExecutionFilter } from "../store/contract/executions.ts";
 import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, repoClass, sliceKey, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
 import { KINDS } from "../domain/execution.ts";
+import { FILTER_FIELDS, type DimensionField, type FilterField } from "../domain/fields.ts";
 import type { RunCounts } from "../domain/drivers.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
 import type { Outcome } from "../domain/outcome.ts";
@@ -56,28 +57,23 @@ function coarse({ from, to }: Window, months: boolean): Span[] {
   return spans;
 }
 
+/** Filter fields rollups count as a dimension of the same name (nsapp, repo source and kind are slices, outcome the counts). */
+const DIMENSION_FILTERS = FILTER_FIELDS.filter((f): f is Extract<FilterField, DimensionField> => "dimension" in f && !("slice" in f)).map((f) => {
+  const dim: Dimension = f.name;
+  return { dim, key: f.key };
+});
+/** Filter fields rollups cannot select (one install's executions): a read with one scans. */
+const UNCOUNTED = FILTER_FIELDS.filter((f) => !("dimension" in f) && !("slice" in f) && f.name !== "outcome").map((f) => f.key);
+
 /** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, app, outcome, time, text), with the filter fields behind each. */
 function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] }[] | null {
   if ((f.osType === undefined) !== (f.osVersion === undefined)) return null; // rollups hold os as "type version"
-  if (f.randomId !== undefined || f.except !== undefined) return null;
+  if (f.except !== undefined || UNCOUNTED.some((key) => f[key] !== undefined)) return null;
   const one = (dim: Dimension, field: keyof ExecutionFilter) => ({ dim, value: f[field] === undefined ? undefined : String(f[field]), fields: [field] });
   const list: { dim: Dimension; value: string | undefined; fields: (keyof ExecutionFilter)[] }[] = [
-    one("status", "status"),
-    one("type", "type"),
-    one("pve_version", "pveVersion"),
-    one("method", "method"),
+    ...DIMENSION_FILTERS.map(({ dim, key }) => one(dim, key)),
     { dim: "os", value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}`, fields: ["osType", "osVersion"] },
-    one("exit_code", "exitCode"),
-    one("error_category", "errorCategory"),
-    one("platform", "platform"),
     one("platform_class", "platformClass"),
-    one("arch", "arch"),
-    one("cpu_vendor", "cpuVendor"),
-    one("gpu_vendor", "gpuVendor"),
-    one("gpu_passthrough", "gpuPassthrough"),
-    one("repo_slug", "repoSlug"),
-    one("app_version", "appVersion"),
-    one("kernel_version", "kernelVersion"),
   ];
   return list.filter((d): d is { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] } => d.value !== undefined);
 }

@@ -2,6 +2,7 @@
 // reads the rows chunk by chunk, so an export of any size runs in constant memory.
 import { toRecord, type ExecutionRecord } from "./record.ts";
 import type { Execution } from "../domain/execution.ts";
+import { FIELDS, type Field } from "../domain/fields.ts";
 
 export type ExportFormat = "csv" | "ndjson";
 
@@ -14,71 +15,14 @@ export const CONTENT_TYPES = {
 } as const satisfies Record<ExportFormat, string>;
 
 type Kind = "text" | "number" | "boolean";
-/** A CSV cell per record field; the timeline's times flattened into columns, `extra` as JSON text. */
-type Flat = Omit<ExecutionRecord, "timeline" | "extra"> & {
-  installing_at: string | null;
-  validation_at: string | null;
-  configuring_at: string | null;
-  finished_at: string | null;
-  extra: string | null;
-};
+const csvKind = (f: Field): Kind => (f.kind === "bool" ? "boolean" : f.kind === "integer" || f.kind === "size" || f.kind === "ms" ? "number" : "text");
 
 /**
- * The columns, in the order docs/api.md#export lists them: the fields every release has exported, then the executions'.
- * Typed as a complete map of the flattened record's keys, so a field added to the record and not
- * here fails to compile; the test checks the order against the record schema.
+ * The columns, in the order docs/api.md#export lists them: the fields every release has exported,
+ * then the executions' (domain/fields.ts `csv`), each group in the record's order.
  */
-const COLUMN_KINDS = {
-  random_id: "text",
-  type: "text",
-  ct_type: "number",
-  disk_size: "number",
-  core_count: "number",
-  ram_size: "number",
-  os_type: "text",
-  os_version: "text",
-  disableip6: "text",
-  nsapp: "text",
-  method: "text",
-  pve_version: "text",
-  status: "text",
-  outcome: "text",
-  error: "text",
-  created_at: "text",
-  updated_at: "text",
-  duration_s: "number",
-  repaired: "boolean",
-  execution_id: "text",
-  attempt: "number",
-  kind: "text",
-  payload_version: "number",
-  exit_code: "number",
-  error_category: "text",
-  failed_command: "text",
-  failed_line: "number",
-  install_duration: "number",
-  cpu_vendor: "text",
-  cpu_model: "text",
-  gpu_vendor: "text",
-  gpu_model: "text",
-  ram_speed: "text",
-  gpu_passthrough: "text",
-  host_gpu: "text",
-  arch: "text",
-  platform: "text",
-  has_arm: "boolean",
-  repo_source: "text",
-  repo_slug: "text",
-  kernel_version: "text",
-  app_version: "text",
-  installing_at: "text",
-  validation_at: "text",
-  configuring_at: "text",
-  finished_at: "text",
-  extra: "text",
-} as const satisfies Record<keyof Flat, Kind>;
-
-export const EXPORT_COLUMNS = Object.keys(COLUMN_KINDS) as (keyof Flat)[];
+const COLUMNS = [...FIELDS.filter((f) => f.csv === 1), ...FIELDS.filter((f) => f.csv === 2)];
+export const EXPORT_COLUMNS = COLUMNS.map((f) => f.name);
 
 const CRLF = "\r\n";
 const HEADER = EXPORT_COLUMNS.join(",") + CRLF;
@@ -118,24 +62,21 @@ const num = (value: number | null): string => (value === null ? "" : `${value}`)
 
 const bool = (value: boolean | null): string => (value === null ? "" : value ? "true" : "false");
 const CELL: Record<Kind, (value: never) => string> = { text, number: num, boolean: bool };
-const CELLS = EXPORT_COLUMNS.map((column) => [column, CELL[COLUMN_KINDS[column]]] as const);
+
+/** A column's cell of a record: the timeline's times flattened into columns, `extra` as JSON text. */
+function cellOf(f: Field): (r: ExecutionRecord) => string {
+  if ("timeline" in f) return (r) => text(r.timeline[f.timeline]);
+  if (f.kind === "json") return (r) => text(r.extra === null ? null : JSON.stringify(r.extra));
+  const cell = CELL[csvKind(f)];
+  const name = f.name as Exclude<keyof ExecutionRecord, "timeline">;
+  return (r) => cell(r[name] as never);
+}
+const CELLS = COLUMNS.map(cellOf);
 
 /** One CSV row, CRLF-terminated: null is an empty cell, booleans true/false, numbers as is; cells in EXPORT_COLUMNS order. */
 export function csvRow(r: ExecutionRecord): string {
-  const { timeline, extra, ...rest } = r;
-  const flat: Flat = {
-    ...rest,
-    installing_at: timeline.installing,
-    validation_at: timeline.validation,
-    configuring_at: timeline.configuring,
-    finished_at: timeline.finished,
-    extra: extra === null ? null : JSON.stringify(extra),
-  };
   let out = "";
-  for (let i = 0; i < CELLS.length; i++) {
-    const [column, cell] = CELLS[i]!;
-    out += (i === 0 ? "" : ",") + cell(flat[column] as never);
-  }
+  for (let i = 0; i < CELLS.length; i++) out += (i === 0 ? "" : ",") + CELLS[i]!(r);
   return out + CRLF;
 }
 

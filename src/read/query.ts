@@ -6,11 +6,11 @@
 // not run in the compiled binary (`limit=-1` listed every record there), and their messages did
 // not name the allowed values ("Expected union value"). Numbers are strict decimal integers:
 // no sign, fraction, exponent or `Infinity`, so `-1`, `1.5`, `1e9` and `1e309` are refused.
-import type { TObject } from "@sinclair/typebox";
+import type { TObject, TOptional, TString } from "@sinclair/typebox";
 import { t, type Static } from "elysia";
 import type { ExecutionFilter, ListCursor } from "../store/contract/executions.ts";
 import type { Window } from "./aggregate.ts";
-import { OUTCOMES } from "../domain/outcome.ts";
+import { FIELD, FILTER_FIELDS, type FilterField } from "../domain/fields.ts";
 import { DAY, HOUR, ceilHour, floorHour } from "../domain/time.ts";
 import { QueryError } from "../http/errors.ts";
 
@@ -89,7 +89,8 @@ export const docParam = (description: string, values?: readonly string[]) => t.O
 const param = docParam;
 const label = (description: string) => param(`${description}; at most ${MAX_LABEL} characters; "" selects those without one`);
 
-const KIND_VALUES = ["install", "tool", "addon", "all"] as const;
+/** The kind filter's values: a kind, or every kind ("all"); install when absent. */
+const KIND_VALUES = FIELD.kind.filter.values;
 /** Widest `days`: ten years. */
 const MAX_DAYS = 3660;
 /** Dates a window may start and end at: 1970-01-01 up to the end of 2999. */
@@ -97,35 +98,26 @@ const FIRST_INSTANT = 0;
 const LAST_INSTANT = Date.UTC(3000, 0, 1);
 const DATE_RANGE = "1970-01-01 to 2999-12-31";
 
+/** The documentation of a field's filter (domain/fields.ts `filter`). */
+function fieldParam(f: FilterField): TOptional<TString> {
+  if ("values" in f.filter) return param(f.filter.doc, f.filter.values);
+  if (f.kind === "enum") return param(f.filter.doc, f.values);
+  if (f.kind === "integer") return param(`${f.filter.doc}, a whole number from ${f.bounds[0]} to ${f.bounds[1]}`);
+  return label(f.filter.doc);
+}
+type FieldParams = { [R in FilterField as R["name"]]: TOptional<TString> };
+const FIELD_PARAMS = Object.fromEntries(FILTER_FIELDS.map((f) => [f.name, fieldParam(f)])) as FieldParams;
+
 export const FilterQuery = t.Object({
-  nsapp: label("application name"),
-  status: label("status as stored (lowercase), e.g. done, failed, installing"),
-  outcome: param("derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown", OUTCOMES),
-  type: label("lxc, vm, turnkey, pve, addon, tool"),
-  os_type: label("e.g. debian"),
-  os_version: label("e.g. 12"),
-  pve_version: label('host version, e.g. 8.2.2 or "not found"'),
-  method: label("installation method"),
-  kind: param("install (default): installations; tool: host tools (type pve); addon; all: every kind", KIND_VALUES),
-  random_id: label("one install's executions"),
-  exit_code: param("exit code of the execution, a whole number from 0 to 255"),
-  error_category: label("network, config, timeout, storage, dependency, permission, proxmox, service, database, runtime, user_aborted, resource, signal, shell, unknown"),
-  platform: label("pve or incus"),
-  arch: label("e.g. amd64, arm64"),
-  cpu_vendor: label("e.g. intel, amd"),
-  gpu_vendor: label("e.g. intel, nvidia, amd"),
-  gpu_passthrough: label("yes or no (payload v2)"),
-  repo_source: label('ProxmoxVE (the main collection), ProxmoxVED (its dev repo), external (forks); "" for reports that say none (/upload)'),
-  repo_slug: label("owner/repo of a fork"),
-  app_version: label("version of the installed app"),
-  kernel_version: label("host kernel version"),
+  ...FIELD_PARAMS,
   from: param(`window start, ISO 8601 date or date-time (UTC unless a zone is given), ${DATE_RANGE}`),
   to: param(`window end, exclusive; a date alone means through the end of that day; ${DATE_RANGE}`),
   days: param(`the last N days up to now (instead of from/to), a whole number from 1 to ${MAX_DAYS}`),
   q: param(`free text, matched in app name and error text; 1-${MAX_TEXT_QUERY} characters`),
 });
-/** The filter parameters as the query string gives them (the CLI passes days as a number). */
-export type FilterQuery = Omit<Static<typeof FilterQuery>, "days" | "exit_code"> & { days?: string | number; exit_code?: string | number };
+type NumberParam = "days" | Extract<FilterField, { kind: "integer" }>["name"];
+/** The filter parameters as the query string gives them (the CLI passes numbers as numbers). */
+export type FilterQuery = Omit<Static<typeof FilterQuery>, NumberParam> & { [N in NumberParam]?: string | number };
 
 /** YYYY-MM-DD, then optionally Thh:mm[:ss[.fff]] and a zone (Z or ±hh[:]mm); T may be a space. */
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
@@ -169,37 +161,31 @@ export function resolveWindow(q: FilterQuery, now: number, defaultDays: number |
   return { from, to };
 }
 
-/** The filters of a query, each checked; throws QueryError naming the first bad one. */
+/** How a field's filter value is read from its parameter: checked, and lowercased where the field is stored so. */
+function parserOf(f: FilterField): (v: Raw) => string | number | undefined {
+  const name = f.name;
+  if (f.kind === "enum") return (v) => oneOf(name, v, "values" in f.filter ? f.filter.values : f.values);
+  if (f.kind === "integer") return (v) => intParam(name, v, f.bounds[0], f.bounds[1]);
+  if (f.kind === "id") return (v) => textParam(name, v);
+  if ("lower" in f.filter) return (v) => labelParam(name, v)?.toLowerCase();
+  return (v) => labelParam(name, v);
+}
+const PARSERS = FILTER_FIELDS.map((f) => ({ name: f.name, key: f.key, parse: parserOf(f) }));
+
+/** The filters of a query, each checked; throws QueryError naming the first bad one (kind first). */
 export function toFilter(q: FilterQuery, w: Window | null): ExecutionFilter {
   const kind = oneOf("kind", q.kind, KIND_VALUES);
-  const f: ExecutionFilter = {
-    nsapp: labelParam("nsapp", q.nsapp),
-    status: labelParam("status", q.status)?.toLowerCase(),
-    outcome: oneOf("outcome", q.outcome, OUTCOMES),
-    type: labelParam("type", q.type)?.toLowerCase(),
-    osType: labelParam("os_type", q.os_type)?.toLowerCase(),
-    osVersion: labelParam("os_version", q.os_version),
-    pveVersion: labelParam("pve_version", q.pve_version),
-    method: labelParam("method", q.method),
-    kind: kind === "all" ? undefined : (kind ?? "install"),
-    randomId: textParam("random_id", q.random_id),
-    exitCode: intParam("exit_code", q.exit_code, 0, 255),
-    errorCategory: labelParam("error_category", q.error_category)?.toLowerCase(),
-    platform: labelParam("platform", q.platform)?.toLowerCase(),
-    arch: labelParam("arch", q.arch)?.toLowerCase(),
-    cpuVendor: labelParam("cpu_vendor", q.cpu_vendor),
-    gpuVendor: labelParam("gpu_vendor", q.gpu_vendor),
-    gpuPassthrough: labelParam("gpu_passthrough", q.gpu_passthrough)?.toLowerCase(),
-    repoSource: labelParam("repo_source", q.repo_source),
-    repoSlug: labelParam("repo_slug", q.repo_slug),
-    appVersion: labelParam("app_version", q.app_version),
-    kernelVersion: labelParam("kernel_version", q.kernel_version),
-    q: textParam("q", q.q, MAX_TEXT_QUERY),
-    from: w?.from,
-    to: w?.to,
-  };
-  // Absent keys, not undefined values: the planner looks at which filters are set.
-  return Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)) as ExecutionFilter;
+  const f: Record<string, unknown> = {};
+  for (const { name, key, parse } of PARSERS) {
+    // Installs unless asked for: tools and addons stay out of install rates; "all" is every kind.
+    const v = name === "kind" ? (kind === "all" ? undefined : (kind ?? "install")) : parse(q[name]);
+    // Absent keys, not undefined values: the planner looks at which filters are set.
+    if (v !== undefined) f[key] = v;
+  }
+  const text = textParam("q", q.q, MAX_TEXT_QUERY);
+  if (text !== undefined) f.q = text;
+  if (w !== null) Object.assign(f, { from: w.from, to: w.to });
+  return f as ExecutionFilter;
 }
 
 /** Window and filters together, window first (as the checks ran before). */

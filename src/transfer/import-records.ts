@@ -6,6 +6,7 @@
 // and becomes the write ops that ingestion would have produced, written through the one write
 // path in batches, so rollups and error signatures stay exact.
 import type { Execution } from "../domain/execution.ts";
+import { FIELDS, wireName } from "../domain/fields.ts";
 import { decide } from "../domain/lifecycle.ts";
 import { normalizeStart, normalizeTelemetry, normalizeUpdate, type NormalizeOptions } from "../domain/normalize.ts";
 import { isFinal } from "../domain/outcome.ts";
@@ -181,14 +182,16 @@ export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, o
   yield* out.splice(0);
 }
 
-/** The descriptive fields of every record shape (`id`, times, status and how it ended are handled apart). */
-const START_FIELDS = [
-  "random_id", "execution_id", "payload_version", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
-  "disableip6", "nsapp", "method", "pve_version", "host_version", "cpu_vendor", "cpu_model", "gpu_vendor", "gpu_model", "ram_speed",
-  "arch", "platform", "has_arm", "repo_source", "repo_slug", "kernel_version", "app_version",
-] as const;
-/** How it ended, in our records (the original's have status and error only). */
-const ENDING_FIELDS = ["exit_code", "error_category", "failed_command", "failed_line", "install_duration"] as const;
+/**
+ * The fields a start report carries, as [record name, body key] (domain/fields.ts: every field the
+ * clients send but how it ended; `id`, times and status are handled apart). A field the clients
+ * send under another key (domain/fields.ts `wire`) goes back under it; an alias is taken as it is.
+ */
+const START_FIELDS: readonly (readonly [name: string, key: string])[] = FIELDS.flatMap((f) =>
+  "sent" in f && (f.part === "head" || f.part === "fields") ? [[f.name, wireName(f)] as const, ...("alias" in f ? [[f.alias, f.alias] as const] : [])] : [],
+);
+/** How it ended, in our records (the original's have status and error only, which are handled apart). */
+const ENDING_FIELDS = FIELDS.flatMap((f) => ("sent" in f && f.part === "ending" && f.name !== "status" && f.name !== "error" ? [f.name] : []));
 
 type RecordRow = { ok: true; execution: Execution } | { ok: false; message: string };
 
@@ -215,7 +218,6 @@ function goZeroStringsAbsent(value: unknown): unknown {
  * - a final status whose duration is unknown (duration_s null: it arrived before the start
  *   report; or a record of the original API, which has no updated_at) keeps duration null;
  * - outcome "unknown" on an in-progress status (timed out) stays so.
- * v1's host GPU (exported as host_gpu) goes back into gpu_passthrough, as the client sent it.
  * Not reproduced: `repaired` (imported records have repaired=false: marking them would log an
  * empty raw body in the rejected log), and the original's `id` (ours is derived).
  */
@@ -226,9 +228,8 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   if (createdAt === null) return { ok: false, message: `created_at must be an RFC 3339 time, got ${show(r.created_at)}` };
 
   const body: JsonObject = { status: "installing" };
-  for (const key of START_FIELDS) if (r[key] !== undefined && r[key] !== null) body[key] = r[key];
-  const passthrough = r.gpu_passthrough ?? r.host_gpu;
-  if (passthrough !== undefined && passthrough !== null) body.gpu_passthrough = passthrough;
+  // A body key several fields come back to (one per payload version): the first one present.
+  for (const [name, key] of START_FIELDS) if (r[name] !== undefined && r[name] !== null && body[key] === undefined) body[key] = r[name];
   if (r.extra !== null && typeof r.extra === "object" && !Array.isArray(r.extra)) Object.assign(body, r.extra);
   const telemetry = body.payload_version !== undefined;
   const start = (telemetry ? normalizeTelemetry : normalizeStart)(body, normalize);

@@ -11,7 +11,7 @@
 // open hours take their hours after the store's own mark (`openHour`), so none depends on where
 // an engine starts the mark.
 import { afterEach, expect } from "bun:test";
-import { kindOfType, type Descriptive, type Execution, type Report } from "../../src/domain/execution.ts";
+import { UNDESCRIBED, kindOfType, type Descriptive, type Execution, type Report } from "../../src/domain/execution.ts";
 import { OUTCOMES, deriveOutcome, type Outcome } from "../../src/domain/outcome.ts";
 import type { Rejection } from "../../src/domain/rejection.ts";
 import { ALL_APPS, GRAINS, appSlice, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
@@ -48,9 +48,8 @@ export type ReportFields = Partial<Descriptive> & Partial<Pick<Report, "status" 
 export const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
 const DESCRIPTIVE: Descriptive = {
-  type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "yes", nsapp: "nginx",
-  method: "default", pveVersion: "8.2.2", cpuVendor: null, cpuModel: null, gpuVendor: null, gpuModel: null, ramSpeed: null, gpuPassthrough: null,
-  hostGpu: null, arch: null, platform: null, hasArm: null, repoSource: null, repoSlug: null, kernelVersion: null, appVersion: null, extra: null,
+  ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "yes", nsapp: "nginx",
+  method: "default", pveVersion: "8.2.2",
 };
 
 /** A report with every descriptive field (a start report unless `fields` give a final status); the outcome follows the status. */

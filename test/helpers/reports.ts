@@ -1,7 +1,7 @@
 // Reports and write ops as the wire protocols make them: built from request bodies through the
 // service's own normalization, so tests write what a real client would cause to be written.
 import { defaults } from "../../src/config.ts";
-import type { Execution, Report } from "../../src/domain/execution.ts";
+import { UNDESCRIBED, type Execution, type Report } from "../../src/domain/execution.ts";
 import type { JsonObject } from "../../src/domain/json.ts";
 import { normalizeStart, normalizeUpdate, type Checked } from "../../src/domain/normalize.ts";
 import type { Endpoint } from "../../src/domain/rejection.ts";
@@ -43,9 +43,8 @@ export const reportOp = (report: Report, at: number, endpoint: Endpoint = report
 /** A whole execution as a store holds it (for `load`, and for pure functions over rows). */
 export const execution = (randomId: string, over: Partial<Execution> = {}): Execution => ({
   executionId: randomId, randomId, attempt: 1, kind: "install", payloadVersion: null,
-  type: "lxc", ctType: 1, diskSize: 4, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: null,
-  nsapp: "adguard", method: "default", pveVersion: "8.2.4", cpuVendor: null, cpuModel: null, gpuVendor: null, gpuModel: null, ramSpeed: null,
-  gpuPassthrough: null, hostGpu: null, arch: null, platform: null, hasArm: null, repoSource: null, repoSlug: null, kernelVersion: null, appVersion: null, extra: null,
+  ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 4, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
+  nsapp: "adguard", method: "default", pveVersion: "8.2.4",
   status: "installing", outcome: "in_progress", error: null, exitCode: null, errorCategory: null, failedCommand: null, failedLine: null, installDuration: null,
   createdAt: 0, updatedAt: 0, durationMs: null, installingAt: null, validationAt: null, configuringAt: null, finishedAt: null, repaired: false,
   ...over,

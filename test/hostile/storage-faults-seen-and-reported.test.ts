@@ -7,6 +7,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, renameSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaults, type Config } from "../../src/config.ts";
+import { UNDESCRIBED } from "../../src/domain/execution.ts";
 import { createLogger } from "../../src/log.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { createRuntime } from "../../src/runtime.ts";
@@ -290,10 +291,8 @@ describe("damaged data", () => {
 
 function seedExecution(id: string) {
   return {
-    executionId: id, randomId: id, attempt: 1, kind: "install" as const, payloadVersion: null, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048,
-    osType: "debian", osVersion: "12", disableip6: "yes", nsapp: "x", method: "default", pveVersion: "8.2", cpuVendor: null, cpuModel: null, gpuVendor: null,
-    gpuModel: null, ramSpeed: null, gpuPassthrough: null, hostGpu: null, arch: null, platform: null, hasArm: null, repoSource: null, repoSlug: null,
-    kernelVersion: null, appVersion: null, extra: null, status: "installing", outcome: "in_progress" as const, error: "y".repeat(300), exitCode: null, errorCategory: null,
+    executionId: id, randomId: id, attempt: 1, kind: "install" as const, payloadVersion: null, ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048,
+    osType: "debian", osVersion: "12", disableip6: "yes", nsapp: "x", method: "default", pveVersion: "8.2", status: "installing", outcome: "in_progress" as const, error: "y".repeat(300), exitCode: null, errorCategory: null,
     failedCommand: null, failedLine: null, installDuration: null, createdAt: 0, updatedAt: 0, durationMs: null, installingAt: null, validationAt: null,
     configuringAt: null, finishedAt: null, repaired: false,
   };

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { deriveOutcome } from "../../src/domain/outcome.ts";
 import type { RelayPolicy } from "../../src/domain/relay.ts";
-import type { Report } from "../../src/domain/execution.ts";
+import { UNDESCRIBED, type Report } from "../../src/domain/execution.ts";
 import type { RelayEntry } from "../../src/store/contract/relay.ts";
 import type { Store, WriteOp } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
@@ -51,9 +51,8 @@ function report(id: string, status: string): Extract<WriteOp, { kind: "report" }
     executionId: id, randomId: id, payloadVersion: 2, status, outcome: deriveOutcome(status, null), error: null, exitCode: status === "success" ? 0 : null,
     errorCategory: null, failedCommand: null, failedLine: null, installDuration: null,
     fields: {
-      type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: null, nsapp: "nginx", method: "default",
-      pveVersion: "8.4.1", cpuVendor: null, cpuModel: null, gpuVendor: null, gpuModel: null, ramSpeed: null, gpuPassthrough: null, hostGpu: null, arch: null,
-      platform: "pve", hasArm: null, repoSource: "ProxmoxVE", repoSlug: null, kernelVersion: null, appVersion: null, extra: null,
+      ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", nsapp: "nginx", method: "default",
+      pveVersion: "8.4.1", platform: "pve", repoSource: "ProxmoxVE",
     },
   };
   return { kind: "report", endpoint: "telemetry", report: r, raw: new Uint8Array(), repairs: [], at: T0 };

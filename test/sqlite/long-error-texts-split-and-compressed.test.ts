@@ -3,16 +3,14 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Execution } from "../../src/domain/execution.ts";
+import { UNDESCRIBED, type Execution } from "../../src/domain/execution.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { ERROR_HEAD, fromRow, toRow } from "../../src/store/sqlite/error-text.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const BASE = {
-  executionId: "e", randomId: "e", attempt: 1, kind: "install", payloadVersion: 2, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048,
-  osType: "debian", osVersion: "12", disableip6: null, nsapp: "app", method: "default", pveVersion: "8.4.1", cpuVendor: null, cpuModel: null,
-  gpuVendor: null, gpuModel: null, ramSpeed: null, gpuPassthrough: null, hostGpu: null, arch: null, platform: null, hasArm: null, repoSource: null,
-  repoSlug: null, kernelVersion: null, appVersion: null, extra: null, status: "failed", outcome: "failed", error: null, exitCode: 1, errorCategory: null,
+  executionId: "e", randomId: "e", attempt: 1, kind: "install", payloadVersion: 2, ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048,
+  osType: "debian", osVersion: "12", nsapp: "app", method: "default", pveVersion: "8.4.1", status: "failed", outcome: "failed", error: null, exitCode: 1, errorCategory: null,
   failedCommand: null, failedLine: null, installDuration: null, createdAt: 0, updatedAt: 0, durationMs: null, installingAt: null, validationAt: null,
   configuringAt: null, finishedAt: 0, repaired: false,
 } satisfies Execution;

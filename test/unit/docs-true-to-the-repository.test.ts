@@ -4,13 +4,16 @@
 // - every link of the README, CONTRIBUTING.md and the manual (docs/) resolves, anchors too, and
 //   every repository path they name in backticks exists;
 // - nothing cites a file outside the repository (the lead's working notes);
-// - docs/configuration.md is what `bun run docs:config` writes from the settings table;
+// - docs/configuration.md is what `bun run docs:config` writes from the settings table, and the
+//   field tables of docs/protocol.md and docs/api.md what `bun run docs:fields` writes from the
+//   fields table;
 // - the README stays a front door (at most 12 KB), and the compose examples match the image.
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { ROOT } from "../helpers/tmp.ts";
 import { renderConfigurationPage } from "../../scripts/docs-config-page.ts";
+import { FIELD_PAGES, renderFieldBlocks } from "../../scripts/docs-fields-page.ts";
 
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 
@@ -141,6 +144,12 @@ describe("the manual", () => {
 
   test("docs/configuration.md is generated from the settings table (bun run docs:config)", () => {
     expect(read("docs/configuration.md")).toBe(renderConfigurationPage());
+  });
+
+  test.each(FIELD_PAGES)("%s: its field tables are generated from the fields table (bun run docs:fields)", (page) => {
+    const text = read(page);
+    expect(text).toContain("<!-- fields:");
+    expect(text).toBe(renderFieldBlocks(text));
   });
 
   test("the README is a front door: at most 12 KB, naming the release's files", () => {

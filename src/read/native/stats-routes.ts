@@ -6,7 +6,7 @@ import { FilterQuery, QueryError, docParam, intParam, oneOf, readQuery, resolveW
 import { BREAKDOWN_DIMENSIONS } from "../../domain/rollup.ts";
 import { createStats } from "../stats.ts";
 import { INTERVALS, pointCount } from "../aggregate.ts";
-import { CONFIDENCE, type Driver } from "../../domain/drivers.ts";
+import { CONFIDENCE, driverDimensions, type Driver } from "../../domain/drivers.ts";
 import { DAY } from "../../domain/time.ts";
 
 /** Default window of the aggregate endpoints when none is given. */
@@ -122,7 +122,7 @@ const Drivers = t.Object(
     total_drivers: t.Integer(),
     drivers: t.Array(
       t.Object({
-        dimension: t.String({ description: "pve_version, kernel_version, os, arch, cpu_vendor, gpu_vendor, gpu_passthrough, host_gpu, core_count, ram_size, type, ct_type, method, platform, repo_source, repo_slug, attempt; app_version within one app" }),
+        dimension: t.String({ description: `${driverDimensions(false).join(", ")}; app_version within one app` }),
         value: t.String(),
         failed: t.Integer(),
         runs: t.Integer(),

@@ -3,7 +3,8 @@
 // thread or over the network (a read connection in a worker, a PostgreSQL server); an embedded
 // one simply resolves at once.
 import type { KnownSignature } from "../../domain/error-signature.ts";
-import type { Execution, Kind, Report } from "../../domain/execution.ts";
+import type { Execution, Report } from "../../domain/execution.ts";
+import type { FilterValues } from "../../domain/fields.ts";
 import type { Outcome } from "../../domain/outcome.ts";
 import type { Endpoint } from "../../domain/rejection.ts";
 import type { Dimension, Grain, RollupData, RollupPart } from "../../domain/rollup.ts";
@@ -42,32 +43,14 @@ export interface ExecutionResults {
   report: ReportResult;
 }
 
-/** Which executions a read covers; "" for a text filter matches executions without that value. */
-export interface ExecutionFilter {
-  /** Absent: every kind. */
-  kind?: Kind;
-  randomId?: string;
-  nsapp?: string;
-  status?: string;
-  outcome?: Outcome;
-  type?: string;
-  osType?: string;
-  osVersion?: string;
-  pveVersion?: string;
-  method?: string;
-  exitCode?: number;
-  errorCategory?: string;
-  platform?: string;
+/**
+ * Which executions a read covers: a value of each filter field (domain/fields.ts `filter`; "" for a
+ * text filter matches executions without that value; kind absent: every kind), the platform
+ * class, the time window, free text.
+ */
+export interface ExecutionFilter extends FilterValues {
   /** The platform as the community service reads it (domain/rollup.ts platformClass): pve, incus, or "" when nothing says. */
   platformClass?: string;
-  arch?: string;
-  cpuVendor?: string;
-  gpuVendor?: string;
-  gpuPassthrough?: string;
-  repoSource?: string;
-  repoSlug?: string;
-  appVersion?: string;
-  kernelVersion?: string;
   from?: number;
   to?: number;
   /** Free text, matched in app name and error text. */

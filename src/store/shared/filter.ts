@@ -2,6 +2,7 @@
 // executions table: the columns are the same by name, and so is the meaning of every filter.
 import { and, eq, gte, isNull, lt, lte, not, notInArray, or, sql, type Column, type SQL } from "drizzle-orm";
 import type { Execution } from "../../domain/execution.ts";
+import { FILTER_FIELDS, matchesLabel } from "../../domain/fields.ts";
 import type { ExecutionFilter, PageQuery, PageSort } from "../contract/executions.ts";
 
 /** An executions table's columns, by the domain's names. */
@@ -35,34 +36,21 @@ function platformClassIs(e: ExecutionColumns, value: string | undefined, like: L
   return value === "" ? and(notSent, noVersion) : sql`1 = 0`;
 }
 
+/** Each filter field's condition: a label's "" also selects executions without one (matches), the rest match exactly. */
+const FIELD_CONDITIONS = FILTER_FIELDS.map((f) => ({ key: f.key, label: matchesLabel(f) }));
+
 export function filterWhere(e: ExecutionColumns, f: ExecutionFilter, like: Like): SQL | undefined {
-  const c: (SQL | undefined)[] = [
-    f.kind === undefined ? undefined : eq(e.kind, f.kind),
-    f.randomId === undefined ? undefined : eq(e.randomId, f.randomId),
-    matches(e.nsapp, f.nsapp),
-    matches(e.status, f.status),
-    f.outcome === undefined ? undefined : eq(e.outcome, f.outcome),
-    matches(e.type, f.type),
-    matches(e.osType, f.osType),
-    matches(e.osVersion, f.osVersion),
-    matches(e.pveVersion, f.pveVersion),
-    matches(e.method, f.method),
-    f.exitCode === undefined ? undefined : eq(e.exitCode, f.exitCode),
-    matches(e.errorCategory, f.errorCategory),
-    matches(e.platform, f.platform),
+  const c: (SQL | undefined)[] = [];
+  for (const { key, label } of FIELD_CONDITIONS) {
+    const value = f[key];
+    if (value !== undefined) c.push(label ? matches(e[key], String(value)) : eq(e[key], value));
+  }
+  c.push(
     platformClassIs(e, f.platformClass, like),
-    matches(e.arch, f.arch),
-    matches(e.cpuVendor, f.cpuVendor),
-    matches(e.gpuVendor, f.gpuVendor),
-    matches(e.gpuPassthrough, f.gpuPassthrough),
-    matches(e.repoSource, f.repoSource),
-    matches(e.repoSlug, f.repoSlug),
-    matches(e.appVersion, f.appVersion),
-    matches(e.kernelVersion, f.kernelVersion),
     f.from === undefined ? undefined : gte(e.createdAt, f.from),
     f.to === undefined ? undefined : lt(e.createdAt, f.to),
     f.until === undefined ? undefined : lte(e.createdAt, f.until),
-  ];
+  );
   if (f.except !== undefined) {
     // NULL (a comparison with an absent value) is "not matched": the execution stays.
     // A filter of nothing matches every execution: none stays.

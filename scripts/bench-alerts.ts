@@ -16,19 +16,41 @@ import { seedDatabase, seedOptions } from "../src/seed/seed.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 import { createStats } from "../src/read/stats.ts";
 
-const { values } = parseArgs({ args: Bun.argv.slice(2), options: { records: { type: "string", default: "300000" }, runs: { type: "string", default: "10" }, dir: { type: "string" } } });
+const { values } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: {
+    records: { type: "string", default: "300000" },
+    runs: { type: "string", default: "10" },
+    dir: { type: "string" },
+  },
+});
 const records = Number(values.records);
 const runs = Number(values.runs);
 const dir = values.dir ?? mkdtempSync(join(tmpdir(), "installstats-bench-alerts-"));
 const DAY = 86_400_000;
 
-const env = { NTFY_TOKEN: "x", GOTIFY_APP_TOKEN: "x", DISCORD_WEBHOOK_URL: "http://127.0.0.1:9/d", SLACK_WEBHOOK_URL: "http://127.0.0.1:9/s", HOOK_TOKEN: "x", SMTP_PASSWORD: "x" };
-const alerts = parseAlerts("docs/alerts.example.toml", await Bun.file(new URL("../docs/alerts.example.toml", import.meta.url)).text(), env);
+const env = {
+  NTFY_TOKEN: "x",
+  GOTIFY_APP_TOKEN: "x",
+  DISCORD_WEBHOOK_URL: "http://127.0.0.1:9/d",
+  SLACK_WEBHOOK_URL: "http://127.0.0.1:9/s",
+  HOOK_TOKEN: "x",
+  SMTP_PASSWORD: "x",
+};
+const alerts = parseAlerts(
+  "docs/alerts.example.toml",
+  await Bun.file(new URL("../docs/alerts.example.toml", import.meta.url)).text(),
+  env,
+);
 
 const engine = openSqliteEngine(join(dir, "bench.db"), { durability: "normal", migrate: true });
 const seeded = await seedDatabase(engine.store, seedOptions({ records }));
 const clock = () => Date.now();
-const runtime = await createRuntime({ ...defaults, db: join(dir, "bench.db") }, { clock, log: createLogger("error", () => {}, clock), version: "bench", alerts }, engine);
+const runtime = await createRuntime(
+  { ...defaults, db: join(dir, "bench.db") },
+  { clock, log: createLogger("error", () => {}, clock), version: "bench", alerts },
+  engine,
+);
 const stats = createStats(runtime.store);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -48,13 +70,15 @@ for (let i = 0; i < runs; i++) {
 }
 const r = median(rounds);
 const b = median(baseline);
-console.log(JSON.stringify({
-  records: seeded.records,
-  rules: alerts.rules.length,
-  round_ms_median: Number(r.toFixed(1)),
-  summary_30d_ms_median: Number(b.toFixed(2)),
-  ratio_round_to_summary: Number((r / b).toFixed(1)),
-  share_of_a_minute: `${((r / 60_000) * 100).toFixed(3)}%`,
-}));
+console.log(
+  JSON.stringify({
+    records: seeded.records,
+    rules: alerts.rules.length,
+    round_ms_median: Number(r.toFixed(1)),
+    summary_30d_ms_median: Number(b.toFixed(2)),
+    ratio_round_to_summary: Number((r / b).toFixed(1)),
+    share_of_a_minute: `${((r / 60_000) * 100).toFixed(3)}%`,
+  }),
+);
 await runtime.stop();
 if (!values.dir) rmSync(dir, { recursive: true, force: true });

@@ -32,7 +32,9 @@ mkdirSync(values.dir!, { recursive: true });
 const bin = values.bin ?? (await compiledBinary());
 
 const dbPath = join(values.dir!, `seed-${records}.db`);
-const have = existsSync(dbPath) ? (new Database(dbPath, { readonly: true }).query("SELECT count(*) AS n FROM executions").get() as { n: number }).n : 0;
+const have = existsSync(dbPath)
+  ? (new Database(dbPath, { readonly: true }).query("SELECT count(*) AS n FROM executions").get() as { n: number }).n
+  : 0;
 if (have === 0) {
   console.error(`seeding ${records.toLocaleString()} records into ${dbPath} (10M takes ~20 min) ...`);
   const seeded = Bun.spawnSync([bin, "seed", "--records", String(records), "--db", dbPath], { stderr: "inherit" });
@@ -51,9 +53,14 @@ async function load(browser: Browser, url: string): Promise<Load> {
   await openView(page, url);
   const result = await page.evaluate(() => {
     const ready = performance.getEntriesByName("installstats:ready")[0]!.startTime;
-    const apis = (performance.getEntriesByType("resource") as PerformanceResourceTiming[]).filter((e) => e.name.includes("/api/"));
+    const apis = (performance.getEntriesByType("resource") as PerformanceResourceTiming[]).filter((e) =>
+      e.name.includes("/api/"),
+    );
     const slowest = apis.reduce((a, b) => (b.duration > a.duration ? b : a), apis[0]!);
-    return { ready, slowest: [new URL(slowest.name).pathname + new URL(slowest.name).search, slowest.duration] as [string, number] };
+    return {
+      ready,
+      slowest: [new URL(slowest.name).pathname + new URL(slowest.name).search, slowest.duration] as [string, number],
+    };
   });
   await ctx.close();
   return result;
@@ -110,7 +117,9 @@ for (const [name] of VIEWS) {
   const fr = median(f.map((l) => l.ready));
   const er = median(e.map((l) => l.ready));
   const mid = [...f].sort((a, b) => a.ready - b.ready)[Math.floor(f.length / 2)]!;
-  lines.push(`| ${name} | ${fr.toFixed(0)} ms (${Math.max(...f.map((l) => l.ready)).toFixed(0)} ms) | ${er.toFixed(0)} ms | ${(fr / er).toFixed(2)}x | \`${mid.slowest[0]}\` ${mid.slowest[1].toFixed(0)} ms |`);
+  lines.push(
+    `| ${name} | ${fr.toFixed(0)} ms (${Math.max(...f.map((l) => l.ready)).toFixed(0)} ms) | ${er.toFixed(0)} ms | ${(fr / er).toFixed(2)}x | \`${mid.slowest[0]}\` ${mid.slowest[1].toFixed(0)} ms |`,
+  );
 }
 const first = median(full.get(VIEWS[0]![0])!.map((l) => l.ready));
 lines.push(

@@ -20,7 +20,11 @@ import { prng } from "../test/helpers/random.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
-  options: { records: { type: "string", default: "1000000" }, dir: { type: "string", default: "/tmp/installstats-bench-drivers" }, runs: { type: "string", default: "40" } },
+  options: {
+    records: { type: "string", default: "1000000" },
+    dir: { type: "string", default: "/tmp/installstats-bench-drivers" },
+    runs: { type: "string", default: "40" },
+  },
 });
 const records = Number(values.records);
 const runs = Number(values.runs);
@@ -46,12 +50,31 @@ if (fresh) {
       const failed = rnd() < (pve === 7 ? 0.4 : 0.08);
       const id = `d${k}`;
       const e: Execution = execution(id, {
-        payloadVersion: 2, nsapp: `app-${app}`, pveVersion: `9.0.${pve}`, kernelVersion: `6.14.${skewed(300)}-pve`, osType: "debian", osVersion: String(11 + skewed(4)),
-        coreCount: 1 + skewed(16), ramSize: 512 * (1 + skewed(40)), method: ["default", "advanced", "mydefaults"][skewed(3)]!, cpuVendor: ["intel", "amd", "arm"][skewed(3)]!,
-        gpuVendor: ["", "intel", "nvidia", "amd"][skewed(4)]! || null, gpuPassthrough: rnd() < 0.5 ? "yes" : "no", arch: rnd() < 0.97 ? "amd64" : "arm64", platform: rnd() < 0.95 ? "pve" : "incus",
-        repoSource: rnd() < 0.9 ? "ProxmoxVE" : "external", repoSlug: `fork-${skewed(200)}/ProxmoxVE`, appVersion: `${1 + skewed(5)}.${skewed(60)}.0`, attempt: 1 + skewed(4),
-        status: failed ? "failed" : "success", outcome: failed ? "failed" : "success", exitCode: failed ? 100 : 0, error: failed ? `exit_code=100 | APT failed ${skewed(50)}` : null,
-        createdAt, updatedAt: createdAt + 60_000, durationMs: 60_000,
+        payloadVersion: 2,
+        nsapp: `app-${app}`,
+        pveVersion: `9.0.${pve}`,
+        kernelVersion: `6.14.${skewed(300)}-pve`,
+        osType: "debian",
+        osVersion: String(11 + skewed(4)),
+        coreCount: 1 + skewed(16),
+        ramSize: 512 * (1 + skewed(40)),
+        method: ["default", "advanced", "mydefaults"][skewed(3)]!,
+        cpuVendor: ["intel", "amd", "arm"][skewed(3)]!,
+        gpuVendor: ["", "intel", "nvidia", "amd"][skewed(4)]! || null,
+        gpuPassthrough: rnd() < 0.5 ? "yes" : "no",
+        arch: rnd() < 0.97 ? "amd64" : "arm64",
+        platform: rnd() < 0.95 ? "pve" : "incus",
+        repoSource: rnd() < 0.9 ? "ProxmoxVE" : "external",
+        repoSlug: `fork-${skewed(200)}/ProxmoxVE`,
+        appVersion: `${1 + skewed(5)}.${skewed(60)}.0`,
+        attempt: 1 + skewed(4),
+        status: failed ? "failed" : "success",
+        outcome: failed ? "failed" : "success",
+        exitCode: failed ? 100 : 0,
+        error: failed ? `exit_code=100 | APT failed ${skewed(50)}` : null,
+        createdAt,
+        updatedAt: createdAt + 60_000,
+        durationMs: 60_000,
       });
       ops.push({ kind: "load", execution: e, at: createdAt });
     }
@@ -63,16 +86,34 @@ if (fresh) {
 }
 
 const now = END - HOUR;
-const runtime = await createRuntime({ ...defaults, db: file }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
+const runtime = await createRuntime(
+  { ...defaults, db: file },
+  {
+    clock: () => now,
+    version: "bench",
+    log: createLogger(
+      "error",
+      () => {},
+      () => now,
+    ),
+  },
+  engine,
+);
 const get = async (p: string) => {
   const res = await runtime.app.handle(new Request(`http://localhost${p}`));
   if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
   return (await res.json()) as Record<string, unknown>;
 };
-const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const pct = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 console.log(`| question | window | values compared | first ms | p50 ms | p95 ms |\n|---|---|---:|---:|---:|---:|`);
 for (const days of [30, 365]) {
-  for (const path of [`/api/stats/summary?days=${days}`, `/api/stats/drivers?days=${days}`, `/api/stats/summary?days=${days}&nsapp=app-0`, `/api/stats/drivers?days=${days}&nsapp=app-0`]) {
+  for (const path of [
+    `/api/stats/summary?days=${days}`,
+    `/api/stats/drivers?days=${days}`,
+    `/api/stats/summary?days=${days}&nsapp=app-0`,
+    `/api/stats/drivers?days=${days}&nsapp=app-0`,
+  ]) {
     const t0 = performance.now();
     const first = await get(path);
     const firstMs = performance.now() - t0;
@@ -82,7 +123,9 @@ for (const days of [30, 365]) {
       await get(path);
       lat.push(performance.now() - t);
     }
-    console.log(`| ${path.replace(/\?.*/, "").replace("/api/stats/", "")}${path.includes("nsapp") ? " (one app)" : ""} | ${days} d | ${first.compared ?? "-"} | ${firstMs.toFixed(1)} | ${pct(lat, 0.5).toFixed(1)} | ${pct(lat, 0.95).toFixed(1)} |`);
+    console.log(
+      `| ${path.replace(/\?.*/, "").replace("/api/stats/", "")}${path.includes("nsapp") ? " (one app)" : ""} | ${days} d | ${first.compared ?? "-"} | ${firstMs.toFixed(1)} | ${pct(lat, 0.5).toFixed(1)} | ${pct(lat, 0.95).toFixed(1)} |`,
+    );
   }
 }
 await runtime.stop();

@@ -28,7 +28,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Database } from "bun:sqlite";
-import { cpuSeconds, killAllChildren, memSampler, readMem, runWrk, sleep, spawnListening, stopGracefully, sumThreads, track, type Mode } from "./bench/lib.ts";
+import {
+  cpuSeconds,
+  killAllChildren,
+  memSampler,
+  readMem,
+  runWrk,
+  sleep,
+  spawnListening,
+  stopGracefully,
+  sumThreads,
+  track,
+  type Mode,
+} from "./bench/lib.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const LUA = join(ROOT, "scripts/bench/ingest.lua");
@@ -59,7 +71,15 @@ function usage(message: string): never {
 if (opt.help) {
   const text = await Bun.file(new URL(import.meta.url).pathname).text();
   const lines = text.split("\n").slice(1);
-  console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith("//"))).map((l) => l.replace(/^\/\/ ?/, "")).join("\n"));
+  console.log(
+    lines
+      .slice(
+        0,
+        lines.findIndex((l) => !l.startsWith("//")),
+      )
+      .map((l) => l.replace(/^\/\/ ?/, ""))
+      .join("\n"),
+  );
   process.exit(0);
 }
 
@@ -103,7 +123,8 @@ function reference(): { commit: string; how: string } {
   } catch {
     usage("no --against given and no branch main to start from: give --against <commit>");
   }
-  if (base === git(["rev-parse", "HEAD"])) usage("HEAD is on main's tip, so main is no reference: give --against <commit> (the previous release or stop)");
+  if (base === git(["rev-parse", "HEAD"]))
+    usage("HEAD is on main's tip, so main is no reference: give --against <commit> (the previous release or stop)");
   return { commit: base, how: "git merge-base HEAD main" };
 }
 
@@ -140,8 +161,13 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
 
 async function run(cmd: string[], cwd: string, what: string): Promise<void> {
   const proc = track(Bun.spawn(cmd, { cwd, stdout: "pipe", stderr: "pipe" }));
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${(out + err).trim().split("\n").slice(-5).join(" | ")}`);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  if (code !== 0)
+    throw new Error(`${what} failed (exit ${code}): ${(out + err).trim().split("\n").slice(-5).join(" | ")}`);
 }
 
 /** Compiles `tree` (its own scripts/build.ts, as that commit built itself) into `outfile`. */
@@ -161,7 +187,10 @@ interface Server {
 }
 
 async function serve(bin: string, db: string, dir: string): Promise<Server> {
-  const s = await spawnListening([bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", db], { stderrPath: join(dir, "serve.stderr.log"), timeoutMs: 60_000 });
+  const s = await spawnListening([bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", db], {
+    stderrPath: join(dir, "serve.stderr.log"),
+    timeoutMs: 60_000,
+  });
   return { url: s.url, pid: s.pid, stop: () => stopGracefully(s.proc, 120_000) };
 }
 
@@ -199,8 +228,16 @@ async function ingestion(bin: string, mode: Mode, dir: string): Promise<Ingestio
     const cpu0 = cpuSeconds(s.pid)!;
     const w = await runWrk({ ...base, durationS, tag: "run", nonce: nonce++ });
     const cpu1 = cpuSeconds(s.pid)!;
-    const refused = sumThreads([w], "n_4xx") + sumThreads([w], "n_5xx") + sumThreads([w], "n_409") + sumThreads([w], "n_noid");
-    return { cpuUsPerRequest: (1e6 * (cpu1 - cpu0)) / w.requests, requests: w.requests, rps: w.rps, p99Ms: w.latency_us.p99 / 1000, peakRssMb: mem.finish().hwmKb / 1024, refused };
+    const refused =
+      sumThreads([w], "n_4xx") + sumThreads([w], "n_5xx") + sumThreads([w], "n_409") + sumThreads([w], "n_noid");
+    return {
+      cpuUsPerRequest: (1e6 * (cpu1 - cpu0)) / w.requests,
+      requests: w.requests,
+      rps: w.rps,
+      p99Ms: w.latency_us.p99 / 1000,
+      peakRssMb: mem.finish().hwmKb / 1024,
+      refused,
+    };
   } finally {
     mem.finish();
     await s.stop();
@@ -218,14 +255,16 @@ interface Seeded {
 /** Whether `bin seed` takes --profile (binaries before seed profiles seed /upload installs only). */
 function seedHasProfile(bin: string): boolean {
   const r = Bun.spawnSync([bin, "seed", "--help"], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${bin} seed --help failed (exit ${r.exitCode}): ${r.stderr.toString().trim().slice(-300)}`);
+  if (r.exitCode !== 0)
+    throw new Error(`${bin} seed --help failed (exit ${r.exitCode}): ${r.stderr.toString().trim().slice(-300)}`);
   return /^\s*--profile\b/m.test(r.stdout.toString());
 }
 
 /** The flags that make `bin seed` write the --profile data set. */
 function seedProfileFlags(bin: string, side: Side): string[] {
   if (seedHasProfile(bin)) return ["--profile", opt.profile];
-  if (opt.profile !== "upload") usage(`the ${side} binary's seed has no --profile (it seeds /upload installs only): use --profile upload`);
+  if (opt.profile !== "upload")
+    usage(`the ${side} binary's seed has no --profile (it seeds /upload installs only): use --profile upload`);
   return [];
 }
 
@@ -233,7 +272,12 @@ async function seed(bin: string, profile: string[], dir: string): Promise<Seeded
   mkdirSync(dir, { recursive: true });
   const db = join(dir, "seeded.db");
   const started = performance.now();
-  const proc = track(Bun.spawn([bin, "seed", "--records", String(records), ...profile, "--db", db], { stdout: "ignore", stderr: "pipe" }));
+  const proc = track(
+    Bun.spawn([bin, "seed", "--records", String(records), ...profile, "--db", db], {
+      stdout: "ignore",
+      stderr: "pipe",
+    }),
+  );
   const mem = memSampler(proc.pid, 100);
   const [err, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
   const wallS = (performance.now() - started) / 1000;
@@ -264,7 +308,11 @@ const AGGREGATES = [
 ];
 const READS = 40;
 
-async function reads(bin: string, seeded: Seeded, dir: string): Promise<{ heaviest: string; p95Ms: number; all: Record<string, number> }> {
+async function reads(
+  bin: string,
+  seeded: Seeded,
+  dir: string,
+): Promise<{ heaviest: string; p95Ms: number; all: Record<string, number> }> {
   const s = await serve(bin, seeded.db, dir);
   try {
     await sleep(3000);
@@ -313,9 +361,12 @@ function render(rows: Row[]): { text: string; losses: string[] } {
   for (const r of rows) {
     const ratio = r.reference ? r.current / r.reference : null;
     const loss = ratio === null ? false : r.better === "lower" ? ratio > 1 + threshold : ratio < 1 - threshold;
-    const verdict = r.info || ratio === null ? "(shown only)" : loss ? `**LOSS** (> ${Math.round(threshold * 100)}%)` : "ok";
+    const verdict =
+      r.info || ratio === null ? "(shown only)" : loss ? `**LOSS** (> ${Math.round(threshold * 100)}%)` : "ok";
     if (loss && !r.info) losses.push(`${r.metric}: x${ratio!.toFixed(2)}`);
-    lines.push(`| ${r.metric} | ${fmt(r.reference)} ${r.unit} | ${fmt(r.current)} ${r.unit} | ${ratio === null ? "n/a" : `x${ratio.toFixed(2)}`} | ${verdict} |`);
+    lines.push(
+      `| ${r.metric} | ${fmt(r.reference)} ${r.unit} | ${fmt(r.current)} ${r.unit} | ${ratio === null ? "n/a" : `x${ratio.toFixed(2)}`} | ${verdict} |`,
+    );
   }
   return { text: lines.join("\n"), losses };
 }
@@ -325,7 +376,9 @@ function render(rows: Row[]): { text: string; losses: string[] } {
 /** A commit checked out in a temporary worktree with its dependencies installed. */
 async function checkout(tree: string, commit: string, what: string): Promise<string> {
   git(["worktree", "add", "--detach", tree, commit]);
-  await run(["bun", "install", "--frozen-lockfile"], tree, `bun install (${what})`).catch(() => run(["bun", "install"], tree, `bun install (${what})`));
+  await run(["bun", "install", "--frozen-lockfile"], tree, `bun install (${what})`).catch(() =>
+    run(["bun", "install"], tree, `bun install (${what})`),
+  );
   return tree;
 }
 
@@ -334,13 +387,18 @@ async function main(): Promise<number> {
   const current = opt.current === undefined ? null : commitOf("current", opt.current);
   const head = current ? current.slice(0, 12) : git(["rev-parse", "--short", "HEAD"]);
   const dirty = current === null && git(["status", "--porcelain", "--untracked-files=no"]) !== "";
-  log(`reference ${ref.commit.slice(0, 12)} (${ref.how}); current: ${current ? `commit ${head}` : `the working tree at ${head}${dirty ? " with uncommitted changes" : ""}`}`);
+  log(
+    `reference ${ref.commit.slice(0, 12)} (${ref.how}); current: ${current ? `commit ${head}` : `the working tree at ${head}${dirty ? " with uncommitted changes" : ""}`}`,
+  );
   log(`work dir ${work}`);
 
   log("building the reference in a temporary worktree");
   const bins: Record<Side, string> = {
     reference: await build(await checkout(refTree, ref.commit, "reference"), join(work, "installstats-reference")),
-    current: await build(current ? await checkout(curTree, current, "current") : ROOT, join(work, "installstats-current")),
+    current: await build(
+      current ? await checkout(curTree, current, "current") : ROOT,
+      join(work, "installstats-current"),
+    ),
   };
   const sides: Side[] = ["reference", "current"];
   // Checked before anything is measured: a profile one side cannot seed stops the run at once.
@@ -350,16 +408,23 @@ async function main(): Promise<number> {
 
   log(`idle RSS: ${rounds} rounds`);
   const idle: Record<Side, number[]> = { reference: [], current: [] };
-  for (let r = 0; r < rounds; r++) for (const side of order(r)) idle[side].push(await idleRss(bins[side], join(work, `idle-${side}-${r}`)));
+  for (let r = 0; r < rounds; r++)
+    for (const side of order(r)) idle[side].push(await idleRss(bins[side], join(work, `idle-${side}-${r}`)));
 
   const modes: Mode[] = ["start", "telemetry"];
-  const ingest: Record<Mode, Record<Side, Ingestion[]>> = { start: { reference: [], current: [] }, mixed: { reference: [], current: [] }, telemetry: { reference: [], current: [] } };
+  const ingest: Record<Mode, Record<Side, Ingestion[]>> = {
+    start: { reference: [], current: [] },
+    mixed: { reference: [], current: [] },
+    telemetry: { reference: [], current: [] },
+  };
   for (let r = 0; r < rounds; r++) {
     for (const mode of modes) {
       for (const side of order(r)) {
         log(`ingestion ${mode}, ${connections} connections, round ${r + 1}/${rounds}: ${side}`);
         const m = await ingestion(bins[side], mode, join(work, `ingest-${mode}-${side}-${r}`));
-        log(`  ${m.cpuUsPerRequest.toFixed(1)} µs CPU per request, ${m.rps.toFixed(0)} req/s, p99 ${m.p99Ms.toFixed(1)} ms, peak RSS ${m.peakRssMb.toFixed(0)} MB${m.refused ? `, ${m.refused} not accepted` : ""}`);
+        log(
+          `  ${m.cpuUsPerRequest.toFixed(1)} µs CPU per request, ${m.rps.toFixed(0)} req/s, p99 ${m.p99Ms.toFixed(1)} ms, peak RSS ${m.peakRssMb.toFixed(0)} MB${m.refused ? `, ${m.refused} not accepted` : ""}`,
+        );
         ingest[mode][side].push(m);
       }
     }
@@ -369,7 +434,9 @@ async function main(): Promise<number> {
   for (const side of opt.quick ? [] : sides) {
     log(`seed --records ${records}: ${side}`);
     seeded[side] = await seed(bins[side], seedFlags[side], join(work, `seed-${side}`));
-    log(`  ${seeded[side].wallS.toFixed(1)} s (${seeded[side].cpuS.toFixed(1)} s CPU), peak RSS ${seeded[side].peakRssMb.toFixed(0)} MB, ${seeded[side].bytesPerInstall.toFixed(0)} bytes per install`);
+    log(
+      `  ${seeded[side].wallS.toFixed(1)} s (${seeded[side].cpuS.toFixed(1)} s CPU), peak RSS ${seeded[side].peakRssMb.toFixed(0)} MB, ${seeded[side].bytesPerInstall.toFixed(0)} bytes per install`,
+    );
   }
   const readResults = {} as Record<Side, Awaited<ReturnType<typeof reads>>>;
   for (const side of opt.quick ? [] : sides) {
@@ -382,11 +449,37 @@ async function main(): Promise<number> {
   const refTelemetry = ingest.telemetry.reference.every((m) => m.refused < m.requests / 2);
   const med = (mode: Mode, side: Side, f: (m: Ingestion) => number) => median(ingest[mode][side].map(f));
   const rows: Row[] = [
-    { metric: "server CPU per start report (/upload)", reference: med("start", "reference", (m) => m.cpuUsPerRequest), current: med("start", "current", (m) => m.cpuUsPerRequest), unit: "µs", better: "lower" },
+    {
+      metric: "server CPU per start report (/upload)",
+      reference: med("start", "reference", (m) => m.cpuUsPerRequest),
+      current: med("start", "current", (m) => m.cpuUsPerRequest),
+      unit: "µs",
+      better: "lower",
+    },
     refTelemetry
-      ? { metric: "server CPU per /telemetry request (v2 lifecycle)", reference: med("telemetry", "reference", (m) => m.cpuUsPerRequest), current: med("telemetry", "current", (m) => m.cpuUsPerRequest), unit: "µs", better: "lower" }
-      : { metric: "server CPU per /telemetry request, against the reference's start report", reference: med("start", "reference", (m) => m.cpuUsPerRequest), current: med("telemetry", "current", (m) => m.cpuUsPerRequest), unit: "µs", better: "lower", info: true },
-    { metric: "p99 latency, start reports", reference: med("start", "reference", (m) => m.p99Ms), current: med("start", "current", (m) => m.p99Ms), unit: "ms", better: "lower", info: true },
+      ? {
+          metric: "server CPU per /telemetry request (v2 lifecycle)",
+          reference: med("telemetry", "reference", (m) => m.cpuUsPerRequest),
+          current: med("telemetry", "current", (m) => m.cpuUsPerRequest),
+          unit: "µs",
+          better: "lower",
+        }
+      : {
+          metric: "server CPU per /telemetry request, against the reference's start report",
+          reference: med("start", "reference", (m) => m.cpuUsPerRequest),
+          current: med("telemetry", "current", (m) => m.cpuUsPerRequest),
+          unit: "µs",
+          better: "lower",
+          info: true,
+        },
+    {
+      metric: "p99 latency, start reports",
+      reference: med("start", "reference", (m) => m.p99Ms),
+      current: med("start", "current", (m) => m.p99Ms),
+      unit: "ms",
+      better: "lower",
+      info: true,
+    },
     {
       metric: "peak RSS under the load (start reports)",
       reference: Math.max(...ingest.start.reference.map((m) => m.peakRssMb)),
@@ -394,25 +487,70 @@ async function main(): Promise<number> {
       unit: "MB",
       better: "lower",
     },
-    { metric: "idle RSS of an empty server", reference: median(idle.reference), current: median(idle.current), unit: "MB", better: "lower" },
+    {
+      metric: "idle RSS of an empty server",
+      reference: median(idle.reference),
+      current: median(idle.current),
+      unit: "MB",
+      better: "lower",
+    },
   ];
   if (!opt.quick) {
     rows.push(
-      { metric: `seed --records ${records}: CPU time`, reference: seeded.reference.cpuS, current: seeded.current.cpuS, unit: "s", better: "lower" },
-      { metric: `seed --records ${records}: wall time`, reference: seeded.reference.wallS, current: seeded.current.wallS, unit: "s", better: "lower", info: true },
-      { metric: "seed: peak RSS", reference: seeded.reference.peakRssMb, current: seeded.current.peakRssMb, unit: "MB", better: "lower" },
-      { metric: `bytes per install at ${records}`, reference: seeded.reference.bytesPerInstall, current: seeded.current.bytesPerInstall, unit: "B", better: "lower" },
-      { metric: "heaviest aggregate, p95", reference: readResults.reference.p95Ms, current: readResults.current.p95Ms, unit: "ms", better: "lower" },
+      {
+        metric: `seed --records ${records}: CPU time`,
+        reference: seeded.reference.cpuS,
+        current: seeded.current.cpuS,
+        unit: "s",
+        better: "lower",
+      },
+      {
+        metric: `seed --records ${records}: wall time`,
+        reference: seeded.reference.wallS,
+        current: seeded.current.wallS,
+        unit: "s",
+        better: "lower",
+        info: true,
+      },
+      {
+        metric: "seed: peak RSS",
+        reference: seeded.reference.peakRssMb,
+        current: seeded.current.peakRssMb,
+        unit: "MB",
+        better: "lower",
+      },
+      {
+        metric: `bytes per install at ${records}`,
+        reference: seeded.reference.bytesPerInstall,
+        current: seeded.current.bytesPerInstall,
+        unit: "B",
+        better: "lower",
+      },
+      {
+        metric: "heaviest aggregate, p95",
+        reference: readResults.reference.p95Ms,
+        current: readResults.current.p95Ms,
+        unit: "ms",
+        better: "lower",
+      },
     );
   }
   const { text, losses } = render(rows);
-  console.log(`\nbench:guard: current (${head}${dirty ? "+changes" : ""}) against ${ref.commit.slice(0, 12)} (${ref.how}), ${rounds} rounds of ${durationS} s at ${connections} connections${opt.quick ? "" : `, ${records} seeded installs (profile ${opt.profile})`}\n`);
+  console.log(
+    `\nbench:guard: current (${head}${dirty ? "+changes" : ""}) against ${ref.commit.slice(0, 12)} (${ref.how}), ${rounds} rounds of ${durationS} s at ${connections} connections${opt.quick ? "" : `, ${records} seeded installs (profile ${opt.profile})`}\n`,
+  );
   console.log(text);
   if (!opt.quick) {
-    console.log(`\nheaviest aggregate: reference ${readResults.reference.heaviest}, current ${readResults.current.heaviest}`);
-    console.log(`p95 of each aggregate (ms), reference / current: ${AGGREGATES.map((p) => `${p} ${readResults.reference.all[p]!.toFixed(1)}/${readResults.current.all[p]!.toFixed(1)}`).join("; ")}`);
+    console.log(
+      `\nheaviest aggregate: reference ${readResults.reference.heaviest}, current ${readResults.current.heaviest}`,
+    );
+    console.log(
+      `p95 of each aggregate (ms), reference / current: ${AGGREGATES.map((p) => `${p} ${readResults.reference.all[p]!.toFixed(1)}/${readResults.current.all[p]!.toFixed(1)}`).join("; ")}`,
+    );
   }
-  console.log(`per round, CPU µs per request: ${modes.map((m) => `${m} reference ${ingest[m].reference.map((x) => x.cpuUsPerRequest.toFixed(1)).join(",")} current ${ingest[m].current.map((x) => x.cpuUsPerRequest.toFixed(1)).join(",")}`).join("; ")}`);
+  console.log(
+    `per round, CPU µs per request: ${modes.map((m) => `${m} reference ${ingest[m].reference.map((x) => x.cpuUsPerRequest.toFixed(1)).join(",")} current ${ingest[m].current.map((x) => x.cpuUsPerRequest.toFixed(1)).join(",")}`).join("; ")}`,
+  );
   if (losses.length > 0) {
     console.log(`\nLOSS past ${Math.round(threshold * 100)}%: ${losses.join("; ")}`);
     return 1;

@@ -33,12 +33,48 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Database } from "bun:sqlite";
 import {
-  cpuSeconds, fileSizes, healthStats, tailCounters, killAllChildren, machineCpu, memSampler, readAcks, readMem, runWrk, sleep,
-  spawnListening, stopGracefully, storageBreakdown, sumThreads, verifyAcks, waitForQuiet,
-  type FileSizes, type Listening, type Mode, type TailCounters, type Verification, type WrkResult, type WrkRun,
+  cpuSeconds,
+  fileSizes,
+  healthStats,
+  tailCounters,
+  killAllChildren,
+  machineCpu,
+  memSampler,
+  readAcks,
+  readMem,
+  runWrk,
+  sleep,
+  spawnListening,
+  stopGracefully,
+  storageBreakdown,
+  sumThreads,
+  verifyAcks,
+  waitForQuiet,
+  type FileSizes,
+  type Listening,
+  type Mode,
+  type TailCounters,
+  type Verification,
+  type WrkResult,
+  type WrkRun,
 } from "./bench/lib.ts";
-import { dropDatabase, freshDatabase, pgCpuSeconds, pgStorage, pgTarget, pgVersion, verifyAcksPg, type PgTarget } from "./bench/pg.ts";
-import { renderReport, type BenchResults, type CellResult, type FillResult, type StartupResult } from "./bench/report.ts";
+import {
+  dropDatabase,
+  freshDatabase,
+  pgCpuSeconds,
+  pgStorage,
+  pgTarget,
+  pgVersion,
+  verifyAcksPg,
+  type PgTarget,
+} from "./bench/pg.ts";
+import {
+  renderReport,
+  type BenchResults,
+  type CellResult,
+  type FillResult,
+  type StartupResult,
+} from "./bench/report.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const LUA = join(ROOT, "scripts/bench/ingest.lua");
@@ -71,8 +107,18 @@ const { values: opt } = parseArgs({
 });
 
 if (opt.help) {
-  const lines = readFileSync(new URL(import.meta.url).pathname, "utf8").split("\n").slice(1);
-  console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith("//"))).map((l) => l.replace(/^\/\/ ?/, "")).join("\n"));
+  const lines = readFileSync(new URL(import.meta.url).pathname, "utf8")
+    .split("\n")
+    .slice(1);
+  console.log(
+    lines
+      .slice(
+        0,
+        lines.findIndex((l) => !l.startsWith("//")),
+      )
+      .map((l) => l.replace(/^\/\/ ?/, ""))
+      .join("\n"),
+  );
   process.exit(0);
 }
 
@@ -116,13 +162,15 @@ const repeat = intOption("repeat", opt.repeat, 1, 1);
 const quietWaitS = intOption("quiet-wait", opt["quiet-wait"], quick ? 0 : 60, 0);
 const QUIET_OTHER_PCT = 20;
 const connections = (opt.connections ?? "16,64,256").split(",").map((s) => Number(s.trim()));
-if (connections.some((c) => !Number.isInteger(c) || c < threads)) usage(`--connections must be whole numbers >= threads (${threads})`);
+if (connections.some((c) => !Number.isInteger(c) || c < threads))
+  usage(`--connections must be whole numbers >= threads (${threads})`);
 const durability = opt.durability;
 if (durability !== "full" && durability !== "normal") usage("--durability must be full or normal");
 const FILL_CONNECTIONS = 64;
 const engine = opt.pg !== undefined ? "postgres" : opt.engine;
 if (engine !== "sqlite" && engine !== "postgres") usage(`--engine must be sqlite or postgres, got ${opt.engine}`);
-if (engine === "postgres" && threads < 2) usage("--engine postgres needs --threads of at least 2 (one wrk thread per node with two nodes)");
+if (engine === "postgres" && threads < 2)
+  usage("--engine postgres needs --threads of at least 2 (one wrk thread per node with two nodes)");
 /** The PostgreSQL server of this run (--engine postgres), set in main(). */
 let pg: PgTarget | null = null;
 /** The fill stops here even short of its target (a slow or shared machine). */
@@ -163,7 +211,11 @@ async function build(): Promise<{ bin: string; buildS: number; sizeBytes: number
   mkdirSync(join(work, "bin"));
   const started = performance.now();
   const proc = Bun.spawn(["bun", "scripts/build.ts", "--outfile", bin], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   if (code !== 0) throw new Error(`build failed (${code}): ${out}\n${err}`);
   return { bin, buildS: (performance.now() - started) / 1000, sizeBytes: statSync(bin).size };
 }
@@ -187,7 +239,10 @@ interface Started {
 
 async function startTarget(target: Target, bin: string, dir: string, label: string): Promise<Started> {
   if (target === "baseline") {
-    const server = await spawnListening(["bun", BASELINE, "--host", "127.0.0.1", "--port", "0"], { stderrPath: join(dir, "baseline.stderr.log"), timeoutMs: 15_000 });
+    const server = await spawnListening(["bun", BASELINE, "--host", "127.0.0.1", "--port", "0"], {
+      stderrPath: join(dir, "baseline.stderr.log"),
+      timeoutMs: 15_000,
+    });
     return { servers: [server], db: "", pgName: null };
   }
   let db = join(dir, "installs.db");
@@ -217,12 +272,21 @@ async function startTarget(target: Target, bin: string, dir: string, label: stri
 /** Stops a server and insists on a clean exit (0): the benchmark checks a graceful shutdown too. */
 async function stopTarget(server: Listening, what: string): Promise<number | null> {
   const code = await stopGracefully(server.proc, 120_000);
-  if (code !== 0) log(`WARNING: ${what} exited with ${code === null ? "no exit within 120 s (killed)" : code} on SIGTERM`);
+  if (code !== 0)
+    log(`WARNING: ${what} exited with ${code === null ? "no exit within 120 s (killed)" : code} on SIGTERM`);
   return code;
 }
 
 /** Every acknowledged id of the runs with `tags`, looked up in the run's database after its servers stopped. */
-async function verifyRun(started: Started, target: Target, acks: string[], tags: string[], threadsPerRun: number, results: WrkResult[], mode: Mode | "fill-start" | "fill-telemetry"): Promise<Verification> {
+async function verifyRun(
+  started: Started,
+  target: Target,
+  acks: string[],
+  tags: string[],
+  threadsPerRun: number,
+  results: WrkResult[],
+  mode: Mode | "fill-start" | "fill-telemetry",
+): Promise<Verification> {
   const withUpdates = mode !== "start" && mode !== "fill-start";
   // concat, not push(...): a fill acknowledges millions of ids, more than a call takes arguments.
   let starts: string[] = [];
@@ -250,7 +314,12 @@ async function nodesTail(servers: Listening[]): Promise<TailCounters | null> {
   const all = await Promise.all(servers.map((s) => tailCounters(s.url)));
   if (all.some((t) => t === null)) return null;
   const sum = (k: keyof TailCounters) => all.reduce((n, t) => n + t![k], 0);
-  return { holds: sum("holds"), holdSeconds: sum("holdSeconds"), batches: sum("batches"), batchesUnder10ms: sum("batchesUnder10ms") };
+  return {
+    holds: sum("holds"),
+    holdSeconds: sum("holdSeconds"),
+    batches: sum("batches"),
+    batchesUnder10ms: sum("batchesUnder10ms"),
+  };
 }
 
 const cpuOf = (servers: Listening[]): number | null => {
@@ -268,13 +337,36 @@ const cpuOf = (servers: Listening[]): number | null => {
  * summaries merged: requests and counters add up, latency percentiles are the higher node's
  * (wrk reports percentiles, not histograms, so that is an upper bound of the true one).
  */
-async function runWrkOnNodes(servers: Listening[], base: Omit<WrkRun, "url" | "threads" | "connections" | "tag" | "nonce">, total: { threads: number; connections: number }, tag: string): Promise<{ merged: WrkResult; tags: string[] }> {
+async function runWrkOnNodes(
+  servers: Listening[],
+  base: Omit<WrkRun, "url" | "threads" | "connections" | "tag" | "nonce">,
+  total: { threads: number; connections: number },
+  tag: string,
+): Promise<{ merged: WrkResult; tags: string[] }> {
   const n = servers.length;
-  if (n === 1) return { merged: await runWrk({ ...base, url: servers[0]!.url, threads: total.threads, connections: total.connections, tag, nonce: nextNonce() }), tags: [tag] };
+  if (n === 1)
+    return {
+      merged: await runWrk({
+        ...base,
+        url: servers[0]!.url,
+        threads: total.threads,
+        connections: total.connections,
+        tag,
+        nonce: nextNonce(),
+      }),
+      tags: [tag],
+    };
   const tags = servers.map((_, i) => `${tag}-n${i}`);
   const runs = await Promise.all(
     servers.map((s, i) =>
-      runWrk({ ...base, url: s.url, threads: Math.max(1, Math.floor(total.threads / n)), connections: Math.max(1, Math.floor(total.connections / n)), tag: tags[i]!, nonce: nextNonce() }),
+      runWrk({
+        ...base,
+        url: s.url,
+        threads: Math.max(1, Math.floor(total.threads / n)),
+        connections: Math.max(1, Math.floor(total.connections / n)),
+        tag: tags[i]!,
+        nonce: nextNonce(),
+      }),
     ),
   );
   return { merged: mergeWrk(runs, tag), tags };
@@ -285,7 +377,9 @@ function mergeWrk(runs: WrkResult[], tag: string): WrkResult {
   const max = (f: (r: WrkResult) => number) => Math.max(...runs.map(f));
   const requests = sum((r) => r.requests);
   const latency = runs[0]!.latency_us;
-  const lat = Object.fromEntries(Object.keys(latency).map((k) => [k, max((r) => r.latency_us[k as keyof typeof latency])])) as typeof latency;
+  const lat = Object.fromEntries(
+    Object.keys(latency).map((k) => [k, max((r) => r.latency_us[k as keyof typeof latency])]),
+  ) as typeof latency;
   lat.mean = sum((r) => r.latency_us.mean * r.requests) / requests;
   lat.min = Math.min(...runs.map((r) => r.latency_us.min));
   const errors = runs[0]!.errors;
@@ -293,7 +387,9 @@ function mergeWrk(runs: WrkResult[], tag: string): WrkResult {
     requests,
     duration_us: max((r) => r.duration_us),
     bytes: sum((r) => r.bytes),
-    errors: Object.fromEntries(Object.keys(errors).map((k) => [k, sum((r) => r.errors[k as keyof typeof errors])])) as typeof errors,
+    errors: Object.fromEntries(
+      Object.keys(errors).map((k) => [k, sum((r) => r.errors[k as keyof typeof errors])]),
+    ) as typeof errors,
     latency_us: lat,
     threads: runs.flatMap((r) => r.threads),
     rps: sum((r) => r.rps),
@@ -319,7 +415,10 @@ interface CellOptions {
 async function quietEnough(what: string): Promise<{ waitedS: number; quiet: boolean }> {
   if (quietWaitS === 0) return { waitedS: 0, quiet: true };
   const q = await waitForQuiet(QUIET_OTHER_PCT, quietWaitS);
-  if (!q.quiet) log(`  machine still busy after ${q.waitedS.toFixed(0)} s (others use ${q.otherPct.toFixed(0)}% of a core); running ${what} anyway`);
+  if (!q.quiet)
+    log(
+      `  machine still busy after ${q.waitedS.toFixed(0)} s (others use ${q.otherPct.toFixed(0)}% of a core); running ${what} anyway`,
+    );
   else if (q.waitedS > 1.5) log(`  waited ${q.waitedS.toFixed(0)} s for a quiet machine`);
   return { waitedS: q.waitedS, quiet: q.quiet };
 }
@@ -370,13 +469,25 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
       if (code !== 0) exitCode = code;
     }
 
-    const verification = server && o.record ? await verifyRun(started, o.target, [acks], tags, servers.length > 1 ? Math.max(1, Math.floor(threads / servers.length)) : threads, runs, o.mode) : null;
+    const verification =
+      server && o.record
+        ? await verifyRun(
+            started,
+            o.target,
+            [acks],
+            tags,
+            servers.length > 1 ? Math.max(1, Math.floor(threads / servers.length)) : threads,
+            runs,
+            o.mode,
+          )
+        : null;
     if (started.pgName !== null && !opt.keep) await dropDatabase(pg!, started.pgName);
     const writes = h0 && h1 ? h1.writes - h0.writes : null;
     const batches = h0 && h1 ? h1.batches - h0.batches : null;
     const serverS = cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : 0;
     const pgS = pg0 !== null && pg1 !== null ? pg1 - pg0 : null;
-    const otherCpuPct = (100 * (machine1.busyS - machine0.busyS - serverS - (pgS ?? 0) - measured.cpuS - selfS)) / measured.wallS;
+    const otherCpuPct =
+      (100 * (machine1.busyS - machine0.busyS - serverS - (pgS ?? 0) - measured.cpuS - selfS)) / measured.wallS;
     return {
       target: o.target,
       mode: o.mode,
@@ -413,7 +524,10 @@ async function runCell(bin: string, o: CellOptions): Promise<CellResult> {
         n_4xx: sumThreads(runs, "n_4xx"),
         n_5xx: sumThreads(runs, "n_5xx"),
         n_noid: sumThreads(runs, "n_noid"),
-        socketErrors: runs.reduce((n, r) => n + r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout, 0),
+        socketErrors: runs.reduce(
+          (n, r) => n + r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout,
+          0,
+        ),
       },
     };
   } finally {
@@ -445,8 +559,17 @@ async function runFill(bin: string): Promise<FillResult> {
     const self0 = process.cpuUsage();
     let interrupted: string | null = null;
     const wrk = await runWrk({
-      lua: LUA, url: server.url, threads, connections: FILL_CONNECTIONS, mode: fillMode, outdir: acks, record: true,
-      durationS: FILL_MAX_S, nonce: nextNonce(), tag: "fill", pollMs: 250,
+      lua: LUA,
+      url: server.url,
+      threads,
+      connections: FILL_CONNECTIONS,
+      mode: fillMode,
+      outdir: acks,
+      record: true,
+      durationS: FILL_MAX_S,
+      nonce: nextNonce(),
+      tag: "fill",
+      pollMs: 250,
       stopWhen: async () => {
         const h = await healthStats(server.url);
         if (!h) return false;
@@ -461,7 +584,11 @@ async function runFill(bin: string): Promise<FillResult> {
     }).catch((e: unknown): null => {
       // wrk died (killed from outside, ...): its id files are cut short, so the acknowledged ids
       // cannot be checked, but the database is intact and still measured.
-      interrupted = `load generator failed, acknowledged ids not verified: ${e instanceof Error ? e.message : String(e)}`.slice(0, 300);
+      interrupted =
+        `load generator failed, acknowledged ids not verified: ${e instanceof Error ? e.message : String(e)}`.slice(
+          0,
+          300,
+        );
       log(`fill: ${interrupted}`);
       return null;
     });
@@ -470,14 +597,28 @@ async function runFill(bin: string): Promise<FillResult> {
     const pg1 = isPostgres(target) ? pgCpuSeconds(pg!.postmasterPid) : null;
     const pgS = pg0 !== null && pg1 !== null ? pg1 - pg0 : null;
     const selfUsage = process.cpuUsage(self0);
-    const otherS = machineCpu().busyS - machine0.busyS - serverS - (pgS ?? 0) - (wrk?.cpuS ?? 0) - (selfUsage.user + selfUsage.system) / 1e6;
+    const otherS =
+      machineCpu().busyS -
+      machine0.busyS -
+      serverS -
+      (pgS ?? 0) -
+      (wrk?.cpuS ?? 0) -
+      (selfUsage.user + selfUsage.system) / 1e6;
     const peak = mem.finish();
     const live = target === "installstats" ? fileSizes(startedTarget.db) : null;
     const exitCode = await stopTarget(server, `${target} (fill)`);
     let verification: Verification | null = null;
     if (wrk) {
       log("fill: verifying the acknowledged ids");
-      verification = await verifyRun(startedTarget, target, [acks], ["fill"], threads, [wrk], fillMode === "telemetry" ? "fill-telemetry" : "fill-start");
+      verification = await verifyRun(
+        startedTarget,
+        target,
+        [acks],
+        ["fill"],
+        threads,
+        [wrk],
+        fillMode === "telemetry" ? "fill-telemetry" : "fill-start",
+      );
     }
     log("fill: measuring the storage");
     const storage = target === "installstats" ? storageBreakdown(startedTarget.db) : null;
@@ -502,7 +643,10 @@ async function runFill(bin: string): Promise<FillResult> {
       peakRssKb: peak.peakRssKb,
       hwmKb: peak.hwmKb,
       // RSS when the database passed each tenth of the fill: a plateau is a cache filling up, a slope a leak.
-      rssByTenth: Array.from({ length: 10 }, (_, i) => progress.find((p) => p.writes >= (goal * (i + 1)) / 10)?.rssKb ?? NaN),
+      rssByTenth: Array.from(
+        { length: 10 },
+        (_, i) => progress.find((p) => p.writes >= (goal * (i + 1)) / 10)?.rssKb ?? NaN,
+      ),
       exitCode,
       liveFiles: live,
       verification,
@@ -525,13 +669,27 @@ async function measureStartup(bin: string): Promise<StartupResult> {
   const exitCodes: (number | null)[] = [];
   for (let i = 0; i < startupRuns; i++) {
     const server = await spawnListening(
-      [bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", join(dir, `empty-${i}.db`), "--durability", durability!],
+      [
+        bin,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--db",
+        join(dir, `empty-${i}.db`),
+        "--durability",
+        durability!,
+      ],
       { stderrPath: join(dir, `server-${i}.stderr.log`), timeoutMs: 15_000 },
     );
     try {
       lineMs.push(server.readyMs);
       for (let attempt = 0; ; attempt++) {
-        const ok = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+        const ok = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(2000) }).then(
+          (r) => r.ok,
+          () => false,
+        );
         if (ok) {
           healthMs.push(performance.now() - server.spawnedAt);
           break;
@@ -584,12 +742,16 @@ async function main(): Promise<number> {
   if (!Bun.which("wrk")) usage("wrk is not installed (Debian: apt-get install -y wrk)");
   const started = new Date();
   const machine = machineInfo();
-  log(`work dir ${work}; ${threads} wrk threads; ${durationS} s per run (+${warmupS} s warm-up); connections ${connections.join(",")}; durability ${durability}`);
+  log(
+    `work dir ${work}; ${threads} wrk threads; ${durationS} s per run (+${warmupS} s warm-up); connections ${connections.join(",")}; durability ${durability}`,
+  );
 
   if (engine === "postgres") {
     pg = await pgTarget(opt.pg);
     machine.postgres = await pgVersion(pg.url);
-    log(`PostgreSQL: ${pg.throwaway ? "a throwaway server" : "the server given"} at ${pg.url.replace(/:[^:@/]*@/, ":***@")}${pg.postmasterPid === null ? " (not on this machine: its CPU is not measured)" : ""}`);
+    log(
+      `PostgreSQL: ${pg.throwaway ? "a throwaway server" : "the server given"} at ${pg.url.replace(/:[^:@/]*@/, ":***@")}${pg.postmasterPid === null ? " (not on this machine: its CPU is not measured)" : ""}`,
+    );
   }
   log("building the binary from the current source");
   const { bin, buildS, sizeBytes } = await build();
@@ -611,18 +773,29 @@ async function main(): Promise<number> {
 
   log(`start-up: ${startupRuns} spawns on a fresh empty database`);
   await quietEnough("start-up");
-  const startup = (await attempt("start-up", () => measureStartup(bin))) ?? { runs: 0, lineMs: [], healthMs: [], exitCodes: [] };
+  const startup = (await attempt("start-up", () => measureStartup(bin))) ?? {
+    runs: 0,
+    lineMs: [],
+    healthMs: [],
+    exitCodes: [],
+  };
 
   const cells: CellResult[] = [];
   for (let rep = 0; rep < repeat; rep++) {
     for (const mode of ["start", "mixed", "telemetry"] as const) {
       for (const c of connections) {
-        for (const target of engine === "postgres" ? (["baseline", "installstats", "postgres", "postgres-2"] as const) : (["baseline", "installstats"] as const)) {
+        for (const target of engine === "postgres"
+          ? (["baseline", "installstats", "postgres", "postgres-2"] as const)
+          : (["baseline", "installstats"] as const)) {
           log(`${mode} c=${c}: ${target}${repeat > 1 ? ` (repetition ${rep + 1}/${repeat})` : ""}`);
           const label = `${target}-${mode}-c${c}-r${rep}`;
-          const cell = await attempt(label, () => runCell(bin, { target, mode, connections: c, record: true, label, rep }));
+          const cell = await attempt(label, () =>
+            runCell(bin, { target, mode, connections: c, record: true, label, rep }),
+          );
           if (!cell) continue;
-          log(`  ${cell.wrk.rps.toFixed(0)} req/s, p50 ${(cell.wrk.latency_us.p50 / 1000).toFixed(2)} ms, p99 ${(cell.wrk.latency_us.p99 / 1000).toFixed(2)} ms, other processes ${cell.otherCpuPct.toFixed(0)}% CPU`);
+          log(
+            `  ${cell.wrk.rps.toFixed(0)} req/s, p50 ${(cell.wrk.latency_us.p50 / 1000).toFixed(2)} ms, p99 ${(cell.wrk.latency_us.p99 / 1000).toFixed(2)} ms, other processes ${cell.otherCpuPct.toFixed(0)}% CPU`,
+          );
           cells.push(cell);
         }
       }
@@ -638,7 +811,9 @@ async function main(): Promise<number> {
   for (let i = 0; i < (quick ? 1 : 2); i++) {
     for (const record of [true, false]) {
       const label = `probe-${record ? "with" : "without"}-response-${i}`;
-      const cell = await attempt(label, () => runCell(bin, { target: "baseline", mode: "start", connections: probeConnections, record, label, rep: i }));
+      const cell = await attempt(label, () =>
+        runCell(bin, { target: "baseline", mode: "start", connections: probeConnections, record, label, rep: i }),
+      );
       if (cell) (record ? withResponse : withoutResponse).push(cell);
     }
   }
@@ -655,7 +830,19 @@ async function main(): Promise<number> {
     command: `bun scripts/bench-ingest.ts${Bun.argv.length > 2 ? ` ${Bun.argv.slice(2).join(" ")}` : ""}`,
     startedAt: started.toISOString(),
     finishedAt: new Date().toISOString(),
-    settings: { durationS, warmupS, threads, connections, durability, fill: fillTarget, quick, startupRuns, repeat, quietWaitS, engine },
+    settings: {
+      durationS,
+      warmupS,
+      threads,
+      connections,
+      durability,
+      fill: fillTarget,
+      quick,
+      startupRuns,
+      repeat,
+      quietWaitS,
+      engine,
+    },
     machine,
     build: { buildS, sizeBytes },
     startup,

@@ -19,7 +19,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
-import { cpuSeconds, killAllChildren, runWrk, sleep, spawnListening, stopGracefully, type Listening, type Mode, type WrkResult } from "./bench/lib.ts";
+import {
+  cpuSeconds,
+  killAllChildren,
+  runWrk,
+  sleep,
+  spawnListening,
+  stopGracefully,
+  type Listening,
+  type Mode,
+  type WrkResult,
+} from "./bench/lib.ts";
 import { BENCH_PG_SETTINGS, dropDatabase, freshDatabase, pgCpuSeconds, pgTarget, type PgTarget } from "./bench/pg.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -69,7 +79,8 @@ async function cleanup(): Promise<void> {
   if (pg?.throwaway) await pg.stop();
   rmSync(work, { recursive: true, force: true });
 }
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void cleanup().then(() => process.exit(130)));
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.on(signal, () => void cleanup().then(() => process.exit(130)));
 
 /** CPU seconds of the server's processes by kind: the backends (one per connection) and the rest (WAL writer, checkpointer, ...). */
 function pgCpuByKind(postmaster: number): { backends: number; others: number } {
@@ -127,11 +138,20 @@ async function main(): Promise<void> {
   const bin = opt.bin ?? join(work, "installstats");
   if (!opt.bin) {
     log("building the binary from the current source");
-    const b = Bun.spawnSync(["bun", "scripts/build.ts", "--outfile", bin], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    const b = Bun.spawnSync(["bun", "scripts/build.ts", "--outfile", bin], {
+      cwd: ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     if (b.exitCode !== 0) usage(`build failed: ${b.stderr.toString().slice(-400)}`);
   }
   log(opt.pg ? "using the server given" : "starting a throwaway PostgreSQL with pg_stat_statements");
-  pg = await pgTarget(opt.pg, { ...BENCH_PG_SETTINGS, shared_preload_libraries: "pg_stat_statements", "pg_stat_statements.track": "all", ...(process.env.PG_EXTRA ? Object.fromEntries(process.env.PG_EXTRA.split(",").map((kv) => kv.split("="))) : {}) });
+  pg = await pgTarget(opt.pg, {
+    ...BENCH_PG_SETTINGS,
+    shared_preload_libraries: "pg_stat_statements",
+    "pg_stat_statements.track": "all",
+    ...(process.env.PG_EXTRA ? Object.fromEntries(process.env.PG_EXTRA.split(",").map((kv) => kv.split("="))) : {}),
+  });
   if (pg.postmasterPid === null) log("the server is not on this machine: its CPU is not measured");
   const name = `profile_${process.pid}`;
   const url = await freshDatabase(pg, name);
@@ -141,8 +161,15 @@ async function main(): Promise<void> {
   try {
     for (let i = 0; i < nodes; i++) {
       // --cpu-prof DIR: the node runs from source under Bun's CPU profiler (a markdown profile in DIR at exit).
-      const node = opt["cpu-prof"] ? ["bun", "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${opt["cpu-prof"]}`, join(ROOT, "src/main.ts")] : [bin];
-      servers.push(await spawnListening([...node, "serve", "--host", "127.0.0.1", "--port", "0", "--db", url], { stderrPath: join(work, `node-${i}.log`), timeoutMs: 60_000 }));
+      const node = opt["cpu-prof"]
+        ? ["bun", "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${opt["cpu-prof"]}`, join(ROOT, "src/main.ts")]
+        : [bin];
+      servers.push(
+        await spawnListening([...node, "serve", "--host", "127.0.0.1", "--port", "0", "--db", url], {
+          stderrPath: join(work, `node-${i}.log`),
+          timeoutMs: 60_000,
+        }),
+      );
     }
     const acks = join(work, "acks");
     mkdirSync(acks, { recursive: true });
@@ -150,7 +177,18 @@ async function main(): Promise<void> {
     const load = (durationS: number, tag: string) =>
       Promise.all(
         servers.map((s, i) =>
-          runWrk({ lua: LUA, url: s.url, threads: 1, connections: Math.max(1, Math.floor(connections / nodes)), durationS, mode, outdir: acks, tag: `${tag}-${i}`, record: true, nonce: nonce++ }),
+          runWrk({
+            lua: LUA,
+            url: s.url,
+            threads: 1,
+            connections: Math.max(1, Math.floor(connections / nodes)),
+            durationS,
+            mode,
+            outdir: acks,
+            tag: `${tag}-${i}`,
+            record: true,
+            nonce: nonce++,
+          }),
         ),
       );
     if (warmupS > 0) {
@@ -177,7 +215,9 @@ async function main(): Promise<void> {
     const pg1 = pg.postmasterPid === null ? null : pgCpuByKind(pg.postmasterPid);
     const pgAll1 = pgCpuSeconds(pg.postmasterPid);
     const requests = runs.reduce((n, r) => n + r.requests, 0);
-    const statements = await admin<{ query: string; calls: number; total: number; mean: number; rows: number; blocks: number; walBytes: number }[]>`
+    const statements = await admin<
+      { query: string; calls: number; total: number; mean: number; rows: number; blocks: number; walBytes: number }[]
+    >`
       SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::int AS calls, total_exec_time AS total, mean_exec_time AS mean, rows::int AS rows,
         (shared_blks_hit + shared_blks_read)::float8 AS blocks, wal_bytes::float8 AS "walBytes"
       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = ${name}) AND query NOT LIKE '%pg_stat_%'
@@ -189,7 +229,10 @@ async function main(): Promise<void> {
     const nodeS = node1.reduce((n, c, i) => n + c - node0[i]!, 0);
     const lines: string[] = [];
     lines.push(`# PostgreSQL profile: ${nodes} node(s), ${connections} connections, ${mode}, ${durationS} s`, "");
-    lines.push(`${requests} requests (${(requests / durationS).toFixed(0)}/s), p99 ${(Math.max(...runs.map((r) => r.latency_us.p99)) / 1000).toFixed(1)} ms`, "");
+    lines.push(
+      `${requests} requests (${(requests / durationS).toFixed(0)}/s), p99 ${(Math.max(...runs.map((r) => r.latency_us.p99)) / 1000).toFixed(1)} ms`,
+      "",
+    );
     lines.push("| CPU per report | µs |", "|---|---:|");
     lines.push(`| installstats node(s) | ${us(nodeS)} |`);
     if (pg0 && pg1 && pgAll0 !== null && pgAll1 !== null) {
@@ -198,13 +241,23 @@ async function main(): Promise<void> {
       lines.push(`| together | ${us(nodeS + pgAll1 - pgAll0)} |`);
     }
     const totalMs = statements.reduce((n, s) => n + s.total, 0);
-    lines.push("", `Statements (pg_stat_statements): ${(totalMs / requests * 1000).toFixed(1)} µs of execution per report in all`, "");
-    lines.push("| share | µs per report | calls per report | mean ms | rows per call | buffers per call | WAL bytes per report | statement |", "|---:|---:|---:|---:|---:|---:|---:|---|");
+    lines.push(
+      "",
+      `Statements (pg_stat_statements): ${((totalMs / requests) * 1000).toFixed(1)} µs of execution per report in all`,
+      "",
+    );
+    lines.push(
+      "| share | µs per report | calls per report | mean ms | rows per call | buffers per call | WAL bytes per report | statement |",
+      "|---:|---:|---:|---:|---:|---:|---:|---|",
+    );
     for (const s of statements.slice(0, 15)) {
-      lines.push(`| ${((100 * s.total) / totalMs).toFixed(1)}% | ${((s.total / requests) * 1000).toFixed(1)} | ${(s.calls / requests).toFixed(3)} | ${s.mean.toFixed(3)} | ${(s.rows / Math.max(1, s.calls)).toFixed(1)} | ${(s.blocks / Math.max(1, s.calls)).toFixed(0)} | ${(s.walBytes / requests).toFixed(0)} | \`${s.query.slice(0, 140).replaceAll("|", "\\|")}\` |`);
+      lines.push(
+        `| ${((100 * s.total) / totalMs).toFixed(1)}% | ${((s.total / requests) * 1000).toFixed(1)} | ${(s.calls / requests).toFixed(3)} | ${s.mean.toFixed(3)} | ${(s.rows / Math.max(1, s.calls)).toFixed(1)} | ${(s.blocks / Math.max(1, s.calls)).toFixed(0)} | ${(s.walBytes / requests).toFixed(0)} | \`${s.query.slice(0, 140).replaceAll("|", "\\|")}\` |`,
+      );
     }
     const busy = samples.reduce((n, s) => n + s.busy, 0);
-    const add = (m: Map<string, number>, from: Map<string, number>) => from.forEach((v, k) => m.set(k, (m.get(k) ?? 0) + v));
+    const add = (m: Map<string, number>, from: Map<string, number>) =>
+      from.forEach((v, k) => m.set(k, (m.get(k) ?? 0) + v));
     const waits = new Map<string, number>();
     const lockWaits = new Map<string, number>();
     for (const s of samples) {
@@ -214,13 +267,20 @@ async function main(): Promise<void> {
     const running = samples.reduce((n, s) => n + s.running, 0);
     const idle = samples.reduce((n, s) => n + s.idleInTransaction, 0);
     const pct = (n: number) => (busy === 0 ? "0" : ((100 * n) / busy).toFixed(1));
-    lines.push("", `Backends in a transaction, ${samples.length} samples (every ${sampleMs} ms): ${(busy / Math.max(1, samples.length)).toFixed(2)} on average`, "");
+    lines.push(
+      "",
+      `Backends in a transaction, ${samples.length} samples (every ${sampleMs} ms): ${(busy / Math.max(1, samples.length)).toFixed(2)} on average`,
+      "",
+    );
     lines.push("| what they were doing | share of backend-time |", "|---|---:|");
     lines.push(`| running a statement | ${pct(running)}% |`);
     lines.push(`| idle in the transaction (the node computing, or the network) | ${pct(idle)}% |`);
     for (const [k, v] of [...waits].sort((a, b) => b[1] - a[1])) lines.push(`| waiting: ${k} | ${pct(v)}% |`);
     const locks = [...lockWaits].reduce((n, [, v]) => n + v, 0);
-    lines.push("", `Waiting for a lock: ${pct(locks)}% of backend-time${locks ? ` (${[...lockWaits].map(([k, v]) => `${k} ${pct(v)}%`).join(", ")})` : ""}`);
+    lines.push(
+      "",
+      `Waiting for a lock: ${pct(locks)}% of backend-time${locks ? ` (${[...lockWaits].map(([k, v]) => `${k} ${pct(v)}%`).join(", ")})` : ""}`,
+    );
     console.log(lines.join("\n"));
   } finally {
     await admin.end();

@@ -15,10 +15,18 @@ import { seedDatabase, seedOptions } from "../src/seed/seed.ts";
 import { openEngine } from "../src/store/open.ts";
 import { startPostgres, type PgServer } from "../test/helpers/postgres.ts";
 
-const { values } = parseArgs({ args: Bun.argv.slice(2), options: { records: { type: "string", default: "1000000" }, url: { type: "string" } } });
+const { values } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: { records: { type: "string", default: "1000000" }, url: { type: "string" } },
+});
 const RECORDS = Number(values.records);
 const END = Date.UTC(2026, 10, 1);
-const SETTINGS = { shared_buffers: "1GB", maintenance_work_mem: "512MB", max_wal_size: "16GB", checkpoint_timeout: "30min" };
+const SETTINGS = {
+  shared_buffers: "1GB",
+  maintenance_work_mem: "512MB",
+  max_wal_size: "16GB",
+  checkpoint_timeout: "30min",
+};
 const log = (m: string) => process.stderr.write(`[retention ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
 let server: PgServer | null = null;
@@ -43,13 +51,17 @@ try {
   const span = (await store.recordSpan())!;
   const first = new Date(span.first);
   const cutoff = Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + 1, 1);
-  const [{ n } = { n: 0 }] = await sql<{ n: string }[]>`SELECT count(*)::text AS n FROM executions WHERE created_at < ${cutoff}`;
+  const [{ n } = { n: 0 }] = await sql<
+    { n: string }[]
+  >`SELECT count(*)::text AS n FROM executions WHERE created_at < ${cutoff}`;
   const [{ lsn } = { lsn: "" }] = await sql<{ lsn: string }[]>`SELECT pg_current_wal_lsn()::text AS lsn`;
   log(`pruning ${n} executions created before ${new Date(cutoff).toISOString().slice(0, 10)}`);
   const t0 = performance.now();
   const pruned = await pruneOlderThan({ store, commit: (ops) => store.write(ops) }, { cutoff, now: END });
   const seconds = (performance.now() - t0) / 1000;
-  const [{ wal } = { wal: "0" }] = await sql<{ wal: string }[]>`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::text AS wal`;
+  const [{ wal } = { wal: "0" }] = await sql<
+    { wal: string }[]
+  >`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${lsn}::pg_lsn)::text AS wal`;
   const check = await verifyRollups(store);
   console.log(
     `| ${RECORDS.toLocaleString()} seeded (${Math.round(seeded.records / seeded.seconds)}/s) | oldest month: ${Number(n).toLocaleString()} executions | pruned ${pruned.executions.toLocaleString()} in ${seconds.toFixed(1)} s | WAL ${(Number(wal) / 1e6).toFixed(0)} MB | verify ${check.ok ? "ok" : `NOT ok (${check.mismatches.length} cells)`} |`,

@@ -40,10 +40,16 @@ const dir = mkdtempSync(join(tmpdir(), "installstats-read-isolation-"));
 const db = join(dir, "bench.db");
 try {
   console.log(`seeding ${RECORDS.toLocaleString()} records...`);
-  const seeded = Bun.spawnSync([...command, "seed", "--db", db, "--records", String(RECORDS), "--days", "365"], { stdout: "ignore", stderr: "pipe" });
+  const seeded = Bun.spawnSync([...command, "seed", "--db", db, "--records", String(RECORDS), "--days", "365"], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   if (seeded.exitCode !== 0) throw new Error(`seed failed: ${seeded.stderr.toString()}`);
 
-  const server = Bun.spawn([...command, "serve", "--db", db, "--host", "127.0.0.1", "--port", "0"], { stdout: "pipe", stderr: "ignore" });
+  const server = Bun.spawn([...command, "serve", "--db", db, "--host", "127.0.0.1", "--port", "0"], {
+    stdout: "pipe",
+    stderr: "ignore",
+  });
   const reader = server.stdout.getReader();
   let out = "";
   while (!/listening on (http:\/\/\S+)/.test(out)) {
@@ -64,14 +70,27 @@ try {
     const pending: Promise<void>[] = [];
     while (performance.now() < end) {
       const id = `iso-${process.pid}-${n++}`;
-      const body = JSON.stringify({ random_id: id, type: "lxc", nsapp: "bench", status: "installing", ct_type: 1, disk_size: 4, core_count: 1, ram_size: 512, os_type: "debian", os_version: "12" });
+      const body = JSON.stringify({
+        random_id: id,
+        type: "lxc",
+        nsapp: "bench",
+        status: "installing",
+        ct_type: 1,
+        disk_size: 4,
+        core_count: 1,
+        ram_size: 512,
+        os_type: "debian",
+        os_version: "12",
+      });
       const began = performance.now();
       pending.push(
-        fetch(`${url}/upload`, { method: "POST", body, headers: { "content-type": "application/json" } }).then(async (r) => {
-          await r.arrayBuffer();
-          if (r.status !== 201) throw new Error(`report answered ${r.status}`);
-          latencies.push(performance.now() - began);
-        }),
+        fetch(`${url}/upload`, { method: "POST", body, headers: { "content-type": "application/json" } }).then(
+          async (r) => {
+            await r.arrayBuffer();
+            if (r.status !== 201) throw new Error(`report answered ${r.status}`);
+            latencies.push(performance.now() - began);
+          },
+        ),
       );
       next += gap;
       await Bun.sleep(Math.max(0, next - performance.now()));
@@ -97,7 +116,11 @@ try {
     return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
   };
   const line = (name: string, xs: number[]) =>
-    `${name.padEnd(22)} n=${String(xs.length).padStart(5)}  p50 ${pct(xs, 50).toFixed(1).padStart(7)} ms  p99 ${pct(xs, 99).toFixed(1).padStart(8)} ms  max ${Math.max(...xs).toFixed(1).padStart(8)} ms`;
+    `${name.padEnd(22)} n=${String(xs.length).padStart(5)}  p50 ${pct(xs, 50).toFixed(1).padStart(7)} ms  p99 ${pct(xs, 99).toFixed(1).padStart(8)} ms  max ${Math.max(
+      ...xs,
+    )
+      .toFixed(1)
+      .padStart(8)} ms`;
 
   await ingest(2); // warm-up
   const alone = await ingest(SECONDS);
@@ -108,10 +131,14 @@ try {
   reading = false;
   await Promise.all(loops);
 
-  console.log(`\n${RECORDS.toLocaleString()} records, ${RATE} start reports/s, ${READERS} readers looping ${HEAVY.length} heavy reads`);
+  console.log(
+    `\n${RECORDS.toLocaleString()} records, ${RATE} start reports/s, ${READERS} readers looping ${HEAVY.length} heavy reads`,
+  );
   console.log(line("ingestion alone", alone));
   console.log(line("ingestion with reads", withReads));
-  console.log(`ratio (with reads / alone): p50 x${(pct(withReads, 50) / pct(alone, 50)).toFixed(1)}, p99 x${(pct(withReads, 99) / pct(alone, 99)).toFixed(1)}`);
+  console.log(
+    `ratio (with reads / alone): p50 x${(pct(withReads, 50) / pct(alone, 50)).toFixed(1)}, p99 x${(pct(withReads, 99) / pct(alone, 99)).toFixed(1)}`,
+  );
   const byPath = new Map<string, { ms: number[]; statuses: Set<number> }>();
   for (const r of reads) {
     const e = byPath.get(r.path) ?? { ms: [], statuses: new Set() };
@@ -120,7 +147,8 @@ try {
     byPath.set(r.path, e);
   }
   console.log("\nreads while ingesting:");
-  for (const [path, e] of byPath) console.log(`  ${line(path.slice(0, 44), e.ms)}  statuses ${[...e.statuses].join(",")}`);
+  for (const [path, e] of byPath)
+    console.log(`  ${line(path.slice(0, 44), e.ms)}  statuses ${[...e.statuses].join(",")}`);
   server.kill("SIGTERM");
   await server.exited;
 } finally {

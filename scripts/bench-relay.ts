@@ -137,18 +137,43 @@ async function runCell(bin: string, setup: Setup, conns: number, rep: number): P
   mkdirSync(join(dir, "acks"), { recursive: true });
   upstream.set(setup);
   const relay = setup === "off" ? [] : ["--relay-url", upstream.url, "--relay-rate", "0", "--relay-timeout", "10s"];
-  const server = await spawnListening([bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", join(dir, "installs.db"), "--rate-limit", "0", ...relay], {
-    stderrPath: join(dir, "stderr.log"),
-    timeoutMs: 15_000,
-  });
+  const server = await spawnListening(
+    [
+      bin,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--db",
+      join(dir, "installs.db"),
+      "--rate-limit",
+      "0",
+      ...relay,
+    ],
+    {
+      stderrPath: join(dir, "stderr.log"),
+      timeoutMs: 15_000,
+    },
+  );
   try {
-    const base = { lua: LUA, url: server.url, threads, connections: conns, mode, outdir: join(dir, "acks"), record: true };
+    const base = {
+      lua: LUA,
+      url: server.url,
+      threads,
+      connections: conns,
+      mode,
+      outdir: join(dir, "acks"),
+      record: true,
+    };
     if (warmupS > 0) await runWrk({ ...base, durationS: warmupS, nonce: (nonce = (nonce + 1) % 65536), tag: "warm" });
     const seen0 = upstream.taken();
     const cpu0 = cpuSeconds(server.pid);
     const r = await runWrk({ ...base, durationS, nonce: (nonce = (nonce + 1) % 65536), tag: "run" });
     const cpu1 = cpuSeconds(server.pid);
-    const health = (await (await fetch(`${server.url}/healthz`)).json()) as { relay?: { enabled: boolean; entries: number; sent: number; state: string } };
+    const health = (await (await fetch(`${server.url}/healthz`)).json()) as {
+      relay?: { enabled: boolean; entries: number; sent: number; state: string };
+    };
     const non2xx = r.threads.reduce((n, t) => n + t.n_4xx + t.n_5xx + t.n_409, 0) + r.errors.status;
     return {
       setup,
@@ -159,7 +184,9 @@ async function runCell(bin: string, setup: Setup, conns: number, rep: number): P
       p99Ms: r.latency_us.p99 / 1000,
       cpuUsPerReq: cpu0 !== null && cpu1 !== null ? ((cpu1 - cpu0) * 1e6) / r.requests : Number.NaN,
       upstreamRequests: upstream.taken() - seen0,
-      outbox: health.relay?.enabled ? { entries: health.relay.entries, sent: health.relay.sent, state: health.relay.state } : null,
+      outbox: health.relay?.enabled
+        ? { entries: health.relay.entries, sent: health.relay.sent, state: health.relay.state }
+        : null,
       non2xx,
     };
   } finally {
@@ -192,7 +219,9 @@ async function main(): Promise<void> {
       for (const setup of order) {
         log(`rep ${rep}/${repeat}, ${conns} connections, relay ${setup}`);
         const cell = await runCell(bin, setup, conns, rep);
-        log(`  ${cell.rps.toFixed(0)} req/s, p50 ${cell.p50Ms.toFixed(2)} ms, p99 ${cell.p99Ms.toFixed(2)} ms, ${cell.cpuUsPerReq.toFixed(0)} µs CPU/req, upstream saw ${cell.upstreamRequests}`);
+        log(
+          `  ${cell.rps.toFixed(0)} req/s, p50 ${cell.p50Ms.toFixed(2)} ms, p99 ${cell.p99Ms.toFixed(2)} ms, ${cell.cpuUsPerReq.toFixed(0)} µs CPU/req, upstream saw ${cell.upstreamRequests}`,
+        );
         cells.push(cell);
       }
     }
@@ -201,8 +230,13 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   const date = new Date().toISOString();
   lines.push(`# Ingestion with the relay on, upstream hanging (${date})`, "");
-  lines.push(`Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; binary ${statSync(bin).size} bytes; wrk -t${threads}, ${durationS} s per run after ${warmupS} s warm-up, mode ${mode}, ${repeat} repetition(s), medians (range over repetitions for ratios).`, "");
-  lines.push("| connections | relay | req/s | p50 ms | p99 ms | CPU µs/req | ratio p50 | ratio p99 | ratio CPU/req | upstream requests | outbox after (entries, state) |");
+  lines.push(
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}; binary ${statSync(bin).size} bytes; wrk -t${threads}, ${durationS} s per run after ${warmupS} s warm-up, mode ${mode}, ${repeat} repetition(s), medians (range over repetitions for ratios).`,
+    "",
+  );
+  lines.push(
+    "| connections | relay | req/s | p50 ms | p99 ms | CPU µs/req | ratio p50 | ratio p99 | ratio CPU/req | upstream requests | outbox after (entries, state) |",
+  );
   lines.push("|---|---|---|---|---|---|---|---|---|---|---|");
   const summary: Record<string, unknown>[] = [];
   for (const conns of connections) {
@@ -221,7 +255,11 @@ async function main(): Promise<void> {
         ratioP50: median(ratios((c) => c.p50Ms)),
         ratioP99: median(ratios((c) => c.p99Ms)),
         ratioCpu: median(ratios((c) => c.cpuUsPerReq)),
-        ranges: { p50: range(ratios((c) => c.p50Ms)), p99: range(ratios((c) => c.p99Ms)), cpu: range(ratios((c) => c.cpuUsPerReq)) },
+        ranges: {
+          p50: range(ratios((c) => c.p50Ms)),
+          p99: range(ratios((c) => c.p99Ms)),
+          cpu: range(ratios((c) => c.cpuUsPerReq)),
+        },
         upstreamRequests: median(cs.map((c) => c.upstreamRequests)),
         outbox: cs.at(-1)!.outbox,
         non2xx: cs.reduce((n, c) => n + c.non2xx, 0),
@@ -240,7 +278,10 @@ async function main(): Promise<void> {
   mkdirSync(join(ROOT, "bench-results"), { recursive: true });
   const stamp = date.replace(/[:.]/g, "-");
   writeFileSync(join(ROOT, "bench-results", `relay-${stamp}.md`), `${md}\n`);
-  writeFileSync(join(ROOT, "bench-results", `relay-${stamp}.json`), JSON.stringify({ date, durationS, warmupS, repeat, threads, mode, cells, summary }, null, 2));
+  writeFileSync(
+    join(ROOT, "bench-results", `relay-${stamp}.json`),
+    JSON.stringify({ date, durationS, warmupS, repeat, threads, mode, cells, summary }, null, 2),
+  );
 }
 
 try {

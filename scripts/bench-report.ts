@@ -43,9 +43,11 @@ const { values } = parseArgs({
   },
 });
 const profile = values.profile as SeedProfile;
-if (!(SEED_PROFILES as readonly string[]).includes(profile)) throw new Error(`--profile must be one of ${SEED_PROFILES.join(", ")}`);
+if (!(SEED_PROFILES as readonly string[]).includes(profile))
+  throw new Error(`--profile must be one of ${SEED_PROFILES.join(", ")}`);
 const engineName = values.pg !== undefined ? "postgres" : values.engine;
-if (engineName !== "sqlite" && engineName !== "postgres") throw new Error(`--engine must be sqlite or postgres, got ${values.engine}`);
+if (engineName !== "sqlite" && engineName !== "postgres")
+  throw new Error(`--engine must be sqlite or postgres, got ${values.engine}`);
 const sizes = values.sizes!.split(",").map(Number);
 const runs = Number(values.runs);
 const scanRuns = Number(values["scan-runs"]);
@@ -53,7 +55,8 @@ mkdirSync(values.dir!, { recursive: true });
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
-const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const pct = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
 
 async function timeAsync(fn: () => Promise<unknown>, n: number): Promise<number[]> {
@@ -73,13 +76,26 @@ const say = (s: string) => {
 };
 
 say(`# installstats read benchmark\n`);
-say(`Command: \`bun scripts/bench-report.ts --sizes ${values.sizes} --runs ${runs} --scan-runs ${scanRuns} --profile ${profile}${engineName === "postgres" ? " --engine postgres" : ""}${values["aggregates-only"] ? " --aggregates-only" : ""}\`  `);
+say(
+  `Command: \`bun scripts/bench-report.ts --sizes ${values.sizes} --runs ${runs} --scan-runs ${scanRuns} --profile ${profile}${engineName === "postgres" ? " --engine postgres" : ""}${values["aggregates-only"] ? " --aggregates-only" : ""}\`  `,
+);
 
 // PostgreSQL: the script's own server, its data kept beside the SQLite files, or the one given.
 let server: PgServer | null = null;
-const pgAdmin = engineName !== "postgres" ? null : (values.pg ?? (server = await startPostgres(BENCH_PG_SETTINGS, join(values.dir!, "pg"))).url);
+const pgAdmin =
+  engineName !== "postgres"
+    ? null
+    : (values.pg ?? (server = await startPostgres(BENCH_PG_SETTINGS, join(values.dir!, "pg"))).url);
 process.on("exit", () => void server?.stop());
-say(`Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; ${new Date().toISOString()}${pgAdmin ? `; PostgreSQL ${await pgVersion(pgAdmin)} (${Object.entries(BENCH_PG_SETTINGS).map(([k, v]) => `${k}=${v}`).join(", ")})` : ""}\n`);
+say(
+  `Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; ${new Date().toISOString()}${
+    pgAdmin
+      ? `; PostgreSQL ${await pgVersion(pgAdmin)} (${Object.entries(BENCH_PG_SETTINGS)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(", ")})`
+      : ""
+  }\n`,
+);
 
 /** One size's database, opened; the SQL the scan baselines run on it; and how to make the next request cold. */
 interface Bench {
@@ -109,19 +125,34 @@ function sqliteBench(path: string): Bench {
     count: async () => (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n,
     scan: async (sql) => sqlite.query(sql).all(),
     touch: async () => void other.run("UPDATE rollup_state SET folded_until = folded_until"),
-    rowAt: async (depth) => sqlite.query(`SELECT created_at AS c, rowid AS r FROM executions ORDER BY created_at DESC, rowid DESC LIMIT 1 OFFSET ${depth}`).get() as { c: number; r: number },
+    rowAt: async (depth) =>
+      sqlite
+        .query(
+          `SELECT created_at AS c, rowid AS r FROM executions ORDER BY created_at DESC, rowid DESC LIMIT 1 OFFSET ${depth}`,
+        )
+        .get() as { c: number; r: number },
     bytes: async () => Bun.file(path).size,
     async settle() {
       // Installs are the first executions of their random_ids (the rest are retries: rid set).
-      const { installs, executions } = sqlite.query("SELECT count(*) AS executions, count(*) - count(rid) AS installs FROM executions").get() as { installs: number; executions: number };
-      const parts = sqlite.query("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name").all() as { name: string; bytes: number }[];
+      const { installs, executions } = sqlite
+        .query("SELECT count(*) AS executions, count(*) - count(rid) AS installs FROM executions")
+        .get() as { installs: number; executions: number };
+      const parts = sqlite.query("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name").all() as {
+        name: string;
+        bytes: number;
+      }[];
       const total = parts.reduce((n, p) => n + p.bytes, 0);
-      const of = (test: (name: string) => boolean) => parts.filter((p) => test(p.name)).reduce((n, p) => n + p.bytes, 0);
+      const of = (test: (name: string) => boolean) =>
+        parts.filter((p) => test(p.name)).reduce((n, p) => n + p.bytes, 0);
       const rollups = of((n) => n.startsWith("rollup"));
-      const executionsBytes = of((n) => n === "executions" || n.startsWith("executions_") || n === "sqlite_autoindex_executions_1");
+      const executionsBytes = of(
+        (n) => n === "executions" || n.startsWith("executions_") || n === "sqlite_autoindex_executions_1",
+      );
       const mb = (x: number) => (x / 1e6).toFixed(1);
-      return `${(total / installs).toFixed(1)} bytes per install (${installs.toLocaleString()} installs, ${executions.toLocaleString()} executions: ${(total / executions).toFixed(1)} per execution); ` +
-        `executions and their indexes ${mb(executionsBytes)} MB, rollups ${mb(rollups)} MB (${((100 * rollups) / total).toFixed(1)}% of the database), the rest ${mb(total - rollups - executionsBytes)} MB`;
+      return (
+        `${(total / installs).toFixed(1)} bytes per install (${installs.toLocaleString()} installs, ${executions.toLocaleString()} executions: ${(total / executions).toFixed(1)} per execution); ` +
+        `executions and their indexes ${mb(executionsBytes)} MB, rollups ${mb(rollups)} MB (${((100 * rollups) / total).toFixed(1)}% of the database), the rest ${mb(total - rollups - executionsBytes)} MB`
+      );
     },
     close: async () => other.close(),
   };
@@ -131,13 +162,18 @@ async function postgresBench(size: number): Promise<Bench> {
   const name = `installstats_bench_${size}${profile === "upload" ? "" : `_${profile}`}`;
   const admin = postgres(pgAdmin!, { max: 1, onnotice: () => {} });
   try {
-    if ((await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`).length === 0) await admin.unsafe(`CREATE DATABASE "${name}"`);
+    if ((await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`).length === 0)
+      await admin.unsafe(`CREATE DATABASE "${name}"`);
   } finally {
     await admin.end();
   }
   const url = withDatabase(pgAdmin!, name);
   const engine = await openEngine(url, { durability: "normal", migrate: true, create: true });
-  const sql = postgres(url, { max: 1, onnotice: () => {}, types: { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } } });
+  const sql = postgres(url, {
+    max: 1,
+    onnotice: () => {},
+    types: { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } },
+  });
   return {
     engine,
     location: url,
@@ -145,7 +181,12 @@ async function postgresBench(size: number): Promise<Bench> {
     scan: (text) => sql.unsafe(text),
     // A commit anywhere moves the change marker (pg_current_snapshot) that cached answers are keyed by.
     touch: async () => void (await sql`UPDATE marks SET value = value WHERE name = 'folded_until'`),
-    rowAt: async (depth) => (await sql<{ c: number; r: number }[]>`SELECT created_at AS c, seq AS r FROM executions ORDER BY created_at DESC, seq DESC LIMIT 1 OFFSET ${depth}`)[0]!,
+    rowAt: async (depth) =>
+      (
+        await sql<
+          { c: number; r: number }[]
+        >`SELECT created_at AS c, seq AS r FROM executions ORDER BY created_at DESC, seq DESC LIMIT 1 OFFSET ${depth}`
+      )[0]!,
     bytes: async () => (await sql<{ b: number }[]>`SELECT pg_database_size(current_database())::bigint AS b`)[0]!.b,
     async settle(now, seeded) {
       const notes: string[] = [];
@@ -160,7 +201,8 @@ async function postgresBench(size: number): Promise<Bench> {
       if (seeded) notes.push(`VACUUM ANALYZE ${((await pgStorage(url), performance.now() - t1) / 1000).toFixed(0)} s`);
       const storage = await pgStorage(url, { vacuum: false });
       const total = (t: PgStorage["tables"][number]) => t.tableBytes + t.indexes.reduce((m, i) => m + i.bytes, 0);
-      const group = (test: (name: string) => boolean) => storage.tables.filter((t) => test(t.name)).reduce((n, t) => n + total(t), 0) / storage.executions;
+      const group = (test: (name: string) => boolean) =>
+        storage.tables.filter((t) => test(t.name)).reduce((n, t) => n + total(t), 0) / storage.executions;
       notes.push(
         `${storage.bytesPerExecution.toFixed(0)} bytes per execution in all tables and indexes: executions ${group((n) => n === "executions").toFixed(0)}, ` +
           `execution_ids ${group((n) => n === "execution_ids").toFixed(0)}, rollup_cells ${group((n) => n === "rollup_cells").toFixed(0)}, the rest ${group((n) => !["executions", "execution_ids", "rollup_cells"].includes(n)).toFixed(0)}`,
@@ -172,23 +214,51 @@ async function postgresBench(size: number): Promise<Bench> {
 }
 
 /** The drivers' counts as SQL over the raw records: finished runs and failures per value, one GROUP BY per dimension. */
-const DRIVER_COLUMNS = ["pve_version", "kernel_version", "os_type || ' ' || os_version", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "core_count", "ram_size", "type", "ct_type", "method", "platform", "repo_source", "repo_slug", "attempt"];
+const DRIVER_COLUMNS = [
+  "pve_version",
+  "kernel_version",
+  "os_type || ' ' || os_version",
+  "arch",
+  "cpu_vendor",
+  "gpu_vendor",
+  "gpu_passthrough",
+  "host_gpu",
+  "core_count",
+  "ram_size",
+  "type",
+  "ct_type",
+  "method",
+  "platform",
+  "repo_source",
+  "repo_slug",
+  "attempt",
+];
 const driversScan = (where: string, extra: string[] = []) =>
   [...DRIVER_COLUMNS, ...extra]
-    .map((c, i) => `SELECT ${i} AS d, CAST(${c} AS text) AS v, sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS f, count(*) AS n FROM executions WHERE ${where} AND outcome IN ('success', 'failed') GROUP BY 2`)
+    .map(
+      (c, i) =>
+        `SELECT ${i} AS d, CAST(${c} AS text) AS v, sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS f, count(*) AS n FROM executions WHERE ${where} AND outcome IN ('success', 'failed') GROUP BY 2`,
+    )
     .join(" UNION ALL ");
 
 for (const size of sizes) {
-  const b = engineName === "postgres" ? await postgresBench(size) : sqliteBench(join(values.dir!, `seed-${size}${profile === "upload" ? "" : `-${profile}`}.db`));
+  const b =
+    engineName === "postgres"
+      ? await postgresBench(size)
+      : sqliteBench(join(values.dir!, `seed-${size}${profile === "upload" ? "" : `-${profile}`}.db`));
   const { engine } = b;
   const { store } = engine;
   const have = await b.count();
   let seeded = false;
   if (have === 0) {
     console.error(`seeding ${size.toLocaleString()} records into ${engine.location} ...`);
-    const r = await seedDatabase(store, seedOptions({ records: size, profile }), (p) => process.stderr.write(`\r${p.written}/${p.total}`));
+    const r = await seedDatabase(store, seedOptions({ records: size, profile }), (p) =>
+      process.stderr.write(`\r${p.written}/${p.total}`),
+    );
     console.error(`\nseeded in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s)`);
-    say(`Seeded now: ${r.records.toLocaleString()} records in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s).  `);
+    say(
+      `Seeded now: ${r.records.toLocaleString()} records in ${r.seconds.toFixed(0)} s (${Math.round(r.records / r.seconds)}/s).  `,
+    );
     seeded = true;
   } else if (have !== size) console.error(`note: ${engine.location} holds ${have} records, not ${size}`);
   const count = await b.count();
@@ -197,7 +267,19 @@ for (const size of sizes) {
   const now = span.last;
   const settled = await b.settle(now, seeded);
   if (settled) say(`${settled}  `);
-  const runtime = await createRuntime({ ...defaults, db: b.location }, { clock: () => now, version: "bench", log: createLogger("error", () => {}, () => now) }, engine);
+  const runtime = await createRuntime(
+    { ...defaults, db: b.location },
+    {
+      clock: () => now,
+      version: "bench",
+      log: createLogger(
+        "error",
+        () => {},
+        () => now,
+      ),
+    },
+    engine,
+  );
   const { app } = runtime;
   const get = async (p: string) => {
     const res = await app.handle(new Request(`http://localhost${p}`));
@@ -210,7 +292,9 @@ for (const size of sizes) {
   };
   const topApp = ((await get("/api/stats/breakdown?by=nsapp&days=30&limit=1")).groups as { value: string }[])[0]!.value;
 
-  say(`## ${count.toLocaleString()} executions (${((await b.bytes()) / 1e9).toFixed(2)} GB, ${engineName}, profile ${profile})\n`);
+  say(
+    `## ${count.toLocaleString()} executions (${((await b.bytes()) / 1e9).toFixed(2)} GB, ${engineName}, profile ${profile})\n`,
+  );
   // "first" is the question's first request on a freshly opened store: stored rollup cells are
   // read and parsed then, and stay parsed for the repeated requests (p50, p95) while unchanged.
   // "faster" is the scan's p50 over the endpoint's p50; the target is 50x.
@@ -222,12 +306,16 @@ for (const size of sizes) {
     const lat = await timeAsync(() => get(path), runs);
     const p95 = pct(lat, 0.95);
     if (scanSql === null) {
-      say(`| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | - | - |`);
+      say(
+        `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | - | - |`,
+      );
       return;
     }
     const scan = await timeAsync(() => b.scan(scanSql), scanRuns);
     const faster = pct(scan, 0.5) / pct(lat, 0.5);
-    say(`| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(faster)}x${faster >= 50 ? "" : " (under 50x)"} |`);
+    say(
+      `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(faster)}x${faster >= 50 ? "" : " (under 50x)"} |`,
+    );
   };
   const to = Math.floor(now / HOUR) * HOUR + HOUR;
   for (const days of [30, 365]) {
@@ -236,28 +324,102 @@ for (const size of sizes) {
     const inWindow = `created_at >= ${from} AND created_at < ${to}`;
     // Each question, and the same question as a plain SQL scan of the raw records.
     const questions: [string, string, string][] = [
-      ["summary", `/api/stats/summary?${w}`, `SELECT outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY outcome`],
-      ["breakdown by app", `/api/stats/breakdown?by=nsapp&limit=50&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY nsapp, outcome`],
-      ["failure ranking", `/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=20&${w}`, `SELECT nsapp, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY nsapp, outcome`],
-      ["breakdown by os", `/api/stats/breakdown?by=os&${w}`, `SELECT os_type, os_version, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2, 3`],
-      ["breakdown by pve version", `/api/stats/breakdown?by=pve_version&${w}`, `SELECT pve_version, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`],
-      ["breakdown by exit code", `/api/stats/breakdown?by=exit_code&${w}`, `SELECT exit_code, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`],
-      ["timeseries by day", `/api/stats/timeseries?interval=day&${w}`, `SELECT created_at / 86400000, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`],
-      ["error signatures", `/api/stats/errors?${w}`, `SELECT error, count(*) FROM executions WHERE outcome = 'failed' AND ${inWindow} GROUP BY error`],
-      [`one app (${topApp}) summary`, `/api/stats/summary?nsapp=${topApp}&${w}`, `SELECT outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND ${inWindow} GROUP BY outcome`],
-      [`one app (${topApp}) by pve version`, `/api/stats/breakdown?by=pve_version&nsapp=${topApp}&${w}`, `SELECT pve_version, outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND ${inWindow} GROUP BY 1, 2`],
+      [
+        "summary",
+        `/api/stats/summary?${w}`,
+        `SELECT outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY outcome`,
+      ],
+      [
+        "breakdown by app",
+        `/api/stats/breakdown?by=nsapp&limit=50&${w}`,
+        `SELECT nsapp, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY nsapp, outcome`,
+      ],
+      [
+        "failure ranking",
+        `/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=20&${w}`,
+        `SELECT nsapp, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY nsapp, outcome`,
+      ],
+      [
+        "breakdown by os",
+        `/api/stats/breakdown?by=os&${w}`,
+        `SELECT os_type, os_version, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2, 3`,
+      ],
+      [
+        "breakdown by pve version",
+        `/api/stats/breakdown?by=pve_version&${w}`,
+        `SELECT pve_version, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`,
+      ],
+      [
+        "breakdown by exit code",
+        `/api/stats/breakdown?by=exit_code&${w}`,
+        `SELECT exit_code, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`,
+      ],
+      [
+        "timeseries by day",
+        `/api/stats/timeseries?interval=day&${w}`,
+        `SELECT created_at / 86400000, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`,
+      ],
+      [
+        "error signatures",
+        `/api/stats/errors?${w}`,
+        `SELECT error, count(*) FROM executions WHERE outcome = 'failed' AND ${inWindow} GROUP BY error`,
+      ],
+      [
+        `one app (${topApp}) summary`,
+        `/api/stats/summary?nsapp=${topApp}&${w}`,
+        `SELECT outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND ${inWindow} GROUP BY outcome`,
+      ],
+      [
+        `one app (${topApp}) by pve version`,
+        `/api/stats/breakdown?by=pve_version&nsapp=${topApp}&${w}`,
+        `SELECT pve_version, outcome, count(*) FROM executions WHERE nsapp = '${topApp}' AND ${inWindow} GROUP BY 1, 2`,
+      ],
       ["failure drivers", `/api/stats/drivers?${w}`, driversScan(inWindow)],
-      [`one app (${topApp}) failure drivers`, `/api/stats/drivers?nsapp=${topApp}&${w}`, driversScan(`nsapp = '${topApp}' AND ${inWindow}`, ["app_version"])],
+      [
+        `one app (${topApp}) failure drivers`,
+        `/api/stats/drivers?nsapp=${topApp}&${w}`,
+        driversScan(`nsapp = '${topApp}' AND ${inWindow}`, ["app_version"]),
+      ],
     ];
-    if (days <= 31) questions.push(["timeseries by hour", `/api/stats/timeseries?interval=hour&${w}`, `SELECT created_at / 3600000, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`]);
+    if (days <= 31)
+      questions.push([
+        "timeseries by hour",
+        `/api/stats/timeseries?interval=hour&${w}`,
+        `SELECT created_at / 3600000, outcome, count(*) FROM executions WHERE ${inWindow} GROUP BY 1, 2`,
+      ]);
     for (const [name, path, scanSql] of questions) await measure(name, `${days} d`, path, scanSql);
   }
   const last30 = `created_at >= ${to - 30 * DAY} AND created_at < ${to}`;
-  await measure("top apps 30/90/365 d (one request)", "-", "/api/stats/top-apps?limit=20", `SELECT nsapp, count(*) FROM executions WHERE created_at >= ${to - 365 * DAY} GROUP BY nsapp`);
-  await measure("/data/summary (original API)", "all time", "/data/summary", "SELECT status, nsapp, count(*) FROM executions GROUP BY status, nsapp");
-  await measure("/api/dashboard (community service)", "30 d", "/api/dashboard?days=30", `SELECT nsapp, outcome, os_type, pve_version, count(*) FROM executions WHERE ${last30} GROUP BY 1, 2, 3, 4`);
-  await measure("/api/scripts (community service)", "30 d", "/api/scripts?days=30", `SELECT nsapp, outcome, count(*) FROM executions WHERE ${last30} GROUP BY 1, 2`);
-  await measure("/api/errors (community service)", "30 d", "/api/errors?days=30", `SELECT nsapp, exit_code, error_category, count(*) FROM executions WHERE outcome = 'failed' AND ${last30} GROUP BY 1, 2, 3`);
+  await measure(
+    "top apps 30/90/365 d (one request)",
+    "-",
+    "/api/stats/top-apps?limit=20",
+    `SELECT nsapp, count(*) FROM executions WHERE created_at >= ${to - 365 * DAY} GROUP BY nsapp`,
+  );
+  await measure(
+    "/data/summary (original API)",
+    "all time",
+    "/data/summary",
+    "SELECT status, nsapp, count(*) FROM executions GROUP BY status, nsapp",
+  );
+  await measure(
+    "/api/dashboard (community service)",
+    "30 d",
+    "/api/dashboard?days=30",
+    `SELECT nsapp, outcome, os_type, pve_version, count(*) FROM executions WHERE ${last30} GROUP BY 1, 2, 3, 4`,
+  );
+  await measure(
+    "/api/scripts (community service)",
+    "30 d",
+    "/api/scripts?days=30",
+    `SELECT nsapp, outcome, count(*) FROM executions WHERE ${last30} GROUP BY 1, 2`,
+  );
+  await measure(
+    "/api/errors (community service)",
+    "30 d",
+    "/api/errors?days=30",
+    `SELECT nsapp, exit_code, error_category, count(*) FROM executions WHERE outcome = 'failed' AND ${last30} GROUP BY 1, 2, 3`,
+  );
   say("");
 
   // The community service's consolidated page and its drill-down (GET /api/new: every breakdown at
@@ -266,11 +428,26 @@ for (const size of sizes) {
   // fewer (read/stats.ts); "first request" is that computation, later ones reuse it while the data
   // are unchanged.
   // CPU time beside wall time: this machine is often shared, and CPU time is what the request cost.
-  say(`\n| community route | first request ms | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---:|---:|---:|---:|---:|`);
+  say(
+    `\n| community route | first request ms | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---:|---:|---:|---:|---:|`,
+  );
   for (const path of [
-    "/api/new?days=1", "/api/new", "/api/new?days=30", "/api/new?days=365", "/api/new?days=30&repo=ProxmoxVE", "/api/new?days=30&ctype=addon",
-    "/api/new?days=7&platform=incus", "/api/new?days=7&ctype=lxc", "/api/new?days=30&ctype=lxc", "/api/new?days=365&ctype=lxc", "/api/new?days=30&ctype=vm", "/api/new?days=365&platform=pve",
-    `/api/script-detail?app=${topApp}`, `/api/script-detail?app=${topApp}&days=365&platform=pve`, "/api/new/log.csv?days=30", "/api/dashboard?days=30&platform=incus",
+    "/api/new?days=1",
+    "/api/new",
+    "/api/new?days=30",
+    "/api/new?days=365",
+    "/api/new?days=30&repo=ProxmoxVE",
+    "/api/new?days=30&ctype=addon",
+    "/api/new?days=7&platform=incus",
+    "/api/new?days=7&ctype=lxc",
+    "/api/new?days=30&ctype=lxc",
+    "/api/new?days=365&ctype=lxc",
+    "/api/new?days=30&ctype=vm",
+    "/api/new?days=365&platform=pve",
+    `/api/script-detail?app=${topApp}`,
+    `/api/script-detail?app=${topApp}&days=365&platform=pve`,
+    "/api/new/log.csv?days=30",
+    "/api/dashboard?days=30&platform=incus",
   ]) {
     const raw = async () => {
       const res = await app.handle(new Request(`http://localhost${path}`));
@@ -287,7 +464,9 @@ for (const size of sizes) {
       cpu.push((d.user + d.system) / 1000);
     }, runs);
     const p95 = pct(lat, 0.95);
-    say(`| \`${path}\` | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(cpu, 0.5))} | ${fmt(pct(cpu, 0.95))} |`);
+    say(
+      `| \`${path}\` | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(cpu, 0.5))} | ${fmt(pct(cpu, 0.95))} |`,
+    );
   }
 
   if (values["aggregates-only"]) {
@@ -308,7 +487,10 @@ for (const size of sizes) {
     say(`| at depth ${depth.toLocaleString()} | ${fmt(pct(lat, 0.5))} | ${fmt(pct(lat, 0.95))} |`);
   }
   const appCursor = await get(`/api/installs?limit=50&nsapp=${topApp}`);
-  const appLat = await timeAsync(() => get(`/api/installs?limit=50&nsapp=${topApp}&cursor=${appCursor.next_cursor}`), runs);
+  const appLat = await timeAsync(
+    () => get(`/api/installs?limit=50&nsapp=${topApp}&cursor=${appCursor.next_cursor}`),
+    runs,
+  );
   say(`| filtered by app, page 2 | ${fmt(pct(appLat, 0.5))} | ${fmt(pct(appLat, 0.95))} |`);
 
   // Export throughput over 30 days (the NDJSON line count is the record count for both formats:

@@ -3,20 +3,33 @@
 // (scripts/release.ts passes --target and --stamp: the stamp is what --version prints after the version.)
 import { parseArgs } from "node:util";
 
-const { values } = parseArgs({ args: Bun.argv.slice(2), options: { outfile: { type: "string" }, target: { type: "string" }, stamp: { type: "string" } } });
+const { values } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: { outfile: { type: "string" }, target: { type: "string" }, stamp: { type: "string" } },
+});
 const outfile = values.outfile ?? "dist/installstats";
 const root = new URL("..", import.meta.url).pathname;
 
 const cmd = [
   // The checkpoint thread and the read threads are more entry points: Workers inside the executable.
-  "bun", "build", "--compile", "src/main.ts", "src/store/sqlite/checkpointer.ts", "src/store/sqlite/scanner.ts",
-  "--outfile", outfile,
+  "bun",
+  "build",
+  "--compile",
+  "src/main.ts",
+  "src/store/sqlite/checkpointer.ts",
+  "src/store/sqlite/scanner.ts",
+  "--outfile",
+  outfile,
   // Migrations are read from /$bunfs/root/drizzle/<engine> at start-up (src/store/<engine>/database.ts).
-  "--asset", "drizzle",
+  "--asset",
+  "drizzle",
   // ESM bytecode halves start-up; plain --bytecode would default to CJS and reject top-level await.
-  "--format=esm", "--bytecode", "--minify",
+  "--format=esm",
+  "--bytecode",
+  "--minify",
   // A deployed binary must not pick up whatever .env or bunfig.toml sits in its working directory.
-  "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
+  "--no-compile-autoload-dotenv",
+  "--no-compile-autoload-bunfig",
   // Another platform's runtime is downloaded once by bun; the default build needs none.
   ...(values.target ? [`--target=${values.target}`] : []),
   ...(values.stamp ? ["--define", `INSTALLSTATS_BUILD=${JSON.stringify(values.stamp)}`] : []),

@@ -4,7 +4,16 @@
 //
 // Usage: bun scripts/deb.ts [--binary dist/installstats] [--arch amd64|arm64] [--version 0.1.0] [--out dist]
 // Without --binary it builds dist/installstats first (for this machine's architecture).
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -14,7 +23,8 @@ export const DEB_ARCHES = ["amd64", "arm64"] as const;
 export type DebArch = (typeof DEB_ARCHES)[number];
 
 /** Debian's name of this machine's architecture, if it is one we package. */
-export const hostDebArch = (): DebArch | null => (process.arch === "x64" ? "amd64" : process.arch === "arm64" ? "arm64" : null);
+export const hostDebArch = (): DebArch | null =>
+  process.arch === "x64" ? "amd64" : process.arch === "arm64" ? "arm64" : null;
 
 const packaging = (name: string): string => join(ROOT, "packaging", name);
 
@@ -52,15 +62,24 @@ export function buildDeb(opts: { binary: string; version: string; arch: DebArch;
       else copyFileSync(content.from, target);
       chmodSync(target, mode);
     };
-    for (const d of ["DEBIAN", "usr/bin", "lib/systemd/system", "etc/installstats", "usr/share/doc/installstats"]) dir(d);
+    for (const d of ["DEBIAN", "usr/bin", "lib/systemd/system", "etc/installstats", "usr/share/doc/installstats"])
+      dir(d);
     file("usr/bin/installstats", { from: opts.binary }, 0o755);
     // The unit as written for a hand install (/usr/local/bin), pointed at the package's binary.
-    const unit = readFileSync(packaging("installstats.service"), "utf8").replaceAll("/usr/local/bin/installstats", "/usr/bin/installstats");
+    const unit = readFileSync(packaging("installstats.service"), "utf8").replaceAll(
+      "/usr/local/bin/installstats",
+      "/usr/bin/installstats",
+    );
     file("lib/systemd/system/installstats.service", unit, 0o644);
     // Tokens go in here: readable by root only (systemd reads it before dropping to the service user).
     file("etc/installstats/env", { from: packaging("debian/env") }, 0o600);
-    file("usr/share/doc/installstats/copyright", "installstats\nSee the project's repository for its license and authors.\n", 0o644);
-    for (const script of ["postinst", "prerm", "postrm"]) file(`DEBIAN/${script}`, { from: packaging(`debian/${script}`) }, 0o755);
+    file(
+      "usr/share/doc/installstats/copyright",
+      "installstats\nSee the project's repository for its license and authors.\n",
+      0o644,
+    );
+    for (const script of ["postinst", "prerm", "postrm"])
+      file(`DEBIAN/${script}`, { from: packaging(`debian/${script}`) }, 0o755);
     file("DEBIAN/conffiles", "/etc/installstats/env\n", 0o644);
     const installedKiB = Math.ceil((statSync(opts.binary).size + unit.length + 4096) / 1024);
     file("DEBIAN/control", control(opts.version, opts.arch, installedKiB), 0o644);
@@ -68,7 +87,10 @@ export function buildDeb(opts: { binary: string; version: string; arch: DebArch;
     mkdirSync(opts.out, { recursive: true });
     const deb = join(opts.out, `installstats_${opts.version}_${opts.arch}.deb`);
     // gzip: xz took 81 s instead of 11 s here for a package 24% smaller (42 vs 56 MB).
-    const r = Bun.spawnSync(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", stage, deb], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", stage, deb], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     if (r.exitCode !== 0) throw new Error(`dpkg-deb failed: ${r.stderr.toString().trim()}`);
     return deb;
   } finally {
@@ -77,7 +99,15 @@ export function buildDeb(opts: { binary: string; version: string; arch: DebArch;
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ args: Bun.argv.slice(2), options: { binary: { type: "string" }, arch: { type: "string" }, version: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    args: Bun.argv.slice(2),
+    options: {
+      binary: { type: "string" },
+      arch: { type: "string" },
+      version: { type: "string" },
+      out: { type: "string" },
+    },
+  });
   if (!Bun.which("dpkg-deb")) {
     console.error("deb: dpkg-deb is not installed; build on Debian or Ubuntu (package dpkg)");
     process.exit(2);

@@ -10,11 +10,19 @@ const code = (text: string): string => `\`${text.replaceAll("|", "\\|")}\``;
 export function renderConfigurationPage(): string {
   const settings = settingsReference();
   const flagOf = new Map(settings.map((s) => [s.key, s.flag]));
-  const rows = settings.map((s) => `| ${code(s.flag)} | ${code(s.env)} | ${code(s.default)} | ${cell(s.help)}${s.see ? ` ([more](${s.see}))` : ""} |`);
+  const rows = settings.map(
+    (s) =>
+      `| ${code(s.flag)} | ${code(s.env)} | ${code(s.default)} | ${cell(s.help)}${s.see ? ` ([more](${s.see}))` : ""} |`,
+  );
 
   const commands = COMMANDS.map((c) => {
-    const own = Object.entries(c.flags ?? {}).map(([name, f]) => `| ${code(`${f.short ? `-${f.short}, ` : ""}--${name}`)} | ${cell(f.help)} |`);
-    const used = c.settings.length === settings.length ? "every setting above" : c.settings.map((k) => code(flagOf.get(k)!)).join(", ");
+    const own = Object.entries(c.flags ?? {}).map(
+      ([name, f]) => `| ${code(`${f.short ? `-${f.short}, ` : ""}--${name}`)} | ${cell(f.help)} |`,
+    );
+    const used =
+      c.settings.length === settings.length
+        ? "every setting above"
+        : c.settings.map((k) => code(flagOf.get(k)!)).join(", ");
     return [
       `### ${c.name}`,
       "",

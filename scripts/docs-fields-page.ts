@@ -1,7 +1,16 @@
 // The field tables of the manual, built from the fields table (src/domain/fields.ts): each sits in
 // its page between `<!-- fields:NAME ... -->` and `<!-- /fields:NAME -->`, and the text around
 // them is written by hand. scripts/docs-fields.ts writes them, test/docs.test.ts compares them.
-import { FIELDS, FILTER_FIELDS, requiredIn, sentDocOf, sentIn, wireName, type Field, type SentField } from "../src/domain/fields.ts";
+import {
+  FIELDS,
+  FILTER_FIELDS,
+  requiredIn,
+  sentDocOf,
+  sentIn,
+  wireName,
+  type Field,
+  type SentField,
+} from "../src/domain/fields.ts";
 import type { Endpoint } from "../src/domain/rejection.ts";
 
 /** The pages that hold generated field tables. */
@@ -16,11 +25,20 @@ const number = (n: number): string => n.toLocaleString("en-US");
 function sentType(f: SentField, endpoint: Endpoint): string {
   let type: string;
   switch (f.kind) {
-    case "id": type = `string, ${f.bounds[0]}-${f.bounds[1]} characters`; break;
-    case "integer": type = `int, ${number(f.bounds[0])}-${number(f.bounds[1])}`; break;
-    case "size": type = `number, ${number(f.bounds[0])}-${number(f.bounds[1])} ${f.unit}; a unit may follow (\`32G\`, \`2048M\`)`; break;
-    case "bool": type = "bool (or `yes`/`no`, `1`/`0`)"; break;
-    default: type = "string";
+    case "id":
+      type = `string, ${f.bounds[0]}-${f.bounds[1]} characters`;
+      break;
+    case "integer":
+      type = `int, ${number(f.bounds[0])}-${number(f.bounds[1])}`;
+      break;
+    case "size":
+      type = `number, ${number(f.bounds[0])}-${number(f.bounds[1])} ${f.unit}; a unit may follow (\`32G\`, \`2048M\`)`;
+      break;
+    case "bool":
+      type = "bool (or `yes`/`no`, `1`/`0`)";
+      break;
+    default:
+      type = "string";
   }
   return requiredIn(f, endpoint) ? `${type}, required` : type;
 }
@@ -43,14 +61,22 @@ function bodyTable(endpoint: Endpoint): string {
 function recordType(f: Field): string {
   const nullable = "required" in f ? "" : ", or null";
   switch (f.kind) {
-    case "enum": return f.values.map(code).join(", ");
-    case "integer": return `int${nullable}`;
-    case "size": return `${"whole" in f ? "int" : "number"} (${f.unit})${nullable}`;
-    case "ms": return `number (seconds)${nullable}`;
-    case "bool": return `bool${nullable}`;
-    case "time": return `ISO 8601 time${nullable}`;
-    case "json": return "object, or null";
-    default: return `string${nullable}`;
+    case "enum":
+      return f.values.map(code).join(", ");
+    case "integer":
+      return `int${nullable}`;
+    case "size":
+      return `${"whole" in f ? "int" : "number"} (${f.unit})${nullable}`;
+    case "ms":
+      return `number (seconds)${nullable}`;
+    case "bool":
+      return `bool${nullable}`;
+    case "time":
+      return `ISO 8601 time${nullable}`;
+    case "json":
+      return "object, or null";
+    default:
+      return `string${nullable}`;
   }
 }
 
@@ -72,7 +98,8 @@ function filterTable(): string {
     if (f.kind === "enum") match = `one of ${("values" in f.filter ? f.filter.values : f.values).map(code).join(", ")}`;
     else if (f.kind === "integer") match = `a whole number, ${f.bounds[0]}-${f.bounds[1]}`;
     else if (f.kind === "id") match = "exact match";
-    else match = `exact match${"lower" in f.filter ? " (lowercased, as stored)" : ""}; \`""\` selects those without one`;
+    else
+      match = `exact match${"lower" in f.filter ? " (lowercased, as stored)" : ""}; \`""\` selects those without one`;
     return `| ${code(f.name)} | ${cell(f.filter.doc)} | ${cell(match)} |`;
   });
   return ["| parameter | selects | value |", "|---|---|---|", ...rows].join("\n");
@@ -80,7 +107,10 @@ function filterTable(): string {
 
 /** The CSV columns: the fields every release has exported, then the others, each group in the record's order. */
 function exportColumns(): string {
-  const names = (group: 1 | 2) => FIELDS.filter((f) => f.csv === group).map((f) => code(f.name)).join(", ");
+  const names = (group: 1 | 2) =>
+    FIELDS.filter((f) => f.csv === group)
+      .map((f) => code(f.name))
+      .join(", ");
   return [
     `1. the fields every release has exported: ${names(1)};`,
     `2. then the others, in the record's order: ${names(2)}.`,
@@ -98,9 +128,12 @@ const BLOCKS: Record<string, () => string> = {
 
 /** `page` with every generated block rewritten; an unknown or unclosed block is an error. */
 export function renderFieldBlocks(page: string): string {
-  return page.replace(/(<!-- fields:([a-z]+) [^\n]*-->\n)([\s\S]*?)(<!-- \/fields:([a-z]+) -->)/g, (_, open: string, name: string, _body, close: string, closing: string) => {
-    const render = BLOCKS[name];
-    if (render === undefined || closing !== name) throw new Error(`docs: unknown or unclosed field block ${name}`);
-    return `${open}${render()}\n${close}`;
-  });
+  return page.replace(
+    /(<!-- fields:([a-z]+) [^\n]*-->\n)([\s\S]*?)(<!-- \/fields:([a-z]+) -->)/g,
+    (_, open: string, name: string, _body, close: string, closing: string) => {
+      const render = BLOCKS[name];
+      if (render === undefined || closing !== name) throw new Error(`docs: unknown or unclosed field block ${name}`);
+      return `${open}${render()}\n${close}`;
+    },
+  );
 }

@@ -83,7 +83,12 @@ interface Flood {
 }
 
 /** `concurrency` loops posting `body(i)` until `seconds` pass or `count` requests were sent. */
-async function flood(url: string, path: string, body: (i: number) => Uint8Array | string, limits: { seconds: number; count?: number }): Promise<Flood> {
+async function flood(
+  url: string,
+  path: string,
+  body: (i: number) => Uint8Array | string,
+  limits: { seconds: number; count?: number },
+): Promise<Flood> {
   const started = performance.now();
   const until = started + limits.seconds * 1000;
   const statuses: Record<string, number> = {};
@@ -94,7 +99,11 @@ async function flood(url: string, path: string, body: (i: number) => Uint8Array 
       const i = next++;
       if (limits.count !== undefined && i >= limits.count) return;
       try {
-        const res = await fetch(`${url}${path}`, { method: "POST", body: body(i) as BodyInit, headers: { "content-type": "application/json" } });
+        const res = await fetch(`${url}${path}`, {
+          method: "POST",
+          body: body(i) as BodyInit,
+          headers: { "content-type": "application/json" },
+        });
         await res.arrayBuffer();
         statuses[res.status] = (statuses[res.status] ?? 0) + 1;
       } catch (e) {
@@ -126,25 +135,67 @@ function measure(dbPath: string): Measured {
   const sizes = fileSizes(dbPath);
   const db = new Database(dbPath, { readonly: true });
   try {
-    const tables = db.query<{ name: string; bytes: number }, []>("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC").all();
+    const tables = db
+      .query<{ name: string; bytes: number }, []>(
+        "SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC",
+      )
+      .all();
     const rows: Record<string, number> = {};
-    for (const { name } of db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'").all()) {
+    for (const { name } of db
+      .query<{ name: string }, []>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'",
+      )
+      .all()) {
       rows[name] = db.query<{ n: number }, []>(`SELECT count(*) AS n FROM "${name}"`).get()!.n;
     }
-    const counters = "budget_counters" in rows ? Object.fromEntries(db.query<{ name: string; value: number }, []>("SELECT name, value FROM budget_counters ORDER BY name").all().map((c) => [c.name, c.value])) : {};
+    const counters =
+      "budget_counters" in rows
+        ? Object.fromEntries(
+            db
+              .query<{ name: string; value: number }, []>("SELECT name, value FROM budget_counters ORDER BY name")
+              .all()
+              .map((c) => [c.name, c.value]),
+          )
+        : {};
     return { files: { db: sizes.db, wal: sizes.wal }, tables, rows, counters };
   } finally {
     db.close();
   }
 }
 
-async function withServer<T>(name: string, run: (url: string) => Promise<T>): Promise<{ result: T; before: Measured; after: Measured; metrics: string }> {
+async function withServer<T>(
+  name: string,
+  run: (url: string) => Promise<T>,
+): Promise<{ result: T; before: Measured; after: Measured; metrics: string }> {
   const dbPath = join(dir, `${name}.db`);
-  const serve = ["bun", join(SERVER_ROOT, "src/main.ts"), "serve", "--db", dbPath, "--host", "127.0.0.1", "--port", "0", "--rate-limit", "0", "--log-level", "warn", ...positionals];
-  let server = await spawnListening(serve, { stderrPath: join(dir, `${name}.stderr`), timeoutMs: 60_000, cwd: SERVER_ROOT });
+  const serve = [
+    "bun",
+    join(SERVER_ROOT, "src/main.ts"),
+    "serve",
+    "--db",
+    dbPath,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "0",
+    "--rate-limit",
+    "0",
+    "--log-level",
+    "warn",
+    ...positionals,
+  ];
+  let server = await spawnListening(serve, {
+    stderrPath: join(dir, `${name}.stderr`),
+    timeoutMs: 60_000,
+    cwd: SERVER_ROOT,
+  });
   await stopGracefully(server.proc); // the empty database, migrated
   const before = measure(dbPath);
-  server = await spawnListening(serve, { stderrPath: join(dir, `${name}.stderr`), timeoutMs: 60_000, cwd: SERVER_ROOT });
+  server = await spawnListening(serve, {
+    stderrPath: join(dir, `${name}.stderr`),
+    timeoutMs: 60_000,
+    cwd: SERVER_ROOT,
+  });
   const result = await run(server.url);
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   const code = await stopGracefully(server.proc);
@@ -159,7 +210,12 @@ const scenarios: Record<string, () => Promise<unknown>> = {
   conflict: () =>
     withServer("conflict", async (url) => {
       const id = "11111111-2222-4333-8444-555555555555";
-      const post = (path: string, body: object) => fetch(`${url}${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+      const post = (path: string, body: object) =>
+        fetch(`${url}${path}`, {
+          method: "POST",
+          body: JSON.stringify(body),
+          headers: { "content-type": "application/json" },
+        });
       await post("/upload", { random_id: id, type: "lxc", nsapp: "victim", status: "installing" });
       await post("/upload/updatestatus", { random_id: id, status: "done" });
       const repeated = JSON.stringify({ random_id: id, status: "failed", error: logText(200 * KB - 100, "conflict") });
@@ -168,10 +224,20 @@ const scenarios: Record<string, () => Promise<unknown>> = {
 
   orphans: () =>
     withServer("orphans", (url) =>
-      flood(url, "/upload/updatestatus", (i) => JSON.stringify({ random_id: `orphan-${i}-${crypto.randomUUID()}`, status: "failed", error: logText(4 * KB, `orphan ${i}`) }), {
-        seconds: Number(opt["orphan-seconds"]),
-        count: Number(opt.orphans),
-      }),
+      flood(
+        url,
+        "/upload/updatestatus",
+        (i) =>
+          JSON.stringify({
+            random_id: `orphan-${i}-${crypto.randomUUID()}`,
+            status: "failed",
+            error: logText(4 * KB, `orphan ${i}`),
+          }),
+        {
+          seconds: Number(opt["orphan-seconds"]),
+          count: Number(opt.orphans),
+        },
+      ),
     ),
 };
 
@@ -179,15 +245,30 @@ const report: Record<string, unknown> = {};
 for (const name of opt.scenario!.split(",")) {
   const scenario = scenarios[name];
   if (!scenario) throw new Error(`unknown scenario ${name}; one of ${Object.keys(scenarios).join(", ")}`);
-  const { result, before, after, metrics } = (await scenario()) as { result: Flood; before: Measured; after: Measured; metrics: string };
+  const { result, before, after, metrics } = (await scenario()) as {
+    result: Flood;
+    before: Measured;
+    after: Measured;
+    metrics: string;
+  };
   const grown = after.files.db + after.files.wal - before.files.db - before.files.wal;
   const budgetLines = metrics.split("\n").filter((l) => /^installstats_(log_|held_|storage_)/.test(l));
   report[name] = { flood: result, before, after, grown, budgetLines };
-  console.log(`\n## ${name}: ${result.sent} requests in ${result.seconds.toFixed(1)} s (${JSON.stringify(result.statuses)})\n`);
-  console.log(`database grew by ${mb(grown)} MB (${(grown / Math.max(1, result.sent)).toFixed(0)} bytes per request); file ${mb(after.files.db)} MB\n`);
+  console.log(
+    `\n## ${name}: ${result.sent} requests in ${result.seconds.toFixed(1)} s (${JSON.stringify(result.statuses)})\n`,
+  );
+  console.log(
+    `database grew by ${mb(grown)} MB (${(grown / Math.max(1, result.sent)).toFixed(0)} bytes per request); file ${mb(after.files.db)} MB\n`,
+  );
   console.log("| table or index | MB | rows |\n|---|---:|---:|");
-  for (const t of after.tables.filter((t) => t.bytes >= 64 * KB)) console.log(`| ${t.name} | ${mb(t.bytes)} | ${after.rows[t.name] ?? ""} |`);
-  if (Object.keys(after.counters).length > 0) console.log(`\nbudget counters: ${Object.entries(after.counters).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+  for (const t of after.tables.filter((t) => t.bytes >= 64 * KB))
+    console.log(`| ${t.name} | ${mb(t.bytes)} | ${after.rows[t.name] ?? ""} |`);
+  if (Object.keys(after.counters).length > 0)
+    console.log(
+      `\nbudget counters: ${Object.entries(after.counters)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(" ")}`,
+    );
   if (budgetLines.length > 0) console.log(`\n\`\`\`\n${budgetLines.join("\n")}\n\`\`\``);
 }
 if (opt.json) writeFileSync(opt.json, JSON.stringify(report, null, 2));

@@ -37,11 +37,28 @@ process.on("exit", () => {
 process.on("SIGINT", () => process.exit(130));
 
 const dbPath = join(dir, "faults.db");
-const server = await spawnListening(["bun", join(root, "src/main.ts"), "serve", "--db", dbPath, "--host", "127.0.0.1", "--port", "0", "--rate-limit", "0", "--log-level", "warn"], {
-  stderrPath: join(dir, "server.stderr"),
-  timeoutMs: 60_000,
-  cwd: root,
-});
+const server = await spawnListening(
+  [
+    "bun",
+    join(root, "src/main.ts"),
+    "serve",
+    "--db",
+    dbPath,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "0",
+    "--rate-limit",
+    "0",
+    "--log-level",
+    "warn",
+  ],
+  {
+    stderrPath: join(dir, "server.stderr"),
+    timeoutMs: 60_000,
+    cwd: root,
+  },
+);
 
 const acked: string[] = [];
 const statuses: Record<string, Record<string, number>> = { before: {}, after: {} };
@@ -51,10 +68,25 @@ let next = 0;
 const loop = async () => {
   while (!stop) {
     const id = `f-${next++}-${crypto.randomUUID()}`;
-    const body = JSON.stringify({ random_id: id, type: "lxc", nsapp: "faults", status: "installing", os_type: "debian", os_version: "12", ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048 });
+    const body = JSON.stringify({
+      random_id: id,
+      type: "lxc",
+      nsapp: "faults",
+      status: "installing",
+      os_type: "debian",
+      os_version: "12",
+      ct_type: 1,
+      disk_size: 8,
+      core_count: 2,
+      ram_size: 2048,
+    });
     const at = phase;
     try {
-      const res = await fetch(`${server.url}/upload`, { method: "POST", body, headers: { "content-type": "application/json" } });
+      const res = await fetch(`${server.url}/upload`, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json" },
+      });
       await res.arrayBuffer();
       statuses[at]![res.status] = (statuses[at]![res.status] ?? 0) + 1;
       if (res.status >= 200 && res.status < 300) acked.push(id);
@@ -93,7 +125,10 @@ const have = db.query<{ n: number }, [string]>("SELECT count(*) AS n FROM execut
 let lost = 0;
 for (const id of acked) if (have.get(id)!.n === 0) lost++;
 db.close();
-const ackedAfter = Object.entries(statuses.after!).reduce((n, [status, count]) => n + (status.startsWith("2") ? count : 0), 0);
+const ackedAfter = Object.entries(statuses.after!).reduce(
+  (n, [status, count]) => n + (status.startsWith("2") ? count : 0),
+  0,
+);
 const rescued = (await Array.fromAsync(new Bun.Glob("faults.db.rescued-*").scan(dir))).length;
 console.log(
   JSON.stringify(

@@ -16,7 +16,8 @@ export const IMAGE_UID = 10001;
 
 function run(cmd: string[], what: string): string {
   const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${what} failed (${cmd.join(" ")}): ${r.stderr.toString().trim() || r.stdout.toString().trim()}`);
+  if (r.exitCode !== 0)
+    throw new Error(`${what} failed (${cmd.join(" ")}): ${r.stderr.toString().trim() || r.stdout.toString().trim()}`);
   return r.stdout.toString();
 }
 
@@ -29,7 +30,10 @@ export function linkedLibraries(binary: string): string[] {
     const m = /=>\s*(\/\S+)/.exec(line) ?? /^\s*(\/\S+)\s+\(/.exec(line);
     if (m) paths.add(m[1]!);
   }
-  if (paths.size === 0) throw new Error(`ldd named no libraries for ${binary}: is it a dynamically linked Linux executable of this machine's platform?`);
+  if (paths.size === 0)
+    throw new Error(
+      `ldd named no libraries for ${binary}: is it a dynamically linked Linux executable of this machine's platform?`,
+    );
   return [...paths];
 }
 
@@ -47,7 +51,10 @@ export function stageContext(binary: string): string {
   put(binary, "usr/bin/installstats", 0o755);
   for (const lib of linkedLibraries(binary)) put(lib, lib, 0o755);
   mkdirSync(join(rootfs, "etc"), { recursive: true });
-  writeFileSync(join(rootfs, "etc/passwd"), `root:x:0:0:root:/root:/usr/sbin/nologin\ninstallstats:x:${IMAGE_UID}:${IMAGE_UID}:installstats:/var/lib/installstats:/usr/sbin/nologin\n`);
+  writeFileSync(
+    join(rootfs, "etc/passwd"),
+    `root:x:0:0:root:/root:/usr/sbin/nologin\ninstallstats:x:${IMAGE_UID}:${IMAGE_UID}:installstats:/var/lib/installstats:/usr/sbin/nologin\n`,
+  );
   writeFileSync(join(rootfs, "etc/group"), `root:x:0:\ninstallstats:x:${IMAGE_UID}:\n`);
   mkdirSync(join(rootfs, "tmp"));
   chmodSync(join(rootfs, "tmp"), 0o1777);
@@ -63,10 +70,22 @@ export function buildImage(opts: { binary: string; tag: string; version: string;
     // --isolation chroot: podman's default (OCI runtime) isolation fails inside many VMs and CI runners.
     run(
       [
-        "podman", "build", "--isolation", "chroot", "--format", "docker", "--pull=never",
-        "--label", `org.opencontainers.image.version=${opts.version}`,
-        "--label", "org.opencontainers.image.title=installstats",
-        "-t", opts.tag, "-f", join(ctx, "Containerfile"), ctx,
+        "podman",
+        "build",
+        "--isolation",
+        "chroot",
+        "--format",
+        "docker",
+        "--pull=never",
+        "--label",
+        `org.opencontainers.image.version=${opts.version}`,
+        "--label",
+        "org.opencontainers.image.title=installstats",
+        "-t",
+        opts.tag,
+        "-f",
+        join(ctx, "Containerfile"),
+        ctx,
       ],
       "podman build",
     );
@@ -82,7 +101,10 @@ export function buildImage(opts: { binary: string; tag: string; version: string;
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ args: Bun.argv.slice(2), options: { binary: { type: "string" }, tag: { type: "string" }, "oci-archive": { type: "string" } } });
+  const { values } = parseArgs({
+    args: Bun.argv.slice(2),
+    options: { binary: { type: "string" }, tag: { type: "string" }, "oci-archive": { type: "string" } },
+  });
   const version = packageVersion();
   if (!Bun.which("podman")) {
     console.error("image: podman is not installed; install it (Debian: apt-get install podman runc)");
@@ -92,7 +114,9 @@ if (import.meta.main) {
   const tag = values.tag ?? `installstats:${version}`;
   try {
     const id = buildImage({ binary, tag, version, ociArchive: values["oci-archive"] });
-    console.log(`built image ${tag} (${id.slice(0, 12)})${values["oci-archive"] ? `, saved to ${values["oci-archive"]}` : ""}`);
+    console.log(
+      `built image ${tag} (${id.slice(0, 12)})${values["oci-archive"] ? `, saved to ${values["oci-archive"]}` : ""}`,
+    );
   } catch (e) {
     console.error(`image: ${(e as Error).message}`);
     process.exit(1);

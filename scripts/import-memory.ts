@@ -21,13 +21,55 @@ function ch(ms: number): string {
   return new Date(ms).toISOString().replace("T", " ").replace("Z", "");
 }
 
-const apps = ["jellyfin", "docker", "nextcloud", "immich", "pihole", "adguard", "homeassistant", "vaultwarden", "nginx", "gitea"];
+const apps = [
+  "jellyfin",
+  "docker",
+  "nextcloud",
+  "immich",
+  "pihole",
+  "adguard",
+  "homeassistant",
+  "vaultwarden",
+  "nginx",
+  "gitea",
+];
 const columns = (over: Record<string, string | number>) => ({
-  id: crypto.randomUUID().replaceAll("-", "").slice(0, 30), nsapp: "", type: "lxc", status: "", method: "default", created: "", core_count: 2, ct_type: 1,
-  disk_size: 8, ram_size: 2048, exit_code: 0, error: "", error_category: "", os_type: "debian", os_version: "12", pve_version: "8.4.1", random_id: "",
-  execution_id: "", repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE", cpu_vendor: "amd", cpu_model: "AMD Ryzen 7 5800X", gpu_vendor: "intel",
-  gpu_model: "Intel UHD Graphics 770", gpu_passthrough: "no", ram_speed: "3200", install_duration: 0, has_arm: 0, platform: "pve", payload_version: 2,
-  arch: "amd64", failed_command: "", failed_line: 0, kernel_version: "6.8.12-4-pve", app_version: "", ...over,
+  id: crypto.randomUUID().replaceAll("-", "").slice(0, 30),
+  nsapp: "",
+  type: "lxc",
+  status: "",
+  method: "default",
+  created: "",
+  core_count: 2,
+  ct_type: 1,
+  disk_size: 8,
+  ram_size: 2048,
+  exit_code: 0,
+  error: "",
+  error_category: "",
+  os_type: "debian",
+  os_version: "12",
+  pve_version: "8.4.1",
+  random_id: "",
+  execution_id: "",
+  repo_source: "ProxmoxVE",
+  repo_slug: "community-scripts/ProxmoxVE",
+  cpu_vendor: "amd",
+  cpu_model: "AMD Ryzen 7 5800X",
+  gpu_vendor: "intel",
+  gpu_model: "Intel UHD Graphics 770",
+  gpu_passthrough: "no",
+  ram_speed: "3200",
+  install_duration: 0,
+  has_arm: 0,
+  platform: "pve",
+  payload_version: 2,
+  arch: "amd64",
+  failed_command: "",
+  failed_line: 0,
+  kernel_version: "6.8.12-4-pve",
+  app_version: "",
+  ...over,
 });
 
 async function writeDump(path: string, rows: number): Promise<void> {
@@ -50,17 +92,51 @@ async function writeDump(path: string, rows: number): Promise<void> {
     const base = { nsapp: apps[run % apps.length]!, random_id: id, execution_id: id };
     await put(columns({ ...base, status: "installing", created: ch(at) }));
     await put(columns({ ...base, status: "validation", created: ch(at + 5000) }));
-    await put(columns({ ...base, status: "configuring", created: ch(at + 60_000), os_type: "", disk_size: 0, core_count: 0, ram_size: 0, ct_type: 0, cpu_vendor: "unknown", gpu_vendor: "unknown", gpu_passthrough: "unknown" }));
+    await put(
+      columns({
+        ...base,
+        status: "configuring",
+        created: ch(at + 60_000),
+        os_type: "",
+        disk_size: 0,
+        core_count: 0,
+        ram_size: 0,
+        ct_type: 0,
+        cpu_vendor: "unknown",
+        gpu_vendor: "unknown",
+        gpu_passthrough: "unknown",
+      }),
+    );
     if (run % 50 === 0) {
-      await put(columns({ ...base, status: "unknown", created: ch(at + 3_700_000), error: "Installation timed out - no completion status received after 1h", error_category: "timeout" }));
+      await put(
+        columns({
+          ...base,
+          status: "unknown",
+          created: ch(at + 3_700_000),
+          error: "Installation timed out - no completion status received after 1h",
+          error_category: "timeout",
+        }),
+      );
     } else if (run % 5 === 0) {
       const log = `E: Unable to locate package ${base.nsapp}-${run}\n`.repeat(50 + (run % 100));
-      const failed = columns({ ...base, status: "failed", created: ch(at + 300_000), exit_code: 100, error: `exit_code=100 | APT failed | at line 57: apt-get install -y ${base.nsapp}\n---\n${log}`, error_category: "dependency", failed_command: `apt-get install -y ${base.nsapp}`, failed_line: 57, install_duration: 300 });
+      const failed = columns({
+        ...base,
+        status: "failed",
+        created: ch(at + 300_000),
+        exit_code: 100,
+        error: `exit_code=100 | APT failed | at line 57: apt-get install -y ${base.nsapp}\n---\n${log}`,
+        error_category: "dependency",
+        failed_command: `apt-get install -y ${base.nsapp}`,
+        failed_line: 57,
+        install_duration: 300,
+      });
       await put(failed);
       if (run % 25 === 0) await put(failed); // a whole row twice
       const retry = `${id}-r`;
       await put(columns({ ...base, execution_id: retry, status: "installing", created: ch(at + 400_000) }));
-      await put(columns({ ...base, execution_id: retry, status: "success", created: ch(at + 700_000), install_duration: 300 }));
+      await put(
+        columns({ ...base, execution_id: retry, status: "success", created: ch(at + 700_000), install_duration: 300 }),
+      );
     } else {
       await put(columns({ ...base, status: "success", created: ch(at + 240_000), install_duration: 240 }));
     }
@@ -72,7 +148,11 @@ async function writeDump(path: string, rows: number): Promise<void> {
 async function binary(): Promise<string> {
   if (process.env.INSTALLSTATS_BIN) return process.env.INSTALLSTATS_BIN;
   const out = join(dir, "installstats");
-  const build = Bun.spawnSync(["bun", "scripts/build.ts", "--outfile", out], { cwd: new URL("..", import.meta.url).pathname, stdout: "pipe", stderr: "pipe" });
+  const build = Bun.spawnSync(["bun", "scripts/build.ts", "--outfile", out], {
+    cwd: new URL("..", import.meta.url).pathname,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
   return out;
 }
@@ -85,13 +165,18 @@ try {
     await writeDump(dump, rows);
     const db = join(dir, `import-${rows}.db`);
     const report = join(dir, "time.txt");
-    const r = Bun.spawnSync(["/usr/bin/time", "-v", "-o", report, bin, "import", dump, "--db", db, "--durability", "normal"], { stdout: "pipe", stderr: "pipe", env: { ...process.env, TMPDIR: dir } });
+    const r = Bun.spawnSync(
+      ["/usr/bin/time", "-v", "-o", report, bin, "import", dump, "--db", db, "--durability", "normal"],
+      { stdout: "pipe", stderr: "pipe", env: { ...process.env, TMPDIR: dir } },
+    );
     const timed = await Bun.file(report).text();
     const rss = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(timed)?.[1]) / 1024;
     const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)/.exec(timed)?.[1] ?? "?";
     const seconds = wall.split(":").reduce((acc, part) => acc * 60 + Number(part), 0);
     const mib = statSync(dump).size / 1048576;
-    console.log(`${rows}\t${mib.toFixed(0)}\t${rss.toFixed(0)}\t${seconds.toFixed(1)}\t${Math.round(rows / seconds)}\t${r.stdout.toString().trim()}`);
+    console.log(
+      `${rows}\t${mib.toFixed(0)}\t${rss.toFixed(0)}\t${seconds.toFixed(1)}\t${Math.round(rows / seconds)}\t${r.stdout.toString().trim()}`,
+    );
     if (r.exitCode !== 0) console.log(`exit ${r.exitCode}: ${r.stderr.toString()}`);
     rmSync(dump, { force: true });
     rmSync(db, { force: true });

@@ -43,8 +43,14 @@ console.log("addresses\tdistinct\tbuckets kept\trefused\theap +MiB\tRSS +MiB\tRS
 const hex = (n: number) => n.toString(16);
 measure("IPv6, each in its own /64", (i) => `2001:db8:${hex((i >>> 16) & 0xffff)}:${hex(i & 0xffff)}:1:2:3:4`);
 measure("IPv6, all in one /64", (i) => `2001:db8:1:1:${hex((i >>> 16) & 0xffff)}:${hex(i & 0xffff)}:5:6`);
-measure("IPv4, each its own host", (i) => `${10 + ((i >>> 24) & 0x3f)}.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`);
-measure("IPv4-mapped IPv6", (i) => `::ffff:${10 + ((i >>> 24) & 0x3f)}.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`);
+measure(
+  "IPv4, each its own host",
+  (i) => `${10 + ((i >>> 24) & 0x3f)}.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`,
+);
+measure(
+  "IPv4-mapped IPv6",
+  (i) => `::ffff:${10 + ((i >>> 24) & 0x3f)}.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`,
+);
 
 // The limiter before: one Map, the least recently used deleted from its front past 100,000 keys.
 {
@@ -53,7 +59,10 @@ measure("IPv4-mapped IPv6", (i) => `::ffff:${10 + ((i >>> 24) & 0x3f)}.${(i >>> 
   const started = process.cpuUsage();
   const now = Date.now();
   for (let i = 0; i < n; i++) {
-    const key = clientNetwork(`2001:db8:${hex((i >>> 16) & 0xffff)}:${hex(i & 0xffff)}:1:2:3:4`, { v4: 32, v6: 64 })!.key;
+    const key = clientNetwork(`2001:db8:${hex((i >>> 16) & 0xffff)}:${hex(i & 0xffff)}:1:2:3:4`, {
+      v4: 32,
+      v6: 64,
+    })!.key;
     let b = buckets.get(key);
     if (b) buckets.delete(key);
     b ??= { tokens: 60, at: now };
@@ -61,5 +70,7 @@ measure("IPv4-mapped IPv6", (i) => `::ffff:${10 + ((i >>> 24) & 0x3f)}.${(i >>> 
     if (buckets.size > 100_000) buckets.delete(buckets.keys().next().value!);
   }
   const cpu = process.cpuUsage(started);
-  console.log(`before: one Map trimmed from its front, IPv6 in own /64s\t${n.toLocaleString("en-US")}\t${buckets.size.toLocaleString("en-US")}\t-\t-\t-\t-\t${(((cpu.user + cpu.system) * 1000) / n).toFixed(0)}`);
+  console.log(
+    `before: one Map trimmed from its front, IPv6 in own /64s\t${n.toLocaleString("en-US")}\t${buckets.size.toLocaleString("en-US")}\t-\t-\t-\t-\t${(((cpu.user + cpu.system) * 1000) / n).toFixed(0)}`,
+  );
 }

@@ -27,9 +27,16 @@ const dir = mkdtempSync(join(tmpdir(), "installstats-soak-"));
 const bin = join(dir, "installstats");
 const db = join(dir, "soak.db");
 const root = new URL("..", import.meta.url).pathname;
-if (Bun.spawnSync(["bun", "scripts/build.ts", "--outfile", bin], { cwd: root, stdout: "inherit", stderr: "inherit" }).exitCode !== 0) process.exit(1);
+if (
+  Bun.spawnSync(["bun", "scripts/build.ts", "--outfile", bin], { cwd: root, stdout: "inherit", stderr: "inherit" })
+    .exitCode !== 0
+)
+  process.exit(1);
 
-const server = Bun.spawn([bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", db, "--durability", String(values.durability)], { stdout: "pipe", stderr: "ignore" });
+const server = Bun.spawn(
+  [bin, "serve", "--host", "127.0.0.1", "--port", "0", "--db", db, "--durability", String(values.durability)],
+  { stdout: "pipe", stderr: "ignore" },
+);
 const reader = server.stdout.getReader();
 let banner = "";
 while (!/listening on (\S+)/.test(banner)) {
@@ -52,11 +59,18 @@ const rss = () => {
   const status = readFileSync(`/proc/${server.pid}/status`, "utf8");
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 };
-const sampler = setInterval(() => memory.push({ t: Math.round((performance.now() - started) / 1000), rssMb: Math.round(rss()) }), 1000);
+const sampler = setInterval(
+  () => memory.push({ t: Math.round((performance.now() - started) / 1000), rssMb: Math.round(rss()) }),
+  1000,
+);
 
 async function post(path: string, body: object): Promise<number> {
   const t0 = performance.now();
-  const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   await res.arrayBuffer();
   latencies.push(performance.now() - t0);
   return res.status;
@@ -70,9 +84,26 @@ async function client(c: number) {
     const id = `soak-${c}-${i}`;
     sent++;
     try {
-      const s1 = await post("/upload", { ct_type: 1, type: "lxc", disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", nsapp: `app-${i % 40}`, method: "default", pve_version: "8.2.2", status: "installing", random_id: id });
+      const s1 = await post("/upload", {
+        ct_type: 1,
+        type: "lxc",
+        disk_size: 8,
+        core_count: 2,
+        ram_size: 2048,
+        os_type: "debian",
+        os_version: "12",
+        nsapp: `app-${i % 40}`,
+        method: "default",
+        pve_version: "8.2.2",
+        status: "installing",
+        random_id: id,
+      });
       if (s1 === 201) acked.add(id);
-      const s2 = await post("/upload/updatestatus", { status: i % 9 ? "done" : "failed", error: i % 9 ? "none" : `exit code ${i % 5}`, random_id: id });
+      const s2 = await post("/upload/updatestatus", {
+        status: i % 9 ? "done" : "failed",
+        error: i % 9 ? "none" : `exit code ${i % 5}`,
+        random_id: id,
+      });
       if (s2 === 200) finished.add(id);
       if (s1 >= 300 || s2 >= 300) errors++;
     } catch {
@@ -91,9 +122,15 @@ server.kill("SIGTERM");
 await server.exited;
 
 const check = new Database(db, { readonly: true });
-const stored = new Map((check.query("SELECT random_id, outcome FROM executions").all() as { random_id: string; outcome: string }[]).map((r) => [r.random_id, r.outcome]));
+const stored = new Map(
+  (check.query("SELECT random_id, outcome FROM executions").all() as { random_id: string; outcome: string }[]).map(
+    (r) => [r.random_id, r.outcome],
+  ),
+);
 check.close();
-const lost = [...acked].filter((id) => !stored.has(id)).length + [...finished].filter((id) => stored.get(id) === "in_progress").length;
+const lost =
+  [...acked].filter((id) => !stored.has(id)).length +
+  [...finished].filter((id) => stored.get(id) === "in_progress").length;
 
 latencies.sort((a, b) => a - b);
 const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]?.toFixed(2);
@@ -110,7 +147,10 @@ console.log(`
 | server RSS MB: first / min / max / last | ${rssValues[0]} / ${Math.min(...rssValues)} / ${Math.max(...rssValues)} / ${rssValues.at(-1)} |
 | **reports lost** | **${lost}** |
 
-RSS every ${Math.max(1, Math.floor(memory.length / 20))} s: ${memory.filter((_, i) => i % Math.max(1, Math.floor(memory.length / 20)) === 0).map((m) => `${m.t}s=${m.rssMb}`).join(" ")}
+RSS every ${Math.max(1, Math.floor(memory.length / 20))} s: ${memory
+  .filter((_, i) => i % Math.max(1, Math.floor(memory.length / 20)) === 0)
+  .map((m) => `${m.t}s=${m.rssMb}`)
+  .join(" ")}
 `);
 rmSync(dir, { recursive: true, force: true });
 process.exit(lost === 0 ? 0 : 1);

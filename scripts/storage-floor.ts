@@ -14,7 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
-const { values: opt } = parseArgs({ args: Bun.argv.slice(2), options: { rows: { type: "string", default: "200000" } } });
+const { values: opt } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: { rows: { type: "string", default: "200000" } },
+});
 const ROWS = Number(opt.rows);
 if (!Number.isInteger(ROWS) || ROWS < 1000) {
   console.error("storage-floor: --rows must be a whole number >= 1000");
@@ -28,7 +31,10 @@ const logTail = (k: number) =>
     const two = (n: number) => String(n).padStart(2, "0");
     return `[${two(10 + k)}:${two(l % 60)}:${two((l * 7) % 60)}] step ${l} of build ${k}: compiling module_${l}.c -> module_${l}.o (warning: unused variable 'tmp${l}')`;
   }).join("\n");
-const ERRORS = [1, 2, 3, 4].map((k) => `exit_code=100 | APT: package installation failed | at line 212: apt-get install -y libssl-dev\n---\n${logTail(k)}`);
+const ERRORS = [1, 2, 3, 4].map(
+  (k) =>
+    `exit_code=100 | APT: package installation failed | at line 212: apt-get install -y libssl-dev\n---\n${logTail(k)}`,
+);
 // Each failure's text compressed on its own, as a row would keep it.
 const COMPRESSED = ERRORS.map((e) => Bun.zstdCompressSync(Buffer.from(e), { level: 19 }));
 
@@ -41,7 +47,9 @@ try {
   const small = Array.from({ length: 30 }, (_, i) => `f${i} INTEGER`).join(", ");
   db.run(`CREATE TABLE e (id BLOB NOT NULL, rid BLOB NOT NULL, ${small}, error BLOB, created INTEGER NOT NULL, updated INTEGER, duration INTEGER,
     installing INTEGER, validation INTEGER, configuring INTEGER, finished INTEGER, nsapp INTEGER, host_gpu TEXT, extra TEXT)`);
-  const insert = db.prepare(`INSERT INTO e VALUES (${Array.from({ length: 2 + 30 + 1 + 7 + 3 }, () => "?").join(", ")})`);
+  const insert = db.prepare(
+    `INSERT INTO e VALUES (${Array.from({ length: 2 + 30 + 1 + 7 + 3 }, () => "?").join(", ")})`,
+  );
   let t = Date.UTC(2026, 10, 1);
   let failures = 0;
   db.run("BEGIN");
@@ -54,12 +62,26 @@ try {
     // kernel, app version, status, outcome, exit code, category (and failed command and line).
     const failed = Math.random() < 0.2;
     if (failed) failures++;
-    const codes = Array.from({ length: 30 }, (_, k) => (k < 4 ? 1 : k === 5 ? 2048 : k === 22 ? 3200 : k >= 26 && !failed ? null : (i * (k + 3)) % 100));
+    const codes = Array.from({ length: 30 }, (_, k) =>
+      k < 4 ? 1 : k === 5 ? 2048 : k === 22 ? 3200 : k >= 26 && !failed ? null : (i * (k + 3)) % 100,
+    );
     const installing = t;
     t += 250; // 4,000 executions per second, as the fill
     insert.run(
-      id, rid, ...codes, failed ? COMPRESSED[i % 4]! : null, installing, installing + 240_000, 240_000,
-      installing, installing + 80_000, installing + 160_000, installing + 240_000, i % 120, null, null,
+      id,
+      rid,
+      ...codes,
+      failed ? COMPRESSED[i % 4]! : null,
+      installing,
+      installing + 240_000,
+      240_000,
+      installing,
+      installing + 80_000,
+      installing + 160_000,
+      installing + 240_000,
+      i % 120,
+      null,
+      null,
     );
   }
   db.run("COMMIT");
@@ -69,14 +91,20 @@ try {
   db.run("CREATE INDEX e_app ON e(nsapp, created)");
   db.run("VACUUM");
   const parts = db
-    .query<{ name: string; bytes: number }, []>("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC")
+    .query<{ name: string; bytes: number }, []>(
+      "SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC",
+    )
     .all()
     .filter((p) => p.bytes > 4096);
   db.close();
   const size = statSync(path).size;
   const avgCompressed = COMPRESSED.reduce((s, c) => s + c.length, 0) / COMPRESSED.length;
-  console.log(`# Storage floor, ${ROWS.toLocaleString("en-US")} executions (${failures.toLocaleString("en-US")} failed)\n`);
-  console.log(`A failure's text: ${ERRORS[0]!.length.toLocaleString("en-US")} characters, ${avgCompressed.toFixed(0)} bytes compressed on its own (zstd 19).\n`);
+  console.log(
+    `# Storage floor, ${ROWS.toLocaleString("en-US")} executions (${failures.toLocaleString("en-US")} failed)\n`,
+  );
+  console.log(
+    `A failure's text: ${ERRORS[0]!.length.toLocaleString("en-US")} characters, ${avgCompressed.toFixed(0)} bytes compressed on its own (zstd 19).\n`,
+  );
   console.log("| part | bytes per execution |\n|---|---:|");
   for (const p of parts) console.log(`| ${p.name} | ${(p.bytes / ROWS).toFixed(1)} |`);
   console.log(`| **whole file** | **${(size / ROWS).toFixed(1)}** |`);

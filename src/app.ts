@@ -60,49 +60,80 @@ export function createApp(deps: AppDeps) {
   const trusted = proxyMatcher(config.trustedProxies);
   const prefixes = { v4: config.rateLimitV4Prefix, v6: config.rateLimitV6Prefix };
   const clientOf = (request: Request, server: Server<unknown> | null) =>
-    clientNetwork(clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted), prefixes);
+    clientNetwork(
+      clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted),
+      prefixes,
+    );
   const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
   const costs = createClientCosts({ logBytes: config.logBudget, heldBytes: config.heldBudget });
   const ingest = ingestRoutes({
-    writer, clock, maxBodyBytes: config.maxBodyBytes, normalize: config, metrics, limiter, costs, clientOf, headersFor: responseHeaders(config), log,
+    writer,
+    clock,
+    maxBodyBytes: config.maxBodyBytes,
+    normalize: config,
+    metrics,
+    limiter,
+    costs,
+    clientOf,
+    headersFor: responseHeaders(config),
+    log,
   });
-  return new Elysia({
-    serve: {
-      maxRequestBodySize: hardBodyLimit(config.maxBodyBytes),
-      // Bun answers these paths itself (the pages, with their own handlers and headers; ingestion);
-      // anything else reaches Elysia.
-      routes: {
-        ...dashboardRoutes(responseHeaders(config)),
-        ...docsPageRoutes({ version, headersFor: responseHeaders(config) }),
-        ...(config.publicStats ? publicPageRoutes(responseHeaders(config)) : {}),
-        ...ingest.native,
+  return (
+    new Elysia({
+      serve: {
+        maxRequestBodySize: hardBodyLimit(config.maxBodyBytes),
+        // Bun answers these paths itself (the pages, with their own handlers and headers; ingestion);
+        // anything else reaches Elysia.
+        routes: {
+          ...dashboardRoutes(responseHeaders(config)),
+          ...docsPageRoutes({ version, headersFor: responseHeaders(config) }),
+          ...(config.publicStats ? publicPageRoutes(responseHeaders(config)) : {}),
+          ...ingest.native,
+        },
+        development: false,
+        // Elysia's default shares the port with any other process on it: a second server started by
+        // mistake would silently take half of the reports into another database.
+        reusePort: false,
       },
-      development: false,
-      // Elysia's default shares the port with any other process on it: a second server started by
-      // mistake would silently take half of the reports into another database.
-      reusePort: false,
-    },
-  })
-    .onError(errorMapping({ log, unknownPost: (request, path, server) => ingest.unknownPaths.record(request, path, clientOf(request, server)) }))
-    .use(hardening(config))
-    .use(metricsRoutes(metrics))
-    .use(apiDocsRoutes({ version }))
-    .use(healthRoutes({ version, writerStats: writer.stats, clock, storage: deps.storageHealth, relay: { schema: RelayJson, read: () => deps.relay.health().catch(() => null) } }))
-    .use(ingest.plugin)
-    .use(installsRoutes({ store: deps.store, clock }))
-    .use(statsRoutes({ store: deps.store, clock }))
-    .use(dataRoutes({ store: deps.store, clock }))
-    .use(communityDashboardRoutes({ store: deps.store, clock }))
-    .use(communityAnalysisRoutes({ store: deps.store, clock }))
-    .use(newDashboardRoutes({ store: deps.store, clock }))
-    .use(scriptDetailRoutes({ store: deps.store, clock }))
-    .use(exportRoutes({ store: deps.store, clock }))
-    // Opt-in: without --public-stats the paths do not exist (404), so nothing is published by accident.
-    .use(config.publicStats ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls }) : new Elysia())
-    .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
-    .use(alertRoutes({ alerts: deps.alerts ?? null, clock }))
-    .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }))
-    .use(issueRoutes({ issues: deps.issues, clock }));
+    })
+      .onError(
+        errorMapping({
+          log,
+          unknownPost: (request, path, server) => ingest.unknownPaths.record(request, path, clientOf(request, server)),
+        }),
+      )
+      .use(hardening(config))
+      .use(metricsRoutes(metrics))
+      .use(apiDocsRoutes({ version }))
+      .use(
+        healthRoutes({
+          version,
+          writerStats: writer.stats,
+          clock,
+          storage: deps.storageHealth,
+          relay: { schema: RelayJson, read: () => deps.relay.health().catch(() => null) },
+        }),
+      )
+      .use(ingest.plugin)
+      .use(installsRoutes({ store: deps.store, clock }))
+      .use(statsRoutes({ store: deps.store, clock }))
+      .use(dataRoutes({ store: deps.store, clock }))
+      .use(communityDashboardRoutes({ store: deps.store, clock }))
+      .use(communityAnalysisRoutes({ store: deps.store, clock }))
+      .use(newDashboardRoutes({ store: deps.store, clock }))
+      .use(scriptDetailRoutes({ store: deps.store, clock }))
+      .use(exportRoutes({ store: deps.store, clock }))
+      // Opt-in: without --public-stats the paths do not exist (404), so nothing is published by accident.
+      .use(
+        config.publicStats
+          ? publicStatsRoutes({ store: deps.store, clock, minInstalls: config.publicMinInstalls })
+          : new Elysia(),
+      )
+      .use(adminRoutes({ store: deps.store, writer, clock, maintenance: deps.maintenance }))
+      .use(alertRoutes({ alerts: deps.alerts ?? null, clock }))
+      .use(relayRoutes({ health: deps.relay.health, submit: (op) => writer.submit(op), clock }))
+      .use(issueRoutes({ issues: deps.issues, clock }))
+  );
 }
 
 /** Bun's own cap, above ours, so our 413 (with a JSON body) answers first; Bun's is only a backstop. */

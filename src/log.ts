@@ -30,7 +30,13 @@ function pretty(time: number, level: Level, msg: string, fields: Record<string, 
 }
 
 /** JSON lines for machines (files, journald); `human` gives readable lines for a terminal. */
-export function createLogger(min: Level, write: (line: string) => void, clock: () => number, human = false, limit: LogLimit = LOG_LIMIT): Logger {
+export function createLogger(
+  min: Level,
+  write: (line: string) => void,
+  clock: () => number,
+  human = false,
+  limit: LogLimit = LOG_LIMIT,
+): Logger {
   const buckets = new Map<string, { tokens: number; at: number; suppressed: number }>();
 
   /** Whether a line of `key` may be written now; the count of lines dropped before it, if any. */
@@ -52,13 +58,19 @@ export function createLogger(min: Level, write: (line: string) => void, clock: (
     return { ok: true, suppressed };
   }
 
-  const at = (level: Level) => (msg: string, fields: Record<string, unknown> = {}) => {
-    if (ORDER[level] < ORDER[min]) return;
-    const time = clock();
-    const { ok, suppressed } = admit(`${level}|${msg}`, time);
-    if (!ok) return;
-    const all = suppressed > 0 ? { ...fields, suppressed } : fields;
-    write(human ? pretty(time, level, msg, all) : `${JSON.stringify({ time: new Date(time).toISOString(), level, msg, ...all })}\n`);
-  };
+  const at =
+    (level: Level) =>
+    (msg: string, fields: Record<string, unknown> = {}) => {
+      if (ORDER[level] < ORDER[min]) return;
+      const time = clock();
+      const { ok, suppressed } = admit(`${level}|${msg}`, time);
+      if (!ok) return;
+      const all = suppressed > 0 ? { ...fields, suppressed } : fields;
+      write(
+        human
+          ? pretty(time, level, msg, all)
+          : `${JSON.stringify({ time: new Date(time).toISOString(), level, msg, ...all })}\n`,
+      );
+    };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }

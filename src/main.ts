@@ -19,7 +19,8 @@ const BUILD = typeof INSTALLSTATS_BUILD === "string" ? INSTALLSTATS_BUILD : "";
 function optionOwners(): Map<string, string[]> {
   const owners = new Map<string, string[]>();
   for (const c of COMMANDS) {
-    for (const name of [...Object.keys(c.flags ?? {}), ...c.settings.map(flagOf).filter((f) => f !== null)]) owners.set(name, [...(owners.get(name) ?? []), c.name]);
+    for (const name of [...Object.keys(c.flags ?? {}), ...c.settings.map(flagOf).filter((f) => f !== null)])
+      owners.set(name, [...(owners.get(name) ?? []), c.name]);
   }
   return owners;
 }
@@ -37,16 +38,25 @@ async function run(argv: string[]): Promise<number> {
   const named = first !== undefined && !first.startsWith("-");
   const command = named ? COMMANDS.find((c) => c.name === first) : DEFAULT_COMMAND;
   if (!command) {
-    const guess = closest(first!, COMMANDS.map((c) => c.name));
-    throw new UsageError(`unknown command "${first}"; ${guess ? `did you mean ${guess}? (` : ""}see installstats --help${guess ? ")" : ""}`);
+    const guess = closest(
+      first!,
+      COMMANDS.map((c) => c.name),
+    );
+    throw new UsageError(
+      `unknown command "${first}"; ${guess ? `did you mean ${guess}? (` : ""}see installstats --help${guess ? ")" : ""}`,
+    );
   }
   const options: Record<string, OptionSpec> = { help: { type: "boolean", short: "h" } };
   for (const key of command.settings) {
     const flag = flagOf(key);
     if (flag !== null) options[flag] = { type: "string" };
   }
-  for (const [name, f] of Object.entries(command.flags ?? {})) options[name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
-  const { values: flags, positionals } = parseCommandLine(named ? argv.slice(1) : argv, options, { command: command.name, elsewhere: optionOwners() });
+  for (const [name, f] of Object.entries(command.flags ?? {}))
+    options[name] = f.short ? { type: f.type, short: f.short } : { type: f.type };
+  const { values: flags, positionals } = parseCommandLine(named ? argv.slice(1) : argv, options, {
+    command: command.name,
+    elsewhere: optionOwners(),
+  });
   if (flags.help) {
     console.log(commandHelp(command));
     return 0;
@@ -60,7 +70,10 @@ async function run(argv: string[]): Promise<number> {
     err: (text) => process.stderr.write(text),
     progress: terminalProgress(process.stderr),
     // A second entry point of the compiled binary (scripts/build.ts).
-    workers: { checkpointer: new URL("./store/sqlite/checkpointer.ts", import.meta.url), scanner: new URL("./store/sqlite/scanner.ts", import.meta.url) },
+    workers: {
+      checkpointer: new URL("./store/sqlite/checkpointer.ts", import.meta.url),
+      scanner: new URL("./store/sqlite/scanner.ts", import.meta.url),
+    },
   });
 }
 

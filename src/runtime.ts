@@ -42,7 +42,12 @@ export async function createRuntime(config: Config, env: RuntimeEnv, engine: Eng
   const { store } = engine;
   const metrics = createMetrics();
   const serving: Serving = env.workers
-    ? engine.serve({ log, workers: env.workers, readBudgetMs: config.readBudgetMs, onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds) })
+    ? engine.serve({
+        log,
+        workers: env.workers,
+        readBudgetMs: config.readBudgetMs,
+        onHold: (seconds) => metrics.walRestartHoldSeconds.observe(seconds),
+      })
     : { commit: (ops) => store.write(ops), stop: async () => {} };
   const writer = createWriter(serving.commit, config.maxBatch, (size, seconds) => {
     metrics.batchSize.observe(size);
@@ -54,7 +59,11 @@ export async function createRuntime(config: Config, env: RuntimeEnv, engine: Eng
   const stats = createStats(store);
   const started = clock();
   const { registry } = metrics;
-  registry.add(new Gauge("installstats_database_bytes", "Size of the database file and its WAL", async () => (await engine.sizes()).map(({ file, bytes }) => ({ labels: { file }, value: bytes }))));
+  registry.add(
+    new Gauge("installstats_database_bytes", "Size of the database file and its WAL", async () =>
+      (await engine.sizes()).map(({ file, bytes }) => ({ labels: { file }, value: bytes })),
+    ),
+  );
   registry.add(
     new Gauge("installstats_installs", "Installs stored, by outcome (all time, from rollups)", async () => {
       const span = await store.recordSpan();
@@ -63,34 +72,87 @@ export async function createRuntime(config: Config, env: RuntimeEnv, engine: Eng
       return OUTCOMES.map((outcome) => ({ labels: { outcome }, value: s[outcome] }));
     }),
   );
-  registry.add(new Gauge("installstats_uptime_seconds", "Seconds since the service started", () => [{ value: Math.round((clock() - started) / 1000) }]));
-  registry.add(new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [{ value: process.memoryUsage.rss() }]));
+  registry.add(
+    new Gauge("installstats_uptime_seconds", "Seconds since the service started", () => [
+      { value: Math.round((clock() - started) / 1000) },
+    ]),
+  );
+  registry.add(
+    new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [
+      { value: process.memoryUsage.rss() },
+    ]),
+  );
   registerStorageMetrics(registry, () => engine.health());
 
   // Links in alert messages: the public URL, else the address serve listens on (known once it listens).
   let listenUrl = `http://localhost:${config.port}`;
-  const alerts = env.alerts ? createAlerts({ config: env.alerts, store, writer, clock, log, deliveries: metrics.alertDeliveries, baseUrl: () => config.publicUrl ?? listenUrl }) : null;
+  const alerts = env.alerts
+    ? createAlerts({
+        config: env.alerts,
+        store,
+        writer,
+        clock,
+        log,
+        deliveries: metrics.alertDeliveries,
+        baseUrl: () => config.publicUrl ?? listenUrl,
+      })
+    : null;
   if (alerts) {
     const channels = env.alerts!.channels.map((c) => c.name);
     registry.add(
-      new Gauge("installstats_alert_queue", "Alert messages waiting to be delivered (new, or failed and to be retried), by channel", async () => {
-        const pending = new Map((await store.alertQueue()).map((q) => [q.channel, q.pending]));
-        return [...new Set([...channels, ...pending.keys()])].map((channel) => ({ labels: { channel }, value: pending.get(channel) ?? 0 }));
-      }),
+      new Gauge(
+        "installstats_alert_queue",
+        "Alert messages waiting to be delivered (new, or failed and to be retried), by channel",
+        async () => {
+          const pending = new Map((await store.alertQueue()).map((q) => [q.channel, q.pending]));
+          return [...new Set([...channels, ...pending.keys()])].map((channel) => ({
+            labels: { channel },
+            value: pending.get(channel) ?? 0,
+          }));
+        },
+      ),
     );
     registry.add(
-      new Gauge("installstats_alerts_firing", "Alerts firing now, by rule (a rule about each app counts each app)", async () => {
-        const states = await store.alertStates();
-        return env.alerts!.rules.map((r) => ({ labels: { rule: r.id }, value: states.filter((s) => s.rule === r.id && s.status === "firing").length }));
-      }),
+      new Gauge(
+        "installstats_alerts_firing",
+        "Alerts firing now, by rule (a rule about each app counts each app)",
+        async () => {
+          const states = await store.alertStates();
+          return env.alerts!.rules.map((r) => ({
+            labels: { rule: r.id },
+            value: states.filter((s) => s.rule === r.id && s.status === "firing").length,
+          }));
+        },
+      ),
     );
   }
 
   const tracker = trackerSettings === null ? null : createTracker(trackerSettings, { version });
   tracker?.checkToken();
-  const issues = createIssues({ store, submit: (op) => writer.submit(op), clock, log, tracker, labels: config.trackerLabels, dashboardUrl: () => config.publicUrl ?? listenUrl });
+  const issues = createIssues({
+    store,
+    submit: (op) => writer.submit(op),
+    clock,
+    log,
+    tracker,
+    labels: config.trackerLabels,
+    dashboardUrl: () => config.publicUrl ?? listenUrl,
+  });
 
-  const app = createApp({ config, store, writer, clock, version, log, metrics, maintenance, storageHealth: () => engine.health(), alerts, relay, issues });
+  const app = createApp({
+    config,
+    store,
+    writer,
+    clock,
+    version,
+    log,
+    metrics,
+    maintenance,
+    storageHealth: () => engine.health(),
+    alerts,
+    relay,
+    issues,
+  });
 
   return {
     config,
@@ -110,7 +172,12 @@ export async function createRuntime(config: Config, env: RuntimeEnv, engine: Eng
     /** The scheduled jobs of `serve` (fold, stuck installs, retention, backups, alerts), and the relay's sender. */
     startJobs: (): JobRunner => {
       relay.start();
-      return startJobs([...scheduledJobs({ config, store, writer, clock, maintenance }), ...(alerts?.jobs() ?? [])], { log, metrics, clock, lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn) });
+      return startJobs([...scheduledJobs({ config, store, writer, clock, maintenance }), ...(alerts?.jobs() ?? [])], {
+        log,
+        metrics,
+        clock,
+        lease: (name, everyMs, at, fn) => store.leaseJob(name, everyMs, at, fn),
+      });
     },
     /** Stops the relay's sender, commits everything queued, ends the engine's background work and closes it. */
     async stop(): Promise<void> {

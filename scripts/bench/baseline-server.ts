@@ -23,8 +23,20 @@ const server = Bun.serve({
     }
     const randomId = body.random_id ?? null;
     // /telemetry: the first report of an execution creates it, the others update it (as installstats answers).
-    const result = req.url.endsWith("/updatestatus") || (req.url.endsWith("/telemetry") && body.status !== "installing") ? "updated" : "created";
-    return Response.json({ result, random_id: randomId, execution_id: body.execution_id ?? randomId, outcome: "in_progress", repaired: false }, { status: 201 });
+    const result =
+      req.url.endsWith("/updatestatus") || (req.url.endsWith("/telemetry") && body.status !== "installing")
+        ? "updated"
+        : "created";
+    return Response.json(
+      {
+        result,
+        random_id: randomId,
+        execution_id: body.execution_id ?? randomId,
+        outcome: "in_progress",
+        repaired: false,
+      },
+      { status: 201 },
+    );
   },
 });
 

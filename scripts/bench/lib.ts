@@ -8,7 +8,11 @@ import { encodeId } from "../../src/store/sqlite/ids.ts";
 
 // ------------------------------------------------------------------ child processes
 
-type Child = Bun.Subprocess<"ignore" | "pipe", "pipe" | "ignore" | number | Bun.BunFile, "pipe" | "ignore" | number | Bun.BunFile>;
+type Child = Bun.Subprocess<
+  "ignore" | "pipe",
+  "pipe" | "ignore" | number | Bun.BunFile,
+  "pipe" | "ignore" | number | Bun.BunFile
+>;
 
 /** Every child the harness starts; all of them are SIGKILLed on exit, whatever the reason. */
 const children = new Set<Child>();
@@ -57,7 +61,10 @@ export interface Listening {
 }
 
 /** Spawns a server that prints "... listening on http://HOST:PORT" on stdout, and waits for that line. */
-export async function spawnListening(cmd: string[], opts: { stderrPath: string; timeoutMs: number; cwd?: string }): Promise<Listening> {
+export async function spawnListening(
+  cmd: string[],
+  opts: { stderrPath: string; timeoutMs: number; cwd?: string },
+): Promise<Listening> {
   const spawnedAt = performance.now();
   const proc = track(
     Bun.spawn(cmd, {
@@ -84,7 +91,8 @@ export async function spawnListening(cmd: string[], opts: { stderrPath: string; 
         return { proc, url: match[1]!, pid: proc.pid, readyMs, spawnedAt };
       }
       const chunk = await Promise.race([reader.read(), timedOut]);
-      if (chunk === "timeout") throw new Error(`${cmd[0]} did not report listening within ${opts.timeoutMs} ms; stdout: ${out}`);
+      if (chunk === "timeout")
+        throw new Error(`${cmd[0]} did not report listening within ${opts.timeoutMs} ms; stdout: ${out}`);
       if (chunk.done) {
         const code = await proc.exited;
         const err = existsSync(opts.stderrPath) ? readFileSync(opts.stderrPath, "utf8").slice(-2000) : "";
@@ -178,7 +186,10 @@ export function machineCpu(): { busyS: number; stealS: number } {
  * `maxOtherPct` (% of one core), for at most `maxWaitS`. Call it while none of our own children
  * is busy. Returns the seconds waited and the last measured share.
  */
-export async function waitForQuiet(maxOtherPct: number, maxWaitS: number): Promise<{ waitedS: number; otherPct: number; quiet: boolean }> {
+export async function waitForQuiet(
+  maxOtherPct: number,
+  maxWaitS: number,
+): Promise<{ waitedS: number; otherPct: number; quiet: boolean }> {
   const started = performance.now();
   let otherPct = NaN;
   for (;;) {
@@ -217,7 +228,16 @@ export interface WrkSummary {
   duration_us: number;
   bytes: number;
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  latency_us: { min: number; mean: number; stdev: number; max: number; p50: number; p90: number; p99: number; p999: number };
+  latency_us: {
+    min: number;
+    mean: number;
+    stdev: number;
+    max: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    p999: number;
+  };
   threads: WrkThreadCounts[];
 }
 
@@ -249,9 +269,21 @@ export interface WrkRun {
 
 export async function runWrk(run: WrkRun): Promise<WrkResult> {
   const cmd = [
-    "wrk", `-t${run.threads}`, `-c${run.connections}`, `-d${run.durationS}s`, "--timeout", "10s",
-    "-s", run.lua, run.url, "--",
-    run.mode, String(run.nonce), run.outdir, run.tag, run.record ? "1" : "0",
+    "wrk",
+    `-t${run.threads}`,
+    `-c${run.connections}`,
+    `-d${run.durationS}s`,
+    "--timeout",
+    "10s",
+    "-s",
+    run.lua,
+    run.url,
+    "--",
+    run.mode,
+    String(run.nonce),
+    run.outdir,
+    run.tag,
+    run.record ? "1" : "0",
   ];
   const started = performance.now();
   const proc = track(Bun.spawn(cmd, { stdin: "ignore", stdout: "pipe", stderr: "pipe" }));
@@ -279,13 +311,22 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
   clearInterval(poller);
   const wallS = (performance.now() - started) / 1000;
   const stdout = await stdoutText;
-  if (code !== 0) throw new Error(`wrk ${code === null ? "hung and was killed" : `exited ${code}`}: ${stdout} ${await stderrText}`);
+  if (code !== 0)
+    throw new Error(`wrk ${code === null ? "hung and was killed" : `exited ${code}`}: ${stdout} ${await stderrText}`);
   const line = stdout.split("\n").find((l) => l.startsWith("BENCHJSON "));
   if (!line) throw new Error(`wrk printed no BENCHJSON summary: ${stdout} ${await stderrText}`);
   const summary = JSON.parse(line.slice("BENCHJSON ".length)) as WrkSummary;
   const usage = proc.resourceUsage();
   const cpuS = usage ? Number(usage.cpuTime.total) / 1e6 : NaN;
-  return { ...summary, rps: summary.requests / (summary.duration_us / 1e6), cpuS, wallS, stdout, tag: run.tag, record: run.record };
+  return {
+    ...summary,
+    rps: summary.requests / (summary.duration_us / 1e6),
+    cpuS,
+    wallS,
+    stdout,
+    tag: run.tag,
+    record: run.record,
+  };
 }
 
 /** The random_ids a wrk run recorded as acknowledged, read from its per-thread files. */
@@ -322,11 +363,19 @@ export interface Verification {
 }
 
 /** Opens the database read-only after the server stopped and looks up every acknowledged id. */
-export function verifyAcks(dbPath: string, starts: string[], updates: string[], expectedStarts: number, expectedUpdates: number): Verification {
+export function verifyAcks(
+  dbPath: string,
+  starts: string[],
+  updates: string[],
+  expectedStarts: number,
+  expectedUpdates: number,
+): Verification {
   const db = new Database(dbPath, { readonly: true });
   try {
     // Ids are stored as 16 bytes when they are UUIDs (src/store/sqlite/ids.ts): looked up as stored.
-    const q = db.query<{ outcome: string }, [string | Uint8Array]>("SELECT outcome FROM executions WHERE execution_id = ?");
+    const q = db.query<{ outcome: string }, [string | Uint8Array]>(
+      "SELECT outcome FROM executions WHERE execution_id = ?",
+    );
     const find = { get: (id: string) => q.get(encodeId(id)) };
     const examplesMissing: string[] = [];
     let missingStarts = 0;
@@ -341,10 +390,11 @@ export function verifyAcks(dbPath: string, starts: string[], updates: string[], 
       const row = find.get(id);
       if (row === null || row.outcome === "in_progress") {
         updatesNotApplied++;
-        if (examplesMissing.length < 10) examplesMissing.push(`${id} (update ${row === null ? "record missing" : "not final"})`);
+        if (examplesMissing.length < 10)
+          examplesMissing.push(`${id} (update ${row === null ? "record missing" : "not final"})`);
       }
     }
-    const count = (sql: string) => (db.query<{ n: number }, []>(sql).get()?.n ?? 0);
+    const count = (sql: string) => db.query<{ n: number }, []>(sql).get()?.n ?? 0;
     return {
       ackedStarts: starts.length,
       missingStarts,
@@ -416,7 +466,16 @@ export function storageBreakdown(dbPath: string): StorageBreakdown {
     } catch {
       objects = null; // SQLite built without SQLITE_ENABLE_DBSTAT_VTAB
     }
-    return { rows, before, after, pageSize, pageCount, freelistCount, objects, bytesPerRecord: rows > 0 ? (after.db + after.wal) / rows : NaN };
+    return {
+      rows,
+      before,
+      after,
+      pageSize,
+      pageCount,
+      freelistCount,
+      objects,
+      bytesPerRecord: rows > 0 ? (after.db + after.wal) / rows : NaN,
+    };
   } finally {
     db.close();
   }
@@ -442,7 +501,13 @@ export interface TailCounters {
 export async function tailCounters(url: string): Promise<TailCounters | null> {
   try {
     const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
-    const value = (series: string) => Number(text.split("\n").find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? 0);
+    const value = (series: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((l) => l.startsWith(`${series} `))
+          ?.slice(series.length + 1) ?? 0,
+      );
     return {
       holds: value("installstats_wal_restart_hold_seconds_count"),
       holdSeconds: value("installstats_wal_restart_hold_seconds_sum"),

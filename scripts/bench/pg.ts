@@ -13,8 +13,14 @@ import type { Verification } from "./lib.ts";
  * means on disk, as with SQLite's durability full.
  */
 export const BENCH_PG_SETTINGS = {
-  shared_buffers: "1GB", maintenance_work_mem: "512MB", work_mem: "32MB", max_wal_size: "16GB",
-  checkpoint_timeout: "30min", effective_cache_size: "8GB", random_page_cost: "1.1", max_connections: "200",
+  shared_buffers: "1GB",
+  maintenance_work_mem: "512MB",
+  work_mem: "32MB",
+  max_wal_size: "16GB",
+  checkpoint_timeout: "30min",
+  effective_cache_size: "8GB",
+  random_page_cost: "1.1",
+  max_connections: "200",
 };
 
 export interface PgTarget {
@@ -29,11 +35,19 @@ export interface PgTarget {
 }
 
 /** The server at `url`, or a throwaway one started now with the bench settings. */
-export async function pgTarget(url: string | undefined, settings: Record<string, string> = BENCH_PG_SETTINGS): Promise<PgTarget> {
+export async function pgTarget(
+  url: string | undefined,
+  settings: Record<string, string> = BENCH_PG_SETTINGS,
+): Promise<PgTarget> {
   if (url === undefined) {
     const server = await startPostgres(settings);
     const pid = Number(readFileSync(`${server.dir}/postmaster.pid`, "utf8").split("\n")[0]);
-    return { url: server.url, postmasterPid: Number.isInteger(pid) ? pid : null, throwaway: true, stop: () => server.stop() };
+    return {
+      url: server.url,
+      postmasterPid: Number.isInteger(pid) ? pid : null,
+      throwaway: true,
+      stop: () => server.stop(),
+    };
   }
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
@@ -123,17 +137,30 @@ export function withDatabase(url: string, name: string): string {
 }
 
 const open = (url: string) =>
-  postgres(url, { max: 1, onnotice: () => {}, types: { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } } });
+  postgres(url, {
+    max: 1,
+    onnotice: () => {},
+    types: { bigint: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } },
+  });
 
 /** Every acknowledged id looked up after the nodes stopped (the PostgreSQL twin of lib.ts verifyAcks). */
-export async function verifyAcksPg(url: string, starts: string[], updates: string[], expectedStarts: number, expectedUpdates: number): Promise<Verification> {
+export async function verifyAcksPg(
+  url: string,
+  starts: string[],
+  updates: string[],
+  expectedStarts: number,
+  expectedUpdates: number,
+): Promise<Verification> {
   const sql = open(url);
   try {
     const outcomes = async (ids: string[]) => {
       const found = new Map<string, string>();
       for (let i = 0; i < ids.length; i += 10_000) {
         const chunk = ids.slice(i, i + 10_000);
-        for (const r of await sql<{ id: string; outcome: string }[]>`SELECT execution_id AS id, outcome FROM executions WHERE execution_id = ANY(${chunk}::text[])`) found.set(r.id, r.outcome);
+        for (const r of await sql<
+          { id: string; outcome: string }[]
+        >`SELECT execution_id AS id, outcome FROM executions WHERE execution_id = ANY(${chunk}::text[])`)
+          found.set(r.id, r.outcome);
       }
       return found;
     };
@@ -151,9 +178,11 @@ export async function verifyAcksPg(url: string, starts: string[], updates: strin
       const outcome = updatesFound.get(id);
       if (outcome !== undefined && outcome !== "in_progress") continue;
       updatesNotApplied++;
-      if (examplesMissing.length < 10) examplesMissing.push(`${id} (update ${outcome === undefined ? "record missing" : "not final"})`);
+      if (examplesMissing.length < 10)
+        examplesMissing.push(`${id} (update ${outcome === undefined ? "record missing" : "not final"})`);
     }
-    const count = async (table: string) => (await sql<{ n: number }[]>`SELECT count(*)::bigint AS n FROM ${sql(table)}`)[0]!.n;
+    const count = async (table: string) =>
+      (await sql<{ n: number }[]>`SELECT count(*)::bigint AS n FROM ${sql(table)}`)[0]!.n;
     return {
       ackedStarts: starts.length,
       missingStarts,
@@ -215,8 +244,17 @@ export async function pgStorage(url: string, { vacuum = true } = {}): Promise<Pg
       t.indexes.set(name, (t.indexes.get(name) ?? 0) + i.bytes);
     }
     const list = [...tables.values()]
-      .map((t) => ({ name: t.name, tableBytes: t.tableBytes, indexes: [...t.indexes].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes) }))
-      .sort((a, b) => b.tableBytes + b.indexes.reduce((s, i) => s + i.bytes, 0) - (a.tableBytes + a.indexes.reduce((s, i) => s + i.bytes, 0)));
+      .map((t) => ({
+        name: t.name,
+        tableBytes: t.tableBytes,
+        indexes: [...t.indexes].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes),
+      }))
+      .sort(
+        (a, b) =>
+          b.tableBytes +
+          b.indexes.reduce((s, i) => s + i.bytes, 0) -
+          (a.tableBytes + a.indexes.reduce((s, i) => s + i.bytes, 0)),
+      );
     const totalBytes = list.reduce((s, t) => s + t.tableBytes + t.indexes.reduce((x, i) => x + i.bytes, 0), 0);
     const stats = await sql<{ rel: string; updated: number; hot: number }[]>`
       SELECT relid::regclass::text AS rel, n_tup_upd::bigint AS updated, n_tup_hot_upd::bigint AS hot FROM pg_stat_user_tables WHERE schemaname = 'public'`;
@@ -229,9 +267,15 @@ export async function pgStorage(url: string, { vacuum = true } = {}): Promise<Pg
       updates.set(name, u);
     }
     const [{ n } = { n: 0 }] = await sql<{ n: number }[]>`SELECT count(*)::bigint AS n FROM executions`;
-    const [{ bytes } = { bytes: 0 }] = await sql<{ bytes: number }[]>`SELECT pg_database_size(current_database())::bigint AS bytes`;
+    const [{ bytes } = { bytes: 0 }] = await sql<
+      { bytes: number }[]
+    >`SELECT pg_database_size(current_database())::bigint AS bytes`;
     return {
-      executions: n, tables: list, totalBytes, databaseBytes: bytes, bytesPerExecution: n > 0 ? totalBytes / n : NaN,
+      executions: n,
+      tables: list,
+      totalBytes,
+      databaseBytes: bytes,
+      bytesPerExecution: n > 0 ? totalBytes / n : NaN,
       updates: [...updates.values()].filter((u) => u.updated > 0).sort((a, b) => b.updated - a.updated),
     };
   } finally {

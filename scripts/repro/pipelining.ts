@@ -13,7 +13,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** Sends `raw` in one write on one connection; resolves with what came back once the peer closes or goes quiet. */
-export async function sendRaw(port: number, raw: string, quietMs = 300): Promise<{ text: string; closedByPeer: boolean }> {
+export async function sendRaw(
+  port: number,
+  raw: string,
+  quietMs = 300,
+): Promise<{ text: string; closedByPeer: boolean }> {
   let text = "";
   let closedByPeer = false;
   const done = Promise.withResolvers<void>();
@@ -96,5 +100,9 @@ if (import.meta.main) {
   console.log(`  Bun.serve, synchronous handler:  ${r.syncHandler}`);
   console.log(`  Bun.serve, async handler:        ${r.asyncHandler}`);
   console.log(`  node:http, async handler:        ${r.nodeHttp}`);
-  console.log(r.runtimeBug ? "runtime fault present: Bun.serve closes a pipelined connection behind a pending answer" : "runtime fault absent in this Bun");
+  console.log(
+    r.runtimeBug
+      ? "runtime fault present: Bun.serve closes a pipelined connection behind a pending answer"
+      : "runtime fault absent in this Bun",
+  );
 }

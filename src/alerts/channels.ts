@@ -24,10 +24,18 @@ function ntfy(c: Extract<Channel, { type: "ntfy" }>, m: AlertMessage): HttpReque
   url.pathname = `/${segments.join("/")}`;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (c.token !== null) headers.authorization = `Bearer ${c.token}`;
-  else if (c.username !== null && c.password !== null) headers.authorization = `Basic ${Buffer.from(`${c.username}:${c.password}`).toString("base64")}`;
+  else if (c.username !== null && c.password !== null)
+    headers.authorization = `Basic ${Buffer.from(`${c.username}:${c.password}`).toString("base64")}`;
   const priority = m.status === "firing" ? (c.priority ?? 4) : 3;
-  const tags = [m.status === "firing" ? "rotating_light" : m.status === "resolved" ? "white_check_mark" : "test_tube", ...c.tags];
-  return { url: url.toString().replace(/\/$/, "") || url.origin, headers, body: JSON.stringify({ topic, title: m.title, message: m.text, priority, tags, click: m.link }) };
+  const tags = [
+    m.status === "firing" ? "rotating_light" : m.status === "resolved" ? "white_check_mark" : "test_tube",
+    ...c.tags,
+  ];
+  return {
+    url: url.toString().replace(/\/$/, "") || url.origin,
+    headers,
+    body: JSON.stringify({ topic, title: m.title, message: m.text, priority, tags, click: m.link }),
+  };
 }
 
 function gotify(c: Extract<Channel, { type: "gotify" }>, m: AlertMessage): HttpRequest {
@@ -48,11 +56,21 @@ const cut = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0,
 
 function discord(c: Extract<Channel, { type: "discord" }>, m: AlertMessage): HttpRequest {
   // Texts from installer scripts (error lines) must not ping anyone: no mentions are parsed.
-  const embed = { title: cut(m.title, 256), description: cut(m.text, 4096), url: m.link, color: COLORS[m.status], timestamp: m.at };
+  const embed = {
+    title: cut(m.title, 256),
+    description: cut(m.text, 4096),
+    url: m.link,
+    color: COLORS[m.status],
+    timestamp: m.at,
+  };
   return {
     url: c.url,
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ ...(c.username ? { username: c.username } : {}), embeds: [embed], allowed_mentions: { parse: [] } }),
+    body: JSON.stringify({
+      ...(c.username ? { username: c.username } : {}),
+      embeds: [embed],
+      allowed_mentions: { parse: [] },
+    }),
   };
 }
 
@@ -63,7 +81,11 @@ const slackEscape = (s: string): string => s.replaceAll("&", "&amp;").replaceAll
 function slack(c: Extract<Channel, { type: "slack" }>, m: AlertMessage): HttpRequest {
   const lines = m.text.split("\n").filter((l) => !l.startsWith("Dashboard: "));
   const text = `*${slackEscape(m.title)}*\n${lines.map(slackEscape).join("\n")}\n<${m.link}|Open in the dashboard>`;
-  return { url: c.url, headers: { "content-type": "application/json" }, body: JSON.stringify({ ...(c.username ? { username: c.username } : {}), text }) };
+  return {
+    url: c.url,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...(c.username ? { username: c.username } : {}), text }),
+  };
 }
 
 function webhook(c: Extract<Channel, { type: "webhook" }>, m: AlertMessage): HttpRequest {
@@ -129,18 +151,31 @@ export function describeChannel(c: Channel): string {
 export async function sendTo(c: Channel, m: AlertMessage): Promise<SendResult> {
   try {
     if (c.type === "email") {
-      await sendMail({ ...c, timeoutMs: c.timeoutMs }, { from: c.from, to: c.to, subject: m.title, text: m.text, at: Date.parse(m.at) });
+      await sendMail(
+        { ...c, timeoutMs: c.timeoutMs },
+        { from: c.from, to: c.to, subject: m.title, text: m.text, at: Date.parse(m.at) },
+      );
       return { ok: true };
     }
     const r = requestOf(c, m);
-    const res = await fetch(r.url, { method: "POST", headers: r.headers, body: r.body, signal: AbortSignal.timeout(c.timeoutMs), redirect: "error" });
+    const res = await fetch(r.url, {
+      method: "POST",
+      headers: r.headers,
+      body: r.body,
+      signal: AbortSignal.timeout(c.timeoutMs),
+      redirect: "error",
+    });
     if (res.ok) {
       await res.body?.cancel();
       return { ok: true };
     }
     const body = (await res.text().catch(() => "")).slice(0, 200).replace(/\s+/g, " ");
     const after = Number(res.headers.get("retry-after"));
-    return { ok: false, error: redact(c, `HTTP ${res.status}${body ? `: ${body}` : ""}`), retryAfterMs: res.status === 429 && Number.isFinite(after) && after > 0 ? after * 1000 : null };
+    return {
+      ok: false,
+      error: redact(c, `HTTP ${res.status}${body ? `: ${body}` : ""}`),
+      retryAfterMs: res.status === 429 && Number.isFinite(after) && after > 0 ? after * 1000 : null,
+    };
   } catch (e) {
     const err = e as Error;
     const why = err.name === "TimeoutError" ? `no answer within ${c.timeoutMs / 1000} s` : err.message;

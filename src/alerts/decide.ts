@@ -15,7 +15,14 @@ export interface Decision {
   sends: AlertSend[];
 }
 
-export function decide(rule: Rule, observations: readonly Observation[], states: ReadonlyMap<string, AlertState>, silencedUntil: number | null, now: number, baseUrl: string): Decision {
+export function decide(
+  rule: Rule,
+  observations: readonly Observation[],
+  states: ReadonlyMap<string, AlertState>,
+  silencedUntil: number | null,
+  now: number,
+  baseUrl: string,
+): Decision {
   const transitions: AlertTransition[] = [];
   const sends: AlertSend[] = [];
   const silenced = silencedUntil !== null && silencedUntil > now;
@@ -24,17 +31,38 @@ export function decide(rule: Rule, observations: readonly Observation[], states:
     const state = states.get(o.subject);
     const wasFiring = state?.status === "firing";
     if (o.firing === null) continue;
-    const cooling = state?.lastSentAt !== null && state?.lastSentAt !== undefined && now - state.lastSentAt < rule.cooldownMs;
+    const cooling =
+      state?.lastSentAt !== null && state?.lastSentAt !== undefined && now - state.lastSentAt < rule.cooldownMs;
     if (o.firing && !wasFiring) {
       const heldBack = !sending ? null : silenced ? "silenced" : cooling ? "cooldown" : null;
       const channels = sending && heldBack === null ? rule.sendTo : [];
-      transitions.push({ rule: rule.id, subject: o.subject, status: "firing", message: JSON.stringify(messageOf(rule, o, "firing", now, now, baseUrl)), channels, heldBack });
+      transitions.push({
+        rule: rule.id,
+        subject: o.subject,
+        status: "firing",
+        message: JSON.stringify(messageOf(rule, o, "firing", now, now, baseUrl)),
+        channels,
+        heldBack,
+      });
     } else if (o.firing && wasFiring && !state!.notified && sending && !silenced && !cooling) {
-      sends.push({ rule: rule.id, subject: o.subject, message: JSON.stringify(messageOf(rule, o, "firing", now, state!.since, baseUrl)), channels: rule.sendTo });
+      sends.push({
+        rule: rule.id,
+        subject: o.subject,
+        message: JSON.stringify(messageOf(rule, o, "firing", now, state!.since, baseUrl)),
+        channels: rule.sendTo,
+      });
     } else if (!o.firing && wasFiring) {
-      const heldBack = !sending || !rule.sendResolved ? null : !state!.notified ? "unsent" : silenced ? "silenced" : null;
+      const heldBack =
+        !sending || !rule.sendResolved ? null : !state!.notified ? "unsent" : silenced ? "silenced" : null;
       const channels = sending && rule.sendResolved && heldBack === null ? rule.sendTo : [];
-      transitions.push({ rule: rule.id, subject: o.subject, status: "resolved", message: JSON.stringify(messageOf(rule, o, "resolved", now, state!.since, baseUrl)), channels, heldBack });
+      transitions.push({
+        rule: rule.id,
+        subject: o.subject,
+        status: "resolved",
+        message: JSON.stringify(messageOf(rule, o, "resolved", now, state!.since, baseUrl)),
+        channels,
+        heldBack,
+      });
     }
   }
   return { transitions, sends };

@@ -71,7 +71,8 @@ const filterOf = (rule: { kind: string; repoSource: string | null }, nsapp?: str
   ...(nsapp === undefined ? {} : { nsapp }),
 });
 
-const rateOf = (failed: number, success: number): number | null => (failed + success === 0 ? null : failed / (failed + success));
+const rateOf = (failed: number, success: number): number | null =>
+  failed + success === 0 ? null : failed / (failed + success);
 const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
 
 /** Subjects: "" for the rule as a whole, else "key=value" pairs joined by "|". */
@@ -82,10 +83,20 @@ const subjectOf = (labels: Record<string, string>): string =>
 
 const EVERY_GROUP = 1_000_000;
 
-async function failureRate(rule: Extract<Rule, { type: "failure_rate" }>, deps: EvaluateDeps, now: number): Promise<RuleResult> {
+async function failureRate(
+  rule: Extract<Rule, { type: "failure_rate" }>,
+  deps: EvaluateDeps,
+  now: number,
+): Promise<RuleResult> {
   const w = windowOf(now, rule.windowMs);
   const base = rule.baseline ? { from: w.from - rule.baseline.windows * rule.windowMs, to: w.from } : null;
-  const judge = (failed: number, success: number, baseFailed: number, baseSuccess: number, labels: Record<string, string>): Observation => {
+  const judge = (
+    failed: number,
+    success: number,
+    baseFailed: number,
+    baseSuccess: number,
+    labels: Record<string, string>,
+  ): Observation => {
     const runs = failed + success;
     const rate = rateOf(failed, success);
     const baseRuns = baseFailed + baseSuccess;
@@ -95,45 +106,105 @@ async function failureRate(rule: Extract<Rule, { type: "failure_rate" }>, deps: 
     if (firing && rule.above !== null && !(rate! > rule.above)) firing = false;
     if (firing !== null && rule.baseline) {
       if (baseRuns < rule.minRuns || baseRate === null) firing = firing === false ? false : null;
-      else if (!(rate! >= baseRate * rule.baseline.factor && rate! - baseRate >= rule.baseline.minIncrease)) firing = false;
+      else if (!(rate! >= baseRate * rule.baseline.factor && rate! - baseRate >= rule.baseline.minIncrease))
+        firing = false;
     }
-    return { subject: subjectOf(labels), labels, firing, values: { rate, failed, runs, threshold: rule.above, baseline }, window: w };
+    return {
+      subject: subjectOf(labels),
+      labels,
+      firing,
+      values: { rate, failed, runs, threshold: rule.above, baseline },
+      window: w,
+    };
   };
   const f = filterOf(rule);
   if ("each" in rule.scope) {
     const by = { by: "nsapp" as const, sort: "volume" as const, minRuns: 0, limit: EVERY_GROUP };
-    const [now_, before] = await Promise.all([deps.stats.breakdown(f, w, by), base ? deps.stats.breakdown(f, base, by) : null]);
+    const [now_, before] = await Promise.all([
+      deps.stats.breakdown(f, w, by),
+      base ? deps.stats.breakdown(f, base, by) : null,
+    ]);
     const baseOf = new Map((before?.groups ?? []).map((g) => [g.value, g]));
     const observations = now_.groups
       .filter((g) => g.value !== null)
-      .map((g) => judge(g.failed, g.success, baseOf.get(g.value)?.failed ?? 0, baseOf.get(g.value)?.success ?? 0, { app: g.value! }));
+      .map((g) =>
+        judge(g.failed, g.success, baseOf.get(g.value)?.failed ?? 0, baseOf.get(g.value)?.success ?? 0, {
+          app: g.value!,
+        }),
+      );
     const firing = observations.filter((o) => o.firing);
-    return { observations, summary: firing.length === 0 ? `no app firing (${observations.filter((o) => o.firing === false).length} with enough runs)` : `${firing.length} firing: ${firing.map((o) => `${o.labels.app} ${pct(o.values.rate ?? null)}`).slice(0, 5).join(", ")}` };
+    return {
+      observations,
+      summary:
+        firing.length === 0
+          ? `no app firing (${observations.filter((o) => o.firing === false).length} with enough runs)`
+          : `${firing.length} firing: ${firing
+              .map((o) => `${o.labels.app} ${pct(o.values.rate ?? null)}`)
+              .slice(0, 5)
+              .join(", ")}`,
+    };
   }
   const one = "app" in rule.scope ? filterOf(rule, rule.scope.app) : f;
   const [s, b] = await Promise.all([deps.stats.summary(one, w), base ? deps.stats.summary(one, base) : null]);
-  const o = judge(s.failed, s.success, b?.failed ?? 0, b?.success ?? 0, "app" in rule.scope ? { app: rule.scope.app } : {});
-  const words = o.firing === null ? `too few runs (${o.values.runs} of ${rule.minRuns})` : `${pct(o.values.rate ?? null)} of ${o.values.runs} runs`;
+  const o = judge(
+    s.failed,
+    s.success,
+    b?.failed ?? 0,
+    b?.success ?? 0,
+    "app" in rule.scope ? { app: rule.scope.app } : {},
+  );
+  const words =
+    o.firing === null
+      ? `too few runs (${o.values.runs} of ${rule.minRuns})`
+      : `${pct(o.values.rate ?? null)} of ${o.values.runs} runs`;
   return { observations: [o], summary: words };
 }
 
-async function newError(rule: Extract<Rule, { type: "new_error" }>, deps: EvaluateDeps, now: number, firingSubjects: readonly string[]): Promise<RuleResult> {
+async function newError(
+  rule: Extract<Rule, { type: "new_error" }>,
+  deps: EvaluateDeps,
+  now: number,
+  firingSubjects: readonly string[],
+): Promise<RuleResult> {
   const w = windowOf(now, rule.windowMs);
   const lookback = { from: w.from - rule.lookbackMs, to: w.from };
   const apps: (string | undefined)[] =
-    "app" in rule.scope ? [rule.scope.app]
-    : "all" in rule.scope ? [undefined]
-    : (await deps.stats.breakdown({ ...filterOf(rule), outcome: "failed" }, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: EVERY_GROUP })).groups.filter((g) => g.value !== null && g.failed > 0).map((g) => g.value!);
+    "app" in rule.scope
+      ? [rule.scope.app]
+      : "all" in rule.scope
+        ? [undefined]
+        : (
+            await deps.stats.breakdown({ ...filterOf(rule), outcome: "failed" }, w, {
+              by: "nsapp",
+              sort: "volume",
+              minRuns: 0,
+              limit: EVERY_GROUP,
+            })
+          ).groups
+            .filter((g) => g.value !== null && g.failed > 0)
+            .map((g) => g.value!);
 
   /** Failures per error (signature id or exit code) of one app in a window, with what is known of each. */
-  const counts = async (nsapp: string | undefined, win: Window): Promise<Map<string, { count: number; signature: string | null; example: string | null }>> => {
+  const counts = async (
+    nsapp: string | undefined,
+    win: Window,
+  ): Promise<Map<string, { count: number; signature: string | null; example: string | null }>> => {
     const f = filterOf(rule, nsapp);
     if (rule.on === "signature") {
       const e = await deps.stats.errors(f, win, EVERY_GROUP);
       return new Map(e.signatures.map((s) => [s.id, { count: s.count, signature: s.signature, example: s.example }]));
     }
-    const b = await deps.stats.breakdown({ ...f, outcome: "failed" }, win, { by: "exit_code", sort: "volume", minRuns: 0, limit: EVERY_GROUP });
-    return new Map(b.groups.filter((g) => g.value !== null && g.failed > 0).map((g) => [g.value!, { count: g.failed, signature: null, example: null }]));
+    const b = await deps.stats.breakdown({ ...f, outcome: "failed" }, win, {
+      by: "exit_code",
+      sort: "volume",
+      minRuns: 0,
+      limit: EVERY_GROUP,
+    });
+    return new Map(
+      b.groups
+        .filter((g) => g.value !== null && g.failed > 0)
+        .map((g) => [g.value!, { count: g.failed, signature: null, example: null }]),
+    );
   };
   const key = rule.on === "signature" ? "signature" : "exit_code";
   const observations: Observation[] = [];
@@ -150,8 +221,17 @@ async function newError(rule: Extract<Rule, { type: "new_error" }>, deps: Evalua
       if (c.count < rule.minFailures) continue;
       seenNow.set(subject, "new");
       observations.push({
-        subject, labels, firing: true, window: w,
-        values: { count: c.count, signature: c.signature, example: c.example, lookbackMs: rule.lookbackMs, ...(key === "exit_code" ? { exitCode: Number(id) } : {}) },
+        subject,
+        labels,
+        firing: true,
+        window: w,
+        values: {
+          count: c.count,
+          signature: c.signature,
+          example: c.example,
+          lookbackMs: rule.lookbackMs,
+          ...(key === "exit_code" ? { exitCode: Number(id) } : {}),
+        },
       });
     }
   }
@@ -159,21 +239,62 @@ async function newError(rule: Extract<Rule, { type: "new_error" }>, deps: Evalua
   for (const subject of firingSubjects) {
     if (seenNow.get(subject) === "new") continue;
     const labels = Object.fromEntries(subject.split("|").map((p) => p.split("=") as [string, string]));
-    observations.push({ subject, labels, firing: false, window: w, values: { lookbackMs: rule.lookbackMs, noLongerNew: seenNow.get(subject) === "established" ? "established" : "gone", ...(labels.exit_code ? { exitCode: Number(labels.exit_code) } : {}) } });
+    observations.push({
+      subject,
+      labels,
+      firing: false,
+      window: w,
+      values: {
+        lookbackMs: rule.lookbackMs,
+        noLongerNew: seenNow.get(subject) === "established" ? "established" : "gone",
+        ...(labels.exit_code ? { exitCode: Number(labels.exit_code) } : {}),
+      },
+    });
   }
   const firing = observations.filter((o) => o.firing).length;
-  return { observations, summary: firing === 0 ? `nothing new in ${apps.length} ${apps.length === 1 ? "scope" : "apps with failures"}` : `${firing} new` };
+  return {
+    observations,
+    summary:
+      firing === 0
+        ? `nothing new in ${apps.length} ${apps.length === 1 ? "scope" : "apps with failures"}`
+        : `${firing} new`,
+  };
 }
 
-async function noReports(rule: Extract<Rule, { type: "no_reports" }>, deps: EvaluateDeps, now: number): Promise<RuleResult> {
+async function noReports(
+  rule: Extract<Rule, { type: "no_reports" }>,
+  deps: EvaluateDeps,
+  now: number,
+): Promise<RuleResult> {
   const span = await deps.store.recordSpan();
-  if (span === null) return { observations: [{ subject: "", labels: {}, firing: null, window: null, values: { lastReportAt: null, forMs: rule.forMs } }], summary: "no report ever received" };
+  if (span === null)
+    return {
+      observations: [
+        { subject: "", labels: {}, firing: null, window: null, values: { lastReportAt: null, forMs: rule.forMs } },
+      ],
+      summary: "no report ever received",
+    };
   const silentMs = Math.max(0, now - span.last);
   const firing = silentMs >= rule.forMs;
-  return { observations: [{ subject: "", labels: {}, firing, window: null, values: { lastReportAt: span.last, silentMs, forMs: rule.forMs } }], summary: `last report ${Math.round(silentMs / 60_000)} min ago` };
+  return {
+    observations: [
+      {
+        subject: "",
+        labels: {},
+        firing,
+        window: null,
+        values: { lastReportAt: span.last, silentMs, forMs: rule.forMs },
+      },
+    ],
+    summary: `last report ${Math.round(silentMs / 60_000)} min ago`,
+  };
 }
 
-async function rejected(rule: Extract<Rule, { type: "rejected" }>, deps: EvaluateDeps, now: number): Promise<RuleResult> {
+async function rejected(
+  rule: Extract<Rule, { type: "rejected" }>,
+  deps: EvaluateDeps,
+  now: number,
+): Promise<RuleResult> {
   const w = windowOf(now, rule.windowMs);
   const [byReason, started] = await Promise.all([deps.store.rejectedCounts(w.from, w.to), deps.stats.summary({}, w)]);
   const counted: Record<string, number> = {};
@@ -182,13 +303,33 @@ async function rejected(rule: Extract<Rule, { type: "rejected" }>, deps: Evaluat
   const rate = started.total === 0 ? (n === 0 ? 0 : null) : n / started.total;
   const firing = n >= rule.minCount && (rate === null || rate > rule.above);
   return {
-    observations: [{ subject: "", labels: {}, firing, window: w, values: { rejected: n, byReason: counted, started: started.total, rate, threshold: rule.above, minCount: rule.minCount } }],
+    observations: [
+      {
+        subject: "",
+        labels: {},
+        firing,
+        window: w,
+        values: {
+          rejected: n,
+          byReason: counted,
+          started: started.total,
+          rate,
+          threshold: rule.above,
+          minCount: rule.minCount,
+        },
+      },
+    ],
     summary: `${n} in the window, ${started.total} runs started`,
   };
 }
 
 /** Evaluates one rule now; `firingSubjects`: its subjects firing before (a new error that is no longer new resolves). */
-export function evaluateRule(rule: Rule, deps: EvaluateDeps, now: number, firingSubjects: readonly string[]): Promise<RuleResult> {
+export function evaluateRule(
+  rule: Rule,
+  deps: EvaluateDeps,
+  now: number,
+  firingSubjects: readonly string[],
+): Promise<RuleResult> {
   switch (rule.type) {
     case "failure_rate":
       return failureRate(rule, deps, now);

@@ -23,7 +23,8 @@ export interface AlertMessage {
   values: Values;
 }
 
-const pct = (r: number | null | undefined): string => (r === null || r === undefined ? "–" : `${(r * 100).toFixed(1)}%`);
+const pct = (r: number | null | undefined): string =>
+  r === null || r === undefined ? "–" : `${(r * 100).toFixed(1)}%`;
 const iso = (t: number): string => new Date(t).toISOString();
 /** "2026-06-01 12:20 UTC" */
 const utc = (t: number): string => `${iso(t).slice(0, 10)} ${iso(t).slice(11, 16)} UTC`;
@@ -74,7 +75,8 @@ const scopeWords = (labels: Record<string, string>): string => labels.app ?? "al
 
 function describe(rule: Rule, o: Observation, status: "firing" | "resolved"): { headline: string; lines: string[] } {
   const v = o.values;
-  const windowLine = (ms: number): string => `Window: last ${span(ms)}${o.window ? ` (${utc(o.window.from)} to ${utc(o.window.to)}; from the start of its first hour)` : ""}`;
+  const windowLine = (ms: number): string =>
+    `Window: last ${span(ms)}${o.window ? ` (${utc(o.window.from)} to ${utc(o.window.to)}; from the start of its first hour)` : ""}`;
   switch (rule.type) {
     case "failure_rate": {
       const headline = `${scopeWords(o.labels)} failure rate ${pct(v.rate)} (${count(v.failed ?? 0)} of ${count(v.runs ?? 0)} runs, last ${span(rule.windowMs)})`;
@@ -91,48 +93,93 @@ function describe(rule: Rule, o: Observation, status: "firing" | "resolved"): { 
       return { headline, lines };
     }
     case "new_error": {
-      const what = o.labels.exit_code !== undefined ? `exit code ${o.labels.exit_code}` : `"${v.signature ?? o.labels.signature}"`;
+      const what =
+        o.labels.exit_code !== undefined ? `exit code ${o.labels.exit_code}` : `"${v.signature ?? o.labels.signature}"`;
       if (status === "resolved") {
-        const why = v.noLongerNew === "established" ? `seen before the last ${span(rule.windowMs)} too now` : `not seen in the last ${span(rule.windowMs)}`;
-        return { headline: `${what} in ${scopeWords(o.labels)} is no longer new (${why})`, lines: [`Error: ${what}`, `No longer new: ${why} (lookback ${span(rule.lookbackMs)})`] };
+        const why =
+          v.noLongerNew === "established"
+            ? `seen before the last ${span(rule.windowMs)} too now`
+            : `not seen in the last ${span(rule.windowMs)}`;
+        return {
+          headline: `${what} in ${scopeWords(o.labels)} is no longer new (${why})`,
+          lines: [`Error: ${what}`, `No longer new: ${why} (lookback ${span(rule.lookbackMs)})`],
+        };
       }
-      const lines = [`New error: ${what}: ${count(v.count ?? 0)} failed runs in the last ${span(rule.windowMs)}, none in the ${span(rule.lookbackMs)} before`, windowLine(rule.windowMs)];
+      const lines = [
+        `New error: ${what}: ${count(v.count ?? 0)} failed runs in the last ${span(rule.windowMs)}, none in the ${span(rule.lookbackMs)} before`,
+        windowLine(rule.windowMs),
+      ];
       if (v.example) lines.push(`Example: ${v.example.split("\n")[0]!.slice(0, 300)}`);
-      return { headline: `new error in ${scopeWords(o.labels)}: ${what} (${count(v.count ?? 0)} failures in ${span(rule.windowMs)}, not seen in the ${span(rule.lookbackMs)} before)`, lines };
+      return {
+        headline: `new error in ${scopeWords(o.labels)}: ${what} (${count(v.count ?? 0)} failures in ${span(rule.windowMs)}, not seen in the ${span(rule.lookbackMs)} before)`,
+        lines,
+      };
     }
     case "no_reports": {
       const last = v.lastReportAt ? utc(v.lastReportAt) : "never";
-      if (status === "resolved") return { headline: `reports arrive again (last at ${last})`, lines: [`Last report: ${last}`, `Threshold: no reports for ${span(rule.forMs)}`] };
+      if (status === "resolved")
+        return {
+          headline: `reports arrive again (last at ${last})`,
+          lines: [`Last report: ${last}`, `Threshold: no reports for ${span(rule.forMs)}`],
+        };
       return {
         headline: `no reports for ${span(v.silentMs ?? 0)} (last at ${last})`,
-        lines: [`No reports: the last arrived ${span(v.silentMs ?? 0)} ago, at ${last}; the scripts may not reach this server (a broken pipe)`, `Threshold: no reports for ${span(rule.forMs)}`],
+        lines: [
+          `No reports: the last arrived ${span(v.silentMs ?? 0)} ago, at ${last}; the scripts may not reach this server (a broken pipe)`,
+          `Threshold: no reports for ${span(rule.forMs)}`,
+        ],
       };
     }
     case "rejected": {
-      const reasons = Object.entries(v.byReason ?? {}).map(([r, n]) => `${r} ${count(n)}`).join(", ") || "none";
+      const reasons =
+        Object.entries(v.byReason ?? {})
+          .map(([r, n]) => `${r} ${count(n)}`)
+          .join(", ") || "none";
       const per = v.rate === null || v.rate === undefined ? "no runs started" : `${v.rate.toFixed(2)} per run started`;
       return {
         headline: `${count(v.rejected ?? 0)} rejected reports in ${span(rule.windowMs)} (${per})`,
-        lines: [`Rejected reports: ${count(v.rejected ?? 0)} (${reasons}) against ${count(v.started ?? 0)} runs started: ${per}`, windowLine(rule.windowMs), `Threshold: above ${rule.above} per run started, and at least ${count(rule.minCount)} entries`],
+        lines: [
+          `Rejected reports: ${count(v.rejected ?? 0)} (${reasons}) against ${count(v.started ?? 0)} runs started: ${per}`,
+          windowLine(rule.windowMs),
+          `Threshold: above ${rule.above} per run started, and at least ${count(rule.minCount)} entries`,
+        ],
       };
     }
   }
 }
 
 /** The message of `o` for a firing (or a firing sent late: `since` before now) or a resolve. */
-export function messageOf(rule: Rule, o: Observation, status: "firing" | "resolved", at: number, since: number, baseUrl: string): AlertMessage {
+export function messageOf(
+  rule: Rule,
+  o: Observation,
+  status: "firing" | "resolved",
+  at: number,
+  since: number,
+  baseUrl: string,
+): AlertMessage {
   const { headline, lines } = describe(rule, o, status);
   const link = `${baseUrl}${viewOf(rule, o.labels, o.window)}`;
   const title = `${status === "firing" ? "FIRING" : "RESOLVED"} ${rule.id}: ${headline}`;
   const text = [
     `Rule: ${rule.id} (${rule.type})${o.labels.app ? `, app ${o.labels.app}` : ""}`,
     ...lines,
-    status === "firing" && since < at ? `Firing since: ${utc(since)} (held back until now)` : `${status === "firing" ? "Firing" : "Resolved"} at: ${utc(at)}`,
+    status === "firing" && since < at
+      ? `Firing since: ${utc(since)} (held back until now)`
+      : `${status === "firing" ? "Firing" : "Resolved"} at: ${utc(at)}`,
     `Dashboard: ${link}`,
   ].join("\n");
   return {
-    status, rule: rule.id, rule_type: rule.type, labels: o.labels, title, text, link, since: iso(since), at: iso(at),
-    window: o.window ? { from: iso(o.window.from), to: iso(o.window.to) } : null, values: o.values,
+    status,
+    rule: rule.id,
+    rule_type: rule.type,
+    labels: o.labels,
+    title,
+    text,
+    link,
+    since: iso(since),
+    at: iso(at),
+    window: o.window ? { from: iso(o.window.from), to: iso(o.window.to) } : null,
+    values: o.values,
   };
 }
 
@@ -140,7 +187,16 @@ export function messageOf(rule: Rule, o: Observation, status: "firing" | "resolv
 export function testMessage(channel: string, at: number, baseUrl: string): AlertMessage {
   const link = `${baseUrl}/alerts`;
   return {
-    status: "test", rule: "test", rule_type: "test", labels: {}, title: `TEST installstats: channel ${channel} works`,
-    text: `A test message from installstats to channel ${channel}, sent at ${utc(at)}.\nAlerts: ${link}`, link, since: null, at: iso(at), window: null, values: {},
+    status: "test",
+    rule: "test",
+    rule_type: "test",
+    labels: {},
+    title: `TEST installstats: channel ${channel} works`,
+    text: `A test message from installstats to channel ${channel}, sent at ${utc(at)}.\nAlerts: ${link}`,
+    link,
+    since: null,
+    at: iso(at),
+    window: null,
+    values: {},
   };
 }

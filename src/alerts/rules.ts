@@ -17,7 +17,15 @@ interface ChannelBase {
 export type Channel = ChannelBase &
   (
     | { type: "webhook"; url: string; headers: Record<string, string> }
-    | { type: "ntfy"; url: string; token: string | null; username: string | null; password: string | null; priority: number | null; tags: string[] }
+    | {
+        type: "ntfy";
+        url: string;
+        token: string | null;
+        username: string | null;
+        password: string | null;
+        priority: number | null;
+        tags: string[];
+      }
     | { type: "gotify"; url: string; token: string; priority: number | null }
     | { type: "discord"; url: string; username: string | null }
     | { type: "slack"; url: string; username: string | null }
@@ -59,7 +67,16 @@ export type Rule = RuleBase &
         above: number | null;
         baseline: { windows: number; factor: number; minIncrease: number } | null;
       }
-    | { type: "new_error"; scope: AppScope; kind: Kind | "all"; repoSource: string | null; on: "signature" | "exit_code"; windowMs: number; lookbackMs: number; minFailures: number }
+    | {
+        type: "new_error";
+        scope: AppScope;
+        kind: Kind | "all";
+        repoSource: string | null;
+        on: "signature" | "exit_code";
+        windowMs: number;
+        lookbackMs: number;
+        minFailures: number;
+      }
     | { type: "no_reports"; forMs: number }
     | { type: "rejected"; reasons: RejectReason[]; windowMs: number; above: number; minCount: number }
   );
@@ -86,7 +103,11 @@ function locate(text: string): { table(path: string): number | null; key(path: s
   const keys = new Map<string, number>();
   let current = "";
   const rules = { n: 0 };
-  const unquote = (s: string) => s.trim().replace(/^"(.*)"$/, "$1").replace(/^'(.*)'$/, "$1");
+  const unquote = (s: string) =>
+    s
+      .trim()
+      .replace(/^"(.*)"$/, "$1")
+      .replace(/^'(.*)'$/, "$1");
   text.split("\n").forEach((raw, i) => {
     const line = raw.trim();
     const array = /^\[\[\s*([^\]]+?)\s*\]\]/.exec(line);
@@ -102,7 +123,10 @@ function locate(text: string): { table(path: string): number | null; key(path: s
       if (key && !keys.has(`${current}|${unquote(key[1]!)}`)) keys.set(`${current}|${unquote(key[1]!)}`, i + 1);
     }
   });
-  return { table: (path) => tables.get(path) ?? null, key: (path, key) => keys.get(`${path}|${key}`) ?? keys.get(`|${key}`) ?? tables.get(path) ?? null };
+  return {
+    table: (path) => tables.get(path) ?? null,
+    key: (path, key) => keys.get(`${path}|${key}`) ?? keys.get(`|${key}`) ?? tables.get(path) ?? null,
+  };
 }
 
 /**
@@ -144,7 +168,8 @@ class Reader {
   private expand(key: string, v: string): string {
     return v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
       const value = this.env[name];
-      if (value === undefined || value === "") this.fail(key, `${key} names the environment variable ${name}, which is not set`);
+      if (value === undefined || value === "")
+        this.fail(key, `${key} names the environment variable ${name}, which is not set`);
       return value;
     });
   }
@@ -154,8 +179,17 @@ class Reader {
     const v = this.raw(key);
     if (v === undefined) return fallback;
     const n = typeof v === "bigint" ? Number(v) : v;
-    if (typeof n !== "number" || !Number.isFinite(n) || n < check.min || n > check.max || (check.integer && !Number.isInteger(n))) {
-      this.fail(key, `${key} must be a ${check.integer ? "whole " : ""}number from ${check.min} to ${check.max}, got ${JSON.stringify(typeof v === "bigint" ? Number(v) : v)}`);
+    if (
+      typeof n !== "number" ||
+      !Number.isFinite(n) ||
+      n < check.min ||
+      n > check.max ||
+      (check.integer && !Number.isInteger(n))
+    ) {
+      this.fail(
+        key,
+        `${key} must be a ${check.integer ? "whole " : ""}number from ${check.min} to ${check.max}, got ${JSON.stringify(typeof v === "bigint" ? Number(v) : v)}`,
+      );
     }
     return n;
   }
@@ -173,32 +207,42 @@ class Reader {
     }
     const ms = typeof v === "string" ? parseDuration(v) : Number.NaN;
     const example = check.wholeHours ? "6h, 24h or 7d (whole hours: rules read hourly rollups)" : "90s, 30m, 6h or 7d";
-    if (!Number.isFinite(ms) || ms < check.minMs || (check.wholeHours && ms % HOUR !== 0)) this.fail(key, `${key} must be a duration such as ${example}, got ${JSON.stringify(v)}`);
+    if (!Number.isFinite(ms) || ms < check.minMs || (check.wholeHours && ms % HOUR !== 0))
+      this.fail(key, `${key} must be a duration such as ${example}, got ${JSON.stringify(v)}`);
     return ms;
   }
   strings(key: string): string[] | null {
     const v = this.raw(key);
     if (v === undefined) return null;
     const list = typeof v === "string" ? [v] : v;
-    if (!Array.isArray(list) || !list.every((s) => typeof s === "string")) this.fail(key, `${key} must be a list of strings, e.g. ${key} = ["a", "b"]`);
+    if (!Array.isArray(list) || !list.every((s) => typeof s === "string"))
+      this.fail(key, `${key} must be a list of strings, e.g. ${key} = ["a", "b"]`);
     return list.map((s: string) => (this.interpolate ? this.expand(key, s) : s));
   }
   oneOf<T extends string>(key: string, values: readonly T[], fallback: T | null): T {
     const v = this.raw(key);
     if (v === undefined && fallback !== null) return fallback;
-    if (typeof v !== "string" || !values.includes(v as T)) this.fail(key, `${key} must be one of ${values.join(", ")}${v === undefined ? "" : `, got ${JSON.stringify(v)}`}`);
+    if (typeof v !== "string" || !values.includes(v as T))
+      this.fail(
+        key,
+        `${key} must be one of ${values.join(", ")}${v === undefined ? "" : `, got ${JSON.stringify(v)}`}`,
+      );
     return v as T;
   }
   stringTable(key: string): Record<string, string> {
     const v = this.raw(key);
     if (v === undefined) return {};
-    if (!isTable(v) || !Object.values(v).every((s) => typeof s === "string")) this.fail(key, `${key} must be a table of strings, e.g. ${key} = { Authorization = "Bearer \${TOKEN}" }`);
-    return Object.fromEntries(Object.entries(v as Record<string, string>).map(([k, s]) => [k, this.interpolate ? this.expand(key, s) : s]));
+    if (!isTable(v) || !Object.values(v).every((s) => typeof s === "string"))
+      this.fail(key, `${key} must be a table of strings, e.g. ${key} = { Authorization = "Bearer \${TOKEN}" }`);
+    return Object.fromEntries(
+      Object.entries(v as Record<string, string>).map(([k, s]) => [k, this.interpolate ? this.expand(key, s) : s]),
+    );
   }
   /** Every key was read: anything else is a typo, named with the keys the table takes. */
   done(kindOf: string): void {
     const unknown = Object.keys(this.table).filter((k) => !this.used.has(k));
-    if (unknown.length > 0) this.fail(unknown[0]!, `unknown key ${unknown[0]} in ${kindOf}; it takes ${[...this.used].sort().join(", ")}`);
+    if (unknown.length > 0)
+      this.fail(unknown[0]!, `unknown key ${unknown[0]} in ${kindOf}; it takes ${[...this.used].sort().join(", ")}`);
   }
 }
 
@@ -211,7 +255,8 @@ function httpUrl(r: Reader, key = "url"): string {
     // The value may hold a token: it is not repeated.
     return r.fail(key, `${key} is not a URL (http:// or https://)`);
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") r.fail(key, `${key} must start with http:// or https://`);
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    r.fail(key, `${key} must start with http:// or https://`);
   return url;
 }
 
@@ -220,7 +265,8 @@ const EMAIL = /^[^\s@<>]+@[^\s@<>]+$/;
 const mailbox = (s: string): boolean => EMAIL.test(s) || /^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(s.trim());
 
 function channelOf(name: string, r: Reader): Channel {
-  if (!NAME.test(name)) r.fail(null, `channel name ${JSON.stringify(name)} must be letters, digits, "-", "_" or "." (at most 64)`);
+  if (!NAME.test(name))
+    r.fail(null, `channel name ${JSON.stringify(name)} must be letters, digits, "-", "_" or "." (at most 64)`);
   const type = r.oneOf("type", CHANNEL_TYPES, null);
   const base = { name, timeoutMs: r.duration("timeout", DEFAULTS.timeoutMs, { minMs: 1000 }) };
   let channel: Channel;
@@ -232,12 +278,28 @@ function channelOf(name: string, r: Reader): Channel {
       const token = r.string("token");
       const username = r.string("username");
       const password = r.string("password");
-      if ((username === null) !== (password === null)) r.fail(username === null ? "password" : "username", "username and password go together (or use token)");
-      channel = { ...base, type, url: httpUrl(r), token, username, password, priority: r.number("priority", { min: 1, max: 5, integer: true }, null), tags: r.strings("tags") ?? [] };
+      if ((username === null) !== (password === null))
+        r.fail(username === null ? "password" : "username", "username and password go together (or use token)");
+      channel = {
+        ...base,
+        type,
+        url: httpUrl(r),
+        token,
+        username,
+        password,
+        priority: r.number("priority", { min: 1, max: 5, integer: true }, null),
+        tags: r.strings("tags") ?? [],
+      };
       break;
     }
     case "gotify":
-      channel = { ...base, type, url: httpUrl(r), token: r.required("token", `"\${GOTIFY_TOKEN}" (an application token)`), priority: r.number("priority", { min: 0, max: 10, integer: true }, null) };
+      channel = {
+        ...base,
+        type,
+        url: httpUrl(r),
+        token: r.required("token", `"\${GOTIFY_TOKEN}" (an application token)`),
+        priority: r.number("priority", { min: 0, max: 10, integer: true }, null),
+      };
       break;
     case "discord":
     case "slack":
@@ -247,8 +309,13 @@ function channelOf(name: string, r: Reader): Channel {
       const security = r.oneOf("security", ["starttls", "tls", "none"] as const, "starttls");
       const username = r.string("username");
       const password = r.string("password");
-      if ((username === null) !== (password === null)) r.fail(username === null ? "password" : "username", "username and password go together");
-      if (username !== null && security === "none") r.fail("username", `security = "none" would send the password unencrypted; use security = "starttls" (port 587) or "tls" (port 465)`);
+      if ((username === null) !== (password === null))
+        r.fail(username === null ? "password" : "username", "username and password go together");
+      if (username !== null && security === "none")
+        r.fail(
+          "username",
+          `security = "none" would send the password unencrypted; use security = "starttls" (port 587) or "tls" (port 465)`,
+        );
       const from = r.required("from", `"installstats <alerts@example.org>"`);
       if (!mailbox(from)) r.fail("from", `from must be an address, e.g. "installstats <alerts@example.org>"`);
       const to = r.strings("to");
@@ -256,8 +323,21 @@ function channelOf(name: string, r: Reader): Channel {
       const bad = to.find((a) => !EMAIL.test(a));
       if (bad !== undefined) r.fail("to", `to holds ${JSON.stringify(bad)}, which is not an address`);
       channel = {
-        ...base, type, host: r.required("host", `"smtp.example.org"`), port: r.number("port", { min: 1, max: 65535, integer: true }, security === "tls" ? 465 : security === "starttls" ? 587 : 25),
-        security, username, password, from, to, caFile: r.string("ca_file"), tlsVerify: r.boolean("tls_verify", true),
+        ...base,
+        type,
+        host: r.required("host", `"smtp.example.org"`),
+        port: r.number(
+          "port",
+          { min: 1, max: 65535, integer: true },
+          security === "tls" ? 465 : security === "starttls" ? 587 : 25,
+        ),
+        security,
+        username,
+        password,
+        from,
+        to,
+        caFile: r.string("ca_file"),
+        tlsVerify: r.boolean("tls_verify", true),
       };
       break;
     }
@@ -270,21 +350,39 @@ function scopeOf(r: Reader): AppScope {
   const app = r.string("app");
   if (app === null) return { all: true };
   if (app === "*") return { each: true };
-  if (app.trim() === "") r.fail("app", `app must name an app, or be "*" for each app on its own (leave it out for all apps together)`);
+  if (app.trim() === "")
+    r.fail("app", `app must name an app, or be "*" for each app on its own (leave it out for all apps together)`);
   return { app };
 }
 
 const kindOf = (r: Reader): Kind | "all" => r.oneOf("kind", [...KINDS, "all"] as const, "install");
 
-function ruleOf(r: Reader, defaults: { sendTo: string[] | null; cooldownMs: number }, channels: ReadonlySet<string>): Rule {
+function ruleOf(
+  r: Reader,
+  defaults: { sendTo: string[] | null; cooldownMs: number },
+  channels: ReadonlySet<string>,
+): Rule {
   const id = r.required("id", `"failure-spike"`);
   if (!NAME.test(id)) r.fail("id", `id ${JSON.stringify(id)} must be letters, digits, "-", "_" or "." (at most 64)`);
   const type = r.oneOf("type", RULE_TYPES, null);
   const sendTo = r.strings("send_to") ?? defaults.sendTo;
-  if (sendTo === null) r.fail("send_to", `rule ${id} names no channel: add send_to = ["<channel>"], or send_to = [] to keep it to the dashboard`);
+  if (sendTo === null)
+    r.fail(
+      "send_to",
+      `rule ${id} names no channel: add send_to = ["<channel>"], or send_to = [] to keep it to the dashboard`,
+    );
   const unknown = sendTo.find((c) => !channels.has(c));
-  if (unknown !== undefined) r.fail("send_to", `send_to names channel ${JSON.stringify(unknown)}, which is not defined${channels.size > 0 ? ` (channels: ${[...channels].join(", ")})` : ": add a [channel.<name>] table"}`);
-  const base: RuleBase = { id, sendTo, cooldownMs: r.duration("cooldown", defaults.cooldownMs, { minMs: 0 }), sendResolved: r.boolean("send_resolved", true) };
+  if (unknown !== undefined)
+    r.fail(
+      "send_to",
+      `send_to names channel ${JSON.stringify(unknown)}, which is not defined${channels.size > 0 ? ` (channels: ${[...channels].join(", ")})` : ": add a [channel.<name>] table"}`,
+    );
+  const base: RuleBase = {
+    id,
+    sendTo,
+    cooldownMs: r.duration("cooldown", defaults.cooldownMs, { minMs: 0 }),
+    sendResolved: r.boolean("send_resolved", true),
+  };
   let rule: Rule;
   switch (type) {
     case "failure_rate": {
@@ -292,12 +390,26 @@ function ruleOf(r: Reader, defaults: { sendTo: string[] | null; cooldownMs: numb
       const windows = r.number("baseline_windows", { min: 1, max: 1000, integer: true }, null);
       const factor = r.number("factor", { min: 1, max: 1000 }, null);
       const minIncrease = r.number("min_increase", { min: 0, max: 1 }, 0.05);
-      if ((windows === null) !== (factor === null)) r.fail(windows === null ? "factor" : "baseline_windows", "baseline_windows and factor go together: the rate is compared with the previous baseline_windows windows");
-      if (above === null && factor === null) r.fail(null, `rule ${id} has no threshold: add above = 0.2 (a failure rate of 20%), or baseline_windows = 7 with factor = 2 (twice its own rate before)`);
+      if ((windows === null) !== (factor === null))
+        r.fail(
+          windows === null ? "factor" : "baseline_windows",
+          "baseline_windows and factor go together: the rate is compared with the previous baseline_windows windows",
+        );
+      if (above === null && factor === null)
+        r.fail(
+          null,
+          `rule ${id} has no threshold: add above = 0.2 (a failure rate of 20%), or baseline_windows = 7 with factor = 2 (twice its own rate before)`,
+        );
       rule = {
-        ...base, type, scope: scopeOf(r), kind: kindOf(r), repoSource: r.string("repo_source"),
-        windowMs: r.duration("window", null, { minMs: HOUR, wholeHours: true }), minRuns: r.number("min_runs", { min: 1, max: 1e9, integer: true }, 20),
-        above, baseline: windows === null || factor === null ? null : { windows, factor, minIncrease },
+        ...base,
+        type,
+        scope: scopeOf(r),
+        kind: kindOf(r),
+        repoSource: r.string("repo_source"),
+        windowMs: r.duration("window", null, { minMs: HOUR, wholeHours: true }),
+        minRuns: r.number("min_runs", { min: 1, max: 1e9, integer: true }, 20),
+        above,
+        baseline: windows === null || factor === null ? null : { windows, factor, minIncrease },
       };
       break;
     }
@@ -305,8 +417,15 @@ function ruleOf(r: Reader, defaults: { sendTo: string[] | null; cooldownMs: numb
       const windowMs = r.duration("window", 24 * HOUR, { minMs: HOUR, wholeHours: true });
       const lookbackMs = r.duration("lookback", 30 * 24 * HOUR, { minMs: HOUR, wholeHours: true });
       rule = {
-        ...base, type, scope: scopeOf(r), kind: kindOf(r), repoSource: r.string("repo_source"), on: r.oneOf("on", ["signature", "exit_code"] as const, "signature"),
-        windowMs, lookbackMs, minFailures: r.number("min_failures", { min: 1, max: 1e9, integer: true }, 1),
+        ...base,
+        type,
+        scope: scopeOf(r),
+        kind: kindOf(r),
+        repoSource: r.string("repo_source"),
+        on: r.oneOf("on", ["signature", "exit_code"] as const, "signature"),
+        windowMs,
+        lookbackMs,
+        minFailures: r.number("min_failures", { min: 1, max: 1e9, integer: true }, 1),
       };
       break;
     }
@@ -316,10 +435,15 @@ function ruleOf(r: Reader, defaults: { sendTo: string[] | null; cooldownMs: numb
     case "rejected": {
       const reasons = r.strings("reasons") ?? REJECT_REASONS.filter((x) => x !== "repaired");
       const bad = reasons.find((x) => !(REJECT_REASONS as readonly string[]).includes(x));
-      if (bad !== undefined) r.fail("reasons", `reasons holds ${JSON.stringify(bad)}; reasons are ${REJECT_REASONS.join(", ")}`);
+      if (bad !== undefined)
+        r.fail("reasons", `reasons holds ${JSON.stringify(bad)}; reasons are ${REJECT_REASONS.join(", ")}`);
       rule = {
-        ...base, type, reasons: reasons as RejectReason[], windowMs: r.duration("window", null, { minMs: HOUR, wholeHours: true }),
-        above: r.number("above", { min: 0, max: 1000 }, 0.1), minCount: r.number("min_count", { min: 1, max: 1e9, integer: true }, 10),
+        ...base,
+        type,
+        reasons: reasons as RejectReason[],
+        windowMs: r.duration("window", null, { minMs: HOUR, wholeHours: true }),
+        above: r.number("above", { min: 0, max: 1000 }, 0.1),
+        minCount: r.number("min_count", { min: 1, max: 1e9, integer: true }, 10),
       };
       break;
     }
@@ -362,27 +486,38 @@ export function parseAlerts(file: string, text: string, env: Record<string, stri
 
   const channels: Channel[] = [];
   const channelTables = doc.channel;
-  if (channelTables !== undefined && !isTable(channelTables)) top.fail("channel", `channels are tables: [channel.<name>] with type = "ntfy" and its settings`);
+  if (channelTables !== undefined && !isTable(channelTables))
+    top.fail("channel", `channels are tables: [channel.<name>] with type = "ntfy" and its settings`);
   for (const [name, table] of Object.entries((channelTables as Table | undefined) ?? {})) {
     const path = `channel.${name}`;
-    const where = (key: string | null) => `${prefix}${lineOf(key === null ? at.table(path) : at.key(path, key))} (channel ${name})`;
+    const where = (key: string | null) =>
+      `${prefix}${lineOf(key === null ? at.table(path) : at.key(path, key))} (channel ${name})`;
     if (!isTable(table)) throw new ConfigError(`${where(null)}: a channel is a table, [channel.${name}]`);
     channels.push(channelOf(name, new Reader(table, where, env, true)));
   }
   const names = new Set(channels.map((c) => c.name));
 
   const ruleTables = doc.rule;
-  if (ruleTables !== undefined && (!Array.isArray(ruleTables) || !ruleTables.every(isTable))) top.fail("rule", "rules are [[rule]] tables, one per rule");
-  const defaults = { sendTo: top.strings("send_to"), cooldownMs: top.duration("cooldown", DEFAULTS.cooldownMs, { minMs: 0 }) };
+  if (ruleTables !== undefined && (!Array.isArray(ruleTables) || !ruleTables.every(isTable)))
+    top.fail("rule", "rules are [[rule]] tables, one per rule");
+  const defaults = {
+    sendTo: top.strings("send_to"),
+    cooldownMs: top.duration("cooldown", DEFAULTS.cooldownMs, { minMs: 0 }),
+  };
   const unknownDefault = defaults.sendTo?.find((c) => !names.has(c));
-  if (unknownDefault !== undefined) top.fail("send_to", `send_to names channel ${JSON.stringify(unknownDefault)}, which is not defined`);
+  if (unknownDefault !== undefined)
+    top.fail("send_to", `send_to names channel ${JSON.stringify(unknownDefault)}, which is not defined`);
   const rules: Rule[] = [];
   ((ruleTables as Table[] | undefined) ?? []).forEach((table, i) => {
     const path = `rule.${i}`;
     const id = typeof table.id === "string" ? table.id : null;
-    const where = (key: string | null) => `${prefix}${lineOf(key === null ? at.table(path) : at.key(path, key))} (${id === null ? `rule ${i + 1}` : `rule ${id}`})`;
+    const where = (key: string | null) =>
+      `${prefix}${lineOf(key === null ? at.table(path) : at.key(path, key))} (${id === null ? `rule ${i + 1}` : `rule ${id}`})`;
     const rule = ruleOf(new Reader(table, where, env, false), defaults, names);
-    if (rules.some((other) => other.id === rule.id)) throw new ConfigError(`${where("id")}: a second rule with id ${rule.id}; ids name rules in messages, the API and silences, so each must be its own`);
+    if (rules.some((other) => other.id === rule.id))
+      throw new ConfigError(
+        `${where("id")}: a second rule with id ${rule.id}; ids name rules in messages, the API and silences, so each must be its own`,
+      );
     rules.push(rule);
   });
   const evaluateEveryMs = top.duration("evaluate_every", DEFAULTS.evaluateEveryMs, { minMs: 10_000 });
@@ -401,24 +536,34 @@ export async function loadAlerts(path: string, env: Record<string, string | unde
   } catch (e) {
     const code = (e as { code?: string }).code;
     throw new ConfigError(
-      code === "ENOENT" ? `alerts file ${path} does not exist; check --alerts (or INSTALLSTATS_ALERTS), or write one (docs/alerts.md has a complete example)`
-      : code === "EACCES" ? `alerts file ${path} cannot be read by this user; chmod it, or run as its owner`
-      : code === "EISDIR" ? `alerts file ${path} is a directory; --alerts names the file itself`
-      : `alerts file ${path} cannot be read: ${(e as Error).message}`,
+      code === "ENOENT"
+        ? `alerts file ${path} does not exist; check --alerts (or INSTALLSTATS_ALERTS), or write one (docs/alerts.md has a complete example)`
+        : code === "EACCES"
+          ? `alerts file ${path} cannot be read by this user; chmod it, or run as its owner`
+          : code === "EISDIR"
+            ? `alerts file ${path} is a directory; --alerts names the file itself`
+            : `alerts file ${path} cannot be read: ${(e as Error).message}`,
     );
   }
   return parseAlerts(path, text, env);
 }
 
 const pct = (r: number): string => `${Number((r * 100).toFixed(2))}%`;
-const hours = (ms: number): string => (ms % (24 * HOUR) === 0 ? `${ms / (24 * HOUR)}d` : ms % HOUR === 0 ? `${ms / HOUR}h` : `${Math.round(ms / 60_000)}m`);
-const scopeText = (s: AppScope): string => ("app" in s ? `app ${s.app}` : "each" in s ? "each app" : "all apps together");
+const hours = (ms: number): string =>
+  ms % (24 * HOUR) === 0 ? `${ms / (24 * HOUR)}d` : ms % HOUR === 0 ? `${ms / HOUR}h` : `${Math.round(ms / 60_000)}m`;
+const scopeText = (s: AppScope): string =>
+  "app" in s ? `app ${s.app}` : "each" in s ? "each app" : "all apps together";
 
 /** A rule in one sentence, as the API, CLI and dashboard show it. */
 export function describeRule(rule: Rule): string {
   switch (rule.type) {
     case "failure_rate": {
-      const tests = [rule.above === null ? null : `above ${pct(rule.above)}`, rule.baseline ? `at least ${rule.baseline.factor}x and ${pct(rule.baseline.minIncrease)} above its rate over the previous ${rule.baseline.windows} windows` : null].filter((t) => t !== null);
+      const tests = [
+        rule.above === null ? null : `above ${pct(rule.above)}`,
+        rule.baseline
+          ? `at least ${rule.baseline.factor}x and ${pct(rule.baseline.minIncrease)} above its rate over the previous ${rule.baseline.windows} windows`
+          : null,
+      ].filter((t) => t !== null);
       return `failure rate of ${scopeText(rule.scope)} over ${hours(rule.windowMs)} ${tests.join(" and ")} (at least ${rule.minRuns} finished runs)`;
     }
     case "new_error":

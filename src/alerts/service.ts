@@ -4,7 +4,14 @@
 // a restart or another node neither forgets a firing nor sends it again.
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../http/metrics.ts";
-import type { AlertDelivery, AlertEvent, AlertReads, AlertState, AlertTransition, AlertSend } from "../store/contract/alerts.ts";
+import type {
+  AlertDelivery,
+  AlertEvent,
+  AlertReads,
+  AlertState,
+  AlertTransition,
+  AlertSend,
+} from "../store/contract/alerts.ts";
 import type { StoreReads } from "../store/contract/executions.ts";
 import type { RejectedReads } from "../store/contract/rejected.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
@@ -36,7 +43,8 @@ const GIVE_UP_MS = 24 * HOUR;
 /** Messages handled per delivery round; the rest wait for the next. */
 const ROUND_LIMIT = 200;
 
-const retryDelay = (attempts: number): number => Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
+const retryDelay = (attempts: number): number =>
+  Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, attempts - 1));
 
 /** A job as maintenance/jobs.ts runs it (runtime.ts adds these to the scheduled jobs). */
 interface AlertJob {
@@ -59,7 +67,9 @@ interface AlertsRun {
   delivering: Promise<Record<string, number>> | null;
 }
 
-async function evaluate(a: AlertsRun): Promise<{ rules: number; fired: number; resolved: number; sent_late: number; failed_rules: number }> {
+async function evaluate(
+  a: AlertsRun,
+): Promise<{ rules: number; fired: number; resolved: number; sent_late: number; failed_rules: number }> {
   const { config, store, writer, clock, log } = a.deps;
   const now = clock();
   const [states, marks] = await Promise.all([store.alertStates(), store.alertRuleMarks()]);
@@ -87,9 +97,16 @@ async function evaluate(a: AlertsRun): Promise<{ rules: number; fired: number; r
   await writer.submit({ kind: "alert-round", at: now, rules: summaries, transitions, sends });
   for (const t of transitions) {
     const { title } = JSON.parse(t.message) as AlertMessage;
-    log.info(t.status === "firing" ? "alert firing" : "alert resolved", { rule: t.rule, subject: t.subject, title, sent_to: t.channels, held_back: t.heldBack });
+    log.info(t.status === "firing" ? "alert firing" : "alert resolved", {
+      rule: t.rule,
+      subject: t.subject,
+      title,
+      sent_to: t.channels,
+      held_back: t.heldBack,
+    });
   }
-  for (const s of sends) log.info("alert sent after being held back", { rule: s.rule, subject: s.subject, sent_to: s.channels });
+  for (const s of sends)
+    log.info("alert sent after being held back", { rule: s.rule, subject: s.subject, sent_to: s.channels });
   return {
     rules: config.rules.length,
     fired: transitions.filter((t) => t.status === "firing").length,
@@ -100,9 +117,15 @@ async function evaluate(a: AlertsRun): Promise<{ rules: number; fired: number; r
 }
 
 /** One attempt at one queued message, and what is written about it. */
-async function attempt(a: AlertsRun, d: AlertDelivery, channel: Channel | undefined): Promise<"sent" | "retry" | "failed"> {
+async function attempt(
+  a: AlertsRun,
+  d: AlertDelivery,
+  channel: Channel | undefined,
+): Promise<"sent" | "retry" | "failed"> {
   const { writer, clock, log } = a.deps;
-  const result: SendResult = channel ? await sendTo(channel, JSON.parse(d.message) as AlertMessage) : { ok: false, error: `channel ${d.channel} is no longer in the alerts file`, retryAfterMs: null };
+  const result: SendResult = channel
+    ? await sendTo(channel, JSON.parse(d.message) as AlertMessage)
+    : { ok: false, error: `channel ${d.channel} is no longer in the alerts file`, retryAfterMs: null };
   const at = clock();
   let outcome: "sent" | "retry" | "failed";
   let nextAt: number | null = null;
@@ -113,12 +136,28 @@ async function attempt(a: AlertsRun, d: AlertDelivery, channel: Channel | undefi
     nextAt = at + Math.max(retryDelay(d.attempts + 1), result.retryAfterMs ?? 0);
     a.pausedUntil.set(d.channel, nextAt);
   }
-  await writer.submit({ kind: "alert-delivery", id: d.id, result: outcome, error: result.ok ? null : result.error, nextAt, at });
+  await writer.submit({
+    kind: "alert-delivery",
+    id: d.id,
+    result: outcome,
+    error: result.ok ? null : result.error,
+    nextAt,
+    at,
+  });
   a.deps.deliveries.inc({ channel: d.channel, result: outcome });
   if (outcome === "sent") log.info("alert delivered", { channel: d.channel, delivery: d.id, attempts: d.attempts + 1 });
-  else (outcome === "failed" ? log.error : log.warn)(outcome === "failed" ? "alert delivery given up" : "alert delivery failed; will retry", {
-    channel: d.channel, delivery: d.id, attempts: d.attempts + 1, error: result.ok ? null : result.error, next_attempt: nextAt === null ? null : new Date(nextAt).toISOString(), queued_since: new Date(d.createdAt).toISOString(),
-  });
+  else
+    (outcome === "failed" ? log.error : log.warn)(
+      outcome === "failed" ? "alert delivery given up" : "alert delivery failed; will retry",
+      {
+        channel: d.channel,
+        delivery: d.id,
+        attempts: d.attempts + 1,
+        error: result.ok ? null : result.error,
+        next_attempt: nextAt === null ? null : new Date(nextAt).toISOString(),
+        queued_since: new Date(d.createdAt).toISOString(),
+      },
+    );
   return outcome;
 }
 
@@ -154,28 +193,62 @@ async function forget({ deps }: AlertsRun): Promise<Record<string, unknown>> {
   return { events: r.events, messages: r.messages };
 }
 
-const job = (name: string, everyMs: number, run: () => Promise<Record<string, unknown>>, idle: (r: Record<string, unknown>) => boolean): AlertJob => ({ name, everyMs, run, quiet: idle });
+const job = (
+  name: string,
+  everyMs: number,
+  run: () => Promise<Record<string, unknown>>,
+  idle: (r: Record<string, unknown>) => boolean,
+): AlertJob => ({ name, everyMs, run, quiet: idle });
 
 /** The scheduled jobs: evaluation, delivery, forgetting old history. */
 const jobs = (a: AlertsRun): AlertJob[] => [
-  job("alert-evaluate", a.deps.config.evaluateEveryMs, () => evaluate(a), (r) => r.fired === 0 && r.resolved === 0 && r.sent_late === 0 && r.failed_rules === 0),
-  job("alert-deliver", 5_000, () => deliver(a), (r) => r.sent === 0 && r.retry === 0 && r.failed === 0),
-  job("alert-forget", 6 * HOUR, () => forget(a), (r) => r.events === 0 && r.messages === 0),
+  job(
+    "alert-evaluate",
+    a.deps.config.evaluateEveryMs,
+    () => evaluate(a),
+    (r) => r.fired === 0 && r.resolved === 0 && r.sent_late === 0 && r.failed_rules === 0,
+  ),
+  job(
+    "alert-deliver",
+    5_000,
+    () => deliver(a),
+    (r) => r.sent === 0 && r.retry === 0 && r.failed === 0,
+  ),
+  job(
+    "alert-forget",
+    6 * HOUR,
+    () => forget(a),
+    (r) => r.events === 0 && r.messages === 0,
+  ),
 ];
 
 /** Sends a test message to one channel now, outside the queue; the answer says whether it arrived. */
-async function testSend(a: AlertsRun, name: string): Promise<{ channel: string; type: Channel["type"]; target: string; ok: boolean; error: string | null }> {
+async function testSend(
+  a: AlertsRun,
+  name: string,
+): Promise<{ channel: string; type: Channel["type"]; target: string; ok: boolean; error: string | null }> {
   const channel = a.channels.get(name);
   if (!channel) throw new UnknownNameError("channel", name, [...a.channels.keys()]);
   const r = await sendTo(channel, testMessage(name, a.deps.clock(), a.deps.baseUrl()));
   a.deps.log.info("alert test sent", { channel: name, ok: r.ok, error: r.ok ? null : r.error });
-  return { channel: name, type: channel.type, target: describeChannel(channel), ok: r.ok, error: r.ok ? null : r.error };
+  return {
+    channel: name,
+    type: channel.type,
+    target: describeChannel(channel),
+    ok: r.ok,
+    error: r.ok ? null : r.error,
+  };
 }
 
 /** Silences a rule until `until` (null: lifts it). */
 async function silence({ deps }: AlertsRun, ruleId: string, until: number | null): Promise<void> {
   const { rules } = deps.config;
-  if (!rules.some((r) => r.id === ruleId)) throw new UnknownNameError("rule", ruleId, rules.map((r) => r.id));
+  if (!rules.some((r) => r.id === ruleId))
+    throw new UnknownNameError(
+      "rule",
+      ruleId,
+      rules.map((r) => r.id),
+    );
   await deps.writer.submit({ kind: "alert-silence", rule: ruleId, until, at: deps.clock() });
 }
 
@@ -183,16 +256,28 @@ async function silence({ deps }: AlertsRun, ruleId: string, until: number | null
 async function listing({ deps }: AlertsRun) {
   const { store } = deps;
   const now = deps.clock();
-  const [states, marks, recent] = await Promise.all([store.alertStates(), store.alertRuleMarks(), store.alertHistory({ limit: 500 })]);
+  const [states, marks, recent] = await Promise.all([
+    store.alertStates(),
+    store.alertRuleMarks(),
+    store.alertHistory({ limit: 500 }),
+  ]);
   const titleOf = new Map(recent.map((e) => [e.id, (JSON.parse(e.message) as AlertMessage).title]));
   return deps.config.rules.map((rule) => {
     const mark = marks.find((m) => m.rule === rule.id);
     const own = states.filter((s) => s.rule === rule.id);
     const firing = own.filter((s) => s.status === "firing");
-    const silencedUntil = mark?.silencedUntil !== null && mark?.silencedUntil !== undefined && mark.silencedUntil > now ? mark.silencedUntil : null;
+    const silencedUntil =
+      mark?.silencedUntil !== null && mark?.silencedUntil !== undefined && mark.silencedUntil > now
+        ? mark.silencedUntil
+        : null;
     return {
       rule,
-      status: mark?.evaluatedAt === null || mark?.evaluatedAt === undefined ? ("pending" as const) : firing.length > 0 ? ("firing" as const) : ("ok" as const),
+      status:
+        mark?.evaluatedAt === null || mark?.evaluatedAt === undefined
+          ? ("pending" as const)
+          : firing.length > 0
+            ? ("firing" as const)
+            : ("ok" as const),
       silencedUntil,
       evaluatedAt: mark?.evaluatedAt ?? null,
       summary: mark?.summary ?? null,
@@ -203,7 +288,13 @@ async function listing({ deps }: AlertsRun) {
 
 export function createAlerts(deps: AlertsDeps) {
   const { config, store } = deps;
-  const a: AlertsRun = { deps, stats: createStats(store), channels: new Map(config.channels.map((c) => [c.name, c])), pausedUntil: new Map(), delivering: null };
+  const a: AlertsRun = {
+    deps,
+    stats: createStats(store),
+    channels: new Map(config.channels.map((c) => [c.name, c])),
+    pausedUntil: new Map(),
+    delivering: null,
+  };
   return {
     config,
     evaluate: () => evaluate(a),
@@ -213,7 +304,8 @@ export function createAlerts(deps: AlertsDeps) {
     test: (name: string) => testSend(a, name),
     silence: (ruleId: string, until: number | null) => silence(a, ruleId, until),
     list: () => listing(a),
-    history: (opts: { limit: number; before?: number; rule?: string }): Promise<AlertEvent[]> => store.alertHistory(opts),
+    history: (opts: { limit: number; before?: number; rule?: string }): Promise<AlertEvent[]> =>
+      store.alertHistory(opts),
     channels: () => config.channels.map((c) => ({ name: c.name, type: c.type, target: describeChannel(c) })),
   };
 }
@@ -225,7 +317,9 @@ export class UnknownNameError extends Error {
     readonly unknown: string,
     known: readonly string[],
   ) {
-    super(`no ${what} named ${JSON.stringify(unknown)} in the alerts file${known.length > 0 ? ` (${what}s: ${known.join(", ")})` : ` (it defines no ${what}s)`}`);
+    super(
+      `no ${what} named ${JSON.stringify(unknown)} in the alerts file${known.length > 0 ? ` (${what}s: ${known.join(", ")})` : ` (it defines no ${what}s)`}`,
+    );
   }
 }
 

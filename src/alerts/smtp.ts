@@ -34,12 +34,15 @@ const addressOf = (mailbox: string): string => /<([^>]+)>/.exec(mailbox)?.[1] ??
 /** No line breaks in a header: a title cannot add headers. */
 const oneLine = (s: string): string => s.replace(/[\r\n]+/g, " ");
 /** RFC 2047 for a header with characters beyond ASCII. */
-const encodedWord = (s: string): string => (/^[\x20-\x7e]*$/.test(s) ? s : `=?UTF-8?B?${Buffer.from(s).toString("base64")}?=`);
+const encodedWord = (s: string): string =>
+  /^[\x20-\x7e]*$/.test(s) ? s : `=?UTF-8?B?${Buffer.from(s).toString("base64")}?=`;
 
 /** The message as sent after DATA: headers, a blank line, the body; CRLF line ends, dots stuffed, ended by a lone dot. */
 function formatMail(mail: Mail, domain: string): string {
   const plain = /^[\x20-\x7e\r\n\t]*$/.test(mail.text) && mail.text.split("\n").every((l) => l.length <= 900);
-  const body = plain ? mail.text.replace(/\r?\n/g, "\r\n") : Buffer.from(mail.text).toString("base64").replace(/.{76}/g, "$&\r\n");
+  const body = plain
+    ? mail.text.replace(/\r?\n/g, "\r\n")
+    : Buffer.from(mail.text).toString("base64").replace(/.{76}/g, "$&\r\n");
   const headers = [
     `From: ${oneLine(mail.from)}`,
     `To: ${mail.to.map(oneLine).join(", ")}`,
@@ -130,7 +133,8 @@ class Conversation {
       if (!/^\d{3}-/.test(line)) break;
     }
     const code = Number(lines.at(-1)!.slice(0, 3));
-    if (!(typeof expect === "number" ? [expect] : expect).includes(code)) throw new SmtpError(`${during}: the server answered ${lines.at(-1)!.slice(0, 200)}`);
+    if (!(typeof expect === "number" ? [expect] : expect).includes(code))
+      throw new SmtpError(`${during}: the server answered ${lines.at(-1)!.slice(0, 200)}`);
     return lines.map((l) => l.slice(4));
   }
 
@@ -160,7 +164,16 @@ function connect(s: SmtpSettings, ca: string | undefined): Promise<net.Socket | 
     };
     const socket =
       s.security === "tls"
-        ? tls.connect({ host: s.host, port: s.port, servername: net.isIP(s.host) ? undefined : s.host, ca, rejectUnauthorized: s.tlsVerify }, done)
+        ? tls.connect(
+            {
+              host: s.host,
+              port: s.port,
+              servername: net.isIP(s.host) ? undefined : s.host,
+              ca,
+              rejectUnauthorized: s.tlsVerify,
+            },
+            done,
+          )
         : net.connect({ host: s.host, port: s.port }, done);
     socket.once("error", (e: Error) => {
       clearTimeout(timer);
@@ -171,7 +184,16 @@ function connect(s: SmtpSettings, ca: string | undefined): Promise<net.Socket | 
 
 function upgrade(plain: net.Socket, s: SmtpSettings, ca: string | undefined): Promise<tls.TLSSocket> {
   return new Promise((resolve, reject) => {
-    const secure = tls.connect({ socket: plain, host: s.host, servername: net.isIP(s.host) ? undefined : s.host, ca, rejectUnauthorized: s.tlsVerify }, () => resolve(secure));
+    const secure = tls.connect(
+      {
+        socket: plain,
+        host: s.host,
+        servername: net.isIP(s.host) ? undefined : s.host,
+        ca,
+        rejectUnauthorized: s.tlsVerify,
+      },
+      () => resolve(secure),
+    );
     secure.once("error", (e: Error) => reject(new SmtpError(`STARTTLS with ${s.host}: ${e.message}`)));
   });
 }
@@ -185,21 +207,35 @@ export async function sendMail(s: SmtpSettings, mail: Mail): Promise<void> {
     await c.reply(220, "greeting");
     let extensions = await c.command(`EHLO ${name}`, 250, "EHLO");
     if (s.security === "starttls") {
-      if (!extensions.some((e) => /^STARTTLS\b/i.test(e))) throw new SmtpError(`${s.host} does not offer STARTTLS; use security = "tls" (port 465) or "none" on a trusted network`);
+      if (!extensions.some((e) => /^STARTTLS\b/i.test(e)))
+        throw new SmtpError(
+          `${s.host} does not offer STARTTLS; use security = "tls" (port 465) or "none" on a trusted network`,
+        );
       await c.command("STARTTLS", 220);
       c.attach(await upgrade(c.detach(), s, ca));
       extensions = await c.command(`EHLO ${name}`, 250, "EHLO");
     }
     if (s.username !== null && s.password !== null) {
-      const auth = extensions.find((e) => /^AUTH\b/i.test(e))?.toUpperCase().split(/[\s=]+/).slice(1) ?? [];
+      const auth =
+        extensions
+          .find((e) => /^AUTH\b/i.test(e))
+          ?.toUpperCase()
+          .split(/[\s=]+/)
+          .slice(1) ?? [];
       if (auth.includes("PLAIN")) {
-        await c.command(`AUTH PLAIN ${Buffer.from(`\0${s.username}\0${s.password}`).toString("base64")}`, 235, "AUTH PLAIN");
+        await c.command(
+          `AUTH PLAIN ${Buffer.from(`\0${s.username}\0${s.password}`).toString("base64")}`,
+          235,
+          "AUTH PLAIN",
+        );
       } else if (auth.includes("LOGIN")) {
         await c.command("AUTH LOGIN", 334, "AUTH LOGIN");
         await c.command(Buffer.from(s.username).toString("base64"), 334, "AUTH LOGIN (user name)");
         await c.command(Buffer.from(s.password).toString("base64"), 235, "AUTH LOGIN (password)");
       } else {
-        throw new SmtpError(`${s.host} offers no AUTH mechanism this client speaks (PLAIN, LOGIN)${auth.length > 0 ? `; it offers ${auth.join(", ")}` : ""}`);
+        throw new SmtpError(
+          `${s.host} offers no AUTH mechanism this client speaks (PLAIN, LOGIN)${auth.length > 0 ? `; it offers ${auth.join(", ")}` : ""}`,
+        );
       }
     }
     await c.command(`MAIL FROM:<${addressOf(mail.from)}>`, 250, "MAIL FROM");

@@ -8,11 +8,16 @@ type Interfaces = NodeJS.Dict<NetworkInterfaceInfo[]>;
 const WILDCARD_V4 = "0.0.0.0";
 const WILDCARD_V6 = new Set(["::", "[::]"]);
 
-const urlHost = (address: string): string => (address.includes(":") && !address.startsWith("[") ? `[${address}]` : address);
-const isLoopback = (host: string): boolean => host === "localhost" || host.startsWith("127.") || host === "::1" || host === "[::1]";
+const urlHost = (address: string): string =>
+  address.includes(":") && !address.startsWith("[") ? `[${address}]` : address;
+const isLoopback = (host: string): boolean =>
+  host === "localhost" || host.startsWith("127.") || host === "::1" || host === "[::1]";
 
 /** The addresses other machines may reach: non-internal IPv4 (and global IPv6 when bound to ::), with their interface. */
-function lanAddresses(ipv6: boolean, interfaces: Interfaces = networkInterfaces()): { address: string; name: string }[] {
+function lanAddresses(
+  ipv6: boolean,
+  interfaces: Interfaces = networkInterfaces(),
+): { address: string; name: string }[] {
   const found: { address: string; name: string }[] = [];
   for (const [name, infos] of Object.entries(interfaces)) {
     for (const info of infos ?? []) {
@@ -42,14 +47,23 @@ export function startupLines(version: string, host: string, port: number, interf
     for (const { address, name } of lan) open.push({ url: `${base(address)}/`, note: name });
     scriptHost = lan[0]?.address ?? null;
   } else {
-    open.push({ url: `${base(isLoopback(host) ? "localhost" : host)}/`, note: isLoopback(host) ? "this machine only: --host 0.0.0.0 accepts other machines" : "" });
+    open.push({
+      url: `${base(isLoopback(host) ? "localhost" : host)}/`,
+      note: isLoopback(host) ? "this machine only: --host 0.0.0.0 accepts other machines" : "",
+    });
     scriptHost = host;
   }
   const width = Math.max(...open.map((o) => o.url.length));
-  open.forEach((o, i) => lines.push(`${i === 0 ? "  dashboard:  " : "              "}${o.url.padEnd(width)}${o.note ? `  (${o.note})` : ""}`.trimEnd()));
+  open.forEach((o, i) =>
+    lines.push(
+      `${i === 0 ? "  dashboard:  " : "              "}${o.url.padEnd(width)}${o.note ? `  (${o.note})` : ""}`.trimEnd(),
+    ),
+  );
 
   if (scriptHost === null) {
-    lines.push(`  installer scripts: no network address found; give them TELEMETRY_URL=http://<this machine's address>:${port}/telemetry (old scripts: base URL http://<this machine's address>:${port})`);
+    lines.push(
+      `  installer scripts: no network address found; give them TELEMETRY_URL=http://<this machine's address>:${port}/telemetry (old scripts: base URL http://<this machine's address>:${port})`,
+    );
     return lines;
   }
   const script = base(scriptHost);
@@ -57,13 +71,23 @@ export function startupLines(version: string, host: string, port: number, interf
   lines.push(`  installer scripts, current clients:  TELEMETRY_URL=${script}/telemetry${local}`);
   // The old clients' base URL: they append /upload and /upload/updatestatus themselves.
   lines.push(`  installer scripts, original clients: base URL ${script}${local}`);
-  if (lan.length > 1) lines.push(`  (other addresses of this machine work too: ${lan.slice(1).map((a) => urlHost(a.address)).join(", ")})`);
+  if (lan.length > 1)
+    lines.push(
+      `  (other addresses of this machine work too: ${lan
+        .slice(1)
+        .map((a) => urlHost(a.address))
+        .join(", ")})`,
+    );
   return lines;
 }
 
 /** The dashboard's address for links (alert messages) when no --public-url is set: the first LAN address when bound to every address. */
 export function linkBase(host: string, port: number, interfaces?: Interfaces): string {
   const wildcard = host === WILDCARD_V4 || WILDCARD_V6.has(host);
-  const reachable = wildcard ? (lanAddresses(WILDCARD_V6.has(host), interfaces)[0]?.address ?? "localhost") : isLoopback(host) ? "localhost" : host;
+  const reachable = wildcard
+    ? (lanAddresses(WILDCARD_V6.has(host), interfaces)[0]?.address ?? "localhost")
+    : isLoopback(host)
+      ? "localhost"
+      : host;
   return `http://${urlHost(reachable)}:${port}`;
 }

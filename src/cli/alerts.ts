@@ -14,11 +14,13 @@ import { CliError, EXIT } from "./errors.ts";
 const ACTIONS = ["list", "history", "test", "silence", "unsilence", "check"] as const;
 type Action = (typeof ACTIONS)[number];
 
-const USAGE = "installstats alerts list | history | test <channel> | silence <rule> --for 2h | unsilence <rule> | check [file]";
+const USAGE =
+  "installstats alerts list | history | test <channel> | silence <rule> --for 2h | unsilence <rule> | check [file]";
 
 /** The file named by --alerts (or INSTALLSTATS_ALERTS), required for every action but history. */
 function alertsFile(ctx: CommandContext, action: Action): string {
-  if (ctx.config.alerts === null) throw new UsageError(`alerts ${action} needs the alerts file: --alerts <file> (or INSTALLSTATS_ALERTS)`);
+  if (ctx.config.alerts === null)
+    throw new UsageError(`alerts ${action} needs the alerts file: --alerts <file> (or INSTALLSTATS_ALERTS)`);
   return ctx.config.alerts;
 }
 
@@ -32,7 +34,17 @@ async function withAlerts<T>(ctx: CommandContext, action: Action, fn: (alerts: A
     const log = createLogger("error", (line) => ctx.err(line), Date.now);
     // Links of a test message sent from here: the public URL, else where a default server would listen.
     const baseUrl = ctx.config.publicUrl ?? `http://localhost:${ctx.config.port}`;
-    return await fn(createAlerts({ config, store, writer, clock: Date.now, log, deliveries: createMetrics().alertDeliveries, baseUrl: () => baseUrl }));
+    return await fn(
+      createAlerts({
+        config,
+        store,
+        writer,
+        clock: Date.now,
+        log,
+        deliveries: createMetrics().alertDeliveries,
+        baseUrl: () => baseUrl,
+      }),
+    );
   } catch (e) {
     throw e instanceof UnknownNameError ? new UsageError(e.message) : e;
   } finally {
@@ -40,11 +52,13 @@ async function withAlerts<T>(ctx: CommandContext, action: Action, fn: (alerts: A
   }
 }
 
-const iso = (t: number | null): string => (t === null ? "-" : `${new Date(t).toISOString().slice(0, 16).replace("T", " ")} UTC`);
+const iso = (t: number | null): string =>
+  t === null ? "-" : `${new Date(t).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
 export const alertsCommand: Command = {
   name: "alerts",
-  summary: "alert rules and channels: list, history, test <channel>, silence <rule> --for 2h, unsilence <rule>, check [file]",
+  summary:
+    "alert rules and channels: list, history, test <channel>, silence <rule> --for 2h, unsilence <rule>, check [file]",
   args: "<list|history|test|silence|unsilence|check> [name]",
   settings: ["db", "alerts", "publicUrl"],
   flags: {
@@ -63,16 +77,25 @@ export const alertsCommand: Command = {
     }
     const action = word as Action;
     const needsName = action === "test" || action === "silence" || action === "unsilence";
-    if (needsName && name === undefined) throw new UsageError(`alerts ${action} needs the ${action === "test" ? "channel" : "rule"}'s name, e.g. installstats alerts ${action} ${action === "test" ? "ops-ntfy" : "failure-spike"}${action === "silence" ? " --for 2h" : ""}`);
-    if (extra.length > 0 || (!needsName && action !== "check" && name !== undefined)) throw new UsageError(`too many arguments; ${USAGE}`);
+    if (needsName && name === undefined)
+      throw new UsageError(
+        `alerts ${action} needs the ${action === "test" ? "channel" : "rule"}'s name, e.g. installstats alerts ${action} ${action === "test" ? "ops-ntfy" : "failure-spike"}${action === "silence" ? " --for 2h" : ""}`,
+      );
+    if (extra.length > 0 || (!needsName && action !== "check" && name !== undefined))
+      throw new UsageError(`too many arguments; ${USAGE}`);
 
     switch (action) {
       case "check": {
         const file = name ?? alertsFile(ctx, action);
         const config = await loadAlerts(file, process.env);
-        ctx.out(`${file}: ok, ${config.rules.length} rules, ${config.channels.length} channels, evaluated every ${config.evaluateEveryMs / 1000} s\n`);
+        ctx.out(
+          `${file}: ok, ${config.rules.length} rules, ${config.channels.length} channels, evaluated every ${config.evaluateEveryMs / 1000} s\n`,
+        );
         for (const c of config.channels) ctx.out(`  channel ${c.name} (${c.type})\n`);
-        for (const r of config.rules) ctx.out(`  rule ${r.id}: ${describeRule(r)}; to ${r.sendTo.length > 0 ? r.sendTo.join(", ") : "the dashboard only"}\n`);
+        for (const r of config.rules)
+          ctx.out(
+            `  rule ${r.id}: ${describeRule(r)}; to ${r.sendTo.length > 0 ? r.sendTo.join(", ") : "the dashboard only"}\n`,
+          );
         return 0;
       }
       case "list":
@@ -85,8 +108,12 @@ export const alertsCommand: Command = {
           for (const r of json.rules) {
             const silenced = r.silenced_until ? ` (silenced until ${iso(Date.parse(r.silenced_until))})` : "";
             ctx.out(`${r.id}  ${r.status.toUpperCase()}${silenced}  ${r.description}\n`);
-            if (r.summary) ctx.out(`    last evaluated ${iso(r.evaluated_at ? Date.parse(r.evaluated_at) : null)}: ${r.summary}\n`);
-            for (const f of r.firing) ctx.out(`    firing since ${iso(Date.parse(f.since))}${f.notified ? "" : " (not sent yet)"}: ${f.title ?? f.subject}\n`);
+            if (r.summary)
+              ctx.out(`    last evaluated ${iso(r.evaluated_at ? Date.parse(r.evaluated_at) : null)}: ${r.summary}\n`);
+            for (const f of r.firing)
+              ctx.out(
+                `    firing since ${iso(Date.parse(f.since))}${f.notified ? "" : " (not sent yet)"}: ${f.title ?? f.subject}\n`,
+              );
           }
           return 0;
         });
@@ -95,7 +122,8 @@ export const alertsCommand: Command = {
         const rule = typeof ctx.flags.rule === "string" ? ctx.flags.rule : undefined;
         const engine = await openDatabaseOf(ctx, { create: false });
         try {
-          for (const e of await engine.store.alertHistory({ limit, rule })) ctx.out(`${JSON.stringify(eventJson(e))}\n`);
+          for (const e of await engine.store.alertHistory({ limit, rule }))
+            ctx.out(`${JSON.stringify(eventJson(e))}\n`);
         } finally {
           await engine.close();
         }
@@ -105,17 +133,28 @@ export const alertsCommand: Command = {
         return withAlerts(ctx, action, async (alerts) => {
           const r = await alerts.test(name!);
           ctx.out(`${JSON.stringify(r)}\n`);
-          if (!r.ok) throw new CliError(`test message to channel ${r.channel} (${r.target}) did not arrive: ${r.error}`, EXIT.failed);
+          if (!r.ok)
+            throw new CliError(
+              `test message to channel ${r.channel} (${r.target}) did not arrive: ${r.error}`,
+              EXIT.failed,
+            );
           return 0;
         });
       case "silence": {
         const forText = ctx.flags.for;
         const untilText = ctx.flags.until;
-        if ((typeof forText === "string") === (typeof untilText === "string")) throw new UsageError("alerts silence takes --for <duration> (e.g. --for 2h) or --until <date-time>, one of them");
+        if ((typeof forText === "string") === (typeof untilText === "string"))
+          throw new UsageError(
+            "alerts silence takes --for <duration> (e.g. --for 2h) or --until <date-time>, one of them",
+          );
         const now = Date.now();
         const until = typeof forText === "string" ? now + parseDuration(forText) : Date.parse(untilText as string);
         if (!Number.isFinite(until) || until <= now) {
-          throw new UsageError(typeof forText === "string" ? `--for must be a duration such as 30m, 2h or 3d, got ${JSON.stringify(forText)}` : `--until must be a date-time in the future, e.g. 2026-12-01T08:00:00Z`);
+          throw new UsageError(
+            typeof forText === "string"
+              ? `--for must be a duration such as 30m, 2h or 3d, got ${JSON.stringify(forText)}`
+              : `--until must be a date-time in the future, e.g. 2026-12-01T08:00:00Z`,
+          );
         }
         return withAlerts(ctx, action, async (alerts) => {
           await alerts.silence(name!, until);

@@ -15,12 +15,15 @@ export interface ParsedArgs {
 
 /** Optimal string alignment distance: edits, with a swap of two neighbours counting as one ("prot" -> "port"). */
 function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, d[i - 2]![j - 2]! + 1);
       d[i]![j] = best;
     }
   }
@@ -33,7 +36,10 @@ export function closest(name: string, known: readonly string[]): string | undefi
   const exact = known.find((k) => k === lower);
   if (exact) return exact;
   const limit = lower.length <= 3 ? 1 : 2;
-  const ranked = known.map((k) => ({ k, d: editDistance(lower, k) })).filter(({ d }) => d <= limit).sort((x, y) => x.d - y.d);
+  const ranked = known
+    .map((k) => ({ k, d: editDistance(lower, k) }))
+    .filter(({ d }) => d <= limit)
+    .sort((x, y) => x.d - y.d);
   if (ranked.length > 0 && (ranked.length === 1 || ranked[0]!.d < ranked[1]!.d)) return ranked[0]!.k;
   const prefixed = known.filter((k) => k.startsWith(lower));
   return prefixed.length === 1 ? prefixed[0] : undefined;
@@ -50,7 +56,11 @@ export interface ParseContext {
  * Parses `args` against `options` (long names without dashes). Throws a UsageError naming the
  * option and what was probably meant.
  */
-export function parseCommandLine(args: readonly string[], options: Readonly<Record<string, OptionSpec>>, ctx: ParseContext): ParsedArgs {
+export function parseCommandLine(
+  args: readonly string[],
+  options: Readonly<Record<string, OptionSpec>>,
+  ctx: ParseContext,
+): ParsedArgs {
   const values: ParsedArgs["values"] = {};
   const positionals: string[] = [];
   const names = Object.keys(options);
@@ -61,7 +71,8 @@ export function parseCommandLine(args: readonly string[], options: Readonly<Reco
     const guess = closest(name, names);
     if (guess) throw new UsageError(`unknown option ${written}; did you mean --${guess}?`);
     const owners = ctx.elsewhere?.get(name);
-    if (owners && owners.length > 0) throw new UsageError(`${ctx.command} has no option --${name} (it is an option of ${owners.join(", ")}); ${help}`);
+    if (owners && owners.length > 0)
+      throw new UsageError(`${ctx.command} has no option --${name} (it is an option of ${owners.join(", ")}); ${help}`);
     throw new UsageError(`unknown option ${written}; ${help}`);
   };
 
@@ -92,10 +103,13 @@ export function parseCommandLine(args: readonly string[], options: Readonly<Reco
         throw new UsageError(`unknown option ${arg}; did you mean --${word}? (long options take two dashes)`);
       } else if (word.length === 1) {
         const starting = names.filter((n) => n.startsWith(word.toLowerCase()));
-        throw new UsageError(`unknown option ${arg}${starting.length === 1 ? `; did you mean --${starting[0]}?` : `; ${help}`}`);
+        throw new UsageError(
+          `unknown option ${arg}${starting.length === 1 ? `; did you mean --${starting[0]}?` : `; ${help}`}`,
+        );
       } else {
         const bare = word.replace(/=.*$/, "");
-        if (bare in options) throw new UsageError(`unknown option ${arg}; did you mean --${word}? (long options take two dashes)`);
+        if (bare in options)
+          throw new UsageError(`unknown option ${arg}; did you mean --${word}? (long options take two dashes)`);
         unknown(arg, bare);
       }
     }

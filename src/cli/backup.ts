@@ -12,10 +12,16 @@ export const backup: Command = {
   },
   run(ctx) {
     const [target, ...extra] = ctx.positionals;
-    if (target === undefined || extra.length > 0) throw new UsageError("backup takes one argument, the file to write: installstats backup <file>");
+    if (target === undefined || extra.length > 0)
+      throw new UsageError("backup takes one argument, the file to write: installstats backup <file>");
     try {
-      const result = backupEngine(ctx.config.db, target, { force: ctx.flags.force === true, durability: ctx.config.durability });
-      ctx.out(`${JSON.stringify({ backup: result.path, bytes: result.bytes, installs: result.installs, integrity: "ok" })}\n`);
+      const result = backupEngine(ctx.config.db, target, {
+        force: ctx.flags.force === true,
+        durability: ctx.config.durability,
+      });
+      ctx.out(
+        `${JSON.stringify({ backup: result.path, bytes: result.bytes, installs: result.installs, integrity: "ok" })}\n`,
+      );
       return 0;
     } catch (e) {
       if (e instanceof DatabaseMissingError) throw missingDatabase(ctx.config.db);

@@ -38,7 +38,6 @@ export interface Command {
   run(ctx: CommandContext): Promise<number> | number;
 }
 
-
 /** The hint for a database that is not where a command looks. */
 export const missingDatabase = (location: string, flag = "--db (or INSTALLSTATS_DB)"): UsageError =>
   new UsageError(`no database at ${location}; name the right one with ${flag}`);
@@ -85,7 +84,8 @@ export function countFlag(ctx: CommandContext, name: string, fallback: number): 
   const raw = ctx.flags[name];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (typeof raw !== "string" || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive whole number`);
+  if (typeof raw !== "string" || !Number.isSafeInteger(n) || n < 1)
+    throw new UsageError(`--${name} must be a positive whole number`);
   return n;
 }
 

@@ -17,7 +17,23 @@ import { seed } from "./seed.ts";
 import { serve } from "./serve.ts";
 import { verify } from "./verify.ts";
 
-export const COMMANDS: readonly Command[] = [serve, migrate, verify, rejected, seed, backup, restore, exportCommand, importCommand, copy, prune, replay, alertsCommand, relay, healthcheck];
+export const COMMANDS: readonly Command[] = [
+  serve,
+  migrate,
+  verify,
+  rejected,
+  seed,
+  backup,
+  restore,
+  exportCommand,
+  importCommand,
+  copy,
+  prune,
+  replay,
+  alertsCommand,
+  relay,
+  healthcheck,
+];
 
 /** The command run when none is named. */
 export const DEFAULT_COMMAND: Command = serve;

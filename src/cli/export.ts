@@ -42,7 +42,8 @@ function filterQueryFromFlags(flags: Record<string, string | boolean | undefined
   const text = (name: string, max: number): string | undefined => {
     const v = flags[name];
     if (v === undefined) return undefined;
-    if (typeof v !== "string" || v.length < 1 || v.length > max) throw new UsageError(`--${name} must be 1 to ${max} characters`);
+    if (typeof v !== "string" || v.length < 1 || v.length > max)
+      throw new UsageError(`--${name} must be 1 to ${max} characters`);
     return v;
   };
   for (const [flag, key] of Object.entries(LABELS)) {
@@ -88,17 +89,20 @@ export const exportCommand: Command = {
   async run(ctx) {
     const format = (ctx.flags.format ?? DEFAULT_EXPORT_FORMAT) as ExportFormat;
     if (format !== "csv" && format !== "ndjson") throw new UsageError("--format must be csv or ndjson");
-    if (ctx.positionals.length > 0) throw new UsageError("export takes no arguments; filters are flags, e.g. --nsapp jellyfin --days 30");
+    if (ctx.positionals.length > 0)
+      throw new UsageError("export takes no arguments; filters are flags, e.g. --nsapp jellyfin --days 30");
     const query = filterQueryFromFlags(ctx.flags);
     const out = ctx.flags.out;
     if (out !== undefined && (typeof out !== "string" || out === "")) throw new UsageError("--out needs a file name");
-    if (out !== undefined && !existsSync(dirname(out))) throw new UsageError(`directory ${dirname(out)} does not exist`);
+    if (out !== undefined && !existsSync(dirname(out)))
+      throw new UsageError(`directory ${dirname(out)} does not exist`);
     const engine = await openDatabaseOf(ctx, { create: false });
     const temp = out === undefined ? null : join(dirname(out), `.${basename(out)}.export-${process.pid}.tmp`);
     const file = temp === null ? null : await open(temp, "w");
     try {
       const sink = file === null ? stdoutSink : async (chunk: Uint8Array) => void (await file.write(chunk));
-      const onRows = file === null ? undefined : (n: number) => ctx.progress(`exporting: ${n.toLocaleString()} records`);
+      const onRows =
+        file === null ? undefined : (n: number) => ctx.progress(`exporting: ${n.toLocaleString()} records`);
       const { records } = await exportExecutions(engine.store, query, format, sink, { onRows });
       if (file !== null && temp !== null && out !== undefined) {
         await file.sync();

@@ -18,8 +18,12 @@ export const healthcheck: Command = {
   async run(ctx) {
     const { config, flags, out } = ctx;
     const timeout = flags.timeout === undefined ? 3 : Number(flags.timeout);
-    if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError("--timeout must be a positive number of seconds, such as 3");
-    if (config.port === 0) throw new UsageError("--port 0 names no server; give the port the server listens on (--port or INSTALLSTATS_PORT)");
+    if (!Number.isFinite(timeout) || timeout <= 0)
+      throw new UsageError("--timeout must be a positive number of seconds, such as 3");
+    if (config.port === 0)
+      throw new UsageError(
+        "--port 0 names no server; give the port the server listens on (--port or INSTALLSTATS_PORT)",
+      );
     const url = `http://${loopbackOf(config.host)}:${config.port}/healthz`;
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(timeout * 1000) });
@@ -27,7 +31,12 @@ export const healthcheck: Command = {
       out(`${url}: ${res.status} ${typeof body?.status === "string" ? body.status : ""}\n`.replace(" \n", "\n"));
       return res.status === 200 ? EXIT.ok : EXIT.failed;
     } catch (e) {
-      const reason = e instanceof Error && e.name === "TimeoutError" ? `no answer within ${timeout} s` : e instanceof Error ? e.message : String(e);
+      const reason =
+        e instanceof Error && e.name === "TimeoutError"
+          ? `no answer within ${timeout} s`
+          : e instanceof Error
+            ? e.message
+            : String(e);
       out(`${url}: unreachable (${reason})\n`);
       return EXIT.failed;
     }

@@ -29,7 +29,10 @@ ${EXIT.database} database unusable (missing directory, permissions, in use by an
 }
 
 export function commandHelp(c: Command): string {
-  const own = Object.entries(c.flags ?? {}).map(([name, f]) => ({ flag: `${f.short ? `-${f.short}, ` : ""}--${name}`, text: f.help }));
+  const own = Object.entries(c.flags ?? {}).map(([name, f]) => ({
+    flag: `${f.short ? `-${f.short}, ` : ""}--${name}`,
+    text: f.help,
+  }));
   const rows = [...own, ...settingsHelp(c.settings), { flag: "-h, --help", text: "show this help" }];
   return `installstats ${c.name}${c.args ? ` ${c.args}` : ""} [options]: ${c.summary}
 

@@ -25,7 +25,10 @@ function refusals(ctx: CommandContext) {
       }
     },
     more() {
-      if (shown > SHOWN_INVALID) ctx.err(`installstats import: ${n(shown - SHOWN_INVALID)} more refused not shown (all are in the rejected-reports log: installstats rejected)\n`);
+      if (shown > SHOWN_INVALID)
+        ctx.err(
+          `installstats import: ${n(shown - SHOWN_INVALID)} more refused not shown (all are in the rejected-reports log: installstats rejected)\n`,
+        );
     },
   };
 }
@@ -47,24 +50,47 @@ export const importCommand: Command = {
   settings: ["db", "dbPasswordFile", "durability", "maxFieldLength", "maxErrorLength", "maskIps"],
   args: "<file|->",
   flags: {
-    url: { type: "string", help: "read GET /api/records of this server (http://host:port) page by page instead of a file; resumes where the last run stopped" },
-    "from-start": { type: "boolean", help: "with --url: read from the first record, not from where the last run stopped" },
-    retries: { type: "string", help: "with --url: attempts per request before giving up (default 8, about 2 minutes with the waits between them)" },
-    "token-file": { type: "string", help: "with --url: a file holding the server's read token (sent as Authorization: Bearer)" },
-    "time-zone": { type: "string", help: "time zone of times written without one (ClickHouse's server zone, e.g. Europe/Berlin); default UTC" },
+    url: {
+      type: "string",
+      help: "read GET /api/records of this server (http://host:port) page by page instead of a file; resumes where the last run stopped",
+    },
+    "from-start": {
+      type: "boolean",
+      help: "with --url: read from the first record, not from where the last run stopped",
+    },
+    retries: {
+      type: "string",
+      help: "with --url: attempts per request before giving up (default 8, about 2 minutes with the waits between them)",
+    },
+    "token-file": {
+      type: "string",
+      help: "with --url: a file holding the server's read token (sent as Authorization: Bearer)",
+    },
+    "time-zone": {
+      type: "string",
+      help: "time zone of times written without one (ClickHouse's server zone, e.g. Europe/Berlin); default UTC",
+    },
   },
   async run(ctx) {
     const { flags, positionals } = ctx;
     const url = typeof flags.url === "string" ? flags.url : undefined;
     const zone = typeof flags["time-zone"] === "string" ? flags["time-zone"] : "UTC";
-    if (!isTimeZone(zone)) throw new UsageError(`--time-zone ${JSON.stringify(zone)} is not a time zone; use a name such as UTC or Europe/Berlin (the ClickHouse server's: SELECT timezone())`);
+    if (!isTimeZone(zone))
+      throw new UsageError(
+        `--time-zone ${JSON.stringify(zone)} is not a time zone; use a name such as UTC or Europe/Berlin (the ClickHouse server's: SELECT timezone())`,
+      );
     if (url !== undefined) {
-      if (positionals.length > 0) throw new UsageError("import takes a file or --url, not both: installstats import --url http://host:port");
+      if (positionals.length > 0)
+        throw new UsageError("import takes a file or --url, not both: installstats import --url http://host:port");
       return fromApi(ctx, url, zone);
     }
-    if (flags["from-start"] !== undefined || flags["token-file"] !== undefined || flags.retries !== undefined) throw new UsageError("--from-start, --retries and --token-file go with --url");
+    if (flags["from-start"] !== undefined || flags["token-file"] !== undefined || flags.retries !== undefined)
+      throw new UsageError("--from-start, --retries and --token-file go with --url");
     const [file, ...extra] = positionals;
-    if (file === undefined || extra.length > 0) throw new UsageError("import takes one argument, a file or - for stdin: installstats import <file|-> (or --url http://host:port)");
+    if (file === undefined || extra.length > 0)
+      throw new UsageError(
+        "import takes one argument, a file or - for stdin: installstats import <file|-> (or --url http://host:port)",
+      );
     if (file !== "-") {
       if (!existsSync(file)) throw new UsageError(`${file} does not exist`);
       if (statSync(file).isDirectory()) throw new UsageError(`${file} is a directory`);
@@ -96,14 +122,22 @@ export const importCommand: Command = {
           normalize: ctx.config,
           zone,
           at: Date.now(),
-          onProgress: (p, phase) => ctx.progress(`importing (${phases[phase]}): ${n(p.rows)} rows read (${mib(bytes)}), ${n(p.executions)} runs, ${n(p.imported)} imported`),
+          onProgress: (p, phase) =>
+            ctx.progress(
+              `importing (${phases[phase]}): ${n(p.rows)} rows read (${mib(bytes)}), ${n(p.executions)} runs, ${n(p.imported)} imported`,
+            ),
           onRefused: refused.show,
         });
         ctx.progress("");
         refused.more();
         const summary = {
-          format: s.format, rows: s.rows, duplicate_rows: s.duplicateRows, executions: s.executions, ...loaded(s),
-          refused: refusedTotal(s.refused), refused_by_reason: s.refused,
+          format: s.format,
+          rows: s.rows,
+          duplicate_rows: s.duplicateRows,
+          executions: s.executions,
+          ...loaded(s),
+          refused: refusedTotal(s.refused),
+          refused_by_reason: s.refused,
         };
         ctx.out(`${JSON.stringify(summary)}\n`);
         if (s.imported + s.updated > 0) return EXIT.ok;
@@ -131,15 +165,20 @@ export const importCommand: Command = {
         read === 0
           ? "the input holds no records"
           : duplicates === read
-            ? read === 1 ? "its one record is in the database already" : `all ${read} records are in the database already`
+            ? read === 1
+              ? "its one record is in the database already"
+              : `all ${read} records are in the database already`
             : invalid === read
-              ? read === 1 ? "its one record is invalid" : `all ${read} records are invalid`
+              ? read === 1
+                ? "its one record is invalid"
+                : `all ${read} records are invalid`
               : `of ${read} records, ${duplicates} are in the database already and ${invalid} are invalid`;
       ctx.err(`installstats import: nothing imported: ${why}\n`);
       return EXIT.failed;
     } catch (e) {
       ctx.progress("");
-      if (e instanceof ImportFormatError) throw new UsageError(`${name}: ${e.message} (records before this point were imported)`);
+      if (e instanceof ImportFormatError)
+        throw new UsageError(`${name}: ${e.message} (records before this point were imported)`);
       throw e;
     } finally {
       await engine.close();
@@ -165,7 +204,10 @@ async function fromApi(ctx: CommandContext, url: string, zone: string): Promise<
       token,
       fromStart: ctx.flags["from-start"] === true,
       attempts: countFlag(ctx, "retries", 8),
-      onProgress: (p, total) => ctx.progress(`importing from ${p.source}: ${n(p.records)} of about ${n(total)} records read, ${n(p.imported)} imported`),
+      onProgress: (p, total) =>
+        ctx.progress(
+          `importing from ${p.source}: ${n(p.records)} of about ${n(total)} records read, ${n(p.imported)} imported`,
+        ),
       onRefused: refused.show,
       onRetry: (error, waitMs) => {
         ctx.progress("");
@@ -175,8 +217,15 @@ async function fromApi(ctx: CommandContext, url: string, zone: string): Promise<
     ctx.progress("");
     refused.more();
     const summary = {
-      format: "telemetry-service-api", source: s.source, resumed_after: s.resumedAfter, requests: s.requests, records: s.records, relocations: s.relocations, ...loaded(s),
-      refused: refusedTotal(s.refused), refused_by_reason: s.refused,
+      format: "telemetry-service-api",
+      source: s.source,
+      resumed_after: s.resumedAfter,
+      requests: s.requests,
+      records: s.records,
+      relocations: s.relocations,
+      ...loaded(s),
+      refused: refusedTotal(s.refused),
+      refused_by_reason: s.refused,
     };
     ctx.out(`${JSON.stringify(summary)}\n`);
     return EXIT.ok;

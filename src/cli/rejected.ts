@@ -15,10 +15,12 @@ export const rejected: Command = {
   async run(ctx) {
     const limit = countFlag(ctx, "limit", 100);
     const reason = ctx.flags.reason;
-    if (reason !== undefined && (typeof reason !== "string" || !isReason(reason))) throw new UsageError(`--reason must be one of ${REJECT_REASONS.join(", ")}`);
+    if (reason !== undefined && (typeof reason !== "string" || !isReason(reason)))
+      throw new UsageError(`--reason must be one of ${REJECT_REASONS.join(", ")}`);
     const engine = await openDatabaseOf(ctx, { create: false });
     try {
-      for (const entry of await engine.store.listRejected({ limit, reason })) ctx.out(`${JSON.stringify(toRejectedJson(entry))}\n`);
+      for (const entry of await engine.store.listRejected({ limit, reason }))
+        ctx.out(`${JSON.stringify(toRejectedJson(entry))}\n`);
     } finally {
       await engine.close();
     }

@@ -17,7 +17,8 @@ export const relay: Command = {
   args: "[status|pause|resume|requeue|discard|discard-refused]",
   async run(ctx) {
     const [action = "status", ...extra] = ctx.positionals;
-    if (!isAction(action) || extra.length > 0) throw new UsageError(`relay takes one of ${ACTIONS.join(", ")}, e.g. installstats relay pause`);
+    if (!isAction(action) || extra.length > 0)
+      throw new UsageError(`relay takes one of ${ACTIONS.join(", ")}, e.g. installstats relay pause`);
     const engine = await openDatabaseOf(ctx, { create: false });
     try {
       const { store } = engine;
@@ -26,7 +27,9 @@ export const relay: Command = {
         const [result] = await store.write([{ kind: "relay-control", action, at: Date.now() }]);
         done = { action, entries: result?.kind === "relay-controlled" ? result.entries : 0 };
       }
-      ctx.out(`${JSON.stringify({ ...done, ...outboxJson(await store.relayStatus(), Date.now(), ctx.config.relayMaxBytes) })}\n`);
+      ctx.out(
+        `${JSON.stringify({ ...done, ...outboxJson(await store.relayStatus(), Date.now(), ctx.config.relayMaxBytes) })}\n`,
+      );
       return 0;
     } finally {
       await engine.close();

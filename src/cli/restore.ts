@@ -12,9 +12,13 @@ export const restore: Command = {
   },
   run(ctx) {
     const [file, ...extra] = ctx.positionals;
-    if (file === undefined || extra.length > 0) throw new UsageError("restore takes one argument, the backup file: installstats restore <file> --db <database>");
+    if (file === undefined || extra.length > 0)
+      throw new UsageError("restore takes one argument, the backup file: installstats restore <file> --db <database>");
     try {
-      const result = restoreEngine(file, ctx.config.db, { force: ctx.flags.force === true, durability: ctx.config.durability });
+      const result = restoreEngine(file, ctx.config.db, {
+        force: ctx.flags.force === true,
+        durability: ctx.config.durability,
+      });
       for (const warning of result.warnings) ctx.err(`installstats: warning: ${warning}\n`);
       ctx.out(
         `${JSON.stringify({ restored: result.path, from: result.from, bytes: result.bytes, installs: result.installs, migrations_applied: result.migrationsApplied })}\n`,

@@ -25,14 +25,24 @@ export const seed: Command = {
       type: "string",
       help: "today (default): /upload installs in the older part of the window, the current /telemetry v1 and v2 clients in the newer (pings, retries, hardware, repos); upload: /upload installs only, as earlier releases seeded",
     },
-    force: { type: "boolean", help: "add generated installs to a database that already holds installs (they cannot be told apart afterwards)" },
+    force: {
+      type: "boolean",
+      help: "add generated installs to a database that already holds installs (they cannot be told apart afterwards)",
+    },
   },
   async run(ctx) {
-    if (ctx.flags.records === undefined) throw new UsageError("--records is required, e.g. installstats seed --records 100000");
+    if (ctx.flags.records === undefined)
+      throw new UsageError("--records is required, e.g. installstats seed --records 100000");
     const records = countFlag(ctx, "records", 1);
     const profile = ctx.flags.profile ?? "today";
-    if (typeof profile !== "string" || !(SEED_PROFILES as readonly string[]).includes(profile)) throw new UsageError(`--profile must be one of ${SEED_PROFILES.join(", ")}`);
-    const options = seedOptions({ records, days: countFlag(ctx, "days", SEED_DEFAULTS.days), seed: countFlag(ctx, "seed", SEED_DEFAULTS.seed), profile: profile as SeedProfile });
+    if (typeof profile !== "string" || !(SEED_PROFILES as readonly string[]).includes(profile))
+      throw new UsageError(`--profile must be one of ${SEED_PROFILES.join(", ")}`);
+    const options = seedOptions({
+      records,
+      days: countFlag(ctx, "days", SEED_DEFAULTS.days),
+      seed: countFlag(ctx, "seed", SEED_DEFAULTS.seed),
+      profile: profile as SeedProfile,
+    });
     // Generated data needs no power-loss durability while it is written.
     const engine = await openDatabaseOf(ctx, { create: true, durability: "normal" });
     try {
@@ -44,10 +54,14 @@ export const seed: Command = {
           `${displayLocation(ctx.config.db)} already holds ${held}; seed would mix generated installs into them for good. Seed a database of its own (--db demo.db), or add --force`,
         );
       }
-      const result = await seedDatabase(engine.store, options, (p) => ctx.progress(`seeding ${p.written.toLocaleString()} / ${p.total.toLocaleString()}`));
+      const result = await seedDatabase(engine.store, options, (p) =>
+        ctx.progress(`seeding ${p.written.toLocaleString()} / ${p.total.toLocaleString()}`),
+      );
       ctx.progress("");
       const writes = options.profile === "today" ? ` (${result.writes} writes)` : "";
-      ctx.out(`${displayLocation(ctx.config.db)}: ${result.records} installs${writes} in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`);
+      ctx.out(
+        `${displayLocation(ctx.config.db)}: ${result.records} installs${writes} in ${result.seconds.toFixed(1)} s (${Math.round(result.records / result.seconds)}/s)\n`,
+      );
       return 0;
     } finally {
       await engine.close();

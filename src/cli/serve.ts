@@ -36,7 +36,12 @@ export const serve: Command = {
   async run(ctx) {
     const { config, version, out, workers } = ctx;
     const clock = Date.now;
-    const log = createLogger(config.logLevel, (line) => process.stderr.write(line), clock, process.stderr.isTTY === true);
+    const log = createLogger(
+      config.logLevel,
+      (line) => process.stderr.write(line),
+      clock,
+      process.stderr.isTTY === true,
+    );
     // A mistake in the alerts file stops serve before anything is opened (exit 2, one line).
     const alerts = config.alerts === null ? undefined : await loadAlerts(config.alerts, process.env);
     // Before the database is opened (and migrated): one server per database file.
@@ -47,7 +52,11 @@ export const serve: Command = {
     if (lock.warning) log.warn("serving without a lock", { reason: lock.warning });
     let runtime: Awaited<ReturnType<typeof createRuntime>>;
     try {
-      runtime = await createRuntime(config, { clock, log, version, workers, alerts }, await openDatabaseOf(ctx, { create: true, checked: true, warn: (text) => log.warn(text) }));
+      runtime = await createRuntime(
+        config,
+        { clock, log, version, workers, alerts },
+        await openDatabaseOf(ctx, { create: true, checked: true, warn: (text) => log.warn(text) }),
+      );
     } catch (e) {
       lock.release();
       made.undo();
@@ -62,7 +71,10 @@ export const serve: Command = {
       made.undo();
       const code = (e as { code?: unknown }).code;
       const root = process.getuid?.() === 0;
-      throw new CliError(listenFailure(typeof code === "string" ? code : undefined, config.host, config.port, { root }), EXIT.listen);
+      throw new CliError(
+        listenFailure(typeof code === "string" ? code : undefined, config.host, config.port, { root }),
+        EXIT.listen,
+      );
     }
     const port = app.server!.port!;
     runtime.listening(linkBase(config.host, port));
@@ -87,7 +99,13 @@ export const serve: Command = {
     // The first line on stdout is for scripts and tests (they read the address from it); the rest for people.
     out(`${startupLines(version, config.host, port).join("\n")}\n`);
     log.info("listening", { host: config.host, port, db: displayLocation(config.db), durability: config.durability });
-    if (alerts) log.info("alerts on", { file: alerts.file, rules: alerts.rules.length, channels: alerts.channels.map((c) => `${c.name} (${c.type})`), links: config.publicUrl ?? linkBase(config.host, port) });
+    if (alerts)
+      log.info("alerts on", {
+        file: alerts.file,
+        rules: alerts.rules.length,
+        channels: alerts.channels.map((c) => `${c.name} (${c.type})`),
+        links: config.publicUrl ?? linkBase(config.host, port),
+      });
     return -1;
   },
 };

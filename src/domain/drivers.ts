@@ -19,10 +19,26 @@ import type { Dimension } from "./rollup.ts";
  * different apps share numbers, not meaning.
  */
 const COMPARED: readonly Dimension[] = [
-  "pve_version", "kernel_version", "os", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu",
-  "core_count", "ram_size", "type", "ct_type", "method", "platform", "repo_source", "repo_slug", "attempt",
+  "pve_version",
+  "kernel_version",
+  "os",
+  "arch",
+  "cpu_vendor",
+  "gpu_vendor",
+  "gpu_passthrough",
+  "host_gpu",
+  "core_count",
+  "ram_size",
+  "type",
+  "ct_type",
+  "method",
+  "platform",
+  "repo_source",
+  "repo_slug",
+  "attempt",
 ];
-export const driverDimensions = (oneApp: boolean): readonly Dimension[] => (oneApp ? [...COMPARED, "app_version"] : COMPARED);
+export const driverDimensions = (oneApp: boolean): readonly Dimension[] =>
+  oneApp ? [...COMPARED, "app_version"] : COMPARED;
 
 /** Finished runs: success + failed. Aborted (a user's decline), unknown (timed out) and running ones are neither. */
 export interface RunCounts {
@@ -41,20 +57,34 @@ export const CONFIDENCE = 1 - ALPHA;
  */
 export function normalQuantile(p: number): number {
   if (!(p > 0 && p < 1)) throw new RangeError(`normalQuantile needs 0 < p < 1, got ${p}`);
-  const a = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
-  const b = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
-  const c = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+  const a = [
+    -3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1,
+    2.506628277459239,
+  ];
+  const b = [
+    -5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1,
+  ];
+  const c = [
+    -7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968,
+    2.938163982698783,
+  ];
   const d = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
-  const tail = (q: number) => (((((c[0]! * q + c[1]!) * q + c[2]!) * q + c[3]!) * q + c[4]!) * q + c[5]!) / ((((d[0]! * q + d[1]!) * q + d[2]!) * q + d[3]!) * q + 1);
+  const tail = (q: number) =>
+    (((((c[0]! * q + c[1]!) * q + c[2]!) * q + c[3]!) * q + c[4]!) * q + c[5]!) /
+    ((((d[0]! * q + d[1]!) * q + d[2]!) * q + d[3]!) * q + 1);
   if (p < 0.02425) return tail(Math.sqrt(-2 * Math.log(p)));
   if (p > 1 - 0.02425) return -tail(Math.sqrt(-2 * Math.log(1 - p)));
   const q = p - 0.5;
   const r = q * q;
-  return ((((((a[0]! * r + a[1]!) * r + a[2]!) * r + a[3]!) * r + a[4]!) * r + a[5]!) * q) / (((((b[0]! * r + b[1]!) * r + b[2]!) * r + b[3]!) * r + b[4]!) * r + 1);
+  return (
+    ((((((a[0]! * r + a[1]!) * r + a[2]!) * r + a[3]!) * r + a[4]!) * r + a[5]!) * q) /
+    (((((b[0]! * r + b[1]!) * r + b[2]!) * r + b[3]!) * r + b[4]!) * r + 1)
+  );
 }
 
 /** z of a two-sided interval at confidence 1 - `alpha`, Bonferroni-adjusted for `comparisons` intervals. */
-export const zFor = (alpha: number, comparisons: number): number => normalQuantile(1 - alpha / (2 * Math.max(1, comparisons)));
+export const zFor = (alpha: number, comparisons: number): number =>
+  normalQuantile(1 - alpha / (2 * Math.max(1, comparisons)));
 
 /** Wilson's score interval of k successes in n trials; [0, 1] when n is 0. */
 export function wilson(k: number, n: number, z: number): [number, number] {
@@ -70,7 +100,10 @@ export function wilson(k: number, n: number, z: number): [number, number] {
 
 /** ln Γ(x) for x > 0 (Lanczos, g = 7: about 15 significant digits). */
 function logGamma(x: number): number {
-  const g = [0.9999999999998099, 676.5203681218851, -1259.1392167224028, 771.3234287776531, -176.6150291621406, 12.507343278686905, -0.13857109526572012, 9.984369578019572e-6, 1.5056327351493116e-7];
+  const g = [
+    0.9999999999998099, 676.5203681218851, -1259.1392167224028, 771.3234287776531, -176.6150291621406,
+    12.507343278686905, -0.13857109526572012, 9.984369578019572e-6, 1.5056327351493116e-7,
+  ];
   if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
   const y = x - 1;
   let sum = g[0]!;
@@ -152,7 +185,11 @@ export interface DriverAnswer {
  * runs and the rest of the window has some; "" (not reported) is never a driver, being the
  * absence of a property rather than one.
  */
-export function rankDrivers(total: RunCounts, values: ReadonlyMap<Dimension, ReadonlyMap<string, RunCounts>>, minRuns: number): DriverAnswer {
+export function rankDrivers(
+  total: RunCounts,
+  values: ReadonlyMap<Dimension, ReadonlyMap<string, RunCounts>>,
+  minRuns: number,
+): DriverAnswer {
   const candidates: { dimension: Dimension; value: string; c: RunCounts }[] = [];
   for (const [dimension, byValue] of values) {
     for (const [value, c] of byValue) {
@@ -188,6 +225,11 @@ export function rankDrivers(total: RunCounts, values: ReadonlyMap<Dimension, Rea
       pValue,
     });
   }
-  drivers.sort((x, y) => y.differenceInterval[0] - x.differenceInterval[0] || y.failed - x.failed || (x.dimension < y.dimension ? -1 : x.dimension > y.dimension ? 1 : x.value < y.value ? -1 : 1));
+  drivers.sort(
+    (x, y) =>
+      y.differenceInterval[0] - x.differenceInterval[0] ||
+      y.failed - x.failed ||
+      (x.dimension < y.dimension ? -1 : x.dimension > y.dimension ? 1 : x.value < y.value ? -1 : 1),
+  );
   return { failed: total.failed, runs: total.runs, compared: candidates.length, z, alpha, drivers };
 }

@@ -6,8 +6,21 @@ import type { Outcome } from "./outcome.ts";
 
 /** The community client's categories, in the order breakdowns list them. */
 export const ERROR_CATEGORIES = [
-  "network", "config", "timeout", "storage", "dependency", "permission", "proxmox", "service",
-  "database", "runtime", "user_aborted", "resource", "signal", "shell", "unknown",
+  "network",
+  "config",
+  "timeout",
+  "storage",
+  "dependency",
+  "permission",
+  "proxmox",
+  "service",
+  "database",
+  "runtime",
+  "user_aborted",
+  "resource",
+  "signal",
+  "shell",
+  "unknown",
 ] as const;
 export type ErrorCategory = (typeof ERROR_CATEGORIES)[number];
 
@@ -31,7 +44,9 @@ const CLIENT_TABLE: Record<Exclude<ErrorCategory, "unknown">, readonly number[]>
 };
 
 const BY_CODE: ReadonlyMap<number, ErrorCategory> = new Map(
-  Object.entries(CLIENT_TABLE).flatMap(([category, codes]) => codes.map((code) => [code, category as ErrorCategory] as const)),
+  Object.entries(CLIENT_TABLE).flatMap(([category, codes]) =>
+    codes.map((code) => [code, category as ErrorCategory] as const),
+  ),
 );
 
 export function categoryOfExitCode(code: number): ErrorCategory {
@@ -50,21 +65,45 @@ export function categoryOfExitCode(code: number): ErrorCategory {
  * not permitted", which the client's own explanation of exit 1 contains in every header.
  */
 const TEXT_RULES: readonly [RegExp, ErrorCategory][] = [
-  [/E: Unable to|E: Package|E: Failed to fetch|dpkg.*error|broken packages|unmet dependencies|dpkg --configure -a/i, "dependency"],
+  [
+    /E: Unable to|E: Package|E: Failed to fetch|dpkg.*error|broken packages|unmet dependencies|dpkg --configure -a/i,
+    "dependency",
+  ],
   [/Cannot allocate memory|Out of memory|oom-killer|Killed process|JavaScript heap/i, "resource"],
-  [/Could not resolve|\bDNS\b|Connection refused|Network is unreachable|No route to host|Temporary failure resolving|Failed to fetch/i, "network"],
+  [
+    /Could not resolve|\bDNS\b|Connection refused|Network is unreachable|No route to host|Temporary failure resolving|Failed to fetch/i,
+    "network",
+  ],
   [/ENOSPC|no space left on device|Disk quota exceeded|errno -28/i, "storage"],
   [/: command not found|No such file or directory.*\/s?bin\//i, "dependency"],
   // Ours. The legacy traps' words (whole text) are read as exit codes 130/143 before these run.
-  [/\b(?:sigint|sighup|sigterm|ctrl[-+ ]?c)\b|\b(?:aborted|cancell?ed|interrupted) by (?:the )?user\b|\buser (?:abort|cancel)/i, "user_aborted"],
+  [
+    /\b(?:sigint|sighup|sigterm|ctrl[-+ ]?c)\b|\b(?:aborted|cancell?ed|interrupted) by (?:the )?user\b|\buser (?:abort|cancel)/i,
+    "user_aborted",
+  ],
   [/permission denied|\beacces\b|must be (?:run|executed) as root/i, "permission"],
   [/\btimed? ?out\b/i, "timeout"],
-  [/\bprisma\b|migration\.sql|could not find the migration|\bmigrations? failed|\bsqlite(?:3)?[_ ]?error|\bsqlstate\b|\bpsql: error|\bFATAL: +(?:password authentication|database "|role ")|\bERROR \d{4} \(\w+\)/i, "database"],
+  [
+    /\bprisma\b|migration\.sql|could not find the migration|\bmigrations? failed|\bsqlite(?:3)?[_ ]?error|\bsqlstate\b|\bpsql: error|\bFATAL: +(?:password authentication|database "|role ")|\bERROR \d{4} \(\w+\)/i,
+    "database",
+  ],
   [/\bsystemctl\b|\bsystemd\b|\.service\b|\bunit [\w@.-]+ not found/i, "service"],
-  [/storage '[^']*' does not exist|no such storage|not enough (?:free )?(?:disk )?space|insufficient (?:free )?(?:disk )?space/i, "storage"],
-  [/\b(?:pct|qm) (?:create|start|set|destroy|restore|importdisk|resize)\b|\blxc-start\b|\bpveam\b|\bpvesm\b|unable to create (?:CT|VM)\b|startup for container '?\d+'? failed|\bno quorum\b|cluster not (?:ready|quorate)/i, "proxmox"],
-  [/\bcurl: \(\d+\)|\bwget: |failed to connect to|name resolution|connection reset|tls handshake|ssl certificate problem/i, "network"],
-  [/no matching distribution found|could not find a version that satisfies|\bERESOLVE\b|unable to select packages|has no installation candidate/i, "dependency"],
+  [
+    /storage '[^']*' does not exist|no such storage|not enough (?:free )?(?:disk )?space|insufficient (?:free )?(?:disk )?space/i,
+    "storage",
+  ],
+  [
+    /\b(?:pct|qm) (?:create|start|set|destroy|restore|importdisk|resize)\b|\blxc-start\b|\bpveam\b|\bpvesm\b|unable to create (?:CT|VM)\b|startup for container '?\d+'? failed|\bno quorum\b|cluster not (?:ready|quorate)/i,
+    "proxmox",
+  ],
+  [
+    /\bcurl: \(\d+\)|\bwget: |failed to connect to|name resolution|connection reset|tls handshake|ssl certificate problem/i,
+    "network",
+  ],
+  [
+    /no matching distribution found|could not find a version that satisfies|\bERESOLVE\b|unable to select packages|has no installation candidate/i,
+    "dependency",
+  ],
 ];
 
 // Summary words that only count on the first line: further down, a log may quote any process.
@@ -119,7 +158,10 @@ const SERVER_WORDS: ReadonlyMap<string, ErrorCategory> = new Map([
 /** A client-sent category on our list: kept (lowercased); a reference-server word: mapped; else unknown. */
 export function normalizeCategory(text: string | null): ErrorCategory | null {
   if (text === null) return null;
-  const word = text.trim().toLowerCase().replace(/[\s-]+/g, "_");
+  const word = text
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, "_");
   if (word === "") return null;
   if ((ERROR_CATEGORIES as readonly string[]).includes(word)) return word as ErrorCategory;
   return SERVER_WORDS.get(word) ?? "unknown";
@@ -138,13 +180,21 @@ export const DECLINE_EXIT_CODES: ReadonlySet<number> = new Set([113, 114, 122, 2
  * an abort by the user, category user_aborted. Applied to every report as it is normalized, to
  * reports held from before the rule, and (a migration) to the executions stored before it.
  */
-export function asDecline<T extends { outcome: Outcome; exitCode: number | null; errorCategory: string | null }>(ending: T): T {
-  if (ending.outcome !== "failed" || ending.exitCode === null || !DECLINE_EXIT_CODES.has(ending.exitCode)) return ending;
+export function asDecline<T extends { outcome: Outcome; exitCode: number | null; errorCategory: string | null }>(
+  ending: T,
+): T {
+  if (ending.outcome !== "failed" || ending.exitCode === null || !DECLINE_EXIT_CODES.has(ending.exitCode))
+    return ending;
   return { ...ending, outcome: "aborted", errorCategory: "user_aborted" };
 }
 
 /** The category to store: none without a failure, else the client's when it sent one, else derived. */
-export function categoryFor(r: { clientCategory: string | null; exitCode: number | null; error: string | null; outcome: Outcome }): ErrorCategory | null {
+export function categoryFor(r: {
+  clientCategory: string | null;
+  exitCode: number | null;
+  error: string | null;
+  outcome: Outcome;
+}): ErrorCategory | null {
   if (r.outcome === "success" || r.outcome === "in_progress") return null;
   return normalizeCategory(r.clientCategory) ?? deriveCategory(r);
 }

@@ -34,7 +34,8 @@ export function errorSignature(error: string | null): string | null {
     made += piece;
     start = end;
     // Past the kept characters: a space at a line break ending them would be trimmed below.
-    if (start < error.length && made.replace(/\s+/g, " ").trimStart().toLowerCase().length > MAX_SIGNATURE_LENGTH) break;
+    if (start < error.length && made.replace(/\s+/g, " ").trimStart().toLowerCase().length > MAX_SIGNATURE_LENGTH)
+      break;
   }
   const s = made.replace(/\s+/g, " ").trim().toLowerCase().slice(0, MAX_SIGNATURE_LENGTH);
   return s === "" ? null : s;
@@ -60,7 +61,8 @@ export function failureSignature(outcome: string, error: string | null): { id: s
 }
 
 /** The id of failureSignature. */
-export const failureSignatureId = (outcome: string, error: string | null): string | null => failureSignature(outcome, error)?.id ?? null;
+export const failureSignatureId = (outcome: string, error: string | null): string | null =>
+  failureSignature(outcome, error)?.id ?? null;
 
 /** What is known of one error signature across all time. */
 export interface KnownSignature {
@@ -94,7 +96,13 @@ export class SignatureSightings {
       s.lastSeen = Math.max(s.lastSeen, at);
       if (app !== null) s.apps.add(app);
     } else {
-      this.seen.set(id, { signature, example: error, firstSeen: at, lastSeen: at, apps: new Set(app === null ? [] : [app]) });
+      this.seen.set(id, {
+        signature,
+        example: error,
+        firstSeen: at,
+        lastSeen: at,
+        apps: new Set(app === null ? [] : [app]),
+      });
     }
   }
 }

@@ -193,13 +193,17 @@ export function explainExitCode(code: number): string {
 }
 
 // The words the legacy client's SIGINT and SIGTERM traps sent as the whole error text.
-const TRAP_WORDS: ReadonlyMap<string, number> = new Map([["interrupted", 130], ["terminated", 143]]);
+const TRAP_WORDS: ReadonlyMap<string, number> = new Map([
+  ["interrupted", 130],
+  ["terminated", 143],
+]);
 
 // "exit_code=N" (current header, .errinfo's EXIT_CODE=N), "exit code N", "Exit code N:",
 // "exit status N", "exited with [exit] code|status N", "returned [with] code N". Not a bare
 // "returned N" (HTTP statuses, row counts) nor "error code (N)" (dpkg's subprocess inside
 // apt, not the script's exit). A number followed by ".digit" is a version, not a code.
-const CODE_STATEMENT = /\b(?:exit(?:ed with(?: exit)?)?[ _-]?(?:code|status)|returned(?: with)? code)\s*[=:]?\s*\(?(\d+)(?!\d|\.\d)/i;
+const CODE_STATEMENT =
+  /\b(?:exit(?:ed with(?: exit)?)?[ _-]?(?:code|status)|returned(?: with)? code)\s*[=:]?\s*\(?(\d+)(?!\d|\.\d)/i;
 
 /**
  * The exit code an error text states: a bare number as the whole text, a trap word, else the

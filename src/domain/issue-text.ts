@@ -16,7 +16,8 @@ export const issueMarker = (signatureId: string): string => `installstats-signat
  * loosely). The id as a whole word, in the marker or the visible line: 16 hex digits do not occur
  * by chance, and an issue whose marker comment was edited away is still found by the visible id.
  */
-export const carriesMarker = (text: string | null | undefined, signatureId: string): boolean => new RegExp(`(?<![0-9a-f])${signatureId}(?![0-9a-f])`).test(text ?? "");
+export const carriesMarker = (text: string | null | undefined, signatureId: string): boolean =>
+  new RegExp(`(?<![0-9a-f])${signatureId}(?![0-9a-f])`).test(text ?? "");
 
 /** A value and how often it was seen. */
 export type Tally = readonly [value: string | null, count: number];
@@ -41,7 +42,14 @@ export interface IssueFacts {
     error: string | null;
   };
   /** The scope's failure drivers (GET /api/stats/drivers), strongest first. */
-  drivers: readonly { dimension: string; value: string; shareOfFailed: number; shareOfRuns: number; failureRate: number; elsewhereRate: number }[];
+  drivers: readonly {
+    dimension: string;
+    value: string;
+    shareOfFailed: number;
+    shareOfRuns: number;
+    failureRate: number;
+    elsewhereRate: number;
+  }[];
   /** Where the signature's failures are listed in the dashboard; null when the address is not known. */
   dashboardUrl: string | null;
 }
@@ -55,7 +63,10 @@ const SAMPLE_CHARS = 4000;
 const MASKS: [RegExp, string][] = [
   [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+(?::[^\s/@]*)?@/gi, "$1<credentials>@"],
   [/\b(bearer|token|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, "$1 <masked>"],
-  [/\b((?:api[_-]?)?(?:key|token|secret|password|passwd|pass|pwd|auth))(\s*[=:]\s*)("[^"]*"|'[^']*'|\S+)/gi, "$1$2<masked>"],
+  [
+    /\b((?:api[_-]?)?(?:key|token|secret|password|passwd|pass|pwd|auth))(\s*[=:]\s*)("[^"]*"|'[^']*'|\S+)/gi,
+    "$1$2<masked>",
+  ],
   [/\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b/g, "<email>"],
   [/\b(?:[0-9a-f]{2}[:-]){5}[0-9a-f]{2}\b/gi, "<mac>"],
   [/\/home\/[^/\s]+/g, "/home/<user>"],
@@ -88,7 +99,9 @@ function block(text: string): string {
 }
 
 const tally = (items: readonly Tally[], empty = "–"): string =>
-  items.length === 0 ? empty : items.map(([v, n]) => `${v === null || v === "" ? "(not reported)" : code(v)} × ${n}`).join(", ");
+  items.length === 0
+    ? empty
+    : items.map(([v, n]) => `${v === null || v === "" ? "(not reported)" : code(v)} × ${n}`).join(", ");
 
 const pct = (x: number): string => `${Math.round(x * 100)}%`;
 const day = (t: number): string => new Date(t).toISOString().slice(0, 10);
@@ -107,7 +120,8 @@ function subject(f: IssueFacts): string {
 
 export function issueTitle(f: IssueFacts): string {
   const c = mainCode(f);
-  const what = c !== null ? `exit ${c}, ${explainExitCode(c)}` : maskSample((f.signature.text ?? "failure").slice(0, 100));
+  const what =
+    c !== null ? `exit ${c}, ${explainExitCode(c)}` : maskSample((f.signature.text ?? "failure").slice(0, 100));
   const title = `${subject(f)}: ${what}`.replace(/\s+/g, " ").trim();
   return title.length > MAX_TITLE ? `${title.slice(0, MAX_TITLE - 1)}…` : title;
 }
@@ -115,13 +129,29 @@ export function issueTitle(f: IssueFacts): string {
 export function issueBody(f: IssueFacts): string {
   const s = f.sample;
   const share = f.failedInScope === 0 ? "" : ` of ${f.failedInScope} (${pct(f.failed / f.failedInScope)})`;
-  const codes = s.exitCodes.length === 0 ? "–" : s.exitCodes.map(([c, cat, n]) => (c === null ? `(not reported) × ${n}` : `${c} ${explainExitCode(c)}${cat ? ` [${cat}]` : ""} × ${n}`)).join("; ");
+  const codes =
+    s.exitCodes.length === 0
+      ? "–"
+      : s.exitCodes
+          .map(([c, cat, n]) =>
+            c === null ? `(not reported) × ${n}` : `${c} ${explainExitCode(c)}${cat ? ` [${cat}]` : ""} × ${n}`,
+          )
+          .join("; ");
   const rows: [string, string][] = [
     ["App", f.scope.app !== null ? code(f.scope.app) : tally(s.apps, f.signature.apps.map(code).join(", ") || "–")],
     ["Exit code (category)", codes],
-    ["Failures with this signature", `${f.failed}${share} failures ${f.scope.app !== null ? `of ${code(f.scope.app)} ` : ""}from ${day(f.scope.from)} to ${day(f.scope.to - 1)}`],
+    [
+      "Failures with this signature",
+      `${f.failed}${share} failures ${f.scope.app !== null ? `of ${code(f.scope.app)} ` : ""}from ${day(f.scope.from)} to ${day(f.scope.to - 1)}`,
+    ],
     ["First / last seen", `${instant(f.signature.firstSeen)} / ${instant(f.signature.lastSeen)}`],
-    ["Apps ever failing with it", f.signature.apps.length === 0 ? "–" : f.signature.apps.slice(0, 10).map(code).join(", ") + (f.signature.apps.length > 10 ? ` and ${f.signature.apps.length - 10} more` : "")],
+    [
+      "Apps ever failing with it",
+      f.signature.apps.length === 0
+        ? "–"
+        : f.signature.apps.slice(0, 10).map(code).join(", ") +
+          (f.signature.apps.length > 10 ? ` and ${f.signature.apps.length - 10} more` : ""),
+    ],
     ["PVE version", tally(s.pve)],
     ["OS", tally(s.os)],
     ["Kernel", tally(s.kernel)],
@@ -140,13 +170,25 @@ export function issueBody(f: IssueFacts): string {
       : `_Exit codes, apps, PVE, OS and kernel: of the ${s.matched} failures with this signature among the newest ${s.read} failures of the window._`,
   ];
   if (f.drivers.length > 0) {
-    parts.push("", `### Why runs ${f.scope.app !== null ? `of ${code(f.scope.app)} ` : ""}fail`, "", "Values over-represented among all failures of the window (not only this signature's):", "");
+    parts.push(
+      "",
+      `### Why runs ${f.scope.app !== null ? `of ${code(f.scope.app)} ` : ""}fail`,
+      "",
+      "Values over-represented among all failures of the window (not only this signature's):",
+      "",
+    );
     for (const d of f.drivers) {
-      parts.push(`- ${pct(d.shareOfFailed)} of failures on ${d.dimension} ${code(d.value)}, which carries ${pct(d.shareOfRuns)} of the runs (fails ${pct(d.failureRate)} of the time, ${pct(d.elsewhereRate)} elsewhere)`);
+      parts.push(
+        `- ${pct(d.shareOfFailed)} of failures on ${d.dimension} ${code(d.value)}, which carries ${pct(d.shareOfRuns)} of the runs (fails ${pct(d.failureRate)} of the time, ${pct(d.elsewhereRate)} elsewhere)`,
+      );
     }
   }
   if (s.error !== null) parts.push("", "### Sample error (newest, masked)", "", block(maskSample(s.error)));
-  parts.push("", `Signature ${code(f.signature.id)}${f.dashboardUrl ? ` · [its failures in the dashboard](${f.dashboardUrl})` : ""}`, `<!-- ${issueMarker(f.signature.id)} -->`);
+  parts.push(
+    "",
+    `Signature ${code(f.signature.id)}${f.dashboardUrl ? ` · [its failures in the dashboard](${f.dashboardUrl})` : ""}`,
+    `<!-- ${issueMarker(f.signature.id)} -->`,
+  );
   return parts.join("\n");
 }
 

@@ -130,7 +130,10 @@ export function decide(current: Execution | undefined, report: Report, c: Circum
     // A final status is held already: a second one is refused (/upload) or a duplicate (/telemetry keeps the first).
     if (c.held !== null && final) {
       if (!isTelemetry(report)) return { kind: "already-final", outcome: c.held.report.outcome };
-      const conflict = report.status !== c.held.report.status ? `execution ${report.executionId} already ended ${c.held.report.status}; ${report.status} not applied` : null;
+      const conflict =
+        report.status !== c.held.report.status
+          ? `execution ${report.executionId} already ended ${c.held.report.status}; ${report.status} not applied`
+          : null;
       return { kind: "duplicate", row: null, conflict };
     }
     if (report.fields === null) return { kind: "hold" };
@@ -143,8 +146,14 @@ export function decide(current: Execution | undefined, report: Report, c: Circum
   const stored = deriveOutcome(current.status, null);
   const repaired = current.repaired || c.repaired;
   if (isFinal(stored)) {
-    if (!isTelemetry(report)) return report.fields === null ? { kind: "already-final", outcome: stored } : { kind: "duplicate", row: null, conflict: null };
-    const conflict = final && report.status !== current.status ? `execution ${current.executionId} already ended ${current.status}; ${report.status} not applied` : null;
+    if (!isTelemetry(report))
+      return report.fields === null
+        ? { kind: "already-final", outcome: stored }
+        : { kind: "duplicate", row: null, conflict: null };
+    const conflict =
+      final && report.status !== current.status
+        ? `execution ${current.executionId} already ended ${current.status}; ${report.status} not applied`
+        : null;
     return { kind: "duplicate", row: null, conflict };
   }
   if (final) {

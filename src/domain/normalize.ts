@@ -17,14 +17,18 @@ export interface NormalizeOptions {
 export type Checked<T> = { ok: true; value: T } | { ok: false; field: string; message: string };
 
 class FieldError extends Error {
-  constructor(readonly field: string, message: string) {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
     super(message);
   }
 }
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // ANSI colour/cursor sequences that scripts print into their error output.
-const ANSI = /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)|[ -/]+[0-~]|[0-~])|\u009b[0-?]*[ -/]*[@-~]/g;
+const ANSI =
+  /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)|[ -/]+[0-~]|[0-~])|\u009b[0-?]*[ -/]*[@-~]/g;
 
 function cut(text: string, max: number): string {
   if (text.length <= max) return text;
@@ -101,17 +105,26 @@ function numeric(body: JsonObject, key: string, unit: Unit, integer: boolean): n
   if (typeof v === "number") {
     n = v;
   } else if (typeof v === "string") {
-    const text = v.trim().replace(/^["']|["']$/g, "").trim();
+    const text = v
+      .trim()
+      .replace(/^["']|["']$/g, "")
+      .trim();
     if (text === "") return null;
     const m = /^(\d+(?:\.\d+)?|\.\d+)\s*([kmgt]?)(i?b)?$/i.exec(text);
     const suffix = (m?.[2] ?? "").toLowerCase();
     if (!m || (unit === "none" && (suffix !== "" || m[3] !== undefined))) {
-      throw new FieldError(key, `${key} must be a number${unit === "none" ? "" : ` (optionally with a unit such as ${unit === "GiB" ? "32G" : "2048M"})`}, got ${JSON.stringify(cut(v, 40))}`);
+      throw new FieldError(
+        key,
+        `${key} must be a number${unit === "none" ? "" : ` (optionally with a unit such as ${unit === "GiB" ? "32G" : "2048M"})`}, got ${JSON.stringify(cut(v, 40))}`,
+      );
     }
     n = Number(m[1]);
     if (unit !== "none" && suffix !== "") n *= 1024 ** ((UNIT_POWER[suffix] ?? 0) - BASE_POWER[unit]);
   } else {
-    throw new FieldError(key, `${key} must be a number, got ${typeof v === "boolean" ? "a boolean" : Array.isArray(v) ? "an array" : "an object"}`);
+    throw new FieldError(
+      key,
+      `${key} must be a number, got ${typeof v === "boolean" ? "a boolean" : Array.isArray(v) ? "an array" : "an object"}`,
+    );
   }
   if (!Number.isFinite(n) || n < 0) throw new FieldError(key, `${key} must be a non-negative number`);
   if (n === 0) n = 0; // -0 is stored as 0
@@ -128,11 +141,16 @@ function id(body: JsonObject, key: string): string {
   const raw = asText(body, key);
   const value = raw?.trim() ?? "";
   if (value === "") throw new FieldError(key, `${key} is required and must not be empty`);
-  if (value.length > MAX_RANDOM_ID_LENGTH) throw new FieldError(key, `${key} is longer than ${MAX_RANDOM_ID_LENGTH} characters`);
+  if (value.length > MAX_RANDOM_ID_LENGTH)
+    throw new FieldError(key, `${key} is longer than ${MAX_RANDOM_ID_LENGTH} characters`);
   if (CONTROL.test(value)) throw new FieldError(key, `${key} must not contain control characters`);
   // Ids that differ must stay different: lone surrogates and undecodable bytes would all be
   // stored as U+FFFD (asText made them so) and collide, so an id holding one is refused.
-  if (value.includes("\ufffd")) throw new FieldError(key, `${key} must be valid Unicode text (no lone surrogates, no bytes that are not UTF-8, no U+FFFD)`);
+  if (value.includes("\ufffd"))
+    throw new FieldError(
+      key,
+      `${key} must be valid Unicode text (no lone surrogates, no bytes that are not UTF-8, no U+FFFD)`,
+    );
   return value;
 }
 
@@ -154,7 +172,8 @@ function installType(body: JsonObject, key: string, max: number): string {
 /** A whole number in [min, max], or null when absent or empty. */
 function integer(body: JsonObject, key: string, min: number, max: number): number | null {
   const n = numeric(body, key, "none", true);
-  if (n !== null && (n < min || n > max)) throw new FieldError(key, `${key} must be between ${min} and ${max}, got ${n}`);
+  if (n !== null && (n < min || n > max))
+    throw new FieldError(key, `${key} must be between ${min} and ${max}, got ${n}`);
   return n;
 }
 
@@ -231,7 +250,9 @@ const VALUES: Descriptive[keyof Descriptive][] = READERS.map(() => null);
  * one shape, made at once. Written key by key into a template, a report cost 2-5% more CPU (a
  * store by a key that changes every time is a lookup). The literal holds only the table's keys.
  */
-const assemble = new Function(`return (v) => ({ ${ROWS.map((f, i) => `${JSON.stringify(f.key)}: v[${i}]`).join(", ")} });`)() as (values: typeof VALUES) => Descriptive;
+const assemble = new Function(
+  `return (v) => ({ ${ROWS.map((f, i) => `${JSON.stringify(f.key)}: v[${i}]`).join(", ")} });`,
+)() as (values: typeof VALUES) => Descriptive;
 
 /**
  * The descriptive fields, read in the table's order (the first field in error is the one named);
@@ -244,17 +265,37 @@ function descriptive(body: JsonObject, max: number, payloadVersion: number | nul
   for (let i = 0; i < READERS.length; i++) {
     const r = READERS[i]!;
     let v: Descriptive[keyof Descriptive];
-    if (r.shared >= 0) v = payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2) ? SHARED_VALUES[r.shared]! : null;
+    if (r.shared >= 0)
+      v =
+        payloadVersion !== null && (r.v2 ? payloadVersion >= 2 : payloadVersion < 2) ? SHARED_VALUES[r.shared]! : null;
     else {
       switch (r.kind) {
-        case "label": v = label(body, r.alias !== null && (body[r.from] === undefined || body[r.from] === null) ? r.alias : r.from, max); break;
-        case "word": v = word(body, r.from, max); break;
-        case "label-lower": v = label(body, r.from, max)?.toLowerCase() ?? null; break;
+        case "label":
+          v = label(
+            body,
+            r.alias !== null && (body[r.from] === undefined || body[r.from] === null) ? r.alias : r.from,
+            max,
+          );
+          break;
+        case "word":
+          v = word(body, r.from, max);
+          break;
+        case "label-lower":
+          v = label(body, r.from, max)?.toLowerCase() ?? null;
+          break;
         case "integer":
-        case "size": v = ranged(body, r.from, r.unit, r.whole, r.min, r.max); break;
-        case "install-type": v = installType(body, r.from, max); break;
-        case "bool": v = boolean(body, r.from); break;
-        case "json": v = extra(body); break;
+        case "size":
+          v = ranged(body, r.from, r.unit, r.whole, r.min, r.max);
+          break;
+        case "install-type":
+          v = installType(body, r.from, max);
+          break;
+        case "bool":
+          v = boolean(body, r.from);
+          break;
+        case "json":
+          v = extra(body);
+          break;
       }
     }
     VALUES[i] = v;
@@ -263,7 +304,17 @@ function descriptive(body: JsonObject, max: number, payloadVersion: number | nul
 }
 
 /** How the run ended as far as this report says; exit code and category only with a final outcome; a decline is an abort. */
-function ending(st: string, error: string | null, sent: { exitCode: number | null; category: string | null; failedCommand: string | null; failedLine: number | null; installDuration: number | null }): Ending {
+function ending(
+  st: string,
+  error: string | null,
+  sent: {
+    exitCode: number | null;
+    category: string | null;
+    failedCommand: string | null;
+    failedLine: number | null;
+    installDuration: number | null;
+  },
+): Ending {
   const outcome: Outcome = deriveOutcome(st, error);
   const final = outcome !== "in_progress";
   const exitCode = !final ? null : (sent.exitCode ?? (outcome === "success" ? null : parseExitCode(error)));
@@ -303,7 +354,13 @@ export function normalizeUpdate(body: JsonObject, opts: NormalizeOptions): Check
   return checked(() => {
     const randomId = id(body, "random_id");
     const st = status(body, opts.maxFieldLength, null);
-    return { executionId: randomId, randomId, payloadVersion: null, fields: null, ...ending(st, errorText(body, "error", opts), NOTHING_SENT) };
+    return {
+      executionId: randomId,
+      randomId,
+      payloadVersion: null,
+      fields: null,
+      ...ending(st, errorText(body, "error", opts), NOTHING_SENT),
+    };
   });
 }
 
@@ -314,7 +371,10 @@ export function normalizeTelemetry(body: JsonObject, opts: NormalizeOptions): Ch
     const payloadVersion = integer(body, "payload_version", PAYLOAD_VERSION[0], PAYLOAD_VERSION[1]) ?? 1;
     const randomId = id(body, "random_id");
     // The client sends execution_id = random_id on a first run; older v1 revisions send none.
-    const executionId = body.execution_id === undefined || body.execution_id === null || body.execution_id === "" ? randomId : id(body, "execution_id");
+    const executionId =
+      body.execution_id === undefined || body.execution_id === null || body.execution_id === ""
+        ? randomId
+        : id(body, "execution_id");
     const fields = descriptive(body, max, payloadVersion);
     const st = status(body, max, null);
     const failedLine = integer(body, "failed_line", FAILED_LINE[0], FAILED_LINE[1]);

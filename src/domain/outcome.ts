@@ -8,8 +8,19 @@ const SUCCESS = new Set(["done", "success", "succeeded", "successful", "complete
 const FAILED = new Set(["failed", "failure", "fail", "error", "errored"]);
 const ABORTED = new Set(["aborted", "abort", "cancelled", "canceled", "interrupted"]);
 const IN_PROGRESS = new Set([
-  "installing", "validation", "validating", "started", "starting", "running", "pending", "configuring",
-  "downloading", "updating", "in_progress", "in progress", "building",
+  "installing",
+  "validation",
+  "validating",
+  "started",
+  "starting",
+  "running",
+  "pending",
+  "configuring",
+  "downloading",
+  "updating",
+  "in_progress",
+  "in progress",
+  "building",
 ]);
 
 // A failure caused by the user pressing Ctrl-C: the reference client reports it as

@@ -9,7 +9,14 @@ export const isEndpoint = (where: string): where is Endpoint => (ENDPOINTS as re
 export const LOGGED_AT = [...ENDPOINTS, "unknown_path"] as const;
 type LoggedAt = (typeof LOGGED_AT)[number];
 
-export const REJECT_REASONS = ["invalid_json", "invalid_field", "already_final", "repaired", "payload_too_large", "unknown_path"] as const;
+export const REJECT_REASONS = [
+  "invalid_json",
+  "invalid_field",
+  "already_final",
+  "repaired",
+  "payload_too_large",
+  "unknown_path",
+] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 
 /** A refused or repaired request, as the log keeps it. */

@@ -30,7 +30,15 @@ export interface RelayPolicy {
  * type, nsapp or status), and exit_code: the community service takes a failure without one as a
  * success. They cannot be left out.
  */
-export const RELAY_REQUIRED_FIELDS = ["random_id", "execution_id", "payload_version", "type", "nsapp", "status", "exit_code"] as const;
+export const RELAY_REQUIRED_FIELDS = [
+  "random_id",
+  "execution_id",
+  "payload_version",
+  "type",
+  "nsapp",
+  "status",
+  "exit_code",
+] as const;
 
 /** Where a report goes upstream: the endpoint it arrived at. */
 export function endpointOf(report: Report): Endpoint {
@@ -55,7 +63,10 @@ export function relayTargets(url: string): Record<Endpoint, string> {
  * slug names (…/ProxmoxVE, …/ProxmoxVED, else external), and without either ProxmoxVE, as the
  * community service files untagged reports (its dashboards fold them into ProxmoxVE).
  */
-export function relayRepo(fields: Pick<Descriptive, "repoSource" | "repoSlug"> | null): { source: string; slug: string | null } {
+export function relayRepo(fields: Pick<Descriptive, "repoSource" | "repoSlug"> | null): {
+  source: string;
+  slug: string | null;
+} {
   const slug = fields?.repoSlug?.toLowerCase() || null;
   const sent = fields?.repoSource?.toLowerCase();
   if (sent) return { source: sent, slug };
@@ -65,7 +76,8 @@ export function relayRepo(fields: Pick<Descriptive, "repoSource" | "repoSlug"> |
 }
 
 /** Whether reports that came by this report's protocol are relayed. */
-export const protocolRelayed = (policy: RelayPolicy, report: Report): boolean => policy.protocols.includes(report.payloadVersion === null ? "upload" : "telemetry");
+export const protocolRelayed = (policy: RelayPolicy, report: Report): boolean =>
+  policy.protocols.includes(report.payloadVersion === null ? "upload" : "telemetry");
 
 /** Whether a report of an execution with these fields is relayed: an item with "/" matches the slug, any other the repo_source. */
 export function relayable(policy: RelayPolicy, fields: Pick<Descriptive, "repoSource" | "repoSlug"> | null): boolean {

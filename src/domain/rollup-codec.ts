@@ -12,7 +12,15 @@
 // A value: (label << 5 | mask of the outcomes it has counts of), then those counts. A total: the
 // mask, then the counts. Counts are zigzag varints (a cell equals a recount, so never below 0; a
 // negative one would still round-trip).
-import { DIMENSIONS, OUTCOME_INDEX, valueMap, type Counts, type Dimension, type RollupData, type RollupPart } from "./rollup.ts";
+import {
+  DIMENSIONS,
+  OUTCOME_INDEX,
+  valueMap,
+  type Counts,
+  type Dimension,
+  type RollupData,
+  type RollupPart,
+} from "./rollup.ts";
 import { OUTCOMES, type Outcome } from "./outcome.ts";
 
 /** The store's dictionary of texts: ids are assigned once and never change. */
@@ -270,7 +278,13 @@ function skipValues(r: Reader): void {
  * `dims`, when given, are the only dimensions of the data part the reader needs: the others are
  * stepped over (a timeseries needs the totals of a cell of hundreds of values).
  */
-export function decodePart(d: RollupData, part: RollupPart, stored: unknown, labels: Labels, dims?: ReadonlySet<string>): void {
+export function decodePart(
+  d: RollupData,
+  part: RollupPart,
+  stored: unknown,
+  labels: Labels,
+  dims?: ReadonlySet<string>,
+): void {
   if (stored === null || stored === undefined) return;
   if (!(stored instanceof Uint8Array)) throw new CellFormatError(`cell part ${part} is not binary`);
   const r = new Reader(stored);
@@ -280,7 +294,8 @@ export function decodePart(d: RollupData, part: RollupPart, stored: unknown, lab
     const seen = new Set<string>();
     for (let n = r.uint(); n > 0; n--) {
       const dim = text(labels, r.uint());
-      if (dim === NSAPP || !KNOWN.has(dim)) throw new CellFormatError(`cell part data names an unknown dimension ${JSON.stringify(dim)}`);
+      if (dim === NSAPP || !KNOWN.has(dim))
+        throw new CellFormatError(`cell part data names an unknown dimension ${JSON.stringify(dim)}`);
       seen.add(dim);
       if (dims !== undefined && !dims.has(dim)) {
         skipValues(r);

@@ -26,10 +26,34 @@ export const ROLLUP_VERSION = 4;
  * one key, so counts by exit code or signature come with the number of apps behind them.
  */
 export const DIMENSIONS = [
-  "nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size",
-  "exit_code", "error_category", "platform", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu",
-  "repo_source", "repo_slug", "app_version", "kernel_version", "attempt", "failed_command",
-  "disk_size", "client", "platform_class", "arch_class", "failure",
+  "nsapp",
+  "os",
+  "pve_version",
+  "type",
+  "method",
+  "status",
+  "ct_type",
+  "core_count",
+  "ram_size",
+  "exit_code",
+  "error_category",
+  "platform",
+  "arch",
+  "cpu_vendor",
+  "gpu_vendor",
+  "gpu_passthrough",
+  "host_gpu",
+  "repo_source",
+  "repo_slug",
+  "app_version",
+  "kernel_version",
+  "attempt",
+  "failed_command",
+  "disk_size",
+  "client",
+  "platform_class",
+  "arch_class",
+  "failure",
 ] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 /** Dimensions whose values read as one thing each (failure's key is four): what /api/stats/breakdown offers. */
@@ -61,11 +85,13 @@ export function platformClass(r: Pick<Execution, "platform" | "pveVersion">): st
  */
 export const ALL_APPS = "*";
 export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
-export const sliceKey = (kind: Kind, repo: string | null, app: string): string => `${kind}|${repo === null ? "*" : `=${repo}`}|${app}`;
+export const sliceKey = (kind: Kind, repo: string | null, app: string): string =>
+  `${kind}|${repo === null ? "*" : `=${repo}`}|${app}`;
 
 /** Repo sources the client sends; anything else is a fork ("external"); "" when none was sent (/upload). */
 const REPO_SOURCES = new Set(["ProxmoxVE", "ProxmoxVED", "external"]);
-export const repoClass = (source: string | null): string => (source === null || source === "" ? "" : REPO_SOURCES.has(source) ? source : "external");
+export const repoClass = (source: string | null): string =>
+  source === null || source === "" ? "" : REPO_SOURCES.has(source) ? source : "external";
 /** Every value repoClass gives. */
 const REPO_CLASSES = ["", ...REPO_SOURCES] as const;
 
@@ -77,7 +103,12 @@ export const slicesOf: Slices = (r) => {
   const kind = kindOfType(r.type);
   const repo = repoClass(r.repoSource);
   const app = appSlice(r.nsapp);
-  return [sliceKey(kind, null, ALL_APPS), sliceKey(kind, null, app), sliceKey(kind, repo, ALL_APPS), sliceKey(kind, repo, app)];
+  return [
+    sliceKey(kind, null, ALL_APPS),
+    sliceKey(kind, null, app),
+    sliceKey(kind, repo, ALL_APPS),
+    sliceKey(kind, repo, app),
+  ];
 };
 
 /**
@@ -180,7 +211,17 @@ export interface RollupData {
 /** The fields of a record that rollups read: those of the dimensions counted by a field's value (domain/fields.ts `dimension`), and what the others are derived from. */
 export type RollupRecord = Pick<
   Execution,
-  DimensionField["key"] | "osType" | "osVersion" | "outcome" | "createdAt" | "durationMs" | "error" | "attempt" | "failedCommand" | "payloadVersion" | "hasArm"
+  | DimensionField["key"]
+  | "osType"
+  | "osVersion"
+  | "outcome"
+  | "createdAt"
+  | "durationMs"
+  | "error"
+  | "attempt"
+  | "failedCommand"
+  | "payloadVersion"
+  | "hasArm"
 >;
 
 /** Long free-text values (a failing command) are cut so a cell's key set stays small. */
@@ -195,40 +236,75 @@ const text = (v: string | number | null): string => (v === null ? "" : String(v)
  */
 function dimensionValue(r: RollupRecord, dim: Dimension, outcome: Outcome, errorSig: string | null): string {
   switch (dim) {
-    case "nsapp": return text(r.nsapp);
-    case "os": return [r.osType, r.osVersion].filter((v) => v !== null).join(" ");
-    case "pve_version": return text(r.pveVersion);
-    case "type": return r.type;
-    case "method": return text(r.method);
-    case "status": return r.status;
-    case "ct_type": return text(r.ctType);
-    case "core_count": return text(r.coreCount);
-    case "ram_size": return text(r.ramSize);
-    case "exit_code": return text(r.exitCode);
-    case "error_category": return text(r.errorCategory);
-    case "platform": return text(r.platform);
-    case "arch": return text(r.arch);
-    case "cpu_vendor": return text(r.cpuVendor);
-    case "gpu_vendor": return text(r.gpuVendor);
-    case "gpu_passthrough": return text(r.gpuPassthrough);
-    case "host_gpu": return text(r.hostGpu);
-    case "repo_source": return text(r.repoSource);
-    case "repo_slug": return text(r.repoSlug);
-    case "app_version": return text(r.appVersion);
-    case "kernel_version": return text(r.kernelVersion);
+    case "nsapp":
+      return text(r.nsapp);
+    case "os":
+      return [r.osType, r.osVersion].filter((v) => v !== null).join(" ");
+    case "pve_version":
+      return text(r.pveVersion);
+    case "type":
+      return r.type;
+    case "method":
+      return text(r.method);
+    case "status":
+      return r.status;
+    case "ct_type":
+      return text(r.ctType);
+    case "core_count":
+      return text(r.coreCount);
+    case "ram_size":
+      return text(r.ramSize);
+    case "exit_code":
+      return text(r.exitCode);
+    case "error_category":
+      return text(r.errorCategory);
+    case "platform":
+      return text(r.platform);
+    case "arch":
+      return text(r.arch);
+    case "cpu_vendor":
+      return text(r.cpuVendor);
+    case "gpu_vendor":
+      return text(r.gpuVendor);
+    case "gpu_passthrough":
+      return text(r.gpuPassthrough);
+    case "host_gpu":
+      return text(r.hostGpu);
+    case "repo_source":
+      return text(r.repoSource);
+    case "repo_slug":
+      return text(r.repoSlug);
+    case "app_version":
+      return text(r.appVersion);
+    case "kernel_version":
+      return text(r.kernelVersion);
     // Retries: 1, 2, 3 and "4+" keep the key set small; executions per install follow from them.
-    case "attempt": return r.attempt >= 4 ? "4+" : String(r.attempt);
-    case "failed_command": return r.failedCommand === null ? "" : r.failedCommand.slice(0, MAX_VALUE_LENGTH);
-    case "disk_size": return text(r.diskSize);
+    case "attempt":
+      return r.attempt >= 4 ? "4+" : String(r.attempt);
+    case "failed_command":
+      return r.failedCommand === null ? "" : r.failedCommand.slice(0, MAX_VALUE_LENGTH);
+    case "disk_size":
+      return text(r.diskSize);
     // The client's revision: /upload null, /telemetry's payload_version (1 when it sent none).
-    case "client": return text(r.payloadVersion);
-    case "platform_class": return platformClass(r);
+    case "client":
+      return text(r.payloadVersion);
+    case "platform_class":
+      return platformClass(r);
     // The architecture, or for clients that sent none whether the host is ARM (has_arm).
-    case "arch_class": return r.arch !== null && r.arch !== "" ? r.arch : r.hasArm === true ? "arm64" : r.hasArm === false ? "x86_64 (inferred)" : "";
+    case "arch_class":
+      return r.arch !== null && r.arch !== ""
+        ? r.arch
+        : r.hasArm === true
+          ? "arm64"
+          : r.hasArm === false
+            ? "x86_64 (inferred)"
+            : "";
     case "failure":
       return outcome !== "failed"
         ? ""
-        : [text(r.exitCode), text(r.errorCategory), errorSig ?? "", text(r.nsapp).slice(0, MAX_VALUE_LENGTH)].join(FAILURE_SEPARATOR);
+        : [text(r.exitCode), text(r.errorCategory), errorSig ?? "", text(r.nsapp).slice(0, MAX_VALUE_LENGTH)].join(
+            FAILURE_SEPARATOR,
+          );
   }
 }
 
@@ -267,7 +343,15 @@ function dimensionValues(r: RollupRecord, outcome: Outcome, errorSig: string | n
  * Adds `sign` installs with `outcome` (and, for final outcomes, duration and error signature) of
  * record `r` into `d`. Entries a removal brings to zero go, so a cell always equals a recount.
  */
-export function addRecord(d: RollupData, r: RollupRecord, outcome: Outcome, sign: 1 | -1, allApps: boolean, errorSig: string | null, values = dimensionValues(r, outcome, errorSig)): void {
+export function addRecord(
+  d: RollupData,
+  r: RollupRecord,
+  outcome: Outcome,
+  sign: 1 | -1,
+  allApps: boolean,
+  errorSig: string | null,
+  values = dimensionValues(r, outcome, errorSig),
+): void {
   const i = OUTCOME_INDEX[outcome];
   // An app row is its own nsapp: it skips the first dimension.
   for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) bump(d, DIMENSIONS[k]!, values[k]!, i, sign);
@@ -321,7 +405,14 @@ interface Counted {
  * dimension whose value stayed (a progress ping changes one of 23), and moving a value that stayed
  * from one outcome to the other in place (a final report).
  */
-function moveRecord(d: RollupData, allApps: boolean, from: Counted, to: Counted, fromValues: readonly string[], toValues: readonly string[]): void {
+function moveRecord(
+  d: RollupData,
+  allApps: boolean,
+  from: Counted,
+  to: Counted,
+  fromValues: readonly string[],
+  toValues: readonly string[],
+): void {
   const i = OUTCOME_INDEX[from.outcome];
   const j = OUTCOME_INDEX[to.outcome];
   for (let k = allApps ? 0 : 1; k < DIMENSIONS.length; k++) {
@@ -347,7 +438,11 @@ function moveRecord(d: RollupData, allApps: boolean, from: Counted, to: Counted,
 export const leafSliceOf: Slices = (r) => [sliceKey(kindOfType(r.type), repoClass(r.repoSource), appSlice(r.nsapp))];
 
 /** Counts `sign` installs of `r` into its hour cell of every slice it belongs to. */
-export function countHour(cellOf: (app: string, hour: number) => RollupData, c: OpenCount, slices: Slices = slicesOf): void {
+export function countHour(
+  cellOf: (app: string, hour: number) => RollupData,
+  c: OpenCount,
+  slices: Slices = slicesOf,
+): void {
   const values = dimensionValues(c.r, c.outcome, c.errorSig);
   const hour = bucketStart(c.r.createdAt, GRAINS.hour);
   if (c.from) {
@@ -355,7 +450,8 @@ export function countHour(cellOf: (app: string, hour: number) => RollupData, c: 
     for (const slice of slices(c.r)) moveRecord(cellOf(slice, hour), isAllApps(slice), c.from, c, fromValues, values);
     return;
   }
-  for (const slice of slices(c.r)) addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
+  for (const slice of slices(c.r))
+    addRecord(cellOf(slice, hour), c.r, c.outcome, c.sign, isAllApps(slice), c.errorSig, values);
 }
 
 /**
@@ -421,7 +517,6 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
   return a;
 }
 
-
 export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length === 0;
 
 /** Row key of a rollup cell. */
@@ -445,7 +540,8 @@ export interface OpenCount {
 }
 
 /** What a record's duration adds to a cell: its bin, or nothing (in progress, or unknown). */
-const durationKey = (r: RollupRecord, outcome: Outcome): number | null => (r.durationMs === null || outcome === "in_progress" ? null : durationBin(r.durationMs));
+const durationKey = (r: RollupRecord, outcome: Outcome): number | null =>
+  r.durationMs === null || outcome === "in_progress" ? null : durationBin(r.durationMs);
 
 /**
  * Deltas of one write batch, collected in memory and merged into the stored rows in the same
@@ -510,7 +606,8 @@ export class RollupDeltas {
     const slices = this.slices(r);
     for (const grain of this.grainsOf(hour)) {
       const bucket = bucketStart(r.createdAt, grain);
-      for (const slice of slices) addRecord(this.folded(grain, bucket, slice), r, outcome, sign, isAllApps(slice), errorSig, values);
+      for (const slice of slices)
+        addRecord(this.folded(grain, bucket, slice), r, outcome, sign, isAllApps(slice), errorSig, values);
     }
   }
 
@@ -522,8 +619,10 @@ export class RollupDeltas {
   change(before: RollupRecord, after: RollupRecord, sigBefore: string | null, sigAfter: string | null): void {
     const hour = bucketStart(after.createdAt, GRAINS.hour);
     const movable =
-      bucketStart(before.createdAt, GRAINS.hour) === hour && kindOfType(before.type) === kindOfType(after.type) &&
-      repoClass(before.repoSource) === repoClass(after.repoSource) && before.nsapp === after.nsapp;
+      bucketStart(before.createdAt, GRAINS.hour) === hour &&
+      kindOfType(before.type) === kindOfType(after.type) &&
+      repoClass(before.repoSource) === repoClass(after.repoSource) &&
+      before.nsapp === after.nsapp;
     if (!movable) {
       this.add(before, before.outcome, -1, sigBefore);
       this.add(after, after.outcome, 1, sigAfter);
@@ -540,14 +639,16 @@ export class RollupDeltas {
     const slices = this.slices(after);
     for (const grain of this.grainsOf(hour)) {
       const bucket = bucketStart(after.createdAt, grain);
-      for (const slice of slices) moveRecord(this.folded(grain, bucket, slice), isAllApps(slice), from, to, fromValues, toValues);
+      for (const slice of slices)
+        moveRecord(this.folded(grain, bucket, slice), isAllApps(slice), from, to, fromValues, toValues);
     }
   }
 
   /** The open hours' counts as hour cells (the fold job and verify; the store counts them directly). */
   openCells(): CellMap {
     const cells: CellMap = new Map();
-    for (const c of this.open) countHour((app, hour) => RollupDeltas.cell(cells, GRAINS.hour, hour, app), c, this.slices);
+    for (const c of this.open)
+      countHour((app, hour) => RollupDeltas.cell(cells, GRAINS.hour, hour, app), c, this.slices);
     return cells;
   }
 
@@ -558,7 +659,10 @@ export class RollupDeltas {
 }
 
 /** Cells of stored slices with the cells of every repo they add up to (everyRepoSlice), for reads that list every slice. */
-export function withEveryRepo<C extends { slice: string; bucket: number; data: RollupData }>(cells: readonly C[], make: (slice: string, bucket: number, data: RollupData) => C): C[] {
+export function withEveryRepo<C extends { slice: string; bucket: number; data: RollupData }>(
+  cells: readonly C[],
+  make: (slice: string, bucket: number, data: RollupData) => C,
+): C[] {
   const sums = new Map<string, C>();
   for (const c of cells) {
     const slice = everyRepoSlice(c.slice);
@@ -583,5 +687,9 @@ export function parseSlice(slice: string): { kind: Kind; repo: string | null; ns
   const second = slice.indexOf("|", first + 1);
   const repo = slice.slice(first + 1, second);
   const app = slice.slice(second + 1);
-  return { kind: slice.slice(0, first) as Kind, repo: repo === "*" ? null : repo.slice(1), nsapp: app === ALL_APPS ? null : app.slice(1) };
+  return {
+    kind: slice.slice(0, first) as Kind,
+    repo: repo === "*" ? null : repo.slice(1),
+    nsapp: app === ALL_APPS ? null : app.slice(1),
+  };
 }

@@ -31,7 +31,17 @@ export interface ReadOptions {
 const ROW_ONLY = new Set(["id", "created", "pipeline"]);
 
 /** Whole-number columns (UInt8 to UInt32, Int16); every other column is a String. */
-const NUMBERS = new Set(["core_count", "ct_type", "disk_size", "ram_size", "exit_code", "install_duration", "has_arm", "payload_version", "failed_line"]);
+const NUMBERS = new Set([
+  "core_count",
+  "ct_type",
+  "disk_size",
+  "ram_size",
+  "exit_code",
+  "install_duration",
+  "has_arm",
+  "payload_version",
+  "failed_line",
+]);
 
 /**
  * Columns where the service writes "unknown" for an empty or missing value (its validate()): that
@@ -42,7 +52,8 @@ const UNKNOWN_IF_EMPTY = new Set(["cpu_vendor", "gpu_vendor", "gpu_passthrough"]
 /** The text the service's stuck-install cleanup writes into the `unknown` row it adds (its MarkRecordAsUnknown). */
 const TIMED_OUT = /^Installation timed out - no completion status received after \d+h$/;
 
-const text = (v: unknown): string | undefined => (v === undefined || v === null ? undefined : typeof v === "string" ? v : String(v));
+const text = (v: unknown): string | undefined =>
+  v === undefined || v === null ? undefined : typeof v === "string" ? v : String(v);
 
 /** A whole number as the column holds it (a JSON number, a quoted 64-bit integer, a CSV field); the raw value when it is none, for the field rules to name. */
 function whole(v: unknown): number | string | undefined {
@@ -74,7 +85,8 @@ function bodyOf(row: JsonObject): JsonObject {
     const v = n(key);
     if (v !== undefined && v !== 0) body[key] = v;
   };
-  for (const key of ["disk_size", "core_count", "ram_size", "install_duration", "failed_line", "payload_version"]) positive(key);
+  for (const key of ["disk_size", "core_count", "ram_size", "install_duration", "failed_line", "payload_version"])
+    positive(key);
   const sized = ["disk_size", "core_count", "ram_size"].some((k) => body[k] !== undefined);
   const ct = n("ct_type");
   if (ct !== undefined && (ct !== 0 || sized)) body.ct_type = ct;
@@ -94,15 +106,24 @@ export interface Refusal {
 }
 
 /** What one row of the table is, as far as it is read before the rows are put in order. */
-export type RowKey = { ok: true; executionKey: string; randomId: string; at: number } | ({ ok: false; randomId: string | null } & Refusal);
+export type RowKey =
+  | { ok: true; executionKey: string; randomId: string; at: number }
+  | ({ ok: false; randomId: string | null } & Refusal);
 
 /** The execution a row belongs to (its execution_id, or its random_id for rows written before execution ids) and when it was written. */
 export function rowKey(row: JsonObject, zone: string): RowKey {
   const randomId = text(row.random_id)?.trim() ?? "";
-  if (randomId === "") return { ok: false, randomId: null, field: "random_id", message: "random_id is required and must not be empty" };
+  if (randomId === "")
+    return { ok: false, randomId: null, field: "random_id", message: "random_id is required and must not be empty" };
   const created = text(row.created);
   const at = created === undefined ? null : serviceTime(created, zone);
-  if (at === null) return { ok: false, randomId, field: "created", message: `created must be a date and time such as 2026-05-01 12:00:00.123, got ${JSON.stringify(created ?? null)}` };
+  if (at === null)
+    return {
+      ok: false,
+      randomId,
+      field: "created",
+      message: `created must be a date and time such as 2026-05-01 12:00:00.123, got ${JSON.stringify(created ?? null)}`,
+    };
   const executionId = text(row.execution_id)?.trim() ?? "";
   return { ok: true, executionKey: executionId === "" ? randomId : executionId, randomId, at };
 }
@@ -118,18 +139,27 @@ export function serviceTime(value: string, zone: string): number | null {
 }
 
 /** One row as an event of its execution: a report as its client sent it, or the cleanup's timeout. */
-type RowEvent = { kind: "report"; report: Report } | { kind: "timed-out"; report: Report } | ({ kind: "refused" } & Refusal);
+type RowEvent =
+  | { kind: "report"; report: Report }
+  | { kind: "timed-out"; report: Report }
+  | ({ kind: "refused" } & Refusal);
 
 function rowEvent(row: JsonObject, normalize: NormalizeOptions): RowEvent {
   const checked = normalizeTelemetry(bodyOf(row), normalize);
   if (!checked.ok) return { kind: "refused", field: checked.field, message: checked.message };
   const report = checked.value;
-  const cleanup = report.status === "unknown" && text(row.error_category) === "timeout" && TIMED_OUT.test(text(row.error)?.trim() ?? "");
+  const cleanup =
+    report.status === "unknown" &&
+    text(row.error_category) === "timeout" &&
+    TIMED_OUT.test(text(row.error)?.trim() ?? "");
   return { kind: cleanup ? "timed-out" : "report", report };
 }
 
 /** What became of one row: applied to its execution, absorbed (a repeat, or nothing new), or refused. */
-export type RowResult = { kind: "applied" } | { kind: "absorbed" } | ({ kind: "refused"; reason: "invalid_field" | "already_final" } & Refusal);
+export type RowResult =
+  | { kind: "applied" }
+  | { kind: "absorbed" }
+  | ({ kind: "refused"; reason: "invalid_field" | "already_final" } & Refusal);
 
 /**
  * The rows of one execution, oldest first, folded into the execution they describe by the
@@ -147,7 +177,8 @@ export class ExecutionFold {
 
   add(row: JsonObject, at: number): RowResult {
     const event = rowEvent(row, this.normalize);
-    if (event.kind === "refused") return { kind: "refused", reason: "invalid_field", field: event.field, message: event.message };
+    if (event.kind === "refused")
+      return { kind: "refused", reason: "invalid_field", field: event.field, message: event.message };
     const current = this.current;
     if (event.kind === "timed-out" && current !== undefined) {
       if (current.outcome !== "in_progress") return { kind: "absorbed" };
@@ -167,12 +198,18 @@ export class ExecutionFold {
         this.held = { report: event.report, at, repaired: false };
         return { kind: "applied" };
       case "duplicate":
-        if (decision.conflict !== null) return { kind: "refused", reason: "already_final", field: "status", message: decision.conflict };
+        if (decision.conflict !== null)
+          return { kind: "refused", reason: "already_final", field: "status", message: decision.conflict };
         if (decision.row === null) return { kind: "absorbed" };
         this.current = decision.row;
         return { kind: "applied" };
       case "already-final": // /upload only; every row here is a /telemetry report
-        return { kind: "refused", reason: "already_final", field: "status", message: `execution ${event.report.executionId} already ended ${decision.outcome}` };
+        return {
+          kind: "refused",
+          reason: "already_final",
+          field: "status",
+          message: `execution ${event.report.executionId} already ended ${decision.outcome}`,
+        };
     }
   }
 
@@ -193,12 +230,19 @@ const PROGRESS = new Set(["installing", "validation", "configuring"]);
  * timed out shows as `unknown`: with the cleanup's text (the community's) or without a final
  * step (ours); it is kept as such (outcome unknown, its last step as status).
  */
-export function recordExecution(record: JsonObject, opts: ReadOptions): { ok: true; execution: Execution } | ({ ok: false; randomId: string | null } & Refusal) {
+export function recordExecution(
+  record: JsonObject,
+  opts: ReadOptions,
+): { ok: true; execution: Execution } | ({ ok: false; randomId: string | null } & Refusal) {
   const randomId = text(record.random_id)?.trim() || null;
   const refuse = (field: string | null, message: string) => ({ ok: false as const, randomId, field, message });
   const created = text(record.created);
   const createdTime = created === undefined ? null : serviceTime(created, opts.zone);
-  if (createdTime === null) return refuse("created", `created must be a date and time such as 2026-05-01 12:00:00.123, got ${JSON.stringify(created ?? null)}`);
+  if (createdTime === null)
+    return refuse(
+      "created",
+      `created must be a date and time such as 2026-05-01 12:00:00.123, got ${JSON.stringify(created ?? null)}`,
+    );
   const steps: { status: string; at: number }[] = [];
   if (record.pipeline !== undefined && record.pipeline !== null && record.pipeline !== "") {
     let parsed: unknown;
@@ -211,17 +255,23 @@ export function recordExecution(record: JsonObject, opts: ReadOptions): { ok: tr
     for (const step of parsed as unknown[]) {
       const s = step as { s?: unknown; t?: unknown } | null;
       const at = typeof s?.t === "string" ? serviceTime(s.t, opts.zone) : null;
-      if (typeof s?.s !== "string" || at === null) return refuse("pipeline", `pipeline steps must be {"s": status, "t": time}, got ${JSON.stringify(step)?.slice(0, 80)}`);
+      if (typeof s?.s !== "string" || at === null)
+        return refuse(
+          "pipeline",
+          `pipeline steps must be {"s": status, "t": time}, got ${JSON.stringify(step)?.slice(0, 80)}`,
+        );
       steps.push({ status: s.s.trim().toLowerCase(), at });
     }
   }
   const body = bodyOf(record);
   // Older listings do not say which payload version sent a record; yes/no for gpu_passthrough is v2's meaning (v1 sent the host's GPU kind).
-  if (!opts.versioned && body.payload_version === undefined && /^(yes|no)$/i.test(text(body.gpu_passthrough) ?? "")) body.payload_version = 2;
+  if (!opts.versioned && body.payload_version === undefined && /^(yes|no)$/i.test(text(body.gpu_passthrough) ?? ""))
+    body.payload_version = 2;
   const status = text(record.status)?.trim().toLowerCase() ?? "";
   const finalStep = steps.find((s) => !PROGRESS.has(s.status) && deriveOutcome(s.status, null) !== "in_progress");
   const lastProgress = steps.filter((s) => PROGRESS.has(s.status)).at(-1);
-  const timedOut = status === "unknown" && (TIMED_OUT.test(text(record.error)?.trim() ?? "") || finalStep === undefined);
+  const timedOut =
+    status === "unknown" && (TIMED_OUT.test(text(record.error)?.trim() ?? "") || finalStep === undefined);
   if (timedOut) {
     body.status = lastProgress?.status ?? "installing";
     for (const key of ["error", "error_category", "exit_code", "failed_command", "failed_line"]) delete body[key];

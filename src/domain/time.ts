@@ -13,13 +13,25 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{
 function dateTime(text: string): { wall: number; offset: number | null } | null {
   const m = DATE_TIME.exec(text.trim());
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return null;
   const date = Date.UTC(year, month - 1, day);
   if (new Date(date).getUTCDate() !== day) return null; // 2026-02-30
   const ms = m[7] ? Number(m[7].padEnd(3, "0").slice(0, 3)) : 0;
   const zone = m[8];
-  const offset = zone === undefined ? null : zone === "Z" || zone === "z" ? 0 : (zone[0] === "-" ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2))) * 60_000;
+  const offset =
+    zone === undefined
+      ? null
+      : zone === "Z" || zone === "z"
+        ? 0
+        : (zone[0] === "-" ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2))) * 60_000;
   return { wall: date + ((hour * 60 + minute) * 60 + second) * 1000 + ms, offset };
 }
 
@@ -49,11 +61,23 @@ export function isTimeZone(zone: string): boolean {
 function zoneOffset(zone: string, t: number): number {
   let format = zoneFormats.get(zone);
   if (!format) {
-    format = new Intl.DateTimeFormat("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" });
+    format = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
+    });
     zoneFormats.set(zone, format);
   }
   const part = Object.fromEntries(format.formatToParts(new Date(t)).map((p) => [p.type, Number(p.value)]));
-  return Date.UTC(part.year!, part.month! - 1, part.day!, part.hour!, part.minute!, part.second!) - (t - (((t % 1000) + 1000) % 1000));
+  return (
+    Date.UTC(part.year!, part.month! - 1, part.day!, part.hour!, part.minute!, part.second!) -
+    (t - (((t % 1000) + 1000) % 1000))
+  );
 }
 
 /**
@@ -70,6 +94,8 @@ export function parseZonedTime(value: string, zone: string): number | null {
   // time the earliest is taken (none in the hour a clock skips: read with the offset before it).
   const before = zoneOffset(zone, t.wall - DAY);
   const after = zoneOffset(zone, t.wall + DAY);
-  const fits = [before, after].map((offset) => t.wall - offset).filter((instant) => instant + zoneOffset(zone, instant) === t.wall);
+  const fits = [before, after]
+    .map((offset) => t.wall - offset)
+    .filter((instant) => instant + zoneOffset(zone, instant) === t.wall);
   return fits.length > 0 ? Math.min(...fits) : t.wall - before;
 }

@@ -30,16 +30,28 @@ function bearerToken(request: Request): string | null {
 
 export type Denial = { status: 401 | 403; error: "unauthorized" | "forbidden"; message: string };
 
-export function checkAccess(request: Request, path: string, tokens: { readToken: string | null; adminToken: string | null }): Denial | null {
+export function checkAccess(
+  request: Request,
+  path: string,
+  tokens: { readToken: string | null; adminToken: string | null },
+): Denial | null {
   const access = accessOf(request.method, path);
   if (access === "open") return null;
   const given = bearerToken(request);
   if (access === "admin") {
-    if (tokens.adminToken === null) return { status: 403, error: "forbidden", message: "the admin API is off: start the server with INSTALLSTATS_ADMIN_TOKEN set" };
-    return tokenMatches(given, tokens.adminToken) ? null : { status: 401, error: "unauthorized", message: "admin actions need 'Authorization: Bearer <admin token>'" };
+    if (tokens.adminToken === null)
+      return {
+        status: 403,
+        error: "forbidden",
+        message: "the admin API is off: start the server with INSTALLSTATS_ADMIN_TOKEN set",
+      };
+    return tokenMatches(given, tokens.adminToken)
+      ? null
+      : { status: 401, error: "unauthorized", message: "admin actions need 'Authorization: Bearer <admin token>'" };
   }
   if (tokens.readToken === null) return null;
   // The admin token can read too.
-  if (tokenMatches(given, tokens.readToken) || (tokens.adminToken !== null && tokenMatches(given, tokens.adminToken))) return null;
+  if (tokenMatches(given, tokens.readToken) || (tokens.adminToken !== null && tokenMatches(given, tokens.adminToken)))
+    return null;
   return { status: 401, error: "unauthorized", message: "reads need 'Authorization: Bearer <read token>'" };
 }

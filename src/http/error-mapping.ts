@@ -32,7 +32,10 @@ export function errorMapping({ log, unknownPost }: ErrorMappingDeps): ErrorHandl
         }
         set.status = 404;
         if (request.method === "POST") await unknownPost(request, path, server);
-        return errorBody("not_found", `no route for ${path}${request.method === "POST" ? "; reports go to /telemetry (current scripts) or /upload and /upload/updatestatus (old ones)" : ""}`);
+        return errorBody(
+          "not_found",
+          `no route for ${path}${request.method === "POST" ? "; reports go to /telemetry (current scripts) or /upload and /upload/updatestatus (old ones)" : ""}`,
+        );
       case "PARSE":
         set.status = 400;
         return errorBody("invalid_json", "body is not valid JSON");
@@ -47,7 +50,11 @@ export function errorMapping({ log, unknownPost }: ErrorMappingDeps): ErrorHandl
         set.status = inUrl ? 400 : 422;
         const issue = error.valueError;
         const field = issue?.path.replace(/^\//, "").replaceAll("/", ".") || undefined;
-        return errorBody("invalid_field", issue ? describeIssue(field, issue.schema as SchemaLike, issue.message) : "request does not match the schema", field);
+        return errorBody(
+          "invalid_field",
+          issue ? describeIssue(field, issue.schema as SchemaLike, issue.message) : "request does not match the schema",
+          field,
+        );
       }
       default: {
         if (request.signal.aborted) {
@@ -79,13 +86,25 @@ interface SchemaLike {
 /** A schema failure in words that name the field and what it accepts ("by must be one of ..."), not "Expected union value". */
 function describeIssue(field: string | undefined, schema: SchemaLike | undefined, fallback: string): string {
   const name = field ?? "value";
-  const literals = schema?.anyOf?.every((s) => s.const !== undefined) ? schema.anyOf.map((s) => String(s.const)) : schema?.enum?.map(String);
+  const literals = schema?.anyOf?.every((s) => s.const !== undefined)
+    ? schema.anyOf.map((s) => String(s.const))
+    : schema?.enum?.map(String);
   if (literals) return `${name} must be one of ${literals.join(", ")}`;
-  const number = schema?.anyOf?.find((s) => s.type === "number" || s.type === "integer") ?? (schema?.type === "number" || schema?.type === "integer" ? schema : undefined);
+  const number =
+    schema?.anyOf?.find((s) => s.type === "number" || s.type === "integer") ??
+    (schema?.type === "number" || schema?.type === "integer" ? schema : undefined);
   if (number) {
-    const range = number.minimum !== undefined && number.maximum !== undefined ? ` from ${number.minimum} to ${number.maximum}` : number.minimum !== undefined ? ` of at least ${number.minimum}` : number.maximum !== undefined ? ` of at most ${number.maximum}` : "";
+    const range =
+      number.minimum !== undefined && number.maximum !== undefined
+        ? ` from ${number.minimum} to ${number.maximum}`
+        : number.minimum !== undefined
+          ? ` of at least ${number.minimum}`
+          : number.maximum !== undefined
+            ? ` of at most ${number.maximum}`
+            : "";
     return `${name} must be a ${number.type === "integer" ? "whole " : ""}number${range}`;
   }
-  if (schema?.type === "string" && (schema.minLength !== undefined || schema.maxLength !== undefined)) return `${name} must be ${schema.minLength ?? 0} to ${schema.maxLength ?? "any number of"} characters`;
+  if (schema?.type === "string" && (schema.minLength !== undefined || schema.maxLength !== undefined))
+    return `${name} must be ${schema.minLength ?? 0} to ${schema.maxLength ?? "any number of"} characters`;
   return `${name}: ${fallback}`;
 }

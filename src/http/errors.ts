@@ -66,6 +66,9 @@ export function serverFault(error: unknown, path: string, log: Logger): ServerFa
     log.warn("read stopped past its budget", { path, error: error.message });
     return { status: 503, body: errorBody("read_budget_exceeded", error.message), headers: {} };
   }
-  log.error("unhandled error", { path, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  log.error("unhandled error", {
+    path,
+    error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  });
   return { status: 500, body: errorBody("internal", "internal error; see the server log"), headers: {} };
 }

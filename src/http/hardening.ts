@@ -38,7 +38,9 @@ function corsPolicy(o: HardeningOptions) {
     // Without CORS configured the Origin header is never looked at (reading headers has a cost).
     const origin = cors ? request.headers.get("origin") : null;
     if (origin === null || !(anyOrigin || o.corsOrigins.includes(origin))) return null;
-    return anyOrigin ? { "access-control-allow-origin": "*" } : { "access-control-allow-origin": origin, vary: "Origin" };
+    return anyOrigin
+      ? { "access-control-allow-origin": "*" }
+      : { "access-control-allow-origin": origin, vary: "Origin" };
   };
 }
 

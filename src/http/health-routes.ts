@@ -15,8 +15,12 @@ const BudgetsJson = t.Object(
       entries: t.Integer(),
       body_bytes: Bytes("whole bodies as stored (compressed)"),
       body_raw_bytes: Bytes("the same bodies as received"),
-      head_only: t.Integer({ description: "entries that keep only the first 256 bytes of their body (past the budget)" }),
-      deduplicated: t.Integer({ description: "entries that shared a body already stored (since the database was created)" }),
+      head_only: t.Integer({
+        description: "entries that keep only the first 256 bytes of their body (past the budget)",
+      }),
+      deduplicated: t.Integer({
+        description: "entries that shared a body already stored (since the database was created)",
+      }),
       truncated: t.Integer({ description: "entries kept with their body's head only" }),
       evicted: t.Integer({ description: "head-only entries removed, oldest first, to make room" }),
       dropped: t.Integer({ description: "entries not kept at all, only counted (the log was full)" }),
@@ -27,7 +31,9 @@ const BudgetsJson = t.Object(
       used_bytes: t.Integer(),
       count: t.Integer({ description: "final reports waiting for their start report" }),
       expired: t.Integer({ description: "applied on their own after --held-expiry" }),
-      overflowed: t.Integer({ description: "applied on their own, oldest first, because held reports were past their budget" }),
+      overflowed: t.Integer({
+        description: "applied on their own, oldest first, because held reports were past their budget",
+      }),
     }),
   },
   { description: "what is kept besides executions, against its budget; counters since the database was created" },
@@ -37,20 +43,40 @@ const BudgetsJson = t.Object(
 const HealthBesidesRelay = t.Object(
   {
     status: t.Union([t.Literal("ok"), t.Literal("degraded")]),
-    time: t.String({ format: "date-time", description: "the server's clock, UTC, to the second (RFC 3339, as the community service's health check sends it)" }),
+    time: t.String({
+      format: "date-time",
+      description:
+        "the server's clock, UTC, to the second (RFC 3339, as the community service's health check sends it)",
+    }),
     version: t.String(),
     uptime_s: t.Number(),
     storage: t.Object({
-      writable: t.Boolean({ description: "false while the last write attempt failed (disk full, read-only), or for good once the database files were replaced or removed under the server" }),
+      writable: t.Boolean({
+        description:
+          "false while the last write attempt failed (disk full, read-only), or for good once the database files were replaced or removed under the server",
+      }),
       last_error: t.Nullable(t.String()),
       batches: t.Integer(),
       writes: t.Integer(),
-      problems: t.Optional(t.Array(t.String(), { description: "what is wrong with storage, one sentence each: files replaced or removed, damage met by a read, damage found by the integrity check" })),
+      problems: t.Optional(
+        t.Array(t.String(), {
+          description:
+            "what is wrong with storage, one sentence each: files replaced or removed, damage met by a read, damage found by the integrity check",
+        }),
+      ),
       integrity: t.Optional(
         t.Nullable(
           t.Object(
-            { ok: t.Boolean(), checked_at: t.String({ format: "date-time" }), ms: t.Integer(), problems: t.Array(t.String()) },
-            { description: "SQLite's quick_check, run once in the background when the server starts; null until it finished" },
+            {
+              ok: t.Boolean(),
+              checked_at: t.String({ format: "date-time" }),
+              ms: t.Integer(),
+              problems: t.Array(t.String()),
+            },
+            {
+              description:
+                "SQLite's quick_check, run once in the background when the server starts; null until it finished",
+            },
           ),
         ),
       ),
@@ -63,7 +89,9 @@ const HealthBesidesRelay = t.Object(
             replica: t.Nullable(
               t.Object({
                 location: t.String(),
-                lag_s: t.Nullable(t.Number({ description: "replay lag in seconds; null while the replica does not answer" })),
+                lag_s: t.Nullable(
+                  t.Number({ description: "replay lag in seconds; null while the replica does not answer" }),
+                ),
                 reads_from: t.Union([t.Literal("replica"), t.Literal("primary")]),
                 problem: t.Nullable(t.String()),
               }),
@@ -91,7 +119,13 @@ const budgetsJson = (b: BudgetStatus): Static<typeof BudgetsJson> => ({
     dropped: b.log.dropped,
     dropped_bytes: b.log.droppedBytes,
   },
-  held: { limit_bytes: b.held.limitBytes, used_bytes: b.held.usedBytes, count: b.held.count, expired: b.held.expired, overflowed: b.held.overflowed },
+  held: {
+    limit_bytes: b.held.limitBytes,
+    used_bytes: b.held.usedBytes,
+    count: b.held.count,
+    expired: b.held.expired,
+    overflowed: b.held.overflowed,
+  },
 });
 
 export function healthRoutes(deps: {
@@ -107,7 +141,12 @@ export function healthRoutes(deps: {
   const Health = t.Object(
     {
       ...HealthBesidesRelay.properties,
-      relay: t.Optional(t.Nullable(deps.relay.schema, { description: "the relay to an upstream collector; an upstream that fails does not make this node degraded; null when it could not be read" })),
+      relay: t.Optional(
+        t.Nullable(deps.relay.schema, {
+          description:
+            "the relay to an upstream collector; an upstream that fails does not make this node degraded; null when it could not be read",
+        }),
+      ),
     },
     { title: "Health" },
   );
@@ -133,13 +172,25 @@ export function healthRoutes(deps: {
           ...(engine
             ? {
                 problems,
-                integrity: integrity ? { ok: integrity.ok, checked_at: new Date(integrity.checkedAt).toISOString(), ms: integrity.ms, problems: integrity.problems } : null,
+                integrity: integrity
+                  ? {
+                      ok: integrity.ok,
+                      checked_at: new Date(integrity.checkedAt).toISOString(),
+                      ms: integrity.ms,
+                      problems: integrity.problems,
+                    }
+                  : null,
                 budgets: engine.budgets ? budgetsJson(engine.budgets) : null,
                 database: {
                   engine: engine.database.engine,
                   location: engine.database.location,
                   replica: engine.database.replica
-                    ? { location: engine.database.replica.location, lag_s: engine.database.replica.lagS, reads_from: engine.database.replica.readsFrom, problem: engine.database.replica.problem }
+                    ? {
+                        location: engine.database.replica.location,
+                        lag_s: engine.database.replica.lagS,
+                        reads_from: engine.database.replica.readsFrom,
+                        problem: engine.database.replica.problem,
+                      }
                     : null,
                 },
               }

@@ -10,7 +10,19 @@ export function metricsRoutes(metrics: Metrics) {
       const status = responseValue instanceof Response ? responseValue.status : (set.status ?? 200);
       metrics.requests.inc({ route: route || "unmatched", method: request.method, status: String(status) });
     })
-    .get("/metrics", async () => new Response(await metrics.registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }), {
-      detail: { tags: ["ops"], summary: "Prometheus metrics", description: "Requests, ingest latency, batch sizes, rejected reports by reason, rate limiting, database size, installs by outcome, scheduled jobs." },
-    });
+    .get(
+      "/metrics",
+      async () =>
+        new Response(await metrics.registry.render(), {
+          headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+        }),
+      {
+        detail: {
+          tags: ["ops"],
+          summary: "Prometheus metrics",
+          description:
+            "Requests, ingest latency, batch sizes, rejected reports by reason, rate limiting, database size, installs by outcome, scheduled jobs.",
+        },
+      },
+    );
 }

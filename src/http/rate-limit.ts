@@ -53,7 +53,8 @@ function ipv4Bits(text: string): number | null {
   return parts === 4 ? value : null;
 }
 
-const hexDigit = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : (c | 0x20) >= 97 && (c | 0x20) <= 102 ? (c | 0x20) - 87 : -1);
+const hexDigit = (c: number): number =>
+  c >= 48 && c <= 57 ? c - 48 : (c | 0x20) >= 97 && (c | 0x20) <= 102 ? (c | 0x20) - 87 : -1;
 
 /**
  * The eight 16-bit groups of an IPv6 address (compressed with "::", with a dotted IPv4 tail, any
@@ -75,7 +76,8 @@ function ipv6Groups(text: string): number[] | null {
   while (i < n) {
     let j = i;
     let value = 0;
-    for (let d = hexDigit(text.charCodeAt(j)); j < n && d >= 0; d = hexDigit(text.charCodeAt(++j))) value = value * 16 + d;
+    for (let d = hexDigit(text.charCodeAt(j)); j < n && d >= 0; d = hexDigit(text.charCodeAt(++j)))
+      value = value * 16 + d;
     if (j < n && text.charCodeAt(j) === 46) {
       // A dotted IPv4 tail ends the address.
       const v4 = ipv4Bits(text.slice(i));
@@ -122,7 +124,15 @@ function parseAddress(raw: string): { v4: number } | { v6: number[] } | null {
   const groups = ipv6Groups(text);
   if (groups === null) return null;
   // IPv4-mapped (::ffff:a.b.c.d, also written ::ffff:c000:201): an IPv4 client on a dual-stack socket.
-  if (groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff) return { v4: (groups[6]! * 65536 + groups[7]!) >>> 0 };
+  if (
+    groups[0] === 0 &&
+    groups[1] === 0 &&
+    groups[2] === 0 &&
+    groups[3] === 0 &&
+    groups[4] === 0 &&
+    groups[5] === 0xffff
+  )
+    return { v4: (groups[6]! * 65536 + groups[7]!) >>> 0 };
   return { v6: groups };
 }
 
@@ -134,12 +144,16 @@ function networkKey(parsed: { v4: number } | { v6: number[] }, prefixes: Network
   if ("v4" in parsed) {
     const bits = prefixes.v4;
     const masked = (parsed.v4 & (~0 << (32 - bits))) >>> 0;
-    return { key: `${masked >>> 24}.${(masked >>> 16) & 255}.${(masked >>> 8) & 255}.${masked & 255}/${bits}`, family: "ipv4" };
+    return {
+      key: `${masked >>> 24}.${(masked >>> 16) & 255}.${(masked >>> 8) & 255}.${masked & 255}/${bits}`,
+      family: "ipv4",
+    };
   }
   const bits = prefixes.v6;
   const groups = parsed.v6;
   const masked = [0, 0, 0, 0, 0, 0, 0, 0];
-  for (let i = 0; i < 8 && bits > i * 16; i++) masked[i] = bits >= (i + 1) * 16 ? groups[i]! : groups[i]! & ((0xffff << (16 - (bits - i * 16))) & 0xffff);
+  for (let i = 0; i < 8 && bits > i * 16; i++)
+    masked[i] = bits >= (i + 1) * 16 ? groups[i]! : groups[i]! & ((0xffff << (16 - (bits - i * 16))) & 0xffff);
   // Shortest form of the network's first address: the longest run of two or more zero groups as "::".
   let at = -1;
   let len = 1;
@@ -299,7 +313,10 @@ function share(budget: number, maxNetworks: number): ClientShare {
   };
 }
 
-export function createClientCosts(budgets: { logBytes: number; heldBytes: number }, maxNetworks = MAX_NETWORKS): ClientCosts {
+export function createClientCosts(
+  budgets: { logBytes: number; heldBytes: number },
+  maxNetworks = MAX_NETWORKS,
+): ClientCosts {
   return { log: share(budgets.logBytes, maxNetworks), held: share(budgets.heldBytes, maxNetworks) };
 }
 
@@ -309,7 +326,8 @@ export function proxyMatcher(list: readonly string[]): (address: string) => bool
   for (const entry of list) {
     const [address, bits] = entry.split("/");
     const family = isIP(address ?? "") === 6 ? "ipv6" : "ipv4";
-    if (isIP(address ?? "") === 0) throw new Error(`trusted proxy ${JSON.stringify(entry)} is not an IP address or CIDR`);
+    if (isIP(address ?? "") === 0)
+      throw new Error(`trusted proxy ${JSON.stringify(entry)} is not an IP address or CIDR`);
     if (bits === undefined) block.addAddress(address!, family);
     else block.addSubnet(address!, Number(bits), family);
   }
@@ -337,11 +355,18 @@ const isLoopback = (address: string): boolean => {
  * The client's address: the peer, unless the peer is a trusted proxy (or on this host); then the
  * right-most address in X-Forwarded-For that is not itself one (the left part can be forged).
  */
-export function clientAddress(peer: string | null, forwardedFor: string | null, trusted: (a: string) => boolean): string {
+export function clientAddress(
+  peer: string | null,
+  forwardedFor: string | null,
+  trusted: (a: string) => boolean,
+): string {
   const direct = peer ?? UNKNOWN_CLIENT;
   const proxy = (a: string) => trusted(a) || isLoopback(a);
   if (!proxy(direct) || !forwardedFor) return direct;
-  const hops = forwardedFor.split(",").map((h) => h.trim()).filter((h) => h !== "");
+  const hops = forwardedFor
+    .split(",")
+    .map((h) => h.trim())
+    .filter((h) => h !== "");
   for (let i = hops.length - 1; i >= 0; i--) if (!proxy(hops[i]!)) return hops[i]!;
   return hops[0] ?? direct;
 }

@@ -9,8 +9,16 @@ type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLitera
  * A union of string literals from a domain list, typed member by member. (t.UnionEnum types it
  * too, but with it Elysia's validation lost every outcome but the first in a test.)
  */
-export function literalUnion<const T extends readonly string[]>(values: T, options: { description: string }): TUnion<Literals<T>> {
-  return t.Union(values.map((v) => t.Literal(v)), options) as TUnion<Literals<T>>;
+export function literalUnion<const T extends readonly string[]>(
+  values: T,
+  options: { description: string },
+): TUnion<Literals<T>> {
+  return t.Union(
+    values.map((v) => t.Literal(v)),
+    options,
+  ) as TUnion<Literals<T>>;
 }
 
-export const OutcomeSchema = literalUnion(OUTCOMES, { description: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown" });
+export const OutcomeSchema = literalUnion(OUTCOMES, {
+  description: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown",
+});

@@ -18,7 +18,11 @@ import { readBody } from "./read-body.ts";
 import { REFUSAL_STATUS, RESULT_STATUS } from "./status.ts";
 import { unknownPathTracker } from "./unknown-path.ts";
 
-const PATHS = { upload: "/upload", updatestatus: "/upload/updatestatus", telemetry: "/telemetry" } as const satisfies Record<Endpoint, string>;
+const PATHS = {
+  upload: "/upload",
+  updatestatus: "/upload/updatestatus",
+  telemetry: "/telemetry",
+} as const satisfies Record<Endpoint, string>;
 
 export interface IngestDeps {
   writer: GroupCommitWriter;
@@ -44,7 +48,9 @@ const Accepted = t.Object(
     execution_id: t.String({ description: "the execution the report was about (= random_id for /upload)" }),
     duplicate: t.Optional(t.Literal(true)),
     outcome: t.Optional(OutcomeSchema),
-    repaired: t.Boolean({ description: "the body was not valid JSON and was repaired; the raw body is in the rejected-reports log" }),
+    repaired: t.Boolean({
+      description: "the body was not valid JSON and was repaired; the raw body is in the rejected-reports log",
+    }),
   },
   { title: "Accepted" },
 );
@@ -54,11 +60,22 @@ function sentSchema(f: SentField, endpoint: Endpoint): TSchema {
   const description = sentDocOf(f, endpoint);
   let schema: TSchema;
   switch (f.kind) {
-    case "id": schema = t.String({ minLength: f.bounds[0], maxLength: f.bounds[1], description }); break;
-    case "integer": schema = t.Integer({ minimum: f.bounds[0], maximum: f.bounds[1], description }); break;
-    case "size": schema = t.Union([t.Number({ minimum: f.bounds[0], maximum: f.bounds[1] }), t.String()], { description: `${description}; "32G", "2048M" and "" accepted` }); break;
-    case "bool": schema = t.Boolean({ description }); break;
-    default: schema = t.String({ description });
+    case "id":
+      schema = t.String({ minLength: f.bounds[0], maxLength: f.bounds[1], description });
+      break;
+    case "integer":
+      schema = t.Integer({ minimum: f.bounds[0], maximum: f.bounds[1], description });
+      break;
+    case "size":
+      schema = t.Union([t.Number({ minimum: f.bounds[0], maximum: f.bounds[1] }), t.String()], {
+        description: `${description}; "32G", "2048M" and "" accepted`,
+      });
+      break;
+    case "bool":
+      schema = t.Boolean({ description });
+      break;
+    default:
+      schema = t.String({ description });
   }
   return requiredIn(f, endpoint) ? schema : t.Optional(schema);
 }
@@ -73,7 +90,11 @@ function bodyDoc(endpoint: Endpoint, options: ObjectOptions) {
 
 const StartReportDoc = bodyDoc("upload", { title: "StartReport" });
 const StatusUpdateDoc = bodyDoc("updatestatus", { title: "StatusUpdate" });
-const TelemetryDoc = bodyDoc("telemetry", { title: "TelemetryReport", additionalProperties: true, description: "Unknown fields are kept in the record's `extra`." });
+const TelemetryDoc = bodyDoc("telemetry", {
+  title: "TelemetryReport",
+  additionalProperties: true,
+  description: "Unknown fields are kept in the record's `extra`.",
+});
 
 // TypeBox schemas are JSON Schema; only their TypeScript types differ from openapi-types'.
 type SchemaObject = { type: "object" };
@@ -90,9 +111,15 @@ const responses = {
   503: ErrorBody,
 };
 
-type Reply = { status: 200 | 201 | 202; body: typeof Accepted.static } | { status: 400 | 409 | 413 | 422; body: ErrorBody };
+type Reply =
+  | { status: 200 | 201 | 202; body: typeof Accepted.static }
+  | { status: 400 | 409 | 413 | 422; body: ErrorBody };
 
-function accepted(result: ResultFor<ReportOp>, ids: { random_id: string; execution_id: string }, repaired: boolean): Reply {
+function accepted(
+  result: ResultFor<ReportOp>,
+  ids: { random_id: string; execution_id: string },
+  repaired: boolean,
+): Reply {
   const randomId = ids.random_id;
   switch (result.kind) {
     case "created":
@@ -106,7 +133,11 @@ function accepted(result: ResultFor<ReportOp>, ids: { random_id: string; executi
     case "already-final":
       return {
         status: RESULT_STATUS["already-final"],
-        body: errorBody("already_final", `install ${randomId} already has a final status (${result.outcome}); update not applied`, "status"),
+        body: errorBody(
+          "already_final",
+          `install ${randomId} already has a final status (${result.outcome}); update not applied`,
+          "status",
+        ),
       };
   }
 }
@@ -116,7 +147,11 @@ export function ingestRoutes(deps: IngestDeps) {
 
   // Every write carries its request's signal: a request aborted before its write is stored (its
   // client gone, or Bun closing a pipelined connection: scripts/repro/pipelining.ts) stores nothing.
-  async function reject(rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" }, client: Network | null, signal: AbortSignal): Promise<Reply> {
+  async function reject(
+    rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" },
+    client: Network | null,
+    signal: AbortSignal,
+  ): Promise<Reply> {
     const at = clock();
     // Past its network's share of the log, a body is kept by its head (the entry stays).
     const headOnly = rejection.body.byteLength > 0 && !costs.log.take(client, rejection.body.byteLength, at);
@@ -132,7 +167,11 @@ export function ingestRoutes(deps: IngestDeps) {
     if (!read.ok) {
       const size = read.size === null ? "a chunked body" : `${read.size} bytes`;
       const message = `body is larger than the limit of ${maxBodyBytes} bytes (${size})`;
-      return reject({ endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) }, client, request.signal);
+      return reject(
+        { endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) },
+        client,
+        request.signal,
+      );
     }
     const taken = intake(endpoint, read.bytes, clock(), normalize);
     if (!taken.ok) return reject(taken.rejection, client, request.signal);
@@ -148,7 +187,13 @@ export function ingestRoutes(deps: IngestDeps) {
     if (result.kind === "held") costs.held.charge(client, bytes, op.at);
     else if (result.kind === "already-final") costs.log.charge(client, bytes, op.at);
     // An install's final report created on its own: it came before its start and was not held (tools and addons are never held).
-    if (!holdable && result.kind === "created" && op.report.outcome !== "in_progress" && kindOfType(op.report.fields?.type ?? "") === "install") metrics.clientShareUsed.inc({ share: "held" });
+    if (
+      !holdable &&
+      result.kind === "created" &&
+      op.report.outcome !== "in_progress" &&
+      kindOfType(op.report.fields?.type ?? "") === "install"
+    )
+      metrics.clientShareUsed.inc({ share: "held" });
     const reply = accepted(result, { random_id: op.report.randomId, execution_id: op.report.executionId }, repaired);
     if (repaired) metrics.rejected.inc({ reason: "repaired" });
     if (result.kind === "already-final") metrics.rejected.inc({ reason: "already_final" });
@@ -199,7 +244,11 @@ export function ingestRoutes(deps: IngestDeps) {
     },
   });
 
-  const hook = (summary: string, description: string, doc: typeof StartReportDoc | typeof StatusUpdateDoc | typeof TelemetryDoc) => ({
+  const hook = (
+    summary: string,
+    description: string,
+    doc: typeof StartReportDoc | typeof StatusUpdateDoc | typeof TelemetryDoc,
+  ) => ({
     parse: "none" as const,
     response: responses,
     detail: {
@@ -216,12 +265,20 @@ export function ingestRoutes(deps: IngestDeps) {
     .post(
       PATHS.upload,
       ({ request, server }) => respond("upload", request, server),
-      hook("Installation started", "201 for a new random_id, 200 with duplicate:true when it is already stored (the stored record is unchanged).", StartReportDoc),
+      hook(
+        "Installation started",
+        "201 for a new random_id, 200 with duplicate:true when it is already stored (the stored record is unchanged).",
+        StartReportDoc,
+      ),
     )
     .post(
       PATHS.updatestatus,
       ({ request, server }) => respond("updatestatus", request, server),
-      hook("Installation status update", "200 when applied, 202 when held until the start report arrives, 409 when the install already has a final status.", StatusUpdateDoc),
+      hook(
+        "Installation status update",
+        "200 when applied, 202 when held until the start report arrives, 409 when the install already has a final status.",
+        StatusUpdateDoc,
+      ),
     )
     .post(
       PATHS.telemetry,
@@ -234,7 +291,16 @@ export function ingestRoutes(deps: IngestDeps) {
     );
   const unknownPaths = unknownPathTracker({ writer, clock, metrics, log, maxBodyBytes, paths: PATHS, costs });
   const UnknownPathList = t.Object(
-    { paths: t.Array(t.Object({ path: t.String(), count: t.Integer(), first_seen: t.String({ format: "date-time" }), last_seen: t.String({ format: "date-time" }) })) },
+    {
+      paths: t.Array(
+        t.Object({
+          path: t.String(),
+          count: t.Integer(),
+          first_seen: t.String({ format: "date-time" }),
+          last_seen: t.String({ format: "date-time" }),
+        }),
+      ),
+    },
     { title: "UnknownPaths" },
   );
   plugin.get("/api/ingest/unknown-paths", () => ({ paths: unknownPaths.list() }), {
@@ -242,8 +308,17 @@ export function ingestRoutes(deps: IngestDeps) {
     detail: {
       tags: ["ingest"],
       summary: "POSTs to unknown paths since start",
-      description: "A script pointed at a wrong URL gets 404; each such path is counted here (and in /metrics), and its bodies are kept, rate-limited, in the rejected-reports log (reason unknown_path).",
+      description:
+        "A script pointed at a wrong URL gets 404; each such path is counted here (and in /metrics), and its bodies are kept, rate-limited, in the rejected-reports log (reason unknown_path).",
     },
   });
-  return { plugin, unknownPaths, native: { [PATHS.upload]: native("upload"), [PATHS.updatestatus]: native("updatestatus"), [PATHS.telemetry]: native("telemetry") } };
+  return {
+    plugin,
+    unknownPaths,
+    native: {
+      [PATHS.upload]: native("upload"),
+      [PATHS.updatestatus]: native("updatestatus"),
+      [PATHS.telemetry]: native("telemetry"),
+    },
+  };
 }

@@ -13,10 +13,7 @@ export type Repair =
   | "bare_word" // an unquoted value such as 32G or not found -> the string as written
   | "trailing_comma"; // `{"a":1,}`
 
-
-export type LenientParse =
-  | { ok: true; value: JsonObject; repairs: Repair[] }
-  | { ok: false; message: string };
+export type LenientParse = { ok: true; value: JsonObject; repairs: Repair[] } | { ok: false; message: string };
 
 type Scalar = string | number | boolean | null;
 
@@ -73,10 +70,7 @@ function decode(bytes: Uint8Array, repairs: RepairLog): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
-type StrictResult =
-  | { kind: "object"; value: JsonObject }
-  | { kind: "other"; what: string }
-  | { kind: "invalid" };
+type StrictResult = { kind: "object"; value: JsonObject } | { kind: "other"; what: string } | { kind: "invalid" };
 
 function parseStrict(text: string): StrictResult {
   let parsed: unknown;

@@ -24,7 +24,15 @@ export interface UnknownPath {
   last_seen: string;
 }
 
-export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () => number; metrics: Metrics; log: Logger; maxBodyBytes: number; paths: Record<Endpoint, string>; costs: ClientCosts }) {
+export function unknownPathTracker(deps: {
+  writer: GroupCommitWriter;
+  clock: () => number;
+  metrics: Metrics;
+  log: Logger;
+  maxBodyBytes: number;
+  paths: Record<Endpoint, string>;
+  costs: ClientCosts;
+}) {
   const { writer, clock, metrics, log, maxBodyBytes, paths, costs } = deps;
   const seen = new Map<string, { count: number; first: number; last: number; loggedAt: number }>();
   let minute = 0;
@@ -53,7 +61,12 @@ export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () 
       const message = `POST to unknown path ${key} (${entry.count} so far); ${hint}`;
       log.warn("unknown_path", { path: key, count: entry.count });
       const headOnly = body.byteLength > 0 && !costs.log.take(client, body.byteLength, now);
-      await writer.submit({ kind: "reject", at: now, rejection: { endpoint: "unknown_path", reason: "unknown_path", field: null, message, randomId: null, body }, ...(headOnly ? { headOnly } : {}) });
+      await writer.submit({
+        kind: "reject",
+        at: now,
+        rejection: { endpoint: "unknown_path", reason: "unknown_path", field: null, message, randomId: null, body },
+        ...(headOnly ? { headOnly } : {}),
+      });
       if (headOnly) metrics.clientShareUsed.inc({ share: "log" });
       metrics.rejected.inc({ reason: "unknown_path" });
     },
@@ -61,7 +74,12 @@ export function unknownPathTracker(deps: { writer: GroupCommitWriter; clock: () 
     /** Paths seen since start, most frequent first. */
     list(): UnknownPath[] {
       return [...seen]
-        .map(([path, e]) => ({ path, count: e.count, first_seen: new Date(e.first).toISOString(), last_seen: new Date(e.last).toISOString() }))
+        .map(([path, e]) => ({
+          path,
+          count: e.count,
+          first_seen: new Date(e.first).toISOString(),
+          last_seen: new Date(e.last).toISOString(),
+        }))
         .sort((a, b) => b.count - a.count || (a.path < b.path ? -1 : 1));
     },
   };

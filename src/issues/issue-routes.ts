@@ -2,7 +2,14 @@
 // so the admin token is needed (src/http/access.ts). The tracker's token appears in no answer.
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
-import { FilterQuery, QueryError, readQuery, strictQuery, windowJson, type FilterQuery as FilterQueryType } from "../read/query.ts";
+import {
+  FilterQuery,
+  QueryError,
+  readQuery,
+  strictQuery,
+  windowJson,
+  type FilterQuery as FilterQueryType,
+} from "../read/query.ts";
 import type { IssueLink } from "../store/contract/issues.ts";
 import { SendBusyError, TRACKER_OFF, TrackerOffError, UnknownSignatureError, type Issues } from "./service.ts";
 import { TrackerError } from "./tracker.ts";
@@ -19,10 +26,21 @@ const LinkJson = t.Object({
   number: t.Integer(),
   url: t.String(),
   title: t.String(),
-  how: t.String({ description: "created: opened from here; found: already in the tracker, found by the signature's id" }),
+  how: t.String({
+    description: "created: opened from here; found: already in the tracker, found by the signature's id",
+  }),
   linked_at: t.String({ format: "date-time" }),
 });
-const linkJson = (l: IssueLink) => ({ signature: l.signature, tracker: l.tracker, repo: l.repo, number: l.number, url: l.url, title: l.title, how: l.how, linked_at: new Date(l.linkedAt).toISOString() });
+const linkJson = (l: IssueLink) => ({
+  signature: l.signature,
+  tracker: l.tracker,
+  repo: l.repo,
+  number: l.number,
+  url: l.url,
+  title: l.title,
+  how: l.how,
+  linked_at: new Date(l.linkedAt).toISOString(),
+});
 
 const TrackerJson = t.Nullable(
   t.Object(
@@ -30,14 +48,22 @@ const TrackerJson = t.Nullable(
     { description: "where issues go; null when no tracker is configured (the preview still shows the text)" },
   ),
 );
-const IssueText = t.Object({ title: t.String(), body: t.String({ description: "Markdown" }), labels: t.Array(t.String()) });
+const IssueText = t.Object({
+  title: t.String(),
+  body: t.String({ description: "Markdown" }),
+  labels: t.Array(t.String()),
+});
 const Preview = t.Object(
   {
     signature: t.String(),
     window: t.Object({ from: t.String({ format: "date-time" }), to: t.String({ format: "date-time" }) }),
     tracker: TrackerJson,
-    link: t.Nullable(LinkJson, { description: "the issue this signature is linked to already: a send links nothing new" }),
-    existing: t.Nullable(t.Object({ number: t.Integer(), url: t.String(), title: t.String(), state: t.String() }), { description: "an issue of the tracker already naming this signature: a send links it instead of opening one" }),
+    link: t.Nullable(LinkJson, {
+      description: "the issue this signature is linked to already: a send links nothing new",
+    }),
+    existing: t.Nullable(t.Object({ number: t.Integer(), url: t.String(), title: t.String(), state: t.String() }), {
+      description: "an issue of the tracker already naming this signature: a send links it instead of opening one",
+    }),
     issue: IssueText,
   },
   { title: "IssuePreview" },
@@ -45,13 +71,22 @@ const Preview = t.Object(
 const SendBody = t.Optional(
   t.Object({
     title: t.Optional(t.String({ minLength: 1, maxLength: 256 })),
-    body: t.Optional(t.String({ minLength: 1, maxLength: 60_000, description: "Markdown; the signature's marker is added if it is missing" })),
+    body: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 60_000,
+        description: "Markdown; the signature's marker is added if it is missing",
+      }),
+    ),
     labels: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 50 }), { maxItems: 20 })),
   }),
 );
 const Sent = t.Object(
   {
-    result: t.String({ description: "created: a new issue; found: an issue of the tracker naming the signature, now linked; linked: the link stored before" }),
+    result: t.String({
+      description:
+        "created: a new issue; found: an issue of the tracker naming the signature, now linked; linked: the link stored before",
+    }),
     link: LinkJson,
     labels_left_out: t.Array(t.String(), { description: "labels the tracker does not have (gitea, forgejo)" }),
   },
@@ -60,7 +95,8 @@ const Sent = t.Object(
 
 /** A signature id as /api/stats/errors lists them. */
 function signatureParam(v: string): string {
-  if (!/^[0-9a-f]{16}$/.test(v)) throw new QueryError("signature", "signature must be 16 lowercase hex digits, an id from /api/stats/errors");
+  if (!/^[0-9a-f]{16}$/.test(v))
+    throw new QueryError("signature", "signature must be 16 lowercase hex digits, an id from /api/stats/errors");
   return v;
 }
 
@@ -80,12 +116,24 @@ export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
     return { w: window!, filter };
   };
   const query = strictQuery(FilterQuery);
-  const trackerJson = issues.tracker === null ? null : { kind: issues.tracker.kind, repo: issues.tracker.repo, api_url: issues.tracker.apiUrl, labels: issues.tracker.labels };
+  const trackerJson =
+    issues.tracker === null
+      ? null
+      : {
+          kind: issues.tracker.kind,
+          repo: issues.tracker.repo,
+          api_url: issues.tracker.apiUrl,
+          labels: issues.tracker.labels,
+        };
 
   return new Elysia({ name: "issues" })
     .get("/api/admin/issues", async () => ({ tracker: trackerJson, links: (await issues.links()).map(linkJson) }), {
       response: { 200: t.Object({ tracker: TrackerJson, links: t.Array(LinkJson) }) },
-      detail: { tags, security, summary: "Error signatures linked to tracker issues, newest first, and where issues go" },
+      detail: {
+        tags,
+        security,
+        summary: "Error signatures linked to tracker issues, newest first, and where issues go",
+      },
     })
     .get(
       "/api/admin/issues/:signature",
@@ -94,7 +142,14 @@ export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
         const { w, filter } = scope(q);
         try {
           const p = await issues.preview(id, filter, w);
-          return status(200, { signature: id, window: windowJson(w), tracker: trackerJson, link: p.link ? linkJson(p.link) : null, existing: p.existing, issue: p.issue });
+          return status(200, {
+            signature: id,
+            window: windowJson(w),
+            tracker: trackerJson,
+            link: p.link ? linkJson(p.link) : null,
+            existing: p.existing,
+            issue: p.issue,
+          });
         } catch (e) {
           const f = failure(e);
           if (f?.code === 404) return status(404, f.body);
@@ -136,7 +191,15 @@ export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
         params: t.Object({ signature: t.String({ description: "an error signature id from /api/stats/errors" }) }),
         ...query,
         body: SendBody,
-        response: { 200: Sent, 201: Sent, 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 502: ErrorBody },
+        response: {
+          200: Sent,
+          201: Sent,
+          400: ErrorBody,
+          404: ErrorBody,
+          409: ErrorBody,
+          422: ErrorBody,
+          502: ErrorBody,
+        },
         detail: {
           tags,
           security,
@@ -149,13 +212,23 @@ export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
       "/api/admin/issues/:signature",
       async ({ params, status }) => {
         const id = signatureParam(params.signature);
-        if (!(await issues.forget(id))) return status(404, errorBody("not_found", `signature ${id} is not linked to an issue`, "signature"));
+        if (!(await issues.forget(id)))
+          return status(404, errorBody("not_found", `signature ${id} is not linked to an issue`, "signature"));
         return status(200, { signature: id, forgotten: true as const });
       },
       {
         params: t.Object({ signature: t.String() }),
-        response: { 200: t.Object({ signature: t.String(), forgotten: t.Literal(true) }), 400: ErrorBody, 404: ErrorBody },
-        detail: { tags, security, summary: "Forget an error signature's issue link", description: "For an issue deleted in the tracker, or linked by mistake; the issue itself is left as it is." },
+        response: {
+          200: t.Object({ signature: t.String(), forgotten: t.Literal(true) }),
+          400: ErrorBody,
+          404: ErrorBody,
+        },
+        detail: {
+          tags,
+          security,
+          summary: "Forget an error signature's issue link",
+          description: "For an issue deleted in the tracker, or linked by mistake; the issue itself is left as it is.",
+        },
       },
     );
 }

@@ -28,7 +28,9 @@ export class UnknownSignatureError extends Error {}
 /** Another send for the signature is under way (until `until`). */
 export class SendBusyError extends Error {
   constructor(readonly until: number) {
-    super(`another send for this signature is under way (its claim holds until ${new Date(until).toISOString()}); its link will show when it is done`);
+    super(
+      `another send for this signature is under way (its claim holds until ${new Date(until).toISOString()}); its link will show when it is done`,
+    );
   }
 }
 /** No tracker is configured. */
@@ -57,7 +59,15 @@ function withoutOutcome(f: ExecutionFilter): ExecutionFilter {
   return rest;
 }
 
-export function createIssues(deps: { store: StoreReads; submit: Submit; clock: () => number; log: Logger; tracker: Tracker | null; labels: readonly string[]; dashboardUrl: () => string }) {
+export function createIssues(deps: {
+  store: StoreReads;
+  submit: Submit;
+  clock: () => number;
+  log: Logger;
+  tracker: Tracker | null;
+  labels: readonly string[];
+  dashboardUrl: () => string;
+}) {
   const { store, submit, clock, log, tracker } = deps;
   const stats = createStats(store);
   const node = randomUUID().slice(0, 8);
@@ -71,7 +81,8 @@ export function createIssues(deps: { store: StoreReads; submit: Submit; clock: (
     while (read < SAMPLE_READ && rows.length < SAMPLE_KEEP) {
       const page = await store.listExecutions({ ...f, outcome: "failed" }, { limit: 500, after, order: "newest" });
       read += page.rows.length;
-      for (const r of page.rows) if (rows.length < SAMPLE_KEEP && failureSignatureId(r.outcome, r.error) === id) rows.push(r);
+      for (const r of page.rows)
+        if (rows.length < SAMPLE_KEEP && failureSignatureId(r.outcome, r.error) === id) rows.push(r);
       if (page.next === null) break;
       after = page.next;
     }
@@ -79,7 +90,11 @@ export function createIssues(deps: { store: StoreReads; submit: Submit; clock: (
   }
 
   function dashboardLink(id: string, f: ExecutionFilter, w: Window): string {
-    const p = new URLSearchParams({ signature: id, from: new Date(w.from).toISOString().slice(0, 10), to: new Date(w.to - 1).toISOString().slice(0, 10) });
+    const p = new URLSearchParams({
+      signature: id,
+      from: new Date(w.from).toISOString().slice(0, 10),
+      to: new Date(w.to - 1).toISOString().slice(0, 10),
+    });
     if (f.nsapp !== undefined) p.set("nsapp", f.nsapp);
     return `${deps.dashboardUrl()}/installs?${p}`;
   }
@@ -93,7 +108,11 @@ export function createIssues(deps: { store: StoreReads; submit: Submit; clock: (
   /** What the issue says: the signature, its counts in the window, its spread over the newest failures, the drivers. */
   async function facts(known: KnownSignature, f: ExecutionFilter, w: Window): Promise<IssueFacts> {
     const id = known.id;
-    const [counted, s, d] = await Promise.all([stats.signatureCount(f, w, id), sample(id, f), stats.drivers(withoutOutcome(f), w, 20)]);
+    const [counted, s, d] = await Promise.all([
+      stats.signatureCount(f, w, id),
+      sample(id, f),
+      stats.drivers(withoutOutcome(f), w, 20),
+    ]);
     const codes = new Map<string, [number | null, string | null, number]>();
     for (const r of s.rows) {
       const key = `${r.exitCode}|${r.errorCategory}`;
@@ -102,22 +121,29 @@ export function createIssues(deps: { store: StoreReads; submit: Submit; clock: (
       else codes.set(key, [r.exitCode, r.errorCategory, 1]);
     }
     return {
-        signature: { id, text: known.signature, firstSeen: known.firstSeen, lastSeen: known.lastSeen, apps: known.apps },
-        scope: { app: f.nsapp ?? null, from: w.from, to: w.to },
-        failed: counted.count,
-        failedInScope: counted.totalFailed,
-        sample: {
-          read: s.read,
-          matched: s.rows.length,
-          apps: tallies(s.rows, (r) => r.nsapp),
-          exitCodes: [...codes.values()].sort((a, b) => b[2] - a[2]).slice(0, TOP),
-          pve: tallies(s.rows, (r) => r.pveVersion),
-          os: tallies(s.rows, (r) => [r.osType, r.osVersion].filter((v) => v !== null).join(" ") || null),
-          kernel: tallies(s.rows, (r) => r.kernelVersion),
-          error: s.rows[0]?.error ?? null,
-        },
-        drivers: d.drivers.slice(0, DRIVERS).map((x) => ({ dimension: x.dimension, value: x.value, shareOfFailed: x.shareOfFailed, shareOfRuns: x.shareOfRuns, failureRate: x.failureRate, elsewhereRate: x.elsewhere.failureRate })),
-        dashboardUrl: dashboardLink(id, f, w),
+      signature: { id, text: known.signature, firstSeen: known.firstSeen, lastSeen: known.lastSeen, apps: known.apps },
+      scope: { app: f.nsapp ?? null, from: w.from, to: w.to },
+      failed: counted.count,
+      failedInScope: counted.totalFailed,
+      sample: {
+        read: s.read,
+        matched: s.rows.length,
+        apps: tallies(s.rows, (r) => r.nsapp),
+        exitCodes: [...codes.values()].sort((a, b) => b[2] - a[2]).slice(0, TOP),
+        pve: tallies(s.rows, (r) => r.pveVersion),
+        os: tallies(s.rows, (r) => [r.osType, r.osVersion].filter((v) => v !== null).join(" ") || null),
+        kernel: tallies(s.rows, (r) => r.kernelVersion),
+        error: s.rows[0]?.error ?? null,
+      },
+      drivers: d.drivers.slice(0, DRIVERS).map((x) => ({
+        dimension: x.dimension,
+        value: x.value,
+        shareOfFailed: x.shareOfFailed,
+        shareOfRuns: x.shareOfRuns,
+        failureRate: x.failureRate,
+        elsewhereRate: x.elsewhere.failureRate,
+      })),
+      dashboardUrl: dashboardLink(id, f, w),
     };
   }
 
@@ -127,14 +153,23 @@ export function createIssues(deps: { store: StoreReads; submit: Submit; clock: (
       const x = await facts(await knownSignature(id), f, w);
       const [link] = await store.issueLinks([id]);
       const existing: TrackerIssue | null = link === undefined && tracker !== null ? await tracker.find(id) : null;
-      return { link: link ?? null, existing, issue: { title: issueTitle(x), body: issueBody(x), labels: [...deps.labels] } };
+      return {
+        link: link ?? null,
+        existing,
+        issue: { title: issueTitle(x), body: issueBody(x), labels: [...deps.labels] },
+      };
     },
 
     /**
      * Links the signature to its issue: the stored link if there is one ("linked"), else an issue
      * of the tracker naming it ("found"), else a new one, as previewed or as edited ("created").
      */
-    async send(id: string, f: ExecutionFilter, w: Window, edits: IssueEdits = {}): Promise<{ result: "linked" | "found" | "created"; link: IssueLink; labelsLeftOut: string[] }> {
+    async send(
+      id: string,
+      f: ExecutionFilter,
+      w: Window,
+      edits: IssueEdits = {},
+    ): Promise<{ result: "linked" | "found" | "created"; link: IssueLink; labelsLeftOut: string[] }> {
       if (tracker === null) throw new TrackerOffError(TRACKER_OFF);
       const known = await knownSignature(id);
       const [stored] = await store.issueLinks([id]);
@@ -157,10 +192,29 @@ export function createIssues(deps: { store: StoreReads; submit: Submit; clock: (
           const made = await tracker.create({ title, body, labels: edits.labels ?? deps.labels });
           issue = made.issue;
           labelsLeftOut = made.labelsLeftOut;
-          log.info("issue opened", { signature: id, tracker: tracker.kind, repo: tracker.repo, number: issue.number, url: issue.url });
+          log.info("issue opened", {
+            signature: id,
+            tracker: tracker.kind,
+            repo: tracker.repo,
+            number: issue.number,
+            url: issue.url,
+          });
         }
         const how = found ? "found" : "created";
-        const settled = await submit({ kind: "issue-settle", signature: id, owner, link: { tracker: tracker.kind, repo: tracker.repo, number: issue.number, url: issue.url, title: issue.title, how }, at: clock() });
+        const settled = await submit({
+          kind: "issue-settle",
+          signature: id,
+          owner,
+          link: {
+            tracker: tracker.kind,
+            repo: tracker.repo,
+            number: issue.number,
+            url: issue.url,
+            title: issue.title,
+            how,
+          },
+          at: clock(),
+        });
         if (settled.kind !== "issue-linked") throw new Error("a settle with a link answered without one");
         return { result: settled.link.url === issue.url ? how : "linked", link: settled.link, labelsLeftOut };
       } catch (e) {
@@ -177,7 +231,10 @@ export function createIssues(deps: { store: StoreReads; submit: Submit; clock: (
       return r.found;
     },
 
-    tracker: tracker === null ? null : { kind: tracker.kind, repo: tracker.repo, apiUrl: tracker.apiUrl, labels: [...deps.labels] },
+    tracker:
+      tracker === null
+        ? null
+        : { kind: tracker.kind, repo: tracker.repo, apiUrl: tracker.apiUrl, labels: [...deps.labels] },
   };
 }
 

@@ -62,34 +62,52 @@ export function createTracker(settings: TrackerSettings, opts: { version: string
     try {
       text = readFileSync(settings.token.file, "utf8").trim();
     } catch (e) {
-      throw new TrackerError(`the ${name} token file ${settings.token.file} cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"}); check --tracker-token-file`);
+      throw new TrackerError(
+        `the ${name} token file ${settings.token.file} cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"}); check --tracker-token-file`,
+      );
     }
     if (text === "") throw new TrackerError(`the ${name} token file ${settings.token.file} is empty`);
     return text;
   }
 
   /** A text from the tracker, or about the request, with the token taken out wherever it appears. */
-  const clean = (text: string, secret: string): string => (secret.length >= 4 ? text.split(secret).join("***") : text).replace(/\s+/g, " ").trim().slice(0, 300);
+  const clean = (text: string, secret: string): string =>
+    (secret.length >= 4 ? text.split(secret).join("***") : text).replace(/\s+/g, " ").trim().slice(0, 300);
 
   async function call<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
     const secret = token();
     const headers: Record<string, string> = github
-      ? { accept: "application/vnd.github+json", authorization: `Bearer ${secret}`, "x-github-api-version": "2022-11-28" }
+      ? {
+          accept: "application/vnd.github+json",
+          authorization: `Bearer ${secret}`,
+          "x-github-api-version": "2022-11-28",
+        }
       : { accept: "application/json", authorization: `token ${secret}` };
     headers["user-agent"] = `installstats/${opts.version}`;
     if (body !== undefined) headers["content-type"] = "application/json";
     let res: Response;
     try {
       // No redirects: one to another host would carry the token there.
-      res = await fetch(settings.apiUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
+      res = await fetch(settings.apiUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        redirect: "manual",
+        signal: AbortSignal.timeout(timeoutMs),
+      });
     } catch (e) {
       const err = e as Error;
-      const why = err.name === "TimeoutError" ? `did not answer within ${timeoutMs / 1000} s` : `could not be reached (${clean(err.message, secret)})`;
+      const why =
+        err.name === "TimeoutError"
+          ? `did not answer within ${timeoutMs / 1000} s`
+          : `could not be reached (${clean(err.message, secret)})`;
       throw new TrackerError(`${name} at ${new URL(settings.apiUrl).host} ${why}`);
     }
     const text = await res.text();
     if (res.status >= 300 && res.status < 400) {
-      throw new TrackerError(`${name} answered ${res.status} (moved to ${clean(res.headers.get("location") ?? "?", secret)}): check --tracker-url and --tracker-repo`);
+      throw new TrackerError(
+        `${name} answered ${res.status} (moved to ${clean(res.headers.get("location") ?? "?", secret)}): check --tracker-url and --tracker-repo`,
+      );
     }
     if (!res.ok) {
       let said = text;
@@ -99,25 +117,44 @@ export function createTracker(settings: TrackerSettings, opts: { version: string
       } catch {
         // Not JSON: its text says what there is to say.
       }
-      throw new TrackerError(`${name} answered ${res.status}${res.statusText ? ` ${res.statusText}` : ""}${said.trim() ? `: ${clean(said, secret)}` : ""} (${method} ${path.split("?")[0]})`);
+      throw new TrackerError(
+        `${name} answered ${res.status}${res.statusText ? ` ${res.statusText}` : ""}${said.trim() ? `: ${clean(said, secret)}` : ""} (${method} ${path.split("?")[0]})`,
+      );
     }
     try {
       return JSON.parse(text) as T;
     } catch {
-      throw new TrackerError(`${name} answered ${res.status} with a body that is not JSON (${method} ${path.split("?")[0]})`);
+      throw new TrackerError(
+        `${name} answered ${res.status} with a body that is not JSON (${method} ${path.split("?")[0]})`,
+      );
     }
   }
 
   function issueOf(j: IssueJson): TrackerIssue {
-    if (typeof j.number !== "number" || typeof j.html_url !== "string") throw new TrackerError(`${name} answered an issue without a number or address`);
-    return { number: j.number, url: j.html_url, title: typeof j.title === "string" ? j.title : "", state: typeof j.state === "string" ? j.state : "open" };
+    if (typeof j.number !== "number" || typeof j.html_url !== "string")
+      throw new TrackerError(`${name} answered an issue without a number or address`);
+    return {
+      number: j.number,
+      url: j.html_url,
+      title: typeof j.title === "string" ? j.title : "",
+      state: typeof j.state === "string" ? j.state : "open",
+    };
   }
 
   /** The hits that name the signature, oldest first; pull requests are not issues. */
   function matching(hits: unknown, signatureId: string): TrackerIssue | null {
     if (!Array.isArray(hits)) throw new TrackerError(`${name} answered a search without a list of issues`);
     const found = (hits as IssueJson[])
-      .filter((h) => h && typeof h === "object" && !h.pull_request && carriesMarker(`${typeof h.title === "string" ? h.title : ""}\n${typeof h.body === "string" ? h.body : ""}`, signatureId))
+      .filter(
+        (h) =>
+          h &&
+          typeof h === "object" &&
+          !h.pull_request &&
+          carriesMarker(
+            `${typeof h.title === "string" ? h.title : ""}\n${typeof h.body === "string" ? h.body : ""}`,
+            signatureId,
+          ),
+      )
       .map(issueOf)
       .sort((a, b) => a.number - b.number);
     return found[0] ?? null;
@@ -130,7 +167,8 @@ export function createTracker(settings: TrackerSettings, opts: { version: string
     for (let page = 1; page <= 20; page++) {
       const labels = await call<{ id?: unknown; name?: unknown }[]>("GET", `${repoPath}/labels?limit=50&page=${page}`);
       if (!Array.isArray(labels)) throw new TrackerError(`${name} answered a list of labels that is not a list`);
-      for (const l of labels) if (typeof l.id === "number" && typeof l.name === "string") byName.set(l.name.toLowerCase(), l.id);
+      for (const l of labels)
+        if (typeof l.id === "number" && typeof l.name === "string") byName.set(l.name.toLowerCase(), l.id);
       if (labels.length < 50) break;
     }
     const ids: number[] = [];
@@ -160,16 +198,30 @@ export function createTracker(settings: TrackerSettings, opts: { version: string
         const answer = await call<{ items?: unknown }>("GET", `/search/issues?q=${encodeURIComponent(q)}&per_page=30`);
         return matching(answer.items, signatureId);
       }
-      return matching(await call<unknown>("GET", `${repoPath}/issues?state=all&type=issues&q=${encodeURIComponent(signatureId)}&limit=50`), signatureId);
+      return matching(
+        await call<unknown>(
+          "GET",
+          `${repoPath}/issues?state=all&type=issues&q=${encodeURIComponent(signatureId)}&limit=50`,
+        ),
+        signatureId,
+      );
     },
     async create(issue) {
       if (github) {
         // GitHub takes label names (and drops them silently without push access).
-        const made = await call<IssueJson>("POST", `${repoPath}/issues`, { title: issue.title, body: issue.body, ...(issue.labels.length > 0 ? { labels: issue.labels } : {}) });
+        const made = await call<IssueJson>("POST", `${repoPath}/issues`, {
+          title: issue.title,
+          body: issue.body,
+          ...(issue.labels.length > 0 ? { labels: issue.labels } : {}),
+        });
         return { issue: issueOf(made), labelsLeftOut: [] };
       }
       const { ids, leftOut } = await labelIds(issue.labels);
-      const made = await call<IssueJson>("POST", `${repoPath}/issues`, { title: issue.title, body: issue.body, ...(ids.length > 0 ? { labels: ids } : {}) });
+      const made = await call<IssueJson>("POST", `${repoPath}/issues`, {
+        title: issue.title,
+        body: issue.body,
+        ...(ids.length > 0 ? { labels: ids } : {}),
+      });
       return { issue: issueOf(made), labelsLeftOut: leftOut };
     },
   };

@@ -11,10 +11,14 @@ import { QueryError, docParam, intParam, oneOf, strictQuery } from "../read/quer
 import type { Maintenance } from "./service.ts";
 import { REPLAYABLE } from "./replay.ts";
 
-
 const security = [{ bearer: [] }];
 
-export function adminRoutes(deps: { store: MaintenanceReads & RejectedReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }) {
+export function adminRoutes(deps: {
+  store: MaintenanceReads & RejectedReads;
+  writer: GroupCommitWriter;
+  clock: () => number;
+  maintenance: Maintenance;
+}) {
   const { store, writer, clock, maintenance } = deps;
   const tags = ["admin"];
   return new Elysia({ name: "admin" })
@@ -22,7 +26,8 @@ export function adminRoutes(deps: { store: MaintenanceReads & RejectedReads; wri
       "/api/installs/:random_id",
       async ({ params, status }) => {
         const result = await writer.submit({ kind: "delete", randomId: params.random_id, at: clock() });
-        if (result.kind !== "deleted" || !result.found) return status(404, errorBody("not_found", `nothing stored for random_id ${params.random_id}`, "random_id"));
+        if (result.kind !== "deleted" || !result.found)
+          return status(404, errorBody("not_found", `nothing stored for random_id ${params.random_id}`, "random_id"));
         return status(200, { deleted: true as const, random_id: params.random_id });
       },
       {
@@ -32,7 +37,8 @@ export function adminRoutes(deps: { store: MaintenanceReads & RejectedReads; wri
           tags,
           security,
           summary: "Delete everything stored about one install (data-deletion requests)",
-          description: "Removes the record, a held status update and every rejected-log body with that random_id; aggregates follow at once.",
+          description:
+            "Removes the record, a held status update and every rejected-log body with that random_id; aggregates follow at once.",
         },
       },
     )
@@ -46,11 +52,13 @@ export function adminRoutes(deps: { store: MaintenanceReads & RejectedReads; wri
         return { entries: (await store.listRejected({ limit, reason, before })).map(toRejectedJson) };
       },
       {
-        ...strictQuery(t.Object({
-          limit: docParam("entries per page: a whole number from 1 to 1000 (default 100)"),
-          reason: docParam("only entries of this reason", REJECT_REASONS),
-          before: docParam("continue below this entry id (a whole number)"),
-        })),
+        ...strictQuery(
+          t.Object({
+            limit: docParam("entries per page: a whole number from 1 to 1000 (default 100)"),
+            reason: docParam("only entries of this reason", REJECT_REASONS),
+            before: docParam("continue below this entry id (a whole number)"),
+          }),
+        ),
         response: { 200: t.Object({ entries: t.Array(RejectedEntryJson) }), 400: ErrorBody },
         detail: { tags, security, summary: "The rejected-reports log, newest first, with raw bodies" },
       },
@@ -59,31 +67,59 @@ export function adminRoutes(deps: { store: MaintenanceReads & RejectedReads; wri
       "/api/admin/prune",
       async ({ query }) => {
         const olderThan = parseDuration(query.older_than);
-        if (!Number.isFinite(olderThan) || olderThan <= 0) throw new QueryError("older_than", "older_than must be a duration such as 400d, 12w or 36h");
+        if (!Number.isFinite(olderThan) || olderThan <= 0)
+          throw new QueryError("older_than", "older_than must be a duration such as 400d, 12w or 36h");
         return maintenance.prune(olderThan, query.dry_run === true);
       },
       {
         // Strict: a misspelt dry_run would otherwise delete for real.
-        ...strictQuery(t.Object({ older_than: t.String({ description: "e.g. 400d, 12w, 36h" }), dry_run: t.Optional(t.BooleanString()) })),
+        ...strictQuery(
+          t.Object({
+            older_than: t.String({ description: "e.g. 400d, 12w, 36h" }),
+            dry_run: t.Optional(t.BooleanString()),
+          }),
+        ),
         response: {
-          200: t.Object({ cutoff: t.String(), dry_run: t.Boolean(), executions: t.Integer(), held: t.Integer(), rejected: t.Integer() }),
+          200: t.Object({
+            cutoff: t.String(),
+            dry_run: t.Boolean(),
+            executions: t.Integer(),
+            held: t.Integer(),
+            rejected: t.Integer(),
+          }),
           400: ErrorBody,
         },
-        detail: { tags, security, summary: "Delete installs and rejected reports older than a duration", description: "Aggregates follow at once (rollups are kept exact)." },
+        detail: {
+          tags,
+          security,
+          summary: "Delete installs and rejected reports older than a duration",
+          description: "Aggregates follow at once (rollups are kept exact).",
+        },
       },
     )
     .post(
       "/api/admin/replay",
       ({ query }) =>
-        maintenance.replay({ reason: oneOf("reason", query.reason, REPLAYABLE), limit: intParam("limit", query.limit, 1, Number.MAX_SAFE_INTEGER), dryRun: query.dry_run === true }),
+        maintenance.replay({
+          reason: oneOf("reason", query.reason, REPLAYABLE),
+          limit: intParam("limit", query.limit, 1, Number.MAX_SAFE_INTEGER),
+          dryRun: query.dry_run === true,
+        }),
       {
-        ...strictQuery(t.Object({
-          reason: docParam("only entries of this reason", REPLAYABLE),
-          limit: docParam("at most this many entries (a whole number)"),
-          dry_run: t.Optional(t.BooleanString()),
-        })),
+        ...strictQuery(
+          t.Object({
+            reason: docParam("only entries of this reason", REPLAYABLE),
+            limit: docParam("at most this many entries (a whole number)"),
+            dry_run: t.Optional(t.BooleanString()),
+          }),
+        ),
         response: {
-          200: t.Object({ dry_run: t.Boolean(), tried: t.Integer(), results: t.Record(t.String(), t.Integer()), skipped: t.Integer() }),
+          200: t.Object({
+            dry_run: t.Boolean(),
+            tried: t.Integer(),
+            results: t.Record(t.String(), t.Integer()),
+            skipped: t.Integer(),
+          }),
           400: ErrorBody,
         },
         detail: { tags, security, summary: "Re-run rejected reports through the current parser" },
@@ -91,6 +127,10 @@ export function adminRoutes(deps: { store: MaintenanceReads & RejectedReads; wri
     )
     .post("/api/admin/backup", () => maintenance.backup(), {
       response: { 200: t.Object({ path: t.String(), bytes: t.Integer(), removed: t.Array(t.String()) }) },
-      detail: { tags, security, summary: "Write a consistent backup into the backup directory (keeps the newest backup-keep)" },
+      detail: {
+        tags,
+        security,
+        summary: "Write a consistent backup into the backup directory (keeps the newest backup-keep)",
+      },
     });
 }

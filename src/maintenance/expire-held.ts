@@ -11,7 +11,11 @@ import type { Job } from "./jobs.ts";
 const CHUNK = 500;
 
 /** Applies every held report received more than `olderThanMs` ago; returns how many. */
-export async function expireHeld(commit: (op: Extract<WriteOp, { kind: "expire-held" }>) => Promise<{ kind: "expired-held"; count: number }>, olderThanMs: number, now: number): Promise<number> {
+export async function expireHeld(
+  commit: (op: Extract<WriteOp, { kind: "expire-held" }>) => Promise<{ kind: "expired-held"; count: number }>,
+  olderThanMs: number,
+  now: number,
+): Promise<number> {
   let expired = 0;
   for (;;) {
     const { count } = await commit({ kind: "expire-held", before: now - olderThanMs, limit: CHUNK, at: now });
@@ -25,6 +29,8 @@ export function expireHeldJob(deps: { writer: GroupCommitWriter; clock: () => nu
     name: "expire-held",
     // Often enough that "expired" is accurate to a few percent of the configured age.
     everyMs: Math.min(60 * 60_000, Math.max(60_000, deps.heldExpiryMs / 20)),
-    run: async () => ({ expired_held: await expireHeld((op) => deps.writer.submit(op), deps.heldExpiryMs, deps.clock()) }),
+    run: async () => ({
+      expired_held: await expireHeld((op) => deps.writer.submit(op), deps.heldExpiryMs, deps.clock()),
+    }),
   };
 }

@@ -8,7 +8,12 @@ import type { Job } from "./jobs.ts";
 const CHUNK = 500;
 
 /** Expires what is still in progress among the executions created since the last check, then moves the mark. */
-export async function expireStuck(store: MaintenanceReads, writer: GroupCommitWriter, olderThanMs: number, now: number): Promise<number> {
+export async function expireStuck(
+  store: MaintenanceReads,
+  writer: GroupCommitWriter,
+  olderThanMs: number,
+  now: number,
+): Promise<number> {
   const mark = await store.stuckCheckedUntil();
   const before = now - olderThanMs;
   if (before <= mark) return 0;
@@ -16,7 +21,9 @@ export async function expireStuck(store: MaintenanceReads, writer: GroupCommitWr
   let from = mark;
   for (;;) {
     const stuck = await store.stuckExecutions(from, before, CHUNK);
-    const results = await Promise.all(stuck.map(({ executionId }) => writer.submit({ kind: "expire", executionId, at: now })));
+    const results = await Promise.all(
+      stuck.map(({ executionId }) => writer.submit({ kind: "expire", executionId, at: now })),
+    );
     const changed = results.filter((r) => r.kind === "expired" && r.changed).length;
     expired += changed;
     if (stuck.length < CHUNK) break;
@@ -29,7 +36,12 @@ export async function expireStuck(store: MaintenanceReads, writer: GroupCommitWr
   return expired;
 }
 
-export function expireStuckJob(deps: { store: MaintenanceReads; writer: GroupCommitWriter; clock: () => number; stuckAfterMs: number }): Job {
+export function expireStuckJob(deps: {
+  store: MaintenanceReads;
+  writer: GroupCommitWriter;
+  clock: () => number;
+  stuckAfterMs: number;
+}): Job {
   return {
     name: "expire-stuck",
     // Often enough that "stuck" is accurate to a few percent of the configured age.

@@ -24,7 +24,10 @@ export type JobLease = <T>(name: string, everyMs: number, at: number, fn: () => 
 /** A round due a little early still runs: timers drift, and a node's own last round must not make it skip. */
 const DUE_EARLY = 0.9;
 
-export function startJobs(jobs: readonly Job[], deps: { log: Logger; metrics: Metrics; lease: JobLease; clock: () => number }): JobRunner {
+export function startJobs(
+  jobs: readonly Job[],
+  deps: { log: Logger; metrics: Metrics; lease: JobLease; clock: () => number },
+): JobRunner {
   const running = new Set<string>();
   const timers: ReturnType<typeof setInterval>[] = [];
 
@@ -41,7 +44,11 @@ export function startJobs(jobs: readonly Job[], deps: { log: Logger; metrics: Me
         return;
       }
       deps.metrics.jobRuns.inc({ job: job.name, result: "ok" });
-      (job.quiet?.(result) ? deps.log.debug : deps.log.info)("job done", { job: job.name, ms: Math.round(performance.now() - started), ...result });
+      (job.quiet?.(result) ? deps.log.debug : deps.log.info)("job done", {
+        job: job.name,
+        ms: Math.round(performance.now() - started),
+        ...result,
+      });
     } catch (e) {
       deps.metrics.jobRuns.inc({ job: job.name, result: "error" });
       deps.log.error("job failed", { job: job.name, error: e instanceof Error ? e.message : String(e) });

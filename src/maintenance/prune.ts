@@ -47,7 +47,13 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
   const { cutoff, dryRun = false, batchSize = 2000 } = opts;
   const now = opts.now ?? Date.now();
   if (!Number.isFinite(cutoff)) throw new RangeError(`cutoff must be a time, got ${cutoff}`);
-  const result: PruneResult = { cutoff: new Date(cutoff).toISOString(), dry_run: dryRun, executions: 0, held: 0, rejected: 0 };
+  const result: PruneResult = {
+    cutoff: new Date(cutoff).toISOString(),
+    dry_run: dryRun,
+    executions: 0,
+    held: 0,
+    rejected: 0,
+  };
 
   const before = await store.countBefore(cutoff);
   if (dryRun) return { ...result, ...before };
@@ -64,7 +70,10 @@ export async function pruneOlderThan(deps: PruneDeps, opts: PruneOptions): Promi
   const until = months?.until ?? null;
   result.executions += months?.executions ?? 0;
   // Oldest first, one chunk at a time; the keyset continues after the rows just deleted.
-  for await (const chunk of store.executionChunks({ to: opts.wholePeriods && until !== null ? until : cutoff }, { chunkRows: batchSize })) {
+  for await (const chunk of store.executionChunks(
+    { to: opts.wholePeriods && until !== null ? until : cutoff },
+    { chunkRows: batchSize },
+  )) {
     result.executions += await remove([...new Set(chunk.map((r) => r.randomId))]);
     opts.onProgress?.(result.executions);
   }

@@ -13,11 +13,17 @@ export const RejectedEntryJson = t.Object({
   field: t.Nullable(t.String()),
   message: t.String(),
   random_id: t.Nullable(t.String()),
-  body: t.Nullable(t.String({ description: "the raw body, when it is valid UTF-8 (its first 256 bytes when body_truncated)" })),
+  body: t.Nullable(
+    t.String({ description: "the raw body, when it is valid UTF-8 (its first 256 bytes when body_truncated)" }),
+  ),
   body_base64: t.Nullable(t.String({ description: "the raw body in base64, when it is not" })),
   body_size: t.Integer({ description: "bytes of the body as received" }),
-  body_sha256: t.Nullable(t.String({ description: "SHA-256 of the body as received (hex); null for entries logged before budgets existed" })),
-  body_truncated: t.Boolean({ description: "true when the log was past its budget: only the body's first 256 bytes were kept" }),
+  body_sha256: t.Nullable(
+    t.String({ description: "SHA-256 of the body as received (hex); null for entries logged before budgets existed" }),
+  ),
+  body_truncated: t.Boolean({
+    description: "true when the log was past its budget: only the body's first 256 bytes were kept",
+  }),
   replayed_at: t.Nullable(t.String({ format: "date-time" })),
   replay_result: t.Nullable(t.String()),
 });

@@ -46,7 +46,10 @@ export interface ReplaySummary {
 
 const resultName = (r: WriteResult | undefined): string => r?.kind ?? "unknown";
 
-export async function replayRejected(deps: { store: RejectedReads; commit: Commit }, opts: ReplayOptions): Promise<ReplaySummary> {
+export async function replayRejected(
+  deps: { store: RejectedReads; commit: Commit },
+  opts: ReplayOptions,
+): Promise<ReplaySummary> {
   const { store, commit } = deps;
   const reasons = opts.reasons ?? REPLAYABLE;
   const dryRun = opts.dryRun ?? false;
@@ -64,7 +67,12 @@ export async function replayRejected(deps: { store: RejectedReads; commit: Commi
   // Oldest first (ids grow with arrival), so a start report is replayed before its status update.
   let after = 0;
   while (remaining > 0) {
-    const entries = await store.replayCandidates({ reasons, retryPrefix: STILL_INVALID, afterId: after, limit: Math.min(batchSize, remaining) });
+    const entries = await store.replayCandidates({
+      reasons,
+      retryPrefix: STILL_INVALID,
+      afterId: after,
+      limit: Math.min(batchSize, remaining),
+    });
     if (entries.length === 0) break;
     after = entries.at(-1)!.id;
     remaining -= entries.length;
@@ -87,7 +95,9 @@ export async function replayRejected(deps: { store: RejectedReads; commit: Commi
       // The reports first (one transaction), then the marks (another): the marks need the results.
       const results = writes.length > 0 ? await commit(writes.map((w) => w.op)) : [];
       writes.forEach((w, i) => marks.set(w.id, resultName(results[i])));
-      await commit(entries.map((e) => ({ kind: "mark-replayed", rejectedId: e.id, result: marks.get(e.id)!, at: now })));
+      await commit(
+        entries.map((e) => ({ kind: "mark-replayed", rejectedId: e.id, result: marks.get(e.id)!, at: now })),
+      );
     }
     for (const entry of entries) tally(marks.get(entry.id)!);
     summary.tried += entries.length;

@@ -8,9 +8,13 @@ import type { Job } from "./jobs.ts";
 import { HOUR } from "../domain/time.ts";
 import type { Maintenance } from "./service.ts";
 
-
-
-export function scheduledJobs(deps: { config: Config; store: MaintenanceReads; writer: GroupCommitWriter; clock: () => number; maintenance: Maintenance }): Job[] {
+export function scheduledJobs(deps: {
+  config: Config;
+  store: MaintenanceReads;
+  writer: GroupCommitWriter;
+  clock: () => number;
+  maintenance: Maintenance;
+}): Job[] {
   const { config, maintenance, writer, clock } = deps;
   const jobs: Job[] = [
     {
@@ -34,12 +38,21 @@ export function scheduledJobs(deps: { config: Config; store: MaintenanceReads; w
       run: async () => {
         // PostgreSQL drops whole months: nothing is deleted row by row (docs/postgresql.md#tables-for-100m-executions).
         const r = await maintenance.prune(config.retentionMs, false, { wholePeriods: true });
-        return { deleted_executions: r.executions, deleted_held: r.held, deleted_rejected: r.rejected, cutoff: r.cutoff };
+        return {
+          deleted_executions: r.executions,
+          deleted_held: r.held,
+          deleted_rejected: r.rejected,
+          cutoff: r.cutoff,
+        };
       },
     });
   }
   if (config.backupEveryMs > 0) {
-    jobs.push({ name: "backup", everyMs: config.backupEveryMs, run: async () => ({ ...(await maintenance.backup()) }) });
+    jobs.push({
+      name: "backup",
+      everyMs: config.backupEveryMs,
+      run: async () => ({ ...(await maintenance.backup()) }),
+    });
   }
   return jobs;
 }

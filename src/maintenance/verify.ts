@@ -2,7 +2,16 @@
 // cells compared are those the engines store (domain/rollup.ts storedSlicesOf); a slice of every
 // repo is their sum, made when read, so it is right when they are.
 import type { RollupCell, StoreReads } from "../store/contract/executions.ts";
-import { GRAINS, RollupDeltas, bucketStart, mergeInto, repoClasses, storedSlicesOf, type RollupData, type RollupKey } from "../domain/rollup.ts";
+import {
+  GRAINS,
+  RollupDeltas,
+  bucketStart,
+  mergeInto,
+  repoClasses,
+  storedSlicesOf,
+  type RollupData,
+  type RollupKey,
+} from "../domain/rollup.ts";
 import { failureSignature } from "../domain/error-signature.ts";
 import { DAY } from "../domain/time.ts";
 
@@ -38,7 +47,9 @@ function same(a: unknown, b: unknown): boolean {
   }
   const ka = Object.keys(a);
   if (ka.length !== Object.keys(b).length) return false;
-  return ka.every((k) => Object.hasOwn(b, k) && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return ka.every(
+    (k) => Object.hasOwn(b, k) && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+  );
 }
 
 const MAX_REPORTED = 20;
@@ -47,12 +58,22 @@ const MAX_REPORTED = 20;
 const isStored = (c: RollupCell): boolean => repoClasses(c.slice).length === 1;
 
 /** Recounts day by day (memory stays bounded by one day of cells) and compares every cell. */
-export async function verifyRollups(store: StoreReads, onDay?: (day: number, last: number) => void): Promise<RollupCheck> {
+export async function verifyRollups(
+  store: StoreReads,
+  onDay?: (day: number, last: number) => void,
+): Promise<RollupCheck> {
   let span: { first: number; last: number } | null = null;
   try {
     span = await store.recordSpan();
   } catch (e) {
-    return { ok: false, records: 0, cells: 0, mismatches: [], signatureGaps: 0, damaged: [`records: ${e instanceof Error ? e.message : String(e)}`] };
+    return {
+      ok: false,
+      records: 0,
+      cells: 0,
+      mismatches: [],
+      signatureGaps: 0,
+      damaged: [`records: ${e instanceof Error ? e.message : String(e)}`],
+    };
   }
   const firstDay = span ? span.first - (span.first % DAY) : 0;
   const endDay = span ? span.last - (span.last % DAY) + DAY : 0;
@@ -68,7 +89,8 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
       return true;
     } catch (e) {
       check.ok = false;
-      if (check.damaged.length < MAX_REPORTED) check.damaged.push(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+      if (check.damaged.length < MAX_REPORTED)
+        check.damaged.push(`${what}: ${e instanceof Error ? e.message : String(e)}`);
       else if (check.damaged.length === MAX_REPORTED) check.damaged.push("... and more");
       return false;
     }
@@ -88,8 +110,17 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
     const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
     await readable(`rollup cells (grain ${grain}) outside the records' days`, async () => {
-      for (const stray of [...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)), ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER))].filter(isStored)) {
-        mismatch({ grain, app: stray.slice, bucket: new Date(stray.bucket).toISOString(), expected: null, stored: stray.data });
+      for (const stray of [
+        ...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)),
+        ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER)),
+      ].filter(isStored)) {
+        mismatch({
+          grain,
+          app: stray.slice,
+          bucket: new Date(stray.bucket).toISOString(),
+          expected: null,
+          stored: stray.data,
+        });
       }
     });
   }
@@ -101,7 +132,10 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
   const damagedMonths = new Set<number>();
   const checkMonth = async (month: number) => {
     let cells: RollupCell[] = [];
-    const readOk = await readable(`month ${new Date(month).toISOString().slice(0, 7)}`, async () => void (cells = (await store.rollupCells(GRAINS.month, month, month + 1)).filter(isStored)));
+    const readOk = await readable(
+      `month ${new Date(month).toISOString().slice(0, 7)}`,
+      async () => void (cells = (await store.rollupCells(GRAINS.month, month, month + 1)).filter(isStored)),
+    );
     if (!readOk || damagedMonths.has(month)) {
       // Not compared: its cells could not be read, or a day of it could not be recounted.
       monthExpected.clear();
@@ -113,10 +147,17 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
       const have = stored.get(key.app);
       stored.delete(key.app);
       if (have === undefined || !same(have, data)) {
-        mismatch({ grain: key.grain, app: key.app, bucket: new Date(month).toISOString(), expected: data, stored: have ?? null });
+        mismatch({
+          grain: key.grain,
+          app: key.app,
+          bucket: new Date(month).toISOString(),
+          expected: data,
+          stored: have ?? null,
+        });
       }
     }
-    for (const [app, data] of stored) mismatch({ grain: GRAINS.month, app, bucket: new Date(month).toISOString(), expected: null, stored: data });
+    for (const [app, data] of stored)
+      mismatch({ grain: GRAINS.month, app, bucket: new Date(month).toISOString(), expected: null, stored: data });
     monthExpected.clear();
   };
 
@@ -128,7 +169,8 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
       currentMonth = month;
     }
     // A day whose records or cells cannot be read is reported; its month's sums are then incomplete.
-    if (!(await readable(`day ${new Date(day).toISOString().slice(0, 10)}`, () => checkDay(day)))) damagedMonths.add(month);
+    if (!(await readable(`day ${new Date(day).toISOString().slice(0, 10)}`, () => checkDay(day))))
+      damagedMonths.add(month);
   }
   if (currentMonth !== null) await checkMonth(currentMonth);
   if (check.signatureGaps > 0) check.ok = false;
@@ -147,7 +189,8 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
     }
     const have = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
     for (const grain of [GRAINS.hour, GRAINS.day]) {
-      for (const c of (await store.rollupCells(grain, day, day + DAY)).filter(isStored)) have.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
+      for (const c of (await store.rollupCells(grain, day, day + DAY)).filter(isStored))
+        have.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
     }
     // Open hours' cells (in hour grain only) are compared like stored ones.
     for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {
@@ -161,11 +204,23 @@ export async function verifyRollups(store: StoreReads, onDay?: (day: number, las
       const found = have.get(id);
       have.delete(id);
       if (found === undefined || !same(found.data, data)) {
-        mismatch({ grain: key.grain, app: key.app, bucket: new Date(key.bucket).toISOString(), expected: data, stored: found?.data ?? null });
+        mismatch({
+          grain: key.grain,
+          app: key.app,
+          bucket: new Date(key.bucket).toISOString(),
+          expected: data,
+          stored: found?.data ?? null,
+        });
       }
     }
     for (const extra of have.values()) {
-      mismatch({ grain: extra.grain, app: extra.app, bucket: new Date(extra.bucket).toISOString(), expected: null, stored: extra.data });
+      mismatch({
+        grain: extra.grain,
+        app: extra.app,
+        bucket: new Date(extra.bucket).toISOString(),
+        expected: null,
+        stored: extra.data,
+      });
     }
   }
 }

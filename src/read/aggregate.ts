@@ -1,7 +1,24 @@
 // Aggregates over rollup cells: pure functions. The same functions answer from stored rollups
 // and from a scan of raw records (which is folded into cells first), so both paths agree.
 import type { ExecutionFilter } from "../store/contract/executions.ts";
-import { ALL_APPS, GRAINS, OUTCOME_INDEX, addRecord, appSlice, binMiddleSeconds, bucketStart, emptyData, monthCeil, repoClass, sliceKey, type Counts, type Dimension, type Grain, type RollupData, type RollupRecord } from "../domain/rollup.ts";
+import {
+  ALL_APPS,
+  GRAINS,
+  OUTCOME_INDEX,
+  addRecord,
+  appSlice,
+  binMiddleSeconds,
+  bucketStart,
+  emptyData,
+  monthCeil,
+  repoClass,
+  sliceKey,
+  type Counts,
+  type Dimension,
+  type Grain,
+  type RollupData,
+  type RollupRecord,
+} from "../domain/rollup.ts";
 import { KINDS } from "../domain/execution.ts";
 import { FILTER_FIELDS, type DimensionField, type FilterField } from "../domain/fields.ts";
 import type { RunCounts } from "../domain/drivers.ts";
@@ -27,7 +44,10 @@ export interface Cell {
  * `months: false`, since a month cell cannot be split into days. Day and month cells hold only
  * folded hours (before `foldedUntil`), so the part of the window from there on is read as hour cells.
  */
-export function decompose({ from, to }: Window, { months, foldedUntil }: { months: boolean; foldedUntil: number }): Span[] {
+export function decompose(
+  { from, to }: Window,
+  { months, foldedUntil }: { months: boolean; foldedUntil: number },
+): Span[] {
   const cut = Math.min(Math.max(foldedUntil, from), to);
   const spans = coarse({ from, to: cut }, months);
   if (cut < to) {
@@ -58,32 +78,60 @@ function coarse({ from, to }: Window, months: boolean): Span[] {
 }
 
 /** Filter fields rollups count as a dimension of the same name (nsapp, repo source and kind are slices, outcome the counts). */
-const DIMENSION_FILTERS = FILTER_FIELDS.filter((f): f is Extract<FilterField, DimensionField> => "dimension" in f && !("slice" in f)).map((f) => {
+const DIMENSION_FILTERS = FILTER_FIELDS.filter(
+  (f): f is Extract<FilterField, DimensionField> => "dimension" in f && !("slice" in f),
+).map((f) => {
   const dim: Dimension = f.name;
   return { dim, key: f.key };
 });
 /** Filter fields rollups cannot select (one install's executions): a read with one scans. */
-const UNCOUNTED = FILTER_FIELDS.filter((f) => !("dimension" in f) && !("slice" in f) && f.name !== "outcome").map((f) => f.key);
+const UNCOUNTED = FILTER_FIELDS.filter((f) => !("dimension" in f) && !("slice" in f) && f.name !== "outcome").map(
+  (f) => f.key,
+);
 
 /** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, app, outcome, time, text), with the filter fields behind each. */
-function dimensionFilters(f: ExecutionFilter): { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] }[] | null {
+function dimensionFilters(
+  f: ExecutionFilter,
+): { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] }[] | null {
   if ((f.osType === undefined) !== (f.osVersion === undefined)) return null; // rollups hold os as "type version"
   if (f.except !== undefined || UNCOUNTED.some((key) => f[key] !== undefined)) return null;
-  const one = (dim: Dimension, field: keyof ExecutionFilter) => ({ dim, value: f[field] === undefined ? undefined : String(f[field]), fields: [field] });
+  const one = (dim: Dimension, field: keyof ExecutionFilter) => ({
+    dim,
+    value: f[field] === undefined ? undefined : String(f[field]),
+    fields: [field],
+  });
   const list: { dim: Dimension; value: string | undefined; fields: (keyof ExecutionFilter)[] }[] = [
     ...DIMENSION_FILTERS.map(({ dim, key }) => one(dim, key)),
-    { dim: "os", value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}`, fields: ["osType", "osVersion"] },
+    {
+      dim: "os",
+      value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}`,
+      fields: ["osType", "osVersion"],
+    },
     one("platform_class", "platformClass"),
   ];
-  return list.filter((d): d is { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] } => d.value !== undefined);
+  return list.filter(
+    (d): d is { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] } => d.value !== undefined,
+  );
 }
 
 /** What the cells are read for; "every" needs every dimension (the community's consolidated dashboard). */
-export type Use = { kind: "summary" } | { kind: "breakdown"; by: Dimension } | { kind: "timeseries" } | { kind: "errors" } | { kind: "drivers" } | { kind: "every" };
+export type Use =
+  | { kind: "summary" }
+  | { kind: "breakdown"; by: Dimension }
+  | { kind: "timeseries" }
+  | { kind: "errors" }
+  | { kind: "drivers" }
+  | { kind: "every" };
 
 export type Plan =
   /** `slices`: summed cell by cell; `nsapp`: the app filter (an app's slice has no nsapp dimension). */
-  | { source: "rollup"; slices: string[]; nsapp: string | null; only: { dim: Dimension; value: string } | null; outcome: Outcome | null }
+  | {
+      source: "rollup";
+      slices: string[];
+      nsapp: string | null;
+      only: { dim: Dimension; value: string } | null;
+      outcome: Outcome | null;
+    }
   | { source: "scan" };
 
 /**
@@ -114,7 +162,10 @@ export function plan(f: ExecutionFilter, use: Use): Plan {
  * rollup cells minus `rest` folded (stats.ts reads whichever of the filter and `rest` holds fewer
  * executions). Null when there is no such split.
  */
-export function complementOf(f: ExecutionFilter, use: Use): { base: ExecutionFilter; only: { dim: Dimension; value: string }; rest: ExecutionFilter } | null {
+export function complementOf(
+  f: ExecutionFilter,
+  use: Use,
+): { base: ExecutionFilter; only: { dim: Dimension; value: string }; rest: ExecutionFilter } | null {
   if (f.q !== undefined) return null;
   const dims = dimensionFilters(f);
   if (dims === null || dims.length !== 1) return null;
@@ -149,7 +200,8 @@ function only(counts: Counts, outcome: Outcome | null): Counts {
  * "constructor" or "toString" find their own counts or none, never Object.prototype's members,
  * whatever the map's prototype (domain/rollup.ts gives them none).
  */
-const own = <T>(map: Record<string, T> | undefined, key: string): T | undefined => (map !== undefined && Object.hasOwn(map, key) ? map[key] : undefined);
+const own = <T>(map: Record<string, T> | undefined, key: string): T | undefined =>
+  map !== undefined && Object.hasOwn(map, key) ? map[key] : undefined;
 
 /** Installs a cell counts: any dimension sums to the total, as every record has one value in each. */
 function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } | null): Counts {
@@ -160,7 +212,10 @@ function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } |
 }
 
 /** Executions the cells count (every outcome), and those of them with a dimension's value. */
-export function keptOf(cells: readonly Cell[], dimFilter: { dim: Dimension; value: string }): { kept: number; total: number } {
+export function keptOf(
+  cells: readonly Cell[],
+  dimFilter: { dim: Dimension; value: string },
+): { kept: number; total: number } {
   let kept = 0;
   let total = 0;
   for (const { data } of cells) {
@@ -218,7 +273,8 @@ function percentile(bins: [number, number][], n: number, q: number): number | nu
 function durationStats(cells: readonly Cell[], outcome: Outcome | null): DurationStats {
   const merged = new Map<number, number>();
   for (const { data } of cells) {
-    for (const [bin, count] of Object.entries(data.dur[outcome ?? "success"] ?? {})) merged.set(Number(bin), (merged.get(Number(bin)) ?? 0) + count);
+    for (const [bin, count] of Object.entries(data.dur[outcome ?? "success"] ?? {}))
+      merged.set(Number(bin), (merged.get(Number(bin)) ?? 0) + count);
   }
   const bins = [...merged].sort((a, b) => a[0] - b[0]);
   const n = bins.reduce((s, [, c]) => s + c, 0);
@@ -234,7 +290,11 @@ export interface Summary extends OutcomeCounts {
 export function summarize(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>): Summary {
   const total = zero();
   for (const { data } of cells) add(total, cellTotal(data, p.only));
-  return { ...outcomeCounts(only(total, p.outcome)), duration: durationStats(cells, p.outcome), retries: p.only === null ? retryStats(cells) : null };
+  return {
+    ...outcomeCounts(only(total, p.outcome)),
+    duration: durationStats(cells, p.outcome),
+    retries: p.only === null ? retryStats(cells) : null,
+  };
 }
 
 interface RetryStats {
@@ -252,7 +312,9 @@ interface RetryStats {
 /** From the attempt dimension ("1", "2", "3", "4+"): counted per execution by when it ran. */
 function retryStats(cells: readonly Cell[]): RetryStats {
   const byAttempt = new Map<string, Counts>();
-  for (const { data } of cells) for (const [attempt, counts] of Object.entries(data.dims.attempt ?? {})) add(byAttempt.get(attempt) ?? (byAttempt.set(attempt, zero()), byAttempt.get(attempt)!), counts);
+  for (const { data } of cells)
+    for (const [attempt, counts] of Object.entries(data.dims.attempt ?? {}))
+      add(byAttempt.get(attempt) ?? (byAttempt.set(attempt, zero()), byAttempt.get(attempt)!), counts);
   const sum = (c: Counts | undefined) => (c ? c.reduce((a, b) => a + b, 0) : 0);
   const installs = sum(byAttempt.get("1"));
   let executions = 0;
@@ -262,7 +324,14 @@ function retryStats(cells: readonly Cell[]): RetryStats {
     if (attempt !== "1") rescued += counts[OUTCOME_INDEX.success]!;
   }
   const ratio = (a: number, b: number) => (b === 0 ? null : Math.round((a / b) * 10_000) / 10_000);
-  return { installs, executions, executions_per_install: ratio(executions, installs), retry_rate: ratio(sum(byAttempt.get("2")), installs), retries: executions - installs, rescued };
+  return {
+    installs,
+    executions,
+    executions_per_install: ratio(executions, installs),
+    retry_rate: ratio(sum(byAttempt.get("2")), installs),
+    retries: executions - installs,
+    rescued,
+  };
 }
 
 export interface Group extends OutcomeCounts {
@@ -278,11 +347,16 @@ export interface BreakdownOptions {
   limit: number;
 }
 
-export function breakdown(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, o: BreakdownOptions): { groups: Group[]; total_groups: number } {
+export function breakdown(
+  cells: readonly Cell[],
+  p: Extract<Plan, { source: "rollup" }>,
+  o: BreakdownOptions,
+): { groups: Group[]; total_groups: number } {
   const sums = new Map<string, Counts>();
   for (const { data } of cells) {
     // An app slice holds no nsapp dimension: it is the app.
-    const values: [string, Counts][] = o.by === "nsapp" && p.nsapp !== null ? [[p.nsapp, cellTotal(data, null)]] : Object.entries(data.dims[o.by] ?? {});
+    const values: [string, Counts][] =
+      o.by === "nsapp" && p.nsapp !== null ? [[p.nsapp, cellTotal(data, null)]] : Object.entries(data.dims[o.by] ?? {});
     for (const [value, counts] of values) {
       if (p.only && p.only.dim === o.by && value !== p.only.value) continue;
       add(sums.get(value) ?? (sums.set(value, zero()), sums.get(value)!), counts);
@@ -290,12 +364,19 @@ export function breakdown(cells: readonly Cell[], p: Extract<Plan, { source: "ro
   }
   let groups: Group[] = [...sums].map(([value, counts]) => {
     const c = outcomeCounts(only(counts, p.outcome));
-    return { value: value === "" ? null : value, ...c, failure_rate: c.success_rate === null ? null : round(1 - c.success_rate) };
+    return {
+      value: value === "" ? null : value,
+      ...c,
+      failure_rate: c.success_rate === null ? null : round(1 - c.success_rate),
+    };
   });
   groups = groups.filter((g) => g.total > 0);
   if (o.sort === "failure_rate") {
     groups = groups.filter((g) => g.success + g.failed >= o.minRuns && g.failure_rate !== null);
-    groups.sort((a, b) => b.failure_rate! - a.failure_rate! || b.failed - a.failed || String(a.value).localeCompare(String(b.value)));
+    groups.sort(
+      (a, b) =>
+        b.failure_rate! - a.failure_rate! || b.failed - a.failed || String(a.value).localeCompare(String(b.value)),
+    );
   } else {
     groups.sort((a, b) => b.total - a.total || String(a.value).localeCompare(String(b.value)));
   }
@@ -318,10 +399,16 @@ export interface Point extends OutcomeCounts {
 }
 
 /** Points a timeseries of `w` has: its length is checked before the zero-filled points are made. */
-export const pointCount = (w: Window, interval: Interval): number => Math.max(0, Math.ceil((w.to - intervalStart(w.from, interval)) / STEP[interval]));
+export const pointCount = (w: Window, interval: Interval): number =>
+  Math.max(0, Math.ceil((w.to - intervalStart(w.from, interval)) / STEP[interval]));
 
 /** One point per interval from the window's start to its end, zero-filled. */
-export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, w: Window, interval: Interval): Point[] {
+export function timeseries(
+  cells: readonly Cell[],
+  p: Extract<Plan, { source: "rollup" }>,
+  w: Window,
+  interval: Interval,
+): Point[] {
   const sums = new Map<number, Counts>();
   for (const { bucket, data } of cells) {
     const t = intervalStart(bucket, interval);
@@ -338,7 +425,10 @@ export function timeseries(cells: readonly Cell[], p: Extract<Plan, { source: "r
  * Finished runs (success + failed) over cells: in all, and per value of each of `dims`. Every
  * run has one value in each dimension (maybe ""), so the type dimension's sum is the total.
  */
-export function finishedByValue(cells: readonly Cell[], dims: readonly Dimension[]): { total: RunCounts; values: Map<Dimension, Map<string, RunCounts>> } {
+export function finishedByValue(
+  cells: readonly Cell[],
+  dims: readonly Dimension[],
+): { total: RunCounts; values: Map<Dimension, Map<string, RunCounts>> } {
   const S = OUTCOME_INDEX.success;
   const F = OUTCOME_INDEX.failed;
   const total: RunCounts = { failed: 0, runs: 0 };
@@ -370,7 +460,11 @@ export function finishedByValue(cells: readonly Cell[], dims: readonly Dimension
 }
 
 /** Each value's counts in each of `dims`, summed over the cells (an app slice's own nsapp as `nsapp`). */
-export function dimensionSums(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, dims: readonly Dimension[]): Map<Dimension, Map<string, Counts>> {
+export function dimensionSums(
+  cells: readonly Cell[],
+  p: Extract<Plan, { source: "rollup" }>,
+  dims: readonly Dimension[],
+): Map<Dimension, Map<string, Counts>> {
   const out = new Map<Dimension, Map<string, Counts>>(dims.map((d) => [d, new Map()]));
   const into = (sums: Map<string, Counts>, value: string, counts: Counts) => {
     const s = sums.get(value);
@@ -402,10 +496,20 @@ export function errorCounts(cells: readonly Cell[]): [string, number][] {
 }
 
 /** The plan that reads cells folded from already-filtered records. */
-export const SCANNED: Extract<Plan, { source: "rollup" }> = { source: "rollup", slices: [], nsapp: null, only: null, outcome: null };
+export const SCANNED: Extract<Plan, { source: "rollup" }> = {
+  source: "rollup",
+  slices: [],
+  nsapp: null,
+  only: null,
+  outcome: null,
+};
 
 /** Folds records into cells (one per `bucketOf` value), as rollups would hold them; `sign` -1 takes them away. */
-export async function foldRecords(chunks: AsyncIterable<readonly RollupRecord[]>, bucketOf: (r: RollupRecord) => number, sign: 1 | -1 = 1): Promise<Cell[]> {
+export async function foldRecords(
+  chunks: AsyncIterable<readonly RollupRecord[]>,
+  bucketOf: (r: RollupRecord) => number,
+  sign: 1 | -1 = 1,
+): Promise<Cell[]> {
   const cells = new Map<number, RollupData>();
   for await (const records of chunks) {
     for (const r of records) {

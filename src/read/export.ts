@@ -15,7 +15,8 @@ export const CONTENT_TYPES = {
 } as const satisfies Record<ExportFormat, string>;
 
 type Kind = "text" | "number" | "boolean";
-const csvKind = (f: Field): Kind => (f.kind === "bool" ? "boolean" : f.kind === "integer" || f.kind === "size" || f.kind === "ms" ? "number" : "text");
+const csvKind = (f: Field): Kind =>
+  f.kind === "bool" ? "boolean" : f.kind === "integer" || f.kind === "size" || f.kind === "ms" ? "number" : "text";
 
 /**
  * The columns, in the order docs/api.md#export lists them: the fields every release has exported,
@@ -53,7 +54,8 @@ function text(value: string | null): string {
 export function csvCell(value: string): string {
   const first = value.charCodeAt(0);
   // = + - @ TAB CR
-  if (first === 0x3d || first === 0x2b || first === 0x2d || first === 0x40 || first === 0x09 || first === 0x0d) value = `'${value}`;
+  if (first === 0x3d || first === 0x2b || first === 0x2d || first === 0x40 || first === 0x09 || first === 0x0d)
+    value = `'${value}`;
   return NEEDS_QUOTES.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
@@ -93,7 +95,10 @@ export function ndjsonLine(record: ExecutionRecord): string {
  * loop (2000 rows: ~10-15 ms). The iterator is closed (`return()`) when it ends, when formatting
  * throws, or when the consumer cancels (the HTTP client went away).
  */
-export function exportStream(chunks: AsyncIterable<readonly Execution[]>, format: ExportFormat): ReadableStream<Uint8Array> {
+export function exportStream(
+  chunks: AsyncIterable<readonly Execution[]>,
+  format: ExportFormat,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const line = format === "csv" ? csvRow : ndjsonLine;
   let iterator: AsyncIterator<readonly Execution[]> | undefined;
@@ -140,6 +145,9 @@ export function exportStream(chunks: AsyncIterable<readonly Execution[]>, format
 
 /** `installstats-20260601T120000Z.csv`: UTC, without colons (not allowed in Windows file names). */
 export function exportFilename(now: number, format: ExportFormat): string {
-  const stamp = new Date(now).toISOString().replace(/\.\d{3}Z$/, "Z").replace(/[-:]/g, "");
+  const stamp = new Date(now)
+    .toISOString()
+    .replace(/\.\d{3}Z$/, "Z")
+    .replace(/[-:]/g, "");
   return `installstats-${stamp}.${format}`;
 }

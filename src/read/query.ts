@@ -42,7 +42,8 @@ function labelParam(field: string, v: Raw): string | undefined {
   const value = single(field, v);
   if (value === undefined) return undefined;
   const s = String(value);
-  if (s.length > MAX_LABEL) throw new QueryError(field, `${field} must be at most ${MAX_LABEL} characters ("" selects those without one)`);
+  if (s.length > MAX_LABEL)
+    throw new QueryError(field, `${field} must be at most ${MAX_LABEL} characters ("" selects those without one)`);
   return s;
 }
 
@@ -52,7 +53,10 @@ export function intParam(field: string, v: Raw, min: number, max: number): numbe
   if (value === undefined) return undefined;
   const n = typeof value === "number" ? value : /^\d{1,16}$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new QueryError(field, `${field} must be a whole number from ${min} to ${max}, got ${JSON.stringify(String(value).slice(0, 40))}`);
+    throw new QueryError(
+      field,
+      `${field} must be a whole number from ${min} to ${max}, got ${JSON.stringify(String(value).slice(0, 40))}`,
+    );
   }
   return n;
 }
@@ -62,7 +66,10 @@ export function oneOf<const T extends string>(field: string, v: Raw, values: rea
   const value = single(field, v);
   if (value === undefined) return undefined;
   if (!(values as readonly string[]).includes(String(value))) {
-    throw new QueryError(field, `${field} must be one of ${values.join(", ")}, got ${JSON.stringify(String(value).slice(0, 40))}`);
+    throw new QueryError(
+      field,
+      `${field} must be one of ${values.join(", ")}, got ${JSON.stringify(String(value).slice(0, 40))}`,
+    );
   }
   return value as T;
 }
@@ -78,16 +85,22 @@ export function strictQuery<const S extends TObject>(schema: S) {
     query: schema,
     beforeHandle({ request }: { request: Request }) {
       for (const name of new URL(request.url).searchParams.keys()) {
-        if (!known.has(name)) throw new QueryError(name.slice(0, 40), `unknown parameter ${JSON.stringify(name.slice(0, 40))}; this path takes ${[...known].join(", ")}`);
+        if (!known.has(name))
+          throw new QueryError(
+            name.slice(0, 40),
+            `unknown parameter ${JSON.stringify(name.slice(0, 40))}; this path takes ${[...known].join(", ")}`,
+          );
       }
     },
   };
 }
 
 /** Documentation of an optional parameter; checked by the functions above, not by the schema. */
-export const docParam = (description: string, values?: readonly string[]) => t.Optional(t.String(values ? { description, enum: [...values] } : { description }));
+export const docParam = (description: string, values?: readonly string[]) =>
+  t.Optional(t.String(values ? { description, enum: [...values] } : { description }));
 const param = docParam;
-const label = (description: string) => param(`${description}; at most ${MAX_LABEL} characters; "" selects those without one`);
+const label = (description: string) =>
+  param(`${description}; at most ${MAX_LABEL} characters; "" selects those without one`);
 
 /** The kind filter's values: a kind, or every kind ("all"); install when absent. */
 const KIND_VALUES = FIELD.kind.filter.values;
@@ -126,16 +139,32 @@ function parseInstant(field: string, v: Raw): { t: number; dateOnly: boolean } |
   const text = textParam(field, v, 64);
   if (text === undefined) return undefined;
   const m = DATE_TIME.exec(text.trim());
-  const bad = () => new QueryError(field, `${field} must be an ISO 8601 date or date-time from ${DATE_RANGE}, got ${JSON.stringify(text.slice(0, 40))}`);
+  const bad = () =>
+    new QueryError(
+      field,
+      `${field} must be an ISO 8601 date or date-time from ${DATE_RANGE}, got ${JSON.stringify(text.slice(0, 40))}`,
+    );
   if (!m) throw bad();
   const [, y, mo, d, h, mi, s = "00", frac = "", zone] = m;
   // A real calendar day and clock time: Date.UTC would roll 2026-02-30 over into March.
   const check = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
-  if (check.getUTCFullYear() !== Number(y) || check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d)) throw bad();
+  if (
+    check.getUTCFullYear() !== Number(y) ||
+    check.getUTCMonth() !== Number(mo) - 1 ||
+    check.getUTCDate() !== Number(d)
+  )
+    throw bad();
   if (Number(h ?? 0) > 23 || Number(mi ?? 0) > 59 || Number(s) > 59) throw bad();
   const dateOnly = h === undefined;
-  const offset = zone === undefined || zone.toUpperCase() === "Z" ? "Z" : zone.includes(":") ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
-  const t = Date.parse(dateOnly ? `${y}-${mo}-${d}T00:00:00Z` : `${y}-${mo}-${d}T${h}:${mi}:${s}${frac.slice(0, 4)}${offset}`);
+  const offset =
+    zone === undefined || zone.toUpperCase() === "Z"
+      ? "Z"
+      : zone.includes(":")
+        ? zone
+        : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  const t = Date.parse(
+    dateOnly ? `${y}-${mo}-${d}T00:00:00Z` : `${y}-${mo}-${d}T${h}:${mi}:${s}${frac.slice(0, 4)}${offset}`,
+  );
   if (Number.isNaN(t) || t < FIRST_INSTANT || t >= LAST_INSTANT) throw bad();
   return { t, dateOnly };
 }
@@ -148,7 +177,8 @@ export function resolveWindow(q: FilterQuery, now: number, defaultDays: number |
   const days = intParam("days", q.days, 1, MAX_DAYS);
   const toAt = parseInstant("to", q.to);
   const fromAt = parseInstant("from", q.from);
-  if (days !== undefined && (fromAt !== undefined || toAt !== undefined)) throw new QueryError("days", "give either days or from/to, not both");
+  if (days !== undefined && (fromAt !== undefined || toAt !== undefined))
+    throw new QueryError("days", "give either days or from/to, not both");
   // Without `to`, the window ends with the current hour, so what arrived just now is in it.
   const to = toAt === undefined ? floorHour(now) + HOUR : ceilHour(toAt.dateOnly ? toAt.t + DAY : toAt.t);
   if (days !== undefined) return { from: to - days * DAY, to };
@@ -189,7 +219,11 @@ export function toFilter(q: FilterQuery, w: Window | null): ExecutionFilter {
 }
 
 /** Window and filters together, window first (as the checks ran before). */
-export function readQuery(q: FilterQuery, now: number, defaultDays: number | null): { window: Window | null; filter: ExecutionFilter } {
+export function readQuery(
+  q: FilterQuery,
+  now: number,
+  defaultDays: number | null,
+): { window: Window | null; filter: ExecutionFilter } {
   const window = resolveWindow(q, now, defaultDays);
   return { window, filter: toFilter(q, window) };
 }
@@ -199,7 +233,9 @@ export const encodeCursor = (c: ListCursor): string => Buffer.from(`${c.createdA
 export function decodeCursor(v: Raw): ListCursor | undefined {
   const text = textParam("cursor", v, 64);
   if (text === undefined) return undefined;
-  const m = /^[A-Za-z0-9_-]+$/.test(text) ? /^(\d{1,16})\.(\d{1,16})$/.exec(Buffer.from(text, "base64url").toString()) : null;
+  const m = /^[A-Za-z0-9_-]+$/.test(text)
+    ? /^(\d{1,16})\.(\d{1,16})$/.exec(Buffer.from(text, "base64url").toString())
+    : null;
   const cursor = m ? { createdAt: Number(m[1]), seq: Number(m[2]) } : null;
   if (!cursor || !Number.isSafeInteger(cursor.createdAt) || !Number.isSafeInteger(cursor.seq)) {
     throw new QueryError("cursor", "cursor must be a next_cursor this server returned");
@@ -208,6 +244,9 @@ export function decodeCursor(v: Raw): ListCursor | undefined {
 }
 
 /** Every hour from the first install's to past both now and the newest install: all time, for rollups. */
-export const allTime = (span: { first: number; last: number }, now: number): Window => ({ from: floorHour(span.first), to: floorHour(Math.max(now, span.last)) + HOUR });
+export const allTime = (span: { first: number; last: number }, now: number): Window => ({
+  from: floorHour(span.first),
+  to: floorHour(Math.max(now, span.last)) + HOUR,
+});
 
 export const windowJson = (w: Window) => ({ from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString() });

@@ -1,6 +1,18 @@
 // The record as every read API returns it (docs/protocol.md#the-record): one execution, every field
 // of domain/fields.ts in its order, the instants of the timeline grouped under `timeline`.
-import type { TBoolean, TInteger, TLiteral, TNull, TNumber, TObject, TRecord, TSchema, TString, TUnion, TUnknown } from "@sinclair/typebox";
+import type {
+  TBoolean,
+  TInteger,
+  TLiteral,
+  TNull,
+  TNumber,
+  TObject,
+  TRecord,
+  TSchema,
+  TString,
+  TUnion,
+  TUnknown,
+} from "@sinclair/typebox";
 import { t, type Static } from "elysia";
 import type { Execution } from "../domain/execution.ts";
 import { FIELDS, type Field } from "../domain/fields.ts";
@@ -28,14 +40,27 @@ function schemaOf(f: Field): TSchema {
   const description = f.doc;
   let s: TSchema;
   switch (f.kind) {
-    case "enum": return literalUnion(f.values, { description });
-    case "json": return t.Nullable(t.Record(t.String(), t.Unknown(), { description }));
-    case "integer": s = t.Integer({ description }); break;
-    case "size": s = "whole" in f ? t.Integer({ description }) : t.Number({ description }); break;
-    case "ms": s = t.Number({ description }); break;
-    case "bool": s = t.Boolean({ description }); break;
-    case "time": s = t.String({ format: "date-time", description }); break;
-    default: s = t.String({ description });
+    case "enum":
+      return literalUnion(f.values, { description });
+    case "json":
+      return t.Nullable(t.Record(t.String(), t.Unknown(), { description }));
+    case "integer":
+      s = t.Integer({ description });
+      break;
+    case "size":
+      s = "whole" in f ? t.Integer({ description }) : t.Number({ description });
+      break;
+    case "ms":
+      s = t.Number({ description });
+      break;
+    case "bool":
+      s = t.Boolean({ description });
+      break;
+    case "time":
+      s = t.String({ format: "date-time", description });
+      break;
+    default:
+      s = t.String({ description });
   }
   return "required" in f ? s : t.Nullable(s);
 }
@@ -58,7 +83,9 @@ export const ExecutionRecord = t.Object(recordProperties(), { title: "ExecutionR
 export type ExecutionRecord = Static<typeof ExecutionRecord>;
 
 /** One install: its latest execution's record, and every execution first to last. */
-export const InstallDetail = t.Composite([ExecutionRecord, t.Object({ executions: t.Array(ExecutionRecord) })], { title: "InstallDetail" });
+export const InstallDetail = t.Composite([ExecutionRecord, t.Object({ executions: t.Array(ExecutionRecord) })], {
+  title: "InstallDetail",
+});
 export type InstallDetail = Static<typeof InstallDetail>;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -73,10 +100,14 @@ function compileToRecord(): (row: Execution) => ExecutionRecord {
   const value = (f: Field): string => {
     const v = `row[${str(f.key)}]`;
     switch (f.kind) {
-      case "time": return `iso(${v})`;
-      case "ms": return `(${v} === null ? null : ${v} / 1000)`;
-      case "json": return `(${v} === null ? null : JSON.parse(${v}))`;
-      default: return v;
+      case "time":
+        return `iso(${v})`;
+      case "ms":
+        return `(${v} === null ? null : ${v} / 1000)`;
+      case "json":
+        return `(${v} === null ? null : JSON.parse(${v}))`;
+      default:
+        return v;
     }
   };
   const props: string[] = [];

@@ -9,12 +9,17 @@ export const EXPENSIVE_MS = 50;
  * computation took EXPENSIVE_MS or more, its answer is reused for 10x its cost, so a dashboard
  * polling an O(records) query can hold the (single-threaded) server at most ~10% of the time.
  */
-export function reuseWhileExpensive<T>(compute: () => Promise<T>, version: () => Promise<string>, now: () => number = () => performance.now()): () => Promise<T> {
+export function reuseWhileExpensive<T>(
+  compute: () => Promise<T>,
+  version: () => Promise<string>,
+  now: () => number = () => performance.now(),
+): () => Promise<T> {
   let last: { value: T; version: string; done: number; cost: number } | null = null;
   return async () => {
     const v = await version();
     const start = now();
-    if (last && (last.version === v || (last.cost >= EXPENSIVE_MS && start - last.done < last.cost * 10))) return last.value;
+    if (last && (last.version === v || (last.cost >= EXPENSIVE_MS && start - last.done < last.cost * 10)))
+      return last.value;
     const value = await compute();
     const done = now();
     last = { value, version: v, done, cost: done - start };
@@ -26,7 +31,11 @@ export function reuseWhileExpensive<T>(compute: () => Promise<T>, version: () =>
  * reuseWhileExpensive per key (a page's parameters), for at most `keys` keys at a time (the least
  * recently asked go first).
  */
-export function reuseByKey<T>(compute: (key: string) => Promise<T>, version: () => Promise<string>, keys = 64): (key: string) => Promise<T> {
+export function reuseByKey<T>(
+  compute: (key: string) => Promise<T>,
+  version: () => Promise<string>,
+  keys = 64,
+): (key: string) => Promise<T> {
   const byKey = new Map<string, () => Promise<T>>();
   return (key) => {
     let get = byKey.get(key);

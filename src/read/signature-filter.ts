@@ -4,14 +4,23 @@ import type { ListCursor } from "../store/contract/executions.ts";
 import { failureSignatureId } from "../domain/error-signature.ts";
 import type { Execution } from "../domain/execution.ts";
 
-export type PageReader = (after: ListCursor | undefined, limit: number) => Promise<{ rows: Execution[]; next: ListCursor | null }>;
+export type PageReader = (
+  after: ListCursor | undefined,
+  limit: number,
+) => Promise<{ rows: Execution[]; next: ListCursor | null }>;
 
 /**
  * Up to `limit` installs with signature `id`, continuing after `after`. Reads at most about
  * `maxScan` installs per call, so a rare signature in a long window answers in bounded time:
  * the page may then hold fewer rows, and `next` says where to go on.
  */
-export async function signaturePage(read: PageReader, id: string, limit: number, after: ListCursor | undefined, maxScan: number): Promise<{ rows: Execution[]; next: ListCursor | null }> {
+export async function signaturePage(
+  read: PageReader,
+  id: string,
+  limit: number,
+  after: ListCursor | undefined,
+  maxScan: number,
+): Promise<{ rows: Execution[]; next: ListCursor | null }> {
   const rows: Execution[] = [];
   let cursor = after;
   let scanned = 0;

@@ -1,8 +1,25 @@
 // Answers aggregate questions: plans rollups-or-scan, reads cells, aggregates them.
 import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
 import {
-  SCANNED, breakdown, complementOf, decompose, errorCounts, finishedByValue, foldRecords, intervalStart, keptOf, plan, summarize, timeseries,
-  type BreakdownOptions, type Cell, type Interval, type Plan, type Span, type Use, type Window,
+  SCANNED,
+  breakdown,
+  complementOf,
+  decompose,
+  errorCounts,
+  finishedByValue,
+  foldRecords,
+  intervalStart,
+  keptOf,
+  plan,
+  summarize,
+  timeseries,
+  type BreakdownOptions,
+  type Cell,
+  type Interval,
+  type Plan,
+  type Span,
+  type Use,
+  type Window,
 } from "./aggregate.ts";
 import { GRAINS, type Dimension, type RollupPart } from "../domain/rollup.ts";
 import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
@@ -52,18 +69,50 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
    * else by folding the window's records.
    */
   async function read(
-    f: ExecutionFilter, w: Window, use: Use, parts: RollupPart[], spans: Span[] | Promise<Span[]>, scanBucket: (createdAt: number) => number, bucketing: string, more: readonly Dimension[] = [],
+    f: ExecutionFilter,
+    w: Window,
+    use: Use,
+    parts: RollupPart[],
+    spans: Span[] | Promise<Span[]>,
+    scanBucket: (createdAt: number) => number,
+    bucketing: string,
+    more: readonly Dimension[] = [],
   ): Promise<Read> {
-    const rollupCells = async (p: Extract<Plan, { source: "rollup" }>, wanted: RollupPart[], also: readonly Dimension[] = []) => {
+    const rollupCells = async (
+      p: Extract<Plan, { source: "rollup" }>,
+      wanted: RollupPart[],
+      also: readonly Dimension[] = [],
+    ) => {
       const needed = dimsOf(use, p);
       const dims = needed === undefined ? undefined : [...new Set([...needed, ...more, ...also])];
-      return (await Promise.all((await spans).flatMap((s) => p.slices.map((slice) => store.readRollups({ grain: s.grain, slice, from: s.from, to: s.to, parts: wanted, ...(dims ? { dims } : {}) }))))).flat();
+      return (
+        await Promise.all(
+          (
+            await spans
+          ).flatMap((s) =>
+            p.slices.map((slice) =>
+              store.readRollups({
+                grain: s.grain,
+                slice,
+                from: s.from,
+                to: s.to,
+                parts: wanted,
+                ...(dims ? { dims } : {}),
+              }),
+            ),
+          ),
+        )
+      ).flat();
     };
     const folded = (filter: ExecutionFilter, sign: 1 | -1) => {
       const key = `${bucketing} ${w.from} ${w.to} ${sign} ${JSON.stringify(filter)}`;
       let cells = scans?.get(key);
       if (cells === undefined) {
-        cells = foldRecords(store.executionChunks({ ...filter, from: w.from, to: w.to }), (r) => scanBucket(r.createdAt), sign);
+        cells = foldRecords(
+          store.executionChunks({ ...filter, from: w.from, to: w.to }),
+          (r) => scanBucket(r.createdAt),
+          sign,
+        );
         scans?.set(key, cells);
       }
       return cells;
@@ -74,11 +123,15 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
     if (split !== null) {
       const basePlan = plan(split.base, use) as Extract<Plan, { source: "rollup" }>;
       // The counts that pick the smaller side are in the data part: the filtered dimension's and the totals.
-      const cells = await rollupCells(basePlan, parts.includes("data") ? parts : [...parts, "data"], [split.only.dim, "type"]);
+      const cells = await rollupCells(basePlan, parts.includes("data") ? parts : [...parts, "data"], [
+        split.only.dim,
+        "type",
+      ]);
       const { kept, total } = keptOf(cells, split.only);
       if (kept === total) return { source: "rollup", plan: basePlan, cells };
       if (kept === 0) return { source: "rollup", plan: SCANNED, cells: [] };
-      if (total - kept < kept) return { source: "scan", plan: basePlan, cells: [...cells, ...(await folded(split.rest, -1))] };
+      if (total - kept < kept)
+        return { source: "scan", plan: basePlan, cells: [...cells, ...(await folded(split.rest, -1))] };
     }
     return { source: "scan", plan: SCANNED, cells: await folded(f, 1) };
   }
@@ -179,19 +232,30 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
      * window, from one read of its cells where rollups can answer (an app page's failures: a read
      * each cost three times as many queries).
      */
-    async cuts(f: ExecutionFilter, w: Window, bys: readonly Dimension[], o: Omit<BreakdownOptions, "by">, signatures: number) {
+    async cuts(
+      f: ExecutionFilter,
+      w: Window,
+      bys: readonly Dimension[],
+      o: Omit<BreakdownOptions, "by">,
+      signatures: number,
+    ) {
       const use: Use = { kind: "breakdown", by: bys[0]! };
       const p = plan(f, use);
       if (p.source !== "rollup" || p.only !== null) {
         // A dimension filter selects counts of its own dimension only: each question on its own.
         const [groups, errors] = await Promise.all([
           Promise.all(bys.map((by) => this.breakdown(f, w, { ...o, by }))),
-          read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day").then((r) => signaturesOf(r, signatures, false)),
+          read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day").then((r) =>
+            signaturesOf(r, signatures, false),
+          ),
         ]);
         return { breakdowns: groups.map((g) => ({ groups: g.groups, total_groups: g.total_groups })), errors };
       }
       const r = await read(f, w, use, ["data", "errors"], spansOf(w), byDay, "day", bys);
-      return { breakdowns: bys.map((by) => breakdown(r.cells, r.plan, { ...o, by })), errors: await signaturesOf(r, signatures, false) };
+      return {
+        breakdowns: bys.map((by) => breakdown(r.cells, r.plan, { ...o, by })),
+        errors: await signaturesOf(r, signatures, false),
+      };
     },
   };
 }

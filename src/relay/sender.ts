@@ -38,7 +38,10 @@ function retryAfterMs(header: string | null, now: number): number | null {
 }
 
 /** What one request came to. Refused: the upstream will not take this report (400, 413, 422); anything else failing is worth another try. */
-type Attempt = { kind: "sent" } | { kind: "refused"; error: string } | { kind: "failed"; error: string; retryAfterMs: number | null };
+type Attempt =
+  | { kind: "sent" }
+  | { kind: "refused"; error: string }
+  | { kind: "failed"; error: string; retryAfterMs: number | null };
 
 /** What the node's sender is doing, for /healthz. */
 interface SenderState {
@@ -117,7 +120,11 @@ async function post({ deps, stopping }: SenderRun, entry: RelayEntry): Promise<A
     const res = await fetch(deps.targets[entry.endpoint], {
       method: "POST",
       body: entry.body,
-      headers: { "content-type": "application/json", "user-agent": deps.userAgent, ...(deps.authorization ? { authorization: deps.authorization } : {}) },
+      headers: {
+        "content-type": "application/json",
+        "user-agent": deps.userAgent,
+        ...(deps.authorization ? { authorization: deps.authorization } : {}),
+      },
       // The current clients do not follow redirects either; a redirect means the URL is wrong.
       redirect: "manual",
       signal,
@@ -125,13 +132,29 @@ async function post({ deps, stopping }: SenderRun, entry: RelayEntry): Promise<A
     const answer = (await res.text()).slice(0, ANSWER_CHARS).trim();
     const status = `HTTP ${res.status}${answer ? `: ${answer}` : ""}`;
     if (res.status >= 200 && res.status < 300) attempt = { kind: "sent" };
-    else if (res.status === 400 || res.status === 413 || res.status === 422) attempt = { kind: "refused", error: status };
+    else if (res.status === 400 || res.status === 413 || res.status === 422)
+      attempt = { kind: "refused", error: status };
     else if (res.status >= 300 && res.status < 400) {
-      attempt = { kind: "failed", error: `HTTP ${res.status}: the upstream redirects to ${res.headers.get("location") ?? "(no location)"}; set --relay-url to where it points`, retryAfterMs: null };
-    } else attempt = { kind: "failed", error: status, retryAfterMs: retryAfterMs(res.headers.get("retry-after"), deps.clock()) };
+      attempt = {
+        kind: "failed",
+        error: `HTTP ${res.status}: the upstream redirects to ${res.headers.get("location") ?? "(no location)"}; set --relay-url to where it points`,
+        retryAfterMs: null,
+      };
+    } else
+      attempt = {
+        kind: "failed",
+        error: status,
+        retryAfterMs: retryAfterMs(res.headers.get("retry-after"), deps.clock()),
+      };
   } catch (e) {
     const timedOut = !stopping.signal.aborted && signal.aborted;
-    attempt = { kind: "failed", error: timedOut ? `no answer within ${timeoutMs} ms` : `cannot reach the upstream: ${e instanceof Error ? e.message : String(e)}`, retryAfterMs: null };
+    attempt = {
+      kind: "failed",
+      error: timedOut
+        ? `no answer within ${timeoutMs} ms`
+        : `cannot reach the upstream: ${e instanceof Error ? e.message : String(e)}`,
+      retryAfterMs: null,
+    };
   }
   deps.onAttempt?.(attempt.kind, (performance.now() - started) / 1000);
   return attempt;
@@ -168,7 +191,13 @@ async function sendAll(run: SenderRun, entries: readonly RelayEntry[]): Promise<
 async function round(run: SenderRun): Promise<number> {
   const { deps, state } = run;
   const { submit, owner, clock, log } = deps;
-  const claimed = await submit({ kind: "relay-claim", owner, limit: CLAIM, leaseMs: deps.timeoutMs * Math.ceil(CLAIM / CONCURRENCY) + 30_000, at: clock() });
+  const claimed = await submit({
+    kind: "relay-claim",
+    owner,
+    limit: CLAIM,
+    leaseMs: deps.timeoutMs * Math.ceil(CLAIM / CONCURRENCY) + 30_000,
+    at: clock(),
+  });
   if (claimed.paused || claimed.entries.length === 0) {
     state.state = claimed.paused ? "paused" : "idle";
     state.failures = 0;
@@ -199,8 +228,11 @@ async function round(run: SenderRun): Promise<number> {
   const released = claimed.entries.filter((e) => !results.has(e.id)).map((e) => e.id);
   await submit({ kind: "relay-settle", owner, sent, failed, refused, released, at: clock() });
   if (sent.length > 0) state.lastSentAt = clock();
-  for (const r of refused) log.warn("relay: the upstream refused a report; kept, not sent again until requeued", { error: r.error });
-  for (const f of failed) if (sent.length > 0) log.warn("relay: the upstream failed a report (others went through); retrying it later", { error: f.error });
+  for (const r of refused)
+    log.warn("relay: the upstream refused a report; kept, not sent again until requeued", { error: r.error });
+  for (const f of failed)
+    if (sent.length > 0)
+      log.warn("relay: the upstream failed a report (others went through); retrying it later", { error: f.error });
   if (failed.length === 0 || sent.length > 0) {
     state.failures = 0;
     return 0;
@@ -214,7 +246,11 @@ function failing({ deps, state }: SenderRun, error: string, retryAfter: number):
   state.lastError = error;
   state.lastErrorAt = deps.clock();
   const wait = Math.max(backoffMs(state.failures, deps.random), retryAfter);
-  deps.log.warn("relay: the upstream failed; retrying later", { error, failures: state.failures, retry_in_s: Math.round(wait / 100) / 10 });
+  deps.log.warn("relay: the upstream failed; retrying later", {
+    error,
+    failures: state.failures,
+    retry_in_s: Math.round(wait / 100) / 10,
+  });
   return wait;
 }
 

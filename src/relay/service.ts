@@ -25,9 +25,16 @@ function relayPolicyOf(config: Config): RelayPolicy | null {
   const protocols = RELAY_PROTOCOLS.filter((p) => config.relayProtocols.includes(p));
   const unknown = config.relayProtocols.filter((p) => !(RELAY_PROTOCOLS as readonly string[]).includes(p));
   if (unknown.length > 0 || protocols.length === 0) {
-    throw new ConfigError(`--relay-protocols: ${unknown.length > 0 ? `${unknown.join(", ")} is not a protocol` : "none given"}; use telemetry, upload or both (telemetry,upload)`);
+    throw new ConfigError(
+      `--relay-protocols: ${unknown.length > 0 ? `${unknown.join(", ")} is not a protocol` : "none given"}; use telemetry, upload or both (telemetry,upload)`,
+    );
   }
-  return { protocols, repos: config.relayRepos.map((r) => r.toLowerCase()), omit: config.relayOmit, maxBytes: config.relayMaxBytes };
+  return {
+    protocols,
+    repos: config.relayRepos.map((r) => r.toLowerCase()),
+    omit: config.relayOmit,
+    maxBytes: config.relayMaxBytes,
+  };
 }
 
 /** A URL as logs and health show it: without a password. */
@@ -81,8 +88,10 @@ export function createRelay(deps: RelayDeps) {
   store.setRelay(policy);
   let sender: Sender | null = null;
   deps.metrics.registry.add(
-    new Gauge("installstats_relay_up", "1 while this node's sender delivers (or has nothing to send), 0 while it backs off after failures; absent when the relay is off", () =>
-      sender === null ? [] : [{ value: sender.state.state === "backing_off" ? 0 : 1 }],
+    new Gauge(
+      "installstats_relay_up",
+      "1 while this node's sender delivers (or has nothing to send), 0 while it backs off after failures; absent when the relay is off",
+      () => (sender === null ? [] : [{ value: sender.state.state === "backing_off" ? 0 : 1 }]),
     ),
   );
 
@@ -125,7 +134,13 @@ export function createRelay(deps: RelayDeps) {
         log: deps.log,
         onAttempt: (result, seconds) => deps.metrics.relayRequestSeconds.observe(seconds, { result }),
       });
-      deps.log.info("relay started", { url: shown(config.relayUrl!), targets: Object.values(targets).map(shown), protocols: policy.protocols, repos: config.relayRepos, omit: config.relayOmit });
+      deps.log.info("relay started", {
+        url: shown(config.relayUrl!),
+        targets: Object.values(targets).map(shown),
+        protocols: policy.protocols,
+        repos: config.relayRepos,
+        omit: config.relayOmit,
+      });
     },
     /** Stops the sender: requests in flight are aborted and their entries released (sent again later). */
     async stop(): Promise<void> {
@@ -137,23 +152,59 @@ export function createRelay(deps: RelayDeps) {
 export type Relay = ReturnType<typeof createRelay>;
 
 /** The outbox's gauges and counters (kept in the database: the cluster's, since it was created), read once per scrape. */
-function registerRelayMetrics(metrics: Metrics, status: () => Promise<RelayStatus>, clock: () => number, maxBytes: number): void {
+function registerRelayMetrics(
+  metrics: Metrics,
+  status: () => Promise<RelayStatus>,
+  clock: () => number,
+  maxBytes: number,
+): void {
   let pending: Promise<RelayStatus> | null = null;
   const read = () => (pending ??= status().finally(() => queueMicrotask(() => (pending = null))));
-  const add = (name: string, help: string, values: (s: RelayStatus) => { labels?: Record<string, string>; value: number }[], type: "gauge" | "counter" = "gauge") =>
-    metrics.registry.add(new Gauge(name, help, async () => values(await read()), type));
-  add("installstats_relay_outbox_entries", "Reports in the relay's outbox, by state: ready (to send), waiting (for their start report), refused (by the upstream; kept until requeued)", (s) => [
-    { labels: { state: "ready" }, value: s.entries - s.waiting - s.refused },
-    { labels: { state: "waiting" }, value: s.waiting },
-    { labels: { state: "refused" }, value: s.refused },
-  ]);
+  const add = (
+    name: string,
+    help: string,
+    values: (s: RelayStatus) => { labels?: Record<string, string>; value: number }[],
+    type: "gauge" | "counter" = "gauge",
+  ) => metrics.registry.add(new Gauge(name, help, async () => values(await read()), type));
+  add(
+    "installstats_relay_outbox_entries",
+    "Reports in the relay's outbox, by state: ready (to send), waiting (for their start report), refused (by the upstream; kept until requeued)",
+    (s) => [
+      { labels: { state: "ready" }, value: s.entries - s.waiting - s.refused },
+      { labels: { state: "waiting" }, value: s.waiting },
+      { labels: { state: "refused" }, value: s.refused },
+    ],
+  );
   add("installstats_relay_outbox_bytes", "Bytes of the bodies in the relay's outbox", (s) => [{ value: s.bytes }]);
-  add("installstats_relay_outbox_max_bytes", "The outbox's bound (--relay-max-outbox); past it the oldest entries are dropped", () => [{ value: maxBytes }]);
-  add("installstats_relay_oldest_entry_age_seconds", "Seconds since the next entry to send was queued; absent when there is none", (s) => (s.head === null ? [] : [{ value: Math.max(0, (clock() - s.head.queuedAt) / 1000) }]));
+  add(
+    "installstats_relay_outbox_max_bytes",
+    "The outbox's bound (--relay-max-outbox); past it the oldest entries are dropped",
+    () => [{ value: maxBytes }],
+  );
+  add(
+    "installstats_relay_oldest_entry_age_seconds",
+    "Seconds since the next entry to send was queued; absent when there is none",
+    (s) => (s.head === null ? [] : [{ value: Math.max(0, (clock() - s.head.queuedAt) / 1000) }]),
+  );
   add("installstats_relay_paused", "1 while an admin paused the relay", (s) => [{ value: s.paused ? 1 : 0 }]);
-  add("installstats_relay_sent_total", "Reports delivered upstream (a 2xx answer)", (s) => [{ value: s.sent }], "counter");
-  add("installstats_relay_failed_attempts_total", "Attempts that failed (timeout, network, 5xx, 429, redirect) and are retried with backoff", (s) => [{ value: s.failedAttempts }], "counter");
-  add("installstats_relay_refused_total", "Reports the upstream refused (400, 413, 422)", (s) => [{ value: s.refusals }], "counter");
+  add(
+    "installstats_relay_sent_total",
+    "Reports delivered upstream (a 2xx answer)",
+    (s) => [{ value: s.sent }],
+    "counter",
+  );
+  add(
+    "installstats_relay_failed_attempts_total",
+    "Attempts that failed (timeout, network, 5xx, 429, redirect) and are retried with backoff",
+    (s) => [{ value: s.failedAttempts }],
+    "counter",
+  );
+  add(
+    "installstats_relay_refused_total",
+    "Reports the upstream refused (400, 413, 422)",
+    (s) => [{ value: s.refusals }],
+    "counter",
+  );
   add(
     "installstats_relay_dropped_total",
     "Entries dropped from the outbox: bound (the oldest, past --relay-max-outbox), discarded (by an admin)",

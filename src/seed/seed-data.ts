@@ -96,11 +96,26 @@ export function uuid4(rng: Rng): string {
   const d = rng.u32();
   const h = (n: number, shift: number) => HEX[(n >>> shift) & 0xff]!;
   return (
-    h(a, 24) + h(a, 16) + h(a, 8) + h(a, 0) + "-" +
-    h(b, 24) + h(b, 16) + "-" +
-    HEX[0x40 | ((b >>> 8) & 0x0f)]! + h(b, 0) + "-" +
-    HEX[0x80 | ((c >>> 24) & 0x3f)]! + h(c, 16) + "-" +
-    h(c, 8) + h(c, 0) + h(d, 24) + h(d, 16) + h(d, 8) + h(d, 0)
+    h(a, 24) +
+    h(a, 16) +
+    h(a, 8) +
+    h(a, 0) +
+    "-" +
+    h(b, 24) +
+    h(b, 16) +
+    "-" +
+    HEX[0x40 | ((b >>> 8) & 0x0f)]! +
+    h(b, 0) +
+    "-" +
+    HEX[0x80 | ((c >>> 24) & 0x3f)]! +
+    h(c, 16) +
+    "-" +
+    h(c, 8) +
+    h(c, 0) +
+    h(d, 24) +
+    h(d, 16) +
+    h(d, 8) +
+    h(d, 0)
   );
 }
 
@@ -151,40 +166,107 @@ function adoptionWeight([, intro, weight, decay]: Adoption, frac: number): numbe
 }
 
 export const PVE_VERSIONS: readonly Adoption[] = [
-  ["7.4-3", -3, 1.0, 0.15], ["7.4-17", -2.2, 1.5, 0.25], ["7.4-19", -1.8, 2.0, 0.3], ["7.4-20", -1.4, 1.5, 0.3],
-  ["8.0.4", -2.0, 2.0, 0.5], ["8.1.4", -1.7, 3.0, 0.6], ["8.1.10", -1.4, 2.5, 0.6],
-  ["8.2.2", -1.2, 5.0, 0.8], ["8.2.4", -1.1, 5.0, 0.8], ["8.2.7", -0.9, 6.0, 0.8],
-  ["8.3.0", -0.7, 3.0, 1.0], ["8.3.2", -0.6, 5.0, 1.0], ["8.3.4", -0.5, 5.0, 1.0], ["8.3.5", -0.4, 6.0, 1.0],
-  ["8.4.0", -0.25, 8.0, 1.1], ["8.4.1", -0.15, 14.0, 1.2], ["8.4.5", 0.1, 6.0, 1.0],
-  ["9.0.0", 0.22, 4.0, 3.0], ["9.0.3", 0.28, 8.0, 2.0], ["9.0.6", 0.35, 10.0, 2.0], ["9.0.10", 0.45, 12.0, 1.5],
-  ["9.0.11", 0.52, 12.0, 1.5], ["9.1.1", 0.62, 16.0, 1.0], ["9.1.2", 0.7, 18.0, 0.8], ["9.1.4", 0.85, 20.0, 0.5],
+  ["7.4-3", -3, 1.0, 0.15],
+  ["7.4-17", -2.2, 1.5, 0.25],
+  ["7.4-19", -1.8, 2.0, 0.3],
+  ["7.4-20", -1.4, 1.5, 0.3],
+  ["8.0.4", -2.0, 2.0, 0.5],
+  ["8.1.4", -1.7, 3.0, 0.6],
+  ["8.1.10", -1.4, 2.5, 0.6],
+  ["8.2.2", -1.2, 5.0, 0.8],
+  ["8.2.4", -1.1, 5.0, 0.8],
+  ["8.2.7", -0.9, 6.0, 0.8],
+  ["8.3.0", -0.7, 3.0, 1.0],
+  ["8.3.2", -0.6, 5.0, 1.0],
+  ["8.3.4", -0.5, 5.0, 1.0],
+  ["8.3.5", -0.4, 6.0, 1.0],
+  ["8.4.0", -0.25, 8.0, 1.1],
+  ["8.4.1", -0.15, 14.0, 1.2],
+  ["8.4.5", 0.1, 6.0, 1.0],
+  ["9.0.0", 0.22, 4.0, 3.0],
+  ["9.0.3", 0.28, 8.0, 2.0],
+  ["9.0.6", 0.35, 10.0, 2.0],
+  ["9.0.10", 0.45, 12.0, 1.5],
+  ["9.0.11", 0.52, 12.0, 1.5],
+  ["9.1.1", 0.62, 16.0, 1.0],
+  ["9.1.2", 0.7, 18.0, 0.8],
+  ["9.1.4", 0.85, 20.0, 0.5],
   ["not found", -10, 1.2, 0],
 ];
 
 /** os_type -> versions with their adoption over the window. */
 export const OS_VERSIONS: Readonly<Record<string, readonly Adoption[]>> = {
-  debian: [["11", -3, 10, 0.6], ["12", -2, 80, 0.35], ["13", 0.3, 55, 0]],
-  ubuntu: [["20.04", -5, 4, 0.3], ["22.04", -3, 30, 0.4], ["24.04", -1.5, 60, 0], ["24.10", -0.9, 8, 2.5], ["25.04", -0.4, 6, 1.5], ["25.10", 0.45, 7, 0]],
-  alpine: [["3.19", -2, 8, 0.8], ["3.20", -1.5, 12, 1.2], ["3.21", -0.6, 20, 0.8], ["3.22", 0.25, 30, 0]],
-  fedora: [["40", -1.5, 5, 1.5], ["41", -0.9, 10, 1], ["42", -0.4, 12, 0.5], ["43", 0.55, 12, 0]],
-  rockylinux: [["8", -6, 3, 0.5], ["9", -3, 20, 0.3], ["10", 0.3, 8, 0]],
-  almalinux: [["9", -3, 20, 0.3], ["10", 0.35, 8, 0]],
-  centos: [["9", -3, 20, 0.2], ["10", 0.2, 10, 0]],
-  opensuse: [["15.5", -2, 5, 1.5], ["15.6", -1, 15, 0.3]],
+  debian: [
+    ["11", -3, 10, 0.6],
+    ["12", -2, 80, 0.35],
+    ["13", 0.3, 55, 0],
+  ],
+  ubuntu: [
+    ["20.04", -5, 4, 0.3],
+    ["22.04", -3, 30, 0.4],
+    ["24.04", -1.5, 60, 0],
+    ["24.10", -0.9, 8, 2.5],
+    ["25.04", -0.4, 6, 1.5],
+    ["25.10", 0.45, 7, 0],
+  ],
+  alpine: [
+    ["3.19", -2, 8, 0.8],
+    ["3.20", -1.5, 12, 1.2],
+    ["3.21", -0.6, 20, 0.8],
+    ["3.22", 0.25, 30, 0],
+  ],
+  fedora: [
+    ["40", -1.5, 5, 1.5],
+    ["41", -0.9, 10, 1],
+    ["42", -0.4, 12, 0.5],
+    ["43", 0.55, 12, 0],
+  ],
+  rockylinux: [
+    ["8", -6, 3, 0.5],
+    ["9", -3, 20, 0.3],
+    ["10", 0.3, 8, 0],
+  ],
+  almalinux: [
+    ["9", -3, 20, 0.3],
+    ["10", 0.35, 8, 0],
+  ],
+  centos: [
+    ["9", -3, 20, 0.2],
+    ["10", 0.2, 10, 0],
+  ],
+  opensuse: [
+    ["15.5", -2, 5, 1.5],
+    ["15.6", -1, 15, 0.3],
+  ],
   archlinux: [["base", -10, 1, 0]],
-  devuan: [["4.0", -3, 3, 1], ["5.0", -1.5, 12, 0.2]],
+  devuan: [
+    ["4.0", -3, 3, 1],
+    ["5.0", -1.5, 12, 0.2],
+  ],
   gentoo: [["current", -10, 1, 0]],
 };
 
 /** OS a user picks in the advanced dialog instead of the app's default. */
 export const ADVANCED_OS: readonly (readonly [string, number])[] = [
-  ["debian", 45], ["ubuntu", 35], ["alpine", 8], ["fedora", 3], ["rockylinux", 2], ["almalinux", 2],
-  ["centos", 2], ["opensuse", 1], ["archlinux", 1], ["devuan", 1],
+  ["debian", 45],
+  ["ubuntu", 35],
+  ["alpine", 8],
+  ["fedora", 3],
+  ["rockylinux", 2],
+  ["almalinux", 2],
+  ["centos", 2],
+  ["opensuse", 1],
+  ["archlinux", 1],
+  ["devuan", 1],
 ];
 
 export const METHODS: readonly Adoption[] = [
-  ["default", -1, 70, 0.15], ["advanced", -1, 19, 0], ["mydefaults-global", -1, 5, 0], ["mydefaults-app", -0.5, 4, 0],
-  ["appdefaults", 0.3, 4, 0], ["generated", 0.6, 1.5, 0],
+  ["default", -1, 70, 0.15],
+  ["advanced", -1, 19, 0],
+  ["mydefaults-global", -1, 5, 0],
+  ["mydefaults-app", -0.5, 4, 0],
+  ["appdefaults", 0.3, 4, 0],
+  ["generated", 0.6, 1.5, 0],
 ];
 
 /** Weighted tables of a version list at position `frac`. */
@@ -260,31 +342,176 @@ interface Profile {
 }
 
 type ErrorKind =
-  | "apt" | "aptLine" | "exitCmd" | "download" | "service" | "npm" | "pip" | "db" | "oom" | "gpu" | "docker"
-  | "raw" | "git" | "go" | "cargo" | "apk" | "vm" | "host" | "composer" | "java" | "dotnet";
+  | "apt"
+  | "aptLine"
+  | "exitCmd"
+  | "download"
+  | "service"
+  | "npm"
+  | "pip"
+  | "db"
+  | "oom"
+  | "gpu"
+  | "docker"
+  | "raw"
+  | "git"
+  | "go"
+  | "cargo"
+  | "apk"
+  | "vm"
+  | "host"
+  | "composer"
+  | "java"
+  | "dotnet";
 
 const PROFILES: Readonly<Record<string, Profile>> = {
-  os: { type: "lxc", disk: [2, 4, 8], cores: [1, 2], ram: [512, 1024, 2048], median: [45, 90], errors: ["apt", "aptLine"] },
-  tiny: { type: "lxc", disk: [2, 4], cores: [1], ram: [512, 1024], median: [70, 160], errors: ["apt", "download", "service", "exitCmd"] },
+  os: {
+    type: "lxc",
+    disk: [2, 4, 8],
+    cores: [1, 2],
+    ram: [512, 1024, 2048],
+    median: [45, 90],
+    errors: ["apt", "aptLine"],
+  },
+  tiny: {
+    type: "lxc",
+    disk: [2, 4],
+    cores: [1],
+    ram: [512, 1024],
+    median: [70, 160],
+    errors: ["apt", "download", "service", "exitCmd"],
+  },
   alp: { type: "lxc", disk: [2, 3], cores: [1], ram: [512], median: [45, 110], errors: ["apk", "download", "service"] },
-  web: { type: "lxc", disk: [4, 6, 8], cores: [2], ram: [1024, 2048], median: [180, 420], errors: ["download", "exitCmd", "service", "git", "composer", "db"] },
-  node: { type: "lxc", disk: [6, 8, 10], cores: [2, 4], ram: [2048, 4096], median: [240, 540], errors: ["npm", "exitCmd", "git", "download", "oom"] },
-  py: { type: "lxc", disk: [4, 6, 8], cores: [2], ram: [1024, 2048], median: [150, 420], errors: ["pip", "exitCmd", "apt", "git", "service"] },
-  media: { type: "lxc", disk: [8, 12, 16], cores: [2, 4], ram: [2048, 4096], median: [120, 300], errors: ["gpu", "apt", "download", "service"] },
-  arr: { type: "lxc", disk: [4, 8], cores: [2], ram: [1024, 2048], median: [90, 200], errors: ["download", "dotnet", "service", "apt"] },
-  db: { type: "lxc", disk: [4, 8, 16], cores: [1, 2], ram: [1024, 2048], median: [90, 240], errors: ["db", "raw", "apt", "service"] },
-  heavy: { type: "lxc", disk: [20, 25, 32, 64], cores: [4], ram: [4096, 8192], median: [360, 600], errors: ["oom", "npm", "pip", "db", "download", "exitCmd"] },
-  ai: { type: "lxc", disk: [35, 64], cores: [4, 8], ram: [8192, 16384], median: [300, 600], errors: ["pip", "gpu", "download", "oom"] },
-  docker: { type: "lxc", disk: [4, 8, 10], cores: [2], ram: [2048], median: [90, 240], errors: ["docker", "apt", "exitCmd"] },
-  net: { type: "lxc", disk: [2, 4], cores: [1], ram: [512, 1024], median: [60, 180], errors: ["download", "service", "raw", "apt"] },
-  mon: { type: "lxc", disk: [4, 8], cores: [1, 2], ram: [1024, 2048], median: [90, 240], errors: ["download", "service", "db", "go"] },
-  home: { type: "lxc", disk: [8, 16], cores: [2], ram: [2048, 4096], median: [120, 360], errors: ["pip", "npm", "download", "service"] },
-  gorust: { type: "lxc", disk: [4, 8], cores: [2], ram: [1024, 2048], median: [120, 400], errors: ["go", "cargo", "download", "git"] },
-  java: { type: "lxc", disk: [6, 8, 16], cores: [2], ram: [2048, 4096], median: [150, 360], errors: ["java", "download", "service", "db"] },
-  game: { type: "lxc", disk: [8, 16, 32], cores: [4], ram: [4096, 8192], median: [180, 480], errors: ["download", "java", "exitCmd"] },
+  web: {
+    type: "lxc",
+    disk: [4, 6, 8],
+    cores: [2],
+    ram: [1024, 2048],
+    median: [180, 420],
+    errors: ["download", "exitCmd", "service", "git", "composer", "db"],
+  },
+  node: {
+    type: "lxc",
+    disk: [6, 8, 10],
+    cores: [2, 4],
+    ram: [2048, 4096],
+    median: [240, 540],
+    errors: ["npm", "exitCmd", "git", "download", "oom"],
+  },
+  py: {
+    type: "lxc",
+    disk: [4, 6, 8],
+    cores: [2],
+    ram: [1024, 2048],
+    median: [150, 420],
+    errors: ["pip", "exitCmd", "apt", "git", "service"],
+  },
+  media: {
+    type: "lxc",
+    disk: [8, 12, 16],
+    cores: [2, 4],
+    ram: [2048, 4096],
+    median: [120, 300],
+    errors: ["gpu", "apt", "download", "service"],
+  },
+  arr: {
+    type: "lxc",
+    disk: [4, 8],
+    cores: [2],
+    ram: [1024, 2048],
+    median: [90, 200],
+    errors: ["download", "dotnet", "service", "apt"],
+  },
+  db: {
+    type: "lxc",
+    disk: [4, 8, 16],
+    cores: [1, 2],
+    ram: [1024, 2048],
+    median: [90, 240],
+    errors: ["db", "raw", "apt", "service"],
+  },
+  heavy: {
+    type: "lxc",
+    disk: [20, 25, 32, 64],
+    cores: [4],
+    ram: [4096, 8192],
+    median: [360, 600],
+    errors: ["oom", "npm", "pip", "db", "download", "exitCmd"],
+  },
+  ai: {
+    type: "lxc",
+    disk: [35, 64],
+    cores: [4, 8],
+    ram: [8192, 16384],
+    median: [300, 600],
+    errors: ["pip", "gpu", "download", "oom"],
+  },
+  docker: {
+    type: "lxc",
+    disk: [4, 8, 10],
+    cores: [2],
+    ram: [2048],
+    median: [90, 240],
+    errors: ["docker", "apt", "exitCmd"],
+  },
+  net: {
+    type: "lxc",
+    disk: [2, 4],
+    cores: [1],
+    ram: [512, 1024],
+    median: [60, 180],
+    errors: ["download", "service", "raw", "apt"],
+  },
+  mon: {
+    type: "lxc",
+    disk: [4, 8],
+    cores: [1, 2],
+    ram: [1024, 2048],
+    median: [90, 240],
+    errors: ["download", "service", "db", "go"],
+  },
+  home: {
+    type: "lxc",
+    disk: [8, 16],
+    cores: [2],
+    ram: [2048, 4096],
+    median: [120, 360],
+    errors: ["pip", "npm", "download", "service"],
+  },
+  gorust: {
+    type: "lxc",
+    disk: [4, 8],
+    cores: [2],
+    ram: [1024, 2048],
+    median: [120, 400],
+    errors: ["go", "cargo", "download", "git"],
+  },
+  java: {
+    type: "lxc",
+    disk: [6, 8, 16],
+    cores: [2],
+    ram: [2048, 4096],
+    median: [150, 360],
+    errors: ["java", "download", "service", "db"],
+  },
+  game: {
+    type: "lxc",
+    disk: [8, 16, 32],
+    cores: [4],
+    ram: [4096, 8192],
+    median: [180, 480],
+    errors: ["download", "java", "exitCmd"],
+  },
   vm: { type: "vm", disk: [32, 64], cores: [2, 4], ram: [4096, 8192], median: [240, 600], errors: ["vm", "download"] },
   rvm: { type: "vm", disk: [8, 16], cores: [2, 4], ram: [2048, 4096], median: [120, 300], errors: ["vm", "download"] },
-  turnkey: { type: "turnkey", disk: [8, 16], cores: [2], ram: [2048], median: [240, 480], errors: ["download", "raw", "apt"] },
+  turnkey: {
+    type: "turnkey",
+    disk: [8, 16],
+    cores: [2],
+    ram: [2048],
+    median: [240, 480],
+    errors: ["download", "raw", "apt"],
+  },
   addon: { type: "addon", disk: [], cores: [], ram: [], median: [30, 120], errors: ["apt", "download", "service"] },
   tool: { type: "tool", disk: [], cores: [], ram: [], median: [60, 300], errors: ["host", "raw"] },
   pve: { type: "pve", disk: [], cores: [], ram: [], median: [60, 240], errors: ["host", "apt", "raw"] },
@@ -354,8 +581,30 @@ archlinux:os opensuse:os devuan:os gentoo:os
 `;
 
 /** Apps whose clients install privileged containers (device access, nesting). */
-const PRIVILEGED = new Set(["frigate", "agentdvr", "sunshine", "kasm", "channels", "tvheadend", "scrypted", "codeproject-ai", "casaos", "runtipi", "openmediavault", "samba"]);
-const UBUNTU_APPS = new Set(["openwebui", "ollama", "kasm", "rstudio", "codeproject-ai", "whisper", "sunshine", "ubuntu"]);
+const PRIVILEGED = new Set([
+  "frigate",
+  "agentdvr",
+  "sunshine",
+  "kasm",
+  "channels",
+  "tvheadend",
+  "scrypted",
+  "codeproject-ai",
+  "casaos",
+  "runtipi",
+  "openmediavault",
+  "samba",
+]);
+const UBUNTU_APPS = new Set([
+  "openwebui",
+  "ollama",
+  "kasm",
+  "rstudio",
+  "codeproject-ai",
+  "whisper",
+  "sunshine",
+  "ubuntu",
+]);
 
 /** VMs and host scripts: their fixed os_type and os_version choices. */
 const FIXED_OS: Readonly<Record<string, readonly [string, readonly string[]]>> = {
@@ -376,7 +625,7 @@ const FIXED_OS: Readonly<Record<string, readonly [string, readonly string[]]>> =
   "ubuntu2204-vm": ["ubuntu", ["22.04"]],
   "nextcloud-vm": ["debian", ["12"]],
   "arch-vm": ["archlinux", ["base"]],
-  "openmediavault": ["debian", ["12"]],
+  openmediavault: ["debian", ["12"]],
 };
 
 const ZIPF_EXPONENT = 0.95;
@@ -449,7 +698,10 @@ export function buildCatalogue(): AppSpec[] {
     const medianS = Math.round(rng.range(profile.median[0], profile.median[1]));
     const errorKinds = [...profile.errors];
     const errors = new Weighted(
-      errorKinds.map((kind, k) => [makeAppError(kind, name, profileName, rng), (errorKinds.length - k) * rng.range(0.6, 1.6)] as const),
+      errorKinds.map(
+        (kind, k) =>
+          [makeAppError(kind, name, profileName, rng), (errorKinds.length - k) * rng.range(0.6, 1.6)] as const,
+      ),
     );
 
     const pickOr = (list: readonly number[]) => (list.length === 0 ? null : rng.pick(list));
@@ -480,13 +732,61 @@ export function buildCatalogue(): AppSpec[] {
 
 // ---------------------------------------------------------------- error texts
 
-const LAN_PREFIXES = ["192.168.1", "192.168.0", "192.168.178", "192.168.2", "10.0.0", "10.0.1", "10.10.10", "172.16.0", "192.168.10", "192.168.100"];
+const LAN_PREFIXES = [
+  "192.168.1",
+  "192.168.0",
+  "192.168.178",
+  "192.168.2",
+  "10.0.0",
+  "10.0.1",
+  "10.10.10",
+  "172.16.0",
+  "192.168.10",
+  "192.168.100",
+];
 const lanIp = (r: Rng): string => `${r.pick(LAN_PREFIXES)}.${r.int(2, 254)}`;
-const publicIp = (r: Rng): string => r.pick([`140.82.${r.int(112, 121)}.${r.int(3, 6)}`, `185.199.${r.int(108, 111)}.133`, `151.101.${r.int(0, 255)}.${r.pick([132, 194, 67])}`, `1.1.1.1`, `8.8.8.8`]);
+const publicIp = (r: Rng): string =>
+  r.pick([
+    `140.82.${r.int(112, 121)}.${r.int(3, 6)}`,
+    `185.199.${r.int(108, 111)}.133`,
+    `151.101.${r.int(0, 255)}.${r.pick([132, 194, 67])}`,
+    `1.1.1.1`,
+    `8.8.8.8`,
+  ]);
 const ipv6 = (r: Rng): string =>
-  r.pick([`2a01:4f8:${r.int(0x1000, 0xffff).toString(16)}::${r.int(1, 255).toString(16)}`, `2606:50c0:8000::15${r.int(3, 4)}`, `2001:db8::${r.int(1, 99)}`, `2a00:1450:4001:${r.int(0x800, 0x82f).toString(16)}::200e`]);
-const STORAGES = ["local-lvm", "local-lvm", "local-lvm", "local-zfs", "local", "nvme", "data", "ssd-pool", "ceph-pool", "tank", "vmdata", "local-btrfs"];
-const HOSTS = ["github.com", "github.com", "raw.githubusercontent.com", "deb.debian.org", "archive.ubuntu.com", "registry.npmjs.org", "pypi.org", "download.docker.com", "dl-cdn.alpinelinux.org", "objects.githubusercontent.com", "deb.nodesource.com"];
+  r.pick([
+    `2a01:4f8:${r.int(0x1000, 0xffff).toString(16)}::${r.int(1, 255).toString(16)}`,
+    `2606:50c0:8000::15${r.int(3, 4)}`,
+    `2001:db8::${r.int(1, 99)}`,
+    `2a00:1450:4001:${r.int(0x800, 0x82f).toString(16)}::200e`,
+  ]);
+const STORAGES = [
+  "local-lvm",
+  "local-lvm",
+  "local-lvm",
+  "local-zfs",
+  "local",
+  "nvme",
+  "data",
+  "ssd-pool",
+  "ceph-pool",
+  "tank",
+  "vmdata",
+  "local-btrfs",
+];
+const HOSTS = [
+  "github.com",
+  "github.com",
+  "raw.githubusercontent.com",
+  "deb.debian.org",
+  "archive.ubuntu.com",
+  "registry.npmjs.org",
+  "pypi.org",
+  "download.docker.com",
+  "dl-cdn.alpinelinux.org",
+  "objects.githubusercontent.com",
+  "deb.nodesource.com",
+];
 const version = (_r: Rng, ctx: ErrorContext, base: number): string => {
   const steps = Math.floor(ctx.frac * 24) + (base % 7);
   return `${base % 4}.${Math.floor(steps / 5) + (base % 13)}.${steps % 5}`;
@@ -504,7 +804,16 @@ const APT_PKGS: Readonly<Record<string, readonly string[]>> = {
   heavy: ["nodejs", "libvips42", "postgresql-16-pgvector", "redis-server", "libmagickwand-6.q16-6"],
   home: ["python3.13-venv", "libturbojpeg0", "bluez", "libpcap-dev"],
   docker: ["docker-ce", "docker-compose-plugin", "containerd.io"],
-  "": ["software-properties-common", "libssl1.1", "gnupg2", "apt-transport-https", "libicu72", "libtiff5", "netcat", "sudo"],
+  "": [
+    "software-properties-common",
+    "libssl1.1",
+    "gnupg2",
+    "apt-transport-https",
+    "libicu72",
+    "libtiff5",
+    "netcat",
+    "sudo",
+  ],
 };
 const COMMANDS: Readonly<Record<string, readonly string[]>> = {
   node: ["npm ci", "npm run build", "pnpm install --frozen-lockfile", "yarn install", "corepack enable"],
@@ -516,9 +825,15 @@ const COMMANDS: Readonly<Record<string, readonly string[]>> = {
   web: ["composer install --no-dev", "php artisan migrate --force", "bundle install", "make install"],
   heavy: ["npm run build", "pip install -r requirements.txt", "docker compose up -d", "bundle exec rake db:migrate"],
   docker: ["docker compose up -d", "docker run -d --name APP --restart always"],
-  "": ["systemctl enable -q --now APP", "git clone https://github.com/APP/APP /opt/APP", "tar -xzf /tmp/APP.tar.gz -C /opt/APP", "make install"],
+  "": [
+    "systemctl enable -q --now APP",
+    "git clone https://github.com/APP/APP /opt/APP",
+    "tar -xzf /tmp/APP.tar.gz -C /opt/APP",
+    "make install",
+  ],
 };
-const forProfile = <T>(table: Readonly<Record<string, readonly T[]>>, profile: string): readonly T[] => table[profile] ?? table[""]!;
+const forProfile = <T>(table: Readonly<Record<string, readonly T[]>>, profile: string): readonly T[] =>
+  table[profile] ?? table[""]!;
 /** A failing step sent as the raw bash command line. */
 const RAW_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   db: [
@@ -537,10 +852,7 @@ const RAW_COMMANDS: Readonly<Record<string, readonly string[]>> = {
     `for ct in $(pct list | awk 'NR>1 {print $1}'); do pct exec "$ct" -- bash -c "apt-get update && apt-get -y dist-upgrade"; done`,
     `pct set $CTID -mp0 /mnt/pve/media,mp=/mnt/media`,
   ],
-  pve: [
-    `sed -i 's/^deb/#deb/' /etc/apt/sources.list.d/pve-enterprise.list`,
-    `proxmox-boot-tool refresh`,
-  ],
+  pve: [`sed -i 's/^deb/#deb/' /etc/apt/sources.list.d/pve-enterprise.list`, `proxmox-boot-tool refresh`],
   "": [
     `msg_info "Installing Dependencies"; $STD apt-get install -y curl sudo mc gnupg`,
     `echo "deb [signed-by=/usr/share/keyrings/APP.gpg] https://repo.APP.io/apt stable main" >/etc/apt/sources.list.d/APP.list`,
@@ -561,7 +873,8 @@ function makeAppError(kind: ErrorKind, app: string, profile: string, rng: Rng): 
     case "apt":
       return rng.chance(0.5)
         ? () => `E: Unable to locate package ${pkg}`
-        : () => `Reading package lists...\nBuilding dependency tree...\nE: Package '${pkg}' has no installation candidate`;
+        : () =>
+            `Reading package lists...\nBuilding dependency tree...\nE: Package '${pkg}' has no installation candidate`;
     case "aptLine":
       return (r) => `Failed at line ${line + r.pick([0, 0, 3, 7])}: apt-get install -y ${pkg} curl sudo (exit 100)`;
     case "exitCmd":
@@ -577,7 +890,8 @@ function makeAppError(kind: ErrorKind, app: string, profile: string, rng: Rng): 
           : `curl: (22) The requested URL returned error: ${r.pick([404, 404, 403, 502])}\nFailed to download https://github.com/${owner}/${app}/releases/download/v${v}/${app}_${v}_amd64.deb`;
       };
     case "service":
-      return () => `Job for ${app}.service failed because the control process exited with error code.\nSee "systemctl status ${app}.service" and "journalctl -xeu ${app}.service" for details.`;
+      return () =>
+        `Job for ${app}.service failed because the control process exited with error code.\nSee "systemctl status ${app}.service" and "journalctl -xeu ${app}.service" for details.`;
     case "npm": {
       const npmCode = rng.pick(["ERESOLVE", "ENOTEMPTY", "ELIFECYCLE", "EBADENGINE", "ECONNRESET"]);
       return (r, ctx) =>
@@ -586,7 +900,17 @@ function makeAppError(kind: ErrorKind, app: string, profile: string, rng: Rng): 
           : `FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory\nexit code 134: while executing command npm run build`;
     }
     case "pip": {
-      const wheel = rng.pick(["psycopg2", "lxml", "numpy", "grpcio", "cryptography", "pillow", "uvloop", "torch", "onnxruntime"]);
+      const wheel = rng.pick([
+        "psycopg2",
+        "lxml",
+        "numpy",
+        "grpcio",
+        "cryptography",
+        "pillow",
+        "uvloop",
+        "torch",
+        "onnxruntime",
+      ]);
       return (r) =>
         r.chance(0.6)
           ? `ERROR: Could not build wheels for ${wheel}, which is required to install pyproject.toml-based projects`
@@ -619,9 +943,11 @@ function makeAppError(kind: ErrorKind, app: string, profile: string, rng: Rng): 
           ? `fatal: unable to access 'https://github.com/${owner}/${app}.git/': Could not resolve host: github.com`
           : `fatal: destination path '/opt/${app}' already exists and is not an empty directory.`;
     case "go":
-      return (r, ctx) => `go: github.com/${owner}/${app}@v${version(r, ctx, base)}: Get "https://proxy.golang.org/github.com/${owner}/${app}/@v/list": dial tcp [${ipv6(r)}]:443: connect: network is unreachable`;
+      return (r, ctx) =>
+        `go: github.com/${owner}/${app}@v${version(r, ctx, base)}: Get "https://proxy.golang.org/github.com/${owner}/${app}/@v/list": dial tcp [${ipv6(r)}]:443: connect: network is unreachable`;
     case "cargo":
-      return (r) => `error: could not compile \`${app.replace(/-/g, "_")}\` (bin "${app}") due to ${r.int(1, 9)} previous errors\nexit code 101: while executing command cargo build --release`;
+      return (r) =>
+        `error: could not compile \`${app.replace(/-/g, "_")}\` (bin "${app}") due to ${r.int(1, 9)} previous errors\nexit code 101: while executing command cargo build --release`;
     case "composer":
       return (r) =>
         r.chance(0.5)
@@ -633,7 +959,8 @@ function makeAppError(kind: ErrorKind, app: string, profile: string, rng: Rng): 
           ? `Error: LinkageError occurred while loading main class ${app.replace(/-/g, "")}.Main\n\tjava.lang.UnsupportedClassVersionError: class file version 65.0, this version of the Java Runtime only recognizes class file versions up to 61.0`
           : `E: Unable to locate package temurin-${r.pick([17, 21])}-jre`;
     case "dotnet":
-      return () => `You must install or update .NET to run this application.\nApp: /opt/${app}/${app}\nFramework: 'Microsoft.NETCore.App', version '8.0.0' (x64)`;
+      return () =>
+        `You must install or update .NET to run this application.\nApp: /opt/${app}/${app}\nFramework: 'Microsoft.NETCore.App', version '8.0.0' (x64)`;
     case "apk":
       return (r) =>
         r.chance(0.6)
@@ -643,20 +970,29 @@ function makeAppError(kind: ErrorKind, app: string, profile: string, rng: Rng): 
       return (r, ctx) => {
         const storage = r.pick(STORAGES);
         switch (r.int(0, 4)) {
-          case 0: return `unable to create VM ${ctx.ctid} - storage '${storage}' does not exist`;
-          case 1: return `qm importdisk ${ctx.ctid} /var/lib/vz/template/iso/${app}.qcow2 ${storage} failed: exit code 1`;
-          case 2: return `qm set ${ctx.ctid} -efidisk0 ${storage}:1,efitype=4m failed: unable to parse volume ID '${storage}:1'`;
-          case 3: return `xz: /tmp/${app}-${version(r, ctx, base)}.img.xz: Compressed data is corrupt`;
-          default: return `Download of https://github.com/${owner}/${app}/releases/download/${version(r, ctx, base)}/${app}.qcow2.xz failed (HTTP ${r.pick([404, 503])})`;
+          case 0:
+            return `unable to create VM ${ctx.ctid} - storage '${storage}' does not exist`;
+          case 1:
+            return `qm importdisk ${ctx.ctid} /var/lib/vz/template/iso/${app}.qcow2 ${storage} failed: exit code 1`;
+          case 2:
+            return `qm set ${ctx.ctid} -efidisk0 ${storage}:1,efitype=4m failed: unable to parse volume ID '${storage}:1'`;
+          case 3:
+            return `xz: /tmp/${app}-${version(r, ctx, base)}.img.xz: Compressed data is corrupt`;
+          default:
+            return `Download of https://github.com/${owner}/${app}/releases/download/${version(r, ctx, base)}/${app}.qcow2.xz failed (HTTP ${r.pick([404, 503])})`;
         }
       };
     case "host":
       return (r) => {
         switch (r.int(0, 3)) {
-          case 0: return `This version of Proxmox Virtual Environment is not supported. Requires Proxmox VE 8.0 or later (found ${r.pick(["7.4-3", "7.4-17", "7.2-7"])})`;
-          case 1: return `E: The repository 'https://enterprise.proxmox.com/debian/pve ${r.pick(["bookworm", "trixie"])} InRelease' returned 401 Unauthorized`;
-          case 2: return `Connection to ${lanIp(r)}:8006 refused`;
-          default: return `pct exec ${100 + r.int(0, 200)} failed: container not running`;
+          case 0:
+            return `This version of Proxmox Virtual Environment is not supported. Requires Proxmox VE 8.0 or later (found ${r.pick(["7.4-3", "7.4-17", "7.2-7"])})`;
+          case 1:
+            return `E: The repository 'https://enterprise.proxmox.com/debian/pve ${r.pick(["bookworm", "trixie"])} InRelease' returned 401 Unauthorized`;
+          case 2:
+            return `Connection to ${lanIp(r)}:8006 refused`;
+          default:
+            return `pct exec ${100 + r.int(0, 200)} failed: container not running`;
         }
       };
   }
@@ -671,19 +1007,59 @@ const GENERIC: readonly (readonly [(r: Rng, ctx: ErrorContext) => string, number
   [() => "No error message", 6, ["ct", "vm", "host"]],
   [() => "TERMINATED", 3, ["ct", "vm", "host"]],
   [(r) => `curl: (6) Could not resolve host: ${r.pick(HOSTS)}`, 4, ["ct", "vm", "host"]],
-  [(r) => `curl: (7) Failed to connect to ${publicIp(r)} port 443 after ${r.int(3, 135_000)} ms: Couldn't connect to server`, 2, ["ct", "vm", "host"]],
-  [(r) => `curl: (28) Operation timed out after ${r.int(10, 300)}00${r.int(0, 9)} milliseconds with ${r.chance(0.7) ? 0 : r.int(1, 99_999_999)} bytes received`, 2, ["ct", "vm", "host"]],
+  [
+    (r) =>
+      `curl: (7) Failed to connect to ${publicIp(r)} port 443 after ${r.int(3, 135_000)} ms: Couldn't connect to server`,
+    2,
+    ["ct", "vm", "host"],
+  ],
+  [
+    (r) =>
+      `curl: (28) Operation timed out after ${r.int(10, 300)}00${r.int(0, 9)} milliseconds with ${r.chance(0.7) ? 0 : r.int(1, 99_999_999)} bytes received`,
+    2,
+    ["ct", "vm", "host"],
+  ],
   [(r) => `Connection to ${lanIp(r)}:8006 refused`, 1, ["vm", "host"]],
   [(r, c) => `unable to create CT ${c.ctid} - storage '${r.pick(STORAGES)}' does not exist`, 3, ["ct"]],
-  [(r, c) => `TASK ERROR: unable to create CT ${c.ctid} - volume '${r.pick(STORAGES)}:vm-${c.ctid}-disk-0' already exists`, 1, ["ct"]],
+  [
+    (r, c) =>
+      `TASK ERROR: unable to create CT ${c.ctid} - volume '${r.pick(STORAGES)}:vm-${c.ctid}-disk-0' already exists`,
+    1,
+    ["ct"],
+  ],
   [(r, c) => `unable to create VM ${c.ctid} - no space left on device (${r.pick(STORAGES)})`, 1, ["vm"]],
-  [(r) => `E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process ${r.int(300, 48_000)} (${r.pick(["apt-get", "apt", "unattended-upgr"])})`, 2, ["ct", "host"]],
-  [(r) => `E: Failed to fetch http://deb.debian.org/debian/pool/main/o/openssl/libssl3_3.0.${r.int(11, 17)}-1~deb12u${r.int(1, 3)}_amd64.deb  Temporary failure resolving 'deb.debian.org'`, 2, ["ct", "host"]],
-  [(r, c) => `Container ${c.ctid}: no network after 10 attempts (ping ${r.pick(["1.1.1.1", "8.8.8.8", "9.9.9.9"])} failed)`, 2, ["ct"]],
+  [
+    (r) =>
+      `E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process ${r.int(300, 48_000)} (${r.pick(["apt-get", "apt", "unattended-upgr"])})`,
+    2,
+    ["ct", "host"],
+  ],
+  [
+    (r) =>
+      `E: Failed to fetch http://deb.debian.org/debian/pool/main/o/openssl/libssl3_3.0.${r.int(11, 17)}-1~deb12u${r.int(1, 3)}_amd64.deb  Temporary failure resolving 'deb.debian.org'`,
+    2,
+    ["ct", "host"],
+  ],
+  [
+    (r, c) =>
+      `Container ${c.ctid}: no network after 10 attempts (ping ${r.pick(["1.1.1.1", "8.8.8.8", "9.9.9.9"])} failed)`,
+    2,
+    ["ct"],
+  ],
   [(_r, c) => `Container ${c.ctid} failed to start: startup for container '${c.ctid}' failed`, 2, ["ct"]],
-  [(r, c) => `pct create ${c.ctid} ${r.pick(["local", "local", "nas"])}:vztmpl/debian-${r.pick(["12-standard_12.7-1", "12-standard_12.12-1", "13-standard_13.1-2"])}_amd64.tar.zst failed: no such template`, 1, ["ct"]],
+  [
+    (r, c) =>
+      `pct create ${c.ctid} ${r.pick(["local", "local", "nas"])}:vztmpl/debian-${r.pick(["12-standard_12.7-1", "12-standard_12.12-1", "13-standard_13.1-2"])}_amd64.tar.zst failed: no such template`,
+    1,
+    ["ct"],
+  ],
   [(r) => `connect to [${ipv6(r)}]:443 failed: Network is unreachable`, 1, ["ct", "vm"]],
-  [(r) => `Failed at line ${r.int(20, 400)}: ${r.pick(["$STD apt-get update", "$STD apt-get -y upgrade", "setup_deb822_repo"])} (exit ${r.pick([100, 1])})`, 2, ["ct", "host"]],
+  [
+    (r) =>
+      `Failed at line ${r.int(20, 400)}: ${r.pick(["$STD apt-get update", "$STD apt-get -y upgrade", "setup_deb822_repo"])} (exit ${r.pick([100, 1])})`,
+    2,
+    ["ct", "host"],
+  ],
 ];
 
 const genericTables: Record<Scope, Weighted<(r: Rng, ctx: ErrorContext) => string>> = {

@@ -72,8 +72,10 @@ function checkOptions(o: SeedOptions): void {
   if (!(o.days > 0) || !Number.isFinite(o.days)) throw new RangeError("days must be a positive number");
   if (!Number.isSafeInteger(o.end)) throw new RangeError("end must be a whole number of epoch milliseconds");
   if (!Number.isFinite(o.seed)) throw new RangeError("seed must be a number");
-  if (o.batchSize !== undefined && (!Number.isSafeInteger(o.batchSize) || o.batchSize < 2)) throw new RangeError("batchSize must be a whole number >= 2");
-  if (o.profile !== undefined && !SEED_PROFILES.includes(o.profile)) throw new RangeError(`profile must be one of ${SEED_PROFILES.join(", ")}`);
+  if (o.batchSize !== undefined && (!Number.isSafeInteger(o.batchSize) || o.batchSize < 2))
+    throw new RangeError("batchSize must be a whole number >= 2");
+  if (o.profile !== undefined && !SEED_PROFILES.includes(o.profile))
+    throw new RangeError(`profile must be one of ${SEED_PROFILES.join(", ")}`);
 }
 
 // ---------------------------------------------------------------- time slots
@@ -135,7 +137,10 @@ function timeSlots(o: SeedOptions, rng: Rng): Slot[] {
 // ---------------------------------------------------------------- generators
 
 /** Each hour of the window with its installs' start times, in time order, and that day's tables. */
-function* hours(options: SeedOptions, rng: Rng): Generator<{ times: Float64Array; t: DayTables; start: number; span: number; slotEnd: number }> {
+function* hours(
+  options: SeedOptions,
+  rng: Rng,
+): Generator<{ times: Float64Array; t: DayTables; start: number; span: number; slotEnd: number }> {
   const catalogue = buildCatalogue();
   const start = windowStart(options);
   const span = options.end - start;
@@ -185,7 +190,8 @@ function* generateHourly(options: SeedOptions): Generator<SeedInstall[]> {
   const ids = idStream(options);
   for (const { times, t, start, span } of hours(options, rng)) {
     const out: SeedInstall[] = new Array(times.length);
-    for (let i = 0; i < times.length; i++) out[i] = uploadInstall(rng, ids, t, times[i]!, (times[i]! - start) / span, options.end);
+    for (let i = 0; i < times.length; i++)
+      out[i] = uploadInstall(rng, ids, t, times[i]!, (times[i]! - start) / span, options.end);
     yield out;
   }
 }
@@ -199,7 +205,8 @@ export function* generateInstalls(options: SeedOptions): Generator<SeedInstall> 
 function finishedRow(i: SeedInstall): Execution {
   const circumstances = { attempt: 1, held: null, repaired: false };
   const started = decide(undefined, i.report, { ...circumstances, at: i.at });
-  if (started.kind !== "insert") throw new Error(`seed: the start report of ${i.report.randomId} was not a new execution`);
+  if (started.kind !== "insert")
+    throw new Error(`seed: the start report of ${i.report.randomId} was not a new execution`);
   if (i.update === null || i.updateAt === null) return started.row;
   const ended = decide(started.row, i.update, { ...circumstances, at: i.updateAt });
   return ended.kind === "update" ? ended.row : started.row;
@@ -268,7 +275,14 @@ class Timeline {
 }
 
 const NO_BYTES = new Uint8Array(0);
-const reportOp = (r: Report, endpoint: "upload" | "updatestatus" | "telemetry", at: number): WriteOp => ({ kind: "report", report: r, endpoint, raw: NO_BYTES, repairs: [], at });
+const reportOp = (r: Report, endpoint: "upload" | "updatestatus" | "telemetry", at: number): WriteOp => ({
+  kind: "report",
+  report: r,
+  endpoint,
+  raw: NO_BYTES,
+  repairs: [],
+  at,
+});
 
 /**
  * The today profile's writes, in time order: every install's reports as its client sends them,
@@ -292,13 +306,19 @@ function* generateToday(options: SeedOptions): Generator<Planned> {
         const i = uploadInstall(rng, ids, t, at, frac, options.end);
         plan(at, reportOp(i.report, "upload", at), "created", true);
         if (i.update) plan(i.updateAt!, reportOp(i.update, "updatestatus", i.updateAt!), "updated");
-        else plan(at + STUCK_AFTER, { kind: "expire", executionId: i.report.executionId, at: at + STUCK_AFTER }, "expired");
+        else
+          plan(
+            at + STUCK_AFTER,
+            { kind: "expire", executionId: i.report.executionId, at: at + STUCK_AFTER },
+            "expired",
+          );
         continue;
       }
       const app = t.apps.pick(rng);
       const run = telemetryInstall(rng, ids, app, t, at, frac, client);
       run.reports.forEach((r: SeedReport, k) => plan(r.at, reportOp(r.report, "telemetry", r.at), r.expect, k === 0));
-      for (const s of run.stuck) plan(s.at + STUCK_AFTER, { kind: "expire", executionId: s.executionId, at: s.at + STUCK_AFTER }, "expired");
+      for (const s of run.stuck)
+        plan(s.at + STUCK_AFTER, { kind: "expire", executionId: s.executionId, at: s.at + STUCK_AFTER }, "expired");
     }
     // Every install of a later hour starts after this one's end: what happens before it is complete.
     for (let p = timeline.popBefore(slotEnd); p; p = timeline.popBefore(slotEnd)) yield p;
@@ -340,7 +360,11 @@ const COLLECT_EVERY = 10_000;
  * `batchSize` operations in time order (the upload profile keeps an hour whole in one batch when
  * it fits). Refuses a database that already holds this seed's records.
  */
-export async function seedDatabase(store: Store, options: SeedOptions, onProgress?: (p: SeedProgress) => void): Promise<SeedResult> {
+export async function seedDatabase(
+  store: Store,
+  options: SeedOptions,
+  onProgress?: (p: SeedProgress) => void,
+): Promise<SeedResult> {
   checkOptions(options);
   const began = performance.now();
   const batchSize = options.batchSize ?? SEED_DEFAULTS.batchSize;
@@ -372,7 +396,9 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     if (checked) return;
     checked = true;
     if ((await store.getExecutions(randomId)).length > 0) {
-      throw new Error(`seed: the database already holds the records of seed ${options.seed} for this window (install ${randomId}); choose another seed`);
+      throw new Error(
+        `seed: the database already holds the records of seed ${options.seed} for this window (install ${randomId}); choose another seed`,
+      );
     }
   };
 
@@ -382,7 +408,12 @@ export async function seedDatabase(store: Store, options: SeedOptions, onProgres
     results.forEach((result, i) => {
       const op = ops[i]!;
       if (result.kind !== expected[i]) {
-        const what = op.kind === "load" ? op.execution.randomId : op.kind === "report" ? `${op.report.executionId} (${op.report.status})` : op.kind;
+        const what =
+          op.kind === "load"
+            ? op.execution.randomId
+            : op.kind === "report"
+              ? `${op.report.executionId} (${op.report.status})`
+              : op.kind;
         throw new Error(`seed: ${what} was ${result.kind}, expected ${expected[i]}`);
       }
       if (installs[i]) written++;

@@ -5,7 +5,20 @@ import { defaults } from "../config.ts";
 import type { NormalizeOptions } from "../domain/normalize.ts";
 import type { JsonObject } from "../domain/json.ts";
 import { HOUR } from "../domain/time.ts";
-import { ADVANCED_OS, METHODS, OS_VERSIONS, PVE_VERSIONS, Weighted, adoptionTable, doneText, failRateAt, failureText, interruptText, type AppSpec, type Rng } from "./seed-data.ts";
+import {
+  ADVANCED_OS,
+  METHODS,
+  OS_VERSIONS,
+  PVE_VERSIONS,
+  Weighted,
+  adoptionTable,
+  doneText,
+  failRateAt,
+  failureText,
+  interruptText,
+  type AppSpec,
+  type Rng,
+} from "./seed-data.ts";
 
 const MAX_DURATION_MS = 10 * HOUR;
 
@@ -45,7 +58,12 @@ export function dayTables(catalogue: readonly AppSpec[], frac: number): DayTable
 
 /** Resource settings users with saved defaults ("mydefaults") tend to have. */
 const SAVED_DEFAULTS: readonly (readonly [disk: number, cores: number, ram: number])[] = [
-  [8, 2, 2048], [16, 2, 4096], [4, 1, 1024], [32, 4, 8192], [10, 2, 2048], [20, 4, 4096],
+  [8, 2, 2048],
+  [16, 2, 4096],
+  [4, 1, 1024],
+  [32, 4, 8192],
+  [10, 2, 2048],
+  [20, 4, 4096],
 ];
 
 const clamp = (v: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, v));
@@ -65,7 +83,8 @@ export function startBody(rng: Rng, app: AppSpec, t: DayTables, id: string): Jso
     // Host scripts report the host's own Debian, which follows the PVE major version.
     osVersion = pve.startsWith("9.") ? "13" : pve.startsWith("7.") ? "11" : "12";
   } else {
-    if (method === "advanced" && app.profile !== "os" && app.profile !== "alp" && rng.chance(0.25)) osType = t.advancedOs.pick(rng);
+    if (method === "advanced" && app.profile !== "os" && app.profile !== "alp" && rng.chance(0.25))
+      osType = t.advancedOs.pick(rng);
     osVersion = (t.os.get(osType) ?? t.os.get("debian")!).pick(rng);
   }
 
@@ -122,7 +141,13 @@ export function durationMs(rng: Rng, app: AppSpec, kind: "done" | "failed" | "ab
 }
 
 /** The parsed body of the status update, and when it arrives; null when the run never reports. */
-export function updateBody(rng: Rng, app: AppSpec, at: number, frac: number, id: string): { body: JsonObject; ms: number } | null {
+export function updateBody(
+  rng: Rng,
+  app: AppSpec,
+  at: number,
+  frac: number,
+  id: string,
+): { body: JsonObject; ms: number } | null {
   const x = rng.next();
   if (x < app.stuckRate) return null;
   const fail = failRateAt(app, frac);
@@ -145,8 +170,11 @@ export function updateBody(rng: Rng, app: AppSpec, at: number, frac: number, id:
   return { body, ms };
 }
 
-export function normalized<T>(checked: { ok: true; value: T } | { ok: false; field: string; message: string }, body: JsonObject): T {
-  if (!checked.ok) throw new Error(`seed generated an invalid body (${checked.field}: ${checked.message}): ${JSON.stringify(body)}`);
+export function normalized<T>(
+  checked: { ok: true; value: T } | { ok: false; field: string; message: string },
+  body: JsonObject,
+): T {
+  if (!checked.ok)
+    throw new Error(`seed generated an invalid body (${checked.field}: ${checked.message}): ${JSON.stringify(body)}`);
   return checked.value;
 }
-

@@ -20,7 +20,8 @@ const POSTGRES = /^postgres(ql)?:\/\//i;
 const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 
 /** The location as an error may show it: a URL's password replaced. */
-const withoutPassword = (text: string): string => text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*):[^/?#@]*@/i, "$1:***@");
+const withoutPassword = (text: string): string =>
+  text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#@:]*):[^/?#@]*@/i, "$1:***@");
 
 export function parseLocation(text: string): DatabaseLocation | UnsupportedLocation {
   if (POSTGRES.test(text)) return { engine: "postgres", url: text };

@@ -3,7 +3,14 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Durability } from "../config.ts";
-import { BackupError, DatabaseOpenError, type BackupResult, type Engine, type OpenOptions, type RestoreResult } from "./engine.ts";
+import {
+  BackupError,
+  DatabaseOpenError,
+  type BackupResult,
+  type Engine,
+  type OpenOptions,
+  type RestoreResult,
+} from "./engine.ts";
 import { IN_MEMORY, locate } from "./location.ts";
 import { backupFile, databaseInUse, restoreDatabase } from "./sqlite/backup.ts";
 import { openSqliteEngine } from "./sqlite/engine.ts";
@@ -29,7 +36,9 @@ export function locationKey(text: string): string {
   const where = locate(text);
   if (where.engine === "sqlite") return where.path === IN_MEMORY ? where.path : resolve(where.path);
   const p = urlParts(where.url);
-  return p ? `postgres://${p.user ? `${p.user}@` : ""}${p.hosts}${p.rest.replace(/[?#].*$/s, "")}` : redacted(where.url);
+  return p
+    ? `postgres://${p.user ? `${p.user}@` : ""}${p.hosts}${p.rest.replace(/[?#].*$/s, "")}`
+    : redacted(where.url);
 }
 
 /** A PostgreSQL database is a server's: whether it exists is known when it is opened. */
@@ -57,7 +66,9 @@ export function createdBy(text: string): { undo(): void } {
 /** serve's lock: one server per SQLite file (sqlite/serve-lock.ts); a PostgreSQL database is made for many nodes. */
 export function lockForServing(text: string): Promise<ServeLock> {
   const where = locate(text);
-  return where.engine === "sqlite" ? lockSqliteForServing(where.path) : Promise.resolve({ warning: null, release() {} });
+  return where.engine === "sqlite"
+    ? lockSqliteForServing(where.path)
+    : Promise.resolve({ warning: null, release() {} });
 }
 
 /** Opens the data at `location`; without `create`, a missing database is an error, not a new one. */
@@ -65,10 +76,14 @@ export async function openEngine(location: string, opts: OpenOptions & { create:
   const where = locate(location);
   if (!opts.create && !databaseExists(location)) throw new DatabaseMissingError(`no database at ${location}`);
   if (opts.readReplica && where.engine !== "postgres") {
-    throw new DatabaseOpenError(`--read-db names a PostgreSQL replica, but --db ${location} is an SQLite file; give --db the primary's postgres:// URL, or leave --read-db unset`);
+    throw new DatabaseOpenError(
+      `--read-db names a PostgreSQL replica, but --db ${location} is an SQLite file; give --db the primary's postgres:// URL, or leave --read-db unset`,
+    );
   }
   if (opts.readReplica && locate(opts.readReplica.url).engine !== "postgres") {
-    throw new DatabaseOpenError(`--read-db ${opts.readReplica.url} is not a postgres:// URL; give it the replica's URL, or leave --read-db unset`);
+    throw new DatabaseOpenError(
+      `--read-db ${opts.readReplica.url} is not a postgres:// URL; give it the replica's URL, or leave --read-db unset`,
+    );
   }
   return where.engine === "postgres" ? openPostgresEngine(where.url, opts) : openSqliteEngine(where.path, opts);
 }
@@ -79,7 +94,9 @@ export async function openEngine(location: string, opts: OpenOptions & { create:
  */
 export function engineInUse(text: string): { inUse: boolean; unchecked: string | null } {
   const where = locate(text);
-  return where.engine === "postgres" ? { inUse: false, unchecked: "a PostgreSQL database is shared by design" } : databaseInUse(where.path);
+  return where.engine === "postgres"
+    ? { inUse: false, unchecked: "a PostgreSQL database is shared by design" }
+    : databaseInUse(where.path);
 }
 
 /** Backups and restores of a PostgreSQL database are its server's: the tools and their one line. */
@@ -92,14 +109,22 @@ function serverBackups(what: "backup" | "restore"): never {
 }
 
 /** Replaces the data at `location` with a checked backup, migrated to the current schema. */
-export function restoreEngine(backup: string, location: string, opts: { force: boolean; durability: Durability }): RestoreResult {
+export function restoreEngine(
+  backup: string,
+  location: string,
+  opts: { force: boolean; durability: Durability },
+): RestoreResult {
   const where = locate(location);
   if (where.engine === "postgres") serverBackups("restore");
   return restoreDatabase(backup, where.path, opts);
 }
 
 /** A consistent snapshot of the data at `location` written to `target`, also while a server writes. */
-export function backupEngine(location: string, target: string, opts: { force: boolean; durability: Durability }): BackupResult {
+export function backupEngine(
+  location: string,
+  target: string,
+  opts: { force: boolean; durability: Durability },
+): BackupResult {
   const where = locate(location);
   if (where.engine === "postgres") serverBackups("backup");
   if (!databaseExists(location)) throw new DatabaseMissingError(`no database at ${location}`);

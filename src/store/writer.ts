@@ -56,7 +56,15 @@ export function createWriter(commit: Commit, maxBatch: number, onBatch?: BatchOb
   let queue: Pending[] = [];
   let busy = false;
   let idle: (() => void)[] = [];
-  const stats: WriterStats = { batches: 0, writes: 0, failedBatches: 0, lastBatchSize: 0, largestBatch: 0, lastError: null, dropped: 0 };
+  const stats: WriterStats = {
+    batches: 0,
+    writes: 0,
+    failedBatches: 0,
+    lastBatchSize: 0,
+    largestBatch: 0,
+    lastError: null,
+    dropped: 0,
+  };
 
   async function write(batch: Pending[]): Promise<void> {
     const started = performance.now();

@@ -58,7 +58,9 @@ export async function copyStore(
     opts.onProgress?.("held", summary);
   }
   for await (const chunk of from.rejectedChunks()) {
-    const results = (await to.write(chunk.map((entry) => ({ kind: "load-rejected", entry, source: opts.source, at: opts.at })))) as ResultOf["load-rejected"][];
+    const results = (await to.write(
+      chunk.map((entry) => ({ kind: "load-rejected", entry, source: opts.source, at: opts.at })),
+    )) as ResultOf["load-rejected"][];
     count(summary.rejected, results);
     results.forEach((r, i) => {
       if (r.kind === "dropped") summary.rejected.dropped++;

@@ -40,7 +40,10 @@ const READ_BYTES = 64 * 1024;
 
 async function* readLines(path: string): AsyncGenerator<string> {
   let rest = "";
-  for await (const chunk of createReadStream(path, { encoding: "utf8", highWaterMark: READ_BYTES }) as AsyncIterable<string>) {
+  for await (const chunk of createReadStream(path, {
+    encoding: "utf8",
+    highWaterMark: READ_BYTES,
+  }) as AsyncIterable<string>) {
     const text = rest + chunk;
     let start = 0;
     for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {

@@ -78,14 +78,16 @@ class ArraySplitter {
           if (isSpace(c)) {
             i++;
           } else if (c === 0x2c /* , */) {
-            if (!this.expectComma) throw new ImportFormatError(`unexpected "," after element ${this.element} of the JSON array`);
+            if (!this.expectComma)
+              throw new ImportFormatError(`unexpected "," after element ${this.element} of the JSON array`);
             this.expectComma = false;
             i++;
           } else if (c === 0x5d /* ] */) {
             this.state = "after";
             i++;
           } else {
-            if (this.expectComma) throw new ImportFormatError(`expected "," or "]" after element ${this.element} of the JSON array`);
+            if (this.expectComma)
+              throw new ImportFormatError(`expected "," or "]" after element ${this.element} of the JSON array`);
             this.state = "in";
             this.element++;
             this.depth = 0;
@@ -138,7 +140,10 @@ class ArraySplitter {
     if (this.state === "in") {
       out.push({ position: `element ${this.element}`, error: "the input ends inside this element (truncated file?)" });
     } else if (this.state === "between") {
-      out.push({ position: `after element ${this.element}`, error: "the input ends before the closing ] (truncated file?)" });
+      out.push({
+        position: `after element ${this.element}`,
+        error: "the input ends before the closing ] (truncated file?)",
+      });
     }
   }
 
@@ -154,7 +159,10 @@ class ArraySplitter {
  * The records of a stream, one piece per record. The format is decided by the first character
  * that is not white space: `[` is the original API's JSON array, `{` our NDJSON.
  */
-export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, onFormat?: (format: RecordFormat) => void): AsyncGenerator<Piece> {
+export async function* splitRecords(
+  input: AsyncIterable<Uint8Array | string>,
+  onFormat?: (format: RecordFormat) => void,
+): AsyncGenerator<Piece> {
   const decoder = new TextDecoder("utf-8"); // not fatal: invalid bytes become U+FFFD, as the ingest path does
   let splitter: NdjsonSplitter | ArraySplitter | null = null;
   let head = "";
@@ -166,7 +174,10 @@ export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, o
       if (trimmed === "") return;
       if (trimmed[0] === "[") splitter = new ArraySplitter();
       else if (trimmed[0] === "{") splitter = new NdjsonSplitter();
-      else throw new ImportFormatError("the input is neither NDJSON (one JSON object per line, as our export writes) nor a JSON array (the original API's /data/json)");
+      else
+        throw new ImportFormatError(
+          "the input is neither NDJSON (one JSON object per line, as our export writes) nor a JSON array (the original API's /data/json)",
+        );
       onFormat?.(splitter instanceof ArraySplitter ? "json-array" : "ndjson");
       text = trimmed;
       head = "";
@@ -188,14 +199,19 @@ export async function* splitRecords(input: AsyncIterable<Uint8Array | string>, o
  * send under another key (domain/fields.ts `wire`) goes back under it; an alias is taken as it is.
  */
 const START_FIELDS: readonly (readonly [name: string, key: string])[] = FIELDS.flatMap((f) =>
-  "sent" in f && (f.part === "head" || f.part === "fields") ? [[f.name, wireName(f)] as const, ...("alias" in f ? [[f.alias, f.alias] as const] : [])] : [],
+  "sent" in f && (f.part === "head" || f.part === "fields")
+    ? [[f.name, wireName(f)] as const, ...("alias" in f ? [[f.alias, f.alias] as const] : [])]
+    : [],
 );
 /** How it ended, in our records (the original's have status and error only, which are handled apart). */
-const ENDING_FIELDS = FIELDS.flatMap((f) => ("sent" in f && f.part === "ending" && f.name !== "status" && f.name !== "error" ? [f.name] : []));
+const ENDING_FIELDS = FIELDS.flatMap((f) =>
+  "sent" in f && f.part === "ending" && f.name !== "status" && f.name !== "error" ? [f.name] : [],
+);
 
 type RecordRow = { ok: true; execution: Execution } | { ok: false; message: string };
 
-const show = (value: unknown) => (value === undefined ? "nothing" : JSON.stringify(value)?.slice(0, 60) ?? String(value));
+const show = (value: unknown) =>
+  value === undefined ? "nothing" : (JSON.stringify(value)?.slice(0, 60) ?? String(value));
 
 /**
  * The original API is written in Go, whose records cannot say "absent": a missing text is "".
@@ -222,14 +238,17 @@ function goZeroStringsAbsent(value: unknown): unknown {
  * empty raw body in the rejected log), and the original's `id` (ours is derived).
  */
 function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "not a JSON object" };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { ok: false, message: "not a JSON object" };
   const r = value as JsonObject;
   const createdAt = parseTimestamp(r.created_at);
-  if (createdAt === null) return { ok: false, message: `created_at must be an RFC 3339 time, got ${show(r.created_at)}` };
+  if (createdAt === null)
+    return { ok: false, message: `created_at must be an RFC 3339 time, got ${show(r.created_at)}` };
 
   const body: JsonObject = { status: "installing" };
   // A body key several fields come back to (one per payload version): the first one present.
-  for (const [name, key] of START_FIELDS) if (r[name] !== undefined && r[name] !== null && body[key] === undefined) body[key] = r[name];
+  for (const [name, key] of START_FIELDS)
+    if (r[name] !== undefined && r[name] !== null && body[key] === undefined) body[key] = r[name];
   if (r.extra !== null && typeof r.extra === "object" && !Array.isArray(r.extra)) Object.assign(body, r.extra);
   const telemetry = body.payload_version !== undefined;
   const start = (telemetry ? normalizeTelemetry : normalizeStart)(body, normalize);
@@ -250,7 +269,8 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   let updatedAt: number | null = null;
   if (r.updated_at !== undefined && r.updated_at !== null) {
     updatedAt = parseTimestamp(r.updated_at);
-    if (updatedAt === null) return { ok: false, message: `updated_at must be an RFC 3339 time, got ${show(r.updated_at)}` };
+    if (updatedAt === null)
+      return { ok: false, message: `updated_at must be an RFC 3339 time, got ${show(r.updated_at)}` };
   }
   // The record's own updated_at is kept as it is; it may precede created_at (a final report that
   // came before its start). The reports are applied in order, the final one no earlier than the start.
@@ -275,13 +295,27 @@ function recordRow(value: unknown, normalize: NormalizeOptions): RecordRow {
   if (typeof r.timeline === "object" && r.timeline !== null && !Array.isArray(r.timeline)) {
     const t = r.timeline as JsonObject;
     const time = (v: unknown) => (v === null || v === undefined ? null : parseTimestamp(v));
-    row = { ...row, installingAt: time(t.installing), validationAt: time(t.validation), configuringAt: time(t.configuring), finishedAt: time(t.finished) };
+    row = {
+      ...row,
+      installingAt: time(t.installing),
+      validationAt: time(t.validation),
+      configuringAt: time(t.configuring),
+      finishedAt: time(t.finished),
+    };
   }
   return { ok: true, execution: row };
 }
 
 /** A start report's ending: in progress, whatever the record says of how it ended. */
-const NOT_ENDED = { status: "installing", outcome: "in_progress", error: null, exitCode: null, errorCategory: null, failedCommand: null, failedLine: null } as const;
+const NOT_ENDED = {
+  status: "installing",
+  outcome: "in_progress",
+  error: null,
+  exitCode: null,
+  errorCategory: null,
+  failedCommand: null,
+  failedLine: null,
+} as const;
 
 export interface ImportSummary {
   format: RecordFormat | null;
@@ -313,7 +347,11 @@ export interface ImportOptions {
  * fatal; duplicates are skipped, so importing the same file twice adds nothing. A malformed
  * JSON array (ImportFormatError) stops the import after writing the records before the fault.
  */
-export async function importRecords(deps: ImportDeps, input: AsyncIterable<Uint8Array | string>, opts: ImportOptions): Promise<ImportSummary> {
+export async function importRecords(
+  deps: ImportDeps,
+  input: AsyncIterable<Uint8Array | string>,
+  opts: ImportOptions,
+): Promise<ImportSummary> {
   const { reads, commit } = deps;
   const batchOps = opts.batchOps ?? 2000;
   const summary: ImportSummary = { format: null, read: 0, imported: 0, duplicates: 0, invalid: 0 };
@@ -368,7 +406,10 @@ export async function importRecords(deps: ImportDeps, input: AsyncIterable<Uint8
         continue;
       }
       const { execution } = record;
-      if (inBatch.has(execution.executionId) || (await reads.getExecutions(execution.randomId)).some((e) => e.executionId === execution.executionId)) {
+      if (
+        inBatch.has(execution.executionId) ||
+        (await reads.getExecutions(execution.randomId)).some((e) => e.executionId === execution.executionId)
+      ) {
         summary.duplicates++;
         continue;
       }

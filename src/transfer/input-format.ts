@@ -23,7 +23,12 @@ async function* decoded(input: AsyncIterable<Uint8Array | string>): AsyncGenerat
 
 /** The names of a CSV header line (ClickHouse quotes them). */
 function csvHeader(line: string): string[] {
-  return line.split(",").map((name) => name.trim().replace(/^"(.*)"$/, "$1").replace(/""/g, '"'));
+  return line.split(",").map((name) =>
+    name
+      .trim()
+      .replace(/^"(.*)"$/, "$1")
+      .replace(/""/g, '"'),
+  );
 }
 
 function formatOf(firstLine: string): InputFormat {
@@ -37,7 +42,9 @@ function formatOf(firstLine: string): InputFormat {
       return "ndjson"; // a broken first line is reported as such by the NDJSON reader
     }
     const keys = typeof first === "object" && first !== null ? Object.keys(first) : [];
-    return SERVICE_COLUMNS.every((k) => keys.includes(k)) && !keys.includes("created_at") ? "clickhouse-jsoneachrow" : "ndjson";
+    return SERVICE_COLUMNS.every((k) => keys.includes(k)) && !keys.includes("created_at")
+      ? "clickhouse-jsoneachrow"
+      : "ndjson";
   }
   if (SERVICE_COLUMNS.every((k) => csvHeader(line).includes(k))) return "clickhouse-csv";
   throw new ImportFormatError(
@@ -46,7 +53,9 @@ function formatOf(firstLine: string): InputFormat {
 }
 
 /** The input's format and its text, from the first character on. An empty input is NDJSON with no records. */
-export async function sniff(input: AsyncIterable<Uint8Array | string>): Promise<{ format: InputFormat; text: AsyncGenerator<string> }> {
+export async function sniff(
+  input: AsyncIterable<Uint8Array | string>,
+): Promise<{ format: InputFormat; text: AsyncGenerator<string> }> {
   const source = decoded(input);
   let head = "";
   for (;;) {
@@ -58,7 +67,10 @@ export async function sniff(input: AsyncIterable<Uint8Array | string>): Promise<
     head += next.value;
   }
   const trimmed = head.replace(/^[\s\ufeff]+/, "");
-  const format = trimmed === "" ? "ndjson" : formatOf(trimmed.slice(0, trimmed.indexOf("\n") >= 0 ? trimmed.indexOf("\n") : undefined));
+  const format =
+    trimmed === ""
+      ? "ndjson"
+      : formatOf(trimmed.slice(0, trimmed.indexOf("\n") >= 0 ? trimmed.indexOf("\n") : undefined));
   async function* text(): AsyncGenerator<string> {
     if (head !== "") yield head;
     yield* source;

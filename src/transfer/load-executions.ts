@@ -38,8 +38,33 @@ const EMPTY = new Uint8Array(0);
 
 /** The final report that ends a stored execution as `e` ended (its fields as the import read them). */
 function finalReport(e: Execution): Report {
-  const { executionId, randomId, payloadVersion, status, outcome, error, exitCode, errorCategory, failedCommand, failedLine, installDuration } = e;
-  return { executionId, randomId, payloadVersion, fields: descriptiveOf(e), status, outcome, error, exitCode, errorCategory, failedCommand, failedLine, installDuration };
+  const {
+    executionId,
+    randomId,
+    payloadVersion,
+    status,
+    outcome,
+    error,
+    exitCode,
+    errorCategory,
+    failedCommand,
+    failedLine,
+    installDuration,
+  } = e;
+  return {
+    executionId,
+    randomId,
+    payloadVersion,
+    fields: descriptiveOf(e),
+    status,
+    outcome,
+    error,
+    exitCode,
+    errorCategory,
+    failedCommand,
+    failedLine,
+    installDuration,
+  };
 }
 
 /** Still open to its final status: in progress, or timed out with a progress status (lifecycle.ts). */
@@ -48,7 +73,12 @@ const open = (e: Execution): boolean => deriveOutcome(e.status, null) === "in_pr
 const sha256 = (bytes: Uint8Array): string => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
 export class ExecutionLoader {
-  readonly summary: LoadSummary = { imported: 0, updated: 0, alreadyThere: 0, rejectedLog: { kept: 0, alreadyThere: 0, dropped: 0 } };
+  readonly summary: LoadSummary = {
+    imported: 0,
+    updated: 0,
+    alreadyThere: 0,
+    rejectedLog: { kept: 0, alreadyThere: 0, dropped: 0 },
+  };
   private ops: WriteOp[] = [];
   /** Each install's executions as stored, and as this batch adds them, for attempt numbers. */
   private installs = new Map<string, Execution[]>();
@@ -74,13 +104,22 @@ export class ExecutionLoader {
     const known = await this.executionsOf(e.randomId);
     const stored = known.find((k) => k.executionId === e.executionId);
     if (stored === undefined) {
-      const before = known.filter((k) => k.createdAt < e.createdAt || (k.createdAt === e.createdAt && k.executionId < e.executionId)).length;
+      const before = known.filter(
+        (k) => k.createdAt < e.createdAt || (k.createdAt === e.createdAt && k.executionId < e.executionId),
+      ).length;
       const execution = { ...e, attempt: before + 1 };
       known.push(execution);
       this.ops.push({ kind: "load", execution, at: execution.updatedAt });
     } else if (open(stored) && e.finishedAt !== null) {
       // It ended (a run timed out here still takes its late end, as ingestion gives it).
-      this.ops.push({ kind: "report", report: finalReport(e), endpoint: "telemetry", raw: EMPTY, repairs: [], at: e.finishedAt });
+      this.ops.push({
+        kind: "report",
+        report: finalReport(e),
+        endpoint: "telemetry",
+        raw: EMPTY,
+        repairs: [],
+        at: e.finishedAt,
+      });
       known[known.indexOf(stored)] = { ...stored, status: e.status, outcome: e.outcome };
     } else if (stored.outcome === "in_progress" && e.outcome === "unknown") {
       // It timed out at the source.
@@ -97,8 +136,20 @@ export class ExecutionLoader {
     const body = new TextEncoder().encode(r.body);
     const hash = sha256(body);
     const entry: RejectedEntry = {
-      id: 1, receivedAt: this.opts.at, endpoint: "telemetry", reason: r.reason, field: r.field, message: r.message, randomId: r.randomId, body,
-      result: null, replayedAt: null, replayResult: null, bodySize: body.byteLength, bodySha256: hash, bodyKept: true,
+      id: 1,
+      receivedAt: this.opts.at,
+      endpoint: "telemetry",
+      reason: r.reason,
+      field: r.field,
+      message: r.message,
+      randomId: r.randomId,
+      body,
+      result: null,
+      replayedAt: null,
+      replayResult: null,
+      bodySize: body.byteLength,
+      bodySha256: hash,
+      bodyKept: true,
     };
     this.ops.push({ kind: "load-rejected", entry, source: `import-refused:${hash}`, at: this.opts.at });
     if (this.ops.length >= (this.opts.batchOps ?? 1000)) await this.flush();

@@ -79,7 +79,10 @@ interface Page {
 /** The listing's base URL, as the source is named (its position's key): origin and path, no query, no credentials. */
 function sourceOf(url: string): string {
   const u = URL.parse(url);
-  if (!u || (u.protocol !== "http:" && u.protocol !== "https:")) throw new SourceError(`--url must be an http:// or https:// URL such as http://10.0.0.5:8080, got ${JSON.stringify(url)}`);
+  if (!u || (u.protocol !== "http:" && u.protocol !== "https:"))
+    throw new SourceError(
+      `--url must be an http:// or https:// URL such as http://10.0.0.5:8080, got ${JSON.stringify(url)}`,
+    );
   const path = u.pathname.replace(/\/+$/, "").replace(/\/api\/records$/, "");
   return `${u.protocol}//${u.host}${path}`;
 }
@@ -97,12 +100,27 @@ function windowAt(from: number, after: number): { limit: number; page: number; s
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function importFromApi(deps: { reads: StoreReads & Pick<TransferReads, "importMark">; commit: Commit }, url: string, opts: ApiOptions): Promise<ApiSummary> {
+export async function importFromApi(
+  deps: { reads: StoreReads & Pick<TransferReads, "importMark">; commit: Commit },
+  url: string,
+  opts: ApiOptions,
+): Promise<ApiSummary> {
   const source = sourceOf(url);
   const loader = new ExecutionLoader(deps, { at: opts.at });
-  const summary: ApiSummary = { source, requests: 0, records: 0, resumedAfter: null, relocations: 0, refused: {}, ...loader.summary };
+  const summary: ApiSummary = {
+    source,
+    requests: 0,
+    records: 0,
+    resumedAfter: null,
+    relocations: 0,
+    refused: {},
+    ...loader.summary,
+  };
   const sync = () => Object.assign(summary, loader.summary);
-  const headers: Record<string, string> = { accept: "application/json", ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}) };
+  const headers: Record<string, string> = {
+    accept: "application/json",
+    ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+  };
 
   async function get(page: number, limit: number): Promise<Page> {
     const target = `${source}/api/records?page=${page}&limit=${limit}&days=0&repo=all&sort=created`;
@@ -118,25 +136,34 @@ export async function importFromApi(deps: { reads: StoreReads & Pick<TransferRea
           try {
             body = JSON.parse(text);
           } catch {
-            throw new SourceError(`${source} answered GET /api/records with something that is not JSON (${JSON.stringify(text.slice(0, 80))}); is it the telemetry service or installstats?`);
+            throw new SourceError(
+              `${source} answered GET /api/records with something that is not JSON (${JSON.stringify(text.slice(0, 80))}); is it the telemetry service or installstats?`,
+            );
           }
           const b = body as { records?: unknown; total?: unknown };
           if (typeof b !== "object" || b === null || !Array.isArray(b.records) || typeof b.total !== "number") {
-            throw new SourceError(`${source} answered GET /api/records without {records: [...], total}; it does not serve the telemetry service's read API`);
+            throw new SourceError(
+              `${source} answered GET /api/records without {records: [...], total}; it does not serve the telemetry service's read API`,
+            );
           }
           summary.requests++;
           return { records: b.records as JsonObject[], total: b.total };
         }
         failure = `HTTP ${res.status}${text ? `: ${text.slice(0, 120)}` : ""}`;
-        if (res.status === 401 || res.status === 403) throw new SourceError(`${source} refused the read (${failure}); give its read token with --token-file`);
-        if (res.status !== 429 && res.status < 500) throw new SourceError(`${source} answered GET /api/records with ${failure}`);
+        if (res.status === 401 || res.status === 403)
+          throw new SourceError(`${source} refused the read (${failure}); give its read token with --token-file`);
+        if (res.status !== 429 && res.status < 500)
+          throw new SourceError(`${source} answered GET /api/records with ${failure}`);
         const retryAfter = Number(res.headers.get("retry-after"));
         if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = Math.min(retryAfter * 1000, MAX_BACKOFF_MS);
       } catch (e) {
         if (e instanceof SourceError) throw e;
         failure = (e as Error).message;
       }
-      if (attempt >= (opts.attempts ?? ATTEMPTS)) throw new SourceError(`${source} did not answer after ${attempt} attempt${attempt === 1 ? "" : "s"} (last: ${failure}); what was imported is kept, run the same command again to go on`);
+      if (attempt >= (opts.attempts ?? ATTEMPTS))
+        throw new SourceError(
+          `${source} did not answer after ${attempt} attempt${attempt === 1 ? "" : "s"} (last: ${failure}); what was imported is kept, run the same command again to go on`,
+        );
       const delay = retryAfterMs ?? Math.round(wait * (0.75 + Math.random() / 2));
       opts.onRetry?.(failure, delay);
       await sleep(delay);
@@ -145,8 +172,10 @@ export async function importFromApi(deps: { reads: StoreReads & Pick<TransferRea
   }
 
   /** The listing time of a record (ms), or null when it has none that can be read. */
-  const timeOf = (r: JsonObject): number | null => (typeof r.created === "string" ? serviceTime(r.created, opts.zone) : null);
-  const identity = (r: JsonObject | undefined) => (r === undefined ? "" : `${String(r.execution_id ?? r.random_id)}\u0000${String(r.created)}`);
+  const timeOf = (r: JsonObject): number | null =>
+    typeof r.created === "string" ? serviceTime(r.created, opts.zone) : null;
+  const identity = (r: JsonObject | undefined) =>
+    r === undefined ? "" : `${String(r.execution_id ?? r.random_id)}\u0000${String(r.created)}`;
 
   /** The first offset whose record was listed at `time` or later (records listed earlier are all taken). */
   async function locate(time: number): Promise<number> {
@@ -203,7 +232,13 @@ export async function importFromApi(deps: { reads: StoreReads & Pick<TransferRea
           summary.refused[key] = (summary.refused[key] ?? 0) + 1;
           const where = `record ${next + i + 1}`;
           opts.onRefused?.(where, result.message);
-          await loader.refuse({ reason: "invalid_field", field: result.field, message: `${source}/api/records, ${where}: ${result.message}`, randomId: result.randomId, body: JSON.stringify(record) });
+          await loader.refuse({
+            reason: "invalid_field",
+            field: result.field,
+            message: `${source}/api/records, ${where}: ${result.message}`,
+            randomId: result.randomId,
+            body: JSON.stringify(record),
+          });
         } else {
           await loader.add(result.execution);
           if (result.execution.outcome === "in_progress" && listed !== null && listed > opts.at - DAY) going ??= listed;

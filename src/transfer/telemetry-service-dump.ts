@@ -40,7 +40,8 @@ async function* jsonRows(text: AsyncIterable<string>): AsyncGenerator<Row> {
     } catch (e) {
       return { position: line, error: `not valid JSON: ${(e as Error).message}`, json: t };
     }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return { position: line, error: "not a JSON object", json: t };
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      return { position: line, error: "not a JSON object", json: t };
     return { position: line, row: value as JsonObject, json: t };
   };
   for await (const chunk of text) {
@@ -146,7 +147,9 @@ async function* csvRows(text: AsyncIterable<string>): AsyncGenerator<Row> {
       const row: JsonObject = Object.create(null) as JsonObject;
       header.forEach((name, i) => (row[name] = fields[i] ?? null));
       const json = JSON.stringify(row);
-      yield fields.length === header.length ? { position: record, row, json } : { position: record, error: `has ${fields.length} fields where the header names ${header.length}`, json };
+      yield fields.length === header.length
+        ? { position: record, row, json }
+        : { position: record, error: `has ${fields.length} fields where the header names ${header.length}`, json };
     }
   };
   for await (const chunk of text) {
@@ -193,7 +196,12 @@ export interface DumpOptions {
 const pad = (n: number) => String(n).padStart(15, "0");
 const keyEnd = (line: string) => line.indexOf("\t");
 
-export async function importServiceDump(deps: { reads: StoreReads; commit: Commit }, text: AsyncIterable<string>, format: DumpFormat, opts: DumpOptions): Promise<DumpSummary> {
+export async function importServiceDump(
+  deps: { reads: StoreReads; commit: Commit },
+  text: AsyncIterable<string>,
+  format: DumpFormat,
+  opts: DumpOptions,
+): Promise<DumpSummary> {
   const loader = new ExecutionLoader(deps, { at: opts.at });
   const summary: DumpSummary = { format, rows: 0, duplicateRows: 0, executions: 0, refused: {}, ...loader.summary };
   const sync = () => Object.assign(summary, loader.summary);
@@ -212,12 +220,24 @@ export async function importServiceDump(deps: { reads: StoreReads; commit: Commi
     for await (const r of format === "clickhouse-csv" ? csvRows(text) : jsonRows(text)) {
       summary.rows++;
       if ("error" in r) {
-        await refuse(r.position, { reason: "invalid_json", field: null, message: r.error, randomId: null, body: r.json });
+        await refuse(r.position, {
+          reason: "invalid_json",
+          field: null,
+          message: r.error,
+          randomId: null,
+          body: r.json,
+        });
         continue;
       }
       const key = rowKey(r.row, opts.zone);
       if (!key.ok) {
-        await refuse(r.position, { reason: "invalid_field", field: key.field, message: key.message, randomId: key.randomId, body: r.json });
+        await refuse(r.position, {
+          reason: "invalid_field",
+          field: key.field,
+          message: key.message,
+          randomId: key.randomId,
+          body: r.json,
+        });
         continue;
       }
       await byExecution.add(`${JSON.stringify(key.executionKey)} ${pad(key.at)}\t${r.json}\t${r.position}`);
@@ -232,7 +252,9 @@ export async function importServiceDump(deps: { reads: StoreReads; commit: Commi
       const e = fold?.result();
       if (e) {
         summary.executions++;
-        await byInstall.add(`${JSON.stringify(e.randomId)} ${pad(e.createdAt)} ${JSON.stringify(e.executionId)}\t${JSON.stringify(e)}`);
+        await byInstall.add(
+          `${JSON.stringify(e.randomId)} ${pad(e.createdAt)} ${JSON.stringify(e.executionId)}\t${JSON.stringify(e)}`,
+        );
       }
     };
     let folded = 0;
@@ -260,7 +282,13 @@ export async function importServiceDump(deps: { reads: StoreReads; commit: Commi
       const result = fold!.add(JSON.parse(json) as JsonObject, at);
       if (result.kind === "refused") {
         const randomId = String((JSON.parse(json) as JsonObject).random_id ?? "").trim() || null;
-        await refuse(position, { reason: result.reason, field: result.field, message: result.message, randomId, body: json });
+        await refuse(position, {
+          reason: result.reason,
+          field: result.field,
+          message: result.message,
+          randomId,
+          body: json,
+        });
       }
       if (++folded % 10_000 === 0) opts.onProgress?.(sync(), "folding");
     }

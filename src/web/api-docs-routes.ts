@@ -69,7 +69,9 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 function collapseTextForms(schema: Json): Json | null {
   const anyOf = schema.anyOf;
   if (!Array.isArray(anyOf) || anyOf.length !== 2 || !anyOf.every(isObject)) return null;
-  const text = anyOf.find((s) => s.type === "string" && (s.format === "integer" || s.format === "numeric" || s.format === "boolean"));
+  const text = anyOf.find(
+    (s) => s.type === "string" && (s.format === "integer" || s.format === "numeric" || s.format === "boolean"),
+  );
   const typed = anyOf.find((s) => s !== text && (s.type === "integer" || s.type === "number" || s.type === "boolean"));
   if (!text || !typed) return null;
   const { anyOf: _, ...outer } = schema;
@@ -102,7 +104,13 @@ function tidy(value: unknown): unknown {
 
 /** The document without servers (those depend on the request), built once all routes exist. */
 function documentOf(app: Elysia, version: string): Json {
-  const { paths, components } = toOpenAPISchema(app, { paths: [DOCS_PATH, SPEC_PATH, SCALAR_ASSET_PATH, DOCS_SCRIPT_PATH, FAVICON_PATH] }, undefined, undefined, "3.1.2");
+  const { paths, components } = toOpenAPISchema(
+    app,
+    { paths: [DOCS_PATH, SPEC_PATH, SCALAR_ASSET_PATH, DOCS_SCRIPT_PATH, FAVICON_PATH] },
+    undefined,
+    undefined,
+    "3.1.2",
+  );
   const tidied = tidy(paths) as Record<string, Record<string, { parameters?: { schema?: Json }[] }>>;
   for (const item of Object.values(tidied)) {
     for (const op of Object.values(item)) {
@@ -115,7 +123,10 @@ function documentOf(app: Elysia, version: string): Json {
     info: { title: TITLE, version, description: DESCRIPTION },
     tags: [
       { name: "ingest", description: "Wire protocols used by installer scripts to report installs (no credential)" },
-      { name: "installs", description: "Read API over the collected installs (the read token, when the server has one)" },
+      {
+        name: "installs",
+        description: "Read API over the collected installs (the read token, when the server has one)",
+      },
       { name: "ops", description: "Health and operational endpoints" },
       { name: "admin", description: "Maintenance; always the admin token" },
       { name: "public", description: "Published statistics (only with --public-stats); no token" },
@@ -126,7 +137,12 @@ function documentOf(app: Elysia, version: string): Json {
     components: {
       ...(tidy(components) as Json),
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", description: "The read token (INSTALLSTATS_READ_TOKEN) for reads, the admin token (INSTALLSTATS_ADMIN_TOKEN) for admin routes." },
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "The read token (INSTALLSTATS_READ_TOKEN) for reads, the admin token (INSTALLSTATS_ADMIN_TOKEN) for admin routes.",
+        },
       },
     },
   };
@@ -145,7 +161,9 @@ export function apiDocsRoutes(options: ApiDocsOptions) {
       if (cached?.routes !== routes) cached = { routes, text: JSON.stringify(documentOf(docs, version)) };
       // The document's JSON with `servers` spliced in first (the document itself is shared).
       const servers = JSON.stringify([{ url: new URL(request.url).origin, description: "this server" }]);
-      return new Response(`{"servers":${servers},${cached.text.slice(1)}`, { headers: { "content-type": "application/json; charset=utf-8" } });
+      return new Response(`{"servers":${servers},${cached.text.slice(1)}`, {
+        headers: { "content-type": "application/json; charset=utf-8" },
+      });
     },
     { detail: { hide: true } },
   );
@@ -153,7 +171,8 @@ export function apiDocsRoutes(options: ApiDocsOptions) {
 
 // ---- the page ------------------------------------------------------------------------------------
 
-const escapeAttr = (s: string): string => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const escapeAttr = (s: string): string =>
+  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /** What the page's script needs: where the document is, where the token is kept, Scalar's settings. */
 interface DocsConfig {
@@ -244,7 +263,9 @@ function docsPageScript(): void {
     const content = (await res.json()) as Record<string, unknown>;
     gate.hidden = true;
     status.hidden = true;
-    const scalar = (window as unknown as { Scalar?: { createApiReference(el: Element, c: Record<string, unknown>): unknown } }).Scalar;
+    const scalar = (
+      window as unknown as { Scalar?: { createApiReference(el: Element, c: Record<string, unknown>): unknown } }
+    ).Scalar;
     if (!scalar) {
       status.hidden = false;
       status.textContent = "Could not start the API reference (its script did not load).";
@@ -255,7 +276,9 @@ function docsPageScript(): void {
       content,
       // The address this page was opened at (also right behind a reverse proxy).
       servers: [{ url: location.origin, description: "this server" }],
-      ...(token ? { authentication: { preferredSecurityScheme: "bearer", securitySchemes: { bearer: { token } } } } : {}),
+      ...(token
+        ? { authentication: { preferredSecurityScheme: "bearer", securitySchemes: { bearer: { token } } } }
+        : {}),
     });
   };
   gate.addEventListener("submit", (e) => {
@@ -288,7 +311,12 @@ export function docsPageRoutes(o: ApiDocsOptions & { headersFor: (request: Reque
   const route = (served: () => Served) => {
     const handler = (request: Request): Response => {
       const s = served();
-      const headers = { ...o.headersFor(request), "content-security-policy": DOCS_CSP, "content-type": s.type, "cache-control": s.cache };
+      const headers = {
+        ...o.headersFor(request),
+        "content-security-policy": DOCS_CSP,
+        "content-type": s.type,
+        "cache-control": s.cache,
+      };
       return new Response(request.method === "HEAD" ? null : s.body, { headers });
     };
     return { GET: handler, HEAD: handler };

@@ -43,7 +43,11 @@ const baseName = (path: string): string => path.slice(path.lastIndexOf("/") + 1)
 const encoder = new TextEncoder();
 
 /** A compiled binary's files: read from the executable, the HTML's references moved under /assets/. */
-async function fromCompiled(files: NonNullable<HTMLBundle["files"]>, index: string, prefix: string): Promise<BuiltPage> {
+async function fromCompiled(
+  files: NonNullable<HTMLBundle["files"]>,
+  index: string,
+  prefix: string,
+): Promise<BuiltPage> {
   const names = files.filter((f) => f.path !== index).map((f) => baseName(f.path));
   const assets = new Map<string, Asset>();
   let html: Asset | null = null;
@@ -102,7 +106,9 @@ function answer(request: Request, a: Asset, headers: Record<string, string>, cac
   h["content-type"] = a.type;
   if (gzip) h["content-encoding"] = "gzip";
   const body = gzip ? a.gzip! : a.body;
-  return new Response(request.method === "HEAD" ? null : body, { headers: { ...h, "content-length": String(body.byteLength) } });
+  return new Response(request.method === "HEAD" ? null : body, {
+    headers: { ...h, "content-length": String(body.byteLength) },
+  });
 }
 
 export interface StaticPageOptions {
@@ -132,10 +138,16 @@ export function staticPage(page: HTMLBundle, o: StaticPageOptions): { html: Hand
   };
   const headers = (request: Request) => ({ ...o.headersFor(request), "content-security-policy": o.csp });
   const fault = (request: Request, e: unknown) =>
-    new Response(JSON.stringify({ error: "internal", message: `the page could not be built: ${e instanceof Error ? e.message : String(e)}` }), {
-      status: 500,
-      headers: { ...headers(request), "content-type": "application/json" },
-    });
+    new Response(
+      JSON.stringify({
+        error: "internal",
+        message: `the page could not be built: ${e instanceof Error ? e.message : String(e)}`,
+      }),
+      {
+        status: 500,
+        headers: { ...headers(request), "content-type": "application/json" },
+      },
+    );
   return {
     async html(request) {
       try {
@@ -155,7 +167,10 @@ export function staticPage(page: HTMLBundle, o: StaticPageOptions): { html: Hand
       const path = new URL(request.url).pathname;
       const found = path.startsWith(prefix) ? p.assets.get(path.slice(prefix.length)) : undefined;
       if (!found) {
-        return new Response(JSON.stringify({ error: "not_found", message: `no asset ${path}` }), { status: 404, headers: { ...headers(request), "content-type": "application/json" } });
+        return new Response(JSON.stringify({ error: "not_found", message: `no asset ${path}` }), {
+          status: 404,
+          headers: { ...headers(request), "content-type": "application/json" },
+        });
       }
       // Hashed names: a new build has new names, so a year-long cache is always right.
       return answer(request, found, headers(request), "public, max-age=31536000, immutable");

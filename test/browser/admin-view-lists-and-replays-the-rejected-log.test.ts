@@ -29,22 +29,33 @@ interface Entry {
 }
 
 async function entries(query = ""): Promise<Entry[]> {
-  const res = await fetch(`${server.url}/api/admin/rejected?limit=1000${query}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await fetch(`${server.url}/api/admin/rejected?limit=1000${query}`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   expect(res.status).toBe(200);
   return ((await res.json()) as { entries: Entry[] }).entries;
 }
 
-const post = (path: string, body: string | Uint8Array<ArrayBuffer>) => fetch(server.url + path, { method: "POST", headers: { "content-type": "application/json" }, body });
+const post = (path: string, body: string | Uint8Array<ArrayBuffer>) =>
+  fetch(server.url + path, { method: "POST", headers: { "content-type": "application/json" }, body });
 
 beforeAll(async () => {
-  server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-admin-view-"), "a.db")], { INSTALLSTATS_ADMIN_TOKEN: TOKEN });
+  server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-admin-view-"), "a.db")], {
+    INSTALLSTATS_ADMIN_TOKEN: TOKEN,
+  });
   // One of each reason, and enough refused bodies for two pages.
   expect((await post("/upload", MARKUP)).status).toBe(400);
   expect((await post("/upload", JSON.stringify({ ...startReport("admin-range"), disk_size: 1e29 }))).status).toBe(422);
   expect((await post("/upload", new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]))).status).toBe(400);
   expect((await post("/upload", JSON.stringify(startReport("admin-final")))).status).toBe(201);
-  expect((await post("/upload/updatestatus", JSON.stringify({ random_id: "admin-final", status: "done", error: "none" }))).status).toBe(200);
-  expect((await post("/upload/updatestatus", JSON.stringify({ random_id: "admin-final", status: "failed", error: "late" }))).status).toBe(409);
+  expect(
+    (await post("/upload/updatestatus", JSON.stringify({ random_id: "admin-final", status: "done", error: "none" })))
+      .status,
+  ).toBe(200);
+  expect(
+    (await post("/upload/updatestatus", JSON.stringify({ random_id: "admin-final", status: "failed", error: "late" })))
+      .status,
+  ).toBe(409);
   expect((await post("/upload/telemetry", JSON.stringify({ random_id: "admin-path" }))).status).toBe(404);
   for (let i = 0; i < 55; i++) expect((await post("/upload", `{"random_id": "admin-page-${i}", `)).status).toBe(400);
   browser = await launchBrowser();
@@ -69,7 +80,8 @@ async function signIn(page: Page): Promise<void> {
   await page.waitForSelector("body[data-state=ready]");
 }
 
-const shownIds = (page: Page) => page.locator("li.rejected-entry").evaluateAll((lis) => lis.map((li) => Number(li.getAttribute("data-id"))));
+const shownIds = (page: Page) =>
+  page.locator("li.rejected-entry").evaluateAll((lis) => lis.map((li) => Number(li.getAttribute("data-id"))));
 
 describe("admin view", () => {
   test("asks for the admin token (no request without it), refuses a wrong one, keeps it for this tab only", async () => {
@@ -86,7 +98,12 @@ describe("admin view", () => {
     await w.page.fill("#admin-token", TOKEN);
     await w.page.click("#admin-token-form button[type=submit]");
     await w.page.waitForSelector("#rejected-log");
-    expect(await w.page.evaluate(() => [sessionStorage.getItem("installstats.adminToken"), localStorage.getItem("installstats.adminToken")])).toEqual([TOKEN, null]);
+    expect(
+      await w.page.evaluate(() => [
+        sessionStorage.getItem("installstats.adminToken"),
+        localStorage.getItem("installstats.adminToken"),
+      ]),
+    ).toEqual([TOKEN, null]);
     // Forgotten on request.
     await w.page.click("#forget-admin-token");
     await w.page.waitForSelector("#admin-token");
@@ -102,7 +119,9 @@ describe("admin view", () => {
     const w = await watchedPage(ctx);
     await signIn(w.page);
     const all = await entries();
-    expect(new Set(all.map((e) => e.reason))).toEqual(new Set(["invalid_json", "invalid_field", "already_final", "unknown_path"]));
+    expect(new Set(all.map((e) => e.reason))).toEqual(
+      new Set(["invalid_json", "invalid_field", "already_final", "unknown_path"]),
+    );
     // First page: the 50 newest.
     expect(await shownIds(w.page)).toEqual(all.slice(0, 50).map((e) => e.id));
     await w.page.click("#older-page");
@@ -114,7 +133,8 @@ describe("admin view", () => {
     for (const e of all.slice(50)) {
       const li = w.page.locator(`li.rejected-entry[data-id="${e.id}"]`);
       expect(await li.getAttribute("data-reason")).toBe(e.reason);
-      if (e.body !== null || e.body_base64 !== null) expect(await li.locator("pre.raw-body").textContent()).toBe(e.body ?? e.body_base64!);
+      if (e.body !== null || e.body_base64 !== null)
+        expect(await li.locator("pre.raw-body").textContent()).toBe(e.body ?? e.body_base64!);
     }
     const markup = all.find((e) => e.body === MARKUP)!;
     const item = w.page.locator(`li.rejected-entry[data-id="${markup.id}"]`);
@@ -169,7 +189,9 @@ describe("admin view", () => {
     await w.page.waitForSelector("body[data-state=ready]");
     // The replay's answer stays shown while the log is browsed.
     expect(await w.page.locator("#replay-result").textContent()).toStartWith("Replayed");
-    expect(await w.page.locator(`li.rejected-entry[data-id="${field.id}"] .chip.replayed`).textContent()).toStartWith("replay: still invalid");
+    expect(await w.page.locator(`li.rejected-entry[data-id="${field.id}"] .chip.replayed`).textContent()).toStartWith(
+      "replay: still invalid",
+    );
     clean(w);
     await ctx.close();
   });

@@ -50,12 +50,25 @@ send_to = ["hook", "phone"]
 `;
 
 async function run(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn([bin, ...args], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", NTFY_TOKEN, ...env } });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const proc = Bun.spawn([bin, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", NTFY_TOKEN, ...env },
+  });
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { out, err, code };
 }
 
-const post = (path: string, body: unknown) => fetch(server!.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown) =>
+  fetch(server!.url + path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 
 async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 40_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -67,7 +80,12 @@ async function until<T>(what: string, fn: () => Promise<T | null | undefined | f
   }
 }
 
-const history = async () => ((await (await fetch(`${server!.url}/api/alerts/history`)).json()) as { events: { status: string; deliveries: { channel: string; state: string; attempts: number }[] }[] }).events;
+const history = async () =>
+  (
+    (await (await fetch(`${server!.url}/api/alerts/history`)).json()) as {
+      events: { status: string; deliveries: { channel: string; state: string; attempts: number }[] }[];
+    }
+  ).events;
 
 beforeAll(async () => {
   bin = await compiledBinary();
@@ -92,7 +110,9 @@ describe("alerts with the compiled binary", () => {
     writeFileSync(bad, rules(receiver.url).replace('window = "1h"', 'window = "45m"'));
     const served = await run(["serve", "--port", "0", "--db", join(dir, "never.db"), "--alerts", bad]);
     expect(served.code).toBe(2);
-    expect(served.err.trim()).toBe(`installstats: alerts file ${bad}, line 16 (rule spike): window must be a duration such as 6h, 24h or 7d (whole hours: rules read hourly rollups), got "45m"`);
+    expect(served.err.trim()).toBe(
+      `installstats: alerts file ${bad}, line 16 (rule spike): window must be a duration such as 6h, 24h or 7d (whole hours: rules read hourly rollups), got "45m"`,
+    );
     expect(await Bun.file(join(dir, "never.db")).exists()).toBe(false);
     const checked = await run(["alerts", "check", bad]);
     expect(checked.code).toBe(2);
@@ -103,8 +123,12 @@ describe("alerts with the compiled binary", () => {
     const good = await run(["alerts", "check", file]);
     expect(good.code).toBe(0);
     expect(good.out).toContain(`${file}: ok, 1 rules, 2 channels`);
-    expect(good.out).toContain("rule spike: failure rate of all apps together over 1h above 30% (at least 5 finished runs); to hook, phone");
-    expect((await run(["alerts", "lsit"])).err.trim()).toBe('installstats: unknown alerts action "lsit"; did you mean list? (installstats alerts list | history | test <channel> | silence <rule> --for 2h | unsilence <rule> | check [file])');
+    expect(good.out).toContain(
+      "rule spike: failure rate of all apps together over 1h above 30% (at least 5 finished runs); to hook, phone",
+    );
+    expect((await run(["alerts", "lsit"])).err.trim()).toBe(
+      'installstats: unknown alerts action "lsit"; did you mean list? (installstats alerts list | history | test <channel> | silence <rule> --for 2h | unsilence <rule> | check [file])',
+    );
   });
 
   test("a spike is sent once by the server's own jobs; a message queued while the receiver is down survives a kill -9 and is sent once after", async () => {
@@ -114,10 +138,20 @@ describe("alerts with the compiled binary", () => {
     expect(server.stderr()).not.toContain(NTFY_TOKEN);
     for (let i = 0; i < 8; i++) {
       expect((await post("/upload", startReport(`e2e-${i}`))).status).toBe(201);
-      expect((await post("/upload/updatestatus", { random_id: `e2e-${i}`, status: i < 5 ? "failed" : "done", error: i < 5 ? "exit code 100: apt failed" : "none" })).status).toBe(200);
+      expect(
+        (
+          await post("/upload/updatestatus", {
+            random_id: `e2e-${i}`,
+            status: i < 5 ? "failed" : "done",
+            error: i < 5 ? "exit code 100: apt failed" : "none",
+          })
+        ).status,
+      ).toBe(200);
     }
     // Fired, and tried while the receiver answers 503.
-    await until("a failed delivery attempt", async () => (await history()).find((e) => e.status === "firing" && e.deliveries.every((d) => d.attempts >= 1)));
+    await until("a failed delivery attempt", async () =>
+      (await history()).find((e) => e.status === "firing" && e.deliveries.every((d) => d.attempts >= 1)),
+    );
     expect(receiver.received).toHaveLength(0);
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toContain('installstats_alert_deliveries_total{channel="hook",result="retry"} 1');
@@ -138,7 +172,10 @@ describe("alerts with the compiled binary", () => {
     expect(server.stderr() + receiver.received.map((r) => JSON.stringify(r.body)).join("")).not.toContain(NTFY_TOKEN);
     expect(receiver.of("ntfy")[0]!.headers.authorization).toBe(`Bearer ${NTFY_TOKEN}`);
     const [event] = await history();
-    expect(event!.deliveries.map((d) => [d.channel, d.state])).toEqual([["hook", "sent"], ["phone", "sent"]]);
+    expect(event!.deliveries.map((d) => [d.channel, d.state])).toEqual([
+      ["hook", "sent"],
+      ["phone", "sent"],
+    ]);
   });
 
   test("the alerts CLI beside the running server: list, history, test, silence", async () => {
@@ -147,26 +184,40 @@ describe("alerts with the compiled binary", () => {
     expect(list.code).toBe(0);
     expect(list.out).toContain("spike  FIRING  failure rate of all apps together over 1h above 30%");
     expect(list.out).toContain("FIRING spike: all apps failure rate 62.5% (5 of 8 runs, last 1h)");
-    const json = JSON.parse((await run(["alerts", "list", "--json", ...args])).out) as { rules: { id: string; status: string }[]; channels: { target: string }[] };
+    const json = JSON.parse((await run(["alerts", "list", "--json", ...args])).out) as {
+      rules: { id: string; status: string }[];
+      channels: { target: string }[];
+    };
     expect(json.rules.map((r) => [r.id, r.status])).toEqual([["spike", "firing"]]);
     expect(JSON.stringify(json)).not.toContain(NTFY_TOKEN);
     expect(JSON.stringify(json)).not.toContain("e2e-topic");
-    const hist = (await run(["alerts", "history", "--db", db])).out.trim().split("\n").map((l) => JSON.parse(l) as { rule: string; status: string });
+    const hist = (await run(["alerts", "history", "--db", db])).out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { rule: string; status: string });
     expect(hist.map((e) => [e.rule, e.status])).toEqual([["spike", "firing"]]);
     const before = receiver.received.length;
     const tested = await run(["alerts", "test", "phone", ...args]);
     expect(tested.code).toBe(0);
     expect(JSON.parse(tested.out)).toMatchObject({ channel: "phone", ok: true, target: `${receiver.url}/***` });
-    expect(receiver.received.slice(before).map((r) => (r.body as { title: string }).title)).toEqual(["TEST installstats: channel phone works"]);
+    expect(receiver.received.slice(before).map((r) => (r.body as { title: string }).title)).toEqual([
+      "TEST installstats: channel phone works",
+    ]);
     const silenced = await run(["alerts", "silence", "spike", "--for", "2h", ...args]);
     expect(silenced.code).toBe(0);
-    expect((await (await fetch(`${server!.url}/api/alerts`)).json()) as object).toMatchObject({ rules: [{ id: "spike", silenced_until: (JSON.parse(silenced.out) as { silenced_until: string }).silenced_until }] });
+    expect((await (await fetch(`${server!.url}/api/alerts`)).json()) as object).toMatchObject({
+      rules: [{ id: "spike", silenced_until: (JSON.parse(silenced.out) as { silenced_until: string }).silenced_until }],
+    });
     expect((await run(["alerts", "unsilence", "spike", ...args])).code).toBe(0);
     const wrong = await run(["alerts", "silence", "spiek", "--for", "2h", ...args]);
     expect(wrong.code).toBe(2);
     expect(wrong.err.trim()).toBe('installstats: no rule named "spiek" in the alerts file (rules: spike)');
-    expect((await run(["alerts", "silence", "spike", ...args])).err.trim()).toBe("installstats: alerts silence takes --for <duration> (e.g. --for 2h) or --until <date-time>, one of them");
-    expect((await run(["alerts", "list", "--db", db])).err.trim()).toBe("installstats: alerts list needs the alerts file: --alerts <file> (or INSTALLSTATS_ALERTS)");
+    expect((await run(["alerts", "silence", "spike", ...args])).err.trim()).toBe(
+      "installstats: alerts silence takes --for <duration> (e.g. --for 2h) or --until <date-time>, one of them",
+    );
+    expect((await run(["alerts", "list", "--db", db])).err.trim()).toBe(
+      "installstats: alerts list needs the alerts file: --alerts <file> (or INSTALLSTATS_ALERTS)",
+    );
   });
 
   test("the dashboard's Alerts view: rules, history, channels; test and silence only with the admin token", async () => {
@@ -176,7 +227,9 @@ describe("alerts with the compiled binary", () => {
     await openView(page, `${server!.url}/alerts`);
     expect(await page.locator("nav#nav a[aria-current=page]").textContent()).toBe("Alerts");
     expect(await page.locator('tr[data-rule="spike"]').getAttribute("data-status")).toBe("firing");
-    expect(await page.locator('tr[data-rule="spike"] .firing-item').textContent()).toContain("FIRING spike: all apps failure rate 62.5% (5 of 8 runs, last 1h)");
+    expect(await page.locator('tr[data-rule="spike"] .firing-item').textContent()).toContain(
+      "FIRING spike: all apps failure rate 62.5% (5 of 8 runs, last 1h)",
+    );
     const events = page.locator("li.alert-event");
     expect(await events.count()).toBe(1);
     expect(await events.first().getAttribute("data-status")).toBe("firing");
@@ -194,7 +247,9 @@ describe("alerts with the compiled binary", () => {
     await page.waitForSelector('button.test-channel[data-channel="hook"]');
     await page.click('button.test-channel[data-channel="hook"]');
     await page.waitForSelector('tr[data-channel="hook"] .error-box');
-    expect(await page.locator('tr[data-channel="hook"] .test-result').textContent()).toBe("The server refused the admin token.");
+    expect(await page.locator('tr[data-channel="hook"] .test-result').textContent()).toBe(
+      "The server refused the admin token.",
+    );
     await page.click("#forget-admin-token");
     await page.waitForSelector("#admin-token");
 
@@ -214,9 +269,14 @@ describe("alerts with the compiled binary", () => {
     await page.screenshot({ path: join(SHOTS, "alerts-view-admin.png"), fullPage: true });
     await page.click('button.unsilence[data-rule="spike"]');
     await page.waitForSelector('button.silence[data-rule="spike"]');
-    expect(((await (await fetch(`${server!.url}/api/alerts`)).json()) as { rules: { silenced_until: string | null }[] }).rules[0]!.silenced_until).toBeNull();
+    expect(
+      ((await (await fetch(`${server!.url}/api/alerts`)).json()) as { rules: { silenced_until: string | null }[] })
+        .rules[0]!.silenced_until,
+    ).toBeNull();
     // The one refusal is the wrong token's, on purpose.
-    expect(w.problems).toEqual(["console: Failed to load resource: the server responded with a status of 401 (Unauthorized)"]);
+    expect(w.problems).toEqual([
+      "console: Failed to load resource: the server responded with a status of 401 (Unauthorized)",
+    ]);
     expect(w.outside).toEqual([]);
     await ctx.close();
   });

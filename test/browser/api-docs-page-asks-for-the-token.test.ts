@@ -12,7 +12,9 @@ setDefaultTimeout(180_000);
 describe("the page in Chromium (compiled binary)", () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-docs-"), "d.db")], { INSTALLSTATS_READ_TOKEN: "docs-r3ad" });
+    server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-docs-"), "d.db")], {
+      INSTALLSTATS_READ_TOKEN: "docs-r3ad",
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -34,10 +36,16 @@ describe("the page in Chromium (compiled binary)", () => {
       await w.page.click("#docs-token button[type=submit]");
       await w.page.waitForSelector("#docs-token[hidden]", { state: "attached" });
       // The reference, with this page's address as its server.
-      await w.page.waitForFunction((url) => document.body.innerText.includes("/upload/updatestatus") && document.body.innerText.includes(url), server.url, { timeout: 60_000 });
+      await w.page.waitForFunction(
+        (url) => document.body.innerText.includes("/upload/updatestatus") && document.body.innerText.includes(url),
+        server.url,
+        { timeout: 60_000 },
+      );
       // An operation's curl example carries the host (the token is remembered: no question this time).
       await w.page.goto(`${server.url}/openapi#tag/installs/GET/api/stats/summary`);
-      await w.page.waitForFunction((url) => document.body.innerText.includes(`curl '${url}/api/`), server.url, { timeout: 60_000 });
+      await w.page.waitForFunction((url) => document.body.innerText.includes(`curl '${url}/api/`), server.url, {
+        timeout: 60_000,
+      });
       expect(await w.page.locator("#docs-token").isVisible()).toBe(false);
       // Kept where the dashboard keeps it: the dashboard does not ask again.
       expect(await w.page.evaluate(() => localStorage.getItem("installstats.readToken"))).toBe("docs-r3ad");
@@ -56,14 +64,37 @@ describe("the page in Chromium (compiled binary)", () => {
   test("a trailing slash, as people type /openapi/, leads to the path without it (query kept); reports are not redirected", async () => {
     // (This server has a read token: paths that are not pages are reads.)
     const headers = { authorization: "Bearer docs-r3ad" };
-    for (const [from, to] of [["/openapi/", "/openapi"], ["/installs/?nsapp=docker", "/installs?nsapp=docker"], ["/api/nothing-here/", "/api/nothing-here"]] as const) {
+    for (const [from, to] of [
+      ["/openapi/", "/openapi"],
+      ["/installs/?nsapp=docker", "/installs?nsapp=docker"],
+      ["/api/nothing-here/", "/api/nothing-here"],
+    ] as const) {
       const res = await fetch(`${server.url}${from}`, { redirect: "manual", headers });
-      expect({ from, status: res.status, location: res.headers.get("location") }).toEqual({ from, status: 308, location: to });
+      expect({ from, status: res.status, location: res.headers.get("location") }).toEqual({
+        from,
+        status: 308,
+        location: to,
+      });
     }
     expect((await fetch(`${server.url}/openapi/`, { headers })).status).toBe(200);
     expect((await fetch(`${server.url}/api/nothing-here/`, { headers })).status).toBe(404);
     // A report to "/telemetry/" is taken as one to /telemetry (a client would not follow a redirect).
-    const report = JSON.stringify({ random_id: "slash-1", execution_id: "slash-1", nsapp: "x", type: "lxc", status: "installing" });
-    expect((await fetch(`${server.url}/telemetry/`, { method: "POST", body: report, headers: { "content-type": "application/json" }, redirect: "manual" })).status).toBe(201);
+    const report = JSON.stringify({
+      random_id: "slash-1",
+      execution_id: "slash-1",
+      nsapp: "x",
+      type: "lxc",
+      status: "installing",
+    });
+    expect(
+      (
+        await fetch(`${server.url}/telemetry/`, {
+          method: "POST",
+          body: report,
+          headers: { "content-type": "application/json" },
+          redirect: "manual",
+        })
+      ).status,
+    ).toBe(201);
   });
 });

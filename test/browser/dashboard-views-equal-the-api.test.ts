@@ -35,36 +35,135 @@ async function api<T>(path: string): Promise<T> {
 /** One report of a current client (v2 unless payload_version is overridden), with its full payload. */
 function telemetry(fields: Record<string, unknown>): Record<string, unknown> {
   return {
-    payload_version: 2, type: "lxc", nsapp: "dash-probe", ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12",
-    pve_version: "9.0.10", method: "default", exit_code: 0, error: "", error_category: "", install_duration: 0, cpu_vendor: "amd", cpu_model: "", gpu_vendor: "nvidia",
-    gpu_model: "", gpu_passthrough: "yes", ram_speed: "", arch: "amd64", platform: "pve", has_arm: false, kernel_version: "6.14.11-4-pve", app_version: "",
-    failed_command: "", failed_line: 0, repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE",
+    payload_version: 2,
+    type: "lxc",
+    nsapp: "dash-probe",
+    ct_type: 1,
+    disk_size: 8,
+    core_count: 2,
+    ram_size: 2048,
+    os_type: "debian",
+    os_version: "12",
+    pve_version: "9.0.10",
+    method: "default",
+    exit_code: 0,
+    error: "",
+    error_category: "",
+    install_duration: 0,
+    cpu_vendor: "amd",
+    cpu_model: "",
+    gpu_vendor: "nvidia",
+    gpu_model: "",
+    gpu_passthrough: "yes",
+    ram_speed: "",
+    arch: "amd64",
+    platform: "pve",
+    has_arm: false,
+    kernel_version: "6.14.11-4-pve",
+    app_version: "",
+    failed_command: "",
+    failed_line: 0,
+    repo_source: "ProxmoxVE",
+    repo_slug: "community-scripts/ProxmoxVE",
     ...fields,
   };
 }
 
 /** A whole execution as the client sends it: start, two progress pings, final. */
 async function execution(fields: Record<string, unknown>, final: Record<string, unknown>): Promise<void> {
-  for (const status of ["installing", "validation", "configuring"]) expect(await post("/telemetry", telemetry({ ...fields, status }))).toBeLessThan(300);
+  for (const status of ["installing", "validation", "configuring"])
+    expect(await post("/telemetry", telemetry({ ...fields, status }))).toBeLessThan(300);
   expect(await post("/telemetry", telemetry({ ...fields, ...final }))).toBeLessThan(300);
 }
 
 /** Today's clients: a retried install, a fork's failure, a dev repo's success, an incus host, a tool and an addon. */
 async function postTelemetry(): Promise<void> {
-  const failed100 = { status: "failed", exit_code: 100, error_category: "dependency", failed_command: FAILED_COMMAND, failed_line: 42, error: `exit_code=100 | APT: install failed | at line 42: ${FAILED_COMMAND}\n---\nE: Unable to locate package` };
+  const failed100 = {
+    status: "failed",
+    exit_code: 100,
+    error_category: "dependency",
+    failed_command: FAILED_COMMAND,
+    failed_line: 42,
+    error: `exit_code=100 | APT: install failed | at line 42: ${FAILED_COMMAND}\n---\nE: Unable to locate package`,
+  };
   await execution({ random_id: RETRY_ID, execution_id: RETRY_ID, nsapp: "retry-probe" }, failed100);
-  await execution({ random_id: RETRY_ID, execution_id: RETRY_EXECUTION, nsapp: "retry-probe" }, { status: "success", install_duration: 95 });
-  const fork = { random_id: FORK_ID, execution_id: FORK_ID, nsapp: "fork-probe", repo_source: "external", repo_slug: "alice/ProxmoxVE", cpu_vendor: "intel", gpu_vendor: "intel", gpu_passthrough: "no" };
-  await execution(fork, { status: "failed", exit_code: 22, error_category: "network", error: "exit_code=22 | curl: HTTP error" });
+  await execution(
+    { random_id: RETRY_ID, execution_id: RETRY_EXECUTION, nsapp: "retry-probe" },
+    { status: "success", install_duration: 95 },
+  );
+  const fork = {
+    random_id: FORK_ID,
+    execution_id: FORK_ID,
+    nsapp: "fork-probe",
+    repo_source: "external",
+    repo_slug: "alice/ProxmoxVE",
+    cpu_vendor: "intel",
+    gpu_vendor: "intel",
+    gpu_passthrough: "no",
+  };
+  await execution(fork, {
+    status: "failed",
+    exit_code: 22,
+    error_category: "network",
+    error: "exit_code=22 | curl: HTTP error",
+  });
   // v1: no payload_version; its gpu_passthrough is the host's GPU kind.
-  await execution({ payload_version: undefined, random_id: "dashboard-dev-0001", execution_id: "dashboard-dev-0001", repo_source: "ProxmoxVED", repo_slug: "community-scripts/ProxmoxVED", gpu_passthrough: "igpu", arch: "arm64", has_arm: true }, { status: "success" });
-  await execution({ random_id: "dashboard-incus-0001", execution_id: "dashboard-incus-0001", platform: "incus", pve_version: "incus-6.0" }, { status: "success" });
-  expect(await post("/telemetry", telemetry({ random_id: "dashboard-tool-0001", execution_id: "dashboard-tool-0001", type: "pve", nsapp: "post-pve-install", status: "success" }))).toBeLessThan(300);
-  expect(await post("/telemetry", telemetry({ random_id: "dashboard-addon-0001", execution_id: "dashboard-addon-0001", type: "addon", nsapp: "netdata", status: "failed", exit_code: 1, error: "exit_code=1 | General error" }))).toBeLessThan(300);
+  await execution(
+    {
+      payload_version: undefined,
+      random_id: "dashboard-dev-0001",
+      execution_id: "dashboard-dev-0001",
+      repo_source: "ProxmoxVED",
+      repo_slug: "community-scripts/ProxmoxVED",
+      gpu_passthrough: "igpu",
+      arch: "arm64",
+      has_arm: true,
+    },
+    { status: "success" },
+  );
+  await execution(
+    {
+      random_id: "dashboard-incus-0001",
+      execution_id: "dashboard-incus-0001",
+      platform: "incus",
+      pve_version: "incus-6.0",
+    },
+    { status: "success" },
+  );
+  expect(
+    await post(
+      "/telemetry",
+      telemetry({
+        random_id: "dashboard-tool-0001",
+        execution_id: "dashboard-tool-0001",
+        type: "pve",
+        nsapp: "post-pve-install",
+        status: "success",
+      }),
+    ),
+  ).toBeLessThan(300);
+  expect(
+    await post(
+      "/telemetry",
+      telemetry({
+        random_id: "dashboard-addon-0001",
+        execution_id: "dashboard-addon-0001",
+        type: "addon",
+        nsapp: "netdata",
+        status: "failed",
+        exit_code: 1,
+        error: "exit_code=1 | General error",
+      }),
+    ),
+  ).toBeLessThan(300);
 }
 
 async function post(path: string, body: unknown): Promise<number> {
-  const res = await fetch(server.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(server.url + path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return res.status;
 }
 
@@ -139,18 +238,28 @@ describe("every view", () => {
     const w = await watchedPage(ctx);
     for (const path of ["/", "/failures", "/installs"]) {
       await openView(w.page, server.url + path);
-      const overflow = await w.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = await w.page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
       expect(overflow).toBeLessThanOrEqual(1);
-      await w.page.screenshot({ path: join(SHOTS, `phone${path === "/" ? "-overview" : path.replace("/", "-")}.png`), fullPage: true });
+      await w.page.screenshot({
+        path: join(SHOTS, `phone${path === "/" ? "-overview" : path.replace("/", "-")}.png`),
+        fullPage: true,
+      });
     }
     // The log's time, app and outcome fit the width, also with an install's details open under its row.
-    const tableOverflow = () => w.page.evaluate(() => document.querySelector(".table-wrap")!.scrollWidth - document.querySelector(".table-wrap")!.clientWidth);
+    const tableOverflow = () =>
+      w.page.evaluate(
+        () => document.querySelector(".table-wrap")!.scrollWidth - document.querySelector(".table-wrap")!.clientWidth,
+      );
     expect(await tableOverflow()).toBeLessThanOrEqual(1);
     await w.page.locator("table.installs tbody tr.row").nth(2).locator("td").nth(2).click();
     await w.page.waitForSelector("#install-detail");
     await w.page.waitForSelector("body[data-state=ready]");
     expect(await tableOverflow()).toBeLessThanOrEqual(1);
-    expect(await w.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(1);
+    expect(
+      await w.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
+    ).toBeLessThanOrEqual(1);
     await w.page.screenshot({ path: join(SHOTS, "phone-install-detail.png") });
     clean(w);
     await ctx.close();
@@ -185,19 +294,34 @@ describe("numbers", () => {
   test("top apps, distributions and the failure ranking equal the API's breakdowns", async () => {
     const w = await watchedPage(context);
     await openView(w.page, `${server.url}/?days=90`);
-    const apps = await api<{ groups: { value: string; total: number }[] }>("/api/stats/breakdown?days=90&by=nsapp&limit=10");
-    const shown = await w.page.locator("section[aria-label='Top apps'] .bar-row").evaluateAll((rows) =>
-      rows.map((r) => [r.querySelector(".bar-label")!.textContent, Number(r.querySelector(".bar-count")!.getAttribute("data-count"))]),
+    const apps = await api<{ groups: { value: string; total: number }[] }>(
+      "/api/stats/breakdown?days=90&by=nsapp&limit=10",
     );
+    const shown = await w.page
+      .locator("section[aria-label='Top apps'] .bar-row")
+      .evaluateAll((rows) =>
+        rows.map((r) => [
+          r.querySelector(".bar-label")!.textContent,
+          Number(r.querySelector(".bar-count")!.getAttribute("data-count")),
+        ]),
+      );
     expect(shown).toEqual(apps.groups.map((g) => [g.value, g.total]));
 
     await openView(w.page, `${server.url}/failures?days=90&min_runs=5`);
-    const ranked = await api<{ groups: { value: string; failed: number }[] }>("/api/stats/breakdown?days=90&by=nsapp&sort=failure_rate&min_runs=5&limit=25");
-    const rows = await w.page.locator("section[aria-label='Apps by failure rate'] tbody tr").evaluateAll((trs) => trs.map((tr) => tr.querySelector("td")!.textContent));
+    const ranked = await api<{ groups: { value: string; failed: number }[] }>(
+      "/api/stats/breakdown?days=90&by=nsapp&sort=failure_rate&min_runs=5&limit=25",
+    );
+    const rows = await w.page
+      .locator("section[aria-label='Apps by failure rate'] tbody tr")
+      .evaluateAll((trs) => trs.map((tr) => tr.querySelector("td")!.textContent));
     expect(rows).toEqual(ranked.groups.map((g) => g.value));
-    const errors = await api<{ total_signatures: number; signatures: { count: number }[] }>("/api/stats/errors?days=90&limit=25");
+    const errors = await api<{ total_signatures: number; signatures: { count: number }[] }>(
+      "/api/stats/errors?days=90&limit=25",
+    );
     expect(num(await metric(w.page, "signatures"))).toBe(errors.total_signatures);
-    const counts = await w.page.locator("table.signatures td[data-count]").evaluateAll((tds) => tds.map((td) => Number(td.getAttribute("data-count"))));
+    const counts = await w.page
+      .locator("table.signatures td[data-count]")
+      .evaluateAll((tds) => tds.map((td) => Number(td.getAttribute("data-count"))));
     expect(counts).toEqual(errors.signatures.map((s) => s.count));
     clean(w);
     await w.page.close();
@@ -230,7 +354,8 @@ describe("drilling down", () => {
   test("an error signature lists exactly the failed installs with that signature", async () => {
     const w = await watchedPage(context);
     await openView(w.page, `${server.url}/failures?days=90`);
-    const first = (await api<{ signatures: { id: string; count: number }[] }>("/api/stats/errors?days=90&limit=1")).signatures[0]!;
+    const first = (await api<{ signatures: { id: string; count: number }[] }>("/api/stats/errors?days=90&limit=1"))
+      .signatures[0]!;
     await clickAndWait(w.page, "table.signatures td.sig a");
     expect(new URL(w.page.url()).searchParams.get("signature")).toBe(first.id);
     let listed = await w.page.locator("table.installs tbody tr").count();
@@ -269,11 +394,16 @@ describe("install log", () => {
     await openView(w.page, `${server.url}/installs?days=90`);
     await clickAndWait(w.page, "#sort-time");
     expect(new URL(w.page.url()).searchParams.get("order")).toBe("oldest");
-    const firstPage = await api<{ installs: { random_id: string }[]; next_cursor: string }>("/api/installs?days=90&order=oldest&limit=50");
-    const ids = () => w.page.locator("table.installs tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-id")));
+    const firstPage = await api<{ installs: { random_id: string }[]; next_cursor: string }>(
+      "/api/installs?days=90&order=oldest&limit=50",
+    );
+    const ids = () =>
+      w.page.locator("table.installs tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-id")));
     expect(await ids()).toEqual(firstPage.installs.map((i) => i.random_id));
     await clickAndWait(w.page, "#next-page");
-    const second = await api<{ installs: { random_id: string }[] }>(`/api/installs?days=90&order=oldest&limit=50&cursor=${firstPage.next_cursor}`);
+    const second = await api<{ installs: { random_id: string }[] }>(
+      `/api/installs?days=90&order=oldest&limit=50&cursor=${firstPage.next_cursor}`,
+    );
     expect(await ids()).toEqual(second.installs.map((i) => i.random_id));
     clean(w);
     await w.page.close();
@@ -326,7 +456,11 @@ describe("an install's details", () => {
     expect(detail.y).toBeLessThan(900 / 2);
     expect(await w.page.locator("#install-detail dl").textContent()).toContain(id);
     // The table did not grow wider than its panel.
-    expect(await w.page.evaluate(() => document.querySelector(".table-wrap")!.scrollWidth - document.querySelector(".table-wrap")!.clientWidth)).toBeLessThanOrEqual(1);
+    expect(
+      await w.page.evaluate(
+        () => document.querySelector(".table-wrap")!.scrollWidth - document.querySelector(".table-wrap")!.clientWidth,
+      ),
+    ).toBeLessThanOrEqual(1);
     // The keyboard is in the details.
     expect(await w.page.evaluate(() => document.activeElement?.id)).toBe("install-detail");
     const y = (await w.page.locator(`tr[data-id="${id}"]`).first().boundingBox())!.y;
@@ -399,7 +533,11 @@ describe("an install's details", () => {
 describe("times", () => {
   test("one convention, UTC in 24-hour form, whatever the browser's zone and locale", async () => {
     // A browser in New York with a 12-hour locale.
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "America/New_York", locale: "en-US" });
+    const ctx = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      timezoneId: "America/New_York",
+      locale: "en-US",
+    });
     const w = await watchedPage(ctx);
     await openView(w.page, `${server.url}/?days=1`);
     const updated = (await w.page.locator("#updated").textContent())!;
@@ -412,12 +550,16 @@ describe("times", () => {
     await w.page.mouse.move(box.x + box.width - 3, box.y + box.height / 2);
     const ts = await api<{ points: { t: string }[] }>("/api/stats/timeseries?days=1&interval=hour");
     const last = ts.points.at(-1)!.t;
-    expect(await w.page.locator(".u-legend .u-series").first().locator(".u-value").textContent()).toBe(`${last.slice(0, 10)} ${last.slice(11, 16)} UTC`);
+    expect(await w.page.locator(".u-legend .u-series").first().locator(".u-value").textContent()).toBe(
+      `${last.slice(0, 10)} ${last.slice(11, 16)} UTC`,
+    );
     // The log and the details: UTC, as the API's instants.
     await openView(w.page, `${server.url}/installs?id=${RETRY_ID}`);
     const rec = await api<{ created_at: string }>(`/api/installs/${RETRY_ID}`);
     expect(await w.page.locator("#sort-time").textContent()).toContain("(UTC)");
-    expect(await w.page.locator("#install-detail dl").textContent()).toContain(`started${rec.created_at.slice(0, 10)} ${rec.created_at.slice(11, 19)} UTC`);
+    expect(await w.page.locator("#install-detail dl").textContent()).toContain(
+      `started${rec.created_at.slice(0, 10)} ${rec.created_at.slice(11, 19)} UTC`,
+    );
     clean(w);
     await ctx.close();
   });
@@ -429,7 +571,14 @@ const notSucceeded = (g: Group) => g.failed + g.aborted + g.unknown;
 
 /** [value, count] of a bar list's rows ("" for a missing value). */
 const barRows = (page: Page, section: string) =>
-  page.locator(`section[aria-label='${section}'] .bar-row`).evaluateAll((rows) => rows.map((r) => [r.querySelector(".bar-label")!.getAttribute("data-value"), Number(r.querySelector(".bar-count")!.getAttribute("data-count"))]));
+  page
+    .locator(`section[aria-label='${section}'] .bar-row`)
+    .evaluateAll((rows) =>
+      rows.map((r) => [
+        r.querySelector(".bar-label")!.getAttribute("data-value"),
+        Number(r.querySelector(".bar-count")!.getAttribute("data-count")),
+      ]),
+    );
 
 describe("today's clients", () => {
   test("the overview shows retries, repositories, platform and hardware as the API counts them", async () => {
@@ -448,13 +597,21 @@ describe("today's clients", () => {
     expect(await metric(w.page, "retry_rate")).toBe(`${((retried / installs) * 100).toFixed(1)}%`);
     expect(await metric(w.page, "executions_per_install")).toBe(((installs + retries) / installs).toFixed(2));
     // The same numbers as the server's own summary of retries.
-    const summary = await api<{ retries: { retries: number; rescued: number; installs: number } }>("/api/stats/summary?days=1");
+    const summary = await api<{ retries: { retries: number; rescued: number; installs: number } }>(
+      "/api/stats/summary?days=1",
+    );
     expect(summary.retries).toMatchObject({ retries, rescued, installs });
     expect(await barRows(w.page, "Runs by attempt")).toEqual(attempts.groups.map((g) => [g.value, g.total]));
 
     const panels: [string, string, number][] = [
-      ["Platforms", "platform", 6], ["Architectures", "arch", 6], ["CPU vendors", "cpu_vendor", 6], ["GPU vendors", "gpu_vendor", 6],
-      ["GPU passthrough", "gpu_passthrough", 6], ["Host GPU (v1 clients)", "host_gpu", 6], ["Repositories", "repo_source", 8], ["Repository slugs", "repo_slug", 8],
+      ["Platforms", "platform", 6],
+      ["Architectures", "arch", 6],
+      ["CPU vendors", "cpu_vendor", 6],
+      ["GPU vendors", "gpu_vendor", 6],
+      ["GPU passthrough", "gpu_passthrough", 6],
+      ["Host GPU (v1 clients)", "host_gpu", 6],
+      ["Repositories", "repo_source", 8],
+      ["Repository slugs", "repo_slug", 8],
     ];
     for (const [title, by, limit] of panels) {
       const b = await api<Breakdown>(`/api/stats/breakdown?days=1&by=${by}&limit=${limit}`);
@@ -473,17 +630,25 @@ describe("today's clients", () => {
     const w = await watchedPage(context);
     await openView(w.page, `${server.url}/failures?days=1`);
     const codes = await api<Breakdown>("/api/stats/breakdown?days=1&by=exit_code&limit=22");
-    const expected = codes.groups.filter((g) => g.value !== null && g.value !== "0" && notSucceeded(g) > 0).slice(0, 20);
+    const expected = codes.groups
+      .filter((g) => g.value !== null && g.value !== "0" && notSucceeded(g) > 0)
+      .slice(0, 20);
     const rows = w.page.locator("table.exit-codes tbody tr");
-    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-code")))).toEqual(expected.map((g) => g.value));
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-code")))).toEqual(
+      expected.map((g) => g.value),
+    );
     const apt = w.page.locator("table.exit-codes tr[data-code='100'] td");
     expect(await apt.nth(1).textContent()).toBe("APT: install failed (broken packages or dependencies)");
     expect(await apt.nth(2).textContent()).toBe("dependency");
-    expect(Number(await apt.nth(3).getAttribute("data-count"))).toBe(codes.groups.find((g) => g.value === "100")!.failed);
+    expect(Number(await apt.nth(3).getAttribute("data-count"))).toBe(
+      codes.groups.find((g) => g.value === "100")!.failed,
+    );
     expect(await w.page.locator("table.exit-codes tr[data-code='22'] td").nth(1).textContent()).toContain("HTTP error");
 
     const categories = await api<Breakdown>("/api/stats/breakdown?days=1&by=error_category&limit=20");
-    expect(await barRows(w.page, "Error categories")).toEqual(categories.groups.filter((g) => notSucceeded(g) > 0).map((g) => [g.value ?? "", notSucceeded(g)]));
+    expect(await barRows(w.page, "Error categories")).toEqual(
+      categories.groups.filter((g) => notSucceeded(g) > 0).map((g) => [g.value ?? "", notSucceeded(g)]),
+    );
     const commands = await api<Breakdown>("/api/stats/breakdown?days=1&by=failed_command&limit=16");
     const probe = commands.groups.find((g) => g.value === FAILED_COMMAND)!;
     const command = w.page.locator("ol.commands li", { hasText: FAILED_COMMAND });
@@ -519,14 +684,24 @@ describe("today's clients", () => {
     expect(new URL(w.page.url()).searchParams.get("repo_source")).toBe("external");
     expect(num(await metric(w.page, "failed"))).toBe(forks.failed!);
     await clickAndWait(w.page, "#nav a[href^='/installs']");
-    const listed = await api<{ installs: { execution_id: string }[] }>("/api/installs?days=1&repo_source=external&limit=50");
-    expect(await w.page.locator("table.installs tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-execution")))).toEqual(listed.installs.map((i) => i.execution_id));
+    const listed = await api<{ installs: { execution_id: string }[] }>(
+      "/api/installs?days=1&repo_source=external&limit=50",
+    );
+    expect(
+      await w.page
+        .locator("table.installs tbody tr")
+        .evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-execution"))),
+    ).toEqual(listed.installs.map((i) => i.execution_id));
     expect(await w.page.locator(`tr[data-id="${FORK_ID}"]`).count()).toBe(1);
 
     // Every kind, forks still chosen: a reload keeps both.
     await clickAndWait(w.page, "a[data-kind='all']");
     let url = new URL(w.page.url());
-    expect([url.pathname, url.searchParams.get("kind"), url.searchParams.get("repo_source")]).toEqual(["/installs", "all", "external"]);
+    expect([url.pathname, url.searchParams.get("kind"), url.searchParams.get("repo_source")]).toEqual([
+      "/installs",
+      "all",
+      "external",
+    ]);
     await w.page.reload();
     await w.page.waitForSelector("body[data-state=ready]");
     expect(await w.page.locator("a[data-kind='all']").getAttribute("aria-current")).toBe("true");
@@ -534,7 +709,11 @@ describe("today's clients", () => {
     await w.page.fill("#filter-nsapp", "fork-probe");
     await clickAndWait(w.page, "#filters button[type=submit]");
     url = new URL(w.page.url());
-    expect([url.searchParams.get("kind"), url.searchParams.get("repo_source"), url.searchParams.get("nsapp")]).toEqual(["all", "external", "fork-probe"]);
+    expect([url.searchParams.get("kind"), url.searchParams.get("repo_source"), url.searchParams.get("nsapp")]).toEqual([
+      "all",
+      "external",
+      "fork-probe",
+    ]);
     expect(await w.page.locator("table.installs tbody tr").count()).toBe(1);
 
     // Tools: their own numbers, no retries; back to every repo and installs.
@@ -570,10 +749,15 @@ describe("today's clients", () => {
     const detail = await api<Rec & { executions: Rec[] }>(`/api/installs/${RETRY_ID}`);
     expect(detail.executions.map((e) => e.attempt)).toEqual([1, 2]);
     const items = w.page.locator("#install-detail li.execution");
-    expect(await items.evaluateAll((lis) => lis.map((li) => li.getAttribute("data-execution")))).toEqual([RETRY_ID, RETRY_EXECUTION]);
+    expect(await items.evaluateAll((lis) => lis.map((li) => li.getAttribute("data-execution")))).toEqual([
+      RETRY_ID,
+      RETRY_EXECUTION,
+    ]);
     const first = items.nth(0);
     expect(await first.locator(".badge").textContent()).toBe("Failed");
-    expect(await first.locator(".exit").textContent()).toBe("exit 100: APT: install failed (broken packages or dependencies)");
+    expect(await first.locator(".exit").textContent()).toBe(
+      "exit 100: APT: install failed (broken packages or dependencies)",
+    );
     expect(await first.locator(".failed-command").textContent()).toBe(`Failed at line 42: ${FAILED_COMMAND}`);
     expect(await first.locator("details pre").textContent()).toContain("E: Unable to locate package");
     expect(await items.nth(1).locator(".badge").textContent()).toBe("Success");
@@ -585,7 +769,15 @@ describe("today's clients", () => {
       }
     }
     const fields = await w.page.locator("#install-detail dl").textContent();
-    for (const text of ["retry-probe", "executions2", "exit code0: Success", "GPU passthroughyes", "/telemetry v2", "ProxmoxVE (community-scripts/ProxmoxVE)"]) expect(fields).toContain(text);
+    for (const text of [
+      "retry-probe",
+      "executions2",
+      "exit code0: Success",
+      "GPU passthroughyes",
+      "/telemetry v2",
+      "ProxmoxVE (community-scripts/ProxmoxVE)",
+    ])
+      expect(fields).toContain(text);
     // The log shows both executions, the retry marked with its attempt.
     expect(await w.page.locator(`tr[data-execution="${RETRY_EXECUTION}"] .attempt`).textContent()).toBe(" #2");
     clean(w);
@@ -674,7 +866,10 @@ describe("keyboard, live refresh, access", () => {
     const before = num(await metric(w.page, "total"));
     expect(await post("/upload", startReport("dashboard-live-0001", { nsapp: "live-probe" }))).toBe(201);
     await w.page.click("#live");
-    await w.page.waitForFunction((n) => Number(document.querySelector('[data-metric="total"]')?.textContent?.replace(/[^0-9]/g, "")) === n, before + 1);
+    await w.page.waitForFunction(
+      (n) => Number(document.querySelector('[data-metric="total"]')?.textContent?.replace(/[^0-9]/g, "")) === n,
+      before + 1,
+    );
     expect(await w.page.locator("#live").getAttribute("aria-pressed")).toBe("true");
     clean(w);
     await w.page.close();
@@ -701,7 +896,9 @@ describe("keyboard, live refresh, access", () => {
   test("with a read token the dashboard asks for it once, then shows the data; an empty database shows empty states and how to connect", async () => {
     const bin = await compiledBinary();
     const dir = tempDir("installstats-dash-token-");
-    const guarded = await startServer(bin, ["--db", join(dir, "empty.db")], { INSTALLSTATS_READ_TOKEN: "s3cret-token" });
+    const guarded = await startServer(bin, ["--db", join(dir, "empty.db")], {
+      INSTALLSTATS_READ_TOKEN: "s3cret-token",
+    });
     try {
       const ctx = await browser.newContext();
       const page = await ctx.newPage();
@@ -745,14 +942,20 @@ describe("first run", () => {
       for (const c of commands) expect(c).toStartWith(`scripts/client.sh --url ${fresh.url} `);
       // Copy: the clipboard when the page may use it, else the text is selected.
       await w.page.locator("[data-copy='the TELEMETRY_URL setting'] button").click();
-      await w.page.waitForFunction(() => (document.querySelector("[data-copy='the TELEMETRY_URL setting'] [role=status]")?.textContent ?? "") !== "");
+      await w.page.waitForFunction(
+        () =>
+          (document.querySelector("[data-copy='the TELEMETRY_URL setting'] [role=status]")?.textContent ?? "") !== "",
+      );
 
       // The commands shown, run as shown: the view fills and the guide goes away.
       for (const c of commands) await client(fresh.url, c.split(" ").slice(3));
       await w.page.reload();
       await w.page.waitForSelector("body[data-state=ready]");
       expect(await w.page.locator("#first-run").count()).toBe(0);
-      const summary = (await (await fetch(`${fresh.url}/api/stats/summary`)).json()) as { total: number; retries: { installs: number } };
+      const summary = (await (await fetch(`${fresh.url}/api/stats/summary`)).json()) as {
+        total: number;
+        retries: { installs: number };
+      };
       expect(summary.retries.installs).toBe(3);
       expect(num(await metric(w.page, "total"))).toBe(summary.total);
       clean(w);

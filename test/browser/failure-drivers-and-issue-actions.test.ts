@@ -18,7 +18,8 @@ const SHOTS = join(ROOT, "test-artifacts/screenshots");
 const ADMIN = "adm1n-f41lure-view";
 const TRACKER_TOKEN = "ghp_fakeTrackerToken0123456789";
 const APP = "drv-probe";
-const ERROR = "exit_code=100 | APT: install failed | at line 42: apt-get install -y drv-probe-ffmpeg\n---\nE: Unable to locate package drv-probe-ffmpeg";
+const ERROR =
+  "exit_code=100 | APT: install failed | at line 42: apt-get install -y drv-probe-ffmpeg\n---\nE: Unable to locate package drv-probe-ffmpeg";
 
 let server: RunningServer;
 let browser: Browser;
@@ -31,18 +32,46 @@ async function api<T>(path: string, headers: Record<string, string> = {}): Promi
 }
 
 async function post(path: string, body: unknown): Promise<number> {
-  return (await fetch(server.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).status;
+  return (
+    await fetch(server.url + path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })
+  ).status;
 }
 
 /** One execution of a current client: start, then final. */
 async function run(n: number, pve: string, kernel: string, failed: boolean): Promise<void> {
   const id = `drv-view-${n}`;
   const fields = {
-    payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: APP, ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "13",
-    pve_version: pve, kernel_version: kernel, method: "default", arch: "amd64", platform: "pve", repo_source: "ProxmoxVE",
+    payload_version: 2,
+    random_id: id,
+    execution_id: id,
+    type: "lxc",
+    nsapp: APP,
+    ct_type: 1,
+    disk_size: 8,
+    core_count: 2,
+    ram_size: 2048,
+    os_type: "debian",
+    os_version: "13",
+    pve_version: pve,
+    kernel_version: kernel,
+    method: "default",
+    arch: "amd64",
+    platform: "pve",
+    repo_source: "ProxmoxVE",
   };
   expect(await post("/telemetry", { ...fields, status: "installing" })).toBeLessThan(300);
-  expect(await post("/telemetry", { ...fields, ...(failed ? { status: "failed", exit_code: 100, error_category: "dependency", error: ERROR } : { status: "success", exit_code: 0 }) })).toBeLessThan(300);
+  expect(
+    await post("/telemetry", {
+      ...fields,
+      ...(failed
+        ? { status: "failed", exit_code: 100, error_category: "dependency", error: ERROR }
+        : { status: "success", exit_code: 0 }),
+    }),
+  ).toBeLessThan(300);
 }
 
 beforeAll(async () => {
@@ -77,11 +106,23 @@ function clean(w: Watched): void {
 interface Drivers {
   runs: number;
   failed: number;
-  drivers: { dimension: string; value: string; failed: number; runs: number; share_of_failed: number; share_of_runs: number }[];
+  drivers: {
+    dimension: string;
+    value: string;
+    failed: number;
+    runs: number;
+    share_of_failed: number;
+    share_of_runs: number;
+  }[];
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-const words = (d: Drivers["drivers"][number]) => (d.dimension === "pve_version" ? `PVE ${d.value}` : d.dimension === "kernel_version" ? `kernel ${d.value}` : `${d.dimension} ${d.value}`);
+const words = (d: Drivers["drivers"][number]) =>
+  d.dimension === "pve_version"
+    ? `PVE ${d.value}`
+    : d.dimension === "kernel_version"
+      ? `kernel ${d.value}`
+      : `${d.dimension} ${d.value}`;
 
 describe("why runs fail", () => {
   test("the app page and the Failures view say it in one sentence and a table, as the API answers", async () => {
@@ -90,19 +131,30 @@ describe("why runs fail", () => {
     expect(["pve_version", "kernel_version"]).toContain(d.drivers[0]!.dimension);
     const top = d.drivers[0]!;
     const sentence = `${APP} failures: ${pct(top.share_of_failed)} on ${words(top)}, which carries ${pct(top.share_of_runs)} of its runs.`;
-    expect(sentence).toMatch(/^drv-probe failures: 94% on (PVE 9\.0\.9|kernel 6\.14\.8-2-pve), which carries 50% of its runs\.$/);
+    expect(sentence).toMatch(
+      /^drv-probe failures: 94% on (PVE 9\.0\.9|kernel 6\.14\.8-2-pve), which carries 50% of its runs\.$/,
+    );
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const w = await watchedPage(ctx);
-    for (const [path, shot] of [[`/app?nsapp=${APP}`, "drivers-app"], [`/failures?nsapp=${APP}`, "drivers-failures"]] as const) {
+    for (const [path, shot] of [
+      [`/app?nsapp=${APP}`, "drivers-app"],
+      [`/failures?nsapp=${APP}`, "drivers-failures"],
+    ] as const) {
       await openView(w.page, server.url + path);
       expect(await w.page.locator("#driver-sentence").textContent()).toBe(sentence);
       const rows = w.page.locator("#drivers table.drivers tbody tr");
       expect(await rows.count()).toBe(d.drivers.length);
       for (let i = 0; i < d.drivers.length; i++) {
         const row = rows.nth(i);
-        expect([await row.getAttribute("data-dimension"), await row.getAttribute("data-value")]).toEqual([d.drivers[i]!.dimension, d.drivers[i]!.value]);
+        expect([await row.getAttribute("data-dimension"), await row.getAttribute("data-value")]).toEqual([
+          d.drivers[i]!.dimension,
+          d.drivers[i]!.value,
+        ]);
         const cell = row.locator("td[data-failed]");
-        expect([Number(await cell.getAttribute("data-failed")), Number(await cell.getAttribute("data-runs"))]).toEqual([d.drivers[i]!.failed, d.drivers[i]!.runs]);
+        expect([Number(await cell.getAttribute("data-failed")), Number(await cell.getAttribute("data-runs"))]).toEqual([
+          d.drivers[i]!.failed,
+          d.drivers[i]!.runs,
+        ]);
       }
       await w.page.locator("#drivers").screenshot({ path: join(SHOTS, `${shot}.png`) });
     }
@@ -145,7 +197,10 @@ describe("acting on a failure", () => {
     const signature = new URL(page.url()).searchParams.get("signature")!;
     expect(signature).toMatch(/^[0-9a-f]{16}$/);
     // The preview is the API's, for the same window and app; only a search went to the tracker.
-    const preview = await api<{ issue: { title: string; body: string } }>(`/api/admin/issues/${signature}?days=30&nsapp=${APP}`, { authorization: `Bearer ${ADMIN}` });
+    const preview = await api<{ issue: { title: string; body: string } }>(
+      `/api/admin/issues/${signature}?days=30&nsapp=${APP}`,
+      { authorization: `Bearer ${ADMIN}` },
+    );
     expect(await page.inputValue("#issue-title")).toBe(preview.issue.title);
     expect(await page.inputValue("#issue-body")).toBe(preview.issue.body);
     expect(await page.inputValue("#issue-labels")).toBe("bug, telemetry");
@@ -157,21 +212,32 @@ describe("acting on a failure", () => {
     await page.locator("#issue-send").click();
     await page.waitForSelector("#issue-linked");
     expect(await page.locator("#issue-sent").textContent()).toBe("Opened #1 in community-scripts/ProxmoxVE.");
-    expect(await page.locator("#issue-link").getAttribute("href")).toBe(`${fake.url}/community-scripts/ProxmoxVE/issues/1`);
+    expect(await page.locator("#issue-link").getAttribute("href")).toBe(
+      `${fake.url}/community-scripts/ProxmoxVE/issues/1`,
+    );
     const posted = fake.requests.filter((r) => r.method === "POST");
     expect(posted).toHaveLength(1);
-    expect(posted[0]!.body).toMatchObject({ title: `${preview.issue.title} on PVE 9.0.9`, labels: ["bug", "telemetry"] });
+    expect(posted[0]!.body).toMatchObject({
+      title: `${preview.issue.title} on PVE 9.0.9`,
+      labels: ["bug", "telemetry"],
+    });
     expect(String(posted[0]!.body!.body)).toContain(`installstats-signature: ${signature}`);
     await page.screenshot({ path: join(SHOTS, "issue-linked.png"), fullPage: true });
 
     // The signature's row now shows its issue, to every reader; opening it again shows the link, sends nothing.
     await openView(page, `${server.url}/failures?nsapp=${APP}`);
     const link = page.locator("table.signatures a.issue-link").first();
-    expect([await link.textContent(), await link.getAttribute("href")]).toEqual(["#1", `${fake.url}/community-scripts/ProxmoxVE/issues/1`]);
+    expect([await link.textContent(), await link.getAttribute("href")]).toEqual([
+      "#1",
+      `${fake.url}/community-scripts/ProxmoxVE/issues/1`,
+    ]);
     await openView(page, `${server.url}/issue?signature=${signature}&nsapp=${APP}`);
     expect(await page.locator("#issue-linked").count()).toBe(1);
     expect(await page.locator("#issue-send").count()).toBe(0);
-    const again = await fetch(`${server.url}/api/admin/issues/${signature}`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } });
+    const again = await fetch(`${server.url}/api/admin/issues/${signature}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
     expect(again.status).toBe(200);
     expect(((await again.json()) as { result: string }).result).toBe("linked");
     expect(fake.requests.filter((r) => r.method === "POST")).toHaveLength(1);
@@ -181,13 +247,20 @@ describe("acting on a failure", () => {
     await page.waitForSelector("#issue-existing");
     await page.locator("#issue-send").click();
     await page.waitForSelector("#issue-linked");
-    expect(await page.locator("#issue-sent").textContent()).toBe("Linked the tracker's issue #1 in community-scripts/ProxmoxVE.");
+    expect(await page.locator("#issue-sent").textContent()).toBe(
+      "Linked the tracker's issue #1 in community-scripts/ProxmoxVE.",
+    );
     expect(fake.requests.filter((r) => r.method === "POST")).toHaveLength(1);
 
     // The tracker's token is on no page and in no log line; the admin token stays in this tab only.
     expect(await page.content()).not.toContain(TRACKER_TOKEN);
     expect(server.stderr()).not.toContain(TRACKER_TOKEN);
-    expect(await page.evaluate(() => [sessionStorage.getItem("installstats.adminToken"), localStorage.getItem("installstats.adminToken")])).toEqual([ADMIN, null]);
+    expect(
+      await page.evaluate(() => [
+        sessionStorage.getItem("installstats.adminToken"),
+        localStorage.getItem("installstats.adminToken"),
+      ]),
+    ).toEqual([ADMIN, null]);
     // The only console error: the refused admin token's 401.
     expect(w.problems.filter((p) => !p.includes("401"))).toEqual([]);
     expect(w.outside).toEqual([]);
@@ -202,9 +275,24 @@ describe("acting on a failure", () => {
     // A second signature of the same app, not linked yet.
     for (let i = 0; i < 3; i++) {
       const id = `drv-view-other-${i}`;
-      const f = { payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: APP, pve_version: "8.4.1", os_type: "debian", os_version: "13" };
+      const f = {
+        payload_version: 2,
+        random_id: id,
+        execution_id: id,
+        type: "lxc",
+        nsapp: APP,
+        pve_version: "8.4.1",
+        os_type: "debian",
+        os_version: "13",
+      };
       await post("/telemetry", { ...f, status: "installing" });
-      await post("/telemetry", { ...f, status: "failed", exit_code: 22, error_category: "network", error: "exit_code=22 | curl: (22) 404 | at line 9: curl -fsSL https://example.org/x" });
+      await post("/telemetry", {
+        ...f,
+        status: "failed",
+        exit_code: 22,
+        error_category: "network",
+        error: "exit_code=22 | curl: (22) 404 | at line 9: curl -fsSL https://example.org/x",
+      });
     }
     await openView(w.page, `${server.url}/failures?nsapp=${APP}`);
     await w.page.locator("table.signatures a.open-issue").first().click();
@@ -212,7 +300,9 @@ describe("acting on a failure", () => {
     fake.fail(401, JSON.stringify({ message: "Bad credentials" }), 2);
     await w.page.locator("#issue-send").click();
     await w.page.waitForSelector("#issue-error");
-    expect(await w.page.locator("#issue-error").textContent()).toMatch(/^Not sent: GitHub answered 401 Unauthorized: Bad credentials/);
+    expect(await w.page.locator("#issue-error").textContent()).toMatch(
+      /^Not sent: GitHub answered 401 Unauthorized: Bad credentials/,
+    );
     expect(await w.page.locator("#issue-preview").count()).toBe(1);
     // The API answered it 502, which the browser logs as a failed resource load: that is the only console error.
     expect(w.problems.filter((p) => !p.includes("502"))).toEqual([]);

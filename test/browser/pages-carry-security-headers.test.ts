@@ -70,7 +70,10 @@ const assetsOf = (html: string): string[] => [...html.matchAll(/(?:src|href)="(\
 
 const modes: [string, () => Promise<RunningServer>][] = [
   ["bun run", () => startSource(["--db", join(tempDir("installstats-headers-src-"), "h.db")])],
-  ["compiled binary", async () => startServer(await compiledBinary(), ["--db", join(tempDir("installstats-headers-bin-"), "h.db")])],
+  [
+    "compiled binary",
+    async () => startServer(await compiledBinary(), ["--db", join(tempDir("installstats-headers-bin-"), "h.db")]),
+  ],
 ];
 
 for (const [mode, start] of modes) {
@@ -82,7 +85,8 @@ for (const [mode, start] of modes) {
     afterAll(async () => {
       await server?.stop();
     });
-    const get = (path: string, headers: Record<string, string> = {}, method = "GET") => fetch(server.url + path, { method, headers });
+    const get = (path: string, headers: Record<string, string> = {}, method = "GET") =>
+      fetch(server.url + path, { method, headers });
 
     test("every view and every asset it loads carries the security headers; the policy is a header, not a meta tag", async () => {
       let html = "";
@@ -152,7 +156,9 @@ for (const [mode, start] of modes) {
       expect(Bun.gunzipSync(packedBytes)).toEqual(plainBytes);
       // Each form has its own ETag, and each revalidates.
       expect(packed.headers.get("etag")).not.toBe(plain.headers.get("etag"));
-      expect((await get(js, { "accept-encoding": "gzip", "if-none-match": packed.headers.get("etag")! })).status).toBe(304);
+      expect((await get(js, { "accept-encoding": "gzip", "if-none-match": packed.headers.get("etag")! })).status).toBe(
+        304,
+      );
     });
 
     test("HEAD answers the headers without a body; other methods, unknown assets and unknown paths answer JSON 404 with the headers", async () => {
@@ -160,7 +166,12 @@ for (const [mode, start] of modes) {
       expect(head.status).toBe(200);
       expectSecurityHeaders(head, "HEAD /");
       expect(await head.text()).toBe("");
-      for (const [method, path] of [["GET", "/assets/nothing-here.js"], ["GET", "/nowhere"], ["PATCH", "/"], ["PUT", "/installs"]] as const) {
+      for (const [method, path] of [
+        ["GET", "/assets/nothing-here.js"],
+        ["GET", "/nowhere"],
+        ["PATCH", "/"],
+        ["PUT", "/installs"],
+      ] as const) {
         const res = await get(path, {}, method);
         expect(res.status, `${method} ${path}`).toBe(404);
         expectSecurityHeaders(res, `${method} ${path}`, path.startsWith("/assets/"));
@@ -173,7 +184,9 @@ for (const [mode, start] of modes) {
 describe("with a read token (compiled binary)", () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-headers-token-"), "t.db")], { INSTALLSTATS_READ_TOKEN: "r3ad-t0ken" });
+    server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-headers-token-"), "t.db")], {
+      INSTALLSTATS_READ_TOKEN: "r3ad-t0ken",
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -189,23 +202,33 @@ describe("with a read token (compiled binary)", () => {
       const res = await fetch(server.url + path);
       expect(res.status, path).toBe(401);
       expectSecurityHeaders(res, path, false);
-      expect((await fetch(server.url + path, { headers: { authorization: "Bearer r3ad-t0ken" } })).status, path).toBe(200);
+      expect((await fetch(server.url + path, { headers: { authorization: "Bearer r3ad-t0ken" } })).status, path).toBe(
+        200,
+      );
     }
   });
 });
 
 describe("framing", () => {
   test("another site cannot show the dashboard or the docs in a frame (frame-ancestors 'none' is a header)", async () => {
-    const server = await startServer(await compiledBinary(), ["--db", join(tempDir("installstats-headers-frame-"), "f.db")]);
+    const server = await startServer(await compiledBinary(), [
+      "--db",
+      join(tempDir("installstats-headers-frame-"), "f.db"),
+    ]);
     const framer = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
       fetch: (req) => {
         const url = new URL(req.url);
         // The control: a page of the framing site itself, which a frame does show.
-        if (url.pathname === "/own") return new Response(`<!doctype html><main id="main">framed</main>`, { headers: { "content-type": "text/html" } });
+        if (url.pathname === "/own")
+          return new Response(`<!doctype html><main id="main">framed</main>`, {
+            headers: { "content-type": "text/html" },
+          });
         const target = url.searchParams.get("target")!;
-        return new Response(`<!doctype html><iframe id="f" src="${target}" width="800" height="600"></iframe>`, { headers: { "content-type": "text/html" } });
+        return new Response(`<!doctype html><iframe id="f" src="${target}" width="800" height="600"></iframe>`, {
+          headers: { "content-type": "text/html" },
+        });
       },
     });
     const browser = await launchBrowser();
@@ -215,7 +238,10 @@ describe("framing", () => {
         await page.goto(`http://127.0.0.1:${framer.port}/?target=${encodeURIComponent(target)}`, { waitUntil: "load" });
         const frame = page.frames().find((f) => f !== page.mainFrame())!;
         await frame.waitForLoadState("load");
-        return { url: frame.url(), shown: await frame.evaluate(() => document.querySelector("#main, #docs") !== null).catch(() => false) };
+        return {
+          url: frame.url(),
+          shown: await frame.evaluate(() => document.querySelector("#main, #docs") !== null).catch(() => false),
+        };
       };
       expect(await framed(`http://127.0.0.1:${framer.port}/own`)).toMatchObject({ shown: true });
       for (const path of ["/", "/installs", "/admin", "/openapi"]) {

@@ -18,10 +18,18 @@ describe("the public page in headless Chromium (compiled binary)", () => {
   async function send(app: string, n: number, failed: number): Promise<void> {
     for (let i = 0; i < n; i++) {
       const id = `page-${Bun.hash(app).toString(36)}-${i}`;
-      const start = await fetch(`${server.url}/upload`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(startReport(id, { nsapp: app })) });
+      const start = await fetch(`${server.url}/upload`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(startReport(id, { nsapp: app })),
+      });
       expect(start.status).toBe(201);
       const status = i < failed ? "failed" : "done";
-      const end = await fetch(`${server.url}/upload/updatestatus`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ status, error: "none", random_id: id }) });
+      const end = await fetch(`${server.url}/upload/updatestatus`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ status, error: "none", random_id: id }),
+      });
       expect(end.status).toBe(200);
     }
   }
@@ -29,7 +37,11 @@ describe("the public page in headless Chromium (compiled binary)", () => {
   beforeAll(async () => {
     const bin = await compiledBinary();
     const env = { INSTALLSTATS_READ_TOKEN: "page-read-secret" };
-    server = await startServer(bin, ["--db", `${tempDir()}/public.db`, "--rate-limit", "0", "--public-stats", "true", "--public-min-installs", "3"], env);
+    server = await startServer(
+      bin,
+      ["--db", `${tempDir()}/public.db`, "--rate-limit", "0", "--public-stats", "true", "--public-min-installs", "3"],
+      env,
+    );
     off = await startServer(bin, ["--db", `${tempDir()}/off.db`], env);
     await send("popular-app", 5, 1);
     await send(XSS, 3, 0);
@@ -69,7 +81,10 @@ describe("the public page in headless Chromium (compiled binary)", () => {
     expect(await w.page.locator("#apps tbody tr").allTextContents()).toEqual([expect.stringContaining("popular-app")]);
     await w.page.fill("#find", "");
     await w.page.click("th button[data-sort=app]");
-    expect((await w.page.locator("#apps tbody tr td:nth-child(2)").allTextContents()).slice(0, 2)).toEqual([XSS, "popular-app"]);
+    expect((await w.page.locator("#apps tbody tr td:nth-child(2)").allTextContents()).slice(0, 2)).toEqual([
+      XSS,
+      "popular-app",
+    ]);
     expect(requested.filter((p) => p === "/public/stats.json")).toHaveLength(1);
 
     expect(requested.every((p) => p === "/public" || p.startsWith("/public/"))).toBe(true);

@@ -12,20 +12,68 @@ export function alertsContract({ database, freshStore }: Harness): void {
   describe("alerts", () => {
     const T = PAST + 10 * DAY;
     const msg = (text: string) => JSON.stringify({ title: text });
-    const firing = (rule: string, subject: string, channels: string[], heldBack: AlertTransition["heldBack"] = null): AlertTransition => ({ rule, subject, status: "firing", message: msg(`${rule} ${subject} firing`), channels, heldBack });
-    const resolved = (rule: string, subject: string, channels: string[], heldBack: AlertTransition["heldBack"] = null): AlertTransition => ({ rule, subject, status: "resolved", message: msg(`${rule} ${subject} resolved`), channels, heldBack });
-    const round = (at: number, transitions: AlertTransition[], sends: AlertSend[] = [], rules: { rule: string; summary: string }[] = []): WriteOp => ({ kind: "alert-round", at, rules, transitions, sends });
+    const firing = (
+      rule: string,
+      subject: string,
+      channels: string[],
+      heldBack: AlertTransition["heldBack"] = null,
+    ): AlertTransition => ({
+      rule,
+      subject,
+      status: "firing",
+      message: msg(`${rule} ${subject} firing`),
+      channels,
+      heldBack,
+    });
+    const resolved = (
+      rule: string,
+      subject: string,
+      channels: string[],
+      heldBack: AlertTransition["heldBack"] = null,
+    ): AlertTransition => ({
+      rule,
+      subject,
+      status: "resolved",
+      message: msg(`${rule} ${subject} resolved`),
+      channels,
+      heldBack,
+    });
+    const round = (
+      at: number,
+      transitions: AlertTransition[],
+      sends: AlertSend[] = [],
+      rules: { rule: string; summary: string }[] = [],
+    ): WriteOp => ({ kind: "alert-round", at, rules, transitions, sends });
 
     test("a round records each transition as a history entry, its state, and a message queued per channel", async () => {
       const store = await freshStore();
-      const r = await one(store, round(T, [firing("spike", "app=jellyfin", ["ntfy", "mail"]), firing("quiet", "", [], "silenced")], [], [{ rule: "spike", summary: "1 firing" }, { rule: "quiet", summary: "no reports for 7h" }]));
+      const r = await one(
+        store,
+        round(
+          T,
+          [firing("spike", "app=jellyfin", ["ntfy", "mail"]), firing("quiet", "", [], "silenced")],
+          [],
+          [
+            { rule: "spike", summary: "1 firing" },
+            { rule: "quiet", summary: "no reports for 7h" },
+          ],
+        ),
+      );
       expect(r.kind).toBe("alert-recorded");
       if (r.kind !== "alert-recorded") return;
       expect(r.events).toHaveLength(2);
       const [spikeId, quietId] = r.events as [number, number];
       expect(await store.alertStates()).toEqual([
         { rule: "quiet", subject: "", status: "firing", since: T, eventId: quietId, notified: false, lastSentAt: null },
-        { rule: "spike", subject: "app=jellyfin", status: "firing", since: T, eventId: spikeId, notified: true, lastSentAt: T },
+        {
+          rule: "spike",
+          subject: "app=jellyfin",
+          status: "firing",
+          since: T,
+          eventId: spikeId,
+          notified: true,
+          lastSentAt: T,
+        },
       ]);
       expect(await store.alertRuleMarks()).toEqual([
         { rule: "quiet", silencedUntil: null, evaluatedAt: T, summary: "no reports for 7h" },
@@ -41,7 +89,10 @@ export function alertsContract({ database, freshStore }: Harness): void {
         { channel: "ntfy", state: "pending", attempts: 0, lastError: null, sentAt: null },
         { channel: "mail", state: "pending", attempts: 0, lastError: null, sentAt: null },
       ]);
-      expect(await store.alertQueue()).toEqual([{ channel: "mail", pending: 1 }, { channel: "ntfy", pending: 1 }]);
+      expect(await store.alertQueue()).toEqual([
+        { channel: "mail", pending: 1 },
+        { channel: "ntfy", pending: 1 },
+      ]);
       const due = await store.alertDue(T, 10);
       expect(due.map((d) => [d.channel, d.eventId, d.message, d.nextAt, d.attempts, d.state])).toEqual([
         ["ntfy", spikeId, msg("spike app=jellyfin firing"), T, 0, "pending"],
@@ -67,11 +118,25 @@ export function alertsContract({ database, freshStore }: Harness): void {
       const send: AlertSend = { rule: "spike", subject: "", message: msg("late"), channels: ["hook"] };
       await one(store, round(T + 3 * HOUR, [], [send]));
       await one(store, round(T + 4 * HOUR, [], [send]));
-      expect((await store.alertStates())[0]).toMatchObject({ status: "firing", notified: true, lastSentAt: T + 3 * HOUR, since: T + 2 * HOUR });
+      expect((await store.alertStates())[0]).toMatchObject({
+        status: "firing",
+        notified: true,
+        lastSentAt: T + 3 * HOUR,
+        since: T + 2 * HOUR,
+      });
       const [latest] = await store.alertHistory({ limit: 1 });
-      expect(latest).toMatchObject({ status: "firing", at: T + 2 * HOUR, notifiedAt: T + 3 * HOUR, heldBack: "cooldown" });
+      expect(latest).toMatchObject({
+        status: "firing",
+        at: T + 2 * HOUR,
+        notifiedAt: T + 3 * HOUR,
+        heldBack: "cooldown",
+      });
       expect(latest!.deliveries.map((d) => d.channel)).toEqual(["hook"]);
-      expect((await store.alertDue(T + 5 * HOUR, 10)).map((d) => d.message)).toEqual([msg("spike  firing"), msg("spike  resolved"), msg("late")]);
+      expect((await store.alertDue(T + 5 * HOUR, 10)).map((d) => d.message)).toEqual([
+        msg("spike  firing"),
+        msg("spike  resolved"),
+        msg("late"),
+      ]);
       // A send for an alert that does not fire, or is unknown, does nothing.
       await one(store, round(T + 5 * HOUR, [resolved("spike", "", ["hook"])], [{ ...send, subject: "nobody" }]));
       await one(store, round(T + 6 * HOUR, [], [send]));
@@ -82,12 +147,48 @@ export function alertsContract({ database, freshStore }: Harness): void {
       const store = await freshStore();
       await one(store, round(T, [firing("spike", "", ["a", "b", "c"])]));
       const [a, b, c] = await store.alertDue(T, 10);
-      expect(await one(store, { kind: "alert-delivery", id: a!.id, result: "sent", error: null, nextAt: null, at: T + 1000 })).toEqual({ kind: "alert-delivery-marked", found: true });
-      expect(await one(store, { kind: "alert-delivery", id: b!.id, result: "retry", error: "connection refused", nextAt: T + 60_000, at: T + 1000 })).toEqual({ kind: "alert-delivery-marked", found: true });
-      await one(store, { kind: "alert-delivery", id: c!.id, result: "failed", error: "HTTP 404", nextAt: null, at: T + 1000 });
-      expect(await one(store, { kind: "alert-delivery", id: a!.id, result: "failed", error: "late", nextAt: null, at: T + 2000 })).toEqual({ kind: "alert-delivery-marked", found: false });
+      expect(
+        await one(store, {
+          kind: "alert-delivery",
+          id: a!.id,
+          result: "sent",
+          error: null,
+          nextAt: null,
+          at: T + 1000,
+        }),
+      ).toEqual({ kind: "alert-delivery-marked", found: true });
+      expect(
+        await one(store, {
+          kind: "alert-delivery",
+          id: b!.id,
+          result: "retry",
+          error: "connection refused",
+          nextAt: T + 60_000,
+          at: T + 1000,
+        }),
+      ).toEqual({ kind: "alert-delivery-marked", found: true });
+      await one(store, {
+        kind: "alert-delivery",
+        id: c!.id,
+        result: "failed",
+        error: "HTTP 404",
+        nextAt: null,
+        at: T + 1000,
+      });
+      expect(
+        await one(store, {
+          kind: "alert-delivery",
+          id: a!.id,
+          result: "failed",
+          error: "late",
+          nextAt: null,
+          at: T + 2000,
+        }),
+      ).toEqual({ kind: "alert-delivery-marked", found: false });
       expect(await store.alertDue(T + 59_999, 10)).toEqual([]);
-      expect((await store.alertDue(T + 60_000, 10)).map((d) => [d.id, d.attempts, d.lastError])).toEqual([[b!.id, 1, "connection refused"]]);
+      expect((await store.alertDue(T + 60_000, 10)).map((d) => [d.id, d.attempts, d.lastError])).toEqual([
+        [b!.id, 1, "connection refused"],
+      ]);
       expect(await store.alertQueue()).toEqual([{ channel: "b", pending: 1 }]);
       const [event] = await store.alertHistory({ limit: 1 });
       expect(event!.deliveries).toEqual([
@@ -101,9 +202,13 @@ export function alertsContract({ database, freshStore }: Harness): void {
       const store = await freshStore();
       await one(store, { kind: "alert-silence", rule: "spike", until: T + DAY, at: T });
       await one(store, round(T + 60_000, [], [], [{ rule: "spike", summary: "ok" }]));
-      expect(await store.alertRuleMarks()).toEqual([{ rule: "spike", silencedUntil: T + DAY, evaluatedAt: T + 60_000, summary: "ok" }]);
+      expect(await store.alertRuleMarks()).toEqual([
+        { rule: "spike", silencedUntil: T + DAY, evaluatedAt: T + 60_000, summary: "ok" },
+      ]);
       await one(store, { kind: "alert-silence", rule: "spike", until: null, at: T + HOUR });
-      expect(await store.alertRuleMarks()).toEqual([{ rule: "spike", silencedUntil: null, evaluatedAt: T + 60_000, summary: "ok" }]);
+      expect(await store.alertRuleMarks()).toEqual([
+        { rule: "spike", silencedUntil: null, evaluatedAt: T + 60_000, summary: "ok" },
+      ]);
     });
 
     test("forget removes old history and finished messages, never an alert's current entry nor a queued message", async () => {
@@ -112,11 +217,22 @@ export function alertsContract({ database, freshStore }: Harness): void {
       await one(store, round(T + HOUR, [resolved("old", "", [])]));
       await one(store, round(T + 2 * HOUR, [firing("queued", "", ["hook"])]));
       const due = await store.alertDue(T + 3 * HOUR, 10);
-      await one(store, { kind: "alert-delivery", id: due[0]!.id, result: "sent", error: null, nextAt: null, at: T + 60_000 });
+      await one(store, {
+        kind: "alert-delivery",
+        id: due[0]!.id,
+        result: "sent",
+        error: null,
+        nextAt: null,
+        at: T + 60_000,
+      });
       const r = await one(store, { kind: "alert-forget", before: T + 3 * HOUR, at: T + 4 * HOUR });
       // "old" firing (its message sent) goes; "old" resolved and "kept" are current; "queued" still waits.
       expect(r).toEqual({ kind: "alert-forgotten", events: 1, messages: 1 });
-      expect((await store.alertHistory({ limit: 10 })).map((e) => [e.rule, e.status])).toEqual([["queued", "firing"], ["old", "resolved"], ["kept", "firing"]]);
+      expect((await store.alertHistory({ limit: 10 })).map((e) => [e.rule, e.status])).toEqual([
+        ["queued", "firing"],
+        ["old", "resolved"],
+        ["kept", "firing"],
+      ]);
       expect(await store.alertQueue()).toEqual([{ channel: "hook", pending: 1 }]);
     });
 
@@ -125,10 +241,20 @@ export function alertsContract({ database, freshStore }: Harness): void {
       const store = await db.open();
       await one(store, round(T, [firing("spike", "app=x", ["hook"])]));
       await one(store, { kind: "alert-silence", rule: "spike", until: T + DAY, at: T });
-      const before = { states: await store.alertStates(), marks: await store.alertRuleMarks(), history: await store.alertHistory({ limit: 10 }), due: await store.alertDue(T, 10) };
+      const before = {
+        states: await store.alertStates(),
+        marks: await store.alertRuleMarks(),
+        history: await store.alertHistory({ limit: 10 }),
+        due: await store.alertDue(T, 10),
+      };
       await store.close();
       const reopened = await db.open();
-      expect({ states: await reopened.alertStates(), marks: await reopened.alertRuleMarks(), history: await reopened.alertHistory({ limit: 10 }), due: await reopened.alertDue(T, 10) }).toEqual(before);
+      expect({
+        states: await reopened.alertStates(),
+        marks: await reopened.alertRuleMarks(),
+        history: await reopened.alertHistory({ limit: 10 }),
+        due: await reopened.alertDue(T, 10),
+      }).toEqual(before);
     });
   });
 }

@@ -4,11 +4,55 @@ import { describe, expect, test } from "bun:test";
 import { errorSignature, failureSignatureId } from "../../src/domain/error-signature.ts";
 import type { Execution } from "../../src/domain/execution.ts";
 import { deriveOutcome, type Outcome } from "../../src/domain/outcome.ts";
-import { ALL_APPS, GRAINS, appSlice, bucketStart, countHour, emptyData, hoursFrom, sliceKey, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
+import {
+  ALL_APPS,
+  GRAINS,
+  appSlice,
+  bucketStart,
+  countHour,
+  emptyData,
+  hoursFrom,
+  sliceKey,
+  type RollupData,
+  type RollupPart,
+} from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import { PAGE_SORTS, type ExecutionFilter, type PageQuery, type PageSort } from "../../src/store/contract/executions.ts";
-import { ALL, ALL_PARTS, allInstalls, appOf, everyPage, EVERYTHING, expectVerified, type Harness, hourTotals, idsOf, latestOf, loadOp, MIN, mixedWorkload, one, onlyParts, openHour, outcomes, PAST, record, rejectOp, type ReportFields, slicesOfApps, sortedCells, startOp, stored, updateOp } from "./harness.ts";
+import {
+  PAGE_SORTS,
+  type ExecutionFilter,
+  type PageQuery,
+  type PageSort,
+} from "../../src/store/contract/executions.ts";
+import {
+  ALL,
+  ALL_PARTS,
+  allInstalls,
+  appOf,
+  everyPage,
+  EVERYTHING,
+  expectVerified,
+  type Harness,
+  hourTotals,
+  idsOf,
+  latestOf,
+  loadOp,
+  MIN,
+  mixedWorkload,
+  one,
+  onlyParts,
+  openHour,
+  outcomes,
+  PAST,
+  record,
+  rejectOp,
+  type ReportFields,
+  slicesOfApps,
+  sortedCells,
+  startOp,
+  stored,
+  updateOp,
+} from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */
 export function executionsContract({ database, freshStore }: Harness): void {
@@ -17,18 +61,48 @@ export function executionsContract({ database, freshStore }: Harness): void {
   describe("write start", () => {
     test("creates the install with the outcome of its status; every field is stored as sent", async () => {
       const store = await freshStore();
-      const op = startOp("s1", { nsapp: "jellyfin", type: "vm", ctType: 0, diskSize: 32.5, coreCount: 4, ramSize: 4096, osType: "ubuntu", osVersion: "24.04", disableip6: null, method: null, pveVersion: "8.3.1" }, PAST);
+      const op = startOp(
+        "s1",
+        {
+          nsapp: "jellyfin",
+          type: "vm",
+          ctType: 0,
+          diskSize: 32.5,
+          coreCount: 4,
+          ramSize: 4096,
+          osType: "ubuntu",
+          osVersion: "24.04",
+          disableip6: null,
+          method: null,
+          pveVersion: "8.3.1",
+        },
+        PAST,
+      );
       expect(await one(store, op)).toEqual({ kind: "created", outcome: "in_progress" });
       expect(await latestOf(store, "s1")).toEqual(stored(op));
 
       // A host tool's or addon's one-shot (its only report is final) is final at once, of its own kind.
-      const tool = startOp("s2", { type: "pve", nsapp: "post-pve-install", status: "failed", error: "exit code 2" }, PAST + 1, { payloadVersion: 2 });
+      const tool = startOp(
+        "s2",
+        { type: "pve", nsapp: "post-pve-install", status: "failed", error: "exit code 2" },
+        PAST + 1,
+        { payloadVersion: 2 },
+      );
       expect(await one(store, tool)).toEqual({ kind: "created", outcome: "failed" });
-      expect(await latestOf(store, "s2")).toMatchObject({ kind: "tool", status: "failed", outcome: "failed", error: "exit code 2", durationMs: null, finishedAt: PAST + 1 });
+      expect(await latestOf(store, "s2")).toMatchObject({
+        kind: "tool",
+        status: "failed",
+        outcome: "failed",
+        error: "exit code 2",
+        durationMs: null,
+        finishedAt: PAST + 1,
+      });
       expect(await hourTotals(store)).toEqual(outcomes({ in_progress: 1 })); // tools stay out of the installs' slices
       expect(await hourTotals(store, sliceKey("tool", null, ALL_APPS))).toEqual(outcomes({ failed: 1 }));
       // An installation's final report before its start is held (below), not created.
-      expect(await one(store, startOp("s3", { status: "failed", error: "exit code 2" }, PAST + 2, { payloadVersion: 2 }))).toEqual({ kind: "held" });
+      expect(
+        await one(store, startOp("s3", { status: "failed", error: "exit code 2" }, PAST + 2, { payloadVersion: 2 })),
+      ).toEqual({ kind: "held" });
       await expectVerified(store, 2);
     });
 
@@ -36,7 +110,9 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const store = await freshStore();
       await one(store, startOp("dup", { nsapp: "nginx" }, PAST));
       const stored = await latestOf(store, "dup");
-      expect(await one(store, startOp("dup", { nsapp: "other", type: "vm", ramSize: 1 }, PAST + HOUR))).toEqual({ kind: "duplicate" });
+      expect(await one(store, startOp("dup", { nsapp: "other", type: "vm", ramSize: 1 }, PAST + HOUR))).toEqual({
+        kind: "duplicate",
+      });
       expect(await latestOf(store, "dup")).toEqual(stored!);
       expect(await store.listRejected({ limit: 10 })).toEqual([]);
       expect(await hourTotals(store)).toEqual(outcomes({ in_progress: 1 }));
@@ -45,7 +121,9 @@ export function executionsContract({ database, freshStore }: Harness): void {
 
     test("duplicates within one batch: the first is created, the rest are duplicates", async () => {
       const store = await freshStore();
-      expect(await store.write([startOp("b", {}, PAST), startOp("b", { nsapp: "x" }, PAST + 1), startOp("c", {}, PAST + 2)])).toEqual([
+      expect(
+        await store.write([startOp("b", {}, PAST), startOp("b", { nsapp: "x" }, PAST + 1), startOp("c", {}, PAST + 2)]),
+      ).toEqual([
         { kind: "created", outcome: "in_progress" },
         { kind: "duplicate" },
         { kind: "created", outcome: "in_progress" },
@@ -69,73 +147,154 @@ export function executionsContract({ database, freshStore }: Harness): void {
         tel("i1", "e1", "installing", PAST + 1000), // the client retries a start it saw fail
         tel("i1", "e1", "validation", PAST + 2 * MIN),
         tel("i1", "e1", "configuring", PAST + 3 * MIN),
-        tel("i1", "e1", "failed", PAST + 4 * MIN, { error: "exit_code=100 | apt failed", exitCode: 100, errorCategory: "dependency", failedCommand: "apt-get install -y x", failedLine: 12, installDuration: 240 }),
+        tel("i1", "e1", "failed", PAST + 4 * MIN, {
+          error: "exit_code=100 | apt failed",
+          exitCode: 100,
+          errorCategory: "dependency",
+          failedCommand: "apt-get install -y x",
+          failedLine: 12,
+          installDuration: 240,
+        }),
         tel("i1", "e1", "failed", PAST + 5 * MIN, { error: "exit_code=100 | apt failed", exitCode: 100 }), // the final report again
         tel("i1", "e1", "configuring", PAST + 6 * MIN), // a late ping never moves a final status back
         tel("i1", "e1", "success", PAST + 7 * MIN), // nor does another final status (the client retries any non-2xx)
       ]);
       expect(results).toEqual([
-        { kind: "created", outcome: "in_progress" }, { kind: "duplicate" }, { kind: "updated", outcome: "in_progress" }, { kind: "updated", outcome: "in_progress" },
-        { kind: "updated", outcome: "failed" }, { kind: "duplicate" }, { kind: "duplicate" }, { kind: "duplicate" },
+        { kind: "created", outcome: "in_progress" },
+        { kind: "duplicate" },
+        { kind: "updated", outcome: "in_progress" },
+        { kind: "updated", outcome: "in_progress" },
+        { kind: "updated", outcome: "failed" },
+        { kind: "duplicate" },
+        { kind: "duplicate" },
+        { kind: "duplicate" },
       ]);
-      expect(await store.getExecutions("i1")).toMatchObject([{
-        executionId: "e1", randomId: "i1", attempt: 1, kind: "install", payloadVersion: 2, status: "failed", outcome: "failed",
-        exitCode: 100, errorCategory: "dependency", failedCommand: "apt-get install -y x", failedLine: 12, installDuration: 240,
-        createdAt: PAST, updatedAt: PAST + 4 * MIN, durationMs: 4 * MIN,
-        installingAt: PAST, validationAt: PAST + 2 * MIN, configuringAt: PAST + 3 * MIN, finishedAt: PAST + 4 * MIN,
-      }]);
+      expect(await store.getExecutions("i1")).toMatchObject([
+        {
+          executionId: "e1",
+          randomId: "i1",
+          attempt: 1,
+          kind: "install",
+          payloadVersion: 2,
+          status: "failed",
+          outcome: "failed",
+          exitCode: 100,
+          errorCategory: "dependency",
+          failedCommand: "apt-get install -y x",
+          failedLine: 12,
+          installDuration: 240,
+          createdAt: PAST,
+          updatedAt: PAST + 4 * MIN,
+          durationMs: 4 * MIN,
+          installingAt: PAST,
+          validationAt: PAST + 2 * MIN,
+          configuringAt: PAST + 3 * MIN,
+          finishedAt: PAST + 4 * MIN,
+        },
+      ]);
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
       await expectVerified(store, 1);
     });
 
     test("a later report that names the app the first one lacked moves the execution to that app everywhere", async () => {
       const store = await freshStore();
-      await store.write([tel("k1", "e1", "installing", PAST, { nsapp: null }), tel("k2", "e2", "installing", PAST, { nsapp: "keep" })]);
-      expect(await store.write([tel("k1", "e1", "validation", PAST + MIN, { nsapp: "jellyfin" }), tel("k2", "e2", "validation", PAST + MIN, { nsapp: "keep" })])).toEqual([
+      await store.write([
+        tel("k1", "e1", "installing", PAST, { nsapp: null }),
+        tel("k2", "e2", "installing", PAST, { nsapp: "keep" }),
+      ]);
+      expect(
+        await store.write([
+          tel("k1", "e1", "validation", PAST + MIN, { nsapp: "jellyfin" }),
+          tel("k2", "e2", "validation", PAST + MIN, { nsapp: "keep" }),
+        ]),
+      ).toEqual([
         { kind: "updated", outcome: "in_progress" },
         { kind: "updated", outcome: "in_progress" },
       ]);
       expect(idsOf((await store.listExecutions({ nsapp: "jellyfin" }, { limit: 10 })).rows)).toEqual(["k1"]);
       expect(idsOf((await store.listExecutions({ nsapp: "keep" }, { limit: 10 })).rows)).toEqual(["k2"]);
-      expect((await store.getExecutions("k1"))[0]).toMatchObject({ nsapp: "jellyfin", status: "validation", createdAt: PAST, validationAt: PAST + MIN });
+      expect((await store.getExecutions("k1"))[0]).toMatchObject({
+        nsapp: "jellyfin",
+        status: "validation",
+        createdAt: PAST,
+        validationAt: PAST + MIN,
+      });
       await store.write([tel("k1", "e1", "success", PAST + 2 * MIN, { nsapp: "jellyfin" })]);
-      expect(idsOf((await store.listExecutions({ nsapp: "jellyfin", outcome: "success" }, { limit: 10 })).rows)).toEqual(["k1"]);
+      expect(
+        idsOf((await store.listExecutions({ nsapp: "jellyfin", outcome: "success" }, { limit: 10 })).rows),
+      ).toEqual(["k1"]);
       await expectVerified(store, 2);
     });
 
     test("a new execution after a final status is a retry: attempt 2 of the same install, not a conflict", async () => {
       const store = await freshStore();
-      await store.write([tel("r1", "e1", "installing", PAST), tel("r1", "e1", "failed", PAST + MIN, { error: "exit code 1", exitCode: 1 })]);
-      expect(await store.write([tel("r1", "e2", "installing", PAST + 2 * MIN), tel("r1", "e2", "success", PAST + 5 * MIN)])).toEqual([
+      await store.write([
+        tel("r1", "e1", "installing", PAST),
+        tel("r1", "e1", "failed", PAST + MIN, { error: "exit code 1", exitCode: 1 }),
+      ]);
+      expect(
+        await store.write([tel("r1", "e2", "installing", PAST + 2 * MIN), tel("r1", "e2", "success", PAST + 5 * MIN)]),
+      ).toEqual([
         { kind: "created", outcome: "in_progress" },
         { kind: "updated", outcome: "success" },
       ]);
       const executions = await store.getExecutions("r1");
-      expect(executions.map((e) => [e.executionId, e.attempt, e.outcome])).toEqual([["e1", 1, "failed"], ["e2", 2, "success"]]);
-      expect(idsOf((await store.listExecutions({ randomId: "r1" }, { limit: 10, order: "oldest" })).rows)).toEqual(["r1", "r1"]);
+      expect(executions.map((e) => [e.executionId, e.attempt, e.outcome])).toEqual([
+        ["e1", 1, "failed"],
+        ["e2", 2, "success"],
+      ]);
+      expect(idsOf((await store.listExecutions({ randomId: "r1" }, { limit: 10, order: "oldest" })).rows)).toEqual([
+        "r1",
+        "r1",
+      ]);
       // Each execution counts once, by its attempt.
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1, success: 1 }));
       const [cell] = await store.readRollups({ grain: GRAINS.hour, slice: ALL, ...EVERYTHING, parts: ["data"] });
       expect(cell!.data.dims.attempt).toEqual({ "1": [0, 1, 0, 0, 0], "2": [1, 0, 0, 0, 0] });
       // Deleting the install removes both.
-      expect(await one(store, { kind: "delete", randomId: "r1", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true, executions: 2 });
+      expect(await one(store, { kind: "delete", randomId: "r1", at: PAST + HOUR })).toEqual({
+        kind: "deleted",
+        found: true,
+        executions: 2,
+      });
       await expectVerified(store, 0);
     });
 
     test("expire is by execution: only that attempt becomes unknown", async () => {
       const store = await freshStore();
       await store.write([tel("x1", "e1", "installing", PAST), tel("x1", "e2", "installing", PAST + MIN)]);
-      expect(await one(store, { kind: "expire", executionId: "e1", at: PAST + DAY })).toEqual({ kind: "expired", changed: true });
-      expect((await store.getExecutions("x1")).map((e) => [e.executionId, e.outcome])).toEqual([["e1", "unknown"], ["e2", "in_progress"]]);
+      expect(await one(store, { kind: "expire", executionId: "e1", at: PAST + DAY })).toEqual({
+        kind: "expired",
+        changed: true,
+      });
+      expect((await store.getExecutions("x1")).map((e) => [e.executionId, e.outcome])).toEqual([
+        ["e1", "unknown"],
+        ["e2", "in_progress"],
+      ]);
       await expectVerified(store, 2);
     });
 
     test("a final report before its start is held; expire-held applies it on its own, as the execution it describes", async () => {
       const store = await freshStore();
       expect(await one(store, tel("o1", "o1", "success", PAST, { installDuration: 90 }))).toEqual({ kind: "held" });
-      expect(await one(store, tel("o2", "o2", "failed", PAST + HOUR, { error: "exit code 2", exitCode: 2 }))).toEqual({ kind: "held" });
-      expect(await one(store, { kind: "expire-held", before: PAST + MIN, limit: 10, at: PAST + DAY })).toEqual({ kind: "expired-held", count: 1 });
-      expect(await store.getExecutions("o1")).toMatchObject([{ status: "success", outcome: "success", createdAt: PAST, durationMs: null, installingAt: null, finishedAt: PAST, installDuration: 90 }]);
+      expect(await one(store, tel("o2", "o2", "failed", PAST + HOUR, { error: "exit code 2", exitCode: 2 }))).toEqual({
+        kind: "held",
+      });
+      expect(await one(store, { kind: "expire-held", before: PAST + MIN, limit: 10, at: PAST + DAY })).toEqual({
+        kind: "expired-held",
+        count: 1,
+      });
+      expect(await store.getExecutions("o1")).toMatchObject([
+        {
+          status: "success",
+          outcome: "success",
+          createdAt: PAST,
+          durationMs: null,
+          installingAt: null,
+          finishedAt: PAST,
+          installDuration: 90,
+        },
+      ]);
       expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual(["o2"]);
       expect((await store.budgets()).held).toMatchObject({ count: 1, expired: 1 });
       // A start report coming after that is a duplicate: the record is final.
@@ -145,24 +304,68 @@ export function executionsContract({ database, freshStore }: Harness): void {
 
     test("a final report before its start that may not be held (its client's share is used up) is applied on its own at once", async () => {
       const store = await freshStore();
-      const op = { ...tel("nh1", "nh1", "failed", PAST, { error: "exit code 2", exitCode: 2, errorCategory: "shell" }), holdable: false };
+      const op = {
+        ...tel("nh1", "nh1", "failed", PAST, { error: "exit code 2", exitCode: 2, errorCategory: "shell" }),
+        holdable: false,
+      };
       expect(await one(store, op)).toEqual({ kind: "created", outcome: "failed" });
-      expect(await store.getExecutions("nh1")).toMatchObject([{ status: "failed", outcome: "failed", exitCode: 2, createdAt: PAST, durationMs: null, installingAt: null, finishedAt: PAST, attempt: 1 }]);
+      expect(await store.getExecutions("nh1")).toMatchObject([
+        {
+          status: "failed",
+          outcome: "failed",
+          exitCode: 2,
+          createdAt: PAST,
+          durationMs: null,
+          installingAt: null,
+          finishedAt: PAST,
+          attempt: 1,
+        },
+      ]);
       expect((await store.budgets()).held.count).toBe(0);
       // As after expire-held: the start report coming later is a duplicate.
       expect(await one(store, tel("nh1", "nh1", "installing", PAST + MIN))).toEqual({ kind: "duplicate" });
       // Everything else a report does is as it was: a start still creates, a final still ends it.
-      expect(await one(store, { ...tel("nh2", "nh2", "installing", PAST), holdable: false })).toEqual({ kind: "created", outcome: "in_progress" });
-      expect(await one(store, { ...tel("nh2", "nh2", "success", PAST + MIN), holdable: false })).toEqual({ kind: "updated", outcome: "success" });
+      expect(await one(store, { ...tel("nh2", "nh2", "installing", PAST), holdable: false })).toEqual({
+        kind: "created",
+        outcome: "in_progress",
+      });
+      expect(await one(store, { ...tel("nh2", "nh2", "success", PAST + MIN), holdable: false })).toEqual({
+        kind: "updated",
+        outcome: "success",
+      });
       await expectVerified(store, 2);
     });
 
     test("filters on the current clients' fields and kinds select exactly their executions", async () => {
       const store = await freshStore();
       await store.write([
-        tel("k1", "k1", "installing", PAST, { exitCode: null, cpuVendor: "intel", arch: "amd64", platform: "pve", repoSource: "ProxmoxVE", repoSlug: "community-scripts/ProxmoxVE", appVersion: "1.0", kernelVersion: "6.8", gpuVendor: "nvidia", gpuPassthrough: "yes" }),
-        tel("k2", "k2", "installing", PAST + MIN, { cpuVendor: "amd", arch: "arm64", platform: "pimox", repoSource: "my-fork", repoSlug: "me/fork", gpuPassthrough: "no" }),
-        tel("k3", "k3", "failed", PAST + 2 * MIN, { type: "addon", nsapp: "netdata", error: "exit code 127", exitCode: 127, errorCategory: "command_not_found" }),
+        tel("k1", "k1", "installing", PAST, {
+          exitCode: null,
+          cpuVendor: "intel",
+          arch: "amd64",
+          platform: "pve",
+          repoSource: "ProxmoxVE",
+          repoSlug: "community-scripts/ProxmoxVE",
+          appVersion: "1.0",
+          kernelVersion: "6.8",
+          gpuVendor: "nvidia",
+          gpuPassthrough: "yes",
+        }),
+        tel("k2", "k2", "installing", PAST + MIN, {
+          cpuVendor: "amd",
+          arch: "arm64",
+          platform: "pimox",
+          repoSource: "my-fork",
+          repoSlug: "me/fork",
+          gpuPassthrough: "no",
+        }),
+        tel("k3", "k3", "failed", PAST + 2 * MIN, {
+          type: "addon",
+          nsapp: "netdata",
+          error: "exit code 127",
+          exitCode: 127,
+          errorCategory: "command_not_found",
+        }),
         tel("k4", "k4", "success", PAST + 3 * MIN, { type: "pve", nsapp: "post-pve-install" }),
         // platform as the community reads it: sent, else from the host version, else none
         tel("k5", "k5", "installing", PAST + 4 * MIN, { platform: null, pveVersion: "incus-6.0.1" }),
@@ -170,7 +373,8 @@ export function executionsContract({ database, freshStore }: Harness): void {
         tel("k7", "k7", "installing", PAST + 6 * MIN, { platform: null, pveVersion: null }),
         tel("k8", "k8", "installing", PAST + 7 * MIN, { platform: "incus", pveVersion: "8.4.1" }),
       ]);
-      const ids = async (filter: ExecutionFilter) => idsOf((await store.listExecutions(filter, { limit: 10, order: "oldest" })).rows);
+      const ids = async (filter: ExecutionFilter) =>
+        idsOf((await store.listExecutions(filter, { limit: 10, order: "oldest" })).rows);
       expect(await ids({})).toEqual(["k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
       expect(await ids({ kind: "install" })).toEqual(["k1", "k2", "k5", "k6", "k7", "k8"]);
       // k2 sent "pimox" on a host of 8.2.2; k6 "Incus" is not a platform the client sends (a fork's)
@@ -182,7 +386,15 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(await ids({ except: { platformClass: "pve" } })).toEqual(["k5", "k6", "k7", "k8"]);
       expect(await ids({ kind: "install", except: { platformClass: "incus" } })).toEqual(["k1", "k2", "k7"]);
       expect(await ids({ except: { gpuPassthrough: "yes" } })).toEqual(["k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
-      expect(await ids({ except: { cpuVendor: "intel", arch: "amd64" } })).toEqual(["k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+      expect(await ids({ except: { cpuVendor: "intel", arch: "amd64" } })).toEqual([
+        "k2",
+        "k3",
+        "k4",
+        "k5",
+        "k6",
+        "k7",
+        "k8",
+      ]);
       expect(await ids({ except: { exitCode: 127 } })).toEqual(["k1", "k2", "k4", "k5", "k6", "k7", "k8"]);
       expect(await ids({ except: { repoSlug: "" } })).toEqual(["k1", "k2"]);
       expect(await ids({ except: {} })).toEqual([]);
@@ -210,7 +422,9 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const store = await freshStore();
       await store.write([tel("c1", "c1", "installing", PAST), tel("c2", "c2", "installing", PAST + MIN)]);
       await store.write([tel("c1", "c1", "success", PAST + 10 * MIN)]);
-      expect(await store.countUpdatedSince({}, [PAST, PAST + MIN, PAST + 5 * MIN, PAST + 11 * MIN])).toEqual([2, 2, 1, 0]);
+      expect(await store.countUpdatedSince({}, [PAST, PAST + MIN, PAST + 5 * MIN, PAST + 11 * MIN])).toEqual([
+        2, 2, 1, 0,
+      ]);
       expect(await store.countUpdatedSince({ outcome: "in_progress" }, [PAST, PAST + 2 * MIN])).toEqual([1, 0]);
       expect(await store.countUpdatedSince({ from: PAST + MIN }, [PAST])).toEqual([1]);
       expect(await store.countUpdatedSince({}, [])).toEqual([]);
@@ -225,8 +439,19 @@ export function executionsContract({ database, freshStore }: Harness): void {
       await one(store, startOp("u1", { nsapp: "nginx" }, PAST));
       const before = (await latestOf(store, "u1"))!;
       const error = "exit code 100: apt-get failed";
-      expect(await one(store, updateOp("u1", "failed", error, PAST + 5 * MIN))).toEqual({ kind: "updated", outcome: deriveOutcome("failed", error) });
-      expect(await latestOf(store, "u1")).toEqual({ ...before, status: "failed", outcome: "failed", error, updatedAt: PAST + 5 * MIN, durationMs: 5 * MIN, finishedAt: PAST + 5 * MIN });
+      expect(await one(store, updateOp("u1", "failed", error, PAST + 5 * MIN))).toEqual({
+        kind: "updated",
+        outcome: deriveOutcome("failed", error),
+      });
+      expect(await latestOf(store, "u1")).toEqual({
+        ...before,
+        status: "failed",
+        outcome: "failed",
+        error,
+        updatedAt: PAST + 5 * MIN,
+        durationMs: 5 * MIN,
+        finishedAt: PAST + 5 * MIN,
+      });
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
       await expectVerified(store, 1);
     });
@@ -240,7 +465,13 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(await one(store, late)).toEqual({ kind: "already-final", outcome: "success" });
       expect(await latestOf(store, "u2")).toEqual(stored);
       const [entry] = await store.listRejected({ limit: 10 });
-      expect(entry).toMatchObject({ reason: "already_final", endpoint: "updatestatus", randomId: "u2", receivedAt: PAST + 2 * MIN, result: null });
+      expect(entry).toMatchObject({
+        reason: "already_final",
+        endpoint: "updatestatus",
+        randomId: "u2",
+        receivedAt: PAST + 2 * MIN,
+        result: null,
+      });
       expect([...entry!.body]).toEqual([...late.raw]);
       expect(await hourTotals(store)).toEqual(outcomes({ success: 1 }));
       await expectVerified(store, 1);
@@ -249,9 +480,20 @@ export function executionsContract({ database, freshStore }: Harness): void {
     test("a progress status keeps the install open; the final status still applies after it", async () => {
       const store = await freshStore();
       await one(store, startOp("u3", {}, PAST));
-      expect(await one(store, updateOp("u3", "configuring", null, PAST + MIN))).toEqual({ kind: "updated", outcome: "in_progress" });
-      expect(await latestOf(store, "u3")).toMatchObject({ status: "configuring", outcome: "in_progress", updatedAt: PAST + MIN, durationMs: null });
-      expect(await one(store, updateOp("u3", "done", null, PAST + 3 * MIN))).toEqual({ kind: "updated", outcome: "success" });
+      expect(await one(store, updateOp("u3", "configuring", null, PAST + MIN))).toEqual({
+        kind: "updated",
+        outcome: "in_progress",
+      });
+      expect(await latestOf(store, "u3")).toMatchObject({
+        status: "configuring",
+        outcome: "in_progress",
+        updatedAt: PAST + MIN,
+        durationMs: null,
+      });
+      expect(await one(store, updateOp("u3", "done", null, PAST + 3 * MIN))).toEqual({
+        kind: "updated",
+        outcome: "success",
+      });
       expect(await latestOf(store, "u3")).toMatchObject({ status: "done", outcome: "success", durationMs: 3 * MIN });
       await expectVerified(store, 1);
     });
@@ -259,7 +501,10 @@ export function executionsContract({ database, freshStore }: Harness): void {
     test("status failed with error INTERRUPTED is aborted", async () => {
       const store = await freshStore();
       await one(store, startOp("u4", {}, PAST));
-      expect(await one(store, updateOp("u4", "failed", "INTERRUPTED", PAST + MIN))).toEqual({ kind: "updated", outcome: "aborted" });
+      expect(await one(store, updateOp("u4", "failed", "INTERRUPTED", PAST + MIN))).toEqual({
+        kind: "updated",
+        outcome: "aborted",
+      });
       expect(await hourTotals(store)).toEqual(outcomes({ aborted: 1 }));
       await expectVerified(store, 1);
     });
@@ -275,28 +520,55 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const start = startOp("h1", { nsapp: "docker" }, PAST + MIN);
       expect(await one(store, start)).toEqual({ kind: "created", outcome: "failed" });
       // The real start time is unknown (the final status came first), so there is no duration.
-      expect(await latestOf(store, "h1")).toMatchObject({ ...start.report.fields, randomId: "h1", status: "failed", outcome: "failed", error: "exit code 3", durationMs: null });
+      expect(await latestOf(store, "h1")).toMatchObject({
+        ...start.report.fields,
+        randomId: "h1",
+        status: "failed",
+        outcome: "failed",
+        error: "exit code 3",
+        durationMs: null,
+      });
       expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
       expect((await store.countBefore(EVERYTHING.to)).held).toBe(0);
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
       // Final now: a later status is refused.
-      expect(await one(store, updateOp("h1", "done", null, PAST + 2 * MIN))).toEqual({ kind: "already-final", outcome: "failed" });
+      expect(await one(store, updateOp("h1", "done", null, PAST + 2 * MIN))).toEqual({
+        kind: "already-final",
+        outcome: "failed",
+      });
       await expectVerified(store, 1);
     });
 
     test("a second final held update for the same install is already-final; the first one is applied", async () => {
       const store = await freshStore();
       expect(await one(store, updateOp("h2", "done", null, PAST))).toEqual({ kind: "held" });
-      expect(await one(store, updateOp("h2", "failed", "exit code 1", PAST + MIN))).toEqual({ kind: "already-final", outcome: "success" });
-      expect(await store.listRejected({ limit: 10 })).toEqual([expect.objectContaining({ reason: "already_final", randomId: "h2" })]);
+      expect(await one(store, updateOp("h2", "failed", "exit code 1", PAST + MIN))).toEqual({
+        kind: "already-final",
+        outcome: "success",
+      });
+      expect(await store.listRejected({ limit: 10 })).toEqual([
+        expect.objectContaining({ reason: "already_final", randomId: "h2" }),
+      ]);
       expect(await one(store, startOp("h2", {}, PAST + 2 * MIN))).toEqual({ kind: "created", outcome: "success" });
-      expect(await latestOf(store, "h2")).toMatchObject({ status: "done", outcome: "success", error: null, durationMs: null });
+      expect(await latestOf(store, "h2")).toMatchObject({
+        status: "done",
+        outcome: "success",
+        error: null,
+        durationMs: null,
+      });
       await expectVerified(store, 1);
     });
 
     test("an update and its start in one batch, either way round, end final", async () => {
       const store = await freshStore();
-      expect(await store.write([startOp("x1", {}, PAST), updateOp("x1", "done", null, PAST + MIN), updateOp("x2", "done", null, PAST), startOp("x2", {}, PAST + MIN)])).toEqual([
+      expect(
+        await store.write([
+          startOp("x1", {}, PAST),
+          updateOp("x1", "done", null, PAST + MIN),
+          updateOp("x2", "done", null, PAST),
+          startOp("x2", {}, PAST + MIN),
+        ]),
+      ).toEqual([
         { kind: "created", outcome: "in_progress" },
         { kind: "updated", outcome: "success" },
         { kind: "held" },
@@ -313,13 +585,48 @@ export function executionsContract({ database, freshStore }: Harness): void {
     // Twelve records varied in every field a filter reads; f11 and f12 share a millisecond.
     const rows: Execution[] = [
       record("f01", { createdAt: PAST + 1 * MIN, nsapp: "nginx", status: "done" }),
-      record("f02", { createdAt: PAST + 2 * MIN, nsapp: "nginx", status: "failed", error: "exit code 100: apt-get update failed", type: "vm" }),
-      record("f03", { createdAt: PAST + 3 * MIN, nsapp: "homeassistant", status: "installing", osType: "ubuntu", osVersion: "24.04", pveVersion: "8.3.0", method: "advanced" }),
-      record("f04", { createdAt: PAST + 4 * MIN, nsapp: null, status: "done", type: "tool", osType: null, osVersion: null, pveVersion: null, method: null }),
-      record("f05", { createdAt: PAST + 5 * MIN, nsapp: "docker", status: "failed", error: "nginx: port 80 already in use", osVersion: "11" }),
+      record("f02", {
+        createdAt: PAST + 2 * MIN,
+        nsapp: "nginx",
+        status: "failed",
+        error: "exit code 100: apt-get update failed",
+        type: "vm",
+      }),
+      record("f03", {
+        createdAt: PAST + 3 * MIN,
+        nsapp: "homeassistant",
+        status: "installing",
+        osType: "ubuntu",
+        osVersion: "24.04",
+        pveVersion: "8.3.0",
+        method: "advanced",
+      }),
+      record("f04", {
+        createdAt: PAST + 4 * MIN,
+        nsapp: null,
+        status: "done",
+        type: "tool",
+        osType: null,
+        osVersion: null,
+        pveVersion: null,
+        method: null,
+      }),
+      record("f05", {
+        createdAt: PAST + 5 * MIN,
+        nsapp: "docker",
+        status: "failed",
+        error: "nginx: port 80 already in use",
+        osVersion: "11",
+      }),
       record("f06", { createdAt: PAST + 6 * MIN, nsapp: "50%_off", status: "done", method: null }),
       record("f07", { createdAt: PAST + 7 * MIN, nsapp: "500x_offx", status: "done", pveVersion: null }),
-      record("f08", { createdAt: PAST + 8 * MIN, nsapp: "docker", status: "configuring", osType: "alpine", osVersion: "3.20" }),
+      record("f08", {
+        createdAt: PAST + 8 * MIN,
+        nsapp: "docker",
+        status: "configuring",
+        osType: "alpine",
+        osVersion: "3.20",
+      }),
       record("f09", { createdAt: PAST + 9 * MIN, nsapp: "homeassistant", status: "aborted", type: "vm" }),
       record("f10", { createdAt: PAST + 10 * MIN, nsapp: "nginx", status: "failed", error: "INTERRUPTED" }),
       record("f11", { createdAt: PAST + 11 * MIN, nsapp: "docker", status: "installing", outcome: "unknown" }),
@@ -356,7 +663,10 @@ export function executionsContract({ database, freshStore }: Harness): void {
         [{ pveVersion: "" }, (r) => r.pveVersion === null],
         [{ method: "advanced" }, (r) => r.method === "advanced"],
         [{ method: "" }, (r) => r.method === null],
-        [{ from: PAST + 3 * MIN, to: PAST + 7 * MIN }, (r) => r.createdAt >= PAST + 3 * MIN && r.createdAt < PAST + 7 * MIN],
+        [
+          { from: PAST + 3 * MIN, to: PAST + 7 * MIN },
+          (r) => r.createdAt >= PAST + 3 * MIN && r.createdAt < PAST + 7 * MIN,
+        ],
         [{ from: PAST + 11 * MIN }, (r) => r.createdAt >= PAST + 11 * MIN],
         [{ until: PAST + 5 * MIN }, (r) => r.createdAt <= PAST + 5 * MIN],
         // Free text: in the app name and in the error text, taken literally (no wildcards).
@@ -366,12 +676,18 @@ export function executionsContract({ database, freshStore }: Harness): void {
         [{ q: "_off" }, (r) => has(r.nsapp, "_off")],
         [{ q: "0%_" }, (r) => has(r.nsapp, "0%_")],
         [{ nsapp: "nginx", outcome: "failed" }, (r) => r.nsapp === "nginx" && r.outcome === "failed"],
-        [{ nsapp: "docker", from: PAST + 6 * MIN, status: "installing" }, (r) => r.nsapp === "docker" && r.createdAt >= PAST + 6 * MIN && r.status === "installing"],
+        [
+          { nsapp: "docker", from: PAST + 6 * MIN, status: "installing" },
+          (r) => r.nsapp === "docker" && r.createdAt >= PAST + 6 * MIN && r.status === "installing",
+        ],
       ];
       for (const [filter, wanted] of cases) {
         const expected = idsOf(rows.filter(wanted));
         // The case itself must tell something: some rows in, some out.
-        expect({ filter, selects: expected.length > 0 && expected.length < rows.length }).toEqual({ filter, selects: true });
+        expect({ filter, selects: expected.length > 0 && expected.length < rows.length }).toEqual({
+          filter,
+          selects: true,
+        });
         const { rows: got, next } = await store.listExecutions(filter, { limit: 100, order: "oldest" });
         expect({ filter, ids: idsOf(got) }).toEqual({ filter, ids: expected });
         expect(next).toBeNull();
@@ -384,7 +700,9 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const store = await loaded();
       const oldest = idsOf(rows);
       expect(idsOf((await store.listExecutions({}, { limit: 100 })).rows)).toEqual([...oldest].reverse());
-      expect(idsOf((await store.listExecutions({}, { limit: 100, order: "newest" })).rows)).toEqual([...oldest].reverse());
+      expect(idsOf((await store.listExecutions({}, { limit: 100, order: "newest" })).rows)).toEqual(
+        [...oldest].reverse(),
+      );
       expect(idsOf((await store.listExecutions({}, { limit: 100, order: "oldest" })).rows)).toEqual(oldest);
       expect(idsOf((await store.listExecutions({}, { limit: 3 })).rows)).toEqual(["f12", "f11", "f10"]);
     });
@@ -392,11 +710,16 @@ export function executionsContract({ database, freshStore }: Harness): void {
     test("cursor pages visit every matching install exactly once, in order, also within one millisecond", async () => {
       const store = await freshStore();
       // Inserted out of time order, ten in each of three milliseconds, two apps interleaved.
-      const ops = [2, 0, 1].flatMap((ms) => Array.from({ length: 10 }, (_, i) => startOp(`c${ms}-${i}`, { nsapp: i % 2 ? "a" : "b" }, PAST + ms)));
+      const ops = [2, 0, 1].flatMap((ms) =>
+        Array.from({ length: 10 }, (_, i) => startOp(`c${ms}-${i}`, { nsapp: i % 2 ? "a" : "b" }, PAST + ms)),
+      );
       await store.write(ops);
       const inserted = ops.map((op) => ({ id: op.report.randomId, at: op.at, app: op.report.fields!.nsapp }));
       const oldest = [...inserted].sort((x, y) => x.at - y.at); // stable: ties keep insertion order
-      for (const [filter, keep] of [[{}, () => true], [{ nsapp: "a" }, (r: (typeof inserted)[number]) => r.app === "a"]] as const) {
+      for (const [filter, keep] of [
+        [{}, () => true],
+        [{ nsapp: "a" }, (r: (typeof inserted)[number]) => r.app === "a"],
+      ] as const) {
         const expected = oldest.filter(keep).map((r) => r.id);
         for (const limit of [1, 4, 5, 7, 100]) {
           const asc = await everyPage(store, filter, limit, "oldest");
@@ -408,30 +731,60 @@ export function executionsContract({ database, freshStore }: Harness): void {
       }
       // A window is kept across pages too.
       const windowed = await everyPage(store, { from: PAST + 1, to: PAST + 2 }, 3, "newest");
-      expect(windowed.flat().map((r) => r.randomId)).toEqual(oldest.filter((r) => r.at === PAST + 1).map((r) => r.id).reverse());
+      expect(windowed.flat().map((r) => r.randomId)).toEqual(
+        oldest
+          .filter((r) => r.at === PAST + 1)
+          .map((r) => r.id)
+          .reverse(),
+      );
     });
 
     test("pageExecutions: sorted by each column either way, ties newest first; offset pages add up to the whole; total counts every match", async () => {
       const store = await loaded();
       const column: Record<PageSort, (r: Execution) => string | number | null> = {
-        created: (r) => r.createdAt, nsapp: (r) => r.nsapp, status: (r) => r.outcome, os_type: (r) => r.osType, type: (r) => r.type, method: (r) => r.method, exit_code: (r) => r.exitCode,
+        created: (r) => r.createdAt,
+        nsapp: (r) => r.nsapp,
+        status: (r) => r.outcome,
+        os_type: (r) => r.osType,
+        type: (r) => r.type,
+        method: (r) => r.method,
+        exit_code: (r) => r.exitCode,
       };
-      const cmp = (a: string | number | null, b: string | number | null) => (a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1);
+      const cmp = (a: string | number | null, b: string | number | null) =>
+        a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1;
       const insertion = new Map(rows.map((r, i) => [r.randomId, i]));
       for (const sort of PAGE_SORTS) {
         for (const descending of [false, true]) {
           const expected = idsOf(
-            [...rows].sort((a, b) => (descending ? -1 : 1) * cmp(column[sort](a), column[sort](b)) || b.createdAt - a.createdAt || insertion.get(b.randomId)! - insertion.get(a.randomId)!),
+            [...rows].sort(
+              (a, b) =>
+                (descending ? -1 : 1) * cmp(column[sort](a), column[sort](b)) ||
+                b.createdAt - a.createdAt ||
+                insertion.get(b.randomId)! - insertion.get(a.randomId)!,
+            ),
           );
           const whole = await store.pageExecutions({}, { offset: 0, limit: 100, sort, descending });
-          expect({ sort, descending, ids: idsOf(whole.rows), total: whole.total }).toEqual({ sort, descending, ids: expected, total: rows.length });
-          const pages = await Promise.all([0, 5, 10, 15].map((offset) => store.pageExecutions({}, { offset, limit: 5, sort, descending })));
+          expect({ sort, descending, ids: idsOf(whole.rows), total: whole.total }).toEqual({
+            sort,
+            descending,
+            ids: expected,
+            total: rows.length,
+          });
+          const pages = await Promise.all(
+            [0, 5, 10, 15].map((offset) => store.pageExecutions({}, { offset, limit: 5, sort, descending })),
+          );
           expect(pages.flatMap((p) => idsOf(p.rows))).toEqual(expected);
           expect(pages.map((p) => p.total)).toEqual([12, 12, 12, 12]);
         }
       }
-      const page = (filter: ExecutionFilter, extra: Partial<PageQuery>) => store.pageExecutions(filter, { offset: 0, limit: 100, sort: "created", descending: false, ...extra });
-      const oldest = (keep: (r: Execution) => boolean) => idsOf([...rows].filter(keep).sort((a, b) => a.createdAt - b.createdAt || insertion.get(b.randomId)! - insertion.get(a.randomId)!));
+      const page = (filter: ExecutionFilter, extra: Partial<PageQuery>) =>
+        store.pageExecutions(filter, { offset: 0, limit: 100, sort: "created", descending: false, ...extra });
+      const oldest = (keep: (r: Execution) => boolean) =>
+        idsOf(
+          [...rows]
+            .filter(keep)
+            .sort((a, b) => a.createdAt - b.createdAt || insertion.get(b.randomId)! - insertion.get(a.randomId)!),
+        );
       // The app filter: part of the name in any case, wildcards taken literally; with the other filters.
       for (const [text, keep] of [
         ["NGI", (r: Execution) => r.nsapp === "nginx"],
@@ -440,7 +793,11 @@ export function executionsContract({ database, freshStore }: Harness): void {
         ["x", (r: Execution) => r.nsapp?.includes("x") === true],
       ] as const) {
         const got = await page({}, { appContains: text });
-        expect({ text, ids: idsOf(got.rows), total: got.total }).toEqual({ text, ids: oldest(keep), total: oldest(keep).length });
+        expect({ text, ids: idsOf(got.rows), total: got.total }).toEqual({
+          text,
+          ids: oldest(keep),
+          total: oldest(keep).length,
+        });
       }
       const failedNginx = await page({ outcome: "failed" }, { appContains: "nginx" });
       expect(idsOf(failedNginx.rows)).toEqual(oldest((r) => r.nsapp === "nginx" && r.outcome === "failed"));
@@ -456,11 +813,27 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(await store.newestOfApps([])).toEqual([]);
     });
 
-    test("pageExecutions: any of several repo sources, \"\" for those naming none", async () => {
+    test('pageExecutions: any of several repo sources, "" for those naming none', async () => {
       const store = await freshStore();
-      const repos = [["r1", "ProxmoxVE"], ["r2", ""], ["r3", null], ["r4", "ProxmoxVED"], ["r5", "someone/fork"]] as const;
-      await store.write(repos.map(([id, repoSource], i) => loadOp(record(id, { createdAt: PAST + i * MIN, repoSource }))));
-      const ids = async (repoSources?: readonly string[]) => idsOf((await store.pageExecutions({}, { offset: 0, limit: 10, sort: "created", descending: false, ...(repoSources ? { repoSources } : {}) })).rows);
+      const repos = [
+        ["r1", "ProxmoxVE"],
+        ["r2", ""],
+        ["r3", null],
+        ["r4", "ProxmoxVED"],
+        ["r5", "someone/fork"],
+      ] as const;
+      await store.write(
+        repos.map(([id, repoSource], i) => loadOp(record(id, { createdAt: PAST + i * MIN, repoSource }))),
+      );
+      const ids = async (repoSources?: readonly string[]) =>
+        idsOf(
+          (
+            await store.pageExecutions(
+              {},
+              { offset: 0, limit: 10, sort: "created", descending: false, ...(repoSources ? { repoSources } : {}) },
+            )
+          ).rows,
+        );
       expect(await ids(["ProxmoxVE", ""])).toEqual(["r1", "r2", "r3"]);
       expect(await ids(["ProxmoxVED"])).toEqual(["r4"]);
       expect(await ids(["someone/fork", "ProxmoxVED"])).toEqual(["r4", "r5"]);
@@ -476,7 +849,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(idsOf(last.rows)).toEqual(["f02", "f01"]);
       expect(last.next).toBeNull();
       expect(await store.listExecutions({ nsapp: "nobody" }, { limit: 5 })).toEqual({ rows: [], next: null });
-      expect((await (await freshStore()).listExecutions({}, { limit: 5 }))).toEqual({ rows: [], next: null });
+      expect(await (await freshStore()).listExecutions({}, { limit: 5 })).toEqual({ rows: [], next: null });
     });
   });
 
@@ -500,30 +873,47 @@ export function executionsContract({ database, freshStore }: Harness): void {
     test("oldest first, in chunks of chunkRows, after offset, at most limit", async () => {
       const { store, oldest } = await streamed();
       expect((await chunksOf(store.executionChunks({}))).flat()).toEqual(oldest);
-      const sizes = async (page: { offset?: number; limit?: number; chunkRows?: number }, filter: ExecutionFilter = {}) =>
-        (await chunksOf(store.executionChunks(filter, page))).map((c) => c.length);
+      const sizes = async (
+        page: { offset?: number; limit?: number; chunkRows?: number },
+        filter: ExecutionFilter = {},
+      ) => (await chunksOf(store.executionChunks(filter, page))).map((c) => c.length);
       expect(await sizes({ chunkRows: 3 })).toEqual([3, 3, 3, 1]);
       expect(await sizes({ chunkRows: 3, limit: 7 })).toEqual([3, 3, 1]);
       expect(await sizes({ chunkRows: 2, offset: 2, limit: 5 })).toEqual([2, 2, 1]);
       expect(await sizes({ chunkRows: 4, offset: 8 })).toEqual([2]);
       expect(await sizes({ offset: 10 })).toEqual([]);
-      expect((await chunksOf(store.executionChunks({}, { chunkRows: 2, offset: 2, limit: 5 }))).flat()).toEqual(oldest.slice(2, 7));
+      expect((await chunksOf(store.executionChunks({}, { chunkRows: 2, offset: 2, limit: 5 }))).flat()).toEqual(
+        oldest.slice(2, 7),
+      );
       // Chunk boundaries inside the millisecond shared by three installs lose and repeat nothing.
-      for (const chunkRows of [1, 2, 3]) expect((await chunksOf(store.executionChunks({}, { chunkRows }))).flat()).toEqual(oldest);
+      for (const chunkRows of [1, 2, 3])
+        expect((await chunksOf(store.executionChunks({}, { chunkRows }))).flat()).toEqual(oldest);
     });
 
     test("filters apply, `until` included", async () => {
       const { store, rows } = await streamed();
-      expect((await chunksOf(store.executionChunks({ until: PAST + 3 * MIN }, { chunkRows: 2 }))).flat()).toEqual(rows.filter((r) => r.at <= PAST + 3 * MIN).map((r) => r.id));
-      expect((await chunksOf(store.executionChunks({ nsapp: "a" }, { chunkRows: 2, offset: 1 }))).flat()).toEqual(rows.filter((r) => r.app === "a").slice(1).map((r) => r.id));
-      expect((await chunksOf(store.executionChunks({ from: PAST + 3 * MIN, to: PAST + 8 * MIN }, { chunkRows: 2 }))).flat()).toEqual(
-        rows.filter((r) => r.at >= PAST + 3 * MIN && r.at < PAST + 8 * MIN).map((r) => r.id),
+      expect((await chunksOf(store.executionChunks({ until: PAST + 3 * MIN }, { chunkRows: 2 }))).flat()).toEqual(
+        rows.filter((r) => r.at <= PAST + 3 * MIN).map((r) => r.id),
       );
+      expect((await chunksOf(store.executionChunks({ nsapp: "a" }, { chunkRows: 2, offset: 1 }))).flat()).toEqual(
+        rows
+          .filter((r) => r.app === "a")
+          .slice(1)
+          .map((r) => r.id),
+      );
+      expect(
+        (await chunksOf(store.executionChunks({ from: PAST + 3 * MIN, to: PAST + 8 * MIN }, { chunkRows: 2 }))).flat(),
+      ).toEqual(rows.filter((r) => r.at >= PAST + 3 * MIN && r.at < PAST + 8 * MIN).map((r) => r.id));
     });
 
     test("iterateExecutions equals the chunks flattened", async () => {
       const { store } = await streamed();
-      for (const filter of [{}, { nsapp: "b" }, { from: PAST + 3 * MIN }, { until: PAST + 6 * MIN, nsapp: "a" }] satisfies ExecutionFilter[]) {
+      for (const filter of [
+        {},
+        { nsapp: "b" },
+        { from: PAST + 3 * MIN },
+        { until: PAST + 6 * MIN, nsapp: "a" },
+      ] satisfies ExecutionFilter[]) {
         const flat: Execution[] = [];
         for await (const chunk of store.executionChunks(filter, { chunkRows: 2 })) flat.push(...chunk);
         expect(await allInstalls(store, filter)).toEqual(flat);
@@ -543,8 +933,14 @@ export function executionsContract({ database, freshStore }: Harness): void {
       // An iteration left suspended mid-way (never finished, never returned) must not block writes either.
       const suspended = store.executionChunks({}, { chunkRows: 3 });
       expect((await suspended.next()).done).toBe(false);
-      expect(await one(store, startOp("after-break", {}, PAST + HOUR))).toEqual({ kind: "created", outcome: "in_progress" });
-      expect(await one(store, updateOp("k0", "done", null, PAST + HOUR))).toEqual({ kind: "updated", outcome: "success" });
+      expect(await one(store, startOp("after-break", {}, PAST + HOUR))).toEqual({
+        kind: "created",
+        outcome: "in_progress",
+      });
+      expect(await one(store, updateOp("k0", "done", null, PAST + HOUR))).toEqual({
+        kind: "updated",
+        outcome: "success",
+      });
       expect((await latestOf(store, "after-break"))!.createdAt).toBe(PAST + HOUR);
       expect((await allInstalls(store)).length).toBe(11);
       await suspended.return();
@@ -558,34 +954,68 @@ export function executionsContract({ database, freshStore }: Harness): void {
     test("errorTextCounts: installs per exact non-empty error text, most frequent first", async () => {
       const store = await freshStore();
       expect(await store.errorTextCounts()).toEqual([]);
-      const errors = ["exit code 1", "exit code 1", "exit code 1", "Exit code 1", "disk full", "disk full", "exit code 1 ", null, ""];
-      await store.write(errors.map((error, i) => loadOp(record(`e${i}`, { createdAt: PAST + i, status: "failed", error }))));
+      const errors = [
+        "exit code 1",
+        "exit code 1",
+        "exit code 1",
+        "Exit code 1",
+        "disk full",
+        "disk full",
+        "exit code 1 ",
+        null,
+        "",
+      ];
+      await store.write(
+        errors.map((error, i) => loadOp(record(`e${i}`, { createdAt: PAST + i, status: "failed", error }))),
+      );
       const counts = await store.errorTextCounts();
-      expect(counts.slice(0, 2)).toEqual([{ error: "exit code 1", count: 3 }, { error: "disk full", count: 2 }]);
+      expect(counts.slice(0, 2)).toEqual([
+        { error: "exit code 1", count: 3 },
+        { error: "disk full", count: 2 },
+      ]);
       // Ties in any order; texts that differ in case or whitespace are different texts.
-      expect(counts.slice(2).sort((a, b) => (a.error < b.error ? -1 : 1))).toEqual([{ error: "Exit code 1", count: 1 }, { error: "exit code 1 ", count: 1 }]);
+      expect(counts.slice(2).sort((a, b) => (a.error < b.error ? -1 : 1))).toEqual([
+        { error: "Exit code 1", count: 1 },
+        { error: "exit code 1 ", count: 1 },
+      ]);
     });
 
     test("long error texts (the clients' log tails) come back whole from every read, and group exactly", async () => {
       const store = await freshStore();
       // Lines of a log with non-ASCII and astral characters everywhere, one of them across every likely cut.
-      const log = (tail: string) => Array.from({ length: 400 }, (_, i) => `[${i}] step ${i}: compiling \u00e9\u4e2d \u{1F600} module_${i}.c`).join("\n") + tail;
+      const log = (tail: string) =>
+        Array.from({ length: 400 }, (_, i) => `[${i}] step ${i}: compiling \u00e9\u4e2d \u{1F600} module_${i}.c`).join(
+          "\n",
+        ) + tail;
       const texts = [log(""), log(""), log(" but the tail differs"), "short", "x" + "\u{1F600}".repeat(3000)];
       expect(texts[0]!.length).toBeGreaterThan(10_000);
-      await store.write(texts.map((error, i) => loadOp(record(`long${i}`, { createdAt: PAST + i * MIN, status: "failed", error, nsapp: "app" }))));
+      await store.write(
+        texts.map((error, i) =>
+          loadOp(record(`long${i}`, { createdAt: PAST + i * MIN, status: "failed", error, nsapp: "app" })),
+        ),
+      );
       for (const [i, error] of texts.entries()) expect((await latestOf(store, `long${i}`))!.error).toBe(error);
       const listed = (await store.listExecutions({}, { limit: 10, order: "oldest" })).rows.map((r) => r.error);
       expect(listed).toEqual(texts);
-      expect((await store.pageExecutions({}, { offset: 0, limit: 10, sort: "created", descending: false })).rows.map((r) => r.error)).toEqual(texts);
+      expect(
+        (await store.pageExecutions({}, { offset: 0, limit: 10, sort: "created", descending: false })).rows.map(
+          (r) => r.error,
+        ),
+      ).toEqual(texts);
       const streamed: (string | null)[] = [];
-      for await (const chunk of store.executionChunks({}, { chunkRows: 2 })) streamed.push(...chunk.map((r) => r.error));
+      for await (const chunk of store.executionChunks({}, { chunkRows: 2 }))
+        streamed.push(...chunk.map((r) => r.error));
       expect(streamed).toEqual(texts);
       const counts = await store.errorTextCounts();
       expect(counts).toHaveLength(4);
       expect(counts[0]).toEqual({ error: texts[0]!, count: 2 });
       expect(new Set(counts.map((c) => c.error))).toEqual(new Set(texts));
       // Free text finds what the head of a long text says.
-      expect(idsOf((await store.listExecutions({ q: "[3] step 3" }, { limit: 10, order: "oldest" })).rows)).toEqual(["long0", "long1", "long2"]);
+      expect(idsOf((await store.listExecutions({ q: "[3] step 3" }, { limit: 10, order: "oldest" })).rows)).toEqual([
+        "long0",
+        "long1",
+        "long2",
+      ]);
     });
 
     test("changeMarker moves with each commit and only then", async () => {
@@ -627,7 +1057,11 @@ export function executionsContract({ database, freshStore }: Harness): void {
     const openScene = async () => {
       const store = await freshStore();
       const H = await openHour(store);
-      await store.write([startOp("a1", { nsapp: "a" }, H + MIN), startOp("a2", { nsapp: "a" }, H + 2 * MIN), startOp("b1", { nsapp: "b", type: "vm" }, H + 3 * MIN)]);
+      await store.write([
+        startOp("a1", { nsapp: "a" }, H + MIN),
+        startOp("a2", { nsapp: "a" }, H + 2 * MIN),
+        startOp("b1", { nsapp: "b", type: "vm" }, H + 3 * MIN),
+      ]);
       await one(store, updateOp("a1", "done", null, H + 10 * MIN));
       return { store, H };
     };
@@ -640,15 +1074,25 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(hour.map((c) => c.bucket)).toEqual([H]);
       expect(hour[0]!.data.dims.nsapp).toEqual({ a: [1, 0, 0, 1, 0], b: [0, 0, 0, 1, 0] });
       expect(hour[0]!.data.dims.type).toEqual({ lxc: [1, 0, 0, 1, 0], vm: [0, 0, 0, 1, 0] });
-      const app = await store.readRollups({ grain: GRAINS.hour, slice: appOf("a"), from: H, to: H + HOUR, parts: ALL_PARTS });
+      const app = await store.readRollups({
+        grain: GRAINS.hour,
+        slice: appOf("a"),
+        from: H,
+        to: H + HOUR,
+        parts: ALL_PARTS,
+      });
       expect(app.map((c) => [c.bucket, c.data.dims.type])).toEqual([[H, { lxc: [1, 0, 0, 1, 0] }]]);
-      expect((await store.rollupCells(GRAINS.hour, H, H + HOUR)).map((c) => c.slice).sort()).toEqual(slicesOfApps(["a", "b"]));
+      expect((await store.rollupCells(GRAINS.hour, H, H + HOUR)).map((c) => c.slice).sort()).toEqual(
+        slicesOfApps(["a", "b"]),
+      );
       // The open hour is not in day or month cells yet.
       const dayOf = bucketStart(H, GRAINS.day);
       expect(await store.rollupCells(GRAINS.day, dayOf, dayOf + DAY)).toEqual([]);
       expect(await store.readRollups({ grain: GRAINS.month, slice: ALL, ...EVERYTHING, parts: ALL_PARTS })).toEqual([]);
       // Outside [from, to): nothing.
-      expect(await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H + HOUR, to: H + 2 * HOUR, parts: ALL_PARTS })).toEqual([]);
+      expect(
+        await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H + HOUR, to: H + 2 * HOUR, parts: ALL_PARTS }),
+      ).toEqual([]);
       expect(await store.rollupCells(GRAINS.hour, H - HOUR, H)).toEqual([]);
       await expectVerified(store, 3);
     });
@@ -667,16 +1111,35 @@ export function executionsContract({ database, freshStore }: Harness): void {
       }
       // Folding again up to the same mark, or behind it, folds nothing and leaves the mark.
       expect(await one(store, { kind: "fold", until: H + HOUR, at: H + HOUR })).toEqual({ kind: "folded", hours: 0 });
-      expect(await one(store, { kind: "fold", until: H - 5 * HOUR, at: H + HOUR })).toEqual({ kind: "folded", hours: 0 });
+      expect(await one(store, { kind: "fold", until: H - 5 * HOUR, at: H + HOUR })).toEqual({
+        kind: "folded",
+        hours: 0,
+      });
       expect(await store.foldedUntil()).toBe(H + HOUR);
       await expectVerified(store, 3);
 
       // Writes after the fold: to the folded hour (stored cells of every grain follow) and to a new open hour.
-      await store.write([updateOp("b1", "failed", "exit code 7", H + 2 * HOUR), startOp("c1", { nsapp: "c" }, H + HOUR + MIN)]);
-      const day = await store.readRollups({ grain: GRAINS.day, slice: ALL, from: bucketStart(H, GRAINS.day), to: bucketStart(H, GRAINS.day) + DAY, parts: ["apps"] });
+      await store.write([
+        updateOp("b1", "failed", "exit code 7", H + 2 * HOUR),
+        startOp("c1", { nsapp: "c" }, H + HOUR + MIN),
+      ]);
+      const day = await store.readRollups({
+        grain: GRAINS.day,
+        slice: ALL,
+        from: bucketStart(H, GRAINS.day),
+        to: bucketStart(H, GRAINS.day) + DAY,
+        parts: ["apps"],
+      });
       expect(day.map((c) => c.data.dims.nsapp)).toEqual([{ a: [1, 0, 0, 1, 0], b: [0, 1, 0, 0, 0] }]);
-      expect((await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H + HOUR, to: H + 2 * HOUR, parts: ["apps"] })).map((c) => c.data.dims.nsapp)).toEqual([{ c: [0, 0, 0, 1, 0] }]);
-      expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({ kind: "folded", hours: 1 });
+      expect(
+        (
+          await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H + HOUR, to: H + 2 * HOUR, parts: ["apps"] })
+        ).map((c) => c.data.dims.nsapp),
+      ).toEqual([{ c: [0, 0, 0, 1, 0] }]);
+      expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({
+        kind: "folded",
+        hours: 1,
+      });
       await expectVerified(store, 4);
     });
 
@@ -684,9 +1147,15 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const store = await freshStore();
       const H = await openHour(store);
       await store.write([0, 0, 2, 5].map((h, i) => startOp(`f${i}`, { nsapp: "a" }, H + h * HOUR + MIN)));
-      expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({ kind: "folded", hours: 2 });
+      expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({
+        kind: "folded",
+        hours: 2,
+      });
       expect((await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).length).toBeGreaterThan(0);
-      expect(await one(store, { kind: "fold", until: H + 6 * HOUR, at: H + 6 * HOUR })).toEqual({ kind: "folded", hours: 1 });
+      expect(await one(store, { kind: "fold", until: H + 6 * HOUR, at: H + 6 * HOUR })).toEqual({
+        kind: "folded",
+        hours: 1,
+      });
       expect(await hourTotals(store)).toEqual(outcomes({ in_progress: 4 }));
       await expectVerified(store, 4);
     });
@@ -694,16 +1163,30 @@ export function executionsContract({ database, freshStore }: Harness): void {
     test("readRollups returns only the parts asked for (folded cells)", async () => {
       const store = await freshStore();
       await store.write([startOp("p1", { nsapp: "a" }, PAST), startOp("p2", { nsapp: "b" }, PAST + MIN)]);
-      await store.write([updateOp("p1", "failed", "exit code 3: boom", PAST + 2 * MIN), updateOp("p2", "done", null, PAST + 3 * MIN)]);
+      await store.write([
+        updateOp("p1", "failed", "exit code 3: boom", PAST + 2 * MIN),
+        updateOp("p2", "done", null, PAST + 3 * MIN),
+      ]);
       await one(store, { kind: "fold", until: floorHour(PAST) + HOUR, at: PAST + HOUR }); // folded already in some engines
       for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
         for (const slice of [ALL, appOf("a")]) {
           const whole = await store.readRollups({ grain, slice, ...EVERYTHING, parts: ALL_PARTS });
           expect(whole.length).toBe(1);
           expect(Object.keys(whole[0]!.data.err).length).toBe(1);
-          for (const parts of [["data"], ["apps"], ["errors"], ["data", "errors"], ["apps", "errors"]] as RollupPart[][]) {
+          for (const parts of [
+            ["data"],
+            ["apps"],
+            ["errors"],
+            ["data", "errors"],
+            ["apps", "errors"],
+          ] as RollupPart[][]) {
             const got = await store.readRollups({ grain, slice, ...EVERYTHING, parts });
-            expect({ grain, slice, parts, got }).toEqual({ grain, slice, parts, got: whole.map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })) });
+            expect({ grain, slice, parts, got }).toEqual({
+              grain,
+              slice,
+              parts,
+              got: whole.map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })),
+            });
           }
         }
       }
@@ -711,19 +1194,34 @@ export function executionsContract({ database, freshStore }: Harness): void {
 
     test("readRollups returns only the parts asked for (open hours)", async () => {
       const { store, H } = await openScene();
-      const whole = await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H, to: H + HOUR, parts: ALL_PARTS });
+      const whole = await store.readRollups({
+        grain: GRAINS.hour,
+        slice: ALL,
+        from: H,
+        to: H + HOUR,
+        parts: ALL_PARTS,
+      });
       for (const parts of [["data"], ["apps"], ["errors"]] as RollupPart[][]) {
-        expect(await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H, to: H + HOUR, parts })).toEqual(whole.map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })));
+        expect(await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H, to: H + HOUR, parts })).toEqual(
+          whole.map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })),
+        );
       }
     });
 
     test("signatures: first and last seen, apps and the first example of each failure signature", async () => {
       const store = await freshStore();
       const H = await openHour(store);
-      const texts = ["exit code 100: apt-get install failed at line 42", "exit code 101: apt-get install failed at line 7", "disk full on /var/lib/vz"];
+      const texts = [
+        "exit code 100: apt-get install failed at line 42",
+        "exit code 101: apt-get install failed at line 7",
+        "disk full on /var/lib/vz",
+      ];
       await store.write([
-        startOp("g1", { nsapp: "nginx" }, H), startOp("g2", { nsapp: "docker" }, H + MIN), startOp("g3", { nsapp: "nginx" }, H + 2 * MIN),
-        startOp("g4", { nsapp: "zabbix" }, H + 3 * MIN), startOp("g5", { nsapp: "yarr" }, H + 4 * MIN),
+        startOp("g1", { nsapp: "nginx" }, H),
+        startOp("g2", { nsapp: "docker" }, H + MIN),
+        startOp("g3", { nsapp: "nginx" }, H + 2 * MIN),
+        startOp("g4", { nsapp: "zabbix" }, H + 3 * MIN),
+        startOp("g5", { nsapp: "yarr" }, H + 4 * MIN),
       ]);
       await one(store, updateOp("g1", "failed", texts[0]!, H + 10 * MIN));
       await one(store, updateOp("g2", "failed", texts[1]!, H + 20 * MIN));
@@ -735,16 +1233,42 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const disk = failureSignatureId("failed", texts[2]!)!;
       expect(failureSignatureId("failed", texts[1]!)).toBe(apt); // the same failure, different numbers
       expect(failureSignatureId(deriveOutcome("failed", "INTERRUPTED"), "INTERRUPTED")).toBeNull();
-      const known = (await store.signatures([disk, apt, "0000000000000000"])).sort((a, b) => (a.firstSeen - b.firstSeen));
+      const known = (await store.signatures([disk, apt, "0000000000000000"])).sort((a, b) => a.firstSeen - b.firstSeen);
       expect(known).toEqual([
-        { id: apt, signature: errorSignature(texts[0]!)!, example: texts[0]!, firstSeen: H + 10 * MIN, lastSeen: H + 20 * MIN, apps: ["docker", "nginx"] },
-        { id: disk, signature: errorSignature(texts[2]!)!, example: texts[2]!, firstSeen: H + 30 * MIN, lastSeen: H + 30 * MIN, apps: ["nginx"] },
+        {
+          id: apt,
+          signature: errorSignature(texts[0]!)!,
+          example: texts[0]!,
+          firstSeen: H + 10 * MIN,
+          lastSeen: H + 20 * MIN,
+          apps: ["docker", "nginx"],
+        },
+        {
+          id: disk,
+          signature: errorSignature(texts[2]!)!,
+          example: texts[2]!,
+          firstSeen: H + 30 * MIN,
+          lastSeen: H + 30 * MIN,
+          apps: ["nginx"],
+        },
       ]);
       expect(await store.signatures([])).toEqual([]);
       // Rollups count failures under their signature ids, per slice.
-      const [all] = await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H, to: H + HOUR, parts: ["errors"] });
+      const [all] = await store.readRollups({
+        grain: GRAINS.hour,
+        slice: ALL,
+        from: H,
+        to: H + HOUR,
+        parts: ["errors"],
+      });
       expect(all!.data.err).toEqual({ [apt]: 2, [disk]: 1 });
-      const [nginx] = await store.readRollups({ grain: GRAINS.hour, slice: appOf("nginx"), from: H, to: H + HOUR, parts: ["errors"] });
+      const [nginx] = await store.readRollups({
+        grain: GRAINS.hour,
+        slice: appOf("nginx"),
+        from: H,
+        to: H + HOUR,
+        parts: ["errors"],
+      });
       expect(nginx!.data.err).toEqual({ [apt]: 1, [disk]: 1 });
       // Still known, with the same facts, once folded.
       await one(store, { kind: "fold", until: H + HOUR, at: H + HOUR });
@@ -757,12 +1281,21 @@ export function executionsContract({ database, freshStore }: Harness): void {
 
   describe("rollup cells: hour cells for the last days only, older hours from the records", () => {
     /** Hour cells of `slice` as a recount of `records` makes them (every hour that has a record). */
-    function recountHours(records: readonly Execution[], slice: string, from: number, to: number): { bucket: number; data: RollupData }[] {
+    function recountHours(
+      records: readonly Execution[],
+      slice: string,
+      from: number,
+      to: number,
+    ): { bucket: number; data: RollupData }[] {
       const cells = new Map<number, RollupData>();
       for (const r of records) {
         if (r.createdAt < from || r.createdAt >= to) continue;
         const c = { r, outcome: r.outcome, sign: 1 as const, errorSig: failureSignatureId(r.outcome, r.error) };
-        countHour((s, hour) => (s === slice ? (cells.get(hour) ?? (cells.set(hour, emptyData()), cells.get(hour)!)) : emptyData()), c);
+        countHour(
+          (s, hour) =>
+            s === slice ? (cells.get(hour) ?? (cells.set(hour, emptyData()), cells.get(hour)!)) : emptyData(),
+          c,
+        );
       }
       return [...cells].sort((a, b) => a[0] - b[0]).map(([bucket, data]) => ({ bucket, data }));
     }
@@ -771,28 +1304,59 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const hour = floorHour(mark - daysBack * DAY) + 5 * HOUR;
       return [
         record(`${tag}-1`, { createdAt: hour + MIN, nsapp: "a", updatedAt: hour + 9 * MIN, durationMs: 8 * MIN }),
-        record(`${tag}-2`, { createdAt: hour + 2 * MIN, nsapp: "b", repoSource: "ProxmoxVE", status: "failed", error: "exit code 100: apt-get install failed", updatedAt: hour + 5 * MIN }),
-        record(`${tag}-3`, { createdAt: hour + 3 * MIN, nsapp: "a", repoSource: "tteck/fork", pveVersion: "9.0.10", status: "installing" }),
+        record(`${tag}-2`, {
+          createdAt: hour + 2 * MIN,
+          nsapp: "b",
+          repoSource: "ProxmoxVE",
+          status: "failed",
+          error: "exit code 100: apt-get install failed",
+          updatedAt: hour + 5 * MIN,
+        }),
+        record(`${tag}-3`, {
+          createdAt: hour + 3 * MIN,
+          nsapp: "a",
+          repoSource: "tteck/fork",
+          pveVersion: "9.0.10",
+          status: "installing",
+        }),
         record(`${tag}-4`, { createdAt: hour + HOUR + MIN, nsapp: "post-pve-install", type: "pve", status: "done" }),
         record(`${tag}-5`, { createdAt: hour + 7 * HOUR, nsapp: "b", osVersion: "13", status: "done" }),
       ];
     }
-    const SLICES = [ALL, appOf("a"), appOf("b"), sliceKey("install", "ProxmoxVE", ALL_APPS), sliceKey("install", "external", appSlice("a")), sliceKey("tool", null, ALL_APPS)];
+    const SLICES = [
+      ALL,
+      appOf("a"),
+      appOf("b"),
+      sliceKey("install", "ProxmoxVE", ALL_APPS),
+      sliceKey("install", "external", appSlice("a")),
+      sliceKey("tool", null, ALL_APPS),
+    ];
 
     test("hour cells reach back HOUR_CELL_DAYS before the fold mark; older hours are counted from the records, equal to a recount", async () => {
       const store = await freshStore();
       const mark = await store.foldedUntil();
-      const records = [...executionsAt(mark, 3, "new"), ...executionsAt(mark, 40, "old"), ...executionsAt(mark, 75, "older")];
+      const records = [
+        ...executionsAt(mark, 3, "new"),
+        ...executionsAt(mark, 40, "old"),
+        ...executionsAt(mark, 75, "older"),
+      ];
       await store.write(records.map((r) => loadOp(r)));
       // Stored hour cells: the recent ones only. Day and month cells for every record.
       const first = hoursFrom(mark);
       const storedHours = await store.rollupCells(GRAINS.hour, EVERYTHING.from, EVERYTHING.to);
       expect(storedHours.length).toBeGreaterThan(0);
       expect(storedHours.every((c) => c.bucket >= first)).toBe(true);
-      expect(new Set((await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).map((c) => c.bucket)).size).toBe(3);
+      expect(
+        new Set((await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).map((c) => c.bucket)).size,
+      ).toBe(3);
       // Every slice's hour cells over all time, over an old day alone, and over one old hour.
       const oldHour = floorHour(mark - 40 * DAY) + 5 * HOUR;
-      for (const [from, to] of [[EVERYTHING.from, EVERYTHING.to], [bucketStart(oldHour, GRAINS.day), bucketStart(oldHour, GRAINS.day) + DAY], [oldHour, oldHour + HOUR], [oldHour + HOUR, first + DAY]] as const) {
+      for (const [from, to] of [
+        [EVERYTHING.from, EVERYTHING.to],
+        [bucketStart(oldHour, GRAINS.day), bucketStart(oldHour, GRAINS.day) + DAY],
+        [oldHour, oldHour + HOUR],
+        [oldHour + HOUR, first + DAY],
+      ] as const) {
         for (const slice of SLICES) {
           const got = await store.readRollups({ grain: GRAINS.hour, slice, from, to, parts: ALL_PARTS });
           expect({ slice, from, cells: got }).toEqual({ slice, from, cells: recountHours(records, slice, from, to) });
@@ -800,8 +1364,19 @@ export function executionsContract({ database, freshStore }: Harness): void {
       }
       // Parts as asked, as for stored cells.
       for (const parts of [["data"], ["apps"], ["errors"]] as RollupPart[][]) {
-        const got = await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: oldHour, to: oldHour + HOUR, parts });
-        expect(got).toEqual(recountHours(records, ALL, oldHour, oldHour + HOUR).map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) })));
+        const got = await store.readRollups({
+          grain: GRAINS.hour,
+          slice: ALL,
+          from: oldHour,
+          to: oldHour + HOUR,
+          parts,
+        });
+        expect(got).toEqual(
+          recountHours(records, ALL, oldHour, oldHour + HOUR).map((c) => ({
+            bucket: c.bucket,
+            data: onlyParts(c.data, parts),
+          })),
+        );
       }
       await expectVerified(store, records.length);
     });
@@ -812,7 +1387,8 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const records = executionsAt(mark, 50, "x");
       await store.write(records.map((r) => loadOp(r)));
       const day = bucketStart(records[0]!.createdAt, GRAINS.day);
-      const read = () => store.readRollups({ grain: GRAINS.hour, slice: ALL, from: day, to: day + DAY, parts: ALL_PARTS });
+      const read = () =>
+        store.readRollups({ grain: GRAINS.hour, slice: ALL, from: day, to: day + DAY, parts: ALL_PARTS });
       expect(await read()).toEqual(recountHours(records, ALL, day, day + DAY)); // counted, and kept
       // The install still in progress ends (its report arrives 50 days late).
       await one(store, updateOp("x-3", "failed", "exit code 1", mark - DAY));
@@ -832,9 +1408,19 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const records = executionsAt(mark, 45, "y");
       await a.write(records.map((r) => loadOp(r)));
       const day = bucketStart(records[0]!.createdAt, GRAINS.day);
-      const read = () => a.readRollups({ grain: GRAINS.hour, slice: appOf("b"), from: day, to: day + DAY, parts: ALL_PARTS });
+      const read = () =>
+        a.readRollups({ grain: GRAINS.hour, slice: appOf("b"), from: day, to: day + DAY, parts: ALL_PARTS });
       expect(await read()).toEqual(recountHours(records, appOf("b"), day, day + DAY));
-      await b.write([loadOp(record("y-9", { createdAt: records[1]!.createdAt + 5 * MIN, nsapp: "b", status: "failed", error: "exit code 7" }))]);
+      await b.write([
+        loadOp(
+          record("y-9", {
+            createdAt: records[1]!.createdAt + 5 * MIN,
+            nsapp: "b",
+            status: "failed",
+            error: "exit code 7",
+          }),
+        ),
+      ]);
       expect(await read()).toEqual(recountHours(await allInstalls(a), appOf("b"), day, day + DAY));
     });
 
@@ -850,7 +1436,9 @@ export function executionsContract({ database, freshStore }: Harness): void {
       await one(store, { kind: "fold", until: later, at: later });
       expect(await store.rollupCells(GRAINS.hour, day, day + DAY)).toEqual([]);
       for (const slice of SLICES) {
-        expect(await store.readRollups({ grain: GRAINS.hour, slice, from: day, to: day + DAY, parts: ALL_PARTS })).toEqual(recountHours(records, slice, day, day + DAY));
+        expect(
+          await store.readRollups({ grain: GRAINS.hour, slice, from: day, to: day + DAY, parts: ALL_PARTS }),
+        ).toEqual(recountHours(records, slice, day, day + DAY));
       }
       await expectVerified(store, records.length);
     });
@@ -865,7 +1453,12 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const records = await mixedWorkload(store, async (step, n) => {
         steps.push(step);
         const check = await verifyRollups(store);
-        expect({ step, ok: check.ok, records: check.records, mismatches: check.mismatches }).toEqual({ step, ok: true, records: n, mismatches: [] });
+        expect({ step, ok: check.ok, records: check.records, mismatches: check.mismatches }).toEqual({
+          step,
+          ok: true,
+          records: n,
+          mismatches: [],
+        });
       });
       expect(steps.length).toBe(10);
       expect(records).toBe(22);
@@ -877,14 +1470,26 @@ export function executionsContract({ database, freshStore }: Harness): void {
       await mixedWorkload(store, async () => {});
       const get = async (id: string) => (await latestOf(store, id))!;
       expect(await get("p4")).toMatchObject({ status: "failed", outcome: "aborted", error: "INTERRUPTED" });
-      expect(await get("p6")).toMatchObject({ status: "done", outcome: "success", durationMs: PAST + 2 * DAY - (PAST + 6 * 37 * MIN) });
+      expect(await get("p6")).toMatchObject({
+        status: "done",
+        outcome: "success",
+        durationMs: PAST + 2 * DAY - (PAST + 6 * 37 * MIN),
+      });
       expect(await get("p3")).toMatchObject({ status: "failed", outcome: "failed" });
-      expect(await get("q1")).toMatchObject({ status: "failed", outcome: "failed", error: "disk full", durationMs: null });
+      expect(await get("q1")).toMatchObject({
+        status: "failed",
+        outcome: "failed",
+        error: "disk full",
+        durationMs: null,
+      });
       expect(await get("o2")).toMatchObject({ status: "installing", outcome: "unknown" });
       expect(await get("o6")).toMatchObject({ status: "installing", outcome: "unknown" });
       for (const id of ["p1", "o3", "p7", "gone-held"]) expect(await latestOf(store, id)).toBeUndefined();
       expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
-      const byOutcome = (await allInstalls(store)).reduce((m, r) => ({ ...m, [r.outcome]: (m[r.outcome] ?? 0) + 1 }), {} as Partial<Record<Outcome, number>>);
+      const byOutcome = (await allInstalls(store)).reduce(
+        (m, r) => ({ ...m, [r.outcome]: (m[r.outcome] ?? 0) + 1 }),
+        {} as Partial<Record<Outcome, number>>,
+      );
       expect(await hourTotals(store)).toEqual(outcomes(byOutcome));
     });
   });

@@ -14,7 +14,16 @@ import { afterEach, expect } from "bun:test";
 import { UNDESCRIBED, kindOfType, type Descriptive, type Execution, type Report } from "../../src/domain/execution.ts";
 import { OUTCOMES, deriveOutcome, type Outcome } from "../../src/domain/outcome.ts";
 import type { Rejection } from "../../src/domain/rejection.ts";
-import { ALL_APPS, GRAINS, appSlice, sliceKey, slicesOf, type Grain, type RollupData, type RollupPart } from "../../src/domain/rollup.ts";
+import {
+  ALL_APPS,
+  GRAINS,
+  appSlice,
+  sliceKey,
+  slicesOf,
+  type Grain,
+  type RollupData,
+  type RollupPart,
+} from "../../src/domain/rollup.ts";
 import { DAY, HOUR, floorHour } from "../../src/domain/time.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import type { ExecutionFilter, ListCursor, RollupCell } from "../../src/store/contract/executions.ts";
@@ -32,7 +41,8 @@ export const MIN = 60_000;
 export const ALL = sliceKey("install", null, ALL_APPS);
 export const appOf = (nsapp: string | null): string => sliceKey("install", null, appSlice(nsapp));
 /** Every slice an /upload install of these apps counts in, sorted. */
-export const slicesOfApps = (apps: readonly string[]): string[] => [...new Set(apps.flatMap((nsapp) => slicesOf({ type: "lxc", repoSource: null, nsapp })))].sort();
+export const slicesOfApps = (apps: readonly string[]): string[] =>
+  [...new Set(apps.flatMap((nsapp) => slicesOf({ type: "lxc", repoSource: null, nsapp })))].sort();
 /** Early in a month and a day, so PAST + a few hours stays in both. */
 export const PAST = Date.UTC(2025, 2, 10, 8, 0, 0);
 export const EVERYTHING = { from: Number.MIN_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER };
@@ -43,38 +53,110 @@ export const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 type ReportOp = Extract<WriteOp, { kind: "report" }>;
 type Repaired = { repairs?: readonly string[]; raw?: Uint8Array };
 /** What a report says: the descriptive fields (type, nsapp, ...) and how the run stands. */
-export type ReportFields = Partial<Descriptive> & Partial<Pick<Report, "status" | "error" | "exitCode" | "errorCategory" | "failedCommand" | "failedLine" | "installDuration">>;
+export type ReportFields = Partial<Descriptive> &
+  Partial<
+    Pick<Report, "status" | "error" | "exitCode" | "errorCategory" | "failedCommand" | "failedLine" | "installDuration">
+  >;
 
 export const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
 const DESCRIPTIVE: Descriptive = {
-  ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12", disableip6: "yes", nsapp: "nginx",
-  method: "default", pveVersion: "8.2.2",
+  ...UNDESCRIBED,
+  type: "lxc",
+  ctType: 1,
+  diskSize: 8,
+  coreCount: 2,
+  ramSize: 2048,
+  osType: "debian",
+  osVersion: "12",
+  disableip6: "yes",
+  nsapp: "nginx",
+  method: "default",
+  pveVersion: "8.2.2",
 };
 
 /** A report with every descriptive field (a start report unless `fields` give a final status); the outcome follows the status. */
-function startReport(randomId: string, fields: ReportFields = {}, executionId = randomId, payloadVersion: number | null = null): Report {
-  const { status = "installing", error = null, exitCode = null, errorCategory = null, failedCommand = null, failedLine = null, installDuration = null, ...descriptive } = fields;
+function startReport(
+  randomId: string,
+  fields: ReportFields = {},
+  executionId = randomId,
+  payloadVersion: number | null = null,
+): Report {
+  const {
+    status = "installing",
+    error = null,
+    exitCode = null,
+    errorCategory = null,
+    failedCommand = null,
+    failedLine = null,
+    installDuration = null,
+    ...descriptive
+  } = fields;
   return {
-    executionId, randomId, payloadVersion, fields: { ...DESCRIPTIVE, ...descriptive },
-    status, error, outcome: deriveOutcome(status, error), exitCode, errorCategory, failedCommand, failedLine, installDuration,
+    executionId,
+    randomId,
+    payloadVersion,
+    fields: { ...DESCRIPTIVE, ...descriptive },
+    status,
+    error,
+    outcome: deriveOutcome(status, error),
+    exitCode,
+    errorCategory,
+    failedCommand,
+    failedLine,
+    installDuration,
   };
 }
 
 /** An /upload start report (or, with `executionId`/`payloadVersion`, a /telemetry report carrying every field). */
-export function startOp(randomId: string, fields: ReportFields, at: number, opts: Repaired & { executionId?: string; payloadVersion?: number } = {}): ReportOp {
+export function startOp(
+  randomId: string,
+  fields: ReportFields,
+  at: number,
+  opts: Repaired & { executionId?: string; payloadVersion?: number } = {},
+): ReportOp {
   const report = startReport(randomId, fields, opts.executionId ?? randomId, opts.payloadVersion ?? null);
   const endpoint = report.payloadVersion === null ? "upload" : "telemetry";
-  return { kind: "report", endpoint, report, raw: opts.raw ?? bytes(JSON.stringify(report)), repairs: opts.repairs ?? [], at };
+  return {
+    kind: "report",
+    endpoint,
+    report,
+    raw: opts.raw ?? bytes(JSON.stringify(report)),
+    repairs: opts.repairs ?? [],
+    at,
+  };
 }
 
 /** An /upload status update: how the run ended, no descriptive fields. */
-export function updateOp(randomId: string, status: string, error: string | null, at: number, opts: Repaired = {}): ReportOp {
+export function updateOp(
+  randomId: string,
+  status: string,
+  error: string | null,
+  at: number,
+  opts: Repaired = {},
+): ReportOp {
   const report: Report = {
-    executionId: randomId, randomId, payloadVersion: null, fields: null, status, error, outcome: deriveOutcome(status, error),
-    exitCode: null, errorCategory: null, failedCommand: null, failedLine: null, installDuration: null,
+    executionId: randomId,
+    randomId,
+    payloadVersion: null,
+    fields: null,
+    status,
+    error,
+    outcome: deriveOutcome(status, error),
+    exitCode: null,
+    errorCategory: null,
+    failedCommand: null,
+    failedLine: null,
+    installDuration: null,
   };
-  return { kind: "report", endpoint: "updatestatus", report, raw: opts.raw ?? bytes(JSON.stringify({ random_id: randomId, status, error })), repairs: opts.repairs ?? [], at };
+  return {
+    kind: "report",
+    endpoint: "updatestatus",
+    report,
+    raw: opts.raw ?? bytes(JSON.stringify({ random_id: randomId, status, error })),
+    repairs: opts.repairs ?? [],
+    at,
+  };
 }
 
 /** A complete execution as `load` takes it; the outcome follows the status unless given, the kind the type. */
@@ -84,10 +166,27 @@ export function record(randomId: string, fields: Partial<Execution> & { createdA
   const outcome = fields.outcome ?? deriveOutcome(status, error);
   const type = fields.type ?? "lxc";
   return {
-    ...DESCRIPTIVE, executionId: randomId, randomId, attempt: 1, kind: kindOfType(type), payloadVersion: null,
-    status, outcome, error, exitCode: null, errorCategory: null, failedCommand: null, failedLine: null, installDuration: null,
-    updatedAt: fields.createdAt, durationMs: null, installingAt: fields.createdAt, validationAt: null, configuringAt: null,
-    finishedAt: outcome === "in_progress" || outcome === "unknown" ? null : (fields.updatedAt ?? fields.createdAt), repaired: false,
+    ...DESCRIPTIVE,
+    executionId: randomId,
+    randomId,
+    attempt: 1,
+    kind: kindOfType(type),
+    payloadVersion: null,
+    status,
+    outcome,
+    error,
+    exitCode: null,
+    errorCategory: null,
+    failedCommand: null,
+    failedLine: null,
+    installDuration: null,
+    updatedAt: fields.createdAt,
+    durationMs: null,
+    installingAt: fields.createdAt,
+    validationAt: null,
+    configuringAt: null,
+    finishedAt: outcome === "in_progress" || outcome === "unknown" ? null : (fields.updatedAt ?? fields.createdAt),
+    repaired: false,
     ...fields,
   };
 }
@@ -97,15 +196,38 @@ export function stored(op: ReportOp): Execution {
   const { fields, ...report } = op.report;
   const final = report.outcome !== "in_progress";
   return {
-    ...DESCRIPTIVE, ...fields, ...report, attempt: 1, kind: kindOfType(fields?.type ?? "lxc"), createdAt: op.at, updatedAt: op.at, durationMs: null,
-    installingAt: final ? null : op.at, validationAt: null, configuringAt: null, finishedAt: final ? op.at : null, repaired: op.repairs.length > 0,
+    ...DESCRIPTIVE,
+    ...fields,
+    ...report,
+    attempt: 1,
+    kind: kindOfType(fields?.type ?? "lxc"),
+    createdAt: op.at,
+    updatedAt: op.at,
+    durationMs: null,
+    installingAt: final ? null : op.at,
+    validationAt: null,
+    configuringAt: null,
+    finishedAt: final ? op.at : null,
+    repaired: op.repairs.length > 0,
   };
 }
 
-export const loadOp = (execution: Execution, at = execution.updatedAt): Extract<WriteOp, { kind: "load" }> => ({ kind: "load", execution, at });
+export const loadOp = (execution: Execution, at = execution.updatedAt): Extract<WriteOp, { kind: "load" }> => ({
+  kind: "load",
+  execution,
+  at,
+});
 
 export function rejectOp(at: number, fields: Partial<Rejection> = {}): Extract<WriteOp, { kind: "reject" }> {
-  const rejection: Rejection = { endpoint: "upload", reason: "invalid_json", field: null, message: "not JSON", randomId: null, body: bytes(`{{{ ${at}`), ...fields };
+  const rejection: Rejection = {
+    endpoint: "upload",
+    reason: "invalid_json",
+    field: null,
+    message: "not JSON",
+    randomId: null,
+    body: bytes(`{{{ ${at}`),
+    ...fields,
+  };
   return { kind: "reject", rejection, at };
 }
 
@@ -121,7 +243,8 @@ export async function one<Op extends WriteOp>(store: Store, op: Op): Promise<Res
 export const idsOf = (rows: readonly { randomId: string }[]): string[] => rows.map((r) => r.randomId);
 
 /** An install's latest execution (what GET /api/installs/{id} shows first); undefined when unknown. */
-export const latestOf = async (store: Store, randomId: string): Promise<Execution | undefined> => (await store.getExecutions(randomId)).at(-1);
+export const latestOf = async (store: Store, randomId: string): Promise<Execution | undefined> =>
+  (await store.getExecutions(randomId)).at(-1);
 
 export async function allInstalls(store: Store, filter: ExecutionFilter = {}): Promise<Execution[]> {
   const out: Execution[] = [];
@@ -130,7 +253,12 @@ export async function allInstalls(store: Store, filter: ExecutionFilter = {}): P
 }
 
 /** Every page of a listing, following `next` until it is null. */
-export async function everyPage(store: Store, filter: ExecutionFilter, limit: number, order: "newest" | "oldest"): Promise<Execution[][]> {
+export async function everyPage(
+  store: Store,
+  filter: ExecutionFilter,
+  limit: number,
+  order: "newest" | "oldest",
+): Promise<Execution[][]> {
   const pages: Execution[][] = [];
   let after: ListCursor | undefined;
   for (;;) {
@@ -155,15 +283,18 @@ export async function hourTotals(store: Store, slice: string = ALL): Promise<Rec
 export const outcomes = (partial: Partial<Record<Outcome, number>>): Record<Outcome, number> =>
   Object.fromEntries(OUTCOMES.map((o) => [o, partial[o] ?? 0])) as Record<Outcome, number>;
 
-const byCell = (a: RollupCell, b: RollupCell) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0);
-export const sortedCells = async (store: Store, grain: Grain): Promise<RollupCell[]> => (await store.rollupCells(grain, EVERYTHING.from, EVERYTHING.to)).sort(byCell);
+const byCell = (a: RollupCell, b: RollupCell) =>
+  a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0);
+export const sortedCells = async (store: Store, grain: Grain): Promise<RollupCell[]> =>
+  (await store.rollupCells(grain, EVERYTHING.from, EVERYTHING.to)).sort(byCell);
 
 /** Every rollup answer a dashboard could get, for before/after comparisons. */
 export async function rollupSnapshot(store: Store, apps: readonly string[]) {
   const out: Record<string, unknown> = {};
   for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
     out[`cells ${grain}`] = await sortedCells(store, grain);
-    for (const slice of apps) out[`${grain} ${slice}`] = await store.readRollups({ grain, slice, ...EVERYTHING, parts: ALL_PARTS });
+    for (const slice of apps)
+      out[`${grain} ${slice}`] = await store.readRollups({ grain, slice, ...EVERYTHING, parts: ALL_PARTS });
   }
   return out;
 }
@@ -186,7 +317,12 @@ export async function openHour(store: Store): Promise<number> {
 
 export async function expectVerified(store: Store, records: number): Promise<void> {
   const check = await verifyRollups(store);
-  expect({ ok: check.ok, records: check.records, mismatches: check.mismatches, signatureGaps: check.signatureGaps }).toEqual({ ok: true, records, mismatches: [], signatureGaps: 0 });
+  expect({
+    ok: check.ok,
+    records: check.records,
+    mismatches: check.mismatches,
+    signatureGaps: check.signatureGaps,
+  }).toEqual({ ok: true, records, mismatches: [], signatureGaps: 0 });
 }
 
 // ------------------------------------------------------------------ a mixed workload
@@ -195,12 +331,19 @@ export async function expectVerified(store: Store, records: number): Promise<voi
  * Starts, updates, updates before their start, aborts, expiry, deletion, a fold, late updates to
  * folded hours and loads: `check` runs after every step with the number of installs stored.
  */
-export async function mixedWorkload(store: Store, check: (step: string, records: number) => Promise<void>): Promise<number> {
+export async function mixedWorkload(
+  store: Store,
+  check: (step: string, records: number) => Promise<void>,
+): Promise<number> {
   const H = await openHour(store);
   const apps = ["nginx", "docker", "homeassistant", null];
   let records = 0;
 
-  await store.write(Array.from({ length: 12 }, (_, i) => startOp(`p${i}`, { nsapp: apps[i % 4]!, type: i % 5 ? "lxc" : "vm" }, PAST + i * 37 * MIN)));
+  await store.write(
+    Array.from({ length: 12 }, (_, i) =>
+      startOp(`p${i}`, { nsapp: apps[i % 4]!, type: i % 5 ? "lxc" : "vm" }, PAST + i * 37 * MIN),
+    ),
+  );
   records += 12;
   await check("starts", records);
 
@@ -214,29 +357,51 @@ export async function mixedWorkload(store: Store, check: (step: string, records:
   ]);
   await check("updates", records);
 
-  expect(await store.write([updateOp("q0", "done", null, PAST + 3 * HOUR), updateOp("q1", "failed", "disk full", PAST + 3 * HOUR)])).toEqual([{ kind: "held" }, { kind: "held" }]);
+  expect(
+    await store.write([
+      updateOp("q0", "done", null, PAST + 3 * HOUR),
+      updateOp("q1", "failed", "disk full", PAST + 3 * HOUR),
+    ]),
+  ).toEqual([{ kind: "held" }, { kind: "held" }]);
   await check("held updates", records);
-  await store.write([startOp("q0", { nsapp: "docker" }, PAST + 4 * HOUR), startOp("q1", { nsapp: "nginx" }, PAST + 5 * HOUR)]);
+  await store.write([
+    startOp("q0", { nsapp: "docker" }, PAST + 4 * HOUR),
+    startOp("q1", { nsapp: "nginx" }, PAST + 5 * HOUR),
+  ]);
   records += 2;
   await check("starts after their updates", records);
 
   await store.write(Array.from({ length: 8 }, (_, i) => startOp(`o${i}`, { nsapp: apps[i % 4]! }, H + i * 5 * MIN)));
-  await store.write([updateOp("o0", "done", null, H + 30 * MIN), updateOp("o1", "failed", "exit code 100: apt-get install failed at line 3", H + 31 * MIN)]);
+  await store.write([
+    updateOp("o0", "done", null, H + 30 * MIN),
+    updateOp("o1", "failed", "exit code 100: apt-get install failed at line 3", H + 31 * MIN),
+  ]);
   records += 8;
   await check("open hours", records);
 
-  expect(await store.write([{ kind: "expire", executionId: "p6", at: PAST + DAY }, { kind: "expire", executionId: "o2", at: H + 40 * MIN }])).toEqual([
+  expect(
+    await store.write([
+      { kind: "expire", executionId: "p6", at: PAST + DAY },
+      { kind: "expire", executionId: "o2", at: H + 40 * MIN },
+    ]),
+  ).toEqual([
     { kind: "expired", changed: true },
     { kind: "expired", changed: true },
   ]);
   await check("expire", records);
 
   await one(store, updateOp("gone-held", "done", null, PAST + DAY));
-  expect(await store.write([
-    { kind: "delete", randomId: "p1", at: PAST + DAY },
-    { kind: "delete", randomId: "o3", at: H + 41 * MIN },
-    { kind: "delete", randomId: "gone-held", at: PAST + DAY },
-  ])).toEqual([{ kind: "deleted", found: true, executions: 1 }, { kind: "deleted", found: true, executions: 1 }, { kind: "deleted", found: true, executions: 0 }]);
+  expect(
+    await store.write([
+      { kind: "delete", randomId: "p1", at: PAST + DAY },
+      { kind: "delete", randomId: "o3", at: H + 41 * MIN },
+      { kind: "delete", randomId: "gone-held", at: PAST + DAY },
+    ]),
+  ).toEqual([
+    { kind: "deleted", found: true, executions: 1 },
+    { kind: "deleted", found: true, executions: 1 },
+    { kind: "deleted", found: true, executions: 0 },
+  ]);
   records -= 2;
   await check("delete", records);
 
@@ -257,7 +422,15 @@ export async function mixedWorkload(store: Store, check: (step: string, records:
   await check("late updates to folded hours", records);
 
   await store.write([
-    loadOp(record("l0", { createdAt: PAST + 3 * DAY, status: "failed", error: "exit code 2: make failed", durationMs: 90_000, updatedAt: PAST + 3 * DAY + 90_000 })),
+    loadOp(
+      record("l0", {
+        createdAt: PAST + 3 * DAY,
+        status: "failed",
+        error: "exit code 2: make failed",
+        durationMs: 90_000,
+        updatedAt: PAST + 3 * DAY + 90_000,
+      }),
+    ),
     loadOp(record("l1", { createdAt: H + HOUR + 5 * MIN, status: "installing", nsapp: "docker" })),
     startOp("o8", { nsapp: "nginx" }, H + HOUR + 6 * MIN),
   ]);

@@ -11,9 +11,18 @@ export function issuesContract({ database, freshStore }: Harness): void {
   describe("issue links", () => {
     const T = PAST + 20 * DAY;
     const SIG = "00112233aabbccdd";
-    const issue = (number: number, how: "created" | "found" = "created") => ({ tracker: "gitea", repo: "community/ProxmoxVE", number, url: `https://git.example.org/community/ProxmoxVE/issues/${number}`, title: `jellyfin: exit 100 (#${number})`, how });
-    const claim = (store: Store, owner: string, at = T, signature = SIG) => one(store, { kind: "issue-claim", signature, owner, leaseMs: 60_000, at });
-    const settle = (store: Store, owner: string, link: ReturnType<typeof issue> | null, at = T, signature = SIG) => one(store, { kind: "issue-settle", signature, owner, link, at });
+    const issue = (number: number, how: "created" | "found" = "created") => ({
+      tracker: "gitea",
+      repo: "community/ProxmoxVE",
+      number,
+      url: `https://git.example.org/community/ProxmoxVE/issues/${number}`,
+      title: `jellyfin: exit 100 (#${number})`,
+      how,
+    });
+    const claim = (store: Store, owner: string, at = T, signature = SIG) =>
+      one(store, { kind: "issue-claim", signature, owner, leaseMs: 60_000, at });
+    const settle = (store: Store, owner: string, link: ReturnType<typeof issue> | null, at = T, signature = SIG) =>
+      one(store, { kind: "issue-settle", signature, owner, link, at });
 
     test("a claim keeps others out until its lease ends; the same owner may claim again", async () => {
       const store = await freshStore();
@@ -56,12 +65,27 @@ export function issuesContract({ database, freshStore }: Harness): void {
         await settle(store, "a", issue(i + 1, i === 1 ? "found" : "created"), T + 100 + i, sig);
       }
       await claim(store, "a", T, "4444444444444444");
-      expect((await store.issueLinks()).map((l) => [l.signature, l.number, l.how])).toEqual([[sigs[2], 3, "created"], [sigs[1], 2, "found"], [sigs[0], 1, "created"]]);
-      expect((await store.issueLinks([sigs[0], "4444444444444444", "ffffffffffffffff"])).map((l) => l.signature)).toEqual([sigs[0]]);
+      expect((await store.issueLinks()).map((l) => [l.signature, l.number, l.how])).toEqual([
+        [sigs[2], 3, "created"],
+        [sigs[1], 2, "found"],
+        [sigs[0], 1, "created"],
+      ]);
+      expect(
+        (await store.issueLinks([sigs[0], "4444444444444444", "ffffffffffffffff"])).map((l) => l.signature),
+      ).toEqual([sigs[0]]);
       expect(await store.issueLinks([])).toEqual([]);
-      expect(await one(store, { kind: "issue-forget", signature: sigs[1], at: T })).toEqual({ kind: "issue-forgotten", found: true });
-      expect(await one(store, { kind: "issue-forget", signature: "4444444444444444", at: T })).toEqual({ kind: "issue-forgotten", found: true });
-      expect(await one(store, { kind: "issue-forget", signature: sigs[1], at: T })).toEqual({ kind: "issue-forgotten", found: false });
+      expect(await one(store, { kind: "issue-forget", signature: sigs[1], at: T })).toEqual({
+        kind: "issue-forgotten",
+        found: true,
+      });
+      expect(await one(store, { kind: "issue-forget", signature: "4444444444444444", at: T })).toEqual({
+        kind: "issue-forgotten",
+        found: true,
+      });
+      expect(await one(store, { kind: "issue-forget", signature: sigs[1], at: T })).toEqual({
+        kind: "issue-forgotten",
+        found: false,
+      });
       expect((await store.issueLinks()).map((l) => l.signature)).toEqual([sigs[2], sigs[0]]);
       // A forgotten signature can be claimed and linked anew.
       expect(await claim(store, "b", T + 500, sigs[1])).toEqual({ kind: "issue-claimed" });

@@ -5,7 +5,30 @@ import { GRAINS } from "../../src/domain/rollup.ts";
 import { DAY, HOUR } from "../../src/domain/time.ts";
 import { pruneOlderThan } from "../../src/maintenance/prune.ts";
 import type { Store, WriteOp } from "../../src/store/contract/store.ts";
-import { ALL, allInstalls, appOf, bytes, EVERYTHING, expectVerified, type Harness, hourTotals, idsOf, latestOf, loadOp, MIN, mixedWorkload, one, outcomes, PAST, record, rejectOp, type ReportFields, rollupSnapshot, startOp, updateOp } from "./harness.ts";
+import {
+  ALL,
+  allInstalls,
+  appOf,
+  bytes,
+  EVERYTHING,
+  expectVerified,
+  type Harness,
+  hourTotals,
+  idsOf,
+  latestOf,
+  loadOp,
+  MIN,
+  mixedWorkload,
+  one,
+  outcomes,
+  PAST,
+  record,
+  rejectOp,
+  type ReportFields,
+  rollupSnapshot,
+  startOp,
+  updateOp,
+} from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */
 export function maintenanceContract({ database, freshStore }: Harness): void {
@@ -15,16 +38,26 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
     test("stuckExecutions lists installs in progress created in [from, before), oldest first, at most limit", async () => {
       const store = await freshStore();
       await store.write([
-        startOp("s3", {}, PAST + 3 * HOUR), startOp("s1", {}, PAST + HOUR), startOp("s0", {}, PAST), startOp("s2", {}, PAST + 2 * HOUR),
-        startOp("s4", {}, PAST + 4 * HOUR), startOp("done", {}, PAST + 90 * MIN), startOp("cfg", {}, PAST + 150 * MIN),
+        startOp("s3", {}, PAST + 3 * HOUR),
+        startOp("s1", {}, PAST + HOUR),
+        startOp("s0", {}, PAST),
+        startOp("s2", {}, PAST + 2 * HOUR),
+        startOp("s4", {}, PAST + 4 * HOUR),
+        startOp("done", {}, PAST + 90 * MIN),
+        startOp("cfg", {}, PAST + 150 * MIN),
       ]);
-      await store.write([updateOp("done", "done", null, PAST + 100 * MIN), updateOp("cfg", "configuring", null, PAST + 160 * MIN)]);
-      expect(await store.stuckExecutions(PAST + HOUR, PAST + 4 * HOUR, 10)).toEqual([
-        { executionId: "s1", createdAt: PAST + HOUR },
-        { executionId: "s2", createdAt: PAST + 2 * HOUR },
-        { executionId: "cfg", createdAt: PAST + 150 * MIN }, // a progress status is still in progress
-        { executionId: "s3", createdAt: PAST + 3 * HOUR },
-      ].sort((a, b) => a.createdAt - b.createdAt));
+      await store.write([
+        updateOp("done", "done", null, PAST + 100 * MIN),
+        updateOp("cfg", "configuring", null, PAST + 160 * MIN),
+      ]);
+      expect(await store.stuckExecutions(PAST + HOUR, PAST + 4 * HOUR, 10)).toEqual(
+        [
+          { executionId: "s1", createdAt: PAST + HOUR },
+          { executionId: "s2", createdAt: PAST + 2 * HOUR },
+          { executionId: "cfg", createdAt: PAST + 150 * MIN }, // a progress status is still in progress
+          { executionId: "s3", createdAt: PAST + 3 * HOUR },
+        ].sort((a, b) => a.createdAt - b.createdAt),
+      );
       expect((await store.stuckExecutions(PAST, EVERYTHING.to, 2)).map((r) => r.executionId)).toEqual(["s0", "s1"]);
       expect(await store.stuckExecutions(PAST + 5 * HOUR, EVERYTHING.to, 10)).toEqual([]);
     });
@@ -35,21 +68,48 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       await one(store, updateOp("fine", "done", null, PAST + 2 * MIN));
       const fine = await latestOf(store, "fine");
 
-      expect(await one(store, { kind: "expire", executionId: "stuck", at: PAST + 13 * HOUR })).toEqual({ kind: "expired", changed: true });
-      expect(await latestOf(store, "stuck")).toMatchObject({ status: "installing", outcome: "unknown", createdAt: PAST });
-      expect(await one(store, { kind: "expire", executionId: "stuck", at: PAST + 14 * HOUR })).toEqual({ kind: "expired", changed: false });
-      expect(await one(store, { kind: "expire", executionId: "fine", at: PAST + 13 * HOUR })).toEqual({ kind: "expired", changed: false });
+      expect(await one(store, { kind: "expire", executionId: "stuck", at: PAST + 13 * HOUR })).toEqual({
+        kind: "expired",
+        changed: true,
+      });
+      expect(await latestOf(store, "stuck")).toMatchObject({
+        status: "installing",
+        outcome: "unknown",
+        createdAt: PAST,
+      });
+      expect(await one(store, { kind: "expire", executionId: "stuck", at: PAST + 14 * HOUR })).toEqual({
+        kind: "expired",
+        changed: false,
+      });
+      expect(await one(store, { kind: "expire", executionId: "fine", at: PAST + 13 * HOUR })).toEqual({
+        kind: "expired",
+        changed: false,
+      });
       expect(await latestOf(store, "fine")).toEqual(fine!);
-      expect(await one(store, { kind: "expire", executionId: "never", at: PAST + 13 * HOUR })).toEqual({ kind: "expired", changed: false });
+      expect(await one(store, { kind: "expire", executionId: "never", at: PAST + 13 * HOUR })).toEqual({
+        kind: "expired",
+        changed: false,
+      });
       expect(await store.stuckExecutions(EVERYTHING.from, EVERYTHING.to, 10)).toEqual([]);
       expect(await hourTotals(store)).toEqual(outcomes({ unknown: 1, success: 1 }));
       await expectVerified(store, 2);
 
-      expect(await one(store, updateOp("stuck", "failed", "exit code 9", PAST + 15 * HOUR))).toEqual({ kind: "updated", outcome: "failed" });
-      expect(await latestOf(store, "stuck")).toMatchObject({ status: "failed", outcome: "failed", error: "exit code 9", durationMs: 15 * HOUR });
+      expect(await one(store, updateOp("stuck", "failed", "exit code 9", PAST + 15 * HOUR))).toEqual({
+        kind: "updated",
+        outcome: "failed",
+      });
+      expect(await latestOf(store, "stuck")).toMatchObject({
+        status: "failed",
+        outcome: "failed",
+        error: "exit code 9",
+        durationMs: 15 * HOUR,
+      });
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1, success: 1 }));
       expect(await hourTotals(store, appOf("a"))).toEqual(outcomes({ failed: 1, success: 1 }));
-      expect(await one(store, updateOp("stuck", "done", null, PAST + 16 * HOUR))).toEqual({ kind: "already-final", outcome: "failed" });
+      expect(await one(store, updateOp("stuck", "done", null, PAST + 16 * HOUR))).toEqual({
+        kind: "already-final",
+        outcome: "failed",
+      });
       await expectVerified(store, 2);
     });
 
@@ -59,7 +119,9 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       expect(await one(store, { kind: "stuck-checked", from: m0, until: PAST, at: PAST })).toEqual({ kind: "marked" });
       expect(await store.stuckCheckedUntil()).toBe(PAST);
       // A job that read the old mark lost the race: its mark does not land.
-      expect(await one(store, { kind: "stuck-checked", from: m0, until: PAST + HOUR, at: PAST })).toEqual({ kind: "marked" });
+      expect(await one(store, { kind: "stuck-checked", from: m0, until: PAST + HOUR, at: PAST })).toEqual({
+        kind: "marked",
+      });
       expect(await store.stuckCheckedUntil()).toBe(PAST);
       await one(store, { kind: "stuck-checked", from: PAST, until: PAST + 2 * HOUR, at: PAST });
       expect(await store.stuckCheckedUntil()).toBe(PAST + 2 * HOUR);
@@ -67,7 +129,12 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
 
     test("a load of an older install in progress lowers the stuck mark to it", async () => {
       const store = await freshStore();
-      await one(store, { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + DAY, at: PAST + DAY });
+      await one(store, {
+        kind: "stuck-checked",
+        from: await store.stuckCheckedUntil(),
+        until: PAST + DAY,
+        at: PAST + DAY,
+      });
       await one(store, loadOp(record("old-done", { createdAt: PAST + HOUR, status: "done" })));
       expect(await store.stuckCheckedUntil()).toBe(PAST + DAY); // a finished one needs no check
       await one(store, loadOp(record("old-open", { createdAt: PAST + 2 * HOUR, status: "installing" })));
@@ -79,7 +146,12 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
     // Replay writes a report at its own (old) time: the stuck job must still find it.
     test("a start of an older install in progress lowers the stuck mark to it", async () => {
       const store = await freshStore();
-      await one(store, { kind: "stuck-checked", from: await store.stuckCheckedUntil(), until: PAST + DAY, at: PAST + DAY });
+      await one(store, {
+        kind: "stuck-checked",
+        from: await store.stuckCheckedUntil(),
+        until: PAST + DAY,
+        at: PAST + DAY,
+      });
       await one(store, startOp("imported-open", {}, PAST + 2 * HOUR));
       expect(await store.stuckCheckedUntil()).toBeLessThanOrEqual(PAST + 2 * HOUR);
     });
@@ -87,9 +159,14 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
     test("countBefore counts installs created, held updates and log entries received before the cutoff", async () => {
       const store = await freshStore();
       await store.write([
-        startOp("i1", {}, PAST), startOp("i2", {}, PAST + HOUR), startOp("i3", {}, PAST + 2 * HOUR),
-        updateOp("h1", "done", null, PAST + 30 * MIN), updateOp("h2", "done", null, PAST + 3 * HOUR),
-        rejectOp(PAST + 10 * MIN), rejectOp(PAST + 70 * MIN), rejectOp(PAST + 4 * HOUR),
+        startOp("i1", {}, PAST),
+        startOp("i2", {}, PAST + HOUR),
+        startOp("i3", {}, PAST + 2 * HOUR),
+        updateOp("h1", "done", null, PAST + 30 * MIN),
+        updateOp("h2", "done", null, PAST + 3 * HOUR),
+        rejectOp(PAST + 10 * MIN),
+        rejectOp(PAST + 70 * MIN),
+        rejectOp(PAST + 4 * HOUR),
       ]);
       // A late update keeps the install's created_at.
       await one(store, updateOp("i1", "done", null, PAST + 5 * HOUR));
@@ -101,7 +178,12 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
 
     test("heldBefore lists the random_ids of updates held since before the cutoff", async () => {
       const store = await freshStore();
-      await store.write([updateOp("a", "done", null, PAST), updateOp("b", "failed", "x", PAST + MIN), updateOp("c", "done", null, PAST + HOUR), startOp("d", {}, PAST)]);
+      await store.write([
+        updateOp("a", "done", null, PAST),
+        updateOp("b", "failed", "x", PAST + MIN),
+        updateOp("c", "done", null, PAST + HOUR),
+        startOp("d", {}, PAST),
+      ]);
       expect((await store.heldBefore(PAST + HOUR, 10)).sort()).toEqual(["a", "b"]);
       expect(await store.heldBefore(PAST + HOUR, 1)).toHaveLength(1);
       expect(await store.heldBefore(PAST, 10)).toEqual([]);
@@ -120,23 +202,46 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       await one(store, rejectOp(PAST + 6 * MIN, { randomId: "log-only", reason: "invalid_field" }));
       expect((await store.listRejected({ limit: 10 })).filter((e) => e.randomId === "gone")).toHaveLength(2);
 
-      expect(await one(store, { kind: "delete", randomId: "gone", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true, executions: 1 });
+      expect(await one(store, { kind: "delete", randomId: "gone", at: PAST + HOUR })).toEqual({
+        kind: "deleted",
+        found: true,
+        executions: 1,
+      });
       expect(await latestOf(store, "gone")).toBeUndefined();
       expect((await store.listRejected({ limit: 10 })).map((e) => e.randomId)).toEqual(["log-only", "kept"]);
       expect(await hourTotals(store)).toEqual(outcomes({ in_progress: 1 }));
       expect(await hourTotals(store, appOf("a"))).toEqual(outcomes({ in_progress: 1 }));
 
-      expect(await one(store, { kind: "delete", randomId: "held-only", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true, executions: 0 });
+      expect(await one(store, { kind: "delete", randomId: "held-only", at: PAST + HOUR })).toEqual({
+        kind: "deleted",
+        found: true,
+        executions: 0,
+      });
       expect(await store.heldBefore(EVERYTHING.to, 10)).toEqual([]);
-      expect(await one(store, { kind: "delete", randomId: "log-only", at: PAST + HOUR })).toEqual({ kind: "deleted", found: true, executions: 0 });
+      expect(await one(store, { kind: "delete", randomId: "log-only", at: PAST + HOUR })).toEqual({
+        kind: "deleted",
+        found: true,
+        executions: 0,
+      });
       expect((await store.listRejected({ limit: 10 })).map((e) => e.randomId)).toEqual(["kept"]);
-      expect(await one(store, { kind: "delete", randomId: "never", at: PAST + HOUR })).toEqual({ kind: "deleted", found: false, executions: 0 });
-      expect(await one(store, { kind: "delete", randomId: "gone", at: PAST + HOUR })).toEqual({ kind: "deleted", found: false, executions: 0 });
+      expect(await one(store, { kind: "delete", randomId: "never", at: PAST + HOUR })).toEqual({
+        kind: "deleted",
+        found: false,
+        executions: 0,
+      });
+      expect(await one(store, { kind: "delete", randomId: "gone", at: PAST + HOUR })).toEqual({
+        kind: "deleted",
+        found: false,
+        executions: 0,
+      });
       expect((await latestOf(store, "kept"))!.randomId).toBe("kept");
       await expectVerified(store, 1);
 
       // A deleted install can be reported afresh.
-      expect(await one(store, startOp("gone", {}, PAST + 2 * HOUR))).toEqual({ kind: "created", outcome: "in_progress" });
+      expect(await one(store, startOp("gone", {}, PAST + 2 * HOUR))).toEqual({
+        kind: "created",
+        outcome: "in_progress",
+      });
       await expectVerified(store, 2);
     });
 
@@ -166,7 +271,11 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
     test("drop-before: where the engine keeps periods, every install with an execution before `until` goes whole; the rest stays, rollups equal a recount", async () => {
       const store = await freshStore();
       await threeMonths(store);
-      const dropped = await one(store, { kind: "drop-before", before: Date.UTC(2025, 1, 20), at: Date.UTC(2025, 3, 1) });
+      const dropped = await one(store, {
+        kind: "drop-before",
+        before: Date.UTC(2025, 1, 20),
+        at: Date.UTC(2025, 3, 1),
+      });
       if (dropped.until === null) {
         // No periods (SQLite): nothing happens here; retention deletes install by install.
         expect(dropped).toEqual({ kind: "dropped", executions: 0, until: null });
@@ -186,8 +295,13 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       expect((await store.listRejected({ limit: 10 })).map((e) => e.randomId).sort()).toEqual(["c", "d"]);
       await expectVerified(store, 2);
       // Nothing left to drop; the months kept take new executions as before.
-      expect(await one(store, { kind: "drop-before", before: Date.UTC(2025, 1, 20), at: Date.UTC(2025, 3, 1) })).toEqual({ kind: "dropped", executions: 0, until: dropped.until });
-      expect(await one(store, loadOp(record("e", { createdAt: Date.UTC(2025, 1, 11) })))).toEqual({ kind: "created", outcome: "success" });
+      expect(
+        await one(store, { kind: "drop-before", before: Date.UTC(2025, 1, 20), at: Date.UTC(2025, 3, 1) }),
+      ).toEqual({ kind: "dropped", executions: 0, until: dropped.until });
+      expect(await one(store, loadOp(record("e", { createdAt: Date.UTC(2025, 1, 11) })))).toEqual({
+        kind: "created",
+        outcome: "success",
+      });
       await expectVerified(store, 3);
     });
 
@@ -218,9 +332,14 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       const b = await db.open();
       await one(a, loadOp(record("old", { createdAt: Date.UTC(2025, 0, 15) })));
       await one(b, { kind: "drop-before", before: Date.UTC(2025, 1, 1), at: Date.UTC(2025, 3, 1) });
-      expect(await one(a, loadOp(record("again", { createdAt: Date.UTC(2025, 0, 16) })))).toEqual({ kind: "created", outcome: "success" });
+      expect(await one(a, loadOp(record("again", { createdAt: Date.UTC(2025, 0, 16) })))).toEqual({
+        kind: "created",
+        outcome: "success",
+      });
       const kept = (await b.getExecutions("old")).length > 0; // no periods: nothing was dropped
-      expect(await one(a, startOp("old", {}, Date.UTC(2025, 0, 17)))).toMatchObject({ kind: kept ? "duplicate" : "created" });
+      expect(await one(a, startOp("old", {}, Date.UTC(2025, 0, 17)))).toMatchObject({
+        kind: kept ? "duplicate" : "created",
+      });
       expect(await remaining(b)).toEqual(["again", "old"]);
       await expectVerified(b, 2);
     });
@@ -232,16 +351,30 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
     const KB = 1024;
     const HELD_BUDGET = 16 * 1024 * KB;
     /** Distinct bytes that do not compress (random, base64 for readability), `n` long, never valid JSON. */
-    const junk = (n: number): Uint8Array => bytes(`~${Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("base64").slice(0, n - 1)}`);
+    const junk = (n: number): Uint8Array =>
+      bytes(
+        `~${Buffer.from(crypto.getRandomValues(new Uint8Array(n)))
+          .toString("base64")
+          .slice(0, n - 1)}`,
+      );
     const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
     const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
 
     test("identical bodies are stored once, compressed; every entry still shows its whole body", async () => {
       const store = await freshStore();
-      const body = bytes(`{"random_id": "x", "type": "lxc", "error": "${"apt-get failed: unable to fetch\\n".repeat(3000)}`); // ~100 KB, broken JSON
+      const body = bytes(
+        `{"random_id": "x", "type": "lxc", "error": "${"apt-get failed: unable to fetch\\n".repeat(3000)}`,
+      ); // ~100 KB, broken JSON
       await store.write(Array.from({ length: 50 }, (_, i) => rejectOp(PAST + i, { body })));
       const b = await store.budgets();
-      expect(b.log).toMatchObject({ entries: 50, deduplicated: 49, bodyRawBytes: body.byteLength, truncated: 0, dropped: 0, headOnly: 0 });
+      expect(b.log).toMatchObject({
+        entries: 50,
+        deduplicated: 49,
+        bodyRawBytes: body.byteLength,
+        truncated: 0,
+        dropped: 0,
+        headOnly: 0,
+      });
       expect(b.log.bodyBytes).toBeLessThan(body.byteLength / 50);
       expect(b.log.usedBytes).toBeLessThan(body.byteLength / 10);
       const entries = await store.listRejected({ limit: 100 });
@@ -276,10 +409,20 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       const heads = entries.filter((e) => !e.bodyKept);
       expect(heads.length).toBe(b.log.headOnly);
       expect(entries.length).toBeLessThan(100);
-      expect(heads.at(-1)).toMatchObject({ reason: "invalid_json", bodySize: 10 * KB, bodySha256: sha256(sent[149]!), receivedAt: PAST + 149 });
+      expect(heads.at(-1)).toMatchObject({
+        reason: "invalid_json",
+        bodySize: 10 * KB,
+        bodySha256: sha256(sent[149]!),
+        receivedAt: PAST + 149,
+      });
       expect(sameBytes(heads.at(-1)!.body, sent[149]!.subarray(0, 256))).toBe(true);
       // Only whole bodies can be replayed.
-      const candidates = await store.replayCandidates({ reasons: ["invalid_json"], retryPrefix: "x", afterId: 0, limit: 200 });
+      const candidates = await store.replayCandidates({
+        reasons: ["invalid_json"],
+        retryPrefix: "x",
+        afterId: 0,
+        limit: 200,
+      });
       expect(candidates.map((e) => e.id)).toEqual(whole.map((e) => e.id));
     });
 
@@ -290,7 +433,12 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       store.setLimits({ logBytes: 50 * KB, heldBytes: HELD_BUDGET });
       expect(await one(store, rejectOp(PAST + 10, { body: junk(10 * KB) }))).toEqual({ kind: "logged" });
       const after = await store.budgets();
-      expect(after.log).toMatchObject({ entries: 10, dropped: 1, usedBytes: before.log.usedBytes, limitBytes: 50 * KB });
+      expect(after.log).toMatchObject({
+        entries: 10,
+        dropped: 1,
+        usedBytes: before.log.usedBytes,
+        limitBytes: 50 * KB,
+      });
       expect(await store.listRejected({ limit: 20 })).toHaveLength(10);
     });
 
@@ -298,8 +446,14 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       const store = await freshStore();
       await store.write([startOp("victim", {}, PAST), updateOp("victim", "done", null, PAST + MIN)]);
       const repeated = bytes(JSON.stringify({ random_id: "victim", status: "failed", error: "x".repeat(20 * KB) }));
-      for (let i = 0; i < 3; i++) expect(await one(store, updateOp("victim", "failed", "x", PAST + 2 * MIN, { raw: repeated }))).toMatchObject({ kind: "already-final" });
-      await store.write([rejectOp(PAST + 3 * MIN, { body: junk(5 * KB) }), rejectOp(PAST + DAY, { body: junk(5 * KB) })]);
+      for (let i = 0; i < 3; i++)
+        expect(await one(store, updateOp("victim", "failed", "x", PAST + 2 * MIN, { raw: repeated }))).toMatchObject({
+          kind: "already-final",
+        });
+      await store.write([
+        rejectOp(PAST + 3 * MIN, { body: junk(5 * KB) }),
+        rejectOp(PAST + DAY, { body: junk(5 * KB) }),
+      ]);
       let b = await store.budgets();
       expect(b.log).toMatchObject({ entries: 5, deduplicated: 2 });
       const oneBody = b.log.bodyRawBytes;
@@ -307,13 +461,23 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       expect(await one(store, { kind: "delete", randomId: "victim", at: PAST + DAY })).toMatchObject({ found: true });
       b = await store.budgets();
       expect(b.log).toMatchObject({ entries: 2, bodyRawBytes: oneBody - repeated.byteLength });
-      expect(await one(store, { kind: "forget-rejected", before: PAST + DAY / 2, at: PAST + DAY })).toEqual({ kind: "forgotten", count: 1 });
+      expect(await one(store, { kind: "forget-rejected", before: PAST + DAY / 2, at: PAST + DAY })).toEqual({
+        kind: "forgotten",
+        count: 1,
+      });
       expect((await store.budgets()).log).toMatchObject({ entries: 1, bodyRawBytes: 5 * KB });
       await one(store, { kind: "forget-rejected", before: PAST + DAY + 1, at: PAST + DAY });
-      expect((await store.budgets()).log).toMatchObject({ entries: 0, usedBytes: 0, bodyBytes: 0, bodyRawBytes: 0, headOnly: 0 });
+      expect((await store.budgets()).log).toMatchObject({
+        entries: 0,
+        usedBytes: 0,
+        bodyBytes: 0,
+        bodyRawBytes: 0,
+        headOnly: 0,
+      });
     });
 
-    const orphan = (id: string, at: number) => updateOp(id, "failed", `E: ${"unable to fetch archive\n".repeat(170)}`, at); // ~4 KB of error
+    const orphan = (id: string, at: number) =>
+      updateOp(id, "failed", `E: ${"unable to fetch archive\n".repeat(170)}`, at); // ~4 KB of error
 
     test("held reports count against their budget, compressed; a start report takes its held status and frees it", async () => {
       const store = await freshStore();
@@ -340,10 +504,18 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
       expect(b.held.count).toBeGreaterThan(5);
       expect(b.held.overflowed).toBe(40 - b.held.count);
       // The oldest were applied as what they say: a failed install whose start never came.
-      expect(await latestOf(store, "o-0")).toMatchObject({ status: "failed", outcome: "failed", durationMs: null, createdAt: PAST });
+      expect(await latestOf(store, "o-0")).toMatchObject({
+        status: "failed",
+        outcome: "failed",
+        durationMs: null,
+        createdAt: PAST,
+      });
       // The newest wait, and still take their start report.
       expect(await store.getExecutions("o-39")).toEqual([]);
-      expect(await one(store, startOp("o-39", { nsapp: "late" }, PAST + HOUR))).toEqual({ kind: "created", outcome: "failed" });
+      expect(await one(store, startOp("o-39", { nsapp: "late" }, PAST + HOUR))).toEqual({
+        kind: "created",
+        outcome: "failed",
+      });
       expect(await latestOf(store, "o-39")).toMatchObject({ nsapp: "late", status: "failed" });
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 40 - b.held.count + 1 }));
       await expectVerified(store, 40 - b.held.count + 1);
@@ -352,7 +524,10 @@ export function maintenanceContract({ database, freshStore }: Harness): void {
     test("expire-held counts what it applied; what is left is still counted", async () => {
       const store = await freshStore();
       await store.write([orphan("old-1", PAST), orphan("old-2", PAST + MIN), orphan("recent", PAST + 6 * DAY)]);
-      expect(await one(store, { kind: "expire-held", before: PAST + DAY, limit: 100, at: PAST + 7 * DAY })).toEqual({ kind: "expired-held", count: 2 });
+      expect(await one(store, { kind: "expire-held", before: PAST + DAY, limit: 100, at: PAST + 7 * DAY })).toEqual({
+        kind: "expired-held",
+        count: 2,
+      });
       expect((await store.budgets()).held).toMatchObject({ count: 1, expired: 2, overflowed: 0 });
       await expectVerified(store, 2);
     });

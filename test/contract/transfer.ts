@@ -5,7 +5,23 @@ import { DAY } from "../../src/domain/time.ts";
 import type { HeldReport } from "../../src/domain/lifecycle.ts";
 import type { RejectedEntry } from "../../src/store/contract/rejected.ts";
 import type { Store } from "../../src/store/contract/store.ts";
-import { appOf, bytes, expectVerified, type Harness, hourTotals, latestOf, loadOp, MIN, one, outcomes, PAST, record, rejectOp, startOp, updateOp } from "./harness.ts";
+import {
+  appOf,
+  bytes,
+  expectVerified,
+  type Harness,
+  hourTotals,
+  latestOf,
+  loadOp,
+  MIN,
+  one,
+  outcomes,
+  PAST,
+  record,
+  rejectOp,
+  startOp,
+  updateOp,
+} from "./harness.ts";
 
 /** The contract's tests of this feature, in the suite of one engine (suite.ts). */
 export function transferContract({ database, freshStore }: Harness): void {
@@ -14,14 +30,24 @@ export function transferContract({ database, freshStore }: Harness): void {
   describe("write load", () => {
     test("a complete record is stored as it is and counted once; a second load is a duplicate", async () => {
       const store = await freshStore();
-      const install = record("ld1", { createdAt: PAST, updatedAt: PAST + 7 * MIN, status: "failed", error: "exit code 5: make failed", durationMs: 7 * MIN, repaired: true, nsapp: "docker" });
+      const install = record("ld1", {
+        createdAt: PAST,
+        updatedAt: PAST + 7 * MIN,
+        status: "failed",
+        error: "exit code 5: make failed",
+        durationMs: 7 * MIN,
+        repaired: true,
+        nsapp: "docker",
+      });
       expect(await one(store, loadOp(install))).toEqual({ kind: "created", outcome: "failed" });
       expect(await latestOf(store, "ld1")).toEqual(install);
       // Once: a start and its update would pass through in_progress, a load never does.
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
       expect(await hourTotals(store, appOf("docker"))).toEqual(outcomes({ failed: 1 }));
 
-      expect(await one(store, loadOp({ ...install, status: "done", outcome: "success", error: null }))).toEqual({ kind: "duplicate" });
+      expect(await one(store, loadOp({ ...install, status: "done", outcome: "success", error: null }))).toEqual({
+        kind: "duplicate",
+      });
       expect(await latestOf(store, "ld1")).toEqual(install);
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1 }));
       await expectVerified(store, 1);
@@ -29,8 +55,14 @@ export function transferContract({ database, freshStore }: Harness): void {
 
     test("a loaded install in progress takes a later final status", async () => {
       const store = await freshStore();
-      expect(await one(store, loadOp(record("ld2", { createdAt: PAST, status: "installing" })))).toEqual({ kind: "created", outcome: "in_progress" });
-      expect(await one(store, updateOp("ld2", "done", null, PAST + MIN))).toEqual({ kind: "updated", outcome: "success" });
+      expect(await one(store, loadOp(record("ld2", { createdAt: PAST, status: "installing" })))).toEqual({
+        kind: "created",
+        outcome: "in_progress",
+      });
+      expect(await one(store, updateOp("ld2", "done", null, PAST + MIN))).toEqual({
+        kind: "updated",
+        outcome: "success",
+      });
       expect(await latestOf(store, "ld2")).toMatchObject({ outcome: "success", durationMs: MIN });
       await expectVerified(store, 1);
     });
@@ -53,9 +85,17 @@ export function transferContract({ database, freshStore }: Harness): void {
     test("heldChunks: every held report oldest first, as it was received; rejectedChunks: entries above afterId, oldest first", async () => {
       const store = await freshStore();
       const long = `E: ${"unable to fetch archive\n".repeat(400)}`;
-      await store.write([updateOp("h2", "failed", long, PAST + 2 * MIN, { repairs: ["unescaped_quote"] }), updateOp("h1", "done", null, PAST + MIN), updateOp("h3", "failed", "x", PAST + 2 * MIN)]);
+      await store.write([
+        updateOp("h2", "failed", long, PAST + 2 * MIN, { repairs: ["unescaped_quote"] }),
+        updateOp("h1", "done", null, PAST + MIN),
+        updateOp("h3", "failed", "x", PAST + 2 * MIN),
+      ]);
       const { held } = await sideData(store);
-      expect(held.map((h) => [h.report.randomId, h.at, h.repaired])).toEqual([["h1", PAST + MIN, false], ["h2", PAST + 2 * MIN, true], ["h3", PAST + 2 * MIN, false]]);
+      expect(held.map((h) => [h.report.randomId, h.at, h.repaired])).toEqual([
+        ["h1", PAST + MIN, false],
+        ["h2", PAST + 2 * MIN, true],
+        ["h3", PAST + 2 * MIN, false],
+      ]);
       expect(held[1]!.report).toEqual(updateOp("h2", "failed", long, 0).report);
 
       await store.write(Array.from({ length: 7 }, (_, i) => rejectOp(PAST + i, { message: `m${i}` })));
@@ -64,7 +104,8 @@ export function transferContract({ database, freshStore }: Harness): void {
       expect(log.slice(1).map((e) => e.message)).toEqual(Array.from({ length: 7 }, (_, i) => `m${i}`));
       const after = log[4]!.id;
       const rest: string[] = [];
-      for await (const chunk of store.rejectedChunks({ afterId: after, chunkRows: 2 })) rest.push(...chunk.map((e) => e.message));
+      for await (const chunk of store.rejectedChunks({ afterId: after, chunkRows: 2 }))
+        rest.push(...chunk.map((e) => e.message));
       expect(rest).toEqual(["m4", "m5", "m6"]);
     });
 
@@ -72,10 +113,20 @@ export function transferContract({ database, freshStore }: Harness): void {
       const source = await freshStore();
       const long = bytes(`{"random_id": "x", "error": "${"apt-get failed\\n".repeat(2000)}`);
       await source.write([
-        updateOp("held-a", "failed", "exit code 1", PAST, { repairs: ["unescaped_quote"], raw: bytes(`{"random_id": "held-a", "status": "failed", "error": "exit "code" 1"}`) }),
+        updateOp("held-a", "failed", "exit code 1", PAST, {
+          repairs: ["unescaped_quote"],
+          raw: bytes(`{"random_id": "held-a", "status": "failed", "error": "exit "code" 1"}`),
+        }),
         updateOp("held-b", "done", null, PAST + MIN),
         rejectOp(PAST + 2 * MIN, { body: long }),
-        rejectOp(PAST + 3 * MIN, { body: long, endpoint: "telemetry", reason: "invalid_field", field: "type", randomId: "r9", message: "type must be one of lxc, vm" }),
+        rejectOp(PAST + 3 * MIN, {
+          body: long,
+          endpoint: "telemetry",
+          reason: "invalid_field",
+          field: "type",
+          randomId: "r9",
+          message: "type must be one of lxc, vm",
+        }),
         rejectOp(PAST + 4 * MIN, { body: new Uint8Array([0, 255, 7]) }),
       ]);
       const [first] = await source.listRejected({ limit: 1 });
@@ -85,11 +136,15 @@ export function transferContract({ database, freshStore }: Harness): void {
       expect(from.log).toHaveLength(4); // the repaired update's body, two junk bodies sharing one, and a binary one
 
       const target = await freshStore();
-      const load = (data: typeof from): Promise<{ kind: string; bodyKept?: boolean }[]> => target.write([
-        ...data.held.map((held) => ({ kind: "load-held", held, at: PAST + DAY }) as const),
-        ...data.log.map((entry) => ({ kind: "load-rejected", entry, source: "the source", at: PAST + DAY }) as const),
+      const load = (data: typeof from): Promise<{ kind: string; bodyKept?: boolean }[]> =>
+        target.write([
+          ...data.held.map((held) => ({ kind: "load-held", held, at: PAST + DAY }) as const),
+          ...data.log.map((entry) => ({ kind: "load-rejected", entry, source: "the source", at: PAST + DAY }) as const),
+        ]);
+      expect(await load(from)).toEqual([
+        ...from.held.map(() => ({ kind: "created" })),
+        ...from.log.map(() => ({ kind: "created", bodyKept: true })),
       ]);
-      expect(await load(from)).toEqual([...from.held.map(() => ({ kind: "created" })), ...from.log.map(() => ({ kind: "created", bodyKept: true }))]);
       const to = await sideData(target);
       expect(to.held).toEqual(from.held);
       expect(to.log.map(sansId)).toEqual(from.log.map(sansId));
@@ -104,13 +159,24 @@ export function transferContract({ database, freshStore }: Harness): void {
       expect((await load(later)).filter((r) => r.kind !== "duplicate")).toEqual([{ kind: "created", bodyKept: true }]);
       expect((await sideData(target)).log.map(sansId)).toEqual(later.log.map(sansId));
       // Another source's entries are its own: the same ids are not duplicates of the first's.
-      expect(await one(target, { kind: "load-rejected", entry: later.log[0]!, source: "another", at: PAST + DAY })).toEqual({ kind: "created", bodyKept: true });
+      expect(
+        await one(target, { kind: "load-rejected", entry: later.log[0]!, source: "another", at: PAST + DAY }),
+      ).toEqual({ kind: "created", bodyKept: true });
 
       // A held report is applied as the target's own would be when its start report comes.
-      expect(await one(target, startOp("held-a", { nsapp: "nginx" }, PAST + 2 * DAY))).toEqual({ kind: "created", outcome: "failed" });
-      expect(await latestOf(target, "held-a")).toMatchObject({ status: "failed", error: "exit code 1", repaired: true });
+      expect(await one(target, startOp("held-a", { nsapp: "nginx" }, PAST + 2 * DAY))).toEqual({
+        kind: "created",
+        outcome: "failed",
+      });
+      expect(await latestOf(target, "held-a")).toMatchObject({
+        status: "failed",
+        error: "exit code 1",
+        repaired: true,
+      });
       // A held report whose execution the target has already is not held there again.
-      expect(await one(target, { kind: "load-held", held: from.held[0]!, at: PAST + DAY })).toEqual({ kind: "duplicate" });
+      expect(await one(target, { kind: "load-held", held: from.held[0]!, at: PAST + DAY })).toEqual({
+        kind: "duplicate",
+      });
     });
 
     test("a head-only entry stays head-only, with the size and hash of the body it came from", async () => {

@@ -57,19 +57,36 @@ async function cli(args: string[], stdin?: string) {
     stdout: "pipe",
     stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(p.stdout).text(),
+    new Response(p.stderr).text(),
+    p.exited,
+  ]);
   return { code, stdout, stderr };
 }
 
 /** A command run in this process, as main.ts would run it (errors are thrown, not turned into exit codes). */
-async function run(command: Command, db: string, flags: Record<string, string | boolean> = {}, positionals: string[] = []) {
+async function run(
+  command: Command,
+  db: string,
+  flags: Record<string, string | boolean> = {},
+  positionals: string[] = [],
+) {
   let out = "";
   let err = "";
   const all = { db, durability: "normal", ...flags };
   const code = await command.run({
-    workers: { checkpointer: new URL("../../src/store/sqlite/checkpointer.ts", import.meta.url), scanner: new URL("../../src/store/sqlite/scanner.ts", import.meta.url) },
-    config: loadConfig(all, {}), flags: all, positionals, version: "test",
-    out: (t) => void (out += t), err: (t) => void (err += t), progress: () => {},
+    workers: {
+      checkpointer: new URL("../../src/store/sqlite/checkpointer.ts", import.meta.url),
+      scanner: new URL("../../src/store/sqlite/scanner.ts", import.meta.url),
+    },
+    config: loadConfig(all, {}),
+    flags: all,
+    positionals,
+    version: "test",
+    out: (t) => void (out += t),
+    err: (t) => void (err += t),
+    progress: () => {},
   });
   return { code, out, err };
 }
@@ -92,7 +109,8 @@ const start = (id: string, at: number, fields: Partial<Descriptive> = {}, repair
     repairs,
   };
 };
-const update = (id: string, at: number, status: string, error: string | null = null): WriteOp => reportOp(uploadUpdate(id, status, error), at, "updatestatus");
+const update = (id: string, at: number, status: string, error: string | null = null): WriteOp =>
+  reportOp(uploadUpdate(id, status, error), at, "updatestatus");
 
 const APPS = ["adguard", "jellyfin", "homeassistant", "docker", "jëllyfin-ünicode"];
 
@@ -119,7 +137,15 @@ function diverseOps(n: number, t0: number, step: number, prefix = "r"): WriteOp[
         ops.push(start(id, at, fields), update(id, at + 95_500, "done"));
         break;
       case 1:
-        ops.push(start(id, at, fields), update(id, at + 61_000 + i, "failed", `exit code 100\nE: "apt-get install" failed, <ipv4> unreachable ${i % 3}`));
+        ops.push(
+          start(id, at, fields),
+          update(
+            id,
+            at + 61_000 + i,
+            "failed",
+            `exit code 100\nE: "apt-get install" failed, <ipv4> unreachable ${i % 3}`,
+          ),
+        );
         break;
       case 2:
         ops.push(start(id, at, fields), update(id, at + 5_000, "failed", "INTERRUPTED"));
@@ -131,7 +157,7 @@ function diverseOps(n: number, t0: number, step: number, prefix = "r"): WriteOp[
         ops.push(start(id, at, fields), { kind: "expire", executionId: id, at: at + 13 * HOUR });
         break;
       case 5:
-        ops.push(update(id, at - 4_000, "failed", "=HYPERLINK(\"x\") exit 1"), start(id, at, fields));
+        ops.push(update(id, at - 4_000, "failed", '=HYPERLINK("x") exit 1'), start(id, at, fields));
         break;
       case 6:
         ops.push(start(id, at, fields), update(id, at + 30_000, "configuring"));
@@ -165,7 +191,20 @@ function populated(name: string, n = 160, t0 = Date.parse("2026-03-01T00:00:00Z"
   const path = tmp(name);
   const { store } = fileStore(path);
   store.write(diverseOps(n, t0, 37 * MIN));
-  store.write([{ kind: "reject", at: t0 + 1000, rejection: { endpoint: "upload", reason: "invalid_json", field: null, message: "not JSON", randomId: null, body: new TextEncoder().encode("{{{") } }]);
+  store.write([
+    {
+      kind: "reject",
+      at: t0 + 1000,
+      rejection: {
+        endpoint: "upload",
+        reason: "invalid_json",
+        field: null,
+        message: "not JSON",
+        randomId: null,
+        body: new TextEncoder().encode("{{{"),
+      },
+    },
+  ]);
   store.close();
   return path;
 }
@@ -217,7 +256,10 @@ for (let i = 0; ; ) {
         expect(check.installs! % 25).toBe(0); // never half a transaction
         counts.push(check.installs!);
         const copy = openDatabase(target, { durability: "normal", migrate: false });
-        expect((await verifyRollups(createSqliteStore(copy.sqlite, copy.db)))).toMatchObject({ ok: true, records: check.installs });
+        expect(await verifyRollups(createSqliteStore(copy.sqlite, copy.db))).toMatchObject({
+          ok: true,
+          records: check.installs,
+        });
         copy.sqlite.close();
       }
       expect(counts[2]!).toBeGreaterThan(counts[0]!); // the writer kept going meanwhile
@@ -252,7 +294,13 @@ for (let i = 0; ; ) {
     expect(checkDatabaseFile(kept).ok).toBe(true);
     expect(ofForeign.code).toBe(3);
 
-    for (const [db, positionals] of [[path, []], [tmp("missing.db"), [tmp("x.db")]], [path, [path]], [path, [join(DIR, "no-such-dir", "x.db")]], [path, [target]]] as const) {
+    for (const [db, positionals] of [
+      [path, []],
+      [tmp("missing.db"), [tmp("x.db")]],
+      [path, [path]],
+      [path, [join(DIR, "no-such-dir", "x.db")]],
+      [path, [target]],
+    ] as const) {
       await expect(run(backup, db, {}, [...positionals])).rejects.toThrow(UsageError);
     }
   });
@@ -288,7 +336,7 @@ describe("restore", () => {
     expect(dump(fresh)).toEqual(before);
     const a = fileStore(path);
     const b = fileStore(fresh);
-    expect((await records(b.store))).toEqual((await records(a.store)));
+    expect(await records(b.store)).toEqual(await records(a.store));
     expect((await verifyRollups(b.store)).ok).toBe(true);
     a.sqlite.close();
 
@@ -324,7 +372,9 @@ describe("restore", () => {
     const target = tmp("migrated.db");
     const result = restoreDatabase(old, target, { durability: "normal" });
     expect(result).toMatchObject({ installs: 0, migrationsApplied: total - 2, warnings: [] });
-    const columns = (new Database(target, { readonly: true }).query("PRAGMA table_info(rejected_reports)").all() as { name: string }[]).map((r) => r.name);
+    const columns = (
+      new Database(target, { readonly: true }).query("PRAGMA table_info(rejected_reports)").all() as { name: string }[]
+    ).map((r) => r.name);
     expect(columns).toContain("replay_result");
   });
 
@@ -349,7 +399,10 @@ describe("restore", () => {
     const viaCli = await cli(["restore", foreign, "--db", target, "--force"]);
     expect(viaCli.code).toBe(3);
     expect(viaCli.stderr).toContain("is not an installstats database");
-    for (const [file, message] of [[junk, /not a usable|not a database/], [corrupt, /integrity|malformed/]] as const) {
+    for (const [file, message] of [
+      [junk, /not a usable|not a database/],
+      [corrupt, /integrity|malformed/],
+    ] as const) {
       expect(() => restoreDatabase(file, target, { force: true, durability: "normal" })).toThrow(message);
       expect(() => restoreDatabase(file, target, { force: true, durability: "normal" })).toThrow(DatabaseOpenError);
     }
@@ -373,7 +426,10 @@ describe("restore", () => {
     backupDatabase(src.sqlite, backupFile);
     src.sqlite.close();
 
-    const server = Bun.spawn(["bun", "src/main.ts", "serve", "--db", path, "--port", "0", "--host", "127.0.0.1", "--log-level", "error"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    const server = Bun.spawn(
+      ["bun", "src/main.ts", "serve", "--db", path, "--port", "0", "--host", "127.0.0.1", "--log-level", "error"],
+      { cwd: ROOT, stdout: "pipe", stderr: "pipe" },
+    );
     try {
       const reader = server.stdout.getReader();
       const { value } = await reader.read();
@@ -412,7 +468,9 @@ describe("export", () => {
   /** GET /api/export (its route plugin) over the same database file. */
   async function httpExport(qs: string): Promise<string> {
     const { sqlite, db } = openDatabase(path, { durability: "normal", migrate: true });
-    const res = await exportRoutes({ store: createSqliteStore(sqlite, db), clock: Date.now }).handle(new Request(`http://localhost/api/export?${qs}`));
+    const res = await exportRoutes({ store: createSqliteStore(sqlite, db), clock: Date.now }).handle(
+      new Request(`http://localhost/api/export?${qs}`),
+    );
     expect(res.status).toBe(200);
     const text = await res.text();
     sqlite.close();
@@ -425,9 +483,18 @@ describe("export", () => {
     const cases: [string, string[]][] = [
       ["", []],
       ["format=ndjson", ["--format", "ndjson"]],
-      ["format=ndjson&nsapp=jellyfin&outcome=failed", ["--format", "ndjson", "--nsapp", "jellyfin", "--outcome", "failed"]],
-      [`from=${from}&type=vm&os_type=debian&os_version=12`, ["--from", from, "--type", "vm", "--os-type", "debian", "--os-version", "12"]],
-      ["days=30&q=apt&pve_version=8.2.2&method=default", ["--days", "30", "--q", "apt", "--pve-version", "8.2.2", "--method", "default"]],
+      [
+        "format=ndjson&nsapp=jellyfin&outcome=failed",
+        ["--format", "ndjson", "--nsapp", "jellyfin", "--outcome", "failed"],
+      ],
+      [
+        `from=${from}&type=vm&os_type=debian&os_version=12`,
+        ["--from", from, "--type", "vm", "--os-type", "debian", "--os-version", "12"],
+      ],
+      [
+        "days=30&q=apt&pve_version=8.2.2&method=default",
+        ["--days", "30", "--q", "apt", "--pve-version", "8.2.2", "--method", "default"],
+      ],
       ["status=configuring&format=ndjson", ["--status", "configuring", "--format", "ndjson"]],
     ];
     // Two through the real CLI (stdout), all through the command in this process (--out).
@@ -439,7 +506,9 @@ describe("export", () => {
     }
     for (const [qs, flags] of cases) {
       const out = tmp("case.export");
-      const options = Object.fromEntries(Array.from({ length: flags.length / 2 }, (_, i) => [flags[2 * i]!.slice(2), flags[2 * i + 1]!]));
+      const options = Object.fromEntries(
+        Array.from({ length: flags.length / 2 }, (_, i) => [flags[2 * i]!.slice(2), flags[2 * i + 1]!]),
+      );
       const r = await run(exportCommand, path, { ...options, out });
       expect(r.code).toBe(0);
       const text = readFileSync(out, "utf8");
@@ -455,9 +524,19 @@ describe("export", () => {
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(`installstats export: 200 records written to ${out}\n`); // one line, no \r progress
     expect(readFileSync(out, "utf8")).toBe(await httpExport("format=ndjson"));
-    const [badFormat, unknownFlag] = await Promise.all([cli(["export", "--db", path, "--format", "xml"]), cli(["export", "--db", path, "--bogus", "1"])]);
+    const [badFormat, unknownFlag] = await Promise.all([
+      cli(["export", "--db", path, "--format", "xml"]),
+      cli(["export", "--db", path, "--bogus", "1"]),
+    ]);
     expect([badFormat.code, unknownFlag.code]).toEqual([2, 2]);
-    const bad: Record<string, string>[] = [{ outcome: "fine" }, { from: "yesterday" }, { days: "0" }, { days: "7", from: "2026-01-01" }, { nsapp: "" }, { q: "x".repeat(201) }];
+    const bad: Record<string, string>[] = [
+      { outcome: "fine" },
+      { from: "yesterday" },
+      { days: "0" },
+      { days: "7", from: "2026-01-01" },
+      { nsapp: "" },
+      { q: "x".repeat(201) },
+    ];
     for (const flags of bad) await expect(run(exportCommand, path, flags)).rejects.toThrow(UsageError);
     await expect(run(exportCommand, path, {}, ["positional"])).rejects.toThrow(UsageError);
     await expect(run(exportCommand, tmp("none.db"))).rejects.toThrow(UsageError);
@@ -480,25 +559,38 @@ describe("import", () => {
     const source = fileStore(populated("import-src.db", 240));
     let ndjson = "";
     await exportExecutions(source.store, {}, "ndjson", (chunk) => void (ndjson += new TextDecoder().decode(chunk)));
-    const expected = (await records(source.store));
+    const expected = await records(source.store);
     expect(expected.size).toBe(240);
 
     const target = fileStore(tmp("import-dst.db"));
     const deps = { reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) };
     const invalid: string[] = [];
     // Odd chunk sizes: records and multi-byte characters split across chunks.
-    const summary = await importRecords(deps, chunked(ndjson, [1, 7, 4096, 13, 100_000]), { normalize, batchOps: 100, onInvalid: (p, m) => invalid.push(`${p}: ${m}`) });
+    const summary = await importRecords(deps, chunked(ndjson, [1, 7, 4096, 13, 100_000]), {
+      normalize,
+      batchOps: 100,
+      onInvalid: (p, m) => invalid.push(`${p}: ${m}`),
+    });
     expect(invalid).toEqual([]);
     expect(summary).toEqual({ format: "ndjson", read: 240, imported: 240, duplicates: 0, invalid: 0 });
-    const got = (await records(target.store));
+    const got = await records(target.store);
     for (const [id, want] of expected) {
       // `repaired` is not carried over (see import-records.ts); every other field is.
       expect([id, got.get(id)]).toEqual([id, { ...want, repaired: false }]);
     }
     expect([...expected.values()].filter((r) => r.repaired).length).toBe(30);
-    expect((await verifyRollups(target.store))).toMatchObject({ ok: true, records: 240 });
+    expect(await verifyRollups(target.store)).toMatchObject({ ok: true, records: 240 });
     // The aggregates agree too (rollups answer both).
-    const summaryOf = async (s: Store) => (await s.readRollups({ grain: 1, slice: sliceKey("install", null, ALL_APPS), from: 0, to: Date.now() + DAY, parts: ["data"] })).map((c) => ({ bucket: c.bucket, data: c.data }));
+    const summaryOf = async (s: Store) =>
+      (
+        await s.readRollups({
+          grain: 1,
+          slice: sliceKey("install", null, ALL_APPS),
+          from: 0,
+          to: Date.now() + DAY,
+          parts: ["data"],
+        })
+      ).map((c) => ({ bucket: c.bucket, data: c.data }));
     expect(await summaryOf(target.store)).toEqual(await summaryOf(source.store));
 
     const again = await importRecords(deps, chunked(ndjson, [65536]), { normalize });
@@ -518,23 +610,36 @@ describe("import", () => {
     const res = await t.app.handle(new Request("http://localhost/data/json"));
     const array = await res.text();
     expect(array.startsWith("[{")).toBe(true);
-    const source = (await records(t.store));
+    const source = await records(t.store);
 
     const target = fileStore(tmp("compat-dst.db"));
     const deps = { reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) };
     const summary = await importRecords(deps, chunked(array, [3, 1, 17]), { normalize });
     expect(summary).toEqual({ format: "json-array", read: 3, imported: 3, duplicates: 0, invalid: 0 });
-    const got = (await records(target.store));
+    const got = await records(target.store);
     for (const [id, want] of source) {
       // The original keeps no updated_at: duration unknown, updated_at = created_at, and a final
       // status seen then. Its Go records cannot say "absent": "" (o2's disableip6) comes back as null.
-      const absent = Object.fromEntries(Object.entries(want).map(([k, v]) => [k, v === "" ? null : v])) as ExecutionRecord;
+      const absent = Object.fromEntries(
+        Object.entries(want).map(([k, v]) => [k, v === "" ? null : v]),
+      ) as ExecutionRecord;
       const finished = want.timeline.finished === null ? null : want.created_at;
-      expect(got.get(id)).toEqual({ ...absent, updated_at: want.created_at, duration_s: null, timeline: { ...want.timeline, finished } });
+      expect(got.get(id)).toEqual({
+        ...absent,
+        updated_at: want.created_at,
+        duration_s: null,
+        timeline: { ...want.timeline, finished },
+      });
     }
     expect(source.get("o2")!.disableip6).toBe("");
     expect((await verifyRollups(target.store)).ok).toBe(true);
-    expect(await importRecords(deps, chunked(array, [1 << 16]), { normalize })).toEqual({ format: "json-array", read: 3, imported: 0, duplicates: 3, invalid: 0 });
+    expect(await importRecords(deps, chunked(array, [1 << 16]), { normalize })).toEqual({
+      format: "json-array",
+      read: 3,
+      imported: 0,
+      duplicates: 3,
+      invalid: 0,
+    });
   });
 
   test("a hand-written original array: Go times with nanoseconds and zones, zero values, invalid records counted not fatal", async () => {
@@ -548,20 +653,44 @@ describe("import", () => {
     ]\n`;
     const target = fileStore(tmp("hand.db"));
     const invalid: string[] = [];
-    const summary = await importRecords({ reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) }, chunked(original, [5]), {
-      normalize,
-      onInvalid: (p, m) => invalid.push(`${p}: ${m}`),
-    });
+    const summary = await importRecords(
+      { reads: target.store, commit: (ops: readonly WriteOp[]) => target.store.write(ops) },
+      chunked(original, [5]),
+      {
+        normalize,
+        onInvalid: (p, m) => invalid.push(`${p}: ${m}`),
+      },
+    );
     expect(summary).toEqual({ format: "json-array", read: 6, imported: 3, duplicates: 0, invalid: 3 });
     expect(invalid).toEqual([
       "element 3: type is required (one of lxc, vm, turnkey, pve, addon, tool)",
       'element 4: created_at must be an RFC 3339 time, got "not a time"',
       "element 5: not a JSON object",
     ]);
-    const got = (await records(target.store));
-    expect(got.get("g1")).toMatchObject({ created_at: "2024-11-20T13:32:10.123Z", status: "done", outcome: "success", error: null, duration_s: null, disk_size: 4 });
-    expect(got.get("g2")).toMatchObject({ type: "vm", ct_type: 0, disk_size: 0, os_type: null, nsapp: null, status: "installing", outcome: "in_progress" });
-    expect(got.get("g5")).toMatchObject({ type: "lxc", created_at: "2024-11-21T00:00:00.500Z", outcome: "failed", error: "exit code 1 at <ipv4>" });
+    const got = await records(target.store);
+    expect(got.get("g1")).toMatchObject({
+      created_at: "2024-11-20T13:32:10.123Z",
+      status: "done",
+      outcome: "success",
+      error: null,
+      duration_s: null,
+      disk_size: 4,
+    });
+    expect(got.get("g2")).toMatchObject({
+      type: "vm",
+      ct_type: 0,
+      disk_size: 0,
+      os_type: null,
+      nsapp: null,
+      status: "installing",
+      outcome: "in_progress",
+    });
+    expect(got.get("g5")).toMatchObject({
+      type: "lxc",
+      created_at: "2024-11-21T00:00:00.500Z",
+      outcome: "failed",
+      error: "exit code 1 at <ipv4>",
+    });
     expect((await verifyRollups(target.store)).ok).toBe(true);
   });
 
@@ -573,14 +702,23 @@ describe("import", () => {
     };
     const tricky = `[{"a":"] } , [ {","b":{"c":[1,2,{"d":"\\\\"}]}}, {"e":"\\"}]"} ,7, "s" ,null]`;
     const whole = await collect(tricky, [1 << 20]);
-    expect(whole.map((p) => ("text" in p ? JSON.parse(p.text) : p))).toEqual([{ a: "] } , [ {", b: { c: [1, 2, { d: "\\" }] } }, { e: '"}]' }, 7, "s", null]);
+    expect(whole.map((p) => ("text" in p ? JSON.parse(p.text) : p))).toEqual([
+      { a: "] } , [ {", b: { c: [1, 2, { d: "\\" }] } },
+      { e: '"}]' },
+      7,
+      "s",
+      null,
+    ]);
     for (const sizes of [[1], [2, 3], [7]]) expect(await collect(tricky, sizes)).toEqual(whole);
     expect(await collect('{"a":1}\r\n\n{"b":"ü"}\n{"c"', [1])).toEqual([
       { position: "line 1", text: '{"a":1}' },
       { position: "line 3", text: '{"b":"ü"}' },
       { position: "line 4", text: '{"c"' },
     ]);
-    expect(await collect('[{"a":1},{"b":', [4])).toEqual([{ position: "element 1", text: '{"a":1}' }, { position: "element 2", error: "the input ends inside this element (truncated file?)" }]);
+    expect(await collect('[{"a":1},{"b":', [4])).toEqual([
+      { position: "element 1", text: '{"a":1}' },
+      { position: "element 2", error: "the input ends inside this element (truncated file?)" },
+    ]);
     expect(await collect("  \n", [1])).toEqual([]);
     await expect(collect("hello", [3])).rejects.toThrow(/neither NDJSON/);
     await expect(collect('[{"a":1} {"b":2}]', [3])).rejects.toThrow(/expected "," or "\]"/);
@@ -592,15 +730,32 @@ describe("import", () => {
     expect(parseTimestamp("2026-06-01T12:00:00.5Z")).toBe(Date.parse("2026-06-01T12:00:00.500Z"));
     expect(parseTimestamp("2026-06-01T12:00:00.123456789-05:30")).toBe(Date.parse("2026-06-01T17:30:00.123Z"));
     expect(parseTimestamp("2026-06-01T12:00:00+0200")).toBe(Date.parse("2026-06-01T10:00:00Z"));
-    for (const bad of ["2026-02-30T00:00:00Z", "0001-01-01T00:00:00Z", "2026-06-01", "2026-06-01T12:00:00", 5, null]) expect(parseTimestamp(bad)).toBeNull();
+    for (const bad of ["2026-02-30T00:00:00Z", "0001-01-01T00:00:00Z", "2026-06-01", "2026-06-01T12:00:00", 5, null])
+      expect(parseTimestamp(bad)).toBeNull();
   });
 
   test("the CLI: stdin with -, a file, a summary on stdout, invalid records on stderr, no progress when piped", async () => {
     const db = tmp("cli-import.db");
     const lines = [
-      JSON.stringify({ random_id: "c1", type: "lxc", nsapp: "a", status: "done", outcome: "success", error: null, created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:01:00.000Z", duration_s: 60 }),
+      JSON.stringify({
+        random_id: "c1",
+        type: "lxc",
+        nsapp: "a",
+        status: "done",
+        outcome: "success",
+        error: null,
+        created_at: "2026-01-01T00:00:00.000Z",
+        updated_at: "2026-01-01T00:01:00.000Z",
+        duration_s: 60,
+      }),
       "{not json",
-      JSON.stringify({ random_id: "c2", type: "lxc", nsapp: "a", status: "installing", created_at: "2026-01-01T00:00:01.000Z" }),
+      JSON.stringify({
+        random_id: "c2",
+        type: "lxc",
+        nsapp: "a",
+        status: "installing",
+        created_at: "2026-01-01T00:00:01.000Z",
+      }),
     ].join("\n");
     const r = await cli(["import", "-", "--db", db], lines);
     expect(r.code).toBe(0);
@@ -613,7 +768,11 @@ describe("import", () => {
     expect(JSON.parse(again.out)).toMatchObject({ imported: 0, duplicates: 2, invalid: 1 });
     expect(again.err).toStartWith("installstats import: line 2: not valid JSON");
     const s = fileStore(db);
-    expect((await records(s.store)).get("c1")).toMatchObject({ duration_s: 60, updated_at: "2026-01-01T00:01:00.000Z", outcome: "success" });
+    expect((await records(s.store)).get("c1")).toMatchObject({
+      duration_s: 60,
+      updated_at: "2026-01-01T00:01:00.000Z",
+      outcome: "success",
+    });
     s.sqlite.close();
     await expect(run(importCommand, db, {}, [tmp("missing.ndjson")])).rejects.toThrow(UsageError);
     await expect(run(importCommand, db, {}, [])).rejects.toThrow(UsageError);
@@ -633,13 +792,27 @@ describe("prune", () => {
     // 2 years of records, one every 3 days, plus a held update and rejected entries at both ends.
     const ops = diverseOps(244, now - 730 * DAY, 3 * DAY, "p");
     const reject = (at: number, id: string | null): WriteOp => ({
-      kind: "reject", at, rejection: { endpoint: "upload", reason: "invalid_field", field: "type", message: "m", randomId: id, body: new Uint8Array([123]) },
+      kind: "reject",
+      at,
+      rejection: {
+        endpoint: "upload",
+        reason: "invalid_field",
+        field: "type",
+        message: "m",
+        randomId: id,
+        body: new Uint8Array([123]),
+      },
     });
     ops.push(update("held-old", now - 500 * DAY, "done"), update("held-new", now - DAY, "done"));
-    ops.push(reject(now - 600 * DAY, null), reject(now - 401 * DAY, "x"), reject(now - 399 * DAY, null), reject(now - HOUR, null));
+    ops.push(
+      reject(now - 600 * DAY, null),
+      reject(now - 401 * DAY, "x"),
+      reject(now - 399 * DAY, null),
+      reject(now - HOUR, null),
+    );
     store.write(ops);
     const cutoff = now - 400 * DAY;
-    const all = (await records(store));
+    const all = await records(store);
     const old = [...all.values()].filter((r) => Date.parse(r.created_at) < cutoff).map((r) => r.random_id);
     expect(old.length).toBeGreaterThan(50);
     expect(old.length).toBeLessThan(all.size - 50);
@@ -647,32 +820,42 @@ describe("prune", () => {
     expect(totalBefore).toBe(all.size);
 
     const deps = { store, commit: (ops: readonly WriteOp[]) => store.write(ops) };
-    const rejectedBefore = (await t.rejected());
+    const rejectedBefore = await t.rejected();
     const rejectedOld = rejectedBefore.filter((e) => e.receivedAt < cutoff).length;
     expect(rejectedOld).toBeGreaterThan(2); // two above, and the repaired bodies of old records
     const dry = await pruneOlderThan(deps, { cutoff, now, dryRun: true });
-    expect(dry).toEqual({ cutoff: new Date(cutoff).toISOString(), dry_run: true, executions: old.length, held: 1, rejected: rejectedOld });
-    expect((await records(store))).toEqual(all);
-    expect((await t.rejected())).toEqual(rejectedBefore);
+    expect(dry).toEqual({
+      cutoff: new Date(cutoff).toISOString(),
+      dry_run: true,
+      executions: old.length,
+      held: 1,
+      rejected: rejectedOld,
+    });
+    expect(await records(store)).toEqual(all);
+    expect(await t.rejected()).toEqual(rejectedBefore);
 
     const real = await pruneOlderThan(deps, { cutoff, now, batchSize: 25 });
     expect(real).toEqual({ ...dry, dry_run: false });
-    const left = (await records(store));
+    const left = await records(store);
     expect(new Set(left.keys())).toEqual(new Set([...all.keys()].filter((id) => !old.includes(id))));
     for (const [id, r] of left) expect(r).toEqual(all.get(id)!);
     expect((await t.rejected()).every((e) => e.receivedAt >= cutoff)).toBe(true);
     expect((await t.rejected()).length).toBe(rejectedBefore.length - rejectedOld);
     expect(t.sqlite.query("SELECT random_id FROM held_reports").all()).toEqual([{ random_id: "held-new" }]);
-    expect((await verifyRollups(store))).toMatchObject({ ok: true, records: all.size - old.length });
+    expect(await verifyRollups(store)).toMatchObject({ ok: true, records: all.size - old.length });
     expect((await t.get("/api/stats/summary?days=3660")).body.total).toBe(all.size - old.length);
     expect(await pruneOlderThan(deps, { cutoff, now })).toMatchObject({ executions: 0, held: 0, rejected: 0 });
   });
 
   test("the CLI: --older-than required and checked, --dry-run, counts printed", async () => {
     const path = populated("prune-cli.db", 30, Date.now() - 30 * DAY);
-    const [missing, dry] = await Promise.all([cli(["prune", "--db", path]), cli(["prune", "--older-than", "15d", "--dry-run", "--db", path])]);
+    const [missing, dry] = await Promise.all([
+      cli(["prune", "--db", path]),
+      cli(["prune", "--older-than", "15d", "--dry-run", "--db", path]),
+    ]);
     expect(missing.code).toBe(2);
-    for (const bad of ["soon", "0", "-5d", "12x"]) await expect(run(prune, path, { "older-than": bad })).rejects.toThrow(UsageError);
+    for (const bad of ["soon", "0", "-5d", "12x"])
+      await expect(run(prune, path, { "older-than": bad })).rejects.toThrow(UsageError);
     expect(dry.code).toBe(0);
     const counted = JSON.parse(dry.stdout);
     expect(counted.executions).toBeGreaterThan(5);
@@ -695,13 +878,25 @@ describe("replay", () => {
     const t = await testApp();
     const t0 = t.clock() - 2 * DAY;
     const body = (o: unknown) => new TextEncoder().encode(typeof o === "string" ? o : JSON.stringify(o));
-    const reject = (at: number, endpoint: "upload" | "updatestatus", reason: "invalid_json" | "invalid_field" | "repaired" | "already_final", b: Uint8Array): WriteOp => ({
-      kind: "reject", at, rejection: { endpoint, reason, field: null, message: "then", randomId: null, body: b },
+    const reject = (
+      at: number,
+      endpoint: "upload" | "updatestatus",
+      reason: "invalid_json" | "invalid_field" | "repaired" | "already_final",
+      b: Uint8Array,
+    ): WriteOp => ({
+      kind: "reject",
+      at,
+      rejection: { endpoint, reason, field: null, message: "then", randomId: null, body: b },
     });
     t.store.write([
       // Logged as invalid JSON by an older parser; valid now.
       reject(t0, "upload", "invalid_json", body(startReport("rp1", { nsapp: "jellyfin" }))),
-      reject(t0 + 90_000, "updatestatus", "invalid_json", body({ status: "failed", error: "exit code 2", random_id: "rp1" })),
+      reject(
+        t0 + 90_000,
+        "updatestatus",
+        "invalid_json",
+        body({ status: "failed", error: "exit code 2", random_id: "rp1" }),
+      ),
       // Still breaks a rule.
       reject(t0 + 1000, "upload", "invalid_field", body(startReport("rp2", { type: "banana" }))),
       // Broken in a way the current parser repairs: stored, repaired.
@@ -712,26 +907,48 @@ describe("replay", () => {
       reject(t0 + 4000, "upload", "repaired", body(startReport("rp5"))),
       reject(t0 + 5000, "updatestatus", "already_final", body({ status: "done", random_id: "rp1" })),
     ]);
-    const before = (await t.rejected());
+    const before = await t.rejected();
     const deps = { store: t.store, commit: (ops: readonly WriteOp[]) => t.store.write(ops) };
 
     const dry = await replayRejected(deps, { normalize, dryRun: true, now: t.clock() });
     expect(dry).toEqual({ dry_run: true, tried: 5, results: { valid: 4, "still invalid": 1 }, skipped: 0 });
-    expect((await t.rejected())).toEqual(before);
+    expect(await t.rejected()).toEqual(before);
     expect((await records(t.store)).size).toBe(0);
 
     const limited = await replayRejected(deps, { normalize, limit: 1, reasons: ["invalid_json"], now: t.clock() });
     expect(limited).toEqual({ dry_run: false, tried: 1, results: { created: 1 }, skipped: 0 });
     const first = await replayRejected(deps, { normalize, now: t.clock() });
-    expect(first).toEqual({ dry_run: false, tried: 4, results: { updated: 1, "still invalid": 1, created: 1, held: 1 }, skipped: 1 });
+    expect(first).toEqual({
+      dry_run: false,
+      tried: 4,
+      results: { updated: 1, "still invalid": 1, created: 1, held: 1 },
+      skipped: 1,
+    });
 
-    const got = (await records(t.store));
-    expect(got.get("rp1")).toMatchObject({ nsapp: "jellyfin", outcome: "failed", error: "exit code 2", created_at: new Date(t0).toISOString(), duration_s: 90, repaired: false });
-    expect(got.get("rp3")).toMatchObject({ created_at: new Date(t0 + 2000).toISOString(), disk_size: null, repaired: true });
+    const got = await records(t.store);
+    expect(got.get("rp1")).toMatchObject({
+      nsapp: "jellyfin",
+      outcome: "failed",
+      error: "exit code 2",
+      created_at: new Date(t0).toISOString(),
+      duration_s: 90,
+      repaired: false,
+    });
+    expect(got.get("rp3")).toMatchObject({
+      created_at: new Date(t0 + 2000).toISOString(),
+      disk_size: null,
+      repaired: true,
+    });
     expect(got.has("rp5")).toBe(false);
     const marks = Object.fromEntries((await t.rejected()).map((e) => [e.id, e.replayResult]));
     expect(Object.values(marks)).toEqual([
-      "created", "updated", 'still invalid: type must be one of lxc, vm, turnkey, pve, addon, tool, got "banana"', "created", "held", null, null,
+      "created",
+      "updated",
+      'still invalid: type must be one of lxc, vm, turnkey, pve, addon, tool, got "banana"',
+      "created",
+      "held",
+      null,
+      null,
       null, // the new "repaired" entry the repaired body made, as ingestion would have
     ]);
     expect((await t.rejected()).at(-1)).toMatchObject({ reason: "repaired", randomId: "rp3" });
@@ -752,7 +969,9 @@ describe("replay", () => {
     expect(r.stderr).toBe("");
     expect(JSON.parse(r.stdout)).toMatchObject({ tried: 1, results: { "still invalid": 1 } });
     const c = new Database(path, { readonly: true });
-    expect(c.query("SELECT replay_result FROM rejected_reports WHERE reason = 'invalid_json'").get()).toEqual({ replay_result: expect.stringMatching(/^still invalid: /) });
+    expect(c.query("SELECT replay_result FROM rejected_reports WHERE reason = 'invalid_json'").get()).toEqual({
+      replay_result: expect.stringMatching(/^still invalid: /),
+    });
     c.close();
   });
 });
@@ -763,7 +982,18 @@ test("every command has its own --help", async () => {
   const expectations: Record<string, string[]> = {
     backup: ["<file>", "--force"],
     restore: ["<file>", "--force"],
-    export: ["--format", "--out", "--nsapp", "--os-type", "--os-version", "--pve-version", "--from", "--to", "--days", "--q"],
+    export: [
+      "--format",
+      "--out",
+      "--nsapp",
+      "--os-type",
+      "--os-version",
+      "--pve-version",
+      "--from",
+      "--to",
+      "--days",
+      "--q",
+    ],
     import: ["<file|->"],
     prune: ["--older-than", "--dry-run"],
     replay: ["--reason", "--limit", "--dry-run"],

@@ -35,7 +35,8 @@ describe("compiled binary", () => {
     expect(version.stdout.toString().trim()).toMatch(/^\d+\.\d+\.\d+/);
     const help = Bun.spawnSync([bin, "serve", "--help"]);
     expect(help.exitCode).toBe(0);
-    for (const flag of ["--port", "--host", "--db", "INSTALLSTATS_PORT", "INSTALLSTATS_DB"]) expect(help.stdout.toString()).toContain(flag);
+    for (const flag of ["--port", "--host", "--db", "INSTALLSTATS_PORT", "INSTALLSTATS_DB"])
+      expect(help.stdout.toString()).toContain(flag);
     const bad = Bun.spawnSync([bin, "serve", "--port", "http"]);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr.toString()).toContain("--port");
@@ -47,11 +48,44 @@ describe("compiled binary", () => {
     server = await startServer(bin, [], { INSTALLSTATS_DB: db });
     const url = server.url;
 
-    expect(await client(url, ["--id", "ct-ok", "--app", "jellyfin", "--disk", "32G", "install", "done"])).toEqual(["upload 201", "updatestatus 200"]);
-    expect(await client(url, ["--id", "ct-legacy", "--legacy", "--app", "pihole", "install", "failed", "exit code 100"])).toEqual(["upload 201", "updatestatus 200"]);
-    expect(await client(url, ["--id", "vm-ok", "--vm", "--app", "haos-vm", "--disk", "32G", "--ram", "4096", "--cores", "2", "install", "done"])).toEqual(["upload 201", "updatestatus 200"]);
+    expect(await client(url, ["--id", "ct-ok", "--app", "jellyfin", "--disk", "32G", "install", "done"])).toEqual([
+      "upload 201",
+      "updatestatus 200",
+    ]);
+    expect(
+      await client(url, ["--id", "ct-legacy", "--legacy", "--app", "pihole", "install", "failed", "exit code 100"]),
+    ).toEqual(["upload 201", "updatestatus 200"]);
+    expect(
+      await client(url, [
+        "--id",
+        "vm-ok",
+        "--vm",
+        "--app",
+        "haos-vm",
+        "--disk",
+        "32G",
+        "--ram",
+        "4096",
+        "--cores",
+        "2",
+        "install",
+        "done",
+      ]),
+    ).toEqual(["upload 201", "updatestatus 200"]);
     // A raw quote and a newline in the error text: the client sends broken JSON, as in the wild.
-    expect(await client(url, ["--id", "vm-broken", "--vm", "--host-version", "--pve", "9.0.3", "install", "failed", 'command "qm importdisk" failed\nat 10.1.2.3'])).toEqual(["upload 201", "updatestatus 200"]);
+    expect(
+      await client(url, [
+        "--id",
+        "vm-broken",
+        "--vm",
+        "--host-version",
+        "--pve",
+        "9.0.3",
+        "install",
+        "failed",
+        'command "qm importdisk" failed\nat 10.1.2.3',
+      ]),
+    ).toEqual(["upload 201", "updatestatus 200"]);
     // Status update before its start report: held, then applied.
     expect(await client(url, ["--id", "late-start", "update", "done", "none"])).toEqual(["updatestatus 202"]);
     expect(await client(url, ["--id", "late-start", "start"])).toEqual(["upload 201"]);
@@ -67,11 +101,35 @@ describe("compiled binary", () => {
 
     const rec = async (id: string) => (await getJson(`${server.url}/api/installs/${id}`)).body;
     // The container client sends `"disk_size": 32G` unquoted: repaired, and converted.
-    expect(await rec("ct-ok")).toMatchObject({ type: "lxc", ct_type: 1, nsapp: "jellyfin", disk_size: 32, status: "done", outcome: "success", disableip6: "no", repaired: true });
+    expect(await rec("ct-ok")).toMatchObject({
+      type: "lxc",
+      ct_type: 1,
+      nsapp: "jellyfin",
+      disk_size: 32,
+      status: "done",
+      outcome: "success",
+      disableip6: "no",
+      repaired: true,
+    });
     expect((await rec("ct-ok")).duration_s).toBeNumber();
-    expect(await rec("ct-legacy")).toMatchObject({ nsapp: "pihole", disableip6: null, status: "failed", outcome: "failed", error: "exit code 100", repaired: false });
+    expect(await rec("ct-legacy")).toMatchObject({
+      nsapp: "pihole",
+      disableip6: null,
+      status: "failed",
+      outcome: "failed",
+      error: "exit code 100",
+      repaired: false,
+    });
     // The VM client sends disableip6 "" (kept apart from the legacy client's absent field).
-    expect(await rec("vm-ok")).toMatchObject({ type: "vm", ct_type: 2, disk_size: 32, ram_size: 4096, core_count: 2, disableip6: "", outcome: "success" });
+    expect(await rec("vm-ok")).toMatchObject({
+      type: "vm",
+      ct_type: 2,
+      disk_size: 32,
+      ram_size: 4096,
+      core_count: 2,
+      disableip6: "",
+      outcome: "success",
+    });
     expect(await rec("vm-broken")).toMatchObject({
       type: "vm",
       pve_version: "9.0.3",
@@ -85,7 +143,11 @@ describe("compiled binary", () => {
 
     // Privacy: the clients' address (127.0.0.1) is stored nowhere: not in the database, not in the WAL.
     for (const file of [db, `${db}-wal`]) {
-      const bytes = Buffer.from(await Bun.file(file).arrayBuffer().catch(() => new ArrayBuffer(0)));
+      const bytes = Buffer.from(
+        await Bun.file(file)
+          .arrayBuffer()
+          .catch(() => new ArrayBuffer(0)),
+      );
       expect(bytes.includes("127.0.0.1")).toBe(false);
     }
   });
@@ -96,7 +158,11 @@ describe("compiled binary", () => {
     try {
       const before = Bun.file(db).size;
       const posts = Array.from({ length: 300 }, (_, i) =>
-        fetch(`${running.url}/upload`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(startReport(`ckpt-${i}`)) }),
+        fetch(`${running.url}/upload`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(startReport(`ckpt-${i}`)),
+        }),
       );
       expect((await Promise.all(posts)).every((r) => r.status === 201)).toBe(true);
       // The serving connection has automatic checkpoints off: only the thread moves pages into the file.
@@ -113,7 +179,8 @@ describe("compiled binary", () => {
     const spec = await getJson(`${server.url}/openapi/json`);
     expect(spec.status).toBe(200);
     const paths = Object.keys(spec.body.paths as object);
-    for (const p of ["/upload", "/upload/updatestatus", "/api/installs/{random_id}", "/healthz"]) expect(paths).toContain(p);
+    for (const p of ["/upload", "/upload/updatestatus", "/api/installs/{random_id}", "/healthz"])
+      expect(paths).toContain(p);
     const page = await (await fetch(`${server.url}/openapi`)).text();
     expect(page).not.toMatch(/https?:\/\//);
     const src = /src="([^"]*scalar[^"]*)"/.exec(page)?.[1];
@@ -127,15 +194,22 @@ describe("compiled binary", () => {
     const first = await startServer(bin, ["--db", join(dir, "port-first.db")]);
     try {
       const port = new URL(first.url).port;
-      const second = Bun.spawnSync([bin, "serve", "--host", "127.0.0.1", "--port", port, "--db", join(dir, "port-second.db")], { timeout: 15_000 });
+      const second = Bun.spawnSync(
+        [bin, "serve", "--host", "127.0.0.1", "--port", port, "--db", join(dir, "port-second.db")],
+        { timeout: 15_000 },
+      );
       expect(second.exitCode).toBe(4);
-      expect(second.stderr.toString()).toStartWith(`installstats: cannot listen on 127.0.0.1:${port}: the port is in use`);
+      expect(second.stderr.toString()).toStartWith(
+        `installstats: cannot listen on 127.0.0.1:${port}: the port is in use`,
+      );
       expect(second.stderr.toString().trim().split("\n")).toHaveLength(1);
       // It made its database only to fail: nothing of it is left behind.
       expect(readdirSync(dir).filter((f) => f.startsWith("port-second"))).toEqual([]);
       // Every report still reaches the first server's database.
       const posts = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => fetch(`${first.url}/upload`, { method: "POST", body: JSON.stringify(startReport(`port-${i}`)) })),
+        Array.from({ length: 20 }, (_, i) =>
+          fetch(`${first.url}/upload`, { method: "POST", body: JSON.stringify(startReport(`port-${i}`)) }),
+        ),
       );
       expect(posts.every((r) => r.status === 201)).toBe(true);
     } finally {
@@ -162,7 +236,11 @@ describe("operations in the compiled binary", () => {
     const { readdirSync } = await import("node:fs");
     const db = join(dir, "ops.db");
     const backups = join(dir, "backups");
-    const ops = await startServer(bin, ["--db", db, "--backup-dir", backups, "--backup-every", "1s", "--backup-keep", "2"], { INSTALLSTATS_ADMIN_TOKEN: "adm1n" });
+    const ops = await startServer(
+      bin,
+      ["--db", db, "--backup-dir", backups, "--backup-every", "1s", "--backup-keep", "2"],
+      { INSTALLSTATS_ADMIN_TOKEN: "adm1n" },
+    );
     try {
       expect(await client(ops.url, ["--id", "ops-1", "install", "done"])).toEqual(["upload 201", "updatestatus 200"]);
       await Bun.sleep(3500);
@@ -170,7 +248,10 @@ describe("operations in the compiled binary", () => {
       expect(files.length).toBe(2);
       expect(ops.stderr()).toContain('"job":"backup"');
       expect((await fetch(`${ops.url}/api/admin/backup`, { method: "POST" })).status).toBe(401);
-      const res = await fetch(`${ops.url}/api/admin/backup`, { method: "POST", headers: { authorization: "Bearer adm1n" } });
+      const res = await fetch(`${ops.url}/api/admin/backup`, {
+        method: "POST",
+        headers: { authorization: "Bearer adm1n" },
+      });
       expect(res.status).toBe(200);
       const made = (await res.json()) as { path: string; bytes: number };
       expect(made.bytes).toBeGreaterThan(0);

@@ -103,7 +103,11 @@ type Proto = "v1" | "v2";
  * stands for the end of such a run unless a test says otherwise.
  */
 function tm(p: Proto, args: string[], env: Record<string, string> = {}, path = FULL_PATH): Promise<Run> {
-  return run(["--protocol", p, "--retry-sleep", "0", ...args], p === "v2" ? { POST_TO_API_DONE: "true", ...env } : env, path);
+  return run(
+    ["--protocol", p, "--retry-sleep", "0", ...args],
+    p === "v2" ? { POST_TO_API_DONE: "true", ...env } : env,
+    path,
+  );
 }
 
 type Body = Record<string, unknown>;
@@ -444,7 +448,10 @@ function expectShape(body: string, keys: string[]): Body {
 // Our explanation table words things differently from the client's; samples are compared
 // with the client's texts swapped for ours.
 const OURS: Record<string, [string, string]> = {
-  100: ["APT: Package manager error (broken packages / dependency problems)", "APT: package manager error (broken or unmet dependencies)"],
+  100: [
+    "APT: Package manager error (broken packages / dependency problems)",
+    "APT: package manager error (broken or unmet dependencies)",
+  ],
   130: ["Aborted by user (SIGINT)", "Interrupted by user (SIGINT, Ctrl+C)"],
 };
 const ours = (sample: string, code: number) => sample.replace(OURS[code]![0], OURS[code]![1]);
@@ -559,7 +566,16 @@ describe.each(["jq", "awk"])("research samples, byte for byte (escaping with %s)
   });
 
   test("C.6 v2 final aborted (failed 130 -> aborted, header only, user_aborted)", async () => {
-    const args = [...ARCH, "--execution-id", "c1d2e3f4-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "--duration", "41", "final", "failed", "130"];
+    const args = [
+      ...ARCH,
+      "--execution-id",
+      "c1d2e3f4-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+      "--duration",
+      "41",
+      "final",
+      "failed",
+      "130",
+    ];
     const r = await tm("v2", args, { ...JELLYFIN, ...esc });
     expect(r.stdout).toBe("telemetry aborted 202\n");
     expect(bodies()).toEqual([ours(SAMPLES["C.6"]!, 130)]);
@@ -583,10 +599,14 @@ describe.each(["jq", "awk"])("research samples, byte for byte (escaping with %s)
   });
 
   test("C.8 v2 tool one-shot (failed 130 stays failed, user_aborted)", async () => {
-    const r = await tm("v2", ["--id", "8f89fe1c-3adc-423f-b79b-4f04cbdb65a5", "--duration", "12", "tool", "post-pve-install", "failed", "130"], {
-      ...JELLYFIN,
-      ...esc,
-    });
+    const r = await tm(
+      "v2",
+      ["--id", "8f89fe1c-3adc-423f-b79b-4f04cbdb65a5", "--duration", "12", "tool", "post-pve-install", "failed", "130"],
+      {
+        ...JELLYFIN,
+        ...esc,
+      },
+    );
     expect(r.stdout).toBe("telemetry failed 202\n");
     expect(bodies()).toEqual([ours(SAMPLES["C.8"]!, 130)]);
   });
@@ -594,7 +614,20 @@ describe.each(["jq", "awk"])("research samples, byte for byte (escaping with %s)
   test("C.9 v2 addon one-shot (os fields, empty platform)", async () => {
     const env: Record<string, string> = { ...JELLYFIN, ...esc, var_version: "12" };
     delete env.TELEMETRY_PLATFORM;
-    await tm("v2", ["--id", "667da2a7-5b59-4f4b-8121-24f14ba4f771", "--duration", "33", "addon", "add-tailscale-lxc", "success", "0"], env);
+    await tm(
+      "v2",
+      [
+        "--id",
+        "667da2a7-5b59-4f4b-8121-24f14ba4f771",
+        "--duration",
+        "33",
+        "addon",
+        "add-tailscale-lxc",
+        "success",
+        "0",
+      ],
+      env,
+    );
     expect(bodies()).toEqual([SAMPLES["C.9"]!]);
   });
 
@@ -612,10 +645,14 @@ describe.each(["jq", "awk"])("research samples, byte for byte (escaping with %s)
   });
 
   test("C.12 v1 tool one-shot", async () => {
-    await tm("v1", ["--id", "0f944141-dac3-4659-a46f-117d0d2d1bb9", "--duration", "8", "tool", "clean-lxcs", "success", "0"], {
-      ...VAULTWARDEN,
-      ...esc,
-    });
+    await tm(
+      "v1",
+      ["--id", "0f944141-dac3-4659-a46f-117d0d2d1bb9", "--duration", "8", "tool", "clean-lxcs", "success", "0"],
+      {
+        ...VAULTWARDEN,
+        ...esc,
+      },
+    );
     expect(bodies()).toEqual([SAMPLES["C.12"]!]);
   });
 });
@@ -629,7 +666,16 @@ describe.each(["v1", "v2"] as const)("%s report shapes", (p) => {
     for (const args of [["success"], ["failed", "100"], ["failed", "130"], ["aborted"], ["unknown"]]) {
       await tm(p, ["final", ...args]);
     }
-    expect(statuses()).toEqual(["installing", "validation", "configuring", "success", "failed", "aborted", "aborted", "unknown"]);
+    expect(statuses()).toEqual([
+      "installing",
+      "validation",
+      "configuring",
+      "success",
+      "failed",
+      "aborted",
+      "aborted",
+      "unknown",
+    ]);
     for (const c of captured) {
       expectShape(c.body, KEYS[p]);
       expect(c.body).toBe(heredoc(JSON.parse(c.body) as Body));
@@ -655,7 +701,13 @@ describe.each(["v1", "v2"] as const)("%s report shapes", (p) => {
     expect(tool).toBe(heredoc(t));
     expect(addon).toBe(heredoc(a));
     expect([t.type, t.status, t.exit_code, t.error, t.error_category]).toEqual(["pve", "success", 0, "", ""]);
-    expect([a.type, a.status, a.exit_code, a.error_category, a.platform]).toEqual(["addon", "failed", 7, "network", ""]);
+    expect([a.type, a.status, a.exit_code, a.error_category, a.platform]).toEqual([
+      "addon",
+      "failed",
+      7,
+      "network",
+      "",
+    ]);
     expect(a.error).toBe("exit_code=7 | Unknown error");
   });
 
@@ -675,7 +727,12 @@ describe.each(["v1", "v2"] as const)("%s report shapes", (p) => {
       [["aborted"], "aborted", v2 ? 199 : 130, "user_aborted"],
       [["aborted", "0"], "aborted", 0, "user_aborted"],
       [["whatever"], "unknown", v2 ? 199 : 0, "unknown"],
-      ...[113, 114, 122, 253, 254].map((code): [string[], string, number, string] => [["failed", String(code)], v2 ? "aborted" : "failed", code, v2 ? "user_aborted" : "unknown"]),
+      ...[113, 114, 122, 253, 254].map((code): [string[], string, number, string] => [
+        ["failed", String(code)],
+        v2 ? "aborted" : "failed",
+        code,
+        v2 ? "user_aborted" : "unknown",
+      ]),
       [["failed", "none"], "failed", v2 ? 0 : 1, v2 ? "unknown" : "shell"],
     ];
     for (const [args] of cases) await tm(p, ["final", ...args]);
@@ -685,7 +742,9 @@ describe.each(["v1", "v2"] as const)("%s report shapes", (p) => {
     expect(errors[0]).toBe("");
     expect(errors[3]).toBe("exit_code=129 | Hangup (SIGHUP): terminal closed");
     expect(errors[9]).toBe("exit_code=0 | Unknown error");
-    expect(errors[10]).toBe(v2 ? "exit_code=199 | Engine: no exit code was passed to the report" : "exit_code=0 | Unknown error");
+    expect(errors[10]).toBe(
+      v2 ? "exit_code=199 | Engine: no exit code was passed to the report" : "exit_code=0 | Unknown error",
+    );
     // An abort carries the header only, a failure the header (and the log when there is one).
     expect(errors[15]).toStartWith("exit_code=254 | App: the user declined the prompt (or it timed out)");
   });
@@ -714,8 +773,18 @@ describe("field values", () => {
       ram_speed: "",
       platform: "pve",
     };
-    expect(v1).toMatchObject({ ...common, gpu_passthrough: "unknown", repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE" });
-    expect(v2).toMatchObject({ ...common, gpu_passthrough: "no", repo_source: "ProxmoxVED", repo_slug: "community-scripts/ProxmoxVED" });
+    expect(v1).toMatchObject({
+      ...common,
+      gpu_passthrough: "unknown",
+      repo_source: "ProxmoxVE",
+      repo_slug: "community-scripts/ProxmoxVE",
+    });
+    expect(v2).toMatchObject({
+      ...common,
+      gpu_passthrough: "no",
+      repo_source: "ProxmoxVED",
+      repo_slug: "community-scripts/ProxmoxVED",
+    });
     const uname = Bun.spawnSync(["uname", "-r"]).stdout.toString().trim();
     expect(v2!.kernel_version).toBe(uname);
     expect(v1!.random_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
@@ -764,15 +833,56 @@ describe("field values", () => {
     });
     captured = [];
     await tm("v1", ["start"], { NSAPP: "", DISK_SIZE: "lots", REPO_SOURCE: "external", GPU_PASSTHROUGH: "dgpu" });
-    expect(parsed()[0]).toMatchObject({ nsapp: "unknown", disk_size: 0, repo_source: "external", repo_slug: "", gpu_passthrough: "dgpu" });
+    expect(parsed()[0]).toMatchObject({
+      nsapp: "unknown",
+      disk_size: 0,
+      repo_source: "external",
+      repo_slug: "",
+      gpu_passthrough: "dgpu",
+    });
   });
 
   test("options for the fields", async () => {
     const args = [
-      ...["--id", "r", "--execution-id", "e", "--app", "immich", "--os", "ubuntu", "--os-version", "24.04", "--pve", "9.0.3"],
+      ...[
+        "--id",
+        "r",
+        "--execution-id",
+        "e",
+        "--app",
+        "immich",
+        "--os",
+        "ubuntu",
+        "--os-version",
+        "24.04",
+        "--pve",
+        "9.0.3",
+      ],
       ...["--disk", "20G", "--cores", "4", "--ram", "4096", "--method", "advanced", "--type", "lxc", "--ct-type", "0"],
-      ...["--cpu-vendor", "amd", "--cpu-model", "EPYC", "--gpu-vendor", "nvidia", "--gpu-model", "RTX", "--gpu-passthrough", "dgpu"],
-      ...["--ram-speed", "5600", "--arch", "arm64", "--has-arm", "true", "--platform", "pve", "--kernel", "6.14.8-2-pve"],
+      ...[
+        "--cpu-vendor",
+        "amd",
+        "--cpu-model",
+        "EPYC",
+        "--gpu-vendor",
+        "nvidia",
+        "--gpu-model",
+        "RTX",
+        "--gpu-passthrough",
+        "dgpu",
+      ],
+      ...[
+        "--ram-speed",
+        "5600",
+        "--arch",
+        "arm64",
+        "--has-arm",
+        "true",
+        "--platform",
+        "pve",
+        "--kernel",
+        "6.14.8-2-pve",
+      ],
       ...["--app-version", "v1.2", "--repo-source", "ProxmoxVE", "--repo-slug", "community-scripts/ProxmoxVE"],
       "start",
     ];
@@ -829,7 +939,9 @@ describe("field values", () => {
 
   test("error text: header forms, category override, failed_line sanitised, tool exit not clamped", async () => {
     await tm("v2", ["--failed-command", "make -j4", "final", "failed", "2"]);
-    await tm("v2", ["--failed-command", "make", "--failed-line", "x9", "final", "failed", "127"], { ERROR_CATEGORY_OVERRIDE: "network" });
+    await tm("v2", ["--failed-command", "make", "--failed-line", "x9", "final", "failed", "127"], {
+      ERROR_CATEGORY_OVERRIDE: "network",
+    });
     await tm("v2", ["final", "aborted", "130"], { ERROR_CATEGORY_OVERRIDE: "network" });
     await tm("v2", ["tool", "t", "failed", "300"]);
     await tm("v2", ["tool", "t", "failed"]);
@@ -840,7 +952,11 @@ describe("field values", () => {
       "make -j4",
       0,
     ]);
-    expect([b!.error, b!.error_category, b!.failed_line]).toEqual(["exit_code=127 | Command not found | command: make", "network", 0]);
+    expect([b!.error, b!.error_category, b!.failed_line]).toEqual([
+      "exit_code=127 | Command not found | command: make",
+      "network",
+      0,
+    ]);
     // v2: the engine's abort branch keeps an ERROR_CATEGORY_OVERRIDE already set
     expect(c!.error_category).toBe("network");
     expect([t!.exit_code, t!.error_category]).toEqual([300, "unknown"]);
@@ -855,7 +971,8 @@ describe("field values", () => {
 });
 
 // ------------------------------------------------------------------ escaping, with and without jq
-const NASTY = 'say "hi" to C:\\temp\\new\ttab\nsecond line: ümlaut, 日本語, 🎉\n\x1b[31mred\x1b[0m CR\r\n\x01bell\x07 end\\';
+const NASTY =
+  'say "hi" to C:\\temp\\new\ttab\nsecond line: ümlaut, 日本語, 🎉\n\x1b[31mred\x1b[0m CR\r\n\x01bell\x07 end\\';
 const CLEANED = 'say "hi" to C:\\temp\\new\ttab\nsecond line: ümlaut, 日本語, 🎉\nred CR\nbell end\\';
 
 describe("escaping: jq, --no-jq, CLIENT_NO_JQ=1 and a PATH without jq give the same valid JSON", () => {
@@ -879,9 +996,16 @@ describe("escaping: jq, --no-jq, CLIENT_NO_JQ=1 and a PATH without jq give the s
       const seen: string[] = [];
       for (const [, flags, extra, path] of modes) {
         captured = [];
-        const r = await tm(p, ["-v", ...flags, ...ARCH, "--id", "x", "--duration", "1", "final", "failed", "1", NASTY], { ...env, ...extra }, path());
+        const r = await tm(
+          p,
+          ["-v", ...flags, ...ARCH, "--id", "x", "--duration", "1", "final", "failed", "1", NASTY],
+          { ...env, ...extra },
+          path(),
+        );
         expect(r.code).toBe(0);
-        expect(r.stderr).toContain(`escaping with ${flags.length || extra.CLIENT_NO_JQ || path() !== FULL_PATH ? "awk" : "jq"}`);
+        expect(r.stderr).toContain(
+          `escaping with ${flags.length || extra.CLIENT_NO_JQ || path() !== FULL_PATH ? "awk" : "jq"}`,
+        );
         const body = bodies()[0]!;
         const obj = JSON.parse(body) as Body;
         expect(body).toBe(heredoc(obj));
@@ -942,11 +1066,25 @@ describe("escaping: jq, --no-jq, CLIENT_NO_JQ=1 and a PATH without jq give the s
       expect(got[59]).toBe('line 100 "q" \\ bold');
     }
     const big = join(tmp, "big.log");
-    writeFileSync(big, Array.from({ length: 30 }, (_, i) => `${String(i + 1).padStart(3, "0")}${"x".repeat(997)}`).join("\n"));
+    writeFileSync(
+      big,
+      Array.from({ length: 30 }, (_, i) => `${String(i + 1).padStart(3, "0")}${"x".repeat(997)}`).join("\n"),
+    );
     captured = [];
     await tm("v2", ["--log", big, "final", "failed", "1"]);
     const out = ((JSON.parse(bodies()[0]!) as Body).error as string).split("\n---\n")[1]!;
-    expect(out.split("\n").map((l) => l.slice(0, 3))).toEqual(["021", "022", "023", "024", "025", "026", "027", "028", "029", "030"]);
+    expect(out.split("\n").map((l) => l.slice(0, 3))).toEqual([
+      "021",
+      "022",
+      "023",
+      "024",
+      "025",
+      "026",
+      "027",
+      "028",
+      "029",
+      "030",
+    ]);
     expect(Buffer.byteLength(out)).toBeLessThanOrEqual(10240);
   });
 
@@ -965,14 +1103,25 @@ describe("install lifecycle", () => {
   test("v2: start, validation, configuring, 4 container pings, success; one execution", async () => {
     const r = await tm("v2", ["install"]);
     expect(r.code).toBe(0);
-    const order = ["installing", "validation", "configuring", "configuring", "configuring", "configuring", "configuring", "success"];
+    const order = [
+      "installing",
+      "validation",
+      "configuring",
+      "configuring",
+      "configuring",
+      "configuring",
+      "configuring",
+      "success",
+    ];
     expect(statuses()).toEqual(order);
     expect(r.stdout).toBe(order.map((s) => `telemetry ${s} 202\n`).join(""));
     const shapes = captured.map((c) => Object.keys(JSON.parse(c.body) as Body));
     expect(shapes).toEqual([KEYS.v2, KEYS.v2, KEYS.v2, ...Array(4).fill(PING_KEYS.v2), KEYS.v2]);
     const ids = new Set(parsed().map((b) => `${b.random_id}/${b.execution_id}`));
     expect(ids.size).toBe(1);
-    expect(captured.every((c) => c.headers["user-agent"] === "community-scripts-core/2" && c.path === "/telemetry")).toBe(true);
+    expect(
+      captured.every((c) => c.headers["user-agent"] === "community-scripts-core/2" && c.path === "/telemetry"),
+    ).toBe(true);
     // The timer starts with the first report: 0 s, or 1 if a second boundary fell between the two.
     expect(parsed()[0]!.install_duration).toBeLessThanOrEqual(1);
   });
@@ -996,13 +1145,29 @@ describe("install lifecycle", () => {
   });
 
   test("install failed with command, line and log; failed 143 -> aborted", async () => {
-    await tm("v2", ["--pings", "0", "--failed-command", "npm ci", "--failed-line", "7", "--log-lines", "3", "install", "failed", "1"]);
+    await tm("v2", [
+      "--pings",
+      "0",
+      "--failed-command",
+      "npm ci",
+      "--failed-line",
+      "7",
+      "--log-lines",
+      "3",
+      "install",
+      "failed",
+      "1",
+    ]);
     const final = parsed().at(-1)!;
     expect(final).toMatchObject({ status: "failed", exit_code: 1, failed_command: "npm ci", failed_line: 7 });
     expect(final.error as string).toStartWith("exit_code=1 | General error | at line 7: npm ci\n---\n");
     captured = [];
     await tm("v1", ["--pings", "0", "install", "failed", "143"]);
-    expect(parsed().at(-1)).toMatchObject({ status: "aborted", exit_code: 143, error: "exit_code=143 | Terminated (SIGTERM)" });
+    expect(parsed().at(-1)).toMatchObject({
+      status: "aborted",
+      exit_code: 143,
+      error: "exit_code=143 | Terminated (SIGTERM)",
+    });
   });
 
   test("--retries 2: failed attempts, then a new execution_id (same random_id) per attempt", async () => {
@@ -1022,7 +1187,11 @@ describe("install lifecycle", () => {
 
   test("--retries with failed EXIT_CODE: earlier attempts fail the same way; aborted ones fail with 1", async () => {
     await tm("v1", ["--pings", "0", "--retries", "1", "install", "failed", "100"]);
-    expect(parsed().filter((b) => b.status !== "installing" && b.status !== "validation" && b.status !== "configuring").map((b) => [b.status, b.exit_code])).toEqual([
+    expect(
+      parsed()
+        .filter((b) => b.status !== "installing" && b.status !== "validation" && b.status !== "configuring")
+        .map((b) => [b.status, b.exit_code]),
+    ).toEqual([
       ["failed", 100],
       ["failed", 100],
     ]);
@@ -1051,7 +1220,11 @@ describe("install lifecycle", () => {
     expect(code).toBe(0);
     expect(statuses()).toEqual(["installing", "validation", "configuring", "configuring", "aborted"]);
     expect(stdout.trim().split("\n").at(-1)).toBe("telemetry aborted 202");
-    expect(parsed()[4]).toMatchObject({ exit_code: 143, error: "exit_code=143 | Terminated (SIGTERM)", error_category: "user_aborted" });
+    expect(parsed()[4]).toMatchObject({
+      exit_code: 143,
+      error: "exit_code=143 | Terminated (SIGTERM)",
+      error_category: "user_aborted",
+    });
   });
 });
 
@@ -1060,10 +1233,38 @@ describe("retries and transport", () => {
   test("everything answered 500: start 3x, progress/ping 1x, final 2x full + 2x short error", async () => {
     respond = () => new Response("boom", { status: 500 });
     const cmd = `apt-get install -y "${"p".repeat(250)}"`;
-    const r = await tm("v2", ["--pings", "1", "--failed-command", cmd, "--failed-line", "9", "--log-lines", "5", "install", "failed", "100"]);
+    const r = await tm("v2", [
+      "--pings",
+      "1",
+      "--failed-command",
+      cmd,
+      "--failed-line",
+      "9",
+      "--log-lines",
+      "5",
+      "install",
+      "failed",
+      "100",
+    ]);
     expect(r.code).toBe(0);
-    expect(statuses()).toEqual(["installing", "installing", "installing", "validation", "configuring", "configuring", "failed", "failed", "failed", "failed"]);
-    expect(r.stdout.trim().split("\n").every((l) => l.endsWith(" 500"))).toBe(true);
+    expect(statuses()).toEqual([
+      "installing",
+      "installing",
+      "installing",
+      "validation",
+      "configuring",
+      "configuring",
+      "failed",
+      "failed",
+      "failed",
+      "failed",
+    ]);
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .every((l) => l.endsWith(" 500")),
+    ).toBe(true);
     expect(r.stdout.trim().split("\n")).toHaveLength(10);
     const finals = parsed().slice(6);
     const expl = "APT: package manager error (broken or unmet dependencies)";
@@ -1165,7 +1366,15 @@ describe("ids, opt-out and usage", () => {
 
   test("DIAGNOSTICS=no sends nothing and prints nothing, for every command", async () => {
     for (const p of ["v1", "v2"]) {
-      for (const args of [["start"], ["progress", "validation"], ["ping"], ["final", "failed", "1"], ["install"], ["tool", "t"], ["addon", "a"]]) {
+      for (const args of [
+        ["start"],
+        ["progress", "validation"],
+        ["ping"],
+        ["final", "failed", "1"],
+        ["install"],
+        ["tool", "t"],
+        ["addon", "a"],
+      ]) {
         const r = await run(["--protocol", p, ...args], { DIAGNOSTICS: "no", TELEMETRY_URL: `${base}/telemetry` });
         expect({ args, ...r }).toEqual({ args, code: 0, stdout: "", stderr: "" });
       }
@@ -1210,7 +1419,16 @@ describe("ids, opt-out and usage", () => {
   test("--help documents the protocols, commands and output format", async () => {
     const h = await run(["--help"]);
     expect(h.code).toBe(0);
-    for (const s of ["--protocol", "progress STATUS", "final STATUS", "--retries", "--pings", "--no-jq", "TELEMETRY_URL", "telemetry <status> <http_code>"]) {
+    for (const s of [
+      "--protocol",
+      "progress STATUS",
+      "final STATUS",
+      "--retries",
+      "--pings",
+      "--no-jq",
+      "TELEMETRY_URL",
+      "telemetry <status> <http_code>",
+    ]) {
       expect(h.stdout).toContain(s);
     }
   });
@@ -1238,16 +1456,29 @@ describe("v2: the newest engine's endings", () => {
     respond = (n) => new Response("", { status: n < 3 ? 500 : 202 });
     const r = await tm("v2", ["--pings", "0", "install", "failed", "254"], { POST_TO_API_DONE: "" });
     expect(r.stdout.trim().split("\n")).toEqual([
-      "telemetry installing 500", "telemetry installing 500", "telemetry installing 500",
-      "telemetry validation 202", "telemetry configuring 202", "telemetry aborted 202",
+      "telemetry installing 500",
+      "telemetry installing 500",
+      "telemetry installing 500",
+      "telemetry validation 202",
+      "telemetry configuring 202",
+      "telemetry aborted 202",
     ]);
-    expect(parsed().at(-1)).toMatchObject({ status: "aborted", exit_code: 254, error_category: "user_aborted", error: "exit_code=254 | App: the user declined the prompt (or it timed out)", repo_source: "ProxmoxVED" });
+    expect(parsed().at(-1)).toMatchObject({
+      status: "aborted",
+      exit_code: 254,
+      error_category: "user_aborted",
+      error: "exit_code=254 | App: the user declined the prompt (or it timed out)",
+      repo_source: "ProxmoxVED",
+    });
   });
 
   test("retries before a decline fail with 1; the decline itself is the last attempt's abort", async () => {
     await tm("v2", ["--pings", "0", "--retries", "1", "install", "failed", "113"], { POST_TO_API_DONE: "" });
     const finals = parsed().filter((b) => !["installing", "validation", "configuring"].includes(b.status as string));
-    expect(finals.map((b) => [b.status, b.exit_code, b.error_category])).toEqual([["failed", 1, "shell"], ["aborted", 113, "user_aborted"]]);
+    expect(finals.map((b) => [b.status, b.exit_code, b.error_category])).toEqual([
+      ["failed", 1, "shell"],
+      ["aborted", 113, "user_aborted"],
+    ]);
     expect(finals[0]!.execution_id).not.toBe(finals[1]!.execution_id);
   });
 });

@@ -12,7 +12,8 @@ setDefaultTimeout(180_000);
 
 const podman = Bun.which("podman");
 const runc = Bun.which("runc");
-if (!podman || !runc) console.warn("container tests skipped: podman and runc are not installed (Debian: apt-get install podman runc)");
+if (!podman || !runc)
+  console.warn("container tests skipped: podman and runc are not installed (Debian: apt-get install podman runc)");
 
 // Unique names: other runs may use podman on the same machine at the same time.
 const id = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -22,7 +23,10 @@ const containers: string[] = [];
 
 // Debian 12's podman here: crun fails (setrlimit, cgroups in hybrid mode), runc with cgroupfs works.
 const pod = (...args: string[]) => {
-  const r = Bun.spawnSync([podman!, "--runtime", runc!, "--cgroup-manager=cgroupfs", ...args], { stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([podman!, "--runtime", runc!, "--cgroup-manager=cgroupfs", ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return { code: r.exitCode, out: r.stdout.toString().trim(), err: r.stderr.toString().trim() };
 };
 
@@ -30,7 +34,21 @@ let port = 0;
 
 async function runContainer(name: string): Promise<void> {
   containers.push(name);
-  const r = pod("run", "-d", "--name", name, "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "-p", `127.0.0.1:${port}:8080`, "-v", `${volume}:/var/lib/installstats`, tag);
+  const r = pod(
+    "run",
+    "-d",
+    "--name",
+    name,
+    "--ulimit",
+    "nofile=1024:1024",
+    "--ulimit",
+    "nproc=4096:4096",
+    "-p",
+    `127.0.0.1:${port}:8080`,
+    "-v",
+    `${volume}:/var/lib/installstats`,
+    tag,
+  );
   expect(r.code).toBe(0);
 }
 
@@ -64,8 +82,14 @@ describe.skipIf(!podman || !runc)("container image", () => {
   });
 
   test("holds the binary, its libraries and the loader only; runs as a non-root user with a health check", async () => {
-    const config = JSON.parse(pod("image", "inspect", tag, "--format", "{{json .Config}}").out) as { User: string; Entrypoint: string[]; Volumes: Record<string, unknown> };
-    const health = JSON.parse(pod("image", "inspect", tag, "--format", "{{json .HealthCheck}}").out) as { Test: string[] };
+    const config = JSON.parse(pod("image", "inspect", tag, "--format", "{{json .Config}}").out) as {
+      User: string;
+      Entrypoint: string[];
+      Volumes: Record<string, unknown>;
+    };
+    const health = JSON.parse(pod("image", "inspect", tag, "--format", "{{json .HealthCheck}}").out) as {
+      Test: string[];
+    };
     expect(config.User).toBe(`${IMAGE_UID}:${IMAGE_UID}`);
     expect(health.Test).toEqual(["CMD", "/usr/bin/installstats", "healthcheck"]);
     expect(config.Entrypoint).toEqual(["/usr/bin/installstats"]);
@@ -83,10 +107,26 @@ describe.skipIf(!podman || !runc)("container image", () => {
     await runContainer(first);
     await untilHealthy(first);
     // The server runs as the image's user, not root.
-    expect(pod("top", first, "huser").out.split("\n").slice(1).map((l) => l.trim())).toEqual([String(IMAGE_UID)]);
+    expect(
+      pod("top", first, "huser")
+        .out.split("\n")
+        .slice(1)
+        .map((l) => l.trim()),
+    ).toEqual([String(IMAGE_UID)]);
 
-    const report = { payload_version: 2, random_id: `container-${id}`, execution_id: `container-${id}`, type: "lxc", nsapp: "jellyfin", status: "installing" };
-    const res = await fetch(`http://127.0.0.1:${port}/telemetry`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(report) });
+    const report = {
+      payload_version: 2,
+      random_id: `container-${id}`,
+      execution_id: `container-${id}`,
+      type: "lxc",
+      nsapp: "jellyfin",
+      status: "installing",
+    };
+    const res = await fetch(`http://127.0.0.1:${port}/telemetry`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(report),
+    });
     expect(res.status).toBe(201);
     const db = join(pod("volume", "inspect", volume, "--format", "{{.Mountpoint}}").out, "installstats.db");
     expect(statSync(db).uid).toBe(IMAGE_UID);

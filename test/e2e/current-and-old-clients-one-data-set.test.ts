@@ -32,12 +32,86 @@ describe("current and old clients, one data set, through the binary", () => {
     const quick = ["--retry-sleep", "0", "--pings", "2"];
     // Interleaved: each protocol's reports between the others'.
     lines = {
-      v2retry: await client(u, ["--protocol", "v2", "--id", "v2-retry", ...quick, "--retries", "1", "--failed-command", "apt-get install -y foo", "--failed-line", "12", "--log-lines", "80", "--gpu-passthrough", "yes", "--repo-source", "external", "--repo-slug", "me/ProxmoxVE", "--app", "nginx", "install", "success"]),
+      v2retry: await client(u, [
+        "--protocol",
+        "v2",
+        "--id",
+        "v2-retry",
+        ...quick,
+        "--retries",
+        "1",
+        "--failed-command",
+        "apt-get install -y foo",
+        "--failed-line",
+        "12",
+        "--log-lines",
+        "80",
+        "--gpu-passthrough",
+        "yes",
+        "--repo-source",
+        "external",
+        "--repo-slug",
+        "me/ProxmoxVE",
+        "--app",
+        "nginx",
+        "install",
+        "success",
+      ]),
       upload: await client(u, ["--id", "up-1", "--app", "nginx", "install", "failed", "exit code 100: apt-get failed"]),
-      v1: await client(u, ["--protocol", "v1", "--id", "v1-fail", ...quick, "--gpu-passthrough", "igpu", "--log-lines", "5", "--app", "nginx", "install", "failed", "127"]),
-      nojq: await client(u, ["--protocol", "v2", "--id", "v2-nojq", ...quick, "--no-jq", "--failed-command", 'echo "x" > C:\\temp', "--app", "redis", "install", "failed", "1"]),
-      tool: await client(u, ["--protocol", "v2", "--retry-sleep", "0", "--id", "tool-1", "tool", "post-pve-install", "success"]),
-      addon: await client(u, ["--protocol", "v1", "--retry-sleep", "0", "--id", "addon-1", "addon", "netdata", "failed", "1"]),
+      v1: await client(u, [
+        "--protocol",
+        "v1",
+        "--id",
+        "v1-fail",
+        ...quick,
+        "--gpu-passthrough",
+        "igpu",
+        "--log-lines",
+        "5",
+        "--app",
+        "nginx",
+        "install",
+        "failed",
+        "127",
+      ]),
+      nojq: await client(u, [
+        "--protocol",
+        "v2",
+        "--id",
+        "v2-nojq",
+        ...quick,
+        "--no-jq",
+        "--failed-command",
+        'echo "x" > C:\\temp',
+        "--app",
+        "redis",
+        "install",
+        "failed",
+        "1",
+      ]),
+      tool: await client(u, [
+        "--protocol",
+        "v2",
+        "--retry-sleep",
+        "0",
+        "--id",
+        "tool-1",
+        "tool",
+        "post-pve-install",
+        "success",
+      ]),
+      addon: await client(u, [
+        "--protocol",
+        "v1",
+        "--retry-sleep",
+        "0",
+        "--id",
+        "addon-1",
+        "addon",
+        "netdata",
+        "failed",
+        "1",
+      ]),
     };
     // Restart: what was acknowledged is read back from disk.
     expect(await server.stop("SIGTERM")).toBe(0);
@@ -55,10 +129,34 @@ describe("current and old clients, one data set, through the binary", () => {
     const r = await get("/api/installs/v2-retry");
     expect(r.executions).toHaveLength(2);
     const [first, second] = r.executions as [Record<string, unknown>, Record<string, unknown>];
-    expect(first).toMatchObject({ execution_id: "v2-retry", attempt: 1, outcome: "failed", exit_code: 1, failed_command: "apt-get install -y foo", failed_line: 12, payload_version: 2, gpu_passthrough: "yes", host_gpu: null, repo_source: "external", repo_slug: "me/ProxmoxVE", nsapp: "nginx", kind: "install", platform: "pve", arch: "amd64" });
-    expect(first.error as string).toStartWith("exit_code=1 | General error | at line 12: apt-get install -y foo\n---\n");
+    expect(first).toMatchObject({
+      execution_id: "v2-retry",
+      attempt: 1,
+      outcome: "failed",
+      exit_code: 1,
+      failed_command: "apt-get install -y foo",
+      failed_line: 12,
+      payload_version: 2,
+      gpu_passthrough: "yes",
+      host_gpu: null,
+      repo_source: "external",
+      repo_slug: "me/ProxmoxVE",
+      nsapp: "nginx",
+      kind: "install",
+      platform: "pve",
+      arch: "amd64",
+    });
+    expect(first.error as string).toStartWith(
+      "exit_code=1 | General error | at line 12: apt-get install -y foo\n---\n",
+    );
     expect((first.error as string).split("\n").length).toBeGreaterThan(50);
-    expect(second).toMatchObject({ random_id: "v2-retry", attempt: 2, outcome: "success", exit_code: 0, error_category: null });
+    expect(second).toMatchObject({
+      random_id: "v2-retry",
+      attempt: 2,
+      outcome: "success",
+      exit_code: 0,
+      error_category: null,
+    });
     expect(second.execution_id).not.toBe("v2-retry");
     const t = second.timeline as Record<string, string | null>;
     for (const key of ["installing", "validation", "configuring", "finished"]) expect(t[key], key).not.toBeNull();
@@ -69,12 +167,26 @@ describe("current and old clients, one data set, through the binary", () => {
 
   test("v1: the host's GPU kept apart from v2's passthrough; exit code and category", async () => {
     const r = await get("/api/installs/v1-fail");
-    expect(r).toMatchObject({ payload_version: 1, host_gpu: "igpu", gpu_passthrough: null, outcome: "failed", exit_code: 127, error_category: "dependency" });
+    expect(r).toMatchObject({
+      payload_version: 1,
+      host_gpu: "igpu",
+      gpu_passthrough: null,
+      outcome: "failed",
+      exit_code: 127,
+      error_category: "dependency",
+    });
   });
 
   test("/upload in the same data set: exit code parsed from the text, category derived", async () => {
     const r = await get("/api/installs/up-1");
-    expect(r).toMatchObject({ payload_version: null, execution_id: "up-1", outcome: "failed", exit_code: 100, error_category: "dependency", error: "exit code 100: apt-get failed" });
+    expect(r).toMatchObject({
+      payload_version: null,
+      execution_id: "up-1",
+      outcome: "failed",
+      exit_code: 100,
+      error_category: "dependency",
+      error: "exit code 100: apt-get failed",
+    });
   });
 
   test("the awk escaping (no jq): the failing command's quotes and backslash arrive as typed", async () => {
@@ -84,7 +196,12 @@ describe("current and old clients, one data set, through the binary", () => {
   });
 
   test("tools and addons are their own kind, out of install rates unless asked for", async () => {
-    expect(await get("/api/installs/tool-1")).toMatchObject({ kind: "tool", type: "pve", outcome: "success", nsapp: "post-pve-install" });
+    expect(await get("/api/installs/tool-1")).toMatchObject({
+      kind: "tool",
+      type: "pve",
+      outcome: "success",
+      nsapp: "post-pve-install",
+    });
     expect(await get("/api/installs/addon-1")).toMatchObject({ kind: "addon", outcome: "failed", exit_code: 1 });
     const installs = await get("/api/stats/summary?days=1");
     const all = await get("/api/stats/summary?days=1&kind=all");
@@ -96,15 +213,26 @@ describe("current and old clients, one data set, through the binary", () => {
   });
 
   test("aggregates: retries, categories, exit codes, repo filter", async () => {
-    const attempts = (await get("/api/stats/breakdown?days=1&by=attempt")) as unknown as { groups: { value: string; total: number; success: number }[] };
+    const attempts = (await get("/api/stats/breakdown?days=1&by=attempt")) as unknown as {
+      groups: { value: string; total: number; success: number }[];
+    };
     expect(attempts.groups.find((g) => g.value === "2")).toMatchObject({ total: 1, success: 1 });
     expect(attempts.groups.find((g) => g.value === "1")).toMatchObject({ total: 4 });
-    const categories = (await get("/api/stats/breakdown?days=1&by=error_category")) as unknown as { groups: { value: string | null; failed: number }[] };
+    const categories = (await get("/api/stats/breakdown?days=1&by=error_category")) as unknown as {
+      groups: { value: string | null; failed: number }[];
+    };
     expect(categories.groups.find((g) => g.value === "dependency")?.failed).toBe(2);
     const forks = await get("/api/stats/summary?days=1&repo_source=external");
     expect(forks.total).toBe(2);
     const summary = await get("/api/stats/summary?days=1");
-    expect(summary.retries).toEqual({ installs: 4, executions: 5, executions_per_install: 1.25, retry_rate: 0.25, retries: 1, rescued: 1 });
+    expect(summary.retries).toEqual({
+      installs: 4,
+      executions: 5,
+      executions_per_install: 1.25,
+      retry_rate: 0.25,
+      retries: 1,
+      rescued: 1,
+    });
     const codes127 = await get("/api/stats/summary?days=1&exit_code=127");
     expect(codes127.failed).toBe(1);
   });

@@ -22,14 +22,18 @@ const installedStatus = () => sh(["dpkg-query", "-W", "-f=${Status} ${Version}",
 
 const reason = (() => {
   if (process.getuid?.() !== 0) return "not root: installing a package needs root (CI runs as root)";
-  for (const tool of ["dpkg-deb", "apt-get", "setpriv", "systemd-analyze", "deb-systemd-helper"]) if (!Bun.which(tool)) return `${tool} is not installed`;
+  for (const tool of ["dpkg-deb", "apt-get", "setpriv", "systemd-analyze", "deb-systemd-helper"])
+    if (!Bun.which(tool)) return `${tool} is not installed`;
   if (!hostDebArch()) return `no Debian architecture for ${process.arch}`;
-  if (installedStatus() !== "" || sh(["getent", "passwd", "installstats"]).code === 0) return "a package or user named installstats is already on this machine: not touching it";
+  if (installedStatus() !== "" || sh(["getent", "passwd", "installstats"]).code === 0)
+    return "a package or user named installstats is already on this machine: not touching it";
   return null;
 })();
 if (reason) console.warn(`Debian package tests skipped: ${reason}`);
 
-const pkgVersion = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+const pkgVersion = (
+  JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
 const UNIT = "/lib/systemd/system/installstats.service";
 const DATA = "/var/lib/installstats";
 const apt = (...args: string[]) =>
@@ -38,11 +42,21 @@ const apt = (...args: string[]) =>
 /** The unit's ExecStart, Environment=, EnvironmentFile=, WorkingDirectory= and User=. */
 function unitOf(text: string) {
   const values = (key: string) => [...text.matchAll(new RegExp(`^${key}=(.*)$`, "gm"))].map((m) => m[1]!.trim());
-  return { exec: values("ExecStart")[0]!.split(/\s+/), env: values("Environment"), envFile: values("EnvironmentFile")[0]!.replace(/^-/, ""), dir: values("WorkingDirectory")[0]!, user: values("User")[0]! };
+  return {
+    exec: values("ExecStart")[0]!.split(/\s+/),
+    env: values("Environment"),
+    envFile: values("EnvironmentFile")[0]!.replace(/^-/, ""),
+    dir: values("WorkingDirectory")[0]!,
+    user: values("User")[0]!,
+  };
 }
 
 /** KEY=value lines of an environment file as systemd reads them (comments and blanks skipped). */
-const envLines = (text: string) => text.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+const envLines = (text: string) =>
+  text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && !l.startsWith("#"));
 
 /** Runs the unit's command as systemd would (its user, directory and environment) until /healthz answers 200. */
 async function runUnit(port: number) {
@@ -50,10 +64,27 @@ async function runUnit(port: number) {
   const env = [...unit.env, ...envLines(readFileSync(unit.envFile, "utf8"))];
   // setpriv (util-linux) execs the command as the user, as systemd does: the SIGTERM below reaches the
   // server itself (runuser stays in between and exits 143 on it).
-  const proc = Bun.spawn(["setpriv", `--reuid=${unit.user}`, `--regid=${unit.user}`, "--init-groups", "--", "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", ...env, ...unit.exec], { cwd: unit.dir, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(
+    [
+      "setpriv",
+      `--reuid=${unit.user}`,
+      `--regid=${unit.user}`,
+      "--init-groups",
+      "--",
+      "env",
+      "-i",
+      "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+      ...env,
+      ...unit.exec,
+    ],
+    { cwd: unit.dir, stdout: "pipe", stderr: "pipe" },
+  );
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return proc;
     if (proc.exitCode !== null) break;
     await Bun.sleep(100);
@@ -69,14 +100,23 @@ describe.skipIf(reason !== null)("Debian package", () => {
 
   beforeAll(async () => {
     // One run at a time on this machine: the package is installed system-wide.
-    lock = Bun.spawn(["flock", "-w", "600", "/run/lock/installstats-deb-test.lock", "sh", "-c", "echo locked; cat"], { stdin: "pipe", stdout: "pipe", stderr: "ignore" });
+    lock = Bun.spawn(["flock", "-w", "600", "/run/lock/installstats-deb-test.lock", "sh", "-c", "echo locked; cat"], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "ignore",
+    });
     const reader = lock.stdout.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toContain("locked");
     reader.releaseLock();
     dir = tempDir("installstats-deb-");
     const binary = await compiledBinary();
     debs.first = buildDeb({ binary, version: pkgVersion, arch: hostDebArch()!, out: join(dir, "first") });
-    debs.upgrade = buildDeb({ binary, version: `${pkgVersion}+upgrade1`, arch: hostDebArch()!, out: join(dir, "upgrade") });
+    debs.upgrade = buildDeb({
+      binary,
+      version: `${pkgVersion}+upgrade1`,
+      arch: hostDebArch()!,
+      out: join(dir, "upgrade"),
+    });
   });
 
   afterAll(() => {
@@ -84,7 +124,14 @@ describe.skipIf(reason !== null)("Debian package", () => {
     lock?.stdin.end();
   });
 
-  const report = { payload_version: 2, random_id: `deb-${process.pid}`, execution_id: `deb-${process.pid}`, type: "lxc", nsapp: "jellyfin", status: "installing" };
+  const report = {
+    payload_version: 2,
+    random_id: `deb-${process.pid}`,
+    execution_id: `deb-${process.pid}`,
+    type: "lxc",
+    nsapp: "jellyfin",
+    status: "installing",
+  };
   let port = 0;
 
   test("is named installstats_<version>_<arch>.deb and installs with apt-get: user, data directory, settings, enabled unit", () => {
@@ -111,7 +158,17 @@ describe.skipIf(reason !== null)("Debian package", () => {
 
   test("its unit passes systemd-analyze verify and is rated well by systemd-analyze security", () => {
     const unit = readFileSync(UNIT, "utf8");
-    for (const line of ["ExecStart=/usr/bin/installstats serve", "User=installstats", "StateDirectory=installstats", "ProtectSystem=strict", "NoNewPrivileges=yes", "PrivateTmp=yes", "ProtectHome=yes", "CapabilityBoundingSet=", "EnvironmentFile=-/etc/installstats/env"]) {
+    for (const line of [
+      "ExecStart=/usr/bin/installstats serve",
+      "User=installstats",
+      "StateDirectory=installstats",
+      "ProtectSystem=strict",
+      "NoNewPrivileges=yes",
+      "PrivateTmp=yes",
+      "ProtectHome=yes",
+      "CapabilityBoundingSet=",
+      "EnvironmentFile=-/etc/installstats/env",
+    ]) {
       expect(unit).toContain(line);
     }
     expect(unit).toMatch(/^RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX$/m);
@@ -127,9 +184,16 @@ describe.skipIf(reason !== null)("Debian package", () => {
   test("the unit's ExecStart, run as its user with its environment file, serves and stores a report", async () => {
     port = await freePort();
     // As an admin would: settings in the conffile (kept by the upgrade below).
-    writeFileSync("/etc/installstats/env", `${readFileSync("/etc/installstats/env", "utf8")}INSTALLSTATS_HOST=127.0.0.1\nINSTALLSTATS_PORT=${port}\n`);
+    writeFileSync(
+      "/etc/installstats/env",
+      `${readFileSync("/etc/installstats/env", "utf8")}INSTALLSTATS_HOST=127.0.0.1\nINSTALLSTATS_PORT=${port}\n`,
+    );
     const server = await runUnit(port);
-    const res = await fetch(`http://127.0.0.1:${port}/telemetry`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(report) });
+    const res = await fetch(`http://127.0.0.1:${port}/telemetry`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(report),
+    });
     expect(res.status).toBe(201);
     server.kill("SIGTERM");
     expect(await server.exited).toBe(0);

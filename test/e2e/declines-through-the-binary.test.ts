@@ -31,16 +31,94 @@ describe("declines, 199 and update runs, through the binary", () => {
     const u = server.url;
     const quick = ["--retry-sleep", "0", "--pings", "1"];
     lines = {
-      v2decline: await client(u, ["--protocol", "v2", "--id", "v2-254", ...quick, "--app", "immich", "install", "failed", "254"]),
-      v2retry: await client(u, ["--protocol", "v2", "--id", "v2-113", ...quick, "--retries", "1", "--app", "immich", "install", "failed", "113"]),
-      v1decline: await client(u, ["--protocol", "v1", "--id", "v1-122", ...quick, "--app", "immich", "install", "failed", "122"]),
+      v2decline: await client(u, [
+        "--protocol",
+        "v2",
+        "--id",
+        "v2-254",
+        ...quick,
+        "--app",
+        "immich",
+        "install",
+        "failed",
+        "254",
+      ]),
+      v2retry: await client(u, [
+        "--protocol",
+        "v2",
+        "--id",
+        "v2-113",
+        ...quick,
+        "--retries",
+        "1",
+        "--app",
+        "immich",
+        "install",
+        "failed",
+        "113",
+      ]),
+      v1decline: await client(u, [
+        "--protocol",
+        "v1",
+        "--id",
+        "v1-122",
+        ...quick,
+        "--app",
+        "immich",
+        "install",
+        "failed",
+        "122",
+      ]),
       upload: await client(u, ["--id", "up-253", "--app", "immich", "install", "failed", "exit code 253"]),
-      v2nocode: await client(u, ["--protocol", "v2", "--id", "v2-199", ...quick, "--app", "immich", "install", "failed"]),
-      v2signal: await client(u, ["--protocol", "v2", "--id", "v2-130", ...quick, "--app", "immich", "install", "failed", "130"]),
+      v2nocode: await client(u, [
+        "--protocol",
+        "v2",
+        "--id",
+        "v2-199",
+        ...quick,
+        "--app",
+        "immich",
+        "install",
+        "failed",
+      ]),
+      v2signal: await client(u, [
+        "--protocol",
+        "v2",
+        "--id",
+        "v2-130",
+        ...quick,
+        "--app",
+        "immich",
+        "install",
+        "failed",
+        "130",
+      ]),
       // An update run: the engine never attempted a start, so it reports no ending.
-      v2update: await client(u, ["--protocol", "v2", "--id", "v2-update", "--retry-sleep", "0", "final", "failed", "100"]),
+      v2update: await client(u, [
+        "--protocol",
+        "v2",
+        "--id",
+        "v2-update",
+        "--retry-sleep",
+        "0",
+        "final",
+        "failed",
+        "100",
+      ]),
       // ProxmoxVE's v1 client does send it: a final report with no start, held.
-      v1orphan: await client(u, ["--protocol", "v1", "--id", "v1-orphan", "--retry-sleep", "0", "--app", "immich", "final", "failed", "254"]),
+      v1orphan: await client(u, [
+        "--protocol",
+        "v1",
+        "--id",
+        "v1-orphan",
+        "--retry-sleep",
+        "0",
+        "--app",
+        "immich",
+        "final",
+        "failed",
+        "254",
+      ]),
     };
     expect(await server.stop("SIGTERM")).toBe(0);
     server = await startServer(bin, ["--db", db]);
@@ -59,11 +137,32 @@ describe("declines, 199 and update runs, through the binary", () => {
   });
 
   test("a decline is an abort by the user, from the newest engine, from v1, from /upload", async () => {
-    expect(await get("/api/installs/v2-254")).toMatchObject({ status: "aborted", outcome: "aborted", exit_code: 254, error_category: "user_aborted", payload_version: 2 });
-    expect(await get("/api/installs/v1-122")).toMatchObject({ status: "failed", outcome: "aborted", exit_code: 122, error_category: "user_aborted", payload_version: 1 });
-    expect(await get("/api/installs/up-253")).toMatchObject({ status: "failed", outcome: "aborted", exit_code: 253, error_category: "user_aborted", payload_version: null });
+    expect(await get("/api/installs/v2-254")).toMatchObject({
+      status: "aborted",
+      outcome: "aborted",
+      exit_code: 254,
+      error_category: "user_aborted",
+      payload_version: 2,
+    });
+    expect(await get("/api/installs/v1-122")).toMatchObject({
+      status: "failed",
+      outcome: "aborted",
+      exit_code: 122,
+      error_category: "user_aborted",
+      payload_version: 1,
+    });
+    expect(await get("/api/installs/up-253")).toMatchObject({
+      status: "failed",
+      outcome: "aborted",
+      exit_code: 253,
+      error_category: "user_aborted",
+      payload_version: null,
+    });
     const retried = (await get("/api/installs/v2-113")).executions as Record<string, unknown>[];
-    expect(retried.map((e) => [e.attempt, e.outcome, e.exit_code])).toEqual([[1, "failed", 1], [2, "aborted", 113]]);
+    expect(retried.map((e) => [e.attempt, e.outcome, e.exit_code])).toEqual([
+      [1, "failed", 1],
+      [2, "aborted", 113],
+    ]);
   });
 
   test("199 (the engine was given no exit code) is kept as sent: a failure of unknown cause", async () => {
@@ -73,29 +172,57 @@ describe("declines, 199 and update runs, through the binary", () => {
   });
 
   test("engine-only runs are attributed to ProxmoxVED", async () => {
-    expect(await get("/api/installs/v2-254")).toMatchObject({ repo_source: "ProxmoxVED", repo_slug: "community-scripts/ProxmoxVED" });
+    expect(await get("/api/installs/v2-254")).toMatchObject({
+      repo_source: "ProxmoxVED",
+      repo_slug: "community-scripts/ProxmoxVED",
+    });
     expect(await get("/api/installs/v1-122")).toMatchObject({ repo_source: "ProxmoxVE" });
   });
 
   test("an update run leaves nothing; a final report without its start is held, then applied as an abort", async () => {
     await get("/api/installs/v2-update", 404);
     await get("/api/installs/v1-orphan", 404);
-    const start = await client(server!.url, ["--protocol", "v1", "--id", "v1-orphan", "--retry-sleep", "0", "--app", "immich", "start"]);
+    const start = await client(server!.url, [
+      "--protocol",
+      "v1",
+      "--id",
+      "v1-orphan",
+      "--retry-sleep",
+      "0",
+      "--app",
+      "immich",
+      "start",
+    ]);
     expect(start).toEqual(["telemetry installing 201"]);
-    expect(await get("/api/installs/v1-orphan")).toMatchObject({ status: "failed", outcome: "aborted", exit_code: 254, error_category: "user_aborted", duration_s: null });
+    expect(await get("/api/installs/v1-orphan")).toMatchObject({
+      status: "failed",
+      outcome: "aborted",
+      exit_code: 254,
+      error_category: "user_aborted",
+      duration_s: null,
+    });
   });
 
   test("aggregates count them as aborts: out of the failure rate, in user_aborted", async () => {
     const s = await get("/api/stats/summary?days=1&nsapp=immich");
     // failed: v2-113's first attempt (1), v2-199; aborted: 254, 113, 122, 253, 130, the orphan 254
     expect(s).toMatchObject({ total: 8, failed: 2, aborted: 6, success: 0 });
-    const categories = (await get("/api/stats/breakdown?days=1&by=error_category&nsapp=immich")) as { groups: { value: string | null; aborted: number; failed: number }[] };
+    const categories = (await get("/api/stats/breakdown?days=1&by=error_category&nsapp=immich")) as {
+      groups: { value: string | null; aborted: number; failed: number }[];
+    };
     expect(categories.groups.find((g) => g.value === "user_aborted")).toMatchObject({ aborted: 6, failed: 0 });
   });
 
   test("the community's newest dashboard and the original API's readers see the same runs", async () => {
     const page = await get("/api/new?days=1");
-    expect(page.top_apps).toContainEqual({ label: "immich", runs: 8, success: 0, failed: 2, aborted: 6, unfinished: 0 });
+    expect(page.top_apps).toContainEqual({
+      label: "immich",
+      runs: 8,
+      success: 0,
+      failed: 2,
+      aborted: 6,
+      unfinished: 0,
+    });
     expect(page.categories).not.toContainEqual(expect.objectContaining({ label: "user_aborted" }));
     expect((page.exit_codes as { code: number }[]).map((e) => e.code).sort((a, b) => a - b)).toEqual([1, 199]);
     // The original's words: every decline and abort is "failed" there, as the old client sent them.

@@ -3,7 +3,16 @@
 // command's --help shows its own options, seed and import say when they did nothing useful, a
 // second server on one database is refused, and start-up prints addresses a person can open.
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  writeFileSync,
+} from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { closest, parseCommandLine } from "../../src/cli/args.ts";
@@ -42,7 +51,11 @@ const ROOT_USER = process.getuid?.() === 0;
 const SETPRIV = Bun.which("setpriv");
 const NOBODY = 65534;
 /** How to run as an unprivileged user: nobody via setpriv when the tests run as root, as we are otherwise; null when neither works. */
-const UNPRIVILEGED: string[] | null = ROOT_USER ? (SETPRIV ? [SETPRIV, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"] : null) : [];
+const UNPRIVILEGED: string[] | null = ROOT_USER
+  ? SETPRIV
+    ? [SETPRIV, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"]
+    : null
+  : [];
 
 /** The binary where an unprivileged user can run it: a hard link in a directory anyone may enter. */
 function reachableBinary(): string {
@@ -75,7 +88,11 @@ const unprivilegedPortStart = (): number => {
 describe("start-up failures: one line, the cause and the fix", () => {
   test("a database in a missing directory names the directory and both fixes; nothing is created", () => {
     const missing = join(dir, "no-such-dir");
-    for (const args of [["serve", "--db", join(missing, "x.db"), "--port", "0"], ["migrate", "--db", join(missing, "x.db")], ["seed", "--records", "5", "--db", join(missing, "x.db")]]) {
+    for (const args of [
+      ["serve", "--db", join(missing, "x.db"), "--port", "0"],
+      ["migrate", "--db", join(missing, "x.db")],
+      ["seed", "--records", "5", "--db", join(missing, "x.db")],
+    ]) {
       const r = run(args);
       expect(r.code).toBe(3);
       const line = oneLine(r.err);
@@ -102,8 +119,11 @@ describe("start-up failures: one line, the cause and the fix", () => {
       const r = Bun.spawnSync([bin, ...args], { env, cwd, timeout: 30_000, stdin: "ignore" });
       expect(r.exitCode, args.join(" ")).toBe(2);
       const line = oneLine(r.stderr.toString());
-      expect(line).toContain("mysql://installstats:***@db-host/installstats is not a database installstats can open (mysql:// is not supported)");
-      for (const accepted of ["SQLite file", ":memory:", "postgres://", "postgresql://"]) expect(line).toContain(accepted);
+      expect(line).toContain(
+        "mysql://installstats:***@db-host/installstats is not a database installstats can open (mysql:// is not supported)",
+      );
+      for (const accepted of ["SQLite file", ":memory:", "postgres://", "postgresql://"])
+        expect(line).toContain(accepted);
       expect(line).not.toContain("unable to open database file");
       expect(line).not.toContain("hunter2");
     }
@@ -116,43 +136,55 @@ describe("start-up failures: one line, the cause and the fix", () => {
     expect(oneLine(r.err)).toContain(`--db ${dir} is a directory`);
   });
 
-  test.skipIf(UNPRIVILEGED === null)("a directory or a database file the user may not write is a permission problem, named with the user and the path", () => {
-    const b = reachableBinary();
-    // The directory belongs to root (not writable for nobody): a new database cannot go there.
-    const rootDir = join(dir, "root-owned");
-    mkdirSync(rootDir, { mode: 0o755 });
-    if (!ROOT_USER) chmodSync(rootDir, 0o555);
-    const inRootDir = run(["serve", "--db", join(rootDir, "x.db"), "--port", "0"], UNPRIVILEGED!, b);
-    expect(inRootDir.code).toBe(3);
-    let line = oneLine(inRootDir.err);
-    expect(line).toContain("permission denied");
-    expect(line).toContain(`may not write in ${rootDir}`);
-    expect(line).not.toContain("not a usable SQLite database");
-    expect(readdirSync(rootDir)).toEqual([]);
-
-    // A database made by root (a command run as root) in the user's own directory: read-only for the user.
-    const own = ownDir("own");
-    const db = join(own, "installstats.db");
-    expect(run(["migrate", "--db", db]).code).toBe(0); // as root (or as us)
-    chmodSync(db, 0o444);
-    for (const args of [["serve", "--db", db, "--port", "0"], ["migrate", "--db", db], ["import", "-", "--db", db]]) {
-      const r = run(args, UNPRIVILEGED!, b);
-      expect(r.code).toBe(3);
-      line = oneLine(r.err);
-      expect(line).toContain(`may not write ${db}`);
-      expect(line).toContain("mode 0444");
+  test.skipIf(UNPRIVILEGED === null)(
+    "a directory or a database file the user may not write is a permission problem, named with the user and the path",
+    () => {
+      const b = reachableBinary();
+      // The directory belongs to root (not writable for nobody): a new database cannot go there.
+      const rootDir = join(dir, "root-owned");
+      mkdirSync(rootDir, { mode: 0o755 });
+      if (!ROOT_USER) chmodSync(rootDir, 0o555);
+      const inRootDir = run(["serve", "--db", join(rootDir, "x.db"), "--port", "0"], UNPRIVILEGED!, b);
+      expect(inRootDir.code).toBe(3);
+      let line = oneLine(inRootDir.err);
+      expect(line).toContain("permission denied");
+      expect(line).toContain(`may not write in ${rootDir}`);
       expect(line).not.toContain("not a usable SQLite database");
-    }
-  });
+      expect(readdirSync(rootDir)).toEqual([]);
 
-  test.skipIf(UNPRIVILEGED === null || unprivilegedPortStart() <= 80)("--port 80 as an unprivileged user: exit 4, the capability or another port", () => {
-    const own = ownDir("port80");
-    const r = run(["serve", "--port", "80", "--db", join(own, "x.db")], UNPRIVILEGED!, reachableBinary());
-    expect(r.code).toBe(4);
-    const line = oneLine(r.err);
-    expect(line).toContain("cannot listen on 0.0.0.0:80: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability");
-    expect(line).toContain("--port 8080");
-  });
+      // A database made by root (a command run as root) in the user's own directory: read-only for the user.
+      const own = ownDir("own");
+      const db = join(own, "installstats.db");
+      expect(run(["migrate", "--db", db]).code).toBe(0); // as root (or as us)
+      chmodSync(db, 0o444);
+      for (const args of [
+        ["serve", "--db", db, "--port", "0"],
+        ["migrate", "--db", db],
+        ["import", "-", "--db", db],
+      ]) {
+        const r = run(args, UNPRIVILEGED!, b);
+        expect(r.code).toBe(3);
+        line = oneLine(r.err);
+        expect(line).toContain(`may not write ${db}`);
+        expect(line).toContain("mode 0444");
+        expect(line).not.toContain("not a usable SQLite database");
+      }
+    },
+  );
+
+  test.skipIf(UNPRIVILEGED === null || unprivilegedPortStart() <= 80)(
+    "--port 80 as an unprivileged user: exit 4, the capability or another port",
+    () => {
+      const own = ownDir("port80");
+      const r = run(["serve", "--port", "80", "--db", join(own, "x.db")], UNPRIVILEGED!, reachableBinary());
+      expect(r.code).toBe(4);
+      const line = oneLine(r.err);
+      expect(line).toContain(
+        "cannot listen on 0.0.0.0:80: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability",
+      );
+      expect(line).toContain("--port 8080");
+    },
+  );
 
   test("--host that is not this machine's address: exit 4 with the fix", () => {
     const local = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
@@ -168,14 +200,21 @@ describe("start-up failures: one line, the cause and the fix", () => {
   });
 
   test("each listen error code maps to its cause and fix (EACCES is also provoked for real above, where the machine allows)", () => {
-    expect(listenFailure("EACCES", "0.0.0.0", 80, { root: false })).toContain("ports below 1024 need root or the CAP_NET_BIND_SERVICE capability");
+    expect(listenFailure("EACCES", "0.0.0.0", 80, { root: false })).toContain(
+      "ports below 1024 need root or the CAP_NET_BIND_SERVICE capability",
+    );
     expect(listenFailure("EACCES", "0.0.0.0", 8080, { root: true })).toContain("permission denied");
     expect(listenFailure("EPERM", "0.0.0.0", 443, { root: false })).toContain("CAP_NET_BIND_SERVICE");
     expect(listenFailure("EADDRINUSE", "127.0.0.1", 8080, { root: false })).toContain("the port is in use");
-    expect(listenFailure("EADDRNOTAVAIL", "::2", 8080, { root: false })).toStartWith("cannot listen on [::2]:8080: ::2 is not an address of this machine");
+    expect(listenFailure("EADDRNOTAVAIL", "::2", 8080, { root: false })).toStartWith(
+      "cannot listen on [::2]:8080: ::2 is not an address of this machine",
+    );
     expect(listenFailure("EINVAL", "bad host", 8080, { root: false })).toContain("not a valid address");
-    expect(listenFailure(undefined, "h", 1, { root: false })).toBe("cannot listen on h:1: unknown error; choose another --host or --port");
-    for (const code of ["EACCES", "EADDRINUSE", "EADDRNOTAVAIL", "EINVAL", "ENOTFOUND", "EMFILE"]) expect(listenFailure(code, "0.0.0.0", 80, { root: false })).not.toContain("\n");
+    expect(listenFailure(undefined, "h", 1, { root: false })).toBe(
+      "cannot listen on h:1: unknown error; choose another --host or --port",
+    );
+    for (const code of ["EACCES", "EADDRINUSE", "EADDRNOTAVAIL", "EINVAL", "ENOTFOUND", "EMFILE"])
+      expect(listenFailure(code, "0.0.0.0", 80, { root: false })).not.toContain("\n");
   });
 });
 
@@ -184,11 +223,17 @@ describe("the command line", () => {
     const cases: [string[], string][] = [
       [["serve", "--prot", "8082"], "installstats: unknown option --prot; did you mean --port?"],
       [["--prot", "8082"], "installstats: unknown option --prot; did you mean --port?"],
-      [["serve", "-port", "8082"], "installstats: unknown option -port; did you mean --port? (long options take two dashes)"],
+      [
+        ["serve", "-port", "8082"],
+        "installstats: unknown option -port; did you mean --port? (long options take two dashes)",
+      ],
       [["serve", "-prot", "8082"], "installstats: unknown option -prot; did you mean --port?"],
       [["serve", "--dbb", "x.db"], "installstats: unknown option --dbb; did you mean --db?"],
       [["prune", "--older", "3d"], "installstats: unknown option --older; did you mean --older-than?"],
-      [["seed", "--port", "8082"], "installstats: seed has no option --port (it is an option of serve, healthcheck); see installstats seed --help"],
+      [
+        ["seed", "--port", "8082"],
+        "installstats: seed has no option --port (it is an option of serve, healthcheck); see installstats seed --help",
+      ],
       [["serve", "--port"], "installstats: --port needs a value, e.g. --port <value>; see installstats serve --help"],
       [["verify", "--repair=yes"], "installstats: --repair takes no value (got --repair=yes)"],
       [["serve", "--wat"], "installstats: unknown option --wat; see installstats serve --help"],
@@ -203,9 +248,19 @@ describe("the command line", () => {
   });
 
   test("parsing: values, =values, -- and - as positionals, short forms", () => {
-    const options = { port: { type: "string" as const }, force: { type: "boolean" as const }, help: { type: "boolean" as const, short: "h" } };
-    expect(parseCommandLine(["--port", "-1", "--force", "-", "--", "--port"], options, { command: "x" })).toEqual({ values: { port: "-1", force: true }, positionals: ["-", "--port"] });
-    expect(parseCommandLine(["--port=8080", "-h", "file"], options, { command: "x" })).toEqual({ values: { port: "8080", help: true }, positionals: ["file"] });
+    const options = {
+      port: { type: "string" as const },
+      force: { type: "boolean" as const },
+      help: { type: "boolean" as const, short: "h" },
+    };
+    expect(parseCommandLine(["--port", "-1", "--force", "-", "--", "--port"], options, { command: "x" })).toEqual({
+      values: { port: "-1", force: true },
+      positionals: ["-", "--port"],
+    });
+    expect(parseCommandLine(["--port=8080", "-h", "file"], options, { command: "x" })).toEqual({
+      values: { port: "8080", help: true },
+      positionals: ["file"],
+    });
     expect(() => parseCommandLine(["--port", "--force"], options, { command: "x" })).toThrow("--port needs a value");
     expect(closest("prot", ["port", "host", "db"])).toBe("port");
     expect(closest("hots", ["port", "host", "db"])).toBe("host");
@@ -216,16 +271,50 @@ describe("the command line", () => {
     const overview = run(["--help"]);
     expect(overview.code).toBe(0);
     const names = [...overview.out.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1]!);
-    expect(names).toEqual(["serve", "migrate", "verify", "rejected", "seed", "backup", "restore", "export", "import", "copy", "prune", "replay", "alerts", "relay", "healthcheck"]);
+    expect(names).toEqual([
+      "serve",
+      "migrate",
+      "verify",
+      "rejected",
+      "seed",
+      "backup",
+      "restore",
+      "export",
+      "import",
+      "copy",
+      "prune",
+      "replay",
+      "alerts",
+      "relay",
+      "healthcheck",
+    ]);
     expect(overview.out).not.toContain("--max-body");
     expect(overview.out).toContain("Exit codes: 0 ok, 1 failed");
-    const serverOnly = ["--host", "--port", "--max-body", "--read-token", "--admin-token", "--cors-origins", "--rate-limit", "--trusted-proxies", "--stuck-after", "--retention", "--backup-every", "--log-level"];
+    const serverOnly = [
+      "--host",
+      "--port",
+      "--max-body",
+      "--read-token",
+      "--admin-token",
+      "--cors-origins",
+      "--rate-limit",
+      "--trusted-proxies",
+      "--stuck-after",
+      "--retention",
+      "--backup-every",
+      "--log-level",
+    ];
     for (const name of names) {
       const h = run([name, "--help"]);
       expect(h.code).toBe(0);
       expect(h.out).toStartWith(`installstats ${name}`);
       // copy names its two databases with --from and --to instead; healthcheck asks a server, by its address.
-      for (const flag of name === "copy" ? ["--from", "--to"] : name === "healthcheck" ? ["--host", "--port"] : ["--db"]) expect(h.out).toContain(flag);
+      for (const flag of name === "copy"
+        ? ["--from", "--to"]
+        : name === "healthcheck"
+          ? ["--host", "--port"]
+          : ["--db"])
+        expect(h.out).toContain(flag);
       const lines = h.out.split("\n").filter((l) => /^ {2}-/.test(l));
       if (name === "healthcheck") {
         expect(lines.map((l) => l.trim().split(/\s+/)[0])).toEqual(["--timeout", "--host", "--port", "-h,"]);
@@ -244,7 +333,17 @@ describe("the command line", () => {
 
 describe("seed and import say when they did not do what was asked", () => {
   const record = (id: string) =>
-    JSON.stringify({ random_id: id, type: "lxc", nsapp: "a", status: "done", outcome: "success", error: null, created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:01:00.000Z", duration_s: 60 });
+    JSON.stringify({
+      random_id: id,
+      type: "lxc",
+      nsapp: "a",
+      status: "done",
+      outcome: "success",
+      error: null,
+      created_at: "2026-01-01T00:00:00.000Z",
+      updated_at: "2026-01-01T00:01:00.000Z",
+      duration_s: 60,
+    });
 
   test("seed refuses a database that already holds installs unless --force; an empty one is seeded", () => {
     const real = join(dir, "real.db");
@@ -294,7 +393,9 @@ describe("serving", () => {
       const second = run(["serve", "--host", "127.0.0.1", "--port", "0", "--db", db]);
       expect(second.code).toBe(3);
       const line = oneLine(second.err);
-      expect(line).toContain(`${db} is already served by another installstats process (pid ${first.proc.pid}, serving since `);
+      expect(line).toContain(
+        `${db} is already served by another installstats process (pid ${first.proc.pid}, serving since `,
+      );
       expect(line).toContain("stop the other one, or give this one its own --db");
       // The first server is untouched.
       expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
@@ -311,7 +412,11 @@ describe("serving", () => {
   });
 
   test("start-up prints addresses a person can open and the URLs for installer scripts", async () => {
-    const proc = Bun.spawn([bin, "serve", "--host", "0.0.0.0", "--port", "0", "--db", join(dir, "addresses.db")], { stdout: "pipe", stderr: "pipe", env });
+    const proc = Bun.spawn([bin, "serve", "--host", "0.0.0.0", "--port", "0", "--db", join(dir, "addresses.db")], {
+      stdout: "pipe",
+      stderr: "pipe",
+      env,
+    });
     try {
       let out = "";
       const reader = proc.stdout.getReader();
@@ -325,7 +430,9 @@ describe("serving", () => {
       clearTimeout(timer);
       const port = Number(/listening on http:\/\/0\.0\.0\.0:(\d+)/.exec(out)?.[1]);
       expect(port).toBeGreaterThan(0);
-      const lan = Object.entries(networkInterfaces()).flatMap(([, list]) => (list ?? []).filter((i) => !i.internal && i.family === "IPv4").map((i) => i.address));
+      const lan = Object.entries(networkInterfaces()).flatMap(([, list]) =>
+        (list ?? []).filter((i) => !i.internal && i.family === "IPv4").map((i) => i.address),
+      );
       expect(out).toContain(`http://localhost:${port}/`);
       for (const address of lan) expect(out).toContain(`http://${address}:${port}/`);
       const scriptHost = lan[0];
@@ -346,8 +453,14 @@ describe("serving", () => {
   test("the start-up lines for each kind of binding", () => {
     const interfaces = {
       lo: [{ address: "127.0.0.1", family: "IPv4", internal: true } as never],
-      eth0: [{ address: "192.168.1.20", family: "IPv4", internal: false } as never, { address: "fe80::1", family: "IPv6", internal: false } as never],
-      wlan0: [{ address: "10.0.0.7", family: "IPv4", internal: false } as never, { address: "2001:db8::7", family: "IPv6", internal: false } as never],
+      eth0: [
+        { address: "192.168.1.20", family: "IPv4", internal: false } as never,
+        { address: "fe80::1", family: "IPv6", internal: false } as never,
+      ],
+      wlan0: [
+        { address: "10.0.0.7", family: "IPv4", internal: false } as never,
+        { address: "2001:db8::7", family: "IPv6", internal: false } as never,
+      ],
     };
     expect(startupLines("1.2.3", "0.0.0.0", 8080, interfaces)).toEqual([
       "installstats 1.2.3 listening on http://0.0.0.0:8080",
@@ -363,8 +476,12 @@ describe("serving", () => {
     expect(v6.join("\n")).toContain("http://[2001:db8::7]:8080/");
     expect(v6.join("\n")).not.toContain("fe80");
     const loopback = startupLines("1.2.3", "127.0.0.1", 9000, interfaces);
-    expect(loopback[1]).toBe("  dashboard:  http://localhost:9000/  (this machine only: --host 0.0.0.0 accepts other machines)");
-    expect(loopback[2]).toBe("  installer scripts, current clients:  TELEMETRY_URL=http://127.0.0.1:9000/telemetry  (reachable from this machine only)");
+    expect(loopback[1]).toBe(
+      "  dashboard:  http://localhost:9000/  (this machine only: --host 0.0.0.0 accepts other machines)",
+    );
+    expect(loopback[2]).toBe(
+      "  installer scripts, current clients:  TELEMETRY_URL=http://127.0.0.1:9000/telemetry  (reachable from this machine only)",
+    );
     expect(startupLines("1.2.3", "192.168.1.20", 80, interfaces).slice(1, 4)).toEqual([
       "  dashboard:  http://192.168.1.20:80/",
       "  installer scripts, current clients:  TELEMETRY_URL=http://192.168.1.20:80/telemetry",

@@ -9,13 +9,22 @@ setDefaultTimeout(120_000);
 
 // Spawned without blocking: the fake server below answers from this process.
 const check = async (bin: string[], args: string[], env: Record<string, string> = {}) => {
-  const p = Bun.spawn([...bin, "healthcheck", ...args], { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", ...env } });
+  const p = Bun.spawn([...bin, "healthcheck", ...args], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", ...env },
+  });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { code, out, err };
 };
 
 describe("installstats healthcheck", () => {
-  const fake = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => Response.json({ status: "degraded" }, { status: 503 }) });
+  const fake = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => Response.json({ status: "degraded" }, { status: 503 }),
+  });
   afterAll(() => fake.stop(true));
 
   test("a wildcard listen address is asked on loopback", () => {
@@ -38,10 +47,17 @@ describe("installstats healthcheck", () => {
   });
 
   test("exit 1 for a degraded server and for none at all; bad options are usage errors", async () => {
-    expect(await check(["bun", "src/main.ts"], ["--port", String(fake.port)])).toEqual({ code: 1, out: `http://127.0.0.1:${fake.port}/healthz: 503 degraded\n`, err: "" });
+    expect(await check(["bun", "src/main.ts"], ["--port", String(fake.port)])).toEqual({
+      code: 1,
+      out: `http://127.0.0.1:${fake.port}/healthz: 503 degraded\n`,
+      err: "",
+    });
     const none = await check(["bun", "src/main.ts"], ["--port", "1", "--host", "127.0.0.1"]);
     expect(none.code).toBe(1);
     expect(none.out).toStartWith("http://127.0.0.1:1/healthz: unreachable (");
-    expect(await check(["bun", "src/main.ts"], ["--timeout", "soon"])).toMatchObject({ code: 2, err: "installstats: --timeout must be a positive number of seconds, such as 3\n" });
+    expect(await check(["bun", "src/main.ts"], ["--timeout", "soon"])).toMatchObject({
+      code: 2,
+      err: "installstats: --timeout must be a positive number of seconds, such as 3\n",
+    });
   });
 });

@@ -31,14 +31,20 @@ afterAll(async () => {
 });
 
 const run = (...args: string[]) => {
-  const r = Bun.spawnSync([bin, ...args], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", TMPDIR: dir } });
+  const r = Bun.spawnSync([bin, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", TMPDIR: dir },
+  });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 };
 
 async function records(url: string) {
   const out: Record<string, unknown>[] = [];
   for (let page = 1; ; page++) {
-    const body = (await (await fetch(`${url}/api/records?days=0&repo=all&sort=created&limit=100&page=${page}`)).json()) as { records: Record<string, unknown>[] };
+    const body = (await (
+      await fetch(`${url}/api/records?days=0&repo=all&sort=created&limit=100&page=${page}`)
+    ).json()) as { records: Record<string, unknown>[] };
     out.push(...body.records);
     if (body.records.length < 100) break;
   }
@@ -53,9 +59,21 @@ describe("installstats import of the telemetry service's data (binary)", () => {
     expect(first.code).toBe(0);
     const summary = JSON.parse(first.out);
     expect(summary).toEqual({
-      format: "clickhouse-jsoneachrow", rows: 29, duplicate_rows: 1, executions: 12, imported: 12, updated: 0, already_there: 0,
-      rejected_log: { kept: 4, already_there: 0, no_room: 0 }, refused: 4,
-      refused_by_reason: { "invalid_field: type": 1, "invalid_field: random_id": 1, "invalid_field: created": 1, "already_final: status": 1 },
+      format: "clickhouse-jsoneachrow",
+      rows: 29,
+      duplicate_rows: 1,
+      executions: 12,
+      imported: 12,
+      updated: 0,
+      already_there: 0,
+      rejected_log: { kept: 4, already_there: 0, no_room: 0 },
+      refused: 4,
+      refused_by_reason: {
+        "invalid_field: type": 1,
+        "invalid_field: random_id": 1,
+        "invalid_field: created": 1,
+        "already_final: status": 1,
+      },
     });
     const lines = first.err.trim().split("\n");
     expect(lines).toHaveLength(4);
@@ -64,8 +82,14 @@ describe("installstats import of the telemetry service's data (binary)", () => {
 
     const again = run("import", join(dir, "dump.json"), "--db", db);
     expect(again.code).toBe(1);
-    expect(JSON.parse(again.out)).toMatchObject({ imported: 0, already_there: 12, rejected_log: { kept: 0, already_there: 4 } });
-    expect(again.err.trim().split("\n").at(-1)).toBe("installstats import: nothing imported: all 12 runs of its 29 rows are in the database already");
+    expect(JSON.parse(again.out)).toMatchObject({
+      imported: 0,
+      already_there: 12,
+      rejected_log: { kept: 0, already_there: 4 },
+    });
+    expect(again.err.trim().split("\n").at(-1)).toBe(
+      "installstats import: nothing imported: all 12 runs of its 29 rows are in the database already",
+    );
 
     const verify = run("verify", "--db", db);
     expect(verify.code).toBe(0);
@@ -79,7 +103,7 @@ describe("installstats import of the telemetry service's data (binary)", () => {
     const wrongZone = run("import", join(dir, "dump.csv"), "--db", db, "--time-zone", "Mars/Olympus");
     expect(wrongZone.code).toBe(2);
     expect(wrongZone.err.trim().split("\n")).toHaveLength(1);
-    expect(wrongZone.err).toContain("--time-zone \"Mars/Olympus\" is not a time zone");
+    expect(wrongZone.err).toContain('--time-zone "Mars/Olympus" is not a time zone');
     const csv = run("import", join(dir, "dump.csv"), "--db", db, "--time-zone", "Asia/Kolkata");
     expect(csv.code).toBe(0);
     expect(JSON.parse(csv.out)).toMatchObject({ format: "clickhouse-csv", rows: 29, executions: 12, imported: 12 });
@@ -95,7 +119,14 @@ describe("installstats import of the telemetry service's data (binary)", () => {
     const first = run("import", "--url", source.url, "--db", db);
     expect(first.code).toBe(0);
     const summary = JSON.parse(first.out);
-    expect(summary).toMatchObject({ format: "telemetry-service-api", source: source.url, resumed_after: null, records: 12, imported: 12, refused: 0 });
+    expect(summary).toMatchObject({
+      format: "telemetry-service-api",
+      source: source.url,
+      resumed_after: null,
+      records: 12,
+      imported: 12,
+      refused: 0,
+    });
     const again = run("import", "--url", source.url, "--db", db);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.out)).toMatchObject({ imported: 0, updated: 0 });
@@ -110,7 +141,9 @@ describe("installstats import of the telemetry service's data (binary)", () => {
     expect(down.err).toStartWith("installstats: http://127.0.0.1:9 did not answer after 1 attempt (last: ");
     const both = run("import", "--url", source.url, join(dir, "dump.json"), "--db", db);
     expect(both.code).toBe(2);
-    expect(both.err.trim()).toBe("installstats: import takes a file or --url, not both: installstats import --url http://host:port");
+    expect(both.err.trim()).toBe(
+      "installstats: import takes a file or --url, not both: installstats import --url http://host:port",
+    );
     const stray = run("import", join(dir, "dump.json"), "--from-start", "--db", db);
     expect(stray.code).toBe(2);
   });

@@ -12,7 +12,9 @@ import { tempDir } from "../helpers/tmp.ts";
 
 setDefaultTimeout(120_000);
 
-const journal = JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: { when: number; tag: string }[] };
+const journal = JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as {
+  entries: { when: number; tag: string }[];
+};
 const newestKnown = Math.max(...journal.entries.map((e) => e.when));
 
 let dir: string;
@@ -27,7 +29,9 @@ function fromNewerRelease(name: string, ahead = 86_400_000): string {
   const path = join(dir, name);
   openDatabase(path, { durability: "normal", migrate: true }).sqlite.close();
   const sqlite = new Database(path);
-  sqlite.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-release', ?)", [newestKnown + ahead]);
+  sqlite.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-release', ?)", [
+    newestKnown + ahead,
+  ]);
   sqlite.close();
   return path;
 }

@@ -24,13 +24,39 @@ afterAll(async () => {
 });
 
 const serve = async (db: string) => {
-  const s = await startServer(bin, ["--db", db, "--rate-limit", "0", "--relay-url", up.url, "--relay-rate", "0", "--relay-timeout", "2s"]);
+  const s = await startServer(bin, [
+    "--db",
+    db,
+    "--rate-limit",
+    "0",
+    "--relay-url",
+    up.url,
+    "--relay-rate",
+    "0",
+    "--relay-timeout",
+    "2s",
+  ]);
   servers.push(s);
   return s;
 };
-const relayOf = async (s: RunningServer) => ((await (await fetch(`${s.url}/healthz`)).json()) as { relay: { entries: number; sent: number; state: string; paused: boolean } }).relay;
+const relayOf = async (s: RunningServer) =>
+  (
+    (await (await fetch(`${s.url}/healthz`)).json()) as {
+      relay: { entries: number; sent: number; state: string; paused: boolean };
+    }
+  ).relay;
 const v2 = (id: string, status: string) =>
-  JSON.stringify({ payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: `app-${id.length % 7}`, status, exit_code: status === "failed" ? 1 : 0, platform: "pve", repo_source: "ProxmoxVE" });
+  JSON.stringify({
+    payload_version: 2,
+    random_id: id,
+    execution_id: id,
+    type: "lxc",
+    nsapp: `app-${id.length % 7}`,
+    status,
+    exit_code: status === "failed" ? 1 : 0,
+    platform: "pve",
+    repo_source: "ProxmoxVE",
+  });
 
 describe("relay in the binary", () => {
   test("SIGKILL under load while sending, then a restart: every acknowledged report arrives upstream, in order per execution", async () => {
@@ -43,7 +69,11 @@ describe("relay in the binary", () => {
       for (let i = 0; Date.now() < deadline; i++) {
         const id = `k-${w}-${i}`;
         for (const status of ["installing", "configuring", i % 4 ? "success" : "failed"]) {
-          const res = await fetch(`${server.url}/telemetry`, { method: "POST", body: v2(id, status), headers: { "content-type": "application/json" } }).catch(() => null);
+          const res = await fetch(`${server.url}/telemetry`, {
+            method: "POST",
+            body: v2(id, status),
+            headers: { "content-type": "application/json" },
+          }).catch(() => null);
           if (!res || res.status >= 300) return;
           acked.set(id, [...(acked.get(id) ?? []), status]);
         }
@@ -73,7 +103,8 @@ describe("relay in the binary", () => {
       // First arrivals in the order the reports were accepted; a repeat never after a later report.
       const firsts = [...new Set(got)];
       if (firsts.slice(0, statuses.length).join() !== statuses.join()) outOfOrder.push(`${id}: ${got.join(" ")}`);
-      for (let i = 1; i < got.length; i++) if (got[i] !== got[i - 1] && got.slice(i).includes(got[i - 1]!)) outOfOrder.push(`${id}: ${got.join(" ")}`);
+      for (let i = 1; i < got.length; i++)
+        if (got[i] !== got[i - 1] && got.slice(i).includes(got[i - 1]!)) outOfOrder.push(`${id}: ${got.join(" ")}`);
     }
     expect(lost).toEqual([]);
     expect(outOfOrder).toEqual([]);
@@ -86,12 +117,31 @@ describe("relay in the binary", () => {
 
   test("a relay setting that cannot work stops serve with one line naming it (exit 2), before anything is created", () => {
     const dir = tempDir();
-    const r = Bun.spawnSync([bin, "serve", "--port", "0", "--db", join(dir, "x.db"), "--relay-url", up.url, "--relay-omit", "error,random_id"], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync(
+      [
+        bin,
+        "serve",
+        "--port",
+        "0",
+        "--db",
+        join(dir, "x.db"),
+        "--relay-url",
+        up.url,
+        "--relay-omit",
+        "error,random_id",
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     expect({ code: r.exitCode, err: r.stderr.toString().trim().split("\n") }).toEqual({
       code: 2,
-      err: ["installstats: --relay-omit: random_id cannot be left out: the upstream needs random_id, execution_id, payload_version, type, nsapp, status to place a report, and the community service counts a failure without exit_code as a success"],
+      err: [
+        "installstats: --relay-omit: random_id cannot be left out: the upstream needs random_id, execution_id, payload_version, type, nsapp, status to place a report, and the community service counts a failure without exit_code as a success",
+      ],
     });
-    const bad = Bun.spawnSync([bin, "serve", "--port", "0", "--db", join(dir, "x.db"), "--relay-url", "telemetry.community-scripts.org"], { stdout: "pipe", stderr: "pipe" });
+    const bad = Bun.spawnSync(
+      [bin, "serve", "--port", "0", "--db", join(dir, "x.db"), "--relay-url", "telemetry.community-scripts.org"],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     expect({ code: bad.exitCode, err: bad.stderr.toString().trim() }).toEqual({
       code: 2,
       err: 'installstats: --relay-url: must be an http:// or https:// URL such as https://example.org, got "telemetry.community-scripts.org"',
@@ -110,7 +160,8 @@ describe("relay in the binary", () => {
     expect(cli("pause")).toMatchObject({ action: "pause", paused: true });
     await until(async () => (await relayOf(server)).state === "paused", "the sender to pause");
     const before = up.received.length;
-    for (const id of ["p1", "p2", "p3"]) expect((await fetch(`${server.url}/telemetry`, { method: "POST", body: v2(id, "installing") })).status).toBe(201);
+    for (const id of ["p1", "p2", "p3"])
+      expect((await fetch(`${server.url}/telemetry`, { method: "POST", body: v2(id, "installing") })).status).toBe(201);
     expect(cli()).toMatchObject({ paused: true, entries: 3, sent: 0 });
     await Bun.sleep(1200); // two rounds of the sender: nothing goes while paused
     expect(up.received.length).toBe(before);
@@ -120,7 +171,10 @@ describe("relay in the binary", () => {
     await until(() => cli("status").entries === 0, "the outbox to empty");
     expect(cli("status")).toMatchObject({ entries: 0, sent: 3, oldest_age_s: null });
     const wrong = Bun.spawnSync([bin, "relay", "flush", "--db", db], { stdout: "pipe", stderr: "pipe" });
-    expect({ code: wrong.exitCode, err: wrong.stderr.toString().trim() }).toEqual({ code: 2, err: "installstats: relay takes one of status, pause, resume, requeue, discard, discard-refused, e.g. installstats relay pause" });
+    expect({ code: wrong.exitCode, err: wrong.stderr.toString().trim() }).toEqual({
+      code: 2,
+      err: "installstats: relay takes one of status, pause, resume, requeue, discard, discard-refused, e.g. installstats relay pause",
+    });
     expect(await server.stop()).toBe(0);
   });
 });

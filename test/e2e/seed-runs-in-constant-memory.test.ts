@@ -30,7 +30,9 @@ describe("seed memory", () => {
     const small = await peakOfSeed(["--profile", "upload", "--records", "50000", "--db", join(dir, "small.db")]);
     const large = await peakOfSeed(["--profile", "upload", "--records", "300000", "--db", join(dir, "large.db")]);
     const today = await peakOfSeed(["--records", "40000", "--db", join(dir, "today.db")]);
-    console.log(`seed peak RSS: 50k ${small.peakMb.toFixed(0)} MB, 300k ${large.peakMb.toFixed(0)} MB, today's 40k ${today.peakMb.toFixed(0)} MB`);
+    console.log(
+      `seed peak RSS: 50k ${small.peakMb.toFixed(0)} MB, 300k ${large.peakMb.toFixed(0)} MB, today's 40k ${today.peakMb.toFixed(0)} MB`,
+    );
     expect([small.code, large.code, today.code]).toEqual([0, 0, 0]);
     for (const run of [small, large, today]) expect(run.peakMb).toBeLessThan(200);
     // Constant: six times the installs, not more memory (beyond noise).

@@ -13,7 +13,16 @@ const unit = readFileSync(join(ROOT, "packaging/installstats.service"), "utf8");
 const analyze = Bun.which("systemd-analyze");
 
 test("the unit is hardened and stops gracefully", async () => {
-  for (const line of ["NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/installstats", "PrivateTmp=yes", "CapabilityBoundingSet=", "KillSignal=SIGTERM", "User=installstats", "Restart=on-failure"]) {
+  for (const line of [
+    "NoNewPrivileges=yes",
+    "ProtectSystem=strict",
+    "ReadWritePaths=/var/lib/installstats",
+    "PrivateTmp=yes",
+    "CapabilityBoundingSet=",
+    "KillSignal=SIGTERM",
+    "User=installstats",
+    "Restart=on-failure",
+  ]) {
     expect(unit).toContain(line);
   }
   expect(unit).toMatch(/^ExecStart=\/usr\/local\/bin\/installstats serve$/m);

@@ -14,12 +14,20 @@ const HELPERS = join(ROOT, "test/helpers/tmp.ts");
 /** A test file of its own in a fresh directory, and an empty directory to serve as its TMPDIR. */
 function fixture(body: string): { file: string; observed: string } {
   const file = join(tempDir("installstats-fixture-"), "child.test.ts");
-  writeFileSync(file, `import { expect, test } from "bun:test";\nimport { tempDir } from ${JSON.stringify(HELPERS)};\n${body}\n`);
+  writeFileSync(
+    file,
+    `import { expect, test } from "bun:test";\nimport { tempDir } from ${JSON.stringify(HELPERS)};\n${body}\n`,
+  );
   return { file, observed: tempDir("installstats-observed-") };
 }
 
 const runChild = (file: string, observed: string) =>
-  Bun.spawn(["bun", "test", file], { cwd: ROOT, env: { ...process.env, TMPDIR: observed }, stdout: "pipe", stderr: "pipe" });
+  Bun.spawn(["bun", "test", file], {
+    cwd: ROOT,
+    env: { ...process.env, TMPDIR: observed },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
 
 async function emptyWithin(dir: string, ms: number): Promise<string[]> {
   const deadline = Date.now() + ms;

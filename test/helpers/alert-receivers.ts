@@ -36,7 +36,8 @@ export function startHttpReceiver(opts: { ntfyToken?: string; gotifyToken?: stri
       const headers = Object.fromEntries(req.headers);
       if (mode === "fail") return new Response("down for maintenance", { status: 503 });
       if (req.method !== "POST") return refuse(`${req.method} ${url.pathname}: only POST`);
-      if (!(headers["content-type"] ?? "").startsWith("application/json")) return refuse(`${url.pathname}: content-type ${headers["content-type"]}`);
+      if (!(headers["content-type"] ?? "").startsWith("application/json"))
+        return refuse(`${url.pathname}: content-type ${headers["content-type"]}`);
       let body: Record<string, unknown>;
       try {
         body = (await req.json()) as Record<string, unknown>;
@@ -48,34 +49,45 @@ export function startHttpReceiver(opts: { ntfyToken?: string; gotifyToken?: stri
         return answer;
       };
       if (url.pathname === "/hook") {
-        if (opts.hookToken && headers.authorization !== `Bearer ${opts.hookToken}`) return new Response("no", { status: 401 });
-        if (typeof body.title !== "string" || typeof body.text !== "string" || typeof body.link !== "string") return refuse("webhook: title, text, link");
+        if (opts.hookToken && headers.authorization !== `Bearer ${opts.hookToken}`)
+          return new Response("no", { status: 401 });
+        if (typeof body.title !== "string" || typeof body.text !== "string" || typeof body.link !== "string")
+          return refuse("webhook: title, text, link");
         return take("webhook", new Response(null, { status: 204 }));
       }
       if (url.pathname === "/ntfy") {
         // ntfy's JSON publishing: topic, message, title, priority 1-5, tags, click.
-        if (opts.ntfyToken && headers.authorization !== `Bearer ${opts.ntfyToken}`) return Response.json({ code: 40101, error: "unauthorized" }, { status: 401 });
+        if (opts.ntfyToken && headers.authorization !== `Bearer ${opts.ntfyToken}`)
+          return Response.json({ code: 40101, error: "unauthorized" }, { status: 401 });
         if (typeof body.topic !== "string" || !/^[-_A-Za-z0-9]{1,64}$/.test(body.topic)) return refuse("ntfy: topic");
         if (typeof body.message !== "string" || typeof body.title !== "string") return refuse("ntfy: message, title");
-        if (body.priority !== undefined && ![1, 2, 3, 4, 5].includes(body.priority as number)) return refuse("ntfy: priority");
-        if (body.tags !== undefined && !(Array.isArray(body.tags) && body.tags.every((t) => typeof t === "string"))) return refuse("ntfy: tags");
+        if (body.priority !== undefined && ![1, 2, 3, 4, 5].includes(body.priority as number))
+          return refuse("ntfy: priority");
+        if (body.tags !== undefined && !(Array.isArray(body.tags) && body.tags.every((t) => typeof t === "string")))
+          return refuse("ntfy: tags");
         if (body.click !== undefined && typeof body.click !== "string") return refuse("ntfy: click");
         return take("ntfy", Response.json({ id: crypto.randomUUID(), event: "message", topic: body.topic }));
       }
       if (url.pathname === "/gotify/message") {
         // Gotify: the application token in X-Gotify-Key; message required, title, priority, extras.
-        if (headers["x-gotify-key"] !== opts.gotifyToken) return Response.json({ error: "Unauthorized", errorCode: 401 }, { status: 401 });
+        if (headers["x-gotify-key"] !== opts.gotifyToken)
+          return Response.json({ error: "Unauthorized", errorCode: 401 }, { status: 401 });
         if (typeof body.message !== "string" || body.message === "") return refuse("gotify: message");
         if (body.priority !== undefined && !Number.isInteger(body.priority)) return refuse("gotify: priority");
-        return take("gotify", Response.json({ id: received.length + 1, appid: 1, message: body.message, title: body.title }));
+        return take(
+          "gotify",
+          Response.json({ id: received.length + 1, appid: 1, message: body.message, title: body.title }),
+        );
       }
       if (/^\/discord\/\d+\/[\w-]+$/.test(url.pathname)) {
         // Discord: content or embeds; an embed's title <= 256, description <= 4096, color an integer.
         const embeds = body.embeds as Record<string, unknown>[] | undefined;
-        if (typeof body.content !== "string" && !(Array.isArray(embeds) && embeds.length > 0)) return refuse("discord: content or embeds");
+        if (typeof body.content !== "string" && !(Array.isArray(embeds) && embeds.length > 0))
+          return refuse("discord: content or embeds");
         for (const e of embeds ?? []) {
           if (typeof e.title === "string" && e.title.length > 256) return refuse("discord: embed title over 256");
-          if (typeof e.description === "string" && e.description.length > 4096) return refuse("discord: embed description over 4096");
+          if (typeof e.description === "string" && e.description.length > 4096)
+            return refuse("discord: embed description over 4096");
           if (e.color !== undefined && !Number.isInteger(e.color)) return refuse("discord: color");
         }
         return take("discord", new Response(null, { status: 204 }));
@@ -107,7 +119,24 @@ function selfSignedCertificate(): { key: string; cert: string; certFile: string 
   const keyFile = join(dir, "key.pem");
   const certFile = join(dir, "cert.pem");
   const r = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      keyFile,
+      "-out",
+      certFile,
+      "-days",
+      "1",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    ],
     { stdout: "pipe", stderr: "pipe" },
   );
   if (r.exitCode !== 0) throw new Error(`openssl failed: ${r.stderr.toString()}`);
@@ -130,7 +159,11 @@ interface SinkMail {
  * AUTH when `users` are given. `mechanisms` limits what it offers (a server offering LOGIN only).
  */
 /** `implicitTls`: TLS from the first byte (port 465, "SMTPS"), no STARTTLS. */
-export function startSmtpSink(opts: { users?: Record<string, string>; mechanisms?: ("PLAIN" | "LOGIN")[]; implicitTls?: boolean }) {
+export function startSmtpSink(opts: {
+  users?: Record<string, string>;
+  mechanisms?: ("PLAIN" | "LOGIN")[];
+  implicitTls?: boolean;
+}) {
   const { key, cert, certFile } = selfSignedCertificate();
   const mails: SinkMail[] = [];
   const transcripts: string[][] = [];
@@ -207,7 +240,9 @@ export function startSmtpSink(opts: { users?: Record<string, string>; mechanisms
           if (!secure) return say("538 5.7.11 Encryption required for requested authentication mechanism");
           const [mech, initial] = arg.split(" ");
           if (mech === "PLAIN" && mechanisms.includes("PLAIN")) {
-            const [, u = "", p = ""] = Buffer.from(initial ?? "", "base64").toString().split("\0");
+            const [, u = "", p = ""] = Buffer.from(initial ?? "", "base64")
+              .toString()
+              .split("\0");
             if (check(u, p)) {
               user = u;
               mechanism = "PLAIN";
@@ -260,7 +295,9 @@ export function startSmtpSink(opts: { users?: Record<string, string>; mechanisms
     plain.on("error", () => {});
     say("220 sink.local ESMTP");
   });
-  const ready = new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port)));
+  const ready = new Promise<number>((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port)),
+  );
   return { ready, mails, transcripts, certFile, stop: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
@@ -273,7 +310,10 @@ export function parseMail(data: string): { headers: Record<string, string>; text
     headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
   }
   const body = rest.join("\r\n\r\n");
-  const text = headers["content-transfer-encoding"] === "base64" ? Buffer.from(body.replace(/\s+/g, ""), "base64").toString() : body.replaceAll("\r\n", "\n");
+  const text =
+    headers["content-transfer-encoding"] === "base64"
+      ? Buffer.from(body.replace(/\s+/g, ""), "base64").toString()
+      : body.replaceAll("\r\n", "\n");
   const subject = /^=\?UTF-8\?B\?(.*)\?=$/.exec(headers.subject ?? "");
   if (subject) headers.subject = Buffer.from(subject[1]!, "base64").toString();
   return { headers, text };

@@ -38,7 +38,12 @@ export async function testApp(overrides: Partial<Config> = {}, extra: { alerts?:
   const runtime = await createRuntime(config, { clock, log, version: "0.0.0-test", alerts: extra.alerts }, engine);
   const { app } = runtime;
 
-  async function send(method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
+  async function send(
+    method: string,
+    path: string,
+    body?: string | Uint8Array,
+    headers: Record<string, string> = {},
+  ): Promise<Reply> {
     const res = await app.handle(
       new Request(`http://localhost${path}`, {
         method,
@@ -67,7 +72,10 @@ export async function testApp(overrides: Partial<Config> = {}, extra: { alerts?:
     /** Any method without a body (admin actions: POST and DELETE with a token). */
     call: (method: string, path: string, headers?: Record<string, string>) => send(method, path, undefined, headers),
     /** The rejected-reports log, oldest first, with the status each request was answered. */
-    rejected: async () => (await runtime.store.listRejected({ limit: 1_000_000 })).reverse().map((e) => ({ ...e, httpStatus: statusOf(e.reason, e.result) })),
+    rejected: async () =>
+      (await runtime.store.listRejected({ limit: 1_000_000 }))
+        .reverse()
+        .map((e) => ({ ...e, httpStatus: statusOf(e.reason, e.result) })),
   };
 }
 

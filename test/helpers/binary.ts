@@ -13,7 +13,11 @@ export function compiledBinary(): Promise<string> {
     // Inside the run's temporary directory, removed when the run ends (helpers/tmp.ts).
     const dir = mkdtempSync(join(testTmpRoot(), "installstats-bin-"));
     const outfile = join(dir, "installstats");
-    const proc = Bun.spawn(["bun", "scripts/build.ts", "--outfile", outfile], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(["bun", "scripts/build.ts", "--outfile", outfile], {
+      cwd: ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     if ((await proc.exited) !== 0) throw new Error(`build failed: ${await new Response(proc.stderr).text()}`);
     return outfile;
   })();
@@ -40,7 +44,11 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServer(bin: string, args: string[], env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startServer(
+  bin: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<RunningServer> {
   const proc = Bun.spawn([bin, "serve", "--host", "127.0.0.1", "--port", "0", ...args], {
     stdin: "ignore",
     stdout: "pipe",
@@ -82,7 +90,8 @@ export async function client(url: string, args: string[], env: Record<string, st
   });
   const out = await new Response(proc.stdout).text();
   const code = await proc.exited;
-  if (code !== 0) throw new Error(`client.sh ${args.join(" ")} exited ${code}: ${await new Response(proc.stderr).text()}`);
+  if (code !== 0)
+    throw new Error(`client.sh ${args.join(" ")} exited ${code}: ${await new Response(proc.stderr).text()}`);
   return out.trim().split("\n").filter(Boolean);
 }
 
@@ -99,10 +108,22 @@ export interface Answer {
 
 /** A v2 start report for `id` to the server, given up after 5 s as the clients do. */
 export async function sendStart(node: RunningServer, id: string): Promise<Answer> {
-  const body = JSON.stringify({ payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "jellyfin", status: "installing" });
+  const body = JSON.stringify({
+    payload_version: 2,
+    random_id: id,
+    execution_id: id,
+    type: "lxc",
+    nsapp: "jellyfin",
+    status: "installing",
+  });
   const at = Date.now();
   try {
-    const res = await fetch(`${node.url}/telemetry`, { method: "POST", body, headers: { "content-type": "application/json" }, signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`${node.url}/telemetry`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json" },
+      signal: AbortSignal.timeout(5000),
+    });
     await res.arrayBuffer();
     return { id, status: res.status, retryAfter: res.headers.get("retry-after"), at, ms: Date.now() - at };
   } catch {

@@ -6,19 +6,65 @@ import { execution } from "./reports.ts";
 
 /** The fields every release has exported, in order (docs/api.md#export). */
 const RECORD_FIELDS = [
-  "random_id", "type", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version",
-  "disableip6", "nsapp", "method", "pve_version", "status", "outcome", "error", "created_at",
-  "updated_at", "duration_s", "repaired",
+  "random_id",
+  "type",
+  "ct_type",
+  "disk_size",
+  "core_count",
+  "ram_size",
+  "os_type",
+  "os_version",
+  "disableip6",
+  "nsapp",
+  "method",
+  "pve_version",
+  "status",
+  "outcome",
+  "error",
+  "created_at",
+  "updated_at",
+  "duration_s",
+  "repaired",
 ];
 
 /** The columns (docs/api.md#export): those fields first, then the executions' fields, the timeline flattened, extra last. */
 export const COLUMNS = [
   ...RECORD_FIELDS,
-  "execution_id", "attempt", "kind", "payload_version", "exit_code", "error_category", "failed_command", "failed_line", "install_duration",
-  "cpu_vendor", "cpu_model", "gpu_vendor", "gpu_model", "ram_speed", "gpu_passthrough", "host_gpu", "arch", "platform", "has_arm",
-  "repo_source", "repo_slug", "kernel_version", "app_version", "installing_at", "validation_at", "configuring_at", "finished_at", "extra",
+  "execution_id",
+  "attempt",
+  "kind",
+  "payload_version",
+  "exit_code",
+  "error_category",
+  "failed_command",
+  "failed_line",
+  "install_duration",
+  "cpu_vendor",
+  "cpu_model",
+  "gpu_vendor",
+  "gpu_model",
+  "ram_speed",
+  "gpu_passthrough",
+  "host_gpu",
+  "arch",
+  "platform",
+  "has_arm",
+  "repo_source",
+  "repo_slug",
+  "kernel_version",
+  "app_version",
+  "installing_at",
+  "validation_at",
+  "configuring_at",
+  "finished_at",
+  "extra",
 ];
-export const TIMELINE = { installing_at: "installing", validation_at: "validation", configuring_at: "configuring", finished_at: "finished" } as const;
+export const TIMELINE = {
+  installing_at: "installing",
+  validation_at: "validation",
+  configuring_at: "configuring",
+  finished_at: "finished",
+} as const;
 
 /** A strict RFC 4180 parser: CRLF record ends, quotes only around whole fields, every record terminated. */
 export function parseCsv(text: string): string[][] {
@@ -79,8 +125,26 @@ export const asCells = (r: Record<string, unknown>) =>
 export function row(fields: Partial<Execution> = {}): Execution {
   const at = Date.parse("2026-06-01T12:00:00Z");
   return execution(fields.randomId ?? "r-1", {
-    type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
-    disableip6: "yes", nsapp: "adguard", method: "default", pveVersion: "8.2.2", status: "done", outcome: "success",
-    error: null, createdAt: at, updatedAt: at + 90_000, durationMs: 90_000, installingAt: at, finishedAt: at + 90_000, repaired: false, ...fields,
+    type: "lxc",
+    ctType: 1,
+    diskSize: 8,
+    coreCount: 2,
+    ramSize: 2048,
+    osType: "debian",
+    osVersion: "12",
+    disableip6: "yes",
+    nsapp: "adguard",
+    method: "default",
+    pveVersion: "8.2.2",
+    status: "done",
+    outcome: "success",
+    error: null,
+    createdAt: at,
+    updatedAt: at + 90_000,
+    durationMs: 90_000,
+    installingAt: at,
+    finishedAt: at + 90_000,
+    repaired: false,
+    ...fields,
   });
 }

@@ -3,7 +3,18 @@
 // refuses to), trust authentication on loopback only, removed on stop. Optionally a streaming
 // replica of it on another port (pg_basebackup -R).
 import { afterAll, beforeAll } from "bun:test";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { freePort } from "./binary.ts";
 import postgres from "postgres";
 import { tmpdir } from "node:os";
@@ -21,10 +32,11 @@ export interface PgServer {
 function pgBinDir(): string | null {
   const root = "/usr/lib/postgresql";
   if (!existsSync(root)) return null;
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb"))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, "bin", "initdb")))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? join(root, versions[0], "bin") : null;
 }
-
 
 /** Runs a server binary as the postgres user when we are root (as CI is), else as ourselves. */
 function asPostgres(cmd: string[]): string[] {
@@ -33,7 +45,8 @@ function asPostgres(cmd: string[]): string[] {
 
 function run(cmd: string[]): void {
   const r = Bun.spawnSync(asPostgres(cmd), { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${cmd[0]} failed (${r.exitCode}): ${r.stderr.toString().trim() || r.stdout.toString().trim()}`);
+  if (r.exitCode !== 0)
+    throw new Error(`${cmd[0]} failed (${r.exitCode}): ${r.stderr.toString().trim() || r.stdout.toString().trim()}`);
 }
 
 function ownedDir(prefix: string): string {
@@ -55,8 +68,22 @@ function ownDir(dir: string): string {
 export type PgSettings = Record<string, string | number>;
 
 function startDir(bin: string, data: string, port: number, settings: PgSettings = {}, keep = false): PgServer {
-  const extra = Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join("");
-  run([join(bin, "pg_ctl"), "-D", data, "-w", "-t", "60", "-l", join(data, "server.log"), "-o", `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c fsync=on${extra}`, "start"]);
+  const extra = Object.entries(settings)
+    .map(([k, v]) => ` -c ${k}=${v}`)
+    .join("");
+  run([
+    join(bin, "pg_ctl"),
+    "-D",
+    data,
+    "-w",
+    "-t",
+    "60",
+    "-l",
+    join(data, "server.log"),
+    "-o",
+    `-p ${port} -k ${data} -c listen_addresses=127.0.0.1 -c fsync=on${extra}`,
+    "start",
+  ]);
   let stopped = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -67,7 +94,8 @@ function startDir(bin: string, data: string, port: number, settings: PgSettings 
       stopped = true;
       try {
         // Not running any more (crashed by a test): nothing to stop.
-        if (Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "status"])).exitCode === 0) run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
+        if (Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "status"])).exitCode === 0)
+          run([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"]);
       } finally {
         if (!keep) rmSync(data, { recursive: true, force: true });
       }
@@ -83,12 +111,15 @@ function startDir(bin: string, data: string, port: number, settings: PgSettings 
 export async function startPostgres(settings: PgSettings = {}, keepIn?: string): Promise<PgServer> {
   const bin = pgBinDir();
   if (!bin) throw new Error("PostgreSQL is not installed (Debian: apt-get install -y postgresql)");
-  if (keepIn !== undefined && existsSync(join(keepIn, "PG_VERSION"))) return startDir(bin, keepIn, await freePort(), settings, true);
+  if (keepIn !== undefined && existsSync(join(keepIn, "PG_VERSION")))
+    return startDir(bin, keepIn, await freePort(), settings, true);
   const data = keepIn ?? ownedDir("installstats-pg-");
   if (keepIn !== undefined) ownDir(keepIn);
   run([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
   // Replication from loopback, for startReplica.
-  Bun.spawnSync(asPostgres(["sh", "-c", `echo 'host replication postgres 127.0.0.1/32 trust' >> ${join(data, "pg_hba.conf")}`]));
+  Bun.spawnSync(
+    asPostgres(["sh", "-c", `echo 'host replication postgres 127.0.0.1/32 trust' >> ${join(data, "pg_hba.conf")}`]),
+  );
   return startDir(bin, data, await freePort(), settings, keepIn !== undefined);
 }
 
@@ -132,7 +163,11 @@ export interface Pooler {
  * as postgres, `poolSize` server connections per database, in `poolMode`. Throws when pgbouncer is
  * not installed (`.ci/run` installs it).
  */
-export async function startPgbouncer(server: PgServer, poolMode: "session" | "transaction", poolSize = 4): Promise<Pooler> {
+export async function startPgbouncer(
+  server: PgServer,
+  poolMode: "session" | "transaction",
+  poolSize = 4,
+): Promise<Pooler> {
   const bin = "/usr/sbin/pgbouncer";
   if (!existsSync(bin)) throw new Error("pgbouncer is not installed (Debian: apt-get install -y pgbouncer)");
   const dir = ownedDir("installstats-pgbouncer-");
@@ -215,12 +250,22 @@ export interface AutoFailover {
  */
 export async function startAutoFailover(): Promise<AutoFailover> {
   const bin = pgBinDir();
-  if (!bin || !existsSync("/usr/bin/pg_autoctl")) throw new Error("pg_auto_failover is not installed (Debian: apt-get install -y pg-auto-failover-cli postgresql-15-auto-failover)");
+  if (!bin || !existsSync("/usr/bin/pg_autoctl"))
+    throw new Error(
+      "pg_auto_failover is not installed (Debian: apt-get install -y pg-auto-failover-cli postgresql-15-auto-failover)",
+    );
   const root = ownedDir("installstats-paf-");
   // The servers' sockets go where Debian's libpq looks (psql below talks to them through it).
   ownDir("/var/run/postgresql");
   // Everything pg_autoctl writes (configuration, state, pid files) stays under root.
-  const env = ["env", `HOME=${root}`, `XDG_CONFIG_HOME=${root}/config`, `XDG_DATA_HOME=${root}/data`, `XDG_RUNTIME_DIR=${root}/run`, `PATH=${bin}:/usr/bin:/bin`];
+  const env = [
+    "env",
+    `HOME=${root}`,
+    `XDG_CONFIG_HOME=${root}/config`,
+    `XDG_DATA_HOME=${root}/data`,
+    `XDG_RUNTIME_DIR=${root}/run`,
+    `PATH=${bin}:/usr/bin:/bin`,
+  ];
   ownDir(join(root, "run"));
   const autoctl = (...args: string[]) => run([...env, "pg_autoctl", ...args]);
   const output = (cmd: string[]) => {
@@ -228,17 +273,55 @@ export async function startAutoFailover(): Promise<AutoFailover> {
     if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed: ${r.stderr.toString().trim()}`);
     return r.stdout.toString().trim();
   };
-  const psql = (port: number, db: string, ...sql: string[]) => output(["psql", "-X", "-q", "-h", "/var/run/postgresql", "-p", String(port), "-d", db, ...sql.flatMap((s) => ["-c", s])]);
-  const untrust = (dir: string) => run(["sed", "-i", "-E", String.raw`/^host\s+(all|replication)\s+all\s+(127\.0\.0\.1\/32|::1\/128)\s+trust/d`, join(dir, "pg_hba.conf")]);
-  const MON = "mon-secret", REPL = "repl-secret", APP = "app-secret";
-  run(["sh", "-c", `printf '*:*:*:pgautofailover_replicator:${REPL}\\n' > ${root}/.pgpass && chmod 600 ${root}/.pgpass`]);
+  const psql = (port: number, db: string, ...sql: string[]) =>
+    output([
+      "psql",
+      "-X",
+      "-q",
+      "-h",
+      "/var/run/postgresql",
+      "-p",
+      String(port),
+      "-d",
+      db,
+      ...sql.flatMap((s) => ["-c", s]),
+    ]);
+  const untrust = (dir: string) =>
+    run([
+      "sed",
+      "-i",
+      "-E",
+      String.raw`/^host\s+(all|replication)\s+all\s+(127\.0\.0\.1\/32|::1\/128)\s+trust/d`,
+      join(dir, "pg_hba.conf"),
+    ]);
+  const MON = "mon-secret",
+    REPL = "repl-secret",
+    APP = "app-secret";
+  run([
+    "sh",
+    "-c",
+    `printf '*:*:*:pgautofailover_replicator:${REPL}\\n' > ${root}/.pgpass && chmod 600 ${root}/.pgpass`,
+  ]);
 
   const keepers = new Map<string, ReturnType<typeof Bun.spawn>>();
   // Each keeper in a session of its own: its services, PostgreSQL and the sessions' processes can
   // then all be found (pg_autoctl's supervisor restarts a killed service, so a kill must reach all).
-  const start = (name: string) => keepers.set(name, Bun.spawn(["setsid", ...asPostgres([...env, "pg_autoctl", "run", "--pgdata", join(root, name)])], { stdout: "ignore", stderr: "ignore" }));
+  const start = (name: string) =>
+    keepers.set(
+      name,
+      Bun.spawn(["setsid", ...asPostgres([...env, "pg_autoctl", "run", "--pgdata", join(root, name)])], {
+        stdout: "ignore",
+        stderr: "ignore",
+      }),
+    );
   const state = () =>
-    (JSON.parse(output(["pg_autoctl", "show", "state", "--pgdata", join(root, "monitor"), "--json"])) as { nodename: string; current_group_state: string; assigned_group_state: string }[]).map((n) => ({
+    (
+      JSON.parse(output(["pg_autoctl", "show", "state", "--pgdata", join(root, "monitor"), "--json"])) as {
+        nodename: string;
+        current_group_state: string;
+        assigned_group_state: string;
+      }[]
+    ).map((n) => ({
       name: n.nodename,
       reported: n.current_group_state,
       assigned: n.assigned_group_state,
@@ -250,14 +333,18 @@ export async function startAutoFailover(): Promise<AutoFailover> {
       } catch {
         // the monitor or a node not answering yet
       }
-      if (Date.now() > deadline) throw new Error(`pg_auto_failover: timed out waiting for ${what}: ${JSON.stringify(state())}`);
+      if (Date.now() > deadline)
+        throw new Error(`pg_auto_failover: timed out waiting for ${what}: ${JSON.stringify(state())}`);
     }
   };
 
   const kill = (name: string, signal: "SIGKILL" | "SIGTERM") => {
     const keeper = keepers.get(name);
     // SIGTERM to the keeper alone: it stops its services and PostgreSQL. SIGKILL to its whole session.
-    if (keeper) Bun.spawnSync(signal === "SIGTERM" ? ["kill", "-TERM", String(keeper.pid)] : ["pkill", "-KILL", "-s", String(keeper.pid)]);
+    if (keeper)
+      Bun.spawnSync(
+        signal === "SIGTERM" ? ["kill", "-TERM", String(keeper.pid)] : ["pkill", "-KILL", "-s", String(keeper.pid)],
+      );
   };
   /** Keepers asked to stop (they stop their PostgreSQL), then whatever is left killed; the files removed. */
   const teardown = async () => {
@@ -266,25 +353,70 @@ export async function startAutoFailover(): Promise<AutoFailover> {
     for (const name of keepers.keys()) kill(name, "SIGKILL");
     rmSync(root, { recursive: true, force: true });
   };
-  const settled = () => state().map((x) => `${x.reported}/${x.assigned}`).sort().join(",") === "primary/primary,secondary/secondary";
+  const settled = () =>
+    state()
+      .map((x) => `${x.reported}/${x.assigned}`)
+      .sort()
+      .join(",") === "primary/primary,secondary/secondary";
   let nodes: { name: string; port: number }[] = [];
   let uri = "";
   try {
     const [monPort, ...ports] = [await freePort(), await freePort(), await freePort()];
-    autoctl("create", "monitor", "--pgdata", join(root, "monitor"), "--pgport", String(monPort), "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "scram-sha-256", "--ssl-self-signed");
+    autoctl(
+      "create",
+      "monitor",
+      "--pgdata",
+      join(root, "monitor"),
+      "--pgport",
+      String(monPort),
+      "--hostname",
+      "127.0.0.1",
+      "--listen",
+      "127.0.0.1",
+      "--auth",
+      "scram-sha-256",
+      "--ssl-self-signed",
+    );
     untrust(join(root, "monitor"));
     start("monitor");
-    await until("the monitor", () => (psql(monPort!, "pg_auto_failover", `ALTER USER autoctl_node PASSWORD '${MON}'`), true));
+    await until(
+      "the monitor",
+      () => (psql(monPort!, "pg_auto_failover", `ALTER USER autoctl_node PASSWORD '${MON}'`), true),
+    );
     const monitor = `postgres://autoctl_node:${MON}@127.0.0.1:${monPort}/pg_auto_failover?sslmode=require`;
     nodes = ports.map((port, i) => ({ name: `node${i + 1}`, port: port! }));
     for (const [i, n] of nodes.entries()) {
       const dir = join(root, n.name);
-      autoctl("create", "postgres", "--pgdata", dir, "--pgport", String(n.port), "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--name", n.name, "--dbname", "installstats", "--monitor", monitor, "--auth", "scram-sha-256", "--ssl-self-signed");
+      autoctl(
+        "create",
+        "postgres",
+        "--pgdata",
+        dir,
+        "--pgport",
+        String(n.port),
+        "--hostname",
+        "127.0.0.1",
+        "--listen",
+        "127.0.0.1",
+        "--name",
+        n.name,
+        "--dbname",
+        "installstats",
+        "--monitor",
+        monitor,
+        "--auth",
+        "scram-sha-256",
+        "--ssl-self-signed",
+      );
       autoctl("config", "set", "--pgdata", dir, "replication.password", REPL);
       if (i === 0) {
         // The standby clones this node's pg_hba.conf with its data.
         untrust(dir);
-        run(["sh", "-c", `echo 'hostssl installstats installstats 127.0.0.1/32 scram-sha-256' >> ${join(dir, "pg_hba.conf")}`]);
+        run([
+          "sh",
+          "-c",
+          `echo 'hostssl installstats installstats 127.0.0.1/32 scram-sha-256' >> ${join(dir, "pg_hba.conf")}`,
+        ]);
       }
       start(n.name);
       if (i === 0) {
@@ -306,10 +438,23 @@ export async function startAutoFailover(): Promise<AutoFailover> {
     url: uri.replace("postgres://", `postgres://installstats:${APP}@`),
     nodes,
     // wait_primary: a primary whose standby is gone (writes go on, not synchronously replicated).
-    primary: () => state().find((s) => s.reported === s.assigned && (s.reported === "primary" || s.reported === "wait_primary"))?.name ?? null,
+    primary: () =>
+      state().find((s) => s.reported === s.assigned && (s.reported === "primary" || s.reported === "wait_primary"))
+        ?.name ?? null,
     settled,
     async switchover() {
-      run([...env, "timeout", "120", "pg_autoctl", "perform", "switchover", "--pgdata", join(root, "monitor"), "--formation", "default"]);
+      run([
+        ...env,
+        "timeout",
+        "120",
+        "pg_autoctl",
+        "perform",
+        "switchover",
+        "--pgdata",
+        join(root, "monitor"),
+        "--formation",
+        "default",
+      ]);
       await until("the switchover to settle", settled);
     },
     crash(name) {
@@ -342,7 +487,9 @@ export function postgresForFile(): { database(): Promise<string> } {
 /** The PostgreSQL migrations before the one tagged `tag`, as a folder of their own (a database of an earlier schema). */
 export function migrationsBefore(tag: string): string {
   const MIGRATIONS = new URL("../../drizzle/postgres/", import.meta.url).pathname;
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS, "meta/_journal.json"), "utf8")) as {
+    entries: { tag: string }[];
+  };
   const cut = journal.entries.findIndex((e) => e.tag === tag);
   if (cut < 1) throw new Error(`no migration ${tag} after the first`);
   const dir = mkdtempSync(join(tmpdir(), "pg-migrations-"));

@@ -19,8 +19,20 @@ export const uploadStart = (randomId: string, body: JsonObject = {}): Report =>
   ok(
     normalizeStart(
       {
-        random_id: randomId, type: "lxc", ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12",
-        disableip6: "yes", nsapp: "adguard", method: "default", pve_version: "8.2.2", status: "installing", ...body,
+        random_id: randomId,
+        type: "lxc",
+        ct_type: 1,
+        disk_size: 8,
+        core_count: 2,
+        ram_size: 2048,
+        os_type: "debian",
+        os_version: "12",
+        disableip6: "yes",
+        nsapp: "adguard",
+        method: "default",
+        pve_version: "8.2.2",
+        status: "installing",
+        ...body,
       },
       NORMALIZE,
     ),
@@ -31,7 +43,11 @@ export const uploadUpdate = (randomId: string, status: string, error: string | n
   ok(normalizeUpdate({ random_id: randomId, status, error }, NORMALIZE));
 
 /** The write op ingestion makes of a report received at `at`. */
-export const reportOp = (report: Report, at: number, endpoint: Endpoint = report.payloadVersion === null ? (report.fields ? "upload" : "updatestatus") : "telemetry"): Extract<WriteOp, { kind: "report" }> => ({
+export const reportOp = (
+  report: Report,
+  at: number,
+  endpoint: Endpoint = report.payloadVersion === null ? (report.fields ? "upload" : "updatestatus") : "telemetry",
+): Extract<WriteOp, { kind: "report" }> => ({
   kind: "report",
   report,
   at,
@@ -42,10 +58,37 @@ export const reportOp = (report: Report, at: number, endpoint: Endpoint = report
 
 /** A whole execution as a store holds it (for `load`, and for pure functions over rows). */
 export const execution = (randomId: string, over: Partial<Execution> = {}): Execution => ({
-  executionId: randomId, randomId, attempt: 1, kind: "install", payloadVersion: null,
-  ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 4, coreCount: 2, ramSize: 2048, osType: "debian", osVersion: "12",
-  nsapp: "adguard", method: "default", pveVersion: "8.2.4",
-  status: "installing", outcome: "in_progress", error: null, exitCode: null, errorCategory: null, failedCommand: null, failedLine: null, installDuration: null,
-  createdAt: 0, updatedAt: 0, durationMs: null, installingAt: null, validationAt: null, configuringAt: null, finishedAt: null, repaired: false,
+  executionId: randomId,
+  randomId,
+  attempt: 1,
+  kind: "install",
+  payloadVersion: null,
+  ...UNDESCRIBED,
+  type: "lxc",
+  ctType: 1,
+  diskSize: 4,
+  coreCount: 2,
+  ramSize: 2048,
+  osType: "debian",
+  osVersion: "12",
+  nsapp: "adguard",
+  method: "default",
+  pveVersion: "8.2.4",
+  status: "installing",
+  outcome: "in_progress",
+  error: null,
+  exitCode: null,
+  errorCategory: null,
+  failedCommand: null,
+  failedLine: null,
+  installDuration: null,
+  createdAt: 0,
+  updatedAt: 0,
+  durationMs: null,
+  installingAt: null,
+  validationAt: null,
+  configuringAt: null,
+  finishedAt: null,
+  repaired: false,
   ...over,
 });

@@ -70,7 +70,12 @@ export function testTmpRoot(): string {
   // setsid: a Ctrl-C to the terminal's process group must not take the reaper with it.
   const cmd = Bun.which("setsid") ? ["setsid", ...sh] : sh;
   try {
-    reaper = Bun.spawn(cmd, { stdin: "pipe", stdout: "ignore", stderr: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+    reaper = Bun.spawn(cmd, {
+      stdin: "pipe",
+      stdout: "ignore",
+      stderr: "ignore",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
     reaper.unref();
   } catch {
     // no sh: the preload's afterAll and the next run's sweep remove it

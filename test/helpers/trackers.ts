@@ -54,13 +54,33 @@ export function startFakeTracker(kind: FakeKind, opts: { token: string; owner: s
   let server: Server<unknown>;
   const base = () => `http://127.0.0.1:${server.port}`;
   const htmlUrl = (n: number) => `${base()}/${opts.owner}/${opts.repo}/issues/${n}`;
-  const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+  const json = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
   const issueJson = (i: FakeIssue) =>
     kind === "github"
-      ? { id: 1000 + i.number, number: i.number, html_url: htmlUrl(i.number), title: i.title, body: i.body, state: i.state, labels: i.labels.map((name) => ({ name })), ...(i.pull ? { pull_request: { url: "x" } } : {}) }
-      : { id: 1000 + i.number, number: i.number, html_url: htmlUrl(i.number), title: i.title, body: i.body, state: i.state, labels: LABELS.filter((l) => i.labels.includes(l.id)), pull_request: i.pull ? { merged: false } : null };
+      ? {
+          id: 1000 + i.number,
+          number: i.number,
+          html_url: htmlUrl(i.number),
+          title: i.title,
+          body: i.body,
+          state: i.state,
+          labels: i.labels.map((name) => ({ name })),
+          ...(i.pull ? { pull_request: { url: "x" } } : {}),
+        }
+      : {
+          id: 1000 + i.number,
+          number: i.number,
+          html_url: htmlUrl(i.number),
+          title: i.title,
+          body: i.body,
+          state: i.state,
+          labels: LABELS.filter((l) => i.labels.includes(l.id)),
+          pull_request: i.pull ? { merged: false } : null,
+        };
   // Loose, as the real searches are: any issue containing every word of the query.
-  const search = (words: string[]) => issues.filter((i) => words.every((w) => `${i.title} ${i.body}`.toLowerCase().includes(w.toLowerCase())));
+  const search = (words: string[]) =>
+    issues.filter((i) => words.every((w) => `${i.title} ${i.body}`.toLowerCase().includes(w.toLowerCase())));
 
   const fake: FakeTracker = {
     url: "",
@@ -75,7 +95,14 @@ export function startFakeTracker(kind: FakeKind, opts: { token: string; owner: s
     },
     place(i) {
       const number = issues.length + 1;
-      issues.push({ number, title: i.title, body: i.body, state: i.state ?? "open", labels: [], ...(i.pull ? { pull: true as const } : {}) });
+      issues.push({
+        number,
+        title: i.title,
+        body: i.body,
+        state: i.state ?? "open",
+        labels: [],
+        ...(i.pull ? { pull: true as const } : {}),
+      });
       return number;
     },
     stop: () => void server.stop(true),
@@ -93,17 +120,31 @@ export function startFakeTracker(kind: FakeKind, opts: { token: string; owner: s
       } catch {
         return json(400, { message: "Problems parsing JSON" });
       }
-      requests.push({ method: req.method, path: url.pathname + url.search, authorization: req.headers.get("authorization"), userAgent: req.headers.get("user-agent"), body });
+      requests.push({
+        method: req.method,
+        path: url.pathname + url.search,
+        authorization: req.headers.get("authorization"),
+        userAgent: req.headers.get("user-agent"),
+        body,
+      });
       const failure = failures.shift();
-      if (failure) return new Response(failure.body, { status: failure.status, headers: { "content-type": "application/json" } });
+      if (failure)
+        return new Response(failure.body, { status: failure.status, headers: { "content-type": "application/json" } });
       const expected = kind === "github" ? `Bearer ${opts.token}` : `token ${opts.token}`;
-      if (req.headers.get("authorization") !== expected) return kind === "github" ? json(401, { message: "Bad credentials", documentation_url: "https://docs.github.com/rest" }) : json(401, { message: "user does not exist [uid: 0, name: ]", url: `${base()}/api/swagger` });
+      if (req.headers.get("authorization") !== expected)
+        return kind === "github"
+          ? json(401, { message: "Bad credentials", documentation_url: "https://docs.github.com/rest" })
+          : json(401, { message: "user does not exist [uid: 0, name: ]", url: `${base()}/api/swagger` });
 
       if (kind === "github" && req.method === "GET" && url.pathname === "/search/issues") {
         if (fake.searchDelayMs > 0) await Bun.sleep(fake.searchDelayMs);
         const terms = (url.searchParams.get("q") ?? "").split(/\s+/).filter((w) => w !== "");
         const repoTerm = terms.find((w) => w.startsWith("repo:"));
-        if (repoTerm !== `repo:${opts.owner}/${opts.repo}`) return json(422, { message: "Validation Failed", errors: [{ message: "The listed users and repositories cannot be searched" }] });
+        if (repoTerm !== `repo:${opts.owner}/${opts.repo}`)
+          return json(422, {
+            message: "Validation Failed",
+            errors: [{ message: "The listed users and repositories cannot be searched" }],
+          });
         const isIssue = terms.includes("is:issue");
         const hits = search(terms.filter((w) => !w.includes(":"))).filter((i) => !isIssue || !i.pull);
         return json(200, { total_count: hits.length, incomplete_results: false, items: hits.map(issueJson) });
@@ -113,7 +154,9 @@ export function startFakeTracker(kind: FakeKind, opts: { token: string; owner: s
         const q = url.searchParams.get("q") ?? "";
         const onlyIssues = url.searchParams.get("type") === "issues";
         const state = url.searchParams.get("state") ?? "open";
-        const hits = search(q.split(/\s+/).filter((w) => w !== "")).filter((i) => (!onlyIssues || !i.pull) && (state === "all" || i.state === state));
+        const hits = search(q.split(/\s+/).filter((w) => w !== "")).filter(
+          (i) => (!onlyIssues || !i.pull) && (state === "all" || i.state === state),
+        );
         return json(200, hits.map(issueJson));
       }
       if (kind === "gitea" && req.method === "GET" && url.pathname === `${repoPath}/labels`) {
@@ -128,9 +171,16 @@ export function startFakeTracker(kind: FakeKind, opts: { token: string; owner: s
         }
         if (typeof body?.title !== "string" || body.title === "") return json(422, { message: "Validation Failed" });
         const labels = Array.isArray(body.labels) ? (body.labels as (string | number)[]) : [];
-        if (kind === "gitea" && labels.some((l) => typeof l !== "number")) return json(422, { message: "[Labels]: must be ids" });
+        if (kind === "gitea" && labels.some((l) => typeof l !== "number"))
+          return json(422, { message: "[Labels]: must be ids" });
         const number = issues.length + 1;
-        const issue: FakeIssue = { number, title: body.title, body: typeof body.body === "string" ? body.body : "", state: "open", labels };
+        const issue: FakeIssue = {
+          number,
+          title: body.title,
+          body: typeof body.body === "string" ? body.body : "",
+          state: "open",
+          labels,
+        };
         issues.push(issue);
         return json(201, issueJson(issue));
       }

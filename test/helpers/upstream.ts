@@ -53,7 +53,10 @@ export async function startUpstream(opts: { delayMs?: number } = {}) {
         case "ok":
           record();
           if (opts.delayMs) await Bun.sleep(opts.delayMs);
-          return new Response(JSON.stringify({ ok: true }), { status: 202, headers: { "content-type": "application/json" } });
+          return new Response(JSON.stringify({ ok: true }), {
+            status: 202,
+            headers: { "content-type": "application/json" },
+          });
       }
     },
   });

@@ -5,7 +5,14 @@ import { describe, expect, test } from "bun:test";
 import { startReport, testApp } from "../helpers/app.ts";
 
 const telemetry = (id: string, fields: Record<string, unknown> = {}) => ({
-  random_id: id, execution_id: id, type: "lxc", nsapp: "debian", status: "installing", os_type: "debian", os_version: "12", ...fields,
+  random_id: id,
+  execution_id: id,
+  type: "lxc",
+  nsapp: "debian",
+  status: "installing",
+  os_type: "debian",
+  os_version: "12",
+  ...fields,
 });
 
 /** A start report as JSON text with `fields` spliced in as raw JSON (numbers JSON.stringify cannot write, escapes). */
@@ -17,7 +24,10 @@ describe("integers: exact, or 422", () => {
     for (const n of ["12345678901234567890", "12345678901234567891", "9007199254740993", "1e300"]) {
       const res = await t.post("/upload", rawStart(`"random_id":${n}`));
       expect({ n, status: res.status, field: res.body.field }).toEqual({ n, status: 422, field: "random_id" });
-      const tel = await t.post("/telemetry", `{"random_id":"ok-${n}","execution_id":${n},"type":"lxc","nsapp":"x","status":"installing"}`);
+      const tel = await t.post(
+        "/telemetry",
+        `{"random_id":"ok-${n}","execution_id":${n},"type":"lxc","nsapp":"x","status":"installing"}`,
+      );
       expect({ n, status: tel.status, field: tel.body.field }).toEqual({ n, status: 422, field: "execution_id" });
     }
     // A whole number JSON holds exactly is an id like any other.
@@ -48,12 +58,20 @@ describe("integers: exact, or 422", () => {
       expect(res.body.message as string).toContain(field);
     }
     // The community service's ranges, limits included.
-    const edge = await t.post("/upload", JSON.stringify(startReport("edge", { core_count: 256, ram_size: "1T", disk_size: 100_000, ct_type: 2 })));
+    const edge = await t.post(
+      "/upload",
+      JSON.stringify(startReport("edge", { core_count: 256, ram_size: "1T", disk_size: 100_000, ct_type: 2 })),
+    );
     expect(edge.status).toBe(201);
     const record = (await t.get("/api/installs/edge")).body;
     expect(record).toMatchObject({ core_count: 256, ram_size: 1_048_576, disk_size: 100_000, ct_type: 2 });
     // The same rules on /telemetry.
-    for (const [field, value] of [["disk_size", 1e29], ["core_count", 300], ["ram_size", 2 ** 60], ["ct_type", 9]] as const) {
+    for (const [field, value] of [
+      ["disk_size", 1e29],
+      ["core_count", 300],
+      ["ram_size", 2 ** 60],
+      ["ct_type", 9],
+    ] as const) {
       const res = await t.post("/telemetry", telemetry(`tel-${field}`, { [field]: value }));
       expect({ field, status: res.status, at: res.body.field }).toEqual({ field, status: 422, at: field });
     }
@@ -67,15 +85,26 @@ describe("ids that differ stay different", () => {
     const t = await testApp();
     for (const escape of ["\\ud800", "\\udbff", "\\udc00", "\\udfff", "\\ud800\\ud800"]) {
       const res = await t.post("/upload", rawStart(`"random_id":"id-${escape}-x"`));
-      expect({ escape, status: res.status, field: res.body.field }).toEqual({ escape, status: 422, field: "random_id" });
-      const tel = await t.post("/telemetry", `{"random_id":"id-${escape}","type":"lxc","nsapp":"x","status":"installing"}`);
+      expect({ escape, status: res.status, field: res.body.field }).toEqual({
+        escape,
+        status: 422,
+        field: "random_id",
+      });
+      const tel = await t.post(
+        "/telemetry",
+        `{"random_id":"id-${escape}","type":"lxc","nsapp":"x","status":"installing"}`,
+      );
       expect({ escape, status: tel.status }).toEqual({ escape, status: 422 });
       const upd = await t.post("/upload/updatestatus", `{"random_id":"id-${escape}","status":"done"}`);
       expect({ escape, status: upd.status }).toEqual({ escape, status: 422 });
     }
     // Bytes that are not UTF-8 (repaired to U+FFFD elsewhere in a body) cannot make an id either.
     for (const byte of [0xff, 0xfe, 0xc3]) {
-      const body = new Uint8Array([...new TextEncoder().encode('{"random_id":"bytes-'), byte, ...new TextEncoder().encode('","type":"lxc","nsapp":"x"}')]);
+      const body = new Uint8Array([
+        ...new TextEncoder().encode('{"random_id":"bytes-'),
+        byte,
+        ...new TextEncoder().encode('","type":"lxc","nsapp":"x"}'),
+      ]);
       const res = await t.post("/upload", body);
       expect({ byte, status: res.status, field: res.body.field }).toEqual({ byte, status: 422, field: "random_id" });
     }
@@ -84,7 +113,8 @@ describe("ids that differ stay different", () => {
 
   test("proper pairs (astral characters) are ids like any other, each its own", async () => {
     const t = await testApp();
-    for (const id of ["id-🐧", "id-🐢", "id-\ud83d\udc27-escaped"]) expect((await t.post("/upload", JSON.stringify(startReport(id)))).status).toBe(201);
+    for (const id of ["id-🐧", "id-🐢", "id-\ud83d\udc27-escaped"])
+      expect((await t.post("/upload", JSON.stringify(startReport(id)))).status).toBe(201);
     const escaped = await t.post("/upload", rawStart(`"random_id":"id-\\ud83d\\udc22"`)); // = id-🐢, sent escaped
     expect(escaped.body).toMatchObject({ result: "duplicate" });
     expect((await t.get(`/api/installs/${encodeURIComponent("id-🐧")}`)).body.random_id).toBe("id-🐧");

@@ -18,14 +18,25 @@ const FLOOD_MS = 6_000;
 function junk(bytes: number): string {
   const raw = new Uint8Array(bytes);
   crypto.getRandomValues(raw);
-  return `~${Buffer.from(raw).toString("base64").slice(0, bytes - 1)}`;
+  return `~${Buffer.from(raw)
+    .toString("base64")
+    .slice(0, bytes - 1)}`;
 }
 
 interface Health {
   status: string;
   storage: {
     budgets: {
-      log: { limit_bytes: number; used_bytes: number; entries: number; truncated: number; evicted: number; dropped: number; deduplicated: number; head_only: number };
+      log: {
+        limit_bytes: number;
+        used_bytes: number;
+        entries: number;
+        truncated: number;
+        evicted: number;
+        dropped: number;
+        deduplicated: number;
+        head_only: number;
+      };
       held: { limit_bytes: number; used_bytes: number; count: number; overflowed: number };
     };
   };
@@ -35,9 +46,19 @@ test("junk, repeats and orphans at full speed: real lifecycles all land, the log
   const bin = await compiledBinary();
   const dir = tempDir("installstats-flood-");
   const db = join(dir, "flood.db");
-  const s = await startServer(bin, ["--db", db, "--log-budget", String(LOG_BUDGET), "--held-budget", String(HELD_BUDGET), "--durability", "normal"]);
+  const s = await startServer(bin, [
+    "--db",
+    db,
+    "--log-budget",
+    String(LOG_BUDGET),
+    "--held-budget",
+    String(HELD_BUDGET),
+    "--durability",
+    "normal",
+  ]);
   try {
-    const post = (path: string, body: string) => fetch(`${s.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
+    const post = (path: string, body: string) =>
+      fetch(`${s.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
     const until = Date.now() + FLOOD_MS;
     const sent = { junk: 0, repeat: 0, orphan: 0 };
     const floodStatuses = new Map<number, number>();
@@ -63,7 +84,21 @@ test("junk, repeats and orphans at full speed: real lifecycles all land, the log
       async () => {
         let i = 0;
         while (Date.now() < until) {
-          count((await post("/telemetry", JSON.stringify({ random_id: `orphan-${i++}`, nsapp: "x", type: "lxc", status: "failed", exit_code: 1, error: junk(3_000) }))).status);
+          count(
+            (
+              await post(
+                "/telemetry",
+                JSON.stringify({
+                  random_id: `orphan-${i++}`,
+                  nsapp: "x",
+                  type: "lxc",
+                  status: "failed",
+                  exit_code: 1,
+                  error: junk(3_000),
+                }),
+              )
+            ).status,
+          );
           sent.orphan++;
         }
       },
@@ -75,11 +110,31 @@ test("junk, repeats and orphans at full speed: real lifecycles all land, the log
     const installer = async () => {
       let i = 0;
       while (Date.now() < until) {
-        const run = { id: `real-${i}`, app: `app-${i % 7}`, outcome: i % 3 === 0 ? ("failed" as const) : ("done" as const) };
-        const base = { random_id: run.id, execution_id: run.id, nsapp: run.app, type: "lxc", ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", pve_version: "8.4.1", method: "default" };
+        const run = {
+          id: `real-${i}`,
+          app: `app-${i % 7}`,
+          outcome: i % 3 === 0 ? ("failed" as const) : ("done" as const),
+        };
+        const base = {
+          random_id: run.id,
+          execution_id: run.id,
+          nsapp: run.app,
+          type: "lxc",
+          ct_type: 1,
+          disk_size: 8,
+          core_count: 2,
+          ram_size: 2048,
+          os_type: "debian",
+          os_version: "12",
+          pve_version: "8.4.1",
+          method: "default",
+        };
         realStatuses.push((await post("/telemetry", JSON.stringify({ ...base, status: "installing" }))).status);
         realStatuses.push((await post("/telemetry", JSON.stringify({ ...base, status: "configuring" }))).status);
-        const final = run.outcome === "done" ? { status: "success", exit_code: 0, install_duration: 60 } : { status: "failed", exit_code: 100, error: `E: apt failed ${i}`, install_duration: 30 };
+        const final =
+          run.outcome === "done"
+            ? { status: "success", exit_code: 0, install_duration: 60 }
+            : { status: "failed", exit_code: 100, error: `E: apt failed ${i}`, install_duration: 30 };
         realStatuses.push((await post("/telemetry", JSON.stringify({ ...base, ...final }))).status);
         real.push(run);
         i++;
@@ -87,7 +142,9 @@ test("junk, repeats and orphans at full speed: real lifecycles all land, the log
     };
     await Promise.all([...flooders.map((f) => f()), installer()]);
 
-    console.log(`flood ${FLOOD_MS / 1000} s: sent ${JSON.stringify(sent)}, answers ${JSON.stringify(Object.fromEntries(floodStatuses))}; real runs ${real.length}`);
+    console.log(
+      `flood ${FLOOD_MS / 1000} s: sent ${JSON.stringify(sent)}, answers ${JSON.stringify(Object.fromEntries(floodStatuses))}; real runs ${real.length}`,
+    );
     expect(sent.junk).toBeGreaterThan(50);
     expect(real.length).toBeGreaterThan(10);
     // Nothing a flood sends gets a 5xx; real reports are all acknowledged.
@@ -98,8 +155,19 @@ test("junk, repeats and orphans at full speed: real lifecycles all land, the log
     for (const run of real) {
       const res = await fetch(`${s.url}/api/installs/${run.id}`);
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { nsapp: string; outcome: string; exit_code: number | null; executions: unknown[] };
-      expect({ id: run.id, nsapp: body.nsapp, outcome: body.outcome, exit_code: body.exit_code, executions: body.executions.length }).toEqual({
+      const body = (await res.json()) as {
+        nsapp: string;
+        outcome: string;
+        exit_code: number | null;
+        executions: unknown[];
+      };
+      expect({
+        id: run.id,
+        nsapp: body.nsapp,
+        outcome: body.outcome,
+        exit_code: body.exit_code,
+        executions: body.executions.length,
+      }).toEqual({
         id: run.id,
         nsapp: run.app,
         outcome: run.outcome === "done" ? "success" : "failed",
@@ -111,7 +179,9 @@ test("junk, repeats and orphans at full speed: real lifecycles all land, the log
     // Within the budgets, and the rest counted.
     const health = (await (await fetch(`${s.url}/healthz`)).json()) as Health;
     const { log, held } = health.storage.budgets;
-    console.log(`log ${log.used_bytes} of ${log.limit_bytes} bytes (head-only ${log.head_only}, truncated ${log.truncated}, evicted ${log.evicted}, dropped ${log.dropped}, deduplicated ${log.deduplicated}); held ${held.used_bytes} of ${held.limit_bytes} bytes, ${held.count} held, ${held.overflowed} applied past the budget`);
+    console.log(
+      `log ${log.used_bytes} of ${log.limit_bytes} bytes (head-only ${log.head_only}, truncated ${log.truncated}, evicted ${log.evicted}, dropped ${log.dropped}, deduplicated ${log.deduplicated}); held ${held.used_bytes} of ${held.limit_bytes} bytes, ${held.count} held, ${held.overflowed} applied past the budget`,
+    );
     expect(health.status).toBe("ok");
     expect(log.used_bytes).toBeLessThanOrEqual(LOG_BUDGET);
     expect(held.used_bytes).toBeLessThanOrEqual(HELD_BUDGET);
@@ -130,7 +200,9 @@ test("junk, repeats and orphans at full speed: real lifecycles all land, the log
     // The flood sent far more than the log could hold; the database grew by executions, not by junk.
     const floodBytes = sent.junk * 40_000 + sent.repeat * repeated.length;
     const dbBytes = statSync(db).size + (statSync(`${db}-wal`, { throwIfNoEntry: false })?.size ?? 0);
-    console.log(`flood bodies ${(floodBytes / 2 ** 20).toFixed(1)} MB; database and WAL ${(dbBytes / 2 ** 20).toFixed(1)} MB`);
+    console.log(
+      `flood bodies ${(floodBytes / 2 ** 20).toFixed(1)} MB; database and WAL ${(dbBytes / 2 ** 20).toFixed(1)} MB`,
+    );
     expect(floodBytes).toBeGreaterThan(8 * LOG_BUDGET);
   } finally {
     await s.stop();

@@ -15,14 +15,22 @@ const LOAD_MS = 1500;
 
 async function worker(url: string, w: number, deadline: number, ackedStarts: Set<string>, ackedDone: Set<string>) {
   const post = (path: string, body: object) =>
-    fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
   for (let i = 0; Date.now() < deadline; i++) {
     const id = `crash-${w}-${i}`;
     try {
       const start = await post("/upload", startReport(id, { nsapp: `app-${i % 50}` }));
       if (start.status >= 200 && start.status < 300) ackedStarts.add(id);
       else return;
-      const done = await post("/upload/updatestatus", { status: i % 3 ? "done" : "failed", error: i % 3 ? "none" : `exit code ${i % 7}`, random_id: id });
+      const done = await post("/upload/updatestatus", {
+        status: i % 3 ? "done" : "failed",
+        error: i % 3 ? "none" : `exit code ${i % 7}`,
+        random_id: id,
+      });
       if (done.status >= 200 && done.status < 300) ackedDone.add(id);
       else return;
     } catch {
@@ -45,7 +53,9 @@ for (const durability of ["full", "normal"] as const) {
     await server.proc.exited;
     await Promise.all(load);
     expect(ackedStarts.size).toBeGreaterThan(200); // the load really ran
-    console.log(`crash test (${durability}): ${ackedStarts.size} start reports and ${ackedDone.size} updates acknowledged before SIGKILL`);
+    console.log(
+      `crash test (${durability}): ${ackedStarts.size} start reports and ${ackedDone.size} updates acknowledged before SIGKILL`,
+    );
 
     const restarted = await startServer(bin, ["--db", db]);
     try {

@@ -21,14 +21,19 @@ describe("the compiled binary", () => {
     const bin = await compiledBinary();
     if (original === null) {
       original = join(tempDir("installstats-reads-seed-"), "seed.db");
-      expect(Bun.spawnSync([bin, "seed", "--db", original, "--records", String(RECORDS), "--days", "400"], { stdin: "ignore" }).exitCode).toBe(0);
+      expect(
+        Bun.spawnSync([bin, "seed", "--db", original, "--records", String(RECORDS), "--days", "400"], {
+          stdin: "ignore",
+        }).exitCode,
+      ).toBe(0);
     }
     const db = join(tempDir(`installstats-${name}-`), "reads.db");
     copyFileSync(original, db);
     return db;
   }
 
-  const report = (id: string) => JSON.stringify({ random_id: id, type: "lxc", nsapp: "isolation", status: "installing" });
+  const report = (id: string) =>
+    JSON.stringify({ random_id: id, type: "lxc", nsapp: "isolation", status: "installing" });
 
   test("reports are acknowledged while long scans run, well before the scans answer; scans through the read threads equal local reads", async () => {
     const db = await seeded("isolation");
@@ -41,7 +46,9 @@ describe("the compiled binary", () => {
       const scanMs = performance.now() - alone;
       // A dozen at once: they queue on the
       // read threads, so the last answers long after the first reports could have waited for them.
-      const scans = Array.from({ length: 12 }, (_, i) => (i % 2 ? "/api/stats/summary?days=3660&q=zzz-none" : "/api/stats/breakdown?by=nsapp&days=3660&q=zzz-none"));
+      const scans = Array.from({ length: 12 }, (_, i) =>
+        i % 2 ? "/api/stats/summary?days=3660&q=zzz-none" : "/api/stats/breakdown?by=nsapp&days=3660&q=zzz-none",
+      );
       const scanned = scans.map(async (p) => {
         const res = await fetch(`${s.url}${p}`);
         await res.arrayBuffer();
@@ -52,7 +59,11 @@ describe("the compiled binary", () => {
       const latencies: number[] = [];
       for (let i = 0; i < 10; i++) {
         const sent = performance.now();
-        const res = await fetch(`${s.url}/upload`, { method: "POST", body: report(`iso-${i}`), headers: { "content-type": "application/json" } });
+        const res = await fetch(`${s.url}/upload`, {
+          method: "POST",
+          body: report(`iso-${i}`),
+          headers: { "content-type": "application/json" },
+        });
         expect(res.status).toBe(201);
         acked.push(performance.now());
         latencies.push(performance.now() - sent);
@@ -62,13 +73,19 @@ describe("the compiled binary", () => {
       // Causality, not speed: the ten reports were all answered before the scans were.
       expect(Math.max(...acked)).toBeLessThan(Math.max(...done.map((d) => d.at)));
       // And none waited for a scan: every report took less than half of one scan alone.
-      console.log(`one scan of ${RECORDS} records alone: ${scanMs.toFixed(0)} ms; reports meanwhile: max ${Math.max(...latencies).toFixed(1)} ms`);
+      console.log(
+        `one scan of ${RECORDS} records alone: ${scanMs.toFixed(0)} ms; reports meanwhile: max ${Math.max(...latencies).toFixed(1)} ms`,
+      );
       expect(Math.max(...latencies)).toBeLessThan(scanMs / 2);
 
       // What the read threads answer equals what this process reads from the file.
-      const listed = (await (await fetch(`${s.url}/api/installs?limit=50&q=a&order=oldest`)).json()) as { installs: { random_id: string }[] };
+      const listed = (await (await fetch(`${s.url}/api/installs?limit=50&q=a&order=oldest`)).json()) as {
+        installs: { random_id: string }[];
+      };
       const local = openSqliteEngine(db, { durability: "normal", migrate: false });
-      const mine = (await local.store.listExecutions({ q: "a", kind: "install" }, { limit: 50, order: "oldest" })).rows.map((r) => r.randomId);
+      const mine = (
+        await local.store.listExecutions({ q: "a", kind: "install" }, { limit: 50, order: "oldest" })
+      ).rows.map((r) => r.randomId);
       await local.close();
       expect(listed.installs.map((r) => r.random_id)).toEqual(mine);
       expect(mine.length).toBe(50);
@@ -88,7 +105,15 @@ describe("the compiled binary", () => {
       expect(body.error).toBe("read_budget_exceeded");
       expect(body.message).toContain("read budget (0.001 s)");
       expect(body.message).toContain("--read-budget");
-      expect((await fetch(`${s.url}/upload`, { method: "POST", body: report("after-budget"), headers: { "content-type": "application/json" } })).status).toBe(201);
+      expect(
+        (
+          await fetch(`${s.url}/upload`, {
+            method: "POST",
+            body: report("after-budget"),
+            headers: { "content-type": "application/json" },
+          })
+        ).status,
+      ).toBe(201);
       expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
       // Rollup reads and reads by id do not scan: unaffected.
       expect((await fetch(`${s.url}/api/stats/summary?days=3660`)).status).toBe(200);

@@ -24,10 +24,21 @@ async function listening(): Promise<{ t: TestApp; port: number }> {
 const post = (path: string, body: string) =>
   `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
-const count = (t: TestApp, like: string) => (t.sqlite.query("SELECT count(*) AS n FROM executions WHERE random_id LIKE ?").get(like) as { n: number }).n;
-const rejectedCount = (t: TestApp) => (t.sqlite.query("SELECT count(*) AS n FROM rejected_reports").get() as { n: number }).n;
+const count = (t: TestApp, like: string) =>
+  (t.sqlite.query("SELECT count(*) AS n FROM executions WHERE random_id LIKE ?").get(like) as { n: number }).n;
+const rejectedCount = (t: TestApp) =>
+  (t.sqlite.query("SELECT count(*) AS n FROM rejected_reports").get() as { n: number }).n;
 
-const telemetry = (id: string) => JSON.stringify({ random_id: id, execution_id: id, type: "lxc", nsapp: "debian", status: "installing", os_type: "debian", os_version: "12" });
+const telemetry = (id: string) =>
+  JSON.stringify({
+    random_id: id,
+    execution_id: id,
+    type: "lxc",
+    nsapp: "debian",
+    status: "installing",
+    os_type: "debian",
+    os_version: "12",
+  });
 
 describe("pipelined requests", () => {
   test("the runtime's behaviour, as the reproduction finds it", async () => {
@@ -35,13 +46,17 @@ describe("pipelined requests", () => {
     // A synchronous answer and node:http are never affected; Bun.serve 1.4.5 drops all three behind an async one.
     expect(r.syncHandler).toBe(3);
     expect(r.nodeHttp).toBe(3);
-    console.log(`Bun ${Bun.version}: runtime fault ${r.runtimeBug ? "present" : "absent"} (async handler answered ${r.asyncHandler} of 3)`);
+    console.log(
+      `Bun ${Bun.version}: runtime fault ${r.runtimeBug ? "present" : "absent"} (async handler answered ${r.asyncHandler} of 3)`,
+    );
   });
 
   test("100 pipelined POST /upload: answered in order, or nothing stored", async () => {
     const { runtimeBug } = await reproduce(2);
     const { t, port } = await listening();
-    const raw = Array.from({ length: 100 }, (_, i) => post("/upload", JSON.stringify(startReport(`pipe-${i}`)))).join("");
+    const raw = Array.from({ length: 100 }, (_, i) => post("/upload", JSON.stringify(startReport(`pipe-${i}`)))).join(
+      "",
+    );
     const { text } = await sendRaw(port, raw);
     await t.writer.drain();
     const answers = statuses(text);
@@ -64,7 +79,8 @@ describe("pipelined requests", () => {
     const raws = [
       post("/telemetry", telemetry("tel-1")) + post("/telemetry", telemetry("tel-2")),
       post("/upload", JSON.stringify(startReport("mix-1"))) + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-      post("/upload/updatestatus", JSON.stringify({ random_id: "held-1", status: "done" })) + post("/upload/updatestatus", JSON.stringify({ random_id: "held-2", status: "done" })),
+      post("/upload/updatestatus", JSON.stringify({ random_id: "held-1", status: "done" })) +
+        post("/upload/updatestatus", JSON.stringify({ random_id: "held-2", status: "done" })),
       post("/upload", "{broken") + post("/upload", "{broken too"),
     ];
     const before = rejectedCount(t);
@@ -111,7 +127,18 @@ describe("pipelined requests", () => {
 });
 
 describe("writer: writes of aborted requests", () => {
-  const op = (id: string): WriteOp => ({ kind: "reject", at: 1, rejection: { endpoint: "upload", reason: "invalid_json", field: null, message: id, randomId: null, body: new Uint8Array() } });
+  const op = (id: string): WriteOp => ({
+    kind: "reject",
+    at: 1,
+    rejection: {
+      endpoint: "upload",
+      reason: "invalid_json",
+      field: null,
+      message: id,
+      randomId: null,
+      body: new Uint8Array(),
+    },
+  });
 
   test("aborted before submit or while queued: dropped, never committed; after its batch formed: committed", async () => {
     const committed: string[] = [];
@@ -152,7 +179,10 @@ describe("writer: writes of aborted requests", () => {
 
   test("a batch made only of dropped writes commits nothing, and drain still resolves", async () => {
     let commits = 0;
-    const writer = createWriter((ops) => (commits++, ops.map(() => ({ kind: "rejected" }) as unknown as WriteResult)), 100);
+    const writer = createWriter(
+      (ops) => (commits++, ops.map(() => ({ kind: "rejected" }) as unknown as WriteResult)),
+      100,
+    );
     const controllers = Array.from({ length: 10 }, () => new AbortController());
     const all = controllers.map((c, i) => writer.submit(op(`x${i}`), c.signal).catch((e) => e));
     for (const c of controllers) c.abort();

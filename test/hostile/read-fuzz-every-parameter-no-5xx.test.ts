@@ -15,11 +15,42 @@ const ADMIN = "fuzz-admin-token-0123456789";
 
 /** Values that broke servers like this one: numbers past every range, prototype keys, bad dates and encodings. */
 const HOSTILE = [
-  "", " ", "0", "-1", "1", "1.5", "1e9", "1e309", "-1e309", "NaN", "Infinity", "0x10", "+5", "9007199254740993",
-  "__proto__", "constructor", "toString", "hasOwnProperty", "prototype",
-  "0000-01-01", "9999-12-31", "2026-13-45", "2026-02-30T25:61:00Z", "1970-01-01",
-  "<script>alert(1)</script>", "' OR 1=1 --", "%", "%00", "a,b,c", "[]", "{}", "null", "true",
-  "x".repeat(5000), "\u00e9\u4e2d\u{1F600}", "..%2F..%2Fetc%2Fpasswd",
+  "",
+  " ",
+  "0",
+  "-1",
+  "1",
+  "1.5",
+  "1e9",
+  "1e309",
+  "-1e309",
+  "NaN",
+  "Infinity",
+  "0x10",
+  "+5",
+  "9007199254740993",
+  "__proto__",
+  "constructor",
+  "toString",
+  "hasOwnProperty",
+  "prototype",
+  "0000-01-01",
+  "9999-12-31",
+  "2026-13-45",
+  "2026-02-30T25:61:00Z",
+  "1970-01-01",
+  "<script>alert(1)</script>",
+  "' OR 1=1 --",
+  "%",
+  "%00",
+  "a,b,c",
+  "[]",
+  "{}",
+  "null",
+  "true",
+  "x".repeat(5000),
+  "\u00e9\u4e2d\u{1F600}",
+  "..%2F..%2Fetc%2Fpasswd",
 ];
 /** Percent-encoded as they arrive on the wire; a few that are not valid UTF-8 once decoded. */
 const RAW = ["%ED%A0%80", "%FF%FE", "%C0%AF", "%25%32%65"];
@@ -39,15 +70,23 @@ beforeAll(async () => {
   const bin = await compiledBinary();
   dir = tempDir("installstats-read-fuzz-");
   const db = join(dir, "fuzz.db");
-  expect(Bun.spawnSync([bin, "seed", "--db", db, "--records", "3000", "--days", "400"], { stdin: "ignore" }).exitCode).toBe(0);
+  expect(
+    Bun.spawnSync([bin, "seed", "--db", db, "--records", "3000", "--days", "400"], { stdin: "ignore" }).exitCode,
+  ).toBe(0);
   server = await startServer(bin, ["--db", db], { INSTALLSTATS_ADMIN_TOKEN: ADMIN });
-  type Spec = { paths: Record<string, { get?: { parameters?: { name: string; in: string; schema?: { enum?: unknown[] } }[] } }> };
+  type Spec = {
+    paths: Record<string, { get?: { parameters?: { name: string; in: string; schema?: { enum?: unknown[] } }[] } }>;
+  };
   const spec = (await (await fetch(`${server.url}/openapi/json`)).json()) as Spec;
   routes = Object.entries(spec.paths)
     .filter(([, ops]) => ops.get)
     .map(([path, ops]) => ({
       path,
-      params: (ops.get!.parameters ?? []).map((p) => ({ name: p.name, in: p.in, values: (p.schema?.enum ?? []).map(String) })),
+      params: (ops.get!.parameters ?? []).map((p) => ({
+        name: p.name,
+        in: p.in,
+        values: (p.schema?.enum ?? []).map(String),
+      })),
     }));
 });
 
@@ -63,7 +102,9 @@ interface Outcome {
 }
 
 async function get(path: string, query: [string, string][]): Promise<Outcome> {
-  const search = query.map(([k, v]) => `${encodeURIComponent(k)}=${RAW.includes(v) ? v : encodeURIComponent(v)}`).join("&");
+  const search = query
+    .map(([k, v]) => `${encodeURIComponent(k)}=${RAW.includes(v) ? v : encodeURIComponent(v)}`)
+    .join("&");
   const url = `${server.url}${path}${search ? `?${search}` : ""}`;
   const started = performance.now();
   const res = await fetch(url, { headers: { authorization: `Bearer ${ADMIN}` } });
@@ -75,7 +116,8 @@ async function get(path: string, query: [string, string][]): Promise<Outcome> {
     // The one error shape: {"error": "<code>", "message": "<sentence>", ...}.
     try {
       const body = JSON.parse(text) as { error?: unknown; message?: unknown };
-      if (typeof body.error !== "string" || typeof body.message !== "string") problem = `error without the error shape: ${text.slice(0, 200)}`;
+      if (typeof body.error !== "string" || typeof body.message !== "string")
+        problem = `error without the error shape: ${text.slice(0, 200)}`;
     } catch {
       problem = `error that is not JSON: ${text.slice(0, 200)}`;
     }
@@ -102,7 +144,20 @@ function pathFor(path: string, value: string): string {
 
 test("the OpenAPI document lists the read routes this test fuzzes", () => {
   const paths = routes.map((r) => r.path);
-  for (const p of ["/api/installs", "/api/installs/{random_id}", "/api/stats/breakdown", "/api/stats/timeseries", "/api/export", "/data/paginated", "/api/admin/rejected", "/api/dashboard", "/api/records", "/api/scripts", "/api/errors"]) expect(paths).toContain(p);
+  for (const p of [
+    "/api/installs",
+    "/api/installs/{random_id}",
+    "/api/stats/breakdown",
+    "/api/stats/timeseries",
+    "/api/export",
+    "/data/paginated",
+    "/api/admin/rejected",
+    "/api/dashboard",
+    "/api/records",
+    "/api/scripts",
+    "/api/errors",
+  ])
+    expect(paths).toContain(p);
   expect(routes.reduce((n, r) => n + r.params.length, 0)).toBeGreaterThan(100);
 });
 
@@ -118,7 +173,13 @@ test("every parameter of every GET route alone with every hostile value, then ra
       for (const p of query) requests.push(() => get(base, [[p.name, value]]));
     }
     // The same parameter twice, and a parameter nobody declared.
-    for (const p of query) requests.push(() => get(base, [[p.name, "1"], [p.name, "2"]]));
+    for (const p of query)
+      requests.push(() =>
+        get(base, [
+          [p.name, "1"],
+          [p.name, "2"],
+        ]),
+      );
     requests.push(() => get(base, [["no_such_parameter", "1"]]));
   }
   // Random combinations of valid and hostile values (a fixed seed: a failure can be rerun).

@@ -31,7 +31,14 @@ const REFUSED: [string, string, string][] = [
   ["/api/installs?signature=%3Cscript%3E", "signature", "16 lowercase hex digits"],
   [`/api/installs/${"x".repeat(129)}`, "random_id", "1 to 128 characters"],
   // Windows.
-  ...["/api/stats/summary", "/api/stats/errors", "/api/stats/timeseries", "/api/stats/breakdown?by=os&", "/api/installs", "/api/export"].flatMap((p): [string, string, string][] => {
+  ...[
+    "/api/stats/summary",
+    "/api/stats/errors",
+    "/api/stats/timeseries",
+    "/api/stats/breakdown?by=os&",
+    "/api/installs",
+    "/api/export",
+  ].flatMap((p): [string, string, string][] => {
     const q = p.includes("?") ? p : `${p}?`;
     return [
       [`${q}days=1e9`, "days", "from 1 to 3660"],
@@ -92,7 +99,12 @@ describe("every read parameter is checked before any work", () => {
     const wrong: unknown[] = [];
     for (const [path, field, fragment] of REFUSED) {
       const res = await t.get(path);
-      const ok = res.status === 400 && res.body.error === "invalid_field" && res.body.field === field && String(res.body.message).includes(fragment) && Object.keys(res.body).sort().join() === "error,field,message";
+      const ok =
+        res.status === 400 &&
+        res.body.error === "invalid_field" &&
+        res.body.field === field &&
+        String(res.body.message).includes(fragment) &&
+        Object.keys(res.body).sort().join() === "error,field,message";
       if (!ok) wrong.push({ path, want: { field, fragment }, got: { status: res.status, body: res.body } });
     }
     expect(wrong).toEqual([]);
@@ -124,7 +136,14 @@ describe("every read parameter is checked before any work", () => {
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
     }
     // The community service's paths and the old /data/* ones ignore what they do not know, as the originals do.
-    for (const path of ["/api/records?foo=1", "/api/dashboard?foo=1", "/api/scripts?foo=1", "/api/errors?foo=1", "/data/summary?foo=1", "/data/json?foo=1"]) {
+    for (const path of [
+      "/api/records?foo=1",
+      "/api/dashboard?foo=1",
+      "/api/scripts?foo=1",
+      "/api/errors?foo=1",
+      "/data/summary?foo=1",
+      "/data/json?foo=1",
+    ]) {
       expect({ path, status: (await t.get(path)).status }).toEqual({ path, status: 200 });
     }
     const series = await t.get("/api/stats/timeseries?interval=day&days=3660");
@@ -135,7 +154,9 @@ describe("every read parameter is checked before any work", () => {
 describe("no request allocates in proportion to a number the client chose", () => {
   test("the former killers answer 400 at once; a page never holds more than 500 records", async () => {
     const t = await testApp();
-    await Promise.all(Array.from({ length: 600 }, (_, i) => t.post("/upload", JSON.stringify(startReport(`page-${i}`)))));
+    await Promise.all(
+      Array.from({ length: 600 }, (_, i) => t.post("/upload", JSON.stringify(startReport(`page-${i}`)))),
+    );
     expect((await t.get("/api/installs?limit=500")).body.installs).toHaveLength(500);
     const rssBefore = process.memoryUsage.rss();
     for (const path of [
@@ -163,16 +184,40 @@ describe("client strings never touch object prototypes", () => {
   async function ingest(post: (path: string, body: string) => Promise<{ status: number }>) {
     for (const key of PROTO_KEYS) {
       for (const n of [1, 2]) {
-        const body = startReport(`proto-${key}-${n}`, { nsapp: key, method: key, pve_version: key, os_type: key, os_version: key });
+        const body = startReport(`proto-${key}-${n}`, {
+          nsapp: key,
+          method: key,
+          pve_version: key,
+          os_type: key,
+          os_version: key,
+        });
         expect((await post("/upload", JSON.stringify(body))).status).toBe(201);
         // A status nobody knows: stored as sent (lowercased), outcome unknown.
-        expect((await post("/upload/updatestatus", JSON.stringify({ random_id: `proto-${key}-${n}`, status: key }))).status).toBe(200);
-        const tel = { random_id: `tel-${key}-${n}`, type: "lxc", nsapp: "plain", status: "installing", arch: key, cpu_vendor: key, repo_slug: key, app_version: key, kernel_version: key, gpu_passthrough: key, payload_version: 2 };
+        expect(
+          (await post("/upload/updatestatus", JSON.stringify({ random_id: `proto-${key}-${n}`, status: key }))).status,
+        ).toBe(200);
+        const tel = {
+          random_id: `tel-${key}-${n}`,
+          type: "lxc",
+          nsapp: "plain",
+          status: "installing",
+          arch: key,
+          cpu_vendor: key,
+          repo_slug: key,
+          app_version: key,
+          kernel_version: key,
+          gpu_passthrough: key,
+          payload_version: 2,
+        };
         expect((await post("/telemetry", JSON.stringify(tel))).status).toBe(201);
       }
     }
-    for (const n of [1, 2, 3]) expect((await post("/upload", JSON.stringify(startReport(`plain-${n}`)))).status).toBe(201);
-    for (const n of [1, 2]) expect((await post("/upload/updatestatus", JSON.stringify({ random_id: `plain-${n}`, status: "done" }))).status).toBe(200);
+    for (const n of [1, 2, 3])
+      expect((await post("/upload", JSON.stringify(startReport(`plain-${n}`)))).status).toBe(201);
+    for (const n of [1, 2])
+      expect(
+        (await post("/upload/updatestatus", JSON.stringify({ random_id: `plain-${n}`, status: "done" }))).status,
+      ).toBe(200);
   }
 
   /** Every read that keys by these values counts them exactly (2 each). */
@@ -182,21 +227,50 @@ describe("client strings never touch object prototypes", () => {
     expect(all.body.total).toBe(PROTO_KEYS.length * 4 + 3);
     for (const key of PROTO_KEYS) {
       const k = encodeURIComponent(key);
-      for (const dim of ["status", "method", "pve_version", "nsapp", "arch", "cpu_vendor", "repo_slug", "app_version", "kernel_version", "gpu_passthrough"]) {
+      for (const dim of [
+        "status",
+        "method",
+        "pve_version",
+        "nsapp",
+        "arch",
+        "cpu_vendor",
+        "repo_slug",
+        "app_version",
+        "kernel_version",
+        "gpu_passthrough",
+      ]) {
         const series = await get(`/api/stats/timeseries?days=7&${dim}=${k}`);
-        expect({ key, dim, status: series.status, total: total(series.body.points) }).toEqual({ key, dim, status: 200, total: 2 });
+        expect({ key, dim, status: series.status, total: total(series.body.points) }).toEqual({
+          key,
+          dim,
+          status: 200,
+          total: 2,
+        });
         const summary = await get(`/api/stats/summary?days=7&${dim}=${k}`);
-        expect({ key, dim, status: summary.status, total: summary.body.total }).toEqual({ key, dim, status: 200, total: 2 });
+        expect({ key, dim, status: summary.status, total: summary.body.total }).toEqual({
+          key,
+          dim,
+          status: 200,
+          total: 2,
+        });
       }
       // A value nobody sent, where a plain object would answer with Object.prototype's member.
       for (const dim of ["type", "platform", "error_category"]) {
         const none = await get(`/api/stats/timeseries?days=7&${dim}=${k}`);
-        expect({ key, dim, status: none.status, total: total(none.body.points) }).toEqual({ key, dim, status: 200, total: 0 });
+        expect({ key, dim, status: none.status, total: total(none.body.points) }).toEqual({
+          key,
+          dim,
+          status: 200,
+          total: 0,
+        });
       }
       const os = await get(`/api/stats/summary?days=7&os_type=${k}&os_version=${k}`);
       expect({ key, total: os.body.total }).toEqual({ key, total: 2 });
       const app = await get(`/api/stats/breakdown?days=7&by=status&nsapp=${k}`);
-      expect({ key, groups: app.body.groups }).toEqual({ key, groups: [expect.objectContaining({ value: key.toLowerCase(), total: 2 })] });
+      expect({ key, groups: app.body.groups }).toEqual({
+        key,
+        groups: [expect.objectContaining({ value: key.toLowerCase(), total: 2 })],
+      });
       expect(((await get(`/api/installs?method=${k}`)).body.installs as unknown[]).length).toBe(2);
     }
     for (const by of ["status", "method", "pve_version", "nsapp", "os", "arch", "repo_slug"]) {
@@ -205,7 +279,8 @@ describe("client strings never touch object prototypes", () => {
       const groups = res.body.groups as { value: string; total: number }[];
       for (const key of PROTO_KEYS) {
         // status, os type and arch are stored lowercase ("tostring"); the others as sent.
-        const value = by === "os" ? `${key.toLowerCase()} ${key}` : by === "status" || by === "arch" ? key.toLowerCase() : key;
+        const value =
+          by === "os" ? `${key.toLowerCase()} ${key}` : by === "status" || by === "arch" ? key.toLowerCase() : key;
         expect({ by, value, total: groups.find((g) => g.value === value)?.total }).toEqual({ by, value, total: 2 });
       }
     }
@@ -236,11 +311,24 @@ describe("client strings never touch object prototypes", () => {
     const log = createLogger("error", () => {}, clock);
     const open = async () => {
       const engine = openSqliteEngine(path, { durability: "normal", migrate: true });
-      return { engine, runtime: await createRuntime({ ...defaults, db: path } as Config, { clock, log, version: "0.0.0-test" }, engine) };
+      return {
+        engine,
+        runtime: await createRuntime(
+          { ...defaults, db: path } as Config,
+          { clock, log, version: "0.0.0-test" },
+          engine,
+        ),
+      };
     };
     const send = (runtime: Awaited<ReturnType<typeof open>>["runtime"]) => ({
       post: async (p: string, body: string) => {
-        const res = await runtime.app.handle(new Request(`http://localhost${p}`, { method: "POST", body, headers: { "content-type": "application/json" } }));
+        const res = await runtime.app.handle(
+          new Request(`http://localhost${p}`, {
+            method: "POST",
+            body,
+            headers: { "content-type": "application/json" },
+          }),
+        );
         return { status: res.status, body: (await res.json()) as Body };
       },
       get: async (p: string) => {
@@ -255,7 +343,9 @@ describe("client strings never touch object prototypes", () => {
     const folded = await first.runtime.writer.submit({ kind: "fold", until: now - (now % HOUR), at: now });
     expect(folded).toMatchObject({ kind: "folded" });
     // Cells hold their texts as ids of the label dictionary: the prototype keys are stored there.
-    const stored = first.engine.sqlite.query("SELECT count(*) AS n FROM rollup_labels WHERE label = '__proto__'").get() as { n: number };
+    const stored = first.engine.sqlite
+      .query("SELECT count(*) AS n FROM rollup_labels WHERE label = '__proto__'")
+      .get() as { n: number };
     expect(stored.n).toBeGreaterThan(0);
     await first.runtime.stop();
 
@@ -268,12 +358,41 @@ describe("client strings never touch object prototypes", () => {
   test("rollup cells: parsed, merged and counted with prototype keys, equal to a recount", () => {
     const r = (value: string) =>
       ({
-        nsapp: value, osType: value, osVersion: value, pveVersion: value, type: "lxc", method: value, status: value, ctType: 1, coreCount: 1, ramSize: 512, outcome: "failed", createdAt: 0,
-        durationMs: 5000, error: "x", exitCode: 1, errorCategory: value, platform: value, arch: value, cpuVendor: value, gpuVendor: value, gpuPassthrough: value, hostGpu: value,
-        repoSource: value, repoSlug: value, appVersion: value, kernelVersion: value, attempt: 1, failedCommand: value, diskSize: 8, payloadVersion: 2, hasArm: false,
+        nsapp: value,
+        osType: value,
+        osVersion: value,
+        pveVersion: value,
+        type: "lxc",
+        method: value,
+        status: value,
+        ctType: 1,
+        coreCount: 1,
+        ramSize: 512,
+        outcome: "failed",
+        createdAt: 0,
+        durationMs: 5000,
+        error: "x",
+        exitCode: 1,
+        errorCategory: value,
+        platform: value,
+        arch: value,
+        cpuVendor: value,
+        gpuVendor: value,
+        gpuPassthrough: value,
+        hostGpu: value,
+        repoSource: value,
+        repoSlug: value,
+        appVersion: value,
+        kernelVersion: value,
+        attempt: 1,
+        failedCommand: value,
+        diskSize: 8,
+        payloadVersion: 2,
+        hasArm: false,
       }) as const;
     const direct = emptyData();
-    for (const key of PROTO_KEYS) for (let i = 0; i < 3; i++) addRecord(direct, r(key), "failed", 1, true, "0123456789abcdef");
+    for (const key of PROTO_KEYS)
+      for (let i = 0; i < 3; i++) addRecord(direct, r(key), "failed", 1, true, "0123456789abcdef");
     // Stored as JSON, parsed back, merged into a fresh cell and into a parsed one: the same counts.
     const parsed = storedAndRead(direct);
     const merged = mergeInto(emptyData(), parsed);
@@ -286,7 +405,8 @@ describe("client strings never touch object prototypes", () => {
       }
     }
     // Removing them all leaves nothing behind, as a recount would.
-    for (const key of PROTO_KEYS) for (let i = 0; i < 3; i++) addRecord(parsed, r(key), "failed", -1, true, "0123456789abcdef");
+    for (const key of PROTO_KEYS)
+      for (let i = 0; i < 3; i++) addRecord(parsed, r(key), "failed", -1, true, "0123456789abcdef");
     expect(Object.keys(parsed.dims)).toEqual([]);
     unpolluted();
   });
@@ -304,9 +424,15 @@ describe("rate limiting, on by default", () => {
       const url = `http://127.0.0.1:${t.app.server!.port}`;
       // A proxy on this host (loopback peer): its X-Forwarded-For names the client.
       const post = (id: string, client?: string) =>
-        fetch(`${url}/upload`, { method: "POST", headers: { "content-type": "application/json", ...(client ? { "x-forwarded-for": client } : {}) }, body: JSON.stringify(startReport(id)) });
+        fetch(`${url}/upload`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...(client ? { "x-forwarded-for": client } : {}) },
+          body: JSON.stringify(startReport(id)),
+        });
       // Ten installer runs of 6 reports each from one address, all at once: within the burst.
-      const runs = await Promise.all(Array.from({ length: 60 }, (_, i) => post(`run-${i}`, "198.51.100.1").then((r) => r.status)));
+      const runs = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => post(`run-${i}`, "198.51.100.1").then((r) => r.status)),
+      );
       expect(runs.every((s) => s === 201)).toBe(true);
       const limited = await post("run-61", "198.51.100.1");
       expect(limited.status).toBe(429);
@@ -328,7 +454,11 @@ describe("rate limiting, on by default", () => {
       const url = `http://127.0.0.1:${t.app.server!.port}`;
       const statuses = await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
-          fetch(`${url}/upload`, { method: "POST", headers: { "x-forwarded-for": "198.51.100.9" }, body: JSON.stringify(startReport(`off-${i}`)) }).then((r) => r.status),
+          fetch(`${url}/upload`, {
+            method: "POST",
+            headers: { "x-forwarded-for": "198.51.100.9" },
+            body: JSON.stringify(startReport(`off-${i}`)),
+          }).then((r) => r.status),
         ),
       );
       expect(statuses.every((s) => s === 201)).toBe(true);
@@ -342,7 +472,11 @@ describe("logs are rate-limited", () => {
   test("a flood of one message writes a burst, then one line per 10 s carrying the count dropped", () => {
     let now = 0;
     const lines: string[] = [];
-    const log = createLogger("info", (l) => lines.push(l), () => now);
+    const log = createLogger(
+      "info",
+      (l) => lines.push(l),
+      () => now,
+    );
     // 54,000 errors in 8 s (what a full disk wrote before) and an unrelated line among them.
     for (let i = 0; i < 54_000; i++) {
       now = Math.floor((i / 54_000) * 8000);
@@ -369,7 +503,8 @@ describe("the compiled binary", () => {
     expect(Bun.spawnSync([bin, "seed", "--db", db, "--records", "20000", "--days", "400"]).exitCode).toBe(0);
     const s = await startServer(bin, ["--db", db]);
     try {
-      const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${s.proc.pid}/status`, "utf8"))![1]) * 1024;
+      const status = (field: string) =>
+        Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${s.proc.pid}/status`, "utf8"))![1]) * 1024;
       const rss = () => status("VmRSS");
       const hwm = () => status("VmHWM");
       await fetch(`${s.url}/api/stats/summary`);
@@ -396,10 +531,17 @@ describe("the compiled binary", () => {
         const body = (await res.json()) as Body;
         timings[path] = Math.round(performance.now() - started);
         expect({ path, status: res.status < 500 }).toEqual({ path, status: true });
-        if (!path.includes("=__proto__") && !path.includes("=constructor") && !path.includes("=toString")) expect({ path, status: res.status, error: body.error }).toEqual({ path, status: 400, error: "invalid_field" });
+        if (!path.includes("=__proto__") && !path.includes("=constructor") && !path.includes("=toString"))
+          expect({ path, status: res.status, error: body.error }).toEqual({
+            path,
+            status: 400,
+            error: "invalid_field",
+          });
       }
       const after = { rss: rss(), hwm: hwm() };
-      console.log(`binary, 20k records: ${JSON.stringify(timings)} ms; RSS ${(before.rss / 2 ** 20).toFixed(0)} -> ${(after.rss / 2 ** 20).toFixed(0)} MB, peak ${(before.hwm / 2 ** 20).toFixed(0)} -> ${(after.hwm / 2 ** 20).toFixed(0)} MB`);
+      console.log(
+        `binary, 20k records: ${JSON.stringify(timings)} ms; RSS ${(before.rss / 2 ** 20).toFixed(0)} -> ${(after.rss / 2 ** 20).toFixed(0)} MB, peak ${(before.hwm / 2 ** 20).toFixed(0)} -> ${(after.hwm / 2 ** 20).toFixed(0)} MB`,
+      );
       expect(Math.max(...Object.values(timings))).toBeLessThan(1000);
       expect(after.hwm - before.hwm).toBeLessThan(64 * 2 ** 20);
       const page = (await (await fetch(`${s.url}/api/installs?limit=500`)).json()) as { installs: unknown[] };

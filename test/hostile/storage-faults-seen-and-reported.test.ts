@@ -3,7 +3,17 @@
 // pages and values are a clear error for reads and a result for verify, never a crash.
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaults, type Config } from "../../src/config.ts";
@@ -29,15 +39,43 @@ async function fileService(path: string, opts: { serve?: boolean; config?: Parti
   const engine = openSqliteEngine(path, { durability: "full", migrate: true });
   const lines: string[] = [];
   const log = createLogger("debug", (line) => lines.push(line), Date.now);
-  const runtime = await createRuntime({ ...defaults, db: path, ...opts.config }, { clock: Date.now, log, version: "test", workers: opts.serve ? { checkpointer: CHECKPOINTER, scanner: new URL("../../src/store/sqlite/scanner.ts", import.meta.url) } : undefined }, engine);
+  const runtime = await createRuntime(
+    { ...defaults, db: path, ...opts.config },
+    {
+      clock: Date.now,
+      log,
+      version: "test",
+      workers: opts.serve
+        ? { checkpointer: CHECKPOINTER, scanner: new URL("../../src/store/sqlite/scanner.ts", import.meta.url) }
+        : undefined,
+    },
+    engine,
+  );
   const post = async (p: string, body: object) => {
-    const res = await runtime.app.handle(new Request(`http://localhost${p}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }));
+    const res = await runtime.app.handle(
+      new Request(`http://localhost${p}`, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+      }),
+    );
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
   // Health as the composition root serves it: the engine's view beside the writer's.
   const healthz = async () => {
     const res = await runtime.app.handle(new Request("http://localhost/healthz"));
-    return { status: res.status, body: (await res.json()) as { status: string; storage: { writable: boolean; problems?: string[]; integrity?: { ok: boolean } | null; last_error: string | null } } };
+    return {
+      status: res.status,
+      body: (await res.json()) as {
+        status: string;
+        storage: {
+          writable: boolean;
+          problems?: string[];
+          integrity?: { ok: boolean } | null;
+          last_error: string | null;
+        };
+      },
+    };
   };
   return { engine, runtime, store: engine.store, lines, post, healthz };
 }
@@ -57,7 +95,9 @@ describe("files replaced or removed under the server", () => {
     const s = await fileService(path);
     for (let i = 0; i < 20; i++) expect((await s.post("/upload", startReport(`wal-${i}`))).status).toBe(201);
     expect((await s.healthz()).status).toBe(200);
-    expect(await (await s.runtime.app.handle(new Request("http://localhost/metrics"))).text()).toMatch(/^installstats_storage_writable 1$/m);
+    expect(await (await s.runtime.app.handle(new Request("http://localhost/metrics"))).text()).toMatch(
+      /^installstats_storage_writable 1$/m,
+    );
     expect(existsSync(`${path}-wal`)).toBe(true);
 
     rmSync(`${path}-wal`);
@@ -164,10 +204,16 @@ async function seeded(n: number): Promise<{ dir: string; path: string }> {
   await engine.store.write(
     Array.from({ length: n }, (_, i) => {
       const at = start + Math.floor((i / n) * 60 * 86_400_000);
-      return { kind: "load" as const, at, execution: { ...seedExecution(`seed-${i}`), nsapp: `app-${i % 7}`, createdAt: at, updatedAt: at } };
+      return {
+        kind: "load" as const,
+        at,
+        execution: { ...seedExecution(`seed-${i}`), nsapp: `app-${i % 7}`, createdAt: at, updatedAt: at },
+      };
     }),
   );
-  await engine.store.write([{ kind: "fold", until: Date.parse("2026-06-01T00:00:00Z"), at: Date.parse("2026-06-01T00:00:00Z") }]);
+  await engine.store.write([
+    { kind: "fold", until: Date.parse("2026-06-01T00:00:00Z"), at: Date.parse("2026-06-01T00:00:00Z") },
+  ]);
   await engine.close();
   return { dir, path };
 }
@@ -179,7 +225,11 @@ function damagePage(path: string, table: string): number {
   rw.run("PRAGMA wal_checkpoint(TRUNCATE)");
   rw.close();
   const db = new Database(path, { readonly: true });
-  const pages = db.query<{ pageno: number }, [string]>("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno").all(table);
+  const pages = db
+    .query<{ pageno: number }, [string]>(
+      "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno",
+    )
+    .all(table);
   const pageSize = db.query<{ page_size: number }, []>("PRAGMA page_size").get()!.page_size;
   db.close();
   const page = pages[Math.floor(pages.length / 3)]!.pageno;
@@ -197,7 +247,7 @@ describe("damaged data", () => {
     expect((await summary()).status).toBe(200);
     // Bytes changed under the server (through another connection here, so its cached cells go too).
     const other = new Database(path);
-    other.run("UPDATE rollups SET data = '{\"dims\":{\"type\":{\"lxc\":' WHERE grain = 2");
+    other.run('UPDATE rollups SET data = \'{"dims":{"type":{"lxc":\' WHERE grain = 2');
     other.close();
 
     const res = await summary();
@@ -241,12 +291,16 @@ describe("damaged data", () => {
     // Over HTTP: a clear error, no stack, and the server goes on answering what it can.
     const service = await fileService(path);
     // A text filter matching nothing scans every record, the damaged page too.
-    const scan = await service.runtime.app.handle(new Request("http://localhost/api/installs?q=nothing-matches&days=365"));
+    const scan = await service.runtime.app.handle(
+      new Request("http://localhost/api/installs?q=nothing-matches&days=365"),
+    );
     expect(scan.status).toBe(503);
     const body = (await scan.json()) as { error: string; message: string };
     expect(body.error).toBe("storage_unavailable");
     expect(JSON.stringify(body)).not.toContain("    at ");
-    expect(service.lines.some((l) => l.includes("storage is damaged") && l.includes("run installstats verify"))).toBe(true);
+    expect(service.lines.some((l) => l.includes("storage is damaged") && l.includes("run installstats verify"))).toBe(
+      true,
+    );
     const healthy = await service.runtime.app.handle(new Request("http://localhost/api/installs/seed-2999"));
     expect(healthy.status).toBe(200);
     await service.engine.close();
@@ -259,7 +313,10 @@ describe("damaged data", () => {
     const cell = new Database(path);
     cell.run("UPDATE rollups SET errors = 'not json' WHERE id = (SELECT min(id) FROM rollups WHERE grain = 2)");
     cell.close();
-    const run = Bun.spawnSync(["bun", join(ROOT, "src/main.ts"), "verify", "--db", path], { stdout: "pipe", stderr: "pipe" });
+    const run = Bun.spawnSync(["bun", join(ROOT, "src/main.ts"), "verify", "--db", path], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const out = run.stdout.toString();
     const err = run.stderr.toString();
     expect(run.exitCode).toBe(1);
@@ -275,7 +332,13 @@ describe("damaged data", () => {
     const { dir, path } = tempDb();
     const e = openSqliteEngine(path, { durability: "normal", migrate: true });
     // Open hours (not yet folded) are recounted from the records at every start.
-    await e.store.write(Array.from({ length: 2000 }, (_, i) => ({ kind: "load" as const, at: Date.now(), execution: { ...(seedExecution(`open-${i}`)), createdAt: Date.now(), updatedAt: Date.now() } })));
+    await e.store.write(
+      Array.from({ length: 2000 }, (_, i) => ({
+        kind: "load" as const,
+        at: Date.now(),
+        execution: { ...seedExecution(`open-${i}`), createdAt: Date.now(), updatedAt: Date.now() },
+      })),
+    );
     await e.close();
     damagePage(path, "executions");
     expect(() => openSqliteEngine(path, { durability: "normal", migrate: true })).toThrow(DatabaseOpenError);
@@ -291,9 +354,38 @@ describe("damaged data", () => {
 
 function seedExecution(id: string) {
   return {
-    executionId: id, randomId: id, attempt: 1, kind: "install" as const, payloadVersion: null, ...UNDESCRIBED, type: "lxc", ctType: 1, diskSize: 8, coreCount: 2, ramSize: 2048,
-    osType: "debian", osVersion: "12", disableip6: "yes", nsapp: "x", method: "default", pveVersion: "8.2", status: "installing", outcome: "in_progress" as const, error: "y".repeat(300), exitCode: null, errorCategory: null,
-    failedCommand: null, failedLine: null, installDuration: null, createdAt: 0, updatedAt: 0, durationMs: null, installingAt: null, validationAt: null,
-    configuringAt: null, finishedAt: null, repaired: false,
+    executionId: id,
+    randomId: id,
+    attempt: 1,
+    kind: "install" as const,
+    payloadVersion: null,
+    ...UNDESCRIBED,
+    type: "lxc",
+    ctType: 1,
+    diskSize: 8,
+    coreCount: 2,
+    ramSize: 2048,
+    osType: "debian",
+    osVersion: "12",
+    disableip6: "yes",
+    nsapp: "x",
+    method: "default",
+    pveVersion: "8.2",
+    status: "installing",
+    outcome: "in_progress" as const,
+    error: "y".repeat(300),
+    exitCode: null,
+    errorCategory: null,
+    failedCommand: null,
+    failedLine: null,
+    installDuration: null,
+    createdAt: 0,
+    updatedAt: 0,
+    durationMs: null,
+    installingAt: null,
+    validationAt: null,
+    configuringAt: null,
+    finishedAt: null,
+    repaired: false,
   };
 }

@@ -8,7 +8,11 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 async function call(t: TestApp, method: string, path: string, headers: Record<string, string> = {}, body?: object) {
   const res = await t.app.handle(
-    new Request(`http://localhost${path}`, { method, headers: body ? { "content-type": "application/json", ...headers } : headers, body: body ? JSON.stringify(body) : undefined }),
+    new Request(`http://localhost${path}`, {
+      method,
+      headers: body ? { "content-type": "application/json", ...headers } : headers,
+      body: body ? JSON.stringify(body) : undefined,
+    }),
   );
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
@@ -20,7 +24,8 @@ describe("access", () => {
     expect(accessOf("GET", "/healthz")).toBe("open");
     expect(accessOf("DELETE", "/api/installs/x")).toBe("admin");
     expect(accessOf("GET", "/api/admin/rejected")).toBe("admin");
-    for (const p of ["/api/installs", "/api/stats/summary", "/data/json", "/openapi", "/metrics", "/"]) expect(accessOf("GET", p)).toBe("read");
+    for (const p of ["/api/installs", "/api/stats/summary", "/data/json", "/openapi", "/metrics", "/"])
+      expect(accessOf("GET", p)).toBe("read");
     expect(tokenMatches("secret", "secret")).toBe(true);
     expect(tokenMatches("secreT", "secret")).toBe(false);
     expect(tokenMatches(null, "secret")).toBe(false);
@@ -41,7 +46,13 @@ describe("access", () => {
     expect((await t.post("/upload", startReport("b"))).status).toBe(201);
     expect((await t.post("/upload/updatestatus", { status: "done", random_id: "b" })).status).toBe(200);
     expect((await call(t, "GET", "/healthz")).status).toBe(200);
-    for (const path of ["/api/installs/b", "/api/stats/summary", "/data/summary", "/openapi/json", "/api/export?format=ndjson"]) {
+    for (const path of [
+      "/api/installs/b",
+      "/api/stats/summary",
+      "/data/summary",
+      "/openapi/json",
+      "/api/export?format=ndjson",
+    ]) {
       const none = await call(t, "GET", path).catch(() => null);
       expect(none?.status, path).toBe(401);
       expect(none?.headers.get("www-authenticate"), path).toContain("Bearer");
@@ -56,7 +67,10 @@ describe("access", () => {
     await t.post("/upload", startReport("c"));
     expect((await call(t, "DELETE", "/api/installs/c")).status).toBe(401);
     expect((await call(t, "DELETE", "/api/installs/c", bearer("r3ad"))).status).toBe(401);
-    expect((await call(t, "DELETE", "/api/installs/c", bearer("adm1n"))).body).toEqual({ deleted: true, random_id: "c" });
+    expect((await call(t, "DELETE", "/api/installs/c", bearer("adm1n"))).body).toEqual({
+      deleted: true,
+      random_id: "c",
+    });
     expect((await call(t, "DELETE", "/api/installs/c", bearer("adm1n"))).status).toBe(404);
     expect((await call(t, "GET", "/api/installs/c", bearer("r3ad"))).status).toBe(404);
   });
@@ -67,13 +81,24 @@ describe("access", () => {
     expect((await call(t, "GET", "/api/admin/rejected")).status).toBe(401);
     const list = await call(t, "GET", "/api/admin/rejected?limit=5", bearer("adm1n"));
     expect(list.status).toBe(200);
-    expect((list.body.entries as { reason: string; body: string }[])[0]).toMatchObject({ reason: "invalid_json", body: "{{nope" });
+    expect((list.body.entries as { reason: string; body: string }[])[0]).toMatchObject({
+      reason: "invalid_json",
+      body: "{{nope",
+    });
   });
 });
 
 describe("pathOf", () => {
   test("is the URL's pathname for the absolute URLs Bun gives requests (dot segments already resolved)", async () => {
-    for (const url of ["http://127.0.0.1:8080/upload", "http://h/api/admin/rejected?limit=2", "http://h:1/", "http://h", "http://h/api/%61dmin/x", "http://h/upload//x?a=/b", "https://[::1]:8443/healthz?x"]) {
+    for (const url of [
+      "http://127.0.0.1:8080/upload",
+      "http://h/api/admin/rejected?limit=2",
+      "http://h:1/",
+      "http://h",
+      "http://h/api/%61dmin/x",
+      "http://h/upload//x?a=/b",
+      "https://[::1]:8443/healthz?x",
+    ]) {
       expect(pathOf(url)).toBe(new URL(url).pathname);
     }
   });
@@ -82,21 +107,39 @@ describe("pathOf", () => {
 describe("headers and errors", () => {
   test("security headers on every kind of answer; no CORS unless configured", async () => {
     const t = await testApp();
-    for (const [method, path, body] of [["GET", "/api/stats/summary"], ["GET", "/data/json"], ["GET", "/nope"], ["POST", "/upload", startReport("h")], ["GET", "/openapi"]] as const) {
-      const res = await t.app.handle(new Request(`http://localhost${path}`, { method, headers: { origin: "https://evil.example" }, body: body ? JSON.stringify(body) : undefined }));
+    for (const [method, path, body] of [
+      ["GET", "/api/stats/summary"],
+      ["GET", "/data/json"],
+      ["GET", "/nope"],
+      ["POST", "/upload", startReport("h")],
+      ["GET", "/openapi"],
+    ] as const) {
+      const res = await t.app.handle(
+        new Request(`http://localhost${path}`, {
+          method,
+          headers: { origin: "https://evil.example" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+      );
       expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
       expect(res.headers.get("x-frame-options"), path).toBe("DENY");
       expect(res.headers.get("content-security-policy"), path).toContain("default-src 'self'");
       expect(res.headers.get("access-control-allow-origin"), path).toBeNull();
     }
     const named = await testApp({ corsOrigins: ["https://dash.example"] });
-    const ok = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://dash.example" } }));
+    const ok = await named.app.handle(
+      new Request("http://localhost/api/stats/summary", { headers: { origin: "https://dash.example" } }),
+    );
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://dash.example");
-    const other = await named.app.handle(new Request("http://localhost/api/stats/summary", { headers: { origin: "https://evil.example" } }));
+    const other = await named.app.handle(
+      new Request("http://localhost/api/stats/summary", { headers: { origin: "https://evil.example" } }),
+    );
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
     // The original API's paths follow the same setting (docs/api.md#compatibility-with-the-original-api).
     const any = await testApp({ corsOrigins: ["*"] });
-    const data = await any.app.handle(new Request("http://localhost/data/json", { headers: { origin: "https://evil.example" } }));
+    const data = await any.app.handle(
+      new Request("http://localhost/data/json", { headers: { origin: "https://evil.example" } }),
+    );
     expect(data.headers.get("access-control-allow-origin")).toBe("*");
   });
 
@@ -132,7 +175,10 @@ describe("admin maintenance over HTTP", () => {
     expect(pruned.body).toMatchObject({ dry_run: false, executions: 1 });
     expect((await t.get("/api/installs/old")).status).toBe(404);
     expect((await t.get("/api/installs/new")).status).toBe(200);
-    expect((await call(t, "POST", "/api/admin/prune?older_than=soon", bearer("adm1n"))).body).toMatchObject({ error: "invalid_field", field: "older_than" });
+    expect((await call(t, "POST", "/api/admin/prune?older_than=soon", bearer("adm1n"))).body).toMatchObject({
+      error: "invalid_field",
+      field: "older_than",
+    });
 
     const replay = await call(t, "POST", "/api/admin/replay", bearer("adm1n"));
     expect(replay.body).toMatchObject({ tried: 1 });

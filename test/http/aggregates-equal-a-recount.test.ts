@@ -17,7 +17,13 @@ setDefaultTimeout(120_000);
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const APPS = Array.from({ length: 12 }, (_, i) => `app-${i}`);
-const ERRORS = ["exit code 1", "exit code 100", "Failed at line 42: apt-get install -y curl", "curl: (6) Could not resolve host: github.com", "unable to create CT 105 - storage 'local-lvm' does not exist"];
+const ERRORS = [
+  "exit code 1",
+  "exit code 100",
+  "Failed at line 42: apt-get install -y curl",
+  "curl: (6) Could not resolve host: github.com",
+  "unable to create CT 105 - storage 'local-lvm' does not exist",
+];
 
 function prng(seed: number) {
   return () => {
@@ -55,19 +61,46 @@ function generate(n: number, start: number, seed = 7): Event[] {
     });
     const r = rnd();
     const later = Math.floor(rnd() * 5 * HOUR); // often into the next hour, sometimes the next day
-    if (r < 0.6) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "done", error: "none", random_id: id } });
-    else if (r < 0.8) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "failed", error: `${pick(ERRORS)} on 10.0.0.${i % 250}`, random_id: id } });
-    else if (r < 0.85) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "failed", error: "INTERRUPTED", random_id: id } });
-    else if (r < 0.88) events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "weird", random_id: id } });
-    else if (r < 0.93) events.push({ t: t - 1000, path: "/upload/updatestatus", body: { status: "done", random_id: id } }); // before its start
+    if (r < 0.6)
+      events.push({
+        t: t + later,
+        path: "/upload/updatestatus",
+        body: { status: "done", error: "none", random_id: id },
+      });
+    else if (r < 0.8)
+      events.push({
+        t: t + later,
+        path: "/upload/updatestatus",
+        body: { status: "failed", error: `${pick(ERRORS)} on 10.0.0.${i % 250}`, random_id: id },
+      });
+    else if (r < 0.85)
+      events.push({
+        t: t + later,
+        path: "/upload/updatestatus",
+        body: { status: "failed", error: "INTERRUPTED", random_id: id },
+      });
+    else if (r < 0.88)
+      events.push({ t: t + later, path: "/upload/updatestatus", body: { status: "weird", random_id: id } });
+    else if (r < 0.93)
+      events.push({ t: t - 1000, path: "/upload/updatestatus", body: { status: "done", random_id: id } }); // before its start
     // else: stays in progress
   }
   return events.sort((a, b) => a.t - b.t);
 }
 
 type Row = {
-  random_id: string; nsapp: string | null; type: string; os_type: string | null; os_version: string | null; pve_version: string | null;
-  method: string | null; status: string; outcome: string; error: string | null; created_at: number; duration_ms: number | null;
+  random_id: string;
+  nsapp: string | null;
+  type: string;
+  os_type: string | null;
+  os_version: string | null;
+  pve_version: string | null;
+  method: string | null;
+  status: string;
+  outcome: string;
+  error: string | null;
+  created_at: number;
+  duration_ms: number | null;
 };
 
 const t = await testApp();
@@ -87,7 +120,10 @@ beforeAll(async () => {
   for (const e of generate(1500, base)) {
     if (!folded && e.t >= FOLD_AT) {
       folded = true;
-      expect(await t.writer.submit({ kind: "fold", until: FOLD_AT, at: FOLD_AT })).toMatchObject({ kind: "folded", hours: expect.any(Number) });
+      expect(await t.writer.submit({ kind: "fold", until: FOLD_AT, at: FOLD_AT })).toMatchObject({
+        kind: "folded",
+        hours: expect.any(Number),
+      });
     }
     t.clock.advance(e.t - t.clock());
     const res = await t.post(e.path, e.body);
@@ -104,7 +140,14 @@ const countBy = <K extends string>(list: Row[], key: (r: Row) => K) => {
 };
 const outcomes = (list: Row[]) => {
   const c = countBy(list, (r) => r.outcome);
-  return { total: list.length, success: c.get("success") ?? 0, failed: c.get("failed") ?? 0, aborted: c.get("aborted") ?? 0, in_progress: c.get("in_progress") ?? 0, unknown: c.get("unknown") ?? 0 };
+  return {
+    total: list.length,
+    success: c.get("success") ?? 0,
+    failed: c.get("failed") ?? 0,
+    aborted: c.get("aborted") ?? 0,
+    in_progress: c.get("in_progress") ?? 0,
+    unknown: c.get("unknown") ?? 0,
+  };
 };
 const iso = (ms: number) => new Date(ms).toISOString();
 const WINDOWS = [
@@ -119,7 +162,8 @@ describe("aggregates equal a recount of the raw rows", () => {
   test("the data has every case in it", async () => {
     const o = outcomes(rows);
     expect(o.total).toBe(1500);
-    for (const k of ["success", "failed", "aborted", "in_progress", "unknown"] as const) expect(o[k]).toBeGreaterThan(10);
+    for (const k of ["success", "failed", "aborted", "in_progress", "unknown"] as const)
+      expect(o[k]).toBeGreaterThan(10);
   });
 
   for (const w of WINDOWS) {
@@ -142,7 +186,12 @@ describe("aggregates equal a recount of the raw rows", () => {
       };
       for (const [by, key] of Object.entries(dims)) {
         const res = await t.get(`/api/stats/breakdown?by=${by}&limit=1000&from=${iso(w.from)}&to=${iso(w.to)}`);
-        const got = Object.fromEntries((res.body.groups as { value: string; total: number; failed: number }[]).map((g) => [g.value, [g.total, g.failed]]));
+        const got = Object.fromEntries(
+          (res.body.groups as { value: string; total: number; failed: number }[]).map((g) => [
+            g.value,
+            [g.total, g.failed],
+          ]),
+        );
         const want: Record<string, [number, number]> = {};
         for (const r of inWindow(w.from, w.to)) {
           const v = key(r);
@@ -190,11 +239,15 @@ describe("aggregates equal a recount of the raw rows", () => {
     const hourly = await t.get(`/api/stats/timeseries?interval=hour&from=${iso(from)}&to=${iso(from + DAY)}`);
     const hours = hourly.body.points as { t: string; total: number }[];
     expect(hours.length).toBe(24);
-    expect(hours.map((p) => p.total)).toEqual(hours.map((p) => inWindow(Date.parse(p.t), Date.parse(p.t) + HOUR).length));
+    expect(hours.map((p) => p.total)).toEqual(
+      hours.map((p) => inWindow(Date.parse(p.t), Date.parse(p.t) + HOUR).length),
+    );
     const weekly = await t.get(`/api/stats/timeseries?interval=week&from=${iso(base)}&to=${iso(base + 28 * DAY)}`);
     for (const p of weekly.body.points as { t: string; total: number }[]) {
       expect(new Date(p.t).getUTCDay()).toBe(1); // Monday
-      expect(p.total).toBe(inWindow(Math.max(Date.parse(p.t), base), Math.min(Date.parse(p.t) + 7 * DAY, base + 28 * DAY)).length);
+      expect(p.total).toBe(
+        inWindow(Math.max(Date.parse(p.t), base), Math.min(Date.parse(p.t) + 7 * DAY, base + 28 * DAY)).length,
+      );
     }
   });
 
@@ -203,13 +256,23 @@ describe("aggregates equal a recount of the raw rows", () => {
     const all = inWindow(base, base + 41 * DAY);
     const app = await t.get(`/api/stats/breakdown?by=os&nsapp=app-0&outcome=failed&${w}`);
     expect(app.body.source).toBe("rollup");
-    const want = countBy(all.filter((r) => r.nsapp === "app-0" && r.outcome === "failed"), (r) => `${r.os_type} ${r.os_version}`);
-    expect(Object.fromEntries((app.body.groups as { value: string; total: number }[]).map((g) => [g.value, g.total]))).toEqual(Object.fromEntries(want));
+    const want = countBy(
+      all.filter((r) => r.nsapp === "app-0" && r.outcome === "failed"),
+      (r) => `${r.os_type} ${r.os_version}`,
+    );
+    expect(
+      Object.fromEntries((app.body.groups as { value: string; total: number }[]).map((g) => [g.value, g.total])),
+    ).toEqual(Object.fromEntries(want));
 
     const scanned = await t.get(`/api/stats/breakdown?by=nsapp&type=vm&method=default&${w}&limit=100`);
     expect(scanned.body.source).toBe("scan");
-    const wantScan = countBy(all.filter((r) => r.type === "vm" && r.method === "default"), (r) => r.nsapp ?? "");
-    expect(Object.fromEntries((scanned.body.groups as { value: string; total: number }[]).map((g) => [g.value, g.total]))).toEqual(Object.fromEntries(wantScan));
+    const wantScan = countBy(
+      all.filter((r) => r.type === "vm" && r.method === "default"),
+      (r) => r.nsapp ?? "",
+    );
+    expect(
+      Object.fromEntries((scanned.body.groups as { value: string; total: number }[]).map((g) => [g.value, g.total])),
+    ).toEqual(Object.fromEntries(wantScan));
 
     const text = await t.get(`/api/stats/summary?q=resolve+host&${w}`);
     expect(text.body.source).toBe("scan");
@@ -227,7 +290,8 @@ describe("aggregates equal a recount of the raw rows", () => {
     const stats = createStats(store);
     // Ragged ends: hour cells, day cells and a month in between; folded and open hours.
     const w = { from: base + 3 * HOUR, to: base + 38 * DAY + 5 * HOUR };
-    const direct = async (f: ExecutionFilter) => foldRecords(t.store.executionChunks({ ...f, from: w.from, to: w.to }), (r) => r.createdAt - (r.createdAt % DAY));
+    const direct = async (f: ExecutionFilter) =>
+      foldRecords(t.store.executionChunks({ ...f, from: w.from, to: w.to }), (r) => r.createdAt - (r.createdAt % DAY));
     const count = async (f: ExecutionFilter) => {
       let n = 0;
       for await (const chunk of t.store.executionChunks({ ...f, from: w.from, to: w.to })) n += chunk.length;
@@ -250,13 +314,23 @@ describe("aggregates equal a recount of the raw rows", () => {
     ];
     const paths = new Set<string>();
     for (const { f, base: without } of cases) {
-      const [kept, total] = [await count({ ...without, outcome: undefined, ...Object.fromEntries(Object.entries(f).filter(([k]) => k !== "outcome")) }), await count(without)];
+      const [kept, total] = [
+        await count({
+          ...without,
+          outcome: undefined,
+          ...Object.fromEntries(Object.entries(f).filter(([k]) => k !== "outcome")),
+        }),
+        await count(without),
+      ];
       const path = kept === total ? "rollup" : kept === 0 ? "nothing" : total - kept < kept ? "complement" : "scan";
       paths.add(path);
       scanned.length = 0;
       const want = await direct(f);
       const sum = await stats.summary(f, w);
-      expect([JSON.stringify(f), sum.source]).toEqual([JSON.stringify(f), path === "rollup" || path === "nothing" ? "rollup" : "scan"]);
+      expect([JSON.stringify(f), sum.source]).toEqual([
+        JSON.stringify(f),
+        path === "rollup" || path === "nothing" ? "rollup" : "scan",
+      ]);
       expect(scanned.length).toBe(path === "rollup" || path === "nothing" ? 0 : 1);
       if (scanned.length === 1) expect(scanned[0]!.except !== undefined).toBe(path === "complement");
       // As rollups answer an outcome: durations of that outcome; retry counts of every outcome
@@ -275,24 +349,42 @@ describe("aggregates equal a recount of the raw rows", () => {
       const every = await stats.cells(f, w);
       const dims = ["nsapp", "os", "type", "exit_code", "failure", "attempt"] as const;
       // Every outcome's counts, as cells hold them: the filtered outcome's are compared.
-      const of = (c: number[]) => (f.outcome === undefined ? c : c.map((n, i) => (i === OUTCOME_INDEX[f.outcome!] ? n : 0)));
-      const sums = (m: Map<string, Map<string, number[]>>) => Object.fromEntries([...m].map(([d, v]) => [d, Object.fromEntries([...v].map(([k, c]) => [k, of(c)] as const).filter(([, c]) => c.some((n) => n !== 0)).sort())]));
+      const of = (c: number[]) =>
+        f.outcome === undefined ? c : c.map((n, i) => (i === OUTCOME_INDEX[f.outcome!] ? n : 0));
+      const sums = (m: Map<string, Map<string, number[]>>) =>
+        Object.fromEntries(
+          [...m].map(([d, v]) => [
+            d,
+            Object.fromEntries(
+              [...v]
+                .map(([k, c]) => [k, of(c)] as const)
+                .filter(([, c]) => c.some((n) => n !== 0))
+                .sort(),
+            ),
+          ]),
+        );
       expect(sums(dimensionSums(every.cells, every.plan, dims))).toEqual(sums(dimensionSums(want, SCANNED, dims)));
     }
     expect([...paths].sort()).toEqual(["complement", "nothing", "rollup", "scan"]);
   });
 
   test("failure-rate ranking respects the minimum-runs floor", async () => {
-    const res = await t.get(`/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=40&from=${iso(base)}&to=${iso(base + 41 * DAY)}`);
+    const res = await t.get(
+      `/api/stats/breakdown?by=nsapp&sort=failure_rate&min_runs=40&from=${iso(base)}&to=${iso(base + 41 * DAY)}`,
+    );
     const groups = res.body.groups as { success: number; failed: number; failure_rate: number }[];
     expect(groups.length).toBeGreaterThan(0);
     for (const g of groups) expect(g.success + g.failed).toBeGreaterThanOrEqual(40);
-    for (let i = 1; i < groups.length; i++) expect(groups[i - 1]!.failure_rate).toBeGreaterThanOrEqual(groups[i]!.failure_rate);
+    for (let i = 1; i < groups.length; i++)
+      expect(groups[i - 1]!.failure_rate).toBeGreaterThanOrEqual(groups[i]!.failure_rate);
   });
 
   test("duration percentiles are close to the exact ones", async () => {
     const res = await t.get(`/api/stats/summary?from=${iso(base - DAY)}&to=${iso(base + 45 * DAY)}`);
-    const durations = rows.filter((r) => r.outcome === "success" && r.duration_ms !== null).map((r) => r.duration_ms! / 1000).sort((a, b) => a - b);
+    const durations = rows
+      .filter((r) => r.outcome === "success" && r.duration_ms !== null)
+      .map((r) => r.duration_ms! / 1000)
+      .sort((a, b) => a - b);
     const exact = (q: number) => durations[Math.ceil(q * durations.length) - 1]!;
     const d = res.body.duration as { n: number; median_s: number; p90_s: number };
     expect(d.n).toBe(durations.length);
@@ -303,45 +395,64 @@ describe("aggregates equal a recount of the raw rows", () => {
   test("top apps over 30, 90 and 365 days", async () => {
     const res = await t.get("/api/stats/top-apps?limit=5");
     const now = t.clock();
-    for (const [key, days] of [["30d", 30], ["90d", 90], ["365d", 365]] as const) {
+    for (const [key, days] of [
+      ["30d", 30],
+      ["90d", 90],
+      ["365d", 365],
+    ] as const) {
       const win = res.body[key] as { total: number; apps: { nsapp: string; count: number; percent: number }[] };
       const to = Math.floor(now / HOUR) * HOUR + HOUR;
       const list = inWindow(to - days * DAY, to);
       expect(win.total).toBe(list.length);
-      const want = [...countBy(list, (r) => r.nsapp ?? "")].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 5);
+      const want = [...countBy(list, (r) => r.nsapp ?? "")]
+        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .slice(0, 5);
       expect(win.apps.map((a) => [a.nsapp, a.count])).toEqual(want);
     }
   });
 
   test("rollups equal a full recount (verify), and verify notices a tampered cell", async () => {
-    const ok = (await verifyRollups(t.store));
+    const ok = await verifyRollups(t.store);
     expect(ok).toMatchObject({ ok: true, records: 1500, mismatches: [], signatureGaps: 0 });
     // One count of a stored day cell of every app, one more than the records say.
     const cell = rewriteCell(t.sqlite, 1, sliceKey("install", "", ALL_APPS), (d) => {
       const counts = Object.values(d.dims.type!)[0]!;
       counts[0] = counts[0] + 1;
     });
-    const bad = (await verifyRollups(t.store));
+    const bad = await verifyRollups(t.store);
     expect(bad.ok).toBe(false);
     expect(bad.mismatches.length).toBe(1);
-    t.sqlite.run("UPDATE rollups SET data = ?, apps = ?, errors = ? WHERE id = ?", [cell.before.data, cell.before.apps, cell.before.errors, cell.id]);
+    t.sqlite.run("UPDATE rollups SET data = ?, apps = ?, errors = ? WHERE id = ?", [
+      cell.before.data,
+      cell.before.apps,
+      cell.before.errors,
+      cell.id,
+    ]);
     expect((await verifyRollups(t.store)).ok).toBe(true);
   });
 
   test("open hours are not stored, and folding them changes no answer", async () => {
-    const stored = (from: number) => (t.sqlite.query("SELECT count(*) AS n FROM rollups WHERE bucket >= ?").get(from) as { n: number }).n;
+    const stored = (from: number) =>
+      (t.sqlite.query("SELECT count(*) AS n FROM rollups WHERE bucket >= ?").get(from) as { n: number }).n;
     expect(stored(FOLD_AT)).toBe(0);
-    const questions = WINDOWS.flatMap((w) => [`summary?from=${iso(w.from)}&to=${iso(w.to)}`, `breakdown?by=os&nsapp=app-1&from=${iso(w.from)}&to=${iso(w.to)}`, `timeseries?interval=day&from=${iso(w.from)}&to=${iso(w.to)}`]);
+    const questions = WINDOWS.flatMap((w) => [
+      `summary?from=${iso(w.from)}&to=${iso(w.to)}`,
+      `breakdown?by=os&nsapp=app-1&from=${iso(w.from)}&to=${iso(w.to)}`,
+      `timeseries?interval=day&from=${iso(w.from)}&to=${iso(w.to)}`,
+    ]);
     const before = await Promise.all(questions.map((q) => t.get(`/api/stats/${q}`)));
     const result = await t.writer.submit({ kind: "fold", until: base + 45 * DAY, at: t.clock() });
     expect(result).toMatchObject({ kind: "folded" });
     expect(result.kind === "folded" && result.hours).toBeGreaterThan(100);
     expect(stored(FOLD_AT)).toBeGreaterThan(0);
-    expect((await t.store.foldedUntil())).toBe(base + 45 * DAY);
-    expect((await verifyRollups(t.store))).toMatchObject({ ok: true, records: 1500 });
+    expect(await t.store.foldedUntil()).toBe(base + 45 * DAY);
+    expect(await verifyRollups(t.store)).toMatchObject({ ok: true, records: 1500 });
     const after = await Promise.all(questions.map((q) => t.get(`/api/stats/${q}`)));
     expect(after.map((r) => r.body)).toEqual(before.map((r) => r.body));
-    expect(await t.writer.submit({ kind: "fold", until: base + 40 * DAY, at: t.clock() })).toEqual({ kind: "folded", hours: 0 }); // never backwards
+    expect(await t.writer.submit({ kind: "fold", until: base + 40 * DAY, at: t.clock() })).toEqual({
+      kind: "folded",
+      hours: 0,
+    }); // never backwards
   });
 });
 
@@ -357,7 +468,9 @@ describe("listing", () => {
         cursor = res.body.next_cursor as string | null;
       } while (cursor);
       const want = t.sqlite
-        .query(`SELECT random_id FROM executions WHERE 1=1 ${filter.replace(/&(\w+)=([\w-]+)/g, (_, k, v) => ` AND ${k} = '${v}'`)} ORDER BY created_at DESC, rowid DESC`)
+        .query(
+          `SELECT random_id FROM executions WHERE 1=1 ${filter.replace(/&(\w+)=([\w-]+)/g, (_, k, v) => ` AND ${k} = '${v}'`)} ORDER BY created_at DESC, rowid DESC`,
+        )
         .all()
         .map((r) => (r as { random_id: string }).random_id);
       expect(seen.map((r) => r.random_id)).toEqual(want);
@@ -386,7 +499,10 @@ describe("listing", () => {
       expect(oldest.map((r) => r.random_id)).toEqual(newest.map((r) => r.random_id).reverse());
     }
     expect((await walk(`&from=${iso(from)}&to=${iso(to)}&order=oldest`, 500)).length).toBe(inWindow(from, to).length);
-    expect((await t.get("/api/installs?order=sideways")).body).toMatchObject({ error: "invalid_field", field: "order" });
+    expect((await t.get("/api/installs?order=sideways")).body).toMatchObject({
+      error: "invalid_field",
+      field: "order",
+    });
   });
 
   test("signature lists exactly the failed installs whose error has that signature", async () => {
@@ -402,17 +518,32 @@ describe("listing", () => {
       const times = listed.map((r) => r.created_at);
       expect(times).toEqual([...times].sort().reverse());
     }
-    expect((await t.get("/api/installs?signature=<script>")).body).toMatchObject({ error: "invalid_field", field: "signature" });
+    expect((await t.get("/api/installs?signature=<script>")).body).toMatchObject({
+      error: "invalid_field",
+      field: "signature",
+    });
   });
 
   test("windows: days, from/to with a date-only end meaning the whole day, and clear errors", async () => {
     const day = base + 5 * DAY;
     const res = await t.get(`/api/installs?limit=500&from=${iso(day).slice(0, 10)}&to=${iso(day).slice(0, 10)}`);
     expect((res.body.installs as unknown[]).length).toBe(inWindow(day, day + DAY).length);
-    expect((await t.get("/api/stats/summary?from=yesterday")).body).toMatchObject({ error: "invalid_field", field: "from" });
-    expect((await t.get("/api/stats/summary?days=7&from=2026-01-01")).body).toMatchObject({ error: "invalid_field", field: "days" });
-    expect((await t.get("/api/stats/summary?from=2026-05-01&to=2026-04-01")).body).toMatchObject({ error: "invalid_field", field: "from" });
-    expect((await t.get("/api/stats/timeseries?interval=hour&days=60")).body).toMatchObject({ error: "invalid_field", field: "interval" });
+    expect((await t.get("/api/stats/summary?from=yesterday")).body).toMatchObject({
+      error: "invalid_field",
+      field: "from",
+    });
+    expect((await t.get("/api/stats/summary?days=7&from=2026-01-01")).body).toMatchObject({
+      error: "invalid_field",
+      field: "days",
+    });
+    expect((await t.get("/api/stats/summary?from=2026-05-01&to=2026-04-01")).body).toMatchObject({
+      error: "invalid_field",
+      field: "from",
+    });
+    expect((await t.get("/api/stats/timeseries?interval=hour&days=60")).body).toMatchObject({
+      error: "invalid_field",
+      field: "interval",
+    });
     expect((await t.get("/api/stats/breakdown?by=color")).body).toMatchObject({ error: "invalid_field", field: "by" });
     expect((await t.get("/api/installs?cursor=bogus")).body).toMatchObject({ error: "invalid_field", field: "cursor" });
   });
@@ -425,10 +556,14 @@ describe("rollups under concurrency", () => {
     await Promise.all(
       ids.flatMap((id, i) => [
         c.post("/upload", startReport(id, { nsapp: APPS[i % APPS.length] })),
-        c.post("/upload/updatestatus", { status: i % 4 ? "done" : "failed", error: `exit code ${i % 3}`, random_id: id }),
+        c.post("/upload/updatestatus", {
+          status: i % 4 ? "done" : "failed",
+          error: `exit code ${i % 3}`,
+          random_id: id,
+        }),
       ]),
     );
-    const check = (await verifyRollups(c.store));
+    const check = await verifyRollups(c.store);
     expect(check).toMatchObject({ ok: true, records: 400 });
     const summary = await c.get("/api/stats/summary");
     expect(summary.body.total).toBe(400);

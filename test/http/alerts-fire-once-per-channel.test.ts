@@ -13,13 +13,23 @@ import { testApp, startReport, type TestApp } from "../helpers/app.ts";
 import { execution } from "../helpers/reports.ts";
 
 const ADMIN = "admin-token-for-alerts";
-const SECRETS = { NTFY_TOKEN: "tk_ntfysecret123", GOTIFY_TOKEN: "Agotifysecret456", SMTP_PASSWORD: "smtp-pass-789", HOOK_TOKEN: "hook-secret-000", DISCORD_TOKEN: "discordsecretABC" };
+const SECRETS = {
+  NTFY_TOKEN: "tk_ntfysecret123",
+  GOTIFY_TOKEN: "Agotifysecret456",
+  SMTP_PASSWORD: "smtp-pass-789",
+  HOOK_TOKEN: "hook-secret-000",
+  DISCORD_TOKEN: "discordsecretABC",
+};
 
 let http: ReturnType<typeof startHttpReceiver>;
 let smtp: ReturnType<typeof startSmtpSink>;
 let smtpPort: number;
 beforeAll(async () => {
-  http = startHttpReceiver({ ntfyToken: SECRETS.NTFY_TOKEN, gotifyToken: SECRETS.GOTIFY_TOKEN, hookToken: SECRETS.HOOK_TOKEN });
+  http = startHttpReceiver({
+    ntfyToken: SECRETS.NTFY_TOKEN,
+    gotifyToken: SECRETS.GOTIFY_TOKEN,
+    hookToken: SECRETS.HOOK_TOKEN,
+  });
   smtp = startSmtpSink({ users: { "alerts@example.org": SECRETS.SMTP_PASSWORD } });
   smtpPort = await smtp.ready;
 });
@@ -87,7 +97,14 @@ async function appWith(rules: string, extraChannels = ""): Promise<TestApp> {
 
 let seq = 0;
 /** `n` finished runs of `app` created at `at` (a minute apart), `failed` of them failed with `error`. */
-function runs(app: string, at: number, n: number, failed: number, error = "exit code 1: apt-get install failed", fields: Partial<Execution> = {}) {
+function runs(
+  app: string,
+  at: number,
+  n: number,
+  failed: number,
+  error = "exit code 1: apt-get install failed",
+  fields: Partial<Execution> = {},
+) {
   return Array.from({ length: n }, (_, i) => {
     const createdAt = at + i * 1000;
     const fail = i < failed;
@@ -96,8 +113,15 @@ function runs(app: string, at: number, n: number, failed: number, error = "exit 
       kind: "load" as const,
       at: createdAt,
       execution: execution(id, {
-        nsapp: app, createdAt, updatedAt: createdAt + 500, finishedAt: createdAt + 500, durationMs: 500,
-        status: fail ? "failed" : "done", outcome: fail ? "failed" : "success", error: fail ? error : null, ...fields,
+        nsapp: app,
+        createdAt,
+        updatedAt: createdAt + 500,
+        finishedAt: createdAt + 500,
+        durationMs: 500,
+        status: fail ? "failed" : "done",
+        outcome: fail ? "failed" : "success",
+        error: fail ? error : null,
+        ...fields,
       }),
     };
   });
@@ -106,7 +130,10 @@ const load = async (a: TestApp, ops: ReturnType<typeof runs>) => void (await a.s
 
 /** What the receivers took since `from` (an index into each list). */
 const marks = () => ({ http: http.received.length, mail: smtp.mails.length });
-const since = (m: { http: number; mail: number }) => ({ http: http.received.slice(m.http), mail: smtp.mails.slice(m.mail) });
+const since = (m: { http: number; mail: number }) => ({
+  http: http.received.slice(m.http),
+  mail: smtp.mails.slice(m.mail),
+});
 
 /** One evaluation round and one delivery round, as the jobs run them. */
 async function round(a: TestApp) {
@@ -153,7 +180,13 @@ send_to = ${ALL}
     const hook = got.http.find((x) => x.kind === "webhook")!;
     expect(hook.headers.authorization).toBe(`Bearer ${SECRETS.HOOK_TOKEN}`);
     const msg = hook.body as unknown as AlertMessage;
-    expect(msg).toMatchObject({ status: "firing", rule: "jellyfin-failures", rule_type: "failure_rate", labels: { app: "jellyfin" }, link });
+    expect(msg).toMatchObject({
+      status: "firing",
+      rule: "jellyfin-failures",
+      rule_type: "failure_rate",
+      labels: { app: "jellyfin" },
+      link,
+    });
     expect(msg.values).toMatchObject({ rate: 0.5, failed: 12, runs: 24, threshold: 0.3 });
     expect(msg.title).toBe("FIRING jellyfin-failures: jellyfin failure rate 50.0% (12 of 24 runs, last 1h)");
     expect(msg.text).toContain("Threshold: above 30.0%");
@@ -162,21 +195,48 @@ send_to = ${ALL}
     const ntfy = got.http.find((x) => x.kind === "ntfy")!;
     expect(ntfy.path).toBe("/ntfy");
     expect(ntfy.headers.authorization).toBe(`Bearer ${SECRETS.NTFY_TOKEN}`);
-    expect(ntfy.body).toMatchObject({ topic: "installstats-alerts", title: msg.title, message: msg.text, priority: 4, click: link, tags: ["rotating_light"] });
+    expect(ntfy.body).toMatchObject({
+      topic: "installstats-alerts",
+      title: msg.title,
+      message: msg.text,
+      priority: 4,
+      click: link,
+      tags: ["rotating_light"],
+    });
 
     const gotify = got.http.find((x) => x.kind === "gotify")!;
     expect(gotify.headers["x-gotify-key"]).toBe(SECRETS.GOTIFY_TOKEN);
-    expect(gotify.body).toMatchObject({ title: msg.title, message: msg.text, priority: 8, extras: { "client::notification": { click: { url: link } } } });
+    expect(gotify.body).toMatchObject({
+      title: msg.title,
+      message: msg.text,
+      priority: 8,
+      extras: { "client::notification": { click: { url: link } } },
+    });
 
     const discord = got.http.find((x) => x.kind === "discord")!;
     expect(discord.path).toBe(`/discord/123456/${SECRETS.DISCORD_TOKEN}`);
-    expect(discord.body).toMatchObject({ username: "installstats", allowed_mentions: { parse: [] }, embeds: [{ title: msg.title, description: msg.text, url: link, color: 0xd64541, timestamp: msg.at }] });
+    expect(discord.body).toMatchObject({
+      username: "installstats",
+      allowed_mentions: { parse: [] },
+      embeds: [{ title: msg.title, description: msg.text, url: link, color: 0xd64541, timestamp: msg.at }],
+    });
 
     const slack = got.http.find((x) => x.kind === "slack")!;
-    expect(slack.body.text).toBe(`*${msg.title}*\n${msg.text.split("\n").filter((l) => !l.startsWith("Dashboard:")).join("\n")}\n<${link}|Open in the dashboard>`);
+    expect(slack.body.text).toBe(
+      `*${msg.title}*\n${msg.text
+        .split("\n")
+        .filter((l) => !l.startsWith("Dashboard:"))
+        .join("\n")}\n<${link}|Open in the dashboard>`,
+    );
 
     const mail = got.mail[0]!;
-    expect(mail).toMatchObject({ from: "alerts@example.org", to: ["ops@example.org", "oncall@example.org"], tls: true, user: "alerts@example.org", mechanism: "PLAIN" });
+    expect(mail).toMatchObject({
+      from: "alerts@example.org",
+      to: ["ops@example.org", "oncall@example.org"],
+      tls: true,
+      user: "alerts@example.org",
+      mechanism: "PLAIN",
+    });
     const parsed = parseMail(mail.data);
     expect(parsed.headers.subject).toBe(msg.title);
     expect(parsed.headers.from).toBe("installstats <alerts@example.org>");
@@ -197,9 +257,14 @@ send_to = ${ALL}
     expect(resolved.evaluated).toMatchObject({ resolved: 1 });
     expect(resolved.delivered).toMatchObject({ sent: 6 });
     const back = since(m);
-    expect((back.http.find((x) => x.kind === "webhook")!.body as unknown as AlertMessage)).toMatchObject({ status: "resolved", values: { rate: 0, runs: 20 } });
+    expect(back.http.find((x) => x.kind === "webhook")!.body as unknown as AlertMessage).toMatchObject({
+      status: "resolved",
+      values: { rate: 0, runs: 20 },
+    });
     expect(back.http.find((x) => x.kind === "ntfy")!.body).toMatchObject({ priority: 3, tags: ["white_check_mark"] });
-    expect(parseMail(back.mail[0]!.data).headers.subject).toStartWith("RESOLVED jellyfin-failures: jellyfin failure rate 0.0%");
+    expect(parseMail(back.mail[0]!.data).headers.subject).toStartWith(
+      "RESOLVED jellyfin-failures: jellyfin failure rate 0.0%",
+    );
 
     // It fires again within the cooldown (3h from the first message): recorded, not sent.
     await load(a, runs("jellyfin", a.clock() + 60_000, 20, 15));
@@ -207,8 +272,17 @@ send_to = ${ALL}
     m = marks();
     expect((await round(a)).evaluated).toMatchObject({ fired: 1 });
     expect(since(m)).toEqual({ http: [], mail: [] });
-    const history = (await a.get("/api/alerts/history")).body.events as { status: string; held_back: string | null; notified_at: string | null; deliveries: unknown[] }[];
-    expect(history.map((e) => [e.status, e.held_back, e.deliveries.length])).toEqual([["firing", "cooldown", 0], ["resolved", null, 6], ["firing", null, 6]]);
+    const history = (await a.get("/api/alerts/history")).body.events as {
+      status: string;
+      held_back: string | null;
+      notified_at: string | null;
+      deliveries: unknown[];
+    }[];
+    expect(history.map((e) => [e.status, e.held_back, e.deliveries.length])).toEqual([
+      ["firing", "cooldown", 0],
+      ["resolved", null, 6],
+      ["firing", null, 6],
+    ]);
 
     // The cooldown ends while it still fires: sent once, saying since when.
     a.clock.advance(HOUR - 5 * 60_000);
@@ -229,9 +303,21 @@ send_to = ${ALL}
     expect(since(m)).toEqual({ http: [], mail: [] });
 
     // The listing says where it stands.
-    const listing = (await a.get("/api/alerts")).body as { enabled: boolean; rules: { id: string; status: string; firing: { labels: Record<string, string>; notified: boolean; title: string }[]; summary: string }[] };
+    const listing = (await a.get("/api/alerts")).body as {
+      enabled: boolean;
+      rules: {
+        id: string;
+        status: string;
+        firing: { labels: Record<string, string>; notified: boolean; title: string }[];
+        summary: string;
+      }[];
+    };
     expect(listing.enabled).toBe(true);
-    expect(listing.rules[0]).toMatchObject({ id: "jellyfin-failures", status: "firing", firing: [{ labels: { app: "jellyfin" }, notified: true }] });
+    expect(listing.rules[0]).toMatchObject({
+      id: "jellyfin-failures",
+      status: "firing",
+      firing: [{ labels: { app: "jellyfin" }, notified: true }],
+    });
     expect(listing.rules[0]!.summary).toBe("75.0% of 40 runs");
   });
 });
@@ -265,7 +351,11 @@ send_to = ["hook"]
     const [hit] = since(m).http;
     const msg = hit!.body as unknown as AlertMessage;
     expect(msg.labels).toEqual({ app: "jumpy" });
-    expect(msg.values).toMatchObject({ rate: 0.45, runs: 40, baseline: { rate: 0.1, runs: 60, windows: 3, factor: 2 } });
+    expect(msg.values).toMatchObject({
+      rate: 0.45,
+      runs: 40,
+      baseline: { rate: 0.1, runs: 60, windows: 3, factor: 2 },
+    });
     expect(msg.text).toContain("Baseline: 10.0% over the previous 3 windows (60 runs)");
   });
 
@@ -300,7 +390,9 @@ send_to = ["hook"]
     await load(a, runs("docker", t - HOUR, 3, 2, fresh, { exitCode: 7 }));
     const m = marks();
     expect((await round(a)).evaluated).toMatchObject({ fired: 2 });
-    const msgs = since(m).http.map((x) => x.body as unknown as AlertMessage).sort((x, y) => x.rule.localeCompare(y.rule));
+    const msgs = since(m)
+      .http.map((x) => x.body as unknown as AlertMessage)
+      .sort((x, y) => x.rule.localeCompare(y.rule));
     const sig = failureSignatureId("failed", fresh)!;
     expect(msgs.map((x) => [x.rule, x.labels])).toEqual([
       ["new-exit", { app: "nginx", exit_code: "7" }],
@@ -316,7 +408,10 @@ send_to = ["hook"]
     const m2 = marks();
     expect((await round(a)).evaluated).toMatchObject({ resolved: 2 });
     const resolved = since(m2).http.map((x) => x.body as unknown as AlertMessage);
-    expect(resolved.map((x) => [x.status, x.values.noLongerNew])).toEqual([["resolved", "gone"], ["resolved", "gone"]]);
+    expect(resolved.map((x) => [x.status, x.values.noLongerNew])).toEqual([
+      ["resolved", "gone"],
+      ["resolved", "gone"],
+    ]);
   });
 
   test("no reports for N hours fires, and resolves when one arrives", async () => {
@@ -341,7 +436,9 @@ send_to = ["hook"]
     expect((await a.post("/upload", startReport("nr-2"))).status).toBe(201);
     m = marks();
     expect((await round(a)).evaluated).toMatchObject({ resolved: 1 });
-    expect((since(m).http[0]!.body as unknown as AlertMessage).title).toStartWith("RESOLVED silent: reports arrive again");
+    expect((since(m).http[0]!.body as unknown as AlertMessage).title).toStartWith(
+      "RESOLVED silent: reports arrive again",
+    );
   });
 
   test("rejected reports above a rate fire; repaired ones count in their own rule", async () => {
@@ -370,7 +467,12 @@ send_to = ["hook"]
     const m = marks();
     expect((await round(a)).evaluated).toMatchObject({ fired: 1 });
     const msg = since(m).http[0]!.body as unknown as AlertMessage;
-    expect(msg.values).toMatchObject({ rejected: 5, started: 4, rate: 1.25, byReason: { invalid_json: 4, invalid_field: 1 } });
+    expect(msg.values).toMatchObject({
+      rejected: 5,
+      started: 4,
+      rate: 1.25,
+      byReason: { invalid_json: 4, invalid_field: 1 },
+    });
     expect(msg.link).toBe("https://stats.example.org/admin");
     // A body the lenient parser repairs (an empty number, as bash interpolation leaves it): applied, and counted by "fixed".
     const repaired = JSON.stringify(startReport("repaired-1")).replace('"disk_size":8', '"disk_size": ');
@@ -378,7 +480,11 @@ send_to = ["hook"]
     const m2 = marks();
     expect((await round(a)).evaluated).toMatchObject({ fired: 1 });
     const fixed = since(m2).http[0]!.body as unknown as AlertMessage;
-    expect(fixed).toMatchObject({ rule: "fixed", values: { rejected: 1, started: 5, byReason: { repaired: 1 } }, link: "https://stats.example.org/admin?reason=repaired" });
+    expect(fixed).toMatchObject({
+      rule: "fixed",
+      values: { rejected: 1, started: 5, byReason: { repaired: 1 } },
+      link: "https://stats.example.org/admin?reason=repaired",
+    });
   });
 });
 
@@ -386,11 +492,16 @@ describe("alerts: silences, the admin API, secrets", () => {
   test("a silenced rule records and sends nothing; lifted, the firing is sent; only with the admin token", async () => {
     const a = await appWith(spike(["hook"]));
     expect((await a.call("POST", "/api/admin/alerts/silence/spike?for=2h")).status).toBe(401);
-    expect((await a.call("POST", "/api/admin/alerts/silence/spike?for=2h", { authorization: "Bearer wrong" })).status).toBe(401);
+    expect(
+      (await a.call("POST", "/api/admin/alerts/silence/spike?for=2h", { authorization: "Bearer wrong" })).status,
+    ).toBe(401);
     const bad = await a.call("POST", "/api/admin/alerts/silence/spike?for=soon", admin);
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ error: "invalid_field", field: "for" });
-    expect((await a.call("POST", "/api/admin/alerts/silence/nope?for=2h", admin)).body).toMatchObject({ error: "not_found", message: expect.stringContaining("rules: spike") });
+    expect((await a.call("POST", "/api/admin/alerts/silence/nope?for=2h", admin)).body).toMatchObject({
+      error: "not_found",
+      message: expect.stringContaining("rules: spike"),
+    });
     const silenced = await a.call("POST", "/api/admin/alerts/silence/spike?for=2h", admin);
     expect(silenced.status).toBe(200);
     expect(silenced.body).toEqual({ rule: "spike", silenced_until: new Date(a.clock() + 2 * HOUR).toISOString() });
@@ -399,12 +510,23 @@ describe("alerts: silences, the admin API, secrets", () => {
     let m = marks();
     expect((await round(a)).evaluated).toMatchObject({ fired: 1 });
     expect(since(m).http).toEqual([]);
-    const listing = (await a.get("/api/alerts")).body as { rules: { status: string; silenced_until: string | null; firing: { notified: boolean }[] }[] };
-    expect(listing.rules[0]).toMatchObject({ status: "firing", silenced_until: silenced.body.silenced_until, firing: [{ notified: false }] });
-    expect(((await a.get("/api/alerts/history")).body.events as { held_back: string }[])[0]!.held_back).toBe("silenced");
+    const listing = (await a.get("/api/alerts")).body as {
+      rules: { status: string; silenced_until: string | null; firing: { notified: boolean }[] }[];
+    };
+    expect(listing.rules[0]).toMatchObject({
+      status: "firing",
+      silenced_until: silenced.body.silenced_until,
+      firing: [{ notified: false }],
+    });
+    expect(((await a.get("/api/alerts/history")).body.events as { held_back: string }[])[0]!.held_back).toBe(
+      "silenced",
+    );
 
     expect((await a.call("DELETE", "/api/admin/alerts/silence/spike")).status).toBe(401);
-    expect((await a.call("DELETE", "/api/admin/alerts/silence/spike", admin)).body).toEqual({ rule: "spike", silenced_until: null });
+    expect((await a.call("DELETE", "/api/admin/alerts/silence/spike", admin)).body).toEqual({
+      rule: "spike",
+      silenced_until: null,
+    });
     m = marks();
     a.clock.advance(60_000);
     expect((await round(a)).evaluated).toMatchObject({ sent_late: 1 });
@@ -434,7 +556,8 @@ timeout = "2s"
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({ channel: name, ok: true, error: null });
       const got = since(m);
-      if (name === "mail") expect(parseMail(got.mail[0]!.data).headers.subject).toBe("TEST installstats: channel mail works");
+      if (name === "mail")
+        expect(parseMail(got.mail[0]!.data).headers.subject).toBe("TEST installstats: channel mail works");
       else expect(got.http).toHaveLength(1);
     }
     expect(http.refused).toEqual([]);
@@ -458,7 +581,9 @@ timeout = "2s"
   });
 
   test("a wrong SMTP password fails the test send with the server's answer, never the password", async () => {
-    const a = await appWith("", `
+    const a = await appWith(
+      "",
+      `
 [channel.badmail]
 type = "email"
 host = "127.0.0.1"
@@ -468,7 +593,8 @@ password = "not-the-password"
 from = "alerts@example.org"
 to = ["ops@example.org"]
 ca_file = "${smtp.certFile}"
-`);
+`,
+    );
     const r = await a.call("POST", "/api/admin/alerts/test/badmail", admin);
     expect(r.body).toMatchObject({ ok: false, error: expect.stringContaining("535 5.7.8") });
     expect(JSON.stringify(r.body)).not.toContain("not-the-password");
@@ -497,7 +623,10 @@ ca_file = "${ca}"
       expect(refused.body).toMatchObject({ ok: false, error: expect.stringContaining("STARTTLS") });
       expect(login.mails).toHaveLength(1);
       // The password went only inside TLS: the plain part of each session holds no AUTH.
-      for (const t of login.transcripts) expect(t.slice(0, t.findIndex((l) => l.startsWith("S: 220 2.0.0")) + 1).some((l) => l.includes("AUTH"))).toBe(false);
+      for (const t of login.transcripts)
+        expect(t.slice(0, t.findIndex((l) => l.startsWith("S: 220 2.0.0")) + 1).some((l) => l.includes("AUTH"))).toBe(
+          false,
+        );
     } finally {
       await login.stop();
     }
@@ -522,7 +651,9 @@ ca_file = "${smtps.certFile}"
 `;
       const a = await appWith("", channel("smtps", "tls") + channel("wrongmode", "starttls"));
       expect((await a.call("POST", "/api/admin/alerts/test/smtps", admin)).body).toMatchObject({ ok: true });
-      expect(smtps.mails.map((x) => [x.mechanism, x.user, x.tls, x.to])).toEqual([["PLAIN", "carol", true, ["ops@example.org"]]]);
+      expect(smtps.mails.map((x) => [x.mechanism, x.user, x.tls, x.to])).toEqual([
+        ["PLAIN", "carol", true, ["ops@example.org"]],
+      ]);
       expect(parseMail(smtps.mails[0]!.data).headers.from).toContain("alerts@example.org");
       // STARTTLS against a server that speaks TLS at once: both wait for the other; the timeout ends it with an error, no mail.
       const wrong = await a.call("POST", "/api/admin/alerts/test/wrongmode", admin);
@@ -536,35 +667,54 @@ ca_file = "${smtps.certFile}"
 
   test("without an alerts file the API says alerts are off", async () => {
     const a = await testApp({ adminToken: ADMIN });
-    expect((await a.get("/api/alerts")).body).toEqual({ enabled: false, evaluate_every_s: null, channels: [], rules: [] });
+    expect((await a.get("/api/alerts")).body).toEqual({
+      enabled: false,
+      evaluate_every_s: null,
+      channels: [],
+      rules: [],
+    });
     expect((await a.get("/api/alerts/history")).body).toEqual({ events: [], next_before: null });
-    expect((await a.call("POST", "/api/admin/alerts/test/x", admin)).body).toMatchObject({ error: "not_found", message: expect.stringContaining("--alerts") });
+    expect((await a.call("POST", "/api/admin/alerts/test/x", admin)).body).toMatchObject({
+      error: "not_found",
+      message: expect.stringContaining("--alerts"),
+    });
   });
 });
 
 describe("alerts: deliveries that fail", () => {
   test("a receiver that is down is retried with backoff and counted; ingestion answers as usual meanwhile; it arrives once when back", async () => {
-    const a = await appWith(spike(["hook", "refused"]), `
+    const a = await appWith(
+      spike(["hook", "refused"]),
+      `
 [channel.refused]
 type = "webhook"
 url = "http://127.0.0.1:9/closed"
 timeout = "2s"
-`);
+`,
+    );
     http.setMode("fail");
     try {
       await load(a, runs("app2", a.clock() - 10 * 60_000, 20, 10));
       const first = await round(a);
       expect(first.delivered).toMatchObject({ sent: 0, retry: 2 });
-      const metrics = async () => (await (await a.app.handle(new Request("http://localhost/metrics"))).text()).split("\n");
-      expect(await metrics()).toEqual(expect.arrayContaining([
-        'installstats_alert_deliveries_total{channel="hook",result="retry"} 1',
-        'installstats_alert_deliveries_total{channel="refused",result="retry"} 1',
-        'installstats_alert_queue{channel="hook"} 1',
-        'installstats_alert_queue{channel="refused"} 1',
-        'installstats_alerts_firing{rule="spike"} 1',
-      ]));
-      const history = (await a.get("/api/alerts/history")).body.events as { deliveries: { channel: string; state: string; attempts: number; last_error: string }[] }[];
-      expect(history[0]!.deliveries.map((d) => [d.channel, d.state, d.attempts])).toEqual([["hook", "pending", 1], ["refused", "pending", 1]]);
+      const metrics = async () =>
+        (await (await a.app.handle(new Request("http://localhost/metrics"))).text()).split("\n");
+      expect(await metrics()).toEqual(
+        expect.arrayContaining([
+          'installstats_alert_deliveries_total{channel="hook",result="retry"} 1',
+          'installstats_alert_deliveries_total{channel="refused",result="retry"} 1',
+          'installstats_alert_queue{channel="hook"} 1',
+          'installstats_alert_queue{channel="refused"} 1',
+          'installstats_alerts_firing{rule="spike"} 1',
+        ]),
+      );
+      const history = (await a.get("/api/alerts/history")).body.events as {
+        deliveries: { channel: string; state: string; attempts: number; last_error: string }[];
+      }[];
+      expect(history[0]!.deliveries.map((d) => [d.channel, d.state, d.attempts])).toEqual([
+        ["hook", "pending", 1],
+        ["refused", "pending", 1],
+      ]);
       expect(history[0]!.deliveries[0]!.last_error).toBe("HTTP 503: down for maintenance");
       // Not due again before its backoff (30 s after the first failure).
       a.clock.advance(20_000);
@@ -596,14 +746,19 @@ timeout = "2s"
   test("a receiver that hangs holds up no report: ingestion answers while the delivery waits for its timeout", async () => {
     const hung: net.Socket[] = [];
     const hang = net.createServer((s) => void hung.push(s));
-    const port = await new Promise<number>((r) => hang.listen(0, "127.0.0.1", () => r((hang.address() as net.AddressInfo).port)));
+    const port = await new Promise<number>((r) =>
+      hang.listen(0, "127.0.0.1", () => r((hang.address() as net.AddressInfo).port)),
+    );
     try {
-      const a = await appWith(spike(["hang"]), `
+      const a = await appWith(
+        spike(["hang"]),
+        `
 [channel.hang]
 type = "webhook"
 url = "http://127.0.0.1:${port}/hook"
 timeout = "3s"
-`);
+`,
+      );
       await load(a, runs("app3", a.clock() - 10 * 60_000, 20, 10));
       await a.alerts!.evaluate();
       const started = performance.now();

@@ -27,7 +27,9 @@ const DAY = 86_400_000;
 function junk(bytes: number): string {
   const raw = new Uint8Array(bytes);
   crypto.getRandomValues(raw);
-  return `~${Buffer.from(raw).toString("base64").slice(0, bytes - 1)}`;
+  return `~${Buffer.from(raw)
+    .toString("base64")
+    .slice(0, bytes - 1)}`;
 }
 
 const sha256 = (text: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(text).digest("hex");
@@ -44,12 +46,18 @@ function expectExact(t: TestApp, b: BudgetStatus): void {
   const { bodies, entries } = storedBytes(t);
   expect(b.log.bodyBytes).toBe(bodies);
   expect(b.log.entries).toBe(entries);
-  expect(b.log.headOnly).toBe(t.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM rejected_reports WHERE body_store = 'head'").get()!.n);
+  expect(b.log.headOnly).toBe(
+    t.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM rejected_reports WHERE body_store = 'head'").get()!.n,
+  );
   const costs = t.sqlite.query<{ n: number }, []>("SELECT coalesce(sum(cost), 0) AS n FROM rejected_reports").get()!.n;
   expect(b.log.usedBytes).toBe(costs + bodies);
-  expect(b.log.bodyRawBytes).toBe(t.sqlite.query<{ n: number }, []>("SELECT coalesce(sum(size), 0) AS n FROM bodies").get()!.n);
+  expect(b.log.bodyRawBytes).toBe(
+    t.sqlite.query<{ n: number }, []>("SELECT coalesce(sum(size), 0) AS n FROM bodies").get()!.n,
+  );
   expect(b.held.count).toBe(t.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM held_reports").get()!.n);
-  expect(b.held.usedBytes).toBe(t.sqlite.query<{ n: number }, []>("SELECT coalesce(sum(cost), 0) AS n FROM held_reports").get()!.n);
+  expect(b.held.usedBytes).toBe(
+    t.sqlite.query<{ n: number }, []>("SELECT coalesce(sum(cost), 0) AS n FROM held_reports").get()!.n,
+  );
 }
 
 // What the contract suite checks on both engines through the Store (test/contract/, "budgets"):
@@ -104,8 +112,13 @@ describe("the rejected-reports log and held reports, through HTTP", () => {
     for (let i = 0; i < 20; i++) await t.post("/upload", junk(8 * KB));
     const before = await t.rejected();
     expect(before.some((e) => !e.bodyKept)).toBe(true);
-    const summary = await replayRejected({ store: t.store, commit: (ops) => t.store.write(ops) }, { normalize: t.config, now: t.clock() });
-    expect(summary.tried).toBe(before.filter((e) => e.bodyKept && (e.reason === "invalid_json" || e.reason === "invalid_field")).length);
+    const summary = await replayRejected(
+      { store: t.store, commit: (ops) => t.store.write(ops) },
+      { normalize: t.config, now: t.clock() },
+    );
+    expect(summary.tried).toBe(
+      before.filter((e) => e.bodyKept && (e.reason === "invalid_json" || e.reason === "invalid_field")).length,
+    );
   });
 
   test("a body past the budget is listed as its head, marked truncated", async () => {
@@ -114,32 +127,64 @@ describe("the rejected-reports log and held reports, through HTTP", () => {
     for (const body of sent) expect((await t.post("/upload", body)).status).toBe(400);
     const last = (await t.rejected()).at(-1)!;
     expect(last.bodyKept).toBe(false);
-    expect(toRejectedJson(last)).toMatchObject({ body_truncated: true, body_size: 4 * KB, body_sha256: sha256(sent[9]!), body: sent[9]!.slice(0, HEAD_BYTES) });
+    expect(toRejectedJson(last)).toMatchObject({
+      body_truncated: true,
+      body_size: 4 * KB,
+      body_sha256: sha256(sent[9]!),
+      body: sent[9]!.slice(0, HEAD_BYTES),
+    });
   });
 
   test("the expire-held job: scheduled from the config, applies what waited too long, and says what it did", async () => {
     const t = await testApp();
     await t.post("/upload/updatestatus", orphan("old-upload"));
     t.clock.advance(8 * DAY);
-    const jobs = scheduledJobs({ config: t.config, store: t.store, writer: t.writer, clock: t.clock, maintenance: t.maintenance });
+    const jobs = scheduledJobs({
+      config: t.config,
+      store: t.store,
+      writer: t.writer,
+      clock: t.clock,
+      maintenance: t.maintenance,
+    });
     const job = jobs.find((j) => j.name === "expire-held")!;
     expect(job).toBeDefined();
     expect(await job.run()).toEqual({ expired_held: 1 });
     expect((await t.get("/api/installs/old-upload")).body).toMatchObject({ status: "failed", type: "" });
-    expect(scheduledJobs({ config: { ...t.config, heldExpiryMs: 0 }, store: t.store, writer: t.writer, clock: t.clock, maintenance: t.maintenance }).some((j) => j.name === "expire-held")).toBe(false);
+    expect(
+      scheduledJobs({
+        config: { ...t.config, heldExpiryMs: 0 },
+        store: t.store,
+        writer: t.writer,
+        clock: t.clock,
+        maintenance: t.maintenance,
+      }).some((j) => j.name === "expire-held"),
+    ).toBe(false);
   });
 });
 
-const orphan = (id: string, errorBytes = 4 * KB) => ({ random_id: id, status: "failed", error: `E: ${"unable to fetch archive\n".repeat(errorBytes / 24)}` });
+const orphan = (id: string, errorBytes = 4 * KB) => ({
+  random_id: id,
+  status: "failed",
+  error: `E: ${"unable to fetch archive\n".repeat(errorBytes / 24)}`,
+});
 
 describe("settings, metrics and upgrade", () => {
   test("--log-budget, --held-budget, --held-expiry and their environment variables; the maintenance layer applies them to the store", async () => {
     const c = loadConfig({ "log-budget": "8m", "held-expiry": "2d" }, { INSTALLSTATS_HELD_BUDGET: "1m" });
     expect(c).toMatchObject({ logBudget: 8 * 1024 * KB, heldBudget: 1024 * KB, heldExpiryMs: 2 * DAY });
-    expect(loadConfig({}, {})).toMatchObject({ logBudget: 64 * 1024 * KB, heldBudget: 16 * 1024 * KB, heldExpiryMs: 7 * DAY });
+    expect(loadConfig({}, {})).toMatchObject({
+      logBudget: 64 * 1024 * KB,
+      heldBudget: 16 * 1024 * KB,
+      heldExpiryMs: 7 * DAY,
+    });
     const t = await testApp({ logBudget: 12345, heldBudget: 678 });
     expect((await t.store.budgets()).log.limitBytes).toBe(12345);
-    createMaintenance({ config: { ...t.config, logBudget: 999_999 }, store: t.store, writer: t.writer, clock: t.clock });
+    createMaintenance({
+      config: { ...t.config, logBudget: 999_999 },
+      store: t.store,
+      writer: t.writer,
+      clock: t.clock,
+    });
     expect((await t.store.budgets()).log.limitBytes).toBe(999_999);
   });
 
@@ -149,7 +194,13 @@ describe("settings, metrics and upgrade", () => {
     await t.post("/upload/updatestatus", orphan2("m-1"));
     const metrics = createMetrics();
     const engine = openSqliteEngine(":memory:", { durability: "normal", migrate: true });
-    registerStorageMetrics(metrics.registry, async () => ({ writable: true, problems: [], integrity: null, budgets: await t.store.budgets(), database: { engine: "sqlite", location: ":memory:", replica: null } }));
+    registerStorageMetrics(metrics.registry, async () => ({
+      writable: true,
+      problems: [],
+      integrity: null,
+      budgets: await t.store.budgets(),
+      database: { engine: "sqlite", location: ":memory:", replica: null },
+    }));
     const text = await metrics.registry.render();
     expect(text).toContain("installstats_log_budget_bytes 67108864");
     expect(text).toContain('installstats_log_entries{body="whole"} 3');
@@ -168,13 +219,19 @@ describe("settings, metrics and upgrade", () => {
     const path = join(dir, "old.db");
     const db = new Database(path, { create: true });
     db.exec(readFileSync(join(import.meta.dir, "../fixtures/release-0.1.sql"), "utf8"));
-    const legacy = db.query<{ n: number; bytes: number }, []>("SELECT count(*) AS n, sum(64 + length(body) + length(message) + coalesce(length(field), 0) + coalesce(length(random_id), 0)) AS bytes FROM rejected_reports").get()!;
+    const legacy = db
+      .query<{ n: number; bytes: number }, []>(
+        "SELECT count(*) AS n, sum(64 + length(body) + length(message) + coalesce(length(field), 0) + coalesce(length(random_id), 0)) AS bytes FROM rejected_reports",
+      )
+      .get()!;
     db.close();
     expect(legacy.n).toBeGreaterThan(0);
     const engine = openSqliteEngine(path, { durability: "normal", migrate: true });
     const b = await engine.store.budgets();
     expect(b.log).toMatchObject({ entries: legacy.n, usedBytes: legacy.bytes, bodyBytes: 0 });
-    expect(b.held.count).toBe(engine.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM held_reports").get()!.n);
+    expect(b.held.count).toBe(
+      engine.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM held_reports").get()!.n,
+    );
     const entries = await engine.store.listRejected({ limit: 100 });
     for (const e of entries) expect(e).toMatchObject({ bodyKept: true, bodySha256: null, bodySize: e.body.byteLength });
     await engine.store.write([{ kind: "forget-rejected", before: Date.now() + DAY, at: Date.now() }]);

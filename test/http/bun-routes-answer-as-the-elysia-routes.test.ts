@@ -4,7 +4,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 
-
 let running: TestApp | null = null;
 
 function listening(t: TestApp): string {
@@ -21,7 +20,11 @@ afterEach(async () => {
 const post = (url: string, body: string, headers: Record<string, string> = {}) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
 
-const answer = async (res: Response) => ({ status: res.status, body: await res.json(), type: res.headers.get("content-type") });
+const answer = async (res: Response) => ({
+  status: res.status,
+  body: await res.json(),
+  type: res.headers.get("content-type"),
+});
 
 describe("ingestion on Bun's routes", () => {
   test("answers as app.handle does, with the same headers, for every kind of result", async () => {
@@ -40,17 +43,34 @@ describe("ingestion on Bun's routes", () => {
     ];
     for (const [path, body] of cases) {
       const viaSocket = await post(url + path, body);
-      const viaHandle = await inProcess.app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body }));
+      const viaHandle = await inProcess.app.handle(
+        new Request(`http://localhost${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        }),
+      );
       expect(await answer(viaSocket), `${path} ${body}`).toEqual(await answer(viaHandle));
-      for (const header of ["x-content-type-options", "x-frame-options", "content-security-policy", "referrer-policy"]) {
+      for (const header of [
+        "x-content-type-options",
+        "x-frame-options",
+        "content-security-policy",
+        "referrer-policy",
+      ]) {
         expect(viaSocket.headers.get(header), header).toBe(viaHandle.headers.get(header));
         expect(viaSocket.headers.get(header), header).not.toBeNull();
       }
     }
     // The same rows and rejected-log entries on both sides.
-    const rejected = async (t: TestApp) => (await t.rejected()).map(({ reason, httpStatus, randomId }) => ({ reason, httpStatus, randomId }));
+    const rejected = async (t: TestApp) =>
+      (await t.rejected()).map(({ reason, httpStatus, randomId }) => ({ reason, httpStatus, randomId }));
     expect(await rejected(wire)).toEqual(await rejected(inProcess));
-    expect((await rejected(wire)).map((r) => r.reason).sort()).toEqual(["already_final", "invalid_field", "invalid_json", "repaired"]);
+    expect((await rejected(wire)).map((r) => r.reason).sort()).toEqual([
+      "already_final",
+      "invalid_field",
+      "invalid_json",
+      "repaired",
+    ]);
     expect((await wire.get("/api/installs/m-1")).body).toMatchObject({ outcome: "success" });
   });
 
@@ -62,7 +82,14 @@ describe("ingestion on Bun's routes", () => {
     await post(`${url}/upload`, "{broken");
     await post(`${url}/upload/updatestatus`, JSON.stringify({ status: "done", random_id: "c-1" }));
     const text = await (await fetch(`${url}/metrics`)).text();
-    const value = (labels: string) => Number(text.split("\n").find((l) => l.startsWith(`installstats_http_requests_total{${labels}}`))?.split(" ").pop());
+    const value = (labels: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((l) => l.startsWith(`installstats_http_requests_total{${labels}}`))
+          ?.split(" ")
+          .pop(),
+      );
     expect(value('method="POST",route="/upload",status="201"')).toBe(2);
     expect(value('method="POST",route="/upload",status="400"')).toBe(1);
     expect(value('method="POST",route="/upload/updatestatus",status="200"')).toBe(1);

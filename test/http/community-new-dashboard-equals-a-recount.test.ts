@@ -44,37 +44,129 @@ interface Run {
 const TODAY = Date.parse("2026-06-10T00:00:00Z");
 const NOW = TODAY + 20 * HOUR;
 const base: Omit<Run, "id" | "day" | "hour" | "app" | "end"> = {
-  type: "lxc", client: "v2", repo: "ProxmoxVE", slug: "community-scripts/ProxmoxVE", platform: "pve", pve: "9.0.9", os: ["debian", "13"], ct: 1,
-  cores: 2, ram: 2048, disk: 8, cpu: "intel", gpu: "", pass: "no", arch: "amd64", method: "default",
+  type: "lxc",
+  client: "v2",
+  repo: "ProxmoxVE",
+  slug: "community-scripts/ProxmoxVE",
+  platform: "pve",
+  pve: "9.0.9",
+  os: ["debian", "13"],
+  ct: 1,
+  cores: 2,
+  ram: 2048,
+  disk: 8,
+  cpu: "intel",
+  gpu: "",
+  pass: "no",
+  arch: "amd64",
+  method: "default",
 };
-const fail = (code: number, category: string, error: string, command?: string): Ending => ({ kind: "failed", code, category, error, ...(command ? { command } : {}) });
-const run = (id: string, day: number, hour: number, app: string, end: Ending, over: Partial<Run> = {}): Run => ({ ...base, id, day, hour, app, end, ...over });
+const fail = (code: number, category: string, error: string, command?: string): Ending => ({
+  kind: "failed",
+  code,
+  category,
+  error,
+  ...(command ? { command } : {}),
+});
+const run = (id: string, day: number, hour: number, app: string, end: Ending, over: Partial<Run> = {}): Run => ({
+  ...base,
+  id,
+  day,
+  hour,
+  app,
+  end,
+  ...over,
+});
 
 const RUNS: Run[] = [
   // jellyfin: a failure driver on incus (sent) and the same failure text on two apps
   run("j1", 0, 9, "jellyfin", { kind: "success" }),
-  run("j2", 0, 10, "jellyfin", fail(100, "dependency", "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg", "apt-get install -y ffmpeg"), { platform: "incus", pve: "incus-6.0.1" }),
-  run("j3", 1, 8, "jellyfin", fail(100, "dependency", "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg", "apt-get install -y ffmpeg"), { platform: null, pve: "incus-6.0.2", cores: 4, ram: 4096 }),
+  run(
+    "j2",
+    0,
+    10,
+    "jellyfin",
+    fail(
+      100,
+      "dependency",
+      "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
+      "apt-get install -y ffmpeg",
+    ),
+    { platform: "incus", pve: "incus-6.0.1" },
+  ),
+  run(
+    "j3",
+    1,
+    8,
+    "jellyfin",
+    fail(
+      100,
+      "dependency",
+      "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
+      "apt-get install -y ffmpeg",
+    ),
+    { platform: null, pve: "incus-6.0.2", cores: 4, ram: 4096 },
+  ),
   run("j4", 2, 14, "jellyfin", { kind: "success" }, { cores: 4, ram: 4096, disk: 32, ct: 0 }),
   run("j5", 3, 7, "jellyfin", { kind: "v1-decline", code: 113 }, { client: "v1", pass: "igpu", arch: null }),
   run("j6", 3, 8, "jellyfin", { kind: "aborted", code: 254 }),
   // immich: failures of several kinds, a slow success, a run still going
-  run("i1", 0, 11, "immich", fail(1, "shell", "exit_code=1 | General error | at line 5: npm ci", "npm ci"), { cpu: "amd", gpu: "nvidia", pass: "yes" }),
+  run("i1", 0, 11, "immich", fail(1, "shell", "exit_code=1 | General error | at line 5: npm ci", "npm ci"), {
+    cpu: "amd",
+    gpu: "nvidia",
+    pass: "yes",
+  }),
   run("i2", 1, 12, "immich", fail(137, "resource", "exit_code=137 | Killed (OOM)"), { cpu: "amd" }),
   run("i3", 2, 13, "immich", { kind: "success" }, { os: ["ubuntu", "24.04"] }),
   run("i4", 0, 19, "immich", { kind: "going", step: "configuring" }),
-  run("i5", 5, 9, "immich", fail(100, "dependency", "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg", "apt-get install -y ffmpeg"), { repo: "ProxmoxVED", slug: "community-scripts/ProxmoxVED" }),
+  run(
+    "i5",
+    5,
+    9,
+    "immich",
+    fail(
+      100,
+      "dependency",
+      "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
+      "apt-get install -y ffmpeg",
+    ),
+    { repo: "ProxmoxVED", slug: "community-scripts/ProxmoxVED" },
+  ),
   // a fork, a VM, tools and addons, an ARM host
   run("f1", 1, 9, "nginx", { kind: "success" }, { repo: "external", slug: "me/ProxmoxVE", arch: "arm64" }),
   run("v1", 2, 9, "haos", { kind: "success" }, { type: "vm", ct: 2, disk: 32, os: ["homeassistant", "16"] }),
   run("t1", 0, 8, "post-pve-install", { kind: "success" }, { type: "pve" }),
   run("a1", 4, 8, "netdata", fail(7, "network", "exit_code=7 | curl: could not connect"), { type: "addon" }),
   // the old client: no repo, no platform sent (its host version says pve), no v2 fields
-  run("o1", 0, 7, "pihole", { kind: "success" }, { client: "upload", repo: null, slug: null, platform: null, pve: "8.2.2", cpu: "", pass: "", arch: null }),
-  run("o2", 6, 7, "pihole", fail(22, "network", "exit code 22: curl failed"), // its category derived from the code the text states
-    { client: "upload", repo: null, slug: null, platform: null, pve: "8.2.2", cpu: "", pass: "", arch: null }),
+  run(
+    "o1",
+    0,
+    7,
+    "pihole",
+    { kind: "success" },
+    { client: "upload", repo: null, slug: null, platform: null, pve: "8.2.2", cpu: "", pass: "", arch: null },
+  ),
+  run(
+    "o2",
+    6,
+    7,
+    "pihole",
+    fail(22, "network", "exit code 22: curl failed"), // its category derived from the code the text states
+    { client: "upload", repo: null, slug: null, platform: null, pve: "8.2.2", cpu: "", pass: "", arch: null },
+  ),
   // outside a 7-day window, inside 30
-  run("x1", 12, 9, "jellyfin", fail(100, "dependency", "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg", "apt-get install -y ffmpeg")),
+  run(
+    "x1",
+    12,
+    9,
+    "jellyfin",
+    fail(
+      100,
+      "dependency",
+      "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
+      "apt-get install -y ffmpeg",
+    ),
+  ),
 ];
 
 const startOf = (r: Run): number => TODAY - r.day * DAY + r.hour * HOUR;
@@ -82,10 +174,28 @@ const endOf = (r: Run): number => startOf(r) + 5 * 60_000;
 
 function body(r: Run, status: string, ending: Record<string, unknown> = {}): Record<string, unknown> {
   const b: Record<string, unknown> = {
-    random_id: r.id, execution_id: r.id, type: r.type, nsapp: r.app, status, ct_type: r.ct, disk_size: r.disk, core_count: r.cores, ram_size: r.ram,
-    os_type: r.os[0], os_version: r.os[1], pve_version: r.pve, method: r.method, cpu_vendor: r.cpu, gpu_vendor: r.gpu, gpu_passthrough: r.pass,
-    ...(r.platform ? { platform: r.platform } : {}), ...(r.repo ? { repo_source: r.repo } : {}), ...(r.slug ? { repo_slug: r.slug } : {}),
-    ...(r.arch ? { arch: r.arch } : { has_arm: false }), install_duration: status === "installing" ? 0 : 300, ...ending,
+    random_id: r.id,
+    execution_id: r.id,
+    type: r.type,
+    nsapp: r.app,
+    status,
+    ct_type: r.ct,
+    disk_size: r.disk,
+    core_count: r.cores,
+    ram_size: r.ram,
+    os_type: r.os[0],
+    os_version: r.os[1],
+    pve_version: r.pve,
+    method: r.method,
+    cpu_vendor: r.cpu,
+    gpu_vendor: r.gpu,
+    gpu_passthrough: r.pass,
+    ...(r.platform ? { platform: r.platform } : {}),
+    ...(r.repo ? { repo_source: r.repo } : {}),
+    ...(r.slug ? { repo_slug: r.slug } : {}),
+    ...(r.arch ? { arch: r.arch } : { has_arm: false }),
+    install_duration: status === "installing" ? 0 : 300,
+    ...ending,
   };
   if (r.client === "v2") Object.assign(b, { payload_version: 2, kernel_version: "6.8.12", app_version: "10.10" });
   return b;
@@ -96,19 +206,55 @@ async function send(t: TestApp, r: Run): Promise<void> {
   const to = (at: number) => t.clock.advance(at - t.clock());
   to(startOf(r));
   if (r.client === "upload") {
-    ok(await t.post("/upload", startReport(r.id, { nsapp: r.app, type: r.type, ct_type: r.ct, disk_size: r.disk, core_count: r.cores, ram_size: r.ram, os_type: r.os[0], os_version: r.os[1], pve_version: r.pve, method: r.method })), "start");
+    ok(
+      await t.post(
+        "/upload",
+        startReport(r.id, {
+          nsapp: r.app,
+          type: r.type,
+          ct_type: r.ct,
+          disk_size: r.disk,
+          core_count: r.cores,
+          ram_size: r.ram,
+          os_type: r.os[0],
+          os_version: r.os[1],
+          pve_version: r.pve,
+          method: r.method,
+        }),
+      ),
+      "start",
+    );
     to(endOf(r));
-    if (r.end.kind === "success") ok(await t.post("/upload/updatestatus", { status: "done", error: "none", random_id: r.id }), "done");
-    if (r.end.kind === "failed") ok(await t.post("/upload/updatestatus", { status: "failed", error: r.end.error, random_id: r.id }), "failed");
+    if (r.end.kind === "success")
+      ok(await t.post("/upload/updatestatus", { status: "done", error: "none", random_id: r.id }), "done");
+    if (r.end.kind === "failed")
+      ok(await t.post("/upload/updatestatus", { status: "failed", error: r.end.error, random_id: r.id }), "failed");
     return;
   }
   const e = r.end;
   const final =
-    e.kind === "success" ? body(r, "success", { exit_code: 0 })
-    : e.kind === "failed" ? body(r, "failed", { exit_code: e.code, error: e.error, error_category: e.category, ...(e.command && r.client === "v2" ? { failed_command: e.command, failed_line: 12 } : {}) })
-    : e.kind === "aborted" ? body(r, "aborted", { exit_code: e.code, error: `exit_code=${e.code} | declined`, error_category: "user_aborted" })
-    : e.kind === "v1-decline" ? body(r, "failed", { exit_code: e.code, error: `exit_code=${e.code} | too small`, error_category: "unknown" })
-    : null;
+    e.kind === "success"
+      ? body(r, "success", { exit_code: 0 })
+      : e.kind === "failed"
+        ? body(r, "failed", {
+            exit_code: e.code,
+            error: e.error,
+            error_category: e.category,
+            ...(e.command && r.client === "v2" ? { failed_command: e.command, failed_line: 12 } : {}),
+          })
+        : e.kind === "aborted"
+          ? body(r, "aborted", {
+              exit_code: e.code,
+              error: `exit_code=${e.code} | declined`,
+              error_category: "user_aborted",
+            })
+          : e.kind === "v1-decline"
+            ? body(r, "failed", {
+                exit_code: e.code,
+                error: `exit_code=${e.code} | too small`,
+                error_category: "unknown",
+              })
+            : null;
   if (r.type === "addon" || r.type === "pve") {
     ok(await t.post("/telemetry", final!), "one-shot");
     return;
@@ -126,13 +272,23 @@ async function send(t: TestApp, r: Run): Promise<void> {
 // ------------------------------------------------------------------ the recount, as the community's SQL counts
 
 type Outcome = "success" | "failed" | "aborted" | "unfinished";
-const outcomeOf = (r: Run): Outcome => (r.end.kind === "success" ? "success" : r.end.kind === "failed" ? "failed" : r.end.kind === "going" ? "unfinished" : "aborted");
+const outcomeOf = (r: Run): Outcome =>
+  r.end.kind === "success"
+    ? "success"
+    : r.end.kind === "failed"
+      ? "failed"
+      : r.end.kind === "going"
+        ? "unfinished"
+        : "aborted";
 const platformOf = (r: Run): string => r.platform ?? (r.pve.startsWith("incus") ? "incus" : "pve");
 const windowStart = (days: number) => TODAY - (days - 1) * DAY;
 const inWindow = (days: number) => RUNS.filter((r) => startOf(r) >= windowStart(days));
 
 function group(runs: Run[], key: (r: Run) => string | null) {
-  const m = new Map<string, { label: string; runs: number; success: number; failed: number; aborted: number; unfinished: number }>();
+  const m = new Map<
+    string,
+    { label: string; runs: number; success: number; failed: number; aborted: number; unfinished: number }
+  >();
   for (const r of runs) {
     const k = key(r);
     if (k === null) continue;
@@ -144,7 +300,9 @@ function group(runs: Run[], key: (r: Run) => string | null) {
   return [...m.values()].sort((a, b) => b.runs - a.runs || (a.label < b.label ? -1 : 1));
 }
 function countBy(runs: Run[], key: (r: Run) => string | null) {
-  return group(runs, key).map((g) => ({ label: g.label, count: g.runs })).sort((a, b) => b.count - a.count || (a.label < b.label ? -1 : 1));
+  return group(runs, key)
+    .map((g) => ({ label: g.label, count: g.runs }))
+    .sort((a, b) => b.count - a.count || (a.label < b.label ? -1 : 1));
 }
 
 // ------------------------------------------------------------------ the data set, loaded once
@@ -169,7 +327,19 @@ describe("GET /api/new", () => {
     const runs = inWindow(7);
     const all = group(runs, () => "all")[0]!;
     expect(d).toMatchObject({ days: 7, platform: "", repo: "", repo_slug: "", type: "", min_runs: 10, warnings: null });
-    expect({ runs: d.runs, success: d.success, failed: d.failed, aborted: d.aborted, unfinished: d.unfinished }).toEqual({ runs: all.runs, success: all.success, failed: all.failed, aborted: all.aborted, unfinished: all.unfinished });
+    expect({
+      runs: d.runs,
+      success: d.success,
+      failed: d.failed,
+      aborted: d.aborted,
+      unfinished: d.unfinished,
+    }).toEqual({
+      runs: all.runs,
+      success: all.success,
+      failed: all.failed,
+      aborted: all.aborted,
+      unfinished: all.unfinished,
+    });
     expect([d.runs, d.aborted]).toEqual([17, 2]);
     expect(d.all_time).toBe(RUNS.length);
     expect(d.median_duration).toBeGreaterThan(240);
@@ -182,7 +352,12 @@ describe("GET /api/new", () => {
     expect(d.by_os).toEqual(group(runs, (r) => `${r.os[0]} ${r.os[1]}`));
     expect(d.by_host_version).toEqual(group(runs, (r) => r.pve));
     // Failures by category; declines and aborts are the user's and out of it.
-    expect(d.categories).toEqual(countBy(runs.filter((r) => r.end.kind === "failed" && r.end.category !== ""), (r) => (r.end as { category: string }).category));
+    expect(d.categories).toEqual(
+      countBy(
+        runs.filter((r) => r.end.kind === "failed" && r.end.category !== ""),
+        (r) => (r.end as { category: string }).category,
+      ),
+    );
     expect(d.categories).not.toContainEqual(expect.objectContaining({ label: "user_aborted" }));
     expect(d.by_privilege).toEqual(countBy(runs, (r) => (r.ct === 1 ? "unprivileged" : "privileged")));
     expect(d.by_cores).toEqual(countBy(runs, (r) => String(r.cores)));
@@ -190,7 +365,9 @@ describe("GET /api/new", () => {
     expect(d.by_disk).toEqual(countBy(runs, (r) => `${r.disk} GB`));
     expect(d.by_cpu).toEqual(countBy(runs, (r) => r.cpu || null));
     expect(d.by_gpu).toEqual(countBy(runs, (r) => r.gpu || null));
-    expect(d.by_gpu_passthrough).toEqual(countBy(runs, (r) => (r.pass === "" ? null : r.client === "v2" ? r.pass : "host capability (pre-v2)")));
+    expect(d.by_gpu_passthrough).toEqual(
+      countBy(runs, (r) => (r.pass === "" ? null : r.client === "v2" ? r.pass : "host capability (pre-v2)")),
+    );
     expect(d.by_arm).toEqual(countBy(runs, (r) => r.arch ?? "x86_64 (inferred)"));
     expect(d.by_method).toEqual(countBy(runs, (r) => r.method));
     expect(d.by_client).toEqual(countBy(runs, (r) => (r.client === "v2" ? "payload v2" : "pre-versioning")));
@@ -207,9 +384,19 @@ describe("GET /api/new", () => {
       { code: 137, desc: "Killed (SIGKILL), often out of memory", count: 1, apps: 1 },
     ]);
     const why = d.signatures as { category: string; exit_code: number; message: string; count: number; apps: number }[];
-    expect(why[0]).toEqual({ category: "dependency", exit_code: 100, message: "exit_code=<n> | apt failed | at line <n>: apt-get install -y ffmpeg", count: 3, apps: 2 });
+    expect(why[0]).toEqual({
+      category: "dependency",
+      exit_code: 100,
+      message: "exit_code=<n> | apt failed | at line <n>: apt-get install -y ffmpeg",
+      count: 3,
+      apps: 2,
+    });
     expect(why.reduce((n, s) => n + s.count, 0)).toBe(inWindow(7).filter((r) => r.end.kind === "failed").length);
-    expect(why.find((s) => s.exit_code === 22)).toMatchObject({ category: "network", message: "exit code <n>: curl failed", apps: 1 });
+    expect(why.find((s) => s.exit_code === 22)).toMatchObject({
+      category: "network",
+      message: "exit code <n>: curl failed",
+      apps: 1,
+    });
   });
 
   test("worst apps: ranked by failure rate over finished runs, the floor (min_runs) in the ranking", async () => {
@@ -217,18 +404,29 @@ describe("GET /api/new", () => {
     expect(d.min_runs).toBe(5);
     // today: jellyfin 1 success 1 failed, immich 1 failed 1 going, ...; none reaches 5 finished runs: ranked by failures
     const worst = d.worst_apps as { label: string; failed: number }[];
-    expect(worst.map((g) => g.label).slice(0, 2).sort()).toEqual(["immich", "jellyfin"]);
+    expect(
+      worst
+        .map((g) => g.label)
+        .slice(0, 2)
+        .sort(),
+    ).toEqual(["immich", "jellyfin"]);
     expect(worst.every((g, i) => i === 0 || worst[i - 1]!.failed >= g.failed)).toBe(true);
   });
 
   test("daily: one point per day that had runs, oldest first", async () => {
     const d = await get("/api/new?days=30");
     const days = new Map<string, Run[]>();
-    for (const r of inWindow(30)) days.set(new Date(startOf(r)).toISOString().slice(0, 10), [...(days.get(new Date(startOf(r)).toISOString().slice(0, 10)) ?? []), r]);
-    const want = [...days].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([day, rs]) => {
-      const { label: _, ...g } = group(rs, () => "x")[0]!;
-      return { day, ...g };
-    });
+    for (const r of inWindow(30))
+      days.set(new Date(startOf(r)).toISOString().slice(0, 10), [
+        ...(days.get(new Date(startOf(r)).toISOString().slice(0, 10)) ?? []),
+        r,
+      ]);
+    const want = [...days]
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+      .map(([day, rs]) => {
+        const { label: _, ...g } = group(rs, () => "x")[0]!;
+        return { day, ...g };
+      });
     expect(d.daily).toEqual(want);
     expect(d.min_runs).toBe(20);
   });
@@ -240,14 +438,52 @@ describe("GET /api/new", () => {
     expect(recent[0]).toMatchObject({ run: "i4", app: "immich", status: "configuring", exit_code: 0 });
     const j2 = recent.find((r) => r.run === "j2")!;
     expect(j2).toEqual({
-      run: "j2", app: "jellyfin", type: "lxc", status: "failed", exit_code: 100, category: "dependency", platform: "incus", os: "debian 13", host_version: "incus-6.0.1",
-      repo: "community-scripts/ProxmoxVE", method: "default", cores: 2, ram: 2048, disk: 8, privileged: false, duration: 300, last_seen: "2026-06-10 10:05",
-      error: "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg", failed_command: "apt-get install -y ffmpeg", failed_line: 12, arch: "amd64",
-      kernel_version: "6.8.12", app_version: "10.10", cpu_vendor: "intel", cpu_model: "", gpu_vendor: "", gpu_model: "", gpu_passthrough: "no", ram_speed: "", payload_version: 2,
+      run: "j2",
+      app: "jellyfin",
+      type: "lxc",
+      status: "failed",
+      exit_code: 100,
+      category: "dependency",
+      platform: "incus",
+      os: "debian 13",
+      host_version: "incus-6.0.1",
+      repo: "community-scripts/ProxmoxVE",
+      method: "default",
+      cores: 2,
+      ram: 2048,
+      disk: 8,
+      privileged: false,
+      duration: 300,
+      last_seen: "2026-06-10 10:05",
+      error: "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
+      failed_command: "apt-get install -y ffmpeg",
+      failed_line: 12,
+      arch: "amd64",
+      kernel_version: "6.8.12",
+      app_version: "10.10",
+      cpu_vendor: "intel",
+      cpu_model: "",
+      gpu_vendor: "",
+      gpu_model: "",
+      gpu_passthrough: "no",
+      ram_speed: "",
+      payload_version: 2,
     });
     // one meaning for a decline: v1 sent it failed, the log says aborted
-    expect(recent.find((r) => r.run === "j5")).toMatchObject({ status: "aborted", exit_code: 113, category: "user_aborted", payload_version: 0, gpu_passthrough: "igpu" });
-    expect(recent.find((r) => r.run === "o1")).toMatchObject({ status: "success", platform: "pve", repo: "", payload_version: 0, privileged: false });
+    expect(recent.find((r) => r.run === "j5")).toMatchObject({
+      status: "aborted",
+      exit_code: 113,
+      category: "user_aborted",
+      payload_version: 0,
+      gpu_passthrough: "igpu",
+    });
+    expect(recent.find((r) => r.run === "o1")).toMatchObject({
+      status: "success",
+      platform: "pve",
+      repo: "",
+      payload_version: 0,
+      privileged: false,
+    });
     expect(recent.find((r) => r.run === "v1")).toMatchObject({ type: "vm", privileged: true, disk: 32 });
   });
 
@@ -256,12 +492,41 @@ describe("GET /api/new", () => {
     // i4 configuring since 19:01, now 20:00: in flight, but not within 20 minutes
     expect(d.live_in_flight).toBe(0);
     expect(d.live_last_hour).toBe(1);
-    expect(d.live_last_24h).toBe(RUNS.filter((r) => endOf(r) >= NOW - DAY || (r.end.kind === "going" && startOf(r) + 60_000 >= NOW - DAY)).length);
+    expect(d.live_last_24h).toBe(
+      RUNS.filter((r) => endOf(r) >= NOW - DAY || (r.end.kind === "going" && startOf(r) + 60_000 >= NOW - DAY)).length,
+    );
     expect(d.live_now).toEqual([
       {
-        run: "", app: "immich", type: "lxc", status: "configuring", exit_code: 0, category: "", platform: "pve", os: "debian 13", host_version: "", repo: "community-scripts/ProxmoxVE",
-        method: "", cores: 0, ram: 0, disk: 0, privileged: false, duration: 59 * 60, last_seen: "2026-06-10 19:01", error: "", failed_command: "", failed_line: 0, arch: "",
-        kernel_version: "", app_version: "", cpu_vendor: "", cpu_model: "", gpu_vendor: "", gpu_model: "", gpu_passthrough: "", ram_speed: "", payload_version: 0,
+        run: "",
+        app: "immich",
+        type: "lxc",
+        status: "configuring",
+        exit_code: 0,
+        category: "",
+        platform: "pve",
+        os: "debian 13",
+        host_version: "",
+        repo: "community-scripts/ProxmoxVE",
+        method: "",
+        cores: 0,
+        ram: 0,
+        disk: 0,
+        privileged: false,
+        duration: 59 * 60,
+        last_seen: "2026-06-10 19:01",
+        error: "",
+        failed_command: "",
+        failed_line: 0,
+        arch: "",
+        kernel_version: "",
+        app_version: "",
+        cpu_vendor: "",
+        cpu_model: "",
+        gpu_vendor: "",
+        gpu_model: "",
+        gpu_passthrough: "",
+        ram_speed: "",
+        payload_version: 0,
       },
     ]);
   });
@@ -278,12 +543,24 @@ describe("GET /api/new", () => {
     ["repo=external", (r: Run) => r.repo === "external"],
     ["repo=all", () => true],
     ["slug=me/ProxmoxVE", (r: Run) => r.slug === "me/ProxmoxVE"],
-    ["platform=pve&ctype=lxc&repo=ProxmoxVE", (r: Run) => platformOf(r) === "pve" && r.type === "lxc" && (r.repo === "ProxmoxVE" || r.repo === null)],
+    [
+      "platform=pve&ctype=lxc&repo=ProxmoxVE",
+      (r: Run) => platformOf(r) === "pve" && r.type === "lxc" && (r.repo === "ProxmoxVE" || r.repo === null),
+    ],
   ] as const)("%s narrows every section to its runs (and nothing else)", async (q, keep) => {
     const d = await get(`/api/new?days=30&${q}`);
     const runs = inWindow(30).filter(keep);
     const all = group(runs, () => "all")[0] ?? { runs: 0, success: 0, failed: 0, aborted: 0, unfinished: 0 };
-    expect({ runs: d.runs, success: d.success, failed: d.failed, aborted: d.aborted, unfinished: d.unfinished }, q).toEqual({ runs: all.runs, success: all.success, failed: all.failed, aborted: all.aborted, unfinished: all.unfinished });
+    expect(
+      { runs: d.runs, success: d.success, failed: d.failed, aborted: d.aborted, unfinished: d.unfinished },
+      q,
+    ).toEqual({
+      runs: all.runs,
+      success: all.success,
+      failed: all.failed,
+      aborted: all.aborted,
+      unfinished: all.unfinished,
+    });
     expect(d.top_apps, q).toEqual(group(runs, (r) => r.app));
     expect(d.by_platform, q).toEqual(group(runs, platformOf));
     expect(d.by_os, q).toEqual(group(runs, (r) => `${r.os[0]} ${r.os[1]}`));
@@ -310,22 +587,104 @@ describe("GET /api/new", () => {
 
   test("an empty window: zero counts, empty breakdowns as [], sections filled row by row as null (as Go encodes them)", async () => {
     const d = await get("/api/new?slug=nobody/none");
-    expect(d).toMatchObject({ runs: 0, success: 0, failed: 0, aborted: 0, unfinished: 0, daily: null, exit_codes: null, signatures: null, recent: null, warnings: null });
-    for (const k of ["top_apps", "worst_apps", "by_platform", "by_type", "by_repo", "by_os", "by_host_version", "by_repo_slug", "categories", "by_privilege", "by_cores", "by_ram", "by_disk", "by_cpu", "by_gpu", "by_gpu_passthrough", "by_arm", "by_method", "by_client"]) {
+    expect(d).toMatchObject({
+      runs: 0,
+      success: 0,
+      failed: 0,
+      aborted: 0,
+      unfinished: 0,
+      daily: null,
+      exit_codes: null,
+      signatures: null,
+      recent: null,
+      warnings: null,
+    });
+    for (const k of [
+      "top_apps",
+      "worst_apps",
+      "by_platform",
+      "by_type",
+      "by_repo",
+      "by_os",
+      "by_host_version",
+      "by_repo_slug",
+      "categories",
+      "by_privilege",
+      "by_cores",
+      "by_ram",
+      "by_disk",
+      "by_cpu",
+      "by_gpu",
+      "by_gpu_passthrough",
+      "by_arm",
+      "by_method",
+      "by_client",
+    ]) {
       expect(d[k], k).toEqual([]);
     }
     expect(Object.keys(d)).toEqual([
-      "days", "platform", "repo", "repo_slug", "type", "runs", "success", "failed", "aborted", "unfinished", "all_time", "median_duration", "min_runs",
-      "live_in_flight", "live_last_hour", "live_last_24h", "live_now", "warnings", "daily", "top_apps", "worst_apps", "by_platform", "by_type", "by_repo",
-      "by_os", "by_host_version", "by_repo_slug", "categories", "exit_codes", "signatures", "by_privilege", "by_cores", "by_ram", "by_disk", "by_cpu", "by_gpu",
-      "by_gpu_passthrough", "by_arm", "by_method", "by_client", "recent",
+      "days",
+      "platform",
+      "repo",
+      "repo_slug",
+      "type",
+      "runs",
+      "success",
+      "failed",
+      "aborted",
+      "unfinished",
+      "all_time",
+      "median_duration",
+      "min_runs",
+      "live_in_flight",
+      "live_last_hour",
+      "live_last_24h",
+      "live_now",
+      "warnings",
+      "daily",
+      "top_apps",
+      "worst_apps",
+      "by_platform",
+      "by_type",
+      "by_repo",
+      "by_os",
+      "by_host_version",
+      "by_repo_slug",
+      "categories",
+      "exit_codes",
+      "signatures",
+      "by_privilege",
+      "by_cores",
+      "by_ram",
+      "by_disk",
+      "by_cpu",
+      "by_gpu",
+      "by_gpu_passthrough",
+      "by_arm",
+      "by_method",
+      "by_client",
+      "recent",
     ]);
   });
 
   test("the same answers once the hours are folded into day cells", async () => {
-    const before = await Promise.all(["/api/new", "/api/new?days=30", "/api/new?days=30&platform=incus", "/api/script-detail?app=jellyfin&days=30"].map((p) => get(p)));
+    const before = await Promise.all(
+      [
+        "/api/new",
+        "/api/new?days=30",
+        "/api/new?days=30&platform=incus",
+        "/api/script-detail?app=jellyfin&days=30",
+      ].map((p) => get(p)),
+    );
     await t.store.write([{ kind: "fold", until: NOW - (NOW % HOUR), at: NOW }]);
-    const after = await Promise.all(["/api/new", "/api/new?days=30", "/api/new?days=30&platform=incus", "/api/script-detail?app=jellyfin&days=30"].map((p) => get(p)));
+    const after = await Promise.all(
+      [
+        "/api/new",
+        "/api/new?days=30",
+        "/api/new?days=30&platform=incus",
+        "/api/script-detail?app=jellyfin&days=30",
+      ].map((p) => get(p)),
+    );
     expect(after).toEqual(before);
   });
 });
@@ -337,11 +696,23 @@ describe("GET /api/new/log.csv", () => {
     expect(res.headers.get("content-type")).toStartWith("text/csv");
     expect(res.headers.get("content-disposition")).toBe('attachment; filename="telemetry-log-7d.csv"');
     const lines = (await res.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("last_seen,status,exit_code,category,app,type,platform,os,host_version,arch,repo,method,cores,ram,disk,privileged,duration,failed_command,failed_line,kernel_version,app_version,payload_version,error");
+    expect(lines[0]).toBe(
+      "last_seen,status,exit_code,category,app,type,platform,os,host_version,arch,repo,method,cores,ram,disk,privileged,duration,failed_command,failed_line,kernel_version,app_version,payload_version,error",
+    );
     expect(lines).toHaveLength(1 + 17);
-    expect(lines).toContain("2026-06-10 10:05,failed,100,dependency,jellyfin,lxc,incus,debian 13,incus-6.0.1,amd64,community-scripts/ProxmoxVE,default,2,2048,8,false,300,apt-get install -y ffmpeg,12,6.8.12,10.10,2,exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg");
-    const filtered = await (await t.app.handle(new Request("http://localhost/api/new/log.csv?days=7&q=FFMPEG&status=failed"))).text();
-    expect(filtered.trimEnd().split("\r\n").slice(1).map((l) => l.split(",")[4])).toEqual(["jellyfin", "jellyfin", "immich"]);
+    expect(lines).toContain(
+      "2026-06-10 10:05,failed,100,dependency,jellyfin,lxc,incus,debian 13,incus-6.0.1,amd64,community-scripts/ProxmoxVE,default,2,2048,8,false,300,apt-get install -y ffmpeg,12,6.8.12,10.10,2,exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
+    );
+    const filtered = await (
+      await t.app.handle(new Request("http://localhost/api/new/log.csv?days=7&q=FFMPEG&status=failed"))
+    ).text();
+    expect(
+      filtered
+        .trimEnd()
+        .split("\r\n")
+        .slice(1)
+        .map((l) => l.split(",")[4]),
+    ).toEqual(["jellyfin", "jellyfin", "immich"]);
   });
 });
 
@@ -350,8 +721,21 @@ describe("GET /api/script-detail", () => {
     const d = await get("/api/script-detail?app=jellyfin");
     const runs = inWindow(30).filter((r) => r.app === "jellyfin");
     const all = group(runs, () => "x")[0]!;
-    expect(d).toMatchObject({ app: "jellyfin", days: 30, repo: "", platform: "", runs: all.runs, success: all.success, failed: all.failed, aborted: all.aborted, unfinished: all.unfinished, min_runs: 20 });
-    expect(d.exit_codes).toEqual([{ code: 100, desc: "APT: install failed (broken packages or dependencies)", count: 3 }]);
+    expect(d).toMatchObject({
+      app: "jellyfin",
+      days: 30,
+      repo: "",
+      platform: "",
+      runs: all.runs,
+      success: all.success,
+      failed: all.failed,
+      aborted: all.aborted,
+      unfinished: all.unfinished,
+      min_runs: 20,
+    });
+    expect(d.exit_codes).toEqual([
+      { code: 100, desc: "APT: install failed (broken packages or dependencies)", count: 3 },
+    ]);
     expect(d.by_platform).toEqual(group(runs, platformOf));
     expect(d.by_os).toEqual(group(runs, (r) => `${r.os[0]} ${r.os[1]}`));
     expect(d.by_host_version).toEqual(group(runs, (r) => r.pve));
@@ -365,22 +749,38 @@ describe("GET /api/script-detail", () => {
     expect([incus.runs, incus.failed]).toEqual([2, 2]);
     expect((await get("/api/script-detail?app=jellyfin&days=0")).days).toBe(1);
     expect((await get("/api/script-detail?app=jellyfin&days=999")).days).toBe(365);
-    expect(await get("/api/script-detail?app=%20%20", 400)).toEqual({ error: "invalid_field", message: "missing app parameter", field: "app" });
+    expect(await get("/api/script-detail?app=%20%20", 400)).toEqual({
+      error: "invalid_field",
+      message: "missing app parameter",
+      field: "app",
+    });
     expect(await get("/api/script-detail", 400)).toMatchObject({ field: "app" });
-    expect(await get("/api/script-detail?app=nosuchapp")).toMatchObject({ runs: 0, daily: null, exit_codes: null, recent: null, by_os: [] });
+    expect(await get("/api/script-detail?app=nosuchapp")).toMatchObject({
+      runs: 0,
+      daily: null,
+      exit_codes: null,
+      recent: null,
+      by_os: [],
+    });
   });
 });
 
 describe("the routes served before, at the newest service's parameters", () => {
   test("repo absent is every repository; ProxmoxVE keeps the reports naming none", async () => {
-    const total = async (q: string) => ((await get(`/api/dashboard?days=30${q}`)).total_installs as number);
+    const total = async (q: string) => (await get(`/api/dashboard?days=30${q}`)).total_installs as number;
     expect(await total("")).toBe(inWindow(30).length);
     expect(await total("&repo=all")).toBe(inWindow(30).length);
-    expect(await total("&repo=ProxmoxVE")).toBe(inWindow(30).filter((r) => r.repo === "ProxmoxVE" || r.repo === null).length);
-    expect(((await get("/api/records?days=30")).total as number)).toBe(inWindow(30).length);
-    expect(((await get("/api/scripts?days=30")).total_installs as number)).toBe(inWindow(30).length);
-    expect(((await get("/api/errors?days=30")).total_installs as number)).toBe(inWindow(30).length);
-    expect(((await get("/api/repo-slugs")).repo_slugs as { slug: string }[]).map((s) => s.slug).sort()).toEqual(["community-scripts/ProxmoxVE", "community-scripts/ProxmoxVED", "me/ProxmoxVE"]);
+    expect(await total("&repo=ProxmoxVE")).toBe(
+      inWindow(30).filter((r) => r.repo === "ProxmoxVE" || r.repo === null).length,
+    );
+    expect((await get("/api/records?days=30")).total as number).toBe(inWindow(30).length);
+    expect((await get("/api/scripts?days=30")).total_installs as number).toBe(inWindow(30).length);
+    expect((await get("/api/errors?days=30")).total_installs as number).toBe(inWindow(30).length);
+    expect(((await get("/api/repo-slugs")).repo_slugs as { slug: string }[]).map((s) => s.slug).sort()).toEqual([
+      "community-scripts/ProxmoxVE",
+      "community-scripts/ProxmoxVED",
+      "me/ProxmoxVE",
+    ]);
   });
 
   test("platform narrows /api/dashboard, /api/records, /api/scripts and /api/errors; platform_stats counts runs by platform", async () => {
@@ -390,10 +790,16 @@ describe("the routes served before, at the newest service's parameters", () => {
     expect(only.total_installs).toBe(incus.length);
     expect(only.total_installs).not.toBe(all.total_installs);
     expect(only.failed_count).toBe(incus.filter((r) => outcomeOf(r) === "failed").length);
-    expect(all.platform_stats).toEqual(countBy(inWindow(30), platformOf).map((c) => ({ platform: c.label, count: c.count })));
+    expect(all.platform_stats).toEqual(
+      countBy(inWindow(30), platformOf).map((c) => ({ platform: c.label, count: c.count })),
+    );
     expect(only.platform_stats).toEqual([{ platform: "incus", count: 2 }]);
-    expect(((await get("/api/records?days=30&platform=incus")).records as Json[]).map((r) => r.random_id).sort()).toEqual(["j2", "j3"]);
-    expect(((await get("/api/scripts?days=30&platform=incus")).top_scripts as Json[]).map((s) => [s.app, s.total])).toEqual([["jellyfin", 2]]);
+    expect(
+      ((await get("/api/records?days=30&platform=incus")).records as Json[]).map((r) => r.random_id).sort(),
+    ).toEqual(["j2", "j3"]);
+    expect(
+      ((await get("/api/scripts?days=30&platform=incus")).top_scripts as Json[]).map((s) => [s.app, s.total]),
+    ).toEqual([["jellyfin", 2]]);
     expect((await get("/api/errors?days=30&platform=incus")).total_errors).toBe(2);
     expect((await get("/api/dashboard?days=30&platform=nonsense")).total_installs).toBe(all.total_installs);
   });
@@ -402,16 +808,34 @@ describe("the routes served before, at the newest service's parameters", () => {
     const records = (await get("/api/records?days=30&limit=100")).records as Json[];
     expect(records).toHaveLength(inWindow(30).length);
     const j2 = records.find((r) => r.random_id === "j2")!;
-    expect(j2).toMatchObject({ execution_id: "j2", status: "failed", created: "2026-06-10 10:05:00.000", platform: "incus", payload_version: 2, arch: "amd64", failed_command: "apt-get install -y ffmpeg", failed_line: 12, kernel_version: "6.8.12", app_version: "10.10" });
-    expect((JSON.parse(j2.pipeline as string) as { s: string; t: string }[])[0]).toEqual({ s: "installing", t: "2026-06-10 10:00:00.000" });
+    expect(j2).toMatchObject({
+      execution_id: "j2",
+      status: "failed",
+      created: "2026-06-10 10:05:00.000",
+      platform: "incus",
+      payload_version: 2,
+      arch: "amd64",
+      failed_command: "apt-get install -y ffmpeg",
+      failed_line: 12,
+      kernel_version: "6.8.12",
+      app_version: "10.10",
+    });
+    expect((JSON.parse(j2.pipeline as string) as { s: string; t: string }[])[0]).toEqual({
+      s: "installing",
+      t: "2026-06-10 10:00:00.000",
+    });
     // v1: no payload_version sent, none listed; a zero exit code and an empty error are left out
     const j5 = records.find((r) => r.random_id === "j5")!;
     expect(j5).toMatchObject({ status: "aborted", exit_code: 113, error_category: "user_aborted", platform: "pve" });
     expect("payload_version" in j5).toBe(false);
     const o1 = records.find((r) => r.random_id === "o1")!;
-    for (const k of ["exit_code", "payload_version", "failed_line", "arch", "repo_source"]) expect(k in o1, k).toBe(false);
+    for (const k of ["exit_code", "payload_version", "failed_line", "arch", "repo_source"])
+      expect(k in o1, k).toBe(false);
     // still going: created is its last report
-    expect(records.find((r) => r.random_id === "i4")).toMatchObject({ status: "configuring", created: "2026-06-10 19:01:00.000" });
+    expect(records.find((r) => r.random_id === "i4")).toMatchObject({
+      status: "configuring",
+      created: "2026-06-10 19:01:00.000",
+    });
   });
 
   test("/healthz carries the server's time, as the community dashboard's health dialog reads it", async () => {

@@ -9,7 +9,6 @@ import { execution } from "../helpers/reports.ts";
 
 const HOUR = 3_600_000;
 
-
 describe("expire-stuck", () => {
   test("only installs in progress past the age become unknown; rollups stay exact; runs are logged and counted", async () => {
     const t = await testApp();
@@ -19,12 +18,15 @@ describe("expire-stuck", () => {
     t.clock.advance(13 * HOUR);
     await t.post("/upload", startReport("young"));
     const lines: string[] = [];
-    const jobs = startJobs([expireStuckJob({ store: t.store, writer: t.writer, clock: t.clock, stuckAfterMs: 12 * HOUR })], {
-      log: createLogger("info", (l) => lines.push(l), t.clock),
-      metrics: t.metrics,
-      clock: t.clock,
-      lease: (name, everyMs, at, fn) => t.store.leaseJob(name, everyMs, at, fn),
-    });
+    const jobs = startJobs(
+      [expireStuckJob({ store: t.store, writer: t.writer, clock: t.clock, stuckAfterMs: 12 * HOUR })],
+      {
+        log: createLogger("info", (l) => lines.push(l), t.clock),
+        metrics: t.metrics,
+        clock: t.clock,
+        lease: (name, everyMs, at, fn) => t.store.leaseJob(name, everyMs, at, fn),
+      },
+    );
     try {
       await jobs.runNow("expire-stuck");
     } finally {
@@ -45,32 +47,46 @@ describe("expire-stuck", () => {
     await t.post("/upload", startReport("first"));
     t.clock.advance(13 * HOUR);
     expect(await expire()).toBe(1);
-    const mark = (await t.store.stuckCheckedUntil());
+    const mark = await t.store.stuckCheckedUntil();
     expect(mark).toBe(t.clock() - 12 * HOUR);
     // A run with nothing new to check neither scans nor moves the mark.
     expect(await expire()).toBe(0);
-    expect((await t.store.stuckCheckedUntil())).toBe(mark);
+    expect(await t.store.stuckCheckedUntil()).toBe(mark);
     // Installs created before the mark are not scanned again, unless one arrives by import.
     const old = t.clock() - 20 * HOUR;
     const row = execution("imported-old", { createdAt: old, updatedAt: old, installingAt: old });
-    expect(await t.writer.submit({ kind: "load", execution: row, at: t.clock() })).toEqual({ kind: "created", outcome: "in_progress" });
-    expect((await t.store.stuckCheckedUntil())).toBe(old);
+    expect(await t.writer.submit({ kind: "load", execution: row, at: t.clock() })).toEqual({
+      kind: "created",
+      outcome: "in_progress",
+    });
+    expect(await t.store.stuckCheckedUntil()).toBe(old);
     t.clock.advance(HOUR);
     expect(await expire()).toBe(1);
     expect((await t.get("/api/installs/imported-old")).body).toMatchObject({ outcome: "unknown" });
-    expect((await t.store.stuckCheckedUntil())).toBe(t.clock() - 12 * HOUR);
+    expect(await t.store.stuckCheckedUntil()).toBe(t.clock() - 12 * HOUR);
     expect((await verifyRollups(t.store)).ok).toBe(true);
   });
 
   test("a failing job is logged and counted, not thrown", async () => {
     const t = await testApp();
     const lines: string[] = [];
-    const jobs = startJobs([{ name: "broken", everyMs: 3_600_000, run: async () => { throw new Error("disk on fire"); } }], {
-      log: createLogger("info", (l) => lines.push(l), t.clock),
-      metrics: t.metrics,
-      clock: t.clock,
-      lease: (name, everyMs, at, fn) => t.store.leaseJob(name, everyMs, at, fn),
-    });
+    const jobs = startJobs(
+      [
+        {
+          name: "broken",
+          everyMs: 3_600_000,
+          run: async () => {
+            throw new Error("disk on fire");
+          },
+        },
+      ],
+      {
+        log: createLogger("info", (l) => lines.push(l), t.clock),
+        metrics: t.metrics,
+        clock: t.clock,
+        lease: (name, everyMs, at, fn) => t.store.leaseJob(name, everyMs, at, fn),
+      },
+    );
     await jobs.runNow("broken");
     jobs.stop();
     expect(lines.some((l) => l.includes("job failed") && l.includes("disk on fire"))).toBe(true);

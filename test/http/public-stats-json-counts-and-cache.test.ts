@@ -14,7 +14,15 @@ async function runs(a: TestApp, app: string, n: number, failed: number, tag: str
     const id = `${tag}-${app}-${i}`;
     expect((await a.post("/upload", startReport(id, { nsapp: app, type }))).status).toBe(201);
     const status = i < failed ? "failed" : "done";
-    expect((await a.post("/upload/updatestatus", { status, error: status === "failed" ? "exit code 1" : "none", random_id: id })).status).toBe(200);
+    expect(
+      (
+        await a.post("/upload/updatestatus", {
+          status,
+          error: status === "failed" ? "exit code 1" : "none",
+          random_id: id,
+        })
+      ).status,
+    ).toBe(200);
   }
 }
 
@@ -53,17 +61,26 @@ describe("GET /public/stats.json", () => {
     expect(body.windows.map((w) => w.days)).toEqual([30, 90, 365]);
 
     const d30 = windowOf(body, 30);
-    expect(d30.apps).toEqual([{ app: "new-app", installs: 7, success: 5, failed: 2, aborted: 0, failure_rate: 0.2857 }]);
+    expect(d30.apps).toEqual([
+      { app: "new-app", installs: 7, success: 5, failed: 2, aborted: 0, failure_rate: 0.2857 },
+    ]);
     expect(d30.other).toEqual({ apps: 1, installs: 4, success: 3, failed: 1, aborted: 0, failure_rate: 0.25 });
     expect(d30.total.installs).toBe(11);
 
     const d90 = windowOf(body, 90);
-    expect(d90.apps.map((x) => [x.app, x.installs, x.failed])).toEqual([["new-app", 7, 2], ["mid-app", 5, 5]]);
+    expect(d90.apps.map((x) => [x.app, x.installs, x.failed])).toEqual([
+      ["new-app", 7, 2],
+      ["mid-app", 5, 5],
+    ]);
     // old-app's 2 runs of 60 days ago are below the floor of 5 in this window.
     expect(d90.other).toMatchObject({ apps: 2, installs: 6 });
 
     const d365 = windowOf(body, 365);
-    expect(d365.apps.map((x) => [x.app, x.installs])).toEqual([["old-app", 8], ["new-app", 7], ["mid-app", 5]]);
+    expect(d365.apps.map((x) => [x.app, x.installs])).toEqual([
+      ["old-app", 8],
+      ["new-app", 7],
+      ["mid-app", 5],
+    ]);
     expect(d365.total).toMatchObject({ installs: 24, success: 15, failed: 9 });
     expect(JSON.stringify(body)).not.toContain("tool-app");
     expect(JSON.stringify(body)).not.toContain("rare-app");

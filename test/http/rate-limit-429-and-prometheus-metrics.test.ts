@@ -12,7 +12,11 @@ function asForwardedClient(t: TestApp, client = "198.51.100.9") {
   const url = `http://127.0.0.1:${t.app.server!.port}`;
   return {
     async post(path: string, body: string | object) {
-      const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": client }, body: typeof body === "string" ? body : JSON.stringify(body) });
+      const res = await fetch(`${url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": client },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
       return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
     },
     stop: () => t.app.stop(true),
@@ -78,7 +82,14 @@ describe("/metrics", () => {
     const res = await t.app.handle(new Request("http://localhost/metrics"));
     expect(res.headers.get("content-type")).toContain("text/plain");
     const text = await res.text();
-    const value = (line: string) => Number(text.split("\n").find((l) => l.startsWith(line))?.slice(line.length).trim());
+    const value = (line: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((l) => l.startsWith(line))
+          ?.slice(line.length)
+          .trim(),
+      );
     expect(value('installstats_http_requests_total{method="POST",route="/upload",status="201"}')).toBe(2);
     expect(value('installstats_http_requests_total{method="POST",route="/upload",status="429"}')).toBe(1);
     expect(value('installstats_rejected_reports_total{reason="invalid_json"}')).toBe(1);

@@ -13,7 +13,11 @@ function behindProxy(t: TestApp) {
   const url = `http://127.0.0.1:${t.app.server!.port}`;
   return {
     async post(path: string, body: string | object, client: string) {
-      const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": client }, body: typeof body === "string" ? body : JSON.stringify(body) });
+      const res = await fetch(`${url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": client },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     },
     stop: () => t.app.stop(true),
@@ -23,7 +27,13 @@ function behindProxy(t: TestApp) {
 const metric = async (t: TestApp, line: string) => {
   await Bun.sleep(10);
   const text = await (await t.app.handle(new Request("http://localhost/metrics"))).text();
-  return Number(text.split("\n").find((l) => l.startsWith(line))?.slice(line.length).trim() ?? "0");
+  return Number(
+    text
+      .split("\n")
+      .find((l) => l.startsWith(line))
+      ?.slice(line.length)
+      .trim() ?? "0",
+  );
 };
 
 describe("over HTTP, through a proxy on this host", () => {
@@ -33,8 +43,16 @@ describe("over HTTP, through a proxy on this host", () => {
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 300; i++) {
-        const address = `2001:db8:4:5:${(i * 2654435761 % 65536).toString(16)}:${i.toString(16)}:beef:${(i + 1).toString(16)}`;
-        statuses.push((await proxy.post("/telemetry", { ...startReport(`v6-${i}`), payload_version: 2, execution_id: `v6-${i}` }, address)).status);
+        const address = `2001:db8:4:5:${((i * 2654435761) % 65536).toString(16)}:${i.toString(16)}:beef:${(i + 1).toString(16)}`;
+        statuses.push(
+          (
+            await proxy.post(
+              "/telemetry",
+              { ...startReport(`v6-${i}`), payload_version: 2, execution_id: `v6-${i}` },
+              address,
+            )
+          ).status,
+        );
       }
       const created = statuses.filter((s) => s === 201).length;
       const limited = statuses.filter((s) => s === 429).length;
@@ -56,7 +74,10 @@ describe("over HTTP, through a proxy on this host", () => {
       expect(await metric(t, 'installstats_rate_limited_total{family="ipv6"}')).toBe(240);
       expect(await metric(t, 'installstats_rate_limited_total{family="ipv4"}')).toBe(2);
       t.clock.advance(1000); // 5 tokens a second
-      expect((await proxy.post("/telemetry", { ...startReport("v6-later"), payload_version: 2 }, "2001:db8:4:5::abcd")).status).toBe(201);
+      expect(
+        (await proxy.post("/telemetry", { ...startReport("v6-later"), payload_version: 2 }, "2001:db8:4:5::abcd"))
+          .status,
+      ).toBe(201);
     } finally {
       await proxy.stop();
     }
@@ -67,9 +88,17 @@ describe("over HTTP, through a proxy on this host", () => {
     const proxy = behindProxy(t);
     try {
       const send = (id: string, client: string) => proxy.post("/upload", startReport(id), client).then((r) => r.status);
-      expect([await send("a", "2001:db8:9:100::1"), await send("b", "2001:db8:9:1ff::1"), await send("c", "2001:db8:9:142::7")]).toEqual([201, 201, 429]);
+      expect([
+        await send("a", "2001:db8:9:100::1"),
+        await send("b", "2001:db8:9:1ff::1"),
+        await send("c", "2001:db8:9:142::7"),
+      ]).toEqual([201, 201, 429]);
       expect(await send("d", "2001:db8:9:200::1")).toBe(201); // the next /56
-      expect([await send("e", "203.0.113.1"), await send("f", "203.0.113.254"), await send("g", "203.0.113.77")]).toEqual([201, 201, 429]);
+      expect([
+        await send("e", "203.0.113.1"),
+        await send("f", "203.0.113.254"),
+        await send("g", "203.0.113.77"),
+      ]).toEqual([201, 201, 429]);
       expect(await send("h", "203.0.114.1")).toBe(201);
     } finally {
       await proxy.stop();
@@ -99,13 +128,24 @@ describe("each network's share of what the store keeps besides reports", () => {
       expect(await metric(t, 'installstats_client_share_used_total{share="log"}')).toBe(3);
 
       // Final reports before their start: held (202) within the share, applied on their own (201) past it.
-      const orphan = (i: number) => ({ payload_version: 2, random_id: `o${i}`, execution_id: `o${i}`, type: "lxc", nsapp: "x", status: "failed", exit_code: 1, error: "e".repeat(600) });
+      const orphan = (i: number) => ({
+        payload_version: 2,
+        random_id: `o${i}`,
+        execution_id: `o${i}`,
+        type: "lxc",
+        nsapp: "x",
+        status: "failed",
+        exit_code: 1,
+        error: "e".repeat(600),
+      });
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) statuses.push((await proxy.post("/telemetry", orphan(i), attacker(i))).status);
       expect(statuses).toEqual([202, 202, 201, 201]); // the second one overdrew the share
       expect((await proxy.post("/telemetry", orphan(9), "198.51.100.21")).status).toBe(202);
       expect((await t.store.budgets()).held.count).toBe(3);
-      expect((await t.get("/api/installs/o3")).body).toMatchObject({ executions: [{ outcome: "failed", duration_s: null }] });
+      expect((await t.get("/api/installs/o3")).body).toMatchObject({
+        executions: [{ outcome: "failed", duration_s: null }],
+      });
       expect(await metric(t, 'installstats_client_share_used_total{share="held"}')).toBe(2);
     } finally {
       await proxy.stop();

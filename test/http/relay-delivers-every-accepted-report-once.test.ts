@@ -31,9 +31,26 @@ async function setup(over: Partial<Config> = {}): Promise<{ t: TestApp; up: Upst
 }
 
 const v2 = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
-  payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "jellyfin", status, ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048,
-  os_type: "debian", os_version: "12", pve_version: "8.4.1", method: "default", exit_code: 0, error: "", platform: "pve", repo_source: "ProxmoxVE",
-  repo_slug: "community-scripts/ProxmoxVE", ...extra,
+  payload_version: 2,
+  random_id: id,
+  execution_id: id,
+  type: "lxc",
+  nsapp: "jellyfin",
+  status,
+  ct_type: 1,
+  disk_size: 8,
+  core_count: 2,
+  ram_size: 2048,
+  os_type: "debian",
+  os_version: "12",
+  pve_version: "8.4.1",
+  method: "default",
+  exit_code: 0,
+  error: "",
+  platform: "pve",
+  repo_source: "ProxmoxVE",
+  repo_slug: "community-scripts/ProxmoxVE",
+  ...extra,
 });
 
 /** What arrived upstream, per execution, in order of arrival: "path status". */
@@ -58,7 +75,9 @@ const metric = async (t: TestApp, name: string): Promise<number | null> => {
   return line === undefined ? null : Number(line.split(" ").at(-1));
 };
 const admin = (t: TestApp, path: string, method = "POST") =>
-  t.app.handle(new Request(`http://localhost${path}`, { method, headers: { authorization: `Bearer ${ADMIN}` } })).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+  t.app
+    .handle(new Request(`http://localhost${path}`, { method, headers: { authorization: `Bearer ${ADMIN}` } }))
+    .then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
 
 describe("relay", () => {
   test("every accepted report arrives upstream exactly once, in its protocol, in order per execution; rejected and repeated ones do not", async () => {
@@ -77,16 +96,41 @@ describe("relay", () => {
       ["/telemetry", v2("t1", "installing"), 200], // a retry
       ["/telemetry", v2("t1", "validation"), 200],
       ["/telemetry", v2("t1", "configuring"), 200],
-      ["/telemetry", { payload_version: 2, random_id: "t1", execution_id: "t1", type: "lxc", nsapp: "jellyfin", status: "configuring", platform: "pve", repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE" }, 200], // the container's ping: nothing new
+      [
+        "/telemetry",
+        {
+          payload_version: 2,
+          random_id: "t1",
+          execution_id: "t1",
+          type: "lxc",
+          nsapp: "jellyfin",
+          status: "configuring",
+          platform: "pve",
+          repo_source: "ProxmoxVE",
+          repo_slug: "community-scripts/ProxmoxVE",
+        },
+        200,
+      ], // the container's ping: nothing new
       ["/telemetry", v2("t1", "success", { install_duration: 95 }), 200],
       ["/telemetry", v2("t1", "success", { install_duration: 95 }), 200], // repeated final report
       ["/telemetry", { ...v2("t2", "installing"), payload_version: undefined }, 201], // v1
-      ["/telemetry", { ...v2("t2", "failed", { exit_code: 100, error: "exit_code=100 | apt-get failed at 10.1.2.3" }), payload_version: undefined }, 200],
+      [
+        "/telemetry",
+        {
+          ...v2("t2", "failed", { exit_code: 100, error: "exit_code=100 | apt-get failed at 10.1.2.3" }),
+          payload_version: undefined,
+        },
+        200,
+      ],
       ["/telemetry", { ...v2("t2", "installing"), execution_id: "t2-retry" }, 201],
       ["/telemetry", { ...v2("t2", "success"), execution_id: "t2-retry" }, 200],
       ["/telemetry", v2("tool1", "success", { type: "pve", nsapp: "post-pve-install" }), 201],
       // Broken JSON as bash builds it (a raw newline in the error): repaired, stored, relayed as clean JSON.
-      ["/telemetry", '{"payload_version": 2, "random_id": "t3", "execution_id": "t3", "type": "pve", "nsapp": "host-backup", "status": "failed", "exit_code": 1, "error": "line one\nline "two""}', 201],
+      [
+        "/telemetry",
+        '{"payload_version": 2, "random_id": "t3", "execution_id": "t3", "type": "pve", "nsapp": "host-backup", "status": "failed", "exit_code": 1, "error": "line one\nline "two""}',
+        201,
+      ],
     ];
     for (const [path, body, status] of sends) {
       const res = await t.post(path, body);
@@ -111,17 +155,48 @@ describe("relay", () => {
       expect(r.contentType).toBe("application/json");
       expect(r.userAgent).toMatch(/^installstats\/\S+ \(relay\)$/);
     }
-    const byKey = (id: string, status: string) => up.received.find((r) => (r.body.execution_id ?? r.body.random_id) === id && r.body.status === status)!.body;
-    expect(byKey("u1", "installing")).toEqual({ ct_type: 1, type: "lxc", disk_size: 8, core_count: 2, ram_size: 2048, os_type: "debian", os_version: "12", disableip6: "yes", nsapp: "adguard", method: "default", pve_version: "8.2.2", status: "installing", random_id: "u1" });
-    expect(byKey("u2", "failed")).toEqual({ status: "failed", error: expect.not.stringContaining("192.168.1.7"), random_id: "u2" });
+    const byKey = (id: string, status: string) =>
+      up.received.find((r) => (r.body.execution_id ?? r.body.random_id) === id && r.body.status === status)!.body;
+    expect(byKey("u1", "installing")).toEqual({
+      ct_type: 1,
+      type: "lxc",
+      disk_size: 8,
+      core_count: 2,
+      ram_size: 2048,
+      os_type: "debian",
+      os_version: "12",
+      disableip6: "yes",
+      nsapp: "adguard",
+      method: "default",
+      pve_version: "8.2.2",
+      status: "installing",
+      random_id: "u1",
+    });
+    expect(byKey("u2", "failed")).toEqual({
+      status: "failed",
+      error: expect.not.stringContaining("192.168.1.7"),
+      random_id: "u2",
+    });
     expect(byKey("t2", "failed")).not.toHaveProperty("payload_version");
     expect(byKey("t2", "failed").error).not.toContain("10.1.2.3");
-    expect(byKey("t1", "success")).toMatchObject({ payload_version: 2, execution_id: "t1", install_duration: 95, repo_slug: "community-scripts/ProxmoxVE" });
+    expect(byKey("t1", "success")).toMatchObject({
+      payload_version: 2,
+      execution_id: "t1",
+      install_duration: 95,
+      repo_slug: "community-scripts/ProxmoxVE",
+    });
     expect(byKey("t3", "failed").error).toBe('line one\nline "two"');
     const stored = (await t.get("/api/installs/t3")).body as { error: string };
     expect(stored.error).toBe('line one\nline "two"');
 
-    expect(await relayHealth(t)).toMatchObject({ enabled: true, state: "idle", entries: 0, sent: total, failed_attempts: 0, dropped: { bound: 0, discarded: 0 } });
+    expect(await relayHealth(t)).toMatchObject({
+      enabled: true,
+      state: "idle",
+      entries: 0,
+      sent: total,
+      failed_attempts: 0,
+      dropped: { bound: 0, discarded: 0 },
+    });
     expect(await metric(t, "installstats_relay_sent_total")).toBe(total);
   });
 
@@ -148,7 +223,10 @@ describe("relay", () => {
     // While the upstream holds the relay's request, reports are answered as always.
     for (const id of ids) expect((await t.post("/telemetry", v2(id, "success"))).status).toBe(200);
     expect(up.pending()).toBeGreaterThan(0);
-    await until(async () => String((await relayHealth(t)).last_error).startsWith("no answer within 1000 ms"), "the relay's timeout");
+    await until(
+      async () => String((await relayHealth(t)).last_error).startsWith("no answer within 1000 ms"),
+      "the relay's timeout",
+    );
     const takenWithoutAnswer = up.received.length;
     expect(takenWithoutAnswer).toBeGreaterThan(0);
 
@@ -156,13 +234,18 @@ describe("relay", () => {
     await until(() => drained(t), "the outbox to drain");
     // Every report arrived, in order per execution, at least once; repeats are whole reports with the same ids.
     const arrived = perExecution(up.received);
-    for (const id of ids) expect([...new Set(arrived.get(id))]).toEqual(["/telemetry installing", "/telemetry success"]);
+    for (const id of ids)
+      expect([...new Set(arrived.get(id))]).toEqual(["/telemetry installing", "/telemetry success"]);
     const distinct = new Set(up.received.map((r) => JSON.stringify(r.body)));
     expect(distinct.size).toBe(ids.length * 2);
     expect(up.received.length - distinct.size).toBeGreaterThanOrEqual(1); // the one taken without an answer
     expect(up.received.length - distinct.size).toBeLessThanOrEqual(takenWithoutAnswer);
     // A repeat never comes after a later report of its execution.
-    for (const [id, seq] of arrived) expect({ id, ok: seq.indexOf("/telemetry success") > seq.lastIndexOf("/telemetry installing") }).toEqual({ id, ok: true });
+    for (const [id, seq] of arrived)
+      expect({ id, ok: seq.indexOf("/telemetry success") > seq.lastIndexOf("/telemetry installing") }).toEqual({
+        id,
+        ok: true,
+      });
     expect(await relayHealth(t)).toMatchObject({ state: "idle", entries: 0, sent: ids.length * 2 });
     expect(await metric(t, "installstats_relay_up")).toBe(1);
     expect((await metric(t, "installstats_relay_failed_attempts_total"))!).toBeGreaterThanOrEqual(3);
@@ -181,7 +264,11 @@ describe("relay", () => {
       const h = await relayHealth(t);
       return h.entries === 1 && h.state === "idle" && (h.head_attempts as number) >= 1;
     }, "the /upload report's failure, the sender idle");
-    expect(await relayHealth(t)).toMatchObject({ entries: 1, state: "idle", last_error: "HTTP 404: 404 page not found" });
+    expect(await relayHealth(t)).toMatchObject({
+      entries: 1,
+      state: "idle",
+      last_error: "HTTP 404: 404 page not found",
+    });
     // Still kept; sent once the upstream has the path (or dropped from the relay with --relay-protocols telemetry).
     up.setMissing([]);
     await until(() => up.received.length === 4, "the /upload report", 30_000);
@@ -208,7 +295,10 @@ describe("relay", () => {
     // Every report is stored all the same: the bound is the relay's, not ingestion's.
     expect((await t.get("/api/installs/b00")).status).toBe(200);
 
-    expect((await admin(t, "/api/admin/relay/resume")).body).toMatchObject({ action: "resume", relay: { paused: false } });
+    expect((await admin(t, "/api/admin/relay/resume")).body).toMatchObject({
+      action: "resume",
+      relay: { paused: false },
+    });
     await until(() => up.received.length === kept, "the kept reports to arrive");
     // Executions go out a few at once: the order among them is not kept, only within each.
     expect(up.received.map((r) => String(r.body.random_id)).sort()).toEqual(ids.slice(40 - kept));
@@ -232,9 +322,24 @@ describe("relay", () => {
   test("only the chosen repositories, without the omitted fields", async () => {
     const { t, up } = await setup({ relayRepos: ["ProxmoxVE"], relayOmit: ["error", "cpu_model"] });
     t.relay.start();
-    await t.post("/telemetry", v2("main", "failed", { type: "pve", exit_code: 1, error: "exit_code=1 | boom", cpu_model: "Xeon" }));
-    await t.post("/telemetry", v2("fork", "failed", { type: "pve", exit_code: 1, error: "x", repo_source: "external", repo_slug: "someone/ProxmoxVE" }));
-    await t.post("/telemetry", v2("dev", "success", { type: "pve", repo_source: "ProxmoxVED", repo_slug: "community-scripts/ProxmoxVED" }));
+    await t.post(
+      "/telemetry",
+      v2("main", "failed", { type: "pve", exit_code: 1, error: "exit_code=1 | boom", cpu_model: "Xeon" }),
+    );
+    await t.post(
+      "/telemetry",
+      v2("fork", "failed", {
+        type: "pve",
+        exit_code: 1,
+        error: "x",
+        repo_source: "external",
+        repo_slug: "someone/ProxmoxVE",
+      }),
+    );
+    await t.post(
+      "/telemetry",
+      v2("dev", "success", { type: "pve", repo_source: "ProxmoxVED", repo_slug: "community-scripts/ProxmoxVED" }),
+    );
     await t.post("/upload", startReport("old")); // the old client names no repository: counted as ProxmoxVE
     await until(() => up.received.length >= 2, "two reports");
     await until(async () => ((await relayHealth(t)).entries as number) === 0, "the outbox to drain");
@@ -260,17 +365,26 @@ describe("relay", () => {
     await t.post("/telemetry", v2("r2", "installing"));
     await t.post("/telemetry", v2("r1", "success"));
     await until(() => up.received.length === 2, "two reports");
-    expect(up.received.map((r) => `${r.body.random_id} ${r.body.status}`).sort()).toEqual(["r1 success", "r2 installing"]);
+    expect(up.received.map((r) => `${r.body.random_id} ${r.body.status}`).sort()).toEqual([
+      "r1 success",
+      "r2 installing",
+    ]);
     expect((await admin(t, "/api/admin/relay/requeue")).body).toMatchObject({ entries: 1 });
     await until(() => up.received.length === 3, "the requeued report");
     expect(up.received[2]!.body).toMatchObject({ random_id: "r1", status: "installing" });
 
     up.setMode("fail");
     await t.post("/telemetry", v2("r3", "installing"));
-    expect((await admin(t, "/api/admin/relay/discard")).body).toMatchObject({ action: "discard", entries: 1, relay: { entries: 0, dropped: { discarded: 1 } } });
+    expect((await admin(t, "/api/admin/relay/discard")).body).toMatchObject({
+      action: "discard",
+      entries: 1,
+      relay: { entries: 0, dropped: { discarded: 1 } },
+    });
     expect((await admin(t, "/api/admin/relay", "GET")).body).toMatchObject({ enabled: true, entries: 0 });
     expect((await admin(t, "/api/admin/relay/flush")).status).toBe(400);
-    expect((await t.app.handle(new Request("http://localhost/api/admin/relay/pause", { method: "POST" }))).status).toBe(401);
+    expect((await t.app.handle(new Request("http://localhost/api/admin/relay/pause", { method: "POST" }))).status).toBe(
+      401,
+    );
   });
 
   test("deleting an install removes its reports from the outbox too", async () => {
@@ -278,7 +392,12 @@ describe("relay", () => {
     await t.post("/upload", startReport("gone"));
     await t.post("/upload", startReport("stays"));
     expect((await relayHealth(t)).entries).toBe(2);
-    const del = await t.app.handle(new Request("http://localhost/api/installs/gone", { method: "DELETE", headers: { authorization: `Bearer ${ADMIN}` } }));
+    const del = await t.app.handle(
+      new Request("http://localhost/api/installs/gone", {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${ADMIN}` },
+      }),
+    );
     expect(del.status).toBe(200);
     t.relay.start();
     await until(async () => ((await relayHealth(t)).entries as number) === 0, "the outbox to drain");
@@ -290,10 +409,23 @@ describe("relay", () => {
     cleanups.push(() => t.stop());
     await t.post("/upload", startReport("x"));
     expect(await relayHealth(t)).toMatchObject({ enabled: false, state: "off", url: null, entries: 0 });
-    await expect(testApp({ relayUrl: "http://127.0.0.1:9", relayOmit: ["random_id", "error"] })).rejects.toThrow(/--relay-omit: random_id cannot be left out/);
+    await expect(testApp({ relayUrl: "http://127.0.0.1:9", relayOmit: ["random_id", "error"] })).rejects.toThrow(
+      /--relay-omit: random_id cannot be left out/,
+    );
     expect(() => loadConfig({ "relay-url": "ftp://example.org" }, {})).toThrow(ConfigError);
-    expect(() => loadConfig({}, { INSTALLSTATS_RELAY_URL: "https://example.org/telemetry?key=1" })).toThrow(/INSTALLSTATS_RELAY_URL: must not have a query/);
-    expect(loadConfig({ "relay-url": "https://telemetry.community-scripts.org", "relay-repos": "ProxmoxVE, ProxmoxVED", "relay-max-outbox": "8m" }, {})).toMatchObject({
+    expect(() => loadConfig({}, { INSTALLSTATS_RELAY_URL: "https://example.org/telemetry?key=1" })).toThrow(
+      /INSTALLSTATS_RELAY_URL: must not have a query/,
+    );
+    expect(
+      loadConfig(
+        {
+          "relay-url": "https://telemetry.community-scripts.org",
+          "relay-repos": "ProxmoxVE, ProxmoxVED",
+          "relay-max-outbox": "8m",
+        },
+        {},
+      ),
+    ).toMatchObject({
       relayUrl: "https://telemetry.community-scripts.org",
       relayRepos: ["ProxmoxVE", "ProxmoxVED"],
       relayMaxBytes: 8 * 1024 * 1024,

@@ -17,25 +17,44 @@ let executions: Execution[] = [];
 function valueOf(e: Execution, dim: Dimension): string {
   const s = (v: string | number | null) => (v === null ? "" : String(v));
   switch (dim) {
-    case "pve_version": return s(e.pveVersion);
-    case "kernel_version": return s(e.kernelVersion);
-    case "os": return [e.osType, e.osVersion].filter((v) => v !== null).join(" ");
-    case "arch": return s(e.arch);
-    case "cpu_vendor": return s(e.cpuVendor);
-    case "gpu_vendor": return s(e.gpuVendor);
-    case "gpu_passthrough": return s(e.gpuPassthrough);
-    case "host_gpu": return s(e.hostGpu);
-    case "core_count": return s(e.coreCount);
-    case "ram_size": return s(e.ramSize);
-    case "type": return e.type;
-    case "ct_type": return s(e.ctType);
-    case "method": return s(e.method);
-    case "platform": return s(e.platform);
-    case "repo_source": return s(e.repoSource);
-    case "repo_slug": return s(e.repoSlug);
-    case "app_version": return s(e.appVersion);
-    case "attempt": return e.attempt >= 4 ? "4+" : String(e.attempt);
-    default: throw new Error(`not compared: ${dim}`);
+    case "pve_version":
+      return s(e.pveVersion);
+    case "kernel_version":
+      return s(e.kernelVersion);
+    case "os":
+      return [e.osType, e.osVersion].filter((v) => v !== null).join(" ");
+    case "arch":
+      return s(e.arch);
+    case "cpu_vendor":
+      return s(e.cpuVendor);
+    case "gpu_vendor":
+      return s(e.gpuVendor);
+    case "gpu_passthrough":
+      return s(e.gpuPassthrough);
+    case "host_gpu":
+      return s(e.hostGpu);
+    case "core_count":
+      return s(e.coreCount);
+    case "ram_size":
+      return s(e.ramSize);
+    case "type":
+      return e.type;
+    case "ct_type":
+      return s(e.ctType);
+    case "method":
+      return s(e.method);
+    case "platform":
+      return s(e.platform);
+    case "repo_source":
+      return s(e.repoSource);
+    case "repo_slug":
+      return s(e.repoSlug);
+    case "app_version":
+      return s(e.appVersion);
+    case "attempt":
+      return e.attempt >= 4 ? "4+" : String(e.attempt);
+    default:
+      throw new Error(`not compared: ${dim}`);
   }
 }
 
@@ -83,19 +102,45 @@ beforeAll(async () => {
     const outcome = rnd() < 0.05 ? "aborted" : rnd() < failRate ? "failed" : "success";
     const randomId = `drv-${i}`;
     const fields = {
-      payload_version: 2, random_id: randomId, execution_id: randomId, type: rnd() < 0.9 ? "lxc" : "vm", nsapp, ct_type: 1, disk_size: 8,
-      core_count: pick([1, 2, 4]), ram_size: pick([1024, 2048, 4096]), os_type: "debian", os_version: pick(["12", "13"]), pve_version: pve, method: pick(["default", "advanced"]),
-      cpu_vendor: pick(["intel", "amd"]), gpu_vendor: pick(["intel", "nvidia", ""]), gpu_passthrough: pick(["yes", "no"]), arch: "amd64", platform: "pve",
-      kernel_version: KERNELS[pve], app_version: nsapp === "jellyfin" ? pick(["10.10.7", "10.11.0"]) : "", repo_source: pick(["ProxmoxVE", "ProxmoxVED"]), repo_slug: "",
+      payload_version: 2,
+      random_id: randomId,
+      execution_id: randomId,
+      type: rnd() < 0.9 ? "lxc" : "vm",
+      nsapp,
+      ct_type: 1,
+      disk_size: 8,
+      core_count: pick([1, 2, 4]),
+      ram_size: pick([1024, 2048, 4096]),
+      os_type: "debian",
+      os_version: pick(["12", "13"]),
+      pve_version: pve,
+      method: pick(["default", "advanced"]),
+      cpu_vendor: pick(["intel", "amd"]),
+      gpu_vendor: pick(["intel", "nvidia", ""]),
+      gpu_passthrough: pick(["yes", "no"]),
+      arch: "amd64",
+      platform: "pve",
+      kernel_version: KERNELS[pve],
+      app_version: nsapp === "jellyfin" ? pick(["10.10.7", "10.11.0"]) : "",
+      repo_source: pick(["ProxmoxVE", "ProxmoxVED"]),
+      repo_slug: "",
     };
     expect((await t.post("/telemetry", { ...fields, status: "installing" })).status).toBeLessThan(300);
-    const final = outcome === "success" ? { status: "success", exit_code: 0 } : outcome === "failed" ? { status: "failed", exit_code: 100, error: "exit_code=100 | APT failed", error_category: "dependency" } : { status: "aborted", exit_code: 130, error_category: "user_aborted" };
+    const final =
+      outcome === "success"
+        ? { status: "success", exit_code: 0 }
+        : outcome === "failed"
+          ? { status: "failed", exit_code: 100, error: "exit_code=100 | APT failed", error_category: "dependency" }
+          : { status: "aborted", exit_code: 130, error_category: "user_aborted" };
     expect((await t.post("/telemetry", { ...fields, ...final })).status).toBeLessThan(300);
     // Some failures are retried: a second execution of the same install.
     if (outcome === "failed" && rnd() < 0.3) {
       const retry = { ...fields, execution_id: `${randomId}-b` };
       expect((await t.post("/telemetry", { ...retry, status: "installing" })).status).toBeLessThan(300);
-      expect((await t.post("/telemetry", { ...retry, ...(rnd() < 0.5 ? { status: "success", exit_code: 0 } : final) })).status).toBeLessThan(300);
+      expect(
+        (await t.post("/telemetry", { ...retry, ...(rnd() < 0.5 ? { status: "success", exit_code: 0 } : final) }))
+          .status,
+      ).toBeLessThan(300);
     }
   }
   for await (const e of t.store.iterateExecutions({})) executions.push(e);
@@ -107,7 +152,16 @@ interface DriversJson {
   runs: number;
   compared: number;
   total_drivers: number;
-  drivers: { dimension: Dimension; value: string; failed: number; runs: number; elsewhere: { failed: number; runs: number }; difference_low: number; share_of_failed: number; share_of_runs: number }[];
+  drivers: {
+    dimension: Dimension;
+    value: string;
+    failed: number;
+    runs: number;
+    elsewhere: { failed: number; runs: number };
+    difference_low: number;
+    share_of_failed: number;
+    share_of_runs: number;
+  }[];
 }
 const drivers = async (query: string) => {
   const res = await t.get(`/api/stats/drivers?${query}`);
@@ -119,9 +173,34 @@ const inWindow = (e: Execution) => e.createdAt >= base && e.createdAt < base + 2
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
 function expectRecount(got: DriversJson, want: ReturnType<typeof recount>): void {
-  expect([got.failed, got.runs, got.compared, got.total_drivers]).toEqual([want.failed, want.runs, want.compared, want.drivers.length]);
-  expect(got.drivers.map((d) => [d.dimension, d.value, d.failed, d.runs, d.elsewhere.failed, d.elsewhere.runs, d.difference_low])).toEqual(
-    want.drivers.slice(0, got.drivers.length).map((d) => [d.dimension, d.value, d.failed, d.runs, d.elsewhere.failed, d.elsewhere.runs, round4(d.differenceInterval[0])]),
+  expect([got.failed, got.runs, got.compared, got.total_drivers]).toEqual([
+    want.failed,
+    want.runs,
+    want.compared,
+    want.drivers.length,
+  ]);
+  expect(
+    got.drivers.map((d) => [
+      d.dimension,
+      d.value,
+      d.failed,
+      d.runs,
+      d.elsewhere.failed,
+      d.elsewhere.runs,
+      d.difference_low,
+    ]),
+  ).toEqual(
+    want.drivers
+      .slice(0, got.drivers.length)
+      .map((d) => [
+        d.dimension,
+        d.value,
+        d.failed,
+        d.runs,
+        d.elsewhere.failed,
+        d.elsewhere.runs,
+        round4(d.differenceInterval[0]),
+      ]),
   );
 }
 
@@ -136,11 +215,16 @@ describe("GET /api/stats/drivers", () => {
   test("one app, from rollups: equals the recount, and the planted host version leads", async () => {
     const got = await drivers(`nsapp=jellyfin&${WINDOW}&limit=100`);
     expect(got.source).toBe("rollup");
-    expectRecount(got, recount((e) => inWindow(e) && e.nsapp === "jellyfin" && e.kind === "install", true, 20));
+    expectRecount(
+      got,
+      recount((e) => inWindow(e) && e.nsapp === "jellyfin" && e.kind === "install", true, 20),
+    );
     const top = got.drivers[0]!;
     // PVE 9.0.9 and its kernel travel together: either may lead, both are listed.
     expect(["pve_version=9.0.9", "kernel_version=6.14.8-2-pve"]).toContain(`${top.dimension}=${top.value}`);
-    expect(got.drivers.map((d) => `${d.dimension}=${d.value}`)).toEqual(expect.arrayContaining(["pve_version=9.0.9", "kernel_version=6.14.8-2-pve"]));
+    expect(got.drivers.map((d) => `${d.dimension}=${d.value}`)).toEqual(
+      expect.arrayContaining(["pve_version=9.0.9", "kernel_version=6.14.8-2-pve"]),
+    );
     expect(top.share_of_failed).toBeGreaterThan(top.share_of_runs * 1.5);
   });
 
@@ -148,9 +232,20 @@ describe("GET /api/stats/drivers", () => {
     const cases: [string, (e: Execution) => boolean, boolean][] = [
       [WINDOW, (e) => inWindow(e) && e.kind === "install", false],
       [`kind=all&${WINDOW}`, inWindow, false],
-      [`repo_source=ProxmoxVED&${WINDOW}`, (e) => inWindow(e) && e.kind === "install" && e.repoSource === "ProxmoxVED", false],
-      [`nsapp=docker&from=${new Date(base + 3 * DAY + 5 * HOUR).toISOString()}&to=${new Date(base + 14 * DAY + 7 * HOUR).toISOString()}`,
-        (e) => e.createdAt >= base + 3 * DAY + 5 * HOUR && e.createdAt < base + 14 * DAY + 7 * HOUR && e.kind === "install" && e.nsapp === "docker", true],
+      [
+        `repo_source=ProxmoxVED&${WINDOW}`,
+        (e) => inWindow(e) && e.kind === "install" && e.repoSource === "ProxmoxVED",
+        false,
+      ],
+      [
+        `nsapp=docker&from=${new Date(base + 3 * DAY + 5 * HOUR).toISOString()}&to=${new Date(base + 14 * DAY + 7 * HOUR).toISOString()}`,
+        (e) =>
+          e.createdAt >= base + 3 * DAY + 5 * HOUR &&
+          e.createdAt < base + 14 * DAY + 7 * HOUR &&
+          e.kind === "install" &&
+          e.nsapp === "docker",
+        true,
+      ],
     ];
     for (const [query, keep, oneApp] of cases) {
       const got = await drivers(`${query}&limit=100&min_runs=10`);
@@ -168,7 +263,10 @@ describe("GET /api/stats/drivers", () => {
     // A narrower one: jellyfin on debian 13 only.
     const narrow = await drivers(`os_type=debian&os_version=13&nsapp=jellyfin&${WINDOW}&limit=100&min_runs=5`);
     expect(narrow.source).toBe("scan");
-    expectRecount(narrow, recount((e) => inWindow(e) && e.kind === "install" && e.nsapp === "jellyfin" && e.osVersion === "13", true, 5));
+    expectRecount(
+      narrow,
+      recount((e) => inWindow(e) && e.kind === "install" && e.nsapp === "jellyfin" && e.osVersion === "13", true, 5),
+    );
   });
 
   test("limit cuts the list, not the count; min_runs leaves rare values out of the comparison", async () => {
@@ -181,7 +279,16 @@ describe("GET /api/stats/drivers", () => {
   });
 
   test("outcome filters, bad numbers and unknown parameters are refused, naming the parameter", async () => {
-    for (const [query, field] of [["outcome=failed", "outcome"], ["status=failed", "status"], ["exit_code=100", "exit_code"], ["error_category=network", "error_category"], ["min_runs=0", "min_runs"], ["limit=101", "limit"], ["by=os", "by"], ["days=0", "days"]] as const) {
+    for (const [query, field] of [
+      ["outcome=failed", "outcome"],
+      ["status=failed", "status"],
+      ["exit_code=100", "exit_code"],
+      ["error_category=network", "error_category"],
+      ["min_runs=0", "min_runs"],
+      ["limit=101", "limit"],
+      ["by=os", "by"],
+      ["days=0", "days"],
+    ] as const) {
       const res = await t.get(`/api/stats/drivers?${query}`);
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ error: "invalid_field", field });

@@ -19,7 +19,10 @@ describe("POSTs to unknown paths", () => {
       { path: "/api/telemetry", count: 1 },
     ]);
     const logged = (await t.rejected()).filter((e) => e.reason === "unknown_path");
-    expect(logged.map((e) => e.message.split(" (")[0])).toEqual(["POST to unknown path /upload/telemetry", "POST to unknown path /api/telemetry"]);
+    expect(logged.map((e) => e.message.split(" (")[0])).toEqual([
+      "POST to unknown path /upload/telemetry",
+      "POST to unknown path /api/telemetry",
+    ]);
     expect(JSON.parse(new TextDecoder().decode(logged[0]!.body))).toEqual({ random_id: "x0", status: "installing" });
     expect(logged[0]!.httpStatus).toBe(404);
     const metrics = await fetchText(t, "/metrics");
@@ -35,11 +38,25 @@ describe("POSTs to unknown paths", () => {
 
   test("with a read token set, reports and wrong-path POSTs still need none: 201 and a counted 404, not 401; reads and admin still do", async () => {
     const t = await testApp({ readToken: "r3ad-token", adminToken: "adm1n-token" });
-    expect((await t.post("/telemetry", { random_id: "tok-1", execution_id: "tok-1", nsapp: "x", type: "lxc", status: "installing" })).status).toBe(201);
-    expect((await t.post("/upload", { random_id: "tok-2", nsapp: "x", type: "lxc", status: "installing" })).status).toBe(201);
+    expect(
+      (
+        await t.post("/telemetry", {
+          random_id: "tok-1",
+          execution_id: "tok-1",
+          nsapp: "x",
+          type: "lxc",
+          status: "installing",
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (await t.post("/upload", { random_id: "tok-2", nsapp: "x", type: "lxc", status: "installing" })).status,
+    ).toBe(201);
     expect((await t.post("/upload/telemetry", { random_id: "tok-3" })).status).toBe(404);
     expect((await t.get("/api/ingest/unknown-paths")).status).toBe(401);
-    const res = await t.app.handle(new Request("http://localhost/api/ingest/unknown-paths", { headers: { authorization: "Bearer r3ad-token" } }));
+    const res = await t.app.handle(
+      new Request("http://localhost/api/ingest/unknown-paths", { headers: { authorization: "Bearer r3ad-token" } }),
+    );
     expect(((await res.json()) as { paths: unknown[] }).paths).toMatchObject([{ path: "/upload/telemetry", count: 1 }]);
     expect((await t.post("/api/admin/replay", "")).status).toBe(401);
   });

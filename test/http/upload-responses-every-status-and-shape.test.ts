@@ -5,11 +5,50 @@ import { startReport, testApp } from "../helpers/app.ts";
 // The record of an execution (docs/protocol.md#the-record): /upload's fields, the current clients', and
 // the execution's own (id, attempt, kind, timeline); an install's answer adds its executions.
 const EXECUTION_KEYS = [
-  "random_id", "execution_id", "attempt", "kind", "payload_version", "type", "ct_type", "disk_size", "core_count", "ram_size",
-  "os_type", "os_version", "disableip6", "nsapp", "method", "pve_version", "status", "outcome", "error", "created_at",
-  "updated_at", "duration_s", "repaired", "exit_code", "error_category", "failed_command", "failed_line", "install_duration",
-  "cpu_vendor", "cpu_model", "gpu_vendor", "gpu_model", "ram_speed", "gpu_passthrough", "host_gpu", "arch", "platform", "has_arm",
-  "repo_source", "repo_slug", "kernel_version", "app_version", "timeline", "extra",
+  "random_id",
+  "execution_id",
+  "attempt",
+  "kind",
+  "payload_version",
+  "type",
+  "ct_type",
+  "disk_size",
+  "core_count",
+  "ram_size",
+  "os_type",
+  "os_version",
+  "disableip6",
+  "nsapp",
+  "method",
+  "pve_version",
+  "status",
+  "outcome",
+  "error",
+  "created_at",
+  "updated_at",
+  "duration_s",
+  "repaired",
+  "exit_code",
+  "error_category",
+  "failed_command",
+  "failed_line",
+  "install_duration",
+  "cpu_vendor",
+  "cpu_model",
+  "gpu_vendor",
+  "gpu_model",
+  "ram_speed",
+  "gpu_passthrough",
+  "host_gpu",
+  "arch",
+  "platform",
+  "has_arm",
+  "repo_source",
+  "repo_slug",
+  "kernel_version",
+  "app_version",
+  "timeline",
+  "extra",
 ].sort();
 const RECORD_KEYS = [...EXECUTION_KEYS, "executions"].sort();
 
@@ -18,19 +57,42 @@ describe("POST /upload", () => {
     const t = await testApp();
     const res = await t.post("/upload", startReport("id-1"));
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ result: "created", random_id: "id-1", execution_id: "id-1", outcome: "in_progress", repaired: false });
+    expect(res.body).toEqual({
+      result: "created",
+      random_id: "id-1",
+      execution_id: "id-1",
+      outcome: "in_progress",
+      repaired: false,
+    });
 
     const rec = await t.get("/api/installs/id-1");
     expect(rec.status).toBe(200);
     expect(Object.keys(rec.body).sort()).toEqual(RECORD_KEYS);
     expect(rec.body).toMatchObject({
-      random_id: "id-1", type: "lxc", ct_type: 1, disk_size: 8, core_count: 2, ram_size: 2048,
-      os_type: "debian", os_version: "12", disableip6: "yes", nsapp: "adguard", method: "default",
-      pve_version: "8.2.2", status: "installing", outcome: "in_progress", error: null,
-      created_at: "2026-06-01T12:00:00.000Z", updated_at: "2026-06-01T12:00:00.000Z",
-      duration_s: null, repaired: false,
+      random_id: "id-1",
+      type: "lxc",
+      ct_type: 1,
+      disk_size: 8,
+      core_count: 2,
+      ram_size: 2048,
+      os_type: "debian",
+      os_version: "12",
+      disableip6: "yes",
+      nsapp: "adguard",
+      method: "default",
+      pve_version: "8.2.2",
+      status: "installing",
+      outcome: "in_progress",
+      error: null,
+      created_at: "2026-06-01T12:00:00.000Z",
+      updated_at: "2026-06-01T12:00:00.000Z",
+      duration_s: null,
+      repaired: false,
       // An /upload report: no payload version, its execution is the install, the first attempt.
-      execution_id: "id-1", attempt: 1, kind: "install", payload_version: null,
+      execution_id: "id-1",
+      attempt: 1,
+      kind: "install",
+      payload_version: null,
       timeline: { installing: "2026-06-01T12:00:00.000Z", validation: null, configuring: null, finished: null },
     });
     const executions = rec.body.executions as Record<string, unknown>[];
@@ -58,10 +120,23 @@ describe("POST /upload", () => {
     expect((await t.post("/upload", legacy)).status).toBe(201);
     expect((await t.get("/api/installs/legacy")).body.disableip6).toBeNull();
 
-    const vm = startReport("vm-1", { type: "vm", ct_type: 2, disableip6: "", disk_size: "32G", pve_version: undefined, host_version: "9.0.3" });
+    const vm = startReport("vm-1", {
+      type: "vm",
+      ct_type: 2,
+      disableip6: "",
+      disk_size: "32G",
+      pve_version: undefined,
+      host_version: "9.0.3",
+    });
     expect((await t.post("/upload", vm)).status).toBe(201);
     // disableip6 "" (the VM client sends it empty) is kept apart from absent (the legacy client above).
-    expect((await t.get("/api/installs/vm-1")).body).toMatchObject({ type: "vm", ct_type: 2, disableip6: "", disk_size: 32, pve_version: "9.0.3" });
+    expect((await t.get("/api/installs/vm-1")).body).toMatchObject({
+      type: "vm",
+      ct_type: 2,
+      disableip6: "",
+      disk_size: 32,
+      pve_version: "9.0.3",
+    });
   });
 
   test("422 invalid_field naming the field: missing random_id, unknown type, bad number", async () => {
@@ -81,7 +156,7 @@ describe("POST /upload", () => {
     }
     // Nothing stored, everything kept raw in the rejected log.
     expect((await t.get("/api/installs/x")).status).toBe(404);
-    const log = (await t.rejected());
+    const log = await t.rejected();
     expect(log.map((r) => [r.reason, r.httpStatus, r.field])).toEqual(cases.map(([, f]) => ["invalid_field", 422, f]));
     expect(new TextDecoder().decode(log[2]!.body)).toBe(JSON.stringify(cases[2]![0]));
   });
@@ -93,7 +168,7 @@ describe("POST /upload", () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("invalid_json");
     expect(typeof res.body.message).toBe("string");
-    const [entry] = (await t.rejected());
+    const [entry] = await t.rejected();
     expect(entry).toMatchObject({ endpoint: "upload", reason: "invalid_json", httpStatus: 400 });
     expect(new Uint8Array(entry!.body)).toEqual(raw);
   });
@@ -104,8 +179,12 @@ describe("POST /upload", () => {
     const res = await t.post("/upload", body);
     expect(res.status).toBe(201);
     expect(res.body.repaired).toBe(true);
-    expect((await t.get("/api/installs/rep-1")).body).toMatchObject({ disk_size: null, nsapp: "jellyfin", repaired: true });
-    const [entry] = (await t.rejected());
+    expect((await t.get("/api/installs/rep-1")).body).toMatchObject({
+      disk_size: null,
+      nsapp: "jellyfin",
+      repaired: true,
+    });
+    const [entry] = await t.rejected();
     expect(entry).toMatchObject({ reason: "repaired", httpStatus: 201, randomId: "rep-1" });
     expect(new TextDecoder().decode(entry!.body)).toBe(body);
   });
@@ -131,7 +210,11 @@ describe("POST /upload/updatestatus", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ result: "updated", outcome: "success", random_id: "life" });
     expect((await t.get("/api/installs/life")).body).toMatchObject({
-      status: "done", outcome: "success", error: "none", duration_s: 95.5, updated_at: "2026-06-01T12:01:35.500Z",
+      status: "done",
+      outcome: "success",
+      error: "none",
+      duration_s: 95.5,
+      updated_at: "2026-06-01T12:01:35.500Z",
     });
   });
 
@@ -146,7 +229,12 @@ describe("POST /upload/updatestatus", () => {
     const start = await t.post("/upload", startReport("early"));
     expect(start.status).toBe(201);
     expect(start.body.outcome).toBe("failed");
-    expect((await t.get("/api/installs/early")).body).toMatchObject({ status: "failed", outcome: "failed", error: "exit code 1", duration_s: null });
+    expect((await t.get("/api/installs/early")).body).toMatchObject({
+      status: "failed",
+      outcome: "failed",
+      error: "exit code 1",
+      duration_s: null,
+    });
     // Applied once: a later update is a conflict, not a second final status.
     expect((await t.post("/upload/updatestatus", { status: "done", random_id: "early" })).status).toBe(409);
   });
@@ -160,8 +248,13 @@ describe("POST /upload/updatestatus", () => {
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ error: "already_final", field: "status" });
     expect((await t.get("/api/installs/fin")).body).toMatchObject({ status: "failed", error: "boom" });
-    const [entry] = (await t.rejected());
-    expect(entry).toMatchObject({ endpoint: "updatestatus", reason: "already_final", httpStatus: 409, randomId: "fin" });
+    const [entry] = await t.rejected();
+    expect(entry).toMatchObject({
+      endpoint: "updatestatus",
+      reason: "already_final",
+      httpStatus: 409,
+      randomId: "fin",
+    });
     expect(new TextDecoder().decode(entry!.body)).toBe(second);
   });
 
@@ -174,14 +267,22 @@ describe("POST /upload/updatestatus", () => {
   test("a progress status keeps the record open for its final status", async () => {
     const t = await testApp();
     await t.post("/upload", startReport("prog"));
-    expect((await t.post("/upload/updatestatus", { status: "configuring", random_id: "prog" })).body.outcome).toBe("in_progress");
+    expect((await t.post("/upload/updatestatus", { status: "configuring", random_id: "prog" })).body.outcome).toBe(
+      "in_progress",
+    );
     expect((await t.post("/upload/updatestatus", { status: "done", random_id: "prog" })).status).toBe(200);
   });
 
   test("422 for an empty random_id (the client does not check it) and a missing status", async () => {
     const t = await testApp();
-    expect((await t.post("/upload/updatestatus", { status: "failed", error: "x", random_id: "" })).body).toMatchObject({ error: "invalid_field", field: "random_id" });
-    expect((await t.post("/upload/updatestatus", { random_id: "a" })).body).toMatchObject({ error: "invalid_field", field: "status" });
+    expect((await t.post("/upload/updatestatus", { status: "failed", error: "x", random_id: "" })).body).toMatchObject({
+      error: "invalid_field",
+      field: "random_id",
+    });
+    expect((await t.post("/upload/updatestatus", { random_id: "a" })).body).toMatchObject({
+      error: "invalid_field",
+      field: "status",
+    });
   });
 
   test("unescaped quotes and IP addresses in the error text: repaired, masked, stored", async () => {
@@ -191,7 +292,10 @@ describe("POST /upload/updatestatus", () => {
     const res = await t.post("/upload/updatestatus", body);
     expect(res.status).toBe(200);
     expect(res.body.repaired).toBe(true);
-    expect((await t.get("/api/installs/q")).body).toMatchObject({ error: `curl "http://<ipv4>:8006/api" failed`, repaired: true });
+    expect((await t.get("/api/installs/q")).body).toMatchObject({
+      error: `curl "http://<ipv4>:8006/api" failed`,
+      repaired: true,
+    });
   });
 });
 

@@ -33,7 +33,9 @@ let now = Date.UTC(2026, 10, 26, 12, 30);
 const clock = () => now;
 
 async function node() {
-  const alerts = parseAlerts("alerts.toml", `
+  const alerts = parseAlerts(
+    "alerts.toml",
+    `
 [channel.hook]
 type = "webhook"
 url = "${receiver.url}/hook"
@@ -45,9 +47,15 @@ window = "1h"
 min_runs = 10
 above = 0.2
 send_to = ["hook"]
-`, {});
+`,
+    {},
+  );
   const engine = await openEngine(url, { durability: "full", migrate: true, create: true });
-  const runtime = await createRuntime({ ...defaults, db: url }, { clock, log: createLogger("error", () => {}, clock), version: "test", alerts }, engine);
+  const runtime = await createRuntime(
+    { ...defaults, db: url },
+    { clock, log: createLogger("error", () => {}, clock), version: "test", alerts },
+    engine,
+  );
   stops.push(() => runtime.stop());
   const { store } = runtime;
   // As the job runner does: every round under the store's lease.
@@ -69,7 +77,15 @@ describe("alerts on nodes sharing a PostgreSQL database", () => {
         return {
           kind: "load" as const,
           at: createdAt,
-          execution: execution(`pg-alert-${now}-${i}`, { nsapp: "nginx", createdAt, updatedAt: createdAt + 1, finishedAt: createdAt + 1, status: failed ? "failed" : "done", outcome: failed ? "failed" : "success", error: failed ? "exit code 1" : null }),
+          execution: execution(`pg-alert-${now}-${i}`, {
+            nsapp: "nginx",
+            createdAt,
+            updatedAt: createdAt + 1,
+            finishedAt: createdAt + 1,
+            status: failed ? "failed" : "done",
+            outcome: failed ? "failed" : "success",
+            error: failed ? "exit code 1" : null,
+          }),
         };
       });
     await nodes[0]!.store.write(runs(10));
@@ -79,11 +95,20 @@ describe("alerts on nodes sharing a PostgreSQL database", () => {
       now += 60_000;
     }
     expect(receiver.of("webhook")).toHaveLength(1);
-    expect(receiver.of("webhook")[0]!.body).toMatchObject({ status: "firing", rule: "spike", values: { failed: 10, runs: 20 } });
+    expect(receiver.of("webhook")[0]!.body).toMatchObject({
+      status: "firing",
+      rule: "spike",
+      values: { failed: 10, runs: 20 },
+    });
     const history = await nodes[2]!.store.alertHistory({ limit: 10 });
-    expect(history.map((e) => [e.rule, e.status, e.deliveries.map((d) => d.state)])).toEqual([["spike", "firing", ["sent"]]]);
+    expect(history.map((e) => [e.rule, e.status, e.deliveries.map((d) => d.state)])).toEqual([
+      ["spike", "firing", ["sent"]],
+    ]);
     // Every node sees the same state.
-    for (const n of nodes) expect((await n.store.alertStates()).map((s) => [s.rule, s.status, s.notified])).toEqual([["spike", "firing", true]]);
+    for (const n of nodes)
+      expect((await n.store.alertStates()).map((s) => [s.rule, s.status, s.notified])).toEqual([
+        ["spike", "firing", true],
+      ]);
 
     // Calm two hours later (runs without failures; no runs at all would be too little data): resolved once.
     now += 2 * HOUR;

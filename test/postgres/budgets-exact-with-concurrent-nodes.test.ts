@@ -25,13 +25,28 @@ const KB = 1024;
 const LIMITS = { logBytes: 128 * KB, heldBytes: 8 * KB };
 const T0 = Date.parse("2026-05-01T00:00:00Z");
 const bytes = (s: string) => new TextEncoder().encode(s);
-const junk = (n: number) => bytes(`~${Buffer.from(crypto.getRandomValues(new Uint8Array(n))).toString("base64").slice(0, n - 1)}`);
+const junk = (n: number) =>
+  bytes(
+    `~${Buffer.from(crypto.getRandomValues(new Uint8Array(n)))
+      .toString("base64")
+      .slice(0, n - 1)}`,
+  );
 const SHARED = bytes(`{"same": "${"x".repeat(4000)}`);
 
 function finalReport(randomId: string, error: string): Report {
   return {
-    executionId: randomId, randomId, payloadVersion: null, fields: null, status: "failed", error, outcome: deriveOutcome("failed", error),
-    exitCode: null, errorCategory: null, failedCommand: null, failedLine: null, installDuration: null,
+    executionId: randomId,
+    randomId,
+    payloadVersion: null,
+    fields: null,
+    status: "failed",
+    error,
+    outcome: deriveOutcome("failed", error),
+    exitCode: null,
+    errorCategory: null,
+    failedCommand: null,
+    failedLine: null,
+    installDuration: null,
   };
 }
 
@@ -41,14 +56,77 @@ async function writer(store: Store, other: Store, w: number, batches: number): P
     const at = T0 + b * 1000 + w;
     const id = (k: string) => `w${w}-b${b}-${k}`;
     const ops: WriteOp[] = [
-      { kind: "reject", rejection: { endpoint: "upload", reason: "invalid_json", field: null, message: "not JSON", randomId: null, body: junk(2 * KB + ((b * 7) % 6) * KB) }, at },
-      { kind: "reject", rejection: { endpoint: "telemetry", reason: "invalid_json", field: null, message: "not JSON", randomId: null, body: SHARED }, at },
-      { kind: "report", endpoint: "upload", report: uploadStart(id("s")), raw: bytes(`{"random_id": "${id("s")}",}`), repairs: ["trailing_comma"], at },
-      ...["h", "h1", "h2"].map((k) => ({ kind: "report", endpoint: "updatestatus", report: finalReport(id(k), `E: ${"unable to fetch\n".repeat(60)}`), raw: bytes("{}"), repairs: [], at }) as const),
+      {
+        kind: "reject",
+        rejection: {
+          endpoint: "upload",
+          reason: "invalid_json",
+          field: null,
+          message: "not JSON",
+          randomId: null,
+          body: junk(2 * KB + ((b * 7) % 6) * KB),
+        },
+        at,
+      },
+      {
+        kind: "reject",
+        rejection: {
+          endpoint: "telemetry",
+          reason: "invalid_json",
+          field: null,
+          message: "not JSON",
+          randomId: null,
+          body: SHARED,
+        },
+        at,
+      },
+      {
+        kind: "report",
+        endpoint: "upload",
+        report: uploadStart(id("s")),
+        raw: bytes(`{"random_id": "${id("s")}",}`),
+        repairs: ["trailing_comma"],
+        at,
+      },
+      ...["h", "h1", "h2"].map(
+        (k) =>
+          ({
+            kind: "report",
+            endpoint: "updatestatus",
+            report: finalReport(id(k), `E: ${"unable to fetch\n".repeat(60)}`),
+            raw: bytes("{}"),
+            repairs: [],
+            at,
+          }) as const,
+      ),
     ];
-    if (b > 0) ops.push({ kind: "report", endpoint: "upload", report: uploadStart(`w${w}-b${b - 1}-h`), raw: bytes("{}"), repairs: [], at }); // takes a held report, maybe from the other node
-    if (b % 5 === 4) ops.push({ kind: "report", endpoint: "updatestatus", report: finalReport(id("s"), "late"), raw: junk(3 * KB), repairs: [], at }); // conflicts with nothing yet: applied
-    if (b % 5 === 4) ops.push({ kind: "report", endpoint: "updatestatus", report: finalReport(id("s"), "again"), raw: junk(3 * KB), repairs: [], at }); // already final: logged
+    if (b > 0)
+      ops.push({
+        kind: "report",
+        endpoint: "upload",
+        report: uploadStart(`w${w}-b${b - 1}-h`),
+        raw: bytes("{}"),
+        repairs: [],
+        at,
+      }); // takes a held report, maybe from the other node
+    if (b % 5 === 4)
+      ops.push({
+        kind: "report",
+        endpoint: "updatestatus",
+        report: finalReport(id("s"), "late"),
+        raw: junk(3 * KB),
+        repairs: [],
+        at,
+      }); // conflicts with nothing yet: applied
+    if (b % 5 === 4)
+      ops.push({
+        kind: "report",
+        endpoint: "updatestatus",
+        report: finalReport(id("s"), "again"),
+        raw: junk(3 * KB),
+        repairs: [],
+        at,
+      }); // already final: logged
     if (b % 7 === 6) ops.push({ kind: "delete", randomId: `w${w}-b${b - 3}-s`, at });
     if (b % 9 === 8) ops.push({ kind: "expire-held", before: at, limit: 5, at });
     await store.write(ops);
@@ -68,7 +146,12 @@ describe("budgets with two nodes writing at once", () => {
     const check = postgres(url, { max: 1, onnotice: () => {} });
     try {
       for (const e of [a, b]) e.store.setLimits(LIMITS);
-      await Promise.all([writer(a.store, b.store, 0, 40), writer(a.store, b.store, 1, 40), writer(b.store, a.store, 2, 40), writer(b.store, a.store, 3, 40)]);
+      await Promise.all([
+        writer(a.store, b.store, 0, 40),
+        writer(a.store, b.store, 1, 40),
+        writer(b.store, a.store, 2, 40),
+        writer(b.store, a.store, 3, 40),
+      ]);
 
       const budgets = await a.store.budgets();
       const [recount] = await check<Record<string, number>[]>`SELECT
@@ -80,7 +163,12 @@ describe("budgets with two nodes writing at once", () => {
         (SELECT count(*)::int FROM held_reports) AS held,
         (SELECT coalesce(sum(cost), 0)::int FROM held_reports) AS "heldBytes",
         (SELECT count(*)::int FROM bodies b WHERE refs <> (SELECT count(*) FROM rejected_reports r WHERE r.body_store = 'shared' AND r.body_hash = b.hash)) AS "wrongRefs"`;
-      expect({ ...budgets.log, held: budgets.held.count, heldBytes: budgets.held.usedBytes, wrongRefs: 0 }).toMatchObject(recount!);
+      expect({
+        ...budgets.log,
+        held: budgets.held.count,
+        heldBytes: budgets.held.usedBytes,
+        wrongRefs: 0,
+      }).toMatchObject(recount!);
       expect(budgets.log.usedBytes).toBeLessThanOrEqual(LIMITS.logBytes);
       expect(budgets.held.usedBytes).toBeLessThanOrEqual(LIMITS.heldBytes);
       // Every rule was at work: shared bodies, heads, eviction, held reports applied on their own.

@@ -27,9 +27,13 @@ describe("the PostgreSQL engine's database", () => {
     const check = postgres(url, { max: 1, onnotice: () => {} });
     try {
       const applied = await check<{ hash: string }[]>`SELECT hash FROM drizzle.__drizzle_migrations`;
-      const journal = (await Bun.file(new URL("../../drizzle/postgres/meta/_journal.json", import.meta.url)).json()) as { entries: unknown[] };
+      const journal = (await Bun.file(
+        new URL("../../drizzle/postgres/meta/_journal.json", import.meta.url),
+      ).json()) as { entries: unknown[] };
       expect(applied).toHaveLength(journal.entries.length);
-      const tables = await check<{ name: string }[]>`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`;
+      const tables = await check<
+        { name: string }[]
+      >`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`;
       expect(tables.map((t) => t.name)).toContain("executions");
     } finally {
       await check.end();
@@ -53,14 +57,20 @@ describe("the PostgreSQL engine's database", () => {
     const main = new URL("../../src/main.ts", import.meta.url).pathname;
     const run = (...args: string[]) => Bun.spawnSync(["bun", main, ...args], { stdout: "pipe", stderr: "pipe" });
     const migrated = run("migrate", "--db", url);
-    expect({ code: migrated.exitCode, out: migrated.stdout.toString() }).toEqual({ code: 0, out: `${url.replace("s3cret", "***")}: migrations applied\n` });
+    expect({ code: migrated.exitCode, out: migrated.stdout.toString() }).toEqual({
+      code: 0,
+      out: `${url.replace("s3cret", "***")}: migrations applied\n`,
+    });
     const backup = run("backup", "--db", url, "/tmp/never-written.db");
     expect({ code: backup.exitCode, err: backup.stderr.toString().trim() }).toEqual({
       code: 2,
       err: "installstats: backup copies an SQLite file; a PostgreSQL database is backed up by its server: pg_dump -Fc -d '<the --db URL>' -f installstats.dump",
     });
     expect(run("restore", "--db", url, "/tmp/never-read.db").stderr.toString()).toContain("pg_restore --clean");
-    const server = Bun.spawn(["bun", main, "serve", "--host", "127.0.0.1", "--port", "0", "--db", url], { stdout: "pipe", stderr: "pipe" });
+    const server = Bun.spawn(["bun", main, "serve", "--host", "127.0.0.1", "--port", "0", "--db", url], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     let log = "";
     for await (const chunk of server.stderr) {
       log += new TextDecoder().decode(chunk);
@@ -75,8 +85,13 @@ describe("the PostgreSQL engine's database", () => {
   test("no server, a wrong database: one line naming the cause; the password is never shown", async () => {
     const down = `postgres://installstats:s3cret@127.0.0.1:1/x`;
     const refused = (await openPostgres(down, { durability: "full", migrate: true }).catch((e: unknown) => e)) as Error;
-    expect(refused.message).toBe("cannot connect to PostgreSQL at postgres://installstats:***@127.0.0.1:1/x: connection refused (is the server running, and listening there?)");
-    const missing = (await openPostgres(server.url.replace(/\/postgres$/, "/nosuchdb"), { durability: "full", migrate: true }).catch((e: unknown) => e)) as Error;
+    expect(refused.message).toBe(
+      "cannot connect to PostgreSQL at postgres://installstats:***@127.0.0.1:1/x: connection refused (is the server running, and listening there?)",
+    );
+    const missing = (await openPostgres(server.url.replace(/\/postgres$/, "/nosuchdb"), {
+      durability: "full",
+      migrate: true,
+    }).catch((e: unknown) => e)) as Error;
     expect(missing.message).toEndWith("the database does not exist (create it: createdb)");
     expect(redacted("postgres://u:p%40ss@h/db")).toBe("postgres://u:***@h/db");
   });
@@ -101,7 +116,11 @@ describe("the PostgreSQL engine's database", () => {
   });
   test("while the servers are down a read gives up 3 s after it started, or 0.5 s after the servers were found down if that is later; one starting then after 0.5 s", async () => {
     const never = new Promise<never>(() => {});
-    const outcome = (p: Promise<unknown>, from: number) => p.then(() => -1, () => Date.now() - from);
+    const outcome = (p: Promise<unknown>, from: number) =>
+      p.then(
+        () => -1,
+        () => Date.now() - from,
+      );
     const started = Date.now();
     const early = outcome(boundedWhileDown(never), started);
     const late = outcome(boundedWhileDown(never), started);

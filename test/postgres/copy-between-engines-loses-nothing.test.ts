@@ -40,12 +40,26 @@ const text = (s: string) => new TextEncoder().encode(s);
  * them the same body, stored once), repaired bodies (applied and logged), and with `headsAfter`
  * the log budget lowered so that later bodies keep only their head.
  */
-async function addSideData(location: string, n: { held: number; junk: number; repeats?: number; headsAfter?: number }): Promise<void> {
+async function addSideData(
+  location: string,
+  n: { held: number; junk: number; repeats?: number; headsAfter?: number },
+): Promise<void> {
   const engine = await openEngine(location, { durability: "normal", migrate: true, create: true });
   const ops: WriteOp[] = [];
   const flush = async () => void (await engine.store.write(ops.splice(0)));
   for (let i = 0; i < n.held; i++) {
-    const r = intake("updatestatus", text(JSON.stringify({ random_id: `held-${i}`, status: i % 3 ? "failed" : "done", error: `exit code ${i % 7}: ${"E: unable to fetch\n".repeat(i % 50)}` })), T0 + i, NORMALIZE);
+    const r = intake(
+      "updatestatus",
+      text(
+        JSON.stringify({
+          random_id: `held-${i}`,
+          status: i % 3 ? "failed" : "done",
+          error: `exit code ${i % 7}: ${"E: unable to fetch\n".repeat(i % 50)}`,
+        }),
+      ),
+      T0 + i,
+      NORMALIZE,
+    );
     if (!r.ok) throw new Error("a held report was refused");
     ops.push(r.op);
     if (ops.length === 500) await flush();
@@ -53,18 +67,40 @@ async function addSideData(location: string, n: { held: number; junk: number; re
   for (let i = 0; i < n.junk; i++) {
     if (n.headsAfter === i) {
       await flush();
-      engine.store.setLimits({ logBytes: (await engine.store.budgets()).log.usedBytes + 64 * 1024, heldBytes: defaults.heldBudget });
+      engine.store.setLimits({
+        logBytes: (await engine.store.budgets()).log.usedBytes + 64 * 1024,
+        heldBytes: defaults.heldBudget,
+      });
     }
-    const raw = i % 10 === 0 ? `{"random_id": "rep-${i}", "type": "lxc", "nsapp": "x", "status": "installing",}` : `{"random_id": "junk-${i}", "error": "${crypto.randomUUID().repeat(i % 60)}`;
+    const raw =
+      i % 10 === 0
+        ? `{"random_id": "rep-${i}", "type": "lxc", "nsapp": "x", "status": "installing",}`
+        : `{"random_id": "junk-${i}", "error": "${crypto.randomUUID().repeat(i % 60)}`;
     const r = intake(i % 10 !== 0 && i % 4 === 0 ? "telemetry" : "upload", text(raw), T0 + i, NORMALIZE);
     ops.push(r.ok ? r.op : { kind: "reject", rejection: r.rejection, at: T0 + i });
-    if (n.repeats && i % 5 === 1) for (let k = 0; k < n.repeats; k++) ops.push({ kind: "reject", rejection: { endpoint: "upload", reason: "invalid_json", field: null, message: "not JSON", randomId: null, body: text(`{"same": ${"x".repeat(5000)}`) }, at: T0 + i });
+    if (n.repeats && i % 5 === 1)
+      for (let k = 0; k < n.repeats; k++)
+        ops.push({
+          kind: "reject",
+          rejection: {
+            endpoint: "upload",
+            reason: "invalid_json",
+            field: null,
+            message: "not JSON",
+            randomId: null,
+            body: text(`{"same": ${"x".repeat(5000)}`),
+          },
+          at: T0 + i,
+        });
     if (ops.length >= 500) await flush();
   }
   await flush();
   // Replays are part of an entry, and are copied with it.
   const [newest] = await engine.store.listRejected({ limit: 1 });
-  if (newest) await engine.store.write([{ kind: "mark-replayed", rejectedId: newest.id, result: "still invalid_json", at: T0 + 9e6 }]);
+  if (newest)
+    await engine.store.write([
+      { kind: "mark-replayed", rejectedId: newest.id, result: "still invalid_json", at: T0 + 9e6 },
+    ]);
   await engine.close();
 }
 
@@ -75,7 +111,8 @@ async function sideData(location: string) {
     const held: HeldReport[] = [];
     for await (const chunk of engine.store.heldChunks()) held.push(...chunk);
     const log: Omit<RejectedEntry, "id">[] = [];
-    for await (const chunk of engine.store.rejectedChunks()) log.push(...chunk.map(({ id: _, ...e }) => ({ ...e, body: new Uint8Array(e.body) })));
+    for await (const chunk of engine.store.rejectedChunks())
+      log.push(...chunk.map(({ id: _, ...e }) => ({ ...e, body: new Uint8Array(e.body) })));
     return { held, log, budgets: await engine.store.budgets() };
   } finally {
     await engine.close();
@@ -107,11 +144,25 @@ describe("installstats copy", () => {
       executions: { read: 3060, copied: 3060, duplicates: 0 }, // the seed's, and the repaired start reports
       held: { read: 300, copied: 300, duplicates: 0 },
       rejected: { read: records, copied: records, duplicates: 0, cut: 0, dropped: 0 },
-      verified: { ok: true, counts: { executions: { source: 3060, target: 3060 }, held: { source: 300, target: 300 }, rejected: { source: records, target: records } }, rollups: { ok: true, records: 3060, mismatches: 0 }, problems: [] },
+      verified: {
+        ok: true,
+        counts: {
+          executions: { source: 3060, target: 3060 },
+          held: { source: 300, target: 300 },
+          rejected: { source: records, target: records },
+        },
+        rollups: { ok: true, records: 3060, mismatches: 0 },
+        problems: [],
+      },
     });
 
     const home = run("copy", "--from", url, "--to", back);
-    expect(JSON.parse(home.out)).toMatchObject({ executions: { copied: 3060 }, held: { copied: 300 }, rejected: { copied: records }, verified: { ok: true } });
+    expect(JSON.parse(home.out)).toMatchObject({
+      executions: { copied: 3060 },
+      held: { copied: 300 },
+      rejected: { copied: records },
+      verified: { ok: true },
+    });
 
     // Every field of every execution, in the same order; every held report and log entry.
     const before = exported(original);
@@ -126,7 +177,12 @@ describe("installstats copy", () => {
 
     // Again: everything is there already; nothing is doubled.
     const again = JSON.parse(run("copy", "--from", original, "--to", url).out);
-    expect(again).toMatchObject({ executions: { copied: 0, duplicates: 3060 }, held: { copied: 0, duplicates: 300 }, rejected: { copied: 0, duplicates: records }, verified: { ok: true } });
+    expect(again).toMatchObject({
+      executions: { copied: 0, duplicates: 3060 },
+      held: { copied: 0, duplicates: 300 },
+      rejected: { copied: 0, duplicates: records },
+      verified: { ok: true },
+    });
     expect((await sideData(url)).log).toHaveLength(records);
   });
 
@@ -137,7 +193,8 @@ describe("installstats copy", () => {
     await addSideData(original, { held: 500, junk: 3000 });
     const source = await sideData(original);
     const watch = postgres(url, { max: 1, onnotice: () => {} });
-    const count = async (table: string) => (await watch.unsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+    const count = async (table: string) =>
+      (await watch.unsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
     try {
       /** Starts the copy and kills it once `table` has rows; what the table holds then. */
       const killWhen = async (table: string): Promise<number> => {
@@ -166,7 +223,11 @@ describe("installstats copy", () => {
         rejected: { read: source.log.length, copied: source.log.length - entriesAtKill, duplicates: entriesAtKill },
         verified: { ok: true, problems: [] },
       });
-      expect({ executions: await count("executions"), held: await count("held_reports"), log: await count("rejected_reports") }).toEqual({ executions: 4300, held: 500, log: source.log.length });
+      expect({
+        executions: await count("executions"),
+        held: await count("held_reports"),
+        log: await count("rejected_reports"),
+      }).toEqual({ executions: 4300, held: 500, log: source.log.length });
       const copied = await sideData(url);
       expect(copied.held).toEqual(source.held);
       expect(copied.log).toEqual(source.log);
@@ -181,7 +242,10 @@ describe("installstats copy", () => {
     expect(run("seed", "--db", original, "--records", "2000", "--profile", "upload").code).toBe(0);
     await addSideData(original, { held: 50, junk: 50 });
     // script(1) gives the copy a terminal and writes what it showed to stdout.
-    const r = Bun.spawnSync(["script", "-qec", `'${bin}' copy --from '${original}' --to '${url}'`, "/dev/null"], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync(["script", "-qec", `'${bin}' copy --from '${original}' --to '${url}'`, "/dev/null"], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const shown = r.stdout.toString();
     expect(r.exitCode).toBe(0);
     expect(shown).toContain("\r\x1b[Kcopying executions: ");
@@ -191,8 +255,14 @@ describe("installstats copy", () => {
 
   test("mistakes: one line with the cause", async () => {
     const url = await createDatabase(pg, "mistakes");
-    expect(run("copy", "--from", "/nowhere/x.db", "--to", url).err.trim()).toBe("installstats: no database at /nowhere/x.db; name the right one with --from");
-    expect(run("copy", "--to", url).err.trim()).toBe("installstats: copy takes --from <db> and --to <db>: installstats copy --from installstats.db --to postgres://user@host/db");
-    expect(run("copy", "--from", url, "--to", url).err.trim()).toBe(`installstats: --from and --to are the same database (${url})`);
+    expect(run("copy", "--from", "/nowhere/x.db", "--to", url).err.trim()).toBe(
+      "installstats: no database at /nowhere/x.db; name the right one with --from",
+    );
+    expect(run("copy", "--to", url).err.trim()).toBe(
+      "installstats: copy takes --from <db> and --to <db>: installstats copy --from installstats.db --to postgres://user@host/db",
+    );
+    expect(run("copy", "--from", url, "--to", url).err.trim()).toBe(
+      `installstats: --from and --to are the same database (${url})`,
+    );
   });
 });

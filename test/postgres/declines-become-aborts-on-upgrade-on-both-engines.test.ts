@@ -35,10 +35,25 @@ const T0 = Date.UTC(2026, 9, 5, 10, 0, 0);
 const OPEN = { durability: "normal" as const, migrate: true, create: true };
 
 /** What the previous release stored: every decline a failure, with the client's category. */
-const ended = (id: string, exitCode: number | null, category: string | null, outcome: Execution["outcome"] = "failed", status = "failed"): Execution =>
+const ended = (
+  id: string,
+  exitCode: number | null,
+  category: string | null,
+  outcome: Execution["outcome"] = "failed",
+  status = "failed",
+): Execution =>
   execution(id, {
-    nsapp: "jellyfin", status, outcome, exitCode, errorCategory: category, error: exitCode === null ? null : `exit_code=${exitCode} | x`,
-    createdAt: T0, updatedAt: T0 + 60_000, durationMs: 60_000, installingAt: T0, finishedAt: T0 + 60_000,
+    nsapp: "jellyfin",
+    status,
+    outcome,
+    exitCode,
+    errorCategory: category,
+    error: exitCode === null ? null : `exit_code=${exitCode} | x`,
+    createdAt: T0,
+    updatedAt: T0 + 60_000,
+    durationMs: 60_000,
+    installingAt: T0,
+    finishedAt: T0 + 60_000,
   });
 const STORED: Execution[] = [
   ended("d113", 113, "unknown"),
@@ -53,7 +68,13 @@ const STORED: Execution[] = [
 ];
 /** A final report held by the previous release (its start had not come): failed 114. */
 const HELD: Report = {
-  ...uploadStart("h114"), fields: null, status: "failed", outcome: "failed", error: "exit code 114", exitCode: 114, errorCategory: "unknown",
+  ...uploadStart("h114"),
+  fields: null,
+  status: "failed",
+  outcome: "failed",
+  error: "exit code 114",
+  exitCode: 114,
+  errorCategory: "unknown",
 };
 
 interface Previous {
@@ -68,7 +89,10 @@ interface Previous {
 async function writePrevious(location: string): Promise<void> {
   const engine = await openEngine(location, OPEN);
   try {
-    await engine.store.write([...STORED.map((e) => ({ kind: "load" as const, execution: e, at: T0 })), reportOp(HELD, T0)]);
+    await engine.store.write([
+      ...STORED.map((e) => ({ kind: "load" as const, execution: e, at: T0 })),
+      reportOp(HELD, T0),
+    ]);
   } finally {
     await engine.close();
   }
@@ -76,9 +100,16 @@ async function writePrevious(location: string): Promise<void> {
 
 /** Outcome counts of the every-app install slice over the day of T0. */
 async function counts(store: Store): Promise<number[]> {
-  const cells = await store.readRollups({ grain: GRAINS.day, slice: sliceKey("install", null, ALL_APPS), from: T0 - (T0 % 86_400_000), to: T0 - (T0 % 86_400_000) + 86_400_000, parts: ["data"] });
+  const cells = await store.readRollups({
+    grain: GRAINS.day,
+    slice: sliceKey("install", null, ALL_APPS),
+    from: T0 - (T0 % 86_400_000),
+    to: T0 - (T0 % 86_400_000) + 86_400_000,
+    parts: ["data"],
+  });
   const total = [0, 0, 0, 0, 0];
-  for (const { data } of cells) for (const c of Object.values(data.dims.type ?? {})) c.forEach((n, i) => (total[i]! += n));
+  for (const { data } of cells)
+    for (const c of Object.values(data.dims.type ?? {})) c.forEach((n, i) => (total[i]! += n));
   return total;
 }
 
@@ -92,13 +123,19 @@ function checks(make: () => Promise<Previous>) {
 
     const engine = await openEngine(db.location, OPEN);
     try {
-      for (const id of ["d113", "d114", "d122", "d253", "d254"]) expect(await db.row(id)).toEqual({ outcome: "aborted", error_category: "user_aborted" });
+      for (const id of ["d113", "d114", "d122", "d253", "d254"])
+        expect(await db.row(id)).toEqual({ outcome: "aborted", error_category: "user_aborted" });
       expect(await db.row("f199")).toEqual({ outcome: "failed", error_category: "unknown" });
       expect(await db.row("f100")).toEqual({ outcome: "failed", error_category: "dependency" });
       expect(await db.row("a130")).toEqual({ outcome: "aborted", error_category: "user_aborted" });
       expect(await db.rollupVersion()).toBe(ROLLUP_VERSION);
       const [execution] = await engine.store.getExecutions("d254");
-      expect(execution).toMatchObject({ status: "failed", outcome: "aborted", errorCategory: "user_aborted", exitCode: 254 });
+      expect(execution).toMatchObject({
+        status: "failed",
+        outcome: "aborted",
+        errorCategory: "user_aborted",
+        exitCode: 254,
+      });
       // success, failed, aborted, in progress, unknown
       expect(await counts(engine.store)).toEqual([1, 2, 6, 0, 0]);
       const verified = await verifyRollups(engine.store);
@@ -108,7 +145,12 @@ function checks(make: () => Promise<Previous>) {
       // The held report's start comes: the execution it makes is an abort too.
       const start = uploadStart("h114", { nsapp: "jellyfin" });
       await engine.store.write([reportOp(start, T0 + 120_000)]);
-      expect((await engine.store.getExecutions("h114"))[0]).toMatchObject({ status: "failed", outcome: "aborted", errorCategory: "user_aborted", exitCode: 114 });
+      expect((await engine.store.getExecutions("h114"))[0]).toMatchObject({
+        status: "failed",
+        outcome: "aborted",
+        errorCategory: "user_aborted",
+        exitCode: 114,
+      });
       expect((await verifyRollups(engine.store)).mismatches).toEqual([]);
     } finally {
       await engine.close();
@@ -147,9 +189,10 @@ describe("sqlite", () => {
           old.sqlite.transaction(() => {
             insertOldExecutions(old.sqlite, STORED);
             const held = encodeHeld(HELD);
-            old.sqlite.run("INSERT INTO held_reports (execution_id, random_id, report, received_at, repaired, codec, data, cost) VALUES (?, ?, ?, ?, 0, ?, ?, ?)", [
-              HELD.executionId, HELD.randomId, held.report, T0, held.codec, held.data, held.cost,
-            ]);
+            old.sqlite.run(
+              "INSERT INTO held_reports (execution_id, random_id, report, received_at, repaired, codec, data, cost) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
+              [HELD.executionId, HELD.randomId, held.report, T0, held.codec, held.data, held.cost],
+            );
             // The held reports' budget, as that release kept it beside them.
             old.sqlite.run("UPDATE budget_counters SET value = value + 1 WHERE name = 'held.count'");
             old.sqlite.run("UPDATE budget_counters SET value = value + ? WHERE name = 'held.bytes'", [held.cost]);
@@ -159,8 +202,16 @@ describe("sqlite", () => {
           old.sqlite.close();
         }
       },
-      row: async (id) => sql((db) => db.query("SELECT outcome, error_category FROM executions WHERE execution_id = ?").get(id) as { outcome: string; error_category: string | null }),
-      rollupVersion: async () => sql((db) => (db.query("SELECT version FROM rollup_state").get() as { version: number }).version),
+      row: async (id) =>
+        sql(
+          (db) =>
+            db.query("SELECT outcome, error_category FROM executions WHERE execution_id = ?").get(id) as {
+              outcome: string;
+              error_category: string | null;
+            },
+        ),
+      rollupVersion: async () =>
+        sql((db) => (db.query("SELECT version FROM rollup_state").get() as { version: number }).version),
     };
   });
 });
@@ -190,7 +241,9 @@ describe("postgres", () => {
         await pg`UPDATE marks SET value = 2 WHERE name = 'rollup_version'`;
       },
       async row(id) {
-        const [r] = await pg<{ outcome: string; error_category: string | null }[]>`SELECT outcome, error_category FROM executions WHERE execution_id = ${id}`;
+        const [r] = await pg<
+          { outcome: string; error_category: string | null }[]
+        >`SELECT outcome, error_category FROM executions WHERE execution_id = ${id}`;
         return { outcome: r!.outcome, error_category: r!.error_category };
       },
       async rollupVersion() {

@@ -24,9 +24,29 @@ const NORMALIZE = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: def
 const MIN = 60_000;
 
 const v2 = (randomId: string, status: string, more: Record<string, unknown> = {}) => ({
-  payload_version: 2, random_id: randomId, execution_id: randomId, type: "lxc", nsapp: "jellyfin", status, ct_type: 1, disk_size: 8, core_count: 2,
-  ram_size: 2048, os_type: "debian", os_version: "12", pve_version: "8.4.1", method: "default", cpu_vendor: "amd", cpu_model: "Ryzen 7",
-  gpu_vendor: "intel", gpu_passthrough: "yes", ram_speed: "4800", arch: "amd64", platform: "pve", repo_source: "ProxmoxVE", repo_slug: "community-scripts/ProxmoxVE",
+  payload_version: 2,
+  random_id: randomId,
+  execution_id: randomId,
+  type: "lxc",
+  nsapp: "jellyfin",
+  status,
+  ct_type: 1,
+  disk_size: 8,
+  core_count: 2,
+  ram_size: 2048,
+  os_type: "debian",
+  os_version: "12",
+  pve_version: "8.4.1",
+  method: "default",
+  cpu_vendor: "amd",
+  cpu_model: "Ryzen 7",
+  gpu_vendor: "intel",
+  gpu_passthrough: "yes",
+  ram_speed: "4800",
+  arch: "amd64",
+  platform: "pve",
+  repo_source: "ProxmoxVE",
+  repo_slug: "community-scripts/ProxmoxVE",
   ...more,
 });
 
@@ -47,16 +67,43 @@ async function filledSource(groups: number): Promise<{ t: TestApp; going: string
         step();
         await post("/telemetry", v2(id, "validation"));
         step();
-        await post("/telemetry", v2(id, "failed", { exit_code: 100, error: `exit_code=100 | APT failed\n---\nE: "quoted" \\ back\ttab ${"🚀".repeat(i % 5)}\n${"log line\n".repeat(i % 40)}`, error_category: "dependency", failed_command: "apt-get install -y x", failed_line: 12 }));
+        await post(
+          "/telemetry",
+          v2(id, "failed", {
+            exit_code: 100,
+            error: `exit_code=100 | APT failed\n---\nE: "quoted" \\ back\ttab ${"🚀".repeat(i % 5)}\n${"log line\n".repeat(i % 40)}`,
+            error_category: "dependency",
+            failed_command: "apt-get install -y x",
+            failed_line: 12,
+          }),
+        );
         step();
         await post("/telemetry", v2(id, "installing", { execution_id: `${id}-retry` }));
         step();
-        await post("/telemetry", v2(id, "success", { execution_id: `${id}-retry`, exit_code: 0, install_duration: 60 }));
+        await post(
+          "/telemetry",
+          v2(id, "success", { execution_id: `${id}-retry`, exit_code: 0, install_duration: 60 }),
+        );
         break;
       case 1: // v1: the host's GPU kind
-        await post("/telemetry", { random_id: id, type: "vm", nsapp: "haos-vm", status: "installing", gpu_passthrough: "igpu", ct_type: 2, disk_size: 32 });
+        await post("/telemetry", {
+          random_id: id,
+          type: "vm",
+          nsapp: "haos-vm",
+          status: "installing",
+          gpu_passthrough: "igpu",
+          ct_type: 2,
+          disk_size: 32,
+        });
         step();
-        await post("/telemetry", { random_id: id, type: "vm", nsapp: "haos-vm", status: "success", gpu_passthrough: "igpu", ct_type: 2 });
+        await post("/telemetry", {
+          random_id: id,
+          type: "vm",
+          nsapp: "haos-vm",
+          status: "success",
+          gpu_passthrough: "igpu",
+          ct_type: 2,
+        });
         break;
       case 2: // aborted by the user
         await post("/telemetry", v2(id, "installing", { nsapp: "docker" }));
@@ -65,10 +112,25 @@ async function filledSource(groups: number): Promise<{ t: TestApp; going: string
         break;
       case 3: // a host tool and an addon
         await post("/telemetry", v2(id, "success", { type: "pve", nsapp: "post-pve-install", exit_code: 0 }));
-        await post("/telemetry", v2(`${id}-addon`, "failed", { type: "addon", nsapp: "netdata", exit_code: 1, error: "exit_code=1 | x" }));
+        await post(
+          "/telemetry",
+          v2(`${id}-addon`, "failed", { type: "addon", nsapp: "netdata", exit_code: 1, error: "exit_code=1 | x" }),
+        );
         break;
       case 4: // the old protocol
-        await post("/upload", { type: "lxc", nsapp: "adguard", random_id: id, status: "installing", disk_size: 4, core_count: 1, ram_size: 512, os_type: "debian", os_version: "12", method: "default", pve_version: "8.2.2" });
+        await post("/upload", {
+          type: "lxc",
+          nsapp: "adguard",
+          random_id: id,
+          status: "installing",
+          disk_size: 4,
+          core_count: 1,
+          ram_size: 512,
+          os_type: "debian",
+          os_version: "12",
+          method: "default",
+          pve_version: "8.2.2",
+        });
         step();
         await post("/upload/updatestatus", { random_id: id, status: "failed", error: "exit code 1: something" });
         break;
@@ -79,14 +141,19 @@ async function filledSource(groups: number): Promise<{ t: TestApp; going: string
         going.push(id);
         break;
       case 6: // a final report before its start: no duration
-        await post("/telemetry", v2(id, "failed", { nsapp: "pihole", exit_code: 6, error: "exit_code=6 | Could not resolve host" }));
+        await post(
+          "/telemetry",
+          v2(id, "failed", { nsapp: "pihole", exit_code: 6, error: "exit_code=6 | Could not resolve host" }),
+        );
         step();
         await post("/telemetry", v2(id, "installing", { nsapp: "pihole" }));
         break;
       case 7: // timed out by the stuck-install job
         await post("/telemetry", v2(id, "installing", { nsapp: "nextcloud" }));
         step();
-        expect(await t.store.write([{ kind: "expire", executionId: id, at: t.clock() }])).toEqual([{ kind: "expired", changed: true }]);
+        expect(await t.store.write([{ kind: "expire", executionId: id, at: t.clock() }])).toEqual([
+          { kind: "expired", changed: true },
+        ]);
         break;
     }
     step();
@@ -100,7 +167,9 @@ type Handle = (request: Request) => Response | Promise<Response>;
 async function listing(handle: Handle, byId = false): Promise<JsonObject[]> {
   const out: JsonObject[] = [];
   for (let page = 1; ; page++) {
-    const res = await handle(new Request(`http://localhost/api/records?days=0&repo=all&sort=created&limit=100&page=${page}`));
+    const res = await handle(
+      new Request(`http://localhost/api/records?days=0&repo=all&sort=created&limit=100&page=${page}`),
+    );
     const body = (await res.json()) as { records: JsonObject[] };
     out.push(...body.records);
     if (body.records.length < 100) break;
@@ -117,7 +186,8 @@ function listen(handle: Handle) {
 
 async function attemptsOf(store: Pick<Store, "executionChunks">) {
   const out: Record<string, [number, number | null, string]> = {};
-  for await (const chunk of store.executionChunks({})) for (const e of chunk) out[e.executionId] = [e.attempt, e.durationMs, e.outcome];
+  for await (const chunk of store.executionChunks({}))
+    for (const e of chunk) out[e.executionId] = [e.attempt, e.durationMs, e.outcome];
   return out;
 }
 
@@ -130,30 +200,54 @@ describe("import --url from another installstats", () => {
       const served = listen((req) => source.app.handle(req));
       const location = engineName === "sqlite" ? ":memory:" : await pg.database();
       const engine = await openEngine(location, { durability: "normal", migrate: true, create: true });
-      const target = await createRuntime({ ...defaults, db: location }, { clock: source.clock, log: createLogger("error", () => {}, source.clock), version: "0.0.0-test" }, engine);
+      const target = await createRuntime(
+        { ...defaults, db: location },
+        { clock: source.clock, log: createLogger("error", () => {}, source.clock), version: "0.0.0-test" },
+        engine,
+      );
       const deps = { reads: target.store, commit: (ops: Parameters<Store["write"]>[0]) => target.store.write(ops) };
       try {
         const expected = await listing((req) => source.app.handle(req));
         expect(expected.length).toBeGreaterThan(250); // three pages and more
         const s1 = await importFromApi(deps, served.url, { normalize: NORMALIZE, zone: "UTC", at: source.clock() });
-        expect(s1).toMatchObject({ records: expected.length, imported: expected.length, updated: 0, alreadyThere: 0, relocations: 0, refused: {}, resumedAfter: null });
-        expect(await listing((req) => target.app.handle(req), true)).toEqual(await listing((req) => source.app.handle(req), true));
+        expect(s1).toMatchObject({
+          records: expected.length,
+          imported: expected.length,
+          updated: 0,
+          alreadyThere: 0,
+          relocations: 0,
+          refused: {},
+          resumedAfter: null,
+        });
+        expect(await listing((req) => target.app.handle(req), true)).toEqual(
+          await listing((req) => source.app.handle(req), true),
+        );
         expect(await attemptsOf(target.store)).toEqual(await attemptsOf(source.store));
         expect(await verifyRollups(target.store)).toMatchObject({ ok: true, records: expected.length });
 
         // The runs that were going end at the source; the next run reads from the first of them and takes how they ended.
-        for (const id of going) expect((await source.post("/telemetry", v2(id, "success", { nsapp: "immich", exit_code: 0 }))).status).toBe(200);
+        for (const id of going)
+          expect((await source.post("/telemetry", v2(id, "success", { nsapp: "immich", exit_code: 0 }))).status).toBe(
+            200,
+          );
         source.clock.advance(MIN);
         const s2 = await importFromApi(deps, served.url, { normalize: NORMALIZE, zone: "UTC", at: source.clock() });
         expect(s2.resumedAfter).not.toBeNull();
         expect(s2).toMatchObject({ imported: 0, updated: going.length, refused: {} });
         expect(s2.records).toBeLessThan(expected.length); // resumed, not read again from the start
-        expect(await listing((req) => target.app.handle(req), true)).toEqual(await listing((req) => source.app.handle(req), true));
+        expect(await listing((req) => target.app.handle(req), true)).toEqual(
+          await listing((req) => source.app.handle(req), true),
+        );
         expect(await attemptsOf(target.store)).toEqual(await attemptsOf(source.store));
 
         const s3 = await importFromApi(deps, served.url, { normalize: NORMALIZE, zone: "UTC", at: source.clock() });
         expect(s3).toMatchObject({ imported: 0, updated: 0 });
-        const s4 = await importFromApi(deps, served.url, { normalize: NORMALIZE, zone: "UTC", at: source.clock(), fromStart: true });
+        const s4 = await importFromApi(deps, served.url, {
+          normalize: NORMALIZE,
+          zone: "UTC",
+          at: source.clock(),
+          fromStart: true,
+        });
         expect(s4).toMatchObject({ records: expected.length, imported: 0, updated: 0, alreadyThere: expected.length });
         expect(await verifyRollups(target.store)).toMatchObject({ ok: true, records: expected.length });
       } finally {
@@ -179,7 +273,13 @@ function flakyListing(all: JsonObject[]) {
     const limit = Number(url.searchParams.get("limit"));
     const page = Number(url.searchParams.get("page"));
     const records = state.records.slice((page - 1) * limit, page * limit);
-    const body = { records, page, limit, total: state.records.length, total_pages: Math.ceil(state.records.length / limit) };
+    const body = {
+      records,
+      page,
+      limit,
+      total: state.records.length,
+      total_pages: Math.ceil(state.records.length / limit),
+    };
     if (limit > 1) state.onPage(++state.pages); // after this page is answered
     return Response.json(body);
   };
@@ -197,7 +297,14 @@ describe("import --url against a listing that fails, goes down and moves", () =>
     const deps = { reads: store, commit: (ops: Parameters<Store["write"]>[0]) => store.write(ops) };
     const retries: string[] = [];
     // Two days on: the runs the source shows going are old news and do not hold the position back.
-    const opts = { normalize: NORMALIZE, zone: "UTC", at: source.clock() + 2 * 24 * 60 * MIN, backoffMs: 1, attempts: 4, onRetry: (e: string) => retries.push(e) };
+    const opts = {
+      normalize: NORMALIZE,
+      zone: "UTC",
+      at: source.clock() + 2 * 24 * 60 * MIN,
+      backoffMs: 1,
+      attempts: 4,
+      onRetry: (e: string) => retries.push(e),
+    };
     try {
       // Two failures answered by retries; after two pages the server goes down for good.
       flaky.state.failNext = 2;
@@ -209,7 +316,7 @@ describe("import --url against a listing that fails, goes down and moves", () =>
       expect((error as Error).message).toContain("did not answer after 4 attempts (last: HTTP 502: upstream down)");
       expect(retries.length).toBe(2 + 3);
       expect(retries[0]).toStartWith("HTTP 503");
-      const taken = (await store.recordSpan()) === null ? 0 : (await attemptsOf(store));
+      const taken = (await store.recordSpan()) === null ? 0 : await attemptsOf(store);
       const first = Object.keys(taken).length;
       expect(first).toBeGreaterThanOrEqual(150); // two pages, committed with their position
       const mark = await store.importMark(served.url);
@@ -242,13 +349,21 @@ describe("import --url against a listing that fails, goes down and moves", () =>
     const cases: [Handle, string][] = [
       [() => new Response("<html>hello</html>"), "with something that is not JSON"],
       [() => Response.json({ hello: "world" }), "without {records: [...], total}"],
-      [() => new Response("no", { status: 401 }), "refused the read (HTTP 401: no); give its read token with --token-file"],
+      [
+        () => new Response("no", { status: 401 }),
+        "refused the read (HTTP 401: no); give its read token with --token-file",
+      ],
       [() => new Response("gone", { status: 404 }), "answered GET /api/records with HTTP 404: gone"],
     ];
     try {
       for (const [handle, message] of cases) {
         const served = listen(handle);
-        const e = await importFromApi(deps, served.url, { normalize: NORMALIZE, zone: "UTC", at: Date.now(), attempts: 1 }).catch((x: unknown) => x);
+        const e = await importFromApi(deps, served.url, {
+          normalize: NORMALIZE,
+          zone: "UTC",
+          at: Date.now(),
+          attempts: 1,
+        }).catch((x: unknown) => x);
         served.stop();
         expect(e).toBeInstanceOf(SourceError);
         expect((e as Error).message).toContain(message);

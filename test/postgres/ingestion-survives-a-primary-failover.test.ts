@@ -51,7 +51,9 @@ describe("a primary failover under load", () => {
     const reads: number[] = [];
     const reader = (async () => {
       for (let i = 0; !stop; i++) {
-        const res = await fetch(`${nodes[i % 2]!.url}/api/stats/summary`, { signal: AbortSignal.timeout(5000) }).catch(() => null);
+        const res = await fetch(`${nodes[i % 2]!.url}/api/stats/summary`, { signal: AbortSignal.timeout(5000) }).catch(
+          () => null,
+        );
         reads.push(res?.status ?? 0);
         await res?.arrayBuffer();
         await Bun.sleep(50);
@@ -76,14 +78,21 @@ describe("a primary failover under load", () => {
       const before = answers.filter((a) => a.at < crashedAt);
       const during = answers.filter((a) => a.at >= crashedAt && a.at <= promotedAt);
       const after = answers.filter((a) => a.at > promotedAt);
-      const tally = (xs: Answer[]) => Object.fromEntries([...new Set(xs.map((a) => a.status))].map((s) => [s, xs.filter((a) => a.status === s).length]));
+      const tally = (xs: Answer[]) =>
+        Object.fromEntries(
+          [...new Set(xs.map((a) => a.status))].map((s) => [s, xs.filter((a) => a.status === s).length]),
+        );
       const firstOk = after.find((a) => a.status === 201);
       const slowest = (xs: Answer[]) => Math.max(0, ...xs.map((a) => a.ms));
       console.log(
         JSON.stringify({
           reads: Object.fromEntries([...new Set(reads)].map((r) => [r, reads.filter((x) => x === r).length])),
-          before: tally(before), during: tally(during), after: tally(after), switchMs: promotedAt - crashedAt,
-          slowestAnswerMs: { before: slowest(before), during: slowest(during), after: slowest(after) }, writesAgainAfterPromotionMs: firstOk ? firstOk.at + firstOk.ms - promotedAt : null,
+          before: tally(before),
+          during: tally(during),
+          after: tally(after),
+          switchMs: promotedAt - crashedAt,
+          slowestAnswerMs: { before: slowest(before), during: slowest(during), after: slowest(after) },
+          writesAgainAfterPromotionMs: firstOk ? firstOk.at + firstOk.ms - promotedAt : null,
         }),
       );
 
@@ -99,7 +108,9 @@ describe("a primary failover under load", () => {
       // Every acknowledged report is on the new primary.
       const check = postgres(replica.url.replace(/\/postgres$/, "/ha"), { max: 1, onnotice: () => {} });
       try {
-        const stored = new Set((await check<{ id: string }[]>`SELECT random_id AS id FROM executions`).map((r) => r.id));
+        const stored = new Set(
+          (await check<{ id: string }[]>`SELECT random_id AS id FROM executions`).map((r) => r.id),
+        );
         expect(answers.filter((a) => a.status === 201 && !stored.has(a.id)).map((a) => a.id)).toEqual([]);
       } finally {
         await check.end();
@@ -108,9 +119,14 @@ describe("a primary failover under load", () => {
       const health = await fetch(`${nodes[0]!.url}/healthz`);
       expect(health.status).toBe(200);
       // The replica, now the primary, still serves the reads of the node that read from it.
-      expect(((await health.json()) as { storage: { database: { replica: unknown } } }).storage.database.replica).toMatchObject({ reads_from: "replica", lag_s: 0 });
+      expect(
+        ((await health.json()) as { storage: { database: { replica: unknown } } }).storage.database.replica,
+      ).toMatchObject({ reads_from: "replica", lag_s: 0 });
       const verify = Bun.spawnSync([bin, "verify", "--db", url], { stdout: "pipe", stderr: "pipe" });
-      expect({ code: verify.exitCode, ok: (JSON.parse(verify.stdout.toString()) as { ok: boolean }).ok }).toEqual({ code: 0, ok: true });
+      expect({ code: verify.exitCode, ok: (JSON.parse(verify.stdout.toString()) as { ok: boolean }).ok }).toEqual({
+        code: 0,
+        ok: true,
+      });
     } finally {
       stop = true;
       await Promise.all([...clients, reader]);

@@ -23,21 +23,34 @@ afterAll(async () => {
   await pg?.stop();
 });
 
-const telemetry = (id: string, status: string) => JSON.stringify({ payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "jellyfin", status });
-const post = (node: RunningServer, path: string, body: string) => fetch(`${node.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
+const telemetry = (id: string, status: string) =>
+  JSON.stringify({ payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "jellyfin", status });
+const post = (node: RunningServer, path: string, body: string) =>
+  fetch(`${node.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
 
 /** Both protocols across two nodes, the same reports on both at once, a burst; every acknowledged report stored, verify clean. */
 async function ingestAcross(a: RunningServer, b: RunningServer, url: string, direct: string): Promise<void> {
   // The same start report on both nodes at once: one 201, one 200.
   const answers = await Promise.all(
     Array.from({ length: 20 }, async (_, i) => {
-      const [x, y] = await Promise.all([post(a, "/telemetry", telemetry(`same-${i}`, "installing")), post(b, "/telemetry", telemetry(`same-${i}`, "installing"))]);
+      const [x, y] = await Promise.all([
+        post(a, "/telemetry", telemetry(`same-${i}`, "installing")),
+        post(b, "/telemetry", telemetry(`same-${i}`, "installing")),
+      ]);
       return [x.status, y.status].sort().join(",");
     }),
   );
   expect(new Set(answers)).toEqual(new Set(["200,201"]));
   // A final status held on one node, its start on the other.
-  expect((await post(a, "/upload/updatestatus", JSON.stringify({ random_id: "held-1", status: "failed", error: "exit code 2" }))).status).toBe(202);
+  expect(
+    (
+      await post(
+        a,
+        "/upload/updatestatus",
+        JSON.stringify({ random_id: "held-1", status: "failed", error: "exit code 2" }),
+      )
+    ).status,
+  ).toBe(202);
   expect((await post(b, "/upload", JSON.stringify(startReport("held-1")))).status).toBe(201);
   // scripts/client.sh, both protocols, one install's reports split between the nodes.
   await client(a.url, ["--protocol", "v2", "--id", "cs-1", "start"]);
@@ -52,13 +65,18 @@ async function ingestAcross(a: RunningServer, b: RunningServer, url: string, dir
   const statuses: number[] = [];
   await Promise.all(
     Array.from({ length: 16 }, async (_, c) => {
-      for (let i = 0; i < 25; i++) statuses.push((await post((c + i) % 2 ? a : b, "/telemetry", telemetry(`burst-${c}-${i}`, "installing"))).status);
+      for (let i = 0; i < 25; i++)
+        statuses.push(
+          (await post((c + i) % 2 ? a : b, "/telemetry", telemetry(`burst-${c}-${i}`, "installing"))).status,
+        );
     }),
   );
   expect(statuses.filter((s) => s !== 201)).toEqual([]);
   const check = postgres(direct, { max: 1, onnotice: () => {} });
   try {
-    const [row] = await check<{ n: number }[]>`SELECT count(*)::int AS n FROM executions WHERE random_id LIKE 'burst-%'`;
+    const [row] = await check<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM executions WHERE random_id LIKE 'burst-%'`;
     expect(row!.n).toBe(400);
   } finally {
     await check.end();
@@ -69,7 +87,11 @@ async function ingestAcross(a: RunningServer, b: RunningServer, url: string, dir
 }
 
 /** A pgbouncer in `mode` and a new database behind it: its URL through the pooler, and directly. */
-async function pooled(mode: "session" | "transaction", size: number, name: string): Promise<{ url: string; direct: string }> {
+async function pooled(
+  mode: "session" | "transaction",
+  size: number,
+  name: string,
+): Promise<{ url: string; direct: string }> {
   const pooler = await startPgbouncer(pg, mode, size);
   poolers.push(pooler);
   return { url: pooler.url(name), direct: await createDatabase(pg, name) };
@@ -77,7 +99,10 @@ async function pooled(mode: "session" | "transaction", size: number, name: strin
 
 /** Two compiled nodes on `url`, started together, stopped after `fn`. */
 async function withNodes(url: string, fn: (a: RunningServer, b: RunningServer) => Promise<void>): Promise<void> {
-  const [a, b] = await Promise.all([startServer(bin, ["--db", url, "--rate-limit", "0"]), startServer(bin, ["--db", url, "--rate-limit", "0"])]);
+  const [a, b] = await Promise.all([
+    startServer(bin, ["--db", url, "--rate-limit", "0"]),
+    startServer(bin, ["--db", url, "--rate-limit", "0"]),
+  ]);
   try {
     await fn(a, b);
   } finally {
@@ -92,12 +117,16 @@ describe("nodes through pgbouncer", () => {
     const url = `${through.url}?prepare=false`;
 
     // Migrations and job leases through the pooler: transaction-level locks.
-    const engines = await Promise.all([1, 2, 3].map(() => openEngine(url, { durability: "full", migrate: true, create: true })));
+    const engines = await Promise.all(
+      [1, 2, 3].map(() => openEngine(url, { durability: "full", migrate: true, create: true })),
+    );
     try {
       const check = postgres(direct, { max: 1, onnotice: () => {} });
       const [applied] = await check<{ n: number }[]>`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`;
       await check.end();
-      const journal = (await Bun.file(new URL("../../drizzle/postgres/meta/_journal.json", import.meta.url)).json()) as { entries: unknown[] };
+      const journal = (await Bun.file(
+        new URL("../../drizzle/postgres/meta/_journal.json", import.meta.url),
+      ).json()) as { entries: unknown[] };
       expect(applied!.n).toBe(journal.entries.length);
       let runs = 0;
       const t0 = Date.UTC(2026, 10, 26, 12);
@@ -129,7 +158,10 @@ describe("nodes through pgbouncer", () => {
         Array.from({ length: 16 }, async (_, c) => {
           for (let i = 0; i < 20; i++) {
             const id = `p-${c}-${i}`;
-            answers.push({ id, status: (await post((c + i) % 2 ? a : b, "/telemetry", telemetry(id, "installing"))).status });
+            answers.push({
+              id,
+              status: (await post((c + i) % 2 ? a : b, "/telemetry", telemetry(id, "installing"))).status,
+            });
           }
         }),
       );

@@ -32,8 +32,17 @@ afterAll(async () => {
 });
 
 const telemetry = (id: string, status: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ payload_version: 2, random_id: id, execution_id: id, type: "lxc", nsapp: "jellyfin", status, ...extra });
-const post = (server: RunningServer, path: string, body: string) => fetch(`${server.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
+  JSON.stringify({
+    payload_version: 2,
+    random_id: id,
+    execution_id: id,
+    type: "lxc",
+    nsapp: "jellyfin",
+    status,
+    ...extra,
+  });
+const post = (server: RunningServer, path: string, body: string) =>
+  fetch(`${server.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } });
 
 describe("two nodes on one PostgreSQL database", () => {
   test("the same start report on both nodes at once: one 201 and one 200 duplicate, every time", async () => {
@@ -50,7 +59,15 @@ describe("two nodes on one PostgreSQL database", () => {
   });
 
   test("a final status held on one node is applied when its start report arrives on the other", async () => {
-    expect((await post(a, "/upload/updatestatus", JSON.stringify({ random_id: "held-1", status: "failed", error: "exit code 2" }))).status).toBe(202);
+    expect(
+      (
+        await post(
+          a,
+          "/upload/updatestatus",
+          JSON.stringify({ random_id: "held-1", status: "failed", error: "exit code 2" }),
+        )
+      ).status,
+    ).toBe(202);
     expect((await post(b, "/upload", JSON.stringify(startReport("held-1")))).status).toBe(201);
     const install = (await (await fetch(`${a.url}/api/installs/held-1`)).json()) as { outcome: string; status: string };
     expect(install).toMatchObject({ status: "failed", outcome: "failed" });
@@ -64,8 +81,13 @@ describe("two nodes on one PostgreSQL database", () => {
     await client(b.url, ["--protocol", "v2", "--id", "cs-1", "--execution-id", "cs-1-retry", "install", "success"]);
     await client(a.url, ["--id", "cs-2", "start"]);
     await client(b.url, ["--id", "cs-2", "update", "done"]);
-    const one = (await (await fetch(`${b.url}/api/installs/cs-1`)).json()) as { executions: { execution_id: string; attempt: number; outcome: string }[] };
-    expect(one.executions.map((e) => [e.execution_id, e.attempt, e.outcome])).toEqual([["cs-1", 1, "failed"], ["cs-1-retry", 2, "success"]]);
+    const one = (await (await fetch(`${b.url}/api/installs/cs-1`)).json()) as {
+      executions: { execution_id: string; attempt: number; outcome: string }[];
+    };
+    expect(one.executions.map((e) => [e.execution_id, e.attempt, e.outcome])).toEqual([
+      ["cs-1", 1, "failed"],
+      ["cs-1-retry", 2, "success"],
+    ]);
     const two = (await (await fetch(`${a.url}/api/installs/cs-2`)).json()) as { outcome: string };
     expect(two.outcome).toBe("success");
   });
@@ -85,19 +107,31 @@ describe("two nodes on one PostgreSQL database", () => {
             killed = true;
             b.proc.kill("SIGKILL");
           }
-          const res = await post(target, "/telemetry", telemetry(id, i % 3 === 0 ? "success" : "installing", { type: i % 3 === 0 ? "pve" : "lxc" })).catch(() => null);
+          const res = await post(
+            target,
+            "/telemetry",
+            telemetry(id, i % 3 === 0 ? "success" : "installing", { type: i % 3 === 0 ? "pve" : "lxc" }),
+          ).catch(() => null);
           if (res && res.status >= 200 && res.status < 300) acknowledged.push(id);
         }
       }),
     );
     await b.proc.exited;
     expect(acknowledged.length).toBeGreaterThan(300);
-    const stored = new Set((await check<{ id: string }[]>`SELECT random_id AS id FROM executions WHERE random_id LIKE 'load-%'`).map((r) => r.id));
+    const stored = new Set(
+      (await check<{ id: string }[]>`SELECT random_id AS id FROM executions WHERE random_id LIKE 'load-%'`).map(
+        (r) => r.id,
+      ),
+    );
     expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
     // The killed node comes back; the cluster's data is whole.
     b = await node(url);
     const verify = Bun.spawnSync([bin, "verify", "--db", url], { stdout: "pipe", stderr: "pipe" });
     const report = JSON.parse(verify.stdout.toString()) as { ok: boolean; rollups: { mismatches: unknown[] } };
-    expect({ code: verify.exitCode, ok: report.ok, mismatches: report.rollups.mismatches }).toEqual({ code: 0, ok: true, mismatches: [] });
+    expect({ code: verify.exitCode, ok: report.ok, mismatches: report.rollups.mismatches }).toEqual({
+      code: 0,
+      ok: true,
+      mismatches: [],
+    });
   });
 });

@@ -38,7 +38,11 @@ afterAll(() => server?.stop());
 
 const main = new URL("../../src/main.ts", import.meta.url).pathname;
 const migrate = (env: Record<string, string>, ...args: string[]) => {
-  const r = Bun.spawnSync(["bun", main, "migrate", ...args], { env: { PATH: process.env.PATH ?? "", HOME: tempDir("installstats-home-"), ...env }, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync(["bun", main, "migrate", ...args], {
+    env: { PATH: process.env.PATH ?? "", HOME: tempDir("installstats-home-"), ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return { code: r.exitCode, out: (r.stdout.toString() + r.stderr.toString()).trim() };
 };
 
@@ -52,14 +56,24 @@ function file(text: string, mode: number, name = "secret"): string {
 
 describe("PostgreSQL passwords", () => {
   test("in the URL (from INSTALLSTATS_DB), or in PGPASSWORD; shown as *** or not at all", () => {
-    expect(migrate({ INSTALLSTATS_DB: `postgres://installstats:${RIGHT}@${at}` })).toEqual({ code: 0, out: `postgres://installstats:***@${at}: migrations applied` });
-    expect(migrate({ PGPASSWORD: RIGHT }, "--db", `postgres://installstats@${at}`)).toEqual({ code: 0, out: `postgres://installstats@${at}: migrations applied` });
+    expect(migrate({ INSTALLSTATS_DB: `postgres://installstats:${RIGHT}@${at}` })).toEqual({
+      code: 0,
+      out: `postgres://installstats:***@${at}: migrations applied`,
+    });
+    expect(migrate({ PGPASSWORD: RIGHT }, "--db", `postgres://installstats@${at}`)).toEqual({
+      code: 0,
+      out: `postgres://installstats@${at}: migrations applied`,
+    });
   });
 
   test("--db-password-file and INSTALLSTATS_DB_PASSWORD_FILE: a file holding only the password (its final newline is not part of it), before PGPASSWORD", () => {
     const secret = file(`${RIGHT}\n`, 0o400);
-    expect(migrate({ PGPASSWORD: "wrong" }, "--db", `postgres://installstats@${at}`, "--db-password-file", secret)).toEqual({ code: 0, out: `postgres://installstats@${at}: migrations applied` });
-    expect(migrate({ INSTALLSTATS_DB_PASSWORD_FILE: secret, INSTALLSTATS_DB: `postgres://installstats@${at}` }).code).toBe(0);
+    expect(
+      migrate({ PGPASSWORD: "wrong" }, "--db", `postgres://installstats@${at}`, "--db-password-file", secret),
+    ).toEqual({ code: 0, out: `postgres://installstats@${at}: migrations applied` });
+    expect(
+      migrate({ INSTALLSTATS_DB_PASSWORD_FILE: secret, INSTALLSTATS_DB: `postgres://installstats@${at}` }).code,
+    ).toBe(0);
     expect(migrate({}, "--db", `postgres://installstats@${at}`, "--db-password-file", "/nowhere/secret")).toEqual({
       code: 3,
       out: "installstats: cannot read the password file /nowhere/secret (--db-password-file or INSTALLSTATS_DB_PASSWORD_FILE): no such file",
@@ -106,26 +120,49 @@ describe("PostgreSQL passwords", () => {
       code: 3,
       out: `installstats: cannot connect to PostgreSQL at postgres://installstats:***@${at}: authentication failed for user "installstats" (the password came from the URL; passwords come from the URL, --db-password-file, PGPASSWORD or ~/.pgpass)`,
     });
-    expect(migrate({ PGPASSWORD: "wrong-pw" }, "--db", `postgres://installstats@${at}`).out).toContain("(the password came from PGPASSWORD;");
+    expect(migrate({ PGPASSWORD: "wrong-pw" }, "--db", `postgres://installstats@${at}`).out).toContain(
+      "(the password came from PGPASSWORD;",
+    );
   });
 
   test("PGHOST, PGPORT, PGUSER and PGDATABASE fill in what the URL leaves out", () => {
-    const env = { PGHOST: "127.0.0.1", PGPORT: String(server.port), PGUSER: "installstats", PGDATABASE: "installstats", PGPASSWORD: RIGHT };
+    const env = {
+      PGHOST: "127.0.0.1",
+      PGPORT: String(server.port),
+      PGUSER: "installstats",
+      PGDATABASE: "installstats",
+      PGPASSWORD: RIGHT,
+    };
     expect(migrate(env, "--db", "postgres://")).toEqual({ code: 0, out: "postgres://: migrations applied" });
     const wrong = migrate({ ...env, PGPASSWORD: "wrong-pw" }, "--db", "postgres://");
-    expect(wrong.out).toContain(`at postgres:// (installstats@127.0.0.1:${server.port}/installstats): authentication failed`);
+    expect(wrong.out).toContain(
+      `at postgres:// (installstats@127.0.0.1:${server.port}/installstats): authentication failed`,
+    );
   });
 
   test("never printed: not in the log, /healthz, /metrics or --help of a serving node", async () => {
     const secret = file(RIGHT, 0o400);
-    const node = await startServer(bin, ["--db", `postgres://installstats@${at}`, "--read-db", `postgres://installstats:${RIGHT}@${at}`, "--log-level", "debug"], {
-      INSTALLSTATS_DB_PASSWORD_FILE: secret,
-    });
+    const node = await startServer(
+      bin,
+      [
+        "--db",
+        `postgres://installstats@${at}`,
+        "--read-db",
+        `postgres://installstats:${RIGHT}@${at}`,
+        "--log-level",
+        "debug",
+      ],
+      {
+        INSTALLSTATS_DB_PASSWORD_FILE: secret,
+      },
+    );
     try {
       const health = await (await fetch(`${node.url}/healthz`)).text();
       expect(health).toContain(`postgres://installstats:***@${at}`);
       const metrics = await (await fetch(`${node.url}/metrics`)).text();
-      const help = Bun.spawnSync([bin, "serve", "--help"], { env: { PATH: process.env.PATH ?? "", INSTALLSTATS_DB_PASSWORD_FILE: secret } }).stdout.toString();
+      const help = Bun.spawnSync([bin, "serve", "--help"], {
+        env: { PATH: process.env.PATH ?? "", INSTALLSTATS_DB_PASSWORD_FILE: secret },
+      }).stdout.toString();
       expect(help).toContain("--db-password-file");
       for (const text of [health, metrics, help, node.stderr()]) expect(text).not.toContain(RIGHT);
     } finally {

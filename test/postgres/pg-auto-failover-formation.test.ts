@@ -25,7 +25,10 @@ describe("pg_auto_failover", () => {
     expect(formation.url).toMatch(/^postgres:\/\/installstats:[^@]+@127\.0\.0\.1:\d+,127\.0\.0\.1:\d+\/installstats\?/);
     expect(formation.url).toContain("target_session_attrs=read-write");
     expect(formation.url).toContain("sslmode=require");
-    const nodes = await Promise.all([startServer(bin, ["--db", formation.url, "--rate-limit", "0"]), startServer(bin, ["--db", formation.url, "--rate-limit", "0"])]);
+    const nodes = await Promise.all([
+      startServer(bin, ["--db", formation.url, "--rate-limit", "0"]),
+      startServer(bin, ["--db", formation.url, "--rate-limit", "0"]),
+    ]);
     const answers: Answer[] = [];
     let stop = false;
     const clients = Array.from({ length: 8 }, async (_, c) => {
@@ -59,18 +62,36 @@ describe("pg_auto_failover", () => {
       stop = true;
       await Promise.all(clients);
 
-      const tally = (xs: Answer[]) => Object.fromEntries([...new Set(xs.map((a) => a.status))].map((s) => [s, xs.filter((a) => a.status === s).length]));
+      const tally = (xs: Answer[]) =>
+        Object.fromEntries(
+          [...new Set(xs.map((a) => a.status))].map((s) => [s, xs.filter((a) => a.status === s).length]),
+        );
       // Past the clients' 5 s (curl -m 5): no answer, or one that came later.
       const late = answers.filter((a) => a.status === 0 || a.ms >= 5000);
-      console.log(JSON.stringify({ answers: tally(answers), writesAgainMs: { switchover: afterSwitch, crash: afterCrash }, slowestAnswerMs: Math.max(...answers.map((a) => a.ms)), over3s: answers.filter((a) => a.ms > 3000).length, late: late.length, promoted: formation.primary() }));
+      console.log(
+        JSON.stringify({
+          answers: tally(answers),
+          writesAgainMs: { switchover: afterSwitch, crash: afterCrash },
+          slowestAnswerMs: Math.max(...answers.map((a) => a.ms)),
+          over3s: answers.filter((a) => a.ms > 3000).length,
+          late: late.length,
+          promoted: formation.primary(),
+        }),
+      );
       expect(afterSwitch).not.toBeNull();
       expect(afterCrash).not.toBeNull();
       expect(formation.primary()).not.toBe(lost);
-      expect(answers.filter((a) => a.status !== 201 && a.status !== 503 && a.status !== 0).map((a) => a.status)).toEqual([]);
+      expect(
+        answers.filter((a) => a.status !== 201 && a.status !== 503 && a.status !== 0).map((a) => a.status),
+      ).toEqual([]);
       // Only reports in flight during the switchover may outlast the clients' 5 s: pg_auto_failover
       // holds their COMMIT while it hands over (4.2-5.2 s measured); the clients send them again.
       // Everything else, the loss of the primary included, is answered in time.
-      expect(late.filter((a) => a.at < switchedAt - 1000 || a.at > switchDone).map((a) => [a.at - switchedAt, a.ms, a.status])).toEqual([]);
+      expect(
+        late
+          .filter((a) => a.at < switchedAt - 1000 || a.at > switchDone)
+          .map((a) => [a.at - switchedAt, a.ms, a.status]),
+      ).toEqual([]);
       expect(answers.filter((a) => a.status === 503 && a.retryAfter === null)).toEqual([]);
       expect(answers.filter((a) => a.at > crashedAt).some((a) => a.status === 503)).toBe(true);
       expect(formation.primary()).not.toBeNull();
@@ -78,13 +99,18 @@ describe("pg_auto_failover", () => {
       // Every acknowledged report is on the promoted primary.
       const check = postgres(formation.url, { max: 1, onnotice: () => {}, target_session_attrs: "primary" });
       try {
-        const stored = new Set((await check<{ id: string }[]>`SELECT random_id AS id FROM executions`).map((r) => r.id));
+        const stored = new Set(
+          (await check<{ id: string }[]>`SELECT random_id AS id FROM executions`).map((r) => r.id),
+        );
         expect(answers.filter((a) => a.status === 201 && !stored.has(a.id)).map((a) => a.id)).toEqual([]);
       } finally {
         await check.end();
       }
       const verify = Bun.spawnSync([bin, "verify", "--db", formation.url], { stdout: "pipe", stderr: "pipe" });
-      expect({ code: verify.exitCode, ok: (JSON.parse(verify.stdout.toString()) as { ok: boolean }).ok }).toEqual({ code: 0, ok: true });
+      expect({ code: verify.exitCode, ok: (JSON.parse(verify.stdout.toString()) as { ok: boolean }).ok }).toEqual({
+        code: 0,
+        ok: true,
+      });
     } finally {
       stop = true;
       await Promise.all(clients);

@@ -32,7 +32,13 @@ afterAll(async () => {
 
 interface Health {
   status: string;
-  storage: { database: { engine: string; location: string; replica: { location: string; lag_s: number | null; reads_from: string; problem: string | null } | null } };
+  storage: {
+    database: {
+      engine: string;
+      location: string;
+      replica: { location: string; lag_s: number | null; reads_from: string; problem: string | null } | null;
+    };
+  };
 }
 
 const health = async (n: RunningServer) => (await (await fetch(`${n.url}/healthz`)).json()) as Health;
@@ -41,8 +47,15 @@ describe("reads from a streaming replica", () => {
   test("reads come from the replica and see what the primary took; health and metrics say where reads go and the lag", async () => {
     node = await startServer(bin, ["--db", primary.url, "--read-db", replica.url, "--rate-limit", "0"]);
     const h = await health(node);
-    expect(h.storage.database).toMatchObject({ engine: "postgres", location: primary.url, replica: { location: replica.url, reads_from: "replica", problem: null } });
-    const post = await fetch(`${node.url}/upload`, { method: "POST", body: JSON.stringify({ random_id: "r-1", type: "lxc", nsapp: "jellyfin", status: "installing" }) });
+    expect(h.storage.database).toMatchObject({
+      engine: "postgres",
+      location: primary.url,
+      replica: { location: replica.url, reads_from: "replica", problem: null },
+    });
+    const post = await fetch(`${node.url}/upload`, {
+      method: "POST",
+      body: JSON.stringify({ random_id: "r-1", type: "lxc", nsapp: "jellyfin", status: "installing" }),
+    });
     expect(post.status).toBe(201);
     // The replica follows within a moment: the read through the node shows the install.
     let seen = 0;
@@ -53,7 +66,9 @@ describe("reads from a streaming replica", () => {
     expect(seen).toBe(1);
     // It was the replica that answered: the row is there, read-only.
     const direct = postgres(replica.url, { max: 1, onnotice: () => {} });
-    const [row] = await direct<{ n: number; standby: boolean }[]>`SELECT count(*)::int AS n, pg_is_in_recovery() AS standby FROM executions WHERE random_id = 'r-1'`;
+    const [row] = await direct<
+      { n: number; standby: boolean }[]
+    >`SELECT count(*)::int AS n, pg_is_in_recovery() AS standby FROM executions WHERE random_id = 'r-1'`;
     await direct.end();
     expect(row).toEqual({ n: 1, standby: true });
     // With the replica's replay paused, a new install is on the primary only: the node does not
@@ -61,7 +76,14 @@ describe("reads from a streaming replica", () => {
     const control = postgres(replica.url, { max: 1, onnotice: () => {} });
     await control`SELECT pg_wal_replay_pause()`;
     try {
-      expect((await fetch(`${node.url}/upload`, { method: "POST", body: JSON.stringify({ random_id: "r-2", type: "lxc", nsapp: "jellyfin", status: "installing" }) })).status).toBe(201);
+      expect(
+        (
+          await fetch(`${node.url}/upload`, {
+            method: "POST",
+            body: JSON.stringify({ random_id: "r-2", type: "lxc", nsapp: "jellyfin", status: "installing" }),
+          })
+        ).status,
+      ).toBe(201);
       expect((await fetch(`${node.url}/api/installs/r-2`)).status).toBe(404);
     } finally {
       await control`SELECT pg_wal_replay_resume()`;
@@ -79,17 +101,35 @@ describe("reads from a streaming replica", () => {
   });
 
   test("a replica further behind than --read-max-lag: reads go to the primary, and come back when it catches up", async () => {
-    const strict = await startServer(bin, ["--db", primary.url, "--read-db", replica.url, "--read-max-lag", "1s", "--rate-limit", "0"]);
+    const strict = await startServer(bin, [
+      "--db",
+      primary.url,
+      "--read-db",
+      replica.url,
+      "--read-max-lag",
+      "1s",
+      "--rate-limit",
+      "0",
+    ]);
     const control = postgres(replica.url, { max: 1, onnotice: () => {} });
     try {
       await control`SELECT pg_wal_replay_pause()`;
-      expect((await fetch(`${strict.url}/upload`, { method: "POST", body: JSON.stringify({ random_id: "r-3", type: "lxc", nsapp: "plex", status: "installing" }) })).status).toBe(201);
+      expect(
+        (
+          await fetch(`${strict.url}/upload`, {
+            method: "POST",
+            body: JSON.stringify({ random_id: "r-3", type: "lxc", nsapp: "plex", status: "installing" }),
+          })
+        ).status,
+      ).toBe(201);
       let h = await health(strict);
       for (let i = 0; i < 60 && h.storage.database.replica?.reads_from !== "primary"; i++) {
         await Bun.sleep(100);
         h = await health(strict);
       }
-      expect(h.storage.database.replica?.problem).toMatch(/^replica \d+\.\d s behind \(bound 1 s\): reads go to the primary$/);
+      expect(h.storage.database.replica?.problem).toMatch(
+        /^replica \d+\.\d s behind \(bound 1 s\): reads go to the primary$/,
+      );
       expect((await fetch(`${strict.url}/api/installs/r-3`)).status).toBe(200);
       await control`SELECT pg_wal_replay_resume()`;
       for (let i = 0; i < 60 && h.storage.database.replica?.reads_from !== "replica"; i++) {
@@ -122,7 +162,10 @@ describe("reads from a streaming replica", () => {
   test("--read-db with an SQLite --db: one line naming the mistake, and nothing left behind", () => {
     const dir = tempDir("installstats-read-db-");
     const file = join(dir, "never-made.db");
-    const r = Bun.spawnSync([bin, "serve", "--port", "0", "--db", file, "--read-db", "postgres://127.0.0.1:1/x"], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync([bin, "serve", "--port", "0", "--db", file, "--read-db", "postgres://127.0.0.1:1/x"], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     expect(r.exitCode).not.toBe(0);
     expect(r.stderr.toString().trim()).toBe(
       `installstats: --read-db names a PostgreSQL replica, but --db ${file} is an SQLite file; give --db the primary's postgres:// URL, or leave --read-db unset`,

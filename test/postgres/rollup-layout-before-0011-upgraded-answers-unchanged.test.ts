@@ -37,21 +37,35 @@ describe("upgrade from the rollup layout before migration 0011", () => {
     const url = await createDatabase(server, "layout");
     const old = postgres(url, { max: 2, onnotice: () => {}, types });
     const seeded = [...generateExecutions(seedOptions({ records: 1200, days: 90, end: NOW - 2 * HOUR, seed: 12 }))];
-    const retry: Execution = { ...seeded[10]!, executionId: `${seeded[10]!.randomId}-retry`, attempt: 2, repoSource: "ProxmoxVED", createdAt: seeded[10]!.createdAt + HOUR, updatedAt: seeded[10]!.createdAt + 2 * HOUR };
+    const retry: Execution = {
+      ...seeded[10]!,
+      executionId: `${seeded[10]!.randomId}-retry`,
+      attempt: 2,
+      repoSource: "ProxmoxVED",
+      createdAt: seeded[10]!.createdAt + HOUR,
+      updatedAt: seeded[10]!.createdAt + 2 * HOUR,
+    };
     const records = [...seeded, retry];
     const cells = oldLayoutCells(records, NOW);
     try {
       await migrate(drizzle(old), { migrationsFolder: migrationsBefore("0011_rollup_cells_binary") });
       await new Partitions(old).ensure(records.map((e) => e.createdAt));
-      const columns = Object.keys(rowOf(records[0]!)).map((c) => `"${c}"`).join(", ");
+      const columns = Object.keys(rowOf(records[0]!))
+        .map((c) => `"${c}"`)
+        .join(", ");
       await transaction(old, async (tx) => {
         for (let i = 0; i < records.length; i += 500) {
           const json = JSON.stringify(records.slice(i, i + 500).map(rowOf));
-          await tx.unsafe(`INSERT INTO executions (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::executions, $1::text::json)`, [json]);
+          await tx.unsafe(
+            `INSERT INTO executions (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::executions, $1::text::json)`,
+            [json],
+          );
         }
         await tx`INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM executions`;
         for (let i = 0; i < cells.length; i += 1000) {
-          const chunk = cells.slice(i, i + 1000).map(({ key, data }) => ({ grain: key.grain, slice: key.app, bucket: key.bucket, ...jsonColumns(data) }));
+          const chunk = cells
+            .slice(i, i + 1000)
+            .map(({ key, data }) => ({ grain: key.grain, slice: key.app, bucket: key.bucket, ...jsonColumns(data) }));
           await tx`INSERT INTO rollup_cells (grain, slice, bucket, data, apps, errors)
             SELECT * FROM unnest(${chunk.map((c) => c.grain)}::smallint[], ${chunk.map((c) => c.slice)}::text[], ${chunk.map((c) => c.bucket)}::bigint[],
               ${chunk.map((c) => c.data)}::text[], ${chunk.map((c) => c.apps)}::text[], ${chunk.map((c) => c.errors)}::text[])`;
@@ -64,24 +78,36 @@ describe("upgrade from the rollup layout before migration 0011", () => {
         await mergeSightings(tx, sightings);
         await tx`UPDATE marks SET value = ${NOW} WHERE name = 'folded_until'`;
       });
-      expect(cells.filter((c) => c.key.grain === GRAINS.hour && c.key.bucket < hoursFrom(NOW)).length).toBeGreaterThan(500);
+      expect(cells.filter((c) => c.key.grain === GRAINS.hour && c.key.bucket < hoursFrom(NOW)).length).toBeGreaterThan(
+        500,
+      );
 
       // Two nodes start together: one rebuilds, the other waits and finds the layout current.
-      const [a, b] = await Promise.all([1, 2].map(() => openEngine(url, { durability: "full", migrate: true, create: true })));
+      const [a, b] = await Promise.all(
+        [1, 2].map(() => openEngine(url, { durability: "full", migrate: true, create: true })),
+      );
       try {
         const answers = await answersOf(a!.store, cells, NOW + DAY);
         expect(answers.got).toEqual(answers.want);
-        const [oldHours] = await old<{ n: number }[]>`SELECT count(*)::int AS n FROM rollup_cells WHERE grain = 0 AND bucket < ${hoursFrom(NOW)}`;
+        const [oldHours] = await old<
+          { n: number }[]
+        >`SELECT count(*)::int AS n FROM rollup_cells WHERE grain = 0 AND bucket < ${hoursFrom(NOW)}`;
         expect(oldHours!.n).toBe(0);
         const check = await verifyRollups(b!.store);
-        expect({ ok: check.ok, records: check.records, mismatches: check.mismatches, gaps: check.signatureGaps }).toEqual({ ok: true, records: records.length, mismatches: [], gaps: 0 });
+        expect({
+          ok: check.ok,
+          records: check.records,
+          mismatches: check.mismatches,
+          gaps: check.signatureGaps,
+        }).toEqual({ ok: true, records: records.length, mismatches: [], gaps: 0 });
         expect((await a!.store.getExecutions(retry.randomId)).map((e) => e.attempt)).toEqual([1, 2]);
       } finally {
         await a?.close();
         await b?.close();
       }
       // A node started later rebuilds nothing: the cells stay the very rows they were.
-      const rows = async () => old<{ v: string }[]>`SELECT xmin::text || ctid::text AS v FROM rollup_cells ORDER BY grain, slice, bucket`;
+      const rows = async () =>
+        old<{ v: string }[]>`SELECT xmin::text || ctid::text AS v FROM rollup_cells ORDER BY grain, slice, bucket`;
       const before = await rows();
       const c = await openEngine(url, { durability: "full", migrate: true, create: true });
       await c.close();

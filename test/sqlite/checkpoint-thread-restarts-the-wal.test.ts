@@ -50,7 +50,10 @@ const walBytes = (path: string) => statSync(`${path}-wal`).size;
  */
 async function servingWithHolds(name: string) {
   const holds: number[] = [];
-  const t = serving(name, { url: CHECKPOINTER, options: { onHold: (seconds) => holds.push(seconds), maxFrames: 200, everyMs: 5 } });
+  const t = serving(name, {
+    url: CHECKPOINTER,
+    options: { onHold: (seconds) => holds.push(seconds), maxFrames: 200, everyMs: 5 },
+  });
   const deadline = Date.now() + 10_000;
   for (let i = 0; holds.length === 0 && Date.now() < deadline; i++) await stream(t.writer, `w${i}`, 10);
   expect(holds.length).toBeGreaterThan(0);
@@ -76,7 +79,9 @@ describe("checkpoint thread", () => {
       // (a fifth to a quarter of it on an idle machine, 0.26 with the CPUs busy with other work;
       // without a restart it would reach the whole).
       expect(walBytes(t.path) - before).toBeLessThan(unchecked / 2);
-      expect(t.sqlite.query("SELECT count(*) AS n FROM executions WHERE random_id LIKE 's-%'").get()).toEqual({ n: 8000 });
+      expect(t.sqlite.query("SELECT count(*) AS n FROM executions WHERE random_id LIKE 's-%'").get()).toEqual({
+        n: 8000,
+      });
       expect(t.lines.join("")).not.toMatch(/checkpoint failed|died|kept the writer waiting/);
     } finally {
       t.close();
@@ -100,7 +105,8 @@ describe("checkpoint thread", () => {
       reader.close();
       // Once the reader is gone the WAL starts over again.
       const after = holds.length;
-      for (let i = 0; holds.length === after && performance.now() - began < 8_000; i++) await stream(t.writer, `a${i}`, 10);
+      for (let i = 0; holds.length === after && performance.now() - began < 8_000; i++)
+        await stream(t.writer, `a${i}`, 10);
       expect(holds.length).toBeGreaterThan(after);
     } finally {
       t.close();

@@ -9,19 +9,36 @@ import { APPLICATION_ID, migrationsFolder, openDatabase } from "../../src/store/
 import { tempDir } from "../helpers/tmp.ts";
 import { DatabaseOpenError } from "../../src/store/engine.ts";
 
-const journalEntries = () => (JSON.parse(readFileSync(join(migrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
+const journalEntries = () =>
+  (JSON.parse(readFileSync(join(migrationsFolder(), "meta/_journal.json"), "utf8")) as { entries: unknown[] }).entries
+    .length;
 
 describe("openDatabase", () => {
   test("a fresh file gets WAL, the chosen synchronous level, a busy timeout and every migration", async () => {
     const path = join(tempDir(), "fresh.db");
-    for (const [durability, level] of [["full", 2], ["normal", 1]] as const) {
+    for (const [durability, level] of [
+      ["full", 2],
+      ["normal", 1],
+    ] as const) {
       const { sqlite } = openDatabase(path, { durability, migrate: true });
       expect(sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
       expect(sqlite.query("PRAGMA synchronous").get()).toEqual({ synchronous: level });
       expect(sqlite.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 });
       expect(sqlite.query("PRAGMA application_id").get()).toEqual({ application_id: APPLICATION_ID });
-      const tables = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all().map((r) => (r as { name: string }).name);
-      expect(tables).toEqual(expect.arrayContaining(["executions", "held_reports", "rejected_reports", "bodies", "rollups", "__drizzle_migrations"]));
+      const tables = sqlite
+        .query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .all()
+        .map((r) => (r as { name: string }).name);
+      expect(tables).toEqual(
+        expect.arrayContaining([
+          "executions",
+          "held_reports",
+          "rejected_reports",
+          "bodies",
+          "rollups",
+          "__drizzle_migrations",
+        ]),
+      );
       // The tables of the install model are gone (migrations 0007-0008 moved their data).
       expect(tables).not.toContain("installs");
       expect(tables).not.toContain("held_updates");
@@ -34,7 +51,9 @@ describe("openDatabase", () => {
     const path = join(tempDir(), "existing.db");
     const first = openDatabase(path, { durability: "full", migrate: true });
     // (Stored columns since migration 0017: random_id, kind and outcome are virtual.)
-    first.sqlite.run("INSERT INTO executions (execution_id, attempt, type, status, outcome_code, created_at, updated_in) VALUES ('keep', 1, 'lxc', 'installing', 3, 1, 0)");
+    first.sqlite.run(
+      "INSERT INTO executions (execution_id, attempt, type, status, outcome_code, created_at, updated_in) VALUES ('keep', 1, 'lxc', 'installing', 3, 1, 0)",
+    );
     first.sqlite.close();
     const again = openDatabase(path, { durability: "full", migrate: true });
     expect(again.sqlite.query("SELECT random_id FROM executions").all()).toEqual([{ random_id: "keep" }]);
@@ -46,24 +65,44 @@ describe("openDatabase", () => {
     // A database at migration 0004, with the in-progress index the upgrade replaces.
     const before5 = join(tempDir(), "migrations-0004");
     cpSync(migrationsFolder(), before5, { recursive: true });
-    const journal = JSON.parse(readFileSync(join(before5, "meta/_journal.json"), "utf8")) as { entries: { idx: number }[] };
+    const journal = JSON.parse(readFileSync(join(before5, "meta/_journal.json"), "utf8")) as {
+      entries: { idx: number }[];
+    };
     journal.entries = journal.entries.filter((e) => e.idx <= 4);
     writeFileSync(join(before5, "meta/_journal.json"), JSON.stringify(journal));
     const upgrade = (rows: [string, string, number][]) => {
       const path = join(tempDir(), "upgrade.db");
       const old = openDatabase(path, { durability: "normal", migrate: false });
       migrate(old.db, { migrationsFolder: before5 });
-      for (const [id, outcome, at] of rows) old.sqlite.run("INSERT INTO installs (random_id, type, status, outcome, created_at, updated_at) VALUES (?, 'lxc', 'x', ?, ?, ?)", [id, outcome, at, at]);
+      for (const [id, outcome, at] of rows)
+        old.sqlite.run(
+          "INSERT INTO installs (random_id, type, status, outcome, created_at, updated_at) VALUES (?, 'lxc', 'x', ?, ?, ?)",
+          [id, outcome, at, at],
+        );
       old.sqlite.close();
       const { sqlite } = openDatabase(path, { durability: "normal", migrate: true });
       const mark = (sqlite.query("SELECT checked_until AS t FROM expiry_state").get() as { t: number }).t;
-      const indexes = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'installs_in_progress'").all();
+      const indexes = sqlite
+        .query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'installs_in_progress'")
+        .all();
       sqlite.close();
       expect(indexes).toEqual([]);
       return mark;
     };
-    expect(upgrade([["a", "success", 100], ["b", "in_progress", 200], ["c", "in_progress", 300], ["d", "failed", 400]])).toBe(200);
-    expect(upgrade([["a", "success", 100], ["d", "failed", 400]])).toBe(401);
+    expect(
+      upgrade([
+        ["a", "success", 100],
+        ["b", "in_progress", 200],
+        ["c", "in_progress", 300],
+        ["d", "failed", 400],
+      ]),
+    ).toBe(200);
+    expect(
+      upgrade([
+        ["a", "success", 100],
+        ["d", "failed", 400],
+      ]),
+    ).toBe(401);
     expect(upgrade([])).toBe(0);
   });
 

@@ -32,8 +32,20 @@ describe("group-commit writer", () => {
   test("one failing write does not fail its neighbours", async () => {
     const { store } = realStore();
     const poison = start("poison");
-    const writer = createWriter((ops) => (ops.includes(poison) ? (() => { throw new TypeError("bug"); })() : store.write(ops)), 100);
-    const outcomes = await Promise.allSettled([writer.submit(start("a")), writer.submit(poison), writer.submit(start("b"))]);
+    const writer = createWriter(
+      (ops) =>
+        ops.includes(poison)
+          ? (() => {
+              throw new TypeError("bug");
+            })()
+          : store.write(ops),
+      100,
+    );
+    const outcomes = await Promise.allSettled([
+      writer.submit(start("a")),
+      writer.submit(poison),
+      writer.submit(start("b")),
+    ]);
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(writer.stats.failedBatches).toBe(1);
   });

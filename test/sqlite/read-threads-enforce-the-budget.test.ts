@@ -67,7 +67,11 @@ describe("read threads", () => {
     const scans = startScanThreads(standIn(), "unused.db", { threads: 1, budgetMs: 0, log: quiet });
     try {
       const failed = await scans.listExecutions({ q: "boom" }, { limit: 1 }).catch((e: unknown) => e);
-      expect(failed).toMatchObject({ name: "SQLiteError", code: "SQLITE_CORRUPT", message: "database disk image is malformed" });
+      expect(failed).toMatchObject({
+        name: "SQLiteError",
+        code: "SQLITE_CORRUPT",
+        message: "database disk image is malformed",
+      });
     } finally {
       scans.stop();
     }

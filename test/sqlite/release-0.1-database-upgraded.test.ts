@@ -65,7 +65,10 @@ describe("upgrade of a database written by release 0.1", () => {
           installingAt: before.created_at,
         });
       }
-      const tables = engine.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => (r as { name: string }).name);
+      const tables = engine.sqlite
+        .query("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .all()
+        .map((r) => (r as { name: string }).name);
       expect(tables).not.toContain("installs");
       expect(tables).not.toContain("held_updates");
       const rejected = (engine.sqlite.query("SELECT count(*) AS n FROM rejected_reports").get() as { n: number }).n;
@@ -85,16 +88,30 @@ describe("upgrade of a database written by release 0.1", () => {
       const [failed] = await engine.store.getExecutions("fix-failed");
       expect(failed).toMatchObject({ outcome: "failed", exitCode: 100, errorCategory: "dependency", kind: "install" });
       const [done] = await engine.store.getExecutions("fix-done");
-      expect(done).toMatchObject({ outcome: "success", exitCode: null, errorCategory: null, finishedAt: done!.updatedAt });
+      expect(done).toMatchObject({
+        outcome: "success",
+        exitCode: null,
+        errorCategory: null,
+        finishedAt: done!.updatedAt,
+      });
       const [tool] = await engine.store.getExecutions("fix-tool");
       expect(tool).toMatchObject({ kind: "tool", outcome: "in_progress" });
       // The held INTERRUPTED update meets its start report after the upgrade: aborted, user_aborted.
       const start = normalizeStart({ type: "lxc", nsapp: "late", random_id: "fix-held" }, NORMALIZE);
       if (!start.ok) throw new Error(start.message);
-      const [result] = await engine.store.write([{ kind: "report", report: start.value, endpoint: "upload", raw: new Uint8Array(), repairs: [], at: Date.now() }]);
+      const [result] = await engine.store.write([
+        { kind: "report", report: start.value, endpoint: "upload", raw: new Uint8Array(), repairs: [], at: Date.now() },
+      ]);
       expect(result).toEqual({ kind: "created", outcome: "aborted" });
       const [held] = await engine.store.getExecutions("fix-held");
-      expect(held).toMatchObject({ status: "failed", outcome: "aborted", error: "INTERRUPTED", exitCode: 130, errorCategory: "user_aborted", durationMs: null });
+      expect(held).toMatchObject({
+        status: "failed",
+        outcome: "aborted",
+        error: "INTERRUPTED",
+        exitCode: 130,
+        errorCategory: "user_aborted",
+        durationMs: null,
+      });
       expect((await verifyRollups(engine.store)).mismatches).toEqual([]);
     } finally {
       await engine.close();
@@ -105,7 +122,10 @@ describe("upgrade of a database written by release 0.1", () => {
     const old = previousReleaseDb();
     const first = openSqliteEngine(old.path, { durability: "normal", migrate: true });
     const version = (first.sqlite.query("SELECT version FROM rollup_state").get() as { version: number }).version;
-    const cells = (first.sqlite.query("SELECT count(*) AS n, sum(length(data)) AS b FROM rollups").get() as { n: number; b: number });
+    const cells = first.sqlite.query("SELECT count(*) AS n, sum(length(data)) AS b FROM rollups").get() as {
+      n: number;
+      b: number;
+    };
     await first.close();
     const again = openSqliteEngine(old.path, { durability: "normal", migrate: true });
     expect((again.sqlite.query("SELECT version FROM rollup_state").get() as { version: number }).version).toBe(version);

@@ -30,18 +30,57 @@ const NOW = floorHour(Date.UTC(2026, 10, 20, 15));
 function executions(): Execution[] {
   const seeded = [...generateExecutions(seedOptions({ records: 1500, days: 120, end: NOW - 2 * HOUR, seed: 11 }))];
   const current = (i: number, over: Partial<Execution>): Execution => ({
-    ...seeded[i]!, payloadVersion: 2, platform: "pve", arch: "amd64", cpuVendor: "intel", gpuVendor: "nvidia", gpuPassthrough: "yes", repoSource: "ProxmoxVE",
-    repoSlug: "community-scripts/ProxmoxVE", kernelVersion: "6.14.8-2-pve", appVersion: "1.2.3", validationAt: seeded[i]!.createdAt + 3000, configuringAt: seeded[i]!.createdAt + 30_000, ...over,
+    ...seeded[i]!,
+    payloadVersion: 2,
+    platform: "pve",
+    arch: "amd64",
+    cpuVendor: "intel",
+    gpuVendor: "nvidia",
+    gpuPassthrough: "yes",
+    repoSource: "ProxmoxVE",
+    repoSlug: "community-scripts/ProxmoxVE",
+    kernelVersion: "6.14.8-2-pve",
+    appVersion: "1.2.3",
+    validationAt: seeded[i]!.createdAt + 3000,
+    configuringAt: seeded[i]!.createdAt + 30_000,
+    ...over,
   });
   const first = seeded[100]!;
   return [
     ...seeded,
-    current(100, { executionId: "0f3c2a7e-1b2d-4c5e-8f90-123456789abc", attempt: 2, randomId: first.randomId, createdAt: first.createdAt + 10 * 60_000, updatedAt: first.createdAt + 20 * 60_000 }),
+    current(100, {
+      executionId: "0f3c2a7e-1b2d-4c5e-8f90-123456789abc",
+      attempt: 2,
+      randomId: first.randomId,
+      createdAt: first.createdAt + 10 * 60_000,
+      updatedAt: first.createdAt + 20 * 60_000,
+    }),
     current(200, { executionId: "fix-odd-id", randomId: "fix-odd-id" }),
-    current(300, { executionId: "8D2E4F6A-0B1C-4D3E-9F5A-6B7C8D9E0F1A", randomId: "8D2E4F6A-0B1C-4D3E-9F5A-6B7C8D9E0F1A" }),
-    current(400, { executionId: "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9", randomId: "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9", status: "failed", outcome: "failed", exitCode: 100, errorCategory: "dependency", error: `exit_code=100 | APT\n---\n${"Setting up libfoo (1.2.3) ...\n".repeat(60)}`, failedCommand: "apt-get install -y foo", failedLine: 42 }),
+    current(300, {
+      executionId: "8D2E4F6A-0B1C-4D3E-9F5A-6B7C8D9E0F1A",
+      randomId: "8D2E4F6A-0B1C-4D3E-9F5A-6B7C8D9E0F1A",
+    }),
+    current(400, {
+      executionId: "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9",
+      randomId: "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9",
+      status: "failed",
+      outcome: "failed",
+      exitCode: 100,
+      errorCategory: "dependency",
+      error: `exit_code=100 | APT\n---\n${"Setting up libfoo (1.2.3) ...\n".repeat(60)}`,
+      failedCommand: "apt-get install -y foo",
+      failedLine: 42,
+    }),
     // A decline, as the release with migration 0015 stored it: an abort by the user.
-    current(500, { executionId: "6f7a8b9c-0d1e-4f2a-b3c4-d5e6f7a8b9c0", randomId: "6f7a8b9c-0d1e-4f2a-b3c4-d5e6f7a8b9c0", status: "failed", outcome: "aborted", exitCode: 114, errorCategory: "user_aborted", error: "exit_code=114 | declined" }),
+    current(500, {
+      executionId: "6f7a8b9c-0d1e-4f2a-b3c4-d5e6f7a8b9c0",
+      randomId: "6f7a8b9c-0d1e-4f2a-b3c4-d5e6f7a8b9c0",
+      status: "failed",
+      outcome: "aborted",
+      exitCode: 114,
+      errorCategory: "user_aborted",
+      error: "exit_code=114 | declined",
+    }),
   ];
 }
 
@@ -52,7 +91,9 @@ describe("upgrade from the layout before migrations 0016 and 0017 (as of 0015)",
     const old = openDatabase(path, { durability: "normal", migrate: false });
     migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 15) });
     const cells = oldLayoutCells(records, NOW);
-    const putCell = old.sqlite.query("INSERT INTO rollups (grain, app, bucket, data, apps, errors) VALUES (?, ?, ?, ?, ?, ?)");
+    const putCell = old.sqlite.query(
+      "INSERT INTO rollups (grain, app, bucket, data, apps, errors) VALUES (?, ?, ?, ?, ?, ?)",
+    );
     old.sqlite.transaction(() => {
       insertOldExecutions(old.sqlite, records);
       for (const { key, data } of cells) {
@@ -65,36 +106,61 @@ describe("upgrade from the layout before migrations 0016 and 0017 (as of 0015)",
         const sig = failureSignature(e.outcome, e.error);
         if (sig) sightings.see(sig, e.error!, e.nsapp, e.updatedAt);
       }
-      const putSignature = old.sqlite.query("INSERT INTO error_signatures (id, signature, example, first_seen, last_seen, apps) VALUES (?, ?, ?, ?, ?, ?)");
-      for (const [id, s] of sightings.seen) putSignature.run(id, s.signature, s.example, s.firstSeen, s.lastSeen, JSON.stringify([...s.apps].sort()));
+      const putSignature = old.sqlite.query(
+        "INSERT INTO error_signatures (id, signature, example, first_seen, last_seen, apps) VALUES (?, ?, ?, ?, ?, ?)",
+      );
+      for (const [id, s] of sightings.seen)
+        putSignature.run(id, s.signature, s.example, s.firstSeen, s.lastSeen, JSON.stringify([...s.apps].sort()));
       old.sqlite.run("UPDATE rollup_state SET folded_until = ?, version = 3", [NOW]);
     })();
-    expect(cells.filter((c) => c.key.grain === GRAINS.hour && c.key.bucket < hoursFrom(NOW)).length).toBeGreaterThan(1000);
+    expect(cells.filter((c) => c.key.grain === GRAINS.hour && c.key.bucket < hoursFrom(NOW)).length).toBeGreaterThan(
+      1000,
+    );
     old.sqlite.close();
 
     const engine = openSqliteEngine(path, { durability: "normal", migrate: true });
     try {
       const { store, sqlite } = engine;
       // Every execution as it was, by its install.
-      for (const e of records) expect((await store.getExecutions(e.randomId)).find((x) => x.executionId === e.executionId)).toEqual(e);
+      for (const e of records)
+        expect((await store.getExecutions(e.randomId)).find((x) => x.executionId === e.executionId)).toEqual(e);
       expect((await store.getExecutions(records[100]!.randomId)).map((e) => e.attempt)).toEqual([1, 2]);
       // Stored compactly: UUIDs as 16 bytes, random_id only where it differs.
-      const layout = sqlite.query("SELECT sum(typeof(execution_id) = 'blob' AND length(execution_id) = 16) AS blobs, count(rid) AS rids, count(*) AS n FROM executions").get() as { blobs: number; rids: number; n: number };
+      const layout = sqlite
+        .query(
+          "SELECT sum(typeof(execution_id) = 'blob' AND length(execution_id) = 16) AS blobs, count(rid) AS rids, count(*) AS n FROM executions",
+        )
+        .get() as { blobs: number; rids: number; n: number };
       expect(layout).toEqual({ blobs: records.length - 2, rids: 1, n: records.length });
       // Aborts, the decline among them, stored as the outcome's code.
       const aborted = records.filter((e) => e.outcome === "aborted");
       expect(aborted.some((e) => e.exitCode === 114)).toBe(true);
-      expect(sqlite.query("SELECT count(*) AS n FROM executions WHERE outcome_code = 2").get()).toEqual({ n: aborted.length });
+      expect(sqlite.query("SELECT count(*) AS n FROM executions WHERE outcome_code = 2").get()).toEqual({
+        n: aborted.length,
+      });
       // Every old cell's question has the old answer, hour cells older than the kept ones included.
       const answers = await answersOf(store, cells, NOW + DAY);
       expect(answers.got).toEqual(answers.want);
-      expect((sqlite.query("SELECT count(*) AS n FROM rollups WHERE grain = 0 AND bucket < ?").get(hoursFrom(NOW)) as { n: number }).n).toBe(0);
+      expect(
+        (
+          sqlite.query("SELECT count(*) AS n FROM rollups WHERE grain = 0 AND bucket < ?").get(hoursFrom(NOW)) as {
+            n: number;
+          }
+        ).n,
+      ).toBe(0);
       const check = await verifyRollups(store);
-      expect({ ok: check.ok, records: check.records, mismatches: check.mismatches, gaps: check.signatureGaps }).toEqual({ ok: true, records: records.length, mismatches: [], gaps: 0 });
+      expect({ ok: check.ok, records: check.records, mismatches: check.mismatches, gaps: check.signatureGaps }).toEqual(
+        { ok: true, records: records.length, mismatches: [], gaps: 0 },
+      );
     } finally {
       await engine.close();
     }
-    const snapshot = (e: ReturnType<typeof openSqliteEngine>) => e.sqlite.query("SELECT (SELECT count(*) FROM rollups) AS cells, (SELECT sum(length(data)) FROM rollups) AS bytes, (SELECT version FROM rollup_state) AS version").get();
+    const snapshot = (e: ReturnType<typeof openSqliteEngine>) =>
+      e.sqlite
+        .query(
+          "SELECT (SELECT count(*) FROM rollups) AS cells, (SELECT sum(length(data)) FROM rollups) AS bytes, (SELECT version FROM rollup_state) AS version",
+        )
+        .get();
     const first = openSqliteEngine(path, { durability: "normal", migrate: true });
     const before = snapshot(first);
     await first.close();

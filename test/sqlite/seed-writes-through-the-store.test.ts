@@ -15,7 +15,8 @@ const DAY = 86_400_000;
 const END = Date.UTC(2026, 10, 21, 12, 34, 56, 789);
 
 /** How many items have each key, in the order the keys first come. */
-const countBy = <T>(items: Iterable<T>, key: (t: T) => string): Map<string, number> => new Map([...Map.groupBy(items, key)].map(([k, group]) => [k, group.length]));
+const countBy = <T>(items: Iterable<T>, key: (t: T) => string): Map<string, number> =>
+  new Map([...Map.groupBy(items, key)].map(([k, group]) => [k, group.length]));
 
 describe("seedDatabase", () => {
   const small = (records: number, extra: Partial<SeedOptions> = {}): SeedOptions =>
@@ -32,10 +33,10 @@ describe("seedDatabase", () => {
     const spy: Store = { ...store, write: (ops) => (batches.push([...ops]), store.write(ops)) };
     const progress: number[] = [];
     const options = small(20_000);
-    const result = (await seedDatabase(spy, options, (p) => {
+    const result = await seedDatabase(spy, options, (p) => {
       expect(p.total).toBe(20_000);
       progress.push(p.written);
-    }));
+    });
     expect(result.records).toBe(20_000);
     expect(result.seconds).toBeGreaterThan(0);
     expect(sqlite.query("SELECT count(*) AS n FROM executions").get()).toEqual({ n: 20_000 });
@@ -48,26 +49,35 @@ describe("seedDatabase", () => {
     const rows = batches.flat().flatMap((op) => (op.kind === "load" ? [op.execution] : []));
     expect(rows.length).toBe(20_000);
     const expected = countBy(rows, (row) => row.outcome);
-    const stored = sqlite.query("SELECT outcome, count(*) AS n FROM executions GROUP BY outcome").all() as { outcome: string; n: number }[];
+    const stored = sqlite.query("SELECT outcome, count(*) AS n FROM executions GROUP BY outcome").all() as {
+      outcome: string;
+      n: number;
+    }[];
     expect(new Map(stored.map((s) => [s.outcome, s.n]))).toEqual(expected);
-    const span = sqlite.query("SELECT min(created_at) AS lo, max(updated_at) AS hi, min(duration_ms) AS d FROM executions").get() as { lo: number; hi: number; d: number };
+    const span = sqlite
+      .query("SELECT min(created_at) AS lo, max(updated_at) AS hi, min(duration_ms) AS d FROM executions")
+      .get() as { lo: number; hi: number; d: number };
     expect(span.lo).toBeGreaterThanOrEqual(END - 30 * DAY);
     expect(span.hi).toBeLessThanOrEqual(END);
     expect(span.d).toBeGreaterThanOrEqual(4000);
-    expect(sqlite.query("SELECT count(*) AS n FROM executions WHERE outcome != 'in_progress' AND duration_ms IS NULL").get()).toEqual({ n: 0 });
+    expect(
+      sqlite.query("SELECT count(*) AS n FROM executions WHERE outcome != 'in_progress' AND duration_ms IS NULL").get(),
+    ).toEqual({ n: 0 });
     // Nothing was held, conflicting or rejected; rollups and signatures were kept.
     expect(sqlite.query("SELECT count(*) AS n FROM held_reports").get()).toEqual({ n: 0 });
     expect(sqlite.query("SELECT count(*) AS n FROM rejected_reports").get()).toEqual({ n: 0 });
     expect((sqlite.query("SELECT count(*) AS n FROM rollups").get() as { n: number }).n).toBeGreaterThan(30);
     expect((sqlite.query("SELECT count(*) AS n FROM error_signatures").get() as { n: number }).n).toBeGreaterThan(50);
-    const failed = sqlite.query("SELECT error FROM executions WHERE outcome = 'failed'").all() as { error: string | null }[];
+    const failed = sqlite.query("SELECT error FROM executions WHERE outcome = 'failed'").all() as {
+      error: string | null;
+    }[];
     expect(failed.every((f) => f.error !== null && f.error !== "")).toBe(true);
     store.close();
   }, 60_000); // generous for a loaded machine
 
   test("refuses to seed the same seed and window twice; another seed or window adds to the database", async () => {
     const { sqlite, store } = memoryStore();
-    (await seedDatabase(store, small(300)));
+    await seedDatabase(store, small(300));
     await expect(seedDatabase(store, small(300))).rejects.toThrow(/already holds the records of seed 3/);
     await expect(seedDatabase(store, small(50))).rejects.toThrow(/already holds the records of seed 3/);
     expect(sqlite.query("SELECT count(*) AS n FROM executions").get()).toEqual({ n: 300 });
@@ -102,31 +112,52 @@ describe("today's traffic (profile today)", () => {
     const conn = openDatabase(":memory:", { durability: "normal", migrate: true });
     sqlite = conn.sqlite;
     store = createSqliteStore(conn.sqlite, conn.db);
-    written = await seedDatabase(store, seedOptions({ records: 24_000, days: 365, end: END_TODAY, seed: 9, profile: "today" }));
+    written = await seedDatabase(
+      store,
+      seedOptions({ records: 24_000, days: 365, end: END_TODAY, seed: 9, profile: "today" }),
+    );
   });
 
   test("every install written through the reports its client sends: more reports than installs, more executions (retries) than installs", async () => {
     expect(written.records).toBe(24_000);
     expect(written.writes).toBeGreaterThan(24_000 * 2.5);
-    const { n, installs } = one<{ n: number; installs: number }>("SELECT count(*) AS n, count(DISTINCT random_id) AS installs FROM executions");
+    const { n, installs } = one<{ n: number; installs: number }>(
+      "SELECT count(*) AS n, count(DISTINCT random_id) AS installs FROM executions",
+    );
     expect(installs).toBe(24_000);
     expect(n / installs).toBeGreaterThan(1.02);
     // Retries are later attempts of the same install, each its own execution.
     const retries = one<{ n: number }>("SELECT count(*) AS n FROM executions WHERE attempt > 1").n;
     expect(retries).toBe(n - installs);
-    expect(one<{ n: number }>("SELECT count(*) AS n FROM executions WHERE attempt > 1 AND outcome = 'success'").n).toBeGreaterThan(0); // rescued
+    expect(
+      one<{ n: number }>("SELECT count(*) AS n FROM executions WHERE attempt > 1 AND outcome = 'success'").n,
+    ).toBeGreaterThan(0); // rescued
     // Nothing held, refused or logged: the clients' reports are well-formed and in order.
     expect(one<{ n: number }>("SELECT count(*) AS n FROM held_reports").n).toBe(0);
     expect(one<{ n: number }>("SELECT count(*) AS n FROM rejected_reports").n).toBe(0);
     // Every instant a whole millisecond.
-    expect(one<{ n: number }>("SELECT count(*) AS n FROM executions WHERE typeof(created_at) != 'integer' OR typeof(updated_in) != 'integer' OR typeof(validation_in) NOT IN ('integer', 'null') OR typeof(configuring_in) NOT IN ('integer', 'null')").n).toBe(0);
+    expect(
+      one<{ n: number }>(
+        "SELECT count(*) AS n FROM executions WHERE typeof(created_at) != 'integer' OR typeof(updated_in) != 'integer' OR typeof(validation_in) NOT IN ('integer', 'null') OR typeof(configuring_in) NOT IN ('integer', 'null')",
+      ).n,
+    ).toBe(0);
     const check = await verifyRollups(store);
-    expect({ ok: check.ok, mismatches: check.mismatches, gaps: check.signatureGaps }).toEqual({ ok: true, mismatches: [], gaps: 0 });
+    expect({ ok: check.ok, mismatches: check.mismatches, gaps: check.signatureGaps }).toEqual({
+      ok: true,
+      mismatches: [],
+      gaps: 0,
+    });
   });
 
   test("the older part of the window is /upload only; then /telemetry v1, then v2 as well", () => {
     const client = (from: number, to: number) =>
-      new Map(rows<{ v: number | null; n: number }>("SELECT payload_version AS v, count(*) AS n FROM executions WHERE created_at >= ? AND created_at < ? GROUP BY 1", from, to).map((r) => [r.v, r.n]));
+      new Map(
+        rows<{ v: number | null; n: number }>(
+          "SELECT payload_version AS v, count(*) AS n FROM executions WHERE created_at >= ? AND created_at < ? GROUP BY 1",
+          from,
+          to,
+        ).map((r) => [r.v, r.n]),
+      );
     const oldest = client(END_TODAY - 365 * DAY, END_TODAY - 300 * DAY);
     expect([...oldest.keys()]).toEqual([null]);
     const middle = client(END_TODAY - 250 * DAY, END_TODAY - 150 * DAY);
@@ -138,28 +169,47 @@ describe("today's traffic (profile today)", () => {
   });
 
   test("runs: progress pings, outcomes, exit codes and categories, declines and aborts as each client sends them", () => {
-    expect(one<{ n: number }>("SELECT count(*) AS n FROM executions WHERE payload_version IS NOT NULL AND type != 'vm' AND kind = 'install' AND validation_at IS NOT NULL AND configuring_at IS NOT NULL").n).toBeGreaterThan(5000);
-    const outcomes = new Map(rows<{ o: string; n: number }>("SELECT outcome AS o, count(*) AS n FROM executions GROUP BY 1").map((r) => [r.o, r.n]));
+    expect(
+      one<{ n: number }>(
+        "SELECT count(*) AS n FROM executions WHERE payload_version IS NOT NULL AND type != 'vm' AND kind = 'install' AND validation_at IS NOT NULL AND configuring_at IS NOT NULL",
+      ).n,
+    ).toBeGreaterThan(5000);
+    const outcomes = new Map(
+      rows<{ o: string; n: number }>("SELECT outcome AS o, count(*) AS n FROM executions GROUP BY 1").map((r) => [
+        r.o,
+        r.n,
+      ]),
+    );
     // Runs that never end are expired 12 h after their start, as the stuck-install job does: unknown.
     for (const o of ["success", "failed", "aborted", "unknown"]) expect(outcomes.get(o) ?? 0).toBeGreaterThan(0);
-    const categories = rows<{ c: string }>("SELECT DISTINCT error_category AS c FROM executions WHERE payload_version IS NOT NULL AND error_category IS NOT NULL").map((r) => r.c);
-    for (const c of ["dependency", "network", "shell", "user_aborted", "timeout", "storage", "service"]) expect(categories).toContain(c);
+    const categories = rows<{ c: string }>(
+      "SELECT DISTINCT error_category AS c FROM executions WHERE payload_version IS NOT NULL AND error_category IS NOT NULL",
+    ).map((r) => r.c);
+    for (const c of ["dependency", "network", "shell", "user_aborted", "timeout", "storage", "service"])
+      expect(categories).toContain(c);
     // A user's decline: a failure from v1 and older v2 engines, an abort from the newest.
-    const declines = rows<{ v: number; status: string; cat: string }>("SELECT payload_version AS v, status, error_category AS cat FROM executions WHERE exit_code IN (113, 114, 122, 253, 254) AND payload_version IS NOT NULL");
+    const declines = rows<{ v: number; status: string; cat: string }>(
+      "SELECT payload_version AS v, status, error_category AS cat FROM executions WHERE exit_code IN (113, 114, 122, 253, 254) AND payload_version IS NOT NULL",
+    );
     expect(declines.some((d) => d.v === 1 && d.status === "failed")).toBe(true);
     expect(declines.some((d) => d.v === 2 && d.status === "aborted" && d.cat === "user_aborted")).toBe(true);
     expect(declines.some((d) => d.v === 2 && d.status === "failed")).toBe(true);
     // The client's error text: its header line, the failing command, the log tail.
-    const failure = one<{ error: string; cmd: string | null }>("SELECT error, failed_command AS cmd FROM executions WHERE payload_version = 2 AND outcome = 'failed' AND failed_command IS NOT NULL LIMIT 1");
+    const failure = one<{ error: string; cmd: string | null }>(
+      "SELECT error, failed_command AS cmd FROM executions WHERE payload_version = 2 AND outcome = 'failed' AND failed_command IS NOT NULL LIMIT 1",
+    );
     expect(failure.error).toMatch(/^exit_code=\d+ \| .+ \| at line \d+: .+\n---\n/);
     // Tools and addons: one report each, final at once.
-    const shots = rows<{ kind: string; n: number; pinged: number }>("SELECT kind, count(*) AS n, sum(validation_at IS NOT NULL) AS pinged FROM executions WHERE payload_version IS NOT NULL AND kind != 'install' GROUP BY 1");
+    const shots = rows<{ kind: string; n: number; pinged: number }>(
+      "SELECT kind, count(*) AS n, sum(validation_at IS NOT NULL) AS pinged FROM executions WHERE payload_version IS NOT NULL AND kind != 'install' GROUP BY 1",
+    );
     expect(shots.map((s) => s.kind).sort()).toEqual(["addon", "tool"]);
     for (const s of shots) expect({ kind: s.kind, pinged: s.pinged }).toEqual({ kind: s.kind, pinged: 0 });
   });
 
   test("hosts: hardware, both meanings of gpu_passthrough, platforms, kernels, repos and forks, app versions", () => {
-    const values = (column: string, where = "payload_version IS NOT NULL") => rows<{ v: string }>(`SELECT DISTINCT ${column} AS v FROM executions WHERE ${where}`).map((r) => r.v);
+    const values = (column: string, where = "payload_version IS NOT NULL") =>
+      rows<{ v: string }>(`SELECT DISTINCT ${column} AS v FROM executions WHERE ${where}`).map((r) => r.v);
     expect(values("cpu_vendor")).toEqual(expect.arrayContaining(["intel", "amd", "arm"]));
     expect(values("gpu_vendor")).toEqual(expect.arrayContaining(["intel", "nvidia", "amd"]));
     expect(values("gpu_passthrough", "payload_version = 2").sort()).toEqual(["no", "yes"]);
@@ -176,7 +226,9 @@ describe("today's traffic (profile today)", () => {
 
   test("planted failure drivers stand out: jellyfin on PVE 9.0.10, immich on arm64, plex on AMD GPUs", () => {
     const rate = (where: string) => {
-      const r = one<{ failed: number; n: number }>(`SELECT sum(outcome = 'failed') AS failed, count(*) AS n FROM executions WHERE payload_version IS NOT NULL AND outcome IN ('success', 'failed') AND ${where}`);
+      const r = one<{ failed: number; n: number }>(
+        `SELECT sum(outcome = 'failed') AS failed, count(*) AS n FROM executions WHERE payload_version IS NOT NULL AND outcome IN ('success', 'failed') AND ${where}`,
+      );
       return { n: r.n, rate: r.failed / r.n };
     };
     const cases = [
@@ -187,7 +239,11 @@ describe("today's traffic (profile today)", () => {
     for (const [driver, rest] of cases) {
       const d = rate(driver!);
       const r = rate(rest!);
-      expect({ driver, n: d.n > 0, stands: d.rate > 3 * r.rate && d.rate > 0.3 }).toEqual({ driver, n: true, stands: true });
+      expect({ driver, n: d.n > 0, stands: d.rate > 3 * r.rate && d.rate > 0.3 }).toEqual({
+        driver,
+        n: true,
+        stands: true,
+      });
     }
   });
 });

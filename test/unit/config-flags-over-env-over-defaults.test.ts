@@ -12,7 +12,10 @@ describe("config", () => {
   test("sizes, booleans and enums are parsed; bad values name their source", async () => {
     expect(loadConfig({ "max-body": "1m" }, {}).maxBodyBytes).toBe(1024 * 1024);
     expect(loadConfig({ "max-body": "64KiB" }, {}).maxBodyBytes).toBe(64 * 1024);
-    expect(loadConfig({ durability: "normal", "log-level": "debug" }, {})).toMatchObject({ durability: "normal", logLevel: "debug" });
+    expect(loadConfig({ durability: "normal", "log-level": "debug" }, {})).toMatchObject({
+      durability: "normal",
+      logLevel: "debug",
+    });
     expect(() => loadConfig({ port: "http" }, {})).toThrow(/--port/);
     expect(() => loadConfig({}, { INSTALLSTATS_PORT: "70000" })).toThrow(/INSTALLSTATS_PORT/);
     expect(() => loadConfig({ durability: "sometimes" }, {})).toThrow(ConfigError);

@@ -1,9 +1,27 @@
 // The dashboard's URL state: parse and serialize are inverse, defaults stay out of the URL,
 // malformed parameters fall back instead of failing, and derived states reset what they must.
 import { describe, expect, test } from "bun:test";
-import { clockUtc, dateTime, duration, instantUtc, label, percent, tickLabels, timeOfDay } from "../../src/web/dashboard/format.ts";
+import {
+  clockUtc,
+  dateTime,
+  duration,
+  instantUtc,
+  label,
+  percent,
+  tickLabels,
+  timeOfDay,
+} from "../../src/web/dashboard/format.ts";
 import { retryNumbers } from "../../src/web/dashboard/retries.ts";
-import { apiParams, groupFilters, intervalFor, parseState, rangeDays, stateUrl, unitLabel, withChanges } from "../../src/web/dashboard/state.ts";
+import {
+  apiParams,
+  groupFilters,
+  intervalFor,
+  parseState,
+  rangeDays,
+  stateUrl,
+  unitLabel,
+  withChanges,
+} from "../../src/web/dashboard/state.ts";
 
 const at = (path: string) => parseState(new URL(path, "http://127.0.0.1:8080"));
 
@@ -39,7 +57,10 @@ describe("dashboard URL state", () => {
     expect(stateUrl({ ...at("/installs?cursor=abc&id=x&order=oldest"), view: "overview" })).toBe("/");
     expect(stateUrl({ ...at("/admin?reason=repaired&cursor=9"), view: "overview" })).toBe("/");
     // Another reason of the rejected log is another list: from its newest entry.
-    expect(withChanges(at("/admin?reason=repaired&cursor=9"), { reason: "invalid_json" })).toMatchObject({ cursor: null, reason: "invalid_json" });
+    expect(withChanges(at("/admin?reason=repaired&cursor=9"), { reason: "invalid_json" })).toMatchObject({
+      cursor: null,
+      reason: "invalid_json",
+    });
   });
 
   test("a new question starts at the first page with nothing open", async () => {
@@ -51,7 +72,9 @@ describe("dashboard URL state", () => {
   });
 
   test("API parameters, intervals and group filters", async () => {
-    expect(apiParams(at("/?from=2026-01-01&to=2026-01-02&os_type=debian"), { by: "nsapp" }).toString()).toBe("from=2026-01-01&to=2026-01-02&os_type=debian&by=nsapp");
+    expect(apiParams(at("/?from=2026-01-01&to=2026-01-02&os_type=debian"), { by: "nsapp" }).toString()).toBe(
+      "from=2026-01-01&to=2026-01-02&os_type=debian&by=nsapp",
+    );
     expect(rangeDays({ from: "2026-01-01", to: "2026-01-01" })).toBe(1);
     expect([1, 2, 3, 120, 121].map((days) => intervalFor({ days }))).toEqual(["hour", "hour", "day", "day", "week"]);
     expect(groupFilters("os", "ubuntu 24.04")).toEqual({ os_type: "ubuntu", os_version: "24.04" });
@@ -74,10 +97,15 @@ describe("kind and repository scope", () => {
   });
 
   test("scope and new filters reach the API as its parameters; repo none is its empty value", async () => {
-    expect(apiParams(at("/?kind=addon&repo_source=external&exit_code=22")).toString()).toBe("days=30&kind=addon&repo_source=external&exit_code=22");
+    expect(apiParams(at("/?kind=addon&repo_source=external&exit_code=22")).toString()).toBe(
+      "days=30&kind=addon&repo_source=external&exit_code=22",
+    );
     expect(apiParams(at("/?repo_source=none")).get("repo_source")).toBe("");
     // Changing the scope is a new question: first page, nothing open.
-    expect(withChanges(at("/installs?cursor=abc&id=xyz"), { filters: { repo_source: "external" } })).toMatchObject({ cursor: null, id: null });
+    expect(withChanges(at("/installs?cursor=abc&id=xyz"), { filters: { repo_source: "external" } })).toMatchObject({
+      cursor: null,
+      id: null,
+    });
   });
 
   test("groups of the new breakdowns select their runs", async () => {
@@ -96,16 +124,41 @@ describe("kind and repository scope", () => {
   test("retries from a breakdown by attempt", async () => {
     const g = (value: string | null, total: number, success: number) => ({ value, total, success });
     expect(retryNumbers([g("1", 100, 80), g("2", 10, 6), g("3", 3, 1), g("4+", 1, 1)])).toEqual({
-      installs: 100, executions: 114, retries: 14, perInstall: 1.14, retryRate: 0.1, rescued: 8, rescueRate: 0.8,
+      installs: 100,
+      executions: 114,
+      retries: 14,
+      perInstall: 1.14,
+      retryRate: 0.1,
+      rescued: 8,
+      rescueRate: 0.8,
     });
-    expect(retryNumbers([])).toEqual({ installs: 0, executions: 0, retries: 0, perInstall: null, retryRate: null, rescued: 0, rescueRate: null });
+    expect(retryNumbers([])).toEqual({
+      installs: 0,
+      executions: 0,
+      retries: 0,
+      perInstall: null,
+      retryRate: null,
+      rescued: 0,
+      rescueRate: null,
+    });
     expect(retryNumbers([g("1", 5, 5)])).toMatchObject({ retries: 0, retryRate: 0, rescueRate: null });
   });
 });
 
 describe("dashboard formatting", () => {
   test("durations in their two largest units, rates to one decimal, missing values marked", async () => {
-    expect([null, 0, 0.04, 0.4, 3, 9.96, 42.4, 185, 7800, 277_200].map(duration)).toEqual(["–", "0s", "0s", "0.4s", "3s", "10s", "42s", "3m 5s", "2h 10m", "3d 5h"]);
+    expect([null, 0, 0.04, 0.4, 3, 9.96, 42.4, 185, 7800, 277_200].map(duration)).toEqual([
+      "–",
+      "0s",
+      "0s",
+      "0.4s",
+      "3s",
+      "10s",
+      "42s",
+      "3m 5s",
+      "2h 10m",
+      "3d 5h",
+    ]);
     expect([null, 0, 0.9191, 1].map((r) => percent(r))).toEqual(["–", "0.0%", "91.9%", "100.0%"]);
     expect([null, "", "docker"].map(label)).toEqual(["(none)", "(none)", "docker"]);
     expect(dateTime("2026-11-21T09:05:59.123Z")).toBe("2026-11-21 09:05");
@@ -120,7 +173,13 @@ describe("dashboard formatting", () => {
   });
 
   test("axis labels show their step exactly: 2.5% steps are 0%, 2.5%, 5%, 7.5%, not 0%, 3%, 5%, 8%", async () => {
-    expect(tickLabels([0, 0.025, 0.05, 0.075, 0.1], 0.025, "percent")).toEqual(["0.0%", "2.5%", "5.0%", "7.5%", "10.0%"]);
+    expect(tickLabels([0, 0.025, 0.05, 0.075, 0.1], 0.025, "percent")).toEqual([
+      "0.0%",
+      "2.5%",
+      "5.0%",
+      "7.5%",
+      "10.0%",
+    ]);
     expect(tickLabels([0, 0.05, 0.1], 0.05, "percent")).toEqual(["0%", "5%", "10%"]);
     expect(tickLabels([0, 0.2, 0.4], 0.2, "percent")).toEqual(["0%", "20%", "40%"]);
     expect(tickLabels([0, 0.005, 0.01], 0.005, "percent")).toEqual(["0.0%", "0.5%", "1.0%"]);

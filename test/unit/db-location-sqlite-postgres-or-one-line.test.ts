@@ -20,12 +20,14 @@ describe("parseLocation", () => {
     expect(parseLocation(text)).toEqual({ engine: "sqlite", path });
   });
 
-  test.each(["postgres://installstats@db-host/installstats", "postgresql://u:secret@127.0.0.1:5432/db?sslmode=require", "POSTGRES://h/db", "PostgreSQL://h/db"])(
-    "%s is a PostgreSQL URL",
-    (text) => {
-      expect(parseLocation(text)).toEqual({ engine: "postgres", url: text });
-    },
-  );
+  test.each([
+    "postgres://installstats@db-host/installstats",
+    "postgresql://u:secret@127.0.0.1:5432/db?sslmode=require",
+    "POSTGRES://h/db",
+    "PostgreSQL://h/db",
+  ])("%s is a PostgreSQL URL", (text) => {
+    expect(parseLocation(text)).toEqual({ engine: "postgres", url: text });
+  });
 
   test.each([
     ["mysql://host/db", "mysql://host/db", "mysql://"],
@@ -39,7 +41,8 @@ describe("parseLocation", () => {
     expect(where.engine).toBeNull();
     if (where.engine !== null) return;
     expect(where.error).toStartWith(`${shown} is not a database installstats can open (${scheme} is not supported)`);
-    for (const accepted of ["SQLite file", ":memory:", "postgres://", "postgresql://"]) expect(where.error).toContain(accepted);
+    for (const accepted of ["SQLite file", ":memory:", "postgres://", "postgresql://"])
+      expect(where.error).toContain(accepted);
     expect(where.error).not.toContain("hunter2");
     expect(where.error).not.toContain("\n");
   });
@@ -60,17 +63,27 @@ describe("locate", () => {
 
 describe("openEngine parses --read-db too, before connecting to anything", () => {
   const primary = "postgres://installstats@127.0.0.1:1/installstats";
-  const open = (replica: string) => openEngine(primary, { durability: "normal", migrate: true, create: true, readReplica: { url: replica, maxLagMs: 1000 } });
+  const open = (replica: string) =>
+    openEngine(primary, {
+      durability: "normal",
+      migrate: true,
+      create: true,
+      readReplica: { url: replica, maxLagMs: 1000 },
+    });
 
   test("another scheme: the one line naming the accepted forms", async () => {
     const e = await open("mysql://replica/db").catch((err: unknown) => err);
     expect(e).toBeInstanceOf(UnsupportedLocationError);
-    expect((e as Error).message).toStartWith("mysql://replica/db is not a database installstats can open (mysql:// is not supported): name an SQLite file");
+    expect((e as Error).message).toStartWith(
+      "mysql://replica/db is not a database installstats can open (mysql:// is not supported): name an SQLite file",
+    );
   });
 
   test("an SQLite file: a replica is a PostgreSQL server's", async () => {
     const e = await open("replica.db").catch((err: unknown) => err);
     expect(e).toBeInstanceOf(DatabaseOpenError);
-    expect((e as Error).message).toBe("--read-db replica.db is not a postgres:// URL; give it the replica's URL, or leave --read-db unset");
+    expect((e as Error).message).toBe(
+      "--read-db replica.db is not a postgres:// URL; give it the replica's URL, or leave --read-db unset",
+    );
   });
 });

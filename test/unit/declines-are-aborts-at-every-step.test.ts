@@ -18,31 +18,65 @@ function ok<T>(c: { ok: true; value: T } | { ok: false; message: string }): T {
 }
 
 const DECLINES = [113, 114, 122, 253, 254];
-const base = { random_id: "r1", execution_id: "e1", type: "lxc", nsapp: "nginx", os_type: "debian", os_version: "12", pve_version: "8.4.1" };
+const base = {
+  random_id: "r1",
+  execution_id: "e1",
+  type: "lxc",
+  nsapp: "nginx",
+  os_type: "debian",
+  os_version: "12",
+  pve_version: "8.4.1",
+};
 /** The newest engine (core after a495a11): a decline arrives as aborted with user_aborted. */
-const v2 = (status: string, exit_code: number | null, error_category: string, error = `exit_code=${exit_code} | declined`) =>
-  ok(normalizeTelemetry({ ...base, payload_version: 2, status, exit_code, error, error_category }, OPTS));
+const v2 = (
+  status: string,
+  exit_code: number | null,
+  error_category: string,
+  error = `exit_code=${exit_code} | declined`,
+) => ok(normalizeTelemetry({ ...base, payload_version: 2, status, exit_code, error, error_category }, OPTS));
 /** ProxmoxVE misc/api.func (v1) and older engines: the same decline as failed, with their own category. */
-const v1 = (status: string, exit_code: number | null, error_category: string, error = `exit_code=${exit_code} | declined`) =>
-  ok(normalizeTelemetry({ ...base, status, exit_code, error, error_category }, OPTS));
+const v1 = (
+  status: string,
+  exit_code: number | null,
+  error_category: string,
+  error = `exit_code=${exit_code} | declined`,
+) => ok(normalizeTelemetry({ ...base, status, exit_code, error, error_category }, OPTS));
 /** /upload: the code only in the error text. */
 const upload = (status: string, error: string | null) => ok(normalizeUpdate({ random_id: "r1", status, error }, OPTS));
 
 type Row = [name: string, report: () => Report, outcome: Outcome, exitCode: number | null, category: string | null];
 
 const EVERY_CLIENT: Row[] = DECLINES.flatMap((code): Row[] => [
-  [`v2 aborted ${code} user_aborted (newest engine)`, () => v2("aborted", code, "user_aborted"), "aborted", code, "user_aborted"],
+  [
+    `v2 aborted ${code} user_aborted (newest engine)`,
+    () => v2("aborted", code, "user_aborted"),
+    "aborted",
+    code,
+    "user_aborted",
+  ],
   [`v2 failed ${code} (engines before the rule)`, () => v2("failed", code, "shell"), "aborted", code, "user_aborted"],
   [`v1 failed ${code} category unknown`, () => v1("failed", code, "unknown"), "aborted", code, "user_aborted"],
   [`v1 failed ${code} no category`, () => v1("failed", code, ""), "aborted", code, "user_aborted"],
-  [`/upload failed "exit_code=${code} | ..."`, () => upload("failed", `exit_code=${code} | LXC: the user said no`), "aborted", code, "user_aborted"],
+  [
+    `/upload failed "exit_code=${code} | ..."`,
+    () => upload("failed", `exit_code=${code} | LXC: the user said no`),
+    "aborted",
+    code,
+    "user_aborted",
+  ],
   [`/upload failed "exit code ${code}"`, () => upload("failed", `exit code ${code}`), "aborted", code, "user_aborted"],
   [`/upload failed bare "${code}"`, () => upload("failed", String(code)), "aborted", code, "user_aborted"],
 ]);
 
 const NOT_DECLINES: Row[] = [
   // 199: the engine's "exit code not reported", kept as sent: a failure of unknown cause
-  ["v2 failed 199", () => v2("failed", 199, "unknown", "exit_code=199 | Engine: exit code not reported"), "failed", 199, "unknown"],
+  [
+    "v2 failed 199",
+    () => v2("failed", 199, "unknown", "exit_code=199 | Engine: exit code not reported"),
+    "failed",
+    199,
+    "unknown",
+  ],
   ["v2 failed 199 no category", () => v2("failed", 199, ""), "failed", 199, "unknown"],
   ["v1 failed 1 (its default when no code was passed)", () => v1("failed", 1, "shell"), "failed", 1, "shell"],
   ["v1 failed 100", () => v1("failed", 100, "dependency"), "failed", 100, "dependency"],
@@ -57,7 +91,13 @@ const NOT_DECLINES: Row[] = [
   ["v1 success with a stray 254", () => v1("success", 254, "", ""), "success", 254, null],
   ["v1 unknown 113", () => v1("unknown", 113, "unknown"), "unknown", 113, "unknown"],
   // a decline code stated further down the text is not the run's code
-  ["/upload failed, 253 only in the log", () => upload("failed", "exit_code=1 | General error\n---\nexit code 253"), "failed", 1, "shell"],
+  [
+    "/upload failed, 253 only in the log",
+    () => upload("failed", "exit_code=1 | General error\n---\nexit code 253"),
+    "failed",
+    1,
+    "shell",
+  ],
   ["/upload failed, no code", () => upload("failed", "apt-get install -y nginx"), "failed", null, "unknown"],
   // progress pings carry no ending at all
   ["v2 configuring with exit 254 in the payload", () => v2("configuring", 254, ""), "in_progress", null, null],
@@ -69,7 +109,11 @@ describe.each([
 ] as const)("%s", (_label, rows) => {
   test.each(rows.map((r) => [r[0], r] as const))("%s", (_name, [, report, outcome, exitCode, category]) => {
     const r = report();
-    expect({ outcome: r.outcome, exitCode: r.exitCode, errorCategory: r.errorCategory }).toEqual({ outcome, exitCode, errorCategory: category });
+    expect({ outcome: r.outcome, exitCode: r.exitCode, errorCategory: r.errorCategory }).toEqual({
+      outcome,
+      exitCode,
+      errorCategory: category,
+    });
   });
 });
 
@@ -84,11 +128,26 @@ describe("the rule itself", () => {
   });
   type Ending = { outcome: Outcome; exitCode: number | null; errorCategory: string | null };
   const endings: [Ending, Ending][] = [
-    [{ outcome: "failed", exitCode: 254, errorCategory: "shell" }, { outcome: "aborted", exitCode: 254, errorCategory: "user_aborted" }],
-    [{ outcome: "failed", exitCode: 253, errorCategory: null }, { outcome: "aborted", exitCode: 253, errorCategory: "user_aborted" }],
-    [{ outcome: "failed", exitCode: null, errorCategory: null }, { outcome: "failed", exitCode: null, errorCategory: null }],
-    [{ outcome: "aborted", exitCode: 130, errorCategory: "user_aborted" }, { outcome: "aborted", exitCode: 130, errorCategory: "user_aborted" }],
-    [{ outcome: "unknown", exitCode: 114, errorCategory: "unknown" }, { outcome: "unknown", exitCode: 114, errorCategory: "unknown" }],
+    [
+      { outcome: "failed", exitCode: 254, errorCategory: "shell" },
+      { outcome: "aborted", exitCode: 254, errorCategory: "user_aborted" },
+    ],
+    [
+      { outcome: "failed", exitCode: 253, errorCategory: null },
+      { outcome: "aborted", exitCode: 253, errorCategory: "user_aborted" },
+    ],
+    [
+      { outcome: "failed", exitCode: null, errorCategory: null },
+      { outcome: "failed", exitCode: null, errorCategory: null },
+    ],
+    [
+      { outcome: "aborted", exitCode: 130, errorCategory: "user_aborted" },
+      { outcome: "aborted", exitCode: 130, errorCategory: "user_aborted" },
+    ],
+    [
+      { outcome: "unknown", exitCode: 114, errorCategory: "unknown" },
+      { outcome: "unknown", exitCode: 114, errorCategory: "unknown" },
+    ],
   ];
   test.each(endings)("asDecline(%j) = %j", (ending, expected) => {
     expect(asDecline(ending)).toEqual(expected);
@@ -133,17 +192,37 @@ describe("the lifecycle around a decline", () => {
     const end = decide(first.row, v1("failed", 254, "unknown"), { at: 4000, attempt: 1, held: null, repaired: false });
     expect(end.kind).toBe("update");
     if (end.kind !== "update") return;
-    expect(end.row).toMatchObject({ status: "failed", outcome: "aborted", errorCategory: "user_aborted", exitCode: 254, durationMs: 3000 });
+    expect(end.row).toMatchObject({
+      status: "failed",
+      outcome: "aborted",
+      errorCategory: "user_aborted",
+      exitCode: 254,
+      durationMs: 3000,
+    });
   });
-  test("/upload start, then failed \"exit code 122\": aborted", () => {
-    const first = decide(undefined, ok(normalizeStart({ random_id: "r1", type: "lxc", nsapp: "nginx" }, OPTS)), { at: 0, attempt: 1, held: null, repaired: false });
+  test('/upload start, then failed "exit code 122": aborted', () => {
+    const first = decide(undefined, ok(normalizeStart({ random_id: "r1", type: "lxc", nsapp: "nginx" }, OPTS)), {
+      at: 0,
+      attempt: 1,
+      held: null,
+      repaired: false,
+    });
     if (first.kind !== "insert") throw new Error(first.kind);
-    const end = decide(first.row, upload("failed", "exit code 122"), { at: 10, attempt: 1, held: null, repaired: false });
+    const end = decide(first.row, upload("failed", "exit code 122"), {
+      at: 10,
+      attempt: 1,
+      held: null,
+      repaired: false,
+    });
     expect(end.kind === "update" && end.row.outcome).toBe("aborted");
   });
   test("a final decline before any start is held, as every final report of an install is", () => {
-    expect(decide(undefined, v2("aborted", 254, "user_aborted"), { at: 0, attempt: 1, held: null, repaired: false }).kind).toBe("hold");
-    expect(decide(undefined, v1("failed", 113, "unknown"), { at: 0, attempt: 1, held: null, repaired: false }).kind).toBe("hold");
+    expect(
+      decide(undefined, v2("aborted", 254, "user_aborted"), { at: 0, attempt: 1, held: null, repaired: false }).kind,
+    ).toBe("hold");
+    expect(
+      decide(undefined, v1("failed", 113, "unknown"), { at: 0, attempt: 1, held: null, repaired: false }).kind,
+    ).toBe("hold");
   });
   test("a second final report of an aborted run is a duplicate, not a conflict, when it says the same", () => {
     const start = ok(normalizeTelemetry({ ...base, status: "installing" }, OPTS));

@@ -71,14 +71,25 @@ const prose = (markdown: string) => markdown.replace(/^\s*(```|~~~)[\s\S]*?^\s*\
 function checkTarget(target: string): string | null {
   const [path, anchor] = target.split("#") as [string, string | undefined];
   if (!existsSync(join(ROOT, path))) return `${path} does not exist`;
-  if (anchor !== undefined && path.endsWith(".md") && !anchorsOf(read(path)).has(anchor)) return `${path} has no section #${anchor}`;
+  if (anchor !== undefined && path.endsWith(".md") && !anchorsOf(read(path)).has(anchor))
+    return `${path} has no section #${anchor}`;
   return null;
 }
 
 // Documents as code names them: docs/…, packaging/…, README.md, CONTRIBUTING.md, CHANGELOG.md, with an optional #anchor.
-const DOC_REF = /(?<![\w./-])((?:docs|packaging)\/[\w./-]*[\w-]\.(?:md|toml|png|yaml|service)|(?:README|CONTRIBUTING|CHANGELOG)\.md)(#[\w-]+)?/g;
-const CODE_FILES = [...files("src", [".ts", ".html", ".css"]), ...files("test", [".ts"]), ...files("scripts", [".ts", ".sh", ".lua", ".md"])];
-const MANUAL = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", ...files("docs", [".md"], (p) => p === join("docs", "notes"))];
+const DOC_REF =
+  /(?<![\w./-])((?:docs|packaging)\/[\w./-]*[\w-]\.(?:md|toml|png|yaml|service)|(?:README|CONTRIBUTING|CHANGELOG)\.md)(#[\w-]+)?/g;
+const CODE_FILES = [
+  ...files("src", [".ts", ".html", ".css"]),
+  ...files("test", [".ts"]),
+  ...files("scripts", [".ts", ".sh", ".lua", ".md"]),
+];
+const MANUAL = [
+  "README.md",
+  "CONTRIBUTING.md",
+  "CHANGELOG.md",
+  ...files("docs", [".md"], (p) => p === join("docs", "notes")),
+];
 
 describe("references in code", () => {
   test("every document a source, test or script file names exists, with the section its anchor names", () => {
@@ -98,9 +109,20 @@ describe("references in code", () => {
 
   test("no file cites a document outside the repository, or a README section the README no longer has", () => {
     const outside = /DESIGN\.md|STACK-NOTES|\.\.\/shared\/(?![\w-]+\.ts)|README[ ,]+"/;
-    const found = [...CODE_FILES, ...MANUAL, ".ci/run", "packaging/Containerfile", "packaging/installstats.service", "packaging/debian/env"]
+    const found = [
+      ...CODE_FILES,
+      ...MANUAL,
+      ".ci/run",
+      "packaging/Containerfile",
+      "packaging/installstats.service",
+      "packaging/debian/env",
+    ]
       .filter((f) => f !== "test/unit/docs-true-to-the-repository.test.ts")
-      .flatMap((f) => read(f).split("\n").map((line, i) => ({ f, i, line })))
+      .flatMap((f) =>
+        read(f)
+          .split("\n")
+          .map((line, i) => ({ f, i, line })),
+      )
       .filter(({ line }) => outside.test(line))
       .map(({ f, i, line }) => `${f}:${i + 1}: ${line.trim()}`);
     expect(found).toEqual([]);
@@ -156,14 +178,21 @@ describe("the manual", () => {
     const readme = read("README.md");
     expect(Buffer.byteLength(readme)).toBeLessThanOrEqual(12 * 1024);
     const version = (JSON.parse(read("package.json")) as { version: string }).version;
-    for (const name of [`installstats-${version}-linux-x64`, `installstats_${version}_amd64.deb`, `installstats-${version}-oci-amd64.tar`, "SHA256SUMS"]) {
+    for (const name of [
+      `installstats-${version}-linux-x64`,
+      `installstats_${version}_amd64.deb`,
+      `installstats-${version}-oci-amd64.tar`,
+      "SHA256SUMS",
+    ]) {
       expect(readme).toContain(name);
     }
   });
 
   test("the compose examples are packaging/compose.yaml: this version's image with the image's own health check", () => {
     const version = (JSON.parse(read("package.json")) as { version: string }).version;
-    const compose = Bun.YAML.parse(read("packaging/compose.yaml")) as { services: { installstats: { image: string; healthcheck: { test: string[] } } } };
+    const compose = Bun.YAML.parse(read("packaging/compose.yaml")) as {
+      services: { installstats: { image: string; healthcheck: { test: string[] } } };
+    };
     expect(compose.services.installstats.image).toBe(`localhost/installstats:${version}`);
     const containerfile = read("packaging/Containerfile");
     const cmd = /^\s*CMD (\[.*\])\s*$/m.exec(containerfile.slice(containerfile.indexOf("HEALTHCHECK")))![1]!;

@@ -1,13 +1,31 @@
 import { describe, expect, test } from "bun:test";
 import {
-  ERROR_CATEGORIES, categoryFor, categoryOfExitCode, deriveCategory, normalizeCategory, type ErrorCategory,
+  ERROR_CATEGORIES,
+  categoryFor,
+  categoryOfExitCode,
+  deriveCategory,
+  normalizeCategory,
+  type ErrorCategory,
 } from "../../src/domain/error-category.ts";
 import type { Outcome } from "../../src/domain/outcome.ts";
 
 test("ERROR_CATEGORIES: the client's list, in a stable order", () => {
   expect(ERROR_CATEGORIES).toEqual([
-    "network", "config", "timeout", "storage", "dependency", "permission", "proxmox", "service",
-    "database", "runtime", "user_aborted", "resource", "signal", "shell", "unknown",
+    "network",
+    "config",
+    "timeout",
+    "storage",
+    "dependency",
+    "permission",
+    "proxmox",
+    "service",
+    "database",
+    "runtime",
+    "user_aborted",
+    "resource",
+    "signal",
+    "shell",
+    "unknown",
   ]);
 });
 
@@ -32,9 +50,12 @@ describe("categoryOfExitCode", () => {
     // explained by the client but not categorized, and codes it does not know
     ["unknown", [0, 3, 5, 23, 75, 103, 112, 115, 125, 131, 199, 226, 239, 252, 256, -1]],
   ];
-  test.each(TABLE.flatMap(([category, codes]) => codes.map((code) => [code, category] as const)))("%p -> %s", (code, category) => {
-    expect(categoryOfExitCode(code)).toBe(category);
-  });
+  test.each(TABLE.flatMap(([category, codes]) => codes.map((code) => [code, category] as const)))(
+    "%p -> %s",
+    (code, category) => {
+      expect(categoryOfExitCode(code)).toBe(category);
+    },
+  );
 });
 
 // Every case: [exit code field, error text, expected category] for a failed run.
@@ -63,7 +84,11 @@ const EXIT_1: Case[] = [
   [1, header1("some unrelated output"), "shell"],
   [1, header1("E: Unable to locate package foo"), "dependency"],
   [1, header1("E: Package 'foo' has no installation candidate"), "dependency"],
-  [1, header1("E: Failed to fetch http://deb.debian.org/x.deb  Temporary failure resolving 'deb.debian.org'"), "dependency"], // apt before network
+  [
+    1,
+    header1("E: Failed to fetch http://deb.debian.org/x.deb  Temporary failure resolving 'deb.debian.org'"),
+    "dependency",
+  ], // apt before network
   [1, header1("dpkg: error processing package nginx (--configure):"), "dependency"],
   [1, header1("You have held broken packages."), "dependency"],
   [1, header1("The following packages have unmet dependencies:"), "dependency"],
@@ -170,9 +195,12 @@ describe("deriveCategory by outcome", () => {
     ["unknown", 130, "exit_code=130 | Aborted by user (SIGINT)", "user_aborted"], // v1e sent aborts as unknown
     ["unknown", null, "E: Unable to locate package foo", "dependency"],
     ["unknown", null, "none", "unknown"],
-  ] as [Outcome, number | null, string | null, ErrorCategory | null][])("%s + %p + %p -> %p", (outcome, exitCode, error, expected) => {
-    expect(deriveCategory({ exitCode, error, outcome })).toBe(expected);
-  });
+  ] as [Outcome, number | null, string | null, ErrorCategory | null][])(
+    "%s + %p + %p -> %p",
+    (outcome, exitCode, error, expected) => {
+      expect(deriveCategory({ exitCode, error, outcome })).toBe(expected);
+    },
+  );
 });
 
 describe("normalizeCategory", () => {
@@ -203,7 +231,13 @@ describe("normalizeCategory", () => {
 });
 
 describe("categoryFor", () => {
-  type ForCase = [clientCategory: string | null, exitCode: number | null, error: string | null, outcome: Outcome, expected: ErrorCategory | null];
+  type ForCase = [
+    clientCategory: string | null,
+    exitCode: number | null,
+    error: string | null,
+    outcome: Outcome,
+    expected: ErrorCategory | null,
+  ];
   test.each([
     // the client's category wins over derivation
     ["network", 100, "exit_code=100 | APT", "failed", "network"],

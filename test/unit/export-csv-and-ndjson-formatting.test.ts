@@ -33,7 +33,16 @@ describe("pure formatting", () => {
   });
 
   test("csvRow: null empty, booleans true/false, numbers as is, quoting only where needed", async () => {
-    const record = toRecord(row({ diskSize: 0.5, ctType: null, error: 'he said "no", then\nleft\r\nagain', repaired: true, durationMs: null, osVersion: "" }));
+    const record = toRecord(
+      row({
+        diskSize: 0.5,
+        ctType: null,
+        error: 'he said "no", then\nleft\r\nagain',
+        repaired: true,
+        durationMs: null,
+        osVersion: "",
+      }),
+    );
     const line = csvRow(record);
     expect(line).toStartWith(
       'r-1,lxc,,0.5,2,2048,debian,"",yes,adguard,default,8.2.2,done,success,"he said ""no"", then\nleft\r\nagain",' +
@@ -59,13 +68,28 @@ describe("pure formatting", () => {
     ];
     for (const field of ["nsapp", "error", "method", "random_id", "os_version", "status"] as const) {
       for (const [value, shown] of cases) {
-        const key = ({ nsapp: "nsapp", error: "error", method: "method", random_id: "randomId", os_version: "osVersion", status: "status" } as const)[field];
+        const key = (
+          {
+            nsapp: "nsapp",
+            error: "error",
+            method: "method",
+            random_id: "randomId",
+            os_version: "osVersion",
+            status: "status",
+          } as const
+        )[field];
         const record = toRecord(row({ [key]: value }));
         expect(cellOf(record, field)).toBe(shown);
       }
     }
     // Only the first character counts, and harmless texts are untouched.
-    for (const value of ["a=b", "exit code -1", "x+y", "user@host", " =not a formula? spreadsheets trim; ours never start with a space"]) {
+    for (const value of [
+      "a=b",
+      "exit code -1",
+      "x+y",
+      "user@host",
+      " =not a formula? spreadsheets trim; ours never start with a space",
+    ]) {
       expect(cellOf(toRecord(row({ error: value })), "error")).toBe(value);
     }
     // The raw line: a CR-led cell is quoted (it contains CR) after the guard.
@@ -80,7 +104,9 @@ describe("pure formatting", () => {
   });
 
   test("ndjsonLine is the record as JSON, one line, newline-terminated, lossless", async () => {
-    const record = toRecord(row({ error: 'quote " comma , newline \n CR \r tab \t =1+1 日本語 🚀 \u2028', nsapp: "=HYPERLINK(1)" }));
+    const record = toRecord(
+      row({ error: 'quote " comma , newline \n CR \r tab \t =1+1 日本語 🚀 \u2028', nsapp: "=HYPERLINK(1)" }),
+    );
     const line = ndjsonLine(record);
     expect(line.endsWith("\n")).toBe(true);
     expect(line.slice(0, -1)).not.toContain("\n");
@@ -104,10 +130,19 @@ describe("exportStream", () => {
   test("one body chunk per store chunk, header first, everything once and in order", async () => {
     const csv = await readAll(exportStream(chunked(rows(10), 3), "csv"));
     expect(csv.chunks).toBe(4);
-    expect(csv.text).toBe(csvHeader() + rows(10).map((r) => csvRow(toRecord(r))).join(""));
+    expect(csv.text).toBe(
+      csvHeader() +
+        rows(10)
+          .map((r) => csvRow(toRecord(r)))
+          .join(""),
+    );
     const nd = await readAll(exportStream(chunked(rows(9), 3), "ndjson"));
     expect(nd.chunks).toBe(3);
-    expect(nd.text).toBe(rows(9).map((r) => ndjsonLine(toRecord(r))).join(""));
+    expect(nd.text).toBe(
+      rows(9)
+        .map((r) => ndjsonLine(toRecord(r)))
+        .join(""),
+    );
   });
 
   test("no rows: the header alone (csv), nothing (ndjson)", async () => {

@@ -1,16 +1,35 @@
 // Failure drivers, the statistic (src/domain/drivers.ts): its intervals and tests against published
 // values, its behaviour at small counts and under many comparisons, and the ranking of drivers.
 import { describe, expect, test } from "bun:test";
-import { driverDimensions, fisherGreater, newcombe, normalQuantile, rankDrivers, wilson, zFor, type RunCounts } from "../../src/domain/drivers.ts";
+import {
+  driverDimensions,
+  fisherGreater,
+  newcombe,
+  normalQuantile,
+  rankDrivers,
+  wilson,
+  zFor,
+  type RunCounts,
+} from "../../src/domain/drivers.ts";
 import type { Dimension } from "../../src/domain/rollup.ts";
 import { prng } from "../helpers/random.ts";
 
 const Z95 = 1.959964;
-const near = (got: number, want: number, digits = 4) => expect(Math.abs(got - want)).toBeLessThan(0.5 * 10 ** -digits + 1e-12);
+const near = (got: number, want: number, digits = 4) =>
+  expect(Math.abs(got - want)).toBeLessThan(0.5 * 10 ** -digits + 1e-12);
 
 describe("the statistic", () => {
   test("normal quantiles match the tables", () => {
-    const table: [number, number][] = [[0.5, 0], [0.975, 1.959964], [0.995, 2.575829], [0.999, 3.090232], [0.9999, 3.719016], [1e-6, -4.753424], [0.02, -2.053749], [0.9, 1.281552]];
+    const table: [number, number][] = [
+      [0.5, 0],
+      [0.975, 1.959964],
+      [0.995, 2.575829],
+      [0.999, 3.090232],
+      [0.9999, 3.719016],
+      [1e-6, -4.753424],
+      [0.02, -2.053749],
+      [0.9, 1.281552],
+    ];
     for (const [p, z] of table) near(normalQuantile(p), z, 5);
     expect(() => normalQuantile(0)).toThrow();
     expect(() => normalQuantile(1)).toThrow();
@@ -20,7 +39,12 @@ describe("the statistic", () => {
   });
 
   test("Wilson intervals match Newcombe (1998), table I", () => {
-    const table: [number, number, number, number][] = [[81, 263, 0.2553, 0.3662], [15, 148, 0.0624, 0.1605], [0, 20, 0, 0.1611], [1, 29, 0.0061, 0.1718]];
+    const table: [number, number, number, number][] = [
+      [81, 263, 0.2553, 0.3662],
+      [15, 148, 0.0624, 0.1605],
+      [0, 20, 0, 0.1611],
+      [1, 29, 0.0061, 0.1718],
+    ];
     for (const [k, n, lo, hi] of table) {
       const [l, u] = wilson(k, n, Z95);
       near(l, lo);
@@ -62,12 +86,32 @@ describe("the statistic", () => {
   });
 });
 
-const dims = (entries: [Dimension, [string, number, number][]][]) => new Map(entries.map(([d, values]) => [d, new Map(values.map(([v, failed, runs]) => [v, { failed, runs }]))]));
+const dims = (entries: [Dimension, [string, number, number][]][]) =>
+  new Map(entries.map(([d, values]) => [d, new Map(values.map(([v, failed, runs]) => [v, { failed, runs }]))]));
 
 describe("rankDrivers", () => {
   test("finds a planted driver and says how it stands against the rest", () => {
     // 1000 runs, 100 failed; PVE 9.0.9 carries 250 runs and 80 failures.
-    const a = rankDrivers({ failed: 100, runs: 1000 }, dims([["pve_version", [["9.0.9", 80, 250], ["8.4.1", 20, 750]]], ["arch", [["amd64", 95, 950], ["arm64", 5, 50]]]]), 20);
+    const a = rankDrivers(
+      { failed: 100, runs: 1000 },
+      dims([
+        [
+          "pve_version",
+          [
+            ["9.0.9", 80, 250],
+            ["8.4.1", 20, 750],
+          ],
+        ],
+        [
+          "arch",
+          [
+            ["amd64", 95, 950],
+            ["arm64", 5, 50],
+          ],
+        ],
+      ]),
+      20,
+    );
     expect(a.compared).toBe(4);
     expect(a.drivers.map((d) => [d.dimension, d.value])).toEqual([["pve_version", "9.0.9"]]);
     const d = a.drivers[0]!;
@@ -83,26 +127,86 @@ describe("rankDrivers", () => {
 
   test("small counts do not shout: a few failures on a rare value are not a driver among many values compared, nor a value under min_runs", () => {
     // 40 kernel versions of 25 runs each, 10% failing; one host with 1 core: 3 of its 5 runs failed.
-    const kernels: [string, number, number][] = Array.from({ length: 40 }, (_, i) => [`6.8.${i}`, i % 4 === 0 ? 3 : 2, 25]);
+    const kernels: [string, number, number][] = Array.from({ length: 40 }, (_, i) => [
+      `6.8.${i}`,
+      i % 4 === 0 ? 3 : 2,
+      25,
+    ]);
     const failedK = kernels.reduce((n, [, f]) => n + f, 0);
     const total = { failed: failedK + 0, runs: 1000 };
-    const values = dims([["kernel_version", kernels], ["core_count", [["1", 3, 5], ["2", failedK - 3, 995]]]]);
+    const values = dims([
+      ["kernel_version", kernels],
+      [
+        "core_count",
+        [
+          ["1", 3, 5],
+          ["2", failedK - 3, 995],
+        ],
+      ],
+    ]);
     const a = rankDrivers(total, values, 1);
     expect(a.compared).toBe(42);
     // 60% of 5 runs against ~9%: p = 0.008, far above 0.05 / 42.
     expect(a.drivers).toEqual([]);
     // The same rate over 200 runs is one.
-    expect(rankDrivers({ failed: 217, runs: 1000 }, dims([["kernel_version", kernels], ["core_count", [["1", 120, 200], ["2", 97, 800]]]]), 20).drivers.map((d) => d.value)).toEqual(["1"]);
+    expect(
+      rankDrivers(
+        { failed: 217, runs: 1000 },
+        dims([
+          ["kernel_version", kernels],
+          [
+            "core_count",
+            [
+              ["1", 120, 200],
+              ["2", 97, 800],
+            ],
+          ],
+        ]),
+        20,
+      ).drivers.map((d) => d.value),
+    ).toEqual(["1"]);
     // Under the floor a value is not even compared.
-    const floored = rankDrivers({ failed: 217, runs: 1000 }, dims([["core_count", [["1", 120, 200], ["2", 97, 800]]]]), 201);
+    const floored = rankDrivers(
+      { failed: 217, runs: 1000 },
+      dims([
+        [
+          "core_count",
+          [
+            ["1", 120, 200],
+            ["2", 97, 800],
+          ],
+        ],
+      ]),
+      201,
+    );
     expect([floored.compared, floored.drivers.length]).toEqual([1, 0]);
   });
 
   test("not reported is never a driver; a value carrying every run is not compared; none of an empty window", () => {
-    const a = rankDrivers({ failed: 100, runs: 1000 }, dims([["kernel_version", [["", 90, 300], ["6.8.12", 10, 700]]], ["platform", [["pve", 100, 1000]]]]), 20);
+    const a = rankDrivers(
+      { failed: 100, runs: 1000 },
+      dims([
+        [
+          "kernel_version",
+          [
+            ["", 90, 300],
+            ["6.8.12", 10, 700],
+          ],
+        ],
+        ["platform", [["pve", 100, 1000]]],
+      ]),
+      20,
+    );
     expect(a.compared).toBe(1);
     expect(a.drivers).toEqual([]);
-    expect(rankDrivers({ failed: 0, runs: 0 }, dims([["os", []]]), 20)).toEqual({ failed: 0, runs: 0, compared: 0, z: zFor(0.05, 0), alpha: 0.05, drivers: [] });
+    expect(rankDrivers({ failed: 0, runs: 0 }, dims([["os", []]]), 20)).toEqual({
+      failed: 0,
+      runs: 0,
+      compared: 0,
+      z: zFor(0.05, 0),
+      alpha: 0.05,
+      drivers: [],
+    });
   });
 
   test("strongest first: by the lower bound of the excess failure rate, not the point estimate", () => {
@@ -110,9 +214,21 @@ describe("rankDrivers", () => {
       { failed: 300, runs: 3000 },
       dims([
         // 35% of 40 runs: a large estimate, a wide interval.
-        ["ram_size", [["512", 14, 40], ["2048", 286, 2960]]],
+        [
+          "ram_size",
+          [
+            ["512", 14, 40],
+            ["2048", 286, 2960],
+          ],
+        ],
         // 25% of 800 runs: a smaller estimate, known far better.
-        ["os", [["debian 13", 200, 800], ["debian 12", 100, 2200]]],
+        [
+          "os",
+          [
+            ["debian 13", 200, 800],
+            ["debian 12", 100, 2200],
+          ],
+        ],
       ]),
       20,
     );
@@ -124,7 +240,13 @@ describe("rankDrivers", () => {
   test("with nothing going on, hundreds of values compared leave the list empty in at least 95% of windows, rare failures and few runs included", () => {
     // [runs per value from, to), failure rate: common failures, rare ones (2% of 20-40 runs, where a
     // normal approximation lists a value in most windows), large values.
-    for (const [lo, hi, rate] of [[20, 220, 0.1], [20, 40, 0.02], [20, 40, 0.1], [200, 2200, 0.1], [20, 220, 0.3]] as const) {
+    for (const [lo, hi, rate] of [
+      [20, 220, 0.1],
+      [20, 40, 0.02],
+      [20, 40, 0.1],
+      [200, 2200, 0.1],
+      [20, 220, 0.3],
+    ] as const) {
       let withDrivers = 0;
       const WINDOWS = 200;
       for (let seed = 1; seed <= WINDOWS; seed++) {
@@ -149,6 +271,7 @@ describe("rankDrivers", () => {
   test("app_version is compared within one app only", () => {
     expect(driverDimensions(false)).not.toContain("app_version");
     expect(driverDimensions(true)).toContain("app_version");
-    for (const outcomeDim of ["status", "exit_code", "error_category", "failed_command", "nsapp"] as const) expect(driverDimensions(true)).not.toContain(outcomeDim);
+    for (const outcomeDim of ["status", "exit_code", "error_category", "failed_command", "nsapp"] as const)
+      expect(driverDimensions(true)).not.toContain(outcomeDim);
   });
 });

@@ -37,16 +37,19 @@ describe("the table", () => {
     expect(new Set(ROWS.map((f) => f.key)).size).toBe(ROWS.length);
   });
 
-  test.each(ENDPOINTS)("%s: one body key per position; rows sharing one are of different payload versions", (endpoint) => {
-    const sent = ROWS.filter((f) => f.sent?.[endpoint] !== undefined);
-    for (const f of sent) {
-      const same = sent.filter((g) => g.sent![endpoint] === f.sent![endpoint]);
-      expect(new Set(same.map(wire)).size, `${f.name}: its position is another body key's`).toBe(1);
-      if (same.length > 1) expect(new Set(same.map((g) => g.versions ?? "every")).size).toBe(same.length);
-      // normalize.ts reads a key that rows of different versions share once, as a word.
-      if (same.length > 1) expect(same.map((g) => g.kind)).toEqual(same.map(() => "word"));
-    }
-  });
+  test.each(ENDPOINTS)(
+    "%s: one body key per position; rows sharing one are of different payload versions",
+    (endpoint) => {
+      const sent = ROWS.filter((f) => f.sent?.[endpoint] !== undefined);
+      for (const f of sent) {
+        const same = sent.filter((g) => g.sent![endpoint] === f.sent![endpoint]);
+        expect(new Set(same.map(wire)).size, `${f.name}: its position is another body key's`).toBe(1);
+        if (same.length > 1) expect(new Set(same.map((g) => g.versions ?? "every")).size).toBe(same.length);
+        // normalize.ts reads a key that rows of different versions share once, as a word.
+        if (same.length > 1) expect(same.map((g) => g.kind)).toEqual(same.map(() => "word"));
+      }
+    },
+  );
 
   test("filter parameters are numbered 1 to n", () => {
     expect(FILTER_FIELDS.map((f): number => f.filter.at)).toEqual(FILTER_FIELDS.map((_, i) => i + 1));
@@ -54,7 +57,8 @@ describe("the table", () => {
 
   test("numbers and ids read from bodies have bounds, sizes a unit, enums their values; fields but the server's are sent", () => {
     for (const f of ROWS) {
-      if (f.kind === "integer" || f.kind === "size" || f.kind === "id") expect(f.bounds !== undefined, f.name).toBe(f.part !== "server");
+      if (f.kind === "integer" || f.kind === "size" || f.kind === "id")
+        expect(f.bounds !== undefined, f.name).toBe(f.part !== "server");
       if (f.kind === "size") expect(f.unit, f.name).toBeDefined();
       if (f.kind === "enum") expect(f.values, f.name).toBeDefined();
       // outcome is derived from status, extra holds what no row names.
@@ -72,14 +76,21 @@ describe("the table", () => {
 /** A value of each kind, as sent and as stored. */
 function sample(f: Row): [sent: string, stored: unknown] {
   switch (f.kind) {
-    case "install-type": return ["VM", "vm"];
-    case "label": return ["  Some\tValue ", "Some Value"];
-    case "label-lower": return [" Some Value ", "some value"];
-    case "word": return ["Yes", "yes"];
+    case "install-type":
+      return ["VM", "vm"];
+    case "label":
+      return ["  Some\tValue ", "Some Value"];
+    case "label-lower":
+      return [" Some Value ", "some value"];
+    case "word":
+      return ["Yes", "yes"];
     case "integer":
-    case "size": return [String(f.bounds![1]), f.bounds![1]];
-    case "bool": return ["yes", true];
-    default: throw new Error(`no sample of ${f.kind}`);
+    case "size":
+      return [String(f.bounds![1]), f.bounds![1]];
+    case "bool":
+      return ["yes", true];
+    default:
+      throw new Error(`no sample of ${f.kind}`);
   }
 }
 
@@ -87,21 +98,30 @@ describe("normalization reads every descriptive field as its row says", () => {
   const descriptive = ROWS.filter((f) => f.part === "fields" && f.kind !== "json");
   test.each(descriptive.map((f) => [f.name, f] as const))("%s", (_, f) => {
     const [sent, stored] = sample(f);
-    const body: JsonObject = { payload_version: f.versions === "v1" ? 1 : 2, random_id: "r", type: "lxc", status: "installing", [wire(f)]: sent };
+    const body: JsonObject = {
+      payload_version: f.versions === "v1" ? 1 : 2,
+      random_id: "r",
+      type: "lxc",
+      status: "installing",
+      [wire(f)]: sent,
+    };
     const r = normalizeTelemetry(body, OPTS);
     if (!r.ok) throw new Error(r.message);
     const fields = r.value.fields as unknown as Record<string, unknown>;
     expect(fields[f.key]).toEqual(stored);
     expect(fields.extra).toBeNull();
     // The rows of other payload versions read nothing from the same key.
-    for (const other of descriptive) if (other !== f && other.sent && wire(other) === wire(f)) expect(fields[other.key]).toBeNull();
+    for (const other of descriptive)
+      if (other !== f && other.sent && wire(other) === wire(f)) expect(fields[other.key]).toBeNull();
     if (f.bounds) {
       const over = normalizeTelemetry({ ...body, [wire(f)]: f.bounds[1] + 1 }, OPTS);
       expect(over.ok ? null : over.field).toBe(wire(f));
     }
     if (f.alias) {
       const aliased = normalizeStart({ random_id: "r", type: "lxc", [f.alias]: sent }, OPTS);
-      expect(aliased.ok ? (aliased.value.fields as unknown as Record<string, unknown>)[f.key] : aliased.message).toEqual(stored);
+      expect(
+        aliased.ok ? (aliased.value.fields as unknown as Record<string, unknown>)[f.key] : aliased.message,
+      ).toEqual(stored);
     }
   });
 });

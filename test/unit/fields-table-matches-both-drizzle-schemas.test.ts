@@ -11,12 +11,19 @@ import { executions as postgresExecutions } from "../../src/store/postgres/schem
 /** The SQL type a field is stored as, by kind: Drizzle's column type in each engine, the type its migrations write. */
 function sqlType(f: Field): { sqlite: [string, string]; postgres: [string, string] } {
   switch (f.kind) {
-    case "integer": return { sqlite: ["SQLiteInteger", "integer"], postgres: ["PgInteger", "integer"] };
-    case "size": return "whole" in f ? { sqlite: ["SQLiteInteger", "integer"], postgres: ["PgInteger", "integer"] } : { sqlite: ["SQLiteReal", "real"], postgres: ["PgDoublePrecision", "double precision"] };
+    case "integer":
+      return { sqlite: ["SQLiteInteger", "integer"], postgres: ["PgInteger", "integer"] };
+    case "size":
+      return "whole" in f
+        ? { sqlite: ["SQLiteInteger", "integer"], postgres: ["PgInteger", "integer"] }
+        : { sqlite: ["SQLiteReal", "real"], postgres: ["PgDoublePrecision", "double precision"] };
     case "time":
-    case "ms": return { sqlite: ["SQLiteInteger", "integer"], postgres: ["PgBigInt53", "bigint"] };
-    case "bool": return { sqlite: ["SQLiteBoolean", "integer"], postgres: ["PgBoolean", "boolean"] };
-    default: return { sqlite: ["SQLiteText", "text"], postgres: ["PgText", "text"] };
+    case "ms":
+      return { sqlite: ["SQLiteInteger", "integer"], postgres: ["PgBigInt53", "bigint"] };
+    case "bool":
+      return { sqlite: ["SQLiteBoolean", "integer"], postgres: ["PgBoolean", "boolean"] };
+    default:
+      return { sqlite: ["SQLiteText", "text"], postgres: ["PgText", "text"] };
   }
 }
 
@@ -24,15 +31,30 @@ function sqlType(f: Field): { sqlite: [string, string]; postgres: [string, strin
 const ENGINE_COLUMNS = {
   // The compact row (store/sqlite/schema.ts): rid only for retries, the outcome as a code, times as
   // offsets from created_at, the rest of a long error text compressed (store/sqlite/error-text.ts).
-  sqlite: ["rid", "outcomeCode", "errorRest", "updatedIn", "installingIn", "validationIn", "configuringIn", "finishedIn"],
+  sqlite: [
+    "rid",
+    "outcomeCode",
+    "errorRest",
+    "updatedIn",
+    "installingIn",
+    "validationIn",
+    "configuringIn",
+    "finishedIn",
+  ],
   postgres: ["seq"], // insertion order across nodes
 };
 
 /** The executions table of the newest snapshot drizzle-kit keeps beside an engine's migrations. */
-function newestSnapshot(engine: "sqlite" | "postgres"): Record<string, { name: string; type: string; notNull: boolean }> {
-  const journal = JSON.parse(readFileSync(`drizzle/${engine}/meta/_journal.json`, "utf8")) as { entries: { idx: number }[] };
+function newestSnapshot(
+  engine: "sqlite" | "postgres",
+): Record<string, { name: string; type: string; notNull: boolean }> {
+  const journal = JSON.parse(readFileSync(`drizzle/${engine}/meta/_journal.json`, "utf8")) as {
+    entries: { idx: number }[];
+  };
   const idx = String(journal.entries.at(-1)!.idx).padStart(4, "0");
-  const snapshot = JSON.parse(readFileSync(`drizzle/${engine}/meta/${idx}_snapshot.json`, "utf8")) as { tables: Record<string, { columns: Record<string, { name: string; type: string; notNull: boolean }> }> };
+  const snapshot = JSON.parse(readFileSync(`drizzle/${engine}/meta/${idx}_snapshot.json`, "utf8")) as {
+    tables: Record<string, { columns: Record<string, { name: string; type: string; notNull: boolean }> }>;
+  };
   return snapshot.tables[engine === "sqlite" ? "executions" : "public.executions"]!.columns;
 }
 
@@ -62,10 +84,17 @@ describe.each(ENGINES)("%s: executions", (engine, columns) => {
     const snapshot = newestSnapshot(engine);
     for (const f of FIELDS) {
       const name = "column" in f ? f.column : f.name;
-      expect(snapshot[name], `${name} is not in the newest ${engine} snapshot: generate a migration (CONTRIBUTING.md, Commands)`).toBeDefined();
+      expect(
+        snapshot[name],
+        `${name} is not in the newest ${engine} snapshot: generate a migration (CONTRIBUTING.md, Commands)`,
+      ).toBeDefined();
       expect(snapshot[name]!.type).toBe(sqlType(f)[engine][1]);
       expect(snapshot[name]!.notNull).toBe("required" in f);
     }
-    expect(Object.keys(snapshot).sort()).toEqual(Object.values(columns).map((c) => c.name).sort());
+    expect(Object.keys(snapshot).sort()).toEqual(
+      Object.values(columns)
+        .map((c) => c.name)
+        .sort(),
+    );
   });
 });

@@ -13,18 +13,38 @@ describe("mask constants", () => {
 
 const IPV4_CASES: Case[] = [
   ["bare private address", "192.168.1.5", "<ipv4>"],
-  ["curl connect failure", "curl: (7) Failed to connect to 203.0.113.7 port 443 after 3 ms: Connection refused", "curl: (7) Failed to connect to <ipv4> port 443 after 3 ms: Connection refused"],
-  ["inside a URL with port and path", "Failed to fetch http://192.168.1.5:8006/api2/json", "Failed to fetch http://<ipv4>:8006/api2/json"],
-  ["apt proxy URL in an Err: line", "Err:3 http://192.168.1.10:3142/debian bookworm Release", "Err:3 http://<ipv4>:3142/debian bookworm Release"],
+  [
+    "curl connect failure",
+    "curl: (7) Failed to connect to 203.0.113.7 port 443 after 3 ms: Connection refused",
+    "curl: (7) Failed to connect to <ipv4> port 443 after 3 ms: Connection refused",
+  ],
+  [
+    "inside a URL with port and path",
+    "Failed to fetch http://192.168.1.5:8006/api2/json",
+    "Failed to fetch http://<ipv4>:8006/api2/json",
+  ],
+  [
+    "apt proxy URL in an Err: line",
+    "Err:3 http://192.168.1.10:3142/debian bookworm Release",
+    "Err:3 http://<ipv4>:3142/debian bookworm Release",
+  ],
   ["CIDR suffix kept", "route 10.0.0.0/8 unreachable", "route <ipv4>/8 unreachable"],
-  ["ip addr line: address and broadcast", "inet 192.168.1.50/24 brd 192.168.1.255 scope global eth0", "inet <ipv4>/24 brd <ipv4> scope global eth0"],
+  [
+    "ip addr line: address and broadcast",
+    "inet 192.168.1.50/24 brd 192.168.1.255 scope global eth0",
+    "inet <ipv4>/24 brd <ipv4> scope global eth0",
+  ],
   ["sentence-final period kept", "Could not reach 10.1.2.3.", "Could not reach <ipv4>."],
   ["ellipsis after address", "Pinging 8.8.8.8...", "Pinging <ipv4>..."],
   ["user@host", "ssh root@192.168.1.2 failed", "ssh root@<ipv4> failed"],
   ["list separated by comma, semicolon", "IP=10.1.2.3;GW=10.1.2.1,DNS=1.1.1.1", "IP=<ipv4>;GW=<ipv4>,DNS=<ipv4>"],
   ["in parentheses", "host pve (172.16.0.1) is down", "host pve (<ipv4>) is down"],
   ["all-zero and broadcast", "bind 0.0.0.0 / 255.255.255.255", "bind <ipv4> / <ipv4>"],
-  ["multi-line text, one per line", "nameserver 1.1.1.1\nnameserver 9.9.9.9\n", "nameserver <ipv4>\nnameserver <ipv4>\n"],
+  [
+    "multi-line text, one per line",
+    "nameserver 1.1.1.1\nnameserver 9.9.9.9\n",
+    "nameserver <ipv4>\nnameserver <ipv4>\n",
+  ],
   ["glued to a word", "gw=10.0.0.1(dev vmbr0)", "gw=<ipv4>(dev vmbr0)"],
 ];
 
@@ -38,7 +58,11 @@ const IPV6_CASES: Case[] = [
   ["IPv4-mapped", "client ::ffff:10.0.0.1 refused", "client <ipv6> refused"],
   ["NAT64 with embedded IPv4", "via 64:ff9b::192.0.2.33", "via <ipv6>"],
   ["CIDR suffix kept", "inet6 2001:db8::1/64 scope global", "inet6 <ipv6>/64 scope global"],
-  ["bracketed with port", "dial tcp [2a01:4f8:c17:b8f::2]:443: connect: network is unreachable", "dial tcp [<ipv6>]:443: connect: network is unreachable"],
+  [
+    "bracketed with port",
+    "dial tcp [2a01:4f8:c17:b8f::2]:443: connect: network is unreachable",
+    "dial tcp [<ipv6>]:443: connect: network is unreachable",
+  ],
   ["URL with brackets", "GET http://[::1]:8006/api2/json failed", "GET http://[<ipv6>]:8006/api2/json failed"],
   ["URL with percent-encoded zone", "http://[fe80::1%25eth0]:8006/", "http://[<ipv6>]:8006/"],
   ["full uncompressed form", "addr 2001:0db8:85a3:0000:0000:8a2e:0370:7334 dead", "addr <ipv6> dead"],
@@ -52,7 +76,11 @@ const IPV6_CASES: Case[] = [
   ["zone id then sentence-final period", "Could not reach fe80::1%eth0.", "Could not reach <ipv6>."],
   // Six colons and an embedded IPv4, no "::": the fewest colons an address without "::" has.
   ["six groups and an embedded IPv4", "via 64:ff9b:1:2:3:4:192.0.2.33 now", "via <ipv6> now"],
-  ["after clock times", "[10:05:35] step 1: 12:34:56 then 64:ff9b:1:2:3:4:192.0.2.33", "[10:05:35] step 1: 12:34:56 then <ipv6>"],
+  [
+    "after clock times",
+    "[10:05:35] step 1: 12:34:56 then 64:ff9b:1:2:3:4:192.0.2.33",
+    "[10:05:35] step 1: 12:34:56 then <ipv6>",
+  ],
 ];
 
 const UNTOUCHED: string[] = [

@@ -60,7 +60,15 @@ const cases: Case[] = [
   {
     name: "valid start report with numbers",
     body: `{"ct_type": 1, "type":"lxc", "disk_size": 8, "core_count": 2, "ram_size": 2048, "status": "installing", "random_id": "r1"}`,
-    value: { ct_type: 1, type: "lxc", disk_size: 8, core_count: 2, ram_size: 2048, status: "installing", random_id: "r1" },
+    value: {
+      ct_type: 1,
+      type: "lxc",
+      disk_size: 8,
+      core_count: 2,
+      ram_size: 2048,
+      status: "installing",
+      random_id: "r1",
+    },
     repairs: [],
   },
   {
@@ -505,7 +513,11 @@ describe("parseLenientJson: damaged bodies", () => {
   test("huge string with raw quotes, newlines and escapes", async () => {
     const chunk = 'line "x" \t\\e done\n';
     const text = chunk.repeat(Math.floor(200_000 / chunk.length));
-    expectParsed(updateBody("failed", text), update("failed", text), ["unescaped_quote", "control_char", "invalid_escape"]);
+    expectParsed(updateBody("failed", text), update("failed", text), [
+      "unescaped_quote",
+      "control_char",
+      "invalid_escape",
+    ]);
   });
 
   test("huge valid string", async () => {
@@ -720,7 +732,11 @@ describe("parseLenientJson: prototype keys", () => {
   };
 
   test("__proto__ in strict JSON is an own property", async () => {
-    const value = expectParsed(`{"__proto__": {"polluted": 1}, "a": 1}`, JSON.parse(`{"__proto__": {"polluted": 1}, "a": 1}`), []);
+    const value = expectParsed(
+      `{"__proto__": {"polluted": 1}, "a": 1}`,
+      JSON.parse(`{"__proto__": {"polluted": 1}, "a": 1}`),
+      [],
+    );
     expect(Object.hasOwn(value, "__proto__")).toBe(true);
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
     pristine();
@@ -908,10 +924,14 @@ describe("parseLenientJson: round trips (seeded)", () => {
       checked++;
       literal += Object.values(object).filter((value) => typeof value === "string" && value.includes("\\")).length;
       const seen = new Set<Repair>();
-      for (const value of Object.values(object)) if (typeof value === "string") for (const r of stringDamage(value)) seen.add(r);
+      for (const value of Object.values(object))
+        if (typeof value === "string") for (const r of stringDamage(value)) seen.add(r);
       for (const layout of ["inline", "client"] as const) {
         const body = interpolate(object, layout);
-        expect({ body, result: parse(body) }).toStrictEqual({ body, result: { ok: true, value: object, repairs: [...seen] } });
+        expect({ body, result: parse(body) }).toStrictEqual({
+          body,
+          result: { ok: true, value: object, repairs: [...seen] },
+        });
       }
     }
     expect(checked).toBe(ROUNDS);

@@ -21,7 +21,7 @@ const FAILED: Case[] = [
   ["failed", "No error message", "failed"], // the client's default error
   ["failed", "none", "failed"],
   ["failed", "Unknown error", "failed"],
-  ["failed", 'apt-get install -y nginx >/dev/null', "failed"], // raw bash command
+  ["failed", "apt-get install -y nginx >/dev/null", "failed"], // raw bash command
   ["failed", "exit code 127: while executing command curl -fsSL https://example.com/x.sh", "failed"],
   ["failed", "E: Sub-process /usr/bin/dpkg returned an error code (1)", "failed"],
   // SIGTERM stays a failure: host shutdowns and timeouts look the same

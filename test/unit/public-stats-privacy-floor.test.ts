@@ -3,11 +3,26 @@
 import { describe, expect, test } from "bun:test";
 import { applyFloor } from "../../src/read/native/public-stats-routes.ts";
 
-const group = (value: string | null, total: number, success: number, failed: number, aborted = 0) => ({ value, total, success, failed, aborted });
+const group = (value: string | null, total: number, success: number, failed: number, aborted = 0) => ({
+  value,
+  total,
+  success,
+  failed,
+  aborted,
+});
 
 describe("applyFloor", () => {
   test("apps at or above the floor are listed, most installed first then by name; the rest are summed into other", () => {
-    const r = applyFloor([group("b", 10, 8, 2), group("a", 10, 10, 0), group("big", 50, 40, 5, 5), group("small", 9, 0, 9), group("tiny", 1, 1, 0)], 10);
+    const r = applyFloor(
+      [
+        group("b", 10, 8, 2),
+        group("a", 10, 10, 0),
+        group("big", 50, 40, 5, 5),
+        group("small", 9, 0, 9),
+        group("tiny", 1, 1, 0),
+      ],
+      10,
+    );
     expect(r.apps.map((a) => a.app)).toEqual(["big", "a", "b"]);
     expect(r.apps[0]).toEqual({ app: "big", installs: 50, success: 40, failed: 5, aborted: 5, failure_rate: 0.1111 });
     expect(r.other).toEqual({ apps: 2, installs: 10, success: 1, failed: 9, aborted: 0, failure_rate: 0.9 });

@@ -51,7 +51,11 @@ describe("networkOf: the network an address counts as", () => {
 
   test("every address of a /64 is the same network; the next /64 is another", () => {
     const keys = new Set<string>();
-    for (let i = 0; i < 1000; i++) keys.add(networkOf(`2001:db8:aa:bb:${((i * 7919) % 65536).toString(16)}:${i.toString(16)}::${(i % 97).toString(16)}`, P).key);
+    for (let i = 0; i < 1000; i++)
+      keys.add(
+        networkOf(`2001:db8:aa:bb:${((i * 7919) % 65536).toString(16)}:${i.toString(16)}::${(i % 97).toString(16)}`, P)
+          .key,
+      );
     expect([...keys]).toEqual(["2001:db8:aa:bb::/64"]);
     expect(networkOf("2001:db8:aa:bc::1", P).key).not.toBe("2001:db8:aa:bb::/64");
   });
@@ -69,7 +73,15 @@ describe("the limiter by network", () => {
     expect(limiter.take(net("::ffff:192.0.2.0"), t0).ok).toBe(true); // the same host as 192.0.2.0: its second token
     expect(limiter.take(net("192.0.2.0"), t0).ok).toBe(true);
     expect(limiter.take(net("192.0.2.0"), t0)).toEqual({ ok: false, retryAfterS: 1, family: "ipv4" });
-    for (const local of ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1", "[::1]:8080", "unknown"]) {
+    for (const local of [
+      "127.0.0.1",
+      "127.8.9.10",
+      "::1",
+      "::ffff:127.0.0.1",
+      "0:0:0:0:0:0:0:1",
+      "[::1]:8080",
+      "unknown",
+    ]) {
       expect(net(local)).toBeNull();
       for (let i = 0; i < 10; i++) expect(limiter.take(net(local), t0).ok).toBe(true);
     }
@@ -83,10 +95,19 @@ describe("the limiter by network", () => {
 
   test("--rate-limit-v4-prefix and --rate-limit-v6-prefix (and INSTALLSTATS_*) through the one config table", () => {
     expect(loadConfig({}, {})).toMatchObject({ rateLimitV4Prefix: 32, rateLimitV6Prefix: 64 });
-    expect(loadConfig({ "rate-limit-v6-prefix": "56", "rate-limit-v4-prefix": "/24" }, {})).toMatchObject({ rateLimitV4Prefix: 24, rateLimitV6Prefix: 56 });
-    expect(loadConfig({}, { INSTALLSTATS_RATE_LIMIT_V6_PREFIX: "48", INSTALLSTATS_RATE_LIMIT_V4_PREFIX: "30" })).toMatchObject({ rateLimitV4Prefix: 30, rateLimitV6Prefix: 48 });
-    expect(() => loadConfig({ "rate-limit-v4-prefix": "33" }, {})).toThrow("--rate-limit-v4-prefix: must be a prefix length from 1 to 32, such as 32 or 24, got \"33\"");
-    expect(() => loadConfig({}, { INSTALLSTATS_RATE_LIMIT_V6_PREFIX: "0" })).toThrow("INSTALLSTATS_RATE_LIMIT_V6_PREFIX: must be a prefix length from 1 to 128");
+    expect(loadConfig({ "rate-limit-v6-prefix": "56", "rate-limit-v4-prefix": "/24" }, {})).toMatchObject({
+      rateLimitV4Prefix: 24,
+      rateLimitV6Prefix: 56,
+    });
+    expect(
+      loadConfig({}, { INSTALLSTATS_RATE_LIMIT_V6_PREFIX: "48", INSTALLSTATS_RATE_LIMIT_V4_PREFIX: "30" }),
+    ).toMatchObject({ rateLimitV4Prefix: 30, rateLimitV6Prefix: 48 });
+    expect(() => loadConfig({ "rate-limit-v4-prefix": "33" }, {})).toThrow(
+      '--rate-limit-v4-prefix: must be a prefix length from 1 to 32, such as 32 or 24, got "33"',
+    );
+    expect(() => loadConfig({}, { INSTALLSTATS_RATE_LIMIT_V6_PREFIX: "0" })).toThrow(
+      "INSTALLSTATS_RATE_LIMIT_V6_PREFIX: must be a prefix length from 1 to 128",
+    );
     expect(() => loadConfig({ "rate-limit-v6-prefix": "64.5" }, {})).toThrow("must be a prefix length");
   });
 });

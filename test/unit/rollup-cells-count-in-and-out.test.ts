@@ -1,15 +1,56 @@
 // Rollup cells as pure data: counting in and out, merging, slices, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
-import { ALL_APPS, DIMENSIONS, GRAINS, ROLLUP_VERSION, RollupDeltas, addRecord, appSlice, countHour, emptyData, mergeInto, repoClass, sliceKey, slicesOf, type RollupRecord } from "../../src/domain/rollup.ts";
+import {
+  ALL_APPS,
+  DIMENSIONS,
+  GRAINS,
+  ROLLUP_VERSION,
+  RollupDeltas,
+  addRecord,
+  appSlice,
+  countHour,
+  emptyData,
+  mergeInto,
+  repoClass,
+  sliceKey,
+  slicesOf,
+  type RollupRecord,
+} from "../../src/domain/rollup.ts";
 import { HOUR } from "../../src/domain/time.ts";
 import { storedAndRead } from "../helpers/cells.ts";
 
 const record = (over: Partial<RollupRecord> = {}): RollupRecord => ({
-  nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "failed",
-  ctType: 1, coreCount: 2, ramSize: 2048, outcome: "failed", createdAt: 10 * HOUR + 5, durationMs: 90_000, error: "exit code 1",
-  exitCode: 1, errorCategory: "unknown", platform: "pve", arch: "amd64", cpuVendor: "intel", gpuVendor: null, gpuPassthrough: null, hostGpu: null,
-  repoSource: "ProxmoxVE", repoSlug: "community-scripts/ProxmoxVE", appVersion: "10.10", kernelVersion: "6.8.12-4-pve", attempt: 1, failedCommand: "apt-get install -y x",
-  diskSize: 8, payloadVersion: 2, hasArm: false,
+  nsapp: "jellyfin",
+  osType: "debian",
+  osVersion: "12",
+  pveVersion: "8.2.4",
+  type: "lxc",
+  method: "default",
+  status: "failed",
+  ctType: 1,
+  coreCount: 2,
+  ramSize: 2048,
+  outcome: "failed",
+  createdAt: 10 * HOUR + 5,
+  durationMs: 90_000,
+  error: "exit code 1",
+  exitCode: 1,
+  errorCategory: "unknown",
+  platform: "pve",
+  arch: "amd64",
+  cpuVendor: "intel",
+  gpuVendor: null,
+  gpuPassthrough: null,
+  hostGpu: null,
+  repoSource: "ProxmoxVE",
+  repoSlug: "community-scripts/ProxmoxVE",
+  appVersion: "10.10",
+  kernelVersion: "6.8.12-4-pve",
+  attempt: 1,
+  failedCommand: "apt-get install -y x",
+  diskSize: 8,
+  payloadVersion: 2,
+  hasArm: false,
   ...over,
 });
 
@@ -21,9 +62,34 @@ describe("ROLLUP_VERSION", () => {
     expect({ version: ROLLUP_VERSION, dimensions: DIMENSIONS }).toEqual({
       version: 4,
       dimensions: [
-        "nsapp", "os", "pve_version", "type", "method", "status", "ct_type", "core_count", "ram_size", "exit_code", "error_category", "platform", "arch",
-        "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "repo_source", "repo_slug", "app_version", "kernel_version", "attempt", "failed_command",
-        "disk_size", "client", "platform_class", "arch_class", "failure",
+        "nsapp",
+        "os",
+        "pve_version",
+        "type",
+        "method",
+        "status",
+        "ct_type",
+        "core_count",
+        "ram_size",
+        "exit_code",
+        "error_category",
+        "platform",
+        "arch",
+        "cpu_vendor",
+        "gpu_vendor",
+        "gpu_passthrough",
+        "host_gpu",
+        "repo_source",
+        "repo_slug",
+        "app_version",
+        "kernel_version",
+        "attempt",
+        "failed_command",
+        "disk_size",
+        "client",
+        "platform_class",
+        "arch_class",
+        "failure",
       ],
     });
   });
@@ -60,9 +126,16 @@ describe("addRecord", () => {
     }
   });
 
-  test("absent values count under \"\"; attempts past 3 as 4+; long failed commands are cut", () => {
+  test('absent values count under ""; attempts past 3 as 4+; long failed commands are cut', () => {
     const cell = emptyData();
-    addRecord(cell, record({ exitCode: null, cpuVendor: null, attempt: 7, failedCommand: "x".repeat(300) }), "failed", 1, true, null);
+    addRecord(
+      cell,
+      record({ exitCode: null, cpuVendor: null, attempt: 7, failedCommand: "x".repeat(300) }),
+      "failed",
+      1,
+      true,
+      null,
+    );
     expect(cell.dims.exit_code).toEqual({ "": [0, 1, 0, 0, 0] });
     expect(cell.dims.cpu_vendor).toEqual({ "": [0, 1, 0, 0, 0] });
     expect(cell.dims.attempt).toEqual({ "4+": [0, 1, 0, 0, 0] });
@@ -97,12 +170,21 @@ describe("slices", () => {
       sliceKey("install", "ProxmoxVE", ALL_APPS),
       sliceKey("install", "ProxmoxVE", appSlice("jellyfin")),
     ]);
-    expect(slicesOf(record({ type: "pve", nsapp: "post-pve-install", repoSource: null }))[0]).toBe(sliceKey("tool", null, ALL_APPS));
+    expect(slicesOf(record({ type: "pve", nsapp: "post-pve-install", repoSource: null }))[0]).toBe(
+      sliceKey("tool", null, ALL_APPS),
+    );
     expect(slicesOf(record({ type: "addon" }))[0]).toBe(sliceKey("addon", null, ALL_APPS));
   });
 
-  test("repo classes: the client's known sources, forks as external, none as \"\"", () => {
-    expect(["ProxmoxVE", "ProxmoxVED", "external", "my-fork", "", null].map((s) => repoClass(s))).toEqual(["ProxmoxVE", "ProxmoxVED", "external", "external", "", ""]);
+  test('repo classes: the client\'s known sources, forks as external, none as ""', () => {
+    expect(["ProxmoxVE", "ProxmoxVED", "external", "my-fork", "", null].map((s) => repoClass(s))).toEqual([
+      "ProxmoxVE",
+      "ProxmoxVED",
+      "external",
+      "external",
+      "",
+      "",
+    ]);
   });
 });
 
@@ -114,7 +196,11 @@ describe("RollupDeltas", () => {
     expect(deltas.open).toHaveLength(1);
     const slices = slicesOf(record());
     const grains = [...deltas.cells.values()].map((c) => c.key.grain).sort();
-    expect(grains).toEqual([...Array(slices.length).fill(GRAINS.hour), ...Array(slices.length).fill(GRAINS.day), ...Array(slices.length).fill(GRAINS.month)]);
+    expect(grains).toEqual([
+      ...Array(slices.length).fill(GRAINS.hour),
+      ...Array(slices.length).fill(GRAINS.day),
+      ...Array(slices.length).fill(GRAINS.month),
+    ]);
     expect(new Set([...deltas.cells.values()].map((c) => c.key.app))).toEqual(new Set(slices));
     const open = [...deltas.openCells().values()];
     expect(open.map((c) => c.key)).toEqual(slices.map((app) => ({ grain: GRAINS.hour, app, bucket: 10 * HOUR })));
@@ -138,7 +224,14 @@ describe("RollupDeltas", () => {
   });
 
   test("change moves only what changed, and comes to what counting out and in again does (open and folded hours)", () => {
-    const before = record({ status: "installing", outcome: "in_progress", durationMs: null, error: null, exitCode: null, failedCommand: null });
+    const before = record({
+      status: "installing",
+      outcome: "in_progress",
+      durationMs: null,
+      error: null,
+      exitCode: null,
+      failedCommand: null,
+    });
     const cases = [
       record({ ...before, status: "configuring" }), // a progress ping
       record({ ...before, status: "configuring", appVersion: "2.0", cpuVendor: "amd" }), // fields filled in
@@ -152,7 +245,8 @@ describe("RollupDeltas", () => {
         counted.add(before, before.outcome, -1, null);
         counted.add(after, after.outcome, 1, after.outcome === "failed" ? "sig1" : null);
         // Deltas as they end up in a cell (merging drops entries that come to zero).
-        const cellsOf = (d: RollupDeltas) => [...d.cells.values(), ...d.openCells().values()].map((c) => [c.key, mergeInto(emptyData(), c.data)]);
+        const cellsOf = (d: RollupDeltas) =>
+          [...d.cells.values(), ...d.openCells().values()].map((c) => [c.key, mergeInto(emptyData(), c.data)]);
         expect(cellsOf(moved)).toEqual(cellsOf(counted));
       }
     }
@@ -177,19 +271,33 @@ describe("RollupDeltas", () => {
           const counted = new RollupDeltas(foldedUntil);
           counted.add(from, from.outcome, -1, sig(from, fromSig));
           counted.add(to, to.outcome, 1, sig(to, toSig));
-          const cellsOf = (d: RollupDeltas) => [...d.cells.values(), ...d.openCells().values()].map((c) => [c.key, mergeInto(emptyData(), c.data)]);
-          expect({ from: from.status, to: to.status, cells: cellsOf(moved) }).toEqual({ from: from.status, to: to.status, cells: cellsOf(counted) });
+          const cellsOf = (d: RollupDeltas) =>
+            [...d.cells.values(), ...d.openCells().values()].map((c) => [c.key, mergeInto(emptyData(), c.data)]);
+          expect({ from: from.status, to: to.status, cells: cellsOf(moved) }).toEqual({
+            from: from.status,
+            to: to.status,
+            cells: cellsOf(counted),
+          });
         }
         // In place, as the open hours apply a move to their cells.
         const others = record({ nsapp: "other", appVersion: "9", durationMs: 90_000 });
         const cell = emptyData();
-        for (const [r, s] of [[others, "sig1"], [from, fromSig]] as const) addRecord(cell, r, r.outcome, 1, true, sig(r, s));
+        for (const [r, s] of [
+          [others, "sig1"],
+          [from, fromSig],
+        ] as const)
+          addRecord(cell, r, r.outcome, 1, true, sig(r, s));
         const open = new RollupDeltas(0);
         open.change(from, to, sig(from, fromSig), sig(to, toSig));
         // The cell stands for the all-apps slice of every repo; the other slices go elsewhere.
-        for (const c of open.open) countHour((slice) => (slice === sliceKey("install", null, ALL_APPS) ? cell : emptyData()), c);
+        for (const c of open.open)
+          countHour((slice) => (slice === sliceKey("install", null, ALL_APPS) ? cell : emptyData()), c);
         const want = emptyData();
-        for (const [r, s] of [[others, "sig1"], [to, toSig]] as const) addRecord(want, r, r.outcome, 1, true, sig(r, s));
+        for (const [r, s] of [
+          [others, "sig1"],
+          [to, toSig],
+        ] as const)
+          addRecord(want, r, r.outcome, 1, true, sig(r, s));
         expect({ from: from.status, to: to.status, cell }).toEqual({ from: from.status, to: to.status, cell: want });
       }
     }

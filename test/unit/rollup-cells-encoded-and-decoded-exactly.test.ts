@@ -1,23 +1,71 @@
 // Rollup cells as the engines store them (src/domain/rollup-codec.ts): binary parts over a label
 // dictionary, absent values derived from the cell's total, every part decoded on its own.
 import { describe, expect, test } from "bun:test";
-import { DIMENSIONS, addRecord, emptyData, mergeInto, type RollupData, type RollupRecord } from "../../src/domain/rollup.ts";
+import {
+  DIMENSIONS,
+  addRecord,
+  emptyData,
+  mergeInto,
+  type RollupData,
+  type RollupRecord,
+} from "../../src/domain/rollup.ts";
 import { CellFormatError, UnknownLabelError, decodePart, encodeCell, labelsOf } from "../../src/domain/rollup-codec.ts";
 import { LabelCache } from "../../src/store/shared/labels.ts";
 import { HOUR } from "../../src/domain/time.ts";
 
 const uploadRecord = (over: Partial<RollupRecord> = {}): RollupRecord => ({
-  nsapp: "jellyfin", osType: "debian", osVersion: "12", pveVersion: "8.2.4", type: "lxc", method: "default", status: "done",
-  ctType: 1, coreCount: 2, ramSize: 2048, outcome: "success", createdAt: 10 * HOUR, durationMs: 90_000, error: null,
-  exitCode: null, errorCategory: null, platform: null, arch: null, cpuVendor: null, gpuVendor: null, gpuPassthrough: null, hostGpu: null,
-  repoSource: null, repoSlug: null, appVersion: null, kernelVersion: null, attempt: 1, failedCommand: null, diskSize: null, payloadVersion: null, hasArm: null,
+  nsapp: "jellyfin",
+  osType: "debian",
+  osVersion: "12",
+  pveVersion: "8.2.4",
+  type: "lxc",
+  method: "default",
+  status: "done",
+  ctType: 1,
+  coreCount: 2,
+  ramSize: 2048,
+  outcome: "success",
+  createdAt: 10 * HOUR,
+  durationMs: 90_000,
+  error: null,
+  exitCode: null,
+  errorCategory: null,
+  platform: null,
+  arch: null,
+  cpuVendor: null,
+  gpuVendor: null,
+  gpuPassthrough: null,
+  hostGpu: null,
+  repoSource: null,
+  repoSlug: null,
+  appVersion: null,
+  kernelVersion: null,
+  attempt: 1,
+  failedCommand: null,
+  diskSize: null,
+  payloadVersion: null,
+  hasArm: null,
   ...over,
 });
 const telemetryRecord = (over: Partial<RollupRecord> = {}): RollupRecord =>
   uploadRecord({
-    status: "failed", outcome: "failed", error: "exit_code=100 | APT", exitCode: 100, errorCategory: "dependency", platform: "pve", arch: "amd64",
-    cpuVendor: "intel", gpuVendor: "nvidia", gpuPassthrough: "yes", repoSource: "ProxmoxVE", repoSlug: "community-scripts/ProxmoxVE",
-    appVersion: "10.11.2", kernelVersion: "6.14.8-2-pve", attempt: 2, failedCommand: "apt-get install -y jellyfin", ...over,
+    status: "failed",
+    outcome: "failed",
+    error: "exit_code=100 | APT",
+    exitCode: 100,
+    errorCategory: "dependency",
+    platform: "pve",
+    arch: "amd64",
+    cpuVendor: "intel",
+    gpuVendor: "nvidia",
+    gpuPassthrough: "yes",
+    repoSource: "ProxmoxVE",
+    repoSlug: "community-scripts/ProxmoxVE",
+    appVersion: "10.11.2",
+    kernelVersion: "6.14.8-2-pve",
+    attempt: 2,
+    failedCommand: "apt-get install -y jellyfin",
+    ...over,
   });
 
 function dictionary() {
@@ -41,7 +89,10 @@ describe("rollup cells as stored", () => {
       const { labels } = dictionary();
       const cell = emptyData();
       for (let i = 0; i < 40; i++) {
-        const r = i % 3 === 0 ? uploadRecord({ nsapp: `app-${i % 7}`, coreCount: i % 4 }) : telemetryRecord({ nsapp: `app-${i % 5}`, durationMs: 1000 * i, attempt: 1 + (i % 5) });
+        const r =
+          i % 3 === 0
+            ? uploadRecord({ nsapp: `app-${i % 7}`, coreCount: i % 4 })
+            : telemetryRecord({ nsapp: `app-${i % 5}`, durationMs: 1000 * i, attempt: 1 + (i % 5) });
         addRecord(cell, r, r.outcome, 1, allApps, r.outcome === "failed" ? `sig${i % 4}` : null);
       }
       // A removal that leaves negative-free zero entries out, as a recount would.
@@ -118,7 +169,9 @@ describe("rollup cells as stored", () => {
     addRecord(cell, telemetryRecord(), "failed", 1, true, "abc");
     const parts = encodeCell(cell, true, labels);
     expect(() => decodePart(emptyData(), "data", '{"dims":{}}', labels)).toThrow(CellFormatError);
-    expect(() => decodePart(emptyData(), "data", parts.data.subarray(0, parts.data.length - 2), labels)).toThrow(CellFormatError);
+    expect(() => decodePart(emptyData(), "data", parts.data.subarray(0, parts.data.length - 2), labels)).toThrow(
+      CellFormatError,
+    );
     expect(() => decodePart(emptyData(), "apps", parts.data, labels)).toThrow(CellFormatError); // another part's format
     const stranger = new LabelCache();
     expect(() => decodePart(emptyData(), "data", parts.data, stranger)).toThrow(UnknownLabelError);

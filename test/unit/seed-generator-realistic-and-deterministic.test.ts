@@ -176,7 +176,15 @@ describe("generator", () => {
     // Volatile parts (CT ids, line numbers, paths, addresses) vary; signatures collapse them.
     expect(texts.size).toBeGreaterThan(signatures.size * 2);
     const all = [...texts].join("\n");
-    for (const needle of ["exit code", "E: Unable to locate package", "Could not resolve host", "unable to create CT", "TERMINATED", "No error message", "wget https://github.com/"]) {
+    for (const needle of [
+      "exit code",
+      "E: Unable to locate package",
+      "Could not resolve host",
+      "unable to create CT",
+      "TERMINATED",
+      "No error message",
+      "wget https://github.com/",
+    ]) {
       expect(all).toContain(needle);
     }
     for (const r of sample.filter((x) => finalOutcome(x) === "aborted")) {
@@ -189,7 +197,10 @@ describe("generator", () => {
   });
 
   test("durations: per-app log-normal medians of 1-10 minutes with a long tail", async () => {
-    const ms = sample.filter((r) => r.update).map((r) => r.updateAt! - r.at).sort((a, b) => a - b);
+    const ms = sample
+      .filter((r) => r.update)
+      .map((r) => r.updateAt! - r.at)
+      .sort((a, b) => a - b);
     expect(ms[0]!).toBeGreaterThanOrEqual(4000);
     expect(ms[ms.length - 1]!).toBeLessThanOrEqual(10 * 3_600_000);
     const median = quantile(ms, 0.5);
@@ -207,9 +218,16 @@ describe("generator", () => {
     let checked = 0;
     for (const [name, list] of byApp) {
       if (list.length < 400) continue;
-      const observed = quantile(list.sort((a, b) => a - b), 0.5) / 1000;
+      const observed =
+        quantile(
+          list.sort((a, b) => a - b),
+          0.5,
+        ) / 1000;
       const configured = catalogue.get(name)!.medianS;
-      expect({ name, ratio: observed / configured > 0.8 && observed / configured < 1.25 }).toEqual({ name, ratio: true });
+      expect({ name, ratio: observed / configured > 0.8 && observed / configured < 1.25 }).toEqual({
+        name,
+        ratio: true,
+      });
       checked++;
     }
     expect(checked).toBeGreaterThan(10);

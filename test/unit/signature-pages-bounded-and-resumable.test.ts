@@ -7,7 +7,14 @@ import type { Execution } from "../../src/domain/execution.ts";
 import { execution } from "../helpers/reports.ts";
 
 const row = (i: number, error: string): Execution =>
-  execution(`r${i}`, { status: "failed", outcome: "failed", error, exitCode: 1, createdAt: 1_000 + i, updatedAt: 1_000 + i });
+  execution(`r${i}`, {
+    status: "failed",
+    outcome: "failed",
+    error,
+    exitCode: 1,
+    createdAt: 1_000 + i,
+    updatedAt: 1_000 + i,
+  });
 
 /** A store listing over `rows` (already newest first), counting the rows it reads. */
 function reader(rows: Execution[]) {
@@ -25,7 +32,9 @@ function reader(rows: Execution[]) {
 
 const rare = signatureId(errorSignature("exit code 7")!);
 // Every 10th row has the rare error; newest first.
-const rows = Array.from({ length: 1000 }, (_, k) => row(999 - k, k % 10 === 3 ? `exit code 7` : `curl: (6) Could not resolve host ${k}.example`));
+const rows = Array.from({ length: 1000 }, (_, k) =>
+  row(999 - k, k % 10 === 3 ? `exit code 7` : `curl: (6) Could not resolve host ${k}.example`),
+);
 
 describe("signaturePage", () => {
   test("pages hold exactly the matching rows, and the pages together hold all of them once", async () => {

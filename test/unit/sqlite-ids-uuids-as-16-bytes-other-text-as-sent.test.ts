@@ -11,7 +11,9 @@ test("canonical UUIDs become 16 bytes and come back exactly", () => {
     expect((stored as Uint8Array).length).toBe(16);
     expect(decodeId(stored)).toBe(id);
   }
-  expect(encodeId("00000000-0000-4000-8000-000000000000")).toEqual(new Uint8Array([0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0]));
+  expect(encodeId("00000000-0000-4000-8000-000000000000")).toEqual(
+    new Uint8Array([0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0]),
+  );
 });
 
 test.each([

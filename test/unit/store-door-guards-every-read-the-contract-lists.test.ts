@@ -54,7 +54,11 @@ describe("guardReads", () => {
 
   test("an asynchronous read is bounded by the door, and its rejection translated", async () => {
     const d = door();
-    const reads = guardReads<Reads>({ count: async (n) => (n < 0 ? Promise.reject(new Error("server gone")) : n + 1), rows: async function* () {} }, SHAPES, d);
+    const reads = guardReads<Reads>(
+      { count: async (n) => (n < 0 ? Promise.reject(new Error("server gone")) : n + 1), rows: async function* () {} },
+      SHAPES,
+      d,
+    );
     expect(await reads.count(1)).toBe(2);
     await expect(reads.count(-1)).rejects.toBeInstanceOf(Damage);
     expect(d.seen).toEqual({ bounded: 2, translated: 1 });
@@ -116,7 +120,12 @@ describe("guardReads", () => {
     expect(new Set(names).size).toBe(names.length);
     expect(names).toContain("issueLinks");
     expect(names).toContain("relayStatus");
-    expect(Object.entries(READS).filter(([, shape]) => shape === "stream").map(([name]) => name).sort()).toEqual(["executionChunks", "heldChunks", "iterateExecutions", "rejectedChunks"]);
+    expect(
+      Object.entries(READS)
+        .filter(([, shape]) => shape === "stream")
+        .map(([name]) => name)
+        .sort(),
+    ).toEqual(["executionChunks", "heldChunks", "iterateExecutions", "rejectedChunks"]);
   });
 });
 
@@ -125,7 +134,9 @@ describe("rebuildDays", () => {
   test("every day from the oldest record's to the newest's, each told before it is recounted", () => {
     const told: [number, number][] = [];
     const days: number[] = [];
-    for (const day of rebuildDays({ first: day0 + 5 * HOUR, last: day0 + 2 * DAY + 1 }, (d, end) => told.push([d, end]))) {
+    for (const day of rebuildDays({ first: day0 + 5 * HOUR, last: day0 + 2 * DAY + 1 }, (d, end) =>
+      told.push([d, end]),
+    )) {
       expect(told.at(-1)?.[0]).toBe(day); // told before the engine recounts it
       days.push(day);
     }
@@ -134,7 +145,10 @@ describe("rebuildDays", () => {
   });
 
   test("an engine's bound ends it sooner (SQLite: the open hours are counted in memory)", () => {
-    expect([...rebuildDays({ first: day0, last: day0 + 5 * DAY }, undefined, day0 + 2 * DAY)]).toEqual([day0, day0 + DAY]);
+    expect([...rebuildDays({ first: day0, last: day0 + 5 * DAY }, undefined, day0 + 2 * DAY)]).toEqual([
+      day0,
+      day0 + DAY,
+    ]);
     expect([...rebuildDays({ first: day0 + DAY, last: day0 + 5 * DAY }, undefined, day0)]).toEqual([]);
   });
 });

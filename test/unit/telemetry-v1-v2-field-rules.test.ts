@@ -38,31 +38,75 @@ describe("payload versions", () => {
 
 describe("fields", () => {
   const rows: [string, Record<string, unknown>, Record<string, unknown>][] = [
-    ["numbers interpolated raw or quoted", { core_count: "4", disk_size: "32G", ram_size: "" }, { coreCount: 4, diskSize: 32, ramSize: null }],
+    [
+      "numbers interpolated raw or quoted",
+      { core_count: "4", disk_size: "32G", ram_size: "" },
+      { coreCount: 4, diskSize: 32, ramSize: null },
+    ],
     ["has_arm as a bare word or a string", { has_arm: "false" }, { hasArm: false }],
     ["has_arm true", { has_arm: true }, { hasArm: true }],
     ["arch and platform lowercased", { arch: "AMD64", platform: "Incus" }, { arch: "amd64", platform: "incus" }],
-    ["\"\" stays apart from absent", { os_version: "", method: undefined }, { osVersion: "", method: null }],
-    ["repo fields as sent", { repo_source: "external", repo_slug: "me/ProxmoxVE" }, { repoSource: "external", repoSlug: "me/ProxmoxVE" }],
+    ['"" stays apart from absent', { os_version: "", method: undefined }, { osVersion: "", method: null }],
+    [
+      "repo fields as sent",
+      { repo_source: "external", repo_slug: "me/ProxmoxVE" },
+      { repoSource: "external", repoSlug: "me/ProxmoxVE" },
+    ],
     ["host version incus-6.x", { pve_version: "incus-6.0" }, { pveVersion: "incus-6.0" }],
   ];
   for (const [name, body, expected] of rows) test(name, () => expect(value(body).fields).toMatchObject(expected));
 
   const endings: [string, Record<string, unknown>, Record<string, unknown>][] = [
-    ["success: exit code 0, no category", { status: "success", exit_code: 0 }, { outcome: "success", exitCode: 0, errorCategory: null }],
-    ["failed with the client's category", { status: "failed", exit_code: 100, error_category: "dependency" }, { outcome: "failed", exitCode: 100, errorCategory: "dependency" }],
-    ["failed without one: derived from the code", { status: "failed", exit_code: 28, error_category: "" }, { errorCategory: "timeout" }],
-    ["a reference-server word mapped onto the client's list", { status: "failed", exit_code: 100, error_category: "apt" }, { errorCategory: "dependency" }],
-    ["aborted: user_aborted", { status: "aborted", exit_code: 130 }, { outcome: "aborted", errorCategory: "user_aborted" }],
-    ["progress: no exit code even when 0 is sent", { status: "validation", exit_code: 0 }, { outcome: "in_progress", exitCode: null }],
-    ["failed_line 0 and failed_command \"\" mean none", { status: "failed", exit_code: 1, failed_line: 0, failed_command: "" }, { failedLine: null, failedCommand: null }],
-    ["failed_command and line kept", { status: "failed", exit_code: 1, failed_line: 12, failed_command: "apt-get install -y x" }, { failedLine: 12, failedCommand: "apt-get install -y x" }],
+    [
+      "success: exit code 0, no category",
+      { status: "success", exit_code: 0 },
+      { outcome: "success", exitCode: 0, errorCategory: null },
+    ],
+    [
+      "failed with the client's category",
+      { status: "failed", exit_code: 100, error_category: "dependency" },
+      { outcome: "failed", exitCode: 100, errorCategory: "dependency" },
+    ],
+    [
+      "failed without one: derived from the code",
+      { status: "failed", exit_code: 28, error_category: "" },
+      { errorCategory: "timeout" },
+    ],
+    [
+      "a reference-server word mapped onto the client's list",
+      { status: "failed", exit_code: 100, error_category: "apt" },
+      { errorCategory: "dependency" },
+    ],
+    [
+      "aborted: user_aborted",
+      { status: "aborted", exit_code: 130 },
+      { outcome: "aborted", errorCategory: "user_aborted" },
+    ],
+    [
+      "progress: no exit code even when 0 is sent",
+      { status: "validation", exit_code: 0 },
+      { outcome: "in_progress", exitCode: null },
+    ],
+    [
+      'failed_line 0 and failed_command "" mean none',
+      { status: "failed", exit_code: 1, failed_line: 0, failed_command: "" },
+      { failedLine: null, failedCommand: null },
+    ],
+    [
+      "failed_command and line kept",
+      { status: "failed", exit_code: 1, failed_line: 12, failed_command: "apt-get install -y x" },
+      { failedLine: 12, failedCommand: "apt-get install -y x" },
+    ],
   ];
   for (const [name, body, expected] of endings) test(name, () => expect(value(body)).toMatchObject(expected));
 
   test("error texts keep 10 KiB of log whole, IPs masked", () => {
     const log = Array.from({ length: 400 }, (_, i) => `line ${i}: fetching from 192.168.1.${i % 250}`).join("\n");
-    const r = value({ status: "failed", exit_code: 1, error: `exit_code=1 | General error | at line 3: make\n---\n${log}` });
+    const r = value({
+      status: "failed",
+      exit_code: 1,
+      error: `exit_code=1 | General error | at line 3: make\n---\n${log}`,
+    });
     expect(r.error!.length).toBeGreaterThan(10_000);
     expect(r.error).not.toContain("192.168.1.");
     expect(r.error!.split("\n")).toHaveLength(402);

@@ -10,8 +10,26 @@ import type { Window } from "../aggregate.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
 import {
-  ALL_GROUPS, PLATFORM_PARAM, REPO_PARAM, SLUG_PARAM, CommunityRecord, chTime, collapsedStatus, dashboardDays, goDays, label, newestOf, nonEmpty, platformOf, repoFilters,
-  statusFilter, toCommunityRecord, topOf, typesOf, windowOf, type Summed,
+  ALL_GROUPS,
+  PLATFORM_PARAM,
+  REPO_PARAM,
+  SLUG_PARAM,
+  CommunityRecord,
+  chTime,
+  collapsedStatus,
+  dashboardDays,
+  goDays,
+  label,
+  newestOf,
+  nonEmpty,
+  platformOf,
+  repoFilters,
+  statusFilter,
+  toCommunityRecord,
+  topOf,
+  typesOf,
+  windowOf,
+  type Summed,
 } from "./community.ts";
 
 /** The original's repo rule as one listing's filter: ProxmoxVE takes reports naming no repo; absent or "all" every repo. */
@@ -24,7 +42,9 @@ function repoSourcesOf(repo: string | undefined): readonly string[] | undefined 
 function sortOf(text: string | undefined): { sort: PageSort; descending: boolean } {
   const descending = text?.startsWith("-") ?? false;
   const column = descending ? text!.slice(1) : text;
-  return (PAGE_SORTS as readonly string[]).includes(column ?? "") ? { sort: column as PageSort, descending } : { sort: "created", descending: true };
+  return (PAGE_SORTS as readonly string[]).includes(column ?? "")
+    ? { sort: column as PageSort, descending }
+    : { sort: "created", descending: true };
 }
 
 const percent = (part: number, whole: number): number => (whole === 0 ? 0 : (part / whole) * 100);
@@ -32,32 +52,80 @@ const percent = (part: number, whole: number): number => (whole === 0 ? 0 : (par
 /** The value of `by` with the most runs of an outcome, or null; "" and `skip` left out. */
 function leading(groups: readonly Summed[], count: (g: Summed) => number, skip: readonly string[] = []): string | null {
   let best: Summed | null = null;
-  for (const g of groups) if (count(g) > 0 && !skip.includes(g.value) && (best === null || count(g) > count(best))) best = g;
+  for (const g of groups)
+    if (count(g) > 0 && !skip.includes(g.value) && (best === null || count(g) > count(best))) best = g;
   return best?.value ?? null;
 }
 
 const ScriptStat = t.Object({
-  app: t.String(), type: t.String(), total: t.Integer(), success: t.Integer(), failed: t.Integer(), aborted: t.Integer(), installing: t.Integer(),
+  app: t.String(),
+  type: t.String(),
+  total: t.Integer(),
+  success: t.Integer(),
+  failed: t.Integer(),
+  aborted: t.Integer(),
+  installing: t.Integer(),
   success_rate: t.Number({ description: "percent: success / (success + failed + aborted) * 100" }),
-  days_old: t.Integer({ description: "0: the original takes it from a list of known scripts it loads from GitHub; installstats does not call out" }),
+  days_old: t.Integer({
+    description:
+      "0: the original takes it from a list of known scripts it loads from GitHub; installstats does not call out",
+  }),
   installs_per_day: t.Number({ description: "0, as days_old" }),
 });
 const RecentScript = t.Object({
-  app: t.String(), type: t.String(), status: t.String(), exit_code: t.Integer(), os_type: t.String(), os_version: t.String(), pve_version: t.String(), created: t.String(), method: t.String(),
+  app: t.String(),
+  type: t.String(),
+  status: t.String(),
+  exit_code: t.Integer(),
+  os_type: t.String(),
+  os_version: t.String(),
+  pve_version: t.String(),
+  created: t.String(),
+  method: t.String(),
 });
 const ErrorRecord = t.Object({
-  nsapp: t.String(), type: t.String(), status: t.String(), exit_code: t.Integer(), error: t.String(), error_category: t.String(), os_type: t.String(), os_version: t.String(), created: t.String(),
+  nsapp: t.String(),
+  type: t.String(),
+  status: t.String(),
+  exit_code: t.Integer(),
+  error: t.String(),
+  error_category: t.String(),
+  os_type: t.String(),
+  os_version: t.String(),
+  created: t.String(),
 });
 const ErrorsJson = t.Object({
   total_errors: t.Integer({ description: "failed runs (aborts are their own outcome)" }),
   total_installs: t.Integer(),
   overall_fail_rate: t.Number({ description: "percent: total_errors / total_installs * 100" }),
-  exit_code_stats: t.Array(t.Object({ exit_code: t.Integer(), count: t.Integer(), description: t.String(), category: t.String(), percentage: t.Number() })),
-  category_stats: t.Array(t.Object({ category: t.String(), count: t.Integer(), percentage: t.Number(), top_apps: t.String({ description: "up to 5 apps, most failures in the category first" }) })),
+  exit_code_stats: t.Array(
+    t.Object({
+      exit_code: t.Integer(),
+      count: t.Integer(),
+      description: t.String(),
+      category: t.String(),
+      percentage: t.Number(),
+    }),
+  ),
+  category_stats: t.Array(
+    t.Object({
+      category: t.String(),
+      count: t.Integer(),
+      percentage: t.Number(),
+      top_apps: t.String({ description: "up to 5 apps, most failures in the category first" }),
+    }),
+  ),
   app_errors: t.Array(
     t.Object({
-      app: t.String(), type: t.String(), total_count: t.Integer(), failed_count: t.Integer(), aborted_count: t.Integer(), failure_rate: t.Number(),
-      top_exit_code: t.Integer(), top_error: t.String({ description: "the app's most frequent error signature" }), top_category: t.String(),
+      app: t.String(),
+      type: t.String(),
+      total_count: t.Integer(),
+      failed_count: t.Integer(),
+      aborted_count: t.Integer(),
+      failure_rate: t.Number(),
+      top_exit_code: t.Integer(),
+      top_error: t.String({ description: "the app's most frequent error signature" }),
+      top_category: t.String(),
     }),
   ),
   recent_errors: t.Array(ErrorRecord),
@@ -95,8 +163,12 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const slug = label("slug", query.slug);
         const platform = platformOf(query.platform);
         const filter: ExecutionFilter = {
-          from: w.from, to: w.to,
-          ...(status ? statusFilter(status) : {}), ...(os ? { osType: os } : {}), ...(type ? { type } : {}), ...(slug ? { repoSlug: slug } : {}),
+          from: w.from,
+          to: w.to,
+          ...(status ? statusFilter(status) : {}),
+          ...(os ? { osType: os } : {}),
+          ...(type ? { type } : {}),
+          ...(slug ? { repoSlug: slug } : {}),
           ...(platform ? { platformClass: platform } : {}),
         };
         const app = label("app", query.app) ?? label("search", query.search);
@@ -104,7 +176,11 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         // Pages far past the end are empty, as there; the read budget bounds how far a scan goes.
         const offset = Math.min((page - 1) * limit, Number.MAX_SAFE_INTEGER);
         const { rows, total } = await deps.store.pageExecutions(filter, {
-          offset, limit, ...sortOf(query.sort), ...(repoSources ? { repoSources } : {}), ...(app ? { appContains: app } : {}),
+          offset,
+          limit,
+          ...sortOf(query.sort),
+          ...(repoSources ? { repoSources } : {}),
+          ...(app ? { appContains: app } : {}),
         });
         return { records: rows.map(toCommunityRecord), page, limit, total, total_pages: Math.ceil(total / limit) };
       },
@@ -113,7 +189,9 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           page: docParam("page number from 1 (default 1)"),
           limit: docParam("records per page, 1-100 (default 50)"),
           days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
-          status: docParam("success, failed, aborted, unknown, or the step of a run still going: installing, validation, configuring"),
+          status: docParam(
+            "success, failed, aborted, unknown, or the step of a run still going: installing, validation, configuring",
+          ),
           app: docParam("part of the app name (case-insensitive)"),
           search: docParam("as app, when app is not given"),
           os: docParam("os_type, exactly"),
@@ -123,7 +201,15 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           slug: SLUG_PARAM,
           platform: PLATFORM_PARAM,
         }),
-        response: { 200: t.Object({ records: t.Array(CommunityRecord), page: t.Integer(), limit: t.Integer(), total: t.Integer(), total_pages: t.Integer() }) },
+        response: {
+          200: t.Object({
+            records: t.Array(CommunityRecord),
+            page: t.Integer(),
+            limit: t.Integer(),
+            total: t.Integer(),
+            total_pages: t.Integer(),
+          }),
+        },
         detail: { tags, summary: "The installation log: one numbered page of runs and how many match" },
       },
     )
@@ -138,18 +224,36 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         const filters = repoFilters(query.repo, platformOf(query.platform));
         const { top } = perRequest();
         const apps = await top(filters, w, "nsapp", 1_000_000);
-        const types = await typesOf(deps.store, apps.map((a) => a.value));
+        const types = await typesOf(
+          deps.store,
+          apps.map((a) => a.value),
+        );
         const recent = await newestOf(deps.store, filters, w, RECENT_SCRIPTS);
         return {
           total_scripts: apps.length,
           total_installs: apps.reduce((n, a) => n + a.total, 0),
           top_scripts: apps.map((a) => ({
-            app: a.value, type: types.get(a.value) ?? "", total: a.total, success: a.success, failed: a.failed, aborted: a.aborted, installing: a.in_progress,
-            success_rate: percent(a.success, a.success + a.failed + a.aborted), days_old: 0, installs_per_day: 0,
+            app: a.value,
+            type: types.get(a.value) ?? "",
+            total: a.total,
+            success: a.success,
+            failed: a.failed,
+            aborted: a.aborted,
+            installing: a.in_progress,
+            success_rate: percent(a.success, a.success + a.failed + a.aborted),
+            days_old: 0,
+            installs_per_day: 0,
           })),
           recent_scripts: recent.map((e) => ({
-            app: e.nsapp ?? "", type: e.type, status: collapsedStatus(e), exit_code: e.exitCode ?? 0, os_type: e.osType ?? "", os_version: e.osVersion ?? "",
-            pve_version: e.pveVersion ?? "", created: chTime(e.createdAt), method: e.method ?? "",
+            app: e.nsapp ?? "",
+            type: e.type,
+            status: collapsedStatus(e),
+            exit_code: e.exitCode ?? 0,
+            os_type: e.osType ?? "",
+            os_version: e.osVersion ?? "",
+            pve_version: e.pveVersion ?? "",
+            created: chTime(e.createdAt),
+            method: e.method ?? "",
           })),
         };
       },
@@ -159,7 +263,14 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           repo: REPO_PARAM,
           platform: PLATFORM_PARAM,
         }),
-        response: { 200: t.Object({ total_scripts: t.Integer(), total_installs: t.Integer(), top_scripts: t.Array(ScriptStat), recent_scripts: t.Array(RecentScript) }) },
+        response: {
+          200: t.Object({
+            total_scripts: t.Integer(),
+            total_installs: t.Integer(),
+            top_scripts: t.Array(ScriptStat),
+            recent_scripts: t.Array(RecentScript),
+          }),
+        },
         detail: { tags, summary: "Script analysis: every script's runs by outcome, from rollups" },
       },
     )
@@ -167,9 +278,14 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
       "/api/errors",
       async ({ query }) => {
         const now = deps.clock();
-        const w = windowOf(goDays(query.days, 7, (n) => Math.min(365, Math.max(1, n))), now);
+        const w = windowOf(
+          goDays(query.days, 7, (n) => Math.min(365, Math.max(1, n))),
+          now,
+        );
         const slug = label("slug", query.slug);
-        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) =>
+          slug ? { ...f, repoSlug: slug } : f,
+        );
         const { stats, top } = perRequest();
         const failed: ExecutionFilter = { outcome: "failed" };
         const [summaries, today, codes, categories, apps, series, recent] = await Promise.all([
@@ -191,15 +307,27 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
         // Each app's exit codes, categories and first signature: one read of its failures per repo filter.
         const details = await Promise.all(
           failing.map(async (a) => {
-            const cuts = await Promise.all(filters.map((f) => stats.cuts({ ...f, ...failed, nsapp: a.value }, w, ["exit_code", "error_category"], ALL_GROUPS, 1)));
+            const cuts = await Promise.all(
+              filters.map((f) =>
+                stats.cuts({ ...f, ...failed, nsapp: a.value }, w, ["exit_code", "error_category"], ALL_GROUPS, 1),
+              ),
+            );
             const signature = cuts.flatMap((c) => c.errors.signatures).sort((x, y) => y.count - x.count)[0];
-            return { exitCodes: nonEmpty(cuts.map((c) => c.breakdowns[0]!.groups)), categories: nonEmpty(cuts.map((c) => c.breakdowns[1]!.groups)), signature: signature?.signature ?? "" };
+            return {
+              exitCodes: nonEmpty(cuts.map((c) => c.breakdowns[0]!.groups)),
+              categories: nonEmpty(cuts.map((c) => c.breakdowns[1]!.groups)),
+              signature: signature?.signature ?? "",
+            };
           }),
         );
-        const types = await typesOf(deps.store, failing.map((a) => a.value));
+        const types = await typesOf(
+          deps.store,
+          failing.map((a) => a.value),
+        );
         const categoryApps = new Map<string, { app: string; count: number }[]>();
         failing.forEach((a, i) => {
-          for (const c of details[i]!.categories) categoryApps.set(c.value, [...(categoryApps.get(c.value) ?? []), { app: a.value, count: c.failed }]);
+          for (const c of details[i]!.categories)
+            categoryApps.set(c.value, [...(categoryApps.get(c.value) ?? []), { app: a.value, count: c.failed }]);
         });
         return {
           total_errors: totalErrors,
@@ -210,7 +338,13 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
             .slice(0, EXIT_CODES)
             .map((c) => {
               const code = Number(c.value);
-              return { exit_code: code, count: c.failed, description: explainExitCode(code), category: categoryOfExitCode(code), percentage: percent(c.failed, totalErrors) };
+              return {
+                exit_code: code,
+                count: c.failed,
+                description: explainExitCode(code),
+                category: categoryOfExitCode(code),
+                percentage: percent(c.failed, totalErrors),
+              };
             }),
           category_stats: categories
             .filter((c) => c.value !== "user_aborted")
@@ -228,14 +362,27 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
             const d = details[i]!;
             const finished = a.total - a.in_progress;
             return {
-              app: a.value, type: types.get(a.value) ?? "", total_count: finished, failed_count: a.failed, aborted_count: a.aborted,
-              failure_rate: percent(a.failed, finished), top_exit_code: Number(leading(d.exitCodes, (g) => g.failed, ["0"]) ?? 0),
-              top_error: d.signature, top_category: leading(d.categories, (g) => g.failed, ["uncategorized", "user_aborted"]) ?? "",
+              app: a.value,
+              type: types.get(a.value) ?? "",
+              total_count: finished,
+              failed_count: a.failed,
+              aborted_count: a.aborted,
+              failure_rate: percent(a.failed, finished),
+              top_exit_code: Number(leading(d.exitCodes, (g) => g.failed, ["0"]) ?? 0),
+              top_error: d.signature,
+              top_category: leading(d.categories, (g) => g.failed, ["uncategorized", "user_aborted"]) ?? "",
             };
           }),
           recent_errors: recent.map((e) => ({
-            nsapp: e.nsapp ?? "", type: e.type, status: collapsedStatus(e), exit_code: e.exitCode ?? 0, error: e.error ?? "", error_category: e.errorCategory ?? "",
-            os_type: e.osType ?? "", os_version: e.osVersion ?? "", created: chTime(e.createdAt),
+            nsapp: e.nsapp ?? "",
+            type: e.type,
+            status: collapsedStatus(e),
+            exit_code: e.exitCode ?? 0,
+            error: e.error ?? "",
+            error_category: e.errorCategory ?? "",
+            os_type: e.osType ?? "",
+            os_version: e.osVersion ?? "",
+            created: chTime(e.createdAt),
           })),
           stuck_installing: today.reduce((n, s) => n + s.in_progress, 0),
           error_timeline: series[0]!.points.map((p, i) => ({

@@ -50,7 +50,11 @@ export function repoFilters(repo: string | undefined, platform?: string): Execut
   const r = label("repo", repo) ?? "all";
   const on: ExecutionFilter = platform === "pve" || platform === "incus" ? { platformClass: platform } : {};
   if (r === "all") return [on];
-  if (r === "ProxmoxVE") return [{ ...on, repoSource: "ProxmoxVE" }, { ...on, repoSource: "" }];
+  if (r === "ProxmoxVE")
+    return [
+      { ...on, repoSource: "ProxmoxVE" },
+      { ...on, repoSource: "" },
+    ];
   return [{ ...on, repoSource: r }];
 }
 
@@ -69,8 +73,12 @@ export interface Summed {
   in_progress: number;
 }
 
-export const REPO_PARAM = docParam('repo_source: ProxmoxVE (with reports that name none), ProxmoxVED, external; absent or "all": every repository');
-export const PLATFORM_PARAM = docParam("pve or incus (as sent, else read from the host version); anything else: every platform");
+export const REPO_PARAM = docParam(
+  'repo_source: ProxmoxVE (with reports that name none), ProxmoxVED, external; absent or "all": every repository',
+);
+export const PLATFORM_PARAM = docParam(
+  "pve or incus (as sent, else read from the host version); anything else: every platform",
+);
 export const SLUG_PARAM = docParam("one repository, owner/repo");
 
 /** Groups of several reads summed by value, largest first. */
@@ -97,23 +105,36 @@ type Stats = ReturnType<typeof createStats>;
 export const ALL_GROUPS = { sort: "volume", minRuns: 0, limit: 1_000_000 } as const;
 
 /** Breakdowns of several repo filters summed by value, largest first; "" values left out, as the original does. */
-export const nonEmpty = (lists: readonly Group[][], limit = Number.MAX_SAFE_INTEGER): Summed[] => summed(lists).filter((g) => g.value !== "").slice(0, limit);
+export const nonEmpty = (lists: readonly Group[][], limit = Number.MAX_SAFE_INTEGER): Summed[] =>
+  summed(lists)
+    .filter((g) => g.value !== "")
+    .slice(0, limit);
 
 /** A breakdown over every repo filter, summed; "" values left out, as the original does. */
 export function topOf(stats: Stats) {
-  return async (filters: readonly ExecutionFilter[], w: Window, by: Dimension, limit: number, extra: ExecutionFilter = {}): Promise<Summed[]> => {
-    const lists = await Promise.all(filters.map(async (f) => (await stats.breakdown({ ...f, ...extra }, w, { by, ...ALL_GROUPS })).groups));
+  return async (
+    filters: readonly ExecutionFilter[],
+    w: Window,
+    by: Dimension,
+    limit: number,
+    extra: ExecutionFilter = {},
+  ): Promise<Summed[]> => {
+    const lists = await Promise.all(
+      filters.map(async (f) => (await stats.breakdown({ ...f, ...extra }, w, { by, ...ALL_GROUPS })).groups),
+    );
     return nonEmpty(lists, limit);
   };
 }
 
 const IN_PROGRESS = new Set(["installing", "validation", "configuring"]);
 /** The original's status: the outcome, or for a run still going the step it last reported. */
-export const collapsedStatus = (e: Pick<Execution, "outcome" | "status">): string => (e.outcome !== "in_progress" ? e.outcome : IN_PROGRESS.has(e.status) ? e.status : "installing");
+export const collapsedStatus = (e: Pick<Execution, "outcome" | "status">): string =>
+  e.outcome !== "in_progress" ? e.outcome : IN_PROGRESS.has(e.status) ? e.status : "installing";
 
 /** What the original's `status` parameter selects. */
 export function statusFilter(status: string): ExecutionFilter {
-  if (status === "success" || status === "failed" || status === "aborted" || status === "unknown") return { outcome: status };
+  if (status === "success" || status === "failed" || status === "aborted" || status === "unknown")
+    return { outcome: status };
   if (IN_PROGRESS.has(status)) return { outcome: "in_progress", status };
   return { status };
 }
@@ -124,7 +145,13 @@ export function statusFilter(status: string): ExecutionFilter {
  * that, a filter matching few executions (no ProxmoxVE reports among /upload data) scanned the
  * whole window, 60 ms over 30 days at 1M, ten times that at 10M.
  */
-export async function newestOf(store: StoreReads, filters: readonly ExecutionFilter[], w: Window, limit: number, extra: ExecutionFilter = {}): Promise<Execution[]> {
+export async function newestOf(
+  store: StoreReads,
+  filters: readonly ExecutionFilter[],
+  w: Window,
+  limit: number,
+  extra: ExecutionFilter = {},
+): Promise<Execution[]> {
   const stats = createStats(store);
   const lists = await Promise.all(
     filters.map(async (f) => {
@@ -193,8 +220,12 @@ export const CommunityRecord = t.Object({
   repo_slug: t.Optional(t.String()),
   has_arm: t.Optional(t.Boolean()),
   platform: t.Optional(t.String({ description: "pve or incus: as sent, else read from the host version" })),
-  pipeline: t.Optional(t.String({ description: 'JSON: the steps of the run, [{"s": status, "t": time}, ...]; the first is its start' })),
-  payload_version: t.Optional(t.Integer({ description: "2 and up; left out for clients that sent none (v1, /upload)" })),
+  pipeline: t.Optional(
+    t.String({ description: 'JSON: the steps of the run, [{"s": status, "t": time}, ...]; the first is its start' }),
+  ),
+  payload_version: t.Optional(
+    t.Integer({ description: "2 and up; left out for clients that sent none (v1, /upload)" }),
+  ),
   arch: t.Optional(t.String()),
   failed_command: t.Optional(t.String()),
   failed_line: t.Optional(t.Integer()),
@@ -222,18 +253,47 @@ function pipelineOf(e: Execution): string | undefined {
  */
 export function toCommunityRecord(e: Execution): CommunityRecord {
   const optional = {
-    execution_id: e.executionId, ct_type: e.ctType, disk_size: e.diskSize, core_count: e.coreCount, ram_size: e.ramSize, os_type: e.osType,
-    os_version: e.osVersion, pve_version: e.pveVersion, method: e.method, error: e.error, exit_code: e.exitCode, gpu_vendor: e.gpuVendor,
-    gpu_model: e.gpuModel, gpu_passthrough: e.gpuPassthrough ?? e.hostGpu, cpu_vendor: e.cpuVendor, cpu_model: e.cpuModel, ram_speed: e.ramSpeed,
-    install_duration: e.installDuration, error_category: e.errorCategory, repo_source: e.repoSource, repo_slug: e.repoSlug, has_arm: e.hasArm,
-    platform: platformClass(e), pipeline: pipelineOf(e),
+    execution_id: e.executionId,
+    ct_type: e.ctType,
+    disk_size: e.diskSize,
+    core_count: e.coreCount,
+    ram_size: e.ramSize,
+    os_type: e.osType,
+    os_version: e.osVersion,
+    pve_version: e.pveVersion,
+    method: e.method,
+    error: e.error,
+    exit_code: e.exitCode,
+    gpu_vendor: e.gpuVendor,
+    gpu_model: e.gpuModel,
+    gpu_passthrough: e.gpuPassthrough ?? e.hostGpu,
+    cpu_vendor: e.cpuVendor,
+    cpu_model: e.cpuModel,
+    ram_speed: e.ramSpeed,
+    install_duration: e.installDuration,
+    error_category: e.errorCategory,
+    repo_source: e.repoSource,
+    repo_slug: e.repoSlug,
+    has_arm: e.hasArm,
+    platform: platformClass(e),
+    pipeline: pipelineOf(e),
     // v1 clients sent no payload_version (stored as 1): left out, as there.
     payload_version: e.payloadVersion !== null && e.payloadVersion >= 2 ? e.payloadVersion : null,
-    arch: e.arch, failed_command: e.failedCommand, failed_line: e.failedLine, kernel_version: e.kernelVersion, app_version: e.appVersion,
+    arch: e.arch,
+    failed_command: e.failedCommand,
+    failed_line: e.failedLine,
+    kernel_version: e.kernelVersion,
+    app_version: e.appVersion,
   };
-  const kept = Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined && v !== null && v !== "" && v !== 0 && v !== false));
+  const kept = Object.fromEntries(
+    Object.entries(optional).filter(([, v]) => v !== undefined && v !== null && v !== "" && v !== 0 && v !== false),
+  );
   return {
-    random_id: e.randomId, type: e.type, nsapp: e.nsapp ?? "", status: collapsedStatus(e), ...kept,
+    random_id: e.randomId,
+    type: e.type,
+    nsapp: e.nsapp ?? "",
+    status: collapsedStatus(e),
+    ...kept,
     created: chTime(e.finishedAt ?? e.updatedAt),
   };
 }

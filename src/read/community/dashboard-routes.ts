@@ -8,7 +8,22 @@ import type { StoreReads } from "../../store/contract/executions.ts";
 import type { Window } from "../aggregate.ts";
 import { docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
-import { CommunityRecord, PLATFORM_PARAM, REPO_PARAM, SLUG_PARAM, dashboardDays, goDays, label, newestOf, platformOf, repoFilters, toCommunityRecord, topOf, typesOf, windowOf } from "./community.ts";
+import {
+  CommunityRecord,
+  PLATFORM_PARAM,
+  REPO_PARAM,
+  SLUG_PARAM,
+  dashboardDays,
+  goDays,
+  label,
+  newestOf,
+  platformOf,
+  repoFilters,
+  toCommunityRecord,
+  topOf,
+  typesOf,
+  windowOf,
+} from "./community.ts";
 
 /** /api/repo-slugs: 1 to 365. */
 const slugDays = (n: number) => Math.min(365, Math.max(1, n));
@@ -28,14 +43,26 @@ const DashboardJson = t.Object({
   method_stats: t.Array(Count("method")),
   pve_versions: t.Array(Count("version")),
   type_stats: t.Array(Count("type")),
-  error_analysis: t.Array(t.Object({ pattern: t.String(), count: t.Integer(), unique_apps: t.Integer(), apps: t.String() })),
-  failed_apps: t.Array(t.Object({ app: t.String(), type: t.String(), total_count: t.Integer(), failed_count: t.Integer(), failure_rate: t.Number() })),
+  error_analysis: t.Array(
+    t.Object({ pattern: t.String(), count: t.Integer(), unique_apps: t.Integer(), apps: t.String() }),
+  ),
+  failed_apps: t.Array(
+    t.Object({
+      app: t.String(),
+      type: t.String(),
+      total_count: t.Integer(),
+      failed_count: t.Integer(),
+      failure_rate: t.Number(),
+    }),
+  ),
   daily_stats: t.Array(t.Object({ date: t.String(), success: t.Integer(), failed: t.Integer() })),
   gpu_stats: t.Array(t.Object({ vendor: t.String(), passthrough: t.String(), count: t.Integer() })),
   error_categories: t.Array(Count("category")),
   top_tools: t.Array(Count("tool")),
   top_addons: t.Array(Count("addon")),
-  avg_install_duration: t.Number({ description: "seconds: the median of the measured durations (rollups keep no sum)" }),
+  avg_install_duration: t.Number({
+    description: "seconds: the median of the measured durations (rollups keep no sum)",
+  }),
   total_tools: t.Integer(),
   total_addons: t.Integer(),
   repo_slugs: t.Array(Count("slug")),
@@ -54,13 +81,21 @@ export function communityDashboardRoutes(deps: { store: StoreReads; clock: () =>
     .get(
       "/api/exit-codes",
       () => Object.fromEntries([...EXIT_CODE_EXPLANATIONS].map(([code, text]) => [String(code), text])),
-      { response: t.Record(t.String(), t.String()), detail: { tags, summary: "Exit codes and what they mean (the service's reference list)" } },
+      {
+        response: t.Record(t.String(), t.String()),
+        detail: { tags, summary: "Exit codes and what they mean (the service's reference list)" },
+      },
     )
     .get(
       "/api/repo-slugs",
       async ({ query }) => {
         const w = windowOf(goDays(query.days, 30, slugDays), deps.clock());
-        return { repo_slugs: (await top(repoFilters(query.repo), w, "repo_slug", 50)).map((g) => ({ slug: g.value, count: g.total })) };
+        return {
+          repo_slugs: (await top(repoFilters(query.repo), w, "repo_slug", 50)).map((g) => ({
+            slug: g.value,
+            count: g.total,
+          })),
+        };
       },
       {
         query: t.Object({ days: docParam("days back from today (1-365, default 30)"), repo: REPO_PARAM }),
@@ -75,7 +110,9 @@ export function communityDashboardRoutes(deps: { store: StoreReads; clock: () =>
         const now = deps.clock();
         const w = windowOf(days, now);
         const slug = label("slug", query.slug);
-        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) =>
+          slug ? { ...f, repoSlug: slug } : f,
+        );
         // One request's aggregates share what a scan folds (a platform or slug rollups cannot select with another dimension).
         const stats = createStats(deps.store, new Map());
         const top = topOf(stats);
@@ -86,22 +123,25 @@ export function communityDashboardRoutes(deps: { store: StoreReads; clock: () =>
           // The all-time total ignores the platform (a scan of every record otherwise).
           Promise.all(repoFilters(query.repo).map((f) => stats.summary(slug ? { ...f, repoSlug: slug } : f, all))),
         ]);
-        const sum = (k: "total" | "success" | "failed" | "aborted" | "in_progress") => summaries.reduce((n, s) => n + s[k], 0);
+        const sum = (k: "total" | "success" | "failed" | "aborted" | "in_progress") =>
+          summaries.reduce((n, s) => n + s[k], 0);
         const [success, failed] = [sum("success"), sum("failed")];
         // Every app once: the top 20 and the failure ranking are both cut from it.
-        const [ranking, os, methods, pve, types, categories, gpus, tools, addons, slugs, platforms] = await Promise.all([
-          top(filters, w, "nsapp", 1_000_000),
-          top(filters, w, "os", 1_000_000),
-          top(filters, w, "method", 10),
-          top(filters, w, "pve_version", 15),
-          top(filters, w, "type", 10),
-          top(filters, w, "error_category", 1_000_000),
-          top(filters, w, "gpu_vendor", 1_000_000),
-          top(filters, w, "nsapp", 15, { kind: "tool" }),
-          top(filters, w, "nsapp", 15, { kind: "addon" }),
-          top(filters, w, "repo_slug", 20),
-          top(filters, w, "platform_class", 10),
-        ]);
+        const [ranking, os, methods, pve, types, categories, gpus, tools, addons, slugs, platforms] = await Promise.all(
+          [
+            top(filters, w, "nsapp", 1_000_000),
+            top(filters, w, "os", 1_000_000),
+            top(filters, w, "method", 10),
+            top(filters, w, "pve_version", 15),
+            top(filters, w, "type", 10),
+            top(filters, w, "error_category", 1_000_000),
+            top(filters, w, "gpu_vendor", 1_000_000),
+            top(filters, w, "nsapp", 15, { kind: "tool" }),
+            top(filters, w, "nsapp", 15, { kind: "addon" }),
+            top(filters, w, "repo_slug", 20),
+            top(filters, w, "platform_class", 10),
+          ],
+        );
         const apps = ranking.slice(0, 20);
         // The os dimension is "type version": the original groups by type alone.
         const osTypes = new Map<string, number>();
@@ -124,18 +164,29 @@ export function communityDashboardRoutes(deps: { store: StoreReads; clock: () =>
           failed: series.reduce((n, s) => n + s.points[i]!.failed, 0),
         }));
         const medians = summaries.map((s) => s.duration).filter((d) => d.median_s !== null && d.n > 0);
-        const median = medians.length === 0 ? 0 : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
+        const median =
+          medians.length === 0
+            ? 0
+            : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
         const min = minInstalls(days);
         // The 20 newest of the window, over every repo filter (none when the counts say there are
         // none: a platform filter's list would walk the window for nothing).
         const recent = sum("total") === 0 ? [] : await newestOf(deps.store, filters, w, 20);
         const failedApps = ranking
           .filter((g) => g.total >= min && g.failed > 0)
-          .map((g) => ({ app: g.value, total_count: g.total, failed_count: g.failed, failure_rate: (g.failed / g.total) * 100 }))
+          .map((g) => ({
+            app: g.value,
+            total_count: g.total,
+            failed_count: g.failed,
+            failure_rate: (g.failed / g.total) * 100,
+          }))
           .sort((a, b) => b.failure_rate - a.failure_rate || b.failed_count - a.failed_count)
           .slice(0, 16);
         // The original ranks app and type pairs; an app keeps its type.
-        const appTypes = await typesOf(deps.store, failedApps.map((a) => a.app));
+        const appTypes = await typesOf(
+          deps.store,
+          failedApps.map((a) => a.app),
+        );
         return {
           total_installs: sum("total"),
           total_all_time: allTime.reduce((n, s) => n + s.total, 0),
@@ -146,11 +197,22 @@ export function communityDashboardRoutes(deps: { store: StoreReads; clock: () =>
           installing_count: sum("in_progress"),
           success_rate: success + failed === 0 ? 0 : (success / (success + failed)) * 100,
           top_apps: apps.map((g) => ({ app: g.value, count: g.total })),
-          os_distribution: [...osTypes].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([name, count]) => ({ os: name, count })),
+          os_distribution: [...osTypes]
+            .sort((a, b) => b[1] - a[1])
+            .slice(0, 15)
+            .map(([name, count]) => ({ os: name, count })),
           method_stats: methods.map((g) => ({ method: g.value, count: g.total })),
           pve_versions: pve.map((g) => ({ version: g.value, count: g.total })),
           type_stats: types.map((g) => ({ type: g.value, count: g.total })),
-          error_analysis: [...patterns.values()].sort((a, b) => b.count - a.count).slice(0, 15).map((p) => ({ pattern: p.pattern, count: p.count, unique_apps: p.apps.size, apps: [...p.apps].join(", ") })),
+          error_analysis: [...patterns.values()]
+            .sort((a, b) => b.count - a.count)
+            .slice(0, 15)
+            .map((p) => ({
+              pattern: p.pattern,
+              count: p.count,
+              unique_apps: p.apps.size,
+              apps: [...p.apps].join(", "),
+            })),
           failed_apps: failedApps.map((a) => ({ ...a, type: appTypes.get(a.app) ?? "" })),
           daily_stats: daily,
           gpu_stats: gpus.map((g) => ({ vendor: g.value, passthrough: "", count: g.total })),

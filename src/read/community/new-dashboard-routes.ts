@@ -62,7 +62,13 @@ export function filtersOf(p: Pick<NewParams, "repo" | "slug" | "platform" | "cty
   const base: ExecutionFilter = {
     ...(p.slug ? { repoSlug: p.slug } : {}),
     ...(p.platform ? { platformClass: p.platform } : {}),
-    ...(p.ctype === "addon" ? { kind: "addon" as const } : p.ctype === "pve" ? { kind: "tool" as const, type: "pve" } : p.ctype ? { kind: "install" as const, type: p.ctype } : {}),
+    ...(p.ctype === "addon"
+      ? { kind: "addon" as const }
+      : p.ctype === "pve"
+        ? { kind: "tool" as const, type: "pve" }
+        : p.ctype
+          ? { kind: "install" as const, type: p.ctype }
+          : {}),
   };
   if (p.repo === "") return [base];
   return (p.repo === "ProxmoxVE" ? ["ProxmoxVE", ""] : [p.repo]).map((repoSource) => ({ ...base, repoSource }));
@@ -73,21 +79,64 @@ export const minRunsFor = (days: number): number => (days <= 1 ? 5 : days <= 7 ?
 
 // ------------------------------------------------------------------ shapes
 
-const GroupStat = t.Object({ label: t.String(), runs: t.Integer(), success: t.Integer(), failed: t.Integer(), aborted: t.Integer(), unfinished: t.Integer() });
+const GroupStat = t.Object({
+  label: t.String(),
+  runs: t.Integer(),
+  success: t.Integer(),
+  failed: t.Integer(),
+  aborted: t.Integer(),
+  unfinished: t.Integer(),
+});
 const Count = t.Object({ label: t.String(), count: t.Integer() });
 const ExitCode = t.Object({ code: t.Integer(), desc: t.String(), count: t.Integer(), apps: t.Integer() });
 const Signature = t.Object({
-  category: t.String(), exit_code: t.Integer(), message: t.String({ description: "the failure's error signature (its text with numbers, paths and ids replaced)" }), count: t.Integer(), apps: t.Integer(),
+  category: t.String(),
+  exit_code: t.Integer(),
+  message: t.String({ description: "the failure's error signature (its text with numbers, paths and ids replaced)" }),
+  count: t.Integer(),
+  apps: t.Integer(),
 });
 export const RecentRun = t.Object({
-  run: t.String(), app: t.String(), type: t.String(), status: t.String(), exit_code: t.Integer(), category: t.String(), platform: t.String(), os: t.String(),
-  host_version: t.String(), repo: t.String({ description: "the repository slug, owner/repo" }), method: t.String(), cores: t.Integer(), ram: t.Integer(), disk: t.Integer(),
-  privileged: t.Boolean(), duration: t.Integer(), last_seen: t.String({ description: "YYYY-MM-DD HH:MM, UTC" }), error: t.String(), failed_command: t.String(),
-  failed_line: t.Integer(), arch: t.String(), kernel_version: t.String(), app_version: t.String(), cpu_vendor: t.String(), cpu_model: t.String(),
-  gpu_vendor: t.String(), gpu_model: t.String(), gpu_passthrough: t.String(), ram_speed: t.String(), payload_version: t.Integer(),
+  run: t.String(),
+  app: t.String(),
+  type: t.String(),
+  status: t.String(),
+  exit_code: t.Integer(),
+  category: t.String(),
+  platform: t.String(),
+  os: t.String(),
+  host_version: t.String(),
+  repo: t.String({ description: "the repository slug, owner/repo" }),
+  method: t.String(),
+  cores: t.Integer(),
+  ram: t.Integer(),
+  disk: t.Integer(),
+  privileged: t.Boolean(),
+  duration: t.Integer(),
+  last_seen: t.String({ description: "YYYY-MM-DD HH:MM, UTC" }),
+  error: t.String(),
+  failed_command: t.String(),
+  failed_line: t.Integer(),
+  arch: t.String(),
+  kernel_version: t.String(),
+  app_version: t.String(),
+  cpu_vendor: t.String(),
+  cpu_model: t.String(),
+  gpu_vendor: t.String(),
+  gpu_model: t.String(),
+  gpu_passthrough: t.String(),
+  ram_speed: t.String(),
+  payload_version: t.Integer(),
 });
 export type RecentRun = Static<typeof RecentRun>;
-export const DailyPoint = t.Object({ day: t.String(), runs: t.Integer(), success: t.Integer(), failed: t.Integer(), aborted: t.Integer(), unfinished: t.Integer() });
+export const DailyPoint = t.Object({
+  day: t.String(),
+  runs: t.Integer(),
+  success: t.Integer(),
+  failed: t.Integer(),
+  aborted: t.Integer(),
+  unfinished: t.Integer(),
+});
 type DailyPoint = Static<typeof DailyPoint>;
 type GroupStat = Static<typeof GroupStat>;
 type Count = Static<typeof Count>;
@@ -98,21 +147,50 @@ type Signature = Static<typeof Signature>;
 const orNull = <T>(items: T[]): T[] | null => (items.length === 0 ? null : items);
 
 const NewDash = t.Object({
-  days: t.Integer(), platform: t.String(), repo: t.String(), repo_slug: t.String(), type: t.String(),
-  runs: t.Integer(), success: t.Integer(), failed: t.Integer(), aborted: t.Integer(), unfinished: t.Integer({ description: "still going, or ended unknown" }),
+  days: t.Integer(),
+  platform: t.String(),
+  repo: t.String(),
+  repo_slug: t.String(),
+  type: t.String(),
+  runs: t.Integer(),
+  success: t.Integer(),
+  failed: t.Integer(),
+  aborted: t.Integer(),
+  unfinished: t.Integer({ description: "still going, or ended unknown" }),
   all_time: t.Integer({ description: "every run ever, whatever the filters" }),
   median_duration: t.Integer({ description: "seconds, successful runs (from start report to final report)" }),
   min_runs: t.Integer(),
-  live_in_flight: t.Integer({ description: "runs not ended that reported in the last 20 minutes, whatever the filters" }),
-  live_last_hour: t.Integer(), live_last_24h: t.Integer(),
-  live_now: t.Nullable(t.Array(RecentRun, { description: "up to 40 runs in flight that reported in the last 2 hours" })),
+  live_in_flight: t.Integer({
+    description: "runs not ended that reported in the last 20 minutes, whatever the filters",
+  }),
+  live_last_hour: t.Integer(),
+  live_last_24h: t.Integer(),
+  live_now: t.Nullable(
+    t.Array(RecentRun, { description: "up to 40 runs in flight that reported in the last 2 hours" }),
+  ),
   warnings: t.Nullable(t.Array(t.String())),
   daily: t.Nullable(t.Array(DailyPoint)),
-  top_apps: t.Array(GroupStat), worst_apps: t.Array(GroupStat), by_platform: t.Array(GroupStat), by_type: t.Array(GroupStat), by_repo: t.Array(GroupStat),
-  by_os: t.Array(GroupStat), by_host_version: t.Array(GroupStat), by_repo_slug: t.Array(GroupStat),
-  categories: t.Array(Count), exit_codes: t.Nullable(t.Array(ExitCode)), signatures: t.Nullable(t.Array(Signature)),
-  by_privilege: t.Array(Count), by_cores: t.Array(Count), by_ram: t.Array(Count), by_disk: t.Array(Count), by_cpu: t.Array(Count), by_gpu: t.Array(Count),
-  by_gpu_passthrough: t.Array(Count), by_arm: t.Array(Count), by_method: t.Array(Count), by_client: t.Array(Count),
+  top_apps: t.Array(GroupStat),
+  worst_apps: t.Array(GroupStat),
+  by_platform: t.Array(GroupStat),
+  by_type: t.Array(GroupStat),
+  by_repo: t.Array(GroupStat),
+  by_os: t.Array(GroupStat),
+  by_host_version: t.Array(GroupStat),
+  by_repo_slug: t.Array(GroupStat),
+  categories: t.Array(Count),
+  exit_codes: t.Nullable(t.Array(ExitCode)),
+  signatures: t.Nullable(t.Array(Signature)),
+  by_privilege: t.Array(Count),
+  by_cores: t.Array(Count),
+  by_ram: t.Array(Count),
+  by_disk: t.Array(Count),
+  by_cpu: t.Array(Count),
+  by_gpu: t.Array(Count),
+  by_gpu_passthrough: t.Array(Count),
+  by_arm: t.Array(Count),
+  by_method: t.Array(Count),
+  by_client: t.Array(Count),
   recent: t.Nullable(t.Array(RecentRun, { description: "the install log: the 300 newest runs" })),
 });
 
@@ -120,8 +198,25 @@ const NewDash = t.Object({
 
 /** The dimensions the page's breakdowns read. */
 const NEW_DIMENSIONS: readonly Dimension[] = [
-  "nsapp", "platform_class", "type", "repo_source", "repo_slug", "os", "pve_version", "error_category", "ct_type", "core_count", "ram_size",
-  "disk_size", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "host_gpu", "arch_class", "client", "method",
+  "nsapp",
+  "platform_class",
+  "type",
+  "repo_source",
+  "repo_slug",
+  "os",
+  "pve_version",
+  "error_category",
+  "ct_type",
+  "core_count",
+  "ram_size",
+  "disk_size",
+  "cpu_vendor",
+  "gpu_vendor",
+  "gpu_passthrough",
+  "host_gpu",
+  "arch_class",
+  "client",
+  "method",
 ];
 export type Sums = Map<Dimension, Map<string, Counts>>;
 
@@ -131,12 +226,23 @@ const addTo = (a: Counts, b: Counts): void => {
 };
 const total = (c: Counts): number => c[0] + c[1] + c[2] + c[3] + c[4];
 /** Runs by the community's four endings: unfinished is still going or ended unknown. */
-export const outcomesOf = (c: Counts) => ({ runs: total(c), success: c[0], failed: c[1], aborted: c[2], unfinished: c[3] + c[4] });
+export const outcomesOf = (c: Counts) => ({
+  runs: total(c),
+  success: c[0],
+  failed: c[1],
+  aborted: c[2],
+  unfinished: c[3] + c[4],
+});
 const stat = (label: string, c: Counts): GroupStat => ({ label, ...outcomesOf(c) });
-const byLabel = (a: { label: string }, b: { label: string }): number => (a.label < b.label ? -1 : a.label > b.label ? 1 : 0);
+const byLabel = (a: { label: string }, b: { label: string }): number =>
+  a.label < b.label ? -1 : a.label > b.label ? 1 : 0;
 
 /** A dimension's values relabelled (null: left out) and merged; "" becomes "unknown" after grouping, as the Go scanner does. */
-function relabel(sums: Sums, dims: readonly Dimension[], labelOf: (value: string, dim: Dimension) => string | null): Map<string, Counts> {
+function relabel(
+  sums: Sums,
+  dims: readonly Dimension[],
+  labelOf: (value: string, dim: Dimension) => string | null,
+): Map<string, Counts> {
   const out = new Map<string, Counts>();
   for (const dim of dims) {
     for (const [value, counts] of sums.get(dim) ?? []) {
@@ -149,12 +255,24 @@ function relabel(sums: Sums, dims: readonly Dimension[], labelOf: (value: string
   return out;
 }
 
-function groupStats(merged: Map<string, Counts>, limit: number, order: (a: GroupStat, b: GroupStat) => number = (a, b) => b.runs - a.runs): GroupStat[] {
-  return [...merged].map(([l, c]) => stat(l, c)).filter((g) => g.runs > 0).sort((a, b) => order(a, b) || byLabel(a, b)).slice(0, limit);
+function groupStats(
+  merged: Map<string, Counts>,
+  limit: number,
+  order: (a: GroupStat, b: GroupStat) => number = (a, b) => b.runs - a.runs,
+): GroupStat[] {
+  return [...merged]
+    .map(([l, c]) => stat(l, c))
+    .filter((g) => g.runs > 0)
+    .sort((a, b) => order(a, b) || byLabel(a, b))
+    .slice(0, limit);
 }
 
 function counts(merged: Map<string, Counts>, limit: number, count: (c: Counts) => number = total): Count[] {
-  return [...merged].map(([l, c]) => ({ label: l, count: count(c) })).filter((c) => c.count > 0).sort((a, b) => b.count - a.count || byLabel(a, b)).slice(0, limit);
+  return [...merged]
+    .map(([l, c]) => ({ label: l, count: count(c) }))
+    .filter((c) => c.count > 0)
+    .sort((a, b) => b.count - a.count || byLabel(a, b))
+    .slice(0, limit);
 }
 
 const same = (v: string): string => v;
@@ -179,26 +297,51 @@ export function groupBreakdowns(sums: Sums, minRuns: number) {
 }
 
 /** Failures by category; a user's "no" is not a defect. */
-export const categoriesOf = (sums: Sums): Count[] => counts(relabel(sums, ["error_category"], (v) => (v === "" || v === "user_aborted" ? null : v)), 15, (c) => c[1]);
+export const categoriesOf = (sums: Sums): Count[] =>
+  counts(
+    relabel(sums, ["error_category"], (v) => (v === "" || v === "user_aborted" ? null : v)),
+    15,
+    (c) => c[1],
+  );
 
 /** What the runs were given: plain counts. */
 function countBreakdowns(sums: Sums) {
   return {
-    by_privilege: counts(relabel(sums, ["ct_type"], (v) => (v === "1" ? "unprivileged" : "privileged")), 3),
-    by_cores: counts(relabel(sums, ["core_count"], (v) => (positive(v) === null ? null : v)), 12),
-    by_ram: counts(relabel(sums, ["ram_size"], (v) => (positive(v) === null ? null : `${Math.floor(Number(v) / 1024)} GB`)), 12),
-    by_disk: counts(relabel(sums, ["disk_size"], (v) => (Math.trunc(Number(v)) > 0 ? `${Math.trunc(Number(v))} GB` : null)), 12),
+    by_privilege: counts(
+      relabel(sums, ["ct_type"], (v) => (v === "1" ? "unprivileged" : "privileged")),
+      3,
+    ),
+    by_cores: counts(
+      relabel(sums, ["core_count"], (v) => (positive(v) === null ? null : v)),
+      12,
+    ),
+    by_ram: counts(
+      relabel(sums, ["ram_size"], (v) => (positive(v) === null ? null : `${Math.floor(Number(v) / 1024)} GB`)),
+      12,
+    ),
+    by_disk: counts(
+      relabel(sums, ["disk_size"], (v) => (Math.trunc(Number(v)) > 0 ? `${Math.trunc(Number(v))} GB` : null)),
+      12,
+    ),
     by_cpu: counts(relabel(sums, ["cpu_vendor"], nonEmpty), 8),
     by_gpu: counts(relabel(sums, ["gpu_vendor"], nonEmpty), 8),
     // Two questions in one column there: v2's yes/no, and v1's verdict on the host's GPU.
     by_gpu_passthrough: counts(
-      relabel(sums, ["gpu_passthrough", "host_gpu"], (v, dim) => (v === "" ? null : dim === "gpu_passthrough" && (v === "yes" || v === "no") ? v : "host capability (pre-v2)")),
+      relabel(sums, ["gpu_passthrough", "host_gpu"], (v, dim) =>
+        v === "" ? null : dim === "gpu_passthrough" && (v === "yes" || v === "no") ? v : "host capability (pre-v2)",
+      ),
       6,
     ),
-    by_arm: counts(relabel(sums, ["arch_class"], (v) => (v === "" ? "x86_64 (inferred)" : v)), 6),
+    by_arm: counts(
+      relabel(sums, ["arch_class"], (v) => (v === "" ? "x86_64 (inferred)" : v)),
+      6,
+    ),
     by_method: counts(relabel(sums, ["method"], nonEmpty), 8),
     // /upload and v1 sent no payload_version.
-    by_client: counts(relabel(sums, ["client"], (v) => (v === "" || Number(v) <= 1 ? "pre-versioning" : `payload v${v}`)), 6),
+    by_client: counts(
+      relabel(sums, ["client"], (v) => (v === "" || Number(v) <= 1 ? "pre-versioning" : `payload v${v}`)),
+      6,
+    ),
   };
 }
 
@@ -233,7 +376,9 @@ function failuresOf(cells: readonly Cell[]): Failures {
     const codeEnd = group.indexOf(FAILURE_SEPARATOR);
     const exitCode = codeEnd === 0 ? 0 : Number(group.slice(0, codeEnd));
     if (exitCode !== 0) {
-      const e = out.byCode.get(exitCode) ?? (out.byCode.set(exitCode, { count: 0, apps: new Set() }), out.byCode.get(exitCode)!);
+      const e =
+        out.byCode.get(exitCode) ??
+        (out.byCode.set(exitCode, { count: 0, apps: new Set() }), out.byCode.get(exitCode)!);
       e.count += failed;
       e.apps.add(app);
     }
@@ -259,7 +404,10 @@ export function exitCodes(f: Failures, limit = 20): ExitCode[] {
 }
 
 /** Failures with an error text by category, exit code and signature (its id), with their apps. */
-function signatureGroups(f: Failures, limit = 30): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
+function signatureGroups(
+  f: Failures,
+  limit = 30,
+): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
   return [...f.bySignature.values()]
     .map((e) => ({ category: e.category, exit_code: e.exit_code, id: e.id, count: e.count, apps: e.apps.size }))
     .sort((a, b) => b.count - a.count || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -276,28 +424,87 @@ const minuteTime = (t: number): string => {
 /** One line of the install log, every field present (Go writes zero values). */
 export function recentRun(e: Execution): RecentRun {
   return {
-    run: e.executionId, app: e.nsapp ?? "", type: e.type, status: collapsedStatus(e), exit_code: e.exitCode ?? 0, category: e.errorCategory ?? "",
-    platform: platformClass(e), os: e.osType ? `${e.osType} ${e.osVersion ?? ""}` : "unknown", host_version: e.pveVersion ?? "", repo: e.repoSlug ?? "",
-    method: e.method ?? "", cores: e.coreCount ?? 0, ram: e.ramSize ?? 0, disk: Math.trunc(e.diskSize ?? 0), privileged: e.ctType !== 1,
-    duration: e.installDuration ?? 0, last_seen: minuteTime(e.updatedAt), error: (e.error ?? "").slice(0, 400), failed_command: (e.failedCommand ?? "").slice(0, 400),
-    failed_line: e.failedLine ?? 0, arch: e.arch || (e.hasArm ? "arm64" : ""), kernel_version: e.kernelVersion ?? "", app_version: e.appVersion ?? "",
-    cpu_vendor: e.cpuVendor ?? "", cpu_model: e.cpuModel ?? "", gpu_vendor: e.gpuVendor ?? "", gpu_model: e.gpuModel ?? "",
-    gpu_passthrough: e.gpuPassthrough ?? e.hostGpu ?? "", ram_speed: e.ramSpeed ?? "",
+    run: e.executionId,
+    app: e.nsapp ?? "",
+    type: e.type,
+    status: collapsedStatus(e),
+    exit_code: e.exitCode ?? 0,
+    category: e.errorCategory ?? "",
+    platform: platformClass(e),
+    os: e.osType ? `${e.osType} ${e.osVersion ?? ""}` : "unknown",
+    host_version: e.pveVersion ?? "",
+    repo: e.repoSlug ?? "",
+    method: e.method ?? "",
+    cores: e.coreCount ?? 0,
+    ram: e.ramSize ?? 0,
+    disk: Math.trunc(e.diskSize ?? 0),
+    privileged: e.ctType !== 1,
+    duration: e.installDuration ?? 0,
+    last_seen: minuteTime(e.updatedAt),
+    error: (e.error ?? "").slice(0, 400),
+    failed_command: (e.failedCommand ?? "").slice(0, 400),
+    failed_line: e.failedLine ?? 0,
+    arch: e.arch || (e.hasArm ? "arm64" : ""),
+    kernel_version: e.kernelVersion ?? "",
+    app_version: e.appVersion ?? "",
+    cpu_vendor: e.cpuVendor ?? "",
+    cpu_model: e.cpuModel ?? "",
+    gpu_vendor: e.gpuVendor ?? "",
+    gpu_model: e.gpuModel ?? "",
+    gpu_passthrough: e.gpuPassthrough ?? e.hostGpu ?? "",
+    ram_speed: e.ramSpeed ?? "",
     // v1 sent no payload_version (stored as 1): 0 there, as for /upload.
     payload_version: e.payloadVersion !== null && e.payloadVersion >= 2 ? e.payloadVersion : 0,
   };
 }
 
 const NO_RUN: RecentRun = {
-  run: "", app: "", type: "", status: "", exit_code: 0, category: "", platform: "", os: "", host_version: "", repo: "", method: "", cores: 0, ram: 0, disk: 0,
-  privileged: false, duration: 0, last_seen: "", error: "", failed_command: "", failed_line: 0, arch: "", kernel_version: "", app_version: "", cpu_vendor: "",
-  cpu_model: "", gpu_vendor: "", gpu_model: "", gpu_passthrough: "", ram_speed: "", payload_version: 0,
+  run: "",
+  app: "",
+  type: "",
+  status: "",
+  exit_code: 0,
+  category: "",
+  platform: "",
+  os: "",
+  host_version: "",
+  repo: "",
+  method: "",
+  cores: 0,
+  ram: 0,
+  disk: 0,
+  privileged: false,
+  duration: 0,
+  last_seen: "",
+  error: "",
+  failed_command: "",
+  failed_line: 0,
+  arch: "",
+  kernel_version: "",
+  app_version: "",
+  cpu_vendor: "",
+  cpu_model: "",
+  gpu_vendor: "",
+  gpu_model: "",
+  gpu_passthrough: "",
+  ram_speed: "",
+  payload_version: 0,
 };
 
 /** A run in flight as the live panel lists it (the other fields at their zero values); duration: seconds since it last reported. */
 function liveRun(e: Execution, now: number): RecentRun {
   const r = recentRun(e);
-  return { ...NO_RUN, app: r.app, type: r.type, status: r.status, platform: r.platform, os: r.os, repo: r.repo, last_seen: r.last_seen, duration: Math.max(0, Math.floor((now - e.updatedAt) / 1000)) };
+  return {
+    ...NO_RUN,
+    app: r.app,
+    type: r.type,
+    status: r.status,
+    platform: r.platform,
+    os: r.os,
+    repo: r.repo,
+    last_seen: r.last_seen,
+    duration: Math.max(0, Math.floor((now - e.updatedAt) / 1000)),
+  };
 }
 
 // ------------------------------------------------------------------ reading
@@ -322,15 +529,33 @@ export async function readSums(stats: ReturnType<typeof createStats>, filters: r
   const headline = zero();
   for (const c of sums.get("type")!.values()) addTo(headline, c);
   const cells = reads.flatMap((r) => r.cells);
-  const plan: Extract<Plan, { source: "rollup" }> = { source: "rollup", slices: [], nsapp: null, only: null, outcome: null };
+  const plan: Extract<Plan, { source: "rollup" }> = {
+    source: "rollup",
+    slices: [],
+    nsapp: null,
+    only: null,
+    outcome: null,
+  };
   return { sums, headline, medianSuccessS: summarize(cells, plan).duration.median_s ?? 0, failures: failuresOf(cells) };
 }
 
 /** Runs per day of the window (days with runs only, as a GROUP BY answers), summed over the filters. */
-export async function dailyOf(stats: ReturnType<typeof createStats>, filters: readonly ExecutionFilter[], w: Window): Promise<DailyPoint[]> {
+export async function dailyOf(
+  stats: ReturnType<typeof createStats>,
+  filters: readonly ExecutionFilter[],
+  w: Window,
+): Promise<DailyPoint[]> {
   const series = await Promise.all(filters.map((f) => stats.timeseries(f, w, "day")));
   const byDay = new Map<number, Counts>();
-  for (const s of series) for (const p of s.points) addTo(byDay.get(p.t) ?? (byDay.set(p.t, zero()), byDay.get(p.t)!), [p.success, p.failed, p.aborted, p.in_progress, p.unknown]);
+  for (const s of series)
+    for (const p of s.points)
+      addTo(byDay.get(p.t) ?? (byDay.set(p.t, zero()), byDay.get(p.t)!), [
+        p.success,
+        p.failed,
+        p.aborted,
+        p.in_progress,
+        p.unknown,
+      ]);
   return [...byDay]
     .sort((a, b) => a[0] - b[0])
     .map(([t, c]) => ({ day: new Date(t).toISOString().slice(0, 10), ...outcomesOf(c) }))
@@ -338,8 +563,15 @@ export async function dailyOf(stats: ReturnType<typeof createStats>, filters: re
 }
 
 /** The newest runs of the window over every filter, the most recently heard from first. */
-export async function recentOf(store: StoreReads, filters: readonly ExecutionFilter[], w: Window, limit = RECENT): Promise<Execution[]> {
-  const lists = await Promise.all(filters.map(async (f) => (await store.listExecutions({ ...f, from: w.from, to: w.to }, { limit })).rows));
+export async function recentOf(
+  store: StoreReads,
+  filters: readonly ExecutionFilter[],
+  w: Window,
+  limit = RECENT,
+): Promise<Execution[]> {
+  const lists = await Promise.all(
+    filters.map(async (f) => (await store.listExecutions({ ...f, from: w.from, to: w.to }, { limit })).rows),
+  );
   return lists
     .flat()
     .sort((a, b) => b.createdAt - a.createdAt)
@@ -367,8 +599,29 @@ async function liveOf(store: StoreReads, now: number) {
 
 /** The page's "Export CSV": these columns, in this order. */
 const LOG_COLUMNS = [
-  "last_seen", "status", "exit_code", "category", "app", "type", "platform", "os", "host_version", "arch", "repo", "method", "cores", "ram",
-  "disk", "privileged", "duration", "failed_command", "failed_line", "kernel_version", "app_version", "payload_version", "error",
+  "last_seen",
+  "status",
+  "exit_code",
+  "category",
+  "app",
+  "type",
+  "platform",
+  "os",
+  "host_version",
+  "arch",
+  "repo",
+  "method",
+  "cores",
+  "ram",
+  "disk",
+  "privileged",
+  "duration",
+  "failed_command",
+  "failed_line",
+  "kernel_version",
+  "app_version",
+  "payload_version",
+  "error",
 ] as const satisfies readonly (keyof RecentRun)[];
 
 /** The log's own filters (the page's search box and selects), applied to its rows as the page applies them. */
@@ -384,15 +637,23 @@ function logRows(rows: readonly RecentRun[], f: LogFilters): RecentRun[] {
   const q = (f.q ?? "").trim().toLowerCase();
   return rows.filter(
     (r) =>
-      (!f.status || r.status === f.status) && (!f.type || r.type === f.type) && (!f.os || r.os === f.os) && (!f.category || r.category === f.category) &&
-      (!q || [r.app, r.os, r.error, r.failed_command, r.category, r.platform, r.type, r.repo, r.host_version].some((v) => v.toLowerCase().includes(q))),
+      (!f.status || r.status === f.status) &&
+      (!f.type || r.type === f.type) &&
+      (!f.os || r.os === f.os) &&
+      (!f.category || r.category === f.category) &&
+      (!q ||
+        [r.app, r.os, r.error, r.failed_command, r.category, r.platform, r.type, r.repo, r.host_version].some((v) =>
+          v.toLowerCase().includes(q),
+        )),
   );
 }
 
 /** One CSV document of log rows: a header, then a row each; text guarded against formulas and quoted as export.ts does. */
 function logCsv(rows: readonly RecentRun[]): string {
   const cell = (v: string | number | boolean): string => (typeof v === "string" ? csvCell(v) : String(v));
-  return [LOG_COLUMNS.join(","), ...rows.map((r) => LOG_COLUMNS.map((c) => cell(r[c])).join(","))].join("\r\n") + "\r\n";
+  return (
+    [LOG_COLUMNS.join(","), ...rows.map((r) => LOG_COLUMNS.map((c) => cell(r[c])).join(","))].join("\r\n") + "\r\n"
+  );
 }
 
 // ------------------------------------------------------------------ the route
@@ -405,91 +666,140 @@ export function newDashboardRoutes(deps: { store: StoreReads; clock: () => numbe
    * when computing them was expensive (a long window, a scan) for up to 10x what it took
    * (../reuse.ts reuseWhileExpensive). The live panels are never reused: they answer "now".
    */
-  const windowed = reuseByKey(async (key: string) => {
-    const { p, w } = JSON.parse(key) as { p: NewParams; w: Window };
-    const filters = filtersOf(p);
-    // One request's aggregates share what a scan folds (a filter rollups cannot select).
-    const stats = createStats(deps.store, new Map());
-    const span = await deps.store.recordSpan();
-    const [{ sums, headline, medianSuccessS, failures }, daily, recent, everything] = await Promise.all([
-      readSums(stats, filters, w),
-      dailyOf(stats, filters, w),
-      recentOf(deps.store, filters, w),
-      span ? stats.summary({}, allTime(span, w.to)) : null,
-    ]);
-    const minRuns = minRunsFor(p.days);
-    const sigs = signatureGroups(failures);
-    const known = new Map((await deps.store.signatures(sigs.map((s) => s.id))).map((s) => [s.id, s.signature]));
-    return {
-      head: { ...outcomesOf(headline), all_time: everything?.total ?? 0, median_duration: Math.round(medianSuccessS), min_runs: minRuns },
-      daily: orNull(daily),
-      groups: groupBreakdowns(sums, minRuns),
-      categories: categoriesOf(sums),
-      exit_codes: orNull(exitCodes(failures)),
-      signatures: orNull(sigs.map((s): Signature => ({ category: s.category, exit_code: s.exit_code, message: known.get(s.id) ?? s.id, count: s.count, apps: s.apps }))),
-      counts: countBreakdowns(sums),
-      recent: orNull(recent.map(recentRun)),
-    };
-  }, () => deps.store.changeMarker());
-
-  return new Elysia({ name: "new-dashboard" }).get(
-    "/api/new",
-    async ({ query, set }) => {
-      const p = newParams(query);
-      const now = deps.clock();
-      const [page, live] = await Promise.all([windowed(JSON.stringify({ p, w: windowOf(p.days, now) })), liveOf(deps.store, now)]);
-      // The browser asks again each time (the live panels).
-      set.headers["cache-control"] = "no-store";
-      // The Go struct's field order.
+  const windowed = reuseByKey(
+    async (key: string) => {
+      const { p, w } = JSON.parse(key) as { p: NewParams; w: Window };
+      const filters = filtersOf(p);
+      // One request's aggregates share what a scan folds (a filter rollups cannot select).
+      const stats = createStats(deps.store, new Map());
+      const span = await deps.store.recordSpan();
+      const [{ sums, headline, medianSuccessS, failures }, daily, recent, everything] = await Promise.all([
+        readSums(stats, filters, w),
+        dailyOf(stats, filters, w),
+        recentOf(deps.store, filters, w),
+        span ? stats.summary({}, allTime(span, w.to)) : null,
+      ]);
+      const minRuns = minRunsFor(p.days);
+      const sigs = signatureGroups(failures);
+      const known = new Map((await deps.store.signatures(sigs.map((s) => s.id))).map((s) => [s.id, s.signature]));
       return {
-        days: p.days, platform: p.platform, repo: p.repo, repo_slug: p.slug, type: p.ctype,
-        ...page.head,
-        ...live,
-        warnings: null,
-        daily: page.daily,
-        ...page.groups,
-        categories: page.categories,
-        exit_codes: page.exit_codes,
-        signatures: page.signatures,
-        ...page.counts,
-        recent: page.recent,
+        head: {
+          ...outcomesOf(headline),
+          all_time: everything?.total ?? 0,
+          median_duration: Math.round(medianSuccessS),
+          min_runs: minRuns,
+        },
+        daily: orNull(daily),
+        groups: groupBreakdowns(sums, minRuns),
+        categories: categoriesOf(sums),
+        exit_codes: orNull(exitCodes(failures)),
+        signatures: orNull(
+          sigs.map(
+            (s): Signature => ({
+              category: s.category,
+              exit_code: s.exit_code,
+              message: known.get(s.id) ?? s.id,
+              count: s.count,
+              apps: s.apps,
+            }),
+          ),
+        ),
+        counts: countBreakdowns(sums),
+        recent: orNull(recent.map(recentRun)),
       };
     },
-    {
-      query: t.Object({
-        days: docParam("days back from today, 1-365 (default 7; not a number: 7)"),
-        platform: docParam("pve or incus; anything else: every platform"),
-        repo: docParam('repo_source: ProxmoxVE (with reports that name none), ProxmoxVED, external, or absent / "all": every repository'),
-        slug: docParam("one repository, owner/repo"),
-        ctype: docParam("lxc, vm, addon or pve (host tools); anything else: every type"),
-      }),
-      response: { 200: NewDash },
-      detail: { tags, summary: "The community's consolidated dashboard (/new): the whole page in one answer, from rollups" },
-    },
-  ).get(
-    "/api/new/log.csv",
-    async ({ query }) => {
-      const p = newParams(query);
-      const filters = filtersOf(p);
-      const rows = logRows((await recentOf(deps.store, filters, windowOf(p.days, deps.clock()))).map(recentRun), {
-        q: query.q, status: query.status, type: query.type, os: query.os, category: query.category,
-      });
-      return new Response(logCsv(rows), {
-        headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="telemetry-log-${p.days}d.csv"`, "cache-control": "no-store" },
-      });
-    },
-    {
-      query: t.Object({
-        days: docParam("as /api/new"), platform: docParam("as /api/new"), repo: docParam("as /api/new"), slug: docParam("as /api/new"), ctype: docParam("as /api/new"),
-        q: docParam("the log's search: part of the app, OS, error, failing command, category, platform, type, repository or host version (any case)"),
-        status: docParam("the log's status select: exactly"), type: docParam("the log's type select: exactly"), os: docParam("the log's OS select: exactly"),
-        category: docParam("the log's category select: exactly"),
-      }),
-      detail: {
-        tags,
-        summary: "The install log of /api/new as the page exports it: CSV of its 300 newest runs, the page's columns",
-        description: 'Filename telemetry-log-<days>d.csv. Text cells that start with =, +, -, @, tab or CR get a leading \' (spreadsheet formulas), as every CSV of installstats.',
-      },
-    },
+    () => deps.store.changeMarker(),
   );
+
+  return new Elysia({ name: "new-dashboard" })
+    .get(
+      "/api/new",
+      async ({ query, set }) => {
+        const p = newParams(query);
+        const now = deps.clock();
+        const [page, live] = await Promise.all([
+          windowed(JSON.stringify({ p, w: windowOf(p.days, now) })),
+          liveOf(deps.store, now),
+        ]);
+        // The browser asks again each time (the live panels).
+        set.headers["cache-control"] = "no-store";
+        // The Go struct's field order.
+        return {
+          days: p.days,
+          platform: p.platform,
+          repo: p.repo,
+          repo_slug: p.slug,
+          type: p.ctype,
+          ...page.head,
+          ...live,
+          warnings: null,
+          daily: page.daily,
+          ...page.groups,
+          categories: page.categories,
+          exit_codes: page.exit_codes,
+          signatures: page.signatures,
+          ...page.counts,
+          recent: page.recent,
+        };
+      },
+      {
+        query: t.Object({
+          days: docParam("days back from today, 1-365 (default 7; not a number: 7)"),
+          platform: docParam("pve or incus; anything else: every platform"),
+          repo: docParam(
+            'repo_source: ProxmoxVE (with reports that name none), ProxmoxVED, external, or absent / "all": every repository',
+          ),
+          slug: docParam("one repository, owner/repo"),
+          ctype: docParam("lxc, vm, addon or pve (host tools); anything else: every type"),
+        }),
+        response: { 200: NewDash },
+        detail: {
+          tags,
+          summary: "The community's consolidated dashboard (/new): the whole page in one answer, from rollups",
+        },
+      },
+    )
+    .get(
+      "/api/new/log.csv",
+      async ({ query }) => {
+        const p = newParams(query);
+        const filters = filtersOf(p);
+        const rows = logRows((await recentOf(deps.store, filters, windowOf(p.days, deps.clock()))).map(recentRun), {
+          q: query.q,
+          status: query.status,
+          type: query.type,
+          os: query.os,
+          category: query.category,
+        });
+        return new Response(logCsv(rows), {
+          headers: {
+            "content-type": "text/csv; charset=utf-8",
+            "content-disposition": `attachment; filename="telemetry-log-${p.days}d.csv"`,
+            "cache-control": "no-store",
+          },
+        });
+      },
+      {
+        query: t.Object({
+          days: docParam("as /api/new"),
+          platform: docParam("as /api/new"),
+          repo: docParam("as /api/new"),
+          slug: docParam("as /api/new"),
+          ctype: docParam("as /api/new"),
+          q: docParam(
+            "the log's search: part of the app, OS, error, failing command, category, platform, type, repository or host version (any case)",
+          ),
+          status: docParam("the log's status select: exactly"),
+          type: docParam("the log's type select: exactly"),
+          os: docParam("the log's OS select: exactly"),
+          category: docParam("the log's category select: exactly"),
+        }),
+        detail: {
+          tags,
+          summary: "The install log of /api/new as the page exports it: CSV of its 300 newest runs, the page's columns",
+          description:
+            "Filename telemetry-log-<days>d.csv. Text cells that start with =, +, -, @, tab or CR get a leading ' (spreadsheet formulas), as every CSV of installstats.",
+        },
+      },
+    );
 }

@@ -10,18 +10,49 @@ import { docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
 import { goDays, label, windowOf } from "./community.ts";
 import {
-  DailyPoint, RecentRun, categoriesOf, dailyOf, exitCodes, filtersOf, groupBreakdowns, minRunsFor, outcomesOf, platformParam, readSums, recentOf, recentRun, repoParam,
+  DailyPoint,
+  RecentRun,
+  categoriesOf,
+  dailyOf,
+  exitCodes,
+  filtersOf,
+  groupBreakdowns,
+  minRunsFor,
+  outcomesOf,
+  platformParam,
+  readSums,
+  recentOf,
+  recentRun,
+  repoParam,
 } from "./new-dashboard-routes.ts";
 
-const GroupStat = t.Object({ label: t.String(), runs: t.Integer(), success: t.Integer(), failed: t.Integer(), aborted: t.Integer(), unfinished: t.Integer() });
+const GroupStat = t.Object({
+  label: t.String(),
+  runs: t.Integer(),
+  success: t.Integer(),
+  failed: t.Integer(),
+  aborted: t.Integer(),
+  unfinished: t.Integer(),
+});
 const ScriptDetail = t.Object({
-  app: t.String(), days: t.Integer(), repo: t.String(), platform: t.String(),
-  runs: t.Integer(), success: t.Integer(), failed: t.Integer(), aborted: t.Integer(), unfinished: t.Integer(),
-  median_duration: t.Integer({ description: "seconds, successful runs" }), min_runs: t.Integer(),
+  app: t.String(),
+  days: t.Integer(),
+  repo: t.String(),
+  platform: t.String(),
+  runs: t.Integer(),
+  success: t.Integer(),
+  failed: t.Integer(),
+  aborted: t.Integer(),
+  unfinished: t.Integer(),
+  median_duration: t.Integer({ description: "seconds, successful runs" }),
+  min_runs: t.Integer(),
   daily: t.Nullable(t.Array(DailyPoint)),
   exit_codes: t.Nullable(t.Array(t.Object({ code: t.Integer(), desc: t.String(), count: t.Integer() }))),
   categories: t.Array(t.Object({ label: t.String(), count: t.Integer() })),
-  by_os: t.Array(GroupStat), by_platform: t.Array(GroupStat), by_host_version: t.Array(GroupStat), by_type: t.Array(GroupStat),
+  by_os: t.Array(GroupStat),
+  by_platform: t.Array(GroupStat),
+  by_host_version: t.Array(GroupStat),
+  by_type: t.Array(GroupStat),
   recent: t.Nullable(t.Array(RecentRun, { description: "the 50 newest runs of the script" })),
 });
 
@@ -40,17 +71,29 @@ export function scriptDetailRoutes(deps: { store: StoreReads; clock: () => numbe
       const filters = filtersOf({ repo, slug: "", platform, ctype: "" }).map((f) => ({ ...f, nsapp: app }));
       const w = windowOf(days, deps.clock());
       const stats = createStats(deps.store, new Map());
-      const [{ sums, headline, medianSuccessS, failures }, daily, recent] = await Promise.all([readSums(stats, filters, w), dailyOf(stats, filters, w), recentOf(deps.store, filters, w, RECENT)]);
+      const [{ sums, headline, medianSuccessS, failures }, daily, recent] = await Promise.all([
+        readSums(stats, filters, w),
+        dailyOf(stats, filters, w),
+        recentOf(deps.store, filters, w, RECENT),
+      ]);
       const groups = groupBreakdowns(sums, minRunsFor(days));
       return {
-        app, days, repo, platform,
+        app,
+        days,
+        repo,
+        platform,
         ...outcomesOf(headline),
         median_duration: Math.round(medianSuccessS),
         min_runs: minRunsFor(days),
         daily: daily.length === 0 ? null : daily,
-        exit_codes: ((codes) => (codes.length === 0 ? null : codes))(exitCodes(failures).map(({ code, desc, count }) => ({ code, desc, count }))),
+        exit_codes: ((codes) => (codes.length === 0 ? null : codes))(
+          exitCodes(failures).map(({ code, desc, count }) => ({ code, desc, count })),
+        ),
         categories: categoriesOf(sums),
-        by_os: groups.by_os, by_platform: groups.by_platform, by_host_version: groups.by_host_version, by_type: groups.by_type,
+        by_os: groups.by_os,
+        by_platform: groups.by_platform,
+        by_host_version: groups.by_host_version,
+        by_type: groups.by_type,
         recent: recent.length === 0 ? null : recent.map(recentRun),
       };
     },
@@ -62,7 +105,11 @@ export function scriptDetailRoutes(deps: { store: StoreReads; clock: () => numbe
         platform: docParam("pve or incus; anything else: every platform"),
       }),
       response: { 200: ScriptDetail, 400: ErrorBody },
-      detail: { tags: ["telemetry-service compatible"], summary: "One script's drill-down: outcomes, daily series, exit codes, OS, platform, host versions, newest runs" },
+      detail: {
+        tags: ["telemetry-service compatible"],
+        summary:
+          "One script's drill-down: outcomes, daily series, exit codes, OS, platform, host versions, newest runs",
+      },
     },
   );
 }

@@ -2,7 +2,14 @@
 import { Elysia, t } from "elysia";
 import { ErrorBody } from "../../http/errors.ts";
 import type { StoreReads } from "../../store/contract/executions.ts";
-import { CONTENT_TYPES, EXPORT_CHUNK_ROWS, EXPORT_COLUMNS, exportFilename, exportStream, type ExportFormat } from "../export.ts";
+import {
+  CONTENT_TYPES,
+  EXPORT_CHUNK_ROWS,
+  EXPORT_COLUMNS,
+  exportFilename,
+  exportStream,
+  type ExportFormat,
+} from "../export.ts";
 import { FilterQuery, resolveWindow, strictQuery, toFilter } from "../query.ts";
 
 /** CSV unless asked otherwise: an export is mostly opened in a spreadsheet app. */
@@ -13,7 +20,8 @@ const ExportQuery = t.Composite([
   t.Object({
     format: t.Optional(
       t.Union([t.Literal("csv"), t.Literal("ndjson")], {
-        description: "csv (default; for spreadsheets, guarded against formula injection) or ndjson (lossless, one JSON record per line)",
+        description:
+          "csv (default; for spreadsheets, guarded against formula injection) or ndjson (lossless, one JSON record per line)",
       }),
     ),
   }),
@@ -61,13 +69,21 @@ export function exportRoutes(deps: { store: StoreReads; clock: () => number }) {
         responses: {
           200: {
             description: "the export, as an attachment",
-            headers: { "content-disposition": { description: 'attachment; filename="installstats-<UTC time>.<format>"', schema: { type: "string" } } },
+            headers: {
+              "content-disposition": {
+                description: 'attachment; filename="installstats-<UTC time>.<format>"',
+                schema: { type: "string" },
+              },
+            },
             content: {
               [CONTENT_TYPES.csv]: stringBody(`${EXPORT_COLUMNS.join(",")}\r\n...`),
               [CONTENT_TYPES.ndjson]: stringBody('{"random_id":"...",...}\n'),
             },
           },
-          400: { description: "a filter or the format is invalid", content: { "application/json": { schema: ErrorBody as object } } },
+          400: {
+            description: "a filter or the format is invalid",
+            content: { "application/json": { schema: ErrorBody as object } },
+          },
         },
       },
     },

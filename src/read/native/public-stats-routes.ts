@@ -14,7 +14,10 @@ const PUBLIC_WINDOWS = [30, 90, 365] as const;
 export const PUBLIC_CACHE_MS = 10 * 60 * 1000;
 
 const Counts = {
-  installs: t.Integer({ description: "runs of installer scripts started in the window (a retry is a run of its own), whatever their outcome" }),
+  installs: t.Integer({
+    description:
+      "runs of installer scripts started in the window (a retry is a run of its own), whatever their outcome",
+  }),
   success: t.Integer(),
   failed: t.Integer(),
   aborted: t.Integer({ description: "stopped by the user" }),
@@ -25,13 +28,17 @@ const WindowStats = t.Object({
   days: t.Integer(),
   window: t.Object({ from: t.String({ format: "date-time" }), to: t.String({ format: "date-time" }) }),
   total: t.Object(Counts),
-  apps: t.Array(AppRow, { description: "apps with at least min_installs installs in the window, most installed first" }),
+  apps: t.Array(AppRow, {
+    description: "apps with at least min_installs installs in the window, most installed first",
+  }),
   other: t.Object({ apps: t.Integer({ description: "apps below the floor, merged here" }), ...Counts }),
 });
 export const PublicStats = t.Object(
   {
     generated_at: t.String({ format: "date-time" }),
-    min_installs: t.Integer({ description: "the privacy floor: apps with fewer installs in a window are merged into other" }),
+    min_installs: t.Integer({
+      description: "the privacy floor: apps with fewer installs in a window are merged into other",
+    }),
     windows: t.Array(WindowStats),
   },
   { title: "PublicStats" },
@@ -40,17 +47,27 @@ export type PublicStats = Static<typeof PublicStats>;
 
 type CountsOf = Static<ReturnType<typeof t.Object<typeof Counts>>>;
 
-const rate = (success: number, failed: number): number | null => (success + failed === 0 ? null : Math.round((failed / (success + failed)) * 10_000) / 10_000);
+const rate = (success: number, failed: number): number | null =>
+  success + failed === 0 ? null : Math.round((failed / (success + failed)) * 10_000) / 10_000;
 
 function countsOf(g: { total: number; success: number; failed: number; aborted: number }): CountsOf {
-  return { installs: g.total, success: g.success, failed: g.failed, aborted: g.aborted, failure_rate: rate(g.success, g.failed) };
+  return {
+    installs: g.total,
+    success: g.success,
+    failed: g.failed,
+    aborted: g.aborted,
+    failure_rate: rate(g.success, g.failed),
+  };
 }
 
 /**
  * Splits per-app groups at the privacy floor: apps with at least `floor` installs are listed, most
  * installed first (then by name); the others are summed into one "other" row with how many they were.
  */
-export function applyFloor(groups: readonly Pick<Group, "value" | "total" | "success" | "failed" | "aborted">[], floor: number) {
+export function applyFloor(
+  groups: readonly Pick<Group, "value" | "total" | "success" | "failed" | "aborted">[],
+  floor: number,
+) {
   const apps: Static<typeof AppRow>[] = [];
   const other = { apps: 0, total: 0, success: 0, failed: 0, aborted: 0 };
   const total = { total: 0, success: 0, failed: 0, aborted: 0 };
@@ -81,7 +98,12 @@ async function computePublicStats({ store, clock, minInstalls }: PublicStatsDeps
   const windows = await Promise.all(
     PUBLIC_WINDOWS.map(async (days) => {
       const w = { from: to - days * DAY, to };
-      const { groups } = await stats.breakdown({ kind: "install", from: w.from, to: w.to }, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER });
+      const { groups } = await stats.breakdown({ kind: "install", from: w.from, to: w.to }, w, {
+        by: "nsapp",
+        sort: "volume",
+        minRuns: 0,
+        limit: Number.MAX_SAFE_INTEGER,
+      });
       return { days, window: windowJson(w), ...applyFloor(groups, minInstalls) };
     }),
   );

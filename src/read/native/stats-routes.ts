@@ -2,7 +2,17 @@
 import { Elysia, t, type Static } from "elysia";
 import { ErrorBody } from "../../http/errors.ts";
 import type { StoreReads } from "../../store/contract/executions.ts";
-import { FilterQuery, QueryError, docParam, intParam, oneOf, readQuery, resolveWindow, strictQuery, windowJson } from "../query.ts";
+import {
+  FilterQuery,
+  QueryError,
+  docParam,
+  intParam,
+  oneOf,
+  readQuery,
+  resolveWindow,
+  strictQuery,
+  windowJson,
+} from "../query.ts";
 import { BREAKDOWN_DIMENSIONS } from "../../domain/rollup.ts";
 import { createStats } from "../stats.ts";
 import { INTERVALS, pointCount } from "../aggregate.ts";
@@ -31,7 +41,8 @@ function dimensionParam(v: string | undefined) {
 
 const WindowJson = t.Object({ from: t.String({ format: "date-time" }), to: t.String({ format: "date-time" }) });
 const Source = t.Union([t.Literal("rollup"), t.Literal("scan")], {
-  description: "rollup: answered from rollup tables; scan: this filter combination needed a scan of the window's records (slower)",
+  description:
+    "rollup: answered from rollup tables; scan: this filter combination needed a scan of the window's records (slower)",
 });
 const Rate = t.Nullable(t.Number({ description: "success / (success + failed); null when neither occurred" }));
 const OutcomeCountsSchema = {
@@ -62,7 +73,10 @@ const Retries = t.Nullable(
     { description: "null when a dimension filter (status, exit_code, ...) applies" },
   ),
 );
-const Summary = t.Object({ window: WindowJson, source: Source, ...OutcomeCountsSchema, duration: Duration, retries: Retries }, { title: "Summary" });
+const Summary = t.Object(
+  { window: WindowJson, source: Source, ...OutcomeCountsSchema, duration: Duration, retries: Retries },
+  { title: "Summary" },
+);
 const Breakdown = t.Object(
   {
     window: WindowJson,
@@ -91,7 +105,9 @@ const Errors = t.Object(
     signatures: t.Array(
       t.Object({
         id: t.String(),
-        signature: t.Nullable(t.String({ description: "the error text with numbers, paths, ids and addresses normalized" })),
+        signature: t.Nullable(
+          t.String({ description: "the error text with numbers, paths, ids and addresses normalized" }),
+        ),
         count: t.Integer(),
         share: t.Number(),
         apps: t.Array(t.String(), { description: "apps that have ever failed with this signature" }),
@@ -99,7 +115,12 @@ const Errors = t.Object(
         last_seen: t.Nullable(t.String({ format: "date-time" })),
         example: t.Nullable(t.String()),
         issue: t.Nullable(
-          t.Object({ tracker: t.String(), repo: t.String(), number: t.Integer(), url: t.String() }, { description: "the tracker issue this signature is linked to (admin: POST /api/admin/issues/{signature})" }),
+          t.Object(
+            { tracker: t.String(), repo: t.String(), number: t.Integer(), url: t.String() },
+            {
+              description: "the tracker issue this signature is linked to (admin: POST /api/admin/issues/{signature})",
+            },
+          ),
         ),
       }),
     ),
@@ -112,10 +133,14 @@ const Drivers = t.Object(
     window: WindowJson,
     source: Source,
     failed: t.Integer({ description: "failed runs in the window" }),
-    runs: t.Integer({ description: "finished runs in the window: success + failed (aborted, unknown and running ones are neither)" }),
+    runs: t.Integer({
+      description: "finished runs in the window: success + failed (aborted, unknown and running ones are neither)",
+    }),
     failure_rate: t.Nullable(t.Number({ description: "failed / runs; null when no run finished" })),
     min_runs: t.Integer({ description: "a value is compared only with at least this many runs" }),
-    confidence: t.Number({ description: "family confidence of the intervals, adjusted (Bonferroni) for every value compared" }),
+    confidence: t.Number({
+      description: "family confidence of the intervals, adjusted (Bonferroni) for every value compared",
+    }),
     compared: t.Integer({ description: "values compared (enough runs with the value and without it)" }),
     z: t.Number({ description: "the normal quantile every interval was computed with" }),
     alpha: t.Number({ description: "a value is listed when its p_value is below this: (1 - confidence) / compared" }),
@@ -129,14 +154,19 @@ const Drivers = t.Object(
         failure_rate: Share("failed / runs of this value"),
         failure_rate_low: Share("Wilson score interval of failure_rate, lower bound"),
         failure_rate_high: Share("upper bound"),
-        elsewhere: t.Object({ failed: t.Integer(), runs: t.Integer(), failure_rate: t.Number() }, { description: "every other finished run of the window" }),
+        elsewhere: t.Object(
+          { failed: t.Integer(), runs: t.Integer(), failure_rate: t.Number() },
+          { description: "every other finished run of the window" },
+        ),
         share_of_failed: Share("this value's share of the window's failed runs"),
         share_of_runs: Share("this value's share of the window's runs"),
         lift: Share("failure_rate / the window's failure rate (= share_of_failed / share_of_runs)"),
         difference: Share("failure_rate - elsewhere.failure_rate"),
         difference_low: Share("Newcombe interval of difference, lower bound; drivers are sorted by it"),
         difference_high: Share("upper bound"),
-        p_value: t.Number({ description: "Fisher's exact test, one-sided (its runs fail more than the rest); 3 significant digits" }),
+        p_value: t.Number({
+          description: "Fisher's exact test, one-sided (its runs fail more than the rest); 3 significant digits",
+        }),
       }),
     ),
   },
@@ -148,7 +178,6 @@ const TopWindow = t.Object({
   apps: t.Array(t.Object({ nsapp: t.Nullable(t.String()), count: t.Integer(), percent: t.Number() })),
 });
 const TopApps = t.Object({ "30d": TopWindow, "90d": TopWindow, "365d": TopWindow }, { title: "TopApps" });
-
 
 // Response shapes, for typed clients (the dashboard).
 export type SummaryResponse = Static<typeof Summary>;
@@ -199,7 +228,11 @@ export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
       {
         ...strictQuery(FilterQuery),
         response: { 200: Summary, 400: ErrorBody },
-        detail: { tags, summary: "Totals per outcome, success rate, durations", description: `Default window: the last ${DEFAULT_STATS_DAYS} days. Durations are of successful installs, or of the filtered outcome.` },
+        detail: {
+          tags,
+          summary: "Totals per outcome, success rate, durations",
+          description: `Default window: the last ${DEFAULT_STATS_DAYS} days. Durations are of successful installs, or of the filtered outcome.`,
+        },
       },
     )
     .get(
@@ -216,17 +249,25 @@ export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { window: windowJson(w), by, ...(await stats.breakdown(filter, w, options)) };
       },
       {
-        ...strictQuery(t.Composite([
-          FilterQuery,
-          t.Object({
-            by: t.String({ description: "the dimension to group by", enum: [...BREAKDOWN_DIMENSIONS] }),
-            sort: docParam("default volume", SORTS),
-            min_runs: docParam(`failure_rate ranking: groups with fewer finished (success + failed) installs are left out; a whole number from 0 to ${MAX_MIN_RUNS}, default 10`),
-            limit: docParam(`groups listed, a whole number from 1 to ${MAX_GROUPS}; default 50`),
-          }),
-        ])),
+        ...strictQuery(
+          t.Composite([
+            FilterQuery,
+            t.Object({
+              by: t.String({ description: "the dimension to group by", enum: [...BREAKDOWN_DIMENSIONS] }),
+              sort: docParam("default volume", SORTS),
+              min_runs: docParam(
+                `failure_rate ranking: groups with fewer finished (success + failed) installs are left out; a whole number from 0 to ${MAX_MIN_RUNS}, default 10`,
+              ),
+              limit: docParam(`groups listed, a whole number from 1 to ${MAX_GROUPS}; default 50`),
+            }),
+          ]),
+        ),
         response: { 200: Breakdown, 400: ErrorBody },
-        detail: { tags, summary: "Totals and outcomes per group", description: "os groups by os_type and os_version together." },
+        detail: {
+          tags,
+          summary: "Totals and outcomes per group",
+          description: "os groups by os_type and os_version together.",
+        },
       },
     )
     .get(
@@ -235,14 +276,34 @@ export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
         const interval = oneOf("interval", query.interval, INTERVALS) ?? "day";
         const { w, filter } = statsQuery(query);
         // The points are zero-filled: their number is checked before any is made.
-        if (interval === "hour" && w.to - w.from > MAX_HOURLY_DAYS * DAY) throw new QueryError("interval", `hourly points cover at most ${MAX_HOURLY_DAYS} days; use day or week`);
+        if (interval === "hour" && w.to - w.from > MAX_HOURLY_DAYS * DAY)
+          throw new QueryError("interval", `hourly points cover at most ${MAX_HOURLY_DAYS} days; use day or week`);
         const n = pointCount(w, interval);
-        if (n > MAX_POINTS) throw new QueryError("interval", `a timeseries has at most ${MAX_POINTS} points; interval=${interval} over this window makes ${n}: use week or a shorter window`);
+        if (n > MAX_POINTS)
+          throw new QueryError(
+            "interval",
+            `a timeseries has at most ${MAX_POINTS} points; interval=${interval} over this window makes ${n}: use week or a shorter window`,
+          );
         const { source, points } = await stats.timeseries(filter, w, interval);
-        return { window: windowJson(w), source, interval, points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })) };
+        return {
+          window: windowJson(w),
+          source,
+          interval,
+          points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })),
+        };
       },
       {
-        ...strictQuery(t.Composite([FilterQuery, t.Object({ interval: docParam(`default day; weeks start on Monday (UTC); at most ${MAX_POINTS} points, hourly over at most ${MAX_HOURLY_DAYS} days`, INTERVALS) })])),
+        ...strictQuery(
+          t.Composite([
+            FilterQuery,
+            t.Object({
+              interval: docParam(
+                `default day; weeks start on Monday (UTC); at most ${MAX_POINTS} points, hourly over at most ${MAX_HOURLY_DAYS} days`,
+                INTERVALS,
+              ),
+            }),
+          ]),
+        ),
         response: { 200: Timeseries, 400: ErrorBody },
         detail: { tags, summary: "Installs over time per outcome, zero-filled" },
       },
@@ -255,9 +316,19 @@ export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
         return { window: windowJson(w), ...(await stats.errors(filter, w, limit)) };
       },
       {
-        ...strictQuery(t.Composite([FilterQuery, t.Object({ limit: docParam(`signatures listed, a whole number from 1 to ${MAX_GROUPS}; default 50`) })])),
+        ...strictQuery(
+          t.Composite([
+            FilterQuery,
+            t.Object({ limit: docParam(`signatures listed, a whole number from 1 to ${MAX_GROUPS}; default 50`) }),
+          ]),
+        ),
         response: { 200: Errors, 400: ErrorBody },
-        detail: { tags, summary: "Failed installs grouped by error signature", description: "Counts are within the window; apps, first_seen, last_seen and example are what is known of the signature across all time." },
+        detail: {
+          tags,
+          summary: "Failed installs grouped by error signature",
+          description:
+            "Counts are within the window; apps, first_seen, last_seen and example are what is known of the signature across all time.",
+        },
       },
     )
     .get(
@@ -267,7 +338,11 @@ export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
         const limit = intParam("limit", query.limit, 1, MAX_DRIVERS) ?? 10;
         const { w, filter } = statsQuery(query);
         for (const field of OUTCOME_FILTERS) {
-          if (query[field] !== undefined) throw new QueryError(field, `drivers compare the failed runs of the window with all its runs: a filter on the outcome (${field}) leaves nothing to compare; leave it out`);
+          if (query[field] !== undefined)
+            throw new QueryError(
+              field,
+              `drivers compare the failed runs of the window with all its runs: a filter on the outcome (${field}) leaves nothing to compare; leave it out`,
+            );
         }
         const d = await stats.drivers(filter, w, minRuns);
         return {
@@ -286,13 +361,17 @@ export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
         };
       },
       {
-        ...strictQuery(t.Composite([
-          FilterQuery,
-          t.Object({
-            min_runs: docParam(`a value is compared only when it has at least this many finished runs; a whole number from 1 to ${MAX_MIN_RUNS}, default 20`),
-            limit: docParam(`drivers listed, a whole number from 1 to ${MAX_DRIVERS}; default 10`),
-          }),
-        ])),
+        ...strictQuery(
+          t.Composite([
+            FilterQuery,
+            t.Object({
+              min_runs: docParam(
+                `a value is compared only when it has at least this many finished runs; a whole number from 1 to ${MAX_MIN_RUNS}, default 20`,
+              ),
+              limit: docParam(`drivers listed, a whole number from 1 to ${MAX_DRIVERS}; default 10`),
+            }),
+          ]),
+        ),
         response: { 200: Drivers, 400: ErrorBody },
         detail: {
           tags,
@@ -310,22 +389,34 @@ export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
         const window = async (days: number) => {
           const w = resolveWindow({ days }, now, null)!;
           // Every group, once: the total is their sum, so the window is read once.
-          const every = (await stats.breakdown({}, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER })).groups;
+          const every = (
+            await stats.breakdown({}, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER })
+          ).groups;
           const all = every.reduce((sum, g) => sum + g.total, 0);
           const groups = every.slice(0, limit);
           return {
             window: windowJson(w),
             total: all,
-            apps: groups.map((g) => ({ nsapp: g.value, count: g.total, percent: all === 0 ? 0 : Math.round((g.total / all) * 10_000) / 100 })),
+            apps: groups.map((g) => ({
+              nsapp: g.value,
+              count: g.total,
+              percent: all === 0 ? 0 : Math.round((g.total / all) * 10_000) / 100,
+            })),
           };
         };
         const [d30, d90, d365] = await Promise.all([window(30), window(90), window(365)]);
         return { "30d": d30, "90d": d90, "365d": d365 };
       },
       {
-        ...strictQuery(t.Object({ limit: docParam(`apps per window, a whole number from 1 to ${MAX_GROUPS}; default 20`) })),
+        ...strictQuery(
+          t.Object({ limit: docParam(`apps per window, a whole number from 1 to ${MAX_GROUPS}; default 20`) }),
+        ),
         response: { 200: TopApps, 400: ErrorBody },
-        detail: { tags, summary: "Most installed apps over 30, 90 and 365 days", description: "Counts are installs started in the window; percent of all installs in it." },
+        detail: {
+          tags,
+          summary: "Most installed apps over 30, 90 and 365 days",
+          description: "Counts are installs started in the window; percent of all installs in it.",
+        },
       },
     );
 }

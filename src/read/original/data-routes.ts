@@ -7,7 +7,18 @@ import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../../http/errors.ts";
 import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import {
-  OriginalErrors, OriginalRecord, OriginalSummary, arrayEnd, arrayPiece, countsObject, dateRange, errorCountsBody, originalStatus, originalStatusCounts, outcomesOfOriginal, pageWindow,
+  OriginalErrors,
+  OriginalRecord,
+  OriginalSummary,
+  arrayEnd,
+  arrayPiece,
+  countsObject,
+  dateRange,
+  errorCountsBody,
+  originalStatus,
+  originalStatusCounts,
+  outcomesOfOriginal,
+  pageWindow,
   type OriginalSource,
 } from "./data-shapes.ts";
 import { allTime } from "../query.ts";
@@ -16,7 +27,6 @@ import { reuseWhileExpensive } from "../reuse.ts";
 
 /** Rows per streamed chunk (one query each). */
 export const CHUNK_ROWS = 1000;
-
 
 /** A JSON array streamed from row chunks: one chunk serialised per pull, so memory stays bounded. */
 function jsonArrayResponse(chunks: AsyncIterator<OriginalSource[], void>): Response {
@@ -45,14 +55,16 @@ function jsonArrayResponse(chunks: AsyncIterator<OriginalSource[], void>): Respo
   return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
 }
 
-
 async function* emptyChunks(): AsyncGenerator<OriginalSource[], void> {}
 
 /**
  * Streams of rows (each oldest first) as one, oldest first, keeping the rows `keep` takes; in
  * chunks of up to CHUNK_ROWS. Each source is pulled a chunk at a time, so memory stays bounded.
  */
-async function* mergedChunks<T extends { createdAt: number }>(sources: AsyncGenerator<T[], void>[], keep: (row: T) => boolean): AsyncGenerator<T[], void> {
+async function* mergedChunks<T extends { createdAt: number }>(
+  sources: AsyncGenerator<T[], void>[],
+  keep: (row: T) => boolean,
+): AsyncGenerator<T[], void> {
   const heads = sources.map(() => ({ rows: [] as T[], at: 0, done: false }));
   const fill = async (i: number) => {
     const h = heads[i]!;
@@ -72,7 +84,11 @@ async function* mergedChunks<T extends { createdAt: number }>(sources: AsyncGene
       let best = -1;
       for (let i = 0; i < heads.length; i++) {
         const h = heads[i]!;
-        if (h.at < h.rows.length && (best === -1 || h.rows[h.at]!.createdAt < heads[best]!.rows[heads[best]!.at]!.createdAt)) best = i;
+        if (
+          h.at < h.rows.length &&
+          (best === -1 || h.rows[h.at]!.createdAt < heads[best]!.rows[heads[best]!.at]!.createdAt)
+        )
+          best = i;
       }
       if (best === -1) break;
       const row = heads[best]!.rows[heads[best]!.at++]!;
@@ -104,18 +120,29 @@ const RecordList = t.Array(OriginalRecord, { description: "streamed; oldest firs
 export function dataRoutes(deps: DataRoutesDeps) {
   const { store, clock } = deps;
   const stats = createStats(store);
-  const errorCounts = reuseWhileExpensive(async () => errorCountsBody(await store.errorTextCounts()), () => store.changeMarker());
+  const errorCounts = reuseWhileExpensive(
+    async () => errorCountsBody(await store.errorTextCounts()),
+    () => store.changeMarker(),
+  );
 
   /** Streams the installs matching `f` that exist now (up to the newest one, so the stream ends). */
   const list = async (f: ExecutionFilter, page?: { offset: number; limit: number }): Promise<Response> => {
     const span = await store.recordSpan();
-    return jsonArrayResponse(span === null ? emptyChunks() : store.executionChunks({ ...f, until: span.last }, { ...page, chunkRows: CHUNK_ROWS }));
+    return jsonArrayResponse(
+      span === null
+        ? emptyChunks()
+        : store.executionChunks({ ...f, until: span.last }, { ...page, chunkRows: CHUNK_ROWS }),
+    );
   };
 
   return new Elysia({ name: "compat" })
     .get("/data/json", () => list({}), {
       response: { 200: RecordList },
-      detail: { tags, summary: "Every install (original API)", description: "All installs, oldest first, streamed as one JSON array." },
+      detail: {
+        tags,
+        summary: "Every install (original API)",
+        description: "All installs, oldest first, streamed as one JSON array.",
+      },
     })
     .get("/data/paginated", ({ request }) => list({}, pageWindow(param(request, "page"), param(request, "limit"))), {
       query: t.Object({
@@ -123,13 +150,20 @@ export function dataRoutes(deps: DataRoutesDeps) {
         limit: queryText("installs per page; below 1 or not a number means 10; no upper bound (the page is streamed)"),
       }),
       response: { 200: RecordList },
-      detail: { tags, summary: "One page of installs (original API)", description: "Oldest first; a page past the end is []. No total or page count, as in the original." },
+      detail: {
+        tags,
+        summary: "One page of installs (original API)",
+        description: "Oldest first; a page past the end is []. No total or page count, as in the original.",
+      },
     })
     .get(
       "/data/summary",
       async () => {
         const span = await store.recordSpan();
-        if (!span) return new Response(JSON.stringify({ total_entries: 0, status_count: {}, nsapp_count: {} }), { headers: { "content-type": "application/json" } });
+        if (!span)
+          return new Response(JSON.stringify({ total_entries: 0, status_count: {}, nsapp_count: {} }), {
+            headers: { "content-type": "application/json" },
+          });
         // All time, from rollups: the first install's hour up to past both now and the newest install.
         const w = allTime(span, clock());
         const every = { sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER } as const;
@@ -139,20 +173,36 @@ export function dataRoutes(deps: DataRoutesDeps) {
           stats.breakdown({}, w, { ...every, by: "nsapp" }),
         ]);
         // Statuses in the original's words: its readers count done as success (data-shapes.ts originalStatus).
-        const body: OriginalSummary = { total_entries: summary.total, status_count: originalStatusCounts(byStatus.groups), nsapp_count: countsObject(byApp.groups) };
+        const body: OriginalSummary = {
+          total_entries: summary.total,
+          status_count: originalStatusCounts(byStatus.groups),
+          nsapp_count: countsObject(byApp.groups),
+        };
         // Serialised here: the response step copies record keys by assignment, and an app named
         // "__proto__" would vanish (or worse) on the way out.
         return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
       },
       {
         response: { 200: OriginalSummary },
-        detail: { tags, summary: "Totals by status and by app, all time (original API)", description: "Answered from rollups: fast at any size." },
+        detail: {
+          tags,
+          summary: "Totals by status and by app, all time (original API)",
+          description: "Answered from rollups: fast at any size.",
+        },
       },
     )
     .get("/data/nsapp", ({ request }) => list({ nsapp: param(request, "nsapp") }), {
-      query: t.Object({ nsapp: queryText('exact application name (case-sensitive); absent or "" lists installs without one, as in the original') }),
+      query: t.Object({
+        nsapp: queryText(
+          'exact application name (case-sensitive); absent or "" lists installs without one, as in the original',
+        ),
+      }),
       response: { 200: RecordList },
-      detail: { tags, summary: "Installs of one app (original API)", description: "Oldest first, streamed; an unknown app is []." },
+      detail: {
+        tags,
+        summary: "Installs of one app (original API)",
+        description: "Oldest first, streamed; an unknown app is [].",
+      },
     })
     .get(
       "/data/date",
@@ -170,7 +220,8 @@ export function dataRoutes(deps: DataRoutesDeps) {
         detail: {
           tags,
           summary: "Installs created in a range of days (original API)",
-          description: "Oldest first, streamed. A missing or malformed day is 400, as in the original. start_date after end_date is [].",
+          description:
+            "Oldest first, streamed. A missing or malformed day is 400, as in the original. start_date after end_date is [].",
         },
       },
     )
@@ -183,36 +234,54 @@ export function dataRoutes(deps: DataRoutesDeps) {
         const span = await store.recordSpan();
         if (span === null) return jsonArrayResponse(emptyChunks());
         const sources = outcomesOfOriginal(wanted).map((outcome) =>
-          store.executionChunks({ outcome, ...(wanted === "done" || wanted === "failed" || wanted === "installing" ? {} : { status: wanted }), until: span.last }, { chunkRows: CHUNK_ROWS }),
+          store.executionChunks(
+            {
+              outcome,
+              ...(wanted === "done" || wanted === "failed" || wanted === "installing" ? {} : { status: wanted }),
+              until: span.last,
+            },
+            { chunkRows: CHUNK_ROWS },
+          ),
         );
         return jsonArrayResponse(mergedChunks(sources, (row) => originalStatus(row) === wanted));
       },
       {
-        query: t.Object({ status: queryText("in the original's words: done, failed or installing (today's success is done, an abort failed, a run still going installing); matched case-insensitively") }),
+        query: t.Object({
+          status: queryText(
+            "in the original's words: done, failed or installing (today's success is done, an abort failed, a run still going installing); matched case-insensitively",
+          ),
+        }),
         response: { 200: RecordList },
         detail: { tags, summary: "Installs with one status (original API)", description: "Oldest first, streamed." },
       },
     )
-    .get("/data/os", ({ request }) => list({ osType: param(request, "os_type").toLowerCase(), osVersion: param(request, "os_version") }), {
-      query: t.Object({
-        os_type: queryText("e.g. debian (stored lowercase, so matched case-insensitively)"),
-        os_version: queryText("e.g. 12, exact. Both parameters are matched: an absent one matches installs without that value, as in the original"),
-      }),
-      response: { 200: RecordList },
-      detail: { tags, summary: "Installs on one OS type and version (original API)", description: "Oldest first, streamed." },
-    })
     .get(
-      "/data/errors",
-      () => errorCounts(),
+      "/data/os",
+      ({ request }) =>
+        list({ osType: param(request, "os_type").toLowerCase(), osVersion: param(request, "os_version") }),
       {
-        response: { 200: OriginalErrors },
+        query: t.Object({
+          os_type: queryText("e.g. debian (stored lowercase, so matched case-insensitively)"),
+          os_version: queryText(
+            "e.g. 12, exact. Both parameters are matched: an absent one matches installs without that value, as in the original",
+          ),
+        }),
+        response: { 200: RecordList },
         detail: {
           tags,
-          summary: "Installs per exact error text, all time (original API)",
-          description:
-            'Every install with a non-empty error, whatever its status (finished installs often carry "none"), most frequent first. ' +
-            "Scans all installs; on large databases an answer may be reused for up to 10x the time it took to compute.",
+          summary: "Installs on one OS type and version (original API)",
+          description: "Oldest first, streamed.",
         },
       },
-    );
+    )
+    .get("/data/errors", () => errorCounts(), {
+      response: { 200: OriginalErrors },
+      detail: {
+        tags,
+        summary: "Installs per exact error text, all time (original API)",
+        description:
+          'Every install with a non-empty error, whatever its status (finished installs often carry "none"), most frequent first. ' +
+          "Scans all installs; on large databases an answer may be reused for up to 10x the time it took to compute.",
+      },
+    });
 }

@@ -13,7 +13,10 @@ import { DAY } from "../../domain/time.ts";
  */
 export const OriginalRecord = t.Object(
   {
-    id: t.String({ description: "24 hex digits, shaped like the original's MongoDB ObjectID: creation time first, so it sorts by time; derived from random_id and created_at, stable" }),
+    id: t.String({
+      description:
+        "24 hex digits, shaped like the original's MongoDB ObjectID: creation time first, so it sorts by time; derived from random_id and created_at, stable",
+    }),
     ct_type: t.Integer(),
     disk_size: t.Number(),
     core_count: t.Integer(),
@@ -23,13 +26,18 @@ export const OriginalRecord = t.Object(
     disableip6: t.String(),
     nsapp: t.String(),
     method: t.String(),
-    created_at: t.String({ description: "RFC 3339 in UTC as Go writes it: fraction without trailing zeros (2026-06-01T12:00:00.5Z)" }),
+    created_at: t.String({
+      description: "RFC 3339 in UTC as Go writes it: fraction without trailing zeros (2026-06-01T12:00:00.5Z)",
+    }),
     pve_version: t.String(),
     status: t.String(),
     random_id: t.String(),
     type: t.String(),
     error: t.String(),
-    hn: t.String({ description: "the first revision's fields (its clients sent them; the website's first data page shows them): as sent, else \"\"" }),
+    hn: t.String({
+      description:
+        "the first revision's fields (its clients sent them; the website's first data page shows them): as sent, else \"\"",
+    }),
     ssh: t.String(),
     verbose: t.String(),
     tags: t.String(),
@@ -42,7 +50,9 @@ export const OriginalSummary = t.Object(
   {
     total_entries: t.Integer(),
     status_count: t.Record(t.String(), t.Integer(), { description: "status -> installs, all time" }),
-    nsapp_count: t.Record(t.String(), t.Integer(), { description: 'nsapp -> installs, all time; "" for installs without one' }),
+    nsapp_count: t.Record(t.String(), t.Integer(), {
+      description: 'nsapp -> installs, all time; "" for installs without one',
+    }),
   },
   { title: "CompatSummary" },
 );
@@ -71,14 +81,31 @@ export function originalId(randomId: string, createdAt: number): string {
   const seconds = Math.floor(createdAt / 1000) >>> 0;
   const millis = ((createdAt % 1000) + 1000) % 1000;
   const hash = Bun.hash.wyhash(randomId) & 0xffff_ffff_ffffn;
-  return seconds.toString(16).padStart(8, "0") + millis.toString(16).padStart(4, "0") + hash.toString(16).padStart(12, "0");
+  return (
+    seconds.toString(16).padStart(8, "0") + millis.toString(16).padStart(4, "0") + hash.toString(16).padStart(12, "0")
+  );
 }
 
 /** The fields of a stored install the original's record is made of. */
 export type OriginalSource = Pick<
   Execution,
-  | "randomId" | "type" | "ctType" | "diskSize" | "coreCount" | "ramSize" | "osType" | "osVersion" | "disableip6" | "nsapp" | "method" | "pveVersion" | "status"
-  | "outcome" | "error" | "createdAt" | "extra"
+  | "randomId"
+  | "type"
+  | "ctType"
+  | "diskSize"
+  | "coreCount"
+  | "ramSize"
+  | "osType"
+  | "osVersion"
+  | "disableip6"
+  | "nsapp"
+  | "method"
+  | "pveVersion"
+  | "status"
+  | "outcome"
+  | "error"
+  | "createdAt"
+  | "extra"
 >;
 
 /**
@@ -105,7 +132,12 @@ export function outcomesOfOriginal(status: string): readonly Execution["outcome"
 /** The first revision's fields, from what a client sent beyond today's fields. */
 function firstRevision(extra: string | null): { hn: string; ssh: string; verbose: string; tags: string } {
   const sent = extra === null ? {} : (JSON.parse(extra) as Record<string, unknown>);
-  const text = (key: string) => (typeof sent[key] === "string" ? (sent[key] as string) : sent[key] === undefined || sent[key] === null ? "" : JSON.stringify(sent[key]));
+  const text = (key: string) =>
+    typeof sent[key] === "string"
+      ? (sent[key] as string)
+      : sent[key] === undefined || sent[key] === null
+        ? ""
+        : JSON.stringify(sent[key]);
   return { hn: text("hn"), ssh: text("ssh"), verbose: text("verbose"), tags: text("tags") };
 }
 
@@ -132,11 +164,24 @@ export function toOriginalRecord(row: OriginalSource): OriginalRecord {
 }
 
 /** status_count in the original's words, from counts per stored status and outcome. */
-export function originalStatusCounts(groups: Iterable<{ value: string | null; success: number; failed: number; aborted: number; in_progress: number; unknown: number }>): Record<string, number> {
+export function originalStatusCounts(
+  groups: Iterable<{
+    value: string | null;
+    success: number;
+    failed: number;
+    aborted: number;
+    in_progress: number;
+    unknown: number;
+  }>,
+): Record<string, number> {
   const words: { value: string; total: number }[] = [];
   for (const g of groups) {
     const status = g.value ?? "";
-    words.push({ value: "done", total: g.success }, { value: "failed", total: g.failed + g.aborted }, { value: "installing", total: g.in_progress });
+    words.push(
+      { value: "done", total: g.success },
+      { value: "failed", total: g.failed + g.aborted },
+      { value: "installing", total: g.in_progress },
+    );
     words.push({ value: originalStatus({ status, outcome: "unknown" }), total: g.unknown });
   }
   return countsObject(words);
@@ -167,7 +212,9 @@ export function parseDay(text: string): number | null {
   return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day ? d.getTime() : null;
 }
 
-export type DateRange = { ok: true; from: number; to: number } | { ok: false; field: "start_date" | "end_date"; message: string };
+export type DateRange =
+  | { ok: true; from: number; to: number }
+  | { ok: false; field: "start_date" | "end_date"; message: string };
 
 /**
  * /data/date: both days required, start_date checked first (as the original). The range covers
@@ -175,11 +222,26 @@ export type DateRange = { ok: true; from: number; to: number } | { ok: false; fi
  * misses the last second's milliseconds).
  */
 export function dateRange(start: string | undefined, end: string | undefined): DateRange {
-  if (!start || !end) return { ok: false, field: start ? "end_date" : "start_date", message: "Both start_date and end_date are required (YYYY-MM-DD)" };
+  if (!start || !end)
+    return {
+      ok: false,
+      field: start ? "end_date" : "start_date",
+      message: "Both start_date and end_date are required (YYYY-MM-DD)",
+    };
   const from = parseDay(start);
-  if (from === null) return { ok: false, field: "start_date", message: `start_date must be a date YYYY-MM-DD, got ${JSON.stringify(start.slice(0, 40))}` };
+  if (from === null)
+    return {
+      ok: false,
+      field: "start_date",
+      message: `start_date must be a date YYYY-MM-DD, got ${JSON.stringify(start.slice(0, 40))}`,
+    };
   const last = parseDay(end);
-  if (last === null) return { ok: false, field: "end_date", message: `end_date must be a date YYYY-MM-DD, got ${JSON.stringify(end.slice(0, 40))}` };
+  if (last === null)
+    return {
+      ok: false,
+      field: "end_date",
+      message: `end_date must be a date YYYY-MM-DD, got ${JSON.stringify(end.slice(0, 40))}`,
+    };
   return { ok: true, from, to: last + DAY };
 }
 

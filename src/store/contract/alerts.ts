@@ -8,14 +8,27 @@ export type AlertWrite =
    * never half recorded): each rule's last evaluation, the changes of state with their history
    * entries and queued messages, and firings held back before (cooldown, silence) sent now.
    */
-  | { kind: "alert-round"; at: number; rules: readonly { rule: string; summary: string }[]; transitions: readonly AlertTransition[]; sends: readonly AlertSend[] }
+  | {
+      kind: "alert-round";
+      at: number;
+      rules: readonly { rule: string; summary: string }[];
+      transitions: readonly AlertTransition[];
+      sends: readonly AlertSend[];
+    }
   /** Silences a rule until `until` (null: the silence ends now). */
   | { kind: "alert-silence"; rule: string; until: number | null; at: number }
   /**
    * What came of one delivery attempt of a queued message: sent; failed and tried again at
    * `nextAt` ("retry"); failed for good ("failed"). Only a message still queued changes.
    */
-  | { kind: "alert-delivery"; id: number; result: "sent" | "retry" | "failed"; error: string | null; nextAt: number | null; at: number }
+  | {
+      kind: "alert-delivery";
+      id: number;
+      result: "sent" | "retry" | "failed";
+      error: string | null;
+      nextAt: number | null;
+      at: number;
+    }
   /** History entries from before `before` go (not those an alert's current state points at), and delivered or failed messages queued before it. */
   | { kind: "alert-forget"; before: number; at: number };
 

@@ -118,7 +118,10 @@ export interface ExecutionReads {
   /** An install's executions, first attempt first; empty when the random_id is unknown. */
   getExecutions(randomId: string): Promise<Execution[]>;
   /** Newest first (or oldest), `limit` rows after `after`; `next` is null on the last page. */
-  listExecutions(filter: ExecutionFilter, page: { limit: number; after?: ListCursor; order?: ListOrder }): Promise<{ rows: Execution[]; next: ListCursor | null }>;
+  listExecutions(
+    filter: ExecutionFilter,
+    page: { limit: number; after?: ListCursor; order?: ListOrder },
+  ): Promise<{ rows: Execution[]; next: ListCursor | null }>;
   /** Each app's newest execution (an index seek per app); apps without one are left out. */
   newestOfApps(apps: readonly string[]): Promise<Execution[]>;
   /** One numbered page and how many executions match in all. */
@@ -128,7 +131,10 @@ export interface ExecutionReads {
    * Each chunk is one query run to completion, so no statement stays open while a consumer
    * (a download, say) takes its time.
    */
-  executionChunks(filter: ExecutionFilter, page?: { offset?: number; limit?: number; chunkRows?: number }): AsyncGenerator<Execution[], void>;
+  executionChunks(
+    filter: ExecutionFilter,
+    page?: { offset?: number; limit?: number; chunkRows?: number },
+  ): AsyncGenerator<Execution[], void>;
   /** Every matching execution, oldest first, in constant memory (executionChunks, flattened). */
   iterateExecutions(filter: ExecutionFilter): AsyncIterable<Execution>;
   /**

@@ -32,12 +32,21 @@ export type IssueWrite =
    * Settles a claim: with `link`, the signature is linked to it, unless it is linked already (the
    * link stored first stays, and is answered); with null, `owner`'s claim is released.
    */
-  | { kind: "issue-settle"; signature: string; owner: string; link: Omit<IssueLink, "signature" | "linkedAt"> | null; at: number }
+  | {
+      kind: "issue-settle";
+      signature: string;
+      owner: string;
+      link: Omit<IssueLink, "signature" | "linkedAt"> | null;
+      at: number;
+    }
   /** Forgets the signature's link or claim (the issue was deleted, or linked by mistake). */
   | { kind: "issue-forget"; signature: string; at: number };
 
 export interface IssueResults {
-  "issue-claim": { kind: "issue-claimed" } | { kind: "issue-linked"; link: IssueLink } | { kind: "issue-busy"; until: number };
+  "issue-claim":
+    | { kind: "issue-claimed" }
+    | { kind: "issue-linked"; link: IssueLink }
+    | { kind: "issue-busy"; until: number };
   /** "issue-released": the claim is gone (or was not `owner`'s, and stays). */
   "issue-settle": { kind: "issue-linked"; link: IssueLink } | { kind: "issue-released" };
   /** `found`: there was a link or a claim. */

@@ -45,7 +45,12 @@ export interface RejectedReads {
    * Log entries of `reasons` that a replay should try, oldest first, with ids above `afterId`:
    * never replayed, or replayed with a result starting with `retryPrefix` (still invalid then).
    */
-  replayCandidates(opts: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }): Promise<RejectedEntry[]>;
+  replayCandidates(opts: {
+    reasons: readonly RejectReason[];
+    retryPrefix: string;
+    afterId: number;
+    limit: number;
+  }): Promise<RejectedEntry[]>;
   /** Entries of `reasons` replayed for good (with a result not starting with `retryPrefix`). */
   countReplayed(reasons: readonly RejectReason[], retryPrefix: string): Promise<number>;
   /** Entries of the rejected-reports log received in [from, to), per reason (reasons with none left out). */

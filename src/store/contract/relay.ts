@@ -56,7 +56,15 @@ export type RelayWrite =
    * What came of claimed entries: `sent` leave the outbox; `failed` stay, their attempt counted, until their retry time;
    * `refused` stay but are not claimed again until requeued; `released` were not tried. The lease ends.
    */
-  | { kind: "relay-settle"; owner: string; sent: readonly number[]; failed: readonly RelayRetry[]; refused: readonly RelayFailure[]; released: readonly number[]; at: number }
+  | {
+      kind: "relay-settle";
+      owner: string;
+      sent: readonly number[];
+      failed: readonly RelayRetry[];
+      refused: readonly RelayFailure[];
+      released: readonly number[];
+      at: number;
+    }
   | { kind: "relay-control"; action: RelayAction; at: number };
 
 export interface RelayResults {

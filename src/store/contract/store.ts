@@ -7,16 +7,36 @@
 import { ALERT_READS, type AlertReads, type AlertResults, type AlertWrite } from "./alerts.ts";
 import { EXECUTION_READS, type ExecutionResults, type ReportWrite, type StoreReads } from "./executions.ts";
 import { ISSUE_READS, type IssueResults, type IssueWrite } from "./issues.ts";
-import { MAINTENANCE_READS, type MaintenanceControl, type MaintenanceReads, type MaintenanceResults, type MaintenanceWrite } from "./maintenance.ts";
+import {
+  MAINTENANCE_READS,
+  type MaintenanceControl,
+  type MaintenanceReads,
+  type MaintenanceResults,
+  type MaintenanceWrite,
+} from "./maintenance.ts";
 import { REJECTED_READS, type RejectedReads, type RejectedResults, type RejectedWrite } from "./rejected.ts";
 import { RELAY_READS, type RelayControl, type RelayReads, type RelayResults, type RelayWrite } from "./relay.ts";
 import { TRANSFER_READS, type TransferReads, type TransferResults, type TransferWrite } from "./transfer.ts";
 import type { ReadTable } from "./reads.ts";
 
-export type WriteOp = ReportWrite | RejectedWrite | MaintenanceWrite | TransferWrite | AlertWrite | RelayWrite | IssueWrite;
+export type WriteOp =
+  | ReportWrite
+  | RejectedWrite
+  | MaintenanceWrite
+  | TransferWrite
+  | AlertWrite
+  | RelayWrite
+  | IssueWrite;
 
 /** What each kind of write comes to. */
-export interface ResultOf extends ExecutionResults, RejectedResults, MaintenanceResults, TransferResults, AlertResults, RelayResults, IssueResults {}
+export interface ResultOf
+  extends ExecutionResults,
+    RejectedResults,
+    MaintenanceResults,
+    TransferResults,
+    AlertResults,
+    RelayResults,
+    IssueResults {}
 export type ResultFor<Op extends WriteOp> = ResultOf[Op["kind"]];
 export type WriteResult = ResultOf[keyof ResultOf];
 

@@ -3,7 +3,15 @@
 // time (the alert jobs take the store's lease), so these need no locks of their own.
 import type { Sql } from "postgres";
 import type { RejectReason } from "../../domain/rejection.ts";
-import type { AlertDelivery, AlertEvent, AlertReads, AlertRuleMark, AlertSend, AlertState, AlertTransition } from "../contract/alerts.ts";
+import type {
+  AlertDelivery,
+  AlertEvent,
+  AlertReads,
+  AlertRuleMark,
+  AlertSend,
+  AlertState,
+  AlertTransition,
+} from "../contract/alerts.ts";
 import type { RejectedReads } from "../contract/rejected.ts";
 import type { ResultOf, WriteOp } from "../contract/store.ts";
 
@@ -11,7 +19,13 @@ type AlertOp<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;
 
-async function enqueue(tx: Tx, eventId: number, message: string, channels: readonly string[], at: number): Promise<void> {
+async function enqueue(
+  tx: Tx,
+  eventId: number,
+  message: string,
+  channels: readonly string[],
+  at: number,
+): Promise<void> {
   for (const channel of channels) {
     await tx`INSERT INTO alert_outbox (event_id, channel, message, created_at, next_at, attempts, state) VALUES (${eventId}, ${channel}, ${message}, ${at}, ${at}, 0, 'pending')`;
   }
@@ -45,7 +59,10 @@ async function send(tx: Tx, s: AlertSend, at: number): Promise<void> {
 }
 
 /** Applies an alert op inside the batch's transaction (writes.ts). */
-export async function applyAlertOp(tx: Tx, op: AlertOp<"alert-round" | "alert-silence" | "alert-delivery" | "alert-forget">): Promise<ResultOf[typeof op.kind]> {
+export async function applyAlertOp(
+  tx: Tx,
+  op: AlertOp<"alert-round" | "alert-silence" | "alert-delivery" | "alert-forget">,
+): Promise<ResultOf[typeof op.kind]> {
   switch (op.kind) {
     case "alert-round": {
       for (const { rule, summary } of op.rules) {
@@ -67,11 +84,13 @@ export async function applyAlertOp(tx: Tx, op: AlertOp<"alert-round" | "alert-si
           : op.result === "retry"
             ? tx`next_at = ${op.nextAt ?? op.at}, last_error = ${op.error}`
             : tx`state = 'failed', last_error = ${op.error}`;
-      const changed = await tx`UPDATE alert_outbox SET ${set}, attempts = attempts + 1 WHERE id = ${op.id} AND state = 'pending' RETURNING 1`;
+      const changed =
+        await tx`UPDATE alert_outbox SET ${set}, attempts = attempts + 1 WHERE id = ${op.id} AND state = 'pending' RETURNING 1`;
       return { kind: "alert-delivery-marked", found: changed.length > 0 };
     }
     case "alert-forget": {
-      const messages = await tx`DELETE FROM alert_outbox WHERE created_at < ${op.before} AND state <> 'pending' RETURNING 1`;
+      const messages =
+        await tx`DELETE FROM alert_outbox WHERE created_at < ${op.before} AND state <> 'pending' RETURNING 1`;
       const events = await tx`
         DELETE FROM alert_events e WHERE e.at < ${op.before}
           AND NOT EXISTS (SELECT 1 FROM alert_states s WHERE s.event_id = e.id)
@@ -86,10 +105,18 @@ const DELIVERY = `id, event_id AS "eventId", channel, message, created_at AS "cr
 export function createAlertReads(pg: Sql): AlertReads & Pick<RejectedReads, "rejectedCounts"> {
   return {
     alertStates: () =>
-      pg<AlertState[]>`SELECT rule, subject, status, since, event_id AS "eventId", notified, last_sent_at AS "lastSentAt" FROM alert_states ORDER BY rule, subject`.then((rows) => [...rows]),
+      pg<
+        AlertState[]
+      >`SELECT rule, subject, status, since, event_id AS "eventId", notified, last_sent_at AS "lastSentAt" FROM alert_states ORDER BY rule, subject`.then(
+        (rows) => [...rows],
+      ),
 
     alertRuleMarks: () =>
-      pg<AlertRuleMark[]>`SELECT rule, silenced_until AS "silencedUntil", evaluated_at AS "evaluatedAt", summary FROM alert_rules ORDER BY rule`.then((rows) => [...rows]),
+      pg<
+        AlertRuleMark[]
+      >`SELECT rule, silenced_until AS "silencedUntil", evaluated_at AS "evaluatedAt", summary FROM alert_rules ORDER BY rule`.then(
+        (rows) => [...rows],
+      ),
 
     async alertHistory({ limit, before, rule }) {
       const rows = await pg<Omit<AlertEvent, "deliveries">[]>`
@@ -100,14 +127,26 @@ export function createAlertReads(pg: Sql): AlertReads & Pick<RejectedReads, "rej
       const deliveries = await pg<(AlertEvent["deliveries"][number] & { eventId: number })[]>`
         SELECT event_id AS "eventId", channel, state, attempts, last_error AS "lastError", sent_at AS "sentAt" FROM alert_outbox
         WHERE event_id IN ${pg(rows.map((r) => r.id))} ORDER BY id`;
-      return rows.map((r) => ({ ...r, deliveries: deliveries.filter((d) => d.eventId === r.id).map(({ eventId: _, ...d }) => d) }));
+      return rows.map((r) => ({
+        ...r,
+        deliveries: deliveries.filter((d) => d.eventId === r.id).map(({ eventId: _, ...d }) => d),
+      }));
     },
 
     alertDue: (dueBy, limit) =>
-      pg.unsafe<AlertDelivery[]>(`SELECT ${DELIVERY} FROM alert_outbox WHERE state = 'pending' AND next_at <= $1 ORDER BY next_at, id LIMIT $2`, [dueBy, limit]).then((rows) => [...rows]),
+      pg
+        .unsafe<AlertDelivery[]>(
+          `SELECT ${DELIVERY} FROM alert_outbox WHERE state = 'pending' AND next_at <= $1 ORDER BY next_at, id LIMIT $2`,
+          [dueBy, limit],
+        )
+        .then((rows) => [...rows]),
 
     alertQueue: () =>
-      pg<{ channel: string; pending: number }[]>`SELECT channel, count(*)::int AS pending FROM alert_outbox WHERE state = 'pending' GROUP BY channel ORDER BY channel`.then((rows) => [...rows]),
+      pg<
+        { channel: string; pending: number }[]
+      >`SELECT channel, count(*)::int AS pending FROM alert_outbox WHERE state = 'pending' GROUP BY channel ORDER BY channel`.then(
+        (rows) => [...rows],
+      ),
 
     async rejectedCounts(from, to) {
       const rows = await pg<{ reason: RejectReason; n: number }[]>`

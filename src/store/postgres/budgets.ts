@@ -17,8 +17,21 @@ import type { Sql } from "postgres";
 import type { Rejection } from "../../domain/rejection.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
 import {
-  COUNTERS, EVICT_CHUNK, HEAD_BYTES, countBodyOut, countDropped, countIn, countOut, headOf, newEntry, planWhole,
-  type BudgetCounters, type CounterName, type LeavingEntry, type NewEntry, type StoredBody,
+  COUNTERS,
+  EVICT_CHUNK,
+  HEAD_BYTES,
+  countBodyOut,
+  countDropped,
+  countIn,
+  countOut,
+  headOf,
+  newEntry,
+  planWhole,
+  type BudgetCounters,
+  type CounterName,
+  type LeavingEntry,
+  type NewEntry,
+  type StoredBody,
 } from "../shared/budgets.ts";
 
 /** A connection inside a transaction (transaction.ts). */
@@ -40,7 +53,7 @@ interface Queued {
   copied: CopiedEntry | null;
 }
 
-export const RETURNING_LEAVING = "body_store AS \"bodyStore\", body_hash AS \"bodyHash\", cost";
+export const RETURNING_LEAVING = 'body_store AS "bodyStore", body_hash AS "bodyHash", cost';
 
 /** One batch's view of the budgets: counters (exact once locked), and the log entries it has yet to place. */
 export class BatchBudget implements BudgetCounters {
@@ -58,7 +71,12 @@ export class BatchBudget implements BudgetCounters {
   async lock(): Promise<void> {
     if (this.stored) return;
     await this.tx`SELECT pg_advisory_xact_lock(${BUDGET_LOCK})`;
-    this.stored = new Map((await this.tx<{ name: string; value: number }[]>`SELECT name, value FROM budget_counters`).map((r) => [r.name, r.value]));
+    this.stored = new Map(
+      (await this.tx<{ name: string; value: number }[]>`SELECT name, value FROM budget_counters`).map((r) => [
+        r.name,
+        r.value,
+      ]),
+    );
   }
 
   get(name: CounterName): number {
@@ -75,11 +93,22 @@ export class BatchBudget implements BudgetCounters {
    * write that reads the log); `headOnly`: its body's head only, with the whole body's size and hash.
    */
   log(r: Rejection, at: number, result: string | null, headOnly = false): void {
-    this.queue.push({ entry: newEntry(r, headOnly ? { size: r.body.byteLength, hash: null } : null), at, result, copied: null });
+    this.queue.push({
+      entry: newEntry(r, headOnly ? { size: r.body.byteLength, hash: null } : null),
+      at,
+      result,
+      copied: null,
+    });
   }
 
   /** An entry of another store's log (copy), placed now: `headOf` when only its body's head exists. */
-  async load(r: Rejection, at: number, result: string | null, copied: CopiedEntry, head: { size: number; hash: string | null } | null): Promise<StoredBody | null> {
+  async load(
+    r: Rejection,
+    at: number,
+    result: string | null,
+    copied: CopiedEntry,
+    head: { size: number; hash: string | null } | null,
+  ): Promise<StoredBody | null> {
     await this.flushLog();
     return this.insert({ entry: newEntry(r, head), at, result, copied });
   }
@@ -118,9 +147,20 @@ export class BatchBudget implements BudgetCounters {
     if (!placed) return null;
     const r = entry.rejection;
     await this.tx`INSERT INTO rejected_reports ${this.tx({
-      received_at: at, endpoint: r.endpoint, reason: r.reason, result, field: r.field, message: r.message, random_id: r.randomId,
-      body: placed.body, body_store: placed.bodyStore, body_size: placed.bodySize, body_hash: placed.bodyHash, cost: placed.cost,
-      replayed_at: copied?.replayedAt ?? null, replay_result: copied?.replayResult ?? null,
+      received_at: at,
+      endpoint: r.endpoint,
+      reason: r.reason,
+      result,
+      field: r.field,
+      message: r.message,
+      random_id: r.randomId,
+      body: placed.body,
+      body_store: placed.bodyStore,
+      body_size: placed.bodySize,
+      body_hash: placed.bodyHash,
+      cost: placed.cost,
+      replayed_at: copied?.replayedAt ?? null,
+      replay_result: copied?.replayResult ?? null,
     })}`;
     return placed;
   }
@@ -132,7 +172,8 @@ export class BatchBudget implements BudgetCounters {
     const whole = planWhole(entry, this, this.limits.logBytes, () => known);
     if (whole?.kind === "known") await this.tx`UPDATE bodies SET refs = refs + 1 WHERE hash = ${entry.hash}`;
     if (whole?.kind === "new") {
-      await this.tx`INSERT INTO bodies (hash, size, codec, data, refs) VALUES (${entry.hash}, ${whole.placed.bodySize}, ${whole.codec}, ${whole.data}, 1)`;
+      await this
+        .tx`INSERT INTO bodies (hash, size, codec, data, refs) VALUES (${entry.hash}, ${whole.placed.bodySize}, ${whole.codec}, ${whole.data}, 1)`;
     }
     if (whole) {
       countIn(this, entry, whole.placed, whole);

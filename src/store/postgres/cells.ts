@@ -6,8 +6,27 @@
 // (mergeInto), written back, or removed when nothing is counted in it any more. Nodes writing the
 // same cell wait for each other's commit; the key order keeps them from waiting in a cycle.
 import type { Sql } from "postgres";
-import { GRAINS, bucketStart, emptyData, hoursFrom, isAllApps, isEmpty, mergeInto, type Grain, type RollupData, type RollupKey, type RollupPart } from "../../domain/rollup.ts";
-import { UnknownLabelError, decodePart, encodeCell, labelsOf, type Labels, type StoredParts } from "../../domain/rollup-codec.ts";
+import {
+  GRAINS,
+  bucketStart,
+  emptyData,
+  hoursFrom,
+  isAllApps,
+  isEmpty,
+  mergeInto,
+  type Grain,
+  type RollupData,
+  type RollupKey,
+  type RollupPart,
+} from "../../domain/rollup.ts";
+import {
+  UnknownLabelError,
+  decodePart,
+  encodeCell,
+  labelsOf,
+  type Labels,
+  type StoredParts,
+} from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract/executions.ts";
 import { LabelCache } from "../shared/labels.ts";
@@ -61,11 +80,15 @@ export class BatchLabels implements Labels {
   async ensure(tx: Tx, wanted: Iterable<string>): Promise<void> {
     const missing = [...new Set(wanted)].filter((l) => !this.shared.cache.has(l) && !this.ownIds.has(l)).sort();
     if (missing.length === 0) return;
-    const found = await tx<{ id: number; label: string }[]>`SELECT min(id) AS id, label FROM rollup_labels WHERE label = ANY(${missing}::text[]) GROUP BY label`;
+    const found = await tx<
+      { id: number; label: string }[]
+    >`SELECT min(id) AS id, label FROM rollup_labels WHERE label = ANY(${missing}::text[]) GROUP BY label`;
     this.shared.cache.learn(found);
     const rest = missing.filter((l) => !this.shared.cache.has(l));
     if (rest.length === 0) return;
-    for (const { id, label } of await tx<{ id: number; label: string }[]>`INSERT INTO rollup_labels (label) SELECT unnest(${rest}::text[]) RETURNING id, label`) {
+    for (const { id, label } of await tx<
+      { id: number; label: string }[]
+    >`INSERT INTO rollup_labels (label) SELECT unnest(${rest}::text[]) RETURNING id, label`) {
       this.ownIds.set(label, id);
       this.ownTexts.set(id, label);
     }
@@ -95,7 +118,9 @@ type LockedRow = Row & { ctid: string };
 
 const keyText = (k: RollupKey): string => `${k.grain}|${k.bucket}|${k.app}`;
 const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
-  a.key.grain - b.key.grain || (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) || a.key.bucket - b.key.bucket;
+  a.key.grain - b.key.grain ||
+  (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) ||
+  a.key.bucket - b.key.bucket;
 
 /** A stored cell, whole; read in transaction `tx` (labels made by this batch known to `own`). */
 async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<RollupData> {
@@ -113,7 +138,11 @@ async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<Rollu
 }
 
 /** Adds cell deltas (negative counts take away) to the stored cells, in one transaction. */
-export async function addRollups(tx: Tx, labels: BatchLabels, deltas: Iterable<{ key: RollupKey; data: RollupData }>): Promise<void> {
+export async function addRollups(
+  tx: Tx,
+  labels: BatchLabels,
+  deltas: Iterable<{ key: RollupKey; data: RollupData }>,
+): Promise<void> {
   const list = [...deltas].sort(byKey);
   if (list.length === 0) return;
   // Labels first, before any cell is locked.
@@ -140,7 +169,8 @@ export async function addRollups(tx: Tx, labels: BatchLabels, deltas: Iterable<{
     else put.push({ ctid: row.ctid, parts: encodeCell(merged, isAllApps(key.app), labels) });
   }
   // As hex text: postgres.js sends no arrays of bytea.
-  const hex = (p: Uint8Array | null) => (p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex"));
+  const hex = (p: Uint8Array | null) =>
+    p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex");
   if (put.length > 0) {
     const ctids = put.map((p) => p.ctid);
     await tx`
@@ -181,7 +211,8 @@ export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until
 }
 
 /** Removes every cell of every grain with its bucket in [from, to): nothing counted there is stored any more. */
-export const dropCells = (tx: Tx, from: number, to: number) => tx`DELETE FROM rollup_cells WHERE bucket >= ${from} AND bucket < ${to}`;
+export const dropCells = (tx: Tx, from: number, to: number) =>
+  tx`DELETE FROM rollup_cells WHERE bucket >= ${from} AND bucket < ${to}`;
 
 /**
  * Parsed parts of stored cells with the version of the row they were parsed from (xmin and ctid:
@@ -236,7 +267,16 @@ export async function dayVersions(pg: Sql, slices: readonly string[], day: numbe
 }
 
 /** Stored cells of one grain with bucket in [from, to), of one stored slice (or all), with the parts asked for; oldest first. */
-export async function readCells(pg: Sql, labels: PgLabels, cache: CellParts, grain: Grain, from: number, to: number, slice: string | null, parts: readonly RollupPart[]): Promise<RollupCell[]> {
+export async function readCells(
+  pg: Sql,
+  labels: PgLabels,
+  cache: CellParts,
+  grain: Grain,
+  from: number,
+  to: number,
+  slice: string | null,
+  parts: readonly RollupPart[],
+): Promise<RollupCell[]> {
   const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
   const stored = await pg<{ slice: string; bucket: number; version: string }[]>`
     SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;

@@ -18,14 +18,18 @@ const MIGRATION_LOCK = 0x696e7374;
 /** Inside the compiled binary the migrations are an embedded asset; in development, beside the sources. */
 function migrationsFolder(): string {
   const embedded = "/$bunfs/root/drizzle/postgres";
-  return existsSync(`${embedded}/meta/_journal.json`) ? embedded : fileURLToPath(new URL("../../../drizzle/postgres", import.meta.url));
+  return existsSync(`${embedded}/meta/_journal.json`)
+    ? embedded
+    : fileURLToPath(new URL("../../../drizzle/postgres", import.meta.url));
 }
 
 /**
  * The parts of a postgres:// URL, with any number of hosts ("h1:5432,h2:5432", which URL parsers
  * refuse): the user information is what precedes the last @ of the authority.
  */
-export function urlParts(url: string): { scheme: string; user: string; password: string | null; hosts: string; rest: string } | null {
+export function urlParts(
+  url: string,
+): { scheme: string; user: string; password: string | null; hosts: string; rest: string } | null {
   const m = /^(postgres(?:ql)?:\/\/)([^/?#]*)(.*)$/is.exec(url);
   if (!m) return null;
   const authority = m[2]!;
@@ -61,11 +65,13 @@ function connectFailure(url: string, sql: Sql, passwordSource: string, e: unknow
   const t = targetOf(sql);
   const where = `${redacted(url)}${urlParts(url)?.hosts ? "" : ` (${t.user}@${t.hosts.map((h, i) => `${h}:${t.ports[i] ?? t.ports[0]}`).join(",")}/${t.database})`}`;
   const why =
-    code === "ECONNREFUSED" ? "connection refused (is the server running, and listening there?)"
-    : code === "28P01" || code === "28000"
-      ? `authentication failed for user "${t.user}" (the password came from ${passwordSource}; passwords come from the URL, --db-password-file, PGPASSWORD or ~/.pgpass)`
-    : code === "3D000" ? "the database does not exist (create it: createdb)"
-    : (e as Error).message;
+    code === "ECONNREFUSED"
+      ? "connection refused (is the server running, and listening there?)"
+      : code === "28P01" || code === "28000"
+        ? `authentication failed for user "${t.user}" (the password came from ${passwordSource}; passwords come from the URL, --db-password-file, PGPASSWORD or ~/.pgpass)`
+        : code === "3D000"
+          ? "the database does not exist (create it: createdb)"
+          : (e as Error).message;
   return new DatabaseOpenError(`cannot connect to PostgreSQL at ${where}: ${why}`);
 }
 
@@ -75,7 +81,13 @@ function connectFailure(url: string, sql: Sql, passwordSource: string, e: unknow
  */
 function client(url: string, opts: OpenOptions, max: number): { sql: Sql; passwordSource: () => string } {
   const inUrl = urlParts(url)?.password;
-  const password = inUrl ? null : passwordFor(() => targetOf(sql), { file: opts.passwordFile ?? null, env: process.env, warn: opts.warn ?? (() => {}) });
+  const password = inUrl
+    ? null
+    : passwordFor(() => targetOf(sql), {
+        file: opts.passwordFile ?? null,
+        env: process.env,
+        warn: opts.warn ?? (() => {}),
+      });
   const sql: Sql = postgres(url, {
     max,
     onnotice: () => {},
@@ -95,10 +107,16 @@ function client(url: string, opts: OpenOptions, max: number): { sql: Sql; passwo
  * way back instead of failing on the first query (as the SQLite engine does).
  */
 async function refuseNewerSchema(sql: Sql, url: string): Promise<void> {
-  const [table] = await sql<{ found: boolean }[]>`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS found`;
+  const [table] = await sql<
+    { found: boolean }[]
+  >`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS found`;
   if (!table?.found) return;
-  const [row] = await sql<{ newest: string | null }[]>`SELECT max(created_at)::text AS newest FROM drizzle.__drizzle_migrations`;
-  const journal = JSON.parse(readFileSync(`${migrationsFolder()}/meta/_journal.json`, "utf8")) as { entries: { when: number }[] };
+  const [row] = await sql<
+    { newest: string | null }[]
+  >`SELECT max(created_at)::text AS newest FROM drizzle.__drizzle_migrations`;
+  const journal = JSON.parse(readFileSync(`${migrationsFolder()}/meta/_journal.json`, "utf8")) as {
+    entries: { when: number }[];
+  };
   const known = Math.max(...journal.entries.map((e) => e.when));
   const newest = row?.newest === null || row?.newest === undefined ? null : Number(row.newest);
   if (newest === null || newest <= known) return;
@@ -120,7 +138,9 @@ async function migrate(sql: Sql): Promise<void> {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx`CREATE SCHEMA IF NOT EXISTS drizzle`;
     await tx`CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`;
-    const [last] = await tx<{ at: string }[]>`SELECT created_at::text AS at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
+    const [last] = await tx<
+      { at: string }[]
+    >`SELECT created_at::text AS at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
     for (const m of readMigrationFiles({ migrationsFolder: migrationsFolder() })) {
       if (last && Number(last.at) >= m.folderMillis) continue;
       for (const statement of m.sql) await tx.unsafe(statement);

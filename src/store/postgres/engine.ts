@@ -47,8 +47,10 @@ function unavailable(e: unknown): string | null {
   if (typeof code !== "string") return null;
   // A pooler in transaction mode hands each transaction another server connection, which does not
   // know the statements postgres.js prepared on the last one.
-  if (code === "26000") return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: docs/postgresql.md)`;
-  if (code === "25006") return `${message} (a standby: during a failover, or target_session_attrs=primary is missing from the URL)`;
+  if (code === "26000")
+    return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: docs/postgresql.md)`;
+  if (code === "25006")
+    return `${message} (a standby: during a failover, or target_session_attrs=primary is missing from the URL)`;
   return UNAVAILABLE.test(code) || connectionLost(e) ? message : null;
 }
 
@@ -68,10 +70,15 @@ function door(location: string): Door {
 }
 
 /** The read API's reads (the executions feature's), from the replica while it is usable, else from the primary; the others stay on the primary. */
-function routed(primary: ExecutionReads, replica: { reads: ExecutionReads; usable: () => boolean } | null): ExecutionReads {
+function routed(
+  primary: ExecutionReads,
+  replica: { reads: ExecutionReads; usable: () => boolean } | null,
+): ExecutionReads {
   const via = (): ExecutionReads => (replica?.usable() ? replica.reads : primary);
   const names = Object.keys(EXECUTION_READS) as (keyof ExecutionReads)[];
-  return Object.fromEntries(names.map((name) => [name, (...args: unknown[]) => (via()[name] as (...a: unknown[]) => unknown)(...args)])) as unknown as ExecutionReads;
+  return Object.fromEntries(
+    names.map((name) => [name, (...args: unknown[]) => (via()[name] as (...a: unknown[]) => unknown)(...args)]),
+  ) as unknown as ExecutionReads;
 }
 
 function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
@@ -91,7 +98,16 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     READS,
     door(location),
   );
-  const fromReplica = replica ? { reads: guardReads<ExecutionReads>(createPostgresReads(replica.sql, replica.db), EXECUTION_READS, door(replica.status().location)), usable: replica.usable } : null;
+  const fromReplica = replica
+    ? {
+        reads: guardReads<ExecutionReads>(
+          createPostgresReads(replica.sql, replica.db),
+          EXECUTION_READS,
+          door(replica.status().location),
+        ),
+        usable: replica.usable,
+      }
+    : null;
   return {
     ...reads,
     ...routed(reads, fromReplica),
@@ -109,9 +125,12 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
       for (const day of rebuildDays(span, onDay)) {
         const deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
-        for await (const r of reads.iterateExecutions({ from: day, to: day + DAY })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+        for await (const r of reads.iterateExecutions({ from: day, to: day + DAY }))
+          deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
         const batch = labels.batch();
-        await transaction(pg, (tx) => addRollups(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]));
+        await transaction(pg, (tx) =>
+          addRollups(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]),
+        );
         batch.commit();
       }
     },
@@ -193,7 +212,13 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
       // A replica behind or away is no problem of this node's (its reads go to the primary): it is
       // reported with the replica, and /healthz stays ok for the load balancer.
       const problems = budgets === null ? ["PostgreSQL does not answer"] : [];
-      return { writable: budgets !== null, problems, integrity: null, budgets, database: { engine: "postgres", location: redacted(location), replica: replicaStatus } };
+      return {
+        writable: budgets !== null,
+        problems,
+        integrity: null,
+        budgets,
+        database: { engine: "postgres", location: redacted(location), replica: replicaStatus },
+      };
     },
     close: () => store.close(),
   };

@@ -38,11 +38,16 @@ export interface BatchEffects {
 }
 
 /** The mark names in the `marks` table. */
-export const MARKS = { foldedUntil: "folded_until", stuckCheckedUntil: "stuck_checked_until", rollupVersion: "rollup_version" } as const;
+export const MARKS = {
+  foldedUntil: "folded_until",
+  stuckCheckedUntil: "stuck_checked_until",
+  rollupVersion: "rollup_version",
+} as const;
 
 /** The ops this file writes. */
 export type IntakeOp = Extract<WriteOp, { kind: "report" | "load" | "reject" }>;
-export const isIntake = (op: WriteOp): op is IntakeOp => op.kind === "report" || op.kind === "load" || op.kind === "reject";
+export const isIntake = (op: WriteOp): op is IntakeOp =>
+  op.kind === "report" || op.kind === "load" || op.kind === "reject";
 
 /** An execution in progress created before the stuck mark lowers it, or the stuck job would never look at it again. */
 export function lowerStuckMark(fx: BatchEffects, createdAt: number): void {
@@ -58,7 +63,11 @@ export interface HeldRow {
   receivedAt: number;
   repaired: boolean;
 }
-export const heldOf = (row: HeldRow): HeldReport => ({ report: decodeHeld(row), at: row.receivedAt, repaired: row.repaired });
+export const heldOf = (row: HeldRow): HeldReport => ({
+  report: decodeHeld(row),
+  at: row.receivedAt,
+  repaired: row.repaired,
+});
 export const SELECT_HELD = `report, codec, data, received_at AS "receivedAt", repaired`;
 
 /** Held reports that left: their cost leaves the held budget. */
@@ -70,7 +79,10 @@ export function forgetHeld(fx: BatchEffects, gone: readonly { cost: number }[]):
 }
 
 /** Held reports as rows to insert, counted into the held budget. */
-export function heldRows(fx: BatchEffects, held: Iterable<{ report: Report; at: number; repaired: boolean; columns: HeldColumns }>) {
+export function heldRows(
+  fx: BatchEffects,
+  held: Iterable<{ report: Report; at: number; repaired: boolean; columns: HeldColumns }>,
+) {
   return [...held].map(({ report, at, repaired, columns }) => {
     fx.budget.add("held.bytes", columns.cost);
     fx.budget.add("held.count", 1);
@@ -150,7 +162,9 @@ async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
   const installList = [...installs];
   // One after another, not pipelined: postgres.js 3.4 never settles a pipelined statement whose
   // prepared form a pooler lost (it sends it again, out of turn); a batch then hung for good.
-  const rows = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`;
+  const rows = await tx<
+    Execution[]
+  >`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`;
   const held = await tx<(HeldRow & { executionId: string })[]>`
     SELECT execution_id AS "executionId", ${tx.unsafe(SELECT_HELD)} FROM held_reports WHERE execution_id = ANY(${idList}::text[])`;
   const attempts = await tx<{ randomId: string; n: number }[]>`
@@ -170,7 +184,10 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
   const attempt = current === undefined ? (run.attempts.get(report.randomId) ?? 0) + 1 : current.attempt;
   const decided = decide(current, report, { at: op.at, attempt, held, repaired });
   // Not held (its client's share is used up): applied on its own now, as it would be when it expired.
-  const decision = decided.kind === "hold" && op.holdable === false ? { kind: "insert" as const, row: executionFromHeld({ report, at: op.at, repaired }, attempt) } : decided;
+  const decision =
+    decided.kind === "hold" && op.holdable === false
+      ? { kind: "insert" as const, row: executionFromHeld({ report, at: op.at, repaired }, attempt) }
+      : decided;
   let result: ResultFor<typeof op>;
   switch (decision.kind) {
     case "insert": {
@@ -201,7 +218,19 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
         run.relay.push((tx) => fx.relay.queue(tx, report, row, op.at));
       }
       if (decision.conflict) {
-        fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate", op.headOnly);
+        fx.budget.log(
+          {
+            endpoint: op.endpoint,
+            reason: "already_final",
+            field: "status",
+            message: decision.conflict,
+            randomId: report.randomId,
+            body: op.raw,
+          },
+          op.at,
+          "duplicate",
+          op.headOnly,
+        );
       }
       result = { kind: "duplicate" };
       break;
@@ -213,13 +242,30 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
       break;
     case "already-final": {
       const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-      fx.budget.log({ endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null, op.headOnly);
+      fx.budget.log(
+        {
+          endpoint: op.endpoint,
+          reason: "already_final",
+          field: "status",
+          message,
+          randomId: report.randomId,
+          body: op.raw,
+        },
+        op.at,
+        null,
+        op.headOnly,
+      );
       return { kind: "already-final", outcome: decision.outcome };
     }
   }
   if (op.repairs.length > 0 && result.kind !== "duplicate") {
     const message = `body repaired (${op.repairs.join(", ")}) and ${result.kind}`;
-    fx.budget.log({ endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw }, op.at, result.kind, op.headOnly);
+    fx.budget.log(
+      { endpoint: op.endpoint, reason: "repaired", field: null, message, randomId: report.randomId, body: op.raw },
+      op.at,
+      result.kind,
+      op.headOnly,
+    );
   }
   return result;
 }
@@ -254,7 +300,12 @@ async function flush(tx: Tx, run: Run, fx: BatchEffects): Promise<void> {
   if (run.oldestOpen !== null) lowerStuckMark(fx, run.oldestOpen);
   // Held reports replaced or taken leave the budget before the new ones come in (same execution: a new row).
   if (run.heldGone.size > 0) {
-    forgetHeld(fx, await tx<{ cost: number }[]>`DELETE FROM held_reports WHERE execution_id = ANY(${[...run.heldGone]}::text[]) RETURNING cost`);
+    forgetHeld(
+      fx,
+      await tx<
+        { cost: number }[]
+      >`DELETE FROM held_reports WHERE execution_id = ANY(${[...run.heldGone]}::text[]) RETURNING cost`,
+    );
   }
   if (run.heldSet.size > 0) await tx`INSERT INTO held_reports ${tx(heldRows(fx, run.heldSet.values()))}`;
   for (const change of run.relay) await change(tx);

@@ -25,23 +25,47 @@ const COLUMNS = `signature, tracker, repo, number, url, title, how, linked_at AS
 
 /** A row as a link; null while it is a claim. */
 function linkOf(r: Row): IssueLink | null {
-  if (r.url === null || r.tracker === null || r.repo === null || r.number === null || r.title === null || r.how === null || r.linkedAt === null) return null;
-  return { signature: r.signature, tracker: r.tracker, repo: r.repo, number: r.number, url: r.url, title: r.title, how: r.how, linkedAt: r.linkedAt };
+  if (
+    r.url === null ||
+    r.tracker === null ||
+    r.repo === null ||
+    r.number === null ||
+    r.title === null ||
+    r.how === null ||
+    r.linkedAt === null
+  )
+    return null;
+  return {
+    signature: r.signature,
+    tracker: r.tracker,
+    repo: r.repo,
+    number: r.number,
+    url: r.url,
+    title: r.title,
+    how: r.how,
+    linkedAt: r.linkedAt,
+  };
 }
 
-const lockedRow = async (tx: Tx, signature: string): Promise<Row | undefined> => (await tx.unsafe<Row[]>(`SELECT ${COLUMNS} FROM issue_links WHERE signature = $1 FOR UPDATE`, [signature]))[0];
+const lockedRow = async (tx: Tx, signature: string): Promise<Row | undefined> =>
+  (await tx.unsafe<Row[]>(`SELECT ${COLUMNS} FROM issue_links WHERE signature = $1 FOR UPDATE`, [signature]))[0];
 
 /** Applies an issue op inside the batch's transaction (writes.ts). */
-export async function applyIssueOp(tx: Tx, op: IssueOp<"issue-claim" | "issue-settle" | "issue-forget">): Promise<ResultOf[typeof op.kind]> {
+export async function applyIssueOp(
+  tx: Tx,
+  op: IssueOp<"issue-claim" | "issue-settle" | "issue-forget">,
+): Promise<ResultOf[typeof op.kind]> {
   switch (op.kind) {
     case "issue-claim": {
       const until = op.at + op.leaseMs;
-      const made = await tx`INSERT INTO issue_links (signature, claimed_by, claimed_until) VALUES (${op.signature}, ${op.owner}, ${until}) ON CONFLICT (signature) DO NOTHING RETURNING signature`;
+      const made =
+        await tx`INSERT INTO issue_links (signature, claimed_by, claimed_until) VALUES (${op.signature}, ${op.owner}, ${until}) ON CONFLICT (signature) DO NOTHING RETURNING signature`;
       if (made.length > 0) return { kind: "issue-claimed" };
       const row = (await lockedRow(tx, op.signature))!;
       const link = linkOf(row);
       if (link) return { kind: "issue-linked", link };
-      if (row.claimedBy !== op.owner && (row.claimedUntil ?? 0) > op.at) return { kind: "issue-busy", until: row.claimedUntil! };
+      if (row.claimedBy !== op.owner && (row.claimedUntil ?? 0) > op.at)
+        return { kind: "issue-busy", until: row.claimedUntil! };
       await tx`UPDATE issue_links SET claimed_by = ${op.owner}, claimed_until = ${until} WHERE signature = ${op.signature}`;
       return { kind: "issue-claimed" };
     }

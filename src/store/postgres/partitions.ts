@@ -9,7 +9,10 @@ import { transaction } from "./transaction.ts";
 /** First instant (epoch ms, UTC) of the month `at` falls in, and of the month after. */
 export function monthOf(at: number): { from: number; to: number } {
   const d = new Date(at);
-  return { from: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), to: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+  return {
+    from: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
+    to: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1),
+  };
 }
 
 /** executions_pYYYYMM: the partition of the month starting at `from` (as the migration names them). */

@@ -47,12 +47,17 @@ export function parsePassFile(text: string): PassLine[] {
         parts.push({ value, star: value === "*" && !escaped });
         value = "";
         escaped = false;
-      } else if (ch === ":") break; // the password ends at an unescaped colon, as in libpq
+      } else if (ch === ":")
+        break; // the password ends at an unescaped colon, as in libpq
       else value += ch;
     }
     if (parts.length < 4) return;
     const field = (p: { value: string; star: boolean }) => (p.star ? null : p.value);
-    out.push({ fields: [field(parts[0]!), field(parts[1]!), field(parts[2]!), field(parts[3]!)], password: value, line: i + 1 });
+    out.push({
+      fields: [field(parts[0]!), field(parts[1]!), field(parts[2]!), field(parts[3]!)],
+      password: value,
+      line: i + 1,
+    });
   });
   return out;
 }
@@ -64,7 +69,9 @@ export function matchPassLine(lines: readonly PassLine[], t: Target): PassLine |
     const [host, port, database, user] = l.fields;
     if (!is(database, t.database) || !is(user, t.user)) continue;
     // A socket directory is "localhost" to libpq's password file.
-    const hostMatches = t.hosts.some((h, i) => is(host, h.startsWith("/") ? "localhost" : h) && is(port, String(t.ports[i] ?? t.ports[0])));
+    const hostMatches = t.hosts.some(
+      (h, i) => is(host, h.startsWith("/") ? "localhost" : h) && is(port, String(t.ports[i] ?? t.ports[0])),
+    );
     if (hostMatches) return l;
   }
   return null;
@@ -104,7 +111,9 @@ export function passwordFor(target: () => Target, opts: PasswordOptions): { pass
     if ((mode & 0o077) !== 0) {
       if (!warned.has(path)) {
         warned.add(path);
-        opts.warn(`password file ${path} is ignored: others may read it (mode 0${mode.toString(8)}); chmod 600 it, as libpq requires`);
+        opts.warn(
+          `password file ${path} is ignored: others may read it (mode 0${mode.toString(8)}); chmod 600 it, as libpq requires`,
+        );
       }
       source = `none (${path} ignored: mode 0${mode.toString(8)})`;
       return null;

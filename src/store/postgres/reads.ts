@@ -6,7 +6,14 @@ import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
-import { GRAINS, hoursFrom, repoClasses, withEveryRepo, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import {
+  GRAINS,
+  hoursFrom,
+  repoClasses,
+  withEveryRepo,
+  type RollupData,
+  type RollupPart,
+} from "../../domain/rollup.ts";
 import { DAY } from "../../domain/time.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RollupSelection, StoreReads } from "../contract/executions.ts";
 import type { RejectedEntry } from "../contract/rejected.ts";
@@ -63,7 +70,16 @@ interface RejectedRow {
   sharedCodec: string | null;
   sharedData: Buffer | null;
 }
-const toRejected = ({ body, bodyStore, bodySize, bodyHash, sharedCodec, sharedData, result, ...r }: RejectedRow): RejectedEntry => ({
+const toRejected = ({
+  body,
+  bodyStore,
+  bodySize,
+  bodyHash,
+  sharedCodec,
+  sharedData,
+  result,
+  ...r
+}: RejectedRow): RejectedEntry => ({
   ...r,
   result: result as RejectedEntry["result"],
   ...entryBody({ bodyStore, body, bodySize, sharedCodec, sharedData }),
@@ -84,13 +100,19 @@ interface ReadContext {
   old: OldHours;
 }
 
-async function* executionChunks({ db }: ReadContext, filter: ExecutionFilter, { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {}): AsyncGenerator<Execution[], void> {
+async function* executionChunks(
+  { db }: ReadContext,
+  filter: ExecutionFilter,
+  { offset = 0, limit = Number.POSITIVE_INFINITY, chunkRows = CHUNK_ROWS } = {},
+): AsyncGenerator<Execution[], void> {
   if (!Number.isSafeInteger(offset) || offset < 0 || limit <= 0) return;
   let remaining = limit;
   let after: ListCursor | null = null;
   while (remaining > 0) {
     const n = Math.min(chunkRows, remaining);
-    const keyset: SQL | undefined = after ? sql`(${executions.createdAt}, ${executions.seq}) > (${after.createdAt}, ${after.seq})` : undefined;
+    const keyset: SQL | undefined = after
+      ? sql`(${executions.createdAt}, ${executions.seq}) > (${after.createdAt}, ${after.seq})`
+      : undefined;
     const rows: (Execution & { seq: number })[] = await db
       .select({ ...executionColumns, seq: executions.seq })
       .from(executions)
@@ -107,7 +129,11 @@ async function* executionChunks({ db }: ReadContext, filter: ExecutionFilter, { 
   }
 }
 
-async function listExecutions({ db }: ReadContext, filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
+async function listExecutions(
+  { db }: ReadContext,
+  filter: ExecutionFilter,
+  { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" },
+) {
   const newest = order === "newest";
   const keyset = !after
     ? undefined
@@ -130,7 +156,12 @@ async function listExecutions({ db }: ReadContext, filter: ExecutionFilter, { li
 async function newestOfApps({ db }: ReadContext, apps: readonly string[]): Promise<Execution[]> {
   const out: Execution[] = [];
   for (const app of apps) {
-    const [row] = await db.select(executionColumns).from(executions).where(sql`${executions.nsapp} = ${app}`).orderBy(desc(executions.createdAt), desc(executions.seq)).limit(1);
+    const [row] = await db
+      .select(executionColumns)
+      .from(executions)
+      .where(sql`${executions.nsapp} = ${app}`)
+      .orderBy(desc(executions.createdAt), desc(executions.seq))
+      .limit(1);
     if (row) out.push(row);
   }
   return out;
@@ -138,7 +169,10 @@ async function newestOfApps({ db }: ReadContext, apps: readonly string[]): Promi
 
 async function pageExecutions({ db }: ReadContext, filter: ExecutionFilter, page: PageQuery) {
   const where = and(pageWhere(executions, filter, page, like), ofInstall(filter.randomId));
-  const [counted] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where);
+  const [counted] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(executions)
+    .where(where);
   const direction = page.descending ? desc : asc;
   // Absent values before every value, as on SQLite (PostgreSQL puts nulls last ascending).
   const column = pageSortColumn(executions, page.sort);
@@ -153,9 +187,18 @@ async function pageExecutions({ db }: ReadContext, filter: ExecutionFilter, page
   return { rows, total: counted?.n ?? 0 };
 }
 
-async function countUpdatedSince({ db }: ReadContext, filter: ExecutionFilter, since: readonly number[]): Promise<number[]> {
+async function countUpdatedSince(
+  { db }: ReadContext,
+  filter: ExecutionFilter,
+  since: readonly number[],
+): Promise<number[]> {
   if (since.length === 0) return [];
-  const sums = Object.fromEntries(since.map((t, i) => [`n${i}`, sql<number>`count(*) FILTER (WHERE ${executions.updatedAt} >= ${t})`.mapWith(Number)]));
+  const sums = Object.fromEntries(
+    since.map((t, i) => [
+      `n${i}`,
+      sql<number>`count(*) FILTER (WHERE ${executions.updatedAt} >= ${t})`.mapWith(Number),
+    ]),
+  );
   const [row] = await db.select(sums).from(executions).where(whereOf(filter));
   return since.map((_, i) => Number(row?.[`n${i}`] ?? 0));
 }
@@ -163,7 +206,9 @@ async function countUpdatedSince({ db }: ReadContext, filter: ExecutionFilter, s
 async function errorTextCounts({ pg }: ReadContext): Promise<{ error: string; count: number }[]> {
   const rows = await pg<{ error: string; count: number }[]>`
     SELECT error, count(*)::int AS count FROM executions WHERE error IS NOT NULL AND error <> '' GROUP BY error`;
-  return rows.map((r) => ({ error: r.error, count: r.count })).sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
+  return rows
+    .map((r) => ({ error: r.error, count: r.count }))
+    .sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
 }
 
 async function changeMarker({ pg }: ReadContext): Promise<string> {
@@ -173,7 +218,10 @@ async function changeMarker({ pg }: ReadContext): Promise<string> {
   return row!.s;
 }
 
-async function readRollups(ctx: ReadContext, { grain, slice, from, to, parts }: RollupSelection): Promise<{ bucket: number; data: RollupData }[]> {
+async function readRollups(
+  ctx: ReadContext,
+  { grain, slice, from, to, parts }: RollupSelection,
+): Promise<{ bucket: number; data: RollupData }[]> {
   const { pg, labels, cells } = ctx;
   const out: { bucket: number; data: RollupData }[] = [];
   // Hours before the hour cells: counted from their days' records while those days' cells stand (old-hours.ts).
@@ -181,9 +229,18 @@ async function readRollups(ctx: ReadContext, { grain, slice, from, to, parts }: 
   if (from < first) {
     const end = Math.min(to, first);
     const span = daysOf(from, end);
-    const days = (await Promise.all(repoClasses(slice).map((leaf) => readCells(pg, labels, cells, GRAINS.day, span.from, span.to, leaf, [])))).flat().map((c) => c.bucket);
+    const days = (
+      await Promise.all(
+        repoClasses(slice).map((leaf) => readCells(pg, labels, cells, GRAINS.day, span.from, span.to, leaf, [])),
+      )
+    )
+      .flat()
+      .map((c) => c.bucket);
     const counted = await ctx.old.read(
-      slice, from, end, days,
+      slice,
+      from,
+      end,
+      days,
       async (s, day) => countHours(executionChunks(ctx, sliceFilter(s, day, day + DAY)), s),
       (s, day) => dayVersions(pg, repoClasses(s), day),
     );
@@ -191,7 +248,9 @@ async function readRollups(ctx: ReadContext, { grain, slice, from, to, parts }: 
   }
   const start = Math.max(from, first);
   if (start < to) {
-    const lists = await Promise.all(repoClasses(slice).map((leaf) => readCells(pg, labels, cells, grain, start, to, leaf, parts)));
+    const lists = await Promise.all(
+      repoClasses(slice).map((leaf) => readCells(pg, labels, cells, grain, start, to, leaf, parts)),
+    );
     out.push(...sumByBucket(lists.map((l) => l.map(({ bucket, data }) => ({ bucket, data })))));
   }
   return out;
@@ -199,12 +258,17 @@ async function readRollups(ctx: ReadContext, { grain, slice, from, to, parts }: 
 
 async function signatures({ db }: ReadContext, ids: readonly string[]): Promise<KnownSignature[]> {
   if (ids.length === 0) return [];
-  const rows = await db.select().from(errorSignatures).where(inArray(errorSignatures.id, [...ids]));
+  const rows = await db
+    .select()
+    .from(errorSignatures)
+    .where(inArray(errorSignatures.id, [...ids]));
   return rows.map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
 }
 
 async function recordSpan({ pg }: ReadContext): Promise<{ first: number; last: number } | null> {
-  const [span] = await pg<{ first: number | null; last: number | null }[]>`SELECT min(created_at) AS first, max(created_at) AS last FROM executions`;
+  const [span] = await pg<
+    { first: number | null; last: number | null }[]
+  >`SELECT min(created_at) AS first, max(created_at) AS last FROM executions`;
   return span?.first == null || span.last == null ? null : { first: span.first, last: span.last };
 }
 
@@ -223,11 +287,16 @@ async function countBefore({ pg }: ReadContext, cutoff: number) {
 }
 
 async function heldBefore({ pg }: ReadContext, cutoff: number, limit: number): Promise<string[]> {
-  const rows = await pg<{ randomId: string }[]>`SELECT random_id AS "randomId" FROM held_reports WHERE received_at < ${cutoff} ORDER BY received_at LIMIT ${limit}`;
+  const rows = await pg<
+    { randomId: string }[]
+  >`SELECT random_id AS "randomId" FROM held_reports WHERE received_at < ${cutoff} ORDER BY received_at LIMIT ${limit}`;
   return rows.map((r) => r.randomId);
 }
 
-async function listRejected({ db }: ReadContext, { limit, reason, before }: { limit: number; reason?: RejectReason; before?: number }): Promise<RejectedEntry[]> {
+async function listRejected(
+  { db }: ReadContext,
+  { limit, reason, before }: { limit: number; reason?: RejectReason; before?: number },
+): Promise<RejectedEntry[]> {
   const rows = await db.execute<RejectedRow & Record<string, unknown>>(
     sql`${SELECT_REJECTED} WHERE ${reason === undefined ? sql`TRUE` : sql`r.reason = ${reason}`} AND ${before === undefined ? sql`TRUE` : sql`r.id < ${before}`} ORDER BY r.id DESC LIMIT ${limit}`,
   );
@@ -236,7 +305,12 @@ async function listRejected({ db }: ReadContext, { limit, reason, before }: { li
 
 async function replayCandidates(
   { db }: ReadContext,
-  { reasons, retryPrefix, afterId, limit }: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number },
+  {
+    reasons,
+    retryPrefix,
+    afterId,
+    limit,
+  }: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number },
 ): Promise<RejectedEntry[]> {
   if (reasons.length === 0) return [];
   const rows = await db.execute<RejectedRow & Record<string, unknown>>(
@@ -248,7 +322,10 @@ async function replayCandidates(
   return [...rows].map(toRejected);
 }
 
-async function* heldChunks({ pg }: ReadContext, { chunkRows = SIDE_CHUNK_ROWS }: { chunkRows?: number } = {}): AsyncGenerator<HeldReport[], void> {
+async function* heldChunks(
+  { pg }: ReadContext,
+  { chunkRows = SIDE_CHUNK_ROWS }: { chunkRows?: number } = {},
+): AsyncGenerator<HeldReport[], void> {
   let after: { at: number; id: string } | null = null;
   for (;;) {
     const keyset = after ? pg`(received_at, execution_id) > (${after.at}, ${after.id})` : pg`TRUE`;
@@ -263,9 +340,16 @@ async function* heldChunks({ pg }: ReadContext, { chunkRows = SIDE_CHUNK_ROWS }:
   }
 }
 
-async function* rejectedChunks({ db }: ReadContext, { afterId = 0, chunkRows = SIDE_CHUNK_ROWS }: { afterId?: number; chunkRows?: number } = {}): AsyncGenerator<RejectedEntry[], void> {
+async function* rejectedChunks(
+  { db }: ReadContext,
+  { afterId = 0, chunkRows = SIDE_CHUNK_ROWS }: { afterId?: number; chunkRows?: number } = {},
+): AsyncGenerator<RejectedEntry[], void> {
   for (let after = afterId; ; ) {
-    const rows = [...(await db.execute<RejectedRow & Record<string, unknown>>(sql`${SELECT_REJECTED} WHERE r.id > ${after} ORDER BY r.id LIMIT ${chunkRows}`))];
+    const rows = [
+      ...(await db.execute<RejectedRow & Record<string, unknown>>(
+        sql`${SELECT_REJECTED} WHERE r.id > ${after} ORDER BY r.id LIMIT ${chunkRows}`,
+      )),
+    ];
     const last = rows.at(-1);
     if (!last) return;
     yield rows.map(toRejected);
@@ -274,12 +358,21 @@ async function* rejectedChunks({ db }: ReadContext, { afterId = 0, chunkRows = S
   }
 }
 
-async function countReplayed({ db }: ReadContext, reasons: readonly RejectReason[], retryPrefix: string): Promise<number> {
+async function countReplayed(
+  { db }: ReadContext,
+  reasons: readonly RejectReason[],
+  retryPrefix: string,
+): Promise<number> {
   if (reasons.length === 0) return 0;
   const [row] = await db
     .select({ n: sql<number>`count(*)`.mapWith(Number) })
     .from(rejectedReports)
-    .where(and(inArray(rejectedReports.reason, [...reasons]), sql`replayed_at IS NOT NULL AND NOT starts_with(replay_result, ${retryPrefix})`));
+    .where(
+      and(
+        inArray(rejectedReports.reason, [...reasons]),
+        sql`replayed_at IS NOT NULL AND NOT starts_with(replay_result, ${retryPrefix})`,
+      ),
+    );
   return row?.n ?? 0;
 }
 
@@ -287,7 +380,12 @@ export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)
   const ctx: ReadContext = { pg, db, labels, cells: new CellParts(), old: new OldHours() };
   // Issue links are read on the primary only (issues.ts).
   const reads: Omit<StoreReads, "issueLinks"> = {
-    getExecutions: async (randomId) => db.select(executionColumns).from(executions).where(ofInstall(randomId)).orderBy(asc(executions.attempt), asc(executions.createdAt)),
+    getExecutions: async (randomId) =>
+      db
+        .select(executionColumns)
+        .from(executions)
+        .where(ofInstall(randomId))
+        .orderBy(asc(executions.attempt), asc(executions.createdAt)),
     listExecutions: (filter, page) => listExecutions(ctx, filter, page),
     newestOfApps: (apps) => newestOfApps(ctx, apps),
     pageExecutions: (filter, page) => pageExecutions(ctx, filter, page),
@@ -299,7 +397,11 @@ export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)
     errorTextCounts: () => errorTextCounts(ctx),
     changeMarker: () => changeMarker(ctx),
     readRollups: (selection) => readRollups(ctx, selection),
-    rollupCells: async (grain, from, to) => withEveryRepo(await readCells(pg, labels, ctx.cells, grain, from, to, null, ALL_PARTS), (slice, bucket, data) => ({ slice, bucket, data })),
+    rollupCells: async (grain, from, to) =>
+      withEveryRepo(
+        await readCells(pg, labels, ctx.cells, grain, from, to, null, ALL_PARTS),
+        (slice, bucket, data) => ({ slice, bucket, data }),
+      ),
     foldedUntil: () => getMark(pg, MARKS.foldedUntil),
     signatures: (ids) => signatures(ctx, ids),
     recordSpan: () => recordSpan(ctx),

@@ -20,11 +20,21 @@ const SHARDS = 16;
 /** Rows looked at per statement while making room under the bound. */
 const EVICT_CHUNK = 256;
 
-const NAMES = ["entries", "bytes", "sent_total", "failed_total", "refused_total", "dropped_bound_total", "discarded_total"] as const;
+const NAMES = [
+  "entries",
+  "bytes",
+  "sent_total",
+  "failed_total",
+  "refused_total",
+  "dropped_bound_total",
+  "discarded_total",
+] as const;
 type CounterName = (typeof NAMES)[number];
 
 async function totals(sql: Sql | Tx): Promise<Map<string, number>> {
-  const rows = await sql<{ name: string; value: number }[]>`SELECT name, sum(value)::bigint AS value FROM relay_counters GROUP BY name`;
+  const rows = await sql<
+    { name: string; value: number }[]
+  >`SELECT name, sum(value)::bigint AS value FROM relay_counters GROUP BY name`;
   return new Map(rows.map((r) => [r.name, Number(r.value)]));
 }
 
@@ -48,7 +58,12 @@ function gone(r: RelayBatch, rows: readonly { bytes: number }[]): void {
   }
 }
 
-async function put(r: RelayBatch, tx: Tx, e: Omit<EntryRow, "id" | "bytes" | "attempts">, state: "ready" | "waiting"): Promise<void> {
+async function put(
+  r: RelayBatch,
+  tx: Tx,
+  e: Omit<EntryRow, "id" | "bytes" | "attempts">,
+  state: "ready" | "waiting",
+): Promise<void> {
   const bytes = Buffer.byteLength(e.body);
   await tx`INSERT INTO relay_outbox (execution_id, random_id, endpoint, body, bytes, queued_at, state)
     VALUES (${e.executionId}, ${e.randomId}, ${e.endpoint}, ${e.body}, ${bytes}, ${e.queuedAt}, ${state})`;
@@ -62,7 +77,11 @@ const takeWaiting = (tx: Tx, executionId: string) =>
     RETURNING id, execution_id AS "executionId", random_id AS "randomId", endpoint, body, bytes, queued_at AS "queuedAt", attempts`;
 
 const entry = (report: Report, omit: readonly string[], at: number) => ({
-  executionId: report.executionId, randomId: report.randomId, endpoint: endpointOf(report), body: relayBody(report, omit), queuedAt: at,
+  executionId: report.executionId,
+  randomId: report.randomId,
+  endpoint: endpointOf(report),
+  body: relayBody(report, omit),
+  queuedAt: at,
 });
 
 /** A report that changed its execution (`stored`: the execution as it now is) enters the outbox, if relayed. */
@@ -76,7 +95,12 @@ async function queue(r: RelayBatch, tx: Tx, report: Report, stored: Repo, at: nu
 async function hold(r: RelayBatch, tx: Tx, report: Report, at: number): Promise<void> {
   const { policy } = r;
   gone(r, await takeWaiting(tx, report.executionId));
-  if (policy === null || !protocolRelayed(policy, report) || (report.fields !== null && !relayable(policy, report.fields))) return;
+  if (
+    policy === null ||
+    !protocolRelayed(policy, report) ||
+    (report.fields !== null && !relayable(policy, report.fields))
+  )
+    return;
   await put(r, tx, entry(report, policy.omit, at), "waiting");
 }
 
@@ -90,19 +114,29 @@ async function releaseAfterStart(r: RelayBatch, tx: Tx, executionId: string, sto
 
 /** The held report was applied on its own (no start report): its entry is sent as it stands. */
 async function releaseAlone(r: RelayBatch, tx: Tx, executionId: string, stored: Repo): Promise<void> {
-  if (r.policy === null || relayable(r.policy, stored)) await tx`UPDATE relay_outbox SET state = 'ready' WHERE execution_id = ${executionId} AND state = 'waiting'`;
+  if (r.policy === null || relayable(r.policy, stored))
+    await tx`UPDATE relay_outbox SET state = 'ready' WHERE execution_id = ${executionId} AND state = 'waiting'`;
   else gone(r, await takeWaiting(tx, executionId));
 }
 
 /** An install deleted: the entries of its executions go too (nothing of it leaves the server afterwards). */
 async function forget(r: RelayBatch, tx: Tx, executionIds: readonly string[]): Promise<void> {
-  if (executionIds.length > 0) gone(r, await tx<{ bytes: number }[]>`DELETE FROM relay_outbox WHERE execution_id = ANY(${executionIds}::text[]) RETURNING bytes`);
+  if (executionIds.length > 0)
+    gone(
+      r,
+      await tx<
+        { bytes: number }[]
+      >`DELETE FROM relay_outbox WHERE execution_id = ANY(${executionIds}::text[]) RETURNING bytes`,
+    );
 }
 
 /** Entries of the executions created in [from, to) (a month that retention drops). */
 async function forgetCreated(r: RelayBatch, tx: Tx, from: number, to: number): Promise<void> {
-  gone(r, await tx<{ bytes: number }[]>`DELETE FROM relay_outbox
-    WHERE execution_id IN (SELECT execution_id FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}) RETURNING bytes`);
+  gone(
+    r,
+    await tx<{ bytes: number }[]>`DELETE FROM relay_outbox
+    WHERE execution_id IN (SELECT execution_id FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}) RETURNING bytes`,
+  );
 }
 
 /**
@@ -124,7 +158,9 @@ async function trim(r: RelayBatch, tx: Tx, at: number): Promise<void> {
       ids.push(Number(row.id));
       bytes -= row.bytes;
     }
-    const dropped = await tx<{ bytes: number }[]>`DELETE FROM relay_outbox WHERE id = ANY(${ids.map(String)}::bigint[]) RETURNING bytes`;
+    const dropped = await tx<
+      { bytes: number }[]
+    >`DELETE FROM relay_outbox WHERE id = ANY(${ids.map(String)}::bigint[]) RETURNING bytes`;
     gone(r, dropped);
     add(r, "dropped_bound_total", dropped.length);
   }
@@ -141,14 +177,32 @@ async function claim(tx: Tx, op: Extract<WriteOp, { kind: "relay-claim" }>): Pro
       ORDER BY o.id LIMIT ${op.limit} FOR UPDATE OF o SKIP LOCKED)
     UPDATE relay_outbox r SET lease_owner = ${op.owner}, lease_until = ${op.at + op.leaseMs} FROM picked WHERE r.id = picked.id
     RETURNING r.id, r.execution_id AS "executionId", r.random_id AS "randomId", r.endpoint, r.body, r.bytes, r.queued_at AS "queuedAt", r.attempts`;
-  return { kind: "claimed", paused: false, entries: rows.map((r) => entryOf({ ...r, id: Number(r.id), queuedAt: Number(r.queuedAt) })).sort((a, b) => a.id - b.id) };
+  return {
+    kind: "claimed",
+    paused: false,
+    entries: rows
+      .map((r) => entryOf({ ...r, id: Number(r.id), queuedAt: Number(r.queuedAt) }))
+      .sort((a, b) => a.id - b.id),
+  };
 }
 
-async function settle(r: RelayBatch, tx: Tx, op: Extract<WriteOp, { kind: "relay-settle" }>): Promise<ResultFor<typeof op>> {
+async function settle(
+  r: RelayBatch,
+  tx: Tx,
+  op: Extract<WriteOp, { kind: "relay-settle" }>,
+): Promise<ResultFor<typeof op>> {
   // Sent is sent, whoever holds the lease now (it may have run out while the request was slow).
-  const sent = op.sent.length === 0 ? [] : await tx<{ bytes: number }[]>`DELETE FROM relay_outbox WHERE id = ANY(${op.sent.map(String)}::bigint[]) RETURNING bytes`;
+  const sent =
+    op.sent.length === 0
+      ? []
+      : await tx<
+          { bytes: number }[]
+        >`DELETE FROM relay_outbox WHERE id = ANY(${op.sent.map(String)}::bigint[]) RETURNING bytes`;
   gone(r, sent);
-  const failures = [...op.failed.map((f) => ({ ...f, state: "ready" })), ...op.refused.map((f) => ({ ...f, retryAt: 0, state: "refused" }))];
+  const failures = [
+    ...op.failed.map((f) => ({ ...f, state: "ready" })),
+    ...op.refused.map((f) => ({ ...f, retryAt: 0, state: "refused" })),
+  ];
   for (const f of failures) {
     await tx`UPDATE relay_outbox SET attempts = attempts + 1, last_error = ${f.error}, state = ${f.state}, next_at = ${f.retryAt}, lease_owner = NULL, lease_until = 0
       WHERE id = ${f.id} AND lease_owner = ${op.owner}`;
@@ -162,7 +216,11 @@ async function settle(r: RelayBatch, tx: Tx, op: Extract<WriteOp, { kind: "relay
   return { kind: "settled", sent: sent.length };
 }
 
-async function control(r: RelayBatch, tx: Tx, op: Extract<WriteOp, { kind: "relay-control" }>): Promise<ResultFor<typeof op>> {
+async function control(
+  r: RelayBatch,
+  tx: Tx,
+  op: Extract<WriteOp, { kind: "relay-control" }>,
+): Promise<ResultFor<typeof op>> {
   switch (op.action) {
     case "pause":
     case "resume":
@@ -170,7 +228,10 @@ async function control(r: RelayBatch, tx: Tx, op: Extract<WriteOp, { kind: "rela
         ON CONFLICT (name, shard) DO UPDATE SET value = excluded.value`;
       return { kind: "relay-controlled", entries: 0 };
     case "requeue":
-      return { kind: "relay-controlled", entries: (await tx`UPDATE relay_outbox SET state = 'ready', next_at = 0 WHERE state = 'refused'`).count };
+      return {
+        kind: "relay-controlled",
+        entries: (await tx`UPDATE relay_outbox SET state = 'ready', next_at = 0 WHERE state = 'refused'`).count,
+      };
     case "discard":
     case "discard-refused": {
       const rows =
@@ -215,7 +276,11 @@ export function relayBatch(policy: RelayPolicy | null) {
 export async function relayStatus(sql: Sql): Promise<RelayStatus> {
   const c = await totals(sql);
   const notReady = new Map(
-    (await sql<{ state: string; n: number }[]>`SELECT state, count(*)::int AS n FROM relay_outbox WHERE state <> 'ready' GROUP BY state`).map((r) => [r.state, r.n]),
+    (
+      await sql<
+        { state: string; n: number }[]
+      >`SELECT state, count(*)::int AS n FROM relay_outbox WHERE state <> 'ready' GROUP BY state`
+    ).map((r) => [r.state, r.n]),
   );
   const [head] = await sql<{ queuedAt: number; attempts: number; lastError: string | null }[]>`
     SELECT queued_at AS "queuedAt", attempts, last_error AS "lastError" FROM relay_outbox WHERE state = 'ready' ORDER BY id LIMIT 1`;

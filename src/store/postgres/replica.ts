@@ -27,7 +27,11 @@ export async function openReplica(url: string, maxLagMs: number, opts: OpenOptio
           CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
                ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8 END AS lag`;
       lagS = row!.standby ? Math.max(0, row!.lag ?? 0) : 0;
-      problem = !row!.standby ? null : lagS * 1000 > maxLagMs ? `replica ${lagS.toFixed(1)} s behind (bound ${maxLagMs / 1000} s): reads go to the primary` : null;
+      problem = !row!.standby
+        ? null
+        : lagS * 1000 > maxLagMs
+          ? `replica ${lagS.toFixed(1)} s behind (bound ${maxLagMs / 1000} s): reads go to the primary`
+          : null;
     } catch (e) {
       lagS = null;
       problem = `replica does not answer (${(e as Error).message}): reads go to the primary`;
@@ -41,7 +45,12 @@ export async function openReplica(url: string, maxLagMs: number, opts: OpenOptio
     sql,
     db,
     usable: () => !stopped && problem === null && lagS !== null,
-    status: () => ({ location: redacted(url), lagS, readsFrom: problem === null && lagS !== null ? "replica" : "primary", problem }),
+    status: () => ({
+      location: redacted(url),
+      lagS,
+      readsFrom: problem === null && lagS !== null ? "replica" : "primary",
+      problem,
+    }),
     async close() {
       stopped = true;
       clearInterval(timer);

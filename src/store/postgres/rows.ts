@@ -6,7 +6,9 @@ import { executions } from "./schema.ts";
 
 const columns = getTableColumns(executions);
 /** The domain's keys with their column names, insertion order (seq) left out. */
-export const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)[]).filter((k) => k !== "seq").map((key) => ({ key, name: columns[key].name }));
+export const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)[])
+  .filter((k) => k !== "seq")
+  .map((key) => ({ key, name: columns[key].name }));
 
 /** `"execution_id" AS "executionId", ...`: every column of an execution under its domain name. */
 export const SELECT_EXECUTION = EXECUTION_COLUMNS.map(({ key, name }) => `e."${name}" AS "${key}"`).join(", ");
@@ -25,4 +27,5 @@ export const UPDATABLE = EXECUTION_COLUMNS.filter(({ key }) => key !== "executio
  * Where an execution is found by its id or its install: its row in execution_ids names its
  * creation time, so only its month's partition is searched (`k` the ids, `e` the execution).
  */
-export const FROM_IDS = "execution_ids k JOIN executions e ON e.created_at = k.created_at AND e.execution_id = k.execution_id";
+export const FROM_IDS =
+  "execution_ids k JOIN executions e ON e.created_at = k.created_at AND e.execution_id = k.execution_id";

@@ -4,7 +4,18 @@
 // month ("Large tables on PostgreSQL"), rollup cells are merged under their row locks by whichever
 // node writes them ("Rollup cells on PostgreSQL").
 import { sql } from "drizzle-orm";
-import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, smallint, text } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  boolean,
+  customType,
+  doublePrecision,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  smallint,
+  text,
+} from "drizzle-orm/pg-core";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
@@ -73,7 +84,10 @@ export const executions = pgTable(
     /** Insertion order, across nodes: the tie-breaker of rows created in the same millisecond. */
     seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity().notNull(),
   },
-  (t) => [index("executions_created_at").on(t.createdAt, t.seq), index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq)],
+  (t) => [
+    index("executions_created_at").on(t.createdAt, t.seq),
+    index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq),
+  ],
 );
 
 /**
@@ -88,7 +102,10 @@ export const executionIds = pgTable(
     randomId: text("random_id").notNull(),
     createdAt: ms("created_at").notNull(),
   },
-  (t) => [index("execution_ids_random_id").on(t.randomId), index("execution_ids_created_at").using("brin", t.createdAt)],
+  (t) => [
+    index("execution_ids_random_id").on(t.randomId),
+    index("execution_ids_created_at").using("brin", t.createdAt),
+  ],
 );
 
 /** The row is the domain's Execution, column for column, and its insertion order. */

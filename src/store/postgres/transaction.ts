@@ -93,12 +93,18 @@ async function reserve(sql: Sql): Promise<Awaited<ReturnType<Sql["reserve"]>>> {
   const ms = Date.now() - downSince < DOWN_FOR_MS ? DOWN_WAIT_MS : CONNECTION_WAIT_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const tx = await Promise.race([pending, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ConnectionWaitError(ms)), ms)))]);
+    const tx = await Promise.race([
+      pending,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ConnectionWaitError(ms)), ms))),
+    ]);
     downSince = 0;
     return tx;
   } catch (e) {
     markDown();
-    pending.then((late) => late.release(), () => {});
+    pending.then(
+      (late) => late.release(),
+      () => {},
+    );
     throw e;
   } finally {
     clearTimeout(timer);

@@ -17,8 +17,19 @@ import { applyIssueOp } from "./issues.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
 import { addRollups, dropCells, foldHours, type PgLabels } from "./cells.ts";
 import {
-  MARKS, SELECT_HELD, applyIntake, forgetHeld, heldOf, heldRows, insertRows, isIntake, lowerStuckMark,
-  type BatchEffects, type HeldRow, type IntakeOp, type Tx,
+  MARKS,
+  SELECT_HELD,
+  applyIntake,
+  forgetHeld,
+  heldOf,
+  heldRows,
+  insertRows,
+  isIntake,
+  lowerStuckMark,
+  type BatchEffects,
+  type HeldRow,
+  type IntakeOp,
+  type Tx,
 } from "./intake.ts";
 import { missingMonth, monthOf, partitionName, type Partitions } from "./partitions.ts";
 import { relayBatch } from "./relay.ts";
@@ -50,7 +61,9 @@ function lockNames(ops: readonly WriteOp[]): string[] {
 }
 
 async function getExecution(tx: Tx, executionId: string): Promise<Execution | undefined> {
-  const [row] = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ${executionId}`;
+  const [row] = await tx<
+    Execution[]
+  >`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ${executionId}`;
   return row;
 }
 
@@ -68,7 +81,8 @@ async function insertExecution(tx: Tx, e: Execution, fx: BatchEffects): Promise<
 /** The stuck mark's changes of the batch, in order. */
 async function moveStuckMark(tx: Tx, fx: BatchEffects): Promise<void> {
   for (const change of fx.stuck) {
-    if ("lower" in change) await tx`UPDATE marks SET value = ${change.lower} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${change.lower}`;
+    if ("lower" in change)
+      await tx`UPDATE marks SET value = ${change.lower} WHERE name = ${MARKS.stuckCheckedUntil} AND value > ${change.lower}`;
     else {
       await tx`INSERT INTO marks (name, value) VALUES (${MARKS.stuckCheckedUntil}, ${change.until})
         ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE marks.value = ${change.from}`;
@@ -78,19 +92,30 @@ async function moveStuckMark(tx: Tx, fx: BatchEffects): Promise<void> {
 
 /** Removes the held reports `where` selects, out of the held budget; their execution ids. */
 async function dropHeld(tx: Tx, fx: BatchEffects, where: ReturnType<Tx>): Promise<string[]> {
-  const gone = await tx<{ executionId: string; cost: number }[]>`DELETE FROM held_reports WHERE ${where} RETURNING execution_id AS "executionId", cost`;
+  const gone = await tx<
+    { executionId: string; cost: number }[]
+  >`DELETE FROM held_reports WHERE ${where} RETURNING execution_id AS "executionId", cost`;
   forgetHeld(fx, gone);
   return gone.map((g) => g.executionId);
 }
 
 async function findHeld(tx: Tx, executionId: string): Promise<HeldReport | null> {
-  const [row] = await tx<HeldRow[]>`SELECT ${tx.unsafe(SELECT_HELD)} FROM held_reports WHERE execution_id = ${executionId}`;
+  const [row] = await tx<
+    HeldRow[]
+  >`SELECT ${tx.unsafe(SELECT_HELD)} FROM held_reports WHERE execution_id = ${executionId}`;
   return row ? heldOf(row) : null;
 }
 
 /** Removes an install: its executions (their counts taken out), ids, held reports, log entries and relay entries. */
-async function deleteInstall(tx: Tx, randomId: string, at: number, fx: BatchEffects): Promise<{ found: boolean; executions: number }> {
-  const records = await tx<Execution[]>`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.random_id = ${randomId}`;
+async function deleteInstall(
+  tx: Tx,
+  randomId: string,
+  at: number,
+  fx: BatchEffects,
+): Promise<{ found: boolean; executions: number }> {
+  const records = await tx<
+    Execution[]
+  >`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.random_id = ${randomId}`;
   if (records.length > 0) {
     await tx`DELETE FROM executions WHERE (execution_id, created_at) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
     await tx`DELETE FROM execution_ids WHERE random_id = ${randomId}`;
@@ -98,7 +123,10 @@ async function deleteInstall(tx: Tx, randomId: string, at: number, fx: BatchEffe
   for (const record of records) count(fx, record, -1, at);
   const held = await dropHeld(tx, fx, tx`random_id = ${randomId}`);
   await fx.budget.flushLog(); // entries this batch logged for the install go too
-  const logged = await tx.unsafe<LeavingEntry[]>(`DELETE FROM rejected_reports WHERE random_id = $1 RETURNING ${RETURNING_LEAVING}`, [randomId]);
+  const logged = await tx.unsafe<LeavingEntry[]>(
+    `DELETE FROM rejected_reports WHERE random_id = $1 RETURNING ${RETURNING_LEAVING}`,
+    [randomId],
+  );
   await fx.budget.release(logged);
   // The install's reports waiting to be relayed go too: its executions', and its held reports'.
   await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held]);
@@ -118,7 +146,13 @@ async function flushCounts(tx: Tx, fx: BatchEffects, foldedUntil = fx.deltas.fol
  * held reports, log entries and relay entries, their ids, the month's rollup cells (every count
  * in them is of an execution created that month), and the partition itself.
  */
-async function dropBefore(tx: Tx, before: number, at: number, fx: BatchEffects, partitions: Partitions): Promise<{ executions: number; until: number }> {
+async function dropBefore(
+  tx: Tx,
+  before: number,
+  at: number,
+  fx: BatchEffects,
+  partitions: Partitions,
+): Promise<{ executions: number; until: number }> {
   const until = monthOf(before).from;
   let executions = 0;
   for (const from of await partitions.list(tx)) {
@@ -132,7 +166,11 @@ async function dropBefore(tx: Tx, before: number, at: number, fx: BatchEffects, 
     const month = tx`SELECT random_id FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}`;
     const held = await dropHeld(tx, fx, tx`random_id IN (${month})`);
     await fx.budget.flushLog();
-    await fx.budget.release(await tx<LeavingEntry[]>`DELETE FROM rejected_reports WHERE random_id IN (${month}) RETURNING ${tx.unsafe(RETURNING_LEAVING)}`);
+    await fx.budget.release(
+      await tx<
+        LeavingEntry[]
+      >`DELETE FROM rejected_reports WHERE random_id IN (${month}) RETURNING ${tx.unsafe(RETURNING_LEAVING)}`,
+    );
     await fx.relay.forget(tx, held);
     await fx.relay.forgetCreated(tx, from, to);
     executions += (await tx`DELETE FROM execution_ids WHERE created_at >= ${from} AND created_at < ${to}`).count;
@@ -148,10 +186,17 @@ async function dropBefore(tx: Tx, before: number, at: number, fx: BatchEffects, 
  * or held reports are past their budget): nothing acknowledged is dropped. Not waited for: when
  * another batch holds its execution, that batch applies or refreshes the report itself (false).
  */
-async function applyHeldAlone(tx: Tx, fx: BatchEffects, row: HeldRow & { executionId: string; randomId: string }): Promise<boolean> {
-  const [got] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${String(lockKey(`e:${row.executionId}`))}::bigint) AND pg_try_advisory_xact_lock(${String(lockKey(`r:${row.randomId}`))}::bigint) AS ok`;
+async function applyHeldAlone(
+  tx: Tx,
+  fx: BatchEffects,
+  row: HeldRow & { executionId: string; randomId: string },
+): Promise<boolean> {
+  const [got] = await tx<
+    { ok: boolean }[]
+  >`SELECT pg_try_advisory_xact_lock(${String(lockKey(`e:${row.executionId}`))}::bigint) AND pg_try_advisory_xact_lock(${String(lockKey(`r:${row.randomId}`))}::bigint) AS ok`;
   if (!got?.ok) return false;
-  if ((await dropHeld(tx, fx, tx`execution_id = ${row.executionId} AND received_at = ${row.receivedAt}`)).length === 0) return false;
+  if ((await dropHeld(tx, fx, tx`execution_id = ${row.executionId} AND received_at = ${row.receivedAt}`)).length === 0)
+    return false;
   if ((await getExecution(tx, row.executionId)) !== undefined) return false; // applied meanwhile
   const execution = executionFromHeld(heldOf(row), (await attemptsOf(tx, row.randomId)) + 1);
   await insertExecution(tx, execution, fx);
@@ -161,7 +206,9 @@ async function applyHeldAlone(tx: Tx, fx: BatchEffects, row: HeldRow & { executi
 }
 
 /** Held reports received before `before`, oldest first (after `after`), at most `limit`. */
-const oldestHeld = (tx: Tx, before: number, limit: number, after: { at: number; id: string } | null) => tx<(HeldRow & { executionId: string; randomId: string })[]>`
+const oldestHeld = (tx: Tx, before: number, limit: number, after: { at: number; id: string } | null) => tx<
+  (HeldRow & { executionId: string; randomId: string })[]
+>`
   SELECT execution_id AS "executionId", random_id AS "randomId", ${tx.unsafe(SELECT_HELD)} FROM held_reports
   WHERE received_at < ${before} AND ${after ? tx`(received_at, execution_id) > (${after.at}, ${after.id})` : tx`TRUE`}
   ORDER BY received_at, execution_id LIMIT ${limit}`;
@@ -192,7 +239,8 @@ async function keepHeldWithinBudget(tx: Tx, fx: BatchEffects, limits: StoreLimit
 
 /** A held report copied from another store (load-held): kept as it is unless its execution or a held report of it is stored. */
 async function loadHeld(tx: Tx, fx: BatchEffects, report: Report, at: number, repaired: boolean): Promise<boolean> {
-  if ((await getExecution(tx, report.executionId)) !== undefined || (await findHeld(tx, report.executionId)) !== null) return false;
+  if ((await getExecution(tx, report.executionId)) !== undefined || (await findHeld(tx, report.executionId)) !== null)
+    return false;
   await tx`INSERT INTO held_reports ${tx(heldRows(fx, [{ report, at, repaired, columns: encodeHeld(report) }]))}`;
   return true;
 }
@@ -231,9 +279,28 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
       const mark = `copy:${source}`;
       if (entry.id <= (await getMark(tx, mark))) return { kind: "duplicate" };
       await setMark(tx, mark, entry.id);
-      const { id: _, receivedAt, body, bodyKept, bodySize, bodySha256, replayedAt, replayResult, result, ...rejection } = entry;
-      const placed = await fx.budget.load({ ...rejection, body }, receivedAt, result, { replayedAt, replayResult }, bodyKept ? null : { size: bodySize, hash: bodySha256 });
-      return placed ? { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize } : { kind: "dropped" };
+      const {
+        id: _,
+        receivedAt,
+        body,
+        bodyKept,
+        bodySize,
+        bodySha256,
+        replayedAt,
+        replayResult,
+        result,
+        ...rejection
+      } = entry;
+      const placed = await fx.budget.load(
+        { ...rejection, body },
+        receivedAt,
+        result,
+        { replayedAt, replayResult },
+        bodyKept ? null : { size: bodySize, hash: bodySha256 },
+      );
+      return placed
+        ? { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize }
+        : { kind: "dropped" };
     }
     case "delete":
       return { kind: "deleted", ...(await deleteInstall(tx, op.randomId, op.at, fx)) };
@@ -249,7 +316,10 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
     }
     case "forget-rejected": {
       await fx.budget.flushLog();
-      const gone = await tx.unsafe<LeavingEntry[]>(`DELETE FROM rejected_reports WHERE received_at < $1 RETURNING ${RETURNING_LEAVING}`, [op.before]);
+      const gone = await tx.unsafe<LeavingEntry[]>(
+        `DELETE FROM rejected_reports WHERE received_at < $1 RETURNING ${RETURNING_LEAVING}`,
+        [op.before],
+      );
       await fx.budget.release(gone);
       return { kind: "forgotten", count: gone.length };
     }
@@ -333,7 +403,11 @@ export async function writeBatch(sql: Sql, ops: readonly WriteOp[], context: Bat
   }
 }
 
-async function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, partitions, labels }: BatchContext): Promise<WriteResult[]> {
+async function runBatch(
+  sql: Sql,
+  ops: readonly WriteOp[],
+  { limits, relay, partitions, labels }: BatchContext,
+): Promise<WriteResult[]> {
   const batchLabels = labels.batch();
   const results = await transaction(sql, async (tx) => {
     // Writers share the fold lock. A fold waits for them and they for it, so no count is added to
@@ -345,7 +419,9 @@ async function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, part
     // would fill it ("out of shared memory").
     const names = lockNames(ops);
     const alone = names.length > MAX_KEY_LOCKS || ops.some((op) => op.kind === "fold" || op.kind === "drop-before");
-    await (alone ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})` : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
+    await (alone
+      ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`
+      : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
     const keys = alone ? [] : names.map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
     const fx: BatchEffects = {
@@ -374,7 +450,10 @@ async function runBatch(sql: Sql, ops: readonly WriteOp[], { limits, relay, part
     await moveStuckMark(tx, fx);
     await flushCounts(tx, fx);
     await mergeSightings(tx, fx.sightings);
-    await fx.relay.trim(tx, ops.reduce((at, op) => Math.max(at, op.at), 0));
+    await fx.relay.trim(
+      tx,
+      ops.reduce((at, op) => Math.max(at, op.at), 0),
+    );
     await fx.relay.flush(tx);
     return results;
   });

@@ -82,7 +82,10 @@ export interface NewEntry {
   headOf: { size: number } | null;
 }
 
-export const newEntry = (rejection: Rejection, headOf: { size: number; hash: string | null } | null = null): NewEntry => ({
+export const newEntry = (
+  rejection: Rejection,
+  headOf: { size: number; hash: string | null } | null = null,
+): NewEntry => ({
   rejection,
   hash: headOf?.hash ?? sha256(rejection.body),
   headOf: headOf && { size: headOf.size },
@@ -98,7 +101,10 @@ export function planWhole(
   c: BudgetCounters,
   logBytes: number,
   known: (hash: string) => boolean,
-): { kind: "inline" | "known"; placed: StoredBody } | { kind: "new"; placed: StoredBody; codec: "zstd" | "none"; data: Buffer } | null {
+):
+  | { kind: "inline" | "known"; placed: StoredBody }
+  | { kind: "new"; placed: StoredBody; codec: "zstd" | "none"; data: Buffer }
+  | null {
   if (entry.headOf !== null) return null;
   const raw = entry.rejection.body;
   const size = raw.byteLength;
@@ -108,27 +114,45 @@ export function planWhole(
   const used = c.get("log.bytes");
   const shared = { body: Buffer.alloc(0), bodyStore: "shared", bodySize: size, bodyHash: hash, cost: rowCost } as const;
   if (size <= HEAD_BYTES) {
-    return used + rowCost + size <= wholeLimit ? { kind: "inline", placed: { body: asBuffer(raw), bodyStore: "inline", bodySize: size, bodyHash: hash, cost: rowCost + size } } : null;
+    return used + rowCost + size <= wholeLimit
+      ? {
+          kind: "inline",
+          placed: { body: asBuffer(raw), bodyStore: "inline", bodySize: size, bodyHash: hash, cost: rowCost + size },
+        }
+      : null;
   }
   if (known(hash)) return used + rowCost <= wholeLimit ? { kind: "known", placed: shared } : null;
   if (used + rowCost >= wholeLimit) return null;
   const packed = Bun.zstdCompressSync(raw, { level: 3 });
-  const [codec, data] = packed.byteLength < size ? (["zstd", asBuffer(packed)] as const) : (["none", asBuffer(raw)] as const);
+  const [codec, data] =
+    packed.byteLength < size ? (["zstd", asBuffer(packed)] as const) : (["none", asBuffer(raw)] as const);
   return used + rowCost + data.byteLength <= wholeLimit ? { kind: "new", placed: shared, codec, data } : null;
 }
 
 /** What an entry costs besides a shared body: its row and texts. */
-const costOf = (r: Rejection): number => ROW_BYTES + r.message.length + (r.field?.length ?? 0) + (r.randomId?.length ?? 0);
+const costOf = (r: Rejection): number =>
+  ROW_BYTES + r.message.length + (r.field?.length ?? 0) + (r.randomId?.length ?? 0);
 
 /** The head-only form of a new entry, and what it costs. */
 export function headOf(entry: NewEntry): StoredBody {
   const raw = entry.rejection.body;
   const head = asBuffer(raw.subarray(0, HEAD_BYTES));
-  return { body: head, bodyStore: "head", bodySize: entry.headOf?.size ?? raw.byteLength, bodyHash: entry.hash, cost: costOf(entry.rejection) + head.byteLength };
+  return {
+    body: head,
+    bodyStore: "head",
+    bodySize: entry.headOf?.size ?? raw.byteLength,
+    bodyHash: entry.hash,
+    cost: costOf(entry.rejection) + head.byteLength,
+  };
 }
 
 /** Counts a placed entry in: a whole body stored, shared, or cut to its head (unless it came so). */
-export function countIn(c: BudgetCounters, entry: NewEntry, placed: StoredBody, stored: { kind: "inline" | "known" | "new" | "head"; data?: Buffer }): void {
+export function countIn(
+  c: BudgetCounters,
+  entry: NewEntry,
+  placed: StoredBody,
+  stored: { kind: "inline" | "known" | "new" | "head"; data?: Buffer },
+): void {
   if (stored.kind === "known") c.add("log.deduplicated_total", 1);
   if (stored.kind === "new" && stored.data) {
     c.add("log.bytes", stored.data.byteLength);
@@ -168,15 +192,30 @@ export function countBodyOut(c: BudgetCounters, body: { stored: number; size: nu
 }
 
 /** Whether the body a row shows is the whole body (a head-only entry of a short body is whole too). */
-export function entryBody(row: { bodyStore: string; body: Uint8Array; bodySize: number | null; sharedCodec: string | null; sharedData: Uint8Array | null }): {
+export function entryBody(row: {
+  bodyStore: string;
+  body: Uint8Array;
+  bodySize: number | null;
+  sharedCodec: string | null;
+  sharedData: Uint8Array | null;
+}): {
   body: Uint8Array;
   bodySize: number;
   bodyKept: boolean;
 } {
-  const whole = row.bodyStore === "shared" && row.sharedData !== null ? (row.sharedCodec === "zstd" ? Bun.zstdDecompressSync(row.sharedData) : row.sharedData) : null;
+  const whole =
+    row.bodyStore === "shared" && row.sharedData !== null
+      ? row.sharedCodec === "zstd"
+        ? Bun.zstdDecompressSync(row.sharedData)
+        : row.sharedData
+      : null;
   const bytes = whole ?? row.body;
   const size = row.bodySize ?? bytes.byteLength;
-  return { body: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), bodySize: size, bodyKept: row.bodyStore === "shared" ? whole !== null : bytes.byteLength >= size };
+  return {
+    body: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    bodySize: size,
+    bodyKept: row.bodyStore === "shared" ? whole !== null : bytes.byteLength >= size,
+  };
 }
 
 /** The budgets as the contract reports them, from committed counters. */
@@ -223,13 +262,15 @@ export function encodeHeld(report: Report): HeldColumns {
   const overhead = ROW_BYTES + report.executionId.length + report.randomId.length;
   if (json.length >= COMPRESS_FROM) {
     const packed = Bun.zstdCompressSync(Buffer.from(json));
-    if (packed.byteLength < json.length) return { report: "", codec: "zstd", data: asBuffer(packed), cost: overhead + packed.byteLength };
+    if (packed.byteLength < json.length)
+      return { report: "", codec: "zstd", data: asBuffer(packed), cost: overhead + packed.byteLength };
   }
   return { report: json, codec: null, data: null, cost: overhead + json.length };
 }
 
 /** A held report as stored; one held since before the decline rule is read with it (domain asDecline), so no held report needs rewriting. */
 export function decodeHeld(row: { report: string; codec: string | null; data: Uint8Array | null }): Report {
-  const json = row.codec === "zstd" && row.data ? Buffer.from(Bun.zstdDecompressSync(row.data)).toString("utf8") : row.report;
+  const json =
+    row.codec === "zstd" && row.data ? Buffer.from(Bun.zstdDecompressSync(row.data)).toString("utf8") : row.report;
   return asDecline(JSON.parse(json) as Report);
 }

@@ -6,7 +6,13 @@ import type { ReadShape } from "../contract/reads.ts";
 
 /** A read as an engine may write it: synchronous or not, a stream as a plain or an async iterable. */
 type Inner<F> = F extends (...args: infer A) => infer R
-  ? (...args: A) => R extends AsyncIterable<infer T> ? Iterable<T> | AsyncIterable<T> : R extends Promise<infer T> ? T | Promise<T> : R
+  ? (
+      ...args: A
+    ) => R extends AsyncIterable<infer T>
+      ? Iterable<T> | AsyncIterable<T>
+      : R extends Promise<infer T>
+        ? T | Promise<T>
+        : R
   : never;
 
 /** The reads `R` as an engine implements them. */
@@ -25,7 +31,10 @@ export function guardReads<R>(inner: EngineReads<R>, shapes: { readonly [K in ke
   for (const name of Object.keys(shapes) as (keyof R & string)[]) {
     const read = inner[name] as (...args: unknown[]) => unknown;
     const call = (args: unknown[]) => () => read.apply(inner, args);
-    out[name] = shapes[name] === "stream" ? (...args: unknown[]) => stream(call(args), door) : (...args: unknown[]) => once(call(args), door);
+    out[name] =
+      shapes[name] === "stream"
+        ? (...args: unknown[]) => stream(call(args), door)
+        : (...args: unknown[]) => once(call(args), door);
   }
   return out as R;
 }

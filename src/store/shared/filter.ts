@@ -66,12 +66,30 @@ export function filterWhere(e: ExecutionColumns, f: ExecutionFilter, like: Like)
 
 /** The community service's `status` column is the collapsed outcome. */
 export const pageSortColumn = (e: ExecutionColumns, sort: PageSort): Column =>
-  ({ created: e.createdAt, nsapp: e.nsapp, status: e.outcome, os_type: e.osType, type: e.type, method: e.method, exit_code: e.exitCode })[sort];
+  ({
+    created: e.createdAt,
+    nsapp: e.nsapp,
+    status: e.outcome,
+    os_type: e.osType,
+    type: e.type,
+    method: e.method,
+    exit_code: e.exitCode,
+  })[sort];
 
 /** A numbered page's filters: the read filters, any of several repo sources, an app name containing a text. */
-export function pageWhere(e: ExecutionColumns, filter: ExecutionFilter, { repoSources, appContains }: PageQuery, like: Like): SQL | undefined {
+export function pageWhere(
+  e: ExecutionColumns,
+  filter: ExecutionFilter,
+  { repoSources, appContains }: PageQuery,
+  like: Like,
+): SQL | undefined {
   // None of no sources: Drizzle's or() of nothing would be no condition at all.
-  const anyRepo = repoSources === undefined ? undefined : repoSources.length === 0 ? sql`1 = 0` : or(...repoSources.map((r) => matches(e.repoSource, r)));
+  const anyRepo =
+    repoSources === undefined
+      ? undefined
+      : repoSources.length === 0
+        ? sql`1 = 0`
+        : or(...repoSources.map((r) => matches(e.repoSource, r)));
   const app = appContains ? like(e.nsapp, `%${escapeLike(appContains)}%`) : undefined;
   return and(filterWhere(e, filter, like), anyRepo, app);
 }

@@ -4,7 +4,16 @@
 // here; each keeps the days it counted until a write changes that day.
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { GRAINS, addRecord, bucketStart, emptyData, isAllApps, parseSlice, repoClass, type RollupData } from "../../domain/rollup.ts";
+import {
+  GRAINS,
+  addRecord,
+  bucketStart,
+  emptyData,
+  isAllApps,
+  parseSlice,
+  repoClass,
+  type RollupData,
+} from "../../domain/rollup.ts";
 import { DAY } from "../../domain/time.ts";
 import type { ExecutionFilter } from "../contract/executions.ts";
 
@@ -18,10 +27,16 @@ export function sliceFilter(slice: string, from: number, to: number): ExecutionF
 }
 
 /** The days whose hours [from, to) lies in: a range of day cells to look for. */
-export const daysOf = (from: number, to: number): { from: number; to: number } => ({ from: Math.floor(from / DAY) * DAY, to: Math.ceil(to / DAY) * DAY });
+export const daysOf = (from: number, to: number): { from: number; to: number } => ({
+  from: Math.floor(from / DAY) * DAY,
+  to: Math.ceil(to / DAY) * DAY,
+});
 
 /** Hour cells of `slice` counted from its executions (`chunks`: those of sliceFilter), oldest first; hours without any left out. */
-export async function countHours(chunks: AsyncIterable<readonly Execution[]> | Iterable<readonly Execution[]>, slice: string): Promise<{ bucket: number; data: RollupData }[]> {
+export async function countHours(
+  chunks: AsyncIterable<readonly Execution[]> | Iterable<readonly Execution[]>,
+  slice: string,
+): Promise<{ bucket: number; data: RollupData }[]> {
   const { kind, repo, nsapp } = parseSlice(slice);
   const allApps = isAllApps(slice);
   const cells = new Map<number, RollupData>();
@@ -45,7 +60,10 @@ export async function countHours(chunks: AsyncIterable<readonly Execution[]> | I
  * longer vouch for what it read.
  */
 export class OldHours {
-  private readonly days = new Map<string, { day: number; version: string; cells: { bucket: number; data: RollupData }[] }>();
+  private readonly days = new Map<
+    string,
+    { day: number; version: string; cells: { bucket: number; data: RollupData }[] }
+  >();
 
   constructor(private readonly limit = 512) {}
 

@@ -8,7 +8,11 @@ import { DAY } from "../../domain/time.ts";
  * newest, or up to `bound` (a day's start: the engine recounts what lies after it otherwise).
  * Each is told to `onDay` before it is recounted, with where the rebuild ends.
  */
-export function* rebuildDays(span: { first: number; last: number }, onDay?: (day: number, end: number) => void, bound = Number.POSITIVE_INFINITY): Generator<number, void> {
+export function* rebuildDays(
+  span: { first: number; last: number },
+  onDay?: (day: number, end: number) => void,
+  bound = Number.POSITIVE_INFINITY,
+): Generator<number, void> {
   const end = Math.min(span.last - (span.last % DAY) + DAY, bound);
   for (let day = span.first - (span.first % DAY); day < end; day += DAY) {
     onDay?.(day, end);

@@ -5,7 +5,11 @@ import { emptyData, mergeInto, type RollupData, type RollupPart } from "../../do
 const EVERY_PART: ReadonlySet<RollupPart> = new Set(["data", "apps", "errors"]);
 
 /** The parts asked for, and only those (`have`: the parts `data` holds): a reader sees the same cell whatever else a write cached. */
-export function only(data: RollupData, parts: readonly RollupPart[], have: ReadonlySet<RollupPart> = EVERY_PART): RollupData {
+export function only(
+  data: RollupData,
+  parts: readonly RollupPart[],
+  have: ReadonlySet<RollupPart> = EVERY_PART,
+): RollupData {
   if (have.size === parts.length) return data;
   const { nsapp, ...rest } = data.dims;
   const withData = parts.includes("data");
@@ -15,7 +19,9 @@ export function only(data: RollupData, parts: readonly RollupPart[], have: Reado
 }
 
 /** Cells of several stored slices (the repo classes of a slice of every repo) as one cell per bucket, oldest first. */
-export function sumByBucket(lists: readonly { bucket: number; data: RollupData }[][]): { bucket: number; data: RollupData }[] {
+export function sumByBucket(
+  lists: readonly { bucket: number; data: RollupData }[][],
+): { bucket: number; data: RollupData }[] {
   const nonEmpty = lists.filter((l) => l.length > 0);
   if (nonEmpty.length <= 1) return nonEmpty[0] ?? [];
   const sums = new Map<number, { bucket: number; data: RollupData; own: boolean }>();

@@ -15,7 +15,19 @@ export function createAlertWrites(db: Db) {
   /** Queues `message` for each channel, due at once. */
   const enqueue = (eventId: number, message: string, channels: readonly string[], at: number) => {
     for (const channel of channels) {
-      db.insert(alertOutbox).values({ eventId, channel, message, createdAt: at, nextAt: at, attempts: 0, state: "pending", lastError: null, sentAt: null }).run();
+      db.insert(alertOutbox)
+        .values({
+          eventId,
+          channel,
+          message,
+          createdAt: at,
+          nextAt: at,
+          attempts: 0,
+          state: "pending",
+          lastError: null,
+          sentAt: null,
+        })
+        .run();
     }
   };
 
@@ -23,7 +35,15 @@ export function createAlertWrites(db: Db) {
     const sent = t.channels.length > 0;
     const [event] = db
       .insert(alertEvents)
-      .values({ rule: t.rule, subject: t.subject, status: t.status, at, message: t.message, notifiedAt: sent ? at : null, heldBack: t.heldBack })
+      .values({
+        rule: t.rule,
+        subject: t.subject,
+        status: t.status,
+        at,
+        message: t.message,
+        notifiedAt: sent ? at : null,
+        heldBack: t.heldBack,
+      })
       .returning({ id: alertEvents.id })
       .all();
     const eventId = event!.id;
@@ -42,9 +62,16 @@ export function createAlertWrites(db: Db) {
   }
 
   function send(s: AlertSend, at: number): void {
-    const state = db.select().from(alertStates).where(and(eq(alertStates.rule, s.rule), eq(alertStates.subject, s.subject))).get();
+    const state = db
+      .select()
+      .from(alertStates)
+      .where(and(eq(alertStates.rule, s.rule), eq(alertStates.subject, s.subject)))
+      .get();
     if (!state || state.status !== "firing" || state.notified) return;
-    db.update(alertStates).set({ notified: true, lastSentAt: at }).where(and(eq(alertStates.rule, s.rule), eq(alertStates.subject, s.subject))).run();
+    db.update(alertStates)
+      .set({ notified: true, lastSentAt: at })
+      .where(and(eq(alertStates.rule, s.rule), eq(alertStates.subject, s.subject)))
+      .run();
     db.update(alertEvents).set({ notifiedAt: at }).where(eq(alertEvents.id, state.eventId)).run();
     enqueue(state.eventId, s.message, s.channels, at);
   }
@@ -52,7 +79,10 @@ export function createAlertWrites(db: Db) {
   return {
     round(op: AlertOp<"alert-round">): ResultOf["alert-round"] {
       for (const { rule, summary } of op.rules) {
-        db.insert(alertRules).values({ rule, silencedUntil: null, evaluatedAt: op.at, summary }).onConflictDoUpdate({ target: alertRules.rule, set: { evaluatedAt: op.at, summary } }).run();
+        db.insert(alertRules)
+          .values({ rule, silencedUntil: null, evaluatedAt: op.at, summary })
+          .onConflictDoUpdate({ target: alertRules.rule, set: { evaluatedAt: op.at, summary } })
+          .run();
       }
       const events = op.transitions.map((t) => transition(t, op.at));
       for (const s of op.sends) send(s, op.at);
@@ -60,7 +90,10 @@ export function createAlertWrites(db: Db) {
     },
 
     silence(op: AlertOp<"alert-silence">): ResultOf["alert-silence"] {
-      db.insert(alertRules).values({ rule: op.rule, silencedUntil: op.until, evaluatedAt: null, summary: null }).onConflictDoUpdate({ target: alertRules.rule, set: { silencedUntil: op.until } }).run();
+      db.insert(alertRules)
+        .values({ rule: op.rule, silencedUntil: op.until, evaluatedAt: null, summary: null })
+        .onConflictDoUpdate({ target: alertRules.rule, set: { silencedUntil: op.until } })
+        .run();
       return { kind: "alert-silenced" };
     },
 
@@ -72,16 +105,31 @@ export function createAlertWrites(db: Db) {
           : op.result === "retry"
             ? { nextAt: op.nextAt ?? op.at, lastError: op.error }
             : { state: "failed" as const, lastError: op.error };
-      const changed = db.update(alertOutbox).set({ ...set, attempts: sql`${alertOutbox.attempts} + 1` }).where(pending).returning({ id: alertOutbox.id }).all();
+      const changed = db
+        .update(alertOutbox)
+        .set({ ...set, attempts: sql`${alertOutbox.attempts} + 1` })
+        .where(pending)
+        .returning({ id: alertOutbox.id })
+        .all();
       return { kind: "alert-delivery-marked", found: changed.length > 0 };
     },
 
     forget(op: AlertOp<"alert-forget">): ResultOf["alert-forget"] {
       const current = db.select({ id: alertStates.eventId }).from(alertStates);
-      const messages = db.delete(alertOutbox).where(and(lt(alertOutbox.createdAt, op.before), ne(alertOutbox.state, "pending"))).returning({ id: alertOutbox.id }).all().length;
+      const messages = db
+        .delete(alertOutbox)
+        .where(and(lt(alertOutbox.createdAt, op.before), ne(alertOutbox.state, "pending")))
+        .returning({ id: alertOutbox.id })
+        .all().length;
       const events = db
         .delete(alertEvents)
-        .where(and(lt(alertEvents.at, op.before), notInArray(alertEvents.id, current), sql`NOT EXISTS (SELECT 1 FROM ${alertOutbox} WHERE ${alertOutbox.eventId} = ${alertEvents.id})`))
+        .where(
+          and(
+            lt(alertEvents.at, op.before),
+            notInArray(alertEvents.id, current),
+            sql`NOT EXISTS (SELECT 1 FROM ${alertOutbox} WHERE ${alertOutbox.eventId} = ${alertEvents.id})`,
+          ),
+        )
         .returning({ id: alertEvents.id })
         .all().length;
       return { kind: "alert-forgotten", events, messages };
@@ -89,13 +137,21 @@ export function createAlertWrites(db: Db) {
   };
 }
 
-const deliveryColumns = { channel: alertOutbox.channel, state: alertOutbox.state, attempts: alertOutbox.attempts, lastError: alertOutbox.lastError, sentAt: alertOutbox.sentAt };
+const deliveryColumns = {
+  channel: alertOutbox.channel,
+  state: alertOutbox.state,
+  attempts: alertOutbox.attempts,
+  lastError: alertOutbox.lastError,
+  sentAt: alertOutbox.sentAt,
+};
 
 /** What the alert job reads: its own tables, and the rejected-reports log counted by reason. */
 type AlertsRead = AlertReads & Pick<RejectedReads, "rejectedCounts">;
 
 /** Synchronous reads; store.ts makes them the contract's asynchronous AlertReads. */
-export function createAlertReads(db: Db): { [K in keyof AlertsRead]: (...args: Parameters<AlertsRead[K]>) => Awaited<ReturnType<AlertsRead[K]>> } {
+export function createAlertReads(db: Db): {
+  [K in keyof AlertsRead]: (...args: Parameters<AlertsRead[K]>) => Awaited<ReturnType<AlertsRead[K]>>;
+} {
   return {
     alertStates: () => db.select().from(alertStates).orderBy(alertStates.rule, alertStates.subject).all(),
 
@@ -105,16 +161,50 @@ export function createAlertReads(db: Db): { [K in keyof AlertsRead]: (...args: P
       const where: SQL[] = [];
       if (before !== undefined) where.push(lt(alertEvents.id, before));
       if (rule !== undefined) where.push(eq(alertEvents.rule, rule));
-      const rows = db.select().from(alertEvents).where(and(...where)).orderBy(desc(alertEvents.id)).limit(limit).all();
+      const rows = db
+        .select()
+        .from(alertEvents)
+        .where(and(...where))
+        .orderBy(desc(alertEvents.id))
+        .limit(limit)
+        .all();
       if (rows.length === 0) return [];
-      const deliveries = db.select({ eventId: alertOutbox.eventId, ...deliveryColumns }).from(alertOutbox).where(inArray(alertOutbox.eventId, rows.map((r) => r.id))).orderBy(alertOutbox.id).all();
-      return rows.map((r): AlertEvent => ({ ...r, deliveries: deliveries.filter((d) => d.eventId === r.id).map(({ eventId: _, ...d }) => d) }));
+      const deliveries = db
+        .select({ eventId: alertOutbox.eventId, ...deliveryColumns })
+        .from(alertOutbox)
+        .where(
+          inArray(
+            alertOutbox.eventId,
+            rows.map((r) => r.id),
+          ),
+        )
+        .orderBy(alertOutbox.id)
+        .all();
+      return rows.map(
+        (r): AlertEvent => ({
+          ...r,
+          deliveries: deliveries.filter((d) => d.eventId === r.id).map(({ eventId: _, ...d }) => d),
+        }),
+      );
     },
 
     alertDue: (dueBy, limit): AlertDelivery[] =>
-      db.select().from(alertOutbox).where(and(eq(alertOutbox.state, "pending"), lte(alertOutbox.nextAt, dueBy))).orderBy(alertOutbox.nextAt, alertOutbox.id).limit(limit).all(),
+      db
+        .select()
+        .from(alertOutbox)
+        .where(and(eq(alertOutbox.state, "pending"), lte(alertOutbox.nextAt, dueBy)))
+        .orderBy(alertOutbox.nextAt, alertOutbox.id)
+        .limit(limit)
+        .all(),
 
-    alertQueue: () => db.select({ channel: alertOutbox.channel, pending: count() }).from(alertOutbox).where(eq(alertOutbox.state, "pending")).groupBy(alertOutbox.channel).orderBy(alertOutbox.channel).all(),
+    alertQueue: () =>
+      db
+        .select({ channel: alertOutbox.channel, pending: count() })
+        .from(alertOutbox)
+        .where(eq(alertOutbox.state, "pending"))
+        .groupBy(alertOutbox.channel)
+        .orderBy(alertOutbox.channel)
+        .all(),
 
     rejectedCounts(from, to) {
       const rows = db

@@ -10,12 +10,22 @@
 // beside the target, synced, and renamed over the target; the target's stale -wal/-shm go, then
 // the database is opened with migrations, so an older backup comes back at the current schema.
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+} from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Durability } from "../../config.ts";
 import { BackupError, DatabaseOpenError, type BackupResult, type RestoreResult } from "../engine.ts";
 import { APPLICATION_ID, openDatabase } from "./database.ts";
-
 
 export interface DatabaseCheck {
   ok: boolean;
@@ -58,10 +68,15 @@ export function checkDatabaseFile(path: string, opts: { quick?: boolean } = {}):
       return check;
     }
     // Records: executions, or installs in a backup made before migration 0007 (a restore migrates it).
-    const table = c.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'executions'").get() ? "executions" : "installs";
+    const table = c.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'executions'").get()
+      ? "executions"
+      : "installs";
     check.installs = (c.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-    const journal = c.query("SELECT count(*) AS n FROM sqlite_master WHERE name = '__drizzle_migrations'").get() as { n: number };
-    check.migrations = journal.n === 0 ? 0 : (c.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n;
+    const journal = c.query("SELECT count(*) AS n FROM sqlite_master WHERE name = '__drizzle_migrations'").get() as {
+      n: number;
+    };
+    check.migrations =
+      journal.n === 0 ? 0 : (c.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n;
     check.ok = true;
     return check;
   } catch (e) {
@@ -74,7 +89,10 @@ export function checkDatabaseFile(path: string, opts: { quick?: boolean } = {}):
 
 /** A temporary name beside `target` (same directory, so the final rename is atomic). */
 function tempBeside(target: string, what: string): string {
-  return join(dirname(target), `.${basename(target)}.${what}-${process.pid}-${Math.random().toString(36).slice(2, 8)}.tmp`);
+  return join(
+    dirname(target),
+    `.${basename(target)}.${what}-${process.pid}-${Math.random().toString(36).slice(2, 8)}.tmp`,
+  );
 }
 
 function fsyncPath(path: string, flags: "r" | "r+" = "r"): void {
@@ -122,7 +140,8 @@ function publish(temp: string, target: string, force: boolean): void {
     unlinkSync(temp);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === "EEXIST" || existsSync(target)) throw new BackupError(`${target} already exists; use --force to overwrite it`);
+    if (code === "EEXIST" || existsSync(target))
+      throw new BackupError(`${target} already exists; use --force to overwrite it`);
     renameSync(temp, target);
   }
   removeCompanions(target); // leftovers of an earlier file of that name, never to be applied to this one
@@ -136,7 +155,9 @@ function publish(temp: string, target: string, force: boolean): void {
  */
 export function backupDatabase(source: Database, target: string, opts: { force?: boolean } = {}): BackupResult {
   const path = resolve(target);
-  const own = (source.query("PRAGMA database_list").all() as { name: string; file: string }[]).find((d) => d.name === "main")?.file;
+  const own = (source.query("PRAGMA database_list").all() as { name: string; file: string }[]).find(
+    (d) => d.name === "main",
+  )?.file;
   if (own && resolve(own) === path) throw new BackupError(`${target} is the database itself; choose another file`);
   if (!opts.force && existsSync(path)) throw new BackupError(`${target} already exists; use --force to overwrite it`);
   if (!existsSync(dirname(path))) throw new BackupError(`directory ${dirname(path)} does not exist`);
@@ -153,7 +174,11 @@ export function backupDatabase(source: Database, target: string, opts: { force?:
 }
 
 /** backupDatabase over a connection of its own, without migrations: the copy is the database as it is (restore migrates). */
-export function backupFile(path: string, target: string, opts: { force: boolean; durability: Durability }): BackupResult {
+export function backupFile(
+  path: string,
+  target: string,
+  opts: { force: boolean; durability: Durability },
+): BackupResult {
   const { sqlite } = openDatabase(path, { durability: opts.durability, migrate: false });
   try {
     return backupDatabase(sqlite, target, opts);
@@ -208,9 +233,11 @@ function replaceable(path: string): string | null {
   } finally {
     closeSync(fd);
   }
-  if (n < 100 || header.toString("latin1", 0, 16) !== SQLITE_MAGIC) return `${path} is not an SQLite database; refusing to replace it (move it away first)`;
+  if (n < 100 || header.toString("latin1", 0, 16) !== SQLITE_MAGIC)
+    return `${path} is not an SQLite database; refusing to replace it (move it away first)`;
   const appId = header.readUInt32BE(68);
-  if (appId !== APPLICATION_ID) return `${path} is an SQLite database of another application (application_id ${hex(appId)}); refusing to replace it`;
+  if (appId !== APPLICATION_ID)
+    return `${path} is an SQLite database of another application (application_id ${hex(appId)}); refusing to replace it`;
   return null;
 }
 
@@ -224,7 +251,11 @@ function replaceable(path: string): string | null {
  * The in-use check happens right before the rename, after the (slow) copy, so the window in which
  * a server starting up could still open the old file is a few milliseconds.
  */
-export function restoreDatabase(backup: string, target: string, opts: { force?: boolean; durability: Durability }): RestoreResult {
+export function restoreDatabase(
+  backup: string,
+  target: string,
+  opts: { force?: boolean; durability: Durability },
+): RestoreResult {
   const from = resolve(backup);
   const path = resolve(target);
   if (!existsSync(from)) throw new BackupError(`${backup} does not exist`);
@@ -254,8 +285,10 @@ export function restoreDatabase(backup: string, target: string, opts: { force?: 
     if (!copy.ok) throw new Error(`the copy of the backup failed its check: ${copy.problem}`);
     if (exists) {
       const use = databaseInUse(path);
-      if (use.inUse) throw new BackupError(`${target} is in use (a running installstats server?); stop it, then restore`);
-      if (use.unchecked) warnings.push(`could not check whether ${target} is in use (${use.unchecked}); it was replaced anyway`);
+      if (use.inUse)
+        throw new BackupError(`${target} is in use (a running installstats server?); stop it, then restore`);
+      if (use.unchecked)
+        warnings.push(`could not check whether ${target} is in use (${use.unchecked}); it was replaced anyway`);
     }
     // The old database's -wal/-shm go first, so the new file never sits beside them.
     removeCompanions(path);
@@ -269,7 +302,14 @@ export function restoreDatabase(backup: string, target: string, opts: { force?: 
   try {
     const migrations = (sqlite.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n;
     const installs = (sqlite.query("SELECT count(*) AS n FROM executions").get() as { n: number }).n;
-    return { path, from, bytes: statSync(path).size, installs, migrationsApplied: migrations - (check.migrations ?? 0), warnings };
+    return {
+      path,
+      from,
+      bytes: statSync(path).size,
+      installs,
+      migrationsApplied: migrations - (check.migrations ?? 0),
+      warnings,
+    };
   } finally {
     sqlite.close();
   }

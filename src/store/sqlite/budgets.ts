@@ -8,8 +8,19 @@
 import type { Database } from "bun:sqlite";
 import type { Rejection } from "../../domain/rejection.ts";
 import {
-  COUNTERS as BUDGET_COUNTERS, EVICT_CHUNK, ROW_BYTES, countBodyOut, countDropped, countIn, countOut, headOf, newEntry, planWhole,
-  type BudgetCounters, type LeavingEntry, type StoredBody,
+  COUNTERS as BUDGET_COUNTERS,
+  EVICT_CHUNK,
+  ROW_BYTES,
+  countBodyOut,
+  countDropped,
+  countIn,
+  countOut,
+  headOf,
+  newEntry,
+  planWhole,
+  type BudgetCounters,
+  type LeavingEntry,
+  type StoredBody,
 } from "../shared/budgets.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
 
@@ -42,7 +53,9 @@ export class Counters implements BudgetCounters {
 
   constructor(sqlite: Database) {
     this.get1 = sqlite.query<{ value: number }, [string]>("SELECT value FROM budget_counters WHERE name = ?");
-    this.put = sqlite.query<never, [string, number]>("INSERT INTO budget_counters (name, value) VALUES (?, ?) ON CONFLICT DO UPDATE SET value = excluded.value");
+    this.put = sqlite.query<never, [string, number]>(
+      "INSERT INTO budget_counters (name, value) VALUES (?, ?) ON CONFLICT DO UPDATE SET value = excluded.value",
+    );
   }
 
   get(name: CounterName): number {
@@ -82,8 +95,12 @@ export class Counters implements BudgetCounters {
 export function createLogBudget(sqlite: Database, counters: Counters, limits: { current: StoreLimits }) {
   const findBody = sqlite.query<{ size: number }, [string]>("SELECT size FROM bodies WHERE hash = ?");
   const addRef = sqlite.query<never, [string]>("UPDATE bodies SET refs = refs + 1 WHERE hash = ?");
-  const insertBody = sqlite.query<never, [string, number, string, Buffer]>("INSERT INTO bodies (hash, size, codec, data, refs) VALUES (?, ?, ?, ?, 1)");
-  const dropRef = sqlite.query<{ refs: number; stored: number; size: number }, [string]>("UPDATE bodies SET refs = refs - 1 WHERE hash = ? RETURNING refs, length(data) AS stored, size");
+  const insertBody = sqlite.query<never, [string, number, string, Buffer]>(
+    "INSERT INTO bodies (hash, size, codec, data, refs) VALUES (?, ?, ?, ?, 1)",
+  );
+  const dropRef = sqlite.query<{ refs: number; stored: number; size: number }, [string]>(
+    "UPDATE bodies SET refs = refs - 1 WHERE hash = ? RETURNING refs, length(data) AS stored, size",
+  );
   const deleteBody = sqlite.query<never, [string]>("DELETE FROM bodies WHERE hash = ?");
   const evictHeads = sqlite.query<LeavingEntry, [number]>(
     `DELETE FROM rejected_reports WHERE id IN (SELECT id FROM rejected_reports WHERE body_store = 'head' ORDER BY id LIMIT ?)
@@ -143,4 +160,3 @@ export function createLogBudget(sqlite: Database, counters: Counters, limits: { 
     },
   };
 }
-

@@ -2,7 +2,17 @@
 // into the cells the batch touches, which are written back once before COMMIT; a fold moves open
 // hours into the day cells.
 import { failureSignatureId, type SignatureSightings } from "../../domain/error-signature.ts";
-import { GRAINS, RollupDeltas, emptyData, hoursFrom, isAllApps, isEmpty, storedSlicesOf, type RollupData, type RollupKey } from "../../domain/rollup.ts";
+import {
+  GRAINS,
+  RollupDeltas,
+  emptyData,
+  hoursFrom,
+  isAllApps,
+  isEmpty,
+  storedSlicesOf,
+  type RollupData,
+  type RollupKey,
+} from "../../domain/rollup.ts";
 import { encodeCell } from "../../domain/rollup-codec.ts";
 import type { ResultFor, WriteOp } from "../contract/store.ts";
 import { ALL_PARTS, cellKey, type CachedCell } from "./cell-cache.ts";
@@ -31,7 +41,8 @@ function touch(ctx: WriteContext, key: RollupKey): RollupData {
 }
 
 /** Deltas counted straight into the touched cells. */
-export const deltasFrom = (ctx: WriteContext, foldedUntil: number): RollupDeltas => new RollupDeltas(foldedUntil, storedSlicesOf, (key) => touch(ctx, key));
+export const deltasFrom = (ctx: WriteContext, foldedUntil: number): RollupDeltas =>
+  new RollupDeltas(foldedUntil, storedSlicesOf, (key) => touch(ctx, key));
 
 /** Writes back every cell the batch touched (or removes it, when nothing is counted in it any more). */
 export function storeTouched(ctx: WriteContext): void {
@@ -69,13 +80,19 @@ export function mergeSightings(ctx: WriteContext, sightings: SignatureSightings)
 }
 
 /** The open hours before `op.until` folded into their day cells (the hour cells of hours no longer kept go). */
-export function fold(ctx: WriteContext, op: Extract<WriteOp, { kind: "fold" }>, fx: BatchEffects): ResultFor<typeof op> {
+export function fold(
+  ctx: WriteContext,
+  op: Extract<WriteOp, { kind: "fold" }>,
+  fx: BatchEffects,
+): ResultFor<typeof op> {
   const from = fx.deltas.foldedUntil;
   if (op.until <= from) return { kind: "folded", hours: 0 };
   storeTouched(ctx);
   fx.open.push(fx.deltas);
   // The hours' cells as they stand with this batch's writes so far (memory changes only after COMMIT).
-  const pending = fx.open.flatMap((d) => [...d.openCells().values()].map(({ key, data }) => ({ slice: key.app, bucket: key.bucket, data })));
+  const pending = fx.open.flatMap((d) =>
+    [...d.openCells().values()].map(({ key, data }) => ({ slice: key.app, bucket: key.bucket, data })),
+  );
   const folding = deltasFrom(ctx, op.until);
   const hours = new Set<number>();
   for (const { slice, bucket, data } of [...ctx.openHours.cellsOf(null, from, op.until), ...pending]) {
@@ -96,6 +113,7 @@ export function fold(ctx: WriteContext, op: Extract<WriteOp, { kind: "fold" }>, 
 export function recountDay(ctx: WriteContext, day: number, end: number): void {
   ctx.touched.clear();
   const deltas = deltasFrom(ctx, ctx.openHours.foldedUntil);
-  for (const r of ctx.reads.iterateExecutions({ from: day, to: end })) deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
+  for (const r of ctx.reads.iterateExecutions({ from: day, to: end }))
+    deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
   storeTouched(ctx); // month cells add up across the days, as they do when written live
 }

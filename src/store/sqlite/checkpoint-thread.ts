@@ -38,7 +38,13 @@ export interface CheckpointThread {
  * `workerUrl` is checkpointer.ts as the entry module sees it (inside the compiled binary only the
  * entry module's import.meta.url is meaningful, and the worker is a second entry point).
  */
-export function startCheckpointThread(workerUrl: URL, sqlite: Database, path: string, log: Logger, opts: CheckpointOptions = {}): CheckpointThread {
+export function startCheckpointThread(
+  workerUrl: URL,
+  sqlite: Database,
+  path: string,
+  log: Logger,
+  opts: CheckpointOptions = {},
+): CheckpointThread {
   const { journal_mode } = sqlite.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()!;
   if (journal_mode !== "wal") return { beforeWrite() {}, stop() {} }; // an in-memory database has no WAL
   const hold = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
@@ -58,14 +64,22 @@ export function startCheckpointThread(workerUrl: URL, sqlite: Database, path: st
     sqlite.run(`PRAGMA wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
   };
   sqlite.run("PRAGMA wal_autocheckpoint = 0");
-  worker.postMessage({ path, everyMs: opts.everyMs ?? EVERY_MS, maxFrames: opts.maxFrames ?? AUTO_CHECKPOINT_PAGES, hold } satisfies CheckpointerStart);
+  worker.postMessage({
+    path,
+    everyMs: opts.everyMs ?? EVERY_MS,
+    maxFrames: opts.maxFrames ?? AUTO_CHECKPOINT_PAGES,
+    hold,
+  } satisfies CheckpointerStart);
   if (opts.onIntegrity) worker.postMessage({ check: "quick" } satisfies IntegrityRequest);
   return {
     beforeWrite() {
       if (Atomics.compareExchange(state, 0, HoldState.ASKED, HoldState.HELD) !== HoldState.ASKED) return;
       const began = performance.now();
       Atomics.notify(state, 0);
-      if (Atomics.wait(state, 0, HoldState.HELD, MAX_HOLD_MS) === "timed-out" && Atomics.compareExchange(state, 0, HoldState.HELD, HoldState.IDLE) === HoldState.HELD) {
+      if (
+        Atomics.wait(state, 0, HoldState.HELD, MAX_HOLD_MS) === "timed-out" &&
+        Atomics.compareExchange(state, 0, HoldState.HELD, HoldState.IDLE) === HoldState.HELD
+      ) {
         log.warn("checkpoint thread kept the writer waiting; writes go on", { waitedMs: MAX_HOLD_MS });
       }
       opts.onHold?.((performance.now() - began) / 1000);

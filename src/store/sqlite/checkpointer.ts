@@ -46,7 +46,13 @@ const READER_BACKOFF_MS = 1000;
  * false when the writer was held but frames stayed uncopied: another connection (a CLI command
  * reading meanwhile) still reads them, and asking again before it is done only stalls writes.
  */
-function tick(passive: () => Checkpoint, state: Int32Array, maxFrames: number, waitMs: number, mayHold: boolean): boolean {
+function tick(
+  passive: () => Checkpoint,
+  state: Int32Array,
+  maxFrames: number,
+  waitMs: number,
+  mayHold: boolean,
+): boolean {
   const first = passive();
   if (first.log <= maxFrames || !mayHold) return true;
   // Copies what was committed during the first pass, so that a hold is short. `log` is the WAL's
@@ -56,7 +62,11 @@ function tick(passive: () => Checkpoint, state: Int32Array, maxFrames: number, w
   if (second.log === first.log && second.busy === 0 && second.checkpointed === second.log) return true;
   Atomics.store(state, 0, HoldState.ASKED);
   // No batch within waitMs: the writer is idle, and the next pass will catch up anyway.
-  if (Atomics.wait(state, 0, HoldState.ASKED, waitMs) === "timed-out" && Atomics.compareExchange(state, 0, HoldState.ASKED, HoldState.IDLE) === HoldState.ASKED) return true;
+  if (
+    Atomics.wait(state, 0, HoldState.ASKED, waitMs) === "timed-out" &&
+    Atomics.compareExchange(state, 0, HoldState.ASKED, HoldState.IDLE) === HoldState.ASKED
+  )
+    return true;
   try {
     const last = passive();
     return last.checkpointed === last.log;
@@ -84,7 +94,8 @@ self.onmessage = (event: MessageEvent<CheckpointerStart | IntegrityRequest>) => 
   let holdAgainAt = 0;
   setInterval(() => {
     try {
-      if (!tick(() => query.get()!, state, maxFrames, everyMs, performance.now() >= holdAgainAt)) holdAgainAt = performance.now() + READER_BACKOFF_MS;
+      if (!tick(() => query.get()!, state, maxFrames, everyMs, performance.now() >= holdAgainAt))
+        holdAgainAt = performance.now() + READER_BACKOFF_MS;
     } catch (e) {
       self.postMessage({ error: e instanceof Error ? e.message : String(e) } satisfies CheckpointerMessage);
     }

@@ -15,7 +15,9 @@ export const APPLICATION_ID = 0x696e7374;
 /** Inside the compiled binary the migrations are an embedded asset; in development, beside the sources. */
 export function migrationsFolder(): string {
   const embedded = "/$bunfs/root/drizzle/sqlite";
-  return existsSync(`${embedded}/meta/_journal.json`) ? embedded : fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
+  return existsSync(`${embedded}/meta/_journal.json`)
+    ? embedded
+    : fileURLToPath(new URL("../../../drizzle/sqlite", import.meta.url));
 }
 
 /**
@@ -42,10 +44,16 @@ function checkOwnership(sqlite: Database, path: string): void {
  * query. Drizzle records each applied migration's journal time in `__drizzle_migrations`.
  */
 function refuseNewerSchema(sqlite: Database, path: string): void {
-  const table = sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  const table = sqlite
+    .query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
+    .get();
   if (!table) return;
-  const { newest } = sqlite.query("SELECT max(created_at) AS newest FROM __drizzle_migrations").get() as { newest: number | null };
-  const journal = JSON.parse(readFileSync(`${migrationsFolder()}/meta/_journal.json`, "utf8")) as { entries: { when: number; tag: string }[] };
+  const { newest } = sqlite.query("SELECT max(created_at) AS newest FROM __drizzle_migrations").get() as {
+    newest: number | null;
+  };
+  const journal = JSON.parse(readFileSync(`${migrationsFolder()}/meta/_journal.json`, "utf8")) as {
+    entries: { when: number; tag: string }[];
+  };
   const known = Math.max(...journal.entries.map((e) => e.when));
   if (newest === null || newest <= known) return;
   const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);

@@ -85,7 +85,10 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
         },
       });
       // Scans need a file a second connection can open (not ":memory:").
-      const scans = path === ":memory:" ? null : startScanThreads(workers.scanner, path, { threads: SCAN_THREADS, budgetMs: readBudgetMs, log });
+      const scans =
+        path === ":memory:"
+          ? null
+          : startScanThreads(workers.scanner, path, { threads: SCAN_THREADS, budgetMs: readBudgetMs, log });
       store.offload(scans);
       return {
         commit(ops) {
@@ -114,9 +117,18 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
       if (fileProblem !== null) problems.push(fileProblem);
       const damage = store.damage();
       if (damage !== null) problems.push(damage);
-      if (integrity && !integrity.ok) problems.push(`SQLite's integrity check found damage: ${integrity.problems.slice(0, 3).join("; ")}; run installstats verify`);
+      if (integrity && !integrity.ok)
+        problems.push(
+          `SQLite's integrity check found damage: ${integrity.problems.slice(0, 3).join("; ")}; run installstats verify`,
+        );
       const budgets = await store.budgets().catch(() => null);
-      return { writable: fileProblem === null, problems, integrity, budgets, database: { engine: "sqlite", location: path, replica: null } };
+      return {
+        writable: fileProblem === null,
+        problems,
+        integrity,
+        budgets,
+        database: { engine: "sqlite", location: path, replica: null },
+      };
     },
 
     close: () => {

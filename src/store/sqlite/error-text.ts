@@ -21,7 +21,11 @@ export function toRow(e: Execution): SplitError {
   const high = e.error.charCodeAt(ERROR_HEAD - 1);
   const cut = high >= 0xd800 && high <= 0xdbff ? ERROR_HEAD - 1 : ERROR_HEAD;
   const packed = Bun.zstdCompressSync(Buffer.from(e.error.slice(cut)));
-  return { ...e, error: e.error.slice(0, cut), errorRest: Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength) };
+  return {
+    ...e,
+    error: e.error.slice(0, cut),
+    errorRest: Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength),
+  };
 }
 
 /** The whole text from its stored parts. */

@@ -17,9 +17,24 @@ const OVERFLOW_CHUNK = 64;
  * Logs `r` (a refusal or a repair) within the log's budget (budgets.ts): whole, head only, or
  * counted only; `headOnly`: its body's head only, with the whole body's size and hash.
  */
-export function logRejection(ctx: WriteContext, r: Rejection, at: number, result: string | null, headOnly = false): void {
+export function logRejection(
+  ctx: WriteContext,
+  r: Rejection,
+  at: number,
+  result: string | null,
+  headOnly = false,
+): void {
   const placed = ctx.log.place(r, headOnly ? { size: r.body.byteLength, hash: null } : null);
-  if (placed) ctx.q.insertRejected.run({ id: null, receivedAt: at, ...r, result, ...placed, replayedAt: null, replayResult: null });
+  if (placed)
+    ctx.q.insertRejected.run({
+      id: null,
+      receivedAt: at,
+      ...r,
+      result,
+      ...placed,
+      replayedAt: null,
+      replayResult: null,
+    });
 }
 
 /** Held reports removed: their costs leave the held budget. */
@@ -33,7 +48,13 @@ export function forgetHeld(ctx: WriteContext, costs: readonly { cost: number }[]
 /** Keeps `report` held (its start report has not come yet), within the held budget's counts. */
 export function keepHeld(ctx: WriteContext, report: Report, at: number, repaired: boolean, fx: BatchEffects): void {
   const columns = encodeHeld(report);
-  ctx.q.insertHeld.run({ executionId: report.executionId, randomId: report.randomId, receivedAt: at, repaired, ...columns });
+  ctx.q.insertHeld.run({
+    executionId: report.executionId,
+    randomId: report.randomId,
+    receivedAt: at,
+    repaired,
+    ...columns,
+  });
   ctx.counters.add("held.bytes", columns.cost);
   ctx.counters.add("held.count", 1);
   fx.held = true;
@@ -72,11 +93,23 @@ export function keepHeldWithinBudget(ctx: WriteContext, fx: BatchEffects): void 
  * A repaired body is applied and kept raw in the log, with what its write came to; a duplicate
  * changed nothing and is not logged, repaired or not (docs/decisions/2026-11-21-ingestion.md).
  */
-function logRepair(ctx: WriteContext, op: Extract<ReportWrite, { raw: Uint8Array }>, result: WriteResult, randomId: string): void {
+function logRepair(
+  ctx: WriteContext,
+  op: Extract<ReportWrite, { raw: Uint8Array }>,
+  result: WriteResult,
+  randomId: string,
+): void {
   if (op.repairs.length === 0 || result.kind === "duplicate") return;
   logRejection(
     ctx,
-    { endpoint: op.endpoint, reason: "repaired", field: null, message: `body repaired (${op.repairs.join(", ")}) and ${result.kind}`, randomId, body: op.raw },
+    {
+      endpoint: op.endpoint,
+      reason: "repaired",
+      field: null,
+      message: `body repaired (${op.repairs.join(", ")}) and ${result.kind}`,
+      randomId,
+      body: op.raw,
+    },
     op.at,
     result.kind,
     op.headOnly,
@@ -103,7 +136,11 @@ function keepStuckMark(ctx: WriteContext, execution: Execution): void {
 }
 
 /** One report against its stored execution: created, updated, held, a duplicate, or refused as already final. */
-export function applyReport(ctx: WriteContext, op: Extract<WriteOp, { kind: "report" }>, fx: BatchEffects): ResultFor<typeof op> {
+export function applyReport(
+  ctx: WriteContext,
+  op: Extract<WriteOp, { kind: "report" }>,
+  fx: BatchEffects,
+): ResultFor<typeof op> {
   const { reads, hot, relay } = ctx;
   const { report } = op;
   const current = reads.getExecution(report.executionId);
@@ -113,7 +150,10 @@ export function applyReport(ctx: WriteContext, op: Extract<WriteOp, { kind: "rep
   const attempt = current === undefined ? reads.attemptsOf(report.randomId) + 1 : current.attempt;
   const decided = decide(current, report, { at: op.at, attempt, held, repaired });
   // Not held (its client's share is used up): applied on its own now, as it would be when it expired.
-  const decision = decided.kind === "hold" && op.holdable === false ? { kind: "insert" as const, row: executionFromHeld({ report, at: op.at, repaired }, attempt) } : decided;
+  const decision =
+    decided.kind === "hold" && op.holdable === false
+      ? { kind: "insert" as const, row: executionFromHeld({ report, at: op.at, repaired }, attempt) }
+      : decided;
   let result: ResultFor<typeof op>;
   switch (decision.kind) {
     case "insert":
@@ -142,7 +182,20 @@ export function applyReport(ctx: WriteContext, op: Extract<WriteOp, { kind: "rep
         relay.queue(report, decision.row, op.at);
       }
       if (decision.conflict) {
-        logRejection(ctx, { endpoint: op.endpoint, reason: "already_final", field: "status", message: decision.conflict, randomId: report.randomId, body: op.raw }, op.at, "duplicate", op.headOnly);
+        logRejection(
+          ctx,
+          {
+            endpoint: op.endpoint,
+            reason: "already_final",
+            field: "status",
+            message: decision.conflict,
+            randomId: report.randomId,
+            body: op.raw,
+          },
+          op.at,
+          "duplicate",
+          op.headOnly,
+        );
       }
       result = { kind: "duplicate" };
       break;
@@ -155,7 +208,20 @@ export function applyReport(ctx: WriteContext, op: Extract<WriteOp, { kind: "rep
       break;
     case "already-final": {
       const message = `install ${report.randomId} already has a final status (${decision.outcome}); update not applied`;
-      logRejection(ctx, { endpoint: op.endpoint, reason: "already_final", field: "status", message, randomId: report.randomId, body: op.raw }, op.at, null, op.headOnly);
+      logRejection(
+        ctx,
+        {
+          endpoint: op.endpoint,
+          reason: "already_final",
+          field: "status",
+          message,
+          randomId: report.randomId,
+          body: op.raw,
+        },
+        op.at,
+        null,
+        op.headOnly,
+      );
       return { kind: "already-final", outcome: decision.outcome };
     }
   }
@@ -164,7 +230,11 @@ export function applyReport(ctx: WriteContext, op: Extract<WriteOp, { kind: "rep
 }
 
 /** An execution copied from another store: kept as it is unless its id is stored. */
-export function load(ctx: WriteContext, execution: Execution, fx: BatchEffects): ResultFor<Extract<WriteOp, { kind: "load" }>> {
+export function load(
+  ctx: WriteContext,
+  execution: Execution,
+  fx: BatchEffects,
+): ResultFor<Extract<WriteOp, { kind: "load" }>> {
   if (ctx.hot.insertExecution.run(execution).changes === 0) return { kind: "duplicate" };
   keepStuckMark(ctx, execution);
   count(fx, execution, 1, execution.updatedAt);

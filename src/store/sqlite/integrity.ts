@@ -24,7 +24,8 @@ export function isCorruption(e: unknown): boolean {
 export function asDamage(e: unknown, where: string | null = null): unknown {
   if (e instanceof StorageDamagedError) return e;
   if (isCorruption(e)) return new StorageDamagedError((e as Error).message, where);
-  if (e instanceof SyntaxError || e instanceof CellFormatError) return new StorageDamagedError(`a stored value does not parse (${e.message})`, where);
+  if (e instanceof SyntaxError || e instanceof CellFormatError)
+    return new StorageDamagedError(`a stored value does not parse (${e.message})`, where);
   return e;
 }
 
@@ -32,11 +33,18 @@ export function asDamage(e: unknown, where: string | null = null): unknown {
 function nameTrees(sqlite: Database, lines: string[]): string[] {
   let roots: Map<number, string>;
   try {
-    roots = new Map(sqlite.query<{ rootpage: number; name: string }, []>("SELECT rootpage, name FROM sqlite_schema WHERE rootpage > 0").all().map((r) => [r.rootpage, r.name]));
+    roots = new Map(
+      sqlite
+        .query<{ rootpage: number; name: string }, []>("SELECT rootpage, name FROM sqlite_schema WHERE rootpage > 0")
+        .all()
+        .map((r) => [r.rootpage, r.name]),
+    );
   } catch {
     roots = new Map();
   }
-  return lines.map((line) => line.replace(/^Tree (\d+) /, (all, n: string) => (roots.has(Number(n)) ? `${roots.get(Number(n))}: ` : all)));
+  return lines.map((line) =>
+    line.replace(/^Tree (\d+) /, (all, n: string) => (roots.has(Number(n)) ? `${roots.get(Number(n))}: ` : all)),
+  );
 }
 
 /**

@@ -11,8 +11,26 @@ type Row = typeof issueLinks.$inferSelect;
 
 /** A row as a link; null while it is a claim. */
 function linkOf(r: Row): IssueLink | null {
-  if (r.url === null || r.tracker === null || r.repo === null || r.number === null || r.title === null || r.how === null || r.linkedAt === null) return null;
-  return { signature: r.signature, tracker: r.tracker, repo: r.repo, number: r.number, url: r.url, title: r.title, how: r.how, linkedAt: r.linkedAt };
+  if (
+    r.url === null ||
+    r.tracker === null ||
+    r.repo === null ||
+    r.number === null ||
+    r.title === null ||
+    r.how === null ||
+    r.linkedAt === null
+  )
+    return null;
+  return {
+    signature: r.signature,
+    tracker: r.tracker,
+    repo: r.repo,
+    number: r.number,
+    url: r.url,
+    title: r.title,
+    how: r.how,
+    linkedAt: r.linkedAt,
+  };
 }
 
 /** Synchronous, inside the caller's transaction (writes.ts). */
@@ -23,15 +41,23 @@ export function createIssueWrites(db: Db) {
       const row = rowOf(op.signature);
       const link = row ? linkOf(row) : null;
       if (link) return { kind: "issue-linked", link };
-      if (row && row.claimedBy !== op.owner && (row.claimedUntil ?? 0) > op.at) return { kind: "issue-busy", until: row.claimedUntil! };
+      if (row && row.claimedBy !== op.owner && (row.claimedUntil ?? 0) > op.at)
+        return { kind: "issue-busy", until: row.claimedUntil! };
       const claim = { claimedBy: op.owner, claimedUntil: op.at + op.leaseMs };
-      db.insert(issueLinks).values({ signature: op.signature, ...claim }).onConflictDoUpdate({ target: issueLinks.signature, set: claim }).run();
+      db.insert(issueLinks)
+        .values({ signature: op.signature, ...claim })
+        .onConflictDoUpdate({ target: issueLinks.signature, set: claim })
+        .run();
       return { kind: "issue-claimed" };
     },
 
     settle(op: IssueOp<"issue-settle">): ResultOf["issue-settle"] {
       if (op.link === null) {
-        db.delete(issueLinks).where(and(eq(issueLinks.signature, op.signature), isNull(issueLinks.url), eq(issueLinks.claimedBy, op.owner))).run();
+        db.delete(issueLinks)
+          .where(
+            and(eq(issueLinks.signature, op.signature), isNull(issueLinks.url), eq(issueLinks.claimedBy, op.owner)),
+          )
+          .run();
         return { kind: "issue-released" };
       }
       const row = rowOf(op.signature);
@@ -44,7 +70,11 @@ export function createIssueWrites(db: Db) {
     },
 
     forget(op: IssueOp<"issue-forget">): ResultOf["issue-forget"] {
-      const gone = db.delete(issueLinks).where(eq(issueLinks.signature, op.signature)).returning({ signature: issueLinks.signature }).all();
+      const gone = db
+        .delete(issueLinks)
+        .where(eq(issueLinks.signature, op.signature))
+        .returning({ signature: issueLinks.signature })
+        .all();
       return { kind: "issue-forgotten", found: gone.length > 0 };
     },
   };

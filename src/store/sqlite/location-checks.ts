@@ -60,28 +60,41 @@ export function checkSqliteLocation(location: string, opts: { create: boolean })
 
   if (existsSync(path)) {
     const st = statSync(path);
-    if (st.isDirectory()) fail(`--db ${location} is a directory; name a database file in it, e.g. --db ${location.replace(/\/+$/, "")}/installstats.db`);
+    if (st.isDirectory())
+      fail(
+        `--db ${location} is a directory; name a database file in it, e.g. --db ${location.replace(/\/+$/, "")}/installstats.db`,
+      );
     if (!st.isFile()) fail(`--db ${location} is not a regular file; name a database file`);
   } else {
     if (!opts.create) return;
-    if (!existsSync(dir)) fail(`cannot create the database ${location}: directory ${dir} does not exist; create it (mkdir -p ${dir}) or ${ELSEWHERE}`);
-    if (!statSync(dir).isDirectory()) fail(`cannot create the database ${location}: ${dir} is not a directory; ${ELSEWHERE}`);
+    if (!existsSync(dir))
+      fail(
+        `cannot create the database ${location}: directory ${dir} does not exist; create it (mkdir -p ${dir}) or ${ELSEWHERE}`,
+      );
+    if (!statSync(dir).isDirectory())
+      fail(`cannot create the database ${location}: ${dir} is not a directory; ${ELSEWHERE}`);
   }
 
   // SQLite keeps its -wal and -shm files beside the database: the directory must be writable too.
   const dirProblem = denied(dir, constants.W_OK | constants.X_OK);
-  if (dirProblem === "EROFS") fail(`cannot write the database ${location}: ${dir} is on a read-only file system; ${ELSEWHERE}`);
+  if (dirProblem === "EROFS")
+    fail(`cannot write the database ${location}: ${dir} is on a read-only file system; ${ELSEWHERE}`);
   if (dirProblem !== null) {
-    fail(`permission denied: user ${whoami()} may not write in ${dir}, where the database and its -wal and -shm files live; ${ownerFix(statSync(dir).uid, dir)}, or ${ELSEWHERE}`);
+    fail(
+      `permission denied: user ${whoami()} may not write in ${dir}, where the database and its -wal and -shm files live; ${ownerFix(statSync(dir).uid, dir)}, or ${ELSEWHERE}`,
+    );
   }
   for (const file of [path, `${path}-wal`, `${path}-shm`]) {
     if (!existsSync(file)) continue;
     const problem = denied(file, constants.R_OK | constants.W_OK);
     if (problem === null) continue;
-    if (problem === "EROFS") fail(`cannot write the database ${location}: it is on a read-only file system; ${ELSEWHERE}`);
+    if (problem === "EROFS")
+      fail(`cannot write the database ${location}: it is on a read-only file system; ${ELSEWHERE}`);
     const st = statSync(file);
     const mode = (st.mode & 0o777).toString(8).padStart(4, "0");
-    fail(`permission denied: user ${whoami()} may not write ${file} (owned by ${userName(st.uid)}, mode ${mode}); ${ownerFix(st.uid, file)}`);
+    fail(
+      `permission denied: user ${whoami()} may not write ${file} (owned by ${userName(st.uid)}, mode ${mode}); ${ownerFix(st.uid, file)}`,
+    );
   }
 }
 

@@ -1,6 +1,23 @@
 // What maintenance reads before it writes: stuck executions, what retention would remove, and the
 // rejected-reports log (listing and replay candidates).
-import { and, asc, count, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, not, or, sql, type SQL } from "drizzle-orm";
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  getTableColumns,
+  gt,
+  gte,
+  inArray,
+  isNotNull,
+  isNull,
+  lt,
+  not,
+  or,
+  sql,
+  type SQL,
+} from "drizzle-orm";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract/rejected.ts";
@@ -11,7 +28,17 @@ import { bodies, copyMarks, executions, expiryState, heldReports, rejectedReport
 
 type RejectedRow = typeof rejectedReports.$inferSelect & { sharedCodec: string | null; sharedData: Buffer | null };
 
-const entryOf = ({ body, result, bodyStore, bodySize, bodyHash, cost: _, sharedCodec, sharedData, ...row }: RejectedRow): RejectedEntry => ({
+const entryOf = ({
+  body,
+  result,
+  bodyStore,
+  bodySize,
+  bodyHash,
+  cost: _,
+  sharedCodec,
+  sharedData,
+  ...row
+}: RejectedRow): RejectedEntry => ({
   ...row,
   result: result as RejectedEntry["result"],
   ...entryBody({ bodyStore, body, bodySize, sharedCodec, sharedData }),
@@ -22,26 +49,37 @@ const entryOf = ({ body, result, bodyStore, bodySize, bodyHash, cost: _, sharedC
 const withBodies = { ...getTableColumns(rejectedReports), sharedCodec: bodies.codec, sharedData: bodies.data };
 const sharedBody = and(eq(rejectedReports.bodyStore, "shared"), eq(bodies.hash, rejectedReports.bodyHash));
 /** A head-only entry whose body was longer than its head cannot be replayed. */
-const truncated = and(eq(rejectedReports.bodyStore, "head"), sql`${rejectedReports.bodySize} > length(${rejectedReports.body})`);
+const truncated = and(
+  eq(rejectedReports.bodyStore, "head"),
+  sql`${rejectedReports.bodySize} > length(${rejectedReports.body})`,
+);
 
 /** Rows per chunk of heldChunks and rejectedChunks unless the caller says otherwise (bodies and reports may be large). */
 const CHUNK_ROWS = 200;
 
 /** The queries behind the contract's maintenance, rejected-log and transfer reads (contract/maintenance.ts, rejected.ts, transfer.ts), synchronous as bun:sqlite is (store.ts adapts them). */
 export function createMaintenanceReads(db: Db) {
-  const getStuckCheckedUntil = db.select({ t: expiryState.checkedUntil }).from(expiryState).where(eq(expiryState.id, 1)).prepare();
-  const countOf = (table: typeof executions | typeof heldReports | typeof rejectedReports, where: SQL) => db.select({ n: count() }).from(table).where(where).get()?.n ?? 0;
+  const getStuckCheckedUntil = db
+    .select({ t: expiryState.checkedUntil })
+    .from(expiryState)
+    .where(eq(expiryState.id, 1))
+    .prepare();
+  const countOf = (table: typeof executions | typeof heldReports | typeof rejectedReports, where: SQL) =>
+    db.select({ n: count() }).from(table).where(where).get()?.n ?? 0;
   /** Not yet replayed, or replayed with a result that says to try again. */
   const open = (retryPrefix: string) => or(isNull(rejectedReports.replayedAt), startsWith(retryPrefix));
   // A plain, case-sensitive prefix (LIKE is case-insensitive in SQLite and reads _ and % as wildcards).
-  const startsWith = (prefix: string): SQL => sql`substr(${rejectedReports.replayResult}, 1, ${prefix.length}) = ${prefix}`;
+  const startsWith = (prefix: string): SQL =>
+    sql`substr(${rejectedReports.replayResult}, 1, ${prefix.length}) = ${prefix}`;
 
   return {
     stuckExecutions(from: number, before: number, limit: number): { executionId: string; createdAt: number }[] {
       return db
         .select({ executionId: executions.executionId, createdAt: executions.createdAt })
         .from(executions)
-        .where(and(gte(executions.createdAt, from), lt(executions.createdAt, before), eq(executions.outcome, "in_progress")))
+        .where(
+          and(gte(executions.createdAt, from), lt(executions.createdAt, before), eq(executions.outcome, "in_progress")),
+        )
         .orderBy(asc(executions.createdAt))
         .limit(limit)
         .all();
@@ -50,7 +88,11 @@ export function createMaintenanceReads(db: Db) {
     stuckCheckedUntil: (): number => getStuckCheckedUntil.get()?.t ?? 0,
 
     importMark: (source: string): number =>
-      db.select({ position: copyMarks.rejectedId }).from(copyMarks).where(eq(copyMarks.source, importMarkName(source))).get()?.position ?? 0,
+      db
+        .select({ position: copyMarks.rejectedId })
+        .from(copyMarks)
+        .where(eq(copyMarks.source, importMarkName(source)))
+        .get()?.position ?? 0,
 
     countBefore: (cutoff: number) => ({
       executions: countOf(executions, lt(executions.createdAt, cutoff)),
@@ -59,21 +101,60 @@ export function createMaintenanceReads(db: Db) {
     }),
 
     heldBefore: (cutoff: number, limit: number): string[] =>
-      db.select({ id: heldReports.randomId }).from(heldReports).where(lt(heldReports.receivedAt, cutoff)).limit(limit).all().map((r) => r.id),
+      db
+        .select({ id: heldReports.randomId })
+        .from(heldReports)
+        .where(lt(heldReports.receivedAt, cutoff))
+        .limit(limit)
+        .all()
+        .map((r) => r.id),
 
-    listRejected({ limit, reason, before }: { limit: number; reason?: RejectReason; before?: number }): RejectedEntry[] {
+    listRejected({
+      limit,
+      reason,
+      before,
+    }: {
+      limit: number;
+      reason?: RejectReason;
+      before?: number;
+    }): RejectedEntry[] {
       const where: SQL[] = [];
       if (reason) where.push(eq(rejectedReports.reason, reason));
       if (before !== undefined) where.push(lt(rejectedReports.id, before));
-      return db.select(withBodies).from(rejectedReports).leftJoin(bodies, sharedBody).where(and(...where)).orderBy(desc(rejectedReports.id)).limit(limit).all().map(entryOf);
-    },
-
-    replayCandidates({ reasons, retryPrefix, afterId, limit }: { reasons: readonly RejectReason[]; retryPrefix: string; afterId: number; limit: number }): RejectedEntry[] {
       return db
         .select(withBodies)
         .from(rejectedReports)
         .leftJoin(bodies, sharedBody)
-        .where(and(inArray(rejectedReports.reason, [...reasons] as RejectReason[]), open(retryPrefix), gt(rejectedReports.id, afterId), not(truncated!)))
+        .where(and(...where))
+        .orderBy(desc(rejectedReports.id))
+        .limit(limit)
+        .all()
+        .map(entryOf);
+    },
+
+    replayCandidates({
+      reasons,
+      retryPrefix,
+      afterId,
+      limit,
+    }: {
+      reasons: readonly RejectReason[];
+      retryPrefix: string;
+      afterId: number;
+      limit: number;
+    }): RejectedEntry[] {
+      return db
+        .select(withBodies)
+        .from(rejectedReports)
+        .leftJoin(bodies, sharedBody)
+        .where(
+          and(
+            inArray(rejectedReports.reason, [...reasons] as RejectReason[]),
+            open(retryPrefix),
+            gt(rejectedReports.id, afterId),
+            not(truncated!),
+          ),
+        )
         .orderBy(asc(rejectedReports.id))
         .limit(limit)
         .all()
@@ -87,7 +168,11 @@ export function createMaintenanceReads(db: Db) {
         const rows = db
           .select()
           .from(heldReports)
-          .where(after ? sql`(${heldReports.receivedAt}, ${heldReports.executionId}) > (${after.at}, ${after.id})` : undefined)
+          .where(
+            after
+              ? sql`(${heldReports.receivedAt}, ${heldReports.executionId}) > (${after.at}, ${after.id})`
+              : undefined,
+          )
           .orderBy(asc(heldReports.receivedAt), asc(heldReports.executionId))
           .limit(chunkRows)
           .all();
@@ -100,9 +185,22 @@ export function createMaintenanceReads(db: Db) {
     },
 
     /** Log entries with an id above `afterId`, oldest first, a query per chunk. */
-    *rejectedChunks({ afterId = 0, chunkRows = CHUNK_ROWS }: { afterId?: number; chunkRows?: number } = {}): Generator<RejectedEntry[], void> {
+    *rejectedChunks({
+      afterId = 0,
+      chunkRows = CHUNK_ROWS,
+    }: {
+      afterId?: number;
+      chunkRows?: number;
+    } = {}): Generator<RejectedEntry[], void> {
       for (let after = afterId; ; ) {
-        const rows = db.select(withBodies).from(rejectedReports).leftJoin(bodies, sharedBody).where(gt(rejectedReports.id, after)).orderBy(asc(rejectedReports.id)).limit(chunkRows).all();
+        const rows = db
+          .select(withBodies)
+          .from(rejectedReports)
+          .leftJoin(bodies, sharedBody)
+          .where(gt(rejectedReports.id, after))
+          .orderBy(asc(rejectedReports.id))
+          .limit(chunkRows)
+          .all();
         const last = rows.at(-1);
         if (!last) return;
         yield rows.map(entryOf);
@@ -114,7 +212,11 @@ export function createMaintenanceReads(db: Db) {
     countReplayed: (reasons: readonly RejectReason[], retryPrefix: string): number =>
       countOf(
         rejectedReports,
-        and(inArray(rejectedReports.reason, [...reasons]), isNotNull(rejectedReports.replayedAt), not(startsWith(retryPrefix)))!,
+        and(
+          inArray(rejectedReports.reason, [...reasons]),
+          isNotNull(rejectedReports.replayedAt),
+          not(startsWith(retryPrefix)),
+        )!,
       ),
   };
 }

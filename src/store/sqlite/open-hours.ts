@@ -11,8 +11,19 @@
 import { failureSignatureId } from "../../domain/error-signature.ts";
 import type { Execution, Kind } from "../../domain/execution.ts";
 import {
-  ALL_APPS, GRAINS, addLeaf, appSlice, bucketStart, countHour, emptyData, isEmpty, leafSliceOf, parseSlice, sliceKey,
-  type OpenCount, type RollupData,
+  ALL_APPS,
+  GRAINS,
+  addLeaf,
+  appSlice,
+  bucketStart,
+  countHour,
+  emptyData,
+  isEmpty,
+  leafSliceOf,
+  parseSlice,
+  sliceKey,
+  type OpenCount,
+  type RollupData,
 } from "../../domain/rollup.ts";
 import type { RollupCell } from "../contract/executions.ts";
 
@@ -56,7 +67,12 @@ export class OpenHours {
     this.leaves.clear();
     this.sums.clear();
     this.foldedUntil = foldedUntil;
-    for (const r of rows) countHour(this.leafCell, { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) }, leafSliceOf);
+    for (const r of rows)
+      countHour(
+        this.leafCell,
+        { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) },
+        leafSliceOf,
+      );
   }
 
   /** Counts committed changes in; cells a removal emptied go, as a recount would not have them. */
@@ -85,7 +101,11 @@ export class OpenHours {
     if (slice === null) return this.everyCell(from, to);
     const want = sliceOf(slice);
     const leaf = want.repo !== null && want.app !== null ? this.leaves.get(slice) : undefined;
-    if (leaf) return [...leaf.byHour].filter(([bucket]) => bucket >= from && bucket < to).map(([bucket, data]) => ({ slice, bucket, data })).sort((a, b) => a.bucket - b.bucket);
+    if (leaf)
+      return [...leaf.byHour]
+        .filter(([bucket]) => bucket >= from && bucket < to)
+        .map(([bucket, data]) => ({ slice, bucket, data }))
+        .sort((a, b) => a.bucket - b.bucket);
     const out: RollupCell[] = [];
     for (const bucket of this.hours(from, to)) {
       const data = this.sum(slice, bucket, want);
@@ -99,7 +119,8 @@ export class OpenHours {
     const out: RollupCell[] = [];
     for (const bucket of this.hours(from, to)) {
       const slices = new Set<string>();
-      for (const leaf of this.leaves.values()) if (leaf.byHour.has(bucket)) for (const s of slicesOfLeaf(leaf)) slices.add(s);
+      for (const leaf of this.leaves.values())
+        if (leaf.byHour.has(bucket)) for (const s of slicesOfLeaf(leaf)) slices.add(s);
       for (const slice of slices) {
         const data = this.sum(slice, bucket, sliceOf(slice));
         if (data) out.push({ slice, bucket, data });
@@ -111,7 +132,8 @@ export class OpenHours {
   /** The hours in [from, to) that have a cell. */
   private hours(from: number, to: number): Set<number> {
     const hours = new Set<number>();
-    for (const leaf of this.leaves.values()) for (const hour of leaf.byHour.keys()) if (hour >= from && hour < to) hours.add(hour);
+    for (const leaf of this.leaves.values())
+      for (const hour of leaf.byHour.keys()) if (hour >= from && hour < to) hours.add(hour);
     return hours;
   }
 
@@ -124,7 +146,12 @@ export class OpenHours {
     if (known !== undefined) return known;
     let data: RollupData | null = null;
     for (const leaf of this.leaves.values()) {
-      if (leaf.kind !== want.kind || (want.repo !== null && leaf.repo !== want.repo) || (want.app !== null && leaf.app !== want.app)) continue;
+      if (
+        leaf.kind !== want.kind ||
+        (want.repo !== null && leaf.repo !== want.repo) ||
+        (want.app !== null && leaf.app !== want.app)
+      )
+        continue;
       const cell = leaf.byHour.get(hour);
       if (cell) addLeaf((data ??= emptyData()), cell, want.app === null ? leaf.app : null);
     }

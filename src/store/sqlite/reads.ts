@@ -18,7 +18,8 @@ import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/fil
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
-const cellName = (grain: number, app: string, bucket: number): string => `rollup cell ${GRAIN_NAMES[grain] ?? grain} ${app} ${new Date(bucket).toISOString()}`;
+const cellName = (grain: number, app: string, bucket: number): string =>
+  `rollup cell ${GRAIN_NAMES[grain] ?? grain} ${app} ${new Date(bucket).toISOString()}`;
 
 const CREATED_AT = READ_KEYS.indexOf("createdAt");
 /** Rows per chunk of executionChunks unless the caller says otherwise. */
@@ -32,7 +33,8 @@ const ofInstall = (randomId: string | undefined): SQL | undefined => {
   const id = encodeId(randomId);
   return sql`((${executions.executionId} = ${id} AND ${executions.rid} IS NULL) OR ${executions.rid} = ${id})`;
 };
-const whereOf = (f: ExecutionFilter): SQL | undefined => and(filterWhere(executions, { ...f, randomId: undefined }, like), ofInstall(f.randomId));
+const whereOf = (f: ExecutionFilter): SQL | undefined =>
+  and(filterWhere(executions, { ...f, randomId: undefined }, like), ofInstall(f.randomId));
 
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
@@ -78,7 +80,9 @@ function sameBytes(a: readonly (Uint8Array | null)[], b: readonly (Uint8Array | 
  * given inside the write transaction by an INSERT (pending until it commits).
  */
 export function sqliteLabels(sqlite: Database): { labels: LabelCache; load(): void } {
-  const insert = sqlite.query<{ id: number }, [string]>(`INSERT INTO "${getTableName(rollupLabels)}" ("${rollupLabels.label.name}") VALUES (?) RETURNING "${rollupLabels.id.name}" AS id`);
+  const insert = sqlite.query<{ id: number }, [string]>(
+    `INSERT INTO "${getTableName(rollupLabels)}" ("${rollupLabels.label.name}") VALUES (?) RETURNING "${rollupLabels.id.name}" AS id`,
+  );
   const newer = sqlite.query<{ id: number; label: string }, [number]>(
     `SELECT "${rollupLabels.id.name}" AS id, "${rollupLabels.label.name}" AS label FROM "${getTableName(rollupLabels)}" WHERE "${rollupLabels.id.name}" > ?`,
   );
@@ -92,7 +96,11 @@ export function sqliteLabels(sqlite: Database): { labels: LabelCache; load(): vo
 const seq = sql<number>`${executions}.rowid`;
 
 const table = getTableName(rollups);
-const PART_COLUMNS: Record<RollupPart, string> = { data: rollups.data.name, apps: rollups.apps.name, errors: rollups.errors.name };
+const PART_COLUMNS: Record<RollupPart, string> = {
+  data: rollups.data.name,
+  apps: rollups.apps.name,
+  errors: rollups.errors.name,
+};
 
 /** The statements every read of a connection uses, prepared once. */
 function prepareReadStatements(sqlite: Database, db: Db) {
@@ -100,19 +108,35 @@ function prepareReadStatements(sqlite: Database, db: Db) {
   const sig = errorSignatures;
   return {
     // total_changes() moves with this connection's commits, data_version with other connections'.
-    changes: sqlite.query<{ c: number; v: number }, []>("SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v"),
-    wholeCell: sqlite.query<{ data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "slice" | "bucket", number>>(
+    changes: sqlite.query<{ c: number; v: number }, []>(
+      "SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v",
+    ),
+    wholeCell: sqlite.query<
+      { data: unknown; apps: unknown; errors: unknown },
+      Record<"grain" | "slice" | "bucket", number>
+    >(
       `SELECT "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" = $bucket`,
     ),
-    allCells: sqlite.query<{ slice: number; bucket: number; data: unknown; apps: unknown; errors: unknown }, Record<"grain" | "from" | "to", number>>(
+    allCells: sqlite.query<
+      { slice: number; bucket: number; data: unknown; apps: unknown; errors: unknown },
+      Record<"grain" | "from" | "to", number>
+    >(
       `SELECT "${rollups.slice.name}" AS slice, "${rollups.bucket.name}" AS bucket, "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors
      FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to`,
     ),
     // On the write path (every report): bun:sqlite directly, decoded as executionChunks does.
-    getExecution: sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE "${executions.executionId.name}" = ?`),
-    getExecutions: sqlite.query<unknown[], [string | Uint8Array]>(`${SELECT_READ} WHERE ${OF_INSTALL} ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`),
-    newestOfApp: sqlite.query<unknown[], [string]>(`${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`),
-    countAttempts: sqlite.query<{ n: number }, [string | Uint8Array]>(`SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`),
+    getExecution: sqlite.query<unknown[], [string | Uint8Array]>(
+      `${SELECT_READ} WHERE "${executions.executionId.name}" = ?`,
+    ),
+    getExecutions: sqlite.query<unknown[], [string | Uint8Array]>(
+      `${SELECT_READ} WHERE ${OF_INSTALL} ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`,
+    ),
+    newestOfApp: sqlite.query<unknown[], [string]>(
+      `${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
+    ),
+    countAttempts: sqlite.query<{ n: number }, [string | Uint8Array]>(
+      `SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`,
+    ),
     // Two subqueries: SQLite answers a lone min() or max() from the index, both in one SELECT by a full scan (~60 ms at 1M).
     recordSpan: sqlite.query<{ first: number | null; last: number | null }, []>(
       `SELECT (SELECT min("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS first, (SELECT max("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS last`,
@@ -152,7 +176,9 @@ function* executionChunks(
     // One lower bound only: with two (the window's and the cursor's) SQLite cannot tell which is
     // larger and starts the index range at the first, rescanning from the window start on every
     // chunk (quadratic). So the cursor's time replaces the window's start.
-    const where = whereOf(after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter);
+    const where = whereOf(
+      after ? { ...filter, from: Math.max(filter.from ?? after.createdAt, after.createdAt) } : filter,
+    );
     const keyset = after ? sql`(${executions.createdAt}, ${seq}) > (${after.createdAt}, ${after.seq})` : undefined;
     const query = db
       .select({ ...readColumns, seq })
@@ -172,19 +198,36 @@ function* executionChunks(
   }
 }
 
-function rangeOf({ sqlite, ranges }: ReadContext, parts: readonly RollupPart[], n: number): Statement<unknown[], SQLQueryBindings[]> {
+function rangeOf(
+  { sqlite, ranges }: ReadContext,
+  parts: readonly RollupPart[],
+  n: number,
+): Statement<unknown[], SQLQueryBindings[]> {
   const key = `${parts.join(",")}|${n}`;
   let q = ranges.get(key);
   if (!q) {
-    const columns = [rollups.slice.name, rollups.bucket.name, ...parts.map((p) => PART_COLUMNS[p])].map((c) => `"${c}"`).join(", ");
+    const columns = [rollups.slice.name, rollups.bucket.name, ...parts.map((p) => PART_COLUMNS[p])]
+      .map((c) => `"${c}"`)
+      .join(", ");
     // INDEXED BY: by slice, then bucket. The planner took the (grain, bucket) index and read every slice's cells of the range (18k rows for one app's 30 days at 1M).
-    ranges.set(key, (q = sqlite.query(`SELECT ${columns} FROM "${table}" INDEXED BY "rollups_cell" WHERE "${rollups.grain.name}" = ?1 AND "${rollups.bucket.name}" >= ?2 AND "${rollups.bucket.name}" < ?3 AND "${rollups.slice.name}" IN (${Array.from({ length: n }, (_, i) => `?${i + 4}`).join(", ")}) ORDER BY "${rollups.bucket.name}"`)));
+    ranges.set(
+      key,
+      (q = sqlite.query(
+        `SELECT ${columns} FROM "${table}" INDEXED BY "rollups_cell" WHERE "${rollups.grain.name}" = ?1 AND "${rollups.bucket.name}" >= ?2 AND "${rollups.bucket.name}" < ?3 AND "${rollups.slice.name}" IN (${Array.from({ length: n }, (_, i) => `?${i + 4}`).join(", ")}) ORDER BY "${rollups.bucket.name}"`,
+      )),
+    );
   }
   return q;
 }
 
 /** Decodes a stored part into `d`; a label this connection has not met yet (another's) is loaded first. */
-function decode({ labels, load }: ReadContext, d: RollupData, part: RollupPart, stored: unknown, dims?: ReadonlySet<string>): void {
+function decode(
+  { labels, load }: ReadContext,
+  d: RollupData,
+  part: RollupPart,
+  stored: unknown,
+  dims?: ReadonlySet<string>,
+): void {
   try {
     decodePart(d, part, stored, labels, dims);
   } catch (e) {
@@ -198,16 +241,27 @@ function decode({ labels, load }: ReadContext, d: RollupData, part: RollupPart, 
  * The id of a slice, if any cell has ever had it. The labels are loaded at open and whenever
  * another connection wrote (the store's checkState); this one's own are added as they commit.
  */
-const sliceId = ({ labels }: ReadContext, slice: string): number | undefined => (labels.has(slice) ? labels.id(slice) : undefined);
+const sliceId = ({ labels }: ReadContext, slice: string): number | undefined =>
+  labels.has(slice) ? labels.id(slice) : undefined;
 
 function countUpdatedSince({ db }: ReadContext, filter: ExecutionFilter, since: readonly number[]): number[] {
   if (since.length === 0) return [];
-  const sums = since.map((t, i) => sql<number>`coalesce(sum(${executions.updatedAt} >= ${t}), 0)`.mapWith(Number).as(`n${i}`));
-  const [row] = db.select(Object.fromEntries(sums.map((s, i) => [`n${i}`, s]))).from(executions).where(whereOf(filter)).all();
+  const sums = since.map((t, i) =>
+    sql<number>`coalesce(sum(${executions.updatedAt} >= ${t}), 0)`.mapWith(Number).as(`n${i}`),
+  );
+  const [row] = db
+    .select(Object.fromEntries(sums.map((s, i) => [`n${i}`, s])))
+    .from(executions)
+    .where(whereOf(filter))
+    .all();
   return since.map((_, i) => Number((row as Record<string, number> | undefined)?.[`n${i}`] ?? 0));
 }
 
-function listExecutions({ db }: ReadContext, filter: ExecutionFilter, { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" }) {
+function listExecutions(
+  { db }: ReadContext,
+  filter: ExecutionFilter,
+  { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" },
+) {
   const newest = order === "newest";
   // One bound per side only (see executionChunks): the cursor's time replaces the window's bound
   // on the side the pages move towards.
@@ -235,9 +289,17 @@ function listExecutions({ db }: ReadContext, filter: ExecutionFilter, { limit, a
   return { rows: page.map(({ seq: _, ...row }) => fromRow(row)), next };
 }
 
-function pageExecutions({ db }: ReadContext, filter: ExecutionFilter, page: PageQuery): { rows: Execution[]; total: number } {
+function pageExecutions(
+  { db }: ReadContext,
+  filter: ExecutionFilter,
+  page: PageQuery,
+): { rows: Execution[]; total: number } {
   const where = and(pageWhere(executions, { ...filter, randomId: undefined }, page, like), ofInstall(filter.randomId));
-  const [counted] = db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(executions).where(where).all();
+  const [counted] = db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(executions)
+    .where(where)
+    .all();
   const direction = page.descending ? desc : asc;
   const column = pageSortColumn(executions, page.sort);
   const rows = db
@@ -266,7 +328,9 @@ function errorTextCounts({ db }: ReadContext): { error: string; count: number }[
     const text = joinError(error, rest)!;
     byText.set(text, (byText.get(text) ?? 0) + count);
   }
-  return [...byText].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
+  return [...byText]
+    .map(([error, count]) => ({ error, count }))
+    .sort((a, b) => b.count - a.count || (a.error < b.error ? -1 : a.error > b.error ? 1 : 0));
 }
 
 /**
@@ -332,7 +396,8 @@ function storedCells(ctx: ReadContext, grain: Grain, from: number, to: number): 
   const { labels, load } = ctx;
   return ctx.q.allCells.all({ grain, from, to }).map(({ slice: id, bucket, ...parts }) => {
     const slice = labels.text(id) ?? (load(), labels.text(id));
-    if (slice === undefined) throw asDamage(new Error(`slice label ${id} is not in the dictionary`), cellName(grain, `#${id}`, bucket));
+    if (slice === undefined)
+      throw asDamage(new Error(`slice label ${id} is not in the dictionary`), cellName(grain, `#${id}`, bucket));
     const data = emptyData();
     try {
       for (const part of PARTS) decode(ctx, data, part, parts[part]);
@@ -343,10 +408,23 @@ function storedCells(ctx: ReadContext, grain: Grain, from: number, to: number): 
   });
 }
 
-export function createSqliteReads(sqlite: Database, db: Db, { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite)) {
-  const ctx: ReadContext = { sqlite, db, labels, load, q: prepareReadStatements(sqlite, db), ranges: new Map(), decoded: new DecodedCells(16_384) };
+export function createSqliteReads(
+  sqlite: Database,
+  db: Db,
+  { labels, load }: ReturnType<typeof sqliteLabels> = sqliteLabels(sqlite),
+) {
+  const ctx: ReadContext = {
+    sqlite,
+    db,
+    labels,
+    load,
+    q: prepareReadStatements(sqlite, db),
+    ranges: new Map(),
+    decoded: new DecodedCells(16_384),
+  };
   const { q } = ctx;
-  const chunks = (filter: ExecutionFilter, page?: Parameters<typeof executionChunks>[2]) => executionChunks(ctx, filter, page);
+  const chunks = (filter: ExecutionFilter, page?: Parameters<typeof executionChunks>[2]) =>
+    executionChunks(ctx, filter, page);
 
   return {
     getExecution(executionId: string): Execution | undefined {
@@ -358,8 +436,10 @@ export function createSqliteReads(sqlite: Database, db: Db, { labels, load }: Re
     attemptsOf: (randomId: string): number => q.countAttempts.get(encodeId(randomId))?.n ?? 0,
     executionChunks: chunks,
     countUpdatedSince: (filter: ExecutionFilter, since: readonly number[]) => countUpdatedSince(ctx, filter, since),
-    listExecutions: (filter: ExecutionFilter, page: Parameters<typeof listExecutions>[2]) => listExecutions(ctx, filter, page),
-    newestOfApps: (apps: readonly string[]): Execution[] => apps.flatMap((app) => q.newestOfApp.values(app).map(decodeExecution)),
+    listExecutions: (filter: ExecutionFilter, page: Parameters<typeof listExecutions>[2]) =>
+      listExecutions(ctx, filter, page),
+    newestOfApps: (apps: readonly string[]): Execution[] =>
+      apps.flatMap((app) => q.newestOfApp.values(app).map(decodeExecution)),
     pageExecutions: (filter: ExecutionFilter, page: PageQuery) => pageExecutions(ctx, filter, page),
     *iterateExecutions(filter: ExecutionFilter): Generator<Execution> {
       for (const chunk of chunks(filter)) yield* chunk;
@@ -369,7 +449,8 @@ export function createSqliteReads(sqlite: Database, db: Db, { labels, load }: Re
       const { c, v } = q.changes.get()!;
       return `${c}:${v}`;
     },
-    storedRollups: (selection: Omit<RollupSelection, "slice">, slices: readonly string[]) => storedRollups(ctx, selection, slices),
+    storedRollups: (selection: Omit<RollupSelection, "slice">, slices: readonly string[]) =>
+      storedRollups(ctx, selection, slices),
     storedCell: (grain: Grain, slice: string, bucket: number) => storedCell(ctx, grain, slice, bucket),
     storedCells: (grain: Grain, from: number, to: number) => storedCells(ctx, grain, from, to),
 

@@ -22,10 +22,18 @@ function prepareRelayStatements(sqlite: Database) {
     insert: sqlite.query<never, [string, string, string, string, number, number, string]>(
       "INSERT INTO relay_outbox (execution_id, random_id, endpoint, body, bytes, queued_at, state) VALUES (?, ?, ?, ?, ?, ?, ?)",
     ),
-    takeWaiting: sqlite.query<EntryRow, [string]>(`DELETE FROM relay_outbox WHERE execution_id = ? AND state = 'waiting' RETURNING ${COLUMNS}`),
-    readyInPlace: sqlite.query<never, [string]>("UPDATE relay_outbox SET state = 'ready' WHERE execution_id = ? AND state = 'waiting'"),
-    forget: sqlite.query<{ bytes: number }, [string]>("DELETE FROM relay_outbox WHERE execution_id = ? RETURNING bytes"),
-    oldest: sqlite.query<{ id: number; bytes: number }, [number, number]>("SELECT id, bytes FROM relay_outbox WHERE lease_until <= ? ORDER BY id LIMIT ?"),
+    takeWaiting: sqlite.query<EntryRow, [string]>(
+      `DELETE FROM relay_outbox WHERE execution_id = ? AND state = 'waiting' RETURNING ${COLUMNS}`,
+    ),
+    readyInPlace: sqlite.query<never, [string]>(
+      "UPDATE relay_outbox SET state = 'ready' WHERE execution_id = ? AND state = 'waiting'",
+    ),
+    forget: sqlite.query<{ bytes: number }, [string]>(
+      "DELETE FROM relay_outbox WHERE execution_id = ? RETURNING bytes",
+    ),
+    oldest: sqlite.query<{ id: number; bytes: number }, [number, number]>(
+      "SELECT id, bytes FROM relay_outbox WHERE lease_until <= ? ORDER BY id LIMIT ?",
+    ),
     deleteId: sqlite.query<{ bytes: number }, [number]>("DELETE FROM relay_outbox WHERE id = ? RETURNING bytes"),
     // One server per file (the serve lock): every lease is its own, so none is skipped.
     claim: sqlite.query<EntryRow, { $owner: string; $at: number; $until: number; $limit: number }>(
@@ -35,15 +43,23 @@ function prepareRelayStatements(sqlite: Database) {
          ORDER BY o.id LIMIT $limit)
        RETURNING ${COLUMNS}`,
     ),
-    sent: sqlite.query<{ bytes: number }, [number, string]>("DELETE FROM relay_outbox WHERE id = ? AND lease_owner = ? RETURNING bytes"),
+    sent: sqlite.query<{ bytes: number }, [number, string]>(
+      "DELETE FROM relay_outbox WHERE id = ? AND lease_owner = ? RETURNING bytes",
+    ),
     failed: sqlite.query<never, [string, string, number, number, string]>(
       "UPDATE relay_outbox SET attempts = attempts + 1, last_error = ?, state = ?, next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?",
     ),
-    release: sqlite.query<never, [number, string]>("UPDATE relay_outbox SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?"),
+    release: sqlite.query<never, [number, string]>(
+      "UPDATE relay_outbox SET lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ?",
+    ),
     requeue: sqlite.query<never, []>("UPDATE relay_outbox SET state = 'ready', next_at = 0 WHERE state = 'refused'"),
     discard: sqlite.query<{ bytes: number }, []>("DELETE FROM relay_outbox RETURNING bytes"),
-    discardRefused: sqlite.query<{ bytes: number }, []>("DELETE FROM relay_outbox WHERE state = 'refused' RETURNING bytes"),
-    notReady: sqlite.query<{ state: string; n: number }, []>("SELECT state, count(*) AS n FROM relay_outbox WHERE state <> 'ready' GROUP BY state"),
+    discardRefused: sqlite.query<{ bytes: number }, []>(
+      "DELETE FROM relay_outbox WHERE state = 'refused' RETURNING bytes",
+    ),
+    notReady: sqlite.query<{ state: string; n: number }, []>(
+      "SELECT state, count(*) AS n FROM relay_outbox WHERE state <> 'ready' GROUP BY state",
+    ),
     head: sqlite.query<{ queuedAt: number; attempts: number; lastError: string | null }, []>(
       "SELECT queued_at AS queuedAt, attempts, last_error AS lastError FROM relay_outbox WHERE state = 'ready' ORDER BY id LIMIT 1",
     ),
@@ -67,7 +83,15 @@ function gone({ counters }: RelayContext, rows: readonly { bytes: number }[]): v
   }
 }
 
-function put(r: RelayContext, executionId: string, randomId: string, endpoint: Endpoint, body: string, queuedAt: number, state: "ready" | "waiting"): void {
+function put(
+  r: RelayContext,
+  executionId: string,
+  randomId: string,
+  endpoint: Endpoint,
+  body: string,
+  queuedAt: number,
+  state: "ready" | "waiting",
+): void {
   const bytes = Buffer.byteLength(body);
   r.grew = true;
   r.q.insert.run(executionId, randomId, endpoint, body, bytes, queuedAt, state);

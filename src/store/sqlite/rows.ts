@@ -14,13 +14,23 @@ const columns = getTableColumns(executions);
 type Key = keyof typeof columns;
 
 /** Columns stored in place of a virtual one: never selected by a read. */
-const STORED_ONLY: ReadonlySet<Key> = new Set<keyof StoredOnly>(["rid", "outcomeCode", "updatedIn", "installingIn", "validationIn", "configuringIn", "finishedIn"]);
+const STORED_ONLY: ReadonlySet<Key> = new Set<keyof StoredOnly>([
+  "rid",
+  "outcomeCode",
+  "updatedIn",
+  "installingIn",
+  "validationIn",
+  "configuringIn",
+  "finishedIn",
+]);
 /** Columns an INSERT writes (every column but the virtual ones). */
 export const STORED_KEYS = (Object.keys(columns) as Key[]).filter((k) => !columns[k].generated);
 /** Columns a read selects: the domain's Execution (with its error text's rest). */
 export const READ_KEYS = (Object.keys(columns) as Key[]).filter((k) => !STORED_ONLY.has(k));
 /** The read columns, for Drizzle's select: ids and booleans are decoded by their column types. */
-export const readColumns = Object.fromEntries(READ_KEYS.map((k) => [k, columns[k]])) as { [K in Exclude<Key, keyof StoredOnly> | "errorRest"]: (typeof columns)[K] };
+export const readColumns = Object.fromEntries(READ_KEYS.map((k) => [k, columns[k]])) as {
+  [K in Exclude<Key, keyof StoredOnly> | "errorRest"]: (typeof columns)[K];
+};
 
 /** What a row stores for `e`: bind parameters by column key. */
 export type StoredRow = { [K in keyof typeof executions.$inferInsert]-?: string | number | Uint8Array | null };
@@ -86,9 +96,13 @@ const name = (k: Key) => `"${columns[k].name}"`;
 /** `SELECT <read columns> FROM executions`: rows for decodeExecution, in READ_KEYS order. */
 export const SELECT_READ = `SELECT ${READ_KEYS.map(name).join(", ")} FROM ${table}`;
 /** An INSERT of every stored column, each bound by its key, followed by `tail`. */
-export const insertStored = (tail: string): string => `INSERT INTO ${table} (${STORED_KEYS.map(name).join(", ")}) VALUES (${STORED_KEYS.map((k) => `$${k}`).join(", ")}) ${tail}`;
+export const insertStored = (tail: string): string =>
+  `INSERT INTO ${table} (${STORED_KEYS.map(name).join(", ")}) VALUES (${STORED_KEYS.map((k) => `$${k}`).join(", ")}) ${tail}`;
 /** `col = $key` for every stored column but those in `except`. */
-export const setStored = (except: ReadonlySet<string>): string => STORED_KEYS.filter((k) => !except.has(columns[k].name)).map((k) => `${name(k)} = $${k}`).join(", ");
+export const setStored = (except: ReadonlySet<string>): string =>
+  STORED_KEYS.filter((k) => !except.has(columns[k].name))
+    .map((k) => `${name(k)} = $${k}`)
+    .join(", ");
 
 /**
  * The executions of install `?1`: its first (execution_id = random_id, no rid) through the primary
@@ -108,7 +122,8 @@ export function decodeExecution(values: unknown[]): Execution {
   for (let i = 0; i < READ_KEYS.length; i++) {
     if (i === ERROR_REST) continue;
     const value = values[i] ?? null;
-    row[READ_KEYS[i]!] = value === null ? null : IS_ID[i] ? decodeId(value as string | Uint8Array) : BOOLEAN[i] ? value === 1 : value;
+    row[READ_KEYS[i]!] =
+      value === null ? null : IS_ID[i] ? decodeId(value as string | Uint8Array) : BOOLEAN[i] ? value === 1 : value;
   }
   // Joined in place: this runs for every report (the write path reads the execution first).
   const rest = (values[ERROR_REST] ?? null) as Uint8Array | null;

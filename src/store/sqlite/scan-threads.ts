@@ -9,7 +9,12 @@ import type { HourCells, ScanReply, ScanRequest, ScannerStart } from "./scanner.
 
 type Page = { limit: number; after?: ListCursor; order?: "newest" | "oldest" };
 type ChunkPage = { offset?: number; limit?: number; chunkRows?: number };
-type Pending = { request: ScanRequest; resolve(value: unknown): void; reject(error: unknown): void; timer: Timer | null };
+type Pending = {
+  request: ScanRequest;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  timer: Timer | null;
+};
 
 /** The scans a serving store hands to its read threads. */
 export interface Scans {
@@ -39,7 +44,8 @@ export interface ScanOptions {
 }
 
 /** An error the read thread met, rebuilt with SQLite's code so the store can tell damage from the rest. */
-const rebuilt = (reply: Extract<ScanReply, { ok: false }>): Error => Object.assign(new Error(reply.message), { name: reply.name, code: reply.code ?? undefined });
+const rebuilt = (reply: Extract<ScanReply, { ok: false }>): Error =>
+  Object.assign(new Error(reply.message), { name: reply.name, code: reply.code ?? undefined });
 
 /** `workerUrl` is scanner.ts as the entry module sees it (see checkpoint-thread.ts). */
 export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions): Scans {
@@ -80,11 +86,22 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
     for (const p of pending) {
       if (p.timer) clearTimeout(p.timer);
       if (p.request.id === late) {
-        p.reject(new ReadBudgetError(`this read took longer than the read budget (${seconds} s) and was stopped; narrow it (a shorter window, fewer filters on free text) or raise --read-budget`));
-      } else if (p.request.op === "list" || p.request.op === "page" || p.request.op === "newest" || p.request.op === "errors" || p.request.op === "hours") {
+        p.reject(
+          new ReadBudgetError(
+            `this read took longer than the read budget (${seconds} s) and was stopped; narrow it (a shorter window, fewer filters on free text) or raise --read-budget`,
+          ),
+        );
+      } else if (
+        p.request.op === "list" ||
+        p.request.op === "page" ||
+        p.request.op === "newest" ||
+        p.request.op === "errors" ||
+        p.request.op === "hours"
+      ) {
         send(thread, p.request).then(p.resolve, p.reject);
       } else {
-        const why = late === null ? "the read thread failed" : `another read took longer than the read budget of ${seconds} s`;
+        const why =
+          late === null ? "the read thread failed" : `another read took longer than the read budget of ${seconds} s`;
         p.reject(new ReadBudgetError(`this read was stopped with its read thread (${why}); try again`));
       }
     }
@@ -99,13 +116,22 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
     });
   }
 
-  const threads: Thread[] = Array.from({ length: Math.max(1, opts.threads) }, () => ({ worker: null, generation: 0, pending: new Map() }));
+  const threads: Thread[] = Array.from({ length: Math.max(1, opts.threads) }, () => ({
+    worker: null,
+    generation: 0,
+    pending: new Map(),
+  }));
   /** The thread with the least work waiting. */
   const pick = (): Thread => threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
 
   return {
-    listExecutions: (filter, page) => send(pick(), { id: nextId++, op: "list", filter, page }) as Promise<{ rows: Execution[]; next: ListCursor | null }>,
-    pageExecutions: (filter, page) => send(pick(), { id: nextId++, op: "page", filter, page }) as Promise<{ rows: Execution[]; total: number }>,
+    listExecutions: (filter, page) =>
+      send(pick(), { id: nextId++, op: "list", filter, page }) as Promise<{
+        rows: Execution[];
+        next: ListCursor | null;
+      }>,
+    pageExecutions: (filter, page) =>
+      send(pick(), { id: nextId++, op: "page", filter, page }) as Promise<{ rows: Execution[]; total: number }>,
     newestOfApps: (apps) => send(pick(), { id: nextId++, op: "newest", apps }) as Promise<Execution[]>,
     errorTextCounts: () => send(pick(), { id: nextId++, op: "errors" }) as Promise<{ error: string; count: number }[]>,
     hourCells: (filter, slice) => send(pick(), { id: nextId++, op: "hours", filter, slice }) as Promise<HourCells>,
@@ -116,14 +142,16 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
       await send(thread, { id: nextId++, op: "open", stream, filter, page });
       try {
         for (;;) {
-          if (thread.generation !== generation) throw new ReadBudgetError("this read was stopped with its read thread; try again");
+          if (thread.generation !== generation)
+            throw new ReadBudgetError("this read was stopped with its read thread; try again");
           const chunk = (await send(thread, { id: nextId++, op: "next", stream })) as Execution[] | null;
           if (chunk === null) return;
           yield chunk;
         }
       } finally {
         // A consumer that stops early (a download cancelled) ends the stream there too.
-        if (thread.generation === generation && !stopped) thread.worker?.postMessage({ id: nextId++, op: "close", stream } satisfies ScanRequest);
+        if (thread.generation === generation && !stopped)
+          thread.worker?.postMessage({ id: nextId++, op: "close", stream } satisfies ScanRequest);
       }
     },
     stop() {

@@ -17,11 +17,22 @@ export interface ScannerStart {
 }
 
 export type ScanRequest =
-  | { id: number; op: "list"; filter: ExecutionFilter; page: { limit: number; after?: ListCursor; order?: "newest" | "oldest" } }
+  | {
+      id: number;
+      op: "list";
+      filter: ExecutionFilter;
+      page: { limit: number; after?: ListCursor; order?: "newest" | "oldest" };
+    }
   | { id: number; op: "page"; filter: ExecutionFilter; page: PageQuery }
   | { id: number; op: "newest"; apps: readonly string[] }
   /** Opens a stream of chunks (executionChunks); `next` pulls one, `close` ends it. */
-  | { id: number; op: "open"; stream: number; filter: ExecutionFilter; page: { offset?: number; limit?: number; chunkRows?: number } }
+  | {
+      id: number;
+      op: "open";
+      stream: number;
+      filter: ExecutionFilter;
+      page: { offset?: number; limit?: number; chunkRows?: number };
+    }
   | { id: number; op: "next"; stream: number }
   | { id: number; op: "close"; stream: number }
   | { id: number; op: "errors" }
@@ -34,7 +45,13 @@ export interface HourCells {
   cells: ({ bucket: number } & StoredParts)[];
 }
 
-type ScanValue = { rows: Execution[]; next: ListCursor | null } | { rows: Execution[]; total: number } | Execution[] | null | { error: string; count: number }[] | HourCells;
+type ScanValue =
+  | { rows: Execution[]; next: ListCursor | null }
+  | { rows: Execution[]; total: number }
+  | Execution[]
+  | null
+  | { error: string; count: number }[]
+  | HourCells;
 
 export type ScanReply =
   | { id: number; ok: true; value: ScanValue }
@@ -54,7 +71,10 @@ async function hourCells(filter: ExecutionFilter, slice: string): Promise<HourCe
     given.push({ id: given.length + 1, label });
     return given.length;
   });
-  return { cells: cells.map(({ bucket, data }) => ({ bucket, ...encodeCell(data, isAllApps(slice), labels) })), labels: given };
+  return {
+    cells: cells.map(({ bucket, data }) => ({ bucket, ...encodeCell(data, isAllApps(slice), labels) })),
+    labels: given,
+  };
 }
 
 function answer(request: ScanRequest): ScanValue | Promise<ScanValue> {
@@ -102,6 +122,12 @@ self.onmessage = async (event: MessageEvent<ScannerStart | ScanRequest>) => {
   } catch (e) {
     const error = e instanceof Error ? e : new Error(String(e));
     const code = (error as { code?: unknown }).code;
-    self.postMessage({ id: message.id, ok: false, message: error.message, name: error.name, code: typeof code === "string" ? code : null } satisfies ScanReply);
+    self.postMessage({
+      id: message.id,
+      ok: false,
+      message: error.message,
+      name: error.name,
+      code: typeof code === "string" ? code : null,
+    } satisfies ScanReply);
   }
 };

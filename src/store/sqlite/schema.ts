@@ -1,7 +1,17 @@
 // Storage schema. Times are integer milliseconds since the epoch (compact, index-friendly);
 // the read API turns them into ISO 8601.
 import { sql } from "drizzle-orm";
-import { sqliteTable, text, integer, real, blob, customType, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+import {
+  sqliteTable,
+  text,
+  integer,
+  real,
+  blob,
+  customType,
+  index,
+  primaryKey,
+  uniqueIndex,
+} from "drizzle-orm/sqlite-core";
 import { decodeId, encodeId } from "./ids.ts";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
@@ -36,11 +46,16 @@ export const executions = sqliteTable(
     executionId: storedId("execution_id").primaryKey(),
     /** random_id when it differs from execution_id (a retry, a client that gives its own), else null. */
     rid: storedId("rid"),
-    randomId: storedId("random_id").notNull().generatedAlwaysAs(sql`coalesce("rid", "execution_id")`, { mode: "virtual" }),
+    randomId: storedId("random_id")
+      .notNull()
+      .generatedAlwaysAs(sql`coalesce("rid", "execution_id")`, { mode: "virtual" }),
     attempt: integer("attempt").notNull(),
     kind: text("kind", { enum: KINDS })
       .notNull()
-      .generatedAlwaysAs(sql`CASE WHEN "type" IN ('pve', 'tool') THEN 'tool' WHEN "type" = 'addon' THEN 'addon' ELSE 'install' END`, { mode: "virtual" }),
+      .generatedAlwaysAs(
+        sql`CASE WHEN "type" IN ('pve', 'tool') THEN 'tool' WHEN "type" = 'addon' THEN 'addon' ELSE 'install' END`,
+        { mode: "virtual" },
+      ),
     payloadVersion: integer("payload_version"),
     type: text("type").notNull(),
     ctType: integer("ct_type"),
@@ -281,7 +296,6 @@ export const errorSignatures = sqliteTable("error_signatures", {
   /** JSON array of the apps that have failed with this signature. */
   apps: text("apps").notNull(),
 });
-
 
 // ------------------------------------------------------------------ alerts (src/alerts/)
 

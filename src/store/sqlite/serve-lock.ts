@@ -57,20 +57,29 @@ export interface ServeLock {
 export async function lockForServing(location: string, lockFile = `${location}.lock`): Promise<ServeLock> {
   if (location === IN_MEMORY) return { warning: null, release: () => {} };
   const c = await loadLibc();
-  if (c === null) return { warning: `flock is not available on this system; a second server on ${location} would not be refused`, release: () => {} };
+  if (c === null)
+    return {
+      warning: `flock is not available on this system; a second server on ${location} would not be refused`,
+      release: () => {},
+    };
   let fd: number;
   try {
     fd = openSync(lockFile, "a+");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new DatabaseOpenError(`cannot open the lock file ${lockFile} (${code}): ${code === "EACCES" ? "permission denied; give this user write access to it, or delete it while no server runs" : (e as Error).message}`);
+    throw new DatabaseOpenError(
+      `cannot open the lock file ${lockFile} (${code}): ${code === "EACCES" ? "permission denied; give this user write access to it, or delete it while no server runs" : (e as Error).message}`,
+    );
   }
   if (c.flock(fd, LOCK_EX | LOCK_NB) !== 0) {
     const errno = c.errno();
     if (errno !== 0 && !EWOULDBLOCK.has(errno)) {
       // ENOLCK and friends: a file system without locks (some network mounts).
       closeSync(fd);
-      return { warning: `cannot lock ${lockFile} (errno ${errno}); a second server on ${location} would not be refused`, release: () => {} };
+      return {
+        warning: `cannot lock ${lockFile} (errno ${errno}); a second server on ${location} would not be refused`,
+        release: () => {},
+      };
     }
     let holder = "";
     try {

@@ -28,8 +28,6 @@ import type { Scans } from "./scan-threads.ts";
 import { OldHours, countHours, daysOf, sliceFilter } from "../shared/old-hours.ts";
 import { only, sumByBucket } from "../shared/sum-cells.ts";
 
-
-
 /**
  * Parsed cells kept between batches and reads. Cells are small binary rows now, decoded in
  * microseconds, so the cache saves less than it costs in memory: with 8192 cells a bulk load
@@ -136,7 +134,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     newestOfApps: (apps) => (scans ? scans.newestOfApps(apps) : reads.newestOfApps(apps)),
     pageExecutions: (filter, page) => (scans ? scans.pageExecutions(filter, page) : reads.pageExecutions(filter, page)),
     // Each chunk is its own query, run to completion before it is handed over.
-    executionChunks: (filter, page) => (scans ? scans.executionChunks(filter, page) : reads.executionChunks(filter, page)),
+    executionChunks: (filter, page) =>
+      scans ? scans.executionChunks(filter, page) : reads.executionChunks(filter, page),
     async *iterateExecutions(filter) {
       for await (const chunk of inner.executionChunks(filter)) yield* chunk;
     },
@@ -155,7 +154,11 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
       if (from < first) {
         const end = Math.min(to, first);
-        const days = [...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values()].flat().map((c) => c.bucket);
+        const days = [
+          ...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values(),
+        ]
+          .flat()
+          .map((c) => c.bucket);
         const counted = await old.read(slice, from, end, days, (s, day) => countDay(s, day));
         for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
       }
@@ -167,7 +170,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     rollupCells: (grain, from, to) => {
       checkState();
       const stored = reads.storedCells(grain, from, to);
-      const cells = grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
+      const cells =
+        grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
       return withEveryRepo(cells, (slice, bucket, data) => ({ slice, bucket, data }));
     },
 
@@ -240,7 +244,10 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   }
 
   /** Cells of stored slices (a slice of every repo's classes), summed per bucket: stored, and (hour grain) the open hours from memory. */
-  function storedAndOpen(selection: RollupSelection, slices: readonly string[]): { bucket: number; data: RollupData }[] {
+  function storedAndOpen(
+    selection: RollupSelection,
+    slices: readonly string[],
+  ): { bucket: number; data: RollupData }[] {
     const { grain, from, to, parts } = selection;
     const foldedUntil = open.foldedUntil;
     const storedTo = grain === GRAINS.hour ? Math.min(to, foldedUntil) : to;

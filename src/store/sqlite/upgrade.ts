@@ -26,7 +26,9 @@ export function deriveEndings(sqlite: Database): number {
      WHERE rowid > ? AND payload_version IS NULL AND outcome NOT IN ('success', 'in_progress') AND error_category IS NULL
      ORDER BY rowid LIMIT ${CHUNK}`,
   );
-  const update = sqlite.query<never, [number | null, string | null, number]>("UPDATE executions SET exit_code = ?, error_category = ? WHERE rowid = ?");
+  const update = sqlite.query<never, [number | null, string | null, number]>(
+    "UPDATE executions SET exit_code = ?, error_category = ? WHERE rowid = ?",
+  );
   let changed = 0;
   let after = 0;
   for (;;) {
@@ -35,7 +37,11 @@ export function deriveEndings(sqlite: Database): number {
     sqlite.transaction(() => {
       for (const r of rows) {
         const exitCode = parseExitCode(r.error);
-        update.run(exitCode, categoryFor({ clientCategory: null, exitCode, error: r.error, outcome: r.outcome }), r.rowid);
+        update.run(
+          exitCode,
+          categoryFor({ clientCategory: null, exitCode, error: r.error, outcome: r.outcome }),
+          r.rowid,
+        );
         changed++;
       }
     })();
@@ -43,17 +49,31 @@ export function deriveEndings(sqlite: Database): number {
   }
   // Held /upload status updates, kept as reports by the migration: the same derivation. (Reports
   // held since migration 0009 may be compressed; they were derived when they arrived.)
-  const held = sqlite.query<{ id: string; report: string }, []>("SELECT execution_id AS id, report FROM held_reports WHERE codec IS NULL").all();
+  const held = sqlite
+    .query<{ id: string; report: string }, []>(
+      "SELECT execution_id AS id, report FROM held_reports WHERE codec IS NULL",
+    )
+    .all();
   const put = sqlite.query<never, [string, string]>("UPDATE held_reports SET report = ? WHERE execution_id = ?");
   sqlite.transaction(() => {
     for (const h of held) {
       const report = JSON.parse(h.report) as Report;
       if (report.payloadVersion !== null || report.errorCategory !== null) continue;
-      const exitCode = report.outcome === "success" || report.outcome === "in_progress" ? null : parseExitCode(report.error);
-      put.run(JSON.stringify({ ...report, exitCode, errorCategory: categoryFor({ clientCategory: null, exitCode, error: report.error, outcome: report.outcome }) }), h.id);
+      const exitCode =
+        report.outcome === "success" || report.outcome === "in_progress" ? null : parseExitCode(report.error);
+      put.run(
+        JSON.stringify({
+          ...report,
+          exitCode,
+          errorCategory: categoryFor({ clientCategory: null, exitCode, error: report.error, outcome: report.outcome }),
+        }),
+        h.id,
+      );
     }
     // Longer JSON, larger rows: the held budget's total follows (budgets.ts).
-    sqlite.run(`UPDATE budget_counters SET value = (SELECT coalesce(sum(coalesce(cost, ${LEGACY_HELD_COST})), 0) FROM held_reports) WHERE name = 'held.bytes'`);
+    sqlite.run(
+      `UPDATE budget_counters SET value = (SELECT coalesce(sum(coalesce(cost, ${LEGACY_HELD_COST})), 0) FROM held_reports) WHERE name = 'held.bytes'`,
+    );
   })();
   return changed;
 }

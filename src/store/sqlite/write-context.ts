@@ -20,7 +20,16 @@ import { LEGACY_HELD_COST } from "./held.ts";
 import type { SqliteReads } from "./reads.ts";
 import { OF_INSTALL, STORED_KEYS, insertStored, setStored, storedRow, type StoredRow } from "./rows.ts";
 import { createSqliteRelay } from "./relay.ts";
-import { copyMarks, errorSignatures, executions, expiryState, heldReports, rejectedReports, rollupState, rollups } from "./schema.ts";
+import {
+  copyMarks,
+  errorSignatures,
+  executions,
+  expiryState,
+  heldReports,
+  rejectedReports,
+  rollupState,
+  rollups,
+} from "./schema.ts";
 import { LEGACY_LOG_COST } from "./budgets.ts";
 import { createAlertWrites } from "./alerts.ts";
 import { createIssueWrites } from "./issues.ts";
@@ -37,7 +46,12 @@ const byId = { id: sql.placeholder("id") };
 
 /** The executions table's key and indexed columns (schema.ts): updateExecution leaves them as they are (random_id is stored as rid). */
 const KEYS = ["executionId", "randomId", "createdAt", "nsapp"] as const;
-const INDEXED_COLUMNS = new Set<string>([executions.executionId.name, executions.rid.name, executions.createdAt.name, executions.nsapp.name]);
+const INDEXED_COLUMNS = new Set<string>([
+  executions.executionId.name,
+  executions.rid.name,
+  executions.createdAt.name,
+  executions.nsapp.name,
+]);
 
 /** Whether `after` keeps every key of `before`, so updateExecution can write it. */
 export const sameKeys = (before: Execution, after: Execution): boolean => KEYS.every((k) => before[k] === after[k]);
@@ -60,13 +74,23 @@ function prepareHotStatements(sqlite: Database) {
      * SQLite rewrites every index whose column an UPDATE assigns, changed or not.
      */
     updateExecution: rowOf(
-      sqlite.query<never, StoredRow>(`UPDATE "${getTableName(executions)}" SET ${setStored(INDEXED_COLUMNS)} WHERE "${executions.executionId.name}" = $executionId`),
+      sqlite.query<never, StoredRow>(
+        `UPDATE "${getTableName(executions)}" SET ${setStored(INDEXED_COLUMNS)} WHERE "${executions.executionId.name}" = $executionId`,
+      ),
     ),
     /** A whole row written back: every report that changes an execution may change any field. */
     replaceExecution: rowOf(
-      sqlite.query<never, StoredRow>(insertStored(`ON CONFLICT DO UPDATE SET ${STORED_KEYS.filter((k) => k !== "executionId").map((k) => `"${executions[k].name}" = excluded."${executions[k].name}"`).join(", ")}`)),
+      sqlite.query<never, StoredRow>(
+        insertStored(
+          `ON CONFLICT DO UPDATE SET ${STORED_KEYS.filter((k) => k !== "executionId")
+            .map((k) => `"${executions[k].name}" = excluded."${executions[k].name}"`)
+            .join(", ")}`,
+        ),
+      ),
     ),
-    deleteExecutions: sqlite.query<never, [string | Uint8Array]>(`DELETE FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`),
+    deleteExecutions: sqlite.query<never, [string | Uint8Array]>(
+      `DELETE FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`,
+    ),
     /** An execution in progress expired: outcome unknown as of `at` (updated_at is kept as an offset). */
     setOutcome: sqlite.query<never, { id: string | Uint8Array; code: number; at: number }>(
       `UPDATE "${getTableName(executions)}" SET "${executions.outcomeCode.name}" = $code, "${executions.updatedIn.name}" = $at - "${executions.createdAt.name}" WHERE "${executions.executionId.name}" = $id`,
@@ -76,13 +100,20 @@ function prepareHotStatements(sqlite: Database) {
     oldestHeld: sqlite.query<HeldRow, { before: number; limit: number }>(
       `${selectHeld} WHERE "${heldReports.receivedAt.name}" < $before ORDER BY "${heldReports.receivedAt.name}" LIMIT $limit`,
     ),
-    putRollup: sqlite.query<never, Record<"grain" | "slice" | "bucket", number> & Record<"data" | "apps" | "errors", Uint8Array | null>>(
+    putRollup: sqlite.query<
+      never,
+      Record<"grain" | "slice" | "bucket", number> & Record<"data" | "apps" | "errors", Uint8Array | null>
+    >(
       `INSERT INTO "${getTableName(rollups)}" ("${rollups.grain.name}", "${rollups.slice.name}", "${rollups.bucket.name}", "${rollups.data.name}", "${rollups.apps.name}", "${rollups.errors.name}") VALUES ($grain, $slice, $bucket, $data, $apps, $errors)
        ON CONFLICT DO UPDATE SET "${rollups.data.name}" = excluded."${rollups.data.name}", "${rollups.apps.name}" = excluded."${rollups.apps.name}", "${rollups.errors.name}" = excluded."${rollups.errors.name}"`,
     ),
-    deleteRollup: sqlite.query<never, Record<"grain" | "slice" | "bucket", number>>(`DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`),
+    deleteRollup: sqlite.query<never, Record<"grain" | "slice" | "bucket", number>>(
+      `DELETE FROM "${getTableName(rollups)}" WHERE ${cell}`,
+    ),
     /** Hour cells of hours before the ones kept (domain/rollup.ts hoursFrom). */
-    dropOldHours: sqlite.query<never, { before: number }>(`DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.hour} AND "${rollups.bucket.name}" < $before`),
+    dropOldHours: sqlite.query<never, { before: number }>(
+      `DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.hour} AND "${rollups.bucket.name}" < $before`,
+    ),
   };
 }
 
@@ -99,7 +130,11 @@ export interface HeldRow {
 const h = heldReports;
 const selectHeld = `SELECT "${h.executionId.name}" AS executionId, "${h.report.name}" AS report, "${h.codec.name}" AS codec, "${h.data.name}" AS data, "${h.receivedAt.name}" AS at, "${h.repaired.name}" AS repaired FROM "${getTableName(h)}"`;
 
-export const heldOf = (row: HeldRow): HeldReport => ({ report: decodeHeld(row), at: row.at, repaired: row.repaired === 1 });
+export const heldOf = (row: HeldRow): HeldReport => ({
+  report: decodeHeld(row),
+  at: row.at,
+  repaired: row.repaired === 1,
+});
 
 /** What leaving log entries say about their bodies, for the budget's totals. */
 const leaving = {
@@ -113,7 +148,11 @@ function prepareStatements(db: Db) {
   return {
     insertHeld: db.insert(heldReports).values(placeholdersFor(heldReports)).prepare(),
     /** Removes a held report; its cost leaves the held budget. */
-    deleteHeld: db.delete(heldReports).where(eq(heldReports.executionId, byId.id)).returning({ cost: heldCost }).prepare(),
+    deleteHeld: db
+      .delete(heldReports)
+      .where(eq(heldReports.executionId, byId.id))
+      .returning({ cost: heldCost })
+      .prepare(),
     forgetRejected: db
       .delete(rejectedReports)
       .where(lt(rejectedReports.receivedAt, sql.placeholder("before")))
@@ -124,8 +163,16 @@ function prepareStatements(db: Db) {
       .set({ replayedAt: sql`${sql.placeholder("at")}`, replayResult: sql`${sql.placeholder("result")}` })
       .where(eq(rejectedReports.id, sql.placeholder("id")))
       .prepare(),
-    deleteRejectedOf: db.delete(rejectedReports).where(eq(rejectedReports.randomId, byId.id)).returning(leaving).prepare(),
-    deleteHeldReturning: db.delete(heldReports).where(eq(heldReports.randomId, byId.id)).returning({ cost: heldCost, executionId: heldReports.executionId }).prepare(),
+    deleteRejectedOf: db
+      .delete(rejectedReports)
+      .where(eq(rejectedReports.randomId, byId.id))
+      .returning(leaving)
+      .prepare(),
+    deleteHeldReturning: db
+      .delete(heldReports)
+      .where(eq(heldReports.randomId, byId.id))
+      .returning({ cost: heldCost, executionId: heldReports.executionId })
+      .prepare(),
     insertRejected: db.insert(rejectedReports).values(placeholdersFor(rejectedReports)).prepare(),
     setFoldedUntil: db
       .insert(rollupState)
@@ -142,9 +189,16 @@ function prepareStatements(db: Db) {
     lowerStuckMark: db
       .insert(expiryState)
       .values({ id: 1, checkedUntil: sql.placeholder("to") })
-      .onConflictDoUpdate({ target: expiryState.id, set: { checkedUntil: sql`min(${expiryState.checkedUntil}, excluded.checked_until)` } })
+      .onConflictDoUpdate({
+        target: expiryState.id,
+        set: { checkedUntil: sql`min(${expiryState.checkedUntil}, excluded.checked_until)` },
+      })
       .prepare(),
-    copyMark: db.select({ id: copyMarks.rejectedId }).from(copyMarks).where(eq(copyMarks.source, sql.placeholder("source"))).prepare(),
+    copyMark: db
+      .select({ id: copyMarks.rejectedId })
+      .from(copyMarks)
+      .where(eq(copyMarks.source, sql.placeholder("source")))
+      .prepare(),
     setCopyMark: db
       .insert(copyMarks)
       .values({ source: sql.placeholder("source"), rejectedId: sql.placeholder("id") })

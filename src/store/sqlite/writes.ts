@@ -11,7 +11,15 @@ import { importMarkName } from "../shared/marks.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { deltasFrom, fold, mergeSightings, recountDay, storeTouched } from "./cells.ts";
 import { encodeId } from "./ids.ts";
-import { applyHeldAlone, applyReport, keepHeld, keepHeldWithinBudget, load, logRejection, forgetHeld } from "./intake.ts";
+import {
+  applyHeldAlone,
+  applyReport,
+  keepHeld,
+  keepHeldWithinBudget,
+  load,
+  logRejection,
+  forgetHeld,
+} from "./intake.ts";
 import { createWriteContext, type BatchEffects, type WriteContext } from "./write-context.ts";
 
 type Op<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
@@ -19,7 +27,8 @@ type Op<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
 /** A held report copied from another store: kept as it is unless its execution or a held report of it is stored. */
 function loadHeld(ctx: WriteContext, { held }: Op<"load-held">, fx: BatchEffects): ResultFor<Op<"load-held">> {
   const { report, at, repaired } = held;
-  if (ctx.reads.getExecution(report.executionId) !== undefined || ctx.hot.findHeld.get({ id: report.executionId })) return { kind: "duplicate" };
+  if (ctx.reads.getExecution(report.executionId) !== undefined || ctx.hot.findHeld.get({ id: report.executionId }))
+    return { kind: "duplicate" };
   keepHeld(ctx, report, at, repaired, fx);
   return { kind: "created" };
 }
@@ -29,10 +38,25 @@ function loadRejected(ctx: WriteContext, { entry, source }: Op<"load-rejected">)
   const { q } = ctx;
   if (entry.id <= (q.copyMark.get({ source })?.id ?? 0)) return { kind: "duplicate" };
   q.setCopyMark.run({ source, id: entry.id });
-  const rejection: Rejection = { endpoint: entry.endpoint, reason: entry.reason, field: entry.field, message: entry.message, randomId: entry.randomId, body: entry.body };
+  const rejection: Rejection = {
+    endpoint: entry.endpoint,
+    reason: entry.reason,
+    field: entry.field,
+    message: entry.message,
+    randomId: entry.randomId,
+    body: entry.body,
+  };
   const placed = ctx.log.place(rejection, entry.bodyKept ? null : { size: entry.bodySize, hash: entry.bodySha256 });
   if (!placed) return { kind: "dropped" };
-  q.insertRejected.run({ id: null, receivedAt: entry.receivedAt, ...rejection, result: entry.result, ...placed, replayedAt: entry.replayedAt, replayResult: entry.replayResult });
+  q.insertRejected.run({
+    id: null,
+    receivedAt: entry.receivedAt,
+    ...rejection,
+    result: entry.result,
+    ...placed,
+    replayedAt: entry.replayedAt,
+    replayResult: entry.replayResult,
+  });
   return { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize };
 }
 
@@ -47,7 +71,11 @@ function deleteInstall(ctx: WriteContext, { randomId, at }: Op<"delete">, fx: Ba
   ctx.log.release(logged);
   // The install's reports waiting to be relayed go too: its executions', and its held reports'.
   ctx.relay.forget([...records.map((r) => r.executionId), ...held.map((h) => h.executionId)]);
-  return { kind: "deleted", found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
+  return {
+    kind: "deleted",
+    found: records.length > 0 || held.length > 0 || logged.length > 0,
+    executions: records.length,
+  };
 }
 
 /** An execution still in progress becomes of unknown outcome as of `at`. */
@@ -61,7 +89,11 @@ function expire(ctx: WriteContext, { executionId, at }: Op<"expire">, fx: BatchE
 }
 
 /** Held reports received before `before`, oldest first, applied on their own. */
-function expireHeld(ctx: WriteContext, { before, limit }: Op<"expire-held">, fx: BatchEffects): ResultFor<Op<"expire-held">> {
+function expireHeld(
+  ctx: WriteContext,
+  { before, limit }: Op<"expire-held">,
+  fx: BatchEffects,
+): ResultFor<Op<"expire-held">> {
   const due = ctx.hot.oldestHeld.all({ before, limit });
   for (const row of due) applyHeldAlone(ctx, row, fx);
   ctx.counters.add("held.expired_total", due.length);
@@ -136,7 +168,13 @@ function apply(ctx: WriteContext, op: WriteOp, fx: BatchEffects): WriteResult {
 /** Applies `ops` in order inside the caller's transaction; the results, and what the batch changes in memory after COMMIT. */
 function runBatch(ctx: WriteContext, ops: readonly WriteOp[]): { results: WriteResult[]; fx: BatchEffects } {
   ctx.touched.clear();
-  const fx: BatchEffects = { deltas: deltasFrom(ctx, ctx.openHours.foldedUntil), sightings: new SignatureSightings(), open: [], foldedTo: null, held: false };
+  const fx: BatchEffects = {
+    deltas: deltasFrom(ctx, ctx.openHours.foldedUntil),
+    sightings: new SignatureSightings(),
+    open: [],
+    foldedTo: null,
+    held: false,
+  };
   ctx.counters.reset();
   ctx.stuckMark = null;
   const results = ops.map((op) => apply(ctx, op, fx));

@@ -27,10 +27,14 @@ export interface ChartOptions {
   onDispose: (fn: () => void) => void;
 }
 
-const cssVar = (name: string): string => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
+const cssVar = (name: string): string =>
+  getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
 
 /** Tick steps of a count axis: whole numbers only (a 0.2 step would label 0, 0, 0, 1, 1). */
-const COUNT_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3, 5e4, 1e5, 2e5, 25e4, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 2e8, 5e8, 1e9];
+const COUNT_INCRS = [
+  1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3, 5e4, 1e5, 2e5, 25e4, 5e5, 1e6, 2e6,
+  5e6, 1e7, 2e7, 5e7, 1e8, 2e8, 5e8, 1e9,
+];
 
 const DAY_S = 86_400;
 /**
@@ -48,7 +52,12 @@ const TIME_LABELS: uPlot.Axis.TimeValuesConfig = [
 const utc = (ts: number): Date => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC");
 
 /** Common frame: a sized container that follows its width, axes in the theme's colours. */
-function chart(o: ChartOptions, series: uPlot.Series[], data: uPlot.AlignedData, extra: Partial<uPlot.Options> = {}): HTMLElement {
+function chart(
+  o: ChartOptions,
+  series: uPlot.Series[],
+  data: uPlot.AlignedData,
+  extra: Partial<uPlot.Options> = {},
+): HTMLElement {
   const box = h("div", { class: "chart", role: "img", "aria-label": o.title });
   const axis = cssVar("--muted");
   const grid = cssVar("--grid");

@@ -1,20 +1,51 @@
 // The controls above every view: navigation, time window, filters and the active-filter chips.
 // Each is a link or a form, so all of it works with the keyboard and each choice is a URL.
 import { h, replace } from "./dom.ts";
-import { FILTER_KEYS, KINDS, PRESET_DAYS, REPO_SOURCES, kindOf, rangeLabel, stateUrl, withChanges, type DashState, type FilterKey, type Filters, type View } from "./state.ts";
+import {
+  FILTER_KEYS,
+  KINDS,
+  PRESET_DAYS,
+  REPO_SOURCES,
+  kindOf,
+  rangeLabel,
+  stateUrl,
+  withChanges,
+  type DashState,
+  type FilterKey,
+  type Filters,
+  type View,
+} from "./state.ts";
 import { OUTCOME_LABEL } from "./widgets.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ERROR_CATEGORIES } from "../../domain/error-category.ts";
 
-const NAV: [View, string][] = [["overview", "Overview"], ["failures", "Failures"], ["installs", "Install log"], ["app", "Apps"], ["alerts", "Alerts"]];
+const NAV: [View, string][] = [
+  ["overview", "Overview"],
+  ["failures", "Failures"],
+  ["installs", "Install log"],
+  ["app", "Apps"],
+  ["alerts", "Alerts"],
+];
 
 /** Redraws navigation and controls for `state`; `go` moves to another state. */
-export function renderControls(el: { nav: HTMLElement; controls: HTMLElement }, state: DashState, go: (next: DashState) => void): void {
+export function renderControls(
+  el: { nav: HTMLElement; controls: HTMLElement },
+  state: DashState,
+  go: (next: DashState) => void,
+): void {
   const { nav, controls } = el;
   replace(
     nav,
     ...NAV.map(([view, text]) =>
-      h("a", { href: stateUrl(withChanges(state, { view, signature: null })), "data-nav": true, "aria-current": state.view === view ? "page" : undefined }, text),
+      h(
+        "a",
+        {
+          href: stateUrl(withChanges(state, { view, signature: null })),
+          "data-nav": true,
+          "aria-current": state.view === view ? "page" : undefined,
+        },
+        text,
+      ),
     ),
   );
   document.getElementById("admin-link")?.toggleAttribute("aria-current", state.view === "admin");
@@ -24,7 +55,12 @@ export function renderControls(el: { nav: HTMLElement; controls: HTMLElement }, 
 }
 
 /** The scope every view shares: which kind of run, from which repo. Choices are links. */
-const KIND_LABELS: Record<(typeof KINDS)[number], string> = { install: "Installs", tool: "Tools", addon: "Addons", all: "All kinds" };
+const KIND_LABELS: Record<(typeof KINDS)[number], string> = {
+  install: "Installs",
+  tool: "Tools",
+  addon: "Addons",
+  all: "All kinds",
+};
 const REPO_LABELS: Record<(typeof REPO_SOURCES)[number] | "", [string, string]> = {
   "": ["All repos", "every repository"],
   ProxmoxVE: ["Main", "ProxmoxVE, the main collection"],
@@ -43,10 +79,33 @@ function scopeControl(state: DashState): HTMLElement {
     if (!value || (key === "kind" && value === "install")) delete filters[key];
     return stateUrl(withChanges(state, { filters }));
   };
-  const kinds = KINDS.map((k) => h("a", { class: "seg", href: withFilter("kind", k), "data-nav": true, "data-kind": k, "aria-current": kind === k ? "true" : undefined }, KIND_LABELS[k]));
+  const kinds = KINDS.map((k) =>
+    h(
+      "a",
+      {
+        class: "seg",
+        href: withFilter("kind", k),
+        "data-nav": true,
+        "data-kind": k,
+        "aria-current": kind === k ? "true" : undefined,
+      },
+      KIND_LABELS[k],
+    ),
+  );
   const known = (["", ...REPO_SOURCES] as const).includes(repo as (typeof REPO_SOURCES)[number]);
   const repos: HTMLElement[] = (["", ...REPO_SOURCES] as const).map((r) =>
-    h("a", { class: "seg", href: withFilter("repo_source", r), "data-nav": true, "data-repo": r || "all", title: REPO_LABELS[r][1], "aria-current": repo === r ? "true" : undefined }, REPO_LABELS[r][0]),
+    h(
+      "a",
+      {
+        class: "seg",
+        href: withFilter("repo_source", r),
+        "data-nav": true,
+        "data-repo": r || "all",
+        title: REPO_LABELS[r][1],
+        "aria-current": repo === r ? "true" : undefined,
+      },
+      REPO_LABELS[r][0],
+    ),
   );
   // A repo value typed into the URL that is none of the choices still shows as chosen.
   if (!known) repos.push(h("span", { class: "seg", "aria-current": "true" }, repo));
@@ -62,18 +121,42 @@ function rangeControl(state: DashState, go: (next: DashState) => void): HTMLElem
   const current = state.range;
   const custom = !("days" in current) || !(PRESET_DAYS as readonly number[]).includes(current.days);
   const presets = PRESET_DAYS.map((days) =>
-    h("a", { class: "seg", href: stateUrl(withChanges(state, { range: { days } })), "data-nav": true, "aria-current": "days" in current && current.days === days ? "true" : undefined }, days === 1 ? "24h" : `${days}d`),
+    h(
+      "a",
+      {
+        class: "seg",
+        href: stateUrl(withChanges(state, { range: { days } })),
+        "data-nav": true,
+        "aria-current": "days" in current && current.days === days ? "true" : undefined,
+      },
+      days === 1 ? "24h" : `${days}d`,
+    ),
   );
   const today = new Date().toISOString().slice(0, 10);
-  const from = h("input", { type: "date", id: "range-from", name: "from", max: today, required: true, value: "from" in current ? current.from : "" });
-  const to = h("input", { type: "date", id: "range-to", name: "to", max: today, required: true, value: "to" in current ? current.to : today });
+  const from = h("input", {
+    type: "date",
+    id: "range-from",
+    name: "from",
+    max: today,
+    required: true,
+    value: "from" in current ? current.from : "",
+  });
+  const to = h("input", {
+    type: "date",
+    id: "range-to",
+    name: "to",
+    max: today,
+    required: true,
+    value: "to" in current ? current.to : today,
+  });
   const form = h(
     "form",
     {
       class: "custom-range",
       onsubmit: ((e: Event) => {
         e.preventDefault();
-        if (from.value && to.value && from.value <= to.value) go(withChanges(state, { range: { from: from.value, to: to.value } }));
+        if (from.value && to.value && from.value <= to.value)
+          go(withChanges(state, { range: { from: from.value, to: to.value } }));
       }) as EventListener,
     },
     h("label", { for: "range-from" }, "From"),
@@ -86,7 +169,12 @@ function rangeControl(state: DashState, go: (next: DashState) => void): HTMLElem
     "div",
     { class: "range", role: "group", "aria-label": "time window" },
     h("div", { class: "segments" }, ...presets),
-    h("details", { class: "custom", open: custom }, h("summary", { "aria-current": custom ? "true" : undefined }, custom ? rangeLabel(current) : "Custom"), form),
+    h(
+      "details",
+      { class: "custom", open: custom },
+      h("summary", { "aria-current": custom ? "true" : undefined }, custom ? rangeLabel(current) : "Custom"),
+      form,
+    ),
   );
 }
 
@@ -118,10 +206,23 @@ const CHOICES: Partial<Record<FilterKey, readonly (readonly [string, string])[]>
   outcome: OUTCOMES.map((o) => [o, OUTCOME_LABEL[o]] as const),
   type: TYPES.map((t) => [t, t] as const),
   error_category: ERROR_CATEGORIES.map((c) => [c, c.replace("_", " ")] as const),
-  gpu_passthrough: [["yes", "yes"], ["no", "no"]],
-  platform: [["pve", "pve"], ["incus", "incus"]],
+  gpu_passthrough: [
+    ["yes", "yes"],
+    ["no", "no"],
+  ],
+  platform: [
+    ["pve", "pve"],
+    ["incus", "incus"],
+  ],
 };
-const PLACEHOLDERS: Partial<Record<FilterKey, string>> = { q: "app or error text", exit_code: "0-255", arch: "amd64", cpu_vendor: "intel", gpu_vendor: "nvidia", repo_slug: "owner/repo" };
+const PLACEHOLDERS: Partial<Record<FilterKey, string>> = {
+  q: "app or error text",
+  exit_code: "0-255",
+  arch: "amd64",
+  cpu_vendor: "intel",
+  gpu_vendor: "nvidia",
+  repo_slug: "owner/repo",
+};
 
 function filterForm(state: DashState, go: (next: DashState) => void): HTMLElement {
   const f = state.filters;
@@ -136,7 +237,9 @@ function filterForm(state: DashState, go: (next: DashState) => void): HTMLElemen
           h("option", { value: "" }, "any"),
           ...choices.map(([value, text]) => h("option", { value, selected: f[key] === value }, text)),
           // A value from the URL that is not among the choices stays selected rather than lost.
-          f[key] && !choices.some(([value]) => value === f[key]) ? h("option", { value: f[key]!, selected: true }, f[key]!) : null,
+          f[key] && !choices.some(([value]) => value === f[key])
+            ? h("option", { value: f[key]!, selected: true }, f[key]!)
+            : null,
         )
       : h("input", {
           id,
@@ -174,7 +277,12 @@ function filterForm(state: DashState, go: (next: DashState) => void): HTMLElemen
     h("div", { class: "field buttons" }, h("button", { type: "submit", class: "primary" }, "Apply filters")),
   );
   const count = keys.filter((k) => f[k]).length;
-  return h("details", { class: "filter-panel", open: state.view === "installs" || undefined }, h("summary", {}, count ? `Filters (${count})` : "Filters"), form);
+  return h(
+    "details",
+    { class: "filter-panel", open: state.view === "installs" || undefined },
+    h("summary", {}, count ? `Filters (${count})` : "Filters"),
+    form,
+  );
 }
 
 function activeFilters(state: DashState): HTMLElement | null {
@@ -186,10 +294,42 @@ function activeFilters(state: DashState): HTMLElement | null {
     ...keys.map((key) => {
       const rest = { ...state.filters };
       delete rest[key];
-      const value = key === "outcome" ? OUTCOME_LABEL[state.filters[key] as keyof typeof OUTCOME_LABEL] ?? state.filters[key]! : state.filters[key]!;
-      return h("li", {}, h("a", { class: "chip removable", href: stateUrl(withChanges(state, { filters: rest })), "data-nav": true, "aria-label": `remove filter ${FILTER_LABELS[key]}` }, `${FILTER_LABELS[key]}: `, h("b", {}, value), " ✕"));
+      const value =
+        key === "outcome"
+          ? (OUTCOME_LABEL[state.filters[key] as keyof typeof OUTCOME_LABEL] ?? state.filters[key]!)
+          : state.filters[key]!;
+      return h(
+        "li",
+        {},
+        h(
+          "a",
+          {
+            class: "chip removable",
+            href: stateUrl(withChanges(state, { filters: rest })),
+            "data-nav": true,
+            "aria-label": `remove filter ${FILTER_LABELS[key]}`,
+          },
+          `${FILTER_LABELS[key]}: `,
+          h("b", {}, value),
+          " ✕",
+        ),
+      );
     }),
-    keys.length > 1 ? h("li", {}, h("a", { class: "chip", href: stateUrl(withChanges(state, { filters: scopeOf(state.filters) })), "data-nav": true }, "Clear all")) : null,
+    keys.length > 1
+      ? h(
+          "li",
+          {},
+          h(
+            "a",
+            {
+              class: "chip",
+              href: stateUrl(withChanges(state, { filters: scopeOf(state.filters) })),
+              "data-nav": true,
+            },
+            "Clear all",
+          ),
+        )
+      : null,
   );
 }
 

@@ -28,25 +28,44 @@ type Driver = DriversResponse["drivers"][number];
 /** A dimension value in words: "PVE 9.0.9", "kernel 6.14.8-2-pve", "4 cores". */
 function valueWords(dimension: string, value: string): string {
   switch (dimension) {
-    case "pve_version": return value.startsWith("incus") ? value.replace(/^incus-?/, "Incus ") : `PVE ${value}`;
-    case "kernel_version": return `kernel ${value}`;
-    case "os": return value;
-    case "arch": return `${value} hosts`;
-    case "cpu_vendor": return `${value} CPUs`;
-    case "gpu_vendor": return `${value} GPUs`;
-    case "gpu_passthrough": return `GPU passthrough ${value}`;
-    case "host_gpu": return `hosts with ${value} GPUs`;
-    case "core_count": return `${value} ${value === "1" ? "core" : "cores"}`;
-    case "ram_size": return `${value} MB RAM`;
-    case "type": return `type ${value}`;
-    case "ct_type": return value === "0" ? "privileged containers" : value === "1" ? "unprivileged containers" : `ct_type ${value}`;
-    case "method": return `method ${value}`;
-    case "platform": return `platform ${value}`;
-    case "repo_source": return `repo ${value}`;
-    case "repo_slug": return `${value}`;
-    case "attempt": return value === "1" ? "first attempts" : value === "4+" ? "fourth and later attempts" : `attempt ${value}`;
-    case "app_version": return `version ${value}`;
-    default: return `${dimension} ${value}`;
+    case "pve_version":
+      return value.startsWith("incus") ? value.replace(/^incus-?/, "Incus ") : `PVE ${value}`;
+    case "kernel_version":
+      return `kernel ${value}`;
+    case "os":
+      return value;
+    case "arch":
+      return `${value} hosts`;
+    case "cpu_vendor":
+      return `${value} CPUs`;
+    case "gpu_vendor":
+      return `${value} GPUs`;
+    case "gpu_passthrough":
+      return `GPU passthrough ${value}`;
+    case "host_gpu":
+      return `hosts with ${value} GPUs`;
+    case "core_count":
+      return `${value} ${value === "1" ? "core" : "cores"}`;
+    case "ram_size":
+      return `${value} MB RAM`;
+    case "type":
+      return `type ${value}`;
+    case "ct_type":
+      return value === "0" ? "privileged containers" : value === "1" ? "unprivileged containers" : `ct_type ${value}`;
+    case "method":
+      return `method ${value}`;
+    case "platform":
+      return `platform ${value}`;
+    case "repo_source":
+      return `repo ${value}`;
+    case "repo_slug":
+      return `${value}`;
+    case "attempt":
+      return value === "1" ? "first attempts" : value === "4+" ? "fourth and later attempts" : `attempt ${value}`;
+    case "app_version":
+      return `version ${value}`;
+    default:
+      return `${dimension} ${value}`;
   }
 }
 
@@ -58,7 +77,14 @@ function driverSentence(subject: string | null, d: Driver): string {
 
 export function driversPanel(read: DriversRead, subject: string | null, s: DashState, ctx: ViewContext): HTMLElement {
   const d = read.answer;
-  const note = read.dropped.length > 0 ? h("p", { class: "more" }, `Asked without the filter on ${read.dropped.join(", ")}: drivers compare failed runs with all runs.`) : null;
+  const note =
+    read.dropped.length > 0
+      ? h(
+          "p",
+          { class: "more" },
+          `Asked without the filter on ${read.dropped.join(", ")}: drivers compare failed runs with all runs.`,
+        )
+      : null;
   const method = h(
     "p",
     { class: "more", id: "drivers-method" },
@@ -66,18 +92,35 @@ export function driversPanel(read: DriversRead, subject: string | null, s: DashS
   );
   let body: HTMLElement;
   if (d.runs === 0) body = emptyState("No finished runs in this window.");
-  else if (d.drivers.length === 0) body = emptyState(`No value stands out among ${count(d.failed)} failures of ${count(d.runs)} finished runs.`);
+  else if (d.drivers.length === 0)
+    body = emptyState(`No value stands out among ${count(d.failed)} failures of ${count(d.runs)} finished runs.`);
   else {
     const rows = d.drivers.map((x) => {
       const selected = groupFilters(x.dimension, x.value);
-      const href = selected ? ctx.href({ view: "installs", filters: { ...s.filters, ...selected, outcome: "failed" } }) : null;
+      const href = selected
+        ? ctx.href({ view: "installs", filters: { ...s.filters, ...selected, outcome: "failed" } })
+        : null;
       const words = valueWords(x.dimension, x.value);
       return h(
         "tr",
         { "data-dimension": x.dimension, "data-value": x.value },
-        h("td", {}, href ? h("a", { href, "data-nav": true, title: "its failed runs" }, words) : words, h("span", { class: "muted" }, ` ${x.dimension}`)),
-        h("td", { class: "num", "data-failed": x.failed, "data-runs": x.runs }, `${count(x.failed)} / ${count(x.runs)}`),
-        h("td", { class: "num", title: `interval ${percent(x.failure_rate_low)} to ${percent(x.failure_rate_high)}` }, percent(x.failure_rate), h("span", { class: "muted" }, ` (${percent(x.failure_rate_low, 0)}–${percent(x.failure_rate_high, 0)})`)),
+        h(
+          "td",
+          {},
+          href ? h("a", { href, "data-nav": true, title: "its failed runs" }, words) : words,
+          h("span", { class: "muted" }, ` ${x.dimension}`),
+        ),
+        h(
+          "td",
+          { class: "num", "data-failed": x.failed, "data-runs": x.runs },
+          `${count(x.failed)} / ${count(x.runs)}`,
+        ),
+        h(
+          "td",
+          { class: "num", title: `interval ${percent(x.failure_rate_low)} to ${percent(x.failure_rate_high)}` },
+          percent(x.failure_rate),
+          h("span", { class: "muted" }, ` (${percent(x.failure_rate_low, 0)}–${percent(x.failure_rate_high, 0)})`),
+        ),
         h("td", { class: "num" }, percent(x.elsewhere.failure_rate)),
         h("td", { class: "num" }, `${percent(x.share_of_failed, 0)} / ${percent(x.share_of_runs, 0)}`),
       );
@@ -102,13 +145,19 @@ export function driversPanel(read: DriversRead, subject: string | null, s: DashS
               h("th", { scope: "col", class: "num" }, "Failed / runs"),
               h("th", { scope: "col", class: "num" }, "Failure rate"),
               h("th", { scope: "col", class: "num", title: "failure rate of every other run" }, "Elsewhere"),
-              h("th", { scope: "col", class: "num", title: "share of the failures / share of the runs" }, "Of failures / of runs"),
+              h(
+                "th",
+                { scope: "col", class: "num", title: "share of the failures / share of the runs" },
+                "Of failures / of runs",
+              ),
             ),
           ),
           h("tbody", {}, ...rows),
         ),
       ),
-      d.total_drivers > d.drivers.length ? h("p", { class: "more" }, `and ${count(d.total_drivers - d.drivers.length)} more`) : null,
+      d.total_drivers > d.drivers.length
+        ? h("p", { class: "more" }, `and ${count(d.total_drivers - d.drivers.length)} more`)
+        : null,
     );
   }
   return panel("Why runs fail", h("div", {}, body, note, method), { wide: true, id: "drivers" });

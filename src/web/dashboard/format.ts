@@ -5,7 +5,8 @@ const int = new Intl.NumberFormat("en-US");
 export const count = (n: number): string => int.format(n);
 
 /** A rate in [0, 1] as a percentage with one decimal; "–" when there is none. */
-export const percent = (rate: number | null, digits = 1): string => (rate === null ? "–" : `${(rate * 100).toFixed(digits)}%`);
+export const percent = (rate: number | null, digits = 1): string =>
+  rate === null ? "–" : `${(rate * 100).toFixed(digits)}%`;
 
 /** Seconds as the two largest units: "42s", "3m 5s", "2h 10m", "3d 4h"; tenths below 10 s ("0.4s"). */
 export function duration(seconds: number | null): string {

@@ -17,7 +17,15 @@ import { issueView } from "./views/issue.ts";
 import { overview } from "./views/overview.ts";
 import { loadingState } from "./widgets.ts";
 
-const RENDERERS: Record<View, ViewRender> = { overview, failures, installs, app: appView, admin: adminView, alerts: alertsView, issue: issueView };
+const RENDERERS: Record<View, ViewRender> = {
+  overview,
+  failures,
+  installs,
+  app: appView,
+  admin: adminView,
+  alerts: alertsView,
+  issue: issueView,
+};
 /** Views of admin forms: no onboarding above them, no live refresh under the user's hands. */
 const FORMS: readonly View[] = ["admin", "alerts", "issue"];
 const REFRESH_MS = 30_000;
@@ -52,7 +60,11 @@ function go(next: DashState): void {
 }
 
 /** Only the open install changed: the list stays where it is and the details open or close in place. */
-const onlyDetailChanged = (a: DashState, b: DashState): boolean => a.view === "installs" && b.view === "installs" && a.id !== b.id && stateUrl({ ...a, id: null }) === stateUrl({ ...b, id: null });
+const onlyDetailChanged = (a: DashState, b: DashState): boolean =>
+  a.view === "installs" &&
+  b.view === "installs" &&
+  a.id !== b.id &&
+  stateUrl({ ...a, id: null }) === stateUrl({ ...b, id: null });
 
 /** The state of `url` (pushed to history unless it came from it): a new view, or the same list with other details open. */
 function moveTo(url: string, push = true): void {
@@ -137,7 +149,11 @@ function settleDetail(anchor: Anchor | null): void {
     const below = detail.getBoundingClientRect().bottom + 12 - window.innerHeight;
     const rowTop = row.getBoundingClientRect().top - 8;
     const by = Math.min(below, rowTop);
-    if (by > 0) window.scrollBy({ top: by, behavior: matchMedia("(prefers-reduced-motion: reduce)").matches ? "instant" : "smooth" });
+    if (by > 0)
+      window.scrollBy({
+        top: by,
+        behavior: matchMedia("(prefers-reduced-motion: reduce)").matches ? "instant" : "smooth",
+      });
     return;
   }
   const link = anchor ? main.querySelector<HTMLElement>(`tr[data-id="${CSS.escape(anchor.id)}"] a.row-link`) : null;
@@ -167,7 +183,18 @@ function disposeView(): void {
 function failure(e: unknown): HTMLElement {
   if (e instanceof ApiError && e.status === 401) return tokenForm();
   const message = e instanceof Error ? e.message : String(e);
-  return h("div", { class: "view" }, h("div", { class: "error-box", role: "alert" }, h("strong", {}, "Could not load this view. "), message, " ", h("button", { type: "button", onclick: () => void render("navigate") }, "Retry")));
+  return h(
+    "div",
+    { class: "view" },
+    h(
+      "div",
+      { class: "error-box", role: "alert" },
+      h("strong", {}, "Could not load this view. "),
+      message,
+      " ",
+      h("button", { type: "button", onclick: () => void render("navigate") }, "Retry"),
+    ),
+  );
 }
 
 /** A server with a read token: ask for it once, keep it in this browser. */
@@ -199,7 +226,9 @@ function applyTheme(theme: Theme): void {
   themeButton.textContent = `Theme: ${theme}`;
 }
 
-let theme: Theme = (THEMES as readonly string[]).includes(localStorage.getItem("installstats.theme") ?? "") ? (localStorage.getItem("installstats.theme") as Theme) : "auto";
+let theme: Theme = (THEMES as readonly string[]).includes(localStorage.getItem("installstats.theme") ?? "")
+  ? (localStorage.getItem("installstats.theme") as Theme)
+  : "auto";
 applyTheme(theme);
 themeButton.addEventListener("click", () => {
   theme = THEMES[(THEMES.indexOf(theme) + 1) % THEMES.length]!;
@@ -227,14 +256,30 @@ liveButton.addEventListener("click", () => {
 });
 setInterval(() => {
   // A hidden tab, an open install being read and the views of forms are left alone.
-  if (!paused && document.visibilityState === "visible" && document.body.dataset.state === "ready" && state.id === null && !FORMS.includes(state.view)) void render("refresh");
+  if (
+    !paused &&
+    document.visibilityState === "visible" &&
+    document.body.dataset.state === "ready" &&
+    state.id === null &&
+    !FORMS.includes(state.view)
+  )
+    void render("refresh");
 }, REFRESH_MS);
 
 // ---- navigation -----------------------------------------------------------------------------------
 
 document.addEventListener("click", (e) => {
   const a = (e.target as Element | null)?.closest?.("a[data-nav]");
-  if (!(a instanceof HTMLAnchorElement) || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  if (
+    !(a instanceof HTMLAnchorElement) ||
+    e.defaultPrevented ||
+    e.button !== 0 ||
+    e.metaKey ||
+    e.ctrlKey ||
+    e.shiftKey ||
+    e.altKey
+  )
+    return;
   e.preventDefault();
   moveTo(a.href);
 });

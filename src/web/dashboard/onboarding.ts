@@ -13,7 +13,11 @@ export function onboarding(origin: string): HTMLElement {
     h(
       "div",
       { class: "onboarding" },
-      h("p", {}, "This server has not received a report. Point the installer scripts at it; this page shows the first report within 30 seconds of its arrival."),
+      h(
+        "p",
+        {},
+        "This server has not received a report. Point the installer scripts at it; this page shows the first report within 30 seconds of its arrival.",
+      ),
       LOOPBACK.has(host)
         ? h(
             "p",
@@ -29,19 +33,38 @@ export function onboarding(origin: string): HTMLElement {
       ),
       copyable(`export TELEMETRY_URL=${origin}/telemetry`, "the TELEMETRY_URL setting"),
       h("h3", {}, "Old script revisions: /upload"),
-      h("p", {}, "Older misc/api.func revisions post to <base>/upload and <base>/upload/updatestatus. Replace the base URL in their misc/api.func with:"),
+      h(
+        "p",
+        {},
+        "Older misc/api.func revisions post to <base>/upload and <base>/upload/updatestatus. Replace the base URL in their misc/api.func with:",
+      ),
       copyable(origin, "the base URL for old scripts"),
-      h("p", { class: "muted" }, "Either way, scripts send nothing unless diagnostics are enabled on the host (DIAGNOSTICS=yes, kept in /usr/local/community-scripts/diagnostics)."),
+      h(
+        "p",
+        { class: "muted" },
+        "Either way, scripts send nothing unless diagnostics are enabled on the host (DIAGNOSTICS=yes, kept in /usr/local/community-scripts/diagnostics).",
+      ),
       h("h3", {}, "Try it without an installer"),
-      h("p", {}, "scripts/client.sh (in the installstats repository) sends exactly what the real clients send. A whole install from a current script, one whose first attempt fails and whose retry succeeds, and an old script's run:"),
+      h(
+        "p",
+        {},
+        "scripts/client.sh (in the installstats repository) sends exactly what the real clients send. A whole install from a current script, one whose first attempt fails and whose retry succeeds, and an old script's run:",
+      ),
       h(
         "div",
         { class: "try" },
         copyable(`scripts/client.sh --url ${origin} --protocol v2 install success`, "a current client's install"),
-        copyable(`scripts/client.sh --url ${origin} --protocol v2 --retries 1 install success`, "a failed attempt and its retry"),
+        copyable(
+          `scripts/client.sh --url ${origin} --protocol v2 --retries 1 install success`,
+          "a failed attempt and its retry",
+        ),
         copyable(`scripts/client.sh --url ${origin} install done`, "an old client's install"),
       ),
-      h("p", { class: "muted" }, "scripts/client.sh --help lists every option (tools, addons, v1 payloads, error texts)."),
+      h(
+        "p",
+        { class: "muted" },
+        "scripts/client.sh --help lists every option (tools, addons, v1 payloads, error texts).",
+      ),
     ),
     { wide: true, id: "first-run" },
   );

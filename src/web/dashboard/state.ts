@@ -4,15 +4,40 @@
 const VIEWS = ["overview", "failures", "installs", "app", "admin", "alerts", "issue"] as const;
 export type View = (typeof VIEWS)[number];
 
-export const VIEW_PATHS: Record<View, string> = { overview: "/", failures: "/failures", installs: "/installs", app: "/app", admin: "/admin", alerts: "/alerts", issue: "/issue" };
+export const VIEW_PATHS: Record<View, string> = {
+  overview: "/",
+  failures: "/failures",
+  installs: "/installs",
+  app: "/app",
+  admin: "/admin",
+  alerts: "/alerts",
+  issue: "/issue",
+};
 
 /**
  * Filters of /api/installs and the stats endpoints that the dashboard exposes, in URL order.
  * kind and repo_source are the scope every view shares (see KINDS and REPO_SOURCES).
  */
 export const FILTER_KEYS = [
-  "kind", "repo_source", "nsapp", "outcome", "status", "type", "os_type", "os_version", "pve_version", "method",
-  "exit_code", "error_category", "platform", "arch", "cpu_vendor", "gpu_vendor", "gpu_passthrough", "repo_slug", "q",
+  "kind",
+  "repo_source",
+  "nsapp",
+  "outcome",
+  "status",
+  "type",
+  "os_type",
+  "os_version",
+  "pve_version",
+  "method",
+  "exit_code",
+  "error_category",
+  "platform",
+  "arch",
+  "cpu_vendor",
+  "gpu_vendor",
+  "gpu_passthrough",
+  "repo_slug",
+  "q",
 ] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
 export type Filters = Partial<Record<FilterKey, string>>;
@@ -73,15 +98,23 @@ export function parseState(url: URL): DashState {
   const from = p.get("from");
   const to = p.get("to");
   const days = positiveInt(p.get("days"), DEFAULT_DAYS, 3660);
-  const range: Range = from !== null && to !== null && DATE.test(from) && DATE.test(to) && from <= to ? { from, to } : { days: days === 0 ? DEFAULT_DAYS : days };
+  const range: Range =
+    from !== null && to !== null && DATE.test(from) && DATE.test(to) && from <= to
+      ? { from, to }
+      : { days: days === 0 ? DEFAULT_DAYS : days };
   const filters: Filters = {};
   for (const key of FILTER_KEYS) {
     const value = p.get(key)?.trim();
     if (value) filters[key] = value.slice(0, 200);
   }
   // A kind the API does not know, or the default one, is no filter.
-  if (filters.kind !== undefined && (!(KINDS as readonly string[]).includes(filters.kind) || filters.kind === DEFAULT_KIND)) delete filters.kind;
-  if (filters.exit_code !== undefined && !(/^\d{1,3}$/.test(filters.exit_code) && Number(filters.exit_code) <= 255)) delete filters.exit_code;
+  if (
+    filters.kind !== undefined &&
+    (!(KINDS as readonly string[]).includes(filters.kind) || filters.kind === DEFAULT_KIND)
+  )
+    delete filters.kind;
+  if (filters.exit_code !== undefined && !(/^\d{1,3}$/.test(filters.exit_code) && Number(filters.exit_code) <= 255))
+    delete filters.exit_code;
   return {
     view: viewOf(url.pathname),
     range,
@@ -132,7 +165,14 @@ export function stateUrl(s: DashState): string {
  */
 export function withChanges(s: DashState, change: Partial<DashState>): DashState {
   const next = { ...s, ...change };
-  const listChanged = change.view !== undefined || change.range !== undefined || change.filters !== undefined || change.order !== undefined || change.signature !== undefined || change.reason !== undefined || change.rule !== undefined;
+  const listChanged =
+    change.view !== undefined ||
+    change.range !== undefined ||
+    change.filters !== undefined ||
+    change.order !== undefined ||
+    change.signature !== undefined ||
+    change.reason !== undefined ||
+    change.rule !== undefined;
   if (listChanged && change.cursor === undefined) next.cursor = null;
   if (listChanged && change.id === undefined) next.id = null;
   return next;
@@ -144,9 +184,13 @@ function rangeParams(r: Range): Record<string, string> {
 }
 
 /** Window and filters as read-API parameters. */
-export function apiParams(s: Pick<DashState, "range" | "filters">, extra: Record<string, string | number> = {}): URLSearchParams {
+export function apiParams(
+  s: Pick<DashState, "range" | "filters">,
+  extra: Record<string, string | number> = {},
+): URLSearchParams {
   const p = new URLSearchParams(rangeParams(s.range));
-  for (const key of FILTER_KEYS) if (s.filters[key]) p.set(key, key === "repo_source" && s.filters[key] === NO_REPO ? "" : s.filters[key]!);
+  for (const key of FILTER_KEYS)
+    if (s.filters[key]) p.set(key, key === "repo_source" && s.filters[key] === NO_REPO ? "" : s.filters[key]!);
   for (const [k, v] of Object.entries(extra)) p.set(k, String(v));
   return p;
 }
@@ -185,9 +229,20 @@ export function groupFilters(by: string, value: string | null): Filters | null {
   if (by === "repo_source" && (value === null || value === "")) return { repo_source: NO_REPO };
   if (value === null || value === "") return null;
   switch (by) {
-    case "nsapp": case "status": case "type": case "method": case "pve_version":
-    case "exit_code": case "error_category": case "platform": case "arch": case "cpu_vendor": case "gpu_vendor":
-    case "gpu_passthrough": case "repo_source": case "repo_slug":
+    case "nsapp":
+    case "status":
+    case "type":
+    case "method":
+    case "pve_version":
+    case "exit_code":
+    case "error_category":
+    case "platform":
+    case "arch":
+    case "cpu_vendor":
+    case "gpu_vendor":
+    case "gpu_passthrough":
+    case "repo_source":
+    case "repo_slug":
       return { [by]: value };
     case "os": {
       // The os group is "<os_type> <os_version>" (either may be absent).

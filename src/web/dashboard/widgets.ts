@@ -12,7 +12,11 @@ export const OUTCOME_LABEL: Record<Outcome, string> = {
 };
 export const outcomeColorVar = (o: Outcome): string => `--${o.replace("_", "-")}`;
 
-export function panel(title: string, body: Node, opts: { wide?: boolean; action?: Node; id?: string } = {}): HTMLElement {
+export function panel(
+  title: string,
+  body: Node,
+  opts: { wide?: boolean; action?: Node; id?: string } = {},
+): HTMLElement {
   return h(
     "section",
     { class: opts.wide ? "panel wide" : "panel", "aria-label": title, id: opts.id },
@@ -36,9 +40,15 @@ export function cards(items: Card[], compact = false): HTMLElement {
     "div",
     { class: compact ? "cards compact" : "cards" },
     ...items.map((c) => {
-      const body = [h("span", { class: "card-title" }, c.title), h("strong", { class: "card-value", "data-metric": c.metric }, c.value), c.sub ? h("span", { class: "card-sub" }, c.sub) : null];
+      const body = [
+        h("span", { class: "card-title" }, c.title),
+        h("strong", { class: "card-value", "data-metric": c.metric }, c.value),
+        c.sub ? h("span", { class: "card-sub" }, c.sub) : null,
+      ];
       const cls = `card${c.tone ? ` tone-${c.tone}` : ""}`;
-      return c.href ? h("a", { class: cls, href: c.href, "data-nav": true }, ...body) : h("div", { class: cls }, ...body);
+      return c.href
+        ? h("a", { class: cls, href: c.href, "data-nav": true }, ...body)
+        : h("div", { class: cls }, ...body);
     }),
   );
 }
@@ -67,12 +77,30 @@ export function barList(rows: BarRow[], empty = "Nothing in this window."): HTML
       const width = (r.total / max) * 100;
       const failedWidth = r.total === 0 ? 0 : (r.failed / r.total) * 100;
       const content = [
-        h("span", { class: "bar-label", title: r.text ?? label(r.value), "data-value": r.value ?? "" }, r.text ?? label(r.value)),
-        h("span", { class: "bar-track", "aria-hidden": "true" }, sized(h("span", { class: "bar-fill" }, sized(h("span", { class: "bar-failed" }), failedWidth)), width)),
+        h(
+          "span",
+          { class: "bar-label", title: r.text ?? label(r.value), "data-value": r.value ?? "" },
+          r.text ?? label(r.value),
+        ),
+        h(
+          "span",
+          { class: "bar-track", "aria-hidden": "true" },
+          sized(h("span", { class: "bar-fill" }, sized(h("span", { class: "bar-failed" }), failedWidth)), width),
+        ),
         h("span", { class: "bar-count", "data-count": r.total }, count(r.total)),
-        h("span", { class: "bar-rate", title: r.rate?.title ?? "success rate" }, r.rate?.text ?? percent(r.successRate)),
+        h(
+          "span",
+          { class: "bar-rate", title: r.rate?.title ?? "success rate" },
+          r.rate?.text ?? percent(r.successRate),
+        ),
       ];
-      return h("li", {}, r.href ? h("a", { class: "bar-row", href: r.href, "data-nav": true }, ...content) : h("div", { class: "bar-row" }, ...content));
+      return h(
+        "li",
+        {},
+        r.href
+          ? h("a", { class: "bar-row", href: r.href, "data-nav": true }, ...content)
+          : h("div", { class: "bar-row" }, ...content),
+      );
     }),
   );
 }
@@ -89,7 +117,8 @@ export function badge(outcome: Outcome): HTMLElement {
 
 export const emptyState = (text: string): HTMLElement => h("p", { class: "empty" }, text);
 
-export const loadingState = (): HTMLElement => h("div", { class: "loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), "Loading…");
+export const loadingState = (): HTMLElement =>
+  h("div", { class: "loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), "Loading…");
 
 /** Clipboard when the page may use it (secure contexts: localhost, https); else selects the text. */
 export async function copyText(text: string, el: HTMLElement): Promise<boolean> {

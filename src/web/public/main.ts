@@ -32,7 +32,11 @@ function compare(a: Row, b: Row): number {
 function rateCell(rate: number | null): HTMLTableCellElement {
   const bar = h("i", { "aria-hidden": "true" });
   bar.style.width = `${Math.round((rate ?? 0) * 100)}px`;
-  return h("td", { class: "num rate" }, h("span", {}, bar, h("b", { class: rate !== null && rate > 0 ? "failed" : "" }, percent(rate))));
+  return h(
+    "td",
+    { class: "num rate" },
+    h("span", {}, bar, h("b", { class: rate !== null && rate > 0 ? "failed" : "" }, percent(rate))),
+  );
 }
 
 function render(): void {
@@ -42,7 +46,13 @@ function render(): void {
   state.days = w.days;
   replace(
     $("#windows"),
-    ...data.windows.map((x) => h("button", { type: "button", "aria-pressed": String(x.days === w.days), onclick: () => select(x.days) }, `${x.days} days`)),
+    ...data.windows.map((x) =>
+      h(
+        "button",
+        { type: "button", "aria-pressed": String(x.days === w.days), onclick: () => select(x.days) },
+        `${x.days} days`,
+      ),
+    ),
   );
   for (const b of document.querySelectorAll<HTMLButtonElement>("th button")) {
     if (b.dataset.sort === state.sort) b.setAttribute("aria-sort", state.ascending ? "ascending" : "descending");
@@ -52,15 +62,46 @@ function render(): void {
     $("#about"),
     `Runs of installer scripts reported to this server in the last ${w.days} days, per app (every run counts, a retry too). Apps with fewer than ${count(data.min_installs)} installs in the period are shown together as "other apps". Updated ${instantUtc(data.generated_at)}.`,
   );
-  replace($("#totals"), `${count(w.total.installs)} installs, ${percent(w.total.failure_rate)} failed, ${count(w.apps.length)} apps listed.`);
+  replace(
+    $("#totals"),
+    `${count(w.total.installs)} installs, ${percent(w.total.failure_rate)} failed, ${count(w.apps.length)} apps listed.`,
+  );
   const needle = state.find.trim().toLowerCase();
   const rows = w.apps.filter((r) => needle === "" || r.app.toLowerCase().includes(needle)).sort(compare);
   const body = rows.map((r, i) =>
-    h("tr", {}, h("td", { class: "num" }, i + 1), h("td", {}, r.app), h("td", { class: "num" }, count(r.installs)), h("td", { class: "num" }, count(r.success)), h("td", { class: "num" }, count(r.failed)), rateCell(r.failure_rate)),
+    h(
+      "tr",
+      {},
+      h("td", { class: "num" }, i + 1),
+      h("td", {}, r.app),
+      h("td", { class: "num" }, count(r.installs)),
+      h("td", { class: "num" }, count(r.success)),
+      h("td", { class: "num" }, count(r.failed)),
+      rateCell(r.failure_rate),
+    ),
   );
-  const other = w.other.installs > 0 && needle === "" ? h("tr", { class: "other" }, h("td", {}), h("td", {}, `other apps (${count(w.other.apps)})`), h("td", { class: "num" }, count(w.other.installs)), h("td", { class: "num" }, count(w.other.success)), h("td", { class: "num" }, count(w.other.failed)), rateCell(w.other.failure_rate)) : null;
+  const other =
+    w.other.installs > 0 && needle === ""
+      ? h(
+          "tr",
+          { class: "other" },
+          h("td", {}),
+          h("td", {}, `other apps (${count(w.other.apps)})`),
+          h("td", { class: "num" }, count(w.other.installs)),
+          h("td", { class: "num" }, count(w.other.success)),
+          h("td", { class: "num" }, count(w.other.failed)),
+          rateCell(w.other.failure_rate),
+        )
+      : null;
   replace($("#apps tbody"), ...body, other);
-  replace($("#status"), rows.length === 0 ? (needle === "" ? "No app has reached the floor in this period yet." : `No app listed matches "${state.find.trim()}".`) : "");
+  replace(
+    $("#status"),
+    rows.length === 0
+      ? needle === ""
+        ? "No app has reached the floor in this period yet."
+        : `No app listed matches "${state.find.trim()}".`
+      : "",
+  );
   document.body.dataset.state = "ready";
 }
 

@@ -34,8 +34,10 @@ export const adminView: ViewRender = async (s, ctx) => {
   try {
     entries = (await adminApi.rejected(params, ctx.signal)).entries;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401) return { title: "Admin", node: adminTokenForm(ctx, adminToken() !== null, LOG_NEEDS) };
-    if (e instanceof ApiError && e.status === 403) return { title: "Admin", node: adminOff(e.message, "the rejected-reports log cannot be shown here") };
+    if (e instanceof ApiError && e.status === 401)
+      return { title: "Admin", node: adminTokenForm(ctx, adminToken() !== null, LOG_NEEDS) };
+    if (e instanceof ApiError && e.status === 403)
+      return { title: "Admin", node: adminOff(e.message, "the rejected-reports log cannot be shown here") };
     throw e;
   }
   const older = entries.length === PAGE ? ctx.href({ cursor: String(entries.at(-1)!.id) }) : null;
@@ -55,7 +57,9 @@ export const adminView: ViewRender = async (s, ctx) => {
         "div",
         {},
         reasonChoice(s, ctx),
-        entries.length === 0 ? emptyState(s.cursor ? "No older entries." : "No rejected reports.") : h("ol", { class: "rejected" }, ...entries.map(entry)),
+        entries.length === 0
+          ? emptyState(s.cursor ? "No older entries." : "No rejected reports.")
+          : h("ol", { class: "rejected" }, ...entries.map(entry)),
         h(
           "nav",
           { class: "pager", "aria-label": "pages" },
@@ -72,7 +76,18 @@ export const adminView: ViewRender = async (s, ctx) => {
 
 function reasonChoice(s: DashState, ctx: ViewContext): HTMLElement {
   const link = (reason: string | null, text: string, title?: string) =>
-    h("a", { class: "seg", href: ctx.href({ reason }), "data-nav": true, "data-reason": reason ?? "all", title, "aria-current": s.reason === reason ? "true" : undefined }, text);
+    h(
+      "a",
+      {
+        class: "seg",
+        href: ctx.href({ reason }),
+        "data-nav": true,
+        "data-reason": reason ?? "all",
+        title,
+        "aria-current": s.reason === reason ? "true" : undefined,
+      },
+      text,
+    );
   return h(
     "div",
     { class: "segments reasons", role: "group", "aria-label": "reason" },
@@ -94,13 +109,30 @@ function entry(e: RejectedEntry): HTMLElement {
       "div",
       { class: "row" },
       h("time", { datetime: e.received_at }, instantUtc(e.received_at)),
-      h("span", { class: `chip reason-${e.reason}`, title: REASON_TEXT[e.reason as keyof typeof REASON_TEXT] ?? e.reason }, e.reason.replaceAll("_", " ")),
+      h(
+        "span",
+        { class: `chip reason-${e.reason}`, title: REASON_TEXT[e.reason as keyof typeof REASON_TEXT] ?? e.reason },
+        e.reason.replaceAll("_", " "),
+      ),
       h("span", { class: "mono" }, e.endpoint),
       h("span", { class: "muted", title: "what the request was answered" }, `HTTP ${e.http_status}`),
       e.random_id ? h("span", { class: "muted mono", title: "random_id" }, e.random_id) : null,
-      e.replay_result ? h("span", { class: "chip replayed", title: e.replayed_at ? `replayed ${instantUtc(e.replayed_at)}` : "replayed" }, `replay: ${e.replay_result}`) : null,
+      e.replay_result
+        ? h(
+            "span",
+            { class: "chip replayed", title: e.replayed_at ? `replayed ${instantUtc(e.replayed_at)}` : "replayed" },
+            `replay: ${e.replay_result}`,
+          )
+        : null,
     ),
-    h("p", { class: "message" }, e.message, e.field && !e.message.includes(e.field) ? h("span", { class: "muted" }, " (field ", h("code", {}, e.field), ")") : null),
+    h(
+      "p",
+      { class: "message" },
+      e.message,
+      e.field && !e.message.includes(e.field)
+        ? h("span", { class: "muted" }, " (field ", h("code", {}, e.field), ")")
+        : null,
+    ),
     body === null
       ? h("p", { class: "muted" }, `No body kept (${size}).`)
       : h(
@@ -134,7 +166,11 @@ function replayPanel(ctx: ViewContext): HTMLElement {
     h("option", { value: "" }, "invalid JSON and invalid fields"),
     ...REPLAYABLE.map((r) => h("option", { value: r }, r.replaceAll("_", " "))),
   );
-  const result = h("div", { class: "replay-result", id: "replay-result", role: "status", "aria-live": "polite" }, lastReplay ? describe(lastReplay) : null);
+  const result = h(
+    "div",
+    { class: "replay-result", id: "replay-result", role: "status", "aria-live": "polite" },
+    lastReplay ? describe(lastReplay) : null,
+  );
   const run = async (dryRun: boolean, button: HTMLButtonElement) => {
     const p = new URLSearchParams();
     if (reason.value) p.set("reason", reason.value);
@@ -148,7 +184,10 @@ function replayPanel(ctx: ViewContext): HTMLElement {
       // The log shows each entry's replay result.
       if (!dryRun) ctx.reload();
     } catch (e) {
-      replace(result, h("span", { class: "error-box" }, `Replay failed: ${e instanceof Error ? e.message : String(e)}`));
+      replace(
+        result,
+        h("span", { class: "error-box" }, `Replay failed: ${e instanceof Error ? e.message : String(e)}`),
+      );
     } finally {
       button.disabled = false;
     }
@@ -211,7 +250,11 @@ export function adminOff(message: string, consequence: string): HTMLElement {
         {},
         h("p", {}, `The admin API is off on this server, so ${consequence}.`),
         h("p", { class: "muted" }, message),
-        h("p", {}, "Start the server with INSTALLSTATS_ADMIN_TOKEN set (in the environment or the service's EnvironmentFile) to turn it on."),
+        h(
+          "p",
+          {},
+          "Start the server with INSTALLSTATS_ADMIN_TOKEN set (in the environment or the service's EnvironmentFile) to turn it on.",
+        ),
       ),
       { wide: true, id: "admin-off" },
     ),
@@ -219,7 +262,11 @@ export function adminOff(message: string, consequence: string): HTMLElement {
 }
 
 /** Asks for the admin token, for `needs.what`; kept in this tab only (sessionStorage). */
-export function adminTokenForm(ctx: ViewContext, refused: boolean, needs: { what: string; submit: string }): HTMLElement {
+export function adminTokenForm(
+  ctx: ViewContext,
+  refused: boolean,
+  needs: { what: string; submit: string },
+): HTMLElement {
   const input = h("input", { type: "password", id: "admin-token", autocomplete: "off", required: true });
   return h(
     "form",

@@ -10,7 +10,13 @@ import type { ViewContext, ViewRender } from "../view.ts";
 import { emptyState, panel } from "../widgets.ts";
 
 const PAGE = 50;
-const SILENCES: [string, string][] = [["1h", "1 hour"], ["2h", "2 hours"], ["8h", "8 hours"], ["1d", "1 day"], ["7d", "7 days"]];
+const SILENCES: [string, string][] = [
+  ["1h", "1 hour"],
+  ["2h", "2 hours"],
+  ["8h", "8 hours"],
+  ["1d", "1 day"],
+  ["7d", "7 days"],
+];
 
 export const alertsView: ViewRender = async (s, ctx) => {
   const params = new URLSearchParams({ limit: String(PAGE) });
@@ -47,7 +53,11 @@ function alertsOff(): HTMLElement {
         "div",
         { id: "alerts-off" },
         h("p", {}, "Alerts are off on this server: it runs without an alerts file."),
-        h("p", { class: "muted" }, "Write rules and channels in a TOML file (docs/alerts.md has a complete example), check it with installstats alerts check <file>, and start the server with --alerts <file> (or INSTALLSTATS_ALERTS)."),
+        h(
+          "p",
+          { class: "muted" },
+          "Write rules and channels in a TOML file (docs/alerts.md has a complete example), check it with installstats alerts check <file>, and start the server with --alerts <file> (or INSTALLSTATS_ALERTS).",
+        ),
       ),
       { wide: true },
     ),
@@ -55,30 +65,76 @@ function alertsOff(): HTMLElement {
 }
 
 const statusChip = (status: string, silenced: boolean): HTMLElement =>
-  h("span", { class: `chip alert-${status}`, "data-status": status }, status === "pending" ? "not evaluated yet" : status, silenced ? " · silenced" : "");
+  h(
+    "span",
+    { class: `chip alert-${status}`, "data-status": status },
+    status === "pending" ? "not evaluated yet" : status,
+    silenced ? " · silenced" : "",
+  );
 
 function rulesPanel(listing: AlertsListing, ctx: ViewContext, admin: boolean): HTMLElement {
   const rows = listing.rules.map((r) =>
     h(
       "tr",
       { "data-rule": r.id, "data-status": r.status },
-      h("td", {}, h("a", { href: ctx.href({ rule: r.id }), "data-nav": true, class: "mono" }, r.id), h("div", { class: "muted small" }, r.description)),
+      h(
+        "td",
+        {},
+        h("a", { href: ctx.href({ rule: r.id }), "data-nav": true, class: "mono" }, r.id),
+        h("div", { class: "muted small" }, r.description),
+      ),
       h(
         "td",
         {},
         statusChip(r.status, r.silenced_until !== null),
-        r.silenced_until ? h("div", { class: "muted small", "data-silenced-until": r.silenced_until }, `silenced until ${instantUtc(r.silenced_until)}`) : null,
-        ...r.firing.map((f) => h("div", { class: "firing-item small" }, f.title ?? f.subject, h("span", { class: "muted" }, ` since ${instantUtc(f.since)}${f.notified ? "" : " (not sent yet)"}`))),
+        r.silenced_until
+          ? h(
+              "div",
+              { class: "muted small", "data-silenced-until": r.silenced_until },
+              `silenced until ${instantUtc(r.silenced_until)}`,
+            )
+          : null,
+        ...r.firing.map((f) =>
+          h(
+            "div",
+            { class: "firing-item small" },
+            f.title ?? f.subject,
+            h("span", { class: "muted" }, ` since ${instantUtc(f.since)}${f.notified ? "" : " (not sent yet)"}`),
+          ),
+        ),
       ),
-      h("td", { class: "small" }, r.evaluated_at ? h("time", { datetime: r.evaluated_at }, instantUtc(r.evaluated_at)) : "–", r.summary ? h("div", { class: "muted" }, r.summary) : null),
-      h("td", { class: "small" }, r.send_to.length > 0 ? r.send_to.join(", ") : h("span", { class: "muted" }, "dashboard only")),
+      h(
+        "td",
+        { class: "small" },
+        r.evaluated_at ? h("time", { datetime: r.evaluated_at }, instantUtc(r.evaluated_at)) : "–",
+        r.summary ? h("div", { class: "muted" }, r.summary) : null,
+      ),
+      h(
+        "td",
+        { class: "small" },
+        r.send_to.length > 0 ? r.send_to.join(", ") : h("span", { class: "muted" }, "dashboard only"),
+      ),
       admin ? h("td", {}, silenceControl(r.id, r.silenced_until !== null, ctx)) : null,
     ),
   );
-  const head = h("tr", {}, h("th", {}, "Rule"), h("th", {}, "State"), h("th", {}, "Last evaluated"), h("th", {}, "Sends to"), admin ? h("th", {}, "Silence") : null);
+  const head = h(
+    "tr",
+    {},
+    h("th", {}, "Rule"),
+    h("th", {}, "State"),
+    h("th", {}, "Last evaluated"),
+    h("th", {}, "Sends to"),
+    admin ? h("th", {}, "Silence") : null,
+  );
   return panel(
     "Rules",
-    listing.rules.length === 0 ? emptyState("The alerts file defines no rules.") : h("div", { class: "table-wrap" }, h("table", { class: "alert-rules" }, h("thead", {}, head), h("tbody", {}, ...rows))),
+    listing.rules.length === 0
+      ? emptyState("The alerts file defines no rules.")
+      : h(
+          "div",
+          { class: "table-wrap" },
+          h("table", { class: "alert-rules" }, h("thead", {}, head), h("tbody", {}, ...rows)),
+        ),
     { wide: true, id: "alert-rules" },
   );
 }
@@ -100,43 +156,89 @@ function silenceControl(rule: string, silenced: boolean, ctx: ViewContext): HTML
     lift.addEventListener("click", () => void run(lift, () => alertsApi.unsilence(rule)));
     return h("div", { class: "inline-form" }, lift, said);
   }
-  const choice = h("select", { "aria-label": `silence ${rule} for`, class: "silence-for" }, ...SILENCES.map(([value, text]) => h("option", { value }, text)));
+  const choice = h(
+    "select",
+    { "aria-label": `silence ${rule} for`, class: "silence-for" },
+    ...SILENCES.map(([value, text]) => h("option", { value }, text)),
+  );
   const go = h("button", { type: "button", class: "silence", "data-rule": rule }, "Silence");
   go.addEventListener("click", () => void run(go, () => alertsApi.silence(rule, choice.value)));
   return h("div", { class: "inline-form" }, choice, go, said);
 }
 
 const refusal = (e: unknown): string =>
-  e instanceof ApiError && e.status === 401 ? "The server refused the admin token." : e instanceof ApiError && e.status === 403 ? e.message : `Failed: ${e instanceof Error ? e.message : String(e)}`;
+  e instanceof ApiError && e.status === 401
+    ? "The server refused the admin token."
+    : e instanceof ApiError && e.status === 403
+      ? e.message
+      : `Failed: ${e instanceof Error ? e.message : String(e)}`;
 
 function channelsPanel(listing: AlertsListing, admin: boolean): HTMLElement {
   const rows = listing.channels.map((c) => {
     const result = h("span", { class: "small test-result", role: "status", "aria-live": "polite" });
-    const button = admin ? h("button", { type: "button", class: "test-channel", "data-channel": c.name }, "Send a test") : null;
+    const button = admin
+      ? h("button", { type: "button", class: "test-channel", "data-channel": c.name }, "Send a test")
+      : null;
     button?.addEventListener("click", async () => {
       button.disabled = true;
       replace(result, h("span", { class: "muted" }, "Sending…"));
       try {
         const r = await alertsApi.test(c.name);
-        replace(result, r.ok ? h("span", { class: "ok", "data-ok": "true" }, "Delivered") : h("span", { class: "error-box", "data-ok": "false" }, `Not delivered: ${r.error}`));
+        replace(
+          result,
+          r.ok
+            ? h("span", { class: "ok", "data-ok": "true" }, "Delivered")
+            : h("span", { class: "error-box", "data-ok": "false" }, `Not delivered: ${r.error}`),
+        );
       } catch (e) {
         replace(result, h("span", { class: "error-box" }, refusal(e)));
       } finally {
         button.disabled = false;
       }
     });
-    return h("tr", { "data-channel": c.name }, h("td", { class: "mono" }, c.name), h("td", {}, c.type), h("td", { class: "mono small" }, c.target), admin ? h("td", {}, button, " ", result) : null);
+    return h(
+      "tr",
+      { "data-channel": c.name },
+      h("td", { class: "mono" }, c.name),
+      h("td", {}, c.type),
+      h("td", { class: "mono small" }, c.target),
+      admin ? h("td", {}, button, " ", result) : null,
+    );
   });
   return panel(
     "Channels",
     listing.channels.length === 0
       ? emptyState("The alerts file defines no channels: rules are kept to this page.")
-      : h("div", { class: "table-wrap" }, h("table", { class: "alert-channels" }, h("thead", {}, h("tr", {}, h("th", {}, "Channel"), h("th", {}, "Kind"), h("th", {}, "Sends to (secrets masked)"), admin ? h("th", {}, "Test") : null)), h("tbody", {}, ...rows))),
+      : h(
+          "div",
+          { class: "table-wrap" },
+          h(
+            "table",
+            { class: "alert-channels" },
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                h("th", {}, "Channel"),
+                h("th", {}, "Kind"),
+                h("th", {}, "Sends to (secrets masked)"),
+                admin ? h("th", {}, "Test") : null,
+              ),
+            ),
+            h("tbody", {}, ...rows),
+          ),
+        ),
     { wide: true, id: "alert-channels" },
   );
 }
 
-const HELD: Record<string, string> = { cooldown: "not sent: within the rule's cooldown", silenced: "not sent: the rule was silenced", unsent: "not sent: its firing was never sent" };
+const HELD: Record<string, string> = {
+  cooldown: "not sent: within the rule's cooldown",
+  silenced: "not sent: the rule was silenced",
+  unsent: "not sent: its firing was never sent",
+};
 
 function eventItem(e: AlertEvent): HTMLElement {
   // The message's link names the public address; here it opens on this server.
@@ -144,7 +246,12 @@ function eventItem(e: AlertEvent): HTMLElement {
   const deliveries = e.deliveries.map((d) =>
     h(
       "span",
-      { class: `chip delivery-${d.state}`, "data-channel": d.channel, "data-state": d.state, title: d.last_error ?? "" },
+      {
+        class: `chip delivery-${d.state}`,
+        "data-channel": d.channel,
+        "data-state": d.state,
+        title: d.last_error ?? "",
+      },
       `${d.channel}: ${d.state === "sent" ? "sent" : d.state === "failed" ? "failed" : d.attempts === 0 ? "queued" : `retrying (${d.attempts} tries)`}`,
     ),
   );
@@ -158,11 +265,28 @@ function eventItem(e: AlertEvent): HTMLElement {
       h("span", { class: `chip alert-${e.status}` }, e.status),
       h("span", { class: "mono" }, e.rule),
       e.held_back ? h("span", { class: "muted", "data-held-back": e.held_back }, HELD[e.held_back]) : null,
-      e.notified_at && e.notified_at !== e.at ? h("span", { class: "muted" }, `sent ${instantUtc(e.notified_at)}`) : null,
+      e.notified_at && e.notified_at !== e.at
+        ? h("span", { class: "muted" }, `sent ${instantUtc(e.notified_at)}`)
+        : null,
     ),
-    h("p", { class: "message" }, e.title, " ", h("a", { href: url.pathname + url.search, "data-nav": true, class: "small" }, "Open the view")),
+    h(
+      "p",
+      { class: "message" },
+      e.title,
+      " ",
+      h("a", { href: url.pathname + url.search, "data-nav": true, class: "small" }, "Open the view"),
+    ),
     h("details", {}, h("summary", { class: "small" }, "Message"), h("pre", { class: "raw-body" }, e.text)),
-    deliveries.length > 0 ? h("div", { class: "deliveries" }, ...deliveries, ...e.deliveries.filter((d) => d.last_error).map((d) => h("div", { class: "muted small" }, `${d.channel}: ${d.last_error}`))) : null,
+    deliveries.length > 0
+      ? h(
+          "div",
+          { class: "deliveries" },
+          ...deliveries,
+          ...e.deliveries
+            .filter((d) => d.last_error)
+            .map((d) => h("div", { class: "muted small" }, `${d.channel}: ${d.last_error}`)),
+        )
+      : null,
   );
 }
 
@@ -172,14 +296,24 @@ function historyPanel(events: AlertEvent[], nextBefore: number | null, s: DashSt
     h(
       "div",
       {},
-      s.rule ? h("p", {}, h("a", { href: ctx.href({ rule: null }), "data-nav": true, id: "all-rules" }, "← Every rule")) : null,
-      events.length === 0 ? emptyState(s.cursor ? "No older entries." : "Nothing has fired yet.") : h("ol", { class: "alert-history" }, ...events.map(eventItem)),
+      s.rule
+        ? h("p", {}, h("a", { href: ctx.href({ rule: null }), "data-nav": true, id: "all-rules" }, "← Every rule"))
+        : null,
+      events.length === 0
+        ? emptyState(s.cursor ? "No older entries." : "Nothing has fired yet.")
+        : h("ol", { class: "alert-history" }, ...events.map(eventItem)),
       h(
         "nav",
         { class: "pager", "aria-label": "pages" },
         s.cursor ? h("a", { href: ctx.href({ cursor: null }), "data-nav": true }, "← Newest") : h("span", {}),
         h("span", { class: "muted" }, `${events.length} shown, newest first`),
-        nextBefore !== null ? h("a", { href: ctx.href({ cursor: String(nextBefore) }), "data-nav": true, rel: "next", id: "older-alerts" }, "Older →") : h("span", {}),
+        nextBefore !== null
+          ? h(
+              "a",
+              { href: ctx.href({ cursor: String(nextBefore) }), "data-nav": true, rel: "next", id: "older-alerts" },
+              "Older →",
+            )
+          : h("span", {}),
       ),
     ),
     { wide: true, id: "alert-history" },
@@ -197,7 +331,13 @@ function forgetButton(ctx: ViewContext): HTMLElement {
 
 /** Silences and test sends need the admin token: a small form, the rest of the view stays readable. */
 function adminForm(ctx: ViewContext): HTMLElement {
-  const input = h("input", { type: "password", id: "admin-token", autocomplete: "off", required: true, "aria-label": "Admin token" });
+  const input = h("input", {
+    type: "password",
+    id: "admin-token",
+    autocomplete: "off",
+    required: true,
+    "aria-label": "Admin token",
+  });
   return h(
     "form",
     {

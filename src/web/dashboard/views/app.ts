@@ -5,7 +5,15 @@ import { count, dateTime, duration, percent } from "../format.ts";
 import { apiParams, rangeLabel, type DashState } from "../state.ts";
 import type { ViewContext, ViewRender } from "../view.ts";
 import { cards, emptyState, panel } from "../widgets.ts";
-import { breakdownBars, failureBars, failureTrend, fetchBreakdown, fetchTimeseries, notSucceeded, outcomeChart } from "./common.ts";
+import {
+  breakdownBars,
+  failureBars,
+  failureTrend,
+  fetchBreakdown,
+  fetchTimeseries,
+  notSucceeded,
+  outcomeChart,
+} from "./common.ts";
 import { explainExitCode } from "../../../domain/exit-codes.ts";
 import { driversPanel, fetchDrivers } from "../drivers.ts";
 import { issueCell } from "./failures.ts";
@@ -23,24 +31,41 @@ export const appView: ViewRender = async (s, ctx) => {
     fetchBreakdown(s, ctx, "exit_code", { limit: 10 }),
     fetchDrivers(s, ctx),
   ]);
-  const installsOf = (outcome?: "failed") => ctx.href({ view: "installs", filters: { ...s.filters, ...(outcome ? { outcome } : {}) } });
+  const installsOf = (outcome?: "failed") =>
+    ctx.href({ view: "installs", filters: { ...s.filters, ...(outcome ? { outcome } : {}) } });
   const node = h(
     "div",
     { class: "view" },
-    h("div", { class: "app-head" }, h("h2", { id: "app-name" }, nsapp), h("a", { href: installsOf(), "data-nav": true }, "All installs of this app →")),
+    h(
+      "div",
+      { class: "app-head" },
+      h("h2", { id: "app-name" }, nsapp),
+      h("a", { href: installsOf(), "data-nav": true }, "All installs of this app →"),
+    ),
     cards([
       { metric: "total", title: "Installs", value: count(sum.total), sub: rangeLabel(s.range), href: installsOf() },
       { metric: "success_rate", title: "Success rate", value: percent(sum.success_rate), tone: "success" },
       { metric: "failed", title: "Failed", value: count(sum.failed), tone: "failed", href: installsOf("failed") },
       { metric: "median_duration", title: "Median duration", value: duration(sum.duration.median_s) },
-      { metric: "p90_duration", title: "p90 duration", value: duration(sum.duration.p90_s), sub: `${count(sum.duration.n)} timed` },
+      {
+        metric: "p90_duration",
+        title: "p90 duration",
+        value: duration(sum.duration.p90_s),
+        sub: `${count(sum.duration.n)} timed`,
+      },
     ]),
     h(
       "div",
       { class: "grid" },
       driversPanel(drivers, nsapp, s, ctx),
-      panel("Installs over time", outcomeChart(ts, ctx, `Installs of ${nsapp} per ${ts.interval} by outcome`, s.filters), { wide: true }),
-      panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate of ${nsapp} per ${ts.interval}`, s.filters), { wide: true }),
+      panel(
+        "Installs over time",
+        outcomeChart(ts, ctx, `Installs of ${nsapp} per ${ts.interval} by outcome`, s.filters),
+        { wide: true },
+      ),
+      panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate of ${nsapp} per ${ts.interval}`, s.filters), {
+        wide: true,
+      }),
       panel("OS versions", breakdownBars(os, s, ctx)),
       panel("Host versions", breakdownBars(pve, s, ctx)),
       panel("Methods", breakdownBars(method, s, ctx)),
@@ -63,8 +88,20 @@ export const appView: ViewRender = async (s, ctx) => {
                 h(
                   "li",
                   {},
-                  h("a", { href: ctx.href({ view: "installs", filters: s.filters, signature: e.id }), "data-nav": true, class: "mono" }, e.signature ?? e.id),
-                  h("span", { class: "muted" }, ` ${count(e.count)} × · last ${e.last_seen ? dateTime(e.last_seen) : "–"} · `),
+                  h(
+                    "a",
+                    {
+                      href: ctx.href({ view: "installs", filters: s.filters, signature: e.id }),
+                      "data-nav": true,
+                      class: "mono",
+                    },
+                    e.signature ?? e.id,
+                  ),
+                  h(
+                    "span",
+                    { class: "muted" },
+                    ` ${count(e.count)} × · last ${e.last_seen ? dateTime(e.last_seen) : "–"} · `,
+                  ),
                   issueCell(e, ctx),
                 ),
               ),

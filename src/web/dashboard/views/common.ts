@@ -13,7 +13,12 @@ export function fetchTimeseries(s: DashState, ctx: ViewContext): Promise<Timeser
   return api.timeseries(apiParams(s, { interval: intervalFor(s.range) }), ctx.signal);
 }
 
-export function fetchBreakdown(s: DashState, ctx: ViewContext, by: string, extra: Record<string, string | number> = {}): Promise<BreakdownResponse> {
+export function fetchBreakdown(
+  s: DashState,
+  ctx: ViewContext,
+  by: string,
+  extra: Record<string, string | number> = {},
+): Promise<BreakdownResponse> {
   return api.breakdown(apiParams(s, { by, limit: 10, ...extra }), ctx.signal);
 }
 
@@ -29,7 +34,11 @@ export function outcomeChart(ts: TimeseriesResponse, ctx: ViewContext, title: st
   if (ts.points.every((p) => p.total === 0)) return emptyState("No installs in this window.");
   return stackedBars({
     times: ts.points.map((p) => Date.parse(p.t)),
-    series: OUTCOMES.map((o) => ({ label: OUTCOME_LABEL[o], colorVar: outcomeColorVar(o), values: ts.points.map((p) => p[o]) })),
+    series: OUTCOMES.map((o) => ({
+      label: OUTCOME_LABEL[o],
+      colorVar: outcomeColorVar(o),
+      values: ts.points.map((p) => p[o]),
+    })),
     title,
     format: (v) => count(Math.round(v)),
     unit: "count",
@@ -49,7 +58,8 @@ export function failureTrend(ts: TimeseriesResponse, ctx: ViewContext, title: st
       title,
       format: (v) => percent(v),
       unit: "percent",
-      onPick: (i) => ctx.navigate({ view: "installs", range: pointRange(ts, i), filters: { ...filters, outcome: "failed" } }),
+      onPick: (i) =>
+        ctx.navigate({ view: "installs", range: pointRange(ts, i), filters: { ...filters, outcome: "failed" } }),
       onDispose: ctx.onDispose,
     },
     [0, Math.min(1, Math.max(0.05, ...rates.map((r) => r ?? 0)) * 1.15)],
@@ -59,10 +69,18 @@ export function failureTrend(ts: TimeseriesResponse, ctx: ViewContext, title: st
 type Group = BreakdownResponse["groups"][number];
 
 /** Runs of a group that did not succeed and are over: failed, aborted, unknown. */
-export const notSucceeded = (g: Pick<Group, "failed" | "aborted" | "unknown">): number => g.failed + g.aborted + g.unknown;
+export const notSucceeded = (g: Pick<Group, "failed" | "aborted" | "unknown">): number =>
+  g.failed + g.aborted + g.unknown;
 
 /** Where a group of a breakdown leads: its installs, or with toApp its app's page; null when it cannot be selected. */
-export function groupHref(by: string, value: string | null, s: DashState, ctx: ViewContext, toApp = false, extra: Filters = {}): string | null {
+export function groupHref(
+  by: string,
+  value: string | null,
+  s: DashState,
+  ctx: ViewContext,
+  toApp = false,
+  extra: Filters = {},
+): string | null {
   const selected = groupFilters(by, value);
   if (selected === null) return null;
   if (toApp && value !== null) return ctx.href({ view: "app", filters: { ...s.filters, nsapp: value } });
@@ -70,8 +88,21 @@ export function groupHref(by: string, value: string | null, s: DashState, ctx: V
 }
 
 /** Breakdown groups as bars; a row lists its installs (or opens the app's page). */
-export function breakdownBars(b: BreakdownResponse, s: DashState, ctx: ViewContext, toApp = false, text?: (value: string | null) => string | undefined): HTMLElement {
-  const rows: BarRow[] = b.groups.map((g) => ({ value: g.value, text: text?.(g.value), total: g.total, failed: g.failed, successRate: g.success_rate, href: groupHref(b.by, g.value, s, ctx, toApp) }));
+export function breakdownBars(
+  b: BreakdownResponse,
+  s: DashState,
+  ctx: ViewContext,
+  toApp = false,
+  text?: (value: string | null) => string | undefined,
+): HTMLElement {
+  const rows: BarRow[] = b.groups.map((g) => ({
+    value: g.value,
+    text: text?.(g.value),
+    total: g.total,
+    failed: g.failed,
+    successRate: g.success_rate,
+    href: groupHref(b.by, g.value, s, ctx, toApp),
+  }));
   const more = b.total_groups - b.groups.length;
   return h("div", {}, barList(rows), more > 0 ? h("p", { class: "more" }, `and ${count(more)} more`) : null);
 }
@@ -81,7 +112,13 @@ export function breakdownBars(b: BreakdownResponse, s: DashState, ctx: ViewConte
  * failed, aborted and unknown runs and its share of `of` (all such runs in the window); groups
  * without any, and those `skip` names, are left out. A row lists those runs.
  */
-export function failureBars(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: number, o: { skip?: (value: string | null) => boolean; text?: (value: string | null) => string | undefined; empty: string }): HTMLElement {
+export function failureBars(
+  b: BreakdownResponse,
+  s: DashState,
+  ctx: ViewContext,
+  of: number,
+  o: { skip?: (value: string | null) => boolean; text?: (value: string | null) => string | undefined; empty: string },
+): HTMLElement {
   const groups = b.groups.filter((g) => notSucceeded(g) > 0 && !o.skip?.(g.value));
   const rows: BarRow[] = groups.map((g) => {
     const n = notSucceeded(g);

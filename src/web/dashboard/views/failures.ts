@@ -6,7 +6,16 @@ import { count, dateTime, percent } from "../format.ts";
 import { DEFAULT_MIN_RUNS, apiParams, rangeLabel, type DashState } from "../state.ts";
 import type { ViewContext, ViewRender } from "../view.ts";
 import { cards, emptyState, panel } from "../widgets.ts";
-import { failureBars, failureTrend, fetchBreakdown, fetchTimeseries, groupHref, notSucceeded, panelGroup, subPanel } from "./common.ts";
+import {
+  failureBars,
+  failureTrend,
+  fetchBreakdown,
+  fetchTimeseries,
+  groupHref,
+  notSucceeded,
+  panelGroup,
+  subPanel,
+} from "./common.ts";
 import { explainExitCode } from "../../../domain/exit-codes.ts";
 import { categoryOfExitCode } from "../../../domain/error-category.ts";
 import { driversPanel, fetchDrivers } from "../drivers.ts";
@@ -32,17 +41,44 @@ export const failures: ViewRender = async (s, ctx) => {
     "div",
     { class: "view" },
     cards([
-      { metric: "failed", title: "Failed", value: count(sum.failed), sub: rangeLabel(s.range), tone: "failed", href: ctx.href({ view: "installs", filters: { ...s.filters, outcome: "failed" } }) },
-      { metric: "failure_rate", title: "Failure rate", value: percent(finished === 0 ? null : sum.failed / finished), sub: `of ${count(finished)} finished` },
-      { metric: "signatures", title: "Error signatures", value: count(errors.total_signatures), sub: `${count(errors.total_failed)} failures with an error text` },
+      {
+        metric: "failed",
+        title: "Failed",
+        value: count(sum.failed),
+        sub: rangeLabel(s.range),
+        tone: "failed",
+        href: ctx.href({ view: "installs", filters: { ...s.filters, outcome: "failed" } }),
+      },
+      {
+        metric: "failure_rate",
+        title: "Failure rate",
+        value: percent(finished === 0 ? null : sum.failed / finished),
+        sub: `of ${count(finished)} finished`,
+      },
+      {
+        metric: "signatures",
+        title: "Error signatures",
+        value: count(errors.total_signatures),
+        sub: `${count(errors.total_failed)} failures with an error text`,
+      },
     ]),
     h(
       "div",
       { class: "grid" },
-      panel("Failure rate over time", failureTrend(ts, ctx, `Failure rate per ${ts.interval}, ${rangeLabel(s.range)}`, s.filters), { wide: true }),
+      panel(
+        "Failure rate over time",
+        failureTrend(ts, ctx, `Failure rate per ${ts.interval}, ${rangeLabel(s.range)}`, s.filters),
+        { wide: true },
+      ),
       driversPanel(drivers, s.filters.nsapp ?? null, s, ctx),
       panelGroup("Causes", [
-        subPanel("Error categories", failureBars(categories, s, ctx, unsuccessful, { text: (v) => v?.replace("_", " "), empty: "No failed or aborted runs in this window." })),
+        subPanel(
+          "Error categories",
+          failureBars(categories, s, ctx, unsuccessful, {
+            text: (v) => v?.replace("_", " "),
+            empty: "No failed or aborted runs in this window.",
+          }),
+        ),
         subPanel("Failing commands", commandTable(commands, s, ctx, unsuccessful)),
       ]),
       panel("Exit codes", exitCodeTable(codes, s, ctx, unsuccessful), { wide: true }),
@@ -54,7 +90,15 @@ export const failures: ViewRender = async (s, ctx) => {
 };
 
 function minRunsControl(s: DashState, ctx: ViewContext): HTMLElement {
-  const input = h("input", { type: "number", min: 0, step: 1, value: s.minRuns, id: "min-runs", name: "min_runs", inputmode: "numeric" });
+  const input = h("input", {
+    type: "number",
+    min: 0,
+    step: 1,
+    value: s.minRuns,
+    id: "min-runs",
+    name: "min_runs",
+    inputmode: "numeric",
+  });
   return h(
     "form",
     {
@@ -72,14 +116,26 @@ function minRunsControl(s: DashState, ctx: ViewContext): HTMLElement {
 }
 
 function rankedApps(b: BreakdownResponse, s: DashState, ctx: ViewContext): HTMLElement {
-  if (b.groups.length === 0) return emptyState(`No app has ${count(s.minRuns)} or more finished installs in this window.`);
+  if (b.groups.length === 0)
+    return emptyState(`No app has ${count(s.minRuns)} or more finished installs in this window.`);
   return h(
     "div",
     { class: "table-wrap" },
     h(
       "table",
       { class: "data" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "App"), h("th", { scope: "col", class: "num" }, "Finished"), h("th", { scope: "col", class: "num" }, "Failed"), h("th", { scope: "col" }, "Failure rate"))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { scope: "col" }, "App"),
+          h("th", { scope: "col", class: "num" }, "Finished"),
+          h("th", { scope: "col", class: "num" }, "Failed"),
+          h("th", { scope: "col" }, "Failure rate"),
+        ),
+      ),
       h(
         "tbody",
         {},
@@ -89,10 +145,43 @@ function rankedApps(b: BreakdownResponse, s: DashState, ctx: ViewContext): HTMLE
           return h(
             "tr",
             {},
-            h("td", {}, g.value === null ? "(none)" : h("a", { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: app } }), "data-nav": true }, app)),
+            h(
+              "td",
+              {},
+              g.value === null
+                ? "(none)"
+                : h(
+                    "a",
+                    { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: app } }), "data-nav": true },
+                    app,
+                  ),
+            ),
             h("td", { class: "num" }, count(g.success + g.failed)),
-            h("td", { class: "num" }, g.value === null ? count(g.failed) : h("a", { href: ctx.href({ view: "installs", filters: { ...s.filters, nsapp: app, outcome: "failed" } }), "data-nav": true, "data-failed": g.failed }, count(g.failed))),
-            h("td", {}, h("span", { class: "rate" }, h("meter", { min: 0, max: 1, value: rate, "aria-hidden": "true" }), percent(g.failure_rate))),
+            h(
+              "td",
+              { class: "num" },
+              g.value === null
+                ? count(g.failed)
+                : h(
+                    "a",
+                    {
+                      href: ctx.href({ view: "installs", filters: { ...s.filters, nsapp: app, outcome: "failed" } }),
+                      "data-nav": true,
+                      "data-failed": g.failed,
+                    },
+                    count(g.failed),
+                  ),
+            ),
+            h(
+              "td",
+              {},
+              h(
+                "span",
+                { class: "rate" },
+                h("meter", { min: 0, max: 1, value: rate, "aria-hidden": "true" }),
+                percent(g.failure_rate),
+              ),
+            ),
           );
         }),
       ),
@@ -102,12 +191,22 @@ function rankedApps(b: BreakdownResponse, s: DashState, ctx: ViewContext): HTMLE
 
 /** Runs that did not succeed by exit code, each with what the code means and its category. */
 function exitCodeTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: number): HTMLElement {
-  const groups = b.groups.filter((g) => g.value !== null && g.value !== "0" && notSucceeded(g) > 0).slice(0, EXIT_CODES);
+  const groups = b.groups
+    .filter((g) => g.value !== null && g.value !== "0" && notSucceeded(g) > 0)
+    .slice(0, EXIT_CODES);
   // Runs that failed without a code: older clients' texts that state none.
   const none = b.groups.find((g) => g.value === null);
   const noCode = none ? notSucceeded(none) : 0;
-  const note = noCode > 0 ? h("p", { class: "more", id: "no-exit-code" }, `${count(noCode)} more did not succeed without an exit code (older clients whose error text states none).`) : null;
-  if (groups.length === 0) return h("div", {}, emptyState("No run ended with an exit code other than 0 in this window."), note);
+  const note =
+    noCode > 0
+      ? h(
+          "p",
+          { class: "more", id: "no-exit-code" },
+          `${count(noCode)} more did not succeed without an exit code (older clients whose error text states none).`,
+        )
+      : null;
+  if (groups.length === 0)
+    return h("div", {}, emptyState("No run ended with an exit code other than 0 in this window."), note);
   const col = (text: string, cls?: string) => h("th", { scope: "col", class: cls }, text);
   return h(
     "div",
@@ -115,7 +214,20 @@ function exitCodeTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of:
     h(
       "table",
       { class: "data exit-codes" },
-      h("thead", {}, h("tr", {}, col("Exit code", "num"), col("Meaning"), col("Category"), col("Failed", "num"), col("Aborted", "num"), col("Share", "num"))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          col("Exit code", "num"),
+          col("Meaning"),
+          col("Category"),
+          col("Failed", "num"),
+          col("Aborted", "num"),
+          col("Share", "num"),
+        ),
+      ),
       h(
         "tbody",
         {},
@@ -126,9 +238,29 @@ function exitCodeTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of:
           return h(
             "tr",
             { "data-code": g.value },
-            h("td", { class: "num" }, href ? h("a", { href, "data-nav": true, class: "mono", "aria-label": `runs with exit code ${code}` }, g.value) : g.value),
+            h(
+              "td",
+              { class: "num" },
+              href
+                ? h(
+                    "a",
+                    { href, "data-nav": true, class: "mono", "aria-label": `runs with exit code ${code}` },
+                    g.value,
+                  )
+                : g.value,
+            ),
             h("td", { class: "meaning" }, explainExitCode(code)),
-            h("td", {}, category === "unknown" ? h("span", { class: "muted" }, "–") : h("a", { class: "chip", href: groupHref("error_category", category, s, ctx)!, "data-nav": true }, category.replace("_", " "))),
+            h(
+              "td",
+              {},
+              category === "unknown"
+                ? h("span", { class: "muted" }, "–")
+                : h(
+                    "a",
+                    { class: "chip", href: groupHref("error_category", category, s, ctx)!, "data-nav": true },
+                    category.replace("_", " "),
+                  ),
+            ),
             h("td", { class: "num", "data-count": g.failed }, count(g.failed)),
             h("td", { class: "num" }, count(g.aborted)),
             h("td", { class: "num" }, percent(of === 0 ? null : notSucceeded(g) / of)),
@@ -143,14 +275,21 @@ function exitCodeTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of:
 /** The commands failures stopped at (clients since payload v2 send them), most frequent first. */
 function commandTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: number): HTMLElement {
   const groups = b.groups.filter((g) => g.value !== null && notSucceeded(g) > 0).slice(0, COMMANDS);
-  if (groups.length === 0) return emptyState("No failing command reported in this window (clients send it since payload v2).");
+  if (groups.length === 0)
+    return emptyState("No failing command reported in this window (clients send it since payload v2).");
   return h(
     "ol",
     { class: "commands" },
     ...groups.map((g) => {
       const n = notSucceeded(g);
       // No filter selects a command; its failures' error texts name it (the client's header).
-      const href = g.value!.length <= 200 ? ctx.href({ view: "installs", filters: { ...s.filters, q: g.value!, outcome: s.filters.outcome ?? "failed" } }) : null;
+      const href =
+        g.value!.length <= 200
+          ? ctx.href({
+              view: "installs",
+              filters: { ...s.filters, q: g.value!, outcome: s.filters.outcome ?? "failed" },
+            })
+          : null;
       const cmd = h("code", { class: "mono" }, g.value!);
       return h(
         "li",
@@ -165,8 +304,28 @@ function commandTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of: 
 
 /** The signature's issue in the tracker, or the way to open (or find) it: an admin action. */
 export function issueCell(sig: ErrorsResponse["signatures"][number], ctx: ViewContext): HTMLElement {
-  if (sig.issue) return h("a", { href: sig.issue.url, class: "issue-link", rel: "noopener noreferrer", target: "_blank", title: `${sig.issue.tracker} ${sig.issue.repo}` }, `#${sig.issue.number}`);
-  return h("a", { href: ctx.href({ view: "issue", signature: sig.id }), "data-nav": true, class: "open-issue", title: "preview the issue for this signature (admin)" }, "Open issue…");
+  if (sig.issue)
+    return h(
+      "a",
+      {
+        href: sig.issue.url,
+        class: "issue-link",
+        rel: "noopener noreferrer",
+        target: "_blank",
+        title: `${sig.issue.tracker} ${sig.issue.repo}`,
+      },
+      `#${sig.issue.number}`,
+    );
+  return h(
+    "a",
+    {
+      href: ctx.href({ view: "issue", signature: sig.id }),
+      "data-nav": true,
+      class: "open-issue",
+      title: "preview the issue for this signature (admin)",
+    },
+    "Open issue…",
+  );
 }
 
 function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTMLElement {
@@ -177,7 +336,20 @@ function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTML
     h(
       "table",
       { class: "data signatures" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Error signature"), h("th", { scope: "col", class: "num" }, "Count"), h("th", { scope: "col", class: "num" }, "Share"), h("th", { scope: "col" }, "Apps"), h("th", { scope: "col" }, "Last seen"), h("th", { scope: "col" }, "Issue"))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { scope: "col" }, "Error signature"),
+          h("th", { scope: "col", class: "num" }, "Count"),
+          h("th", { scope: "col", class: "num" }, "Share"),
+          h("th", { scope: "col" }, "Apps"),
+          h("th", { scope: "col" }, "Last seen"),
+          h("th", { scope: "col" }, "Issue"),
+        ),
+      ),
       h(
         "tbody",
         {},
@@ -189,16 +361,38 @@ function signatureTable(e: ErrorsResponse, s: DashState, ctx: ViewContext): HTML
             h(
               "td",
               { class: "sig" },
-              h("a", { href: ctx.href({ view: "installs", filters: s.filters, signature: sig.id }), "data-nav": true, class: "mono" }, sig.signature ?? sig.id),
-              sig.example && sig.example !== sig.signature ? h("details", {}, h("summary", {}, "Example"), h("pre", { class: "error-text" }, sig.example)) : null,
+              h(
+                "a",
+                {
+                  href: ctx.href({ view: "installs", filters: s.filters, signature: sig.id }),
+                  "data-nav": true,
+                  class: "mono",
+                },
+                sig.signature ?? sig.id,
+              ),
+              sig.example && sig.example !== sig.signature
+                ? h("details", {}, h("summary", {}, "Example"), h("pre", { class: "error-text" }, sig.example))
+                : null,
             ),
             h("td", { class: "num", "data-count": sig.count }, count(sig.count)),
             h("td", { class: "num" }, percent(sig.share)),
             h(
               "td",
               { class: "apps" },
-              ...apps.map((a) => h("a", { class: "chip", href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: a } }), "data-nav": true }, a)),
-              sig.apps.length > apps.length ? h("span", { class: "muted" }, ` +${sig.apps.length - apps.length}`) : null,
+              ...apps.map((a) =>
+                h(
+                  "a",
+                  {
+                    class: "chip",
+                    href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: a } }),
+                    "data-nav": true,
+                  },
+                  a,
+                ),
+              ),
+              sig.apps.length > apps.length
+                ? h("span", { class: "muted" }, ` +${sig.apps.length - apps.length}`)
+                : null,
             ),
             h("td", { class: "nowrap" }, sig.last_seen ? dateTime(sig.last_seen) : "–"),
             h("td", { class: "nowrap" }, issueCell(sig, ctx)),

@@ -14,7 +14,10 @@ export const installs: ViewRender = async (s, ctx) => {
   const extra: Record<string, string | number> = { limit: PAGE, order: s.order };
   if (s.cursor) extra.cursor = s.cursor;
   if (s.signature) extra.signature = s.signature;
-  const [page, detail] = await Promise.all([api.installs(apiParams(s, extra), ctx.signal), s.id ? loadInstall(s.id, ctx) : null]);
+  const [page, detail] = await Promise.all([
+    api.installs(apiParams(s, extra), ctx.signal),
+    s.id ? loadInstall(s.id, ctx) : null,
+  ]);
   const nextHref = page.next_cursor ? ctx.href({ cursor: page.next_cursor }) : null;
   const firstHref = s.cursor ? ctx.href({ cursor: null }) : null;
   // The details open under their row, where the eye is; an install not on this page (a shared
@@ -24,20 +27,31 @@ export const installs: ViewRender = async (s, ctx) => {
   const node = h(
     "div",
     { class: "view" },
-    s.signature ? h("p", { class: "notice" }, "Failed installs with one error signature. ", h("a", { href: ctx.href({ signature: null }), "data-nav": true }, "Show all installs")) : null,
+    s.signature
+      ? h(
+          "p",
+          { class: "notice" },
+          "Failed installs with one error signature. ",
+          h("a", { href: ctx.href({ signature: null }), "data-nav": true }, "Show all installs"),
+        )
+      : null,
     inList ? null : detail,
     panel(
       "Installs",
       h(
         "div",
         {},
-        page.installs.length === 0 ? emptyState(s.cursor ? "No more installs." : "No installs match these filters.") : table(page.installs, s, ctx, inList ? detail : null),
+        page.installs.length === 0
+          ? emptyState(s.cursor ? "No more installs." : "No installs match these filters.")
+          : table(page.installs, s, ctx, inList ? detail : null),
         h(
           "nav",
           { class: "pager", "aria-label": "pages" },
           firstHref ? h("a", { href: firstHref, "data-nav": true }, "← First page") : h("span", {}),
           h("span", { class: "muted" }, `${page.installs.length} shown`),
-          nextHref ? h("a", { href: nextHref, "data-nav": true, rel: "next", id: "next-page" }, "Next page →") : h("span", {}),
+          nextHref
+            ? h("a", { href: nextHref, "data-nav": true, rel: "next", id: "next-page" }, "Next page →")
+            : h("span", {}),
         ),
       ),
       { wide: true },
@@ -78,7 +92,18 @@ function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext, detail: 
   const timeHeader = h(
     "th",
     { scope: "col", "aria-sort": s.order === "newest" ? "descending" : "ascending" },
-    h("a", { href: ctx.href({ order: flip }), "data-nav": true, title: `sort ${flip} first (times in UTC)`, id: "sort-time" }, "Started ", h("span", { class: "tz" }, "(UTC) "), s.order === "newest" ? "↓" : "↑"),
+    h(
+      "a",
+      {
+        href: ctx.href({ order: flip }),
+        "data-nav": true,
+        title: `sort ${flip} first (times in UTC)`,
+        id: "sort-time",
+      },
+      "Started ",
+      h("span", { class: "tz" }, "(UTC) "),
+      s.order === "newest" ? "↓" : "↑",
+    ),
   );
   const col = (text: string, cls?: string) => h("th", { scope: "col", class: cls }, text);
   let placed = false;
@@ -107,9 +132,30 @@ function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext, detail: 
           h("span", { class: "nowrap" }, dateTime(r.created_at).slice(11)),
         ),
       ),
-      h("td", {}, r.nsapp === null ? "(none)" : h("a", { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: r.nsapp } }), "data-nav": true }, r.nsapp)),
-      h("td", { class: "nowrap" }, badge(r.outcome), r.attempt > 1 ? h("span", { class: "attempt", title: `attempt ${r.attempt} of this install` }, ` #${r.attempt}`) : null),
-      h("td", { class: "num" }, r.exit_code === null ? "" : h("span", { title: explainExitCode(r.exit_code) }, String(r.exit_code))),
+      h(
+        "td",
+        {},
+        r.nsapp === null
+          ? "(none)"
+          : h(
+              "a",
+              { href: ctx.href({ view: "app", filters: { ...s.filters, nsapp: r.nsapp } }), "data-nav": true },
+              r.nsapp,
+            ),
+      ),
+      h(
+        "td",
+        { class: "nowrap" },
+        badge(r.outcome),
+        r.attempt > 1
+          ? h("span", { class: "attempt", title: `attempt ${r.attempt} of this install` }, ` #${r.attempt}`)
+          : null,
+      ),
+      h(
+        "td",
+        { class: "num" },
+        r.exit_code === null ? "" : h("span", { title: explainExitCode(r.exit_code) }, String(r.exit_code)),
+      ),
       h("td", {}, r.type),
       h("td", { class: "nowrap" }, label([r.os_type, r.os_version].filter((v) => v !== null).join(" ") || null)),
       h("td", {}, label(r.pve_version)),
@@ -128,7 +174,24 @@ function table(rows: ExecutionRecord[], s: DashState, ctx: ViewContext, detail: 
     h(
       "table",
       { class: "data installs" },
-      h("thead", {}, h("tr", {}, timeHeader, col("App"), col("Outcome"), col("Exit", "num"), col("Type"), col("OS"), col("Host"), col("Method"), col("Duration", "num"), col("Error"))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          timeHeader,
+          col("App"),
+          col("Outcome"),
+          col("Exit", "num"),
+          col("Type"),
+          col("OS"),
+          col("Host"),
+          col("Method"),
+          col("Duration", "num"),
+          col("Error"),
+        ),
+      ),
       h("tbody", { onclick: onRowClick as EventListener }, ...body),
     ),
   );
@@ -138,14 +201,16 @@ async function loadInstall(id: string, ctx: ViewContext): Promise<HTMLElement> {
   try {
     return details(await api.install(id, ctx.signal), ctx);
   } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return panel("Install", emptyState(`No install with id ${id}.`), { wide: true, id: "install-detail" });
+    if (e instanceof ApiError && e.status === 404)
+      return panel("Install", emptyState(`No install with id ${id}.`), { wide: true, id: "install-detail" });
     throw e;
   }
 }
 
 const PROTOCOL = (v: number | null): string => (v === null ? "/upload" : `/telemetry v${v}`);
 const num = (v: number | null): string => label(v === null ? null : String(v));
-const joined = (...parts: (string | null)[]): string => label(parts.filter((p) => p !== null && p !== "").join(" ") || null);
+const joined = (...parts: (string | null)[]): string =>
+  label(parts.filter((p) => p !== null && p !== "").join(" ") || null);
 
 function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
   const r: ExecutionRecord = d;
@@ -157,7 +222,10 @@ function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
     ["status", r.status],
     ["exit code", r.exit_code === null ? "(none)" : `${r.exit_code}: ${explainExitCode(r.exit_code)}`],
     ["error category", label(r.error_category)],
-    ["failed command", r.failed_command ? `${r.failed_command}${r.failed_line ? ` (line ${r.failed_line})` : ""}` : "(none)"],
+    [
+      "failed command",
+      r.failed_command ? `${r.failed_command}${r.failed_line ? ` (line ${r.failed_line})` : ""}` : "(none)",
+    ],
     ["type", r.type],
     ["ct_type", num(r.ct_type)],
     ["os", joined(r.os_type, r.os_version)],
@@ -192,7 +260,9 @@ function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
     {
       type: "button",
       onclick: (() => {
-        void copyText(r.error ?? "", errorText).then((ok) => (copied.textContent = ok ? "Copied" : "Selected: press Ctrl+C"));
+        void copyText(r.error ?? "", errorText).then(
+          (ok) => (copied.textContent = ok ? "Copied" : "Selected: press Ctrl+C"),
+        );
       }) as EventListener,
     },
     "Copy error text",
@@ -209,20 +279,39 @@ function details(d: InstallDetail, ctx: ViewContext): HTMLElement {
         h(
           "div",
           { class: "detail-error" },
-          h("div", { class: "row" }, badge(r.outcome), d.executions.length > 1 ? h("span", { class: "muted" }, `attempt ${r.attempt}, the latest`) : null, r.error ? copy : null, copied),
+          h(
+            "div",
+            { class: "row" },
+            badge(r.outcome),
+            d.executions.length > 1 ? h("span", { class: "muted" }, `attempt ${r.attempt}, the latest`) : null,
+            r.error ? copy : null,
+            copied,
+          ),
           r.error ? errorText : h("p", { class: "muted" }, "No error text."),
         ),
         executions(d),
       ),
     ),
-    { wide: true, id: "install-detail", action: h("a", { href: ctx.href({ id: null }), "data-nav": true, id: "close-detail", "aria-label": "close details (Escape)" }, "Close ✕") },
+    {
+      wide: true,
+      id: "install-detail",
+      action: h(
+        "a",
+        { href: ctx.href({ id: null }), "data-nav": true, id: "close-detail", "aria-label": "close details (Escape)" },
+        "Close ✕",
+      ),
+    },
   );
   // Focus moves here when the details open (main.ts), so the keyboard continues inside them.
   shown.tabIndex = -1;
   return shown;
 }
 
-const STEPS = [["installing", "Installing"], ["validation", "Validation"], ["configuring", "Configuring"]] as const;
+const STEPS = [
+  ["installing", "Installing"],
+  ["validation", "Validation"],
+  ["configuring", "Configuring"],
+] as const;
 
 /** Every execution of the install, first to last, each with its status timeline. */
 function executions(d: InstallDetail): HTMLElement {
@@ -242,14 +331,30 @@ function executions(d: InstallDetail): HTMLElement {
             { class: "row" },
             h("strong", {}, `Attempt ${e.attempt}`),
             badge(e.outcome),
-            e.exit_code === null ? null : h("span", { class: "exit", title: explainExitCode(e.exit_code) }, `exit ${e.exit_code}: ${explainExitCode(e.exit_code)}`),
+            e.exit_code === null
+              ? null
+              : h(
+                  "span",
+                  { class: "exit", title: explainExitCode(e.exit_code) },
+                  `exit ${e.exit_code}: ${explainExitCode(e.exit_code)}`,
+                ),
             e.error_category ? h("span", { class: "chip" }, e.error_category.replace("_", " ")) : null,
             h("span", { class: "muted mono", title: "execution_id" }, e.execution_id),
           ),
           timeline(e),
-          e.failed_command ? h("p", { class: "failed-command" }, "Failed at ", e.failed_line ? `line ${e.failed_line}: ` : "", h("code", { class: "mono" }, e.failed_command)) : null,
+          e.failed_command
+            ? h(
+                "p",
+                { class: "failed-command" },
+                "Failed at ",
+                e.failed_line ? `line ${e.failed_line}: ` : "",
+                h("code", { class: "mono" }, e.failed_command),
+              )
+            : null,
           // The latest execution's error text is shown whole above.
-          e.error && i < d.executions.length - 1 ? h("details", {}, h("summary", {}, "Error text"), h("pre", { class: "error-text" }, e.error)) : null,
+          e.error && i < d.executions.length - 1
+            ? h("details", {}, h("summary", {}, "Error text"), h("pre", { class: "error-text" }, e.error))
+            : null,
         ),
       ),
     ),
@@ -265,15 +370,25 @@ function timeline(e: ExecutionRecord): HTMLElement {
       "li",
       { class: at === null ? "step missing" : `step${tone ? ` tone-${tone}` : ""}`, "data-step": key },
       h("span", { class: "step-name" }, name),
-      at === null ? h("span", { class: "muted" }, "not reported") : h("time", { datetime: at, title: instantUtc(at) }, `${timeOfDay(at)} UTC`),
-      at !== null && key !== "installing" ? h("span", { class: "muted" }, ` +${duration((Date.parse(at) - start) / 1000)}`) : null,
+      at === null
+        ? h("span", { class: "muted" }, "not reported")
+        : h("time", { datetime: at, title: instantUtc(at) }, `${timeOfDay(at)} UTC`),
+      at !== null && key !== "installing"
+        ? h("span", { class: "muted" }, ` +${duration((Date.parse(at) - start) / 1000)}`)
+        : null,
     );
   const done = e.outcome !== "in_progress";
   return h(
     "ol",
     { class: "timeline", "aria-label": `timeline of attempt ${e.attempt}` },
     ...STEPS.map(([key, name]) => step(key, name, t[key])),
-    done ? step("finished", OUTCOME_LABEL[e.outcome], t.finished, e.outcome) : h("li", { class: "step pending", "data-step": "finished" }, h("span", { class: "step-name" }, "Final status"), h("span", { class: "muted" }, "not yet")),
+    done
+      ? step("finished", OUTCOME_LABEL[e.outcome], t.finished, e.outcome)
+      : h(
+          "li",
+          { class: "step pending", "data-step": "finished" },
+          h("span", { class: "step-name" }, "Final status"),
+          h("span", { class: "muted" }, "not yet"),
+        ),
   );
 }
-

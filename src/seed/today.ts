@@ -348,7 +348,7 @@ function endingOf(
     code,
     text: failureText(rng, { app, ctid, frac, at }),
     command: rng.chance(0.8)
-      ? `$STD ${rng.pick(["apt-get install -y", "npm ci", "pip install", "curl -fsSL", "systemctl enable --now"])} ${app}`
+      ? `$STD ${rng.pick(["apt-get install -y", "npm ci", "pip install", "curl -fsSL", "systemctl enable --now"])} ${app.name}`
       : null,
     line: rng.int(20, 400),
   };

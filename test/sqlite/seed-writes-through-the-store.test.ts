@@ -168,6 +168,20 @@ describe("today's traffic (profile today)", () => {
     expect(newest.get(null)!).toBeGreaterThan(0); // old hosts still send /upload
   });
 
+  test("texts name an app by its name: failed commands, error texts and signatures hold no [object Object]", () => {
+    expect(
+      one<{ n: number }>("SELECT count(*) AS n FROM executions WHERE failed_command IS NOT NULL").n,
+    ).toBeGreaterThan(0);
+    const broken = (query: string) => one<{ n: number }>(query).n;
+    expect(broken("SELECT count(*) AS n FROM executions WHERE failed_command LIKE '%[object %'")).toBe(0);
+    expect(broken("SELECT count(*) AS n FROM executions WHERE error LIKE '%[object %'")).toBe(0);
+    expect(
+      broken(
+        "SELECT count(*) AS n FROM error_signatures WHERE signature LIKE '%[object %' OR example LIKE '%[object %'",
+      ),
+    ).toBe(0);
+  });
+
   test("runs: progress pings, outcomes, exit codes and categories, declines and aborts as each client sends them", () => {
     expect(
       one<{ n: number }>(

@@ -50,7 +50,7 @@ module.exports = {
     },
     {
       name: "sql-only-in-engines",
-      comment: "Only an engine folder (src/store/<engine>/, and shared/ between them) talks to a database driver or Drizzle",
+      comment: "Only an engine folder (src/store/<engine>/, and common/ between them) talks to a database driver or Drizzle",
       severity: "error",
       from: { path: "^src/", pathNot: "^src/store/(?!contract/)[^/]+/" },
       to: { path: "(^bun:sqlite$)|node_modules/(drizzle-orm|drizzle-kit|postgres)/" },
@@ -64,10 +64,10 @@ module.exports = {
     },
     {
       name: "engines-are-apart",
-      comment: "An engine does not import another engine; what they share (Drizzle helpers) is in src/store/shared/, what they fulfil in src/store/contract/",
+      comment: "An engine does not import another engine; what they share (Drizzle helpers) is in src/store/common/, what they fulfil in src/store/contract/",
       severity: "error",
       from: { path: "^src/store/([^/]+)/" },
-      to: { path: "^src/store/[^/]+/", pathNot: "^src/store/($1|shared|contract)/" },
+      to: { path: "^src/store/[^/]+/", pathNot: "^src/store/($1|common|contract)/" },
     },
     {
       name: "contract-is-vocabulary",

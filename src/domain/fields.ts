@@ -1,7 +1,7 @@
 // Every field of an execution's record, one row each: what clients send (and where in their
 // bodies), what the server adds, and how each is read, filtered, counted, exported, relayed and
 // documented. The request body schemas (ingest/routes.ts), normalization (normalize.ts), the
-// read filters (read/query.ts, store/shared/filter.ts, read/aggregate.ts), the record and its
+// read filters (read/query.ts, store/common/filter.ts, read/aggregate.ts), the record and its
 // export columns (read/record.ts, read/export.ts), the relay bodies (relay.ts), the import of
 // records (transfer/import-records.ts), the Execution type and the field tables of
 // docs/protocol.md and docs/api.md (`bun run docs:fields`) all derive from FIELDS.

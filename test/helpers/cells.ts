@@ -16,7 +16,7 @@ import type { StoreReads } from "../../src/store/contract/executions.ts";
 import { failureSignatureId } from "../../src/domain/error-signature.ts";
 import type { Execution } from "../../src/domain/execution.ts";
 import { decodePart, encodeCell } from "../../src/domain/rollup-codec.ts";
-import { LabelCache } from "../../src/store/shared/labels.ts";
+import { LabelCache } from "../../src/store/common/labels.ts";
 import { migrationsFolder } from "../../src/store/sqlite/database.ts";
 
 let next = 0;

@@ -16,7 +16,7 @@ import { toRejectedJson } from "../../src/maintenance/rejected-log.ts";
 import { scheduledJobs } from "../../src/maintenance/schedule.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import type { BudgetStatus } from "../../src/store/contract/maintenance.ts";
-import { HEAD_BYTES } from "../../src/store/shared/budgets.ts";
+import { HEAD_BYTES } from "../../src/store/common/budgets.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 import { startReport, testApp, type TestApp } from "../helpers/app.ts";
 

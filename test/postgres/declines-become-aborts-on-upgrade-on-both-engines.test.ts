@@ -23,7 +23,7 @@ import { ALL_APPS, GRAINS, ROLLUP_VERSION, sliceKey } from "../../src/domain/rol
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import type { Store } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
-import { encodeHeld } from "../../src/store/shared/budgets.ts";
+import { encodeHeld } from "../../src/store/common/budgets.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";

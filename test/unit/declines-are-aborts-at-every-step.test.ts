@@ -9,7 +9,7 @@ import { explainExitCode } from "../../src/domain/exit-codes.ts";
 import { decide, executionFromHeld } from "../../src/domain/lifecycle.ts";
 import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../../src/domain/normalize.ts";
 import type { Outcome } from "../../src/domain/outcome.ts";
-import { decodeHeld, encodeHeld } from "../../src/store/shared/budgets.ts";
+import { decodeHeld, encodeHeld } from "../../src/store/common/budgets.ts";
 
 const OPTS = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
 function ok<T>(c: { ok: true; value: T } | { ok: false; message: string }): T {

@@ -10,7 +10,7 @@ import {
   type RollupRecord,
 } from "../../src/domain/rollup.ts";
 import { CellFormatError, UnknownLabelError, decodePart, encodeCell, labelsOf } from "../../src/domain/rollup-codec.ts";
-import { LabelCache } from "../../src/store/shared/labels.ts";
+import { LabelCache } from "../../src/store/common/labels.ts";
 import { HOUR } from "../../src/domain/time.ts";
 
 const uploadRecord = (over: Partial<RollupRecord> = {}): RollupRecord => ({

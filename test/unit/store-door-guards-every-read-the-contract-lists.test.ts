@@ -1,11 +1,11 @@
-// The one guard at both engines' doors (src/store/shared/door.ts) and the days a rollup rebuild
-// recounts (src/store/shared/rebuild.ts): what each engine's store relies on, shown on plain
+// The one guard at both engines' doors (src/store/common/door.ts) and the days a rollup rebuild
+// recounts (src/store/common/rebuild.ts): what each engine's store relies on, shown on plain
 // objects, without a database.
 import { describe, expect, test } from "bun:test";
 import { DAY, HOUR } from "../../src/domain/time.ts";
 import { READS } from "../../src/store/contract/store.ts";
-import { guardReads } from "../../src/store/shared/door.ts";
-import { rebuildDays } from "../../src/store/shared/rebuild.ts";
+import { guardReads } from "../../src/store/common/door.ts";
+import { rebuildDays } from "../../src/store/common/rebuild.ts";
 
 class Damage extends Error {}
 /** A door that says every failure as a Damage, and counts what it bounded. */

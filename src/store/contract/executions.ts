@@ -160,7 +160,7 @@ export interface ExecutionReads {
   recordSpan(): Promise<{ first: number; last: number } | null>;
 }
 
-/** How each read of executions answers (store/shared/door.ts). */
+/** How each read of executions answers (store/common/door.ts). */
 export const EXECUTION_READS = {
   getExecutions: "once",
   listExecutions: "once",

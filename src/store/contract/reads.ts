@@ -1,4 +1,4 @@
-// How a read of the contract answers, for the door that guards every read (store/shared/door.ts).
+// How a read of the contract answers, for the door that guards every read (store/common/door.ts).
 
 /** "once": a promise; "stream": an async iterable, each item one finished query (or a row of one). */
 export type ReadShape = "once" | "stream";

@@ -43,7 +43,7 @@ export type WriteResult = ResultOf[keyof ResultOf];
 /** Every read of the contract. */
 export interface AllReads extends StoreReads, RejectedReads, MaintenanceReads, TransferReads, AlertReads, RelayReads {}
 
-/** How every read answers: what an engine's door guards (store/shared/door.ts). */
+/** How every read answers: what an engine's door guards (store/common/door.ts). */
 export const READS = {
   ...EXECUTION_READS,
   ...REJECTED_READS,

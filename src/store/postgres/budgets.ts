@@ -1,6 +1,6 @@
 // Budgets of the rejected-reports log and held reports on PostgreSQL, with several nodes writing
 // at once (docs/decisions/2026-11-26-postgresql-budgets.md): the rules are the SQLite engine's
-// (../shared/budgets.ts); what differs is who may decide.
+// (../common/budgets.ts); what differs is who may decide.
 //
 // - Every decision that reads a total (where a log entry's body goes, which head-only entries
 //   make room, whether held reports are past their budget) is made under one transaction-level
@@ -32,7 +32,7 @@ import {
   type LeavingEntry,
   type NewEntry,
   type StoredBody,
-} from "../shared/budgets.ts";
+} from "../common/budgets.ts";
 
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;

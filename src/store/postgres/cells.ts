@@ -29,7 +29,7 @@ import {
 } from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract/executions.ts";
-import { LabelCache } from "../shared/labels.ts";
+import { LabelCache } from "../common/labels.ts";
 
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;

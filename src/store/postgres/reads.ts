@@ -17,16 +17,16 @@ import {
 import { DAY } from "../../domain/time.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RollupSelection, StoreReads } from "../contract/executions.ts";
 import type { RejectedEntry } from "../contract/rejected.ts";
-import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
-import { decodeHeld, entryBody } from "../shared/budgets.ts";
+import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
+import { decodeHeld, entryBody } from "../common/budgets.ts";
 import { CellParts, PgLabels, dayVersions, readCells } from "./cells.ts";
-import { OldHours, countHours, daysOf, sliceFilter } from "../shared/old-hours.ts";
-import { only, sumByBucket } from "../shared/sum-cells.ts";
+import { OldHours, countHours, daysOf, sliceFilter } from "../common/old-hours.ts";
+import { only, sumByBucket } from "../common/sum-cells.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS } from "./intake.ts";
 import { getMark } from "./writes.ts";
-import { importMarkName } from "../shared/marks.ts";
+import { importMarkName } from "../common/marks.ts";
 
 const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
 /** One install's executions, found through execution_ids (an index on random_id, then only their months' partitions). */

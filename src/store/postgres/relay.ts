@@ -9,7 +9,7 @@ import type { Descriptive, Report } from "../../domain/execution.ts";
 import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } from "../../domain/relay.ts";
 import type { RelayStatus } from "../contract/relay.ts";
 import type { ResultFor, WriteOp } from "../contract/store.ts";
-import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
+import { entryOf, type EntryRow } from "../common/relay-entry.ts";
 
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;

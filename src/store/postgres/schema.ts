@@ -174,7 +174,7 @@ export const bodies = pgTable("bodies", {
 });
 
 /**
- * The budgets' running totals and counters (../shared/budgets.ts COUNTERS), changed only under the
+ * The budgets' running totals and counters (../common/budgets.ts COUNTERS), changed only under the
  * budget lock in the same transaction as the rows they count (writes.ts): exact on every node.
  */
 export const budgetCounters = pgTable("budget_counters", {

@@ -10,8 +10,8 @@ import { RollupDeltas, storedSlicesOf } from "../../domain/rollup.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
 import type { WriteOp, WriteResult } from "../contract/store.ts";
-import { EVICT_CHUNK, encodeHeld, type LeavingEntry } from "../shared/budgets.ts";
-import { count } from "../shared/counting.ts";
+import { EVICT_CHUNK, encodeHeld, type LeavingEntry } from "../common/budgets.ts";
+import { count } from "../common/counting.ts";
 import { applyAlertOp } from "./alerts.ts";
 import { applyIssueOp } from "./issues.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
@@ -35,7 +35,7 @@ import { missingMonth, monthOf, partitionName, type Partitions } from "./partiti
 import { relayBatch } from "./relay.ts";
 import { FROM_IDS, SELECT_EXECUTION } from "./rows.ts";
 import { transaction } from "./transaction.ts";
-import { importMarkName } from "../shared/marks.ts";
+import { importMarkName } from "../common/marks.ts";
 
 /** Advisory lock every batch takes: shared by writers, alone for a fold, a month's drop, or a batch too large to lock key by key. */
 const FOLD_LOCK = 0x666f6c64; // "fold"

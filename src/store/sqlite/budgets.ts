@@ -1,5 +1,5 @@
 // Budgets of what is stored besides executions, on SQLite: the running totals in
-// `budget_counters` and the log's rows around the rules both engines share (../shared/budgets.ts).
+// `budget_counters` and the log's rows around the rules both engines share (../common/budgets.ts).
 // Without budgets one anonymous client filled the disk: 200 KB junk bodies added 5.4 GB in 30 s,
 // one repeated 409 update 0.7 GB in 15 s (issue 15).
 //
@@ -21,13 +21,13 @@ import {
   type BudgetCounters,
   type LeavingEntry,
   type StoredBody,
-} from "../shared/budgets.ts";
+} from "../common/budgets.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
 
 /** What a row without a cost (logged before migration 0009) counts: the same estimate, in SQL. */
 export const LEGACY_LOG_COST = `${ROW_BYTES} + length("body") + length("message") + coalesce(length("field"), 0) + coalesce(length("random_id"), 0)`;
 
-/** The budgets' counters (../shared/budgets.ts), and the relay outbox's (relay.ts): totals, counters, the pause switch (1 = paused). */
+/** The budgets' counters (../common/budgets.ts), and the relay outbox's (relay.ts): totals, counters, the pause switch (1 = paused). */
 const COUNTERS = [
   ...BUDGET_COUNTERS,
   "relay.entries",

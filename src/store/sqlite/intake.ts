@@ -6,8 +6,8 @@ import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecyc
 import type { Rejection } from "../../domain/rejection.ts";
 import type { ReportWrite } from "../contract/executions.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract/store.ts";
-import { encodeHeld } from "../shared/budgets.ts";
-import { count, recount } from "../shared/counting.ts";
+import { encodeHeld } from "../common/budgets.ts";
+import { count, recount } from "../common/counting.ts";
 import { heldOf, sameKeys, type BatchEffects, type HeldRow, type WriteContext } from "./write-context.ts";
 
 /** Held reports applied on their own per statement while the held budget is exceeded. */

@@ -22,8 +22,8 @@ import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
 import type { RejectedEntry } from "../contract/rejected.ts";
 import type { Db } from "./database.ts";
-import { decodeHeld, entryBody } from "../shared/budgets.ts";
-import { importMarkName } from "../shared/marks.ts";
+import { decodeHeld, entryBody } from "../common/budgets.ts";
+import { importMarkName } from "../common/marks.ts";
 import { bodies, copyMarks, executions, expiryState, heldReports, rejectedReports } from "./schema.ts";
 
 type RejectedRow = typeof rejectedReports.$inferSelect & { sharedCodec: string | null; sharedData: Buffer | null };

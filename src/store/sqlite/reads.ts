@@ -13,8 +13,8 @@ import { fromRow, joinError } from "./error-text.ts";
 import { errorSignatures, executions, rollupLabels, rollupState, rollups } from "./schema.ts";
 import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, readColumns } from "./rows.ts";
 import { encodeId } from "./ids.ts";
-import { LabelCache } from "../shared/labels.ts";
-import { filterWhere, pageSortColumn, pageWhere, type Like } from "../shared/filter.ts";
+import { LabelCache } from "../common/labels.ts";
+import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */

@@ -9,7 +9,7 @@ import { endpointOf, protocolRelayed, relayBody, relayable, type RelayPolicy } f
 import type { RelayStatus } from "../contract/relay.ts";
 import type { ResultFor, WriteOp } from "../contract/store.ts";
 import type { Counters } from "./budgets.ts";
-import { entryOf, type EntryRow } from "../shared/relay-entry.ts";
+import { entryOf, type EntryRow } from "../common/relay-entry.ts";
 
 type Repo = Pick<Descriptive, "repoSource" | "repoSlug"> | null;
 

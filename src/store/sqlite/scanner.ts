@@ -7,8 +7,8 @@ import type { Execution } from "../../domain/execution.ts";
 import type { ExecutionFilter, ListCursor, PageQuery } from "../contract/executions.ts";
 import { isAllApps } from "../../domain/rollup.ts";
 import { encodeCell, type StoredParts } from "../../domain/rollup-codec.ts";
-import { LabelCache } from "../shared/labels.ts";
-import { countHours } from "../shared/old-hours.ts";
+import { LabelCache } from "../common/labels.ts";
+import { countHours } from "../common/old-hours.ts";
 import { createSqliteReads } from "./reads.ts";
 import * as schema from "./schema.ts";
 

@@ -6,14 +6,14 @@ import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import { GRAINS, emptyData, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
 import { decodePart } from "../../domain/rollup-codec.ts";
-import { LabelCache } from "../shared/labels.ts";
+import { LabelCache } from "../common/labels.ts";
 import { StorageDamagedError, StorageUnavailableError } from "../contract/errors.ts";
 import type { RollupSelection } from "../contract/executions.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
 import { READS, type AllReads, type Store, type WriteOp, type WriteResult } from "../contract/store.ts";
-import { DEFAULT_LIMITS, budgetStatus } from "../shared/budgets.ts";
-import { guardReads, type EngineReads } from "../shared/door.ts";
-import { rebuildDays } from "../shared/rebuild.ts";
+import { DEFAULT_LIMITS, budgetStatus } from "../common/budgets.ts";
+import { guardReads, type EngineReads } from "../common/door.ts";
+import { rebuildDays } from "../common/rebuild.ts";
 import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { FileGuard } from "./file-guard.ts";
@@ -25,8 +25,8 @@ import { createSqliteWrites } from "./writes.ts";
 import { createAlertReads } from "./alerts.ts";
 import { createIssueReads } from "./issues.ts";
 import type { Scans } from "./scan-threads.ts";
-import { OldHours, countHours, daysOf, sliceFilter } from "../shared/old-hours.ts";
-import { only, sumByBucket } from "../shared/sum-cells.ts";
+import { OldHours, countHours, daysOf, sliceFilter } from "../common/old-hours.ts";
+import { only, sumByBucket } from "../common/sum-cells.ts";
 
 /**
  * Parsed cells kept between batches and reads. Cells are small binary rows now, decoded in

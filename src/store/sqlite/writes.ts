@@ -5,9 +5,9 @@
 import { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract/store.ts";
-import type { LeavingEntry } from "../shared/budgets.ts";
-import { count } from "../shared/counting.ts";
-import { importMarkName } from "../shared/marks.ts";
+import type { LeavingEntry } from "../common/budgets.ts";
+import { count } from "../common/counting.ts";
+import { importMarkName } from "../common/marks.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { deltasFrom, fold, mergeSightings, recountDay, storeTouched } from "./cells.ts";
 import { encodeId } from "./ids.ts";

@@ -60,6 +60,17 @@ function targetOf(sql: Sql): Target {
 }
 
 /** One line for a failed connection: the cause and what to check. */
+/**
+ * `message` with the fix when `e` says a prepared statement is missing: a pooler in transaction
+ * mode hands each transaction another server connection, which does not know the statements
+ * postgres.js prepared on the last one.
+ */
+export function withPoolerHint(e: unknown, message: string): string {
+  return (e as { code?: string }).code === "26000"
+    ? `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: docs/postgresql.md)`
+    : message;
+}
+
 function connectFailure(url: string, sql: Sql, passwordSource: string, e: unknown): DatabaseOpenError {
   const code = (e as { code?: string }).code;
   const t = targetOf(sql);
@@ -167,7 +178,7 @@ export async function openPostgres(url: string, opts: OpenOptions): Promise<{ sq
   } catch (e) {
     await sql.end({ timeout: 1 });
     if (e instanceof DatabaseOpenError) throw e;
-    throw new DatabaseOpenError(`migrating ${redacted(url)} failed: ${(e as Error).message}`);
+    throw new DatabaseOpenError(withPoolerHint(e, `migrating ${redacted(url)} failed: ${(e as Error).message}`));
   }
   return { sql, db: drizzle(sql, { schema }) };
 }

@@ -8,8 +8,8 @@ import { StorageUnavailableError, StorageUnreachableError } from "../contract/er
 import { EXECUTION_READS, type ExecutionReads } from "../contract/executions.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
 import { READS, type AllReads, type Store, type WriteOp } from "../contract/store.ts";
-import type { Engine, OpenOptions } from "../engine.ts";
-import { openPostgres, redacted, type PgDb } from "./database.ts";
+import { DatabaseOpenError, type Engine, type OpenOptions } from "../engine.ts";
+import { openPostgres, redacted, withPoolerHint, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { createAlertReads } from "./alerts.ts";
 import { createIssueReads } from "./issues.ts";
@@ -45,10 +45,7 @@ function unavailable(e: unknown): string | null {
   const code = (e as { code?: string }).code;
   const message = (e as Error).message;
   if (typeof code !== "string") return null;
-  // A pooler in transaction mode hands each transaction another server connection, which does not
-  // know the statements postgres.js prepared on the last one.
-  if (code === "26000")
-    return `${message} (behind a pooler in transaction mode add ?prepare=false to the URL: docs/postgresql.md)`;
+  if (code === "26000") return withPoolerHint(e, message);
   if (code === "25006")
     return `${message} (a standby: during a failover, or target_session_attrs=primary is missing from the URL)`;
   return UNAVAILABLE.test(code) || connectionLost(e) ? message : null;
@@ -194,7 +191,9 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
   } catch (e) {
     await replica?.close();
     await pg.end({ timeout: 1 });
-    throw e;
+    // A server that cannot answer while this node starts: one line naming why, not a bug's.
+    const why = unavailable(e);
+    throw why === null ? e : new DatabaseOpenError(`PostgreSQL at ${redacted(location)}: ${why}`);
   }
   return {
     store,

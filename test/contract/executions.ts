@@ -1301,7 +1301,8 @@ export function executionsContract({ database, freshStore }: Harness): void {
     }
     /** Executions at hours `daysBack` days before `mark`: apps, repos, kinds and outcomes mixed. */
     function executionsAt(mark: number, daysBack: number, tag: string): Execution[] {
-      const hour = floorHour(mark - daysBack * DAY) + 5 * HOUR;
+      // 05:00 of that day: its runs (up to 12:00) stay on one day whatever the time the test runs.
+      const hour = bucketStart(mark - daysBack * DAY, GRAINS.day) + 5 * HOUR;
       return [
         record(`${tag}-1`, { createdAt: hour + MIN, nsapp: "a", updatedAt: hour + 9 * MIN, durationMs: 8 * MIN }),
         record(`${tag}-2`, {
@@ -1350,7 +1351,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
         new Set((await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).map((c) => c.bucket)).size,
       ).toBe(3);
       // Every slice's hour cells over all time, over an old day alone, and over one old hour.
-      const oldHour = floorHour(mark - 40 * DAY) + 5 * HOUR;
+      const oldHour = bucketStart(mark - 40 * DAY, GRAINS.day) + 5 * HOUR; // the "old" runs' first hour
       for (const [from, to] of [
         [EVERYTHING.from, EVERYTHING.to],
         [bucketStart(oldHour, GRAINS.day), bucketStart(oldHour, GRAINS.day) + DAY],

@@ -370,7 +370,9 @@ function countEnding(d: RollupData, bin: number | null, outcome: Outcome, errorS
     if (v !== 0) put(bins, String(bin), v);
     else if (remove(bins, String(bin))) delete d.dur[outcome];
   }
-  if (errorSig !== null && isFailure(outcome)) {
+  // The signature counts (the native API's, issues', alerts') are of failed runs; a blocked run's
+  // signature is in the failure dimension only, counted by outcome there.
+  if (errorSig !== null && outcome === "failed") {
     const v = (d.err[errorSig] ?? 0) + sign;
     if (v !== 0) d.err[errorSig] = v;
     else delete d.err[errorSig];

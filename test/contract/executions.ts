@@ -250,7 +250,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
       // Each execution counts once, by its attempt.
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1, success: 1 }));
       const [cell] = await store.readRollups({ grain: GRAINS.hour, slice: ALL, ...EVERYTHING, parts: ["data"] });
-      expect(cell!.data.dims.attempt).toEqual({ "1": [0, 1, 0, 0, 0], "2": [1, 0, 0, 0, 0] });
+      expect(cell!.data.dims.attempt).toEqual({ "1": [0, 1, 0, 0, 0, 0], "2": [1, 0, 0, 0, 0, 0] });
       // Deleting the install removes both.
       expect(await one(store, { kind: "delete", randomId: "r1", at: PAST + HOUR })).toEqual({
         kind: "deleted",
@@ -721,7 +721,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
         [{ nsapp: "a" }, (r: (typeof inserted)[number]) => r.app === "a"],
       ] as const) {
         const expected = oldest.filter(keep).map((r) => r.id);
-        for (const limit of [1, 4, 5, 7, 100]) {
+        for (const limit of [1, 4, 5, 7, 100, 0]) {
           const asc = await everyPage(store, filter, limit, "oldest");
           expect(asc.flat().map((r) => r.randomId)).toEqual(expected);
           const desc = await everyPage(store, filter, limit, "newest");
@@ -1072,8 +1072,8 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(mark).toBeLessThanOrEqual(H);
       const hour = await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H, to: H + HOUR, parts: ALL_PARTS });
       expect(hour.map((c) => c.bucket)).toEqual([H]);
-      expect(hour[0]!.data.dims.nsapp).toEqual({ a: [1, 0, 0, 1, 0], b: [0, 0, 0, 1, 0] });
-      expect(hour[0]!.data.dims.type).toEqual({ lxc: [1, 0, 0, 1, 0], vm: [0, 0, 0, 1, 0] });
+      expect(hour[0]!.data.dims.nsapp).toEqual({ a: [1, 0, 0, 1, 0, 0], b: [0, 0, 0, 1, 0, 0] });
+      expect(hour[0]!.data.dims.type).toEqual({ lxc: [1, 0, 0, 1, 0, 0], vm: [0, 0, 0, 1, 0, 0] });
       const app = await store.readRollups({
         grain: GRAINS.hour,
         slice: appOf("a"),
@@ -1081,7 +1081,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
         to: H + HOUR,
         parts: ALL_PARTS,
       });
-      expect(app.map((c) => [c.bucket, c.data.dims.type])).toEqual([[H, { lxc: [1, 0, 0, 1, 0] }]]);
+      expect(app.map((c) => [c.bucket, c.data.dims.type])).toEqual([[H, { lxc: [1, 0, 0, 1, 0, 0] }]]);
       expect((await store.rollupCells(GRAINS.hour, H, H + HOUR)).map((c) => c.slice).sort()).toEqual(
         slicesOfApps(["a", "b"]),
       );
@@ -1130,12 +1130,12 @@ export function executionsContract({ database, freshStore }: Harness): void {
         to: bucketStart(H, GRAINS.day) + DAY,
         parts: ["apps"],
       });
-      expect(day.map((c) => c.data.dims.nsapp)).toEqual([{ a: [1, 0, 0, 1, 0], b: [0, 1, 0, 0, 0] }]);
+      expect(day.map((c) => c.data.dims.nsapp)).toEqual([{ a: [1, 0, 0, 1, 0, 0], b: [0, 1, 0, 0, 0, 0] }]);
       expect(
         (
           await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H + HOUR, to: H + 2 * HOUR, parts: ["apps"] })
         ).map((c) => c.data.dims.nsapp),
-      ).toEqual([{ c: [0, 0, 0, 1, 0] }]);
+      ).toEqual([{ c: [0, 0, 0, 1, 0, 0] }]);
       expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({
         kind: "folded",
         hours: 1,

@@ -1,14 +1,14 @@
 // Declines stored before the rule (docs/decisions/2026-11-27-declines-are-aborts.md) become aborts
 // when a database of the release before it is opened, on both engines: the migration moves the
 // executions (drizzle/sqlite 0015, drizzle/postgres 0010) before the later ones change the layout
-// (SQLite 0016-0017, PostgreSQL 0011), the rollups are recounted (ROLLUP_VERSION: SQLite's
+// (SQLite 0016-0018, PostgreSQL 0011-0012), the rollups are recounted (ROLLUP_VERSION: SQLite's
 // rollup_state, PostgreSQL's rollup_version mark), a held report is read with the rule, and verify
 // finds every cell equal to a recount.
 //
 // "The previous release" stores declines as it did: failed, counted as failed, rollups of version 2.
 // On SQLite it is a database of the migrations up to 0014 with the executions and the held report
 // put in its layout. On PostgreSQL (whose executions kept their layout) it is made from a current
-// database: its two newest migrations are forgotten and undone where running them again needs it
+// database: its three newest migrations are forgotten and undone where running them again needs it
 // (so they run again on open, over the rows as the previous release wrote them), and its rollups
 // are marked as version 2.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -107,7 +107,7 @@ async function counts(store: Store): Promise<number[]> {
     to: T0 - (T0 % 86_400_000) + 86_400_000,
     parts: ["data"],
   });
-  const total = [0, 0, 0, 0, 0];
+  const total = [0, 0, 0, 0, 0, 0];
   for (const { data } of cells)
     for (const c of Object.values(data.dims.type ?? {})) c.forEach((n, i) => (total[i]! += n));
   return total;
@@ -136,8 +136,8 @@ function checks(make: () => Promise<Previous>) {
         errorCategory: "user_aborted",
         exitCode: 254,
       });
-      // success, failed, aborted, in progress, unknown
-      expect(await counts(engine.store)).toEqual([1, 2, 6, 0, 0]);
+      // success, failed, aborted, in progress, unknown, blocked
+      expect(await counts(engine.store)).toEqual([1, 2, 6, 0, 0, 0]);
       const verified = await verifyRollups(engine.store);
       expect(verified.mismatches).toEqual([]);
       expect(verified.records).toBe(STORED.length);
@@ -158,7 +158,7 @@ function checks(make: () => Promise<Previous>) {
     // Opened again: nothing left to do, nothing recounted twice.
     const again = await openEngine(db.location, OPEN);
     try {
-      expect(await counts(again.store)).toEqual([1, 2, 7, 0, 0]);
+      expect(await counts(again.store)).toEqual([1, 2, 7, 0, 0, 0]);
       expect((await verifyRollups(again.store)).mismatches).toEqual([]);
     } finally {
       await again.close();
@@ -235,8 +235,8 @@ describe("postgres", () => {
       location,
       async write() {
         await writePrevious(location);
-        // 0011 runs again (it drops the cells and makes the label dictionary), 0010 over the rows as they are.
-        await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= (SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC OFFSET 1 LIMIT 1)`;
+        // 0011 runs again (it drops the cells and makes the label dictionary), 0010 and 0012 over the rows as they are.
+        await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= (SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC OFFSET 2 LIMIT 1)`;
         await pg`DROP TABLE rollup_labels`;
         await pg`UPDATE marks SET value = 2 WHERE name = 'rollup_version'`;
       },

@@ -25,7 +25,12 @@ function ok<T>(c: { ok: true; value: T } | { ok: false; message: string }): T {
 }
 const base = { random_id: "r1", execution_id: "e1", type: "lxc", nsapp: "nginx", os_type: "debian", os_version: "12" };
 const v2 = (status: string, exit_code: number | null, error_category = "") =>
-  ok(normalizeTelemetry({ ...base, payload_version: 2, status, exit_code, error: `exit_code=${exit_code}`, error_category }, OPTS));
+  ok(
+    normalizeTelemetry(
+      { ...base, payload_version: 2, status, exit_code, error: `exit_code=${exit_code}`, error_category },
+      OPTS,
+    ),
+  );
 const v1 = (status: string, exit_code: number | null, error_category = "") =>
   ok(normalizeTelemetry({ ...base, status, exit_code, error: `exit_code=${exit_code}`, error_category }, OPTS));
 const upload = (status: string, error: string | null) => ok(normalizeUpdate({ random_id: "r1", status, error }, OPTS));
@@ -34,8 +39,8 @@ const upload = (status: string, error: string | null) => ok(normalizeUpdate({ ra
 // rather than derived, so a change to either list in src/ fails this test.
 const USER_ABORTS = [113, 114, 122, 129, 130, 143, 253, 254];
 const BLOCKED = [
-  103, 104, 105, 106, 107, 108, 109, 110, 111, 116, 117, 118, 119, 120, 121, 123, 200, 203, 204, 205, 206, 207, 208, 209,
-  210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 231,
+  103, 104, 105, 106, 107, 108, 109, 110, 111, 116, 117, 118, 119, 120, 121, 123, 200, 203, 204, 205, 206, 207, 208,
+  209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 227, 231,
 ];
 
 describe("the lists", () => {
@@ -87,7 +92,13 @@ const RULES: Row[] = [
   ["v2 failed 129 (SIGHUP)", () => v2("failed", 129, "signal"), "aborted", 129, "user_aborted"],
   ["v1 failed 143 (SIGTERM)", () => v1("failed", 143, ""), "aborted", 143, "user_aborted"],
   ["v1 failed 130 without a text saying so", () => v1("failed", 130, "unknown"), "aborted", 130, "user_aborted"],
-  ['/upload failed "TERMINATED" (the legacy trap: 143)', () => upload("failed", "TERMINATED"), "aborted", 143, "user_aborted"],
+  [
+    '/upload failed "TERMINATED" (the legacy trap: 143)',
+    () => upload("failed", "TERMINATED"),
+    "aborted",
+    143,
+    "user_aborted",
+  ],
   ['/upload failed "exit code 129"', () => upload("failed", "exit code 129"), "aborted", 129, "user_aborted"],
   // blocked: before the script ran; the category as sent or derived
   ["v2 failed 214 storage", () => v2("failed", 214, "storage"), "blocked", 214, "storage"],
@@ -134,6 +145,10 @@ describe("byExitCode", () => {
   });
   test("a report held by a release before the rule is read blocked", () => {
     const before: Report = { ...v1("failed", 209, "proxmox"), outcome: "failed" };
-    expect(decodeHeld(encodeHeld(before))).toMatchObject({ outcome: "blocked", exitCode: 209, errorCategory: "proxmox" });
+    expect(decodeHeld(encodeHeld(before))).toMatchObject({
+      outcome: "blocked",
+      exitCode: 209,
+      errorCategory: "proxmox",
+    });
   });
 });

@@ -25,8 +25,24 @@ describe("applyFloor", () => {
       10,
     );
     expect(r.apps.map((a) => a.app)).toEqual(["big", "a", "b"]);
-    expect(r.apps[0]).toEqual({ app: "big", installs: 50, success: 40, failed: 5, blocked: 2, aborted: 3, failure_rate: 0.1111 });
-    expect(r.other).toEqual({ apps: 2, installs: 10, success: 1, failed: 9, blocked: 0, aborted: 0, failure_rate: 0.9 });
+    expect(r.apps[0]).toEqual({
+      app: "big",
+      installs: 50,
+      success: 40,
+      failed: 5,
+      blocked: 2,
+      aborted: 3,
+      failure_rate: 0.1111,
+    });
+    expect(r.other).toEqual({
+      apps: 2,
+      installs: 10,
+      success: 1,
+      failed: 9,
+      blocked: 0,
+      aborted: 0,
+      failure_rate: 0.9,
+    });
     expect(r.total).toEqual({ installs: 80, success: 59, failed: 16, blocked: 2, aborted: 3, failure_rate: 0.2133 });
   });
 

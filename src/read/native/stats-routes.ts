@@ -139,7 +139,8 @@ const Drivers = t.Object(
     source: Source,
     failed: t.Integer({ description: "failed runs in the window" }),
     runs: t.Integer({
-      description: "finished runs in the window: success + failed (blocked, aborted, unknown and running ones are neither)",
+      description:
+        "finished runs in the window: success + failed (blocked, aborted, unknown and running ones are neither)",
     }),
     failure_rate: t.Nullable(t.Number({ description: "failed / runs; null when no run finished" })),
     min_runs: t.Integer({ description: "a value is compared only with at least this many runs" }),

@@ -278,7 +278,23 @@ type Outcome = "success" | "failed" | "blocked" | "aborted" | "unfinished";
 // newdash.go's lists (telemetry-service d10f1897), as its multiIf reads them.
 const USER_ABORT = [113, 114, 122, 129, 130, 143, 253, 254];
 const BLOCKED = [
-  103, 104, 105, 106, 107, 108, 109, 110, 111, 116, 117, 118, 119, 120, 121, 123, 200,
+  103,
+  104,
+  105,
+  106,
+  107,
+  108,
+  109,
+  110,
+  111,
+  116,
+  117,
+  118,
+  119,
+  120,
+  121,
+  123,
+  200,
   ...Array.from({ length: 25 }, (_, i) => 203 + i),
   231,
 ];

@@ -131,13 +131,15 @@ describe("every client revision, rule by rule", () => {
 });
 
 describe("byExitCode", () => {
+  type Ending = { outcome: Outcome; exitCode: number | null; errorCategory: string | null };
+  const failed = (exitCode: number, errorCategory: string): Ending => ({ outcome: "failed", exitCode, errorCategory });
   test("a blocked failure keeps its category; an abort's becomes user_aborted", () => {
-    expect(byExitCode({ outcome: "failed", exitCode: 217, errorCategory: "storage" })).toEqual({
+    expect(byExitCode(failed(217, "storage"))).toEqual({
       outcome: "blocked",
       exitCode: 217,
       errorCategory: "storage",
     });
-    expect(byExitCode({ outcome: "failed", exitCode: 143, errorCategory: "signal" })).toEqual({
+    expect(byExitCode(failed(143, "signal"))).toEqual({
       outcome: "aborted",
       exitCode: 143,
       errorCategory: "user_aborted",

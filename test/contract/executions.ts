@@ -509,6 +509,25 @@ export function executionsContract({ database, freshStore }: Harness): void {
       await expectVerified(store, 1);
     });
 
+    test("a failure raised before the script ran is blocked: stored, listed, counted apart; SIGTERM's is an abort", async () => {
+      const store = await freshStore();
+      await one(store, startOp("b1", {}, PAST));
+      await one(store, startOp("t1", {}, PAST));
+      expect(await one(store, updateOp("b1", "failed", "exit code 214", PAST + MIN))).toEqual({
+        kind: "updated",
+        outcome: "blocked",
+      });
+      expect(await one(store, updateOp("t1", "failed", "TERMINATED", PAST + MIN))).toEqual({
+        kind: "updated",
+        outcome: "aborted",
+      });
+      expect(await latestOf(store, "b1")).toMatchObject({ status: "failed", outcome: "blocked", exitCode: 214 });
+      expect(idsOf((await store.listExecutions({ outcome: "blocked" }, { limit: 10 })).rows)).toEqual(["b1"]);
+      expect(idsOf((await store.listExecutions({ outcome: "failed" }, { limit: 10 })).rows)).toEqual([]);
+      expect(await hourTotals(store)).toEqual(outcomes({ blocked: 1, aborted: 1 }));
+      await expectVerified(store, 2);
+    });
+
     test("an update for an unknown install is held; its start report takes the held status, with no duration", async () => {
       const store = await freshStore();
       expect(await one(store, updateOp("h1", "failed", "exit code 3", PAST))).toEqual({ kind: "held" });

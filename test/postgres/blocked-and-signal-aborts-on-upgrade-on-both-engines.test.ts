@@ -10,7 +10,6 @@
 // PostgreSQL (same layout) a current database whose newest migration is forgotten, so it runs again
 // on open over the rows as the previous release wrote them, and whose rollups are marked version 4.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,41 +17,29 @@ import postgres from "postgres";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import type { Execution, Report } from "../../src/domain/execution.ts";
 import { BLOCKED_EXIT_CODES, USER_ABORT_EXIT_CODES } from "../../src/domain/outcome.ts";
-import { ALL_APPS, GRAINS, ROLLUP_VERSION, sliceKey } from "../../src/domain/rollup.ts";
+import { ROLLUP_VERSION } from "../../src/domain/rollup.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { Store } from "../../src/store/contract/store.ts";
-import { encodeHeld } from "../../src/store/common/budgets.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
-import { execution, reportOp, uploadStart } from "../helpers/reports.ts";
+import { reportOp, uploadStart } from "../helpers/reports.ts";
+import {
+  OPEN,
+  dayTotals,
+  endedAt,
+  insertHeld,
+  postgresUnderneath,
+  sqliteUnderneath,
+  writeThrough,
+  type StoredRow,
+  type Underneath,
+} from "../helpers/upgrade.ts";
 
 setDefaultTimeout(60_000);
 
 const T0 = Date.UTC(2026, 9, 5, 10, 0, 0);
-const OPEN = { durability: "normal" as const, migrate: true, create: true };
-
-const ended = (
-  id: string,
-  exitCode: number | null,
-  category: string | null,
-  outcome: Execution["outcome"] = "failed",
-  status = "failed",
-): Execution =>
-  execution(id, {
-    nsapp: "jellyfin",
-    status,
-    outcome,
-    exitCode,
-    errorCategory: category,
-    error: exitCode === null ? null : `exit_code=${exitCode} | x`,
-    createdAt: T0,
-    updatedAt: T0 + 60_000,
-    durationMs: 60_000,
-    installingAt: T0,
-    finishedAt: T0 + 60_000,
-  });
+const ended = endedAt(T0);
 
 /** Every code 0-255 as a failure the previous release stored (with the client's category), and endings the rule leaves alone. */
 const FAILURES: Execution[] = Array.from({ length: 256 }, (_, code) => ended(`f${code}`, code, "unknown"));
@@ -63,11 +50,13 @@ const OTHERS: Execution[] = [
   ended("u143", 143, "signal", "unknown", "unknown"),
 ];
 const STORED = [...FAILURES, ...OTHERS];
-const BLOCKED = [...BLOCKED_EXIT_CODES].length;
-const ABORTS = [...USER_ABORT_EXIT_CODES].length;
+const BLOCKED = BLOCKED_EXIT_CODES.size;
+const ABORTS = USER_ABORT_EXIT_CODES.size;
+/** Failed after the upgrade: every other code, and the failure without one. */
+const FAILED = 256 - BLOCKED - ABORTS + 1;
 
 /** What each stored row should be after the upgrade. */
-function expected(e: Execution): { outcome: string; error_category: string | null } {
+function expected(e: Execution): StoredRow {
   if (e.outcome === "failed" && e.exitCode !== null && USER_ABORT_EXIT_CODES.has(e.exitCode))
     return { outcome: "aborted", error_category: "user_aborted" };
   if (e.outcome === "failed" && e.exitCode !== null && BLOCKED_EXIT_CODES.has(e.exitCode))
@@ -86,27 +75,10 @@ const HELD: Report = {
   errorCategory: "proxmox",
 };
 
-interface Previous {
+interface Previous extends Underneath {
   location: string;
+  /** Writes STORED and HELD as the previous release kept them, its rollups of version 4. */
   write(): Promise<void>;
-  rows(): Promise<Map<string, { outcome: string; error_category: string | null }>>;
-  rollupVersion(): Promise<number>;
-}
-
-/** Outcome counts (as OUTCOMES orders them) of the every-app install slice over the day of T0. */
-async function counts(store: Store): Promise<number[]> {
-  const day = T0 - (T0 % 86_400_000);
-  const cells = await store.readRollups({
-    grain: GRAINS.day,
-    slice: sliceKey("install", null, ALL_APPS),
-    from: day,
-    to: day + 86_400_000,
-    parts: ["data"],
-  });
-  const total = [0, 0, 0, 0, 0, 0];
-  for (const { data } of cells)
-    for (const c of Object.values(data.dims.type ?? {})) c.forEach((n, i) => (total[i]! += n));
-  return total;
 }
 
 function checks(make: () => Promise<Previous>) {
@@ -129,8 +101,7 @@ function checks(make: () => Promise<Previous>) {
         exitCode: 231,
       });
       // success, failed, aborted, in progress, unknown, blocked
-      const failed = 256 - BLOCKED - ABORTS + 1;
-      expect(await counts(engine.store)).toEqual([1, failed, ABORTS + 1, 0, 1, BLOCKED]);
+      expect(await dayTotals(engine.store, T0)).toEqual([1, FAILED, ABORTS + 1, 0, 1, BLOCKED]);
       const verified = await verifyRollups(engine.store);
       expect(verified.mismatches).toEqual([]);
       expect(verified.records).toBe(STORED.length);
@@ -150,8 +121,7 @@ function checks(make: () => Promise<Previous>) {
     // Opened again: nothing left to do, nothing recounted twice.
     const again = await openEngine(db.location, OPEN);
     try {
-      const failed = 256 - BLOCKED - ABORTS + 1;
-      expect(await counts(again.store)).toEqual([1, failed, ABORTS + 1, 0, 1, BLOCKED + 1]);
+      expect(await dayTotals(again.store, T0)).toEqual([1, FAILED, ABORTS + 1, 0, 1, BLOCKED + 1]);
       expect((await verifyRollups(again.store)).mismatches).toEqual([]);
     } finally {
       await again.close();
@@ -165,16 +135,9 @@ describe("sqlite", () => {
   let n = 0;
   checks(async () => {
     const location = join(dir, `prev-${++n}.db`);
-    const sql = <T>(fn: (db: Database) => T): T => {
-      const db = new Database(location);
-      try {
-        return fn(db);
-      } finally {
-        db.close();
-      }
-    };
     return {
       location,
+      ...sqliteUnderneath(location),
       async write() {
         const old = openDatabase(location, { durability: "normal", migrate: false });
         try {
@@ -182,13 +145,7 @@ describe("sqlite", () => {
           migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 14) });
           old.sqlite.transaction(() => {
             insertOldExecutions(old.sqlite, STORED);
-            const held = encodeHeld(HELD);
-            old.sqlite.run(
-              "INSERT INTO held_reports (execution_id, random_id, report, received_at, repaired, codec, data, cost) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
-              [HELD.executionId, HELD.randomId, held.report, T0, held.codec, held.data, held.cost],
-            );
-            old.sqlite.run("UPDATE budget_counters SET value = value + 1 WHERE name = 'held.count'");
-            old.sqlite.run("UPDATE budget_counters SET value = value + ? WHERE name = 'held.bytes'", [held.cost]);
+            insertHeld(old.sqlite, HELD, T0);
           })();
           migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 17) });
           old.sqlite.run("UPDATE rollup_state SET version = 4");
@@ -196,21 +153,6 @@ describe("sqlite", () => {
           old.sqlite.close();
         }
       },
-      rows: async () =>
-        sql(
-          (db) =>
-            new Map(
-              (
-                db.query("SELECT execution_id AS id, outcome, error_category FROM executions").all() as {
-                  id: string;
-                  outcome: string;
-                  error_category: string | null;
-                }[]
-              ).map((r) => [r.id, { outcome: r.outcome, error_category: r.error_category }]),
-            ),
-        ),
-      rollupVersion: async () =>
-        sql((db) => (db.query("SELECT version FROM rollup_state").get() as { version: number }).version),
     };
   });
 });
@@ -232,29 +174,12 @@ describe("postgres", () => {
     clients.push(pg);
     return {
       location,
+      ...postgresUnderneath(pg),
       async write() {
-        const engine = await openEngine(location, OPEN);
-        try {
-          await engine.store.write([
-            ...STORED.map((e) => ({ kind: "load" as const, execution: e, at: T0 })),
-            reportOp(HELD, T0),
-          ]);
-        } finally {
-          await engine.close();
-        }
+        await writeThrough(location, STORED, HELD, T0);
         // 0012 runs again on open, over the rows as the previous release wrote them.
         await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM drizzle.__drizzle_migrations)`;
         await pg`UPDATE marks SET value = 4 WHERE name = 'rollup_version'`;
-      },
-      async rows() {
-        const rs = await pg<
-          { id: string; outcome: string; error_category: string | null }[]
-        >`SELECT execution_id AS id, outcome, error_category FROM executions`;
-        return new Map(rs.map((r) => [r.id, { outcome: r.outcome, error_category: r.error_category }]));
-      },
-      async rollupVersion() {
-        const [r] = await pg<{ value: string }[]>`SELECT value FROM marks WHERE name = 'rollup_version'`;
-        return Number(r?.value ?? 0);
       },
     };
   });

@@ -1,13 +1,18 @@
 // What the upgrade tests share: the runs an earlier release stored, written into a database the
 // way it kept them, and read back underneath the store (outcome, category, rollup version) on
 // either engine, plus the outcome counts of the rollups over one day.
+import { afterAll, beforeAll } from "bun:test";
 import { Database } from "bun:sqlite";
-import type postgres from "postgres";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
 import type { Execution, Report } from "../../src/domain/execution.ts";
 import { ALL_APPS, GRAINS, sliceKey } from "../../src/domain/rollup.ts";
 import type { Store } from "../../src/store/contract/store.ts";
 import { encodeHeld } from "../../src/store/common/budgets.ts";
 import { openEngine } from "../../src/store/open.ts";
+import { createDatabase, startPostgres, type PgServer } from "./postgres.ts";
 import { execution, reportOp } from "./reports.ts";
 
 export const OPEN = { durability: "normal" as const, migrate: true, create: true };
@@ -121,4 +126,32 @@ export function insertHeld(sqlite: Database, held: Report, at: number): void {
   );
   sqlite.run("UPDATE budget_counters SET value = value + 1 WHERE name = 'held.count'");
   sqlite.run("UPDATE budget_counters SET value = value + ? WHERE name = 'held.bytes'", [h.cost]);
+}
+
+/** In a describe: a folder for its tests, removed after them; each call names a new database file in it. */
+export function sqliteFiles(prefix: string): { dir: string; next: () => string } {
+  const dir = mkdtempSync(join(tmpdir(), `installstats-${prefix}-`));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  return { dir, next: () => join(dir, `prev-${++n}.db`) };
+}
+
+/** In a describe: a PostgreSQL server for its tests; each call makes a new database and a client of it. */
+export function postgresDatabases(prefix: string): () => Promise<{ location: string; pg: postgres.Sql }> {
+  let server: PgServer | undefined;
+  let n = 0;
+  const clients: postgres.Sql[] = [];
+  beforeAll(async () => {
+    server = await startPostgres();
+  });
+  afterAll(async () => {
+    for (const c of clients) await c.end();
+    await server?.stop();
+  });
+  return async () => {
+    const location = await createDatabase(server!, `${prefix}_${++n}`);
+    const pg = postgres(location, { max: 1, onnotice: () => {} });
+    clients.push(pg);
+    return { location, pg };
+  };
 }

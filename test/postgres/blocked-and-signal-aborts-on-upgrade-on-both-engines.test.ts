@@ -9,11 +9,7 @@
 // database of the migrations up to 0017 (the layout main writes) with the executions put in it; on
 // PostgreSQL (same layout) a current database whose newest migration is forgotten, so it runs again
 // on open over the rows as the previous release wrote them, and whose rollups are marked version 4.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import postgres from "postgres";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import type { Execution, Report } from "../../src/domain/execution.ts";
 import { BLOCKED_EXIT_CODES, USER_ABORT_EXIT_CODES } from "../../src/domain/outcome.ts";
@@ -22,14 +18,15 @@ import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
-import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 import { reportOp, uploadStart } from "../helpers/reports.ts";
 import {
   OPEN,
   dayTotals,
   endedAt,
   insertHeld,
+  postgresDatabases,
   postgresUnderneath,
+  sqliteFiles,
   sqliteUnderneath,
   writeThrough,
   type StoredRow,
@@ -130,11 +127,9 @@ function checks(make: () => Promise<Previous>) {
 }
 
 describe("sqlite", () => {
-  const dir = mkdtempSync(join(tmpdir(), "installstats-blocked-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  let n = 0;
+  const files = sqliteFiles("blocked");
   checks(async () => {
-    const location = join(dir, `prev-${++n}.db`);
+    const location = files.next();
     return {
       location,
       ...sqliteUnderneath(location),
@@ -142,12 +137,12 @@ describe("sqlite", () => {
         const old = openDatabase(location, { durability: "normal", migrate: false });
         try {
           // The executions in the layout before 0017, then 0015-0017 over them: the layout main writes.
-          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 14) });
+          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(files.dir, 14) });
           old.sqlite.transaction(() => {
             insertOldExecutions(old.sqlite, STORED);
             insertHeld(old.sqlite, HELD, T0);
           })();
-          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 17) });
+          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(files.dir, 17) });
           old.sqlite.run("UPDATE rollup_state SET version = 4");
         } finally {
           old.sqlite.close();
@@ -158,20 +153,9 @@ describe("sqlite", () => {
 });
 
 describe("postgres", () => {
-  let server: PgServer;
-  let n = 0;
-  const clients: postgres.Sql[] = [];
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    for (const c of clients) await c.end();
-    await server?.stop();
-  });
+  const database = postgresDatabases("blocked");
   checks(async () => {
-    const location = await createDatabase(server, `blocked_${++n}`);
-    const pg = postgres(location, { max: 1, onnotice: () => {} });
-    clients.push(pg);
+    const { location, pg } = await database();
     return {
       location,
       ...postgresUnderneath(pg),

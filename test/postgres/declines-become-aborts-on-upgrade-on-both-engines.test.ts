@@ -11,11 +11,7 @@
 // database: its three newest migrations are forgotten and undone where running them again needs it
 // (so they run again on open, over the rows as the previous release wrote them), and its rollups
 // are marked as version 2.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import postgres from "postgres";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Execution, Report } from "../../src/domain/execution.ts";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { ROLLUP_VERSION } from "../../src/domain/rollup.ts";
@@ -23,14 +19,15 @@ import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
-import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
 import { reportOp, uploadStart } from "../helpers/reports.ts";
 import {
   OPEN,
   dayTotals,
   endedAt,
   insertHeld,
+  postgresDatabases,
   postgresUnderneath,
+  sqliteFiles,
   sqliteUnderneath,
   writeThrough,
   type Underneath,
@@ -127,18 +124,16 @@ function checks(make: () => Promise<Previous>) {
 }
 
 describe("sqlite", () => {
-  const dir = mkdtempSync(join(tmpdir(), "installstats-decline-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  let n = 0;
+  const files = sqliteFiles("decline");
   checks(async () => {
-    const location = join(dir, `prev-${++n}.db`);
+    const location = files.next();
     return {
       location,
       ...sqliteUnderneath(location),
       async write() {
         const old = openDatabase(location, { durability: "normal", migrate: false });
         try {
-          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 14) });
+          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(files.dir, 14) });
           old.sqlite.transaction(() => {
             insertOldExecutions(old.sqlite, STORED);
             insertHeld(old.sqlite, HELD, T0);
@@ -153,20 +148,9 @@ describe("sqlite", () => {
 });
 
 describe("postgres", () => {
-  let server: PgServer;
-  let n = 0;
-  const clients: postgres.Sql[] = [];
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    for (const c of clients) await c.end();
-    await server?.stop();
-  });
+  const database = postgresDatabases("decline");
   checks(async () => {
-    const location = await createDatabase(server, `decline_${++n}`);
-    const pg = postgres(location, { max: 1, onnotice: () => {} });
-    clients.push(pg);
+    const { location, pg } = await database();
     return {
       location,
       ...postgresUnderneath(pg),

@@ -40,7 +40,7 @@ const COMPARED: readonly Dimension[] = [
 export const driverDimensions = (oneApp: boolean): readonly Dimension[] =>
   oneApp ? [...COMPARED, "app_version"] : COMPARED;
 
-/** Finished runs: success + failed. Aborted (a user's decline), unknown (timed out) and running ones are neither. */
+/** Finished runs: success + failed. Blocked (by the host, before the script ran), aborted (a user's decline), unknown (timed out) and running ones are neither. */
 export interface RunCounts {
   failed: number;
   runs: number;

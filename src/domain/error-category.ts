@@ -2,7 +2,7 @@
 // clients send one; for reports without one (/upload, older v1) it is derived from the exit
 // code and the error text the same way, so old and new data share one breakdown.
 import { parseExitCode } from "./exit-codes.ts";
-import type { Outcome } from "./outcome.ts";
+import { outcomeOfFailure, type Outcome } from "./outcome.ts";
 
 /** The community client's categories, in the order breakdowns list them. */
 export const ERROR_CATEGORIES = [
@@ -168,24 +168,18 @@ export function normalizeCategory(text: string | null): ErrorCategory | null {
 }
 
 /**
- * Exit codes the engine raises when the person at the keyboard said no: 113, 114, 122 and 254
- * answer a question it asked (too small, too little storage, no internet, a prompt), 253 an update
- * whose data migration the user declined. Newer engines send such a run as aborted; older clients
- * (and /upload texts stating the code) as failed.
+ * One meaning for an ending, whatever sent it (outcome.ts outcomeOfFailure): a failure that ended
+ * with a user's abort code is an abort by the user, category user_aborted; one that ended with a
+ * code raised before the script ran is blocked, its category kept. Applied to every report as it
+ * is normalized, to reports held from before the rule, and (migrations) to the executions stored
+ * before it.
  */
-export const DECLINE_EXIT_CODES: ReadonlySet<number> = new Set([113, 114, 122, 253, 254]);
-
-/**
- * One meaning for a user's decline, whatever sent it: a failure that ended with a decline code is
- * an abort by the user, category user_aborted. Applied to every report as it is normalized, to
- * reports held from before the rule, and (a migration) to the executions stored before it.
- */
-export function asDecline<T extends { outcome: Outcome; exitCode: number | null; errorCategory: string | null }>(
+export function byExitCode<T extends { outcome: Outcome; exitCode: number | null; errorCategory: string | null }>(
   ending: T,
 ): T {
-  if (ending.outcome !== "failed" || ending.exitCode === null || !DECLINE_EXIT_CODES.has(ending.exitCode))
-    return ending;
-  return { ...ending, outcome: "aborted", errorCategory: "user_aborted" };
+  const outcome = outcomeOfFailure(ending.outcome, ending.exitCode);
+  if (outcome === ending.outcome) return ending;
+  return outcome === "aborted" ? { ...ending, outcome, errorCategory: "user_aborted" } : { ...ending, outcome };
 }
 
 /** The category to store: none without a failure, else the client's when it sent one, else derived. */

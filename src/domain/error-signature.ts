@@ -1,5 +1,6 @@
 // Error signatures: an error text with its volatile parts (numbers, paths, ids, addresses)
 // replaced, so the same failure on different machines groups together.
+import { isFailure, type Outcome } from "./outcome.ts";
 const RULES: [RegExp, string][] = [
   [/\u001b\[[0-9;]*[A-Za-z]/g, ""],
   [/<ipv[46]>/g, "<ip>"],
@@ -53,15 +54,19 @@ export function signatureId(signature: string): string {
   return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
 }
 
-/** The signature a record counts under in rollups, with its id: failed installs with an error text only. */
-export function failureSignature(outcome: string, error: string | null): { id: string; signature: string } | null {
-  if (outcome !== "failed") return null;
+/**
+ * The signature a record counts under in rollups, with its id: failed or blocked installs
+ * (outcome.ts isFailure) with an error text only. The signature counts keep the failed ones; the
+ * failure dimension keeps both, by outcome (rollup.ts).
+ */
+export function failureSignature(outcome: Outcome, error: string | null): { id: string; signature: string } | null {
+  if (!isFailure(outcome)) return null;
   const signature = errorSignature(error);
   return signature === null ? null : { id: signatureId(signature), signature };
 }
 
 /** The id of failureSignature. */
-export const failureSignatureId = (outcome: string, error: string | null): string | null =>
+export const failureSignatureId = (outcome: Outcome, error: string | null): string | null =>
   failureSignature(outcome, error)?.id ?? null;
 
 /** What is known of one error signature across all time. */

@@ -326,10 +326,10 @@ export const FIELDS = [
     values: OUTCOMES,
     filter: {
       at: 3,
-      doc: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown",
+      doc: "derived from status and exit code: success (done), failed, blocked (by the host, before the script ran), aborted (by the user), in_progress, unknown",
     },
     csv: 1,
-    doc: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown",
+    doc: "derived from status and exit code: success (done), failed, blocked (by the host, before the script ran), aborted (by the user), in_progress, unknown",
   },
   {
     name: "error",

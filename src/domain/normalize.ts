@@ -1,6 +1,6 @@
 // Field rules and normalization for every report: /upload's start report and status update and
 // /telemetry's payload (v1 and v2) become one typed Report, or the field that breaks the rules is named.
-import { asDecline, categoryFor } from "./error-category.ts";
+import { byExitCode, categoryFor } from "./error-category.ts";
 import { INSTALL_TYPES, MAX_RANDOM_ID_LENGTH, type Descriptive, type Ending, type Report } from "./execution.ts";
 import { parseExitCode } from "./exit-codes.ts";
 import { FIELD, WIRE_KEYS, fieldsOf, wireName, type FieldOf } from "./fields.ts";
@@ -303,7 +303,7 @@ function descriptive(body: JsonObject, max: number, payloadVersion: number | nul
   return assemble(VALUES);
 }
 
-/** How the run ended as far as this report says; exit code and category only with a final outcome; a decline is an abort. */
+/** How the run ended as far as this report says; exit code and category only with a final outcome; a failure reclassified by its exit code (a user's abort, blocked by the host). */
 function ending(
   st: string,
   error: string | null,
@@ -318,7 +318,7 @@ function ending(
   const outcome: Outcome = deriveOutcome(st, error);
   const final = outcome !== "in_progress";
   const exitCode = !final ? null : (sent.exitCode ?? (outcome === "success" ? null : parseExitCode(error)));
-  return asDecline({
+  return byExitCode({
     status: st,
     outcome,
     error,

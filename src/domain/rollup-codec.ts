@@ -9,13 +9,14 @@
 //           outcome count, per outcome: index, bin count, per bin: bin, count.
 //   apps:   total, value count, values (the nsapp dimension; cells of every app only).
 //   errors: signature count, per signature: label, count.
-// A value: (label << 5 | mask of the outcomes it has counts of), then those counts. A total: the
+// A value: (label << 6 | mask of the outcomes it has counts of), then those counts. A total: the
 // mask, then the counts. Counts are zigzag varints (a cell equals a recount, so never below 0; a
 // negative one would still round-trip).
 import {
   DIMENSIONS,
   OUTCOME_INDEX,
   valueMap,
+  zeroCounts,
   type Counts,
   type Dimension,
   type RollupData,
@@ -48,7 +49,11 @@ export class UnknownLabelError extends CellFormatError {
   }
 }
 
-const FORMAT = { data: 0xd1, apps: 0xa1, errors: 0xe1 } as const;
+/** Outcomes a value counts, and the masks of them (a value's head is label * MASKS + mask). */
+const N = OUTCOMES.length;
+const MASKS = 2 ** N;
+
+const FORMAT = { data: 0xd2, apps: 0xa2, errors: 0xe1 } as const;
 const NSAPP = "nsapp";
 /** Dimensions of the data part, whose "" counts are derived from the total. */
 const DATA_DIMENSIONS = DIMENSIONS.filter((d) => d !== NSAPP);
@@ -88,9 +93,9 @@ class Writer {
 
   counts(c: Counts, head: number): void {
     let mask = 0;
-    for (let i = 0; i < 5; i++) if (c[i] !== 0) mask |= 1 << i;
-    this.uint(head * 32 + mask);
-    for (let i = 0; i < 5; i++) if (c[i] !== 0) this.int(c[i]!);
+    for (let i = 0; i < N; i++) if (c[i] !== 0) mask |= 1 << i;
+    this.uint(head * MASKS + mask);
+    for (let i = 0; i < N; i++) if (c[i] !== 0) this.int(c[i]!);
   }
 
   /** A copy of what was written, and the writer emptied. */
@@ -104,10 +109,10 @@ class Writer {
 const writer = new Writer();
 
 const sumOf = (map: Record<string, Counts>): Counts => {
-  const total: Counts = [0, 0, 0, 0, 0];
+  const total = zeroCounts();
   for (const value in map) {
     const c = map[value]!;
-    for (let i = 0; i < 5; i++) total[i] = total[i]! + c[i]!;
+    for (let i = 0; i < N; i++) total[i] = total[i]! + c[i]!;
   }
   return total;
 };
@@ -124,7 +129,7 @@ function writeValues(w: Writer, map: Record<string, Counts>, labels: Labels): vo
 function totalOf(d: RollupData): Counts {
   const dims = d.dims as Record<string, Record<string, Counts> | undefined>;
   const any = dims.type ?? Object.values(dims).find((m) => m !== undefined);
-  return any ? sumOf(any) : [0, 0, 0, 0, 0];
+  return any ? sumOf(any) : zeroCounts();
 }
 
 /**
@@ -230,10 +235,10 @@ class Reader {
   /** Counts of one value, and the number written before them (a label, or 0 for a total). */
   counts(): [number, Counts] {
     const head = this.uint();
-    const mask = head % 32;
-    const c: Counts = [0, 0, 0, 0, 0];
-    for (let i = 0; i < 5; i++) if (mask & (1 << i)) c[i] = this.int();
-    return [Math.floor(head / 32), c];
+    const mask = head % MASKS;
+    const c = zeroCounts();
+    for (let i = 0; i < N; i++) if (mask & (1 << i)) c[i] = this.int();
+    return [Math.floor(head / MASKS), c];
   }
 }
 
@@ -255,9 +260,9 @@ function readValues(r: Reader, total: Counts, labels: Labels): Record<string, Co
     const [id, c] = r.counts();
     map[text(labels, id)] = c;
     any = true;
-    for (let i = 0; i < 5; i++) rest[i] = rest[i]! - c[i]!;
+    for (let i = 0; i < N; i++) rest[i] = rest[i]! - c[i]!;
   }
-  if (rest[0] !== 0 || rest[1] !== 0 || rest[2] !== 0 || rest[3] !== 0 || rest[4] !== 0) {
+  if (rest.some((n) => n !== 0)) {
     map[""] = rest;
     any = true;
   }
@@ -267,8 +272,8 @@ function readValues(r: Reader, total: Counts, labels: Labels): Record<string, Co
 /** Steps over a dimension's values without making them. */
 function skipValues(r: Reader): void {
   for (let n = r.uint(); n > 0; n--) {
-    const mask = r.uint() % 32;
-    for (let i = 0; i < 5; i++) if (mask & (1 << i)) r.uint();
+    const mask = r.uint() % MASKS;
+    for (let i = 0; i < N; i++) if (mask & (1 << i)) r.uint();
   }
 }
 

@@ -4,7 +4,7 @@
 // however many dimensions there are (docs/decisions/2026-11-21-read-api-and-rollups.md).
 import { kindOfType, type Execution, type Kind } from "./execution.ts";
 import type { DimensionField } from "./fields.ts";
-import { OUTCOMES, type Outcome } from "./outcome.ts";
+import { OUTCOMES, isFailure, type Outcome } from "./outcome.ts";
 import { DAY, HOUR } from "./time.ts";
 
 export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
@@ -16,8 +16,10 @@ export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) 
  * slices. 3: a failure ending in a decline exit code counts as an abort (drizzle/sqlite 0015,
  * drizzle/postgres 0010); dimensions disk_size, client, platform_class, arch_class and failure.
  * 4: cells of repo classes only, hour cells for HOUR_CELL_DAYS, binary parts (rollup-codec.ts).
+ * 5: a sixth outcome, blocked, and 129/143 as aborts (drizzle/sqlite 0018, drizzle/postgres 0012);
+ * the failure dimension and error signatures count blocked runs with the failed ones.
  */
-export const ROLLUP_VERSION = 4;
+export const ROLLUP_VERSION = 5;
 
 /**
  * Dimensions a breakdown can group by. nsapp stays first: an app's own slice skips it.
@@ -154,7 +156,9 @@ export const HOUR_CELL_DAYS = 32;
 /** The first hour that has hour cells, for a fold mark: whole days, HOUR_CELL_DAYS before its day. */
 export const hoursFrom = (foldedUntil: number): number => Math.floor(foldedUntil / DAY) * DAY - HOUR_CELL_DAYS * DAY;
 /** Counts by outcome, indexed as OUTCOMES. */
-export type Counts = [number, number, number, number, number];
+export type Counts = [number, number, number, number, number, number];
+/** Counts of nothing. */
+export const zeroCounts = (): Counts => [0, 0, 0, 0, 0, 0];
 
 /**
  * Every map keyed by values clients send (dimension values, and for symmetry bins and signature
@@ -300,7 +304,7 @@ function dimensionValue(r: RollupRecord, dim: Dimension, outcome: Outcome, error
             ? "x86_64 (inferred)"
             : "";
     case "failure":
-      return outcome !== "failed"
+      return !isFailure(outcome)
         ? ""
         : [text(r.exitCode), text(r.errorCategory), errorSig ?? "", text(r.nsapp).slice(0, MAX_VALUE_LENGTH)].join(
             FAILURE_SEPARATOR,
@@ -366,6 +370,8 @@ function countEnding(d: RollupData, bin: number | null, outcome: Outcome, errorS
     if (v !== 0) put(bins, String(bin), v);
     else if (remove(bins, String(bin))) delete d.dur[outcome];
   }
+  // The signature counts (the native API's, issues', alerts') are of failed runs; a blocked run's
+  // signature is in the failure dimension only, counted by outcome there.
   if (errorSig !== null && outcome === "failed") {
     const v = (d.err[errorSig] ?? 0) + sign;
     if (v !== 0) d.err[errorSig] = v;
@@ -377,7 +383,7 @@ function countEnding(d: RollupData, bin: number | null, outcome: Outcome, errorS
 function bump(d: RollupData, dim: Dimension, value: string, i: number, sign: 1 | -1): void {
   const byValue = (d.dims[dim] ??= valueMap());
   let counts = byValue[value];
-  if (counts === undefined) put(byValue, value, (counts = [0, 0, 0, 0, 0]));
+  if (counts === undefined) put(byValue, value, (counts = zeroCounts()));
   counts[i] = counts[i]! + sign;
   if (sign < 0 && counts[i] === 0 && counts.every((c) => c === 0) && remove(byValue, value)) delete d.dims[dim];
 }
@@ -386,7 +392,7 @@ function bump(d: RollupData, dim: Dimension, value: string, i: number, sign: 1 |
 function shift(d: RollupData, dim: Dimension, value: string, i: number, j: number): void {
   const byValue = (d.dims[dim] ??= valueMap());
   let counts = byValue[value];
-  if (counts === undefined) put(byValue, value, (counts = [0, 0, 0, 0, 0]));
+  if (counts === undefined) put(byValue, value, (counts = zeroCounts()));
   counts[i] = counts[i]! - 1;
   counts[j] = counts[j]! + 1;
   if (counts[j] === 0 && counts.every((c) => c === 0) && remove(byValue, value)) delete d.dims[dim];
@@ -467,10 +473,10 @@ export function addLeaf(d: RollupData, leaf: RollupData, app: string | null): vo
   const byApp = (d.dims.nsapp ??= valueMap());
   const nsapp = app.slice(1);
   let counts = byApp[nsapp];
-  if (counts === undefined) put(byApp, nsapp, (counts = [0, 0, 0, 0, 0]));
+  if (counts === undefined) put(byApp, nsapp, (counts = zeroCounts()));
   for (const value in totals) {
     const c = totals[value]!;
-    for (let k = 0; k < 5; k++) counts[k] = counts[k]! + c[k]!;
+    for (let k = 0; k < counts.length; k++) counts[k] = counts[k]! + c[k]!;
   }
 }
 
@@ -485,9 +491,9 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
     for (const value in values) {
       const counts = values[value]!;
       let t = target[value];
-      if (t === undefined) put(target, value, (t = [0, 0, 0, 0, 0]));
+      if (t === undefined) put(target, value, (t = zeroCounts()));
       let any = 0;
-      for (let k = 0; k < 5; k++) any |= t[k] = t[k]! + counts[k]!;
+      for (let k = 0; k < t.length; k++) any |= t[k] = t[k]! + counts[k]!;
       if (any === 0) {
         remove(target, value);
         check = true;

@@ -20,5 +20,6 @@ export function literalUnion<const T extends readonly string[]>(
 }
 
 export const OutcomeSchema = literalUnion(OUTCOMES, {
-  description: "derived from status: success (done), failed, aborted (user interrupt), in_progress, unknown",
+  description:
+    "derived from status and exit code: success (done), failed, blocked (by the host, before the script ran), aborted (by the user), in_progress, unknown",
 });

@@ -13,6 +13,7 @@ import {
   monthCeil,
   repoClass,
   sliceKey,
+  zeroCounts,
   type Counts,
   type Dimension,
   type Grain,
@@ -181,9 +182,9 @@ export function complementOf(
   return { base, only: { dim, value }, rest: { ...rest, except } };
 }
 
-const zero = (): Counts => [0, 0, 0, 0, 0];
+const zero = zeroCounts;
 const add = (a: Counts, b: Counts): Counts => {
-  for (let i = 0; i < 5; i++) a[i] = a[i]! + b[i]!;
+  for (let i = 0; i < a.length; i++) a[i] = a[i]! + b[i]!;
   return a;
 };
 
@@ -229,19 +230,22 @@ interface OutcomeCounts {
   total: number;
   success: number;
   failed: number;
+  /** Ended before the application's script ran: the host would not provide a working container. */
+  blocked: number;
   aborted: number;
   in_progress: number;
   unknown: number;
-  /** success / (success + failed); null when neither occurred. */
+  /** success / (success + failed); null when neither occurred. Blocked and aborted runs are neither, as on the community's page. */
   success_rate: number | null;
 }
 
 function outcomeCounts(c: Counts): OutcomeCounts {
-  const [success, failed, aborted, in_progress, unknown] = c;
+  const [success, failed, aborted, in_progress, unknown, blocked] = c;
   return {
-    total: success + failed + aborted + in_progress + unknown,
+    total: success + failed + blocked + aborted + in_progress + unknown,
     success,
     failed,
+    blocked,
     aborted,
     in_progress,
     unknown,

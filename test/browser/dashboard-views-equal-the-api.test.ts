@@ -275,6 +275,13 @@ describe("numbers", () => {
     expect(num(await metric(w.page, "failed"))).toBe(all.failed!);
     expect(num(await metric(w.page, "aborted"))).toBe(all.aborted!);
     expect(num(await metric(w.page, "in_progress"))).toBe(all.in_progress!);
+    // Blocked (the host refused before the script ran): its own card, legend entry and colour.
+    expect(all.blocked).toBeGreaterThan(0);
+    expect(num(await metric(w.page, "blocked"))).toBe(all.blocked!);
+    expect(await w.page.locator(".u-legend .u-series .u-label").allTextContents()).toContain("Blocked");
+    expect(
+      await w.page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue("--blocked").trim()),
+    ).toMatch(/^#[0-9a-f]{6}$/i);
 
     // Filter by type through the form, as a user would.
     await w.page.locator(".filter-panel > summary").click();
@@ -565,9 +572,17 @@ describe("times", () => {
   });
 });
 
-type Group = { value: string | null; total: number; success: number; failed: number; aborted: number; unknown: number };
+type Group = {
+  value: string | null;
+  total: number;
+  success: number;
+  failed: number;
+  blocked: number;
+  aborted: number;
+  unknown: number;
+};
 type Breakdown = { groups: Group[] };
-const notSucceeded = (g: Group) => g.failed + g.aborted + g.unknown;
+const notSucceeded = (g: Group) => g.failed + g.blocked + g.aborted + g.unknown;
 
 /** [value, count] of a bar list's rows ("" for a missing value). */
 const barRows = (page: Page, section: string) =>

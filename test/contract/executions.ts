@@ -250,7 +250,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
       // Each execution counts once, by its attempt.
       expect(await hourTotals(store)).toEqual(outcomes({ failed: 1, success: 1 }));
       const [cell] = await store.readRollups({ grain: GRAINS.hour, slice: ALL, ...EVERYTHING, parts: ["data"] });
-      expect(cell!.data.dims.attempt).toEqual({ "1": [0, 1, 0, 0, 0], "2": [1, 0, 0, 0, 0] });
+      expect(cell!.data.dims.attempt).toEqual({ "1": [0, 1, 0, 0, 0, 0], "2": [1, 0, 0, 0, 0, 0] });
       // Deleting the install removes both.
       expect(await one(store, { kind: "delete", randomId: "r1", at: PAST + HOUR })).toEqual({
         kind: "deleted",
@@ -507,6 +507,27 @@ export function executionsContract({ database, freshStore }: Harness): void {
       });
       expect(await hourTotals(store)).toEqual(outcomes({ aborted: 1 }));
       await expectVerified(store, 1);
+    });
+
+    test("a blocked ending (a failure the host raised before the script ran) is stored, listed and counted apart", async () => {
+      const store = await freshStore();
+      await one(store, startOp("b1", {}, PAST));
+      await one(store, startOp("f1", {}, PAST));
+      // As normalization makes it (domain/outcome.ts outcomeOfFailure): the store keeps what it is given.
+      const blocked = updateOp("b1", "failed", "exit code 214", PAST + MIN);
+      blocked.report = { ...blocked.report, outcome: "blocked", exitCode: 214, errorCategory: "storage" };
+      expect(await one(store, blocked)).toEqual({ kind: "updated", outcome: "blocked" });
+      await one(store, updateOp("f1", "failed", "exit code 100", PAST + MIN));
+      expect(await latestOf(store, "b1")).toMatchObject({
+        status: "failed",
+        outcome: "blocked",
+        exitCode: 214,
+        errorCategory: "storage",
+      });
+      expect(idsOf((await store.listExecutions({ outcome: "blocked" }, { limit: 10 })).rows)).toEqual(["b1"]);
+      expect(idsOf((await store.listExecutions({ outcome: "failed" }, { limit: 10 })).rows)).toEqual(["f1"]);
+      expect(await hourTotals(store)).toEqual(outcomes({ blocked: 1, failed: 1 }));
+      await expectVerified(store, 2);
     });
 
     test("an update for an unknown install is held; its start report takes the held status, with no duration", async () => {
@@ -1072,8 +1093,8 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(mark).toBeLessThanOrEqual(H);
       const hour = await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H, to: H + HOUR, parts: ALL_PARTS });
       expect(hour.map((c) => c.bucket)).toEqual([H]);
-      expect(hour[0]!.data.dims.nsapp).toEqual({ a: [1, 0, 0, 1, 0], b: [0, 0, 0, 1, 0] });
-      expect(hour[0]!.data.dims.type).toEqual({ lxc: [1, 0, 0, 1, 0], vm: [0, 0, 0, 1, 0] });
+      expect(hour[0]!.data.dims.nsapp).toEqual({ a: [1, 0, 0, 1, 0, 0], b: [0, 0, 0, 1, 0, 0] });
+      expect(hour[0]!.data.dims.type).toEqual({ lxc: [1, 0, 0, 1, 0, 0], vm: [0, 0, 0, 1, 0, 0] });
       const app = await store.readRollups({
         grain: GRAINS.hour,
         slice: appOf("a"),
@@ -1081,7 +1102,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
         to: H + HOUR,
         parts: ALL_PARTS,
       });
-      expect(app.map((c) => [c.bucket, c.data.dims.type])).toEqual([[H, { lxc: [1, 0, 0, 1, 0] }]]);
+      expect(app.map((c) => [c.bucket, c.data.dims.type])).toEqual([[H, { lxc: [1, 0, 0, 1, 0, 0] }]]);
       expect((await store.rollupCells(GRAINS.hour, H, H + HOUR)).map((c) => c.slice).sort()).toEqual(
         slicesOfApps(["a", "b"]),
       );
@@ -1130,12 +1151,12 @@ export function executionsContract({ database, freshStore }: Harness): void {
         to: bucketStart(H, GRAINS.day) + DAY,
         parts: ["apps"],
       });
-      expect(day.map((c) => c.data.dims.nsapp)).toEqual([{ a: [1, 0, 0, 1, 0], b: [0, 1, 0, 0, 0] }]);
+      expect(day.map((c) => c.data.dims.nsapp)).toEqual([{ a: [1, 0, 0, 1, 0, 0], b: [0, 1, 0, 0, 0, 0] }]);
       expect(
         (
           await store.readRollups({ grain: GRAINS.hour, slice: ALL, from: H + HOUR, to: H + 2 * HOUR, parts: ["apps"] })
         ).map((c) => c.data.dims.nsapp),
-      ).toEqual([{ c: [0, 0, 0, 1, 0] }]);
+      ).toEqual([{ c: [0, 0, 0, 1, 0, 0] }]);
       expect(await one(store, { kind: "fold", until: H + 3 * HOUR, at: H + 3 * HOUR })).toEqual({
         kind: "folded",
         hours: 1,

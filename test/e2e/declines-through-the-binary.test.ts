@@ -1,6 +1,6 @@
 // The newest engine's behaviour against the compiled binary (scripts/client.sh --protocol v2 as
 // core sends it after a495a11), beside ProxmoxVE's v1 client and the old /upload client: a user's
-// decline is an abort whatever sent it, 199 is kept as sent, an update run sends no final report,
+// decline is an abort whatever sent it, a run the host refused is blocked, 199 is kept as sent, an update run sends no final report,
 // a final report without its start is held, runs the engine attributes to itself say ProxmoxVED.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
@@ -93,6 +93,21 @@ describe("declines, 199 and update runs, through the binary", () => {
         "failed",
         "130",
       ]),
+      // Blocked by the host before the script ran (docs/decisions/2026-11-27-blocked-adopted.md), and
+      // the old client's SIGTERM trap: on another app, so immich's counts stay as they are.
+      v1blocked: await client(u, [
+        "--protocol",
+        "v1",
+        "--id",
+        "v1-214",
+        ...quick,
+        "--app",
+        "jellyfin",
+        "install",
+        "failed",
+        "214",
+      ]),
+      uploadTerm: await client(u, ["--id", "up-term", "--app", "jellyfin", "install", "failed", "TERMINATED"]),
       // An update run: the engine never attempted a start, so it reports no ending.
       v2update: await client(u, [
         "--protocol",
@@ -165,6 +180,25 @@ describe("declines, 199 and update runs, through the binary", () => {
     ]);
   });
 
+  test("a failure raised before the script ran is blocked (category kept); SIGTERM's TERMINATED is an abort", async () => {
+    expect(lines.v1blocked!.at(-1)).toBe("telemetry failed 200");
+    expect(await get("/api/installs/v1-214")).toMatchObject({
+      status: "failed",
+      outcome: "blocked",
+      exit_code: 214,
+      error_category: "storage",
+    });
+    expect(lines.uploadTerm).toEqual(["upload 201", "updatestatus 200"]);
+    expect(await get("/api/installs/up-term")).toMatchObject({
+      status: "failed",
+      outcome: "aborted",
+      exit_code: 143,
+      error_category: "user_aborted",
+    });
+    const s = await get("/api/stats/summary?days=1&nsapp=jellyfin");
+    expect(s).toMatchObject({ total: 2, failed: 0, blocked: 1, aborted: 1, success_rate: null });
+  });
+
   test("199 (the engine was given no exit code) is kept as sent: a failure of unknown cause", async () => {
     const r = await get("/api/installs/v2-199");
     expect(r).toMatchObject({ status: "failed", outcome: "failed", exit_code: 199, error_category: "unknown" });
@@ -220,14 +254,25 @@ describe("declines, 199 and update runs, through the binary", () => {
       runs: 8,
       success: 0,
       failed: 2,
+      blocked: 0,
       aborted: 6,
       unfinished: 0,
     });
+    expect(page.top_apps).toContainEqual({
+      label: "jellyfin",
+      runs: 2,
+      success: 0,
+      failed: 0,
+      blocked: 1,
+      aborted: 1,
+      unfinished: 0,
+    });
     expect(page.categories).not.toContainEqual(expect.objectContaining({ label: "user_aborted" }));
-    expect((page.exit_codes as { code: number }[]).map((e) => e.code).sort((a, b) => a - b)).toEqual([1, 199]);
+    // failures and blocked runs (jellyfin's 214), no abort
+    expect((page.exit_codes as { code: number }[]).map((e) => e.code).sort((a, b) => a - b)).toEqual([1, 199, 214]);
     // The original's words: every decline and abort is "failed" there, as the old client sent them.
     const summary = await get("/data/summary");
-    expect(summary.status_count).toEqual({ failed: 8 });
+    expect(summary.status_count).toEqual({ failed: 10 });
     expect((await get("/healthz")).time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
   });
 

@@ -400,8 +400,8 @@ describe("client strings never touch object prototypes", () => {
     for (const cell of [direct, parsed, merged]) {
       for (const key of PROTO_KEYS) {
         expect(Object.hasOwn(cell.dims.method!, key)).toBe(true);
-        expect(cell.dims.method![key]).toEqual([0, 3, 0, 0, 0]);
-        expect(cell.dims.nsapp![key]).toEqual([0, 3, 0, 0, 0]);
+        expect(cell.dims.method![key]).toEqual([0, 3, 0, 0, 0, 0]);
+        expect(cell.dims.nsapp![key]).toEqual([0, 3, 0, 0, 0, 0]);
       }
     }
     // Removing them all leaves nothing behind, as a recount would.

@@ -2,8 +2,8 @@
 // service.go): GET /api/new, GET /api/script-detail, the install log's CSV, and the newer parameters
 // of the routes served before (platform, platform_stats, repo absent = every repo, records with
 // platform and the v2 fields). Every number is checked against a recount of the runs sent, done
-// here the way the community's SQL counts (one run per execution; unfinished = neither success,
-// failed nor aborted), on both the rollup path and the scan path, before and after the hours are
+// here the way the community's SQL counts (one run per execution; a failure's exit code makes it
+// blocked or the user's abort; unfinished = neither success, failed, blocked nor aborted), on both the rollup path and the scan path, before and after the hours are
 // folded into day cells.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { DAY, HOUR } from "../../src/domain/time.ts";
@@ -110,6 +110,9 @@ const RUNS: Run[] = [
   run("j4", 2, 14, "jellyfin", { kind: "success" }, { cores: 4, ram: 4096, disk: 32, ct: 0 }),
   run("j5", 3, 7, "jellyfin", { kind: "v1-decline", code: 113 }, { client: "v1", pass: "igpu", arch: null }),
   run("j6", 3, 8, "jellyfin", { kind: "aborted", code: 254 }),
+  // blocked: the host refused before the script ran (its category kept), and a SIGTERM sent as failed
+  run("j7", 1, 15, "jellyfin", fail(214, "storage", "exit_code=214 | not enough storage on local-lvm")),
+  run("i6", 2, 15, "immich", fail(143, "signal", "exit_code=143 | terminated"), { client: "v1" }),
   // immich: failures of several kinds, a slow success, a run still going
   run("i1", 0, 11, "immich", fail(1, "shell", "exit_code=1 | General error | at line 5: npm ci", "npm ci"), {
     cpu: "amd",
@@ -271,12 +274,39 @@ async function send(t: TestApp, r: Run): Promise<void> {
 
 // ------------------------------------------------------------------ the recount, as the community's SQL counts
 
-type Outcome = "success" | "failed" | "aborted" | "unfinished";
+type Outcome = "success" | "failed" | "blocked" | "aborted" | "unfinished";
+// newdash.go's lists (telemetry-service d10f1897), as its multiIf reads them.
+const USER_ABORT = [113, 114, 122, 129, 130, 143, 253, 254];
+const BLOCKED = [
+  103,
+  104,
+  105,
+  106,
+  107,
+  108,
+  109,
+  110,
+  111,
+  116,
+  117,
+  118,
+  119,
+  120,
+  121,
+  123,
+  200,
+  ...Array.from({ length: 25 }, (_, i) => 203 + i),
+  231,
+];
 const outcomeOf = (r: Run): Outcome =>
   r.end.kind === "success"
     ? "success"
     : r.end.kind === "failed"
-      ? "failed"
+      ? USER_ABORT.includes(r.end.code)
+        ? "aborted"
+        : BLOCKED.includes(r.end.code)
+          ? "blocked"
+          : "failed"
       : r.end.kind === "going"
         ? "unfinished"
         : "aborted";
@@ -287,12 +317,20 @@ const inWindow = (days: number) => RUNS.filter((r) => startOf(r) >= windowStart(
 function group(runs: Run[], key: (r: Run) => string | null) {
   const m = new Map<
     string,
-    { label: string; runs: number; success: number; failed: number; aborted: number; unfinished: number }
+    {
+      label: string;
+      runs: number;
+      success: number;
+      failed: number;
+      blocked: number;
+      aborted: number;
+      unfinished: number;
+    }
   >();
   for (const r of runs) {
     const k = key(r);
     if (k === null) continue;
-    const g = m.get(k) ?? { label: k, runs: 0, success: 0, failed: 0, aborted: 0, unfinished: 0 };
+    const g = m.get(k) ?? { label: k, runs: 0, success: 0, failed: 0, blocked: 0, aborted: 0, unfinished: 0 };
     g.runs++;
     g[outcomeOf(r)]++;
     m.set(k, g);
@@ -331,16 +369,19 @@ describe("GET /api/new", () => {
       runs: d.runs,
       success: d.success,
       failed: d.failed,
+      blocked: d.blocked,
       aborted: d.aborted,
       unfinished: d.unfinished,
     }).toEqual({
       runs: all.runs,
       success: all.success,
       failed: all.failed,
+      blocked: all.blocked,
       aborted: all.aborted,
       unfinished: all.unfinished,
     });
-    expect([d.runs, d.aborted]).toEqual([17, 2]);
+    // j7 (214) is blocked, i6 (143, sent failed by v1) the user's abort
+    expect([d.runs, d.blocked, d.aborted]).toEqual([19, 1, 3]);
     expect(d.all_time).toBe(RUNS.length);
     expect(d.median_duration).toBeGreaterThan(240);
     expect(d.median_duration).toBeLessThan(360); // 300 s in log bins (±9%)
@@ -351,10 +392,15 @@ describe("GET /api/new", () => {
     expect(d.by_repo_slug).toEqual(group(runs, (r) => r.slug));
     expect(d.by_os).toEqual(group(runs, (r) => `${r.os[0]} ${r.os[1]}`));
     expect(d.by_host_version).toEqual(group(runs, (r) => r.pve));
-    // Failures by category; declines and aborts are the user's and out of it.
+    // Failed and blocked runs by category; declines and aborts (143 sent as failed too) are the user's and out of it.
     expect(d.categories).toEqual(
       countBy(
-        runs.filter((r) => r.end.kind === "failed" && r.end.category !== ""),
+        runs.filter(
+          (r) =>
+            r.end.kind === "failed" &&
+            r.end.category !== "" &&
+            (outcomeOf(r) === "failed" || outcomeOf(r) === "blocked"),
+        ),
         (r) => (r.end as { category: string }).category,
       ),
     );
@@ -373,15 +419,16 @@ describe("GET /api/new", () => {
     expect(d.by_client).toEqual(countBy(runs, (r) => (r.client === "v2" ? "payload v2" : "pre-versioning")));
   });
 
-  test("exit codes and the why: failures only, with the apps behind each", async () => {
+  test("exit codes and the why: failed and blocked runs (not aborts), with the apps behind each", async () => {
     const d = await get("/api/new");
-    // exit 100 failed jellyfin twice and immich once in 7 days (x1 is older)
+    // exit 100 failed jellyfin twice and immich once in 7 days (x1 is older); 214 blocked jellyfin; 143 is an abort
     expect(d.exit_codes).toEqual([
       { code: 100, desc: "APT: install failed (broken packages or dependencies)", count: 3, apps: 2 },
       { code: 1, desc: "General error", count: 1, apps: 1 },
       { code: 7, desc: "curl: could not connect to the server", count: 1, apps: 1 },
       { code: 22, desc: "curl: the server answered with an HTTP error (e.g. 404, 429, 5xx)", count: 1, apps: 1 },
       { code: 137, desc: "Killed (SIGKILL), often out of memory", count: 1, apps: 1 },
+      { code: 214, desc: "Proxmox: not enough free storage", count: 1, apps: 1 },
     ]);
     const why = d.signatures as { category: string; exit_code: number; message: string; count: number; apps: number }[];
     expect(why[0]).toEqual({
@@ -391,7 +438,16 @@ describe("GET /api/new", () => {
       count: 3,
       apps: 2,
     });
-    expect(why.reduce((n, s) => n + s.count, 0)).toBe(inWindow(7).filter((r) => r.end.kind === "failed").length);
+    expect(why.reduce((n, s) => n + s.count, 0)).toBe(
+      inWindow(7).filter((r) => outcomeOf(r) === "failed" || outcomeOf(r) === "blocked").length,
+    );
+    expect(why.find((s) => s.exit_code === 214)).toEqual({
+      category: "storage",
+      exit_code: 214,
+      message: "exit_code=<n> | not enough storage on local-lvm",
+      count: 1,
+      apps: 1,
+    });
     expect(why.find((s) => s.exit_code === 22)).toMatchObject({
       category: "network",
       message: "exit code <n>: curl failed",
@@ -434,7 +490,7 @@ describe("GET /api/new", () => {
   test("the install log: the newest runs, every field, heard-from order", async () => {
     const d = await get("/api/new");
     const recent = d.recent as Json[];
-    expect(recent).toHaveLength(17);
+    expect(recent).toHaveLength(19);
     expect(recent[0]).toMatchObject({ run: "i4", app: "immich", status: "configuring", exit_code: 0 });
     const j2 = recent.find((r) => r.run === "j2")!;
     expect(j2).toEqual({
@@ -550,14 +606,29 @@ describe("GET /api/new", () => {
   ] as const)("%s narrows every section to its runs (and nothing else)", async (q, keep) => {
     const d = await get(`/api/new?days=30&${q}`);
     const runs = inWindow(30).filter(keep);
-    const all = group(runs, () => "all")[0] ?? { runs: 0, success: 0, failed: 0, aborted: 0, unfinished: 0 };
+    const all = group(runs, () => "all")[0] ?? {
+      runs: 0,
+      success: 0,
+      failed: 0,
+      blocked: 0,
+      aborted: 0,
+      unfinished: 0,
+    };
     expect(
-      { runs: d.runs, success: d.success, failed: d.failed, aborted: d.aborted, unfinished: d.unfinished },
+      {
+        runs: d.runs,
+        success: d.success,
+        failed: d.failed,
+        blocked: d.blocked,
+        aborted: d.aborted,
+        unfinished: d.unfinished,
+      },
       q,
     ).toEqual({
       runs: all.runs,
       success: all.success,
       failed: all.failed,
+      blocked: all.blocked,
       aborted: all.aborted,
       unfinished: all.unfinished,
     });
@@ -591,6 +662,7 @@ describe("GET /api/new", () => {
       runs: 0,
       success: 0,
       failed: 0,
+      blocked: 0,
       aborted: 0,
       unfinished: 0,
       daily: null,
@@ -631,6 +703,7 @@ describe("GET /api/new", () => {
       "runs",
       "success",
       "failed",
+      "blocked",
       "aborted",
       "unfinished",
       "all_time",
@@ -699,7 +772,7 @@ describe("GET /api/new/log.csv", () => {
     expect(lines[0]).toBe(
       "last_seen,status,exit_code,category,app,type,platform,os,host_version,arch,repo,method,cores,ram,disk,privileged,duration,failed_command,failed_line,kernel_version,app_version,payload_version,error",
     );
-    expect(lines).toHaveLength(1 + 17);
+    expect(lines).toHaveLength(1 + 19);
     expect(lines).toContain(
       "2026-06-10 10:05,failed,100,dependency,jellyfin,lxc,incus,debian 13,incus-6.0.1,amd64,community-scripts/ProxmoxVE,default,2,2048,8,false,300,apt-get install -y ffmpeg,12,6.8.12,10.10,2,exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
     );
@@ -729,17 +802,23 @@ describe("GET /api/script-detail", () => {
       runs: all.runs,
       success: all.success,
       failed: all.failed,
+      blocked: all.blocked,
       aborted: all.aborted,
       unfinished: all.unfinished,
       min_runs: 20,
     });
+    // blocked runs stay in the error panels, as the community's page keeps them
     expect(d.exit_codes).toEqual([
       { code: 100, desc: "APT: install failed (broken packages or dependencies)", count: 3 },
+      { code: 214, desc: "Proxmox: not enough free storage", count: 1 },
     ]);
     expect(d.by_platform).toEqual(group(runs, platformOf));
     expect(d.by_os).toEqual(group(runs, (r) => `${r.os[0]} ${r.os[1]}`));
     expect(d.by_host_version).toEqual(group(runs, (r) => r.pve));
-    expect(d.categories).toEqual([{ label: "dependency", count: 3 }]);
+    expect(d.categories).toEqual([
+      { label: "dependency", count: 3 },
+      { label: "storage", count: 1 },
+    ]);
     expect((d.daily as { runs: number }[]).reduce((n, p) => n + p.runs, 0)).toBe(runs.length);
     expect((d.recent as Json[]).map((r) => r.run).sort()).toEqual(runs.map((r) => r.id).sort());
   });

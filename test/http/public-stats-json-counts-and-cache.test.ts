@@ -62,9 +62,17 @@ describe("GET /public/stats.json", () => {
 
     const d30 = windowOf(body, 30);
     expect(d30.apps).toEqual([
-      { app: "new-app", installs: 7, success: 5, failed: 2, aborted: 0, failure_rate: 0.2857 },
+      { app: "new-app", installs: 7, success: 5, failed: 2, blocked: 0, aborted: 0, failure_rate: 0.2857 },
     ]);
-    expect(d30.other).toEqual({ apps: 1, installs: 4, success: 3, failed: 1, aborted: 0, failure_rate: 0.25 });
+    expect(d30.other).toEqual({
+      apps: 1,
+      installs: 4,
+      success: 3,
+      failed: 1,
+      blocked: 0,
+      aborted: 0,
+      failure_rate: 0.25,
+    });
     expect(d30.total.installs).toBe(11);
 
     const d90 = windowOf(body, 90);

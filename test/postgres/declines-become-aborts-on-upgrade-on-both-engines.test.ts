@@ -1,60 +1,44 @@
 // Declines stored before the rule (docs/decisions/2026-11-27-declines-are-aborts.md) become aborts
 // when a database of the release before it is opened, on both engines: the migration moves the
 // executions (drizzle/sqlite 0015, drizzle/postgres 0010) before the later ones change the layout
-// (SQLite 0016-0017, PostgreSQL 0011), the rollups are recounted (ROLLUP_VERSION: SQLite's
+// (SQLite 0016-0018, PostgreSQL 0011-0012), the rollups are recounted (ROLLUP_VERSION: SQLite's
 // rollup_state, PostgreSQL's rollup_version mark), a held report is read with the rule, and verify
 // finds every cell equal to a recount.
 //
 // "The previous release" stores declines as it did: failed, counted as failed, rollups of version 2.
 // On SQLite it is a database of the migrations up to 0014 with the executions and the held report
 // put in its layout. On PostgreSQL (whose executions kept their layout) it is made from a current
-// database: its two newest migrations are forgotten and undone where running them again needs it
+// database: its three newest migrations are forgotten and undone where running them again needs it
 // (so they run again on open, over the rows as the previous release wrote them), and its rollups
 // are marked as version 2.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import postgres from "postgres";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Execution, Report } from "../../src/domain/execution.ts";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
-import { ALL_APPS, GRAINS, ROLLUP_VERSION, sliceKey } from "../../src/domain/rollup.ts";
+import { ROLLUP_VERSION } from "../../src/domain/rollup.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
-import type { Store } from "../../src/store/contract/store.ts";
 import { openEngine } from "../../src/store/open.ts";
-import { encodeHeld } from "../../src/store/common/budgets.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
-import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
-import { execution, reportOp, uploadStart } from "../helpers/reports.ts";
+import { reportOp, uploadStart } from "../helpers/reports.ts";
+import {
+  OPEN,
+  dayTotals,
+  endedAt,
+  insertHeld,
+  postgresDatabases,
+  postgresUnderneath,
+  sqliteFiles,
+  sqliteUnderneath,
+  writeThrough,
+  type Underneath,
+} from "../helpers/upgrade.ts";
 
 setDefaultTimeout(60_000);
 
 const T0 = Date.UTC(2026, 9, 5, 10, 0, 0);
-const OPEN = { durability: "normal" as const, migrate: true, create: true };
 
 /** What the previous release stored: every decline a failure, with the client's category. */
-const ended = (
-  id: string,
-  exitCode: number | null,
-  category: string | null,
-  outcome: Execution["outcome"] = "failed",
-  status = "failed",
-): Execution =>
-  execution(id, {
-    nsapp: "jellyfin",
-    status,
-    outcome,
-    exitCode,
-    errorCategory: category,
-    error: exitCode === null ? null : `exit_code=${exitCode} | x`,
-    createdAt: T0,
-    updatedAt: T0 + 60_000,
-    durationMs: 60_000,
-    installingAt: T0,
-    finishedAt: T0 + 60_000,
-  });
+const ended = endedAt(T0);
 const STORED: Execution[] = [
   ended("d113", 113, "unknown"),
   ended("d114", 114, "shell"),
@@ -77,41 +61,14 @@ const HELD: Report = {
   errorCategory: "unknown",
 };
 
-interface Previous {
+interface Previous extends Underneath {
   location: string;
   /** Writes STORED and HELD as the previous release kept them, its rollups of version 2. */
   write(): Promise<void>;
-  /** The stored outcome and category of an execution, read underneath the store. */
-  row(id: string): Promise<{ outcome: string; error_category: string | null }>;
-  rollupVersion(): Promise<number>;
 }
 
-async function writePrevious(location: string): Promise<void> {
-  const engine = await openEngine(location, OPEN);
-  try {
-    await engine.store.write([
-      ...STORED.map((e) => ({ kind: "load" as const, execution: e, at: T0 })),
-      reportOp(HELD, T0),
-    ]);
-  } finally {
-    await engine.close();
-  }
-}
-
-/** Outcome counts of the every-app install slice over the day of T0. */
-async function counts(store: Store): Promise<number[]> {
-  const cells = await store.readRollups({
-    grain: GRAINS.day,
-    slice: sliceKey("install", null, ALL_APPS),
-    from: T0 - (T0 % 86_400_000),
-    to: T0 - (T0 % 86_400_000) + 86_400_000,
-    parts: ["data"],
-  });
-  const total = [0, 0, 0, 0, 0];
-  for (const { data } of cells)
-    for (const c of Object.values(data.dims.type ?? {})) c.forEach((n, i) => (total[i]! += n));
-  return total;
-}
+/** The stored outcome and category of an execution, read underneath the store. */
+const row = async (db: Previous, id: string) => (await db.rows()).get(id);
 
 function checks(make: () => Promise<Previous>) {
   test("declines become aborts, the rest stays, the rollups are recounted and equal a recount", async () => {
@@ -119,15 +76,15 @@ function checks(make: () => Promise<Previous>) {
     await db.write();
     expect(await db.rollupVersion()).toBe(2);
     // Before: what the previous release kept.
-    expect(await db.row("d113")).toEqual({ outcome: "failed", error_category: "unknown" });
+    expect(await row(db, "d113")).toEqual({ outcome: "failed", error_category: "unknown" });
 
     const engine = await openEngine(db.location, OPEN);
     try {
       for (const id of ["d113", "d114", "d122", "d253", "d254"])
-        expect(await db.row(id)).toEqual({ outcome: "aborted", error_category: "user_aborted" });
-      expect(await db.row("f199")).toEqual({ outcome: "failed", error_category: "unknown" });
-      expect(await db.row("f100")).toEqual({ outcome: "failed", error_category: "dependency" });
-      expect(await db.row("a130")).toEqual({ outcome: "aborted", error_category: "user_aborted" });
+        expect(await row(db, id)).toEqual({ outcome: "aborted", error_category: "user_aborted" });
+      expect(await row(db, "f199")).toEqual({ outcome: "failed", error_category: "unknown" });
+      expect(await row(db, "f100")).toEqual({ outcome: "failed", error_category: "dependency" });
+      expect(await row(db, "a130")).toEqual({ outcome: "aborted", error_category: "user_aborted" });
       expect(await db.rollupVersion()).toBe(ROLLUP_VERSION);
       const [execution] = await engine.store.getExecutions("d254");
       expect(execution).toMatchObject({
@@ -136,8 +93,8 @@ function checks(make: () => Promise<Previous>) {
         errorCategory: "user_aborted",
         exitCode: 254,
       });
-      // success, failed, aborted, in progress, unknown
-      expect(await counts(engine.store)).toEqual([1, 2, 6, 0, 0]);
+      // success, failed, aborted, in progress, unknown, blocked
+      expect(await dayTotals(engine.store, T0)).toEqual([1, 2, 6, 0, 0, 0]);
       const verified = await verifyRollups(engine.store);
       expect(verified.mismatches).toEqual([]);
       expect(verified.records).toBe(STORED.length);
@@ -158,7 +115,7 @@ function checks(make: () => Promise<Previous>) {
     // Opened again: nothing left to do, nothing recounted twice.
     const again = await openEngine(db.location, OPEN);
     try {
-      expect(await counts(again.store)).toEqual([1, 2, 7, 0, 0]);
+      expect(await dayTotals(again.store, T0)).toEqual([1, 2, 7, 0, 0, 0]);
       expect((await verifyRollups(again.store)).mismatches).toEqual([]);
     } finally {
       await again.close();
@@ -167,88 +124,42 @@ function checks(make: () => Promise<Previous>) {
 }
 
 describe("sqlite", () => {
-  const dir = mkdtempSync(join(tmpdir(), "installstats-decline-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  let n = 0;
+  const files = sqliteFiles("decline");
   checks(async () => {
-    const location = join(dir, `prev-${++n}.db`);
-    const sql = <T>(fn: (db: Database) => T): T => {
-      const db = new Database(location);
-      try {
-        return fn(db);
-      } finally {
-        db.close();
-      }
-    };
+    const location = files.next();
     return {
       location,
+      ...sqliteUnderneath(location),
       async write() {
         const old = openDatabase(location, { durability: "normal", migrate: false });
         try {
-          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(dir, 14) });
+          migrate(old.db, { migrationsFolder: sqliteMigrationsUpTo(files.dir, 14) });
           old.sqlite.transaction(() => {
             insertOldExecutions(old.sqlite, STORED);
-            const held = encodeHeld(HELD);
-            old.sqlite.run(
-              "INSERT INTO held_reports (execution_id, random_id, report, received_at, repaired, codec, data, cost) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
-              [HELD.executionId, HELD.randomId, held.report, T0, held.codec, held.data, held.cost],
-            );
-            // The held reports' budget, as that release kept it beside them.
-            old.sqlite.run("UPDATE budget_counters SET value = value + 1 WHERE name = 'held.count'");
-            old.sqlite.run("UPDATE budget_counters SET value = value + ? WHERE name = 'held.bytes'", [held.cost]);
+            insertHeld(old.sqlite, HELD, T0);
             old.sqlite.run("UPDATE rollup_state SET version = 2");
           })();
         } finally {
           old.sqlite.close();
         }
       },
-      row: async (id) =>
-        sql(
-          (db) =>
-            db.query("SELECT outcome, error_category FROM executions WHERE execution_id = ?").get(id) as {
-              outcome: string;
-              error_category: string | null;
-            },
-        ),
-      rollupVersion: async () =>
-        sql((db) => (db.query("SELECT version FROM rollup_state").get() as { version: number }).version),
     };
   });
 });
 
 describe("postgres", () => {
-  let server: PgServer;
-  let n = 0;
-  const clients: postgres.Sql[] = [];
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    for (const c of clients) await c.end();
-    await server?.stop();
-  });
+  const database = postgresDatabases("decline");
   checks(async () => {
-    const location = await createDatabase(server, `decline_${++n}`);
-    const pg = postgres(location, { max: 1, onnotice: () => {} });
-    clients.push(pg);
+    const { location, pg } = await database();
     return {
       location,
+      ...postgresUnderneath(pg),
       async write() {
-        await writePrevious(location);
-        // 0011 runs again (it drops the cells and makes the label dictionary), 0010 over the rows as they are.
-        await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= (SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC OFFSET 1 LIMIT 1)`;
+        await writeThrough(location, STORED, HELD, T0);
+        // 0011 runs again (it drops the cells and makes the label dictionary), 0010 and 0012 over the rows as they are.
+        await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= (SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC OFFSET 2 LIMIT 1)`;
         await pg`DROP TABLE rollup_labels`;
         await pg`UPDATE marks SET value = 2 WHERE name = 'rollup_version'`;
-      },
-      async row(id) {
-        const [r] = await pg<
-          { outcome: string; error_category: string | null }[]
-        >`SELECT outcome, error_category FROM executions WHERE execution_id = ${id}`;
-        return { outcome: r!.outcome, error_category: r!.error_category };
-      },
-      async rollupVersion() {
-        const [r] = await pg<{ value: string }[]>`SELECT value FROM marks WHERE name = 'rollup_version'`;
-        return Number(r?.value ?? 0);
       },
     };
   });

@@ -1,7 +1,8 @@
 // A database written by the previous release (test/fixtures/release-0.1.sql: made by release 0.1
 // code, commit f79b34e, with `seed` and real /upload reports: failed with an exit code, done,
 // held updates, a repaired body, a tool, one still in progress) is upgraded in place at open:
-// every record kept as an execution, exit codes and categories derived, held updates applied
+// every record kept as an execution, exit codes and categories derived (and the outcome a failure's
+// code makes it), held updates applied
 // later as before, rollups rebuilt and equal to a recount.
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
@@ -11,6 +12,8 @@ import { join } from "node:path";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
 import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { normalizeStart } from "../../src/domain/normalize.ts";
+import { parseExitCode } from "../../src/domain/exit-codes.ts";
+import { outcomeOfFailure, type Outcome } from "../../src/domain/outcome.ts";
 import { defaults } from "../../src/config.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "installstats-migration-"));
@@ -55,7 +58,9 @@ describe("upgrade of a database written by release 0.1", () => {
           method: before.method,
           pveVersion: before.pve_version,
           status: before.status,
-          outcome: before.outcome,
+          // A failure whose text states a user's abort code or a blocked one (the old client's
+          // TERMINATED is 143) is read with the rule (domain/outcome.ts outcomeOfFailure).
+          outcome: outcomeOfFailure(before.outcome as Outcome, parseExitCode(before.error as string | null)),
           error: before.error,
           createdAt: before.created_at,
           updatedAt: before.updated_at,

@@ -1,14 +1,14 @@
-// One meaning for a user's decline (domain/error-category.ts asDecline), table by table: every
+// One meaning for a user's decline (domain/error-category.ts byExitCode), table by table: every
 // client revision that can state an exit code, the codes that are declines and those that are not,
 // what a held report and a stored execution become, and the lifecycle around them.
 import { describe, expect, test } from "bun:test";
 import { defaults } from "../../src/config.ts";
-import { DECLINE_EXIT_CODES, asDecline, categoryOfExitCode } from "../../src/domain/error-category.ts";
+import { byExitCode, categoryOfExitCode } from "../../src/domain/error-category.ts";
 import type { Report } from "../../src/domain/execution.ts";
 import { explainExitCode } from "../../src/domain/exit-codes.ts";
 import { decide, executionFromHeld } from "../../src/domain/lifecycle.ts";
 import { normalizeStart, normalizeTelemetry, normalizeUpdate } from "../../src/domain/normalize.ts";
-import type { Outcome } from "../../src/domain/outcome.ts";
+import { USER_ABORT_EXIT_CODES, type Outcome } from "../../src/domain/outcome.ts";
 import { decodeHeld, encodeHeld } from "../../src/store/common/budgets.ts";
 
 const OPTS = { maxFieldLength: defaults.maxFieldLength, maxErrorLength: defaults.maxErrorLength, maskIps: true };
@@ -82,8 +82,9 @@ const NOT_DECLINES: Row[] = [
   ["v1 failed 100", () => v1("failed", 100, "dependency"), "failed", 100, "dependency"],
   ["v1 failed 112 (invalid menu choice: not a decline)", () => v1("failed", 112, "unknown"), "failed", 112, "unknown"],
   ["v1 failed 115", () => v1("failed", 115, ""), "failed", 115, "unknown"],
-  ["v1 failed 121", () => v1("failed", 121, ""), "failed", 121, "unknown"],
-  ["v1 failed 123", () => v1("failed", 123, ""), "failed", 123, "unknown"],
+  // 121 and 123 are raised before the script runs: blocked (outcome-blocked-and-user-aborts-by-exit-code.test.ts)
+  ["v1 failed 121", () => v1("failed", 121, ""), "blocked", 121, "unknown"],
+  ["v1 failed 123", () => v1("failed", 123, ""), "blocked", 123, "unknown"],
   ["v1 failed 252", () => v1("failed", 252, ""), "failed", 252, "unknown"],
   ["v1 failed 255", () => v1("failed", 255, ""), "failed", 255, "dependency"],
   // the status decides first: a success stays one, and an ending the client could not name stays unknown
@@ -118,8 +119,8 @@ describe.each([
 });
 
 describe("the rule itself", () => {
-  test("the decline codes are the engine's five, and the client table files them as user_aborted", () => {
-    expect([...DECLINE_EXIT_CODES].sort((a, b) => a - b)).toEqual(DECLINES);
+  test("the decline codes are among the user's abort codes, and the client table files them as user_aborted", () => {
+    for (const code of DECLINES) expect(USER_ABORT_EXIT_CODES.has(code)).toBe(true);
     for (const code of DECLINES) expect(categoryOfExitCode(code)).toBe("user_aborted");
     expect(categoryOfExitCode(199)).toBe("unknown");
   });
@@ -149,12 +150,12 @@ describe("the rule itself", () => {
       { outcome: "unknown", exitCode: 114, errorCategory: "unknown" },
     ],
   ];
-  test.each(endings)("asDecline(%j) = %j", (ending, expected) => {
-    expect(asDecline(ending)).toEqual(expected);
+  test.each(endings)("byExitCode(%j) = %j", (ending, expected) => {
+    expect(byExitCode(ending)).toEqual(expected);
   });
   test("an ending that is not a decline is returned as it is (no copy)", () => {
     const ending = { outcome: "failed" as const, exitCode: 1, errorCategory: "shell" };
-    expect(asDecline(ending)).toBe(ending);
+    expect(byExitCode(ending)).toBe(ending);
   });
 });
 

@@ -1,5 +1,6 @@
 // Rollup cells as pure data: counting in and out, merging, slices, and the open hours' counts.
 import { describe, expect, test } from "bun:test";
+import { OUTCOMES } from "../../src/domain/outcome.ts";
 import {
   ALL_APPS,
   DIMENSIONS,
@@ -58,9 +59,10 @@ describe("ROLLUP_VERSION", () => {
   // Stored cells are rebuilt at start-up only when the version moves (SQLite's rollup_state,
   // PostgreSQL's rollup_version mark): a dimension added or removed without a new version would
   // leave cells that read its values as "" until the next rebuild.
-  test("the dimensions are those of the version: change one, bump the other (and this list)", () => {
-    expect({ version: ROLLUP_VERSION, dimensions: DIMENSIONS }).toEqual({
-      version: 4,
+  test("the outcomes and dimensions are those of the version: change one, bump the other (and this list)", () => {
+    expect({ version: ROLLUP_VERSION, outcomes: OUTCOMES, dimensions: DIMENSIONS }).toEqual({
+      version: 5,
+      outcomes: ["success", "failed", "aborted", "in_progress", "unknown", "blocked"],
       dimensions: [
         "nsapp",
         "os",
@@ -114,16 +116,30 @@ describe("addRecord", () => {
       const cell = emptyData();
       const r = record();
       addRecord(cell, r, "failed", 1, allApps, "sig1");
-      expect(cell.dims.type).toEqual({ lxc: [0, 1, 0, 0, 0] });
-      expect(cell.dims.exit_code).toEqual({ "1": [0, 1, 0, 0, 0] });
-      expect(cell.dims.failed_command).toEqual({ "apt-get install -y x": [0, 1, 0, 0, 0] });
+      expect(cell.dims.type).toEqual({ lxc: [0, 1, 0, 0, 0, 0] });
+      expect(cell.dims.exit_code).toEqual({ "1": [0, 1, 0, 0, 0, 0] });
+      expect(cell.dims.failed_command).toEqual({ "apt-get install -y x": [0, 1, 0, 0, 0, 0] });
       // An app's own slice skips nsapp (it is the slice).
-      expect(cell.dims.nsapp).toEqual(allApps ? { jellyfin: [0, 1, 0, 0, 0] } : undefined);
+      expect(cell.dims.nsapp).toEqual(allApps ? { jellyfin: [0, 1, 0, 0, 0, 0] } : undefined);
       expect(Object.keys(cell.dims)).toHaveLength(allApps ? DIMENSIONS.length : DIMENSIONS.length - 1);
       expect(cell.err).toEqual({ sig1: 1 });
       addRecord(cell, r, "failed", -1, allApps, "sig1");
       expect(cell).toEqual(emptyData());
     }
+  });
+
+  test("a blocked run counts at index 5, in the failure dimension with its signature, and not in the signature counts", () => {
+    const cell = emptyData();
+    const r = record({ exitCode: 214, errorCategory: "storage" });
+    addRecord(cell, r, "blocked", 1, true, "sig1");
+    expect(cell.dims.type).toEqual({ lxc: [0, 0, 0, 0, 0, 1] });
+    expect(cell.dims.exit_code).toEqual({ "214": [0, 0, 0, 0, 0, 1] });
+    expect(cell.dims.failure).toEqual({ [["214", "storage", "sig1", "jellyfin"].join("\u001f")]: [0, 0, 0, 0, 0, 1] });
+    expect(cell.err).toEqual({});
+    const back = storedAndRead(cell);
+    expect(back.dims.failure).toEqual(cell.dims.failure);
+    addRecord(back, r, "blocked", -1, true, "sig1");
+    expect(back).toEqual(emptyData());
   });
 
   test('absent values count under ""; attempts past 3 as 4+; long failed commands are cut', () => {
@@ -136,9 +152,9 @@ describe("addRecord", () => {
       true,
       null,
     );
-    expect(cell.dims.exit_code).toEqual({ "": [0, 1, 0, 0, 0] });
-    expect(cell.dims.cpu_vendor).toEqual({ "": [0, 1, 0, 0, 0] });
-    expect(cell.dims.attempt).toEqual({ "4+": [0, 1, 0, 0, 0] });
+    expect(cell.dims.exit_code).toEqual({ "": [0, 1, 0, 0, 0, 0] });
+    expect(cell.dims.cpu_vendor).toEqual({ "": [0, 1, 0, 0, 0, 0] });
+    expect(cell.dims.attempt).toEqual({ "4+": [0, 1, 0, 0, 0, 0] });
     expect(Object.keys(cell.dims.failed_command!)[0]!.length).toBe(96);
     expect(cell.err).toEqual({});
   });
@@ -158,7 +174,7 @@ describe("addRecord", () => {
     addRecord(minus, b, "failed", -1, true, "sig1");
     mergeInto(mergeInto(merged, plus), minus);
     expect(inPlace).toEqual(merged);
-    expect(inPlace.dims.nsapp).toEqual({ pihole: [1, 0, 0, 0, 0] });
+    expect(inPlace.dims.nsapp).toEqual({ pihole: [1, 0, 0, 0, 0, 0] });
   });
 });
 
@@ -204,7 +220,7 @@ describe("RollupDeltas", () => {
     expect(new Set([...deltas.cells.values()].map((c) => c.key.app))).toEqual(new Set(slices));
     const open = [...deltas.openCells().values()];
     expect(open.map((c) => c.key)).toEqual(slices.map((app) => ({ grain: GRAINS.hour, app, bucket: 10 * HOUR })));
-    expect(open[0]!.data.dims.nsapp).toEqual({ jellyfin: [0, 1, 0, 0, 0] });
+    expect(open[0]!.data.dims.nsapp).toEqual({ jellyfin: [0, 1, 0, 0, 0, 0] });
     expect(open[1]!.data.dims.nsapp).toBeUndefined();
   });
 
@@ -307,7 +323,7 @@ describe("RollupDeltas", () => {
     open.change(before, cases[0]!, null, null);
     expect(open.open).toHaveLength(1);
     const [cell] = [...open.openCells().values()];
-    expect(cell!.data.dims.status).toEqual({ installing: [0, 0, 0, -1, 0], configuring: [0, 0, 0, 1, 0] });
+    expect(cell!.data.dims.status).toEqual({ installing: [0, 0, 0, -1, 0, 0], configuring: [0, 0, 0, 1, 0, 0] });
     expect(cell!.data.dims.type).toBeUndefined(); // unchanged dimensions were not touched
   });
 });

@@ -107,7 +107,7 @@ describe("rollup cells as stored", () => {
     addRecord(cell, uploadRecord(), "success", 1, false, null);
     // The recount holds every dimension; the "" ones (14 of them for an /upload record) are derived.
     expect(Object.keys(cell.dims).length).toBe(DIMENSIONS.length - 1);
-    expect(cell.dims.platform).toEqual({ "": [1, 0, 0, 0, 0] });
+    expect(cell.dims.platform).toEqual({ "": [1, 0, 0, 0, 0, 0] });
     const parts = encodeCell(cell, false, labels);
     const written = Object.values(parts).reduce((n, p) => n + (p?.length ?? 0), 0);
     // The JSON the engines stored before: ~700 bytes for this cell.
@@ -125,7 +125,7 @@ describe("rollup cells as stored", () => {
     const parts = encodeCell(cell, true, labels);
     const apps = emptyData();
     decodePart(apps, "apps", parts.apps, labels);
-    expect(apps).toEqual({ dims: { nsapp: { jellyfin: [0, 1, 0, 0, 0] } }, dur: {}, err: {} });
+    expect(apps).toEqual({ dims: { nsapp: { jellyfin: [0, 1, 0, 0, 0, 0] } }, dur: {}, err: {} });
     const errors = emptyData();
     decodePart(errors, "errors", parts.errors, labels);
     expect(errors.err).toEqual({ abc: 1 });

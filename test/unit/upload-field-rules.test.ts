@@ -530,9 +530,9 @@ describe("normalizeUpdate: updates real clients send", () => {
       { randomId: ID, status: "failed", outcome: "aborted", error: "INTERRUPTED" },
     ],
     [
-      "SIGTERM trap: TERMINATED stays failed",
+      "SIGTERM trap: TERMINATED (143) is the user's abort, as the community reads it",
       { status: "failed", error: "TERMINATED", random_id: ID },
-      { randomId: ID, status: "failed", outcome: "failed", error: "TERMINATED" },
+      { randomId: ID, status: "failed", outcome: "aborted", error: "TERMINATED" },
     ],
     [
       "bare exit code as text",

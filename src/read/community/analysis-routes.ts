@@ -190,7 +190,7 @@ export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => 
           limit: docParam("records per page, 1-100 (default 50)"),
           days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
           status: docParam(
-            "success, failed, aborted, unknown, or the step of a run still going: installing, validation, configuring",
+            "success, failed, blocked, aborted, unknown, or the step of a run still going: installing, validation, configuring",
           ),
           app: docParam("part of the app name (case-insensitive)"),
           search: docParam("as app, when app is not given"),

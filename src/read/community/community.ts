@@ -133,7 +133,13 @@ export const collapsedStatus = (e: Pick<Execution, "outcome" | "status">): strin
 
 /** What the original's `status` parameter selects. */
 export function statusFilter(status: string): ExecutionFilter {
-  if (status === "success" || status === "failed" || status === "aborted" || status === "unknown")
+  if (
+    status === "success" ||
+    status === "failed" ||
+    status === "blocked" ||
+    status === "aborted" ||
+    status === "unknown"
+  )
     return { outcome: status };
   if (IN_PROGRESS.has(status)) return { outcome: "in_progress", status };
   return { status };

@@ -6,7 +6,14 @@
 import { Elysia, t, type Static } from "elysia";
 import type { Execution } from "../../domain/execution.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
-import { FAILURE_SEPARATOR, failureParts, platformClass, type Counts, type Dimension } from "../../domain/rollup.ts";
+import {
+  FAILURE_SEPARATOR,
+  failureParts,
+  platformClass,
+  zeroCounts,
+  type Counts,
+  type Dimension,
+} from "../../domain/rollup.ts";
 import { DAY, HOUR, MINUTE } from "../../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import { dimensionSums, summarize, type Cell, type Plan, type Window } from "../aggregate.ts";
@@ -84,6 +91,7 @@ const GroupStat = t.Object({
   runs: t.Integer(),
   success: t.Integer(),
   failed: t.Integer(),
+  blocked: t.Integer(),
   aborted: t.Integer(),
   unfinished: t.Integer(),
 });
@@ -134,6 +142,7 @@ export const DailyPoint = t.Object({
   runs: t.Integer(),
   success: t.Integer(),
   failed: t.Integer(),
+  blocked: t.Integer(),
   aborted: t.Integer(),
   unfinished: t.Integer(),
 });
@@ -154,7 +163,8 @@ const NewDash = t.Object({
   type: t.String(),
   runs: t.Integer(),
   success: t.Integer(),
-  failed: t.Integer(),
+  failed: t.Integer({ description: "the install ran and failed" }),
+  blocked: t.Integer({ description: "the host never let the install start (exit codes raised before the script ran)" }),
   aborted: t.Integer(),
   unfinished: t.Integer({ description: "still going, or ended unknown" }),
   all_time: t.Integer({ description: "every run ever, whatever the filters" }),
@@ -220,19 +230,18 @@ const NEW_DIMENSIONS: readonly Dimension[] = [
 ];
 export type Sums = Map<Dimension, Map<string, Counts>>;
 
-const zero = (): Counts => [0, 0, 0, 0, 0];
+const zero = zeroCounts;
 const addTo = (a: Counts, b: Counts): void => {
-  for (let i = 0; i < 5; i++) a[i] = a[i]! + b[i]!;
+  for (let i = 0; i < a.length; i++) a[i] = a[i]! + b[i]!;
 };
-const total = (c: Counts): number => c[0] + c[1] + c[2] + c[3] + c[4];
-/** Runs by the community's four endings: unfinished is still going or ended unknown. */
-export const outcomesOf = (c: Counts) => ({
-  runs: total(c),
-  success: c[0],
-  failed: c[1],
-  aborted: c[2],
-  unfinished: c[3] + c[4],
-});
+const total = (c: Counts): number => c[0] + c[1] + c[2] + c[3] + c[4] + c[5];
+/** Runs by the community's five endings: unfinished is still going or ended unknown. */
+export const outcomesOf = (c: Counts) => {
+  const [success, failed, aborted, inProgress, unknown, blocked] = c;
+  return { runs: total(c), success, failed, blocked, aborted, unfinished: inProgress + unknown };
+};
+/** Runs that did not install for a reason worth working through: failed, or blocked by the host (the Go's error panels). */
+const failures = (c: Counts): number => c[1] + c[5];
 const stat = (label: string, c: Counts): GroupStat => ({ label, ...outcomesOf(c) });
 const byLabel = (a: { label: string }, b: { label: string }): number =>
   a.label < b.label ? -1 : a.label > b.label ? 1 : 0;
@@ -296,12 +305,12 @@ export function groupBreakdowns(sums: Sums, minRuns: number) {
   };
 }
 
-/** Failures by category; a user's "no" is not a defect. */
+/** Failures (failed or blocked) by category; a user's "no" is not a defect. */
 export const categoriesOf = (sums: Sums): Count[] =>
   counts(
     relabel(sums, ["error_category"], (v) => (v === "" || v === "user_aborted" ? null : v)),
     15,
-    (c) => c[1],
+    failures,
   );
 
 /** What the runs were given: plain counts. */
@@ -364,7 +373,7 @@ function failuresOf(cells: readonly Cell[]): Failures {
     const keys = data.dims.failure;
     if (keys === undefined) continue;
     for (const key in keys) {
-      const failed = keys[key]![1];
+      const failed = failures(keys[key]!);
       if (failed !== 0 && key !== "") failedBy.set(key, (failedBy.get(key) ?? 0) + failed);
     }
   }
@@ -555,6 +564,7 @@ export async function dailyOf(
         p.aborted,
         p.in_progress,
         p.unknown,
+        p.blocked,
       ]);
   return [...byDay]
     .sort((a, b) => a[0] - b[0])

@@ -31,6 +31,7 @@ const GroupStat = t.Object({
   runs: t.Integer(),
   success: t.Integer(),
   failed: t.Integer(),
+  blocked: t.Integer(),
   aborted: t.Integer(),
   unfinished: t.Integer(),
 });
@@ -42,6 +43,7 @@ const ScriptDetail = t.Object({
   runs: t.Integer(),
   success: t.Integer(),
   failed: t.Integer(),
+  blocked: t.Integer(),
   aborted: t.Integer(),
   unfinished: t.Integer(),
   median_duration: t.Integer({ description: "seconds, successful runs" }),

@@ -20,6 +20,7 @@ const Counts = {
   }),
   success: t.Integer(),
   failed: t.Integer(),
+  blocked: t.Integer({ description: "ended before the script ran: the host would not provide a working container" }),
   aborted: t.Integer({ description: "stopped by the user" }),
   failure_rate: t.Nullable(t.Number({ description: "failed / (success + failed); null when no run finished" })),
 };
@@ -50,11 +51,12 @@ type CountsOf = Static<ReturnType<typeof t.Object<typeof Counts>>>;
 const rate = (success: number, failed: number): number | null =>
   success + failed === 0 ? null : Math.round((failed / (success + failed)) * 10_000) / 10_000;
 
-function countsOf(g: { total: number; success: number; failed: number; aborted: number }): CountsOf {
+function countsOf(g: { total: number; success: number; failed: number; blocked: number; aborted: number }): CountsOf {
   return {
     installs: g.total,
     success: g.success,
     failed: g.failed,
+    blocked: g.blocked,
     aborted: g.aborted,
     failure_rate: rate(g.success, g.failed),
   };
@@ -65,19 +67,19 @@ function countsOf(g: { total: number; success: number; failed: number; aborted: 
  * installed first (then by name); the others are summed into one "other" row with how many they were.
  */
 export function applyFloor(
-  groups: readonly Pick<Group, "value" | "total" | "success" | "failed" | "aborted">[],
+  groups: readonly Pick<Group, "value" | "total" | "success" | "failed" | "blocked" | "aborted">[],
   floor: number,
 ) {
   const apps: Static<typeof AppRow>[] = [];
-  const other = { apps: 0, total: 0, success: 0, failed: 0, aborted: 0 };
-  const total = { total: 0, success: 0, failed: 0, aborted: 0 };
+  const other = { apps: 0, total: 0, success: 0, failed: 0, blocked: 0, aborted: 0 };
+  const total = { total: 0, success: 0, failed: 0, blocked: 0, aborted: 0 };
   for (const g of groups) {
-    for (const k of ["total", "success", "failed", "aborted"] as const) total[k] += g[k];
+    for (const k of ["total", "success", "failed", "blocked", "aborted"] as const) total[k] += g[k];
     // Runs without an app name are nobody's app: always "other".
     if (g.value !== null && g.total >= floor) apps.push({ app: g.value, ...countsOf(g) });
     else {
       other.apps += g.value === null ? 0 : 1;
-      for (const k of ["total", "success", "failed", "aborted"] as const) other[k] += g[k];
+      for (const k of ["total", "success", "failed", "blocked", "aborted"] as const) other[k] += g[k];
     }
   }
   apps.sort((a, b) => b.installs - a.installs || (a.app < b.app ? -1 : a.app > b.app ? 1 : 0));

@@ -44,11 +44,16 @@ const Source = t.Union([t.Literal("rollup"), t.Literal("scan")], {
   description:
     "rollup: answered from rollup tables; scan: this filter combination needed a scan of the window's records (slower)",
 });
-const Rate = t.Nullable(t.Number({ description: "success / (success + failed); null when neither occurred" }));
+const Rate = t.Nullable(
+  t.Number({
+    description: "success / (success + failed); null when neither occurred (blocked and aborted runs are neither)",
+  }),
+);
 const OutcomeCountsSchema = {
   total: t.Integer(),
   success: t.Integer(),
   failed: t.Integer(),
+  blocked: t.Integer({ description: "ended before the script ran: the host would not provide a working container" }),
   aborted: t.Integer(),
   in_progress: t.Integer(),
   unknown: t.Integer(),
@@ -134,7 +139,8 @@ const Drivers = t.Object(
     source: Source,
     failed: t.Integer({ description: "failed runs in the window" }),
     runs: t.Integer({
-      description: "finished runs in the window: success + failed (aborted, unknown and running ones are neither)",
+      description:
+        "finished runs in the window: success + failed (blocked, aborted, unknown and running ones are neither)",
     }),
     failure_rate: t.Nullable(t.Number({ description: "failed / runs; null when no run finished" })),
     min_runs: t.Integer({ description: "a value is compared only with at least this many runs" }),

@@ -110,13 +110,13 @@ export type OriginalSource = Pick<
 
 /**
  * A run's status in the original API's words. It stored what its clients sent: installing, then
- * done or failed. Today's success is done; a failure and an abort (the old client sent a Ctrl-C
- * as failed "INTERRUPTED") are failed; a run still going, or given up on while going, is
+ * done or failed. Today's success is done; a failure, a run blocked by its host (the client sent
+ * it as failed) and an abort (the old client sent a Ctrl-C as failed "INTERRUPTED") are failed; a run still going, or given up on while going, is
  * installing (the original never gave up on one); a status it never had otherwise stays as sent.
  */
 export function originalStatus(r: Pick<Execution, "status" | "outcome">): string {
   if (r.outcome === "success") return "done";
-  if (r.outcome === "failed" || r.outcome === "aborted") return "failed";
+  if (r.outcome === "failed" || r.outcome === "blocked" || r.outcome === "aborted") return "failed";
   if (r.outcome === "in_progress" || deriveOutcome(r.status, null) === "in_progress") return "installing";
   return r.status;
 }
@@ -124,7 +124,7 @@ export function originalStatus(r: Pick<Execution, "status" | "outcome">): string
 /** Which stored outcomes a status in the original's words can come from (originalStatus backwards). */
 export function outcomesOfOriginal(status: string): readonly Execution["outcome"][] {
   if (status === "done") return ["success"];
-  if (status === "failed") return ["failed", "aborted"];
+  if (status === "failed") return ["failed", "blocked", "aborted"];
   if (status === "installing") return ["in_progress", "unknown"];
   return ["unknown"];
 }
@@ -169,6 +169,7 @@ export function originalStatusCounts(
     value: string | null;
     success: number;
     failed: number;
+    blocked: number;
     aborted: number;
     in_progress: number;
     unknown: number;
@@ -179,7 +180,7 @@ export function originalStatusCounts(
     const status = g.value ?? "";
     words.push(
       { value: "done", total: g.success },
-      { value: "failed", total: g.failed + g.aborted },
+      { value: "failed", total: g.failed + g.blocked + g.aborted },
       { value: "installing", total: g.in_progress },
     );
     words.push({ value: originalStatus({ status, outcome: "unknown" }), total: g.unknown });

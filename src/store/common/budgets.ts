@@ -13,7 +13,7 @@
 //   retention, prune or delete remove them) the entry is counted, not stored.
 // Held reports, within `heldBytes`: compressed too; past it, the oldest are applied on their own,
 // as expire-held does after they waited too long. Nothing acknowledged is dropped.
-import { asDecline } from "../../domain/error-category.ts";
+import { byExitCode } from "../../domain/error-category.ts";
 import type { Report } from "../../domain/execution.ts";
 import type { Rejection } from "../../domain/rejection.ts";
 import type { BudgetStatus, StoreLimits } from "../contract/maintenance.ts";
@@ -268,9 +268,9 @@ export function encodeHeld(report: Report): HeldColumns {
   return { report: json, codec: null, data: null, cost: overhead + json.length };
 }
 
-/** A held report as stored; one held since before the decline rule is read with it (domain asDecline), so no held report needs rewriting. */
+/** A held report as stored; one held since before the exit-code rule is read with it (domain byExitCode), so no held report needs rewriting. */
 export function decodeHeld(row: { report: string; codec: string | null; data: Uint8Array | null }): Report {
   const json =
     row.codec === "zstd" && row.data ? Buffer.from(Bun.zstdDecompressSync(row.data)).toString("utf8") : row.report;
-  return asDecline(JSON.parse(json) as Report);
+  return byExitCode(JSON.parse(json) as Report);
 }

@@ -3,10 +3,10 @@
 // derived here, and the rollup cells are rebuilt whenever ROLLUP_VERSION says they count
 // something else than the stored ones do.
 import type { Database } from "bun:sqlite";
-import { categoryFor } from "../../domain/error-category.ts";
+import { byExitCode, categoryFor } from "../../domain/error-category.ts";
 import type { Report } from "../../domain/execution.ts";
 import { parseExitCode } from "../../domain/exit-codes.ts";
-import type { Outcome } from "../../domain/outcome.ts";
+import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 import { ROLLUP_VERSION } from "../../domain/rollup.ts";
 import { LEGACY_HELD_COST } from "./held.ts";
 
@@ -26,8 +26,8 @@ export function deriveEndings(sqlite: Database): number {
      WHERE rowid > ? AND payload_version IS NULL AND outcome NOT IN ('success', 'in_progress') AND error_category IS NULL
      ORDER BY rowid LIMIT ${CHUNK}`,
   );
-  const update = sqlite.query<never, [number | null, string | null, number]>(
-    "UPDATE executions SET exit_code = ?, error_category = ? WHERE rowid = ?",
+  const update = sqlite.query<never, [number | null, string | null, number, number]>(
+    "UPDATE executions SET exit_code = ?, error_category = ?, outcome_code = ? WHERE rowid = ?",
   );
   let changed = 0;
   let after = 0;
@@ -37,11 +37,13 @@ export function deriveEndings(sqlite: Database): number {
     sqlite.transaction(() => {
       for (const r of rows) {
         const exitCode = parseExitCode(r.error);
-        update.run(
+        // The code now known may reclassify the failure (a user's abort, blocked by the host).
+        const ending = byExitCode({
+          outcome: r.outcome,
           exitCode,
-          categoryFor({ clientCategory: null, exitCode, error: r.error, outcome: r.outcome }),
-          r.rowid,
-        );
+          errorCategory: categoryFor({ clientCategory: null, exitCode, error: r.error, outcome: r.outcome }),
+        });
+        update.run(ending.exitCode, ending.errorCategory, OUTCOMES.indexOf(ending.outcome), r.rowid);
         changed++;
       }
     })();

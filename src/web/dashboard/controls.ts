@@ -16,7 +16,7 @@ import {
   type View,
 } from "./state.ts";
 import { OUTCOME_LABEL } from "./widgets.ts";
-import { OUTCOMES } from "../../domain/outcome.ts";
+import { OUTCOME_ORDER } from "../../domain/outcome.ts";
 import { ERROR_CATEGORIES } from "../../domain/error-category.ts";
 
 const NAV: [View, string][] = [
@@ -203,7 +203,7 @@ const TYPES = ["lxc", "vm", "turnkey", "pve", "addon", "tool"];
 
 /** Choices of the select fields; the other fields are free text. */
 const CHOICES: Partial<Record<FilterKey, readonly (readonly [string, string])[]>> = {
-  outcome: OUTCOMES.map((o) => [o, OUTCOME_LABEL[o]] as const),
+  outcome: OUTCOME_ORDER.map((o) => [o, OUTCOME_LABEL[o]] as const),
   type: TYPES.map((t) => [t, t] as const),
   error_category: ERROR_CATEGORIES.map((c) => [c, c.replace("_", " ")] as const),
   gpu_passthrough: [

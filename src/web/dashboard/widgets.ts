@@ -6,6 +6,7 @@ import type { Outcome } from "../../domain/outcome.ts";
 export const OUTCOME_LABEL: Record<Outcome, string> = {
   success: "Success",
   failed: "Failed",
+  blocked: "Blocked",
   aborted: "Aborted",
   in_progress: "In progress",
   unknown: "Unknown",

@@ -6,7 +6,7 @@ import { count, isoDate, percent } from "../format.ts";
 import { apiParams, groupFilters, intervalFor, type DashState, type Filters } from "../state.ts";
 import type { ViewContext } from "../view.ts";
 import { OUTCOME_LABEL, barList, emptyState, outcomeColorVar, panel, type BarRow } from "../widgets.ts";
-import { OUTCOMES } from "../../../domain/outcome.ts";
+import { OUTCOME_ORDER } from "../../../domain/outcome.ts";
 import { DAY } from "../../../domain/time.ts";
 
 export function fetchTimeseries(s: DashState, ctx: ViewContext): Promise<TimeseriesResponse> {
@@ -34,7 +34,7 @@ export function outcomeChart(ts: TimeseriesResponse, ctx: ViewContext, title: st
   if (ts.points.every((p) => p.total === 0)) return emptyState("No installs in this window.");
   return stackedBars({
     times: ts.points.map((p) => Date.parse(p.t)),
-    series: OUTCOMES.map((o) => ({
+    series: OUTCOME_ORDER.map((o) => ({
       label: OUTCOME_LABEL[o],
       colorVar: outcomeColorVar(o),
       values: ts.points.map((p) => p[o]),
@@ -68,9 +68,9 @@ export function failureTrend(ts: TimeseriesResponse, ctx: ViewContext, title: st
 
 type Group = BreakdownResponse["groups"][number];
 
-/** Runs of a group that did not succeed and are over: failed, aborted, unknown. */
-export const notSucceeded = (g: Pick<Group, "failed" | "aborted" | "unknown">): number =>
-  g.failed + g.aborted + g.unknown;
+/** Runs of a group that did not succeed and are over: failed, blocked, aborted, unknown. */
+export const notSucceeded = (g: Pick<Group, "failed" | "blocked" | "aborted" | "unknown">): number =>
+  g.failed + g.blocked + g.aborted + g.unknown;
 
 /** Where a group of a breakdown leads: its installs, or with toApp its app's page; null when it cannot be selected. */
 export function groupHref(
@@ -109,7 +109,7 @@ export function breakdownBars(
 
 /**
  * A breakdown of runs that did not succeed (error categories, exit codes): each group's count of
- * failed, aborted and unknown runs and its share of `of` (all such runs in the window); groups
+ * failed, blocked, aborted and unknown runs and its share of `of` (all such runs in the window); groups
  * without any, and those `skip` names, are left out. A row lists those runs.
  */
 export function failureBars(
@@ -122,7 +122,14 @@ export function failureBars(
   const groups = b.groups.filter((g) => notSucceeded(g) > 0 && !o.skip?.(g.value));
   const rows: BarRow[] = groups.map((g) => {
     const n = notSucceeded(g);
-    const outcome = g.failed === n ? { outcome: "failed" } : g.aborted === n ? { outcome: "aborted" } : {};
+    const outcome =
+      g.failed === n
+        ? { outcome: "failed" }
+        : g.blocked === n
+          ? { outcome: "blocked" }
+          : g.aborted === n
+            ? { outcome: "aborted" }
+            : {};
     return {
       value: g.value,
       text: o.text?.(g.value),

@@ -50,6 +50,14 @@ export const failures: ViewRender = async (s, ctx) => {
         href: ctx.href({ view: "installs", filters: { ...s.filters, outcome: "failed" } }),
       },
       {
+        metric: "blocked",
+        title: "Blocked",
+        value: count(sum.blocked),
+        sub: "not the script's: the host refused",
+        tone: "blocked",
+        href: ctx.href({ view: "installs", filters: { ...s.filters, outcome: "blocked" } }),
+      },
+      {
         metric: "failure_rate",
         title: "Failure rate",
         value: percent(finished === 0 ? null : sum.failed / finished),
@@ -76,7 +84,7 @@ export const failures: ViewRender = async (s, ctx) => {
           "Error categories",
           failureBars(categories, s, ctx, unsuccessful, {
             text: (v) => v?.replace("_", " "),
-            empty: "No failed or aborted runs in this window.",
+            empty: "No failed, blocked or aborted runs in this window.",
           }),
         ),
         subPanel("Failing commands", commandTable(commands, s, ctx, unsuccessful)),
@@ -224,6 +232,7 @@ function exitCodeTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of:
           col("Meaning"),
           col("Category"),
           col("Failed", "num"),
+          col("Blocked", "num"),
           col("Aborted", "num"),
           col("Share", "num"),
         ),
@@ -262,6 +271,7 @@ function exitCodeTable(b: BreakdownResponse, s: DashState, ctx: ViewContext, of:
                   ),
             ),
             h("td", { class: "num", "data-count": g.failed }, count(g.failed)),
+            h("td", { class: "num" }, count(g.blocked)),
             h("td", { class: "num" }, count(g.aborted)),
             h("td", { class: "num" }, percent(of === 0 ? null : notSucceeded(g) / of)),
           );

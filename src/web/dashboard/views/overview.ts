@@ -43,7 +43,7 @@ export const overview: ViewRender = async (s, ctx) => {
     ...HARDWARE.map(([by]) => fetchBreakdown(s, ctx, by, { limit: 6 })),
   ]);
   const unit = unitLabel(s.filters);
-  const list = (outcome?: "failed" | "aborted" | "in_progress") =>
+  const list = (outcome?: "failed" | "blocked" | "aborted" | "in_progress") =>
     ctx.href({ view: "installs", filters: { ...s.filters, ...(outcome ? { outcome } : {}) } });
   const node = h(
     "div",
@@ -58,6 +58,14 @@ export const overview: ViewRender = async (s, ctx) => {
         tone: "success",
       },
       { metric: "failed", title: "Failed", value: count(sum.failed), tone: "failed", href: list("failed") },
+      {
+        metric: "blocked",
+        title: "Blocked",
+        value: count(sum.blocked),
+        sub: "the host never let the script run",
+        tone: "blocked",
+        href: list("blocked"),
+      },
       { metric: "aborted", title: "Aborted", value: count(sum.aborted), tone: "aborted", href: list("aborted") },
       {
         metric: "in_progress",

@@ -77,7 +77,7 @@ function coarse({ from, to }: Window, months: boolean): Span[] {
   return spans;
 }
 
-/** Filter fields rollups count as a dimension of the same name (nsapp, repo source and kind are slices, outcome the counts). */
+/** Filter fields rollups count as a dimension of the same name (nsapp, repo source and kind are slices, outcome the counts; the platform class is a slice too). */
 const DIMENSION_FILTERS = FILTER_FIELDS.filter(
   (f): f is Extract<FilterField, DimensionField> => "dimension" in f && !("slice" in f),
 ).map((f) => {
@@ -89,7 +89,7 @@ const UNCOUNTED = FILTER_FIELDS.filter((f) => !("dimension" in f) && !("slice" i
   (f) => f.key,
 );
 
-/** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, app, outcome, time, text), with the filter fields behind each. */
+/** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, platform class, app, outcome, time, text), with the filter fields behind each. */
 function dimensionFilters(
   f: ExecutionFilter,
 ): { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] }[] | null {
@@ -107,7 +107,6 @@ function dimensionFilters(
       value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}`,
       fields: ["osType", "osVersion"],
     },
-    one("platform_class", "platformClass"),
   ];
   return list.filter(
     (d): d is { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] } => d.value !== undefined,
@@ -147,7 +146,10 @@ export function plan(f: ExecutionFilter, use: Use): Plan {
   // Slices hold repo sources as classes (known sources, "external", ""); another value is a scan.
   if (f.repoSource !== undefined && repoClass(f.repoSource) !== f.repoSource) return { source: "scan" };
   const app = f.nsapp === undefined ? ALL_APPS : appSlice(f.nsapp);
-  const slices = (f.kind === undefined ? KINDS : [f.kind]).map((kind) => sliceKey(kind, f.repoSource ?? null, app));
+  // A platform class that none is (neither pve, incus nor "") names a slice nothing counts in: no cells, as no record matches.
+  const slices = (f.kind === undefined ? KINDS : [f.kind]).map((kind) =>
+    sliceKey(kind, f.repoSource ?? null, app, f.platformClass ?? null),
+  );
   const only = dims[0] === undefined ? null : { dim: dims[0].dim, value: dims[0].value };
   const countsOnly = use.kind === "timeseries" || (use.kind === "breakdown" && use.by === only?.dim);
   if (only !== null && !countsOnly) return { source: "scan" };

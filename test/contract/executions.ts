@@ -1299,11 +1299,17 @@ export function executionsContract({ database, freshStore }: Harness): void {
       }
       return [...cells].sort((a, b) => a[0] - b[0]).map(([bucket, data]) => ({ bucket, data }));
     }
-    /** Executions at hours `daysBack` days before `mark`: apps, repos, kinds and outcomes mixed. */
+    /** Executions at hours `daysBack` days before `mark` (from 05:00 to 12:00 UTC of that day, whatever the time now): apps, repos, kinds and outcomes mixed. */
     function executionsAt(mark: number, daysBack: number, tag: string): Execution[] {
-      const hour = floorHour(mark - daysBack * DAY) + 5 * HOUR;
+      const hour = Math.floor((mark - daysBack * DAY) / DAY) * DAY + 5 * HOUR;
       return [
-        record(`${tag}-1`, { createdAt: hour + MIN, nsapp: "a", updatedAt: hour + 9 * MIN, durationMs: 8 * MIN }),
+        record(`${tag}-1`, {
+          createdAt: hour + MIN,
+          nsapp: "a",
+          pveVersion: null,
+          updatedAt: hour + 9 * MIN,
+          durationMs: 8 * MIN,
+        }),
         record(`${tag}-2`, {
           createdAt: hour + 2 * MIN,
           nsapp: "b",
@@ -1320,7 +1326,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
           status: "installing",
         }),
         record(`${tag}-4`, { createdAt: hour + HOUR + MIN, nsapp: "post-pve-install", type: "pve", status: "done" }),
-        record(`${tag}-5`, { createdAt: hour + 7 * HOUR, nsapp: "b", osVersion: "13", status: "done" }),
+        record(`${tag}-5`, { createdAt: hour + 7 * HOUR, nsapp: "b", osVersion: "13", platform: "incus", status: "done" }),
       ];
     }
     const SLICES = [
@@ -1330,6 +1336,9 @@ export function executionsContract({ database, freshStore }: Harness): void {
       sliceKey("install", "ProxmoxVE", ALL_APPS),
       sliceKey("install", "external", appSlice("a")),
       sliceKey("tool", null, ALL_APPS),
+      sliceKey("install", null, ALL_APPS, "pve"),
+      sliceKey("install", null, appSlice("b"), "incus"),
+      sliceKey("install", "", appSlice("a"), ""),
     ];
 
     test("hour cells reach back HOUR_CELL_DAYS before the fold mark; older hours are counted from the records, equal to a recount", async () => {
@@ -1350,7 +1359,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
         new Set((await store.rollupCells(GRAINS.day, EVERYTHING.from, EVERYTHING.to)).map((c) => c.bucket)).size,
       ).toBe(3);
       // Every slice's hour cells over all time, over an old day alone, and over one old hour.
-      const oldHour = floorHour(mark - 40 * DAY) + 5 * HOUR;
+      const oldHour = Math.floor((mark - 40 * DAY) / DAY) * DAY + 5 * HOUR;
       for (const [from, to] of [
         [EVERYTHING.from, EVERYTHING.to],
         [bucketStart(oldHour, GRAINS.day), bucketStart(oldHour, GRAINS.day) + DAY],

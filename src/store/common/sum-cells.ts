@@ -1,5 +1,5 @@
 // Cells as the read side asks for them, made of what an engine stores: the parts asked for only,
-// and a slice of every repo as the sum of its repo classes' cells (domain/rollup.ts repoClasses).
+// and a slice of every repo or platform as the sum of its stored slices' cells (domain/rollup.ts storedSlicesIn).
 import { emptyData, mergeInto, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 
 const EVERY_PART: ReadonlySet<RollupPart> = new Set(["data", "apps", "errors"]);
@@ -18,7 +18,7 @@ export function only(
   return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
 }
 
-/** Cells of several stored slices (the repo classes of a slice of every repo) as one cell per bucket, oldest first. */
+/** Cells of several stored slices (those a slice of every repo or platform adds up) as one cell per bucket, oldest first. */
 export function sumByBucket(
   lists: readonly { bucket: number; data: RollupData }[][],
 ): { bucket: number; data: RollupData }[] {

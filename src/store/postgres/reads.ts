@@ -9,7 +9,7 @@ import type { RejectReason } from "../../domain/rejection.ts";
 import {
   GRAINS,
   hoursFrom,
-  repoClasses,
+  storedSlicesIn,
   withEveryRepo,
   type RollupData,
   type RollupPart,
@@ -230,28 +230,27 @@ async function readRollups(
     const end = Math.min(to, first);
     const span = daysOf(from, end);
     const days = (
-      await Promise.all(
-        repoClasses(slice).map((leaf) => readCells(pg, labels, cells, GRAINS.day, span.from, span.to, leaf, [])),
-      )
-    )
-      .flat()
-      .map((c) => c.bucket);
+      await readCells(pg, labels, cells, GRAINS.day, span.from, span.to, storedSlicesIn(slice), [])
+    ).map((c) => c.bucket);
     const counted = await ctx.old.read(
       slice,
       from,
       end,
       days,
       async (s, day) => countHours(executionChunks(ctx, sliceFilter(s, day, day + DAY)), s),
-      (s, day) => dayVersions(pg, repoClasses(s), day),
+      (s, day) => dayVersions(pg, storedSlicesIn(s), day),
     );
     for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
   }
   const start = Math.max(from, first);
   if (start < to) {
-    const lists = await Promise.all(
-      repoClasses(slice).map((leaf) => readCells(pg, labels, cells, grain, start, to, leaf, parts)),
-    );
-    out.push(...sumByBucket(lists.map((l) => l.map(({ bucket, data }) => ({ bucket, data })))));
+    const lists = new Map<string, { bucket: number; data: RollupData }[]>();
+    for (const c of await readCells(pg, labels, cells, grain, start, to, storedSlicesIn(slice), parts)) {
+      const list = lists.get(c.slice);
+      if (list) list.push({ bucket: c.bucket, data: c.data });
+      else lists.set(c.slice, [{ bucket: c.bucket, data: c.data }]);
+    }
+    out.push(...sumByBucket([...lists.values()]));
   }
   return out;
 }

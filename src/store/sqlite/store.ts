@@ -4,7 +4,7 @@
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
-import { GRAINS, emptyData, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
+import { GRAINS, emptyData, hoursFrom, storedSlicesIn, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
 import { decodePart } from "../../domain/rollup-codec.ts";
 import { LabelCache } from "../common/labels.ts";
 import { StorageDamagedError, StorageUnavailableError } from "../contract/errors.ts";
@@ -155,7 +155,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       if (from < first) {
         const end = Math.min(to, first);
         const days = [
-          ...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values(),
+          ...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, storedSlicesIn(slice)).values(),
         ]
           .flat()
           .map((c) => c.bucket);
@@ -163,7 +163,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
         for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
       }
       const start = Math.max(from, first);
-      if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, repoClasses(slice)));
+      if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, storedSlicesIn(slice)));
       return out;
     },
 
@@ -243,7 +243,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     });
   }
 
-  /** Cells of stored slices (a slice of every repo's classes), summed per bucket: stored, and (hour grain) the open hours from memory. */
+  /** Cells of stored slices (those a slice of every repo or platform adds up), summed per bucket: stored, and (hour grain) the open hours from memory. */
   function storedAndOpen(
     selection: RollupSelection,
     slices: readonly string[],

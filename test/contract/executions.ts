@@ -12,6 +12,7 @@ import {
   countHour,
   emptyData,
   hoursFrom,
+  platformClass,
   sliceKey,
   type RollupData,
   type RollupPart,
@@ -23,7 +24,10 @@ import {
   type ExecutionFilter,
   type PageQuery,
   type PageSort,
+  type StoreReads,
 } from "../../src/store/contract/executions.ts";
+import { SCANNED, breakdown, foldRecords, summarize } from "../../src/read/aggregate.ts";
+import { createStats } from "../../src/read/stats.ts";
 import {
   ALL,
   ALL_PARTS,
@@ -1388,6 +1392,56 @@ export function executionsContract({ database, freshStore }: Harness): void {
         );
       }
       await expectVerified(store, records.length);
+    });
+
+    test("a platform class filter is read from its slices, never from the records, alone or with an app, a repo, a kind and one dimension", async () => {
+      const store = await freshStore();
+      const mark = await store.foldedUntil();
+      const records = [
+        ...executionsAt(mark, 3, "new"),
+        ...executionsAt(mark, 40, "old"),
+        ...executionsAt(mark, 75, "older"),
+      ];
+      await store.write(records.map((r) => loadOp(r)));
+      // Scans through the store the read side is given are counted (old hours are counted by the engine itself).
+      let scans = 0;
+      const seen: StoreReads = Object.create(store);
+      seen.executionChunks = (f, page) => {
+        scans++;
+        return store.executionChunks(f, page);
+      };
+      const stats = createStats(seen);
+      // Ragged ends over hours older than the hour cells, days, months and the newest days' hours.
+      const w = { from: floorHour(mark - 80 * DAY) + 7 * HOUR, to: mark + HOUR };
+      const byDay = (r: { createdAt: number }) => r.createdAt - (r.createdAt % DAY);
+      for (const f of [
+        { platformClass: "pve" },
+        { platformClass: "incus" },
+        { platformClass: "" },
+        { platformClass: "lxd" },
+        { platformClass: "incus", nsapp: "b" },
+        { platformClass: "pve", repoSource: "ProxmoxVE" },
+        { platformClass: "", kind: "install" as const, outcome: "success" as const },
+        { platformClass: "pve", type: "lxc" },
+      ] satisfies ExecutionFilter[]) {
+        scans = 0;
+        const want = await foldRecords(store.executionChunks({ ...f, from: w.from, to: w.to }), byDay);
+        const plan = { ...SCANNED, outcome: f.outcome ?? null };
+        // Counts of one more dimension's value (a timeseries) come from the platform's slices too.
+        const series = await stats.timeseries(f, w, "day");
+        expect([f, series.source]).toEqual([f, "rollup"]);
+        expect([f, series.points.reduce((n, p) => n + p.total, 0)]).toEqual([f, summarize(want, plan).total]);
+        if (!("type" in f)) {
+          const { source, ...got } = await stats.summary(f, w);
+          expect([f, source, got]).toEqual([f, "rollup", summarize(want, plan)]);
+          const by = { by: "nsapp", sort: "volume", minRuns: 1, limit: 100 } as const;
+          const groups = await stats.breakdown(f, w, by);
+          expect([f, groups.source, groups.groups]).toEqual([f, "rollup", breakdown(want, plan, by).groups]);
+        }
+        expect([f, scans]).toEqual([f, 0]);
+      }
+      // The records hold every class, so none of these was trivially everything or nothing.
+      expect(new Set(records.map((r) => platformClass(r)))).toEqual(new Set(["pve", "incus", ""]));
     });
 
     test("older hours follow writes to their day: a late final report, a new record, a deletion", async () => {

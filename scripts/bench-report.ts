@@ -70,7 +70,10 @@ async function timeAsync(fn: () => Promise<unknown>, n: number): Promise<number[
 }
 
 /** The machine's load average (1, 5, 15 min): it is shared, so every table says what it ran beside. */
-const loadNow = () => `load average ${loadavg().map((x) => x.toFixed(2)).join(", ")}`;
+const loadNow = () =>
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(", ")}`;
 
 const lines: string[] = [];
 const say = (s: string) => {

@@ -111,7 +111,8 @@ export const slicesOf: Slices = (r) => {
   const platform = platformClass(r);
   const app = appSlice(r.nsapp);
   const out: string[] = [];
-  for (const rp of [null, repo]) for (const pl of [null, platform]) for (const a of [ALL_APPS, app]) out.push(sliceKey(kind, rp, a, pl));
+  for (const rp of [null, repo])
+    for (const pl of [null, platform]) for (const a of [ALL_APPS, app]) out.push(sliceKey(kind, rp, a, pl));
   return out;
 };
 

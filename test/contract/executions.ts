@@ -1330,7 +1330,13 @@ export function executionsContract({ database, freshStore }: Harness): void {
           status: "installing",
         }),
         record(`${tag}-4`, { createdAt: hour + HOUR + MIN, nsapp: "post-pve-install", type: "pve", status: "done" }),
-        record(`${tag}-5`, { createdAt: hour + 7 * HOUR, nsapp: "b", osVersion: "13", platform: "incus", status: "done" }),
+        record(`${tag}-5`, {
+          createdAt: hour + 7 * HOUR,
+          nsapp: "b",
+          osVersion: "13",
+          platform: "incus",
+          status: "done",
+        }),
       ];
     }
     const SLICES = [

@@ -229,9 +229,9 @@ async function readRollups(
   if (from < first) {
     const end = Math.min(to, first);
     const span = daysOf(from, end);
-    const days = (
-      await readCells(pg, labels, cells, GRAINS.day, span.from, span.to, storedSlicesIn(slice), [])
-    ).map((c) => c.bucket);
+    const days = (await readCells(pg, labels, cells, GRAINS.day, span.from, span.to, storedSlicesIn(slice), [])).map(
+      (c) => c.bucket,
+    );
     const counted = await ctx.old.read(
       slice,
       from,

@@ -155,7 +155,9 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       if (from < first) {
         const end = Math.min(to, first);
         const days = [
-          ...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, storedSlicesIn(slice)).values(),
+          ...reads
+            .storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, storedSlicesIn(slice))
+            .values(),
         ]
           .flat()
           .map((c) => c.bucket);

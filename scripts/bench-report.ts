@@ -5,14 +5,16 @@
 //
 //   bun scripts/bench-report.ts [--sizes 1000000,10000000] [--dir /tmp/installstats-bench] [--runs 30] [--scan-runs 3]
 //                               [--engine sqlite|postgres] [--pg postgres://user@host/postgres] [--aggregates-only]
-//                               [--profile today|upload]
+//                               [--profile today|upload] [--storage-only]
 //
 // Databases are seeded once (`installstats seed` of --profile, default today: the same data for
 // the same size and profile) and reused. With
 // --engine postgres the data go into PostgreSQL: a server of the script's own whose data directory
 // is kept in --dir (pg/), or with --pg a database per size on the server given (the role needs
 // CREATEDB); seeded databases are folded up to the last hour (as a running node's fold job would
-// have done) and analyzed before measuring. --aggregates-only skips listing pages and export.
+// have done) and analyzed before measuring. --aggregates-only skips listing pages and export;
+// --storage-only prints the storage line (bytes per install, the rollups' cells and share) and
+// measures nothing (a database rebuilt by another revision, compared with this one's).
 import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import postgres from "postgres";
@@ -39,6 +41,7 @@ const { values } = parseArgs({
     engine: { type: "string", default: "sqlite" },
     pg: { type: "string" },
     "aggregates-only": { type: "boolean", default: false },
+    "storage-only": { type: "boolean", default: false },
     profile: { type: "string", default: "today" },
   },
 });
@@ -155,7 +158,14 @@ function sqliteBench(path: string): Bench {
         (n) => n === "executions" || n.startsWith("executions_") || n === "sqlite_autoindex_executions_1",
       );
       const mb = (x: number) => (x / 1e6).toFixed(1);
+      // The cells' own bytes, whatever the pages' fill: what a layout costs, apart from how it was written.
+      const cells = sqlite
+        .query(
+          "SELECT count(*) AS n, sum(length(data) + ifnull(length(apps), 0) + ifnull(length(errors), 0)) AS bytes FROM rollups",
+        )
+        .get() as { n: number; bytes: number };
       return (
+        `${cells.n.toLocaleString()} rollup cells of ${mb(cells.bytes)} MB encoded (${(cells.bytes / executions).toFixed(1)} per execution); ` +
         `${(total / installs).toFixed(1)} bytes per install (${installs.toLocaleString()} installs, ${executions.toLocaleString()} executions: ${(total / executions).toFixed(1)} per execution); ` +
         `executions and their indexes ${mb(executionsBytes)} MB, rollups ${mb(rollups)} MB (${((100 * rollups) / total).toFixed(1)}% of the database), the rest ${mb(total - rollups - executionsBytes)} MB`
       );
@@ -273,6 +283,11 @@ for (const size of sizes) {
   const now = span.last;
   const settled = await b.settle(now, seeded);
   if (settled) say(`${settled}  `);
+  if (values["storage-only"]) {
+    await b.close();
+    await engine.store.close();
+    continue;
+  }
   const runtime = await createRuntime(
     { ...defaults, db: b.location },
     {

@@ -319,23 +319,42 @@ for (const size of sizes) {
   // "first" is the question's first request on a freshly opened store: stored rollup cells are
   // read and parsed then, and stay parsed for the repeated requests (p50, p95) while unchanged.
   // "faster" is the scan's p50 over the endpoint's p50; the target is 50x.
-  say(`| question | window | first request ms | endpoint p50 ms | endpoint p95 ms | full scan p50 ms | faster |`);
-  say(`|---|---|---:|---:|---:|---:|---:|`);
+  say(
+    `| question | window | first request ms | endpoint p50 ms | endpoint p95 ms | CPU p50 ms | CPU p95 ms | cold CPU p50 ms | cold CPU p95 ms | full scan p50 ms | faster |`,
+  );
+  say(`|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
+  /** CPU time of this process (ms) over `n` requests, each after a write from another connection when `cold`. */
+  const cpuOf = async (path: string, n: number, cold: boolean): Promise<number[]> => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (cold) await b.touch();
+      const c = process.cpuUsage();
+      await get(path);
+      const d = process.cpuUsage(c);
+      out.push((d.user + d.system) / 1000);
+    }
+    return out;
+  };
   const measure = async (name: string, window: string, path: string, scanSql: string | null) => {
     const [first] = await timeAsync(() => coldGet(path), 1);
     await timeAsync(() => get(path), 2); // warm
     const lat = await timeAsync(() => get(path), runs);
     const p95 = pct(lat, 0.95);
+    // CPU time beside wall time (the machine is shared): of the repeated requests, and of requests
+    // that each read their cells afresh (cold).
+    const cpu = await cpuOf(path, runs, false);
+    const cold = await cpuOf(path, Math.min(runs, 10), true);
+    const cpus = `${fmt(pct(cpu, 0.5))} | ${fmt(pct(cpu, 0.95))} | ${fmt(pct(cold, 0.5))} | ${fmt(pct(cold, 0.95))}`;
     if (scanSql === null) {
       say(
-        `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | - | - |`,
+        `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${cpus} | - | - |`,
       );
       return;
     }
     const scan = await timeAsync(() => b.scan(scanSql), scanRuns);
     const faster = pct(scan, 0.5) / pct(lat, 0.5);
     say(
-      `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(faster)}x${faster >= 50 ? "" : " (under 50x)"} |`,
+      `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${cpus} | ${fmt(pct(scan, 0.5))} | ${Math.round(faster)}x${faster >= 50 ? "" : " (under 50x)"} |`,
     );
   };
   const to = Math.floor(now / HOUR) * HOUR + HOUR;

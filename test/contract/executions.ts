@@ -1351,7 +1351,8 @@ export function executionsContract({ database, freshStore }: Harness): void {
       sliceKey("install", "", appSlice("a"), ""),
     ];
 
-    test("hour cells reach back HOUR_CELL_DAYS before the fold mark; older hours are counted from the records, equal to a recount", async () => {
+    /** A fresh store holding executions of 3, 40 and 75 days before its fold mark: hour cells, older hours, older months. */
+    async function threeAges() {
       const store = await freshStore();
       const mark = await store.foldedUntil();
       const records = [
@@ -1360,6 +1361,11 @@ export function executionsContract({ database, freshStore }: Harness): void {
         ...executionsAt(mark, 75, "older"),
       ];
       await store.write(records.map((r) => loadOp(r)));
+      return { store, mark, records };
+    }
+
+    test("hour cells reach back HOUR_CELL_DAYS before the fold mark; older hours are counted from the records, equal to a recount", async () => {
+      const { store, mark, records } = await threeAges();
       // Stored hour cells: the recent ones only. Day and month cells for every record.
       const first = hoursFrom(mark);
       const storedHours = await store.rollupCells(GRAINS.hour, EVERYTHING.from, EVERYTHING.to);
@@ -1401,14 +1407,7 @@ export function executionsContract({ database, freshStore }: Harness): void {
     });
 
     test("a platform class filter is read from its slices, never from the records, alone or with an app, a repo, a kind and one dimension", async () => {
-      const store = await freshStore();
-      const mark = await store.foldedUntil();
-      const records = [
-        ...executionsAt(mark, 3, "new"),
-        ...executionsAt(mark, 40, "old"),
-        ...executionsAt(mark, 75, "older"),
-      ];
-      await store.write(records.map((r) => loadOp(r)));
+      const { store, mark, records } = await threeAges();
       // Scans through the store the read side is given are counted (old hours are counted by the engine itself).
       let scans = 0;
       const seen: StoreReads = Object.create(store);

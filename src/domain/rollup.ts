@@ -682,7 +682,7 @@ export class RollupDeltas {
 }
 
 /** Cells of stored slices with the cells of every repo and every platform they add up to (everySlice), for reads that list every slice. */
-export function withEveryRepo<C extends { slice: string; bucket: number; data: RollupData }>(
+export function withEverySlice<C extends { slice: string; bucket: number; data: RollupData }>(
   cells: readonly C[],
   make: (slice: string, bucket: number, data: RollupData) => C,
 ): C[] {

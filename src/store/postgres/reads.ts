@@ -10,7 +10,7 @@ import {
   GRAINS,
   hoursFrom,
   storedSlicesIn,
-  withEveryRepo,
+  withEverySlice,
   type RollupData,
   type RollupPart,
 } from "../../domain/rollup.ts";
@@ -397,7 +397,7 @@ export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)
     changeMarker: () => changeMarker(ctx),
     readRollups: (selection) => readRollups(ctx, selection),
     rollupCells: async (grain, from, to) =>
-      withEveryRepo(
+      withEverySlice(
         await readCells(pg, labels, ctx.cells, grain, from, to, null, ALL_PARTS),
         (slice, bucket, data) => ({ slice, bucket, data }),
       ),

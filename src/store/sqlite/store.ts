@@ -4,7 +4,7 @@
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
-import { GRAINS, emptyData, hoursFrom, storedSlicesIn, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
+import { GRAINS, emptyData, hoursFrom, storedSlicesIn, withEverySlice, type RollupData } from "../../domain/rollup.ts";
 import { decodePart } from "../../domain/rollup-codec.ts";
 import { LabelCache } from "../common/labels.ts";
 import { StorageDamagedError, StorageUnavailableError } from "../contract/errors.ts";
@@ -177,7 +177,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       const stored = reads.storedCells(grain, from, to);
       const cells =
         grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
-      return withEveryRepo(cells, (slice, bucket, data) => ({ slice, bucket, data }));
+      return withEverySlice(cells, (slice, bucket, data) => ({ slice, bucket, data }));
     },
 
     foldedUntil: () => {

@@ -5,18 +5,20 @@
 //
 //   bun scripts/bench-report.ts [--sizes 1000000,10000000] [--dir /tmp/installstats-bench] [--runs 30] [--scan-runs 3]
 //                               [--engine sqlite|postgres] [--pg postgres://user@host/postgres] [--aggregates-only]
-//                               [--profile today|upload]
+//                               [--profile today|upload] [--storage-only]
 //
 // Databases are seeded once (`installstats seed` of --profile, default today: the same data for
 // the same size and profile) and reused. With
 // --engine postgres the data go into PostgreSQL: a server of the script's own whose data directory
 // is kept in --dir (pg/), or with --pg a database per size on the server given (the role needs
 // CREATEDB); seeded databases are folded up to the last hour (as a running node's fold job would
-// have done) and analyzed before measuring. --aggregates-only skips listing pages and export.
+// have done) and analyzed before measuring. --aggregates-only skips listing pages and export;
+// --storage-only prints the storage line (bytes per install, the rollups' cells and share) and
+// measures nothing (a database rebuilt by another revision, compared with this one's).
 import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import postgres from "postgres";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { defaults } from "../src/config.ts";
@@ -39,6 +41,7 @@ const { values } = parseArgs({
     engine: { type: "string", default: "sqlite" },
     pg: { type: "string" },
     "aggregates-only": { type: "boolean", default: false },
+    "storage-only": { type: "boolean", default: false },
     profile: { type: "string", default: "today" },
   },
 });
@@ -69,6 +72,12 @@ async function timeAsync(fn: () => Promise<unknown>, n: number): Promise<number[
   return out;
 }
 
+/** The machine's load average (1, 5, 15 min): it is shared, so every table says what it ran beside. */
+const loadNow = () =>
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(", ")}`;
+
 const lines: string[] = [];
 const say = (s: string) => {
   lines.push(s);
@@ -88,7 +97,7 @@ const pgAdmin =
     : (values.pg ?? (server = await startPostgres(BENCH_PG_SETTINGS, join(values.dir!, "pg"))).url);
 process.on("exit", () => void server?.stop());
 say(
-  `Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; ${new Date().toISOString()}${
+  `Machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; ${new Date().toISOString()}; ${loadNow()}${
     pgAdmin
       ? `; PostgreSQL ${await pgVersion(pgAdmin)} (${Object.entries(BENCH_PG_SETTINGS)
           .map(([k, v]) => `${k}=${v}`)
@@ -149,7 +158,14 @@ function sqliteBench(path: string): Bench {
         (n) => n === "executions" || n.startsWith("executions_") || n === "sqlite_autoindex_executions_1",
       );
       const mb = (x: number) => (x / 1e6).toFixed(1);
+      // The cells' own bytes, whatever the pages' fill: what a layout costs, apart from how it was written.
+      const cells = sqlite
+        .query(
+          "SELECT count(*) AS n, sum(length(data) + ifnull(length(apps), 0) + ifnull(length(errors), 0)) AS bytes FROM rollups",
+        )
+        .get() as { n: number; bytes: number };
       return (
+        `${cells.n.toLocaleString()} rollup cells of ${mb(cells.bytes)} MB encoded (${(cells.bytes / executions).toFixed(1)} per execution); ` +
         `${(total / installs).toFixed(1)} bytes per install (${installs.toLocaleString()} installs, ${executions.toLocaleString()} executions: ${(total / executions).toFixed(1)} per execution); ` +
         `executions and their indexes ${mb(executionsBytes)} MB, rollups ${mb(rollups)} MB (${((100 * rollups) / total).toFixed(1)}% of the database), the rest ${mb(total - rollups - executionsBytes)} MB`
       );
@@ -267,6 +283,11 @@ for (const size of sizes) {
   const now = span.last;
   const settled = await b.settle(now, seeded);
   if (settled) say(`${settled}  `);
+  if (values["storage-only"]) {
+    await b.close();
+    await engine.store.close();
+    continue;
+  }
   const runtime = await createRuntime(
     { ...defaults, db: b.location },
     {
@@ -298,23 +319,42 @@ for (const size of sizes) {
   // "first" is the question's first request on a freshly opened store: stored rollup cells are
   // read and parsed then, and stay parsed for the repeated requests (p50, p95) while unchanged.
   // "faster" is the scan's p50 over the endpoint's p50; the target is 50x.
-  say(`| question | window | first request ms | endpoint p50 ms | endpoint p95 ms | full scan p50 ms | faster |`);
-  say(`|---|---|---:|---:|---:|---:|---:|`);
+  say(
+    `| question | window | first request ms | endpoint p50 ms | endpoint p95 ms | CPU p50 ms | CPU p95 ms | cold CPU p50 ms | cold CPU p95 ms | full scan p50 ms | faster |`,
+  );
+  say(`|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
+  /** CPU time of this process (ms) over `n` requests, each after a write from another connection when `cold`. */
+  const cpuOf = async (path: string, n: number, cold: boolean): Promise<number[]> => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (cold) await b.touch();
+      const c = process.cpuUsage();
+      await get(path);
+      const d = process.cpuUsage(c);
+      out.push((d.user + d.system) / 1000);
+    }
+    return out;
+  };
   const measure = async (name: string, window: string, path: string, scanSql: string | null) => {
     const [first] = await timeAsync(() => coldGet(path), 1);
     await timeAsync(() => get(path), 2); // warm
     const lat = await timeAsync(() => get(path), runs);
     const p95 = pct(lat, 0.95);
+    // CPU time beside wall time (the machine is shared): of the repeated requests, and of requests
+    // that each read their cells afresh (cold).
+    const cpu = await cpuOf(path, runs, false);
+    const cold = await cpuOf(path, Math.min(runs, 10), true);
+    const cpus = `${fmt(pct(cpu, 0.5))} | ${fmt(pct(cpu, 0.95))} | ${fmt(pct(cold, 0.5))} | ${fmt(pct(cold, 0.95))}`;
     if (scanSql === null) {
       say(
-        `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | - | - |`,
+        `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${cpus} | - | - |`,
       );
       return;
     }
     const scan = await timeAsync(() => b.scan(scanSql), scanRuns);
     const faster = pct(scan, 0.5) / pct(lat, 0.5);
     say(
-      `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(scan, 0.5))} | ${Math.round(faster)}x${faster >= 50 ? "" : " (under 50x)"} |`,
+      `| ${name} | ${window} | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${cpus} | ${fmt(pct(scan, 0.5))} | ${Math.round(faster)}x${faster >= 50 ? "" : " (under 50x)"} |`,
     );
   };
   const to = Math.floor(now / HOUR) * HOUR + HOUR;
@@ -428,8 +468,10 @@ for (const size of sizes) {
   // fewer (read/stats.ts); "first request" is that computation, later ones reuse it while the data
   // are unchanged.
   // CPU time beside wall time: this machine is often shared, and CPU time is what the request cost.
+  // "cold": every request after a write from another connection, so each computes its answer
+  // (what a dashboard polling while data arrive pays); the others reuse it while nothing changed.
   say(
-    `\n| community route | first request ms | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---:|---:|---:|---:|---:|`,
+    `\n| community route | first request ms | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms | cold p50 ms | cold p95 ms | cold CPU p50 ms | cold CPU p95 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`,
   );
   for (const path of [
     "/api/new?days=1",
@@ -444,10 +486,27 @@ for (const size of sizes) {
     "/api/new?days=365&ctype=lxc",
     "/api/new?days=30&ctype=vm",
     "/api/new?days=365&platform=pve",
+    "/api/new?days=30&platform=pve",
+    "/api/new?days=365&platform=incus",
+    "/api/new?days=30&platform=pve&ctype=lxc",
+    "/api/new?days=30&platform=incus&repo=ProxmoxVE",
     `/api/script-detail?app=${topApp}`,
+    `/api/script-detail?app=${topApp}&days=365`,
     `/api/script-detail?app=${topApp}&days=365&platform=pve`,
+    `/api/script-detail?app=${topApp}&days=365&platform=incus`,
+    `/api/script-detail?app=${topApp}&days=7&platform=incus`,
+    `/api/script-detail?app=${topApp}&days=30&platform=pve&repo=ProxmoxVE`,
     "/api/new/log.csv?days=30",
+    "/api/dashboard?days=30",
     "/api/dashboard?days=30&platform=incus",
+    "/api/dashboard?days=30&platform=pve",
+    "/api/dashboard?days=365&platform=incus",
+    "/api/scripts?days=30&platform=incus",
+    "/api/errors?days=30",
+    "/api/errors?days=30&platform=pve",
+    "/api/stats/drivers?days=30",
+    "/api/stats/drivers?days=365",
+    `/api/stats/drivers?nsapp=${topApp}&days=365`,
   ]) {
     const raw = async () => {
       const res = await app.handle(new Request(`http://localhost${path}`));
@@ -464,11 +523,24 @@ for (const size of sizes) {
       cpu.push((d.user + d.system) / 1000);
     }, runs);
     const p95 = pct(lat, 0.95);
+    const coldCpu: number[] = [];
+    const cold: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      await b.touch();
+      const t0 = performance.now();
+      const c = process.cpuUsage();
+      await raw();
+      const d = process.cpuUsage(c);
+      cold.push(performance.now() - t0);
+      coldCpu.push((d.user + d.system) / 1000);
+    }
+    const coldP95 = pct(cold, 0.95);
     say(
-      `| \`${path}\` | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(cpu, 0.5))} | ${fmt(pct(cpu, 0.95))} |`,
+      `| \`${path}\` | ${fmt(first!)} | ${fmt(pct(lat, 0.5))} | ${fmt(p95)}${p95 < 50 ? "" : " (over 50)"} | ${fmt(pct(cpu, 0.5))} | ${fmt(pct(cpu, 0.95))} | ${fmt(pct(cold, 0.5))} | ${fmt(coldP95)}${coldP95 < 50 ? "" : " (over 50)"} | ${fmt(pct(coldCpu, 0.5))} | ${fmt(pct(coldCpu, 0.95))} |`,
     );
   }
 
+  say(`\n${new Date().toISOString()}: ${loadNow()}`);
   if (values["aggregates-only"]) {
     say("");
     await b.close();

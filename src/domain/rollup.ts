@@ -17,7 +17,8 @@ export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) 
  * drizzle/postgres 0010); dimensions disk_size, client, platform_class, arch_class and failure.
  * 4: cells of repo classes only, hour cells for HOUR_CELL_DAYS, binary parts (rollup-codec.ts).
  * 5: a sixth outcome, blocked, and 129/143 as aborts (drizzle/sqlite 0018, drizzle/postgres 0012);
- * the failure dimension and error signatures count blocked runs with the failed ones.
+ * the failure dimension and error signatures count blocked runs with the failed ones; slices of
+ * platform classes too (sliceKey), so a platform filter reads cells.
  */
 export const ROLLUP_VERSION = 5;
 
@@ -82,13 +83,15 @@ export function platformClass(r: Pick<Execution, "platform" | "pveVersion">): st
 
 /**
  * Rollup slices: every execution counts in the slices of its kind, for every repo and for its
- * repo source, each for every app ("*") and for its own app ("=<nsapp>"). The default view
- * (installs, every repo, every app) and a repo or app filter each read one slice per cell.
+ * repo source, for every platform and for its platform class, each for every app ("*") and for
+ * its own app ("=<nsapp>"). A key is `kind|repo|platform|app`, repo and platform "*" (every one)
+ * or "=<class>"; the app last, as an app's name may hold "|".
  */
 export const ALL_APPS = "*";
 export const appSlice = (nsapp: string | null): string => `=${nsapp ?? ""}`;
-export const sliceKey = (kind: Kind, repo: string | null, app: string): string =>
-  `${kind}|${repo === null ? "*" : `=${repo}`}|${app}`;
+const part = (v: string | null): string => (v === null ? "*" : `=${v}`);
+export const sliceKey = (kind: Kind, repo: string | null, app: string, platform: string | null = null): string =>
+  `${kind}|${part(repo)}|${part(platform)}|${app}`;
 
 /** Repo sources the client sends; anything else is a fork ("external"); "" when none was sent (/upload). */
 const REPO_SOURCES = new Set(["ProxmoxVE", "ProxmoxVED", "external"]);
@@ -97,47 +100,64 @@ export const repoClass = (source: string | null): string =>
 /** Every value repoClass gives. */
 const REPO_CLASSES = ["", ...REPO_SOURCES] as const;
 
-/** Which slices an execution counts in. */
-export type Slices = (r: Pick<Execution, "type" | "repoSource" | "nsapp">) => string[];
+/** Every value platformClass gives. */
+const PLATFORM_CLASSES = ["pve", "incus", ""] as const;
 
-/** The slices an execution counts in: [every app, every repo], [its app, every repo], then its repo's. */
+/** Which slices an execution counts in. */
+export type Slices = (r: Pick<Execution, "type" | "repoSource" | "nsapp" | "platform" | "pveVersion">) => string[];
+
+/** The slices an execution counts in: every repo or its repo class, times every platform or its class, times every app or its own. */
 export const slicesOf: Slices = (r) => {
   const kind = kindOfType(r.type);
   const repo = repoClass(r.repoSource);
+  const platform = platformClass(r);
   const app = appSlice(r.nsapp);
-  return [
-    sliceKey(kind, null, ALL_APPS),
-    sliceKey(kind, null, app),
-    sliceKey(kind, repo, ALL_APPS),
-    sliceKey(kind, repo, app),
-  ];
+  const out: string[] = [];
+  for (const rp of [null, repo])
+    for (const pl of [null, platform]) for (const a of [ALL_APPS, app]) out.push(sliceKey(kind, rp, a, pl));
+  return out;
 };
 
 /**
- * The slices the engines store: its repo class's, for every app and for its own. A slice of every
- * repo is the sum of its repo classes' (repoClasses), made when read: stored, it would repeat the
- * counts of its largest class (all of them, where every report comes from /upload).
+ * The slices the engines store: its repo class's and platform class's, for every app and for its
+ * own. A slice of every repo or every platform is the sum of the stored slices it contains
+ * (storedSlicesIn), made when read: stored, it would repeat the counts of its largest class, so
+ * each execution still counts in two stored slices (docs/decisions/2026-11-27-platform-slices.md).
  */
 export const storedSlicesOf: Slices = (r) => {
   const kind = kindOfType(r.type);
   const repo = repoClass(r.repoSource);
-  return [sliceKey(kind, repo, ALL_APPS), sliceKey(kind, repo, appSlice(r.nsapp))];
+  const platform = platformClass(r);
+  return [sliceKey(kind, repo, ALL_APPS, platform), sliceKey(kind, repo, appSlice(r.nsapp), platform)];
 };
 
-/** The stored slices a slice adds up: one per repo class for a slice of every repo, else itself. */
-export function repoClasses(slice: string): string[] {
-  const first = slice.indexOf("|");
-  if (slice.slice(first + 1, first + 3) !== "*|") return [slice];
-  const kind = slice.slice(0, first);
-  const app = slice.slice(first + 3);
-  return REPO_CLASSES.map((repo) => `${kind}|=${repo}|${app}`);
+/** The stored slices a slice adds up: one per repo class for every repo, times one per platform class for every platform; a stored slice is itself. */
+export function storedSlicesIn(slice: string): string[] {
+  const { kind, repo, platform, app } = sliceParts(slice);
+  if (repo !== null && platform !== null) return [slice];
+  const repos = repo === null ? REPO_CLASSES : [repo];
+  const platforms = platform === null ? PLATFORM_CLASSES : [platform];
+  return repos.flatMap((rp) => platforms.map((pl) => sliceKey(kind, rp, app, pl)));
 }
 
-/** The slice of every repo a stored slice belongs to. */
-function everyRepoSlice(slice: string): string {
+/** A slice key's parts as written: repo and platform null for every one, the app as its slice ("*" or "=<nsapp>"). */
+function sliceParts(slice: string): { kind: Kind; repo: string | null; platform: string | null; app: string } {
   const first = slice.indexOf("|");
   const second = slice.indexOf("|", first + 1);
-  return `${slice.slice(0, first)}|*${slice.slice(second)}`;
+  const third = slice.indexOf("|", second + 1);
+  const unpart = (p: string): string | null => (p === "*" ? null : p.slice(1));
+  return {
+    kind: slice.slice(0, first) as Kind,
+    repo: unpart(slice.slice(first + 1, second)),
+    platform: unpart(slice.slice(second + 1, third)),
+    app: slice.slice(third + 1),
+  };
+}
+
+/** The slice of every repo and every platform a stored slice belongs to. */
+function everySlice(slice: string): string {
+  const { kind, app } = sliceParts(slice);
+  return sliceKey(kind, null, app, null);
 }
 
 export const isAllApps = (slice: string): boolean => slice.endsWith(`|${ALL_APPS}`);
@@ -437,11 +457,13 @@ function moveRecord(
 }
 
 /**
- * The one stored slice that no other adds up (its kind, repo class and app): the other stored
- * slice of an hour (its repo class's, every app) is a sum of these (addLeaf), so a cell kept in
- * memory can be counted once instead of twice and summed when read.
+ * The one stored slice that no other adds up (its kind, repo class, platform class and app): the
+ * other stored slice of an hour (its repo and platform classes', every app) is a sum of these
+ * (addLeaf), so a cell kept in memory can be counted once instead of twice and summed when read.
  */
-export const leafSliceOf: Slices = (r) => [sliceKey(kindOfType(r.type), repoClass(r.repoSource), appSlice(r.nsapp))];
+export const leafSliceOf: Slices = (r) => [
+  sliceKey(kindOfType(r.type), repoClass(r.repoSource), appSlice(r.nsapp), platformClass(r)),
+];
 
 /** Counts `sign` installs of `r` into its hour cell of every slice it belongs to. */
 export function countHour(
@@ -628,6 +650,7 @@ export class RollupDeltas {
       bucketStart(before.createdAt, GRAINS.hour) === hour &&
       kindOfType(before.type) === kindOfType(after.type) &&
       repoClass(before.repoSource) === repoClass(after.repoSource) &&
+      platformClass(before) === platformClass(after) &&
       before.nsapp === after.nsapp;
     if (!movable) {
       this.add(before, before.outcome, -1, sigBefore);
@@ -664,14 +687,14 @@ export class RollupDeltas {
   }
 }
 
-/** Cells of stored slices with the cells of every repo they add up to (everyRepoSlice), for reads that list every slice. */
-export function withEveryRepo<C extends { slice: string; bucket: number; data: RollupData }>(
+/** Cells of stored slices with the cells of every repo and every platform they add up to (everySlice), for reads that list every slice. */
+export function withEverySlice<C extends { slice: string; bucket: number; data: RollupData }>(
   cells: readonly C[],
   make: (slice: string, bucket: number, data: RollupData) => C,
 ): C[] {
   const sums = new Map<string, C>();
   for (const c of cells) {
-    const slice = everyRepoSlice(c.slice);
+    const slice = everySlice(c.slice);
     const id = `${c.bucket}|${slice}`;
     const sum = sums.get(id);
     if (sum) mergeInto(sum.data, c.data);
@@ -687,15 +710,16 @@ export function withEveryRepo<C extends { slice: string; bucket: number; data: R
  */
 export type RollupPart = "data" | "apps" | "errors";
 
-/** What a slice key selects: a kind, a repo class (null: every repo), an app (null: every app; "" for executions without one). */
-export function parseSlice(slice: string): { kind: Kind; repo: string | null; nsapp: string | null } {
-  const first = slice.indexOf("|");
-  const second = slice.indexOf("|", first + 1);
-  const repo = slice.slice(first + 1, second);
-  const app = slice.slice(second + 1);
-  return {
-    kind: slice.slice(0, first) as Kind,
-    repo: repo === "*" ? null : repo.slice(1),
-    nsapp: app === ALL_APPS ? null : app.slice(1),
-  };
+/**
+ * What a slice key selects: a kind, a repo class (null: every repo), a platform class (null: every
+ * platform), an app (null: every app; "" for executions without one).
+ */
+export function parseSlice(slice: string): {
+  kind: Kind;
+  repo: string | null;
+  platform: string | null;
+  nsapp: string | null;
+} {
+  const { kind, repo, platform, app } = sliceParts(slice);
+  return { kind, repo, platform, nsapp: app === ALL_APPS ? null : app.slice(1) };
 }

@@ -1,13 +1,13 @@
 // `installstats verify`: the rollups must equal a full recount of the records, cell by cell. The
 // cells compared are those the engines store (domain/rollup.ts storedSlicesOf); a slice of every
-// repo is their sum, made when read, so it is right when they are.
+// repo or platform is their sum, made when read, so it is right when they are.
 import type { RollupCell, StoreReads } from "../store/contract/executions.ts";
 import {
   GRAINS,
   RollupDeltas,
   bucketStart,
   mergeInto,
-  repoClasses,
+  storedSlicesIn,
   storedSlicesOf,
   type RollupData,
   type RollupKey,
@@ -55,7 +55,7 @@ function same(a: unknown, b: unknown): boolean {
 const MAX_REPORTED = 20;
 
 /** A cell the engines store, not one made when read. */
-const isStored = (c: RollupCell): boolean => repoClasses(c.slice).length === 1;
+const isStored = (c: RollupCell): boolean => storedSlicesIn(c.slice).length === 1;
 
 /** Recounts day by day (memory stays bounded by one day of cells) and compares every cell. */
 export async function verifyRollups(

@@ -78,7 +78,7 @@ function coarse({ from, to }: Window, months: boolean): Span[] {
   return spans;
 }
 
-/** Filter fields rollups count as a dimension of the same name (nsapp, repo source and kind are slices, outcome the counts). */
+/** Filter fields rollups count as a dimension of the same name (nsapp, repo source and kind are slices, outcome the counts; the platform class is a slice too). */
 const DIMENSION_FILTERS = FILTER_FIELDS.filter(
   (f): f is Extract<FilterField, DimensionField> => "dimension" in f && !("slice" in f),
 ).map((f) => {
@@ -90,7 +90,7 @@ const UNCOUNTED = FILTER_FIELDS.filter((f) => !("dimension" in f) && !("slice" i
   (f) => f.key,
 );
 
-/** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, app, outcome, time, text), with the filter fields behind each. */
+/** Filters on dimensions rollups can select (everything in ExecutionFilter but kind, repo source, platform class, app, outcome, time, text), with the filter fields behind each. */
 function dimensionFilters(
   f: ExecutionFilter,
 ): { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] }[] | null {
@@ -108,7 +108,6 @@ function dimensionFilters(
       value: f.osType === undefined ? undefined : `${f.osType} ${f.osVersion}`,
       fields: ["osType", "osVersion"],
     },
-    one("platform_class", "platformClass"),
   ];
   return list.filter(
     (d): d is { dim: Dimension; value: string; fields: (keyof ExecutionFilter)[] } => d.value !== undefined,
@@ -148,7 +147,10 @@ export function plan(f: ExecutionFilter, use: Use): Plan {
   // Slices hold repo sources as classes (known sources, "external", ""); another value is a scan.
   if (f.repoSource !== undefined && repoClass(f.repoSource) !== f.repoSource) return { source: "scan" };
   const app = f.nsapp === undefined ? ALL_APPS : appSlice(f.nsapp);
-  const slices = (f.kind === undefined ? KINDS : [f.kind]).map((kind) => sliceKey(kind, f.repoSource ?? null, app));
+  // A platform class that none is (neither pve, incus nor "") names a slice nothing counts in: no cells, as no record matches.
+  const slices = (f.kind === undefined ? KINDS : [f.kind]).map((kind) =>
+    sliceKey(kind, f.repoSource ?? null, app, f.platformClass ?? null),
+  );
   const only = dims[0] === undefined ? null : { dim: dims[0].dim, value: dims[0].value };
   const countsOnly = use.kind === "timeseries" || (use.kind === "breakdown" && use.by === only?.dim);
   if (only !== null && !countsOnly) return { source: "scan" };
@@ -490,13 +492,47 @@ export function dimensionSums(
   return out;
 }
 
-/** Failed installs per error signature id, most frequent first. */
-export function errorCounts(cells: readonly Cell[]): [string, number][] {
+/** Failed installs per error signature id (those with any), most frequent first. */
+export const errorCounts = (cells: readonly Cell[]): [string, number][] =>
+  errorTop(cells, Number.POSITIVE_INFINITY).top;
+
+/** Ids are hex: code-point order is their order, and far cheaper than localeCompare. */
+const byCount = (a: [string, number], b: [string, number]): number =>
+  b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+/**
+ * The `limit` most frequent error signatures of the cells (most first), how many signatures have
+ * failed installs and how many those are, and each id's sum. The top is selected, not sorted out
+ * of every id: a year of today's traffic holds ~55k signatures, and sorting them all was most of
+ * the read (50-100 ms of CPU).
+ */
+export function errorTop(
+  cells: readonly Cell[],
+  limit: number,
+): { top: [string, number][]; distinct: number; total: number; sums: Map<string, number> } {
   const sums = new Map<string, number>();
   // for-in lists own keys here (Object.prototype has no enumerable members), so every id is the cell's own.
   for (const { data } of cells) for (const sig in data.err) sums.set(sig, (sums.get(sig) ?? 0) + data.err[sig]!);
-  // Ids are hex: code-point order is their order, and far cheaper than localeCompare.
-  return [...sums].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const top: [string, number][] = [];
+  let distinct = 0;
+  let total = 0;
+  for (const entry of sums) {
+    if (entry[1] <= 0) continue;
+    distinct++;
+    total += entry[1];
+    if (limit === Number.POSITIVE_INFINITY) {
+      top.push(entry);
+      continue;
+    }
+    if (top.length >= limit && (limit === 0 || byCount(entry, top[top.length - 1]!) >= 0)) continue;
+    // Kept in order, the last the least: an insertion into at most `limit` entries.
+    let i = top.length;
+    while (i > 0 && byCount(entry, top[i - 1]!) < 0) i--;
+    top.splice(i, 0, entry);
+    if (top.length > limit) top.pop();
+  }
+  if (limit === Number.POSITIVE_INFINITY) top.sort(byCount);
+  return { top, distinct, total, sums };
 }
 
 /** The plan that reads cells folded from already-filtered records. */

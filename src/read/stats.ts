@@ -5,7 +5,7 @@ import {
   breakdown,
   complementOf,
   decompose,
-  errorCounts,
+  errorTop,
   finishedByValue,
   foldRecords,
   intervalStart,
@@ -140,19 +140,21 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
   const byDay = (t: number) => intervalStart(t, "day");
   const spansOf = async (w: Window, months = true) => decompose(w, { months, foldedUntil: await store.foldedUntil() });
 
-  /** Failed installs per signature id in the window, most frequent first, and their sum. */
-  async function signatureCounts(f: ExecutionFilter, w: Window) {
-    return countsOf(await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day"));
+  /** Failed installs per signature id in the window (the `limit` most frequent first), and their sum. */
+  async function signatureCounts(f: ExecutionFilter, w: Window, limit: number) {
+    return countsOf(await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day"), limit);
   }
-  function countsOf(r: Read) {
-    const counts = r.plan.outcome === null || r.plan.outcome === "failed" ? errorCounts(r.cells) : [];
-    return { source: r.source, counts, totalFailed: counts.reduce((s, [, n]) => s + n, 0) };
+  function countsOf(r: Read, limit: number) {
+    const counted =
+      r.plan.outcome === null || r.plan.outcome === "failed"
+        ? errorTop(r.cells, limit)
+        : { top: [], distinct: 0, total: 0, sums: new Map<string, number>() };
+    return { source: r.source, ...counted };
   }
 
   /** The `limit` most frequent failure signatures of cells read, with what is known of each; with `issues`, its issue if linked. */
   async function signaturesOf(r: Read, limit: number, issues: boolean) {
-    const { source, counts, totalFailed } = countsOf(r);
-    const top = counts.slice(0, limit);
+    const { source, top, distinct, total: totalFailed } = countsOf(r, limit);
     const ids = top.map(([id]) => id);
     const [signatures, links] = await Promise.all([store.signatures(ids), issues ? store.issueLinks(ids) : []]);
     const known = new Map(signatures.map((s) => [s.id, s]));
@@ -160,7 +162,7 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
     return {
       source,
       total_failed: totalFailed,
-      total_signatures: counts.length,
+      total_signatures: distinct,
       signatures: top.map(([id, count]) => {
         const s = known.get(id);
         const l = linked.get(id);
@@ -210,8 +212,8 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
 
     /** Failed installs with signature `id` in the window, and with any signature. */
     async signatureCount(f: ExecutionFilter, w: Window, id: string) {
-      const { counts, totalFailed } = await signatureCounts(f, w);
-      return { count: counts.find(([sig]) => sig === id)?.[1] ?? 0, totalFailed };
+      const { sums, total } = await signatureCounts(f, w, 0);
+      return { count: Math.max(0, sums.get(id) ?? 0), totalFailed: total };
     },
 
     /** Dimension values over-represented among the window's failures (domain/drivers.ts). */

@@ -12,6 +12,7 @@ import {
   countHour,
   emptyData,
   hoursFrom,
+  platformClass,
   sliceKey,
   type RollupData,
   type RollupPart,
@@ -23,7 +24,10 @@ import {
   type ExecutionFilter,
   type PageQuery,
   type PageSort,
+  type StoreReads,
 } from "../../src/store/contract/executions.ts";
+import { SCANNED, breakdown, foldRecords, summarize } from "../../src/read/aggregate.ts";
+import { createStats } from "../../src/read/stats.ts";
 import {
   ALL,
   ALL_PARTS,
@@ -1320,12 +1324,18 @@ export function executionsContract({ database, freshStore }: Harness): void {
       }
       return [...cells].sort((a, b) => a[0] - b[0]).map(([bucket, data]) => ({ bucket, data }));
     }
-    /** Executions at hours `daysBack` days before `mark`: apps, repos, kinds and outcomes mixed. */
+    /** Executions at hours `daysBack` days before `mark` (from 05:00 to 12:00 UTC of that day, whatever the time now): apps, repos, kinds and outcomes mixed. */
     function executionsAt(mark: number, daysBack: number, tag: string): Execution[] {
       // 05:00 of that day: its runs (up to 12:00) stay on one day whatever the time the test runs.
       const hour = bucketStart(mark - daysBack * DAY, GRAINS.day) + 5 * HOUR;
       return [
-        record(`${tag}-1`, { createdAt: hour + MIN, nsapp: "a", updatedAt: hour + 9 * MIN, durationMs: 8 * MIN }),
+        record(`${tag}-1`, {
+          createdAt: hour + MIN,
+          nsapp: "a",
+          pveVersion: null,
+          updatedAt: hour + 9 * MIN,
+          durationMs: 8 * MIN,
+        }),
         record(`${tag}-2`, {
           createdAt: hour + 2 * MIN,
           nsapp: "b",
@@ -1342,7 +1352,13 @@ export function executionsContract({ database, freshStore }: Harness): void {
           status: "installing",
         }),
         record(`${tag}-4`, { createdAt: hour + HOUR + MIN, nsapp: "post-pve-install", type: "pve", status: "done" }),
-        record(`${tag}-5`, { createdAt: hour + 7 * HOUR, nsapp: "b", osVersion: "13", status: "done" }),
+        record(`${tag}-5`, {
+          createdAt: hour + 7 * HOUR,
+          nsapp: "b",
+          osVersion: "13",
+          platform: "incus",
+          status: "done",
+        }),
       ];
     }
     const SLICES = [
@@ -1352,9 +1368,13 @@ export function executionsContract({ database, freshStore }: Harness): void {
       sliceKey("install", "ProxmoxVE", ALL_APPS),
       sliceKey("install", "external", appSlice("a")),
       sliceKey("tool", null, ALL_APPS),
+      sliceKey("install", null, ALL_APPS, "pve"),
+      sliceKey("install", null, appSlice("b"), "incus"),
+      sliceKey("install", "", appSlice("a"), ""),
     ];
 
-    test("hour cells reach back HOUR_CELL_DAYS before the fold mark; older hours are counted from the records, equal to a recount", async () => {
+    /** A fresh store holding executions of 3, 40 and 75 days before its fold mark: hour cells, older hours, older months. */
+    async function threeAges() {
       const store = await freshStore();
       const mark = await store.foldedUntil();
       const records = [
@@ -1363,6 +1383,11 @@ export function executionsContract({ database, freshStore }: Harness): void {
         ...executionsAt(mark, 75, "older"),
       ];
       await store.write(records.map((r) => loadOp(r)));
+      return { store, mark, records };
+    }
+
+    test("hour cells reach back HOUR_CELL_DAYS before the fold mark; older hours are counted from the records, equal to a recount", async () => {
+      const { store, mark, records } = await threeAges();
       // Stored hour cells: the recent ones only. Day and month cells for every record.
       const first = hoursFrom(mark);
       const storedHours = await store.rollupCells(GRAINS.hour, EVERYTHING.from, EVERYTHING.to);
@@ -1401,6 +1426,49 @@ export function executionsContract({ database, freshStore }: Harness): void {
         );
       }
       await expectVerified(store, records.length);
+    });
+
+    test("a platform class filter is read from its slices, never from the records, alone or with an app, a repo, a kind and one dimension", async () => {
+      const { store, mark, records } = await threeAges();
+      // Scans through the store the read side is given are counted (old hours are counted by the engine itself).
+      let scans = 0;
+      const seen: StoreReads = Object.create(store);
+      seen.executionChunks = (f, page) => {
+        scans++;
+        return store.executionChunks(f, page);
+      };
+      const stats = createStats(seen);
+      // Ragged ends over hours older than the hour cells, days, months and the newest days' hours.
+      const w = { from: floorHour(mark - 80 * DAY) + 7 * HOUR, to: mark + HOUR };
+      const byDay = (r: { createdAt: number }) => r.createdAt - (r.createdAt % DAY);
+      for (const f of [
+        { platformClass: "pve" },
+        { platformClass: "incus" },
+        { platformClass: "" },
+        { platformClass: "lxd" },
+        { platformClass: "incus", nsapp: "b" },
+        { platformClass: "pve", repoSource: "ProxmoxVE" },
+        { platformClass: "", kind: "install" as const, outcome: "success" as const },
+        { platformClass: "pve", type: "lxc" },
+      ] satisfies ExecutionFilter[]) {
+        scans = 0;
+        const want = await foldRecords(store.executionChunks({ ...f, from: w.from, to: w.to }), byDay);
+        const plan = { ...SCANNED, outcome: f.outcome ?? null };
+        // Counts of one more dimension's value (a timeseries) come from the platform's slices too.
+        const series = await stats.timeseries(f, w, "day");
+        expect([f, series.source]).toEqual([f, "rollup"]);
+        expect([f, series.points.reduce((n, p) => n + p.total, 0)]).toEqual([f, summarize(want, plan).total]);
+        if (!("type" in f)) {
+          const { source, ...got } = await stats.summary(f, w);
+          expect([f, source, got]).toEqual([f, "rollup", summarize(want, plan)]);
+          const by = { by: "nsapp", sort: "volume", minRuns: 1, limit: 100 } as const;
+          const groups = await stats.breakdown(f, w, by);
+          expect([f, groups.source, groups.groups]).toEqual([f, "rollup", breakdown(want, plan, by).groups]);
+        }
+        expect([f, scans]).toEqual([f, 0]);
+      }
+      // The records hold every class, so none of these was trivially everything or nothing.
+      expect(new Set(records.map((r) => platformClass(r)))).toEqual(new Set(["pve", "incus", ""]));
     });
 
     test("older hours follow writes to their day: a late final report, a new record, a deletion", async () => {

@@ -19,7 +19,7 @@ import {
   GRAINS,
   appSlice,
   sliceKey,
-  slicesOf,
+  storedSlicesOf,
   type Grain,
   type RollupData,
   type RollupPart,
@@ -40,9 +40,20 @@ export const MIN = 60_000;
 /** Rollup slices of installs (the default view): every app, and one app; every repo. */
 export const ALL = sliceKey("install", null, ALL_APPS);
 export const appOf = (nsapp: string | null): string => sliceKey("install", null, appSlice(nsapp));
-/** Every slice an /upload install of these apps counts in, sorted. */
+/**
+ * The slices rollupCells lists for /upload installs of these apps on a PVE host, sorted: the two
+ * stored ones of each (its repo and platform classes) and the slices of every repo and platform.
+ */
 export const slicesOfApps = (apps: readonly string[]): string[] =>
-  [...new Set(apps.flatMap((nsapp) => slicesOf({ type: "lxc", repoSource: null, nsapp })))].sort();
+  [
+    ...new Set(
+      apps.flatMap((nsapp) => [
+        ...storedSlicesOf({ type: "lxc", repoSource: null, nsapp, platform: null, pveVersion: "8.2.2" }),
+        ALL,
+        appOf(nsapp),
+      ]),
+    ),
+  ].sort();
 /** Early in a month and a day, so PAST + a few hours stays in both. */
 export const PAST = Date.UTC(2025, 2, 10, 8, 0, 0);
 export const EVERYTHING = { from: Number.MIN_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER };

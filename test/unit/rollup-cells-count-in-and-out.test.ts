@@ -13,8 +13,11 @@ import {
   emptyData,
   mergeInto,
   repoClass,
+  parseSlice,
   sliceKey,
   slicesOf,
+  storedSlicesIn,
+  storedSlicesOf,
   type RollupRecord,
 } from "../../src/domain/rollup.ts";
 import { HOUR } from "../../src/domain/time.ts";
@@ -179,17 +182,51 @@ describe("addRecord", () => {
 });
 
 describe("slices", () => {
-  test("an execution counts in four slices of its kind: every repo and its repo class, each for every app and its own", () => {
+  test("an execution counts in eight slices of its kind: every repo or its repo class, every platform or its class, every app or its own", () => {
     expect(slicesOf(record())).toEqual([
       sliceKey("install", null, ALL_APPS),
       sliceKey("install", null, appSlice("jellyfin")),
+      sliceKey("install", null, ALL_APPS, "pve"),
+      sliceKey("install", null, appSlice("jellyfin"), "pve"),
       sliceKey("install", "ProxmoxVE", ALL_APPS),
       sliceKey("install", "ProxmoxVE", appSlice("jellyfin")),
+      sliceKey("install", "ProxmoxVE", ALL_APPS, "pve"),
+      sliceKey("install", "ProxmoxVE", appSlice("jellyfin"), "pve"),
     ]);
     expect(slicesOf(record({ type: "pve", nsapp: "post-pve-install", repoSource: null }))[0]).toBe(
       sliceKey("tool", null, ALL_APPS),
     );
     expect(slicesOf(record({ type: "addon" }))[0]).toBe(sliceKey("addon", null, ALL_APPS));
+  });
+
+  test("the engines store two slices, of its repo and platform classes; a slice of every repo or platform adds up the stored ones it contains", () => {
+    expect(storedSlicesOf(record())).toEqual([
+      sliceKey("install", "ProxmoxVE", ALL_APPS, "pve"),
+      sliceKey("install", "ProxmoxVE", appSlice("jellyfin"), "pve"),
+    ]);
+    // Incus as sent, or read from the host version; "" when neither says.
+    expect(storedSlicesOf(record({ platform: null, pveVersion: "incus-6.0.4" }))[0]).toBe(
+      sliceKey("install", "ProxmoxVE", ALL_APPS, "incus"),
+    );
+    expect(storedSlicesOf(record({ platform: null, pveVersion: null, repoSource: null }))[1]).toBe(
+      sliceKey("install", "", appSlice("jellyfin"), ""),
+    );
+    const stored = sliceKey("addon", "external", appSlice("a|b"), "incus");
+    expect(storedSlicesIn(stored)).toEqual([stored]);
+    expect(parseSlice(stored)).toEqual({ kind: "addon", repo: "external", platform: "incus", nsapp: "a|b" });
+    expect(storedSlicesIn(sliceKey("install", "ProxmoxVE", ALL_APPS))).toEqual(
+      ["pve", "incus", ""].map((p) => sliceKey("install", "ProxmoxVE", ALL_APPS, p)),
+    );
+    expect(storedSlicesIn(sliceKey("tool", null, appSlice("x"), "pve"))).toEqual(
+      ["", "ProxmoxVE", "ProxmoxVED", "external"].map((r) => sliceKey("tool", r, appSlice("x"), "pve")),
+    );
+    const every = storedSlicesIn(sliceKey("install", null, ALL_APPS));
+    expect(every).toHaveLength(12);
+    // Every stored slice an execution counts in is in exactly the sums of the slices it counts in.
+    for (const slice of slicesOf(record())) {
+      const contained = storedSlicesIn(slice);
+      expect(storedSlicesOf(record()).filter((s) => contained.includes(s))).toHaveLength(1);
+    }
   });
 
   test('repo classes: the client\'s known sources, forks as external, none as ""', () => {

@@ -143,7 +143,7 @@ const RECENT_SCRIPTS = 20;
 
 export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => number }) {
   const tags = ["telemetry-service compatible"];
-  /** Per request: its aggregates share what a scan folds (a platform rollups cannot select with another dimension). */
+  /** Per request: its aggregates share what a scan folds (a filter rollups cannot select with another dimension). */
   const perRequest = () => {
     const stats = createStats(deps.store, new Map());
     return { stats, top: topOf(stats) };

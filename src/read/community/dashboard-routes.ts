@@ -113,14 +113,14 @@ export function communityDashboardRoutes(deps: { store: StoreReads; clock: () =>
         const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) =>
           slug ? { ...f, repoSlug: slug } : f,
         );
-        // One request's aggregates share what a scan folds (a platform or slug rollups cannot select with another dimension).
+        // One request's aggregates share what a scan folds (a slug rollups cannot select with another dimension).
         const stats = createStats(deps.store, new Map());
         const top = topOf(stats);
         const span = await deps.store.recordSpan();
         const all: Window = { from: span ? span.first - (span.first % HOUR) : 0, to: w.to };
         const [summaries, allTime] = await Promise.all([
           Promise.all(filters.map((f) => stats.summary(f, w))),
-          // The all-time total ignores the platform (a scan of every record otherwise).
+          // The all-time total ignores the platform.
           Promise.all(repoFilters(query.repo).map((f) => stats.summary(slug ? { ...f, repoSlug: slug } : f, all))),
         ]);
         const sum = (k: "total" | "success" | "failed" | "aborted" | "in_progress") =>
@@ -170,7 +170,7 @@ export function communityDashboardRoutes(deps: { store: StoreReads; clock: () =>
             : medians.reduce((n, d) => n + d.median_s! * d.n, 0) / medians.reduce((n, d) => n + d.n, 0);
         const min = minInstalls(days);
         // The 20 newest of the window, over every repo filter (none when the counts say there are
-        // none: a platform filter's list would walk the window for nothing).
+        // none: a filter's list would walk the window for nothing).
         const recent = sum("total") === 0 ? [] : await newestOf(deps.store, filters, w, 20);
         const failedApps = ranking
           .filter((g) => g.total >= min && g.failed > 0)

@@ -11,6 +11,7 @@ import {
   emptyData,
   isAllApps,
   parseSlice,
+  platformClass,
   repoClass,
   type RollupData,
 } from "../../domain/rollup.ts";
@@ -19,9 +20,10 @@ import type { ExecutionFilter } from "../contract/executions.ts";
 
 /** The executions of a slice in [from, to), as far as a filter can say (a repo class "external" is checked per record). */
 export function sliceFilter(slice: string, from: number, to: number): ExecutionFilter {
-  const { kind, repo, nsapp } = parseSlice(slice);
+  const { kind, repo, platform, nsapp } = parseSlice(slice);
   const f: ExecutionFilter = { kind, from, to };
   if (nsapp !== null) f.nsapp = nsapp;
+  if (platform !== null) f.platformClass = platform;
   if (repo !== null && repo !== "external") f.repoSource = repo;
   return f;
 }
@@ -37,12 +39,13 @@ export async function countHours(
   chunks: AsyncIterable<readonly Execution[]> | Iterable<readonly Execution[]>,
   slice: string,
 ): Promise<{ bucket: number; data: RollupData }[]> {
-  const { kind, repo, nsapp } = parseSlice(slice);
+  const { kind, repo, platform, nsapp } = parseSlice(slice);
   const allApps = isAllApps(slice);
   const cells = new Map<number, RollupData>();
   for await (const chunk of chunks) {
     for (const r of chunk) {
       if (repo !== null && repoClass(r.repoSource) !== repo) continue;
+      if (platform !== null && platformClass(r) !== platform) continue;
       if (r.kind !== kind || (nsapp !== null && (r.nsapp ?? "") !== nsapp)) continue;
       const hour = bucketStart(r.createdAt, GRAINS.hour);
       let cell = cells.get(hour);

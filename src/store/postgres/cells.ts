@@ -266,7 +266,7 @@ export async function dayVersions(pg: Sql, slices: readonly string[], day: numbe
   return rows.map((r) => `${r.slice}:${r.version}`).join(",");
 }
 
-/** Stored cells of one grain with bucket in [from, to), of one stored slice (or all), with the parts asked for; oldest first. */
+/** Stored cells of one grain with bucket in [from, to), of some stored slices (or all: null), with the parts asked for; oldest first. */
 export async function readCells(
   pg: Sql,
   labels: PgLabels,
@@ -274,10 +274,11 @@ export async function readCells(
   grain: Grain,
   from: number,
   to: number,
-  slice: string | null,
+  slices: readonly string[] | null,
   parts: readonly RollupPart[],
 ): Promise<RollupCell[]> {
-  const sliceIs = slice === null ? pg`TRUE` : pg`slice = ${slice}`;
+  // One statement for every slice asked (a slice of every repo and platform adds up to a dozen).
+  const sliceIs = slices === null ? pg`TRUE` : pg`slice = ANY(${slices}::text[])`;
   const stored = await pg<{ slice: string; bucket: number; version: string }[]>`
     SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
   const keyOf = (s: string, bucket: number) => keyText({ grain, app: s, bucket });

@@ -9,8 +9,8 @@ import type { RejectReason } from "../../domain/rejection.ts";
 import {
   GRAINS,
   hoursFrom,
-  repoClasses,
-  withEveryRepo,
+  storedSlicesIn,
+  withEverySlice,
   type RollupData,
   type RollupPart,
 } from "../../domain/rollup.ts";
@@ -229,29 +229,28 @@ async function readRollups(
   if (from < first) {
     const end = Math.min(to, first);
     const span = daysOf(from, end);
-    const days = (
-      await Promise.all(
-        repoClasses(slice).map((leaf) => readCells(pg, labels, cells, GRAINS.day, span.from, span.to, leaf, [])),
-      )
-    )
-      .flat()
-      .map((c) => c.bucket);
+    const days = (await readCells(pg, labels, cells, GRAINS.day, span.from, span.to, storedSlicesIn(slice), [])).map(
+      (c) => c.bucket,
+    );
     const counted = await ctx.old.read(
       slice,
       from,
       end,
       days,
       async (s, day) => countHours(executionChunks(ctx, sliceFilter(s, day, day + DAY)), s),
-      (s, day) => dayVersions(pg, repoClasses(s), day),
+      (s, day) => dayVersions(pg, storedSlicesIn(s), day),
     );
     for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
   }
   const start = Math.max(from, first);
   if (start < to) {
-    const lists = await Promise.all(
-      repoClasses(slice).map((leaf) => readCells(pg, labels, cells, grain, start, to, leaf, parts)),
-    );
-    out.push(...sumByBucket(lists.map((l) => l.map(({ bucket, data }) => ({ bucket, data })))));
+    const lists = new Map<string, { bucket: number; data: RollupData }[]>();
+    for (const c of await readCells(pg, labels, cells, grain, start, to, storedSlicesIn(slice), parts)) {
+      const list = lists.get(c.slice);
+      if (list) list.push({ bucket: c.bucket, data: c.data });
+      else lists.set(c.slice, [{ bucket: c.bucket, data: c.data }]);
+    }
+    out.push(...sumByBucket([...lists.values()]));
   }
   return out;
 }
@@ -398,7 +397,7 @@ export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)
     changeMarker: () => changeMarker(ctx),
     readRollups: (selection) => readRollups(ctx, selection),
     rollupCells: async (grain, from, to) =>
-      withEveryRepo(
+      withEverySlice(
         await readCells(pg, labels, ctx.cells, grain, from, to, null, ALL_PARTS),
         (slice, bucket, data) => ({ slice, bucket, data }),
       ),

@@ -4,8 +4,8 @@
 // the store recounts them whenever it cannot vouch for them: at open, and after another connection
 // wrote or moved the fold mark.
 //
-// A record is counted into one cell only, its leaf slice's (kind, repo class, app: leafSliceOf);
-// the other stored slice of an hour (its repo class's, every app) is the sum of its leaves, made
+// A record is counted into one cell only, its leaf slice's (kind, repo class, platform class, app:
+// leafSliceOf); the other stored slice of an hour (those classes', every app) is the sum of its leaves, made
 // when read and kept until a write changes that hour. Counting every record into each of its
 // slices was the largest part of a report's CPU (docs/decisions/2026-11-27-open-hours-leaf-cells.md).
 import { failureSignatureId } from "../../domain/error-signature.ts";
@@ -30,19 +30,24 @@ import type { RollupCell } from "../contract/executions.ts";
 interface Leaf {
   kind: Kind;
   repo: string;
+  platform: string;
   /** The app slice ("=<nsapp>"). */
   app: string;
   byHour: Map<number, RollupData>;
 }
 
-/** The stored slices a leaf adds into (domain/rollup.ts storedSlicesOf): itself, and every app of its repo class. */
-const slicesOfLeaf = (l: Leaf): string[] => [sliceKey(l.kind, l.repo, l.app), sliceKey(l.kind, l.repo, ALL_APPS)];
+/** The stored slices a leaf adds into (domain/rollup.ts storedSlicesOf): itself, and every app of its repo and platform classes. */
+const slicesOfLeaf = (l: Leaf): string[] => [
+  sliceKey(l.kind, l.repo, l.app, l.platform),
+  sliceKey(l.kind, l.repo, ALL_APPS, l.platform),
+];
 
 /** What a slice key selects, with its app as an app slice ("=<nsapp>"; null: every app). */
-function sliceOf(slice: string): { kind: Kind; repo: string | null; app: string | null } {
-  const { kind, repo, nsapp } = parseSlice(slice);
-  return { kind, repo, app: nsapp === null ? null : appSlice(nsapp) };
+function sliceOf(slice: string): { kind: Kind; repo: string | null; platform: string | null; app: string | null } {
+  const { kind, repo, platform, nsapp } = parseSlice(slice);
+  return { kind, repo, platform, app: nsapp === null ? null : appSlice(nsapp) };
 }
+const isLeaf = (s: ReturnType<typeof sliceOf>): boolean => s.repo !== null && s.platform !== null && s.app !== null;
 
 export class OpenHours {
   private readonly leaves = new Map<string, Leaf>();
@@ -54,8 +59,8 @@ export class OpenHours {
   private readonly leafCell = (slice: string, hour: number): RollupData => {
     let leaf = this.leaves.get(slice);
     if (!leaf) {
-      const { kind, repo, app } = sliceOf(slice);
-      this.leaves.set(slice, (leaf = { kind, repo: repo!, app: app!, byHour: new Map() }));
+      const { kind, repo, platform, app } = sliceOf(slice);
+      this.leaves.set(slice, (leaf = { kind, repo: repo!, platform: platform!, app: app!, byHour: new Map() }));
     }
     let cell = leaf.byHour.get(hour);
     if (!cell) leaf.byHour.set(hour, (cell = emptyData()));
@@ -100,7 +105,7 @@ export class OpenHours {
   cellsOf(slice: string | null, from: number, to: number): RollupCell[] {
     if (slice === null) return this.everyCell(from, to);
     const want = sliceOf(slice);
-    const leaf = want.repo !== null && want.app !== null ? this.leaves.get(slice) : undefined;
+    const leaf = isLeaf(want) ? this.leaves.get(slice) : undefined;
     if (leaf)
       return [...leaf.byHour]
         .filter(([bucket]) => bucket >= from && bucket < to)
@@ -139,7 +144,7 @@ export class OpenHours {
 
   /** A slice's cell of one hour: a leaf's own, or the sum of the leaves it contains (null: none). */
   private sum(slice: string, hour: number, want: ReturnType<typeof sliceOf>): RollupData | null {
-    if (want.repo !== null && want.app !== null) return this.leaves.get(slice)?.byHour.get(hour) ?? null;
+    if (isLeaf(want)) return this.leaves.get(slice)?.byHour.get(hour) ?? null;
     let byHour = this.sums.get(hour);
     if (!byHour) this.sums.set(hour, (byHour = new Map()));
     const known = byHour.get(slice);
@@ -149,6 +154,7 @@ export class OpenHours {
       if (
         leaf.kind !== want.kind ||
         (want.repo !== null && leaf.repo !== want.repo) ||
+        (want.platform !== null && leaf.platform !== want.platform) ||
         (want.app !== null && leaf.app !== want.app)
       )
         continue;

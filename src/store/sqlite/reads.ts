@@ -334,7 +334,7 @@ function errorTextCounts({ db }: ReadContext): { error: string; count: number }[
 }
 
 /**
- * Stored cells of one grain of `slices` (stored slices: a slice of every repo's classes) in
+ * Stored cells of one grain of `slices` (stored slices: those a slice of every repo or platform adds up) in
  * [from, to), one query for them all, decoded afresh with only the parts and dimensions asked
  * for; per slice, oldest first.
  */

@@ -4,7 +4,7 @@
 import type { Database } from "bun:sqlite";
 import { DAY } from "../../domain/time.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
-import { GRAINS, emptyData, hoursFrom, repoClasses, withEveryRepo, type RollupData } from "../../domain/rollup.ts";
+import { GRAINS, emptyData, hoursFrom, storedSlicesIn, withEverySlice, type RollupData } from "../../domain/rollup.ts";
 import { decodePart } from "../../domain/rollup-codec.ts";
 import { LabelCache } from "../common/labels.ts";
 import { StorageDamagedError, StorageUnavailableError } from "../contract/errors.ts";
@@ -26,7 +26,7 @@ import { createAlertReads } from "./alerts.ts";
 import { createIssueReads } from "./issues.ts";
 import type { Scans } from "./scan-threads.ts";
 import { OldHours, countHours, daysOf, sliceFilter } from "../common/old-hours.ts";
-import { only, sumByBucket } from "../common/sum-cells.ts";
+import { SumCache, only, sumByBucket } from "../common/sum-cells.ts";
 
 /**
  * Parsed cells kept between batches and reads. Cells are small binary rows now, decoded in
@@ -55,6 +55,8 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const old = new OldHours();
+  /** Sums of the stored slices a slice of every repo or platform adds up, while those cells stand. */
+  const sums = new SumCache(1024);
   const reads = createSqliteReads(sqlite, db);
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);
@@ -79,6 +81,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const recount = () => {
     cells.clear();
     old.clear();
+    sums.clear();
     reads.loadLabels();
     const foldedUntil = reads.storedFoldedUntil();
     open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
@@ -155,7 +158,9 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       if (from < first) {
         const end = Math.min(to, first);
         const days = [
-          ...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, repoClasses(slice)).values(),
+          ...reads
+            .storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, storedSlicesIn(slice))
+            .values(),
         ]
           .flat()
           .map((c) => c.bucket);
@@ -163,7 +168,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
         for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
       }
       const start = Math.max(from, first);
-      if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, repoClasses(slice)));
+      if (start < to) out.push(...storedAndOpen({ ...selection, from: start }, storedSlicesIn(slice)));
       return out;
     },
 
@@ -172,7 +177,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
       const stored = reads.storedCells(grain, from, to);
       const cells =
         grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
-      return withEveryRepo(cells, (slice, bucket, data) => ({ slice, bucket, data }));
+      return withEverySlice(cells, (slice, bucket, data) => ({ slice, bucket, data }));
     },
 
     foldedUntil: () => {
@@ -243,7 +248,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     });
   }
 
-  /** Cells of stored slices (a slice of every repo's classes), summed per bucket: stored, and (hour grain) the open hours from memory. */
+  /** Cells of stored slices (those a slice of every repo or platform adds up), summed per bucket: stored, and (hour grain) the open hours from memory. */
   function storedAndOpen(
     selection: RollupSelection,
     slices: readonly string[],
@@ -252,16 +257,23 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     const foldedUntil = open.foldedUntil;
     const storedTo = grain === GRAINS.hour ? Math.min(to, foldedUntil) : to;
     const lists = reads.storedRollups({ ...selection, to: storedTo }, slices);
+    let openHours = false;
     if (grain === GRAINS.hour && to > foldedUntil) {
       for (const slice of slices) {
         const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to);
         if (hours.length === 0) continue;
+        openHours = true;
         const list = lists.get(slice) ?? [];
         list.push(...hours.map(({ bucket, data }) => ({ bucket, data: only(data, parts) })));
         lists.set(slice, list);
       }
     }
-    return sumByBucket([...lists.values()]);
+    // Stored cells are decoded afresh when their bytes change, never changed in place: their sums
+    // can be kept by their identity. Open hours are counted into in place: summed every time.
+    const kept = openHours
+      ? undefined
+      : { cache: sums, key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}` };
+    return sumByBucket([...lists.values()], kept);
   }
 
   function rebuildNow(onDay?: (day: number, end: number) => void): void {

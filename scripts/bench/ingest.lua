@@ -8,7 +8,8 @@
 --        telemetry: the current clients (POST /telemetry, payload v2, every field): per execution
 --               installing, validation, configuring and the final report (4 requests), each sent
 --               after the previous one's 2xx; a fifth of the runs fail with a ~10 KiB error (the
---               client's log tail), and a third of those are retried as a new execution
+--               client's log tail), and a third of those are retried as a new execution (the first
+--               attempt's execution_id is its random_id, a retry's a new id, as the clients send them)
 -- NONCE  0..65535, different for every wrk run against the same database (ids stay unique)
 -- OUTDIR where each thread writes the execution_ids of acknowledged reports (for /upload the
 --        random_id): TAG-tN-start.txt ("created") and TAG-tN-update.txt (final "updated"), one per line
@@ -277,8 +278,10 @@ local function tel_fields(rid, eid)
     ({ 2400, 3200, 4800 })[random(1, 3)], random(1, 12), #app % 10, app:byte(1) % 20, random() < 0.9 and 1 or 0)
 end
 
+-- A run's execution_id is its random_id on the first attempt and a new id for each retry, as the
+-- clients send it (docs/protocol.md; the core client falls back to RANDOM_UUID until a retry sets one).
 local function tel_new(rid, attempt)
-  local eid = new_id()
+  local eid = attempt == 1 and rid or new_id()
   runs[eid] = { fields = tel_fields(rid, eid), step = 1, rid = rid, attempt = attempt }
   return eid
 end

@@ -54,7 +54,7 @@ export function rollupCells(state: StoreState, grain: Grain, from: number, to: n
 }
 
 /** Hour cells of one day of a slice, counted from its executions (on a read thread while serving). */
-export async function countDay(state: StoreState, slice: string, day: number): Promise<Cell[]> {
+async function countDay(state: StoreState, slice: string, day: number): Promise<Cell[]> {
   const filter = sliceFilter(slice, day, day + DAY);
   if (!state.scans) return countHours(state.reads.executionChunks(filter), slice);
   const counted = await state.scans.hourCells(filter, slice);
@@ -68,7 +68,7 @@ export async function countDay(state: StoreState, slice: string, day: number): P
 }
 
 /** Cells of stored slices (a slice of every repo's classes), summed per bucket: stored, and (hour grain) the open hours from memory. */
-export function storedAndOpen(state: StoreState, selection: RollupSelection, slices: readonly string[]): Cell[] {
+function storedAndOpen(state: StoreState, selection: RollupSelection, slices: readonly string[]): Cell[] {
   const { reads, open } = state;
   const { grain, from, to, parts } = selection;
   const foldedUntil = open.foldedUntil;

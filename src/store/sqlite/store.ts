@@ -81,7 +81,7 @@ export function writeNow(state: StoreState, ops: readonly WriteOp[], guard?: Fil
 }
 
 /** Every rollup cell counted again from the records: stored days here, open hours into memory. */
-export function rebuildNow(state: StoreState, onDay?: (day: number, end: number) => void): void {
+function rebuildNow(state: StoreState, onDay?: (day: number, end: number) => void): void {
   const { sqlite, reads, open, writes } = state;
   const span = reads.recordSpan();
   sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();

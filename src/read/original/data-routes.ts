@@ -185,25 +185,22 @@ async function listOfStatus({ store }: DataContext, status: string): Promise<Res
   return jsonArrayResponse(mergedChunks(sources, (row) => originalStatus(row) === wanted));
 }
 
-const JsonRoute = {
+/** A route answering a streamed list of records: its response and docs. */
+const listRoute = (summary: string, description: string) => ({
   response: { 200: RecordList },
-  detail: {
-    tags,
-    summary: "Every install (original API)",
-    description: "All installs, oldest first, streamed as one JSON array.",
-  },
-};
+  detail: { tags, summary, description },
+});
+
+const JsonRoute = listRoute("Every install (original API)", "All installs, oldest first, streamed as one JSON array.");
 const PaginatedRoute = {
   query: t.Object({
     page: queryText("1-based page; below 1 or not a number means 1"),
     limit: queryText("installs per page; below 1 or not a number means 10; no upper bound (the page is streamed)"),
   }),
-  response: { 200: RecordList },
-  detail: {
-    tags,
-    summary: "One page of installs (original API)",
-    description: "Oldest first; a page past the end is []. No total or page count, as in the original.",
-  },
+  ...listRoute(
+    "One page of installs (original API)",
+    "Oldest first; a page past the end is []. No total or page count, as in the original.",
+  ),
 };
 const SummaryRoute = {
   response: { 200: OriginalSummary },
@@ -219,12 +216,7 @@ const NsappRoute = {
       'exact application name (case-sensitive); absent or "" lists installs without one, as in the original',
     ),
   }),
-  response: { 200: RecordList },
-  detail: {
-    tags,
-    summary: "Installs of one app (original API)",
-    description: "Oldest first, streamed; an unknown app is [].",
-  },
+  ...listRoute("Installs of one app (original API)", "Oldest first, streamed; an unknown app is []."),
 };
 const DateRoute = {
   query: t.Object({
@@ -245,8 +237,7 @@ const StatusRoute = {
       "in the original's words: done, failed or installing (today's success is done, an abort failed, a run still going installing); matched case-insensitively",
     ),
   }),
-  response: { 200: RecordList },
-  detail: { tags, summary: "Installs with one status (original API)", description: "Oldest first, streamed." },
+  ...listRoute("Installs with one status (original API)", "Oldest first, streamed."),
 };
 const OsRoute = {
   query: t.Object({
@@ -255,12 +246,7 @@ const OsRoute = {
       "e.g. 12, exact. Both parameters are matched: an absent one matches installs without that value, as in the original",
     ),
   }),
-  response: { 200: RecordList },
-  detail: {
-    tags,
-    summary: "Installs on one OS type and version (original API)",
-    description: "Oldest first, streamed.",
-  },
+  ...listRoute("Installs on one OS type and version (original API)", "Oldest first, streamed."),
 };
 const ErrorsRoute = {
   response: { 200: OriginalErrors },

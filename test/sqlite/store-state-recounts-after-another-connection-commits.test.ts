@@ -1,7 +1,7 @@
 // The SQLite store's state (src/store/sqlite/store-state.ts) on its own: two connections to one
 // file, a write through one; the other's open hours know nothing of it until checkState sees
 // data_version move, then they equal the writer's; a check within the same millisecond asks nothing.
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { GRAINS } from "../../src/domain/rollup.ts";
 import { HOUR } from "../../src/domain/time.ts";
@@ -10,9 +10,7 @@ import { rollupCells } from "../../src/store/sqlite/rollup-reads.ts";
 import { checkState, createStoreState, recount } from "../../src/store/sqlite/store-state.ts";
 import { writeNow } from "../../src/store/sqlite/store.ts";
 import { reportOp, uploadStart } from "../helpers/reports.ts";
-import { removeTestTmpRoot, tempDir } from "../helpers/tmp.ts";
-
-afterAll(removeTestTmpRoot);
+import { tempDir } from "../helpers/tmp.ts";
 
 /** The hour cells around `at`: stored ones, and the open hours' from memory. */
 const hoursAround = (state: ReturnType<typeof createStoreState>, at: number) =>

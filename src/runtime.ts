@@ -31,6 +31,69 @@ export interface RuntimeEnv {
   alerts?: AlertsConfig;
 }
 
+type Registry = ReturnType<typeof createMetrics>["registry"];
+
+/** The database's size, installs by outcome, uptime and memory. */
+function registerServiceGauges(registry: Registry, engine: Engine, clock: () => number): void {
+  const { store } = engine;
+  const stats = createStats(store);
+  const started = clock();
+  registry.add(
+    new Gauge("installstats_database_bytes", "Size of the database file and its WAL", async () =>
+      (await engine.sizes()).map(({ file, bytes }) => ({ labels: { file }, value: bytes })),
+    ),
+  );
+  registry.add(
+    new Gauge("installstats_installs", "Installs stored, by outcome (all time, from rollups)", async () => {
+      const span = await store.recordSpan();
+      if (!span) return [];
+      const s = await stats.summary({}, allTime(span, clock()));
+      return OUTCOMES.map((outcome) => ({ labels: { outcome }, value: s[outcome] }));
+    }),
+  );
+  registry.add(
+    new Gauge("installstats_uptime_seconds", "Seconds since the service started", () => [
+      { value: Math.round((clock() - started) / 1000) },
+    ]),
+  );
+  registry.add(
+    new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [
+      { value: process.memoryUsage.rss() },
+    ]),
+  );
+}
+
+/** The alert queue by channel and the alerts firing by rule. */
+function registerAlertGauges(registry: Registry, store: Engine["store"], config: AlertsConfig): void {
+  const channels = config.channels.map((c) => c.name);
+  registry.add(
+    new Gauge(
+      "installstats_alert_queue",
+      "Alert messages waiting to be delivered (new, or failed and to be retried), by channel",
+      async () => {
+        const pending = new Map((await store.alertQueue()).map((q) => [q.channel, q.pending]));
+        return [...new Set([...channels, ...pending.keys()])].map((channel) => ({
+          labels: { channel },
+          value: pending.get(channel) ?? 0,
+        }));
+      },
+    ),
+  );
+  registry.add(
+    new Gauge(
+      "installstats_alerts_firing",
+      "Alerts firing now, by rule (a rule about each app counts each app)",
+      async () => {
+        const states = await store.alertStates();
+        return config.rules.map((r) => ({
+          labels: { rule: r.id },
+          value: states.filter((s) => s.rule === r.id && s.status === "firing").length,
+        }));
+      },
+    ),
+  );
+}
+
 /**
  * `engine` is opened by the caller (serve, after the location check and the serve lock; tests,
  * to look underneath); the runtime owns it from here on and closes it in `stop`.
@@ -56,32 +119,8 @@ export async function createRuntime(config: Config, env: RuntimeEnv, engine: Eng
   const maintenance = createMaintenance({ config, store, writer, clock });
   const relay = createRelay({ config, store, submit: (op) => writer.submit(op), clock, log, version, metrics });
 
-  const stats = createStats(store);
-  const started = clock();
   const { registry } = metrics;
-  registry.add(
-    new Gauge("installstats_database_bytes", "Size of the database file and its WAL", async () =>
-      (await engine.sizes()).map(({ file, bytes }) => ({ labels: { file }, value: bytes })),
-    ),
-  );
-  registry.add(
-    new Gauge("installstats_installs", "Installs stored, by outcome (all time, from rollups)", async () => {
-      const span = await store.recordSpan();
-      if (!span) return [];
-      const s = await stats.summary({}, allTime(span, clock()));
-      return OUTCOMES.map((outcome) => ({ labels: { outcome }, value: s[outcome] }));
-    }),
-  );
-  registry.add(
-    new Gauge("installstats_uptime_seconds", "Seconds since the service started", () => [
-      { value: Math.round((clock() - started) / 1000) },
-    ]),
-  );
-  registry.add(
-    new Gauge("installstats_resident_memory_bytes", "Resident set size of the process", () => [
-      { value: process.memoryUsage.rss() },
-    ]),
-  );
+  registerServiceGauges(registry, engine, clock);
   registerStorageMetrics(registry, () => engine.health());
 
   // Links in alert messages: the public URL, else the address serve listens on (known once it listens).
@@ -97,35 +136,7 @@ export async function createRuntime(config: Config, env: RuntimeEnv, engine: Eng
         baseUrl: () => config.publicUrl ?? listenUrl,
       })
     : null;
-  if (alerts) {
-    const channels = env.alerts!.channels.map((c) => c.name);
-    registry.add(
-      new Gauge(
-        "installstats_alert_queue",
-        "Alert messages waiting to be delivered (new, or failed and to be retried), by channel",
-        async () => {
-          const pending = new Map((await store.alertQueue()).map((q) => [q.channel, q.pending]));
-          return [...new Set([...channels, ...pending.keys()])].map((channel) => ({
-            labels: { channel },
-            value: pending.get(channel) ?? 0,
-          }));
-        },
-      ),
-    );
-    registry.add(
-      new Gauge(
-        "installstats_alerts_firing",
-        "Alerts firing now, by rule (a rule about each app counts each app)",
-        async () => {
-          const states = await store.alertStates();
-          return env.alerts!.rules.map((r) => ({
-            labels: { rule: r.id },
-            value: states.filter((s) => s.rule === r.id && s.status === "firing").length,
-          }));
-        },
-      ),
-    );
-  }
+  if (alerts) registerAlertGauges(registry, store, env.alerts!);
 
   const tracker = trackerSettings === null ? null : createTracker(trackerSettings, { version });
   tracker?.checkToken();

@@ -201,54 +201,109 @@ const OFF = "alerts are off on this server: start it with --alerts <file> (or IN
 const tags = ["alerts"];
 const security = [{ bearer: [] }];
 
+/** Runs an action on a rule or channel; one the file does not name comes back as a 404 body naming those it does. */
+async function named<T>(fn: () => Promise<T>): Promise<{ value: T } | { missing: ErrorBody }> {
+  try {
+    return { value: await fn() };
+  } catch (e) {
+    if (e instanceof UnknownNameError) return { missing: errorBody("not_found", e.message, e.what) };
+    throw e;
+  }
+}
+
+const ListRoute = {
+  response: { 200: AlertsJson },
+  detail: {
+    tags,
+    summary: "Alert rules with their state, and the channels (secrets masked)",
+    description:
+      "Every rule of the alerts file: ok, firing (and what about), pending (not evaluated yet); its silence and last evaluation.",
+  },
+};
+
+const HistoryQuery = t.Object({
+  limit: docParam("entries per page: a whole number from 1 to 500 (default 50)"),
+  before: docParam("continue below this entry id (next_before of the previous page)"),
+  rule: docParam("only this rule's entries"),
+});
+const HistoryRoute = {
+  ...strictQuery(HistoryQuery),
+  response: {
+    200: t.Object({ events: t.Array(EventJson), next_before: t.Nullable(t.Integer()) }),
+    400: ErrorBody,
+  },
+  detail: {
+    tags,
+    summary: "Alert history, newest first: what fired, when, when it resolved, and where its messages went",
+  },
+};
+
+async function history(alerts: Alerts | null, query: Static<typeof HistoryQuery>) {
+  const limit = intParam("limit", query.limit, 1, 500) ?? 50;
+  const before = intParam("before", query.before, 1, Number.MAX_SAFE_INTEGER);
+  const rule = textParam("rule", query.rule, 64);
+  const events = alerts ? await alerts.history({ limit, before, rule }) : [];
+  return { events: events.map(eventJson), next_before: events.length === limit ? events.at(-1)!.id : null };
+}
+
+const TestRoute = {
+  params: t.Object({ channel: t.String({ minLength: 1, maxLength: 64 }) }),
+  response: { 200: TestJson, 404: ErrorBody },
+  detail: {
+    tags,
+    security,
+    summary: "Send a test message to one channel now",
+    description:
+      "Outside the queue and not retried: the answer says whether the receiver took it (ok), or why not (error).",
+  },
+};
+
+const SilenceQuery = t.Object({
+  for: t.Optional(t.String({ description: "how long, e.g. 2h, 3d" })),
+  until: t.Optional(t.String({ description: "until when (ISO 8601)" })),
+});
+const SilenceRoute = {
+  ...strictQuery(SilenceQuery),
+  params: t.Object({ rule: t.String({ minLength: 1, maxLength: 64 }) }),
+  response: { 200: SilenceJson, 400: ErrorBody, 404: ErrorBody },
+  detail: {
+    tags,
+    security,
+    summary: "Silence a rule for a while: it is still evaluated and recorded, nothing is sent",
+    description: "A firing that begins meanwhile is sent when the silence ends if it still fires.",
+  },
+};
+
+/** When a silence asked for ends: `for` a duration from now, or `until` a time to come, exactly one of them. */
+function silenceEnd(query: Static<typeof SilenceQuery>, now: number): number {
+  if ((query.for === undefined) === (query.until === undefined))
+    throw new QueryError("for", "give for (a duration such as 2h or 3d) or until (an ISO date-time), one of them");
+  if (query.for !== undefined) {
+    const ms = parseDuration(query.for);
+    if (!Number.isFinite(ms) || ms <= 0)
+      throw new QueryError(
+        "for",
+        `for must be a duration such as 30m, 2h or 3d, got ${JSON.stringify(query.for.slice(0, 40))}`,
+      );
+    return now + ms;
+  }
+  const until = Date.parse(query.until!);
+  if (!Number.isFinite(until) || until <= now)
+    throw new QueryError("until", "until must be a date-time in the future, e.g. 2026-12-01T08:00:00Z");
+  return until;
+}
+
+const UnsilenceRoute = {
+  params: t.Object({ rule: t.String({ minLength: 1, maxLength: 64 }) }),
+  response: { 200: SilenceJson, 404: ErrorBody },
+  detail: { tags, security, summary: "End a rule's silence now" },
+};
+
 export function alertRoutes(deps: { alerts: Alerts | null; clock: () => number }) {
   const { alerts, clock } = deps;
-  /** Runs an action on a rule or channel; one the file does not name comes back as a 404 body naming those it does. */
-  const named = async <T>(fn: () => Promise<T>): Promise<{ value: T } | { missing: ErrorBody }> => {
-    try {
-      return { value: await fn() };
-    } catch (e) {
-      if (e instanceof UnknownNameError) return { missing: errorBody("not_found", e.message, e.what) };
-      throw e;
-    }
-  };
   return new Elysia({ name: "alerts" })
-    .get("/api/alerts", () => alertsJson(alerts), {
-      response: { 200: AlertsJson },
-      detail: {
-        tags,
-        summary: "Alert rules with their state, and the channels (secrets masked)",
-        description:
-          "Every rule of the alerts file: ok, firing (and what about), pending (not evaluated yet); its silence and last evaluation.",
-      },
-    })
-    .get(
-      "/api/alerts/history",
-      async ({ query }) => {
-        const limit = intParam("limit", query.limit, 1, 500) ?? 50;
-        const before = intParam("before", query.before, 1, Number.MAX_SAFE_INTEGER);
-        const rule = textParam("rule", query.rule, 64);
-        const events = alerts ? await alerts.history({ limit, before, rule }) : [];
-        return { events: events.map(eventJson), next_before: events.length === limit ? events.at(-1)!.id : null };
-      },
-      {
-        ...strictQuery(
-          t.Object({
-            limit: docParam("entries per page: a whole number from 1 to 500 (default 50)"),
-            before: docParam("continue below this entry id (next_before of the previous page)"),
-            rule: docParam("only this rule's entries"),
-          }),
-        ),
-        response: {
-          200: t.Object({ events: t.Array(EventJson), next_before: t.Nullable(t.Integer()) }),
-          400: ErrorBody,
-        },
-        detail: {
-          tags,
-          summary: "Alert history, newest first: what fired, when, when it resolved, and where its messages went",
-        },
-      },
-    )
+    .get("/api/alerts", () => alertsJson(alerts), ListRoute)
+    .get("/api/alerts/history", ({ query }) => history(alerts, query), HistoryRoute)
     .post(
       "/api/admin/alerts/test/:channel",
       async ({ params, status }) => {
@@ -256,60 +311,17 @@ export function alertRoutes(deps: { alerts: Alerts | null; clock: () => number }
         const r = await named(() => alerts.test(params.channel));
         return "missing" in r ? status(404, r.missing) : status(200, r.value);
       },
-      {
-        params: t.Object({ channel: t.String({ minLength: 1, maxLength: 64 }) }),
-        response: { 200: TestJson, 404: ErrorBody },
-        detail: {
-          tags,
-          security,
-          summary: "Send a test message to one channel now",
-          description:
-            "Outside the queue and not retried: the answer says whether the receiver took it (ok), or why not (error).",
-        },
-      },
+      TestRoute,
     )
     .post(
       "/api/admin/alerts/silence/:rule",
       async ({ params, query, status }) => {
         if (!alerts) return status(404, errorBody("not_found", OFF));
-        if ((query.for === undefined) === (query.until === undefined))
-          throw new QueryError(
-            "for",
-            "give for (a duration such as 2h or 3d) or until (an ISO date-time), one of them",
-          );
-        let until: number;
-        if (query.for !== undefined) {
-          const ms = parseDuration(query.for);
-          if (!Number.isFinite(ms) || ms <= 0)
-            throw new QueryError(
-              "for",
-              `for must be a duration such as 30m, 2h or 3d, got ${JSON.stringify(query.for.slice(0, 40))}`,
-            );
-          until = clock() + ms;
-        } else {
-          until = Date.parse(query.until!);
-          if (!Number.isFinite(until) || until <= clock())
-            throw new QueryError("until", "until must be a date-time in the future, e.g. 2026-12-01T08:00:00Z");
-        }
+        const until = silenceEnd(query, clock());
         const r = await named(() => alerts.silence(params.rule, until));
         return "missing" in r ? status(404, r.missing) : status(200, { rule: params.rule, silenced_until: iso(until) });
       },
-      {
-        ...strictQuery(
-          t.Object({
-            for: t.Optional(t.String({ description: "how long, e.g. 2h, 3d" })),
-            until: t.Optional(t.String({ description: "until when (ISO 8601)" })),
-          }),
-        ),
-        params: t.Object({ rule: t.String({ minLength: 1, maxLength: 64 }) }),
-        response: { 200: SilenceJson, 400: ErrorBody, 404: ErrorBody },
-        detail: {
-          tags,
-          security,
-          summary: "Silence a rule for a while: it is still evaluated and recorded, nothing is sent",
-          description: "A firing that begins meanwhile is sent when the silence ends if it still fires.",
-        },
-      },
+      SilenceRoute,
     )
     .delete(
       "/api/admin/alerts/silence/:rule",
@@ -318,10 +330,6 @@ export function alertRoutes(deps: { alerts: Alerts | null; clock: () => number }
         const r = await named(() => alerts.silence(params.rule, null));
         return "missing" in r ? status(404, r.missing) : status(200, { rule: params.rule, silenced_until: null });
       },
-      {
-        params: t.Object({ rule: t.String({ minLength: 1, maxLength: 64 }) }),
-        response: { 200: SilenceJson, 404: ErrorBody },
-        detail: { tags, security, summary: "End a rule's silence now" },
-      },
+      UnsilenceRoute,
     );
 }

@@ -85,50 +85,12 @@ export const alertsCommand: Command = {
       throw new UsageError(`too many arguments; ${USAGE}`);
 
     switch (action) {
-      case "check": {
-        const file = name ?? alertsFile(ctx, action);
-        const config = await loadAlerts(file, process.env);
-        ctx.out(
-          `${file}: ok, ${config.rules.length} rules, ${config.channels.length} channels, evaluated every ${config.evaluateEveryMs / 1000} s\n`,
-        );
-        for (const c of config.channels) ctx.out(`  channel ${c.name} (${c.type})\n`);
-        for (const r of config.rules)
-          ctx.out(
-            `  rule ${r.id}: ${describeRule(r)}; to ${r.sendTo.length > 0 ? r.sendTo.join(", ") : "the dashboard only"}\n`,
-          );
-        return 0;
-      }
+      case "check":
+        return check(ctx, name ?? alertsFile(ctx, action));
       case "list":
-        return withAlerts(ctx, action, async (alerts) => {
-          const json = await alertsJson(alerts);
-          if (ctx.flags.json === true) {
-            ctx.out(`${JSON.stringify(json)}\n`);
-            return 0;
-          }
-          for (const r of json.rules) {
-            const silenced = r.silenced_until ? ` (silenced until ${iso(Date.parse(r.silenced_until))})` : "";
-            ctx.out(`${r.id}  ${r.status.toUpperCase()}${silenced}  ${r.description}\n`);
-            if (r.summary)
-              ctx.out(`    last evaluated ${iso(r.evaluated_at ? Date.parse(r.evaluated_at) : null)}: ${r.summary}\n`);
-            for (const f of r.firing)
-              ctx.out(
-                `    firing since ${iso(Date.parse(f.since))}${f.notified ? "" : " (not sent yet)"}: ${f.title ?? f.subject}\n`,
-              );
-          }
-          return 0;
-        });
-      case "history": {
-        const limit = countFlag(ctx, "limit", 50);
-        const rule = typeof ctx.flags.rule === "string" ? ctx.flags.rule : undefined;
-        const engine = await openDatabaseOf(ctx, { create: false });
-        try {
-          for (const e of await engine.store.alertHistory({ limit, rule }))
-            ctx.out(`${JSON.stringify(eventJson(e))}\n`);
-        } finally {
-          await engine.close();
-        }
-        return 0;
-      }
+        return withAlerts(ctx, action, (alerts) => list(ctx, alerts));
+      case "history":
+        return history(ctx);
       case "test":
         return withAlerts(ctx, action, async (alerts) => {
           const r = await alerts.test(name!);
@@ -141,21 +103,7 @@ export const alertsCommand: Command = {
           return 0;
         });
       case "silence": {
-        const forText = ctx.flags.for;
-        const untilText = ctx.flags.until;
-        if ((typeof forText === "string") === (typeof untilText === "string"))
-          throw new UsageError(
-            "alerts silence takes --for <duration> (e.g. --for 2h) or --until <date-time>, one of them",
-          );
-        const now = Date.now();
-        const until = typeof forText === "string" ? now + parseDuration(forText) : Date.parse(untilText as string);
-        if (!Number.isFinite(until) || until <= now) {
-          throw new UsageError(
-            typeof forText === "string"
-              ? `--for must be a duration such as 30m, 2h or 3d, got ${JSON.stringify(forText)}`
-              : `--until must be a date-time in the future, e.g. 2026-12-01T08:00:00Z`,
-          );
-        }
+        const until = silenceEnd(ctx);
         return withAlerts(ctx, action, async (alerts) => {
           await alerts.silence(name!, until);
           ctx.out(`${JSON.stringify({ rule: name, silenced_until: new Date(until).toISOString() })}\n`);
@@ -171,3 +119,67 @@ export const alertsCommand: Command = {
     }
   },
 };
+
+/** The alerts file read and checked, and what it holds. */
+async function check(ctx: CommandContext, file: string): Promise<number> {
+  const config = await loadAlerts(file, process.env);
+  ctx.out(
+    `${file}: ok, ${config.rules.length} rules, ${config.channels.length} channels, evaluated every ${config.evaluateEveryMs / 1000} s\n`,
+  );
+  for (const c of config.channels) ctx.out(`  channel ${c.name} (${c.type})\n`);
+  for (const r of config.rules)
+    ctx.out(
+      `  rule ${r.id}: ${describeRule(r)}; to ${r.sendTo.length > 0 ? r.sendTo.join(", ") : "the dashboard only"}\n`,
+    );
+  return 0;
+}
+
+/** The rules with their state, a line each (or the API's JSON with --json). */
+async function list(ctx: CommandContext, alerts: Alerts): Promise<number> {
+  const json = await alertsJson(alerts);
+  if (ctx.flags.json === true) {
+    ctx.out(`${JSON.stringify(json)}\n`);
+    return 0;
+  }
+  for (const r of json.rules) {
+    const silenced = r.silenced_until ? ` (silenced until ${iso(Date.parse(r.silenced_until))})` : "";
+    ctx.out(`${r.id}  ${r.status.toUpperCase()}${silenced}  ${r.description}\n`);
+    if (r.summary)
+      ctx.out(`    last evaluated ${iso(r.evaluated_at ? Date.parse(r.evaluated_at) : null)}: ${r.summary}\n`);
+    for (const f of r.firing)
+      ctx.out(
+        `    firing since ${iso(Date.parse(f.since))}${f.notified ? "" : " (not sent yet)"}: ${f.title ?? f.subject}\n`,
+      );
+  }
+  return 0;
+}
+
+async function history(ctx: CommandContext): Promise<number> {
+  const limit = countFlag(ctx, "limit", 50);
+  const rule = typeof ctx.flags.rule === "string" ? ctx.flags.rule : undefined;
+  const engine = await openDatabaseOf(ctx, { create: false });
+  try {
+    for (const e of await engine.store.alertHistory({ limit, rule })) ctx.out(`${JSON.stringify(eventJson(e))}\n`);
+  } finally {
+    await engine.close();
+  }
+  return 0;
+}
+
+/** When a silence ends: --for a duration from now, or --until a time to come, exactly one of them. */
+function silenceEnd(ctx: CommandContext): number {
+  const forText = ctx.flags.for;
+  const untilText = ctx.flags.until;
+  if ((typeof forText === "string") === (typeof untilText === "string"))
+    throw new UsageError("alerts silence takes --for <duration> (e.g. --for 2h) or --until <date-time>, one of them");
+  const now = Date.now();
+  const until = typeof forText === "string" ? now + parseDuration(forText) : Date.parse(untilText as string);
+  if (!Number.isFinite(until) || until <= now) {
+    throw new UsageError(
+      typeof forText === "string"
+        ? `--for must be a duration such as 30m, 2h or 3d, got ${JSON.stringify(forText)}`
+        : `--until must be a date-time in the future, e.g. 2026-12-01T08:00:00Z`,
+    );
+  }
+  return until;
+}

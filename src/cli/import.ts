@@ -91,100 +91,127 @@ export const importCommand: Command = {
       throw new UsageError(
         "import takes one argument, a file or - for stdin: installstats import <file|-> (or --url http://host:port)",
       );
-    if (file !== "-") {
-      if (!existsSync(file)) throw new UsageError(`${file} does not exist`);
-      if (statSync(file).isDirectory()) throw new UsageError(`${file} is a directory`);
-    }
-    const name = file === "-" ? "stdin" : file;
-    const stream = file === "-" ? Bun.stdin.stream() : Bun.file(file).stream();
-    let bytes = 0;
-    async function* counted(): AsyncGenerator<Uint8Array> {
-      for await (const chunk of stream) {
-        bytes += chunk.byteLength;
-        yield chunk;
-      }
-    }
-    let input: Awaited<ReturnType<typeof sniff>>;
-    try {
-      input = await sniff(counted());
-    } catch (e) {
-      if (e instanceof ImportFormatError) throw new UsageError(`${name}: ${e.message}`);
-      throw e;
-    }
-    const engine = await openDatabaseOf(ctx, { create: true });
-    const { store } = engine;
-    const deps = { reads: store, commit: (ops: Parameters<typeof store.write>[0]) => store.write(ops) };
-    const refused = refusals(ctx);
-    try {
-      if (input.format === "clickhouse-jsoneachrow" || input.format === "clickhouse-csv") {
-        const phases = { reading: "reading rows", folding: "putting each run together", loading: "loading" };
-        const s = await importServiceDump(deps, input.text, input.format, {
-          normalize: ctx.config,
-          zone,
-          at: Date.now(),
-          onProgress: (p, phase) =>
-            ctx.progress(
-              `importing (${phases[phase]}): ${n(p.rows)} rows read (${mib(bytes)}), ${n(p.executions)} runs, ${n(p.imported)} imported`,
-            ),
-          onRefused: refused.show,
-        });
-        ctx.progress("");
-        refused.more();
-        const summary = {
-          format: s.format,
-          rows: s.rows,
-          duplicate_rows: s.duplicateRows,
-          executions: s.executions,
-          ...loaded(s),
-          refused: refusedTotal(s.refused),
-          refused_by_reason: s.refused,
-        };
-        ctx.out(`${JSON.stringify(summary)}\n`);
-        if (s.imported + s.updated > 0) return EXIT.ok;
-        const why =
-          s.rows === 0
-            ? "the input holds no rows"
-            : s.executions === 0
-              ? `all ${n(s.rows)} rows were refused`
-              : `all ${n(s.executions)} runs of its ${n(s.rows)} rows are in the database already`;
-        ctx.err(`installstats import: nothing imported: ${why}\n`);
-        return EXIT.failed;
-      }
-      const summary = await importRecords(deps, input.text, {
-        normalize: ctx.config,
-        onProgress: (s) => ctx.progress(`importing: ${n(s.read)} read, ${n(s.imported)} imported (${mib(bytes)})`),
-        onInvalid: refused.show,
-      });
-      ctx.progress("");
-      refused.more();
-      const { format, read, imported, duplicates, invalid } = summary;
-      ctx.out(`${JSON.stringify({ format, read, imported, duplicates, invalid })}\n`);
-      if (imported > 0) return EXIT.ok;
-      // Nothing new in the database: a script that imports and then relies on the data must notice.
-      const why =
-        read === 0
-          ? "the input holds no records"
-          : duplicates === read
-            ? read === 1
-              ? "its one record is in the database already"
-              : `all ${read} records are in the database already`
-            : invalid === read
-              ? read === 1
-                ? "its one record is invalid"
-                : `all ${read} records are invalid`
-              : `of ${read} records, ${duplicates} are in the database already and ${invalid} are invalid`;
-      ctx.err(`installstats import: nothing imported: ${why}\n`);
-      return EXIT.failed;
-    } catch (e) {
-      ctx.progress("");
-      if (e instanceof ImportFormatError)
-        throw new UsageError(`${name}: ${e.message} (records before this point were imported)`);
-      throw e;
-    } finally {
-      await engine.close();
-    }
+    return fromFile(ctx, file, zone);
   },
 };
+
+/** Bytes read of the input so far, for progress. */
+type Counted = { bytes: number };
+type Deps = Parameters<typeof importServiceDump>[0];
+type DumpFormat = Parameters<typeof importServiceDump>[2];
+type Input = Awaited<ReturnType<typeof sniff>>;
+
+async function fromFile(ctx: CommandContext, file: string, zone: string): Promise<number> {
+  if (file !== "-") {
+    if (!existsSync(file)) throw new UsageError(`${file} does not exist`);
+    if (statSync(file).isDirectory()) throw new UsageError(`${file} is a directory`);
+  }
+  const name = file === "-" ? "stdin" : file;
+  const stream = file === "-" ? Bun.stdin.stream() : Bun.file(file).stream();
+  const read: Counted = { bytes: 0 };
+  async function* counted(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of stream) {
+      read.bytes += chunk.byteLength;
+      yield chunk;
+    }
+  }
+  let input: Input;
+  try {
+    input = await sniff(counted());
+  } catch (e) {
+    if (e instanceof ImportFormatError) throw new UsageError(`${name}: ${e.message}`);
+    throw e;
+  }
+  const engine = await openDatabaseOf(ctx, { create: true });
+  const { store } = engine;
+  const deps: Deps = { reads: store, commit: (ops) => store.write(ops) };
+  try {
+    return input.format === "clickhouse-jsoneachrow" || input.format === "clickhouse-csv"
+      ? await fromDump(ctx, deps, input.text, input.format, zone, read)
+      : await fromRecords(ctx, deps, input, read);
+  } catch (e) {
+    ctx.progress("");
+    if (e instanceof ImportFormatError)
+      throw new UsageError(`${name}: ${e.message} (records before this point were imported)`);
+    throw e;
+  } finally {
+    await engine.close();
+  }
+}
+
+/** A dump of the community telemetry service's table. */
+async function fromDump(
+  ctx: CommandContext,
+  deps: Deps,
+  text: Input["text"],
+  format: DumpFormat,
+  zone: string,
+  read: Counted,
+): Promise<number> {
+  const refused = refusals(ctx);
+  const phases = { reading: "reading rows", folding: "putting each run together", loading: "loading" };
+  const s = await importServiceDump(deps, text, format, {
+    normalize: ctx.config,
+    zone,
+    at: Date.now(),
+    onProgress: (p, phase) =>
+      ctx.progress(
+        `importing (${phases[phase]}): ${n(p.rows)} rows read (${mib(read.bytes)}), ${n(p.executions)} runs, ${n(p.imported)} imported`,
+      ),
+    onRefused: refused.show,
+  });
+  ctx.progress("");
+  refused.more();
+  const summary = {
+    format: s.format,
+    rows: s.rows,
+    duplicate_rows: s.duplicateRows,
+    executions: s.executions,
+    ...loaded(s),
+    refused: refusedTotal(s.refused),
+    refused_by_reason: s.refused,
+  };
+  ctx.out(`${JSON.stringify(summary)}\n`);
+  if (s.imported + s.updated > 0) return EXIT.ok;
+  const why =
+    s.rows === 0
+      ? "the input holds no rows"
+      : s.executions === 0
+        ? `all ${n(s.rows)} rows were refused`
+        : `all ${n(s.executions)} runs of its ${n(s.rows)} rows are in the database already`;
+  ctx.err(`installstats import: nothing imported: ${why}\n`);
+  return EXIT.failed;
+}
+
+/** Our NDJSON export, or the original API's /data/json array. */
+async function fromRecords(ctx: CommandContext, deps: Deps, input: Input, read: Counted): Promise<number> {
+  const refused = refusals(ctx);
+  const summary = await importRecords(deps, input.text, {
+    normalize: ctx.config,
+    onProgress: (s) => ctx.progress(`importing: ${n(s.read)} read, ${n(s.imported)} imported (${mib(read.bytes)})`),
+    onInvalid: refused.show,
+  });
+  ctx.progress("");
+  refused.more();
+  const { format, read: records, imported, duplicates, invalid } = summary;
+  ctx.out(`${JSON.stringify({ format, read: records, imported, duplicates, invalid })}\n`);
+  if (imported > 0) return EXIT.ok;
+  // Nothing new in the database: a script that imports and then relies on the data must notice.
+  const why =
+    records === 0
+      ? "the input holds no records"
+      : duplicates === records
+        ? records === 1
+          ? "its one record is in the database already"
+          : `all ${records} records are in the database already`
+        : invalid === records
+          ? records === 1
+            ? "its one record is invalid"
+            : `all ${records} records are invalid`
+          : `of ${records} records, ${duplicates} are in the database already and ${invalid} are invalid`;
+  ctx.err(`installstats import: nothing imported: ${why}\n`);
+  return EXIT.failed;
+}
 
 async function fromApi(ctx: CommandContext, url: string, zone: string): Promise<number> {
   const tokenFile = ctx.flags["token-file"];

@@ -114,12 +114,20 @@ export function registerStorageMetrics(registry: Registry, health: () => Promise
   let pending: Promise<StorageHealth> | null = null;
   // Every gauge of one scrape shares one reading.
   const read = () => (pending ??= health().finally(() => queueMicrotask(() => (pending = null))));
-  const budget = async <T>(pick: (b: BudgetStatus) => T, none: T): Promise<T> => {
+  const add: AddGauge = (name, help, values, type = "gauge") => registry.add(new Gauge(name, help, values, type));
+  addHealthGauges(add, read);
+  addBudgetGauges(add, async (pick, none) => {
     const b = (await read()).budgets;
     return b ? pick(b) : none;
-  };
-  const add = (name: string, help: string, values: () => Promise<GaugeValues>, type: "gauge" | "counter" = "gauge") =>
-    registry.add(new Gauge(name, help, values, type));
+  });
+}
+
+type AddGauge = (name: string, help: string, values: () => Promise<GaugeValues>, type?: "gauge" | "counter") => void;
+/** A budget's values from the scrape's reading; `none` without budgets. */
+type BudgetValues = (pick: (b: BudgetStatus) => GaugeValues, none: GaugeValues) => Promise<GaugeValues>;
+
+/** Whether storage takes writes, its problems, its integrity check, and the replica's lag. */
+function addHealthGauges(add: AddGauge, read: () => Promise<StorageHealth>): void {
   add(
     "installstats_storage_writable",
     "1 while storage takes writes; 0 once its files were replaced or removed under the server",
@@ -154,6 +162,10 @@ export function registerStorageMetrics(registry: Registry, health: () => Promise
       return replica ? [{ value: replica.readsFrom === "replica" ? 1 : 0 }] : [];
     },
   );
+}
+
+/** The rejected-reports log and held reports against their budgets, and what was done to stay within them. */
+function addBudgetGauges(add: AddGauge, budget: BudgetValues): void {
   add("installstats_log_budget_bytes", "Budget of the rejected-reports log (--log-budget)", () =>
     budget((b) => [{ value: b.log.limitBytes }], []),
   );

@@ -111,6 +111,8 @@ const responses = {
   503: ErrorBody,
 };
 
+type UnknownPaths = ReturnType<typeof unknownPathTracker>;
+
 type Reply =
   | { status: 200 | 201 | 202; body: typeof Accepted.static }
   | { status: 400 | 409 | 413 | 422; body: ErrorBody };
@@ -142,129 +144,156 @@ function accepted(
   }
 }
 
-export function ingestRoutes(deps: IngestDeps) {
-  const { writer, normalize, maxBodyBytes, clock, metrics, limiter, costs, clientOf, headersFor, log } = deps;
+// Every write carries its request's signal: a request aborted before its write is stored (its
+// client gone, or Bun closing a pipelined connection: scripts/repro/pipelining.ts) stores nothing.
+async function reject(
+  deps: IngestDeps,
+  rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" },
+  client: Network | null,
+  signal: AbortSignal,
+): Promise<Reply> {
+  const { clock, costs, writer, metrics } = deps;
+  const at = clock();
+  // Past its network's share of the log, a body is kept by its head (the entry stays).
+  const headOnly = rejection.body.byteLength > 0 && !costs.log.take(client, rejection.body.byteLength, at);
+  await writer.submit({ kind: "reject", at, rejection, ...(headOnly ? { headOnly } : {}) }, signal);
+  if (headOnly) metrics.clientShareUsed.inc({ share: "log" });
+  metrics.rejected.inc({ reason: rejection.reason });
+  const status = REFUSAL_STATUS[rejection.reason] as 400 | 413 | 422;
+  return { status, body: errorBody(rejection.reason, rejection.message, rejection.field) };
+}
 
-  // Every write carries its request's signal: a request aborted before its write is stored (its
-  // client gone, or Bun closing a pipelined connection: scripts/repro/pipelining.ts) stores nothing.
-  async function reject(
-    rejection: Rejection & { reason: "invalid_json" | "invalid_field" | "payload_too_large" },
-    client: Network | null,
-    signal: AbortSignal,
-  ): Promise<Reply> {
-    const at = clock();
-    // Past its network's share of the log, a body is kept by its head (the entry stays).
-    const headOnly = rejection.body.byteLength > 0 && !costs.log.take(client, rejection.body.byteLength, at);
-    await writer.submit({ kind: "reject", at, rejection, ...(headOnly ? { headOnly } : {}) }, signal);
-    if (headOnly) metrics.clientShareUsed.inc({ share: "log" });
-    metrics.rejected.inc({ reason: rejection.reason });
-    const status = REFUSAL_STATUS[rejection.reason] as 400 | 413 | 422;
-    return { status, body: errorBody(rejection.reason, rejection.message, rejection.field) };
+/** One report: its body read, taken in (pipeline.ts), written, and answered. */
+async function ingest(deps: IngestDeps, endpoint: Endpoint, request: Request, client: Network | null): Promise<Reply> {
+  const { maxBodyBytes, clock, normalize, costs, writer, metrics } = deps;
+  const read = await readBody(request, maxBodyBytes);
+  if (!read.ok) {
+    const size = read.size === null ? "a chunked body" : `${read.size} bytes`;
+    const message = `body is larger than the limit of ${maxBodyBytes} bytes (${size})`;
+    return reject(
+      deps,
+      { endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) },
+      client,
+      request.signal,
+    );
   }
+  const taken = intake(endpoint, read.bytes, clock(), normalize);
+  if (!taken.ok) return reject(deps, taken.rejection, client, request.signal);
+  const repaired = taken.op.repairs.length > 0;
+  const bytes = taken.op.raw.byteLength;
+  // A client past its network's shares: what it makes the store log keeps its head only, and a
+  // final report before its start is applied on its own at once (nothing is dropped either way).
+  const headOnly = repaired ? !costs.log.take(client, bytes, taken.op.at) : !costs.log.has(client, taken.op.at);
+  const holdable = costs.held.has(client, taken.op.at);
+  const op = { ...taken.op, ...(headOnly ? { headOnly } : {}), ...(holdable ? {} : { holdable }) };
+  const result = await writer.submit(op, request.signal);
+  if (headOnly && (repaired || result.kind === "already-final")) metrics.clientShareUsed.inc({ share: "log" });
+  if (result.kind === "held") costs.held.charge(client, bytes, op.at);
+  else if (result.kind === "already-final") costs.log.charge(client, bytes, op.at);
+  // An install's final report created on its own: it came before its start and was not held (tools and addons are never held).
+  if (
+    !holdable &&
+    result.kind === "created" &&
+    op.report.outcome !== "in_progress" &&
+    kindOfType(op.report.fields?.type ?? "") === "install"
+  )
+    metrics.clientShareUsed.inc({ share: "held" });
+  const reply = accepted(result, { random_id: op.report.randomId, execution_id: op.report.executionId }, repaired);
+  if (repaired) metrics.rejected.inc({ reason: "repaired" });
+  if (result.kind === "already-final") metrics.rejected.inc({ reason: "already_final" });
+  return reply;
+}
 
-  async function ingest(endpoint: Endpoint, request: Request, client: Network | null): Promise<Reply> {
-    const read = await readBody(request, maxBodyBytes);
-    if (!read.ok) {
-      const size = read.size === null ? "a chunked body" : `${read.size} bytes`;
-      const message = `body is larger than the limit of ${maxBodyBytes} bytes (${size})`;
-      return reject(
-        { endpoint, reason: "payload_too_large", field: null, message, randomId: null, body: new Uint8Array(0) },
-        client,
-        request.signal,
-      );
+/** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
+async function respond(
+  deps: IngestDeps,
+  endpoint: Endpoint,
+  request: Request,
+  server: Server<unknown> | null,
+): Promise<Response> {
+  const { headersFor, clientOf, limiter, clock, metrics, log } = deps;
+  const started = performance.now();
+  const headers = headersFor(request);
+  headers["content-type"] = "application/json";
+  let status: number;
+  let body: Reply["body"] | ErrorBody;
+  try {
+    const client = clientOf(request, server);
+    const verdict = limiter?.take(client, clock());
+    if (verdict && !verdict.ok) {
+      metrics.rateLimited.inc({ family: verdict.family });
+      status = 429;
+      headers["retry-after"] = String(verdict.retryAfterS);
+      body = errorBody("rate_limited", `too many reports from this network; retry in ${verdict.retryAfterS} s`);
+    } else {
+      ({ status, body } = await ingest(deps, endpoint, request, client));
+      metrics.ingestSeconds.observe((performance.now() - started) / 1000, { endpoint });
     }
-    const taken = intake(endpoint, read.bytes, clock(), normalize);
-    if (!taken.ok) return reject(taken.rejection, client, request.signal);
-    const repaired = taken.op.repairs.length > 0;
-    const bytes = taken.op.raw.byteLength;
-    // A client past its network's shares: what it makes the store log keeps its head only, and a
-    // final report before its start is applied on its own at once (nothing is dropped either way).
-    const headOnly = repaired ? !costs.log.take(client, bytes, taken.op.at) : !costs.log.has(client, taken.op.at);
-    const holdable = costs.held.has(client, taken.op.at);
-    const op = { ...taken.op, ...(headOnly ? { headOnly } : {}), ...(holdable ? {} : { holdable }) };
-    const result = await writer.submit(op, request.signal);
-    if (headOnly && (repaired || result.kind === "already-final")) metrics.clientShareUsed.inc({ share: "log" });
-    if (result.kind === "held") costs.held.charge(client, bytes, op.at);
-    else if (result.kind === "already-final") costs.log.charge(client, bytes, op.at);
-    // An install's final report created on its own: it came before its start and was not held (tools and addons are never held).
-    if (
-      !holdable &&
-      result.kind === "created" &&
-      op.report.outcome !== "in_progress" &&
-      kindOfType(op.report.fields?.type ?? "") === "install"
-    )
-      metrics.clientShareUsed.inc({ share: "held" });
-    const reply = accepted(result, { random_id: op.report.randomId, execution_id: op.report.executionId }, repaired);
-    if (repaired) metrics.rejected.inc({ reason: "repaired" });
-    if (result.kind === "already-final") metrics.rejected.inc({ reason: "already_final" });
-    return reply;
-  }
-
-  /** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
-  async function respond(endpoint: Endpoint, request: Request, server: Server<unknown> | null): Promise<Response> {
-    const started = performance.now();
-    const headers = headersFor(request);
-    headers["content-type"] = "application/json";
-    let status: number;
-    let body: Reply["body"] | ErrorBody;
-    try {
-      const client = clientOf(request, server);
-      const verdict = limiter?.take(client, clock());
-      if (verdict && !verdict.ok) {
-        metrics.rateLimited.inc({ family: verdict.family });
-        status = 429;
-        headers["retry-after"] = String(verdict.retryAfterS);
-        body = errorBody("rate_limited", `too many reports from this network; retry in ${verdict.retryAfterS} s`);
-      } else {
-        ({ status, body } = await ingest(endpoint, request, client));
-        metrics.ingestSeconds.observe((performance.now() - started) / 1000, { endpoint });
-      }
-    } catch (e) {
-      if (e instanceof RequestAbortedError || request.signal.aborted) {
-        // Nobody is left to answer; nothing of this request was stored (see reject above).
-        log.info("request aborted before its report was stored", { path: PATHS[endpoint], stored: false });
-        return new Response(null, { status: 499 });
-      }
-      const fault = serverFault(e, PATHS[endpoint], log);
-      ({ status, body } = fault);
-      Object.assign(headers, fault.headers);
+  } catch (e) {
+    if (e instanceof RequestAbortedError || request.signal.aborted) {
+      // Nobody is left to answer; nothing of this request was stored (see reject above).
+      log.info("request aborted before its report was stored", { path: PATHS[endpoint], stored: false });
+      return new Response(null, { status: 499 });
     }
-    return new Response(JSON.stringify(body), { status, headers });
+    const fault = serverFault(e, PATHS[endpoint], log);
+    ({ status, body } = fault);
+    Object.assign(headers, fault.headers);
   }
+  return new Response(JSON.stringify(body), { status, headers });
+}
 
-  /**
-   * The hot path, mounted as Bun routes: Elysia's per-request lifecycle cost ~12 µs per report
-   * (a third of the no-storage floor, docs/decisions/2026-11-22-ingestion-on-bun-routes.md). Counted here since Elysia's hooks do not run.
-   */
-  const native = (endpoint: Endpoint) => ({
+/**
+ * The hot path, mounted as Bun routes: Elysia's per-request lifecycle cost ~12 µs per report
+ * (a third of the no-storage floor, docs/decisions/2026-11-22-ingestion-on-bun-routes.md). Counted here since Elysia's hooks do not run.
+ */
+function nativeRoute(deps: IngestDeps, endpoint: Endpoint) {
+  return {
     POST: async (request: Request, server: Server<unknown>) => {
-      const response = await respond(endpoint, request, server);
-      metrics.requests.inc({ route: PATHS[endpoint], method: "POST", status: String(response.status) });
+      const response = await respond(deps, endpoint, request, server);
+      deps.metrics.requests.inc({ route: PATHS[endpoint], method: "POST", status: String(response.status) });
       return response;
     },
-  });
+  };
+}
 
-  const hook = (
-    summary: string,
-    description: string,
-    doc: typeof StartReportDoc | typeof StatusUpdateDoc | typeof TelemetryDoc,
-  ) => ({
-    parse: "none" as const,
-    response: responses,
-    detail: {
-      tags: ["ingest"],
-      summary,
-      description: `${description}\n\nBodies built by bash string interpolation are repaired when their intent is unambiguous; anything not applied as sent is kept raw in the rejected-reports log. Storage errors answer 503 with Retry-After: ${RETRY_AFTER_SECONDS}.`,
-      requestBody: { required: true, content: { "application/json": { schema: doc as unknown as SchemaObject } } },
-    },
-  });
+const hook = (
+  summary: string,
+  description: string,
+  doc: typeof StartReportDoc | typeof StatusUpdateDoc | typeof TelemetryDoc,
+) => ({
+  parse: "none" as const,
+  response: responses,
+  detail: {
+    tags: ["ingest"],
+    summary,
+    description: `${description}\n\nBodies built by bash string interpolation are repaired when their intent is unambiguous; anything not applied as sent is kept raw in the rejected-reports log. Storage errors answer 503 with Retry-After: ${RETRY_AFTER_SECONDS}.`,
+    requestBody: { required: true, content: { "application/json": { schema: doc as unknown as SchemaObject } } },
+  },
+});
 
-  // The Elysia routes document the endpoints (OpenAPI) and answer in-process requests (app.handle)
-  // and path variants; both mounts answer with the same `respond`.
-  const plugin = new Elysia({ name: "ingest" })
+const UnknownPathList = t.Object(
+  {
+    paths: t.Array(
+      t.Object({
+        path: t.String(),
+        count: t.Integer(),
+        first_seen: t.String({ format: "date-time" }),
+        last_seen: t.String({ format: "date-time" }),
+      }),
+    ),
+  },
+  { title: "UnknownPaths" },
+);
+
+/**
+ * The Elysia routes document the endpoints (OpenAPI) and answer in-process requests (app.handle)
+ * and path variants; both mounts answer with the same `respond`.
+ */
+function ingestPlugin(deps: IngestDeps, unknownPaths: UnknownPaths) {
+  return new Elysia({ name: "ingest" })
     .post(
       PATHS.upload,
-      ({ request, server }) => respond("upload", request, server),
+      ({ request, server }) => respond(deps, "upload", request, server),
       hook(
         "Installation started",
         "201 for a new random_id, 200 with duplicate:true when it is already stored (the stored record is unchanged).",
@@ -273,7 +302,7 @@ export function ingestRoutes(deps: IngestDeps) {
     )
     .post(
       PATHS.updatestatus,
-      ({ request, server }) => respond("updatestatus", request, server),
+      ({ request, server }) => respond(deps, "updatestatus", request, server),
       hook(
         "Installation status update",
         "200 when applied, 202 when held until the start report arrives, 409 when the install already has a final status.",
@@ -282,43 +311,34 @@ export function ingestRoutes(deps: IngestDeps) {
     )
     .post(
       PATHS.telemetry,
-      ({ request, server }) => respond("telemetry", request, server),
+      ({ request, server }) => respond(deps, "telemetry", request, server),
       hook(
         "Any report of the current clients (payload v1 and v2)",
         "Start (installing), progress (validation, configuring) and final reports (success, failed, aborted, unknown) of one execution, and one-shot tool and addon reports. 201 for a new execution; 200 when it changed one, and with duplicate:true for a report that changes nothing (the client retries every non-2xx, so a repeated report is never a conflict); 202 for an install's final report that came before its start (held until it comes).",
         TelemetryDoc,
       ),
-    );
+    )
+    .get("/api/ingest/unknown-paths", () => ({ paths: unknownPaths.list() }), {
+      response: { 200: UnknownPathList },
+      detail: {
+        tags: ["ingest"],
+        summary: "POSTs to unknown paths since start",
+        description:
+          "A script pointed at a wrong URL gets 404; each such path is counted here (and in /metrics), and its bodies are kept, rate-limited, in the rejected-reports log (reason unknown_path).",
+      },
+    });
+}
+
+export function ingestRoutes(deps: IngestDeps) {
+  const { writer, clock, metrics, log, maxBodyBytes, costs } = deps;
   const unknownPaths = unknownPathTracker({ writer, clock, metrics, log, maxBodyBytes, paths: PATHS, costs });
-  const UnknownPathList = t.Object(
-    {
-      paths: t.Array(
-        t.Object({
-          path: t.String(),
-          count: t.Integer(),
-          first_seen: t.String({ format: "date-time" }),
-          last_seen: t.String({ format: "date-time" }),
-        }),
-      ),
-    },
-    { title: "UnknownPaths" },
-  );
-  plugin.get("/api/ingest/unknown-paths", () => ({ paths: unknownPaths.list() }), {
-    response: { 200: UnknownPathList },
-    detail: {
-      tags: ["ingest"],
-      summary: "POSTs to unknown paths since start",
-      description:
-        "A script pointed at a wrong URL gets 404; each such path is counted here (and in /metrics), and its bodies are kept, rate-limited, in the rejected-reports log (reason unknown_path).",
-    },
-  });
   return {
-    plugin,
+    plugin: ingestPlugin(deps, unknownPaths),
     unknownPaths,
     native: {
-      [PATHS.upload]: native("upload"),
-      [PATHS.updatestatus]: native("updatestatus"),
-      [PATHS.telemetry]: native("telemetry"),
+      [PATHS.upload]: nativeRoute(deps, "upload"),
+      [PATHS.updatestatus]: nativeRoute(deps, "updatestatus"),
+      [PATHS.telemetry]: nativeRoute(deps, "telemetry"),
     },
   };
 }

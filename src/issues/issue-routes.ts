@@ -1,6 +1,6 @@
 // Issues from error signatures over HTTP: preview, send, list and forget links. Under /api/admin/,
 // so the admin token is needed (src/http/access.ts). The tracker's token appears in no answer.
-import { Elysia, t } from "elysia";
+import { Elysia, t, type Static } from "elysia";
 import { ErrorBody, errorBody } from "../http/errors.ts";
 import {
   FilterQuery,
@@ -11,7 +11,14 @@ import {
   type FilterQuery as FilterQueryType,
 } from "../read/query.ts";
 import type { IssueLink } from "../store/contract/issues.ts";
-import { SendBusyError, TRACKER_OFF, TrackerOffError, UnknownSignatureError, type Issues } from "./service.ts";
+import {
+  SendBusyError,
+  TRACKER_OFF,
+  TrackerOffError,
+  UnknownSignatureError,
+  type IssueEdits,
+  type Issues,
+} from "./service.ts";
 import { TrackerError } from "./tracker.ts";
 
 const security = [{ bearer: [] }];
@@ -109,47 +116,129 @@ function failure(e: unknown): { code: 404 | 409 | 502; body: ErrorBody } | null 
   return null;
 }
 
-export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
-  const { issues, clock } = deps;
-  const scope = (q: FilterQueryType) => {
-    const { window, filter } = readQuery(q, clock(), DEFAULT_DAYS);
-    return { w: window!, filter };
-  };
-  const query = strictQuery(FilterQuery);
-  const trackerJson =
-    issues.tracker === null
-      ? null
-      : {
-          kind: issues.tracker.kind,
-          repo: issues.tracker.repo,
-          api_url: issues.tracker.apiUrl,
-          labels: issues.tracker.labels,
-        };
+const SignatureParams = t.Object({
+  signature: t.String({ description: "an error signature id from /api/stats/errors" }),
+});
 
+const ListRoute = {
+  response: { 200: t.Object({ tracker: TrackerJson, links: t.Array(LinkJson) }) },
+  detail: {
+    tags,
+    security,
+    summary: "Error signatures linked to tracker issues, newest first, and where issues go",
+  },
+};
+const PreviewRoute = {
+  params: SignatureParams,
+  ...strictQuery(FilterQuery),
+  response: { 200: Preview, 400: ErrorBody, 404: ErrorBody, 502: ErrorBody },
+  detail: {
+    tags,
+    security,
+    summary: "Preview the issue for an error signature",
+    description:
+      "The title and Markdown body a send would open (app, exit codes and categories, counts in the window, first and last seen, PVE/OS/kernel spread of the newest failures, the failure drivers, one masked sample error), with the filters and window of the stats routes (default: 30 days). Says whether the signature is linked already, or whether the tracker has an issue naming it. Writes nothing.",
+  },
+};
+const SendRoute = {
+  params: SignatureParams,
+  ...strictQuery(FilterQuery),
+  body: SendBody,
+  response: {
+    200: Sent,
+    201: Sent,
+    400: ErrorBody,
+    404: ErrorBody,
+    409: ErrorBody,
+    422: ErrorBody,
+    502: ErrorBody,
+  },
+  detail: {
+    tags,
+    security,
+    summary: "Open the issue for an error signature, or link the one already opened",
+    description: `Never twice for one signature: a stored link is answered as it is (200, linked); else the tracker is searched for an issue naming the signature's id, which is linked (200, found); else the issue is opened as previewed, or with the title, body and labels given (201, created), and linked. The tracker's errors are answered 502 with what it said. Off without a tracker: ${TRACKER_OFF}.`,
+  },
+};
+const ForgetRoute = {
+  params: t.Object({ signature: t.String() }),
+  response: {
+    200: t.Object({ signature: t.String(), forgotten: t.Literal(true) }),
+    400: ErrorBody,
+    404: ErrorBody,
+  },
+  detail: {
+    tags,
+    security,
+    summary: "Forget an error signature's issue link",
+    description: "For an issue deleted in the tracker, or linked by mistake; the issue itself is left as it is.",
+  },
+};
+
+/** What the handlers work with: the issues service, the clock windows end at, and the tracker as answered. */
+interface IssuesRouteContext {
+  issues: Issues;
+  clock: () => number;
+  tracker: Static<typeof TrackerJson>;
+}
+
+/** The window (default: the last 30 days) and filters of the counts. */
+function scope(ctx: IssuesRouteContext, q: FilterQueryType) {
+  const { window, filter } = readQuery(q, ctx.clock(), DEFAULT_DAYS);
+  return { w: window!, filter };
+}
+
+async function previewJson(ctx: IssuesRouteContext, signature: string, q: FilterQueryType) {
+  const id = signatureParam(signature);
+  const { w, filter } = scope(ctx, q);
+  const p = await ctx.issues.preview(id, filter, w);
+  return {
+    signature: id,
+    window: windowJson(w),
+    tracker: ctx.tracker,
+    link: p.link ? linkJson(p.link) : null,
+    existing: p.existing,
+    issue: p.issue,
+  };
+}
+
+async function sendJson(
+  ctx: IssuesRouteContext,
+  signature: string,
+  q: FilterQueryType,
+  body: IssueEdits | null | undefined,
+) {
+  const id = signatureParam(signature);
+  const { w, filter } = scope(ctx, q);
+  const sent = await ctx.issues.send(id, filter, w, body ?? {});
+  return { result: sent.result, link: linkJson(sent.link), labels_left_out: sent.labelsLeftOut };
+}
+
+export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
+  const { issues } = deps;
+  const ctx: IssuesRouteContext = {
+    ...deps,
+    tracker:
+      issues.tracker === null
+        ? null
+        : {
+            kind: issues.tracker.kind,
+            repo: issues.tracker.repo,
+            api_url: issues.tracker.apiUrl,
+            labels: issues.tracker.labels,
+          },
+  };
   return new Elysia({ name: "issues" })
-    .get("/api/admin/issues", async () => ({ tracker: trackerJson, links: (await issues.links()).map(linkJson) }), {
-      response: { 200: t.Object({ tracker: TrackerJson, links: t.Array(LinkJson) }) },
-      detail: {
-        tags,
-        security,
-        summary: "Error signatures linked to tracker issues, newest first, and where issues go",
-      },
-    })
+    .get(
+      "/api/admin/issues",
+      async () => ({ tracker: ctx.tracker, links: (await issues.links()).map(linkJson) }),
+      ListRoute,
+    )
     .get(
       "/api/admin/issues/:signature",
-      async ({ params, query: q, status }) => {
-        const id = signatureParam(params.signature);
-        const { w, filter } = scope(q);
+      async ({ params, query, status }) => {
         try {
-          const p = await issues.preview(id, filter, w);
-          return status(200, {
-            signature: id,
-            window: windowJson(w),
-            tracker: trackerJson,
-            link: p.link ? linkJson(p.link) : null,
-            existing: p.existing,
-            issue: p.issue,
-          });
+          return status(200, await previewJson(ctx, params.signature, query));
         } catch (e) {
           const f = failure(e);
           if (f?.code === 404) return status(404, f.body);
@@ -157,28 +246,14 @@ export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
           throw e;
         }
       },
-      {
-        params: t.Object({ signature: t.String({ description: "an error signature id from /api/stats/errors" }) }),
-        ...query,
-        response: { 200: Preview, 400: ErrorBody, 404: ErrorBody, 502: ErrorBody },
-        detail: {
-          tags,
-          security,
-          summary: "Preview the issue for an error signature",
-          description:
-            "The title and Markdown body a send would open (app, exit codes and categories, counts in the window, first and last seen, PVE/OS/kernel spread of the newest failures, the failure drivers, one masked sample error), with the filters and window of the stats routes (default: 30 days). Says whether the signature is linked already, or whether the tracker has an issue naming it. Writes nothing.",
-        },
-      },
+      PreviewRoute,
     )
     .post(
       "/api/admin/issues/:signature",
-      async ({ params, query: q, body, status }) => {
-        const id = signatureParam(params.signature);
-        const { w, filter } = scope(q);
+      async ({ params, query, body, status }) => {
         try {
-          const sent = await issues.send(id, filter, w, body ?? {});
-          const json = { result: sent.result, link: linkJson(sent.link), labels_left_out: sent.labelsLeftOut };
-          return sent.result === "created" ? status(201, json) : status(200, json);
+          const json = await sendJson(ctx, params.signature, query, body);
+          return json.result === "created" ? status(201, json) : status(200, json);
         } catch (e) {
           const f = failure(e);
           if (f?.code === 404) return status(404, f.body);
@@ -187,26 +262,7 @@ export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
           throw e;
         }
       },
-      {
-        params: t.Object({ signature: t.String({ description: "an error signature id from /api/stats/errors" }) }),
-        ...query,
-        body: SendBody,
-        response: {
-          200: Sent,
-          201: Sent,
-          400: ErrorBody,
-          404: ErrorBody,
-          409: ErrorBody,
-          422: ErrorBody,
-          502: ErrorBody,
-        },
-        detail: {
-          tags,
-          security,
-          summary: "Open the issue for an error signature, or link the one already opened",
-          description: `Never twice for one signature: a stored link is answered as it is (200, linked); else the tracker is searched for an issue naming the signature's id, which is linked (200, found); else the issue is opened as previewed, or with the title, body and labels given (201, created), and linked. The tracker's errors are answered 502 with what it said. Off without a tracker: ${TRACKER_OFF}.`,
-        },
-      },
+      SendRoute,
     )
     .delete(
       "/api/admin/issues/:signature",
@@ -216,19 +272,6 @@ export function issueRoutes(deps: { issues: Issues; clock: () => number }) {
           return status(404, errorBody("not_found", `signature ${id} is not linked to an issue`, "signature"));
         return status(200, { signature: id, forgotten: true as const });
       },
-      {
-        params: t.Object({ signature: t.String() }),
-        response: {
-          200: t.Object({ signature: t.String(), forgotten: t.Literal(true) }),
-          400: ErrorBody,
-          404: ErrorBody,
-        },
-        detail: {
-          tags,
-          security,
-          summary: "Forget an error signature's issue link",
-          description: "For an issue deleted in the tracker, or linked by mistake; the issue itself is left as it is.",
-        },
-      },
+      ForgetRoute,
     );
 }

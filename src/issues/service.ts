@@ -9,7 +9,7 @@ import type { Execution } from "../domain/execution.ts";
 import { issueBody, issueTitle, withMarker, type IssueFacts, type Tally } from "../domain/issue-text.ts";
 import type { Logger } from "../log.ts";
 import type { Window } from "../read/aggregate.ts";
-import { createStats } from "../read/stats.ts";
+import { createStats, type Stats } from "../read/stats.ts";
 import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
 import type { IssueLink } from "../store/contract/issues.ts";
 import type { ResultFor, WriteOp } from "../store/contract/store.ts";
@@ -59,7 +59,7 @@ function withoutOutcome(f: ExecutionFilter): ExecutionFilter {
   return rest;
 }
 
-export function createIssues(deps: {
+interface IssuesDeps {
   store: StoreReads;
   submit: Submit;
   clock: () => number;
@@ -67,162 +67,192 @@ export function createIssues(deps: {
   tracker: Tracker | null;
   labels: readonly string[];
   dashboardUrl: () => string;
-}) {
-  const { store, submit, clock, log, tracker } = deps;
-  const stats = createStats(store);
-  const node = randomUUID().slice(0, 8);
-  let sends = 0;
+}
 
-  /** The newest failures of the window with the signature, read in pages of the filter's failures. */
-  async function sample(id: string, f: ExecutionFilter): Promise<{ read: number; rows: Execution[] }> {
-    const rows: Execution[] = [];
-    let read = 0;
-    let after: Parameters<StoreReads["listExecutions"]>[1]["after"];
-    while (read < SAMPLE_READ && rows.length < SAMPLE_KEEP) {
-      const page = await store.listExecutions({ ...f, outcome: "failed" }, { limit: 500, after, order: "newest" });
-      read += page.rows.length;
-      for (const r of page.rows)
-        if (rows.length < SAMPLE_KEEP && failureSignatureId(r.outcome, r.error) === id) rows.push(r);
-      if (page.next === null) break;
-      after = page.next;
-    }
-    return { read, rows };
+/** What the steps of a preview or a send work with: the deps, the aggregates, and this node's send counter. */
+interface IssuesContext extends IssuesDeps {
+  stats: Stats;
+  /** This process, in claim owners. */
+  node: string;
+  sends: number;
+}
+
+/** The newest failures of the window with the signature, read in pages of the filter's failures. */
+async function sample(
+  { store }: IssuesContext,
+  id: string,
+  f: ExecutionFilter,
+): Promise<{ read: number; rows: Execution[] }> {
+  const rows: Execution[] = [];
+  let read = 0;
+  let after: Parameters<StoreReads["listExecutions"]>[1]["after"];
+  while (read < SAMPLE_READ && rows.length < SAMPLE_KEEP) {
+    const page = await store.listExecutions({ ...f, outcome: "failed" }, { limit: 500, after, order: "newest" });
+    read += page.rows.length;
+    for (const r of page.rows)
+      if (rows.length < SAMPLE_KEEP && failureSignatureId(r.outcome, r.error) === id) rows.push(r);
+    if (page.next === null) break;
+    after = page.next;
   }
+  return { read, rows };
+}
 
-  function dashboardLink(id: string, f: ExecutionFilter, w: Window): string {
-    const p = new URLSearchParams({
-      signature: id,
-      from: new Date(w.from).toISOString().slice(0, 10),
-      to: new Date(w.to - 1).toISOString().slice(0, 10),
-    });
-    if (f.nsapp !== undefined) p.set("nsapp", f.nsapp);
-    return `${deps.dashboardUrl()}/installs?${p}`;
+function dashboardLink(ctx: IssuesContext, id: string, f: ExecutionFilter, w: Window): string {
+  const p = new URLSearchParams({
+    signature: id,
+    from: new Date(w.from).toISOString().slice(0, 10),
+    to: new Date(w.to - 1).toISOString().slice(0, 10),
+  });
+  if (f.nsapp !== undefined) p.set("nsapp", f.nsapp);
+  return `${ctx.dashboardUrl()}/installs?${p}`;
+}
+
+async function knownSignature({ store }: IssuesContext, id: string): Promise<KnownSignature> {
+  const [known] = await store.signatures([id]);
+  if (!known) throw new UnknownSignatureError(`no error signature ${id}: take one from /api/stats/errors`);
+  return known;
+}
+
+/** Exit codes and categories of the sampled failures, most frequent first. */
+function exitCodesOf(rows: readonly Execution[]): [number | null, string | null, number][] {
+  const codes = new Map<string, [number | null, string | null, number]>();
+  for (const r of rows) {
+    const key = `${r.exitCode}|${r.errorCategory}`;
+    const c = codes.get(key);
+    if (c) c[2]++;
+    else codes.set(key, [r.exitCode, r.errorCategory, 1]);
   }
+  return [...codes.values()].sort((a, b) => b[2] - a[2]).slice(0, TOP);
+}
 
-  async function knownSignature(id: string): Promise<KnownSignature> {
-    const [known] = await store.signatures([id]);
-    if (!known) throw new UnknownSignatureError(`no error signature ${id}: take one from /api/stats/errors`);
-    return known;
-  }
-
-  /** What the issue says: the signature, its counts in the window, its spread over the newest failures, the drivers. */
-  async function facts(known: KnownSignature, f: ExecutionFilter, w: Window): Promise<IssueFacts> {
-    const id = known.id;
-    const [counted, s, d] = await Promise.all([
-      stats.signatureCount(f, w, id),
-      sample(id, f),
-      stats.drivers(withoutOutcome(f), w, 20),
-    ]);
-    const codes = new Map<string, [number | null, string | null, number]>();
-    for (const r of s.rows) {
-      const key = `${r.exitCode}|${r.errorCategory}`;
-      const c = codes.get(key);
-      if (c) c[2]++;
-      else codes.set(key, [r.exitCode, r.errorCategory, 1]);
-    }
-    return {
-      signature: { id, text: known.signature, firstSeen: known.firstSeen, lastSeen: known.lastSeen, apps: known.apps },
-      scope: { app: f.nsapp ?? null, from: w.from, to: w.to },
-      failed: counted.count,
-      failedInScope: counted.totalFailed,
-      sample: {
-        read: s.read,
-        matched: s.rows.length,
-        apps: tallies(s.rows, (r) => r.nsapp),
-        exitCodes: [...codes.values()].sort((a, b) => b[2] - a[2]).slice(0, TOP),
-        pve: tallies(s.rows, (r) => r.pveVersion),
-        os: tallies(s.rows, (r) => [r.osType, r.osVersion].filter((v) => v !== null).join(" ") || null),
-        kernel: tallies(s.rows, (r) => r.kernelVersion),
-        error: s.rows[0]?.error ?? null,
-      },
-      drivers: d.drivers.slice(0, DRIVERS).map((x) => ({
-        dimension: x.dimension,
-        value: x.value,
-        shareOfFailed: x.shareOfFailed,
-        shareOfRuns: x.shareOfRuns,
-        failureRate: x.failureRate,
-        elsewhereRate: x.elsewhere.failureRate,
-      })),
-      dashboardUrl: dashboardLink(id, f, w),
-    };
-  }
-
+/** What the issue says: the signature, its counts in the window, its spread over the newest failures, the drivers. */
+async function facts(ctx: IssuesContext, known: KnownSignature, f: ExecutionFilter, w: Window): Promise<IssueFacts> {
+  const id = known.id;
+  const [counted, s, d] = await Promise.all([
+    ctx.stats.signatureCount(f, w, id),
+    sample(ctx, id, f),
+    ctx.stats.drivers(withoutOutcome(f), w, 20),
+  ]);
   return {
-    /** What would be sent, and whether it need be: the stored link, or an issue the tracker already has. */
-    async preview(id: string, f: ExecutionFilter, w: Window) {
-      const x = await facts(await knownSignature(id), f, w);
-      const [link] = await store.issueLinks([id]);
-      const existing: TrackerIssue | null = link === undefined && tracker !== null ? await tracker.find(id) : null;
-      return {
-        link: link ?? null,
-        existing,
-        issue: { title: issueTitle(x), body: issueBody(x), labels: [...deps.labels] },
-      };
+    signature: { id, text: known.signature, firstSeen: known.firstSeen, lastSeen: known.lastSeen, apps: known.apps },
+    scope: { app: f.nsapp ?? null, from: w.from, to: w.to },
+    failed: counted.count,
+    failedInScope: counted.totalFailed,
+    sample: {
+      read: s.read,
+      matched: s.rows.length,
+      apps: tallies(s.rows, (r) => r.nsapp),
+      exitCodes: exitCodesOf(s.rows),
+      pve: tallies(s.rows, (r) => r.pveVersion),
+      os: tallies(s.rows, (r) => [r.osType, r.osVersion].filter((v) => v !== null).join(" ") || null),
+      kernel: tallies(s.rows, (r) => r.kernelVersion),
+      error: s.rows[0]?.error ?? null,
     },
+    drivers: d.drivers.slice(0, DRIVERS).map((x) => ({
+      dimension: x.dimension,
+      value: x.value,
+      shareOfFailed: x.shareOfFailed,
+      shareOfRuns: x.shareOfRuns,
+      failureRate: x.failureRate,
+      elsewhereRate: x.elsewhere.failureRate,
+    })),
+    dashboardUrl: dashboardLink(ctx, id, f, w),
+  };
+}
 
-    /**
-     * Links the signature to its issue: the stored link if there is one ("linked"), else an issue
-     * of the tracker naming it ("found"), else a new one, as previewed or as edited ("created").
-     */
-    async send(
-      id: string,
-      f: ExecutionFilter,
-      w: Window,
-      edits: IssueEdits = {},
-    ): Promise<{ result: "linked" | "found" | "created"; link: IssueLink; labelsLeftOut: string[] }> {
-      if (tracker === null) throw new TrackerOffError(TRACKER_OFF);
-      const known = await knownSignature(id);
-      const [stored] = await store.issueLinks([id]);
-      if (stored) return { result: "linked", link: stored, labelsLeftOut: [] };
-      // Each send its own owner: two sends in this process must not share a claim.
-      const owner = `${node}-${++sends}`;
-      const claim = await submit({ kind: "issue-claim", signature: id, owner, leaseMs: CLAIM_MS, at: clock() });
-      if (claim.kind === "issue-linked") return { result: "linked", link: claim.link, labelsLeftOut: [] };
-      if (claim.kind === "issue-busy") throw new SendBusyError(claim.until);
-      try {
-        const found = await tracker.find(id);
-        let issue = found;
-        let labelsLeftOut: string[] = [];
-        if (issue === null) {
-          // The text as previewed, unless the admin gave both parts of it.
-          let x: IssueFacts | null = null;
-          const text = async () => (x ??= await facts(known, f, w));
-          const title = edits.title ?? issueTitle(await text());
-          const body = withMarker(edits.body ?? issueBody(await text()), id);
-          const made = await tracker.create({ title, body, labels: edits.labels ?? deps.labels });
-          issue = made.issue;
-          labelsLeftOut = made.labelsLeftOut;
-          log.info("issue opened", {
-            signature: id,
-            tracker: tracker.kind,
-            repo: tracker.repo,
-            number: issue.number,
-            url: issue.url,
-          });
-        }
-        const how = found ? "found" : "created";
-        const settled = await submit({
-          kind: "issue-settle",
-          signature: id,
-          owner,
-          link: {
-            tracker: tracker.kind,
-            repo: tracker.repo,
-            number: issue.number,
-            url: issue.url,
-            title: issue.title,
-            how,
-          },
-          at: clock(),
-        });
-        if (settled.kind !== "issue-linked") throw new Error("a settle with a link answered without one");
-        return { result: settled.link.url === issue.url ? how : "linked", link: settled.link, labelsLeftOut };
-      } catch (e) {
-        await submit({ kind: "issue-settle", signature: id, owner, link: null, at: clock() }).catch(() => undefined);
-        throw e;
-      }
-    },
+/** What would be sent, and whether it need be: the stored link, or an issue the tracker already has. */
+async function preview(ctx: IssuesContext, id: string, f: ExecutionFilter, w: Window) {
+  const { store, tracker } = ctx;
+  const x = await facts(ctx, await knownSignature(ctx, id), f, w);
+  const [link] = await store.issueLinks([id]);
+  const existing: TrackerIssue | null = link === undefined && tracker !== null ? await tracker.find(id) : null;
+  return {
+    link: link ?? null,
+    existing,
+    issue: { title: issueTitle(x), body: issueBody(x), labels: [...ctx.labels] },
+  };
+}
 
+type SendResult = { result: "linked" | "found" | "created"; link: IssueLink; labelsLeftOut: string[] };
+
+/**
+ * Links the signature to its issue: the stored link if there is one ("linked"), else an issue
+ * of the tracker naming it ("found"), else a new one, as previewed or as edited ("created").
+ */
+async function send(
+  ctx: IssuesContext,
+  id: string,
+  f: ExecutionFilter,
+  w: Window,
+  edits: IssueEdits = {},
+): Promise<SendResult> {
+  const { store, submit, clock, tracker } = ctx;
+  if (tracker === null) throw new TrackerOffError(TRACKER_OFF);
+  const known = await knownSignature(ctx, id);
+  const [stored] = await store.issueLinks([id]);
+  if (stored) return { result: "linked", link: stored, labelsLeftOut: [] };
+  // Each send its own owner: two sends in this process must not share a claim.
+  const owner = `${ctx.node}-${++ctx.sends}`;
+  const claim = await submit({ kind: "issue-claim", signature: id, owner, leaseMs: CLAIM_MS, at: clock() });
+  if (claim.kind === "issue-linked") return { result: "linked", link: claim.link, labelsLeftOut: [] };
+  if (claim.kind === "issue-busy") throw new SendBusyError(claim.until);
+  try {
+    return await sendClaimed(ctx, tracker, known, owner, f, w, edits);
+  } catch (e) {
+    await submit({ kind: "issue-settle", signature: id, owner, link: null, at: clock() }).catch(() => undefined);
+    throw e;
+  }
+}
+
+/** With the claim held: the tracker searched, an issue opened if it has none, and the link settled. */
+async function sendClaimed(
+  ctx: IssuesContext,
+  tracker: Tracker,
+  known: KnownSignature,
+  owner: string,
+  f: ExecutionFilter,
+  w: Window,
+  edits: IssueEdits,
+): Promise<SendResult> {
+  const id = known.id;
+  const found = await tracker.find(id);
+  let issue = found;
+  let labelsLeftOut: string[] = [];
+  if (issue === null) {
+    // The text as previewed, unless the admin gave both parts of it.
+    let x: IssueFacts | null = null;
+    const text = async () => (x ??= await facts(ctx, known, f, w));
+    const title = edits.title ?? issueTitle(await text());
+    const body = withMarker(edits.body ?? issueBody(await text()), id);
+    const made = await tracker.create({ title, body, labels: edits.labels ?? ctx.labels });
+    issue = made.issue;
+    labelsLeftOut = made.labelsLeftOut;
+    ctx.log.info("issue opened", {
+      signature: id,
+      tracker: tracker.kind,
+      repo: tracker.repo,
+      number: issue.number,
+      url: issue.url,
+    });
+  }
+  const how = found ? "found" : "created";
+  const settled = await ctx.submit({
+    kind: "issue-settle",
+    signature: id,
+    owner,
+    link: { tracker: tracker.kind, repo: tracker.repo, number: issue.number, url: issue.url, title: issue.title, how },
+    at: ctx.clock(),
+  });
+  if (settled.kind !== "issue-linked") throw new Error("a settle with a link answered without one");
+  return { result: settled.link.url === issue.url ? how : "linked", link: settled.link, labelsLeftOut };
+}
+
+export function createIssues(deps: IssuesDeps) {
+  const ctx: IssuesContext = { ...deps, stats: createStats(deps.store), node: randomUUID().slice(0, 8), sends: 0 };
+  const { store, submit, clock, tracker } = deps;
+  return {
+    preview: (id: string, f: ExecutionFilter, w: Window) => preview(ctx, id, f, w),
+    send: (id: string, f: ExecutionFilter, w: Window, edits?: IssueEdits) => send(ctx, id, f, w, edits),
     links: () => store.issueLinks(),
 
     /** Forgets a link (the issue was deleted, or linked by mistake): the next send searches and opens again. */

@@ -57,6 +57,160 @@ const MAX_REPORTED = 20;
 /** A cell the engines store, not one made when read. */
 const isStored = (c: RollupCell): boolean => storedSlicesIn(c.slice).length === 1;
 
+/** What one verification works with: the store, the result so far, and what it carries from day to day. */
+interface Verification {
+  store: StoreReads;
+  check: RollupCheck;
+  foldedUntil: number;
+  /** The apps of each signature seen, as stored ("\u0000missing": not stored at all). */
+  knownSignatures: Map<string, Set<string>>;
+  /**
+   * Month cells gather the records of many days: their expected state is summed day by day and
+   * compared when the month is done.
+   */
+  monthExpected: Map<string, { key: RollupKey; data: RollupData }>;
+  /** Months with a day that could not be recounted: not compared. */
+  damagedMonths: Set<number>;
+}
+
+function mismatch({ check }: Verification, m: CellMismatch): void {
+  check.ok = false;
+  if (check.mismatches.length < MAX_REPORTED) check.mismatches.push(m);
+}
+
+/** Runs one step; damage (or anything else unreadable) is reported, never thrown: verify's answer is a result. */
+async function readable({ check }: Verification, what: string, step: () => Promise<void>): Promise<boolean> {
+  try {
+    await step();
+    return true;
+  } catch (e) {
+    check.ok = false;
+    if (check.damaged.length < MAX_REPORTED)
+      check.damaged.push(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+    else if (check.damaged.length === MAX_REPORTED) check.damaged.push("... and more");
+    return false;
+  }
+}
+
+async function signatureApps(v: Verification, id: string): Promise<Set<string> | undefined> {
+  if (!v.knownSignatures.has(id)) {
+    const [row] = await v.store.signatures([id]);
+    v.knownSignatures.set(id, new Set(row ? row.apps : ["\u0000missing"]));
+  }
+  return v.knownSignatures.get(id);
+}
+
+/** Cells outside the records' days (months) must not exist at all. */
+async function checkStrays(v: Verification, firstDay: number, endDay: number): Promise<void> {
+  for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
+    const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
+    await readable(v, `rollup cells (grain ${grain}) outside the records' days`, async () => {
+      for (const stray of [
+        ...(await v.store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)),
+        ...(await v.store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER)),
+      ].filter(isStored)) {
+        mismatch(v, {
+          grain,
+          app: stray.slice,
+          bucket: new Date(stray.bucket).toISOString(),
+          expected: null,
+          stored: stray.data,
+        });
+      }
+    });
+  }
+}
+
+/** A month done: its stored cells against the sums of its days. */
+async function checkMonth(v: Verification, month: number): Promise<void> {
+  const { monthExpected, check } = v;
+  let cells: RollupCell[] = [];
+  const readOk = await readable(
+    v,
+    `month ${new Date(month).toISOString().slice(0, 7)}`,
+    async () => void (cells = (await v.store.rollupCells(GRAINS.month, month, month + 1)).filter(isStored)),
+  );
+  if (!readOk || v.damagedMonths.has(month)) {
+    // Not compared: its cells could not be read, or a day of it could not be recounted.
+    monthExpected.clear();
+    return;
+  }
+  const stored = new Map(cells.map((c) => [c.slice, c.data]));
+  for (const { key, data } of monthExpected.values()) {
+    check.cells++;
+    const have = stored.get(key.app);
+    stored.delete(key.app);
+    if (have === undefined || !same(have, data)) {
+      mismatch(v, {
+        grain: key.grain,
+        app: key.app,
+        bucket: new Date(month).toISOString(),
+        expected: data,
+        stored: have ?? null,
+      });
+    }
+  }
+  for (const [app, data] of stored)
+    mismatch(v, { grain: GRAINS.month, app, bucket: new Date(month).toISOString(), expected: null, stored: data });
+  monthExpected.clear();
+}
+
+/** The day's records counted again (and their signatures looked up); the month cells' share summed for checkMonth. */
+async function recountDay(v: Verification, day: number): Promise<RollupDeltas> {
+  const { check } = v;
+  const expected = new RollupDeltas(v.foldedUntil, storedSlicesOf);
+  for await (const r of v.store.iterateExecutions({ from: day, to: day + DAY })) {
+    check.records++;
+    const sig = failureSignature(r.outcome, r.error);
+    expected.add(r, r.outcome, 1, sig?.id ?? null);
+    if (sig) {
+      const apps = await signatureApps(v, sig.id);
+      if (!apps || apps.has("\u0000missing") || (r.nsapp !== null && !apps.has(r.nsapp))) check.signatureGaps++;
+    }
+  }
+  return expected;
+}
+
+/** One day: its hour and day cells (and the open hours) against a recount of its records. */
+async function checkDay(v: Verification, day: number): Promise<void> {
+  const expected = await recountDay(v, day);
+  const have = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
+  for (const grain of [GRAINS.hour, GRAINS.day]) {
+    for (const c of (await v.store.rollupCells(grain, day, day + DAY)).filter(isStored))
+      have.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
+  }
+  // Open hours' cells (in hour grain only) are compared like stored ones.
+  for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {
+    if (key.grain === GRAINS.month) {
+      const acc = v.monthExpected.get(id);
+      if (acc) mergeInto(acc.data, data);
+      else v.monthExpected.set(id, { key, data });
+      continue;
+    }
+    v.check.cells++;
+    const found = have.get(id);
+    have.delete(id);
+    if (found === undefined || !same(found.data, data)) {
+      mismatch(v, {
+        grain: key.grain,
+        app: key.app,
+        bucket: new Date(key.bucket).toISOString(),
+        expected: data,
+        stored: found?.data ?? null,
+      });
+    }
+  }
+  for (const extra of have.values()) {
+    mismatch(v, {
+      grain: extra.grain,
+      app: extra.app,
+      bucket: new Date(extra.bucket).toISOString(),
+      expected: null,
+      stored: extra.data,
+    });
+  }
+}
+
 /** Recounts day by day (memory stays bounded by one day of cells) and compares every cell. */
 export async function verifyRollups(
   store: StoreReads,
@@ -77,150 +231,30 @@ export async function verifyRollups(
   }
   const firstDay = span ? span.first - (span.first % DAY) : 0;
   const endDay = span ? span.last - (span.last % DAY) + DAY : 0;
-  const check: RollupCheck = { ok: true, records: 0, cells: 0, mismatches: [], signatureGaps: 0, damaged: [] };
-  const mismatch = (m: CellMismatch) => {
-    check.ok = false;
-    if (check.mismatches.length < MAX_REPORTED) check.mismatches.push(m);
+  const v: Verification = {
+    store,
+    check: { ok: true, records: 0, cells: 0, mismatches: [], signatureGaps: 0, damaged: [] },
+    foldedUntil: 0,
+    knownSignatures: new Map(),
+    monthExpected: new Map(),
+    damagedMonths: new Set(),
   };
-  /** Runs one step; damage (or anything else unreadable) is reported, never thrown: verify's answer is a result. */
-  const readable = async (what: string, step: () => Promise<void>): Promise<boolean> => {
-    try {
-      await step();
-      return true;
-    } catch (e) {
-      check.ok = false;
-      if (check.damaged.length < MAX_REPORTED)
-        check.damaged.push(`${what}: ${e instanceof Error ? e.message : String(e)}`);
-      else if (check.damaged.length === MAX_REPORTED) check.damaged.push("... and more");
-      return false;
-    }
-  };
-  let foldedUntil = 0;
-  if (!(await readable("rollup state", async () => void (foldedUntil = await store.foldedUntil())))) return check;
-  const knownSignatures = new Map<string, Set<string>>();
-  const signatureApps = async (id: string): Promise<Set<string> | undefined> => {
-    if (!knownSignatures.has(id)) {
-      const [row] = await store.signatures([id]);
-      knownSignatures.set(id, new Set(row ? row.apps : ["\u0000missing"]));
-    }
-    return knownSignatures.get(id);
-  };
-
-  // Cells outside the records' days (months) must not exist at all.
-  for (const grain of [GRAINS.hour, GRAINS.day, GRAINS.month]) {
-    const start = grain === GRAINS.month ? bucketStart(firstDay, grain) : firstDay;
-    await readable(`rollup cells (grain ${grain}) outside the records' days`, async () => {
-      for (const stray of [
-        ...(await store.rollupCells(grain, Number.MIN_SAFE_INTEGER, start)),
-        ...(await store.rollupCells(grain, endDay, Number.MAX_SAFE_INTEGER)),
-      ].filter(isStored)) {
-        mismatch({
-          grain,
-          app: stray.slice,
-          bucket: new Date(stray.bucket).toISOString(),
-          expected: null,
-          stored: stray.data,
-        });
-      }
-    });
-  }
-
-  // Month cells gather the records of many days: their expected state is summed day by day and
-  // compared when the month is done.
-  const monthExpected = new Map<string, { key: RollupKey; data: RollupData }>();
+  if (!(await readable(v, "rollup state", async () => void (v.foldedUntil = await store.foldedUntil()))))
+    return v.check;
+  await checkStrays(v, firstDay, endDay);
   let currentMonth: number | null = null;
-  const damagedMonths = new Set<number>();
-  const checkMonth = async (month: number) => {
-    let cells: RollupCell[] = [];
-    const readOk = await readable(
-      `month ${new Date(month).toISOString().slice(0, 7)}`,
-      async () => void (cells = (await store.rollupCells(GRAINS.month, month, month + 1)).filter(isStored)),
-    );
-    if (!readOk || damagedMonths.has(month)) {
-      // Not compared: its cells could not be read, or a day of it could not be recounted.
-      monthExpected.clear();
-      return;
-    }
-    const stored = new Map(cells.map((c) => [c.slice, c.data]));
-    for (const { key, data } of monthExpected.values()) {
-      check.cells++;
-      const have = stored.get(key.app);
-      stored.delete(key.app);
-      if (have === undefined || !same(have, data)) {
-        mismatch({
-          grain: key.grain,
-          app: key.app,
-          bucket: new Date(month).toISOString(),
-          expected: data,
-          stored: have ?? null,
-        });
-      }
-    }
-    for (const [app, data] of stored)
-      mismatch({ grain: GRAINS.month, app, bucket: new Date(month).toISOString(), expected: null, stored: data });
-    monthExpected.clear();
-  };
-
   for (let day = firstDay; day < endDay; day += DAY) {
     onDay?.(day, endDay);
     const month = bucketStart(day, GRAINS.month);
     if (month !== currentMonth) {
-      if (currentMonth !== null) await checkMonth(currentMonth);
+      if (currentMonth !== null) await checkMonth(v, currentMonth);
       currentMonth = month;
     }
     // A day whose records or cells cannot be read is reported; its month's sums are then incomplete.
-    if (!(await readable(`day ${new Date(day).toISOString().slice(0, 10)}`, () => checkDay(day))))
-      damagedMonths.add(month);
+    if (!(await readable(v, `day ${new Date(day).toISOString().slice(0, 10)}`, () => checkDay(v, day))))
+      v.damagedMonths.add(month);
   }
-  if (currentMonth !== null) await checkMonth(currentMonth);
-  if (check.signatureGaps > 0) check.ok = false;
-  return check;
-
-  async function checkDay(day: number): Promise<void> {
-    const expected = new RollupDeltas(foldedUntil, storedSlicesOf);
-    for await (const r of store.iterateExecutions({ from: day, to: day + DAY })) {
-      check.records++;
-      const sig = failureSignature(r.outcome, r.error);
-      expected.add(r, r.outcome, 1, sig?.id ?? null);
-      if (sig) {
-        const apps = await signatureApps(sig.id);
-        if (!apps || apps.has("\u0000missing") || (r.nsapp !== null && !apps.has(r.nsapp))) check.signatureGaps++;
-      }
-    }
-    const have = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
-    for (const grain of [GRAINS.hour, GRAINS.day]) {
-      for (const c of (await store.rollupCells(grain, day, day + DAY)).filter(isStored))
-        have.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
-    }
-    // Open hours' cells (in hour grain only) are compared like stored ones.
-    for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {
-      if (key.grain === GRAINS.month) {
-        const acc = monthExpected.get(id);
-        if (acc) mergeInto(acc.data, data);
-        else monthExpected.set(id, { key, data });
-        continue;
-      }
-      check.cells++;
-      const found = have.get(id);
-      have.delete(id);
-      if (found === undefined || !same(found.data, data)) {
-        mismatch({
-          grain: key.grain,
-          app: key.app,
-          bucket: new Date(key.bucket).toISOString(),
-          expected: data,
-          stored: found?.data ?? null,
-        });
-      }
-    }
-    for (const extra of have.values()) {
-      mismatch({
-        grain: extra.grain,
-        app: extra.app,
-        bucket: new Date(extra.bucket).toISOString(),
-        expected: null,
-        stored: extra.data,
-      });
-    }
-  }
+  if (currentMonth !== null) await checkMonth(v, currentMonth);
+  if (v.check.signatureGaps > 0) v.check.ok = false;
+  return v.check;
 }

@@ -57,207 +57,251 @@ function dimsOf(use: Use, p: Extract<Plan, { source: "rollup" }>): Dimension[] |
 }
 
 /**
- * `scans`: where one request keeps the records it folded, so its many aggregates over the same
- * filter and window scan once (a page of breakdowns with a filter rollups cannot select); omit
- * it for a long-lived instance (records change between requests).
+ * What the aggregates read from: the store, and `scans`, where one request keeps the records it
+ * folded, so its many aggregates over the same filter and window scan once (a page of breakdowns
+ * with a filter rollups cannot select); without it for a long-lived instance (records change
+ * between requests).
  */
+interface StatsSource {
+  store: StoreReads;
+  scans?: Map<string, Promise<Cell[]>>;
+}
+
+type RollupPlan = Extract<Plan, { source: "rollup" }>;
+
+/** How a read buckets and what it needs of a cell. */
+interface ReadShape {
+  use: Use;
+  parts: RollupPart[];
+  spans: Span[] | Promise<Span[]>;
+  /** The bucket a scanned record falls in, and the name of that bucketing (a scan's key). */
+  scanBucket: (createdAt: number) => number;
+  bucketing: string;
+  /** Dimensions needed beside the use's own (the drivers'). */
+  more?: readonly Dimension[];
+}
+
+/** The rollup cells of plan `p` over the read's spans, with the dimensions it needs (and `also`). */
+async function rollupCellsOf(
+  { store }: StatsSource,
+  shape: ReadShape,
+  p: RollupPlan,
+  wanted: RollupPart[],
+  also: readonly Dimension[] = [],
+): Promise<Cell[]> {
+  const needed = dimsOf(shape.use, p);
+  const dims = needed === undefined ? undefined : [...new Set([...needed, ...(shape.more ?? []), ...also])];
+  const spans = await shape.spans;
+  return (
+    await Promise.all(
+      spans.flatMap((s) =>
+        p.slices.map((slice) =>
+          store.readRollups({
+            grain: s.grain,
+            slice,
+            from: s.from,
+            to: s.to,
+            parts: wanted,
+            ...(dims ? { dims } : {}),
+          }),
+        ),
+      ),
+    )
+  ).flat();
+}
+
+/** The window's records of `filter` folded into cells (`sign` -1: to take out), once per request. */
+function folded({ store, scans }: StatsSource, shape: ReadShape, w: Window, filter: ExecutionFilter, sign: 1 | -1) {
+  const key = `${shape.bucketing} ${w.from} ${w.to} ${sign} ${JSON.stringify(filter)}`;
+  let cells = scans?.get(key);
+  if (cells === undefined) {
+    cells = foldRecords(
+      store.executionChunks({ ...filter, from: w.from, to: w.to }),
+      (r) => shape.scanBucket(r.createdAt),
+      sign,
+    );
+    scans?.set(key, cells);
+  }
+  return cells;
+}
+
+/**
+ * Cells for a window: from rollups when the plan allows; else, for one dimension filter, from
+ * rollups without it, less the executions it leaves out folded (when those are fewer than the
+ * ones it keeps, as the rollups count them; none at all: rollups alone; none kept: no cells);
+ * else by folding the window's records.
+ */
+async function read(src: StatsSource, f: ExecutionFilter, w: Window, shape: ReadShape): Promise<Read> {
+  const { use, parts } = shape;
+  const p = plan(f, use);
+  if (p.source === "rollup") return { source: "rollup", plan: p, cells: await rollupCellsOf(src, shape, p, parts) };
+  const split = complementOf(f, use);
+  if (split !== null) {
+    const basePlan = plan(split.base, use) as RollupPlan;
+    // The counts that pick the smaller side are in the data part: the filtered dimension's and the totals.
+    const cells = await rollupCellsOf(src, shape, basePlan, parts.includes("data") ? parts : [...parts, "data"], [
+      split.only.dim,
+      "type",
+    ]);
+    const { kept, total } = keptOf(cells, split.only);
+    if (kept === total) return { source: "rollup", plan: basePlan, cells };
+    if (kept === 0) return { source: "rollup", plan: SCANNED, cells: [] };
+    if (total - kept < kept)
+      return { source: "scan", plan: basePlan, cells: [...cells, ...(await folded(src, shape, w, split.rest, -1))] };
+  }
+  return { source: "scan", plan: SCANNED, cells: await folded(src, shape, w, f, 1) };
+}
+
+// Scans fold by day, so one request's summary, breakdowns and daily series share a scan.
+const byDay = (t: number) => intervalStart(t, "day");
+const spansOf = async ({ store }: StatsSource, w: Window, months = true) =>
+  decompose(w, { months, foldedUntil: await store.foldedUntil() });
+/** A read folding by day over the window's spans (months inside). */
+const daily = (src: StatsSource, w: Window, use: Use, parts: RollupPart[], more?: readonly Dimension[]): ReadShape => ({
+  use,
+  parts,
+  spans: spansOf(src, w),
+  scanBucket: byDay,
+  bucketing: "day",
+  ...(more ? { more } : {}),
+});
+
+/** The `limit` most frequent failure signatures of cells read (selected, not sorted), how many there are, and their sums. */
+function countsOf(r: Read, limit: number) {
+  const counted =
+    r.plan.outcome === null || r.plan.outcome === "failed"
+      ? errorTop(r.cells, limit)
+      : { top: [], distinct: 0, total: 0, sums: new Map<string, number>() };
+  return { source: r.source, ...counted };
+}
+
+/** The `limit` most frequent failure signatures of cells read, with what is known of each; with `issues`, its issue if linked. */
+async function signaturesOf({ store }: StatsSource, r: Read, limit: number, issues: boolean) {
+  const { source, top, distinct, total: totalFailed } = countsOf(r, limit);
+  const ids = top.map(([id]) => id);
+  const [signatures, links] = await Promise.all([store.signatures(ids), issues ? store.issueLinks(ids) : []]);
+  const known = new Map(signatures.map((s) => [s.id, s]));
+  const linked = new Map(links.map((l) => [l.signature, l]));
+  return {
+    source,
+    total_failed: totalFailed,
+    total_signatures: distinct,
+    signatures: top.map(([id, count]) => {
+      const s = known.get(id);
+      const l = linked.get(id);
+      return {
+        id,
+        signature: s?.signature ?? null,
+        count,
+        share: totalFailed === 0 ? 0 : Math.round((count / totalFailed) * 10_000) / 10_000,
+        apps: s?.apps ?? [],
+        first_seen: s ? new Date(s.firstSeen).toISOString() : null,
+        last_seen: s ? new Date(s.lastSeen).toISOString() : null,
+        example: s?.example ?? null,
+        issue: l ? { tracker: l.tracker, repo: l.repo, number: l.number, url: l.url } : null,
+      };
+    }),
+  };
+}
+
+async function summaryOf(src: StatsSource, f: ExecutionFilter, w: Window) {
+  const r = await read(src, f, w, daily(src, w, { kind: "summary" }, ["data"]));
+  return { source: r.source, ...summarize(r.cells, r.plan) };
+}
+
+async function breakdownOf(src: StatsSource, f: ExecutionFilter, w: Window, o: BreakdownOptions) {
+  // By app over every app: the per-app counts are all it needs (an app's own slice has none).
+  const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
+  const r = await read(src, f, w, daily(src, w, { kind: "breakdown", by: o.by }, parts));
+  return { source: r.source, ...breakdown(r.cells, r.plan, o) };
+}
+
+async function timeseriesOf(src: StatsSource, f: ExecutionFilter, w: Window, interval: Interval) {
+  // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
+  const spans = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(src, w, false);
+  const r = await read(src, f, w, {
+    use: { kind: "timeseries" },
+    parts: ["data"],
+    spans,
+    scanBucket: (t) => intervalStart(t, interval),
+    bucketing: interval,
+  });
+  return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
+}
+
+async function driversOf(src: StatsSource, f: ExecutionFilter, w: Window, minRuns: number) {
+  const dims = driverDimensions(f.nsapp !== undefined);
+  const r = await read(src, f, w, daily(src, w, { kind: "drivers" }, ["data"], dims));
+  const { total, values } = finishedByValue(r.cells, dims);
+  return { source: r.source, ...rankDrivers(total, values, minRuns) };
+}
+
+/** Failed installs per signature id in the window, most frequent first, and their sum. */
+const readErrors = (src: StatsSource, f: ExecutionFilter, w: Window) =>
+  read(src, f, w, daily(src, w, { kind: "errors" }, ["errors"]));
+
+/**
+ * Breakdowns by several dimensions and the error signatures (without issues) of one filter and
+ * window, from one read of its cells where rollups can answer (an app page's failures: a read
+ * each cost three times as many queries).
+ */
+async function cutsOf(
+  src: StatsSource,
+  f: ExecutionFilter,
+  w: Window,
+  bys: readonly Dimension[],
+  o: Omit<BreakdownOptions, "by">,
+  signatures: number,
+) {
+  const use: Use = { kind: "breakdown", by: bys[0]! };
+  const p = plan(f, use);
+  if (p.source !== "rollup" || p.only !== null) {
+    // A dimension filter selects counts of its own dimension only: each question on its own.
+    const [groups, errors] = await Promise.all([
+      Promise.all(bys.map((by) => breakdownOf(src, f, w, { ...o, by }))),
+      readErrors(src, f, w).then((r) => signaturesOf(src, r, signatures, false)),
+    ]);
+    return { breakdowns: groups.map((g) => ({ groups: g.groups, total_groups: g.total_groups })), errors };
+  }
+  const r = await read(src, f, w, daily(src, w, use, ["data", "errors"], bys));
+  return {
+    breakdowns: bys.map((by) => breakdown(r.cells, r.plan, { ...o, by })),
+    errors: await signaturesOf(src, r, signatures, false),
+  };
+}
+
+/** `scans`: see StatsSource. */
 export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[]>>) {
-  /**
-   * Cells for a window: from rollups when the plan allows; else, for one dimension filter, from
-   * rollups without it, less the executions it leaves out folded (when those are fewer than the
-   * ones it keeps, as the rollups count them; none at all: rollups alone; none kept: no cells);
-   * else by folding the window's records.
-   */
-  async function read(
-    f: ExecutionFilter,
-    w: Window,
-    use: Use,
-    parts: RollupPart[],
-    spans: Span[] | Promise<Span[]>,
-    scanBucket: (createdAt: number) => number,
-    bucketing: string,
-    more: readonly Dimension[] = [],
-  ): Promise<Read> {
-    const rollupCells = async (
-      p: Extract<Plan, { source: "rollup" }>,
-      wanted: RollupPart[],
-      also: readonly Dimension[] = [],
-    ) => {
-      const needed = dimsOf(use, p);
-      const dims = needed === undefined ? undefined : [...new Set([...needed, ...more, ...also])];
-      return (
-        await Promise.all(
-          (
-            await spans
-          ).flatMap((s) =>
-            p.slices.map((slice) =>
-              store.readRollups({
-                grain: s.grain,
-                slice,
-                from: s.from,
-                to: s.to,
-                parts: wanted,
-                ...(dims ? { dims } : {}),
-              }),
-            ),
-          ),
-        )
-      ).flat();
-    };
-    const folded = (filter: ExecutionFilter, sign: 1 | -1) => {
-      const key = `${bucketing} ${w.from} ${w.to} ${sign} ${JSON.stringify(filter)}`;
-      let cells = scans?.get(key);
-      if (cells === undefined) {
-        cells = foldRecords(
-          store.executionChunks({ ...filter, from: w.from, to: w.to }),
-          (r) => scanBucket(r.createdAt),
-          sign,
-        );
-        scans?.set(key, cells);
-      }
-      return cells;
-    };
-    const p = plan(f, use);
-    if (p.source === "rollup") return { source: "rollup", plan: p, cells: await rollupCells(p, parts) };
-    const split = complementOf(f, use);
-    if (split !== null) {
-      const basePlan = plan(split.base, use) as Extract<Plan, { source: "rollup" }>;
-      // The counts that pick the smaller side are in the data part: the filtered dimension's and the totals.
-      const cells = await rollupCells(basePlan, parts.includes("data") ? parts : [...parts, "data"], [
-        split.only.dim,
-        "type",
-      ]);
-      const { kept, total } = keptOf(cells, split.only);
-      if (kept === total) return { source: "rollup", plan: basePlan, cells };
-      if (kept === 0) return { source: "rollup", plan: SCANNED, cells: [] };
-      if (total - kept < kept)
-        return { source: "scan", plan: basePlan, cells: [...cells, ...(await folded(split.rest, -1))] };
-    }
-    return { source: "scan", plan: SCANNED, cells: await folded(f, 1) };
-  }
-
-  // Scans fold by day, so one request's summary, breakdowns and daily series share a scan.
-  const byDay = (t: number) => intervalStart(t, "day");
-  const spansOf = async (w: Window, months = true) => decompose(w, { months, foldedUntil: await store.foldedUntil() });
-
-  /** Failed installs per signature id in the window (the `limit` most frequent first), and their sum. */
-  async function signatureCounts(f: ExecutionFilter, w: Window, limit: number) {
-    return countsOf(await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day"), limit);
-  }
-  function countsOf(r: Read, limit: number) {
-    const counted =
-      r.plan.outcome === null || r.plan.outcome === "failed"
-        ? errorTop(r.cells, limit)
-        : { top: [], distinct: 0, total: 0, sums: new Map<string, number>() };
-    return { source: r.source, ...counted };
-  }
-
-  /** The `limit` most frequent failure signatures of cells read, with what is known of each; with `issues`, its issue if linked. */
-  async function signaturesOf(r: Read, limit: number, issues: boolean) {
-    const { source, top, distinct, total: totalFailed } = countsOf(r, limit);
-    const ids = top.map(([id]) => id);
-    const [signatures, links] = await Promise.all([store.signatures(ids), issues ? store.issueLinks(ids) : []]);
-    const known = new Map(signatures.map((s) => [s.id, s]));
-    const linked = new Map(links.map((l) => [l.signature, l]));
-    return {
-      source,
-      total_failed: totalFailed,
-      total_signatures: distinct,
-      signatures: top.map(([id, count]) => {
-        const s = known.get(id);
-        const l = linked.get(id);
-        return {
-          id,
-          signature: s?.signature ?? null,
-          count,
-          share: totalFailed === 0 ? 0 : Math.round((count / totalFailed) * 10_000) / 10_000,
-          apps: s?.apps ?? [],
-          first_seen: s ? new Date(s.firstSeen).toISOString() : null,
-          last_seen: s ? new Date(s.lastSeen).toISOString() : null,
-          example: s?.example ?? null,
-          issue: l ? { tracker: l.tracker, repo: l.repo, number: l.number, url: l.url } : null,
-        };
-      }),
-    };
-  }
-
+  const src: StatsSource = scans ? { store, scans } : { store };
   return {
     /**
      * The cells of a window as they are, for answers that need every dimension at once: rollup
      * cells (months inside, as `summary` reads them) when the filter allows, else the window's
      * records folded into one cell per day.
      */
-    async cells(f: ExecutionFilter, w: Window): Promise<Read> {
-      return read(f, w, { kind: "every" }, ["data", "apps"], spansOf(w), byDay, "day");
-    },
-
-    async summary(f: ExecutionFilter, w: Window) {
-      const r = await read(f, w, { kind: "summary" }, ["data"], spansOf(w), byDay, "day");
-      return { source: r.source, ...summarize(r.cells, r.plan) };
-    },
-
-    async breakdown(f: ExecutionFilter, w: Window, o: BreakdownOptions) {
-      // By app over every app: the per-app counts are all it needs (an app's own slice has none).
-      const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
-      const r = await read(f, w, { kind: "breakdown", by: o.by }, parts, spansOf(w), byDay, "day");
-      return { source: r.source, ...breakdown(r.cells, r.plan, o) };
-    },
-
-    async timeseries(f: ExecutionFilter, w: Window, interval: Interval) {
-      // Hourly points need hour cells throughout; coarser ones use day cells in the middle.
-      const spans = interval === "hour" ? [{ grain: GRAINS.hour, ...w }] : spansOf(w, false);
-      const r = await read(f, w, { kind: "timeseries" }, ["data"], spans, (t) => intervalStart(t, interval), interval);
-      return { source: r.source, points: timeseries(r.cells, r.plan, w, interval) };
-    },
-
+    cells: (f: ExecutionFilter, w: Window): Promise<Read> =>
+      read(src, f, w, daily(src, w, { kind: "every" }, ["data", "apps"])),
+    summary: (f: ExecutionFilter, w: Window) => summaryOf(src, f, w),
+    breakdown: (f: ExecutionFilter, w: Window, o: BreakdownOptions) => breakdownOf(src, f, w, o),
+    timeseries: (f: ExecutionFilter, w: Window, interval: Interval) => timeseriesOf(src, f, w, interval),
     /** Failed installs with signature `id` in the window, and with any signature. */
     async signatureCount(f: ExecutionFilter, w: Window, id: string) {
-      const { sums, total } = await signatureCounts(f, w, 0);
+      const { sums, total } = countsOf(await readErrors(src, f, w), 0);
       return { count: Math.max(0, sums.get(id) ?? 0), totalFailed: total };
     },
-
     /** Dimension values over-represented among the window's failures (domain/drivers.ts). */
-    async drivers(f: ExecutionFilter, w: Window, minRuns: number) {
-      const dims = driverDimensions(f.nsapp !== undefined);
-      const r = await read(f, w, { kind: "drivers" }, ["data"], spansOf(w), byDay, "day", dims);
-      const { total, values } = finishedByValue(r.cells, dims);
-      return { source: r.source, ...rankDrivers(total, values, minRuns) };
-    },
-
+    drivers: (f: ExecutionFilter, w: Window, minRuns: number) => driversOf(src, f, w, minRuns),
     /** Failed installs by error signature, with what is known of each signature and its issue, if linked. */
-    async errors(f: ExecutionFilter, w: Window, limit: number) {
-      return signaturesOf(await read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day"), limit, true);
-    },
-
-    /**
-     * Breakdowns by several dimensions and the error signatures (without issues) of one filter and
-     * window, from one read of its cells where rollups can answer (an app page's failures: a read
-     * each cost three times as many queries).
-     */
-    async cuts(
+    errors: async (f: ExecutionFilter, w: Window, limit: number) =>
+      signaturesOf(src, await readErrors(src, f, w), limit, true),
+    cuts: (
       f: ExecutionFilter,
       w: Window,
       bys: readonly Dimension[],
       o: Omit<BreakdownOptions, "by">,
       signatures: number,
-    ) {
-      const use: Use = { kind: "breakdown", by: bys[0]! };
-      const p = plan(f, use);
-      if (p.source !== "rollup" || p.only !== null) {
-        // A dimension filter selects counts of its own dimension only: each question on its own.
-        const [groups, errors] = await Promise.all([
-          Promise.all(bys.map((by) => this.breakdown(f, w, { ...o, by }))),
-          read(f, w, { kind: "errors" }, ["errors"], spansOf(w), byDay, "day").then((r) =>
-            signaturesOf(r, signatures, false),
-          ),
-        ]);
-        return { breakdowns: groups.map((g) => ({ groups: g.groups, total_groups: g.total_groups })), errors };
-      }
-      const r = await read(f, w, use, ["data", "errors"], spansOf(w), byDay, "day", bys);
-      return {
-        breakdowns: bys.map((by) => breakdown(r.cells, r.plan, { ...o, by })),
-        errors: await signaturesOf(r, signatures, false),
-      };
-    },
+    ) => cutsOf(src, f, w, bys, o, signatures),
   };
 }
+
+export type Stats = ReturnType<typeof createStats>;

@@ -100,6 +100,168 @@ function windowAt(from: number, after: number): { limit: number; page: number; s
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** What one import works with: where it reads, how, and what it has counted so far. */
+interface ApiImport {
+  source: string;
+  opts: ApiOptions;
+  headers: Record<string, string>;
+  loader: ExecutionLoader;
+  summary: ApiSummary;
+}
+
+/** Where a run is in the listing. */
+interface Cursor {
+  /** The offset of the first record not yet taken. */
+  next: number;
+  /** The last record taken (the next page overlaps it by one), undefined after a relocation. */
+  last: JsonObject | undefined;
+  /** The listing time of the newest record taken, or the mark resumed from. */
+  position: number;
+  /** The listing time of the first record still going (of the last day) taken this run: the mark stays there. */
+  going: number | null;
+  /** Where the last shift was found: found there again, the listing's order is not stable (ties in time), and the page is taken as it is. */
+  shiftedAt: number;
+  /** Whether the listing states payload versions (seen on any record so far): then none is guessed. */
+  versioned: boolean;
+}
+
+/** One page of the listing, retried with backoff while the source cannot answer; a SourceError when it will not. */
+async function getPage(imp: ApiImport, page: number, limit: number): Promise<Page> {
+  const { source, opts } = imp;
+  const target = `${source}/api/records?page=${page}&limit=${limit}&days=0&repo=all&sort=created`;
+  let wait = opts.backoffMs ?? 1000;
+  for (let attempt = 1; ; attempt++) {
+    let failure: string;
+    let retryAfterMs: number | null = null;
+    try {
+      const res = await fetch(target, { headers: imp.headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      const text = await res.text();
+      if (res.ok) {
+        const answered = pageOf(source, text);
+        imp.summary.requests++;
+        return answered;
+      }
+      failure = `HTTP ${res.status}${text ? `: ${text.slice(0, 120)}` : ""}`;
+      if (res.status === 401 || res.status === 403)
+        throw new SourceError(`${source} refused the read (${failure}); give its read token with --token-file`);
+      if (res.status !== 429 && res.status < 500)
+        throw new SourceError(`${source} answered GET /api/records with ${failure}`);
+      const retryAfter = Number(res.headers.get("retry-after"));
+      if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = Math.min(retryAfter * 1000, MAX_BACKOFF_MS);
+    } catch (e) {
+      if (e instanceof SourceError) throw e;
+      failure = (e as Error).message;
+    }
+    if (attempt >= (opts.attempts ?? ATTEMPTS))
+      throw new SourceError(
+        `${source} did not answer after ${attempt} attempt${attempt === 1 ? "" : "s"} (last: ${failure}); what was imported is kept, run the same command again to go on`,
+      );
+    const delay = retryAfterMs ?? Math.round(wait * (0.75 + Math.random() / 2));
+    opts.onRetry?.(failure, delay);
+    await sleep(delay);
+    wait = Math.min(wait * 2, MAX_BACKOFF_MS);
+  }
+}
+
+/** A page as a 2xx answer's text says it, or the SourceError of a source that does not serve the read API. */
+function pageOf(source: string, text: string): Page {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new SourceError(
+      `${source} answered GET /api/records with something that is not JSON (${JSON.stringify(text.slice(0, 80))}); is it the telemetry service or installstats?`,
+    );
+  }
+  const b = body as { records?: unknown; total?: unknown };
+  if (typeof b !== "object" || b === null || !Array.isArray(b.records) || typeof b.total !== "number") {
+    throw new SourceError(
+      `${source} answered GET /api/records without {records: [...], total}; it does not serve the telemetry service's read API`,
+    );
+  }
+  return { records: b.records as JsonObject[], total: b.total };
+}
+
+/** The listing time of a record (ms), or null when it has none that can be read. */
+const timeOf = (imp: ApiImport, r: JsonObject): number | null =>
+  typeof r.created === "string" ? serviceTime(r.created, imp.opts.zone) : null;
+const identity = (r: JsonObject | undefined) =>
+  r === undefined ? "" : `${String(r.execution_id ?? r.random_id)}\u0000${String(r.created)}`;
+
+/** The first offset whose record was listed at `time` or later (records listed earlier are all taken). */
+async function locate(imp: ApiImport, time: number): Promise<number> {
+  const { total } = await getPage(imp, 1, 1);
+  let lo = 0;
+  let hi = total;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    const { records } = await getPage(imp, mid + 1, 1);
+    const t = records[0] === undefined ? null : timeOf(imp, records[0]);
+    if (t === null) return lo; // the listing ended or its times cannot be read: start there
+    if (t < time) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The records of a page not yet taken: each loaded as an execution, or refused into the log. */
+async function take(imp: ApiImport, cursor: Cursor, fresh: readonly JsonObject[]): Promise<void> {
+  const { source, opts, summary, loader } = imp;
+  for (const [i, record] of fresh.entries()) {
+    const listed = timeOf(imp, record);
+    const result = recordExecution(record, { ...opts, versioned: cursor.versioned });
+    summary.records++;
+    if (!result.ok) {
+      const key = result.field === null ? "invalid_field" : `invalid_field: ${result.field}`;
+      summary.refused[key] = (summary.refused[key] ?? 0) + 1;
+      const where = `record ${cursor.next + i + 1}`;
+      opts.onRefused?.(where, result.message);
+      await loader.refuse({
+        reason: "invalid_field",
+        field: result.field,
+        message: `${source}/api/records, ${where}: ${result.message}`,
+        randomId: result.randomId,
+        body: JSON.stringify(record),
+      });
+    } else {
+      await loader.add(result.execution);
+      if (result.execution.outcome === "in_progress" && listed !== null && listed > opts.at - DAY)
+        cursor.going ??= listed;
+    }
+    if (listed !== null) cursor.position = Math.max(cursor.position, listed);
+  }
+}
+
+/** Pages read and taken until the listing's end; each page's records stored with the mark that covers them. */
+async function readListing(imp: ApiImport, cursor: Cursor): Promise<void> {
+  const { source, opts, summary, loader } = imp;
+  for (;;) {
+    // One record of overlap with what was taken, once something was.
+    const from = cursor.last === undefined ? cursor.next : cursor.next - 1;
+    const w = windowAt(from, cursor.next);
+    const { records, total } = await getPage(imp, w.page, w.limit);
+    if (
+      cursor.last !== undefined &&
+      identity(records[from - w.start]) !== identity(cursor.last) &&
+      cursor.shiftedAt !== cursor.next
+    ) {
+      cursor.shiftedAt = cursor.next;
+      summary.relocations++;
+      cursor.next = await locate(imp, timeOf(imp, cursor.last) ?? 0);
+      cursor.last = undefined;
+      continue;
+    }
+    const fresh = records.slice(cursor.next - w.start);
+    cursor.versioned ||= records.some((r) => r.payload_version !== undefined);
+    await take(imp, cursor, fresh);
+    cursor.next += fresh.length;
+    if (fresh.length > 0) cursor.last = fresh.at(-1);
+    await loader.flush([{ kind: "import-mark", source, position: cursor.going ?? cursor.position, at: opts.at }]);
+    opts.onProgress?.(Object.assign(summary, loader.summary), total);
+    if (records.length < w.limit || fresh.length === 0) break;
+  }
+}
+
 export async function importFromApi(
   deps: { reads: StoreReads & Pick<TransferReads, "importMark">; commit: Commit },
   url: string,
@@ -107,151 +269,22 @@ export async function importFromApi(
 ): Promise<ApiSummary> {
   const source = sourceOf(url);
   const loader = new ExecutionLoader(deps, { at: opts.at });
-  const summary: ApiSummary = {
+  const imp: ApiImport = {
     source,
-    requests: 0,
-    records: 0,
-    resumedAfter: null,
-    relocations: 0,
-    refused: {},
-    ...loader.summary,
+    opts,
+    headers: { accept: "application/json", ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}) },
+    loader,
+    summary: { source, requests: 0, records: 0, resumedAfter: null, relocations: 0, refused: {}, ...loader.summary },
   };
-  const sync = () => Object.assign(summary, loader.summary);
-  const headers: Record<string, string> = {
-    accept: "application/json",
-    ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
-  };
-
-  async function get(page: number, limit: number): Promise<Page> {
-    const target = `${source}/api/records?page=${page}&limit=${limit}&days=0&repo=all&sort=created`;
-    let wait = opts.backoffMs ?? 1000;
-    for (let attempt = 1; ; attempt++) {
-      let failure: string;
-      let retryAfterMs: number | null = null;
-      try {
-        const res = await fetch(target, { headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-        const text = await res.text();
-        if (res.ok) {
-          let body: unknown;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            throw new SourceError(
-              `${source} answered GET /api/records with something that is not JSON (${JSON.stringify(text.slice(0, 80))}); is it the telemetry service or installstats?`,
-            );
-          }
-          const b = body as { records?: unknown; total?: unknown };
-          if (typeof b !== "object" || b === null || !Array.isArray(b.records) || typeof b.total !== "number") {
-            throw new SourceError(
-              `${source} answered GET /api/records without {records: [...], total}; it does not serve the telemetry service's read API`,
-            );
-          }
-          summary.requests++;
-          return { records: b.records as JsonObject[], total: b.total };
-        }
-        failure = `HTTP ${res.status}${text ? `: ${text.slice(0, 120)}` : ""}`;
-        if (res.status === 401 || res.status === 403)
-          throw new SourceError(`${source} refused the read (${failure}); give its read token with --token-file`);
-        if (res.status !== 429 && res.status < 500)
-          throw new SourceError(`${source} answered GET /api/records with ${failure}`);
-        const retryAfter = Number(res.headers.get("retry-after"));
-        if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = Math.min(retryAfter * 1000, MAX_BACKOFF_MS);
-      } catch (e) {
-        if (e instanceof SourceError) throw e;
-        failure = (e as Error).message;
-      }
-      if (attempt >= (opts.attempts ?? ATTEMPTS))
-        throw new SourceError(
-          `${source} did not answer after ${attempt} attempt${attempt === 1 ? "" : "s"} (last: ${failure}); what was imported is kept, run the same command again to go on`,
-        );
-      const delay = retryAfterMs ?? Math.round(wait * (0.75 + Math.random() / 2));
-      opts.onRetry?.(failure, delay);
-      await sleep(delay);
-      wait = Math.min(wait * 2, MAX_BACKOFF_MS);
-    }
-  }
-
-  /** The listing time of a record (ms), or null when it has none that can be read. */
-  const timeOf = (r: JsonObject): number | null =>
-    typeof r.created === "string" ? serviceTime(r.created, opts.zone) : null;
-  const identity = (r: JsonObject | undefined) =>
-    r === undefined ? "" : `${String(r.execution_id ?? r.random_id)}\u0000${String(r.created)}`;
-
-  /** The first offset whose record was listed at `time` or later (records listed earlier are all taken). */
-  async function locate(time: number): Promise<number> {
-    const { total } = await get(1, 1);
-    let lo = 0;
-    let hi = total;
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      const { records } = await get(mid + 1, 1);
-      const t = records[0] === undefined ? null : timeOf(records[0]);
-      if (t === null) return lo; // the listing ended or its times cannot be read: start there
-      if (t < time) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
   const mark = opts.fromStart ? 0 : await deps.reads.importMark(source);
-  let next = 0;
+  const cursor: Cursor = { next: 0, last: undefined, position: mark, going: null, shiftedAt: -1, versioned: false };
   if (mark > 0) {
-    summary.resumedAfter = new Date(mark).toISOString();
-    next = await locate(mark);
+    imp.summary.resumedAfter = new Date(mark).toISOString();
+    cursor.next = await locate(imp, mark);
   }
-  let last: JsonObject | undefined;
-  let position = mark;
-  /** The listing time of the first record still going (of the last day) taken this run: the mark stays there. */
-  let going: number | null = null;
-  /** Where the last shift was found: found there again, the listing's order is not stable (ties in time), and the page is taken as it is. */
-  let shiftedAt = -1;
-  /** Whether the listing states payload versions (seen on any record so far): then none is guessed. */
-  let versioned = false;
-
   try {
-    for (;;) {
-      // One record of overlap with what was taken, once something was.
-      const from = last === undefined ? next : next - 1;
-      const w = windowAt(from, next);
-      const { records, total } = await get(w.page, w.limit);
-      if (last !== undefined && identity(records[from - w.start]) !== identity(last) && shiftedAt !== next) {
-        shiftedAt = next;
-        summary.relocations++;
-        next = await locate(timeOf(last) ?? 0);
-        last = undefined;
-        continue;
-      }
-      const fresh = records.slice(next - w.start);
-      versioned ||= records.some((r) => r.payload_version !== undefined);
-      for (const [i, record] of fresh.entries()) {
-        const listed = timeOf(record);
-        const result = recordExecution(record, { ...opts, versioned });
-        summary.records++;
-        if (!result.ok) {
-          const key = result.field === null ? "invalid_field" : `invalid_field: ${result.field}`;
-          summary.refused[key] = (summary.refused[key] ?? 0) + 1;
-          const where = `record ${next + i + 1}`;
-          opts.onRefused?.(where, result.message);
-          await loader.refuse({
-            reason: "invalid_field",
-            field: result.field,
-            message: `${source}/api/records, ${where}: ${result.message}`,
-            randomId: result.randomId,
-            body: JSON.stringify(record),
-          });
-        } else {
-          await loader.add(result.execution);
-          if (result.execution.outcome === "in_progress" && listed !== null && listed > opts.at - DAY) going ??= listed;
-        }
-        if (listed !== null) position = Math.max(position, listed);
-      }
-      next += fresh.length;
-      if (fresh.length > 0) last = fresh.at(-1);
-      await loader.flush([{ kind: "import-mark", source, position: going ?? position, at: opts.at }]);
-      opts.onProgress?.(sync(), total);
-      if (records.length < w.limit || fresh.length === 0) break;
-    }
-    return sync();
+    await readListing(imp, cursor);
+    return Object.assign(imp.summary, loader.summary);
   } finally {
     await loader.flush().catch(() => {});
   }

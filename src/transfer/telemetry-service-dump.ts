@@ -196,6 +196,124 @@ export interface DumpOptions {
 const pad = (n: number) => String(n).padStart(15, "0");
 const keyEnd = (line: string) => line.indexOf("\t");
 
+/** What one import of a dump works with: its format and options, the loader, the counts, and its two sorts. */
+interface DumpImport {
+  format: DumpFormat;
+  opts: DumpOptions;
+  loader: ExecutionLoader;
+  summary: DumpSummary;
+  /** Rows by execution and time. */
+  byExecution: ExternalSort;
+  /** Executions by install and start. */
+  byInstall: ExternalSort;
+}
+
+const synced = (imp: DumpImport) => Object.assign(imp.summary, imp.loader.summary);
+const where = (imp: DumpImport, position: number) =>
+  imp.format === "clickhouse-csv" ? `record ${position}` : `line ${position}`;
+
+/** A row refused: counted by reason and field, told, and kept in the rejected-reports log. */
+async function refuse(imp: DumpImport, position: number, r: Refused): Promise<void> {
+  const key = r.field === null ? r.reason : `${r.reason}: ${r.field}`;
+  imp.summary.refused[key] = (imp.summary.refused[key] ?? 0) + 1;
+  imp.opts.onRefused?.(where(imp, position), r.message);
+  await imp.loader.refuse({ ...r, message: `telemetry-service dump, ${where(imp, position)}: ${r.message}` });
+}
+
+/** 1. Every row under its execution and time. */
+async function sortRows(imp: DumpImport, text: AsyncIterable<string>): Promise<void> {
+  const { summary, opts } = imp;
+  for await (const r of imp.format === "clickhouse-csv" ? csvRows(text) : jsonRows(text)) {
+    summary.rows++;
+    if ("error" in r) {
+      await refuse(imp, r.position, {
+        reason: "invalid_json",
+        field: null,
+        message: r.error,
+        randomId: null,
+        body: r.json,
+      });
+      continue;
+    }
+    const key = rowKey(r.row, opts.zone);
+    if (!key.ok) {
+      await refuse(imp, r.position, {
+        reason: "invalid_field",
+        field: key.field,
+        message: key.message,
+        randomId: key.randomId,
+        body: r.json,
+      });
+      continue;
+    }
+    await imp.byExecution.add(`${JSON.stringify(key.executionKey)} ${pad(key.at)}\t${r.json}\t${r.position}`);
+    if (summary.rows % 10_000 === 0) opts.onProgress?.(summary, "reading");
+  }
+}
+
+/** An execution folded: sorted under its install and start. */
+async function keepFolded(imp: DumpImport, fold: ExecutionFold | null): Promise<void> {
+  const e = fold?.result();
+  if (!e) return;
+  imp.summary.executions++;
+  await imp.byInstall.add(
+    `${JSON.stringify(e.randomId)} ${pad(e.createdAt)} ${JSON.stringify(e.executionId)}\t${JSON.stringify(e)}`,
+  );
+}
+
+/** 2. Each execution's rows, oldest first, folded into it. */
+async function foldExecutions(imp: DumpImport): Promise<void> {
+  const { summary, opts } = imp;
+  let group: string | null = null;
+  let fold: ExecutionFold | null = null;
+  let previous = "";
+  let folded = 0;
+  for await (const line of imp.byExecution.sorted()) {
+    const tab = keyEnd(line);
+    const last = line.lastIndexOf("\t");
+    const key = line.slice(0, tab);
+    const executionKey = key.slice(0, key.lastIndexOf(" "));
+    const at = Number(key.slice(key.lastIndexOf(" ") + 1));
+    const json = line.slice(tab + 1, last);
+    const position = Number(line.slice(last + 1));
+    if (executionKey !== group) {
+      await keepFolded(imp, fold);
+      group = executionKey;
+      fold = new ExecutionFold(opts.normalize);
+      previous = "";
+    }
+    // Sorted by time and then text: a row repeated whole comes right after itself.
+    const whole = `${at}\t${json}`;
+    if (whole === previous) {
+      summary.duplicateRows++;
+      continue;
+    }
+    previous = whole;
+    const result = fold!.add(JSON.parse(json) as JsonObject, at);
+    if (result.kind === "refused") {
+      const randomId = String((JSON.parse(json) as JsonObject).random_id ?? "").trim() || null;
+      await refuse(imp, position, {
+        reason: result.reason,
+        field: result.field,
+        message: result.message,
+        randomId,
+        body: json,
+      });
+    }
+    if (++folded % 10_000 === 0) opts.onProgress?.(synced(imp), "folding");
+  }
+  await keepFolded(imp, fold);
+}
+
+/** 3. Each install's executions by start, loaded with their attempt numbers. */
+async function loadInstalls(imp: DumpImport): Promise<void> {
+  for await (const line of imp.byInstall.sorted()) {
+    await imp.loader.add(JSON.parse(line.slice(keyEnd(line) + 1)) as Execution);
+    if (imp.loader.pending === 0) imp.opts.onProgress?.(synced(imp), "loading");
+  }
+  await imp.loader.flush();
+}
+
 export async function importServiceDump(
   deps: { reads: StoreReads; commit: Commit },
   text: AsyncIterable<string>,
@@ -203,109 +321,24 @@ export async function importServiceDump(
   opts: DumpOptions,
 ): Promise<DumpSummary> {
   const loader = new ExecutionLoader(deps, { at: opts.at });
-  const summary: DumpSummary = { format, rows: 0, duplicateRows: 0, executions: 0, refused: {}, ...loader.summary };
-  const sync = () => Object.assign(summary, loader.summary);
-  const where = (position: number) => (format === "clickhouse-csv" ? `record ${position}` : `line ${position}`);
-  const refuse = async (position: number, r: Refused) => {
-    const key = r.field === null ? r.reason : `${r.reason}: ${r.field}`;
-    summary.refused[key] = (summary.refused[key] ?? 0) + 1;
-    opts.onRefused?.(where(position), r.message);
-    await loader.refuse({ ...r, message: `telemetry-service dump, ${where(position)}: ${r.message}` });
+  const imp: DumpImport = {
+    format,
+    opts,
+    loader,
+    summary: { format, rows: 0, duplicateRows: 0, executions: 0, refused: {}, ...loader.summary },
+    byExecution: new ExternalSort({ runChars: opts.runChars, tmp: opts.tmp }),
+    byInstall: new ExternalSort({ runChars: opts.runChars, tmp: opts.tmp }),
   };
-
-  const byExecution = new ExternalSort({ runChars: opts.runChars, tmp: opts.tmp });
-  const byInstall = new ExternalSort({ runChars: opts.runChars, tmp: opts.tmp });
   try {
-    // 1. Every row under its execution and time.
-    for await (const r of format === "clickhouse-csv" ? csvRows(text) : jsonRows(text)) {
-      summary.rows++;
-      if ("error" in r) {
-        await refuse(r.position, {
-          reason: "invalid_json",
-          field: null,
-          message: r.error,
-          randomId: null,
-          body: r.json,
-        });
-        continue;
-      }
-      const key = rowKey(r.row, opts.zone);
-      if (!key.ok) {
-        await refuse(r.position, {
-          reason: "invalid_field",
-          field: key.field,
-          message: key.message,
-          randomId: key.randomId,
-          body: r.json,
-        });
-        continue;
-      }
-      await byExecution.add(`${JSON.stringify(key.executionKey)} ${pad(key.at)}\t${r.json}\t${r.position}`);
-      if (summary.rows % 10_000 === 0) opts.onProgress?.(summary, "reading");
-    }
-
-    // 2. Each execution's rows, oldest first, folded into it.
-    let group: string | null = null;
-    let fold: ExecutionFold | null = null;
-    let previous = "";
-    const close = async () => {
-      const e = fold?.result();
-      if (e) {
-        summary.executions++;
-        await byInstall.add(
-          `${JSON.stringify(e.randomId)} ${pad(e.createdAt)} ${JSON.stringify(e.executionId)}\t${JSON.stringify(e)}`,
-        );
-      }
-    };
-    let folded = 0;
-    for await (const line of byExecution.sorted()) {
-      const tab = keyEnd(line);
-      const last = line.lastIndexOf("\t");
-      const key = line.slice(0, tab);
-      const executionKey = key.slice(0, key.lastIndexOf(" "));
-      const at = Number(key.slice(key.lastIndexOf(" ") + 1));
-      const json = line.slice(tab + 1, last);
-      const position = Number(line.slice(last + 1));
-      if (executionKey !== group) {
-        await close();
-        group = executionKey;
-        fold = new ExecutionFold(opts.normalize);
-        previous = "";
-      }
-      // Sorted by time and then text: a row repeated whole comes right after itself.
-      const whole = `${at}\t${json}`;
-      if (whole === previous) {
-        summary.duplicateRows++;
-        continue;
-      }
-      previous = whole;
-      const result = fold!.add(JSON.parse(json) as JsonObject, at);
-      if (result.kind === "refused") {
-        const randomId = String((JSON.parse(json) as JsonObject).random_id ?? "").trim() || null;
-        await refuse(position, {
-          reason: result.reason,
-          field: result.field,
-          message: result.message,
-          randomId,
-          body: json,
-        });
-      }
-      if (++folded % 10_000 === 0) opts.onProgress?.(sync(), "folding");
-    }
-    await close();
-    byExecution.close();
-
-    // 3. Each install's executions by start, loaded with their attempt numbers.
-    for await (const line of byInstall.sorted()) {
-      await loader.add(JSON.parse(line.slice(keyEnd(line) + 1)) as Execution);
-      if (loader.pending === 0) opts.onProgress?.(sync(), "loading");
-    }
-    await loader.flush();
-    return sync();
+    await sortRows(imp, text);
+    await foldExecutions(imp);
+    imp.byExecution.close();
+    await loadInstalls(imp);
+    return synced(imp);
   } finally {
     // What was refused before a failure is kept, as the executions loaded before it are.
     await loader.flush().catch(() => {});
-    byExecution.close();
-    byInstall.close();
+    imp.byExecution.close();
+    imp.byInstall.close();
   }
 }

@@ -14,7 +14,7 @@ import {
   windowJson,
 } from "../query.ts";
 import { BREAKDOWN_DIMENSIONS } from "../../domain/rollup.ts";
-import { createStats } from "../stats.ts";
+import { createStats, type Stats } from "../stats.ts";
 import { INTERVALS, pointCount } from "../aggregate.ts";
 import { CONFIDENCE, driverDimensions, type Driver } from "../../domain/drivers.ts";
 import { DAY } from "../../domain/time.ts";
@@ -214,215 +214,224 @@ function driverJson(d: Driver) {
   };
 }
 
-export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
-  const { store, clock } = deps;
-  const stats = createStats(store);
-  /** The window (default: the last 30 days) and filters of an aggregate, checked before any work. */
-  const statsQuery = (q: FilterQuery) => {
-    const { window, filter } = readQuery(q, clock(), DEFAULT_STATS_DAYS);
-    return { w: window!, filter };
-  };
-  const tags = ["installs"];
+/** What the handlers work with: the aggregates over one store, and the clock windows end at. */
+interface StatsContext {
+  stats: Stats;
+  clock: () => number;
+}
 
-  return new Elysia({ name: "read" })
-    .get(
-      "/api/stats/summary",
-      async ({ query }) => {
-        const { w, filter } = statsQuery(query);
-        return { window: windowJson(w), ...(await stats.summary(filter, w)) };
-      },
-      {
-        ...strictQuery(FilterQuery),
-        response: { 200: Summary, 400: ErrorBody },
-        detail: {
-          tags,
-          summary: "Totals per outcome, success rate, durations",
-          description: `Default window: the last ${DEFAULT_STATS_DAYS} days. Durations are of successful installs, or of the filtered outcome.`,
-        },
-      },
-    )
-    .get(
-      "/api/stats/breakdown",
-      async ({ query }) => {
-        const by = dimensionParam(query.by);
-        const options = {
-          by,
-          sort: oneOf("sort", query.sort, SORTS) ?? "volume",
-          minRuns: intParam("min_runs", query.min_runs, 0, MAX_MIN_RUNS) ?? 10,
-          limit: intParam("limit", query.limit, 1, MAX_GROUPS) ?? 50,
-        };
-        const { w, filter } = statsQuery(query);
-        return { window: windowJson(w), by, ...(await stats.breakdown(filter, w, options)) };
-      },
-      {
-        ...strictQuery(
-          t.Composite([
-            FilterQuery,
-            t.Object({
-              by: t.String({ description: "the dimension to group by", enum: [...BREAKDOWN_DIMENSIONS] }),
-              sort: docParam("default volume", SORTS),
-              min_runs: docParam(
-                `failure_rate ranking: groups with fewer finished (success + failed) installs are left out; a whole number from 0 to ${MAX_MIN_RUNS}, default 10`,
-              ),
-              limit: docParam(`groups listed, a whole number from 1 to ${MAX_GROUPS}; default 50`),
-            }),
-          ]),
-        ),
-        response: { 200: Breakdown, 400: ErrorBody },
-        detail: {
-          tags,
-          summary: "Totals and outcomes per group",
-          description: "os groups by os_type and os_version together.",
-        },
-      },
-    )
-    .get(
-      "/api/stats/timeseries",
-      async ({ query }) => {
-        const interval = oneOf("interval", query.interval, INTERVALS) ?? "day";
-        const { w, filter } = statsQuery(query);
-        // The points are zero-filled: their number is checked before any is made.
-        if (interval === "hour" && w.to - w.from > MAX_HOURLY_DAYS * DAY)
-          throw new QueryError("interval", `hourly points cover at most ${MAX_HOURLY_DAYS} days; use day or week`);
-        const n = pointCount(w, interval);
-        if (n > MAX_POINTS)
-          throw new QueryError(
-            "interval",
-            `a timeseries has at most ${MAX_POINTS} points; interval=${interval} over this window makes ${n}: use week or a shorter window`,
-          );
-        const { source, points } = await stats.timeseries(filter, w, interval);
-        return {
-          window: windowJson(w),
-          source,
-          interval,
-          points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })),
-        };
-      },
-      {
-        ...strictQuery(
-          t.Composite([
-            FilterQuery,
-            t.Object({
-              interval: docParam(
-                `default day; weeks start on Monday (UTC); at most ${MAX_POINTS} points, hourly over at most ${MAX_HOURLY_DAYS} days`,
-                INTERVALS,
-              ),
-            }),
-          ]),
-        ),
-        response: { 200: Timeseries, 400: ErrorBody },
-        detail: { tags, summary: "Installs over time per outcome, zero-filled" },
-      },
-    )
-    .get(
-      "/api/stats/errors",
-      async ({ query }) => {
-        const limit = intParam("limit", query.limit, 1, MAX_GROUPS) ?? 50;
-        const { w, filter } = statsQuery(query);
-        return { window: windowJson(w), ...(await stats.errors(filter, w, limit)) };
-      },
-      {
-        ...strictQuery(
-          t.Composite([
-            FilterQuery,
-            t.Object({ limit: docParam(`signatures listed, a whole number from 1 to ${MAX_GROUPS}; default 50`) }),
-          ]),
-        ),
-        response: { 200: Errors, 400: ErrorBody },
-        detail: {
-          tags,
-          summary: "Failed installs grouped by error signature",
-          description:
-            "Counts are within the window; apps, first_seen, last_seen and example are what is known of the signature across all time.",
-        },
-      },
-    )
-    .get(
-      "/api/stats/drivers",
-      async ({ query }) => {
-        const minRuns = intParam("min_runs", query.min_runs, 1, MAX_MIN_RUNS) ?? 20;
-        const limit = intParam("limit", query.limit, 1, MAX_DRIVERS) ?? 10;
-        const { w, filter } = statsQuery(query);
-        for (const field of OUTCOME_FILTERS) {
-          if (query[field] !== undefined)
-            throw new QueryError(
-              field,
-              `drivers compare the failed runs of the window with all its runs: a filter on the outcome (${field}) leaves nothing to compare; leave it out`,
-            );
-        }
-        const d = await stats.drivers(filter, w, minRuns);
-        return {
-          window: windowJson(w),
-          source: d.source,
-          failed: d.failed,
-          runs: d.runs,
-          failure_rate: d.runs === 0 ? null : round4(d.failed / d.runs),
-          min_runs: minRuns,
-          confidence: CONFIDENCE,
-          compared: d.compared,
-          z: round4(d.z),
-          alpha: Number(d.alpha.toPrecision(3)),
-          total_drivers: d.drivers.length,
-          drivers: d.drivers.slice(0, limit).map(driverJson),
-        };
-      },
-      {
-        ...strictQuery(
-          t.Composite([
-            FilterQuery,
-            t.Object({
-              min_runs: docParam(
-                `a value is compared only when it has at least this many finished runs; a whole number from 1 to ${MAX_MIN_RUNS}, default 20`,
-              ),
-              limit: docParam(`drivers listed, a whole number from 1 to ${MAX_DRIVERS}; default 10`),
-            }),
-          ]),
-        ),
-        response: { 200: Drivers, 400: ErrorBody },
-        detail: {
-          tags,
-          summary: "Why runs fail: dimension values over-represented among failures",
-          description:
-            "Each value of the host, OS, kernel, hardware, method, repo and attempt dimensions (the app's version within one app) with at least min_runs finished runs is compared with every other finished run of the window. Listed: values whose runs fail more by Fisher's exact test, one-sided, below 0.05 divided by the number of values compared (Bonferroni); sorted by the lower bound of the difference of failure rates (Newcombe's score interval at the same adjusted confidence). Runs are success + failed. Filters on the outcome (outcome, status, exit_code, error_category) are refused.",
-        },
-      },
-    )
-    .get(
-      "/api/stats/top-apps",
-      async ({ query }) => {
-        const limit = intParam("limit", query.limit, 1, MAX_GROUPS) ?? 20;
-        const now = clock();
-        const window = async (days: number) => {
-          const w = resolveWindow({ days }, now, null)!;
-          // Every group, once: the total is their sum, so the window is read once.
-          const every = (
-            await stats.breakdown({}, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER })
-          ).groups;
-          const all = every.reduce((sum, g) => sum + g.total, 0);
-          const groups = every.slice(0, limit);
-          return {
-            window: windowJson(w),
-            total: all,
-            apps: groups.map((g) => ({
-              nsapp: g.value,
-              count: g.total,
-              percent: all === 0 ? 0 : Math.round((g.total / all) * 10_000) / 100,
-            })),
-          };
-        };
-        const [d30, d90, d365] = await Promise.all([window(30), window(90), window(365)]);
-        return { "30d": d30, "90d": d90, "365d": d365 };
-      },
-      {
-        ...strictQuery(
-          t.Object({ limit: docParam(`apps per window, a whole number from 1 to ${MAX_GROUPS}; default 20`) }),
-        ),
-        response: { 200: TopApps, 400: ErrorBody },
-        detail: {
-          tags,
-          summary: "Most installed apps over 30, 90 and 365 days",
-          description: "Counts are installs started in the window; percent of all installs in it.",
-        },
-      },
+const tags = ["installs"];
+
+/** The window (default: the last 30 days) and filters of an aggregate, checked before any work. */
+function statsQuery(ctx: StatsContext, q: FilterQuery) {
+  const { window, filter } = readQuery(q, ctx.clock(), DEFAULT_STATS_DAYS);
+  return { w: window!, filter };
+}
+
+const SummaryRoute = {
+  ...strictQuery(FilterQuery),
+  response: { 200: Summary, 400: ErrorBody },
+  detail: {
+    tags,
+    summary: "Totals per outcome, success rate, durations",
+    description: `Default window: the last ${DEFAULT_STATS_DAYS} days. Durations are of successful installs, or of the filtered outcome.`,
+  },
+};
+
+async function summary(ctx: StatsContext, query: FilterQuery) {
+  const { w, filter } = statsQuery(ctx, query);
+  return { window: windowJson(w), ...(await ctx.stats.summary(filter, w)) };
+}
+
+const BreakdownQuery = t.Composite([
+  FilterQuery,
+  t.Object({
+    by: t.String({ description: "the dimension to group by", enum: [...BREAKDOWN_DIMENSIONS] }),
+    sort: docParam("default volume", SORTS),
+    min_runs: docParam(
+      `failure_rate ranking: groups with fewer finished (success + failed) installs are left out; a whole number from 0 to ${MAX_MIN_RUNS}, default 10`,
+    ),
+    limit: docParam(`groups listed, a whole number from 1 to ${MAX_GROUPS}; default 50`),
+  }),
+]);
+const BreakdownRoute = {
+  ...strictQuery(BreakdownQuery),
+  response: { 200: Breakdown, 400: ErrorBody },
+  detail: {
+    tags,
+    summary: "Totals and outcomes per group",
+    description: "os groups by os_type and os_version together.",
+  },
+};
+
+async function breakdown(ctx: StatsContext, query: Static<typeof BreakdownQuery>) {
+  const by = dimensionParam(query.by);
+  const options = {
+    by,
+    sort: oneOf("sort", query.sort, SORTS) ?? "volume",
+    minRuns: intParam("min_runs", query.min_runs, 0, MAX_MIN_RUNS) ?? 10,
+    limit: intParam("limit", query.limit, 1, MAX_GROUPS) ?? 50,
+  };
+  const { w, filter } = statsQuery(ctx, query);
+  return { window: windowJson(w), by, ...(await ctx.stats.breakdown(filter, w, options)) };
+}
+
+const TimeseriesQuery = t.Composite([
+  FilterQuery,
+  t.Object({
+    interval: docParam(
+      `default day; weeks start on Monday (UTC); at most ${MAX_POINTS} points, hourly over at most ${MAX_HOURLY_DAYS} days`,
+      INTERVALS,
+    ),
+  }),
+]);
+const TimeseriesRoute = {
+  ...strictQuery(TimeseriesQuery),
+  response: { 200: Timeseries, 400: ErrorBody },
+  detail: { tags, summary: "Installs over time per outcome, zero-filled" },
+};
+
+async function timeseries(ctx: StatsContext, query: Static<typeof TimeseriesQuery>) {
+  const interval = oneOf("interval", query.interval, INTERVALS) ?? "day";
+  const { w, filter } = statsQuery(ctx, query);
+  // The points are zero-filled: their number is checked before any is made.
+  if (interval === "hour" && w.to - w.from > MAX_HOURLY_DAYS * DAY)
+    throw new QueryError("interval", `hourly points cover at most ${MAX_HOURLY_DAYS} days; use day or week`);
+  const n = pointCount(w, interval);
+  if (n > MAX_POINTS)
+    throw new QueryError(
+      "interval",
+      `a timeseries has at most ${MAX_POINTS} points; interval=${interval} over this window makes ${n}: use week or a shorter window`,
     );
+  const { source, points } = await ctx.stats.timeseries(filter, w, interval);
+  return {
+    window: windowJson(w),
+    source,
+    interval,
+    points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })),
+  };
+}
+
+const ErrorsQuery = t.Composite([
+  FilterQuery,
+  t.Object({ limit: docParam(`signatures listed, a whole number from 1 to ${MAX_GROUPS}; default 50`) }),
+]);
+const ErrorsRoute = {
+  ...strictQuery(ErrorsQuery),
+  response: { 200: Errors, 400: ErrorBody },
+  detail: {
+    tags,
+    summary: "Failed installs grouped by error signature",
+    description:
+      "Counts are within the window; apps, first_seen, last_seen and example are what is known of the signature across all time.",
+  },
+};
+
+async function errors(ctx: StatsContext, query: Static<typeof ErrorsQuery>) {
+  const limit = intParam("limit", query.limit, 1, MAX_GROUPS) ?? 50;
+  const { w, filter } = statsQuery(ctx, query);
+  return { window: windowJson(w), ...(await ctx.stats.errors(filter, w, limit)) };
+}
+
+const DriversQuery = t.Composite([
+  FilterQuery,
+  t.Object({
+    min_runs: docParam(
+      `a value is compared only when it has at least this many finished runs; a whole number from 1 to ${MAX_MIN_RUNS}, default 20`,
+    ),
+    limit: docParam(`drivers listed, a whole number from 1 to ${MAX_DRIVERS}; default 10`),
+  }),
+]);
+const DriversRoute = {
+  ...strictQuery(DriversQuery),
+  response: { 200: Drivers, 400: ErrorBody },
+  detail: {
+    tags,
+    summary: "Why runs fail: dimension values over-represented among failures",
+    description:
+      "Each value of the host, OS, kernel, hardware, method, repo and attempt dimensions (the app's version within one app) with at least min_runs finished runs is compared with every other finished run of the window. Listed: values whose runs fail more by Fisher's exact test, one-sided, below 0.05 divided by the number of values compared (Bonferroni); sorted by the lower bound of the difference of failure rates (Newcombe's score interval at the same adjusted confidence). Runs are success + failed. Filters on the outcome (outcome, status, exit_code, error_category) are refused.",
+  },
+};
+
+async function drivers(ctx: StatsContext, query: Static<typeof DriversQuery>) {
+  const minRuns = intParam("min_runs", query.min_runs, 1, MAX_MIN_RUNS) ?? 20;
+  const limit = intParam("limit", query.limit, 1, MAX_DRIVERS) ?? 10;
+  const { w, filter } = statsQuery(ctx, query);
+  for (const field of OUTCOME_FILTERS) {
+    if (query[field] !== undefined)
+      throw new QueryError(
+        field,
+        `drivers compare the failed runs of the window with all its runs: a filter on the outcome (${field}) leaves nothing to compare; leave it out`,
+      );
+  }
+  const d = await ctx.stats.drivers(filter, w, minRuns);
+  return {
+    window: windowJson(w),
+    source: d.source,
+    failed: d.failed,
+    runs: d.runs,
+    failure_rate: d.runs === 0 ? null : round4(d.failed / d.runs),
+    min_runs: minRuns,
+    confidence: CONFIDENCE,
+    compared: d.compared,
+    z: round4(d.z),
+    alpha: Number(d.alpha.toPrecision(3)),
+    total_drivers: d.drivers.length,
+    drivers: d.drivers.slice(0, limit).map(driverJson),
+  };
+}
+
+const TopAppsQuery = t.Object({
+  limit: docParam(`apps per window, a whole number from 1 to ${MAX_GROUPS}; default 20`),
+});
+const TopAppsRoute = {
+  ...strictQuery(TopAppsQuery),
+  response: { 200: TopApps, 400: ErrorBody },
+  detail: {
+    tags,
+    summary: "Most installed apps over 30, 90 and 365 days",
+    description: "Counts are installs started in the window; percent of all installs in it.",
+  },
+};
+
+/** The most installed apps of the last `days` days ending `now`, and their share of every install. */
+async function topAppsOf(ctx: StatsContext, days: number, now: number, limit: number) {
+  const w = resolveWindow({ days }, now, null)!;
+  // Every group, once: the total is their sum, so the window is read once.
+  const every = (
+    await ctx.stats.breakdown({}, w, { by: "nsapp", sort: "volume", minRuns: 0, limit: Number.MAX_SAFE_INTEGER })
+  ).groups;
+  const all = every.reduce((sum, g) => sum + g.total, 0);
+  const groups = every.slice(0, limit);
+  return {
+    window: windowJson(w),
+    total: all,
+    apps: groups.map((g) => ({
+      nsapp: g.value,
+      count: g.total,
+      percent: all === 0 ? 0 : Math.round((g.total / all) * 10_000) / 100,
+    })),
+  };
+}
+
+async function topApps(ctx: StatsContext, query: Static<typeof TopAppsQuery>) {
+  const limit = intParam("limit", query.limit, 1, MAX_GROUPS) ?? 20;
+  const now = ctx.clock();
+  const [d30, d90, d365] = await Promise.all([
+    topAppsOf(ctx, 30, now, limit),
+    topAppsOf(ctx, 90, now, limit),
+    topAppsOf(ctx, 365, now, limit),
+  ]);
+  return { "30d": d30, "90d": d90, "365d": d365 };
+}
+
+export function statsRoutes(deps: { store: StoreReads; clock: () => number }) {
+  const ctx: StatsContext = { stats: createStats(deps.store), clock: deps.clock };
+  return new Elysia({ name: "read" })
+    .get("/api/stats/summary", ({ query }) => summary(ctx, query), SummaryRoute)
+    .get("/api/stats/breakdown", ({ query }) => breakdown(ctx, query), BreakdownRoute)
+    .get("/api/stats/timeseries", ({ query }) => timeseries(ctx, query), TimeseriesRoute)
+    .get("/api/stats/errors", ({ query }) => errors(ctx, query), ErrorsRoute)
+    .get("/api/stats/drivers", ({ query }) => drivers(ctx, query), DriversRoute)
+    .get("/api/stats/top-apps", ({ query }) => topApps(ctx, query), TopAppsRoute);
 }

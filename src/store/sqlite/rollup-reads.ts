@@ -1,0 +1,94 @@
+// The rollup reads of the SQLite Store: stored cells, the open hours from memory, and the hours
+// older than the hour cells counted from their days' records (common/old-hours.ts), on a read
+// thread while serving.
+import { LabelCache } from "../common/labels.ts";
+import { countHours, daysOf, sliceFilter } from "../common/old-hours.ts";
+import { only, sumByBucket } from "../common/sum-cells.ts";
+import type { RollupSelection } from "../contract/executions.ts";
+import { decodePart } from "../../domain/rollup-codec.ts";
+import {
+  GRAINS,
+  emptyData,
+  hoursFrom,
+  storedSlicesIn,
+  withEverySlice,
+  type Grain,
+  type RollupData,
+} from "../../domain/rollup.ts";
+import { DAY } from "../../domain/time.ts";
+import { checkState, type StoreState } from "./store-state.ts";
+
+type Cell = { bucket: number; data: RollupData };
+
+/** The cells of a selection, summed per bucket over its slice's stored slices (every repo's and platform's classes). */
+export async function readRollups(state: StoreState, selection: RollupSelection): Promise<Cell[]> {
+  checkState(state);
+  const { reads, open, old } = state;
+  const { grain, slice, from, to, parts } = selection;
+  const out: Cell[] = [];
+  // Hours before the hour cells: counted from their days' records (old-hours.ts).
+  const first = grain === GRAINS.hour ? hoursFrom(open.foldedUntil) : Number.NEGATIVE_INFINITY;
+  if (from < first) {
+    const end = Math.min(to, first);
+    const days = [
+      ...reads.storedRollups({ grain: GRAINS.day, ...daysOf(from, end), parts: [] }, storedSlicesIn(slice)).values(),
+    ]
+      .flat()
+      .map((c) => c.bucket);
+    const counted = await old.read(slice, from, end, days, (s, day) => countDay(state, s, day));
+    for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
+  }
+  const start = Math.max(from, first);
+  if (start < to) out.push(...storedAndOpen(state, { ...selection, from: start }, storedSlicesIn(slice)));
+  return out;
+}
+
+/** Every cell of a grain in [from, to), each stored slice and the slices of every repo and platform. */
+export function rollupCells(state: StoreState, grain: Grain, from: number, to: number) {
+  checkState(state);
+  const { reads, open } = state;
+  const stored = reads.storedCells(grain, from, to);
+  const cells =
+    grain === GRAINS.hour ? [...stored, ...open.cellsOf(null, Math.max(from, open.foldedUntil), to)] : stored;
+  return withEverySlice(cells, (slice, bucket, data) => ({ slice, bucket, data }));
+}
+
+/** Hour cells of one day of a slice, counted from its executions (on a read thread while serving). */
+async function countDay(state: StoreState, slice: string, day: number): Promise<Cell[]> {
+  const filter = sliceFilter(slice, day, day + DAY);
+  if (!state.scans) return countHours(state.reads.executionChunks(filter), slice);
+  const counted = await state.scans.hourCells(filter, slice);
+  const labels = new LabelCache();
+  labels.learn(counted.labels);
+  return counted.cells.map(({ bucket, ...parts }) => {
+    const data = emptyData();
+    for (const part of ["data", "apps", "errors"] as const) decodePart(data, part, parts[part], labels);
+    return { bucket, data };
+  });
+}
+
+/** Cells of stored slices (those a slice of every repo or platform adds up), summed per bucket: stored, and (hour grain) the open hours from memory. */
+function storedAndOpen(state: StoreState, selection: RollupSelection, slices: readonly string[]): Cell[] {
+  const { reads, open, sums } = state;
+  const { grain, from, to, parts } = selection;
+  const foldedUntil = open.foldedUntil;
+  const storedTo = grain === GRAINS.hour ? Math.min(to, foldedUntil) : to;
+  const lists = reads.storedRollups({ ...selection, to: storedTo }, slices);
+  let openHours = false;
+  if (grain === GRAINS.hour && to > foldedUntil) {
+    for (const slice of slices) {
+      const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to);
+      if (hours.length === 0) continue;
+      openHours = true;
+      const list = lists.get(slice) ?? [];
+      list.push(...hours.map(({ bucket, data }) => ({ bucket, data: only(data, parts) })));
+      lists.set(slice, list);
+    }
+  }
+  // Stored cells are decoded afresh when their bytes change, never changed in place: their sums
+  // can be kept by their identity. Open hours are counted into in place: summed every time.
+  const kept = openHours
+    ? undefined
+    : { cache: sums, key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}` };
+  return sumByBucket([...lists.values()], kept);
+}

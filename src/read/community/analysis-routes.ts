@@ -2,7 +2,7 @@
 // /api/records (the installation log: numbered pages), /api/scripts (script analysis) and
 // /api/errors (error analysis), with its parameters and response shapes. Aggregates come from
 // rollups; per-app details from each app's own rollup slice (docs/decisions/2026-11-25-analysis-pages.md).
-import { Elysia, t } from "elysia";
+import { Elysia, t, type Static } from "elysia";
 import { categoryOfExitCode } from "../../domain/error-category.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
 import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../../store/contract/executions.ts";
@@ -141,266 +141,298 @@ const EXIT_CODES = 30;
 const RECENT_ERRORS = 100;
 const RECENT_SCRIPTS = 20;
 
-export function communityAnalysisRoutes(deps: { store: StoreReads; clock: () => number }) {
-  const tags = ["telemetry-service compatible"];
-  /** Per request: its aggregates share what a scan folds (a filter rollups cannot select with another dimension). */
-  const perRequest = () => {
-    const stats = createStats(deps.store, new Map());
-    return { stats, top: topOf(stats) };
-  };
+type AnalysisDeps = { store: StoreReads; clock: () => number };
+const tags = ["telemetry-service compatible"];
 
+/** Per request: its aggregates share what a scan folds (a filter rollups cannot select with another dimension). */
+function perRequest(store: StoreReads) {
+  const stats = createStats(store, new Map());
+  return { stats, top: topOf(stats) };
+}
+
+const RecordsQuery = t.Object({
+  page: docParam("page number from 1 (default 1)"),
+  limit: docParam("records per page, 1-100 (default 50)"),
+  days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
+  status: docParam(
+    "success, failed, blocked, aborted, unknown, or the step of a run still going: installing, validation, configuring",
+  ),
+  app: docParam("part of the app name (case-insensitive)"),
+  search: docParam("as app, when app is not given"),
+  os: docParam("os_type, exactly"),
+  type: docParam("lxc, vm, pve, addon, ..."),
+  sort: docParam(`one of ${PAGE_SORTS.join(", ")}; "-" before it for descending (default -created)`),
+  repo: REPO_PARAM,
+  slug: SLUG_PARAM,
+  platform: PLATFORM_PARAM,
+});
+const RecordsRoute = {
+  query: RecordsQuery,
+  response: {
+    200: t.Object({
+      records: t.Array(CommunityRecord),
+      page: t.Integer(),
+      limit: t.Integer(),
+      total: t.Integer(),
+      total_pages: t.Integer(),
+    }),
+  },
+  detail: { tags, summary: "The installation log: one numbered page of runs and how many match" },
+};
+
+/** One numbered page of the installation log and how many runs match. */
+async function records({ store, clock }: AnalysisDeps, query: Static<typeof RecordsQuery>) {
+  // The original: page from 1; limit 1-100 (default 50); days default 1, 0 or past 365 -> 365.
+  const page = goDays(query.page, 1, (n) => Math.max(1, n));
+  const limit = goDays(query.limit, 50, (n) => Math.min(100, Math.max(1, n)));
+  const w = windowOf(goDays(query.days, 1, dashboardDays), clock());
+  const status = label("status", query.status);
+  const os = label("os", query.os);
+  const type = label("type", query.type);
+  const slug = label("slug", query.slug);
+  const platform = platformOf(query.platform);
+  const filter: ExecutionFilter = {
+    from: w.from,
+    to: w.to,
+    ...(status ? statusFilter(status) : {}),
+    ...(os ? { osType: os } : {}),
+    ...(type ? { type } : {}),
+    ...(slug ? { repoSlug: slug } : {}),
+    ...(platform ? { platformClass: platform } : {}),
+  };
+  const app = label("app", query.app) ?? label("search", query.search);
+  const repoSources = repoSourcesOf(query.repo);
+  // Pages far past the end are empty, as there; the read budget bounds how far a scan goes.
+  const offset = Math.min((page - 1) * limit, Number.MAX_SAFE_INTEGER);
+  const { rows, total } = await store.pageExecutions(filter, {
+    offset,
+    limit,
+    ...sortOf(query.sort),
+    ...(repoSources ? { repoSources } : {}),
+    ...(app ? { appContains: app } : {}),
+  });
+  return { records: rows.map(toCommunityRecord), page, limit, total, total_pages: Math.ceil(total / limit) };
+}
+
+const ScriptsQuery = t.Object({
+  days: docParam("days back from today (default 30; 0: all time; more than 365: 365)"),
+  repo: REPO_PARAM,
+  platform: PLATFORM_PARAM,
+});
+const ScriptsRoute = {
+  query: ScriptsQuery,
+  response: {
+    200: t.Object({
+      total_scripts: t.Integer(),
+      total_installs: t.Integer(),
+      top_scripts: t.Array(ScriptStat),
+      recent_scripts: t.Array(RecentScript),
+    }),
+  },
+  detail: { tags, summary: "Script analysis: every script's runs by outcome, from rollups" },
+};
+
+/** Script analysis: every script's runs by outcome, and the newest runs. */
+async function scripts({ store, clock }: AnalysisDeps, query: Static<typeof ScriptsQuery>) {
+  // days default 30; 0 is all time; negative -> 1; past 365 -> 365.
+  const days = goDays(query.days, 30, (n) => (n < 0 ? 1 : n > 365 ? 365 : n));
+  const now = clock();
+  const span = days === 0 ? await store.recordSpan() : null;
+  const w: Window = days !== 0 ? windowOf(days, now) : span ? allTime(span, now) : { from: now, to: now };
+  const filters = repoFilters(query.repo, platformOf(query.platform));
+  const { top } = perRequest(store);
+  const apps = await top(filters, w, "nsapp", 1_000_000);
+  const types = await typesOf(
+    store,
+    apps.map((a) => a.value),
+  );
+  const recent = await newestOf(store, filters, w, RECENT_SCRIPTS);
+  return {
+    total_scripts: apps.length,
+    total_installs: apps.reduce((n, a) => n + a.total, 0),
+    top_scripts: apps.map((a) => ({
+      app: a.value,
+      type: types.get(a.value) ?? "",
+      total: a.total,
+      success: a.success,
+      failed: a.failed,
+      aborted: a.aborted,
+      installing: a.in_progress,
+      success_rate: percent(a.success, a.success + a.failed + a.aborted),
+      days_old: 0,
+      installs_per_day: 0,
+    })),
+    recent_scripts: recent.map((e) => ({
+      app: e.nsapp ?? "",
+      type: e.type,
+      status: collapsedStatus(e),
+      exit_code: e.exitCode ?? 0,
+      os_type: e.osType ?? "",
+      os_version: e.osVersion ?? "",
+      pve_version: e.pveVersion ?? "",
+      created: chTime(e.createdAt),
+      method: e.method ?? "",
+    })),
+  };
+}
+
+const ErrorsQuery = t.Object({
+  days: docParam("days back from today, 1-365 (default 7)"),
+  repo: REPO_PARAM,
+  slug: SLUG_PARAM,
+  platform: PLATFORM_PARAM,
+});
+const ErrorsRoute = {
+  query: ErrorsQuery,
+  response: { 200: ErrorsJson },
+  detail: { tags, summary: "Error analysis: exit codes, categories and the apps that fail most, from rollups" },
+};
+
+const FAILED: ExecutionFilter = { outcome: "failed" };
+
+/** Each failing app's exit codes, categories and first signature: one read of its failures per repo filter. */
+function appDetails(
+  stats: ReturnType<typeof createStats>,
+  filters: readonly ExecutionFilter[],
+  w: Window,
+  failing: readonly Summed[],
+) {
+  return Promise.all(
+    failing.map(async (a) => {
+      const cuts = await Promise.all(
+        filters.map((f) =>
+          stats.cuts({ ...f, ...FAILED, nsapp: a.value }, w, ["exit_code", "error_category"], ALL_GROUPS, 1),
+        ),
+      );
+      const signature = cuts.flatMap((c) => c.errors.signatures).sort((x, y) => y.count - x.count)[0];
+      return {
+        exitCodes: nonEmpty(cuts.map((c) => c.breakdowns[0]!.groups)),
+        categories: nonEmpty(cuts.map((c) => c.breakdowns[1]!.groups)),
+        signature: signature?.signature ?? "",
+      };
+    }),
+  );
+}
+
+type AppDetail = Awaited<ReturnType<typeof appDetails>>[number];
+
+/** Categories as the original lists them: user aborts left out, the apps with most failures in each named. */
+function categoryStats(
+  categories: readonly Summed[],
+  failing: readonly Summed[],
+  details: readonly AppDetail[],
+  totalErrors: number,
+) {
+  const categoryApps = new Map<string, { app: string; count: number }[]>();
+  failing.forEach((a, i) => {
+    for (const c of details[i]!.categories)
+      categoryApps.set(c.value, [...(categoryApps.get(c.value) ?? []), { app: a.value, count: c.failed }]);
+  });
+  return categories
+    .filter((c) => c.value !== "user_aborted")
+    .map((c) => ({
+      category: c.value,
+      count: c.failed,
+      percentage: percent(c.failed, totalErrors),
+      top_apps: (categoryApps.get(c.value) ?? [])
+        .sort((a, b) => b.count - a.count || a.app.localeCompare(b.app))
+        .slice(0, CATEGORY_APPS)
+        .map((a) => a.app)
+        .join(", "),
+    }));
+}
+
+/** The exit codes of failures, most first, explained (0 left out). */
+const exitCodeStats = (codes: readonly Summed[], totalErrors: number) =>
+  codes
+    .filter((c) => c.value !== "0")
+    .slice(0, EXIT_CODES)
+    .map((c) => {
+      const code = Number(c.value);
+      return {
+        exit_code: code,
+        count: c.failed,
+        description: explainExitCode(code),
+        category: categoryOfExitCode(code),
+        percentage: percent(c.failed, totalErrors),
+      };
+    });
+
+/** Error analysis: exit codes, categories and the apps that fail most, from rollups. */
+async function errors({ store, clock }: AnalysisDeps, query: Static<typeof ErrorsQuery>) {
+  const now = clock();
+  const w = windowOf(
+    goDays(query.days, 7, (n) => Math.min(365, Math.max(1, n))),
+    now,
+  );
+  const slug = label("slug", query.slug);
+  const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
+  const { stats, top } = perRequest(store);
+  const [summaries, today, codes, categories, apps, series, recent] = await Promise.all([
+    Promise.all(filters.map((f) => stats.summary(f, w))),
+    Promise.all(filters.map((f) => stats.summary(f, windowOf(1, now)))),
+    top(filters, w, "exit_code", 1_000_000, FAILED),
+    top(filters, w, "error_category", 1_000_000, FAILED),
+    top(filters, w, "nsapp", 1_000_000),
+    Promise.all(filters.map((f) => stats.timeseries(f, w, "day"))),
+    newestOf(store, filters, w, RECENT_ERRORS, FAILED),
+  ]);
+  const totalInstalls = summaries.reduce((n, s) => n + s.total, 0);
+  const totalErrors = summaries.reduce((n, s) => n + s.failed, 0);
+  // The apps with most failures, each from its own slice: type, exit codes, categories, signature.
+  const failing = apps
+    .filter((a) => a.failed + a.aborted > 0)
+    .sort((a, b) => b.failed - a.failed || b.aborted - a.aborted || a.value.localeCompare(b.value))
+    .slice(0, APP_ERRORS);
+  const details = await appDetails(stats, filters, w, failing);
+  const types = await typesOf(
+    store,
+    failing.map((a) => a.value),
+  );
+  return {
+    total_errors: totalErrors,
+    total_installs: totalInstalls,
+    overall_fail_rate: percent(totalErrors, totalInstalls),
+    exit_code_stats: exitCodeStats(codes, totalErrors),
+    category_stats: categoryStats(categories, failing, details, totalErrors),
+    app_errors: failing.map((a, i) => {
+      const d = details[i]!;
+      const finished = a.total - a.in_progress;
+      return {
+        app: a.value,
+        type: types.get(a.value) ?? "",
+        total_count: finished,
+        failed_count: a.failed,
+        aborted_count: a.aborted,
+        failure_rate: percent(a.failed, finished),
+        top_exit_code: Number(leading(d.exitCodes, (g) => g.failed, ["0"]) ?? 0),
+        top_error: d.signature,
+        top_category: leading(d.categories, (g) => g.failed, ["uncategorized", "user_aborted"]) ?? "",
+      };
+    }),
+    recent_errors: recent.map((e) => ({
+      nsapp: e.nsapp ?? "",
+      type: e.type,
+      status: collapsedStatus(e),
+      exit_code: e.exitCode ?? 0,
+      error: e.error ?? "",
+      error_category: e.errorCategory ?? "",
+      os_type: e.osType ?? "",
+      os_version: e.osVersion ?? "",
+      created: chTime(e.createdAt),
+    })),
+    stuck_installing: today.reduce((n, s) => n + s.in_progress, 0),
+    error_timeline: series[0]!.points.map((p, i) => ({
+      date: new Date(p.t).toISOString().slice(0, 10),
+      failed: series.reduce((n, s) => n + s.points[i]!.failed, 0),
+      aborted: series.reduce((n, s) => n + s.points[i]!.aborted, 0),
+    })),
+  };
+}
+
+export function communityAnalysisRoutes(deps: AnalysisDeps) {
   return new Elysia({ name: "telemetry-analysis" })
-    .get(
-      "/api/records",
-      async ({ query }) => {
-        // The original: page from 1; limit 1-100 (default 50); days default 1, 0 or past 365 -> 365.
-        const page = goDays(query.page, 1, (n) => Math.max(1, n));
-        const limit = goDays(query.limit, 50, (n) => Math.min(100, Math.max(1, n)));
-        const w = windowOf(goDays(query.days, 1, dashboardDays), deps.clock());
-        const status = label("status", query.status);
-        const os = label("os", query.os);
-        const type = label("type", query.type);
-        const slug = label("slug", query.slug);
-        const platform = platformOf(query.platform);
-        const filter: ExecutionFilter = {
-          from: w.from,
-          to: w.to,
-          ...(status ? statusFilter(status) : {}),
-          ...(os ? { osType: os } : {}),
-          ...(type ? { type } : {}),
-          ...(slug ? { repoSlug: slug } : {}),
-          ...(platform ? { platformClass: platform } : {}),
-        };
-        const app = label("app", query.app) ?? label("search", query.search);
-        const repoSources = repoSourcesOf(query.repo);
-        // Pages far past the end are empty, as there; the read budget bounds how far a scan goes.
-        const offset = Math.min((page - 1) * limit, Number.MAX_SAFE_INTEGER);
-        const { rows, total } = await deps.store.pageExecutions(filter, {
-          offset,
-          limit,
-          ...sortOf(query.sort),
-          ...(repoSources ? { repoSources } : {}),
-          ...(app ? { appContains: app } : {}),
-        });
-        return { records: rows.map(toCommunityRecord), page, limit, total, total_pages: Math.ceil(total / limit) };
-      },
-      {
-        query: t.Object({
-          page: docParam("page number from 1 (default 1)"),
-          limit: docParam("records per page, 1-100 (default 50)"),
-          days: docParam("days back from today (default 1: today; 0 or more than 365: 365)"),
-          status: docParam(
-            "success, failed, blocked, aborted, unknown, or the step of a run still going: installing, validation, configuring",
-          ),
-          app: docParam("part of the app name (case-insensitive)"),
-          search: docParam("as app, when app is not given"),
-          os: docParam("os_type, exactly"),
-          type: docParam("lxc, vm, pve, addon, ..."),
-          sort: docParam(`one of ${PAGE_SORTS.join(", ")}; "-" before it for descending (default -created)`),
-          repo: REPO_PARAM,
-          slug: SLUG_PARAM,
-          platform: PLATFORM_PARAM,
-        }),
-        response: {
-          200: t.Object({
-            records: t.Array(CommunityRecord),
-            page: t.Integer(),
-            limit: t.Integer(),
-            total: t.Integer(),
-            total_pages: t.Integer(),
-          }),
-        },
-        detail: { tags, summary: "The installation log: one numbered page of runs and how many match" },
-      },
-    )
-    .get(
-      "/api/scripts",
-      async ({ query }) => {
-        // days default 30; 0 is all time; negative -> 1; past 365 -> 365.
-        const days = goDays(query.days, 30, (n) => (n < 0 ? 1 : n > 365 ? 365 : n));
-        const now = deps.clock();
-        const span = days === 0 ? await deps.store.recordSpan() : null;
-        const w: Window = days !== 0 ? windowOf(days, now) : span ? allTime(span, now) : { from: now, to: now };
-        const filters = repoFilters(query.repo, platformOf(query.platform));
-        const { top } = perRequest();
-        const apps = await top(filters, w, "nsapp", 1_000_000);
-        const types = await typesOf(
-          deps.store,
-          apps.map((a) => a.value),
-        );
-        const recent = await newestOf(deps.store, filters, w, RECENT_SCRIPTS);
-        return {
-          total_scripts: apps.length,
-          total_installs: apps.reduce((n, a) => n + a.total, 0),
-          top_scripts: apps.map((a) => ({
-            app: a.value,
-            type: types.get(a.value) ?? "",
-            total: a.total,
-            success: a.success,
-            failed: a.failed,
-            aborted: a.aborted,
-            installing: a.in_progress,
-            success_rate: percent(a.success, a.success + a.failed + a.aborted),
-            days_old: 0,
-            installs_per_day: 0,
-          })),
-          recent_scripts: recent.map((e) => ({
-            app: e.nsapp ?? "",
-            type: e.type,
-            status: collapsedStatus(e),
-            exit_code: e.exitCode ?? 0,
-            os_type: e.osType ?? "",
-            os_version: e.osVersion ?? "",
-            pve_version: e.pveVersion ?? "",
-            created: chTime(e.createdAt),
-            method: e.method ?? "",
-          })),
-        };
-      },
-      {
-        query: t.Object({
-          days: docParam("days back from today (default 30; 0: all time; more than 365: 365)"),
-          repo: REPO_PARAM,
-          platform: PLATFORM_PARAM,
-        }),
-        response: {
-          200: t.Object({
-            total_scripts: t.Integer(),
-            total_installs: t.Integer(),
-            top_scripts: t.Array(ScriptStat),
-            recent_scripts: t.Array(RecentScript),
-          }),
-        },
-        detail: { tags, summary: "Script analysis: every script's runs by outcome, from rollups" },
-      },
-    )
-    .get(
-      "/api/errors",
-      async ({ query }) => {
-        const now = deps.clock();
-        const w = windowOf(
-          goDays(query.days, 7, (n) => Math.min(365, Math.max(1, n))),
-          now,
-        );
-        const slug = label("slug", query.slug);
-        const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) =>
-          slug ? { ...f, repoSlug: slug } : f,
-        );
-        const { stats, top } = perRequest();
-        const failed: ExecutionFilter = { outcome: "failed" };
-        const [summaries, today, codes, categories, apps, series, recent] = await Promise.all([
-          Promise.all(filters.map((f) => stats.summary(f, w))),
-          Promise.all(filters.map((f) => stats.summary(f, windowOf(1, now)))),
-          top(filters, w, "exit_code", 1_000_000, failed),
-          top(filters, w, "error_category", 1_000_000, failed),
-          top(filters, w, "nsapp", 1_000_000),
-          Promise.all(filters.map((f) => stats.timeseries(f, w, "day"))),
-          newestOf(deps.store, filters, w, RECENT_ERRORS, failed),
-        ]);
-        const totalInstalls = summaries.reduce((n, s) => n + s.total, 0);
-        const totalErrors = summaries.reduce((n, s) => n + s.failed, 0);
-        // The apps with most failures, each from its own slice: type, exit codes, categories, signature.
-        const failing = apps
-          .filter((a) => a.failed + a.aborted > 0)
-          .sort((a, b) => b.failed - a.failed || b.aborted - a.aborted || a.value.localeCompare(b.value))
-          .slice(0, APP_ERRORS);
-        // Each app's exit codes, categories and first signature: one read of its failures per repo filter.
-        const details = await Promise.all(
-          failing.map(async (a) => {
-            const cuts = await Promise.all(
-              filters.map((f) =>
-                stats.cuts({ ...f, ...failed, nsapp: a.value }, w, ["exit_code", "error_category"], ALL_GROUPS, 1),
-              ),
-            );
-            const signature = cuts.flatMap((c) => c.errors.signatures).sort((x, y) => y.count - x.count)[0];
-            return {
-              exitCodes: nonEmpty(cuts.map((c) => c.breakdowns[0]!.groups)),
-              categories: nonEmpty(cuts.map((c) => c.breakdowns[1]!.groups)),
-              signature: signature?.signature ?? "",
-            };
-          }),
-        );
-        const types = await typesOf(
-          deps.store,
-          failing.map((a) => a.value),
-        );
-        const categoryApps = new Map<string, { app: string; count: number }[]>();
-        failing.forEach((a, i) => {
-          for (const c of details[i]!.categories)
-            categoryApps.set(c.value, [...(categoryApps.get(c.value) ?? []), { app: a.value, count: c.failed }]);
-        });
-        return {
-          total_errors: totalErrors,
-          total_installs: totalInstalls,
-          overall_fail_rate: percent(totalErrors, totalInstalls),
-          exit_code_stats: codes
-            .filter((c) => c.value !== "0")
-            .slice(0, EXIT_CODES)
-            .map((c) => {
-              const code = Number(c.value);
-              return {
-                exit_code: code,
-                count: c.failed,
-                description: explainExitCode(code),
-                category: categoryOfExitCode(code),
-                percentage: percent(c.failed, totalErrors),
-              };
-            }),
-          category_stats: categories
-            .filter((c) => c.value !== "user_aborted")
-            .map((c) => ({
-              category: c.value,
-              count: c.failed,
-              percentage: percent(c.failed, totalErrors),
-              top_apps: (categoryApps.get(c.value) ?? [])
-                .sort((a, b) => b.count - a.count || a.app.localeCompare(b.app))
-                .slice(0, CATEGORY_APPS)
-                .map((a) => a.app)
-                .join(", "),
-            })),
-          app_errors: failing.map((a, i) => {
-            const d = details[i]!;
-            const finished = a.total - a.in_progress;
-            return {
-              app: a.value,
-              type: types.get(a.value) ?? "",
-              total_count: finished,
-              failed_count: a.failed,
-              aborted_count: a.aborted,
-              failure_rate: percent(a.failed, finished),
-              top_exit_code: Number(leading(d.exitCodes, (g) => g.failed, ["0"]) ?? 0),
-              top_error: d.signature,
-              top_category: leading(d.categories, (g) => g.failed, ["uncategorized", "user_aborted"]) ?? "",
-            };
-          }),
-          recent_errors: recent.map((e) => ({
-            nsapp: e.nsapp ?? "",
-            type: e.type,
-            status: collapsedStatus(e),
-            exit_code: e.exitCode ?? 0,
-            error: e.error ?? "",
-            error_category: e.errorCategory ?? "",
-            os_type: e.osType ?? "",
-            os_version: e.osVersion ?? "",
-            created: chTime(e.createdAt),
-          })),
-          stuck_installing: today.reduce((n, s) => n + s.in_progress, 0),
-          error_timeline: series[0]!.points.map((p, i) => ({
-            date: new Date(p.t).toISOString().slice(0, 10),
-            failed: series.reduce((n, s) => n + s.points[i]!.failed, 0),
-            aborted: series.reduce((n, s) => n + s.points[i]!.aborted, 0),
-          })),
-        };
-      },
-      {
-        query: t.Object({
-          days: docParam("days back from today, 1-365 (default 7)"),
-          repo: REPO_PARAM,
-          slug: SLUG_PARAM,
-          platform: PLATFORM_PARAM,
-        }),
-        response: { 200: ErrorsJson },
-        detail: { tags, summary: "Error analysis: exit codes, categories and the apps that fail most, from rollups" },
-      },
-    );
+    .get("/api/records", ({ query }) => records(deps, query), RecordsRoute)
+    .get("/api/scripts", ({ query }) => scripts(deps, query), ScriptsRoute)
+    .get("/api/errors", ({ query }) => errors(deps, query), ErrorsRoute);
 }

@@ -13,6 +13,7 @@ import {
   monthCeil,
   repoClass,
   sliceKey,
+  valueMap,
   zeroCounts,
   type Counts,
   type Dimension,
@@ -487,6 +488,43 @@ export function dimensionSums(
       // for-in over the cell's own map (no prototype, domain/rollup.ts): no entry arrays made.
       const values = data.dims[dim];
       if (values !== undefined) for (const value in values) into(sums, value, values[value]!);
+    }
+  }
+  return out;
+}
+
+/**
+ * A cell of one app's slice as a cell of every app would count it (its nsapp dimension: the app's
+ * total), each count times `sign`: -1 takes the app's runs out of a sum of cells of every app.
+ */
+export function asAppCell({ bucket, data }: Cell, app: string, sign: 1 | -1): Cell {
+  const out: RollupData = { dims: {}, dur: {}, err: valueMap() };
+  const times = (c: Counts) => c.map((n) => n * sign) as Counts;
+  for (const dim in data.dims) {
+    const values = data.dims[dim as Dimension]!;
+    const into = (out.dims[dim as Dimension] = valueMap<Counts>());
+    for (const value in values) into[value] = times(values[value]!);
+  }
+  const apps = (out.dims.nsapp = valueMap<Counts>());
+  apps[app] = times(cellTotal(data, null));
+  for (const outcome in data.dur) {
+    const bins = data.dur[outcome as Outcome]!;
+    const into = (out.dur[outcome as Outcome] = valueMap<number>());
+    for (const bin in bins) into[bin] = bins[bin]! * sign;
+  }
+  for (const id in data.err) out.err[id] = data.err[id]! * sign;
+  return { bucket, data: out };
+}
+
+/** Executions the cells count (every outcome) per value of a dimension. */
+export function totalsBy(cells: readonly Cell[], dim: Dimension): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const { data } of cells) {
+    const values = data.dims[dim];
+    if (values === undefined) continue;
+    for (const value in values) {
+      const c = values[value]!;
+      out.set(value, (out.get(value) ?? 0) + c[0] + c[1] + c[2] + c[3] + c[4] + c[5]);
     }
   }
   return out;

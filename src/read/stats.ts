@@ -2,6 +2,7 @@
 import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
 import {
   SCANNED,
+  asAppCell,
   breakdown,
   complementOf,
   decompose,
@@ -13,6 +14,7 @@ import {
   plan,
   summarize,
   timeseries,
+  totalsBy,
   type BreakdownOptions,
   type Cell,
   type Interval,
@@ -117,6 +119,44 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
       }
       return cells;
     };
+    /**
+     * An install type is (nearly always) one app's whole: the cells of one type are the sum of its
+     * apps' slices, or the cells of every app less the other types' apps, whichever side has fewer
+     * runs. Which app has which type is read from each app's newest run, then checked against the
+     * cells: every such app of one type only, and their runs all the type's (or all the others')
+     * runs in the window. Null when that does not hold (an app of two types): the caller scans.
+     */
+    const typeByApps = async (
+      base: ExecutionFilter,
+      basePlan: Extract<Plan, { source: "rollup" }>,
+      type: string,
+      cells: Cell[],
+      kept: number,
+      total: number,
+    ): Promise<Read | null> => {
+      const keep = kept <= total - kept;
+      const apps = [...totalsBy(cells, "nsapp")].filter(([, n]) => n !== 0).map(([app]) => app);
+      const side = (await store.newestOfApps(apps))
+        .filter((e) => e.nsapp !== null && (e.type === type) === keep)
+        .map((e) => e.nsapp!);
+      const reads = await Promise.all(
+        side.map(async (app) => {
+          const p = plan({ ...base, nsapp: app }, use) as Extract<Plan, { source: "rollup" }>;
+          return { app, cells: await rollupCells(p, parts, ["type"]) };
+        }),
+      );
+      let counted = 0;
+      for (const r of reads) {
+        let ofType = 0;
+        let others = 0;
+        for (const [value, n] of totalsBy(r.cells, "type")) value === type ? (ofType += n) : (others += n);
+        if (keep ? others !== 0 : ofType !== 0) return null;
+        counted += keep ? ofType : others;
+      }
+      if (counted !== (keep ? kept : total - kept)) return null;
+      const appCells = reads.flatMap((r) => r.cells.map((c) => asAppCell(c, r.app, keep ? 1 : -1)));
+      return { source: "rollup", plan: basePlan, cells: keep ? appCells : [...cells, ...appCells] };
+    };
     const p = plan(f, use);
     if (p.source === "rollup") return { source: "rollup", plan: p, cells: await rollupCells(p, parts) };
     const split = complementOf(f, use);
@@ -130,6 +170,10 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
       const { kept, total } = keptOf(cells, split.only);
       if (kept === total) return { source: "rollup", plan: basePlan, cells };
       if (kept === 0) return { source: "rollup", plan: SCANNED, cells: [] };
+      if (split.only.dim === "type" && basePlan.nsapp === null && parts.includes("apps")) {
+        const byApps = await typeByApps(split.base, basePlan, split.only.value, cells, kept, total);
+        if (byApps !== null) return byApps;
+      }
       if (total - kept < kept)
         return { source: "scan", plan: basePlan, cells: [...cells, ...(await folded(split.rest, -1))] };
     }

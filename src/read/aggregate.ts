@@ -494,25 +494,34 @@ export function dimensionSums(
 }
 
 /**
- * A cell of one app's slice as a cell of every app would count it (its nsapp dimension: the app's
- * total), each count times `sign`: -1 takes the app's runs out of a sum of cells of every app.
+ * Cells of apps' own slices summed into one cell as a cell of every app would count them (its
+ * nsapp dimension: each app's total), every count times `sign`: -1 takes those apps' runs out of
+ * a sum of cells of every app. One cell, so the sums over it cost one cell's keys, not each app's.
  */
-export function asAppCell({ bucket, data }: Cell, app: string, sign: 1 | -1): Cell {
+export function appsCell(apps: readonly { app: string; cells: readonly Cell[] }[], sign: 1 | -1, bucket: number): Cell {
   const out: RollupData = { dims: {}, dur: {}, err: valueMap() };
-  const times = (c: Counts) => c.map((n) => n * sign) as Counts;
-  for (const dim in data.dims) {
-    const values = data.dims[dim as Dimension]!;
-    const into = (out.dims[dim as Dimension] = valueMap<Counts>());
-    for (const value in values) into[value] = times(values[value]!);
+  const addTo = (into: Record<string, Counts>, value: string, c: Counts) => {
+    const t = into[value];
+    if (t === undefined) into[value] = c.map((n) => n * sign) as Counts;
+    else for (let k = 0; k < t.length; k++) t[k] = t[k]! + c[k]! * sign;
+  };
+  const byApp = (out.dims.nsapp = valueMap<Counts>());
+  for (const { app, cells } of apps) {
+    for (const { data } of cells) {
+      addTo(byApp, app, cellTotal(data, null));
+      for (const dim in data.dims) {
+        const values = data.dims[dim as Dimension]!;
+        const into = (out.dims[dim as Dimension] ??= valueMap<Counts>());
+        for (const value in values) addTo(into, value, values[value]!);
+      }
+      for (const outcome in data.dur) {
+        const bins = data.dur[outcome as Outcome]!;
+        const into = (out.dur[outcome as Outcome] ??= valueMap<number>());
+        for (const bin in bins) into[bin] = (into[bin] ?? 0) + bins[bin]! * sign;
+      }
+      for (const id in data.err) out.err[id] = (out.err[id] ?? 0) + data.err[id]! * sign;
+    }
   }
-  const apps = (out.dims.nsapp = valueMap<Counts>());
-  apps[app] = times(cellTotal(data, null));
-  for (const outcome in data.dur) {
-    const bins = data.dur[outcome as Outcome]!;
-    const into = (out.dur[outcome as Outcome] = valueMap<number>());
-    for (const bin in bins) into[bin] = bins[bin]! * sign;
-  }
-  for (const id in data.err) out.err[id] = data.err[id]! * sign;
   return { bucket, data: out };
 }
 

@@ -2,7 +2,7 @@
 import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
 import {
   SCANNED,
-  asAppCell,
+  appsCell,
   breakdown,
   complementOf,
   decompose,
@@ -27,6 +27,13 @@ import { GRAINS, type Dimension, type RollupPart } from "../domain/rollup.ts";
 import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
 
 type Source = "rollup" | "scan";
+
+/**
+ * Each app's install type as its newest run had it, per store: where to look for a type's runs
+ * (stats.ts typeByApps checks what it finds against the cells, so a stale entry costs a re-read,
+ * never a wrong count). Kept across requests: learning it is an index seek per app.
+ */
+const typesOfApps = new WeakMap<StoreReads, Map<string, string>>();
 
 interface Read {
   source: Source;
@@ -136,26 +143,37 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
     ): Promise<Read | null> => {
       const keep = kept <= total - kept;
       const apps = [...totalsBy(cells, "nsapp")].filter(([, n]) => n !== 0).map(([app]) => app);
-      const side = (await store.newestOfApps(apps))
-        .filter((e) => e.nsapp !== null && (e.type === type) === keep)
-        .map((e) => e.nsapp!);
-      const reads = await Promise.all(
-        side.map(async (app) => {
-          const p = plan({ ...base, nsapp: app }, use) as Extract<Plan, { source: "rollup" }>;
-          return { app, cells: await rollupCells(p, parts, ["type"]) };
-        }),
-      );
-      let counted = 0;
-      for (const r of reads) {
-        let ofType = 0;
-        let others = 0;
-        for (const [value, n] of totalsBy(r.cells, "type")) value === type ? (ofType += n) : (others += n);
-        if (keep ? others !== 0 : ofType !== 0) return null;
-        counted += keep ? ofType : others;
+      const known = typesOfApps.get(store) ?? new Map<string, string>();
+      typesOfApps.set(store, known);
+      const learn = async (which: readonly string[]) => {
+        for (const e of await store.newestOfApps(which)) if (e.nsapp !== null) known.set(e.nsapp, e.type);
+      };
+      await learn(apps.filter((app) => !known.has(app)));
+      // What was learned before may be stale (an app's newest run of another type): learned afresh once.
+      for (let fresh = false; ; fresh = true) {
+        const side = apps.filter((app) => known.has(app) && (known.get(app) === type) === keep);
+        const reads = await Promise.all(
+          side.map(async (app) => {
+            const p = plan({ ...base, nsapp: app }, use) as Extract<Plan, { source: "rollup" }>;
+            return { app, cells: await rollupCells(p, parts, ["type"]) };
+          }),
+        );
+        let counted = 0;
+        let pure = true;
+        for (const r of reads) {
+          let ofType = 0;
+          let others = 0;
+          for (const [value, n] of totalsBy(r.cells, "type")) value === type ? (ofType += n) : (others += n);
+          pure &&= keep ? others === 0 : ofType === 0;
+          counted += keep ? ofType : others;
+        }
+        if (pure && counted === (keep ? kept : total - kept)) {
+          const summed = appsCell(reads, keep ? 1 : -1, w.from);
+          return { source: "rollup", plan: basePlan, cells: keep ? [summed] : [...cells, summed] };
+        }
+        if (fresh) return null;
+        await learn(apps);
       }
-      if (counted !== (keep ? kept : total - kept)) return null;
-      const appCells = reads.flatMap((r) => r.cells.map((c) => asAppCell(c, r.app, keep ? 1 : -1)));
-      return { source: "rollup", plan: basePlan, cells: keep ? appCells : [...cells, ...appCells] };
     };
     const p = plan(f, use);
     if (p.source === "rollup") return { source: "rollup", plan: p, cells: await rollupCells(p, parts) };

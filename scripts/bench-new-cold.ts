@@ -63,7 +63,11 @@ const paths =
       ];
 
 const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
-console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(", ")}; ${runs} requests per path\n`);
+console.log(
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(", ")}; ${runs} requests per path\n`,
+);
 console.log("| path | first CPU ms | computed CPU p50 ms | computed CPU max ms | answers (sha1, one per hour) |");
 console.log("|---|---:|---:|---:|---|");
 for (const path of paths) {

@@ -436,7 +436,13 @@ function signatureGroups(
     top.splice(i, 0, e);
     if (top.length > limit) top.pop();
   }
-  return top.map((e) => ({ category: e.category, exit_code: e.exit_code, id: e.id, count: e.count, apps: e.apps.size }));
+  return top.map((e) => ({
+    category: e.category,
+    exit_code: e.exit_code,
+    id: e.id,
+    count: e.count,
+    apps: e.apps.size,
+  }));
 }
 
 const pad = (n: number): string => String(n).padStart(2, "0");

@@ -4,8 +4,11 @@
 // window, every section computed again; stored cells stay decoded (their bytes did not change),
 // as in a server that has answered other filters. Each path's first request also decodes them.
 // The answers' hashes let two revisions be compared on the same database (same hashes: same answers).
+// Before each request another connection writes (as bench-report.ts's "cold"): the store drops the
+// sums of stored slices it kept and recounts its open hours. With --own-writes it does not: a
+// server is its database's only writer, and its own reports leave stored cells and their sums be.
 //
-//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [path ...]
+//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [path ...]
 import { Database } from "bun:sqlite";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -16,7 +19,11 @@ import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 
 const { values, positionals } = parseArgs({
   args: Bun.argv.slice(2),
-  options: { db: { type: "string" }, runs: { type: "string", default: "9" } },
+  options: {
+    db: { type: "string" },
+    runs: { type: "string", default: "9" },
+    "own-writes": { type: "boolean", default: false },
+  },
   allowPositionals: true,
 });
 if (values.db === undefined) throw new Error("--db <seeded database> is required (bun run seed --profile today ...)");
@@ -75,7 +82,7 @@ for (const path of paths) {
   const hashes: string[] = [];
   for (let i = 0; i < runs; i++) {
     now = span.last + i * HOUR;
-    other.run("UPDATE rollup_state SET folded_until = folded_until");
+    if (!values["own-writes"]) other.run("UPDATE rollup_state SET folded_until = folded_until");
     const c = process.cpuUsage();
     const res = await runtime.app.handle(new Request(`http://localhost${path}`));
     const body = await res.text();

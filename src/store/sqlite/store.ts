@@ -55,8 +55,12 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const old = new OldHours();
-  /** Sums of the stored slices a slice of every repo or platform adds up, while those cells stand. */
-  const sums = new SumCache(1024);
+  /**
+   * Sums of the stored slices a slice of every repo or platform adds up, while those cells stand.
+   * A year's daily series alone is 3 kinds x 365 day sums: with room for 1024, one /api/new over
+   * 365 days pushed out its own sums and made them again on every computation.
+   */
+  const sums = new SumCache(8192);
   const reads = createSqliteReads(sqlite, db);
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);

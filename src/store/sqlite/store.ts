@@ -56,11 +56,13 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
   const open = new OpenHours();
   const old = new OldHours();
   /**
-   * Sums of the stored slices a slice of every repo or platform adds up, while those cells stand.
-   * A year's daily series alone is 3 kinds x 365 day sums: with room for 1024, one /api/new over
-   * 365 days pushed out its own sums and made them again on every computation.
+   * Sums of the stored slices a slice of every repo or platform adds up, while those cells stand:
+   * of a few dimensions (small), and of every dimension (large, fewer kept). A year's daily series
+   * alone is 3 kinds x 365 day sums: in one cache of 1024, one /api/new over 365 days pushed out
+   * its own sums of every dimension and made them again on every computation.
    */
   const sums = new SumCache(8192);
+  const wholeSums = new SumCache(1024);
   const reads = createSqliteReads(sqlite, db);
   const maintenance = createMaintenanceReads(db);
   const alerts = createAlertReads(db);
@@ -86,6 +88,7 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     cells.clear();
     old.clear();
     sums.clear();
+    wholeSums.clear();
     reads.loadLabels();
     const foldedUntil = reads.storedFoldedUntil();
     open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
@@ -276,7 +279,10 @@ export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOpt
     // can be kept by their identity. Open hours are counted into in place: summed every time.
     const kept = openHours
       ? undefined
-      : { cache: sums, key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}` };
+      : {
+          cache: selection.dims === undefined ? wholeSums : sums,
+          key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}`,
+        };
     return sumByBucket([...lists.values()], kept);
   }
 

@@ -148,9 +148,10 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
       const learn = async (which: readonly string[]) => {
         for (const e of await store.newestOfApps(which)) if (e.nsapp !== null) known.set(e.nsapp, e.type);
       };
-      await learn(apps.filter((app) => !known.has(app)));
+      const unknown = apps.filter((app) => !known.has(app));
+      await learn(unknown);
       // What was learned before may be stale (an app's newest run of another type): learned afresh once.
-      for (let fresh = false; ; fresh = true) {
+      for (let fresh = unknown.length === apps.length; ; fresh = true) {
         const side = apps.filter((app) => known.has(app) && (known.get(app) === type) === keep);
         const reads = await Promise.all(
           side.map(async (app) => {
@@ -246,8 +247,9 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
   return {
     /**
      * The cells of a window as they are, for answers that need every dimension at once: rollup
-     * cells (months inside, as `summary` reads them) when the filter allows, else the window's
-     * records folded into one cell per day.
+     * cells (months inside, as `summary` reads them) when the filter allows (an install type: with
+     * its apps' slices summed into one more cell, typeByApps), else the window's records folded
+     * into one cell per day.
      */
     async cells(f: ExecutionFilter, w: Window): Promise<Read> {
       return read(f, w, { kind: "every" }, ["data", "apps"], spansOf(w), byDay, "day");

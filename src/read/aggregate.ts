@@ -13,6 +13,7 @@ import {
   monthCeil,
   repoClass,
   sliceKey,
+  valueMap,
   zeroCounts,
   type Counts,
   type Dimension,
@@ -487,6 +488,52 @@ export function dimensionSums(
       // for-in over the cell's own map (no prototype, domain/rollup.ts): no entry arrays made.
       const values = data.dims[dim];
       if (values !== undefined) for (const value in values) into(sums, value, values[value]!);
+    }
+  }
+  return out;
+}
+
+/**
+ * Cells of apps' own slices summed into one cell as a cell of every app would count them (its
+ * nsapp dimension: each app's total), every count times `sign`: -1 takes those apps' runs out of
+ * a sum of cells of every app. One cell, so the sums over it cost one cell's keys, not each app's.
+ */
+export function appsCell(apps: readonly { app: string; cells: readonly Cell[] }[], sign: 1 | -1, bucket: number): Cell {
+  const out: RollupData = { dims: {}, dur: {}, err: valueMap() };
+  const addTo = (into: Record<string, Counts>, value: string, c: Counts) => {
+    const t = into[value];
+    if (t === undefined) into[value] = c.map((n) => n * sign) as Counts;
+    else for (let k = 0; k < t.length; k++) t[k] = t[k]! + c[k]! * sign;
+  };
+  const byApp = (out.dims.nsapp = valueMap<Counts>());
+  for (const { app, cells } of apps) {
+    for (const { data } of cells) {
+      addTo(byApp, app, cellTotal(data, null));
+      for (const dim in data.dims) {
+        const values = data.dims[dim as Dimension]!;
+        const into = (out.dims[dim as Dimension] ??= valueMap<Counts>());
+        for (const value in values) addTo(into, value, values[value]!);
+      }
+      for (const outcome in data.dur) {
+        const bins = data.dur[outcome as Outcome]!;
+        const into = (out.dur[outcome as Outcome] ??= valueMap<number>());
+        for (const bin in bins) into[bin] = (into[bin] ?? 0) + bins[bin]! * sign;
+      }
+      for (const id in data.err) out.err[id] = (out.err[id] ?? 0) + data.err[id]! * sign;
+    }
+  }
+  return { bucket, data: out };
+}
+
+/** Executions the cells count (every outcome) per value of a dimension. */
+export function totalsBy(cells: readonly Cell[], dim: Dimension): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const { data } of cells) {
+    const values = data.dims[dim];
+    if (values === undefined) continue;
+    for (const value in values) {
+      const c = values[value]!;
+      out.set(value, (out.get(value) ?? 0) + c[0] + c[1] + c[2] + c[3] + c[4] + c[5]);
     }
   }
   return out;

@@ -2,6 +2,7 @@
 import type { ExecutionFilter, StoreReads } from "../store/contract/executions.ts";
 import {
   SCANNED,
+  appsCell,
   breakdown,
   complementOf,
   decompose,
@@ -13,6 +14,7 @@ import {
   plan,
   summarize,
   timeseries,
+  totalsBy,
   type BreakdownOptions,
   type Cell,
   type Interval,
@@ -25,6 +27,13 @@ import { GRAINS, type Dimension, type RollupPart } from "../domain/rollup.ts";
 import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
 
 type Source = "rollup" | "scan";
+
+/**
+ * Each app's install type as its newest run had it, per store: where to look for a type's runs
+ * (typeByApps checks what it finds against the cells, so a stale entry costs a re-read, never a
+ * wrong count). Kept across requests: learning it is an index seek per app.
+ */
+const typesOfApps = new WeakMap<StoreReads, Map<string, string>>();
 
 interface Read {
   source: Source;
@@ -126,6 +135,58 @@ function folded({ store, scans }: StatsSource, shape: ReadShape, w: Window, filt
 }
 
 /**
+ * An install type is (nearly always) one app's whole: the cells of one type are the sum of its
+ * apps' slices, or the cells of every app less the other types' apps, whichever side has fewer
+ * runs. Which app has which type is read from each app's newest run, then checked against the
+ * cells: every such app of one type only, and their runs all the type's (or all the others')
+ * runs in the window. Null when that does not hold (an app of two types): the caller scans.
+ */
+async function typeByApps(
+  src: StatsSource,
+  shape: ReadShape,
+  w: Window,
+  split: { base: ExecutionFilter; basePlan: RollupPlan; type: string },
+  cells: Cell[],
+  { kept, total }: { kept: number; total: number },
+): Promise<Read | null> {
+  const { store } = src;
+  const keep = kept <= total - kept;
+  const apps = [...totalsBy(cells, "nsapp")].filter(([, n]) => n !== 0).map(([app]) => app);
+  const known = typesOfApps.get(store) ?? new Map<string, string>();
+  typesOfApps.set(store, known);
+  const learn = async (which: readonly string[]) => {
+    for (const e of await store.newestOfApps(which)) if (e.nsapp !== null) known.set(e.nsapp, e.type);
+  };
+  const unknown = apps.filter((app) => !known.has(app));
+  await learn(unknown);
+  // What was learned before may be stale (an app's newest run of another type): learned afresh once.
+  for (let fresh = unknown.length === apps.length; ; fresh = true) {
+    const side = apps.filter((app) => known.has(app) && (known.get(app) === split.type) === keep);
+    const reads = await Promise.all(
+      side.map(async (app) => {
+        const p = plan({ ...split.base, nsapp: app }, shape.use) as RollupPlan;
+        return { app, cells: await rollupCellsOf(src, shape, p, shape.parts, ["type"]) };
+      }),
+    );
+    let counted = 0;
+    let pure = true;
+    for (const r of reads) {
+      let ofType = 0;
+      let others = 0;
+      for (const [value, n] of totalsBy(r.cells, "type")) value === split.type ? (ofType += n) : (others += n);
+      pure &&= keep ? others === 0 : ofType === 0;
+      counted += keep ? ofType : others;
+    }
+    if (pure && counted === (keep ? kept : total - kept)) {
+      const summed = appsCell(reads, keep ? 1 : -1, w.from);
+      return { source: "rollup", plan: split.basePlan, cells: keep ? [summed] : [...cells, summed] };
+    }
+    if (fresh) return null;
+    await learn(apps);
+  }
+}
+
+/**
  * Cells for a window: from rollups when the plan allows; else, for one dimension filter, from
  * rollups without it, less the executions it leaves out folded (when those are fewer than the
  * ones it keeps, as the rollups count them; none at all: rollups alone; none kept: no cells);
@@ -146,6 +207,13 @@ async function read(src: StatsSource, f: ExecutionFilter, w: Window, shape: Read
     const { kept, total } = keptOf(cells, split.only);
     if (kept === total) return { source: "rollup", plan: basePlan, cells };
     if (kept === 0) return { source: "rollup", plan: SCANNED, cells: [] };
+    if (split.only.dim === "type" && basePlan.nsapp === null && parts.includes("apps")) {
+      const byApps = await typeByApps(src, shape, w, { base: split.base, basePlan, type: split.only.value }, cells, {
+        kept,
+        total,
+      });
+      if (byApps !== null) return byApps;
+    }
     if (total - kept < kept)
       return { source: "scan", plan: basePlan, cells: [...cells, ...(await folded(src, shape, w, split.rest, -1))] };
   }
@@ -276,8 +344,9 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
   return {
     /**
      * The cells of a window as they are, for answers that need every dimension at once: rollup
-     * cells (months inside, as `summary` reads them) when the filter allows, else the window's
-     * records folded into one cell per day.
+     * cells (months inside, as `summary` reads them) when the filter allows (an install type: with
+     * its apps' slices summed into one more cell, typeByApps), else the window's records folded
+     * into one cell per day.
      */
     cells: (f: ExecutionFilter, w: Window): Promise<Read> =>
       read(src, f, w, daily(src, w, { kind: "every" }, ["data", "apps"])),

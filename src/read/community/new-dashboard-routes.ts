@@ -357,7 +357,14 @@ function countBreakdowns(sums: Sums) {
 /** Failures by exit code, and by category, exit code and signature, each with the apps behind it. */
 export interface Failures {
   byCode: Map<number, { count: number; apps: Set<string> }>;
-  bySignature: Map<string, { category: string; exit_code: number; id: string; count: number; apps: Set<string> }>;
+  bySignature: Map<string, SignatureGroup>;
+}
+interface SignatureGroup {
+  category: string;
+  exit_code: number;
+  id: string;
+  count: number;
+  apps: Set<string>;
 }
 
 /**
@@ -417,10 +424,25 @@ function signatureGroups(
   f: Failures,
   limit = 30,
 ): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
-  return [...f.bySignature.values()]
-    .map((e) => ({ category: e.category, exit_code: e.exit_code, id: e.id, count: e.count, apps: e.apps.size }))
-    .sort((a, b) => b.count - a.count || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    .slice(0, limit);
+  const order = (a: { count: number; id: string }, b: { count: number; id: string }): number =>
+    b.count - a.count || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  // The top selected, not sorted out of every group: a year holds tens of thousands of them.
+  // Kept in order, ties in the map's order (as a stable sort keeps them), the last the least.
+  const top: SignatureGroup[] = [];
+  for (const e of f.bySignature.values()) {
+    if (top.length === limit && (limit === 0 || order(e, top[limit - 1]!) >= 0)) continue;
+    let i = top.length;
+    while (i > 0 && order(e, top[i - 1]!) < 0) i--;
+    top.splice(i, 0, e);
+    if (top.length > limit) top.pop();
+  }
+  return top.map((e) => ({
+    category: e.category,
+    exit_code: e.exit_code,
+    id: e.id,
+    count: e.count,
+    apps: e.apps.size,
+  }));
 }
 
 const pad = (n: number): string => String(n).padStart(2, "0");

@@ -69,7 +69,7 @@ async function countDay(state: StoreState, slice: string, day: number): Promise<
 
 /** Cells of stored slices (those a slice of every repo or platform adds up), summed per bucket: stored, and (hour grain) the open hours from memory. */
 function storedAndOpen(state: StoreState, selection: RollupSelection, slices: readonly string[]): Cell[] {
-  const { reads, open, sums } = state;
+  const { reads, open, sums, wholeSums } = state;
   const { grain, from, to, parts } = selection;
   const foldedUntil = open.foldedUntil;
   const storedTo = grain === GRAINS.hour ? Math.min(to, foldedUntil) : to;
@@ -89,6 +89,9 @@ function storedAndOpen(state: StoreState, selection: RollupSelection, slices: re
   // can be kept by their identity. Open hours are counted into in place: summed every time.
   const kept = openHours
     ? undefined
-    : { cache: sums, key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}` };
+    : {
+        cache: selection.dims === undefined ? wholeSums : sums,
+        key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}`,
+      };
   return sumByBucket([...lists.values()], kept);
 }

@@ -31,8 +31,14 @@ export interface StoreState {
   readonly cells: CellCache;
   readonly open: OpenHours;
   readonly old: OldHours;
-  /** Sums of the stored slices a slice of every repo or platform adds up, while those cells stand. */
+  /**
+   * Sums of the stored slices a slice of every repo or platform adds up, while those cells stand:
+   * of a few dimensions (small), and of every dimension (large, fewer kept). A year's daily series
+   * alone is 3 kinds x 365 day sums: in one cache of 1024, one /api/new over 365 days pushed out
+   * its own sums of every dimension and made them again on every computation.
+   */
   readonly sums: SumCache;
+  readonly wholeSums: SumCache;
   readonly reads: ReturnType<typeof createSqliteReads>;
   readonly maintenance: ReturnType<typeof createMaintenanceReads>;
   readonly alerts: ReturnType<typeof createAlertReads>;
@@ -64,7 +70,8 @@ export function createStoreState(sqlite: Database, db: Db, limits: StoreLimits =
     cells,
     open,
     old,
-    sums: new SumCache(1024),
+    sums: new SumCache(8192),
+    wholeSums: new SumCache(1024),
     reads,
     maintenance: createMaintenanceReads(db),
     alerts: createAlertReads(db),
@@ -103,10 +110,11 @@ export function refuseIf(problem: string | null | undefined): void {
 
 /** Neither the cached cells nor the open hours can be vouched for: counted again from what is stored. */
 export function recount(state: StoreState): void {
-  const { cells, old, sums, reads, open } = state;
+  const { cells, old, sums, wholeSums, reads, open } = state;
   cells.clear();
   old.clear();
   sums.clear();
+  wholeSums.clear();
   reads.loadLabels();
   const foldedUntil = reads.storedFoldedUntil();
   open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));

@@ -690,148 +690,162 @@ function logCsv(rows: readonly RecentRun[]): string {
 
 // ------------------------------------------------------------------ the route
 
-export function newDashboardRoutes(deps: { store: StoreReads; clock: () => number }) {
-  const tags = ["telemetry-service compatible"];
+type NewDeps = { store: StoreReads; clock: () => number };
+const tags = ["telemetry-service compatible"];
 
+/** The sections of /api/new over the window for one selection (`key`: its parameters and window as JSON). */
+async function windowedSections(store: StoreReads, key: string) {
+  const { p, w } = JSON.parse(key) as { p: NewParams; w: Window };
+  const filters = filtersOf(p);
+  // One request's aggregates share what a scan folds (a filter rollups cannot select).
+  const stats = createStats(store, new Map());
+  const span = await store.recordSpan();
+  const [{ sums, headline, medianSuccessS, failures }, daily, recent, everything] = await Promise.all([
+    readSums(stats, filters, w),
+    dailyOf(stats, filters, w),
+    recentOf(store, filters, w),
+    span ? stats.summary({}, allTime(span, w.to)) : null,
+  ]);
+  const minRuns = minRunsFor(p.days);
+  const sigs = signatureGroups(failures);
+  const known = new Map((await store.signatures(sigs.map((s) => s.id))).map((s) => [s.id, s.signature]));
+  return {
+    head: {
+      ...outcomesOf(headline),
+      all_time: everything?.total ?? 0,
+      median_duration: Math.round(medianSuccessS),
+      min_runs: minRuns,
+    },
+    daily: orNull(daily),
+    groups: groupBreakdowns(sums, minRuns),
+    categories: categoriesOf(sums),
+    exit_codes: orNull(exitCodes(failures)),
+    signatures: orNull(
+      sigs.map(
+        (s): Signature => ({
+          category: s.category,
+          exit_code: s.exit_code,
+          message: known.get(s.id) ?? s.id,
+          count: s.count,
+          apps: s.apps,
+        }),
+      ),
+    ),
+    counts: countBreakdowns(sums),
+    recent: orNull(recent.map(recentRun)),
+  };
+}
+
+type Sections = (key: string) => ReturnType<typeof windowedSections>;
+
+const NewQuery = t.Object({
+  days: docParam("days back from today, 1-365 (default 7; not a number: 7)"),
+  platform: docParam("pve or incus; anything else: every platform"),
+  repo: docParam(
+    'repo_source: ProxmoxVE (with reports that name none), ProxmoxVED, external, or absent / "all": every repository',
+  ),
+  slug: docParam("one repository, owner/repo"),
+  ctype: docParam("lxc, vm, addon or pve (host tools); anything else: every type"),
+});
+const NewRoute = {
+  query: NewQuery,
+  response: { 200: NewDash },
+  detail: {
+    tags,
+    summary: "The community's consolidated dashboard (/new): the whole page in one answer, from rollups",
+  },
+};
+
+/** The whole /new page in one answer: the window's sections (reused, `windowed`) and the live panels. */
+async function newDashboard(
+  { store, clock }: NewDeps,
+  windowed: Sections,
+  query: Static<typeof NewQuery>,
+  set: { headers: Record<string, string | number> },
+) {
+  const p = newParams(query);
+  const now = clock();
+  const [page, live] = await Promise.all([
+    windowed(JSON.stringify({ p, w: windowOf(p.days, now) })),
+    liveOf(store, now),
+  ]);
+  // The browser asks again each time (the live panels).
+  set.headers["cache-control"] = "no-store";
+  // The Go struct's field order.
+  return {
+    days: p.days,
+    platform: p.platform,
+    repo: p.repo,
+    repo_slug: p.slug,
+    type: p.ctype,
+    ...page.head,
+    ...live,
+    warnings: null,
+    daily: page.daily,
+    ...page.groups,
+    categories: page.categories,
+    exit_codes: page.exit_codes,
+    signatures: page.signatures,
+    ...page.counts,
+    recent: page.recent,
+  };
+}
+
+const LogQuery = t.Object({
+  days: docParam("as /api/new"),
+  platform: docParam("as /api/new"),
+  repo: docParam("as /api/new"),
+  slug: docParam("as /api/new"),
+  ctype: docParam("as /api/new"),
+  q: docParam(
+    "the log's search: part of the app, OS, error, failing command, category, platform, type, repository or host version (any case)",
+  ),
+  status: docParam("the log's status select: exactly"),
+  type: docParam("the log's type select: exactly"),
+  os: docParam("the log's OS select: exactly"),
+  category: docParam("the log's category select: exactly"),
+});
+const LogRoute = {
+  query: LogQuery,
+  detail: {
+    tags,
+    summary: "The install log of /api/new as the page exports it: CSV of its 300 newest runs, the page's columns",
+    description:
+      "Filename telemetry-log-<days>d.csv. Text cells that start with =, +, -, @, tab or CR get a leading ' (spreadsheet formulas), as every CSV of installstats.",
+  },
+};
+
+/** The install log as the page exports it: CSV of its newest runs. */
+async function logExport({ store, clock }: NewDeps, query: Static<typeof LogQuery>) {
+  const p = newParams(query);
+  const filters = filtersOf(p);
+  const rows = logRows((await recentOf(store, filters, windowOf(p.days, clock()))).map(recentRun), {
+    q: query.q,
+    status: query.status,
+    type: query.type,
+    os: query.os,
+    category: query.category,
+  });
+  return new Response(logCsv(rows), {
+    headers: {
+      "content-type": "text/csv; charset=utf-8",
+      "content-disposition": `attachment; filename="telemetry-log-${p.days}d.csv"`,
+      "cache-control": "no-store",
+    },
+  });
+}
+
+export function newDashboardRoutes(deps: NewDeps) {
   /**
    * The sections over the window, for one selection: reused while the data are unchanged, and
    * when computing them was expensive (a long window, a scan) for up to 10x what it took
    * (../reuse.ts reuseWhileExpensive). The live panels are never reused: they answer "now".
    */
-  const windowed = reuseByKey(
-    async (key: string) => {
-      const { p, w } = JSON.parse(key) as { p: NewParams; w: Window };
-      const filters = filtersOf(p);
-      // One request's aggregates share what a scan folds (a filter rollups cannot select).
-      const stats = createStats(deps.store, new Map());
-      const span = await deps.store.recordSpan();
-      const [{ sums, headline, medianSuccessS, failures }, daily, recent, everything] = await Promise.all([
-        readSums(stats, filters, w),
-        dailyOf(stats, filters, w),
-        recentOf(deps.store, filters, w),
-        span ? stats.summary({}, allTime(span, w.to)) : null,
-      ]);
-      const minRuns = minRunsFor(p.days);
-      const sigs = signatureGroups(failures);
-      const known = new Map((await deps.store.signatures(sigs.map((s) => s.id))).map((s) => [s.id, s.signature]));
-      return {
-        head: {
-          ...outcomesOf(headline),
-          all_time: everything?.total ?? 0,
-          median_duration: Math.round(medianSuccessS),
-          min_runs: minRuns,
-        },
-        daily: orNull(daily),
-        groups: groupBreakdowns(sums, minRuns),
-        categories: categoriesOf(sums),
-        exit_codes: orNull(exitCodes(failures)),
-        signatures: orNull(
-          sigs.map(
-            (s): Signature => ({
-              category: s.category,
-              exit_code: s.exit_code,
-              message: known.get(s.id) ?? s.id,
-              count: s.count,
-              apps: s.apps,
-            }),
-          ),
-        ),
-        counts: countBreakdowns(sums),
-        recent: orNull(recent.map(recentRun)),
-      };
-    },
+  const windowed: Sections = reuseByKey(
+    (key: string) => windowedSections(deps.store, key),
     () => deps.store.changeMarker(),
   );
-
   return new Elysia({ name: "new-dashboard" })
-    .get(
-      "/api/new",
-      async ({ query, set }) => {
-        const p = newParams(query);
-        const now = deps.clock();
-        const [page, live] = await Promise.all([
-          windowed(JSON.stringify({ p, w: windowOf(p.days, now) })),
-          liveOf(deps.store, now),
-        ]);
-        // The browser asks again each time (the live panels).
-        set.headers["cache-control"] = "no-store";
-        // The Go struct's field order.
-        return {
-          days: p.days,
-          platform: p.platform,
-          repo: p.repo,
-          repo_slug: p.slug,
-          type: p.ctype,
-          ...page.head,
-          ...live,
-          warnings: null,
-          daily: page.daily,
-          ...page.groups,
-          categories: page.categories,
-          exit_codes: page.exit_codes,
-          signatures: page.signatures,
-          ...page.counts,
-          recent: page.recent,
-        };
-      },
-      {
-        query: t.Object({
-          days: docParam("days back from today, 1-365 (default 7; not a number: 7)"),
-          platform: docParam("pve or incus; anything else: every platform"),
-          repo: docParam(
-            'repo_source: ProxmoxVE (with reports that name none), ProxmoxVED, external, or absent / "all": every repository',
-          ),
-          slug: docParam("one repository, owner/repo"),
-          ctype: docParam("lxc, vm, addon or pve (host tools); anything else: every type"),
-        }),
-        response: { 200: NewDash },
-        detail: {
-          tags,
-          summary: "The community's consolidated dashboard (/new): the whole page in one answer, from rollups",
-        },
-      },
-    )
-    .get(
-      "/api/new/log.csv",
-      async ({ query }) => {
-        const p = newParams(query);
-        const filters = filtersOf(p);
-        const rows = logRows((await recentOf(deps.store, filters, windowOf(p.days, deps.clock()))).map(recentRun), {
-          q: query.q,
-          status: query.status,
-          type: query.type,
-          os: query.os,
-          category: query.category,
-        });
-        return new Response(logCsv(rows), {
-          headers: {
-            "content-type": "text/csv; charset=utf-8",
-            "content-disposition": `attachment; filename="telemetry-log-${p.days}d.csv"`,
-            "cache-control": "no-store",
-          },
-        });
-      },
-      {
-        query: t.Object({
-          days: docParam("as /api/new"),
-          platform: docParam("as /api/new"),
-          repo: docParam("as /api/new"),
-          slug: docParam("as /api/new"),
-          ctype: docParam("as /api/new"),
-          q: docParam(
-            "the log's search: part of the app, OS, error, failing command, category, platform, type, repository or host version (any case)",
-          ),
-          status: docParam("the log's status select: exactly"),
-          type: docParam("the log's type select: exactly"),
-          os: docParam("the log's OS select: exactly"),
-          category: docParam("the log's category select: exactly"),
-        }),
-        detail: {
-          tags,
-          summary: "The install log of /api/new as the page exports it: CSV of its 300 newest runs, the page's columns",
-          description:
-            "Filename telemetry-log-<days>d.csv. Text cells that start with =, +, -, @, tab or CR get a leading ' (spreadsheet formulas), as every CSV of installstats.",
-        },
-      },
-    );
+    .get("/api/new", ({ query, set }) => newDashboard(deps, windowed, query, set), NewRoute)
+    .get("/api/new/log.csv", ({ query }) => logExport(deps, query), LogRoute);
 }

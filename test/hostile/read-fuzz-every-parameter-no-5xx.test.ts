@@ -228,7 +228,9 @@ test("every parameter of every GET route alone with every hostile value, then ra
   expect(again.filter((o) => o.problem !== null)).toEqual([]);
   // A leak repeats the first pass's growth; the plateau measured over seven passes stayed within 41 MB of it.
   expect(after - afterFirst).toBeLessThan((afterFirst - before) / 2);
-  expect(after).toBeLessThan(512 * 2 ** 20);
+  // The ceiling grew with the routes fuzzed (8,861 requests: 305-339 MB; 12,356: 442-514 MB),
+  // docs/decisions/2026-11-25-read-fuzz-plateau.md.
+  expect(after).toBeLessThan(640 * 2 ** 20);
   // And it still serves.
   expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   expect(server.stderr()).not.toContain("unhandled error");

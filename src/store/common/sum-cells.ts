@@ -18,20 +18,35 @@ export function only(
   return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
 }
 
+/** A number per decoded cell object, never reused: a sum remembers what it added up without holding it. */
+const cellIds = new WeakMap<RollupData, number>();
+let nextCellId = 0;
+function idOf(data: RollupData): number {
+  let id = cellIds.get(data);
+  if (id === undefined) {
+    id = nextCellId++;
+    cellIds.set(data, id);
+  }
+  return id;
+}
+
 /**
  * Sums of cells kept while the cells summed are the same objects: an engine that keeps its decoded
  * cells, and decodes a cell afresh when its bytes change, gets the sum it made last time for as
  * long as nothing it adds up changed. A slice of every repo and platform adds up to a dozen stored
- * slices: summing them on every read cost 10-30 % more CPU than the four repo classes did.
+ * slices: summing them on every read cost 10-30 % more CPU than the four repo classes did. The
+ * inputs are remembered by number, not held: a cell the engine's own cache let go is freed (and a
+ * cell decoded again is another number, so its sum is made again).
  */
 export class SumCache {
-  private readonly sums = new Map<string, { inputs: RollupData[]; data: RollupData }>();
+  private readonly sums = new Map<string, { inputs: number[]; data: RollupData }>();
 
   constructor(private readonly limit = 4096) {}
 
   sum(key: string, inputs: RollupData[]): RollupData {
+    const ids = inputs.map(idOf);
     const hit = this.sums.get(key);
-    if (hit && hit.inputs.length === inputs.length && hit.inputs.every((d, i) => d === inputs[i])) {
+    if (hit && hit.inputs.length === ids.length && hit.inputs.every((id, i) => id === ids[i])) {
       this.sums.delete(key); // re-inserted: a Map's order is least recently used first
       this.sums.set(key, hit);
       return hit.data;
@@ -40,7 +55,7 @@ export class SumCache {
     const data = emptyData();
     for (const d of inputs) mergeInto(data, d);
     this.sums.delete(key);
-    this.sums.set(key, { inputs, data });
+    this.sums.set(key, { inputs: ids, data });
     if (this.sums.size > this.limit) this.sums.delete(this.sums.keys().next().value!);
     return data;
   }

@@ -33,9 +33,8 @@ export interface StoreState {
   readonly old: OldHours;
   /**
    * Sums of the stored slices a slice of every repo or platform adds up, while those cells stand:
-   * of a few dimensions (small), and of every dimension (large, fewer kept). A year's daily series
-   * alone is 3 kinds x 365 day sums: in one cache of 1024, one /api/new over 365 days pushed out
-   * its own sums of every dimension and made them again on every computation.
+   * of a few dimensions (small: a year's daily series is 3 kinds x 365 of them), and of every
+   * dimension (large, fewer kept), apart so that the many small ones do not push out the large.
    */
   readonly sums: SumCache;
   readonly wholeSums: SumCache;
@@ -70,8 +69,8 @@ export function createStoreState(sqlite: Database, db: Db, limits: StoreLimits =
     cells,
     open,
     old,
-    sums: new SumCache(8192),
-    wholeSums: new SumCache(1024),
+    sums: new SumCache(2048),
+    wholeSums: new SumCache(256),
     reads,
     maintenance: createMaintenanceReads(db),
     alerts: createAlertReads(db),

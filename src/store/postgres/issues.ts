@@ -3,49 +3,15 @@
 // a row that exists is locked (FOR UPDATE) before it is judged.
 import type { Sql } from "postgres";
 import type { IssueLink } from "../contract/issues.ts";
+import { linkOf, type IssueLinkRow } from "../common/issue-links.ts";
 import type { ResultOf, WriteOp } from "../contract/store.ts";
 
 type IssueOp<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;
 
-interface Row {
-  signature: string;
-  tracker: string | null;
-  repo: string | null;
-  number: number | null;
-  url: string | null;
-  title: string | null;
-  how: IssueLink["how"] | null;
-  linkedAt: number | null;
-  claimedBy: string | null;
-  claimedUntil: number | null;
-}
+type Row = IssueLinkRow;
 const COLUMNS = `signature, tracker, repo, number, url, title, how, linked_at AS "linkedAt", claimed_by AS "claimedBy", claimed_until AS "claimedUntil"`;
-
-/** A row as a link; null while it is a claim. */
-function linkOf(r: Row): IssueLink | null {
-  if (
-    r.url === null ||
-    r.tracker === null ||
-    r.repo === null ||
-    r.number === null ||
-    r.title === null ||
-    r.how === null ||
-    r.linkedAt === null
-  )
-    return null;
-  return {
-    signature: r.signature,
-    tracker: r.tracker,
-    repo: r.repo,
-    number: r.number,
-    url: r.url,
-    title: r.title,
-    how: r.how,
-    linkedAt: r.linkedAt,
-  };
-}
 
 const lockedRow = async (tx: Tx, signature: string): Promise<Row | undefined> =>
   (await tx.unsafe<Row[]>(`SELECT ${COLUMNS} FROM issue_links WHERE signature = $1 FOR UPDATE`, [signature]))[0];

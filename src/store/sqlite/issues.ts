@@ -2,36 +2,12 @@
 // the batch's transaction like every other op. One writer per file, so a read then a write is atomic.
 import { and, desc, eq, inArray, isNotNull, isNull } from "drizzle-orm";
 import type { IssueLink } from "../contract/issues.ts";
+import { linkOf } from "../common/issue-links.ts";
 import type { ResultOf, WriteOp } from "../contract/store.ts";
 import type { Db } from "./database.ts";
 import { issueLinks } from "./schema.ts";
 
 type IssueOp<K extends WriteOp["kind"]> = Extract<WriteOp, { kind: K }>;
-type Row = typeof issueLinks.$inferSelect;
-
-/** A row as a link; null while it is a claim. */
-function linkOf(r: Row): IssueLink | null {
-  if (
-    r.url === null ||
-    r.tracker === null ||
-    r.repo === null ||
-    r.number === null ||
-    r.title === null ||
-    r.how === null ||
-    r.linkedAt === null
-  )
-    return null;
-  return {
-    signature: r.signature,
-    tracker: r.tracker,
-    repo: r.repo,
-    number: r.number,
-    url: r.url,
-    title: r.title,
-    how: r.how,
-    linkedAt: r.linkedAt,
-  };
-}
 
 /** Synchronous, inside the caller's transaction (writes.ts). */
 export function createIssueWrites(db: Db) {

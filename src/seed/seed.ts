@@ -14,8 +14,8 @@ import { normalizeStart, normalizeUpdate } from "../domain/normalize.ts";
 import type { ResultOf, Store, WriteOp } from "../store/contract/store.ts";
 import { DAY_OF_WEEK, HOUR_OF_DAY, Rng, buildCatalogue, growth, hashString, uuid4 } from "./seed-data.ts";
 import { DAY, HOUR } from "../domain/time.ts";
-import { HOUR_CELL_DAYS } from "../domain/rollup.ts";
-import type { Execution, Report } from "../domain/execution.ts";
+import { HOUR_CELL_DAYS, storedSlicesOf } from "../domain/rollup.ts";
+import type { Descriptive, Execution, Report } from "../domain/execution.ts";
 import { decide } from "../domain/lifecycle.ts";
 import { NORMALIZE, dayTables, normalized, startBody, updateBody, type DayTables } from "./upload.ts";
 import { STUCK_AFTER, clientAt, telemetryInstall, type SeedReport } from "./today.ts";
@@ -337,23 +337,25 @@ export interface SeedResult {
 }
 
 /**
- * Most apps' hours (in the days that have hour cells, domain/rollup.ts HOUR_CELL_DAYS) or days
- * (before them) one batch writes to. A batch parses every rollup cell it touches (RollupDeltas'
- * target), and the sparser the data, the more cells a batch of 4000 writes touches: 275 MB of RSS
- * for 20k installs over a year, 229 MB at 1M, where the hour cells start. Bounded by what it
- * touches, a batch stays whole where the data are dense and short where they are sparse. 1000
- * since the cells hold 28 dimensions (1500 with 23 peaked at 190-230 MB for 300k installs).
+ * Most stored app slices' hours (in the days that have hour cells, domain/rollup.ts
+ * HOUR_CELL_DAYS) or days (before them) one batch writes to; a stored app slice is an app of one
+ * repo class and one platform class (domain/rollup.ts storedSlicesOf). A batch parses every rollup
+ * cell it touches (RollupDeltas' target), and the sparser the data, the more cells a batch of 4000
+ * writes touches: 275 MB of RSS for 20k installs over a year, 229 MB at 1M, where the hour cells
+ * start. Bounded by what it touches, a batch stays whole where the data are dense and short where
+ * they are sparse. 1000 since the cells hold 28 dimensions (1500 with 23 peaked at 190-230 MB for
+ * 300k installs).
  */
 const MAX_BATCH_CELLS = 1000;
 
 /**
  * A full collection between batches every this many writes: parsed cells and reports come and go
  * by the hundred thousand, and left to itself the heap grew to several times what is alive (RSS
- * 264 MB at 100k installs, 200-260 MB at 1M); at ~70 ms a collection this costs ~5-10% of the
- * time (every 20k writes peaked at 190-230 MB for 300k installs on a loaded machine, every 10k at
- * 160-200 MB).
+ * 264 MB at 100k installs, 200-260 MB at 1M). Every 10k writes peaked at 166-208 MB for 300k
+ * /upload installs once cells were split by platform (CI: 203), every 2.5k at 145-148 MB for
+ * 3-7 % more time (1M of today's traffic 259 -> 215 MB; docs/decisions/2026-11-27-seed-collections.md).
  */
-const COLLECT_EVERY = 10_000;
+const COLLECT_EVERY = 2_500;
 
 /**
  * Writes `options.records` generated installs through `store.write`, in batches of at most
@@ -376,17 +378,18 @@ export async function seedDatabase(
   let writes = 0;
   let sinceCollect = 0;
   let checked = false;
-  /** The apps' hours or days the batch writes to (MAX_BATCH_CELLS). */
+  /** The stored app slices' hours or days the batch writes to (MAX_BATCH_CELLS). */
   const touched = new Set<string>();
   /** Writes from here on have hour cells (give or take the fold mark's day). */
   const hourly = options.end - (HOUR_CELL_DAYS + 1) * DAY;
   /**
-   * Flushes the batch first when a write of `nsapp` at `at` would take it past MAX_BATCH_CELLS
-   * (`undefined`: a status update, counted in its start's cells).
+   * Flushes the batch first when a write described by `fields` at `at` would take it past
+   * MAX_BATCH_CELLS (`null`: a status update, counted in its start's cells).
    */
-  const admit = async (nsapp: string | null | undefined, at: number) => {
-    if (nsapp === undefined) return;
-    const cell = `${nsapp}|${at >= hourly ? Math.floor(at / HOUR) : -Math.floor(at / DAY)}`;
+  const admit = async (fields: Descriptive | null, at: number) => {
+    if (fields === null) return;
+    // The app's stored slice (its kind, repo class and platform class): the cells it counts in.
+    const cell = `${storedSlicesOf(fields)[1]}|${at >= hourly ? Math.floor(at / HOUR) : -Math.floor(at / DAY)}`;
     if (touched.has(cell)) return;
     if (touched.size >= MAX_BATCH_CELLS) await flush();
     touched.add(cell);
@@ -439,7 +442,7 @@ export async function seedDatabase(
   if (options.profile === "today") {
     for (const p of generateToday(options)) {
       if (p.install && p.op.kind === "report") await refuseRepeat(p.op.report.randomId);
-      await admit(p.op.kind === "report" ? (p.op.report.fields?.nsapp ?? undefined) : undefined, p.at);
+      await admit(p.op.kind === "report" ? p.op.report.fields : null, p.at);
       add(p.op, p.expect, p.install);
       if (ops.length >= batchSize) await flush();
     }
@@ -449,9 +452,10 @@ export async function seedDatabase(
       // Keep an hour whole in one batch when it fits; an hour larger than a batch is split.
       if (ops.length > 0 && ops.length + hour.length > batchSize) await flush();
       for (const install of hour) {
-        await admit(install.report.fields?.nsapp ?? null, install.at);
         // The finished record is loaded as it stands: counted once, as the start and update would end up.
-        add({ kind: "load", execution: finishedRow(install), at: install.at }, "created", true);
+        const execution = finishedRow(install);
+        await admit(execution, install.at);
+        add({ kind: "load", execution, at: install.at }, "created", true);
         if (ops.length >= batchSize) await flush();
       }
     }

@@ -545,6 +545,15 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
   return a;
 }
 
+/**
+ * Marks a cell no one changes any more (decoded from stored bytes, or a sum of such): its failure
+ * dimension is frozen, so a reader may keep what it derives from it for as long as the cell lives.
+ */
+export function settle(d: RollupData): RollupData {
+  if (d.dims.failure !== undefined) Object.freeze(d.dims.failure);
+  return d;
+}
+
 export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length === 0;
 
 /** Row key of a rollup cell. */

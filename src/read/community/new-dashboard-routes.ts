@@ -364,49 +364,86 @@ interface SignatureGroup {
   exit_code: number;
   id: string;
   count: number;
-  apps: Set<string>;
+  /** The group's app while it has one (most have: a year holds ~50,000 groups), then all of them. */
+  app: string;
+  apps: Set<string> | null;
 }
 
 /**
- * The failure dimension of every cell in one pass (its keys are many: no summed copy is made
- * first). A key is "code SEP category SEP signature SEP app": the app is cut off the end and the
- * code off the front, the rest of the key is the signature's group as it is.
+ * One cell's failure keys taken apart ("code SEP category SEP signature SEP app": the app cut off
+ * the end, the code off the front, the rest the signature's group as it is), keys with failures
+ * only. Parallel arrays: a year's cells hold ~70,000 keys, nearly all distinct.
  */
+interface CellFailures {
+  group: string[];
+  /** Whether the group has a signature (without error text it ends in its separator). */
+  signed: boolean[];
+  category: string[];
+  signature: string[];
+  app: string[];
+  code: number[];
+  failed: number[];
+}
+
+/**
+ * What failuresIn made of a settled cell's failure dimension (domain/rollup.ts settle: frozen, it
+ * never changes), kept as long as the cell is: a window an hour later, or of another length,
+ * shares most of its cells, and taking their keys apart was most of /api/new's CPU.
+ */
+const takenApart = new WeakMap<object, CellFailures>();
+
+function failuresIn(keys: Record<string, Counts>): CellFailures {
+  const settled = Object.isFrozen(keys);
+  const kept = settled ? takenApart.get(keys) : undefined;
+  if (kept !== undefined) return kept;
+  const out: CellFailures = { group: [], signed: [], category: [], signature: [], app: [], code: [], failed: [] };
+  for (const key in keys) {
+    const failed = failures(keys[key]!);
+    if (failed === 0 || key === "") continue;
+    const appAt = key.lastIndexOf(FAILURE_SEPARATOR);
+    const group = key.slice(0, appAt);
+    const codeEnd = group.indexOf(FAILURE_SEPARATOR);
+    const { category, signature } = failureParts(`${group}${FAILURE_SEPARATOR}`);
+    out.group.push(group);
+    out.signed.push(group.charCodeAt(group.length - 1) !== 0x1f);
+    out.category.push(category);
+    out.signature.push(signature);
+    out.app.push(key.slice(appAt + 1));
+    out.code.push(codeEnd === 0 ? 0 : Number(group.slice(0, codeEnd)));
+    out.failed.push(failed);
+  }
+  if (settled) takenApart.set(keys, out);
+  return out;
+}
+
+/** The failure dimension of every cell in one pass (its keys are many: no summed copy is made first). */
 function failuresOf(cells: readonly Cell[]): Failures {
-  // Summed by the cells' own keys first: property names, hashed once, so this is the cheap pass;
-  // the distinct keys (far fewer over a long window's months) are taken apart after.
-  const failedBy = new Map<string, number>();
+  const out: Failures = { byCode: new Map(), bySignature: new Map() };
   for (const { data } of cells) {
     const keys = data.dims.failure;
     if (keys === undefined) continue;
-    for (const key in keys) {
-      const failed = failures(keys[key]!);
-      if (failed !== 0 && key !== "") failedBy.set(key, (failedBy.get(key) ?? 0) + failed);
+    const f = failuresIn(keys);
+    for (let i = 0; i < f.group.length; i++) {
+      const failed = f.failed[i]!;
+      const app = f.app[i]!;
+      const exitCode = f.code[i]!;
+      if (exitCode !== 0) {
+        const e =
+          out.byCode.get(exitCode) ??
+          (out.byCode.set(exitCode, { count: 0, apps: new Set() }), out.byCode.get(exitCode)!);
+        e.count += failed;
+        e.apps.add(app);
+      }
+      if (!f.signed[i]) continue;
+      const group = f.group[i]!;
+      let g = out.bySignature.get(group);
+      if (g === undefined) {
+        g = { category: f.category[i]!, exit_code: exitCode, id: f.signature[i]!, count: 0, app, apps: null };
+        out.bySignature.set(group, g);
+      } else if (g.apps !== null) g.apps.add(app);
+      else if (app !== g.app) g.apps = new Set([g.app, app]);
+      g.count += failed;
     }
-  }
-  const out: Failures = { byCode: new Map(), bySignature: new Map() };
-  for (const [key, failed] of failedBy) {
-    const appAt = key.lastIndexOf(FAILURE_SEPARATOR);
-    const app = key.slice(appAt + 1);
-    const group = key.slice(0, appAt);
-    const codeEnd = group.indexOf(FAILURE_SEPARATOR);
-    const exitCode = codeEnd === 0 ? 0 : Number(group.slice(0, codeEnd));
-    if (exitCode !== 0) {
-      const e =
-        out.byCode.get(exitCode) ??
-        (out.byCode.set(exitCode, { count: 0, apps: new Set() }), out.byCode.get(exitCode)!);
-      e.count += failed;
-      e.apps.add(app);
-    }
-    // Without a signature (no error text) the group ends in its separator.
-    if (group.charCodeAt(group.length - 1) === 0x1f) continue;
-    let g = out.bySignature.get(group);
-    if (g === undefined) {
-      const { category, signature } = failureParts(`${group}${FAILURE_SEPARATOR}`);
-      out.bySignature.set(group, (g = { category, exit_code: exitCode, id: signature, count: 0, apps: new Set() }));
-    }
-    g.count += failed;
-    g.apps.add(app);
   }
   return out;
 }
@@ -441,7 +478,7 @@ function signatureGroups(
     exit_code: e.exit_code,
     id: e.id,
     count: e.count,
-    apps: e.apps.size,
+    apps: e.apps?.size ?? 1,
   }));
 }
 

@@ -1,6 +1,6 @@
 // Cells as the read side asks for them, made of what an engine stores: the parts asked for only,
 // and a slice of every repo or platform as the sum of its stored slices' cells (domain/rollup.ts storedSlicesIn).
-import { emptyData, mergeInto, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import { emptyData, mergeInto, settle, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 
 const EVERY_PART: ReadonlySet<RollupPart> = new Set(["data", "apps", "errors"]);
 
@@ -54,6 +54,7 @@ export class SumCache {
     // Cells may be shared with a cache: summed into a copy of their own.
     const data = emptyData();
     for (const d of inputs) mergeInto(data, d);
+    settle(data);
     this.sums.delete(key);
     this.sums.set(key, { inputs: ids, data });
     if (this.sums.size > this.limit) this.sums.delete(this.sums.keys().next().value!);

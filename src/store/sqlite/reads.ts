@@ -4,7 +4,7 @@ import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 import { and, asc, desc, eq, isNotNull, ne, sql, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
-import { emptyData, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
+import { emptyData, settle, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
 import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract/executions.ts";
 import type { Db } from "./database.ts";
@@ -369,7 +369,8 @@ function storedRollups(
       } catch (e) {
         throw asDamage(e, cellName(grain, ctx.labels.text(id) ?? `#${id}`, bucket));
       }
-      ctx.decoded.set(key, stored, data);
+      // Decoded afresh when its bytes change, never changed in place.
+      ctx.decoded.set(key, stored, settle(data));
     }
     names.get(id)!.push({ bucket, data });
   }

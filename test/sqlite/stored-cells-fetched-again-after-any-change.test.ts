@@ -1,0 +1,51 @@
+// The rows of a rollup range are fetched once while nothing in the database changes (reads.ts
+// FetchedRanges): a page's aggregates ask for the same cells many times. Any change is seen by the
+// next read: a batch of this connection, any statement on it, a commit of another connection.
+import { expect, test } from "bun:test";
+import { join } from "node:path";
+import { GRAINS, storedSlicesOf } from "../../src/domain/rollup.ts";
+import { DAY } from "../../src/domain/time.ts";
+import { openDatabase } from "../../src/store/sqlite/database.ts";
+import { createStoreState } from "../../src/store/sqlite/store-state.ts";
+import { writeNow } from "../../src/store/sqlite/store.ts";
+import { execution } from "../helpers/reports.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+test("a stored range read again reflects every change, whoever made it", () => {
+  const file = join(tempDir(), "fetched.db");
+  const a = openDatabase(file, { durability: "normal", migrate: true });
+  const b = openDatabase(file, { durability: "normal", migrate: false });
+  const state = createStoreState(a.sqlite, a.db);
+  // Days before the fold mark: written straight into stored day cells.
+  const day = Math.floor(state.open.foldedUntil / DAY) * DAY - 5 * DAY;
+  const load = (id: string, at: number) => ({
+    kind: "load" as const,
+    at,
+    execution: execution(id, { createdAt: at, updatedAt: at + 500, status: "done", outcome: "success" as const }),
+  });
+  const slice = storedSlicesOf(execution("x"))[0]!;
+  const days = () =>
+    (
+      state.reads
+        .storedRollups({ grain: GRAINS.day, from: day - DAY, to: day + 4 * DAY, parts: ["data"] }, [slice])
+        .get(slice) ?? []
+    ).map((c) => c.bucket);
+
+  writeNow(state, [load("d0", day + 1000)]);
+  expect(days()).toEqual([day]);
+  expect(days()).toEqual([day]); // fetched once, read twice
+
+  // A batch of this connection.
+  writeNow(state, [load("d2", day + 2 * DAY + 1000)]);
+  expect(days()).toEqual([day, day + 2 * DAY]);
+
+  // Any statement on this connection (data_version does not move for its own writes).
+  a.sqlite.run("DELETE FROM rollups WHERE grain = ? AND bucket = ?", [GRAINS.day, day + 2 * DAY]);
+  expect(days()).toEqual([day]);
+
+  // Another connection's commit.
+  b.sqlite.run("DELETE FROM rollups WHERE grain = ?", [GRAINS.day]);
+  expect(days()).toEqual([]);
+  a.sqlite.close();
+  b.sqlite.close();
+});

@@ -7,8 +7,10 @@
 // Before each request another connection writes (as bench-report.ts's "cold"): the store drops the
 // sums of stored slices it kept and recounts its open hours. With --own-writes it does not: a
 // server is its database's only writer, and its own reports leave stored cells and their sums be.
+// With --ingest the server also stores a report of its own before each request (POST /telemetry),
+// as under the clients' traffic: what it keeps while nothing changed is fetched again.
 //
-//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [path ...]
+//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [--ingest] [path ...]
 import { Database } from "bun:sqlite";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -23,6 +25,7 @@ const { values, positionals } = parseArgs({
     db: { type: "string" },
     runs: { type: "string", default: "9" },
     "own-writes": { type: "boolean", default: false },
+    ingest: { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
@@ -83,6 +86,17 @@ for (const path of paths) {
   for (let i = 0; i < runs; i++) {
     now = span.last + i * HOUR;
     if (!values["own-writes"]) other.run("UPDATE rollup_state SET folded_until = folded_until");
+    if (values.ingest) {
+      const id = crypto.randomUUID();
+      const sent = await runtime.app.handle(
+        new Request("http://localhost/telemetry", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ random_id: id, execution_id: id, type: "lxc", nsapp: "debian", status: "installing" }),
+        }),
+      );
+      if (sent.status >= 300) throw new Error(`POST /telemetry: ${sent.status} ${await sent.text()}`);
+    }
     const c = process.cpuUsage();
     const res = await runtime.app.handle(new Request(`http://localhost${path}`));
     const body = await res.text();

@@ -92,3 +92,16 @@ export const execution = (randomId: string, over: Partial<Execution> = {}): Exec
   repaired: false,
   ...over,
 });
+
+/** A finished run as the `load` op writes it, half a second long (`over`: its outcome and fields). */
+export const finishedLoad = (randomId: string, createdAt: number, over: Partial<Execution> = {}) => ({
+  kind: "load" as const,
+  at: createdAt,
+  execution: execution(randomId, {
+    createdAt,
+    updatedAt: createdAt + 500,
+    finishedAt: createdAt + 500,
+    durationMs: 500,
+    ...over,
+  }),
+});

@@ -10,7 +10,7 @@ import { HOUR, DAY } from "../../src/domain/time.ts";
 import type { Execution } from "../../src/domain/execution.ts";
 import { parseMail, startHttpReceiver, startSmtpSink } from "../helpers/alert-receivers.ts";
 import { testApp, startReport, type TestApp } from "../helpers/app.ts";
-import { execution } from "../helpers/reports.ts";
+import { finishedLoad } from "../helpers/reports.ts";
 
 const ADMIN = "admin-token-for-alerts";
 const SECRETS = {
@@ -109,21 +109,13 @@ function runs(
     const createdAt = at + i * 1000;
     const fail = i < failed;
     const id = `${app}-${++seq}`;
-    return {
-      kind: "load" as const,
-      at: createdAt,
-      execution: execution(id, {
-        nsapp: app,
-        createdAt,
-        updatedAt: createdAt + 500,
-        finishedAt: createdAt + 500,
-        durationMs: 500,
-        status: fail ? "failed" : "done",
-        outcome: fail ? "failed" : "success",
-        error: fail ? error : null,
-        ...fields,
-      }),
-    };
+    return finishedLoad(id, createdAt, {
+      nsapp: app,
+      status: fail ? "failed" : "done",
+      outcome: fail ? "failed" : "success",
+      error: fail ? error : null,
+      ...fields,
+    });
   });
 }
 const load = async (a: TestApp, ops: ReturnType<typeof runs>) => void (await a.store.write(ops));

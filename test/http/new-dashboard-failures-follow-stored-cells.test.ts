@@ -1,27 +1,19 @@
 // /api/new keeps what it derived from a stored cell's failures while the cell is the same (domain/rollup.ts
 // settle): a failure written later into that day must show in the next answer, whichever window reads it.
 import { expect, test } from "bun:test";
-import type { Execution } from "../../src/domain/execution.ts";
 import { DAY } from "../../src/domain/time.ts";
 import { testApp } from "../helpers/app.ts";
-import { execution } from "../helpers/reports.ts";
+import { finishedLoad } from "../helpers/reports.ts";
 
-const failure = (id: string, app: string, createdAt: number): { kind: "load"; at: number; execution: Execution } => ({
-  kind: "load",
-  at: createdAt,
-  execution: execution(id, {
+const failure = (id: string, app: string, createdAt: number) =>
+  finishedLoad(id, createdAt, {
     nsapp: app,
-    createdAt,
-    updatedAt: createdAt + 500,
-    finishedAt: createdAt + 500,
-    durationMs: 500,
     status: "failed",
     outcome: "failed",
     exitCode: 100,
     errorCategory: "dependency",
     error: "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
-  }),
-});
+  });
 
 type Why = {
   exit_codes: { code: number; count: number; apps: number }[];

@@ -8,7 +8,7 @@ import { DAY } from "../../src/domain/time.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { createStoreState } from "../../src/store/sqlite/store-state.ts";
 import { writeNow } from "../../src/store/sqlite/store.ts";
-import { execution } from "../helpers/reports.ts";
+import { execution, finishedLoad } from "../helpers/reports.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 test("a stored range read again reflects every change, whoever made it", () => {
@@ -18,11 +18,7 @@ test("a stored range read again reflects every change, whoever made it", () => {
   const state = createStoreState(a.sqlite, a.db);
   // Days before the fold mark: written straight into stored day cells.
   const day = Math.floor(state.open.foldedUntil / DAY) * DAY - 5 * DAY;
-  const load = (id: string, at: number) => ({
-    kind: "load" as const,
-    at,
-    execution: execution(id, { createdAt: at, updatedAt: at + 500, status: "done", outcome: "success" as const }),
-  });
+  const load = (id: string, at: number) => finishedLoad(id, at, { status: "done", outcome: "success" });
   const slice = storedSlicesOf(execution("x"))[0]!;
   const days = () =>
     (

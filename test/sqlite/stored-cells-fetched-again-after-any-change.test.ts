@@ -1,6 +1,6 @@
 // The rows of a rollup range are fetched once while nothing in the database changes (reads.ts
-// FetchedRanges): a page's aggregates ask for the same cells many times. Any change is seen by the
-// next read: a batch of this connection, any statement on it, a commit of another connection.
+// FetchedRanges): a page's aggregates ask for the same cells many times. Any change of a cell is seen
+// by the next read: a batch of this connection, any statement on it, a commit of another connection.
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { GRAINS, storedSlicesOf } from "../../src/domain/rollup.ts";
@@ -37,6 +37,17 @@ test("a stored range read again reflects every change, whoever made it", () => {
 
   // Any statement on this connection (data_version does not move for its own writes).
   a.sqlite.run("DELETE FROM rollups WHERE grain = ? AND bucket = ?", [GRAINS.day, day + 2 * DAY]);
+  expect(days()).toEqual([day]);
+
+  // A change rolled back leaves the cells as they were, and so does a change of executions only.
+  expect(() =>
+    a.sqlite.transaction(() => {
+      a.sqlite.run("DELETE FROM rollups WHERE grain = ?", [GRAINS.day]);
+      throw new Error("rolled back");
+    })(),
+  ).toThrow("rolled back");
+  expect(days()).toEqual([day]);
+  a.sqlite.run("DELETE FROM executions");
   expect(days()).toEqual([day]);
 
   // Another connection's commit.

@@ -77,11 +77,13 @@ function sameBytes(a: readonly (Uint8Array | null)[], b: readonly (Uint8Array | 
 }
 
 /**
- * Rows of the range queries fetched while nothing in the database changed: one page's aggregates
- * ask for the same cells again and again (a dashboard of 97 range queries asked 30 distinct ones,
- * fetching 4.9 MB of cell bytes at 1M). Nothing changed when neither another connection committed
- * (PRAGMA data_version) nor this one changed a row (total_changes(): its write batches, and any
- * statement at all on it); either moves, and every row is fetched again.
+ * Rows of the range queries fetched while no rollup cell changed: one page's aggregates ask for
+ * the same cells again and again (a dashboard of 97 range queries asked 30 distinct ones, fetching
+ * 4.9 MB of cell bytes at 1M), and reports mostly change executions and open hours, not stored
+ * cells. Another connection's commit moves PRAGMA data_version; a change of a cell by this
+ * connection, by any statement, moves a mark that TEMP triggers keep (temp: this connection's
+ * own, no schema change). The mark is a random number, not a count: a rolled-back change takes
+ * it back with the rows, and a later change never lands on a value seen in between.
  */
 class FetchedRanges {
   private readonly rows = new Map<string, unknown[][]>();
@@ -92,8 +94,15 @@ class FetchedRanges {
     sqlite: Database,
     private readonly limit: number,
   ) {
-    // Read together: a commit between the two would go unseen for one call at most, as the next moves the mark.
-    this.marks = sqlite.query("SELECT (SELECT data_version FROM pragma_data_version) AS v, total_changes() AS c");
+    sqlite.run("CREATE TEMP TABLE IF NOT EXISTS rollup_changes (mark INTEGER NOT NULL)");
+    sqlite.run("INSERT INTO temp.rollup_changes SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM temp.rollup_changes)");
+    for (const op of ["INSERT", "UPDATE", "DELETE"])
+      sqlite.run(
+        `CREATE TEMP TRIGGER IF NOT EXISTS rollup_changes_${op.toLowerCase()} AFTER ${op} ON main."${table}" BEGIN UPDATE temp.rollup_changes SET mark = random(); END`,
+      );
+    this.marks = sqlite.query(
+      "SELECT (SELECT data_version FROM pragma_data_version) AS v, (SELECT mark FROM temp.rollup_changes) AS c",
+    );
   }
 
   /** The rows of `key`, fetched by `fetch` unless fetched since the last change. */

@@ -9,12 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseAlerts } from "../src/alerts/rules.ts";
-import { defaults } from "../src/config.ts";
-import { createLogger } from "../src/log.ts";
-import { createRuntime } from "../src/runtime.ts";
 import { seedDatabase, seedOptions } from "../src/seed/seed.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 import { createStats } from "../src/read/stats.ts";
+import { benchRuntime } from "./bench/runtime.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -46,11 +44,7 @@ const alerts = parseAlerts(
 const engine = openSqliteEngine(join(dir, "bench.db"), { durability: "normal", migrate: true });
 const seeded = await seedDatabase(engine.store, seedOptions({ records }));
 const clock = () => Date.now();
-const runtime = await createRuntime(
-  { ...defaults, db: join(dir, "bench.db") },
-  { clock, log: createLogger("error", () => {}, clock), version: "bench", alerts },
-  engine,
-);
+const runtime = await benchRuntime(engine, join(dir, "bench.db"), clock, alerts);
 const stats = createStats(runtime.store);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -8,15 +8,13 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { defaults } from "../src/config.ts";
 import type { Execution } from "../src/domain/execution.ts";
 import { DAY, HOUR } from "../src/domain/time.ts";
-import { createLogger } from "../src/log.ts";
-import { createRuntime } from "../src/runtime.ts";
 import { openEngine } from "../src/store/open.ts";
 import type { WriteOp } from "../src/store/contract/store.ts";
 import { execution } from "../test/helpers/reports.ts";
 import { prng } from "../test/helpers/random.ts";
+import { benchRuntime } from "./bench/runtime.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -86,19 +84,7 @@ if (fresh) {
 }
 
 const now = END - HOUR;
-const runtime = await createRuntime(
-  { ...defaults, db: file },
-  {
-    clock: () => now,
-    version: "bench",
-    log: createLogger(
-      "error",
-      () => {},
-      () => now,
-    ),
-  },
-  engine,
-);
+const runtime = await benchRuntime(engine, file, () => now);
 const get = async (p: string) => {
   const res = await runtime.app.handle(new Request(`http://localhost${p}`));
   if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);

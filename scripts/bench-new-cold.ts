@@ -14,10 +14,8 @@
 import { Database } from "bun:sqlite";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { defaults } from "../src/config.ts";
-import { createLogger } from "../src/log.ts";
-import { createRuntime } from "../src/runtime.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
+import { benchRuntime } from "./bench/runtime.ts";
 
 const { values, positionals } = parseArgs({
   args: Bun.argv.slice(2),
@@ -39,19 +37,7 @@ const other = new Database(values.db);
 const span = await engine.store.recordSpan();
 if (span === null) throw new Error(`${values.db} holds no records: seed it first`);
 let now = span.last;
-const runtime = await createRuntime(
-  { ...defaults, db: values.db },
-  {
-    clock: () => now,
-    version: "bench",
-    log: createLogger(
-      "error",
-      () => {},
-      () => now,
-    ),
-  },
-  engine,
-);
+const runtime = await benchRuntime(engine, values.db, () => now);
 const topApp = await (async () => {
   const res = await runtime.app.handle(new Request("http://localhost/api/stats/breakdown?by=nsapp&days=30&limit=1"));
   return ((await res.json()) as { groups: { value: string }[] }).groups[0]!.value;

@@ -21,15 +21,13 @@ import postgres from "postgres";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { defaults } from "../src/config.ts";
-import { createLogger } from "../src/log.ts";
 import { SEED_PROFILES, seedDatabase, seedOptions, type SeedProfile } from "../src/seed/seed.ts";
-import { createRuntime } from "../src/runtime.ts";
 import { openSqliteEngine } from "../src/store/sqlite/engine.ts";
 import { openEngine } from "../src/store/open.ts";
 import type { Engine } from "../src/store/engine.ts";
 import { startPostgres, type PgServer } from "../test/helpers/postgres.ts";
 import { BENCH_PG_SETTINGS, pgStorage, pgVersion, withDatabase, type PgStorage } from "./bench/pg.ts";
+import { benchRuntime } from "./bench/runtime.ts";
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -288,19 +286,7 @@ for (const size of sizes) {
     await engine.store.close();
     continue;
   }
-  const runtime = await createRuntime(
-    { ...defaults, db: b.location },
-    {
-      clock: () => now,
-      version: "bench",
-      log: createLogger(
-        "error",
-        () => {},
-        () => now,
-      ),
-    },
-    engine,
-  );
+  const runtime = await benchRuntime(engine, b.location, () => now);
   const { app } = runtime;
   const get = async (p: string) => {
     const res = await app.handle(new Request(`http://localhost${p}`));

@@ -8,9 +8,11 @@
 // sums of stored slices it kept and recounts its open hours. With --own-writes it does not: a
 // server is its database's only writer, and its own reports leave stored cells and their sums be.
 // With --ingest the server also stores a report of its own before each request (POST /telemetry),
-// as under the clients' traffic: what it keeps while nothing changed is fetched again.
+// as under the clients' traffic: what it keeps while nothing changed is fetched again. With
+// --same-hour (and --ingest) every request is asked within the same hour: a page reloaded after a
+// report, the same window computed again.
 //
-//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [--ingest] [path ...]
+//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [--ingest] [--same-hour] [path ...]
 import { Database } from "bun:sqlite";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -24,10 +26,13 @@ const { values, positionals } = parseArgs({
     runs: { type: "string", default: "9" },
     "own-writes": { type: "boolean", default: false },
     ingest: { type: "boolean", default: false },
+    "same-hour": { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
 if (values.db === undefined) throw new Error("--db <seeded database> is required (bun run seed --profile today ...)");
+if (values["same-hour"] && !values.ingest)
+  throw new Error("--same-hour needs --ingest (else the answer is reused, not computed)");
 const runs = Number(values.runs);
 const HOUR = 3_600_000;
 
@@ -64,13 +69,13 @@ console.log(
     .map((x) => x.toFixed(2))
     .join(", ")}; ${runs} requests per path\n`,
 );
-console.log("| path | first CPU ms | computed CPU p50 ms | computed CPU max ms | answers (sha1, one per hour) |");
+console.log("| path | first CPU ms | computed CPU p50 ms | computed CPU max ms | answers (sha1, one per request) |");
 console.log("|---|---:|---:|---:|---|");
 for (const path of paths) {
   const cpu: number[] = [];
   const hashes: string[] = [];
   for (let i = 0; i < runs; i++) {
-    now = span.last + i * HOUR;
+    now = span.last + (values["same-hour"] ? i * 1000 : i * HOUR);
     if (!values["own-writes"]) other.run("UPDATE rollup_state SET folded_until = folded_until");
     if (values.ingest) {
       const id = crypto.randomUUID();

@@ -545,14 +545,20 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
   return a;
 }
 
+const settled = new WeakSet<RollupData>();
+
 /**
- * Marks a cell no one changes any more (decoded from stored bytes, or a sum of such): its failure
- * dimension is frozen, so a reader may keep what it derives from it for as long as the cell lives.
+ * Marks a cell no one changes any more (decoded from stored bytes, or a sum of such), so a reader
+ * may keep what it derives from it for as long as the cell lives. Its failure dimension (the one
+ * readers keep most from) is frozen: a write into it throws rather than leave a kept answer stale.
  */
 export function settle(d: RollupData): RollupData {
   if (d.dims.failure !== undefined) Object.freeze(d.dims.failure);
+  settled.add(d);
   return d;
 }
+
+export const isSettled = (d: RollupData): boolean => settled.has(d);
 
 export const isEmpty = (d: RollupData): boolean => Object.keys(d.dims).length === 0;
 

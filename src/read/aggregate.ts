@@ -466,28 +466,39 @@ export function finishedByValue(
   return { total, values };
 }
 
-/** Each value's counts in each of `dims`, summed over the cells (an app slice's own nsapp as `nsapp`). */
+/**
+ * Each value's counts in each of `dims`, summed over the cells (an app slice's own nsapp as
+ * `nsapp`); with `onto`, added to those sums, which are left as they are (copied where a cell adds).
+ */
 export function dimensionSums(
   cells: readonly Cell[],
   p: Extract<Plan, { source: "rollup" }>,
   dims: readonly Dimension[],
+  onto: ReadonlyMap<Dimension, ReadonlyMap<string, Counts>> | null = null,
 ): Map<Dimension, Map<string, Counts>> {
-  const out = new Map<Dimension, Map<string, Counts>>(dims.map((d) => [d, new Map()]));
-  const into = (sums: Map<string, Counts>, value: string, counts: Counts) => {
+  const out = new Map<Dimension, Map<string, Counts>>(dims.map((d) => [d, new Map(onto?.get(d))]));
+  const into = (
+    sums: Map<string, Counts>,
+    shared: ReadonlyMap<string, Counts> | undefined,
+    value: string,
+    counts: Counts,
+  ) => {
     const s = sums.get(value);
     if (s === undefined) sums.set(value, [...counts] as Counts);
+    else if (s === shared?.get(value)) sums.set(value, add([...s] as Counts, counts));
     else add(s, counts);
   };
   for (const { data } of cells) {
     for (const dim of dims) {
       const sums = out.get(dim)!;
+      const shared = onto?.get(dim);
       if (dim === "nsapp" && p.nsapp !== null) {
-        into(sums, p.nsapp, cellTotal(data, null));
+        into(sums, shared, p.nsapp, cellTotal(data, null));
         continue;
       }
       // for-in over the cell's own map (no prototype, domain/rollup.ts): no entry arrays made.
       const values = data.dims[dim];
-      if (values !== undefined) for (const value in values) into(sums, value, values[value]!);
+      if (values !== undefined) for (const value in values) into(sums, shared, value, values[value]!);
     }
   }
   return out;

@@ -23,8 +23,9 @@ import {
   type Use,
   type Window,
 } from "./aggregate.ts";
-import { GRAINS, type Dimension, type RollupPart } from "../domain/rollup.ts";
+import { GRAINS, settle, type Dimension, type RollupPart } from "../domain/rollup.ts";
 import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
+import { byWindow, settledAndOpen } from "./settled.ts";
 
 type Source = "rollup" | "scan";
 
@@ -134,6 +135,41 @@ function folded({ store, scans }: StatsSource, shape: ReadShape, w: Window, filt
   return cells;
 }
 
+/** The type's apps summed over settled cells, a year's failure keys among them (~6 MB): a few kept. */
+const keptAppsCells = byWindow<Cell>(4);
+
+/**
+ * appsCell of the apps' settled cells, kept (settled.ts) and settled itself, and of their open
+ * cells apart: one cell, or two when some are open. Summing a type's apps again for every request
+ * was a third of /api/new?ctype= over a year.
+ */
+function appsCells(apps: readonly { app: string; cells: readonly Cell[] }[], sign: 1 | -1, bucket: number): Cell[] {
+  const split = apps.map(({ app, cells }) => ({ app, ...settledAndOpen(cells) }));
+  const shape = `${sign}|${bucket}|${split.map((a) => `${a.app}:${a.settled.length}`).join(",")}`;
+  const settled = keptAppsCells(
+    split.flatMap((a) => a.settled),
+    shape,
+    () => {
+      const c = appsCell(
+        split.map(({ app, settled }) => ({ app, cells: settled })),
+        sign,
+        bucket,
+      );
+      settle(c.data);
+      return c;
+    },
+  );
+  if (split.every((a) => a.open.length === 0)) return [settled];
+  return [
+    settled,
+    appsCell(
+      split.map(({ app, open }) => ({ app, cells: open })),
+      sign,
+      bucket,
+    ),
+  ];
+}
+
 /**
  * An install type is (nearly always) one app's whole: the cells of one type are the sum of its
  * apps' slices, or the cells of every app less the other types' apps, whichever side has fewer
@@ -178,8 +214,8 @@ async function typeByApps(
       counted += keep ? ofType : others;
     }
     if (pure && counted === (keep ? kept : total - kept)) {
-      const summed = appsCell(reads, keep ? 1 : -1, w.from);
-      return { source: "rollup", plan: split.basePlan, cells: keep ? [summed] : [...cells, summed] };
+      const summed = appsCells(reads, keep ? 1 : -1, w.from);
+      return { source: "rollup", plan: split.basePlan, cells: keep ? summed : [...cells, ...summed] };
     }
     if (fresh) return null;
     await learn(apps);

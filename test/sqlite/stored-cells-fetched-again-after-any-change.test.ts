@@ -1,6 +1,7 @@
 // The rows of a rollup range are fetched once while nothing in the database changes (reads.ts
 // FetchedRanges): a page's aggregates ask for the same cells many times. Any change of a cell is seen
-// by the next read: a batch of this connection, any statement on it, a commit of another connection.
+// by the next read: a batch of this connection, any statement on it, a commit of another connection;
+// rows read inside a transaction go with its rollback.
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { GRAINS, storedSlicesOf } from "../../src/domain/rollup.ts";
@@ -47,8 +48,24 @@ test("a stored range read again reflects every change, whoever made it", () => {
     })(),
   ).toThrow("rolled back");
   expect(days()).toEqual([day]);
-  a.sqlite.run("DELETE FROM executions");
+  // Read inside a transaction: the change is seen there, and gone with the rollback.
+  expect(() =>
+    a.sqlite.transaction(() => {
+      a.sqlite.run("DELETE FROM rollups WHERE grain = ?", [GRAINS.day]);
+      expect(days()).toEqual([]);
+      throw new Error("rolled back");
+    })(),
+  ).toThrow("rolled back");
   expect(days()).toEqual([day]);
+  // A cell of another range, and the first and the last day of this one.
+  writeNow(state, [load("d9", day + 9 * DAY + 1000)]);
+  expect(days()).toEqual([day]);
+  writeNow(state, [load("d3", day + 3 * DAY + 1000)]);
+  expect(days()).toEqual([day, day + 3 * DAY]);
+  writeNow(state, [load("d-1", day - DAY + 1000)]);
+  expect(days()).toEqual([day - DAY, day, day + 3 * DAY]);
+  a.sqlite.run("DELETE FROM executions");
+  expect(days()).toEqual([day - DAY, day, day + 3 * DAY]);
 
   // Another connection's commit.
   b.sqlite.run("DELETE FROM rollups WHERE grain = ?", [GRAINS.day]);

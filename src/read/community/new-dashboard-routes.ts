@@ -18,6 +18,7 @@ import { DAY, HOUR, MINUTE } from "../../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import { dimensionSums, summarize, type Cell, type Plan, type Window } from "../aggregate.ts";
 import { reuseByKey } from "../reuse.ts";
+import { byWindow, settledAndOpen } from "../settled.ts";
 import { csvCell } from "../export.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
@@ -416,9 +417,21 @@ function failuresIn(keys: Record<string, Counts>): CellFailures {
   return out;
 }
 
-/** The failure dimension of every cell in one pass (its keys are many: no summed copy is made first). */
+/** Failures of the settled cells of a window (see byWindow): a year's holds ~55,000 groups, ~6 MB. */
+const keptFailures = byWindow<Failures>(4);
+
+/** The failure dimension of every cell (its keys are many: no summed copy is made first). */
 function failuresOf(cells: readonly Cell[]): Failures {
-  const out: Failures = { byCode: new Map(), bySignature: new Map() };
+  const { settled, open } = settledAndOpen(cells);
+  const base = keptFailures(settled, "", () =>
+    addFailures({ byCode: new Map(), bySignature: new Map() }, settled, null),
+  );
+  if (open.length === 0) return base;
+  return addFailures({ byCode: new Map(base.byCode), bySignature: new Map(base.bySignature) }, open, base);
+}
+
+/** Adds the failure keys of `cells` into `out`; entries `out` shares with `kept` are copied before they change. */
+function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | null): Failures {
   for (const { data } of cells) {
     const keys = data.dims.failure;
     if (keys === undefined) continue;
@@ -428,9 +441,10 @@ function failuresOf(cells: readonly Cell[]): Failures {
       const app = f.app[i]!;
       const exitCode = f.code[i]!;
       if (exitCode !== 0) {
-        const e =
-          out.byCode.get(exitCode) ??
-          (out.byCode.set(exitCode, { count: 0, apps: new Set() }), out.byCode.get(exitCode)!);
+        let e = out.byCode.get(exitCode);
+        if (e === undefined) out.byCode.set(exitCode, (e = { count: 0, apps: new Set() }));
+        else if (kept?.byCode.get(exitCode) === e)
+          out.byCode.set(exitCode, (e = { count: e.count, apps: new Set(e.apps) }));
         e.count += failed;
         e.apps.add(app);
       }
@@ -440,7 +454,11 @@ function failuresOf(cells: readonly Cell[]): Failures {
       if (g === undefined) {
         g = { category: f.category[i]!, exit_code: exitCode, id: f.signature[i]!, count: 0, app, apps: null };
         out.bySignature.set(group, g);
-      } else if (g.apps !== null) g.apps.add(app);
+      } else if (kept?.bySignature.get(group) === g) {
+        g = { ...g, apps: g.apps === null ? null : new Set(g.apps) };
+        out.bySignature.set(group, g);
+      }
+      if (g.apps !== null) g.apps.add(app);
       else if (app !== g.app) g.apps = new Set([g.app, app]);
       g.count += failed;
     }
@@ -461,10 +479,12 @@ function signatureGroups(
   f: Failures,
   limit = 30,
 ): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
-  const order = (a: { count: number; id: string }, b: { count: number; id: string }): number =>
-    b.count - a.count || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  const text = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+  // Ties by the whole group (id, code, category): the map's order depends on which cells were kept.
+  const order = (a: SignatureGroup, b: SignatureGroup): number =>
+    b.count - a.count || text(a.id, b.id) || a.exit_code - b.exit_code || text(a.category, b.category);
   // The top selected, not sorted out of every group: a year holds tens of thousands of them.
-  // Kept in order, ties in the map's order (as a stable sort keeps them), the last the least.
+  // Kept in order, the last the least.
   const top: SignatureGroup[] = [];
   for (const e of f.bySignature.values()) {
     if (top.length === limit && (limit === 0 || order(e, top[limit - 1]!) >= 0)) continue;
@@ -582,18 +602,38 @@ const LIVE_ROWS = 40;
 /** How far back the live panels look for runs that may still report (the longest run is a day). */
 const LIVE_LOOKBACK = 2 * DAY;
 
+/** `a` and `b` added up, neither changed. */
+function sumOf(a: Sums, b: Sums): Sums {
+  return new Map(
+    [...a].map(([dim, values]) => {
+      const out = new Map(values);
+      for (const [value, c] of b.get(dim) ?? []) {
+        const s = out.get(value);
+        if (s === undefined) out.set(value, c);
+        else {
+          const sum: Counts = [...s];
+          addTo(sum, c);
+          out.set(value, sum);
+        }
+      }
+      return [dim, out];
+    }),
+  );
+}
+
+/** Sums of the settled cells of a window (see byWindow): a few thousand values. */
+const keptSums = byWindow<Sums>(16);
+
 /** Cells of every filter, summed dimension by dimension, with the headline, the median and the failures. */
 export async function readSums(stats: ReturnType<typeof createStats>, filters: readonly ExecutionFilter[], w: Window) {
   const reads = await Promise.all(filters.map((f) => stats.cells(f, w)));
-  const [first, ...more] = reads.map((r) => dimensionSums(r.cells, r.plan, NEW_DIMENSIONS));
-  const sums: Sums = first!;
-  // Several repo filters (ProxmoxVE and the reports naming none): summed into the first.
-  for (const other of more) {
-    for (const [dim, values] of other) {
-      const into = sums.get(dim)!;
-      for (const [value, c] of values) addTo(into.get(value) ?? (into.set(value, zero()), into.get(value)!), c);
-    }
-  }
+  const [first, ...more] = reads.map(({ cells, plan }) => {
+    const { settled, open } = settledAndOpen(cells);
+    const base = keptSums(settled, plan.nsapp ?? "", () => dimensionSums(settled, plan, NEW_DIMENSIONS));
+    return open.length === 0 ? base : dimensionSums(open, plan, NEW_DIMENSIONS, base);
+  });
+  // Several repo filters (ProxmoxVE and the reports naming none): added up, none changed (kept).
+  const sums = more.reduce(sumOf, first!);
   const headline = zero();
   for (const c of sums.get("type")!.values()) addTo(headline, c);
   const cells = reads.flatMap((r) => r.cells);

@@ -73,25 +73,13 @@ function storedAndOpen(state: StoreState, selection: RollupSelection, slices: re
   const { grain, from, to, parts } = selection;
   const foldedUntil = open.foldedUntil;
   const storedTo = grain === GRAINS.hour ? Math.min(to, foldedUntil) : to;
-  const lists = reads.storedRollups({ ...selection, to: storedTo }, slices);
-  let openHours = false;
-  if (grain === GRAINS.hour && to > foldedUntil) {
-    for (const slice of slices) {
-      const hours = open.cellsOf(slice, Math.max(from, foldedUntil), to);
-      if (hours.length === 0) continue;
-      openHours = true;
-      const list = lists.get(slice) ?? [];
-      list.push(...hours.map(({ bucket, data }) => ({ bucket, data: only(data, parts) })));
-      lists.set(slice, list);
-    }
-  }
   // Stored cells are decoded afresh when their bytes change, never changed in place: their sums
-  // can be kept by their identity. Open hours are counted into in place: summed every time.
-  const kept = openHours
-    ? undefined
-    : {
-        cache: selection.dims === undefined ? wholeSums : sums,
-        key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}`,
-      };
-  return sumByBucket([...lists.values()], kept);
+  // can be kept by their identity. Open hours (all after the stored ones) keep their own sums.
+  const stored = sumByBucket([...reads.storedRollups({ ...selection, to: storedTo }, slices).values()], {
+    cache: selection.dims === undefined ? wholeSums : sums,
+    key: `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}`,
+  });
+  if (grain !== GRAINS.hour || to <= foldedUntil) return stored;
+  const hours = open.summedOf(slices, Math.max(from, foldedUntil), to);
+  return [...stored, ...hours.map(({ bucket, data }) => ({ bucket, data: only(data, parts) }))];
 }

@@ -9,10 +9,12 @@ import { explainExitCode } from "../../domain/exit-codes.ts";
 import {
   FAILURE_SEPARATOR,
   failureParts,
+  isSettled,
   platformClass,
   zeroCounts,
   type Counts,
   type Dimension,
+  type RollupData,
 } from "../../domain/rollup.ts";
 import { DAY, HOUR, MINUTE } from "../../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
@@ -387,15 +389,15 @@ interface CellFailures {
 }
 
 /**
- * What failuresIn made of a settled cell's failure dimension (domain/rollup.ts settle: frozen, it
- * never changes), kept as long as the cell is: a window an hour later, or of another length,
- * shares most of its cells, and taking their keys apart was most of /api/new's CPU.
+ * What failuresIn made of a settled cell's failure dimension (domain/rollup.ts settle: it never
+ * changes), kept as long as the cell is: a window an hour later, or of another length, shares
+ * most of its cells, and taking their keys apart was most of /api/new's CPU.
  */
-const takenApart = new WeakMap<object, CellFailures>();
+const takenApart = new WeakMap<RollupData, CellFailures>();
 
-function failuresIn(keys: Record<string, Counts>): CellFailures {
-  const settled = Object.isFrozen(keys);
-  const kept = settled ? takenApart.get(keys) : undefined;
+function failuresIn(data: RollupData, keys: Record<string, Counts>): CellFailures {
+  const settled = isSettled(data);
+  const kept = settled ? takenApart.get(data) : undefined;
   if (kept !== undefined) return kept;
   const out: CellFailures = { group: [], signed: [], category: [], signature: [], app: [], code: [], failed: [] };
   for (const key in keys) {
@@ -413,7 +415,7 @@ function failuresIn(keys: Record<string, Counts>): CellFailures {
     out.code.push(codeEnd === 0 ? 0 : Number(group.slice(0, codeEnd)));
     out.failed.push(failed);
   }
-  if (settled) takenApart.set(keys, out);
+  if (settled) takenApart.set(data, out);
   return out;
 }
 
@@ -435,7 +437,7 @@ function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | nul
   for (const { data } of cells) {
     const keys = data.dims.failure;
     if (keys === undefined) continue;
-    const f = failuresIn(keys);
+    const f = failuresIn(data, keys);
     for (let i = 0; i < f.group.length; i++) {
       const failed = f.failed[i]!;
       const app = f.app[i]!;

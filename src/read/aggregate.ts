@@ -475,6 +475,7 @@ export function dimensionSums(
   p: Extract<Plan, { source: "rollup" }>,
   dims: readonly Dimension[],
   onto: ReadonlyMap<Dimension, ReadonlyMap<string, Counts>> | null = null,
+  sign: 1 | -1 = 1,
 ): Map<Dimension, Map<string, Counts>> {
   const out = new Map<Dimension, Map<string, Counts>>(dims.map((d) => [d, new Map(onto?.get(d))]));
   const into = (
@@ -484,9 +485,16 @@ export function dimensionSums(
     counts: Counts,
   ) => {
     const s = sums.get(value);
-    if (s === undefined) sums.set(value, [...counts] as Counts);
-    else if (s === shared?.get(value)) sums.set(value, add([...s] as Counts, counts));
-    else add(s, counts);
+    if (s === undefined) {
+      sums.set(value, sign === 1 ? ([...counts] as Counts) : (counts.map((n) => -n) as Counts));
+      return;
+    }
+    const sum = s === shared?.get(value) ? ([...s] as Counts) : s;
+    let left = false;
+    for (let i = 0; i < sum.length; i++) left = (sum[i] = sum[i]! + sign * counts[i]!) !== 0 || left;
+    // A value a window no longer counts (taken out) is gone, as if never added.
+    if (!left) sums.delete(value);
+    else if (sum !== s) sums.set(value, sum);
   };
   for (const { data } of cells) {
     for (const dim of dims) {

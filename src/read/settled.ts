@@ -21,18 +21,67 @@ export function settledAndOpen(cells: readonly Cell[]): { settled: Cell[]; open:
   return { settled, open };
 }
 
+type Derive<T> = (before: T, lost: readonly Cell[], gained: readonly Cell[]) => T;
+
 /**
  * A memo of what `make` derives from settled cells, by `shape` (what else it depends on) and the
- * cells' identities; the `size` asked last are kept.
+ * cells' identities; the `size` asked last are kept. With `derive`, a window that shares most of
+ * its cells with one kept for the same shape (an hour or a day later) is made from that one: the
+ * cells it lost taken out and those it gained added, as `derive` does without changing `before`.
  */
-export function byWindow<T>(size: number): (settled: readonly Cell[], shape: string, make: () => T) => T {
-  const kept = new Map<string, T>();
-  return (settled, shape, make) => {
+export function byWindow<T>(
+  size: number,
+): (settled: readonly Cell[], shape: string, make: () => T, derive?: Derive<T>) => T {
+  const kept = new Map<string, { shape: string; cells: readonly Cell[]; value: T }>();
+  return (settled, shape, make, derive) => {
     const key = `${shape}|${settled.map(idOf).join(",")}`;
-    const value = kept.get(key) ?? make();
+    const entry = kept.get(key) ?? {
+      shape,
+      cells: settled,
+      value: (derive && near(kept, settled, shape, derive)) ?? make(),
+    };
     kept.delete(key);
-    kept.set(key, value);
+    kept.set(key, entry);
     if (kept.size > size) kept.delete(kept.keys().next().value!);
-    return value;
+    return entry.value;
   };
+}
+
+/** `derive` from the kept window of `shape` with the fewest cells changed, unless they are half of them or more. */
+function near<T>(
+  kept: ReadonlyMap<string, { shape: string; cells: readonly Cell[]; value: T }>,
+  settled: readonly Cell[],
+  shape: string,
+  derive: Derive<T>,
+): T | undefined {
+  let best: { value: T; lost: Cell[]; gained: Cell[] } | undefined;
+  for (const k of kept.values()) {
+    if (k.shape !== shape) continue;
+    const { lost, gained } = changes(k.cells, settled);
+    if (best === undefined || lost.length + gained.length < best.lost.length + best.gained.length)
+      best = { value: k.value, lost, gained };
+  }
+  if (best === undefined || 2 * (best.lost.length + best.gained.length) >= settled.length) return undefined;
+  return derive(best.value, best.lost, best.gained);
+}
+
+/** The cells of `before` not in `after` and those of `after` not in `before`, by identity, each as often as it differs. */
+function changes(before: readonly Cell[], after: readonly Cell[]): { lost: Cell[]; gained: Cell[] } {
+  const count = new Map<Cell["data"], number>();
+  for (const { data } of before) count.set(data, (count.get(data) ?? 0) + 1);
+  const gained: Cell[] = [];
+  for (const c of after) {
+    const n = count.get(c.data) ?? 0;
+    if (n === 0) gained.push(c);
+    else count.set(c.data, n - 1);
+  }
+  const lost: Cell[] = [];
+  for (const c of before) {
+    const n = count.get(c.data) ?? 0;
+    if (n > 0) {
+      lost.push(c);
+      count.set(c.data, n - 1);
+    }
+  }
+  return { lost, gained };
 }

@@ -136,32 +136,56 @@ function folded({ store, scans }: StatsSource, shape: ReadShape, w: Window, filt
 }
 
 /** The type's apps summed over settled cells, a year's failure keys among them (~6 MB): a few kept. */
-const keptAppsCells = byWindow<Cell>(4);
+const keptAppsCells = byWindow<Cell[]>(4);
+/** The app of each settled cell appsCells has met (a cell is one app's slice): what a later window lost is taken out as that app's. */
+const appOf = new WeakMap<Cell["data"], string>();
+/** Cells a kept sum may carry: the sum and what later windows took out and added, before it is summed afresh. */
+const MOST_CHANGES = 7;
+
+/** appsCell of `cells` (each its app's, by appOf), settled: nothing changes it after. */
+function settledAppsCell(cells: readonly Cell[], sign: 1 | -1, bucket: number): Cell {
+  const byApp = new Map<string, Cell[]>();
+  for (const c of cells) {
+    const app = appOf.get(c.data)!;
+    const list = byApp.get(app);
+    if (list === undefined) byApp.set(app, [c]);
+    else list.push(c);
+  }
+  const c = appsCell(
+    [...byApp].map(([app, list]) => ({ app, cells: list })),
+    sign,
+    bucket,
+  );
+  settle(c.data);
+  return c;
+}
 
 /**
  * appsCell of the apps' settled cells, kept (settled.ts) and settled itself, and of their open
  * cells apart: one cell, or two when some are open. Summing a type's apps again for every request
- * was a third of /api/new?ctype= over a year.
+ * was a third of /api/new?ctype= over a year; a window a day later adds what it gained and takes
+ * out what it lost, in cells of their own, until they are MOST_CHANGES.
  */
 function appsCells(apps: readonly { app: string; cells: readonly Cell[] }[], sign: 1 | -1, bucket: number): Cell[] {
   const split = apps.map(({ app, cells }) => ({ app, ...settledAndOpen(cells) }));
-  const shape = `${sign}|${bucket}|${split.map((a) => `${a.app}:${a.settled.length}`).join(",")}`;
-  const settled = keptAppsCells(
-    split.flatMap((a) => a.settled),
-    shape,
-    () => {
-      const c = appsCell(
-        split.map(({ app, settled }) => ({ app, cells: settled })),
-        sign,
-        bucket,
-      );
-      settle(c.data);
-      return c;
-    },
-  );
-  if (split.every((a) => a.open.length === 0)) return [settled];
-  return [
+  for (const { app, settled } of split) for (const c of settled) appOf.set(c.data, app);
+  const settled = split.flatMap((a) => a.settled);
+  const kept = keptAppsCells(
     settled,
+    String(sign),
+    () => [settledAppsCell(settled, sign, bucket)],
+    (before, lost, gained) =>
+      before.length + 2 > MOST_CHANGES
+        ? [settledAppsCell(settled, sign, bucket)]
+        : [
+            ...before,
+            ...(gained.length > 0 ? [settledAppsCell(gained, sign, bucket)] : []),
+            ...(lost.length > 0 ? [settledAppsCell(lost, sign === 1 ? -1 : 1, bucket)] : []),
+          ],
+  ).map((c) => (c.bucket === bucket ? c : { bucket, data: c.data }));
+  if (split.every((a) => a.open.length === 0)) return kept;
+  return [
+    ...kept,
     appsCell(
       split.map(({ app, open }) => ({ app, cells: open })),
       sign,

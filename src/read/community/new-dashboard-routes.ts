@@ -357,9 +357,14 @@ function countBreakdowns(sums: Sums) {
   };
 }
 
-/** Failures by exit code, and by category, exit code and signature, each with the apps behind it. */
+/**
+ * Failures by exit code, and by category, exit code and signature, each with its failures per app.
+ * Counts are signed: a type's cells may take other apps' runs out (aggregate.ts appsCell, sign -1),
+ * and a window an hour later takes out the cells it lost; an app is behind a failure while its
+ * count is not 0, and an entry at 0 is gone.
+ */
 export interface Failures {
-  byCode: Map<number, { count: number; apps: Set<string> }>;
+  byCode: Map<number, { count: number; apps: Map<string, number> }>;
   bySignature: Map<string, SignatureGroup>;
 }
 interface SignatureGroup {
@@ -367,9 +372,9 @@ interface SignatureGroup {
   exit_code: number;
   id: string;
   count: number;
-  /** The group's app while it has one (most have: a year holds ~50,000 groups), then all of them. */
+  /** The group's app while it has one (most have: a year holds ~50,000 groups; its count is the group's), then each app's count. */
   app: string;
-  apps: Set<string> | null;
+  apps: Map<string, number> | null;
 }
 
 /**
@@ -419,36 +424,58 @@ function failuresIn(data: RollupData, keys: Record<string, Counts>): CellFailure
   return out;
 }
 
-/** Failures of the settled cells of a window (see byWindow): a year's holds ~55,000 groups, ~6 MB. */
+const emptyFailures = (): Failures => ({ byCode: new Map(), bySignature: new Map() });
+/** A copy whose entries are `f`'s own (addFailures copies an entry before it changes it). */
+const copyOf = (f: Failures): Failures => ({ byCode: new Map(f.byCode), bySignature: new Map(f.bySignature) });
+
+/**
+ * Failures of the settled cells of a window (see byWindow): a year's holds ~55,000 groups, ~6 MB.
+ * A window an hour or a day later is the one before with the cells it lost taken out and those it
+ * gained added: adding up a year's failure keys again cost ~30 ms at 1M.
+ */
 const keptFailures = byWindow<Failures>(4);
 
 /** The failure dimension of every cell (its keys are many: no summed copy is made first). */
 function failuresOf(cells: readonly Cell[]): Failures {
   const { settled, open } = settledAndOpen(cells);
-  const base = keptFailures(settled, "", () =>
-    addFailures({ byCode: new Map(), bySignature: new Map() }, settled, null),
+  const base = keptFailures(
+    settled,
+    "",
+    () => addFailures(emptyFailures(), settled, null, 1),
+    (before, lost, gained) => addFailures(addFailures(copyOf(before), gained, before, 1), lost, before, -1),
   );
   if (open.length === 0) return base;
-  return addFailures({ byCode: new Map(base.byCode), bySignature: new Map(base.bySignature) }, open, base);
+  return addFailures(copyOf(base), open, base, 1);
 }
 
-/** Adds the failure keys of `cells` into `out`; entries `out` shares with `kept` are copied before they change. */
-function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | null): Failures {
+/** `n` more for `app` (negative: fewer), the app gone at 0. */
+const tally = (apps: Map<string, number>, app: string, n: number): void => {
+  const now = (apps.get(app) ?? 0) + n;
+  if (now === 0) apps.delete(app);
+  else apps.set(app, now);
+};
+
+/**
+ * Adds the failure keys of `cells`, times `sign`, into `out`; entries `out` shares with `kept` are
+ * copied before they change.
+ */
+function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | null, sign: 1 | -1): Failures {
   for (const { data } of cells) {
     const keys = data.dims.failure;
     if (keys === undefined) continue;
     const f = failuresIn(data, keys);
     for (let i = 0; i < f.group.length; i++) {
-      const failed = f.failed[i]!;
+      const failed = f.failed[i]! * sign;
       const app = f.app[i]!;
       const exitCode = f.code[i]!;
       if (exitCode !== 0) {
         let e = out.byCode.get(exitCode);
-        if (e === undefined) out.byCode.set(exitCode, (e = { count: 0, apps: new Set() }));
+        if (e === undefined) out.byCode.set(exitCode, (e = { count: 0, apps: new Map() }));
         else if (kept?.byCode.get(exitCode) === e)
-          out.byCode.set(exitCode, (e = { count: e.count, apps: new Set(e.apps) }));
+          out.byCode.set(exitCode, (e = { count: e.count, apps: new Map(e.apps) }));
         e.count += failed;
-        e.apps.add(app);
+        tally(e.apps, app, failed);
+        if (e.count === 0 && e.apps.size === 0) out.byCode.delete(exitCode);
       }
       if (!f.signed[i]) continue;
       const group = f.group[i]!;
@@ -457,12 +484,13 @@ function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | nul
         g = { category: f.category[i]!, exit_code: exitCode, id: f.signature[i]!, count: 0, app, apps: null };
         out.bySignature.set(group, g);
       } else if (kept?.bySignature.get(group) === g) {
-        g = { ...g, apps: g.apps === null ? null : new Set(g.apps) };
+        g = { ...g, apps: g.apps === null ? null : new Map(g.apps) };
         out.bySignature.set(group, g);
       }
-      if (g.apps !== null) g.apps.add(app);
-      else if (app !== g.app) g.apps = new Set([g.app, app]);
+      if (g.apps === null && app !== g.app) g.apps = new Map([[g.app, g.count]]);
+      if (g.apps !== null) tally(g.apps, app, failed);
       g.count += failed;
+      if (g.count === 0 && (g.apps === null || g.apps.size === 0)) out.bySignature.delete(group);
     }
   }
   return out;
@@ -631,7 +659,13 @@ export async function readSums(stats: ReturnType<typeof createStats>, filters: r
   const reads = await Promise.all(filters.map((f) => stats.cells(f, w)));
   const [first, ...more] = reads.map(({ cells, plan }) => {
     const { settled, open } = settledAndOpen(cells);
-    const base = keptSums(settled, plan.nsapp ?? "", () => dimensionSums(settled, plan, NEW_DIMENSIONS));
+    const base = keptSums(
+      settled,
+      plan.nsapp ?? "",
+      () => dimensionSums(settled, plan, NEW_DIMENSIONS),
+      (before, lost, gained) =>
+        dimensionSums(lost, plan, NEW_DIMENSIONS, dimensionSums(gained, plan, NEW_DIMENSIONS, before), -1),
+    );
     return open.length === 0 ? base : dimensionSums(open, plan, NEW_DIMENSIONS, base);
   });
   // Several repo filters (ProxmoxVE and the reports naming none): added up, none changed (kept).

@@ -98,6 +98,7 @@ for (const path of paths) {
     cpu.push((d.user + d.system) / 1000);
     hashes.push(new Bun.CryptoHasher("sha1").update(body).digest("hex").slice(0, 6));
   }
+  if (process.env.EACH) console.error(path, cpu.map((x) => x.toFixed(0)).join(" "));
   const rest = cpu.slice(1).sort((a, b) => a - b);
   console.log(
     `| \`${path}\` | ${fmt(cpu[0]!)} | ${fmt(rest[Math.floor(rest.length / 2)] ?? Number.NaN)} | ${fmt(rest[Math.ceil(rest.length * 0.95) - 1] ?? Number.NaN)} | ${fmt(rest.at(-1) ?? Number.NaN)} | ${hashes.join(" ")} |`,

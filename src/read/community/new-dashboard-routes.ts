@@ -366,6 +366,12 @@ function countBreakdowns(sums: Sums) {
 export interface Failures {
   byCode: Map<number, { count: number; apps: Map<string, number> }>;
   bySignature: Map<string, SignatureGroup>;
+  /**
+   * Kept groups these lie over, not copied (a window's open hours over its settled cells': a year
+   * holds ~55,000 groups, copying them was 7 % of /api/new): a group in bySignature is the one
+   * that counts, and at count 0 it is gone.
+   */
+  under: ReadonlyMap<string, SignatureGroup> | null;
 }
 interface SignatureGroup {
   category: string;
@@ -424,9 +430,9 @@ function failuresIn(data: RollupData, keys: Record<string, Counts>): CellFailure
   return out;
 }
 
-const emptyFailures = (): Failures => ({ byCode: new Map(), bySignature: new Map() });
+const emptyFailures = (): Failures => ({ byCode: new Map(), bySignature: new Map(), under: null });
 /** A copy whose entries are `f`'s own (addFailures copies an entry before it changes it). */
-const copyOf = (f: Failures): Failures => ({ byCode: new Map(f.byCode), bySignature: new Map(f.bySignature) });
+const copyOf = (f: Failures): Failures => ({ byCode: new Map(f.byCode), bySignature: new Map(f.bySignature), under: null });
 
 /**
  * Failures of the settled cells of a window (see byWindow): a year's holds ~55,000 groups, ~6 MB.
@@ -445,7 +451,7 @@ function failuresOf(cells: readonly Cell[]): Failures {
     (before, lost, gained) => addFailures(addFailures(copyOf(before), gained, before, 1), lost, before, -1),
   );
   if (open.length === 0) return base;
-  return addFailures(copyOf(base), open, base, 1);
+  return addFailures({ byCode: new Map(base.byCode), bySignature: new Map(), under: base.bySignature }, open, base, 1);
 }
 
 /** `n` more for `app` (negative: fewer), the app gone at 0. */
@@ -480,7 +486,11 @@ function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | nul
       if (!f.signed[i]) continue;
       const group = f.group[i]!;
       let g = out.bySignature.get(group);
-      if (g === undefined) {
+      const below = g === undefined ? out.under?.get(group) : undefined;
+      if (below !== undefined) {
+        g = { ...below, apps: below.apps === null ? null : new Map(below.apps) };
+        out.bySignature.set(group, g);
+      } else if (g === undefined) {
         g = { category: f.category[i]!, exit_code: exitCode, id: f.signature[i]!, count: 0, app, apps: null };
         out.bySignature.set(group, g);
       } else if (kept?.bySignature.get(group) === g) {
@@ -490,7 +500,7 @@ function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | nul
       if (g.apps === null && app !== g.app) g.apps = new Map([[g.app, g.count]]);
       if (g.apps !== null) tally(g.apps, app, failed);
       g.count += failed;
-      if (g.count === 0 && (g.apps === null || g.apps.size === 0)) out.bySignature.delete(group);
+      if (g.count === 0 && (g.apps === null || g.apps.size === 0) && out.under === null) out.bySignature.delete(group);
     }
   }
   return out;
@@ -516,13 +526,15 @@ function signatureGroups(
   // The top selected, not sorted out of every group: a year holds tens of thousands of them.
   // Kept in order, the last the least.
   const top: SignatureGroup[] = [];
-  for (const e of f.bySignature.values()) {
-    if (top.length === limit && (limit === 0 || order(e, top[limit - 1]!) >= 0)) continue;
+  const consider = (e: SignatureGroup): void => {
+    if (e.count === 0 || (top.length === limit && (limit === 0 || order(e, top[limit - 1]!) >= 0))) return;
     let i = top.length;
     while (i > 0 && order(e, top[i - 1]!) < 0) i--;
     top.splice(i, 0, e);
     if (top.length > limit) top.pop();
-  }
+  };
+  if (f.under !== null) for (const [group, e] of f.under) if (!f.bySignature.has(group)) consider(e);
+  for (const e of f.bySignature.values()) consider(e);
   return top.map((e) => ({
     category: e.category,
     exit_code: e.exit_code,

@@ -276,17 +276,32 @@ function percentile(bins: [number, number][], n: number, q: number): number | nu
   return null;
 }
 
-/** Durations of the filtered outcome, or of successful installs when no outcome is filtered. */
-function durationStats(cells: readonly Cell[], outcome: Outcome | null): DurationStats {
-  const merged = new Map<number, number>();
+/** Runs of `outcome` per duration bin over `cells`, times `sign`, added to a copy of `onto`. */
+export function durationBins(
+  cells: readonly Cell[],
+  outcome: Outcome,
+  onto: ReadonlyMap<number, number> | null = null,
+  sign: 1 | -1 = 1,
+): Map<number, number> {
+  const merged = new Map(onto);
   for (const { data } of cells) {
-    for (const [bin, count] of Object.entries(data.dur[outcome ?? "success"] ?? {}))
-      merged.set(Number(bin), (merged.get(Number(bin)) ?? 0) + count);
+    const bins = data.dur[outcome];
+    if (bins === undefined) continue;
+    for (const bin in bins) merged.set(Number(bin), (merged.get(Number(bin)) ?? 0) + sign * bins[bin]!);
   }
+  return merged;
+}
+
+/** How many runs, and their median and 90th percentile, from runs per duration bin. */
+export function binStats(merged: ReadonlyMap<number, number>): DurationStats {
   const bins = [...merged].sort((a, b) => a[0] - b[0]);
   const n = bins.reduce((s, [, c]) => s + c, 0);
   return { n, median_s: percentile(bins, n, 0.5), p90_s: percentile(bins, n, 0.9) };
 }
+
+/** Durations of the filtered outcome, or of successful installs when no outcome is filtered. */
+const durationStats = (cells: readonly Cell[], outcome: Outcome | null): DurationStats =>
+  binStats(durationBins(cells, outcome ?? "success"));
 
 export interface Summary extends OutcomeCounts {
   duration: DurationStats;

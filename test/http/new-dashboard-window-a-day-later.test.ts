@@ -28,6 +28,8 @@ const APPS = [
 ];
 
 let t: TestApp;
+/** The same runs, asked only at the end: its answers are made afresh, not carried from a window before. */
+let fresh: TestApp;
 const runs: Run[] = [];
 let n = 0;
 
@@ -35,10 +37,15 @@ function runOf(app: (typeof APPS)[number], at: number, failure: Run["failure"]):
   return { id: `r${n++}`, at, app: app.app, type: app.type, failure };
 }
 
+/** Minutes a run took: its successes give the median duration. */
+const minutes = (r: Run) => 2 + (Number(r.id.slice(1)) % 13);
 const load = (r: Run) =>
   finishedLoad(r.id, r.at, {
     nsapp: r.app,
     type: r.type,
+    durationMs: minutes(r) * 60_000,
+    updatedAt: r.at + minutes(r) * 60_000,
+    finishedAt: r.at + minutes(r) * 60_000,
     ...(r.failure === null
       ? { status: "done", outcome: "success" }
       : {
@@ -53,6 +60,7 @@ const load = (r: Run) =>
 async function write(list: Run[]): Promise<void> {
   runs.push(...list);
   await t.store.write(list.map(load));
+  await fresh.store.write(list.map(load));
 }
 
 /** The days of the window `days` long that ends with today's current hour (the community's windowOf). */
@@ -105,6 +113,7 @@ async function answer(path: string) {
 
 beforeAll(async () => {
   t = await testApp();
+  fresh = await testApp();
   // 40 days of stored day cells, every app every day; the containers are most of the runs.
   const today = t.clock() - (t.clock() % DAY);
   for (let d = 1; d <= 40; d++)
@@ -133,9 +142,13 @@ test("a day later, and the next: every window equals a recount (the day lost tak
     for (const [path, keep] of paths) expect([step, path, await answer(path)]).toEqual([step, path, recount(Number(new URLSearchParams(path.split("?")[1]).get("days")), keep)]);
     // A day later, with a failure in the day that just ended: a stored day the next window gains.
     t.clock.advance(DAY);
+    fresh.clock.advance(DAY);
     const yesterday = t.clock() - (t.clock() % DAY) - DAY;
     await write(APPS.map((a, i) => runOf(a, yesterday + (i + 2) * HOUR, i % 2 === 0 ? OOM : FFMPEG)));
   }
+  // Every section (the median duration among them) as a server that never answered before makes it.
+  for (const [path] of [...paths, ["/api/script-detail?app=jellyfin&days=30"] as const])
+    expect([path, (await t.get(path)).body]).toEqual([path, (await fresh.get(path)).body]);
   // Script detail's exit codes over the same days.
   const detail = (await t.get("/api/script-detail?app=jellyfin&days=30")).body as { exit_codes: { code: number; count: number }[] };
   const { exit_codes } = recount(30, (r) => r.app === "jellyfin");

@@ -18,7 +18,7 @@ import {
 } from "../../domain/rollup.ts";
 import { DAY, HOUR, MINUTE } from "../../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
-import { dimensionSums, summarize, type Cell, type Plan, type Window } from "../aggregate.ts";
+import { binStats, dimensionSums, durationBins, type Cell, type Window } from "../aggregate.ts";
 import { reuseByKey } from "../reuse.ts";
 import { byWindow, settledAndOpen } from "../settled.ts";
 import { csvCell } from "../export.ts";
@@ -666,9 +666,22 @@ function sumOf(a: Sums, b: Sums): Sums {
 /** Sums of the settled cells of a window (see byWindow): a few thousand values. */
 const keptSums = byWindow<Sums>(16);
 
+/** Successful runs per duration bin of the settled cells of a window (see byWindow). */
+const keptBins = byWindow<Map<number, number>>(16);
+
 /** Cells of every filter, summed dimension by dimension, with the headline, the median and the failures. */
 export async function readSums(stats: ReturnType<typeof createStats>, filters: readonly ExecutionFilter[], w: Window) {
   const reads = await Promise.all(filters.map((f) => stats.cells(f, w)));
+  const bins = reads.map(({ cells }) => {
+    const { settled, open } = settledAndOpen(cells);
+    const base = keptBins(
+      settled,
+      "",
+      () => durationBins(settled, "success"),
+      (before, lost, gained) => durationBins(lost, "success", durationBins(gained, "success", before), -1),
+    );
+    return open.length === 0 ? base : durationBins(open, "success", base);
+  });
   const [first, ...more] = reads.map(({ cells, plan }) => {
     const { settled, open } = settledAndOpen(cells);
     const base = keptSums(
@@ -685,14 +698,15 @@ export async function readSums(stats: ReturnType<typeof createStats>, filters: r
   const headline = zero();
   for (const c of sums.get("type")!.values()) addTo(headline, c);
   const cells = reads.flatMap((r) => r.cells);
-  const plan: Extract<Plan, { source: "rollup" }> = {
-    source: "rollup",
-    slices: [],
-    nsapp: null,
-    only: null,
-    outcome: null,
-  };
-  return { sums, headline, medianSuccessS: summarize(cells, plan).duration.median_s ?? 0, failures: failuresOf(cells) };
+  // Several repo filters: added into a copy (the first may be kept).
+  const median = binStats(
+    bins.reduce((a, b) => {
+      const out = new Map(a);
+      for (const [bin, n] of b) out.set(bin, (out.get(bin) ?? 0) + n);
+      return out;
+    }),
+  ).median_s;
+  return { sums, headline, medianSuccessS: median ?? 0, failures: failuresOf(cells) };
 }
 
 /** Runs per day of the window (days with runs only, as a GROUP BY answers), summed over the filters. */

@@ -17,7 +17,11 @@ interface Run {
   failure: { code: number; category: string; error: string } | null;
 }
 
-const FFMPEG = { code: 100, category: "dependency", error: "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg" };
+const FFMPEG = {
+  code: 100,
+  category: "dependency",
+  error: "exit_code=100 | apt failed | at line 12: apt-get install -y ffmpeg",
+};
 const OOM = { code: 137, category: "resource", error: "exit_code=137 | Killed (OOM) while building" };
 const APPS = [
   { app: "docker", type: "lxc" as const, fails: (d: number) => (d % 6 === 0 ? OOM : null) },
@@ -107,7 +111,9 @@ async function answer(path: string) {
     runs: b.runs,
     failed: b.failed,
     exit_codes: (b.exit_codes ?? []).map(({ code, count, apps }) => ({ code, count, apps })).sort(order),
-    signatures: (b.signatures ?? []).map(({ exit_code, count, apps }) => ({ code: exit_code, count, apps })).sort(order),
+    signatures: (b.signatures ?? [])
+      .map(({ exit_code, count, apps }) => ({ code: exit_code, count, apps }))
+      .sort(order),
   };
 }
 
@@ -139,7 +145,12 @@ test("a day later, and the next: every window equals a recount (the day lost tak
     ["/api/new?days=7", () => true],
   ];
   for (let step = 0; step < 4; step++) {
-    for (const [path, keep] of paths) expect([step, path, await answer(path)]).toEqual([step, path, recount(Number(new URLSearchParams(path.split("?")[1]).get("days")), keep)]);
+    for (const [path, keep] of paths)
+      expect([step, path, await answer(path)]).toEqual([
+        step,
+        path,
+        recount(Number(new URLSearchParams(path.split("?")[1]).get("days")), keep),
+      ]);
     // A day later, with a failure in the day that just ended: a stored day the next window gains.
     t.clock.advance(DAY);
     fresh.clock.advance(DAY);
@@ -150,7 +161,11 @@ test("a day later, and the next: every window equals a recount (the day lost tak
   for (const [path] of [...paths, ["/api/script-detail?app=jellyfin&days=30"] as const])
     expect([path, (await t.get(path)).body]).toEqual([path, (await fresh.get(path)).body]);
   // Script detail's exit codes over the same days.
-  const detail = (await t.get("/api/script-detail?app=jellyfin&days=30")).body as { exit_codes: { code: number; count: number }[] };
+  const detail = (await t.get("/api/script-detail?app=jellyfin&days=30")).body as {
+    exit_codes: { code: number; count: number }[];
+  };
   const { exit_codes } = recount(30, (r) => r.app === "jellyfin");
-  expect(detail.exit_codes.map(({ code, count }) => ({ code, count }))).toEqual(exit_codes.map(({ code, count }) => ({ code, count })));
+  expect(detail.exit_codes.map(({ code, count }) => ({ code, count }))).toEqual(
+    exit_codes.map(({ code, count }) => ({ code, count })),
+  );
 });

@@ -373,7 +373,7 @@ export interface Failures {
    */
   under: ReadonlyMap<string, SignatureGroup> | null;
 }
-interface SignatureGroup {
+export interface SignatureGroup {
   category: string;
   exit_code: number;
   id: string;
@@ -432,7 +432,11 @@ function failuresIn(data: RollupData, keys: Record<string, Counts>): CellFailure
 
 const emptyFailures = (): Failures => ({ byCode: new Map(), bySignature: new Map(), under: null });
 /** A copy whose entries are `f`'s own (addFailures copies an entry before it changes it). */
-const copyOf = (f: Failures): Failures => ({ byCode: new Map(f.byCode), bySignature: new Map(f.bySignature), under: null });
+const copyOf = (f: Failures): Failures => ({
+  byCode: new Map(f.byCode),
+  bySignature: new Map(f.bySignature),
+  under: null,
+});
 
 /**
  * Failures of the settled cells of a window (see byWindow): a year's holds ~55,000 groups, ~6 MB.
@@ -514,28 +518,51 @@ export function exitCodes(f: Failures, limit = 20): ExitCode[] {
     .slice(0, limit);
 }
 
+const text = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+/** Most first; ties by the whole group (id, code, category): a map's order depends on which cells were kept. */
+const order = (a: SignatureGroup, b: SignatureGroup): number =>
+  b.count - a.count || text(a.id, b.id) || a.exit_code - b.exit_code || text(a.category, b.category);
+
+/**
+ * The first `limit` groups in order, selected, not sorted out of every group (a year holds tens of
+ * thousands of them); kept in order, the last the least. Groups at count 0 are gone.
+ */
+function topOf(groups: Iterable<[string, SignatureGroup]>, limit: number): [string, SignatureGroup][] {
+  const top: [string, SignatureGroup][] = [];
+  for (const entry of groups) {
+    const e = entry[1];
+    if (e.count === 0 || (top.length === limit && (limit === 0 || order(e, top[limit - 1]![1]) >= 0))) continue;
+    let i = top.length;
+    while (i > 0 && order(e, top[i - 1]![1]) < 0) i--;
+    top.splice(i, 0, entry);
+    if (top.length > limit) top.pop();
+  }
+  return top;
+}
+
+/**
+ * How many groups of a kept map (Failures.under) the open hours may change while its top still
+ * holds the answer: a group not changed that is among the first `limit` of all is among the first
+ * `limit + OVER` of the kept ones (at most OVER changed groups can have been before it there).
+ */
+const OVER = 256;
+const keptTops = new WeakMap<ReadonlyMap<string, SignatureGroup>, { limit: number; top: [string, SignatureGroup][] }>();
+
 /** Failures with an error text by category, exit code and signature (its id), with their apps. */
-function signatureGroups(
+export function signatureGroups(
   f: Failures,
   limit = 30,
 ): { category: string; exit_code: number; id: string; count: number; apps: number }[] {
-  const text = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-  // Ties by the whole group (id, code, category): the map's order depends on which cells were kept.
-  const order = (a: SignatureGroup, b: SignatureGroup): number =>
-    b.count - a.count || text(a.id, b.id) || a.exit_code - b.exit_code || text(a.category, b.category);
-  // The top selected, not sorted out of every group: a year holds tens of thousands of them.
-  // Kept in order, the last the least.
-  const top: SignatureGroup[] = [];
-  const consider = (e: SignatureGroup): void => {
-    if (e.count === 0 || (top.length === limit && (limit === 0 || order(e, top[limit - 1]!) >= 0))) return;
-    let i = top.length;
-    while (i > 0 && order(e, top[i - 1]!) < 0) i--;
-    top.splice(i, 0, e);
-    if (top.length > limit) top.pop();
-  };
-  if (f.under !== null) for (const [group, e] of f.under) if (!f.bySignature.has(group)) consider(e);
-  for (const e of f.bySignature.values()) consider(e);
-  return top.map((e) => ({
+  const changed = f.bySignature;
+  let top: [string, SignatureGroup][];
+  if (f.under === null) top = topOf(changed, limit);
+  else if (changed.size > OVER) top = topOf([...[...f.under].filter(([g]) => !changed.has(g)), ...changed], limit);
+  else {
+    let kept = keptTops.get(f.under);
+    if (kept?.limit !== limit) keptTops.set(f.under, (kept = { limit, top: topOf(f.under, limit + OVER) }));
+    top = topOf([...kept.top.filter(([g]) => !changed.has(g)), ...changed], limit);
+  }
+  return top.map(([, e]) => ({
     category: e.category,
     exit_code: e.exit_code,
     id: e.id,

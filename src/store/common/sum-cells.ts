@@ -72,9 +72,9 @@ export class SumCache {
  * (SumCache; `key` names the slices and shape read): only for cells nothing changes in place.
  */
 export function sumByBucket(
-  lists: readonly { bucket: number; data: RollupData }[][],
+  lists: readonly (readonly { bucket: number; data: RollupData }[])[],
   kept?: { cache: SumCache; key: string },
-): { bucket: number; data: RollupData }[] {
+): readonly { bucket: number; data: RollupData }[] {
   const nonEmpty = lists.filter((l) => l.length > 0);
   if (nonEmpty.length <= 1) return nonEmpty[0] ?? [];
   const byBucket = new Map<number, RollupData[]>();

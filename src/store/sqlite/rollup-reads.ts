@@ -68,7 +68,7 @@ async function countDay(state: StoreState, slice: string, day: number): Promise<
 }
 
 /** Cells of stored slices (those a slice of every repo or platform adds up), summed per bucket: stored, and (hour grain) the open hours from memory. */
-function storedAndOpen(state: StoreState, selection: RollupSelection, slices: readonly string[]): Cell[] {
+function storedAndOpen(state: StoreState, selection: RollupSelection, slices: readonly string[]): readonly Cell[] {
   const { reads, open, sums, wholeSums } = state;
   const { grain, from, to, parts } = selection;
   const foldedUntil = open.foldedUntil;

@@ -670,6 +670,8 @@ const RECENT = 300;
 const LIVE_ROWS = 40;
 /** How far back the live panels look for runs that may still report (the longest run is a day). */
 const LIVE_LOOKBACK = 2 * DAY;
+/** Runs in flight listed for the live panel; more are counted by a query. */
+const LIVE_LISTED = 500;
 
 /** `a` and `b` added up, neither changed. */
 function sumOf(a: Sums, b: Sums): Sums {
@@ -780,11 +782,16 @@ export async function recentOf(
 /** What is going on now, whatever the filters: runs heard from lately, and those in flight. */
 async function liveOf(store: StoreReads, now: number) {
   const from = now - LIVE_LOOKBACK;
-  const [[inFlight = 0], [lastHour = 0, lastDay = 0], going] = await Promise.all([
-    store.countUpdatedSince({ from, outcome: "in_progress" }, [now - 20 * MINUTE]),
+  const [[lastHour = 0, lastDay = 0], going] = await Promise.all([
     store.countUpdatedSince({ from }, [now - HOUR, now - DAY]),
-    store.listExecutions({ from, outcome: "in_progress" }, { limit: 500 }),
+    store.listExecutions({ from, outcome: "in_progress" }, { limit: LIVE_LISTED }),
   ]);
+  const lately = now - 20 * MINUTE;
+  // Every run in flight listed (no page after): counted from the list, not by another scan.
+  const inFlight =
+    going.next === null
+      ? going.rows.filter((e) => e.updatedAt >= lately).length
+      : ((await store.countUpdatedSince({ from, outcome: "in_progress" }, [lately]))[0] ?? 0);
   const live = going.rows
     .filter((e) => e.updatedAt >= now - 2 * HOUR)
     .sort((a, b) => b.updatedAt - a.updatedAt)

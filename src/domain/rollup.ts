@@ -249,7 +249,8 @@ export type RollupRecord = Pick<
 >;
 
 /** Long free-text values (a failing command) are cut so a cell's key set stays small. */
-const MAX_VALUE_LENGTH = 96;
+/** The longest value a dimension keeps of a text (a failure key its app's name). */
+export const MAX_VALUE_LENGTH = 96;
 
 const text = (v: string | number | null): string => (v === null ? "" : String(v));
 

@@ -7,6 +7,8 @@ import { categoryOfExitCode } from "../../domain/error-category.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
 import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../../store/contract/executions.ts";
 import type { Window } from "../aggregate.ts";
+import { failuresIn } from "../failures.ts";
+import { MAX_VALUE_LENGTH } from "../../domain/rollup.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
 import {
@@ -290,25 +292,86 @@ const ErrorsRoute = {
 
 const FAILED: ExecutionFilter = { outcome: "failed" };
 
-/** Each failing app's exit codes, categories and first signature: one read of its failures per repo filter. */
-function appDetails(
-  stats: ReturnType<typeof createStats>,
+type Stats = ReturnType<typeof createStats>;
+
+/** Each failing app's exit codes, categories and first signature: its failures read from its own slice, per repo filter. */
+function appDetailFromSlices(stats: Stats, filters: readonly ExecutionFilter[], w: Window, app: string) {
+  return Promise.all(
+    filters.map((f) => stats.cuts({ ...f, ...FAILED, nsapp: app }, w, ["exit_code", "error_category"], ALL_GROUPS, 1)),
+  ).then(async (cuts) => ({
+    exitCodes: nonEmpty(cuts.map((c) => c.breakdowns[0]!.groups)),
+    categories: nonEmpty(cuts.map((c) => c.breakdowns[1]!.groups)),
+    signature: cuts.flatMap((c) => c.errors.signatures).sort((x, y) => y.count - x.count)[0]?.signature ?? "",
+  }));
+}
+
+/** Failed runs by value, as nonEmpty sums a breakdown of failed runs: most first, then by value. */
+const asSummed = (counts: ReadonlyMap<string, number>): Summed[] =>
+  [...counts]
+    .filter(([value, n]) => value !== "" && n !== 0)
+    .map(([value, n]) => ({ value, total: n, success: 0, failed: n, aborted: 0, in_progress: 0 }))
+    .sort((a, b) => b.total - a.total || a.value.localeCompare(b.value));
+
+const more = (m: Map<string, number>, key: string, n: number) => m.set(key, (m.get(key) ?? 0) + n);
+
+/**
+ * Each failing app's exit codes, categories and first signature, read from the failure keys of the
+ * window's cells of every app (code, category, signature and app in one key: domain/rollup.ts):
+ * one read per repo filter, not one per app and filter (50 apps were ~100 reads and two thirds of
+ * the request's CPU). A failure key keeps MAX_VALUE_LENGTH characters of the app's name: an app
+ * with a longer name is read from its own slice.
+ */
+async function appDetails(
+  store: StoreReads,
+  stats: Stats,
   filters: readonly ExecutionFilter[],
   w: Window,
   failing: readonly Summed[],
 ) {
+  const apps = new Set(failing.map((a) => a.value).filter((app) => app.length <= MAX_VALUE_LENGTH));
+  const byApp = new Map<
+    string,
+    { codes: Map<string, number>; categories: Map<string, number>; firsts: [string, number][] }
+  >();
+  for (const app of apps) byApp.set(app, { codes: new Map(), categories: new Map(), firsts: [] });
+  for (const { cells } of await Promise.all(filters.map((f) => stats.cells(f, w)))) {
+    const signatures = new Map<string, Map<string, number>>();
+    for (const { data } of cells) {
+      const keys = data.dims.failure;
+      if (keys === undefined) continue;
+      const f = failuresIn(data, keys);
+      for (let i = 0; i < f.app.length; i++) {
+        const a = byApp.get(f.app[i]!);
+        const n = f.failedOnly[i]!;
+        if (a === undefined || n === 0) continue;
+        if (f.code[i] !== 0) more(a.codes, String(f.code[i]), n);
+        more(a.categories, f.category[i]!, n);
+        if (!f.signed[i]) continue;
+        const ofApp = signatures.get(f.app[i]!) ?? new Map<string, number>();
+        signatures.set(f.app[i]!, more(ofApp, f.signature[i]!, n));
+      }
+    }
+    // This filter's first signature of each app (most failures, then by id), as its cells' error counts rank them.
+    for (const [app, counts] of signatures) {
+      let first: [string, number] | null = null;
+      for (const [id, n] of counts)
+        if (n > 0 && (first === null || n > first[1] || (n === first[1] && id < first[0]))) first = [id, n];
+      if (first !== null) byApp.get(app)!.firsts.push(first);
+    }
+  }
+  // Across filters the first of most failures (the first filter's on a tie).
+  const firstOf = (app: string) => byApp.get(app)?.firsts.reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+  const ids = [...apps].map(firstOf).filter((id): id is string => id !== undefined);
+  const texts = new Map((await store.signatures(ids)).map((s) => [s.id, s.signature]));
   return Promise.all(
-    failing.map(async (a) => {
-      const cuts = await Promise.all(
-        filters.map((f) =>
-          stats.cuts({ ...f, ...FAILED, nsapp: a.value }, w, ["exit_code", "error_category"], ALL_GROUPS, 1),
-        ),
-      );
-      const signature = cuts.flatMap((c) => c.errors.signatures).sort((x, y) => y.count - x.count)[0];
+    failing.map(async ({ value: app }) => {
+      const a = byApp.get(app);
+      if (a === undefined) return appDetailFromSlices(stats, filters, w, app);
+      const id = a.firsts.length === 0 ? undefined : firstOf(app);
       return {
-        exitCodes: nonEmpty(cuts.map((c) => c.breakdowns[0]!.groups)),
-        categories: nonEmpty(cuts.map((c) => c.breakdowns[1]!.groups)),
-        signature: signature?.signature ?? "",
+        exitCodes: asSummed(a.codes),
+        categories: asSummed(a.categories),
+        signature: (id === undefined ? undefined : texts.get(id)) ?? "",
       };
     }),
   );
@@ -384,7 +447,7 @@ async function errors({ store, clock }: AnalysisDeps, query: Static<typeof Error
     .filter((a) => a.failed + a.aborted > 0)
     .sort((a, b) => b.failed - a.failed || b.aborted - a.aborted || a.value.localeCompare(b.value))
     .slice(0, APP_ERRORS);
-  const details = await appDetails(stats, filters, w, failing);
+  const details = await appDetails(store, stats, filters, w, failing);
   const types = await typesOf(
     store,
     failing.map((a) => a.value),

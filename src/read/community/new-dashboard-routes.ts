@@ -6,19 +6,11 @@
 import { Elysia, t, type Static } from "elysia";
 import type { Execution } from "../../domain/execution.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
-import {
-  FAILURE_SEPARATOR,
-  failureParts,
-  isSettled,
-  platformClass,
-  zeroCounts,
-  type Counts,
-  type Dimension,
-  type RollupData,
-} from "../../domain/rollup.ts";
+import { platformClass, zeroCounts, type Counts, type Dimension } from "../../domain/rollup.ts";
 import { DAY, HOUR, MINUTE } from "../../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import { binStats, dimensionSums, durationBins, type Cell, type Window } from "../aggregate.ts";
+import { failuresIn } from "../failures.ts";
 import { reuseByKey } from "../reuse.ts";
 import { byWindow, settledAndOpen } from "../settled.ts";
 import { csvCell } from "../export.ts";
@@ -381,53 +373,6 @@ export interface SignatureGroup {
   /** The group's app while it has one (most have: a year holds ~50,000 groups; its count is the group's), then each app's count. */
   app: string;
   apps: Map<string, number> | null;
-}
-
-/**
- * One cell's failure keys taken apart ("code SEP category SEP signature SEP app": the app cut off
- * the end, the code off the front, the rest the signature's group as it is), keys with failures
- * only. Parallel arrays: a year's cells hold ~70,000 keys, nearly all distinct.
- */
-interface CellFailures {
-  group: string[];
-  /** Whether the group has a signature (without error text it ends in its separator). */
-  signed: boolean[];
-  category: string[];
-  signature: string[];
-  app: string[];
-  code: number[];
-  failed: number[];
-}
-
-/**
- * What failuresIn made of a settled cell's failure dimension (domain/rollup.ts settle: it never
- * changes), kept as long as the cell is: a window an hour later, or of another length, shares
- * most of its cells, and taking their keys apart was most of /api/new's CPU.
- */
-const takenApart = new WeakMap<RollupData, CellFailures>();
-
-function failuresIn(data: RollupData, keys: Record<string, Counts>): CellFailures {
-  const settled = isSettled(data);
-  const kept = settled ? takenApart.get(data) : undefined;
-  if (kept !== undefined) return kept;
-  const out: CellFailures = { group: [], signed: [], category: [], signature: [], app: [], code: [], failed: [] };
-  for (const key in keys) {
-    const failed = failures(keys[key]!);
-    if (failed === 0 || key === "") continue;
-    const appAt = key.lastIndexOf(FAILURE_SEPARATOR);
-    const group = key.slice(0, appAt);
-    const codeEnd = group.indexOf(FAILURE_SEPARATOR);
-    const { category, signature } = failureParts(`${group}${FAILURE_SEPARATOR}`);
-    out.group.push(group);
-    out.signed.push(group.charCodeAt(group.length - 1) !== 0x1f);
-    out.category.push(category);
-    out.signature.push(signature);
-    out.app.push(key.slice(appAt + 1));
-    out.code.push(codeEnd === 0 ? 0 : Number(group.slice(0, codeEnd)));
-    out.failed.push(failed);
-  }
-  if (settled) takenApart.set(data, out);
-  return out;
 }
 
 const emptyFailures = (): Failures => ({ byCode: new Map(), bySignature: new Map(), under: null });

@@ -10,9 +10,10 @@
 // With --ingest the server also stores a report of its own before each request (POST /telemetry),
 // as under the clients' traffic: what it keeps while nothing changed is fetched again. With
 // --same-hour (and --ingest) every request is asked within the same hour: a page reloaded after a
-// report, the same window computed again.
+// report, the same window computed again. With --each every request's CPU ms is printed (stderr), in
+// order: the first is the path's first request, and a day turns every 24 requests.
 //
-//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [--ingest] [--same-hour] [path ...]
+//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [--ingest] [--same-hour] [--each] [path ...]
 import { Database } from "bun:sqlite";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -27,6 +28,7 @@ const { values, positionals } = parseArgs({
     "own-writes": { type: "boolean", default: false },
     ingest: { type: "boolean", default: false },
     "same-hour": { type: "boolean", default: false },
+    each: { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
@@ -98,7 +100,8 @@ for (const path of paths) {
     cpu.push((d.user + d.system) / 1000);
     hashes.push(new Bun.CryptoHasher("sha1").update(body).digest("hex").slice(0, 6));
   }
-  if (process.env.EACH) console.error(path, cpu.map((x) => x.toFixed(0)).join(" "));
+  // On stderr: stdout stays one table.
+  if (values.each) console.error(`${path}: ${cpu.map((x) => x.toFixed(0)).join(" ")}`);
   const rest = cpu.slice(1).sort((a, b) => a - b);
   console.log(
     `| \`${path}\` | ${fmt(cpu[0]!)} | ${fmt(rest[Math.floor(rest.length / 2)] ?? Number.NaN)} | ${fmt(rest[Math.ceil(rest.length * 0.95) - 1] ?? Number.NaN)} | ${fmt(rest.at(-1) ?? Number.NaN)} | ${hashes.join(" ")} |`,

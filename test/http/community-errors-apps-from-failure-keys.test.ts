@@ -10,6 +10,8 @@ import { finishedLoad } from "../helpers/reports.ts";
 
 const SHORT = "tiebreak";
 const LONG = `${"x".repeat(100)}-tiebreak`;
+/** Failures without any error text: no signature to name. */
+const TEXTLESS = ["textless", `${"y".repeat(100)}-textless`];
 
 /** code, category, error text, repo, how many. */
 const FAILURES: [number, string, string, string | null, number][] = [
@@ -41,7 +43,17 @@ test("an app read from failure keys is described as one read from its own slice"
       ),
     ),
   );
-  await t.store.write(loads);
+  const textless = TEXTLESS.flatMap((app) =>
+    [1, 1, 2].map((code) =>
+      finishedLoad(`e${n++}`, now - 3 * HOUR - n * 60_000, {
+        nsapp: app,
+        status: "failed",
+        outcome: "failed",
+        exitCode: code,
+      } satisfies Partial<Execution>),
+    ),
+  );
+  await t.store.write([...loads, ...textless]);
   for (const query of ["days=7", "days=7&repo=ProxmoxVE", "days=7&repo=all"]) {
     const res = await t.get(`/api/errors?${query}`);
     expect(res.status).toBe(200);
@@ -53,7 +65,10 @@ test("an app read from failure keys is described as one read from its own slice"
     expect([query, of(SHORT)]).toEqual([query, of(LONG)]);
     expect(of(SHORT)).toMatchObject({ failed_count: 8, top_exit_code: 7, top_category: "network" });
     expect(String(of(SHORT).top_error)).not.toBe("");
+    expect([query, of(TEXTLESS[0]!)]).toEqual([query, of(TEXTLESS[1]!)]);
+    expect(of(TEXTLESS[0]!)).toMatchObject({ failed_count: 3, top_exit_code: 1, top_error: "" });
     const categories = (res.body as { category_stats: { category: string; top_apps: string }[] }).category_stats;
     for (const c of categories) expect(c.top_apps.split(", ").sort()).toEqual([LONG, SHORT].sort());
+    expect(res.body).toMatchObject({ total_errors: 22 });
   }
 });

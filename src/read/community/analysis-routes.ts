@@ -360,14 +360,17 @@ async function appDetails(
     }
   }
   // Across filters the first of most failures (the first filter's on a tie).
-  const firstOf = (app: string) => byApp.get(app)?.firsts.reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+  const firstOf = (app: string): string | undefined =>
+    byApp
+      .get(app)
+      ?.firsts.reduce<[string, number] | undefined>((a, b) => (a === undefined || b[1] > a[1] ? b : a), undefined)?.[0];
   const ids = [...apps].map(firstOf).filter((id): id is string => id !== undefined);
   const texts = new Map((await store.signatures(ids)).map((s) => [s.id, s.signature]));
   return Promise.all(
     failing.map(async ({ value: app }) => {
       const a = byApp.get(app);
       if (a === undefined) return appDetailFromSlices(stats, filters, w, app);
-      const id = a.firsts.length === 0 ? undefined : firstOf(app);
+      const id = firstOf(app);
       return {
         exitCodes: asSummed(a.codes),
         categories: asSummed(a.categories),

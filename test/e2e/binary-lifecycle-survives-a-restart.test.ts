@@ -19,9 +19,11 @@ beforeAll(async () => {
   dir = tempDir();
 });
 
+// A stop commits, checkpoints and syncs: seconds when other processes flood the disk (5 s by default
+// for a hook).
 afterAll(async () => {
   if (server?.proc.exitCode === null) await server.stop();
-});
+}, 60_000);
 
 const getJson = async (url: string) => {
   const res = await fetch(url);

@@ -10,10 +10,12 @@
 // With --ingest the server also stores a report of its own before each request (POST /telemetry),
 // as under the clients' traffic: what it keeps while nothing changed is fetched again. With
 // --same-hour (and --ingest) every request is asked within the same hour: a page reloaded after a
-// report, the same window computed again. With --each every request's CPU ms is printed (stderr), in
+// report, the same window computed again. With --step <minutes> (and --ingest) each request is that
+// long after the one before (60 without it): a page polled while reports arrive, an hour folded
+// every 60/step requests and a day turned every 1440/step. With --each every request's CPU ms is printed (stderr), in
 // order: the first is the path's first request, and a day turns every 24 requests.
 //
-//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [--ingest] [--same-hour] [--each] [path ...]
+//   bun scripts/bench-new-cold.ts --db <seeded database> [--runs 9] [--own-writes] [--ingest] [--same-hour | --step 5] [--each] [path ...]
 import { Database } from "bun:sqlite";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -28,15 +30,18 @@ const { values, positionals } = parseArgs({
     "own-writes": { type: "boolean", default: false },
     ingest: { type: "boolean", default: false },
     "same-hour": { type: "boolean", default: false },
+    step: { type: "string" },
     each: { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
 if (values.db === undefined) throw new Error("--db <seeded database> is required (bun run seed --profile today ...)");
-if (values["same-hour"] && !values.ingest)
-  throw new Error("--same-hour needs --ingest (else the answer is reused, not computed)");
+if ((values["same-hour"] || values.step !== undefined) && !values.ingest)
+  throw new Error("--same-hour and --step need --ingest (else the answer is reused, not computed)");
 const runs = Number(values.runs);
 const HOUR = 3_600_000;
+const step = values["same-hour"] ? 1000 : values.step === undefined ? HOUR : Number(values.step) * 60_000;
+if (!(step > 0)) throw new Error(`--step ${values.step}: a number of minutes above 0`);
 
 const engine = openSqliteEngine(values.db, { durability: "normal", migrate: true });
 // A write from another connection: kept sums and open hours are recounted, as after any report.
@@ -79,7 +84,7 @@ for (const path of paths) {
   const cpu: number[] = [];
   const hashes: string[] = [];
   for (let i = 0; i < runs; i++) {
-    now = span.last + (values["same-hour"] ? i * 1000 : i * HOUR);
+    now = span.last + i * step;
     if (!values["own-writes"]) other.run("UPDATE rollup_state SET folded_until = folded_until");
     if (values.ingest) {
       const id = crypto.randomUUID();

@@ -358,6 +358,13 @@ const MAX_BATCH_CELLS = 1000;
 const COLLECT_EVERY = 2_500;
 
 /**
+ * Rollup labels the seed's store holds in memory at a time (OpenOptions.labelLimit): every distinct
+ * failure of the data is a label (~140,000 at 1M installs of today's traffic), and kept all they
+ * grew the seed's memory with the number of installs.
+ */
+export const SEED_LABELS = 16_384;
+
+/**
  * Writes `options.records` generated installs through `store.write`, in batches of at most
  * `batchSize` operations in time order (the upload profile keeps an hour whole in one batch when
  * it fits). Refuses a database that already holds this seed's records.

@@ -1,5 +1,12 @@
 import { displayLocation } from "../store/open.ts";
-import { SEED_DEFAULTS, SEED_LABELS, SEED_PROFILES, seedDatabase, seedOptions, type SeedProfile } from "../seed/seed.ts";
+import {
+  SEED_DEFAULTS,
+  SEED_LABELS,
+  SEED_PROFILES,
+  seedDatabase,
+  seedOptions,
+  type SeedProfile,
+} from "../seed/seed.ts";
 import type { Store } from "../store/contract/store.ts";
 import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
 

@@ -360,7 +360,7 @@ const COLLECT_EVERY = 2_500;
 /**
  * Rollup labels one generation of the seed's store holds (OpenOptions.labelLimit): every distinct
  * failure of the data is a label (~125,000 at 1M installs of today's traffic), and held all they
- * grew the seed's peak with the number of installs (1M: 220-239 MB, 186-191 bounded; 4,096 took 7 %
+ * grew the seed's peak with the number of installs (1M: 219-239 MB, 186-191 bounded; 4,096 took 7 %
  * more CPU for no lower peak: docs/decisions/2026-11-27-seed-bounded-labels.md).
  */
 export const SEED_LABELS = 16_384;

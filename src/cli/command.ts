@@ -58,6 +58,8 @@ interface OpenLocationOptions {
   warn?: (text: string) => void;
   /** The caller has run checkLocation already (serve, before it takes the lock). */
   checked?: boolean;
+  /** OpenOptions.labelLimit. */
+  labelLimit?: number;
 }
 
 /** Opens the database at `location` as openDatabaseOf opens --db (copy opens two). */
@@ -72,6 +74,7 @@ export async function openLocation(location: string, ctx: CommandContext, opts: 
       create: opts.create,
       readReplica,
       passwordFile: ctx.config.dbPasswordFile,
+      labelLimit: opts.labelLimit,
       warn: opts.warn ?? ((text) => ctx.err(`installstats: warning: ${text}\n`)),
     });
   } catch (e) {

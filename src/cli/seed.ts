@@ -1,5 +1,12 @@
 import { displayLocation } from "../store/open.ts";
-import { SEED_DEFAULTS, SEED_PROFILES, seedDatabase, seedOptions, type SeedProfile } from "../seed/seed.ts";
+import {
+  SEED_DEFAULTS,
+  SEED_LABELS,
+  SEED_PROFILES,
+  seedDatabase,
+  seedOptions,
+  type SeedProfile,
+} from "../seed/seed.ts";
 import type { Store } from "../store/contract/store.ts";
 import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
 
@@ -44,7 +51,7 @@ export const seed: Command = {
       profile: profile as SeedProfile,
     });
     // Generated data needs no power-loss durability while it is written.
-    const engine = await openDatabaseOf(ctx, { create: true, durability: "normal" });
+    const engine = await openDatabaseOf(ctx, { create: true, durability: "normal", labelLimit: SEED_LABELS });
     try {
       // Generated installs look like real ones and are stored like them: once mixed, nothing tells
       // them apart. So seed fills an empty database, and anything else only when told to.

@@ -358,6 +358,14 @@ const MAX_BATCH_CELLS = 1000;
 const COLLECT_EVERY = 2_500;
 
 /**
+ * Rollup labels one generation of the seed's store holds (OpenOptions.labelLimit): every distinct
+ * failure of the data is a label (~125,000 at 1M installs of today's traffic), and held all they
+ * grew the seed's peak with the number of installs (1M: 219-239 MB, 186-191 bounded; 4,096 took 7 %
+ * more CPU for no lower peak: docs/decisions/2026-11-27-seed-bounded-labels.md).
+ */
+export const SEED_LABELS = 16_384;
+
+/**
  * Writes `options.records` generated installs through `store.write`, in batches of at most
  * `batchSize` operations in time order (the upload profile keeps an hour whole in one batch when
  * it fits). Refuses a database that already holds this seed's records.

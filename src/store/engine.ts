@@ -21,6 +21,13 @@ export interface OpenOptions {
   passwordFile?: string | null;
   /** Told what the user should know but does not stop the open (a password file ignored). */
   warn?: (text: string) => void;
+  /**
+   * Rollup labels one generation of the SQLite engine's dictionary holds (common/labels.ts); the
+   * others are looked up in the table when met again. For a bulk writer (seed), whose dictionary
+   * would grow with every distinct failure it writes; unset, every label met is held, as reads of a
+   * year's failures need them at once. PostgreSQL holds every label either way.
+   */
+  labelLimit?: number;
 }
 
 /** The engine's worker entry points: checkpoints, and reads off the thread that acknowledges reports. */

@@ -135,16 +135,27 @@ class FetchedRanges {
 
 /**
  * The label dictionary of a connection: labels are loaded as they are met (another connection's),
- * given inside the write transaction by an INSERT (pending until it commits).
+ * given inside the write transaction by an INSERT (pending until it commits). With `limit`, at most
+ * twice that many are held (common/labels.ts), nothing is loaded ahead, and a label not held is
+ * looked up in the table by its unique text or its id.
  */
-export function sqliteLabels(sqlite: Database): { labels: LabelCache; load(): void } {
+export function sqliteLabels(sqlite: Database, limit: number | null = null): { labels: LabelCache; load(): void } {
+  const table = `"${getTableName(rollupLabels)}"`;
+  const { id, label } = { id: `"${rollupLabels.id.name}"`, label: `"${rollupLabels.label.name}"` };
   const insert = sqlite.query<{ id: number }, [string]>(
-    `INSERT INTO "${getTableName(rollupLabels)}" ("${rollupLabels.label.name}") VALUES (?) RETURNING "${rollupLabels.id.name}" AS id`,
+    `INSERT INTO ${table} (${label}) VALUES (?) RETURNING ${id} AS id`,
   );
+  const make = (text: string) => insert.get(text)!.id;
+  if (limit !== null) {
+    const idOf = sqlite.query<{ id: number }, [string]>(`SELECT ${id} AS id FROM ${table} WHERE ${label} = ?`);
+    const textOf = sqlite.query<{ label: string }, [number]>(`SELECT ${label} AS label FROM ${table} WHERE ${id} = ?`);
+    const source = { idOf: (text: string) => idOf.get(text)?.id, textOf: (n: number) => textOf.get(n)?.label };
+    return { labels: new LabelCache(make, { limit, source }), load: () => {} };
+  }
   const newer = sqlite.query<{ id: number; label: string }, [number]>(
-    `SELECT "${rollupLabels.id.name}" AS id, "${rollupLabels.label.name}" AS label FROM "${getTableName(rollupLabels)}" WHERE "${rollupLabels.id.name}" > ?`,
+    `SELECT ${id} AS id, ${label} AS label FROM ${table} WHERE ${id} > ?`,
   );
-  const labels = new LabelCache((label) => insert.get(label)!.id);
+  const labels = new LabelCache(make);
   const load = () => labels.learn(newer.all(labels.newest));
   load();
   return { labels, load };

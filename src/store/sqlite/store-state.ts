@@ -15,7 +15,7 @@ import { asDamage, isCorruption } from "./integrity.ts";
 import { createIssueReads } from "./issues.ts";
 import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
-import { createSqliteReads } from "./reads.ts";
+import { createSqliteReads, sqliteLabels } from "./reads.ts";
 import type { Scans } from "./scan-threads.ts";
 import { createSqliteWrites } from "./writes.ts";
 
@@ -57,11 +57,16 @@ export interface StoreState {
 }
 
 /** The state of a store over one connection, its caches counted from what is stored now. */
-export function createStoreState(sqlite: Database, db: Db, limits: StoreLimits = DEFAULT_LIMITS): StoreState {
+export function createStoreState(
+  sqlite: Database,
+  db: Db,
+  limits: StoreLimits = DEFAULT_LIMITS,
+  labelLimit: number | null = null,
+): StoreState {
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const old = new OldHours();
-  const reads = createSqliteReads(sqlite, db);
+  const reads = createSqliteReads(sqlite, db, sqliteLabels(sqlite, labelLimit));
   const limit = { current: limits };
   const relayPolicy: { current: RelayPolicy | null } = { current: null };
   const state: StoreState = {

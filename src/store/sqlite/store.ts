@@ -30,10 +30,12 @@ export interface SqliteStoreOptions {
   /** Watches the files under the connection (engine.ts); none for a store over a bare connection. */
   guard?: FileGuard;
   limits?: StoreLimits;
+  /** Rollup labels held in memory (OpenOptions.labelLimit); every one met by default. */
+  labelLimit?: number | null;
 }
 
 export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOptions = {}): SqliteStore {
-  const state = createStoreState(sqlite, db, opts.limits);
+  const state = createStoreState(sqlite, db, opts.limits, opts.labelLimit);
   const { guard } = opts;
   return {
     ...guardReads<AllReads>(engineReads(state), READS, { translate: (e) => seen(state, e) }),

@@ -1,14 +1,16 @@
 // The community service's analysis pages, as its API serves them (community-scripts/telemetry-service):
 // /api/records (the installation log: numbered pages), /api/scripts (script analysis) and
 // /api/errors (error analysis), with its parameters and response shapes. Aggregates come from
-// rollups; per-app details from each app's own rollup slice (docs/decisions/2026-11-25-analysis-pages.md).
+// rollups; per-app details of /api/scripts from each app's own rollup slice
+// (docs/decisions/2026-11-25-analysis-pages.md), of /api/errors from the window's failure keys
+// (docs/decisions/2026-11-27-windows-carried-forward.md).
 import { Elysia, t, type Static } from "elysia";
 import { categoryOfExitCode } from "../../domain/error-category.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
 import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../../store/contract/executions.ts";
+import { MAX_VALUE_LENGTH } from "../../domain/rollup.ts";
 import type { Window } from "../aggregate.ts";
 import { failuresIn } from "../failures.ts";
-import { MAX_VALUE_LENGTH } from "../../domain/rollup.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
 import {

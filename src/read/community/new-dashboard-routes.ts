@@ -446,7 +446,8 @@ function addFailures(out: Failures, cells: readonly Cell[], kept: Failures | nul
         g = { ...g, apps: g.apps === null ? null : new Map(g.apps) };
         out.bySignature.set(group, g);
       }
-      if (g.apps === null && app !== g.app) g.apps = new Map([[g.app, g.count]]);
+      // Its one app so far counts while its failures are not 0 (over kept groups a group at 0 stays).
+      if (g.apps === null && app !== g.app) g.apps = new Map(g.count === 0 ? [] : [[g.app, g.count]]);
       if (g.apps !== null) tally(g.apps, app, failed);
       g.count += failed;
       if (g.count === 0 && (g.apps === null || g.apps.size === 0) && out.under === null) out.bySignature.delete(group);

@@ -77,15 +77,6 @@ function sameBytes(a: readonly (Uint8Array | null)[], b: readonly (Uint8Array | 
 }
 
 /**
- * Rows of the range queries fetched while no rollup cell changed: one page's aggregates ask for
- * the same cells again and again (a dashboard of 97 range queries asked 30 distinct ones, fetching
- * 4.9 MB of cell bytes at 1M), and reports mostly change executions and open hours, not stored
- * cells. Another connection's commit moves PRAGMA data_version; a change of a cell by this
- * connection, by any statement, moves a mark that TEMP triggers keep (temp: this connection's
- * own, no schema change). The mark is a random number, not a count: a rolled-back change takes
- * it back with the rows, and a later change never lands on a value seen in between.
- */
-/**
  * A range's rows, and what storedRollups made of them by shape: the same rows give the same cells
  * (a page's reads walked ~4,700 rows per /api/new, looking each up in DecodedCells).
  */
@@ -95,6 +86,15 @@ interface FetchedRange {
   decoded: Map<string, ReadonlyMap<string, readonly { bucket: number; data: RollupData }[]>>;
 }
 
+/**
+ * Rows of the range queries fetched while no rollup cell changed: one page's aggregates ask for
+ * the same cells again and again (a dashboard of 97 range queries asked 30 distinct ones, fetching
+ * 4.9 MB of cell bytes at 1M), and reports mostly change executions and open hours, not stored
+ * cells. Another connection's commit moves PRAGMA data_version; a change of a cell by this
+ * connection, by any statement, moves a mark that TEMP triggers keep (temp: this connection's
+ * own, no schema change). The mark is a random number, not a count: a rolled-back change takes
+ * it back with the rows, and a later change never lands on a value seen in between.
+ */
 class FetchedRanges {
   private readonly rows = new Map<string, FetchedRange>();
   private at = "";

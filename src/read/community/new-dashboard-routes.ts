@@ -646,9 +646,11 @@ const keptBins = byWindow<Map<number, number>>(16);
 
 /** Cells of every filter, summed dimension by dimension, with the headline, the median and the failures. */
 export async function readSums(stats: ReturnType<typeof createStats>, filters: readonly ExecutionFilter[], w: Window) {
-  const reads = await Promise.all(filters.map((f) => stats.cells(f, w)));
-  const bins = reads.map(({ cells }) => {
-    const { settled, open } = settledAndOpen(cells);
+  const reads = (await Promise.all(filters.map((f) => stats.cells(f, w)))).map((r) => ({
+    ...r,
+    ...settledAndOpen(r.cells),
+  }));
+  const bins = reads.map(({ settled, open }) => {
     const base = keptBins(
       settled,
       "",
@@ -657,8 +659,7 @@ export async function readSums(stats: ReturnType<typeof createStats>, filters: r
     );
     return open.length === 0 ? base : durationBins(open, "success", base);
   });
-  const [first, ...more] = reads.map(({ cells, plan }) => {
-    const { settled, open } = settledAndOpen(cells);
+  const [first, ...more] = reads.map(({ plan, settled, open }) => {
     const base = keptSums(
       settled,
       plan.nsapp ?? "",

@@ -9,7 +9,7 @@ import { hardening, responseHeaders } from "./http/hardening.ts";
 import type { Metrics } from "./http/metrics.ts";
 import type { Maintenance } from "./maintenance/service.ts";
 import { metricsRoutes } from "./http/metrics-routes.ts";
-import { clientAddress, clientNetwork, createClientCosts, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
+import { clientNetworkOf, createClientCosts, createRateLimiter, proxyMatcher } from "./http/rate-limit.ts";
 import type { Server } from "bun";
 import { healthRoutes } from "./http/health-routes.ts";
 import type { Logger } from "./log.ts";
@@ -57,13 +57,12 @@ export interface AppDeps {
 
 export function createApp(deps: AppDeps) {
   const { config, writer, clock, version, log, metrics } = deps;
-  const trusted = proxyMatcher(config.trustedProxies);
-  const prefixes = { v4: config.rateLimitV4Prefix, v6: config.rateLimitV6Prefix };
+  const networkOf = clientNetworkOf(proxyMatcher(config.trustedProxies), {
+    v4: config.rateLimitV4Prefix,
+    v6: config.rateLimitV6Prefix,
+  });
   const clientOf = (request: Request, server: Server<unknown> | null) =>
-    clientNetwork(
-      clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), trusted),
-      prefixes,
-    );
+    networkOf(server?.requestIP(request)?.address ?? null, () => request.headers.get("x-forwarded-for"));
   const limiter = config.rateLimit > 0 ? createRateLimiter(config.rateLimit, config.rateBurst) : null;
   const costs = createClientCosts({ logBytes: config.logBudget, heldBytes: config.heldBudget });
   const ingest = ingestRoutes({

@@ -370,3 +370,24 @@ export function clientAddress(
   for (let i = hops.length - 1; i >= 0; i--) if (!proxy(hops[i]!)) return hops[i]!;
   return hops[0] ?? direct;
 }
+
+/**
+ * The network each request counts against (clientAddress, then clientNetwork), asked for every
+ * report: what a peer is (a proxy or not) and its own network are kept, forgotten all at once when
+ * there are many, and X-Forwarded-For is read only from a proxy.
+ */
+export function clientNetworkOf(trusted: (a: string) => boolean, prefixes: NetworkPrefixes) {
+  const peers = new Map<string, { proxy: boolean; network: Network | null }>();
+  return (peer: string | null, forwardedFor: () => string | null): Network | null => {
+    if (peer === null) return null;
+    let known = peers.get(peer);
+    if (known === undefined) {
+      known = { proxy: trusted(peer) || isLoopback(peer), network: clientNetwork(peer, prefixes) };
+      if (peers.size >= 4096) peers.clear();
+      peers.set(peer, known);
+    }
+    if (!known.proxy) return known.network;
+    const hops = forwardedFor();
+    return hops ? clientNetwork(clientAddress(peer, hops, trusted), prefixes) : known.network;
+  };
+}

@@ -264,6 +264,25 @@ export function executionsContract({ database, freshStore }: Harness): void {
       await expectVerified(store, 0);
     });
 
+    test("an install's first run after a retry stored before it: numbered after the retry, whatever the ids look like", async () => {
+      const store = await freshStore();
+      // A first run's execution_id is its install's random_id (as the clients send it); a retry's is its own.
+      for (const [install, retry] of [
+        ["r7", "e7"],
+        ["7d1f6c1e-3b7a-4d2e-9a51-0c8f2b6e4a10", "0b5e8c2a-91d4-4f6b-8e3c-5a7d2f1c9e84"],
+      ] as const) {
+        await store.write([tel(install, retry, "installing", PAST)]);
+        await store.write([tel(install, install, "installing", PAST + MIN)]);
+        await store.write([tel(install, install, "failed", PAST + 2 * MIN, { error: "exit code 1", exitCode: 1 })]);
+        const executions = await store.getExecutions(install);
+        expect(executions.map((e) => [e.executionId, e.attempt, e.outcome])).toEqual([
+          [retry, 1, "in_progress"],
+          [install, 2, "failed"],
+        ]);
+      }
+      await expectVerified(store, 4);
+    });
+
     test("expire is by execution: only that attempt becomes unknown", async () => {
       const store = await freshStore();
       await store.write([tel("x1", "e1", "installing", PAST), tel("x1", "e2", "installing", PAST + MIN)]);

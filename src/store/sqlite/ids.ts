@@ -2,18 +2,23 @@
 // send: `cat /proc/sys/kernel/random/uuid`, lowercase) as its 16 bytes, any other id as its text.
 // 16 bytes instead of 36, in the row and in its primary-key index: 40 bytes an execution.
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
-/** A lowercase hex digit's value. */
-const nibble = (c: number): number => (c <= 57 ? c - 48 : c - 87);
+/** A lowercase hex digit's value, or -1 (checked while decoding: a regular expression first cost as much again). */
+const nibble = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1);
 
 export function encodeId(id: string): string | Uint8Array {
-  if (id.length !== 36 || !UUID.test(id)) return id;
+  if (id.length !== 36) return id;
   const out = new Uint8Array(16);
   for (let i = 0, j = 0; i < 16; i++, j += 2) {
-    if (id.charCodeAt(j) === 45) j++; // "-"
-    out[i] = (nibble(id.charCodeAt(j)) << 4) | nibble(id.charCodeAt(j + 1));
+    if (j === 8 || j === 13 || j === 18 || j === 23) {
+      if (id.charCodeAt(j) !== 45) return id; // "-"
+      j++;
+    }
+    const hi = nibble(id.charCodeAt(j));
+    const lo = nibble(id.charCodeAt(j + 1));
+    if (hi < 0 || lo < 0) return id;
+    out[i] = (hi << 4) | lo;
   }
   return out;
 }

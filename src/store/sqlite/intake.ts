@@ -147,7 +147,10 @@ export function applyReport(
   // The held reports' count is read once per batch (budgets): with none held, nothing to look up.
   const held = current === undefined && ctx.counters.get("held.count") > 0 ? heldFor(ctx, report.executionId) : null;
   const repaired = op.repairs.length > 0;
-  const attempt = current === undefined ? reads.attemptsOf(report.randomId) + 1 : current.attempt;
+  const attempt =
+    current === undefined
+      ? reads.attemptsOf(report.randomId, report.executionId === report.randomId) + 1
+      : current.attempt;
   const decided = decide(current, report, { at: op.at, attempt, held, repaired });
   // Not held (its client's share is used up): applied on its own now, as it would be when it expired.
   const decision =

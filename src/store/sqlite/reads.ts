@@ -206,6 +206,9 @@ function prepareReadStatements(sqlite: Database, db: Db) {
     countAttempts: sqlite.query<{ n: number }, [string | Uint8Array]>(
       `SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`,
     ),
+    countRetries: sqlite.query<{ n: number }, [string | Uint8Array]>(
+      `SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE "${executions.rid.name}" = ?`,
+    ),
     // Two subqueries: SQLite answers a lone min() or max() from the index, both in one SELECT by a full scan (~60 ms at 1M).
     recordSpan: sqlite.query<{ first: number | null; last: number | null }, []>(
       `SELECT (SELECT min("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS first, (SELECT max("${executions.createdAt.name}") FROM "${getTableName(executions)}") AS last`,
@@ -510,8 +513,13 @@ export function createSqliteReads(
       return row ? decodeExecution(row) : undefined;
     },
     getExecutions: (randomId: string): Execution[] => q.getExecutions.values(encodeId(randomId)).map(decodeExecution),
-    /** Executions of an install stored so far (a new one's attempt number is one more). */
-    attemptsOf: (randomId: string): number => q.countAttempts.get(encodeId(randomId))?.n ?? 0,
+    /**
+     * Executions of an install stored so far (a new one's attempt number is one more). With
+     * `firstRunAbsent` (its first run, whose id is the install's, was just looked up and is not
+     * stored) only its retries are counted: the small rid index, not a second primary-key lookup.
+     */
+    attemptsOf: (randomId: string, firstRunAbsent = false): number =>
+      (firstRunAbsent ? q.countRetries : q.countAttempts).get(encodeId(randomId))?.n ?? 0,
     executionChunks: chunks,
     countUpdatedSince: (filter: ExecutionFilter, since: readonly number[]) => countUpdatedSince(ctx, filter, since),
     listExecutions: (filter: ExecutionFilter, page: Parameters<typeof listExecutions>[2]) =>

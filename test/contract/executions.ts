@@ -280,7 +280,13 @@ export function executionsContract({ database, freshStore }: Harness): void {
           [install, 2, "failed"],
         ]);
       }
-      await expectVerified(store, 4);
+      // In one batch: the retry's row, written first, counts for the first run after it.
+      await store.write([tel("r8", "e8", "installing", PAST), tel("r8", "r8", "installing", PAST + MIN)]);
+      expect((await store.getExecutions("r8")).map((e) => [e.executionId, e.attempt])).toEqual([
+        ["e8", 1],
+        ["r8", 2],
+      ]);
+      await expectVerified(store, 6);
     });
 
     test("expire is by execution: only that attempt becomes unknown", async () => {

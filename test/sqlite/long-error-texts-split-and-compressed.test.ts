@@ -5,7 +5,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { UNDESCRIBED, type Execution } from "../../src/domain/execution.ts";
 import { openEngine } from "../../src/store/open.ts";
-import { ERROR_HEAD, fromRow, toRow } from "../../src/store/sqlite/error-text.ts";
+import { ERROR_HEAD, fromRow, splitError } from "../../src/store/sqlite/error-text.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const BASE = {
@@ -60,7 +60,7 @@ test.each([
   ["a surrogate pair across the cut", "x" + "\u{1F600}".repeat(ERROR_HEAD), true],
   ["a log tail", logTail(7), true],
 ])("%s: stored as head and rest, read back exactly", (_, error, split) => {
-  const row = toRow({ ...BASE, error });
+  const row = { ...BASE, ...splitError(error) };
   expect(row.errorRest !== null).toBe(split);
   if (error !== null) expect(row.error!.length).toBeLessThanOrEqual(ERROR_HEAD);
   // Each part is valid UTF-16 on its own (SQLite stores text as UTF-8).

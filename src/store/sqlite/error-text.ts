@@ -5,8 +5,11 @@
 // `error_rest`, zstd-compressed (log tails shrink 5-15x). Reads put the two back together.
 import type { Execution } from "../../domain/execution.ts";
 
-/** An execution with its error text as stored: a head and, when long, a compressed rest. */
-export type SplitError = Execution & { errorRest: Buffer | null };
+/** An error text as stored: its head and, when long, its compressed rest. */
+export interface SplitError {
+  error: string | null;
+  errorRest: Buffer | null;
+}
 
 /**
  * Characters of a long error text kept uncompressed: what search matches and a listing shows
@@ -15,17 +18,14 @@ export type SplitError = Execution & { errorRest: Buffer | null };
  */
 export const ERROR_HEAD = 200;
 
-export function toRow(e: Execution): SplitError {
-  if (e.error === null || e.error.length <= ERROR_HEAD) return { ...e, errorRest: null };
+/** The text split as stored (no copy of its execution: a row is written for every report). */
+export function splitError(error: string | null): SplitError {
+  if (error === null || error.length <= ERROR_HEAD) return { error, errorRest: null };
   // Never between the two halves of a surrogate pair: each part must be valid UTF-16 on its own.
-  const high = e.error.charCodeAt(ERROR_HEAD - 1);
+  const high = error.charCodeAt(ERROR_HEAD - 1);
   const cut = high >= 0xd800 && high <= 0xdbff ? ERROR_HEAD - 1 : ERROR_HEAD;
-  const packed = Bun.zstdCompressSync(Buffer.from(e.error.slice(cut)));
-  return {
-    ...e,
-    error: e.error.slice(0, cut),
-    errorRest: Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength),
-  };
+  const packed = Bun.zstdCompressSync(Buffer.from(error.slice(cut)));
+  return { error: error.slice(0, cut), errorRest: Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength) };
 }
 
 /** The whole text from its stored parts. */

@@ -4,7 +4,7 @@
 import { getTableColumns, getTableName } from "drizzle-orm";
 import type { Execution } from "../../domain/execution.ts";
 import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
-import { joinError, toRow } from "./error-text.ts";
+import { joinError, splitError } from "./error-text.ts";
 import { decodeId, encodeId } from "./ids.ts";
 import { executions, type StoredOnly } from "./schema.ts";
 
@@ -38,7 +38,7 @@ export type StoredRow = { [K in keyof typeof executions.$inferInsert]-?: string 
 const offset = (t: number | null, createdAt: number): number | null => (t === null ? null : t - createdAt);
 
 export function storedRow(e: Execution): StoredRow {
-  const split = toRow(e);
+  const split = splitError(e.error);
   return {
     executionId: encodeId(e.executionId),
     rid: e.randomId === e.executionId ? null : encodeId(e.randomId),

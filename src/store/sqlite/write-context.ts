@@ -80,7 +80,8 @@ function rowOf(statement: Statement<never, [StoredRow]>, unstored?: Unstored) {
 }
 
 /** The ids of a JSON array as stored (ids.ts): canonical UUIDs as their 16 bytes, and every id as its text. */
-const STORED_FORMS = "(SELECT unhex(replace(value, '-', '')) FROM json_each(?1) UNION ALL SELECT value FROM json_each(?1))";
+const STORED_FORMS =
+  "(SELECT unhex(replace(value, '-', '')) FROM json_each(?1) UNION ALL SELECT value FROM json_each(?1))";
 
 /**
  * Statements run for every report and every rollup cell of a batch, prepared on bun:sqlite

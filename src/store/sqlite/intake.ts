@@ -8,7 +8,6 @@ import type { ReportWrite } from "../contract/executions.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract/store.ts";
 import { encodeHeld } from "../common/budgets.ts";
 import { count, recount } from "../common/counting.ts";
-import { decodeId } from "./ids.ts";
 import { heldOf, sameKeys, type BatchEffects, type HeldRow, type WriteContext } from "./write-context.ts";
 
 /** Held reports applied on their own per statement while the held budget is exceeded. */
@@ -136,33 +135,6 @@ function keepStuckMark(ctx: WriteContext, execution: Execution): void {
   ctx.stuckMark = execution.createdAt;
 }
 
-/**
- * Before a batch's reports: which of their executions and installs' retries are not stored, in
- * two statements for the batch instead of two lookups per report (each cost as much as a third of
- * the row's INSERT). Most reports start an execution, and then nothing is looked up.
- */
-export function lookAhead(ctx: WriteContext, ops: readonly WriteOp[]): void {
-  const { executions, retries } = ctx.unstored;
-  executions.clear();
-  retries.clear();
-  for (const op of ops) {
-    if (op.kind !== "report") continue;
-    executions.add(op.report.executionId);
-    retries.add(op.report.randomId);
-  }
-  if (executions.size === 0) return;
-  for (const { id } of ctx.hot.storedExecutions.all(JSON.stringify([...executions]))) executions.delete(decodeId(id));
-  for (const { id } of ctx.hot.storedRetries.all(JSON.stringify([...retries]))) retries.delete(decodeId(id));
-}
-
-/** Installs' runs stored so far, when `report`'s execution is not (its attempt number is one more). */
-function attemptsBefore(ctx: WriteContext, report: Report): number {
-  // A first run's id is its install's: not stored, only the install's retries can be.
-  const firstRunAbsent = report.executionId === report.randomId;
-  if (firstRunAbsent && ctx.unstored.retries.has(report.randomId)) return 0;
-  return ctx.reads.attemptsOf(report.randomId, firstRunAbsent);
-}
-
 /** One report against its stored execution: created, updated, held, a duplicate, or refused as already final. */
 export function applyReport(
   ctx: WriteContext,
@@ -171,11 +143,14 @@ export function applyReport(
 ): ResultFor<typeof op> {
   const { reads, hot, relay } = ctx;
   const { report } = op;
-  const current = ctx.unstored.executions.has(report.executionId) ? undefined : reads.getExecution(report.executionId);
+  const current = reads.getExecution(report.executionId);
   // The held reports' count is read once per batch (budgets): with none held, nothing to look up.
   const held = current === undefined && ctx.counters.get("held.count") > 0 ? heldFor(ctx, report.executionId) : null;
   const repaired = op.repairs.length > 0;
-  const attempt = current === undefined ? attemptsBefore(ctx, report) + 1 : current.attempt;
+  const attempt =
+    current === undefined
+      ? reads.attemptsOf(report.randomId, report.executionId === report.randomId) + 1
+      : current.attempt;
   const decided = decide(current, report, { at: op.at, attempt, held, repaired });
   // Not held (its client's share is used up): applied on its own now, as it would be when it expired.
   const decision =

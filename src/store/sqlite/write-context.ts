@@ -56,52 +56,19 @@ const INDEXED_COLUMNS = new Set<string>([
 /** Whether `after` keeps every key of `before`, so updateExecution can write it. */
 export const sameKeys = (before: Execution, after: Execution): boolean => KEYS.every((k) => before[k] === after[k]);
 
-/**
- * What a batch's first look found not stored (intake.ts lookAhead): execution ids without a row,
- * and install ids without a retry (a row whose rid is the install's). Every statement that adds
- * a row takes its ids out, so what is left stays true until the batch ends.
- */
-interface Unstored {
-  executions: Set<string>;
-  retries: Set<string>;
-}
-
-/** A statement writing an execution as its stored row (rows.ts); one that may add a row keeps `unstored` true. */
-function rowOf(statement: Statement<never, [StoredRow]>, unstored?: Unstored) {
-  if (!unstored) return { run: (e: Execution) => statement.run(storedRow(e)) };
-  return {
-    run(e: Execution) {
-      const result = statement.run(storedRow(e));
-      unstored.executions.delete(e.executionId);
-      if (e.randomId !== e.executionId) unstored.retries.delete(e.randomId);
-      return result;
-    },
-  };
-}
-
-/** The ids of a JSON array as stored (ids.ts): canonical UUIDs as their 16 bytes, and every id as its text. */
-const STORED_FORMS =
-  "(SELECT unhex(replace(value, '-', '')) FROM json_each(?1) UNION ALL SELECT value FROM json_each(?1))";
+/** A statement writing an execution as its stored row (rows.ts). */
+const rowOf = (statement: Statement<never, [StoredRow]>) => ({ run: (e: Execution) => statement.run(storedRow(e)) });
 
 /**
  * Statements run for every report and every rollup cell of a batch, prepared on bun:sqlite
  * directly: Drizzle's per-call placeholder filling and row mapping cost as much as the
  * statements themselves there. The SQL is built from the schema, so names cannot drift.
  */
-function prepareHotStatements(sqlite: Database, unstored: Unstored) {
+function prepareHotStatements(sqlite: Database) {
   const cell = `"${rollups.grain.name}" = $grain AND "${rollups.slice.name}" = $slice AND "${rollups.bucket.name}" = $bucket`;
-  const table = `"${getTableName(executions)}"`;
   return {
-    /** Which of the ids (a JSON array) have a row; one statement for a batch's reports. */
-    storedExecutions: sqlite.query<{ id: string | Uint8Array }, [string]>(
-      `SELECT "${executions.executionId.name}" AS id FROM ${table} WHERE "${executions.executionId.name}" IN ${STORED_FORMS}`,
-    ),
-    /** Which of the install ids (a JSON array) have a retry stored. */
-    storedRetries: sqlite.query<{ id: string | Uint8Array }, [string]>(
-      `SELECT DISTINCT "${executions.rid.name}" AS id FROM ${table} WHERE "${executions.rid.name}" IN ${STORED_FORMS}`,
-    ),
     /** changes is 0 when the execution_id is stored already (a duplicate). */
-    insertExecution: rowOf(sqlite.query<never, StoredRow>(insertStored("ON CONFLICT DO NOTHING")), unstored),
+    insertExecution: rowOf(sqlite.query<never, StoredRow>(insertStored("ON CONFLICT DO NOTHING"))),
     /**
      * A row written back but for the indexed keys, which it keeps (a progress ping, a final status):
      * SQLite rewrites every index whose column an UPDATE assigns, changed or not.
@@ -120,7 +87,6 @@ function prepareHotStatements(sqlite: Database, unstored: Unstored) {
             .join(", ")}`,
         ),
       ),
-      unstored,
     ),
     deleteExecutions: sqlite.query<never, [string | Uint8Array]>(
       `DELETE FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`,
@@ -280,8 +246,6 @@ export interface WriteContext {
   relay: ReturnType<typeof createSqliteRelay>;
   /** The stuck mark as this batch sees it; null until read (intake.ts keepStuckMark). */
   stuckMark: number | null;
-  /** What this batch's reports need not look up (intake.ts lookAhead); emptied between batches. */
-  unstored: Unstored;
   /**
    * Cells a batch counts into, in place (cells.ts touch): each stored cell parsed whole the first
    * time the batch touches it, and written back once at the end (storeTouched).
@@ -300,7 +264,6 @@ export function createWriteContext(
   relayPolicy: { current: RelayPolicy | null },
 ): WriteContext {
   const counters = new Counters(sqlite);
-  const unstored: Unstored = { executions: new Set(), retries: new Set() };
   return {
     sqlite,
     reads,
@@ -310,14 +273,13 @@ export function createWriteContext(
     oldHours,
     limits,
     q: prepareStatements(db),
-    hot: prepareHotStatements(sqlite, unstored),
+    hot: prepareHotStatements(sqlite),
     counters,
     log: createLogBudget(sqlite, counters, limits),
     alerts: createAlertWrites(db),
     issues: createIssueWrites(db),
     relay: createSqliteRelay(sqlite, counters, relayPolicy),
     stuckMark: null,
-    unstored,
     touched: new Map(),
   };
 }

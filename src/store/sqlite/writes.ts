@@ -14,7 +14,6 @@ import { encodeId } from "./ids.ts";
 import {
   applyHeldAlone,
   applyReport,
-  lookAhead,
   keepHeld,
   keepHeldWithinBudget,
   load,
@@ -178,10 +177,7 @@ function runBatch(ctx: WriteContext, ops: readonly WriteOp[]): { results: WriteR
   };
   ctx.counters.reset();
   ctx.stuckMark = null;
-  lookAhead(ctx, ops);
   const results = ops.map((op) => apply(ctx, op, fx));
-  ctx.unstored.executions.clear();
-  ctx.unstored.retries.clear();
   if (fx.held) keepHeldWithinBudget(ctx, fx);
   ctx.relay.trim(ops.reduce((at, op) => Math.max(at, op.at), 0));
   ctx.counters.flush();

@@ -16,7 +16,8 @@ import { backupFile, databaseInUse, restoreDatabase } from "./sqlite/backup.ts";
 import { openSqliteEngine } from "./sqlite/engine.ts";
 import { checkSqliteLocation, createdBy as createdBySqlite } from "./sqlite/location-checks.ts";
 import { lockForServing as lockSqliteForServing, type ServeLock } from "./sqlite/serve-lock.ts";
-import { redacted, urlParts } from "./postgres/url.ts";
+import { openPostgresEngine } from "./postgres/engine.ts";
+import { redacted, urlParts } from "./postgres/database.ts";
 
 /** No database where one was expected: a command that only reads never creates one. */
 export class DatabaseMissingError extends Error {}
@@ -84,11 +85,7 @@ export async function openEngine(location: string, opts: OpenOptions & { create:
       `--read-db ${opts.readReplica.url} is not a postgres:// URL; give it the replica's URL, or leave --read-db unset`,
     );
   }
-  if (where.engine === "sqlite") return openSqliteEngine(where.path, opts);
-  // Loaded when asked for: an SQLite server never holds the PostgreSQL engine, its driver and
-  // schema (~3 MB of live heap, which the collector lets grow threefold under load).
-  const { openPostgresEngine } = await import("./postgres/engine.ts");
-  return openPostgresEngine(where.url, opts);
+  return where.engine === "postgres" ? openPostgresEngine(where.url, opts) : openSqliteEngine(where.path, opts);
 }
 
 /**

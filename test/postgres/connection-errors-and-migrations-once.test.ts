@@ -2,8 +2,7 @@
 // when several nodes start together, a newer schema refused. A throwaway server on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import postgres from "postgres";
-import { openPostgres } from "../../src/store/postgres/database.ts";
-import { redacted } from "../../src/store/postgres/url.ts";
+import { openPostgres, redacted } from "../../src/store/postgres/database.ts";
 import { RolledBackError, boundedWhileDown, markDown, transaction } from "../../src/store/postgres/transaction.ts";
 import { DatabaseOpenError } from "../../src/store/engine.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";

@@ -9,7 +9,6 @@ import * as schema from "./schema.ts";
 import { DatabaseOpenError, type OpenOptions } from "../engine.ts";
 import { passwordFileProblem, passwordFor, type Target } from "./passwords.ts";
 import { transaction } from "./transaction.ts";
-import { redacted, urlParts } from "./url.ts";
 
 export type PgDb = PostgresJsDatabase<typeof schema>;
 
@@ -22,6 +21,36 @@ function migrationsFolder(): string {
   return existsSync(`${embedded}/meta/_journal.json`)
     ? embedded
     : fileURLToPath(new URL("../../../drizzle/postgres", import.meta.url));
+}
+
+/**
+ * The parts of a postgres:// URL, with any number of hosts ("h1:5432,h2:5432", which URL parsers
+ * refuse): the user information is what precedes the last @ of the authority.
+ */
+export function urlParts(
+  url: string,
+): { scheme: string; user: string; password: string | null; hosts: string; rest: string } | null {
+  const m = /^(postgres(?:ql)?:\/\/)([^/?#]*)(.*)$/is.exec(url);
+  if (!m) return null;
+  const authority = m[2]!;
+  const at = authority.lastIndexOf("@");
+  const userinfo = at < 0 ? null : authority.slice(0, at);
+  const colon = userinfo?.indexOf(":") ?? -1;
+  return {
+    scheme: m[1]!,
+    user: userinfo === null ? "" : colon < 0 ? userinfo : userinfo.slice(0, colon),
+    password: userinfo === null || colon < 0 ? null : userinfo.slice(colon + 1),
+    hosts: authority.slice(at + 1),
+    rest: m[3]!,
+  };
+}
+
+/** The location as it may be shown: the password never is. */
+export function redacted(url: string): string {
+  const p = urlParts(url);
+  if (!p) return "postgres://(unreadable URL)";
+  const userinfo = p.password ? `${p.user}:***@` : p.user ? `${p.user}@` : "";
+  return `${p.scheme}${userinfo}${p.hosts}${p.rest}`;
 }
 
 /** Where a client connects, as postgres.js resolved it (PGHOST, PGUSER, ... filled in): for messages and the password file. */

@@ -9,8 +9,7 @@ import { EXECUTION_READS, type ExecutionReads } from "../contract/executions.ts"
 import type { StoreLimits } from "../contract/maintenance.ts";
 import { READS, type AllReads, type Store, type WriteOp } from "../contract/store.ts";
 import { DatabaseOpenError, type Engine, type OpenOptions } from "../engine.ts";
-import { openPostgres, withPoolerHint, type PgDb } from "./database.ts";
-import { redacted } from "./url.ts";
+import { openPostgres, redacted, withPoolerHint, type PgDb } from "./database.ts";
 import { createPostgresReads } from "./reads.ts";
 import { createAlertReads } from "./alerts.ts";
 import { createIssueReads } from "./issues.ts";

@@ -1,8 +1,7 @@
 // Reads from a streaming replica while it keeps up (docs/decisions/2026-11-25-postgresql-engine.md): its replay lag is measured every second; past the bound, or when it does not answer,
 // reads go to the primary until it is back within it.
 import type { Sql } from "postgres";
-import { openPostgres, type PgDb } from "./database.ts";
-import { redacted } from "./url.ts";
+import { openPostgres, redacted, type PgDb } from "./database.ts";
 import type { OpenOptions } from "../engine.ts";
 
 const EVERY_MS = 1000;

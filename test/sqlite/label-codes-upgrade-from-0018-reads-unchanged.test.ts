@@ -17,6 +17,9 @@ import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
 import { CODED, codeColumn, decodeSql, encodeSql, type CodedColumn } from "../../src/store/sqlite/codes.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.ts";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import { filterWhere } from "../../src/store/common/filter.ts";
+import { SELECT_READ, filterColumns } from "../../src/store/sqlite/rows.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
 
 setDefaultTimeout(120_000);
@@ -152,5 +155,22 @@ describe("upgrade from the layout of migration 0018 (labels as words)", () => {
       expect(migration).toContain(encodeSql(name));
       expect(migration).toContain(`\`${name}\` text GENERATED ALWAYS AS (${decodeSql(name)}) VIRTUAL`);
     }
+  });
+
+  test("reads select the codes and filters compare codes: no CASE of a virtual word column per row", () => {
+    for (const name of Object.keys(CODED) as CodedColumn[]) {
+      expect(SELECT_READ).toContain(`"${codeColumn(name)}"`);
+      expect(SELECT_READ).not.toContain(`"${name}",`);
+    }
+    const like = () => {
+      throw new Error("no LIKE in these filters");
+    };
+    const where = filterWhere(filterColumns, { status: "failed", method: "0", platform: "incus", kind: "tool" }, like)!;
+    const { sql, params } = new SQLiteSyncDialect().sqlToQuery(where);
+    expect(sql).toContain('"status_code" = ?');
+    expect(sql).toContain('"method_code" = ?');
+    expect(sql).not.toMatch(/"(status|method|platform)" /);
+    // Known words bound as their codes, others as their text.
+    expect([...params].sort()).toEqual([CODED.status.indexOf("failed"), "0", CODED.platform.indexOf("incus"), "tool"].sort());
   });
 });

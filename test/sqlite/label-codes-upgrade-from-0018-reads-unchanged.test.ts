@@ -171,6 +171,8 @@ describe("upgrade from the layout of migration 0018 (labels as words)", () => {
     expect(sql).toContain('"method_code" = ?');
     expect(sql).not.toMatch(/"(status|method|platform)" /);
     // Known words bound as their codes, others as their text.
-    expect([...params].sort()).toEqual([CODED.status.indexOf("failed"), "0", CODED.platform.indexOf("incus"), "tool"].sort());
+    expect([...params].sort()).toEqual(
+      [CODED.status.indexOf("failed"), "0", CODED.platform.indexOf("incus"), "tool"].sort(),
+    );
   });
 });

@@ -7,7 +7,7 @@ import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 import { joinError, toRow } from "./error-text.ts";
 import { decodeId, encodeId } from "./ids.ts";
 import { executions, type CodedKey, type StoredOnly } from "./schema.ts";
-import { CODED, wordDecoder, wordEncoder, type CodedColumn, type WordDecoder, type WordEncoder } from "./codes.ts";
+import { CODED, wordEncoder, type CodedColumn, type WordEncoder } from "./codes.ts";
 
 const camel = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 /** The stored columns of coded labels (codes.ts), by key: `<name>_code` is `<camelName>Code`. */
@@ -136,9 +136,10 @@ export const OF_INSTALL = `((${name("executionId")} = ?1 AND ${name("rid")} IS N
 const ID_KEYS = new Set<Key>(["executionId", "randomId"]);
 const BOOLEAN = READ_KEYS.map((k) => columns[k].columnType === "SQLiteBoolean");
 const IS_ID = READ_KEYS.map((k) => ID_KEYS.has(k));
-const WORD: (WordDecoder | null)[] = READ_KEYS.map((k) => {
+/** Each read column's words when it is a coded label (codes.ts): a stored number is an index into them. */
+const WORDS: (readonly string[] | null)[] = READ_KEYS.map((k) => {
   const code = CODE_OF.get(k);
-  return code === undefined ? null : wordDecoder(columns[code].name.replace(/_code$/, "") as CodedColumn);
+  return code === undefined ? null : CODED[columns[code].name.replace(/_code$/, "") as CodedColumn];
 });
 const ERROR = READ_KEYS.indexOf("error");
 const ERROR_REST = READ_KEYS.indexOf("errorRest");
@@ -149,12 +150,14 @@ export function decodeExecution(values: unknown[]): Execution {
   for (let i = 0; i < READ_KEYS.length; i++) {
     if (i === ERROR_REST) continue;
     const value = values[i] ?? null;
-    const word = WORD[i];
+    const words = WORDS[i]!;
     row[READ_KEYS[i]!] =
       value === null
         ? null
-        : word
-          ? word(value as string | number)
+        : words !== null
+          ? typeof value === "number"
+            ? words[value]
+            : value
           : IS_ID[i]
             ? decodeId(value as string | Uint8Array)
             : BOOLEAN[i]

@@ -50,9 +50,10 @@ describe("openDatabase", () => {
   test("reopening an existing database keeps its data and applies nothing twice", async () => {
     const path = join(tempDir(), "existing.db");
     const first = openDatabase(path, { durability: "full", migrate: true });
-    // (Stored columns since migration 0017: random_id, kind and outcome are virtual.)
+    // (Stored columns since migration 0017: random_id, kind and outcome are virtual; since 0018
+    // type and status are stored as codes, store/sqlite/codes.ts.)
     first.sqlite.run(
-      "INSERT INTO executions (execution_id, attempt, type, status, outcome_code, created_at, updated_in) VALUES ('keep', 1, 'lxc', 'installing', 3, 1, 0)",
+      "INSERT INTO executions (execution_id, attempt, type_code, status_code, outcome_code, created_at, updated_in) VALUES ('keep', 1, 0, 3, 3, 1, 0)",
     );
     first.sqlite.close();
     const again = openDatabase(path, { durability: "full", migrate: true });

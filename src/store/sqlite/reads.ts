@@ -11,7 +11,7 @@ import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";
 import { errorSignatures, executions, rollupLabels, rollupState, rollups } from "./schema.ts";
-import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, readColumns } from "./rows.ts";
+import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, filterColumns, readColumns } from "./rows.ts";
 import { encodeId } from "./ids.ts";
 import { LabelCache } from "../common/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
@@ -34,7 +34,7 @@ const ofInstall = (randomId: string | undefined): SQL | undefined => {
   return sql`((${executions.executionId} = ${id} AND ${executions.rid} IS NULL) OR ${executions.rid} = ${id})`;
 };
 const whereOf = (f: ExecutionFilter): SQL | undefined =>
-  and(filterWhere(executions, { ...f, randomId: undefined }, like), ofInstall(f.randomId));
+  and(filterWhere(filterColumns, { ...f, randomId: undefined }, like), ofInstall(f.randomId));
 
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 
@@ -367,13 +367,17 @@ function pageExecutions(
   filter: ExecutionFilter,
   page: PageQuery,
 ): { rows: Execution[]; total: number } {
-  const where = and(pageWhere(executions, { ...filter, randomId: undefined }, page, like), ofInstall(filter.randomId));
+  const where = and(
+    pageWhere(filterColumns, { ...filter, randomId: undefined }, page, like),
+    ofInstall(filter.randomId),
+  );
   const [counted] = db
     .select({ n: sql<number>`count(*)`.mapWith(Number) })
     .from(executions)
     .where(where)
     .all();
   const direction = page.descending ? desc : asc;
+  // By the word (the virtual column), not the code: pages are in the words' text order.
   const column = pageSortColumn(executions, page.sort);
   const rows = db
     .select(readColumns)

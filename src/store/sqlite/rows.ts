@@ -6,7 +6,12 @@ import type { Execution } from "../../domain/execution.ts";
 import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 import { joinError, splitError } from "./error-text.ts";
 import { decodeId, encodeId } from "./ids.ts";
-import { executions, type StoredOnly } from "./schema.ts";
+import { executions, type CodedKey, type StoredOnly } from "./schema.ts";
+import { CODED, wordEncoder, type CodedColumn, type WordEncoder } from "./codes.ts";
+
+const camel = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+/** The stored columns of coded labels (codes.ts), by key: `<name>_code` is `<camelName>Code`. */
+const CODED_KEYS = Object.keys(CODED).map((n) => `${camel(n)}Code`) as CodedKey[];
 
 const OUTCOME_CODE = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 
@@ -15,6 +20,7 @@ type Key = keyof typeof columns;
 
 /** Columns stored in place of a virtual one: never selected by a read. */
 const STORED_ONLY: ReadonlySet<Key> = new Set<keyof StoredOnly>([
+  ...CODED_KEYS,
   "rid",
   "outcomeCode",
   "updatedIn",
@@ -27,13 +33,30 @@ const STORED_ONLY: ReadonlySet<Key> = new Set<keyof StoredOnly>([
 export const STORED_KEYS = (Object.keys(columns) as Key[]).filter((k) => !columns[k].generated);
 /** Columns a read selects: the domain's Execution (with its error text's rest). */
 export const READ_KEYS = (Object.keys(columns) as Key[]).filter((k) => !STORED_ONLY.has(k));
-/** The read columns, for Drizzle's select: ids and booleans are decoded by their column types. */
-export const readColumns = Object.fromEntries(READ_KEYS.map((k) => [k, columns[k]])) as {
+/**
+ * A coded label's key (`status`) -> its stored code column's (`statusCode`): reads select the code
+ * and decode it in TypeScript, filters compare codes; the virtual word column would make SQLite
+ * evaluate a CASE per row (10-14 % slower full-row reads, docs/decisions/2026-11-27-label-codes-read-in-typescript.md).
+ */
+const CODE_OF = new Map<Key, Key>(Object.keys(CODED).map((n) => [camel(n) as Key, `${camel(n)}Code` as Key]));
+const readColumn = (k: Key) => columns[CODE_OF.get(k) ?? k];
+/** The read columns, for Drizzle's select: ids, booleans and coded labels are decoded by their column types. */
+export const readColumns = Object.fromEntries(READ_KEYS.map((k) => [k, readColumn(k)])) as {
   [K in Exclude<Key, keyof StoredOnly> | "errorRest"]: (typeof columns)[K];
 };
+/** The columns filters compare (store/common/filter.ts): a coded label's code column, its bound value encoded. */
+export const filterColumns = Object.fromEntries(
+  (Object.keys(columns) as Key[]).map((k) => [k, readColumn(k)]),
+) as unknown as typeof columns;
 
 /** What a row stores for `e`: bind parameters by column key. */
 export type StoredRow = { [K in keyof typeof executions.$inferInsert]-?: string | number | Uint8Array | null };
+
+/** The coded columns' encoders (codes.ts). */
+const CODE = Object.fromEntries(Object.keys(CODED).map((n) => [n, wordEncoder(n as CodedColumn)])) as Record<
+  CodedColumn,
+  WordEncoder
+>;
 
 const offset = (t: number | null, createdAt: number): number | null => (t === null ? null : t - createdAt);
 
@@ -44,38 +67,38 @@ export function storedRow(e: Execution): StoredRow {
     rid: e.randomId === e.executionId ? null : encodeId(e.randomId),
     attempt: e.attempt,
     payloadVersion: e.payloadVersion,
-    type: e.type,
+    typeCode: CODE.type(e.type),
     ctType: e.ctType,
     diskSize: e.diskSize,
     coreCount: e.coreCount,
     ramSize: e.ramSize,
-    osType: e.osType,
+    osTypeCode: CODE.os_type(e.osType),
     osVersion: e.osVersion,
-    disableip6: e.disableip6,
+    disableip6Code: CODE.disableip6(e.disableip6),
     nsapp: e.nsapp,
-    method: e.method,
+    methodCode: CODE.method(e.method),
     pveVersion: e.pveVersion,
-    cpuVendor: e.cpuVendor,
+    cpuVendorCode: CODE.cpu_vendor(e.cpuVendor),
     cpuModel: e.cpuModel,
-    gpuVendor: e.gpuVendor,
+    gpuVendorCode: CODE.gpu_vendor(e.gpuVendor),
     gpuModel: e.gpuModel,
-    ramSpeed: e.ramSpeed,
-    gpuPassthrough: e.gpuPassthrough,
-    hostGpu: e.hostGpu,
-    arch: e.arch,
-    platform: e.platform,
+    ramSpeedCode: CODE.ram_speed(e.ramSpeed),
+    gpuPassthroughCode: CODE.gpu_passthrough(e.gpuPassthrough),
+    hostGpuCode: CODE.host_gpu(e.hostGpu),
+    archCode: CODE.arch(e.arch),
+    platformCode: CODE.platform(e.platform),
     hasArm: e.hasArm === null ? null : e.hasArm ? 1 : 0,
-    repoSource: e.repoSource,
-    repoSlug: e.repoSlug,
+    repoSourceCode: CODE.repo_source(e.repoSource),
+    repoSlugCode: CODE.repo_slug(e.repoSlug),
     kernelVersion: e.kernelVersion,
     appVersion: e.appVersion,
     extra: e.extra,
-    status: e.status,
+    statusCode: CODE.status(e.status),
     outcomeCode: OUTCOME_CODE[e.outcome],
     error: split.error,
     errorRest: split.errorRest,
     exitCode: e.exitCode,
-    errorCategory: e.errorCategory,
+    errorCategoryCode: CODE.error_category(e.errorCategory),
     failedCommand: e.failedCommand,
     failedLine: e.failedLine,
     installDuration: e.installDuration,
@@ -94,7 +117,7 @@ const table = `"${getTableName(executions)}"`;
 const name = (k: Key) => `"${columns[k].name}"`;
 
 /** `SELECT <read columns> FROM executions`: rows for decodeExecution, in READ_KEYS order. */
-export const SELECT_READ = `SELECT ${READ_KEYS.map(name).join(", ")} FROM ${table}`;
+export const SELECT_READ = `SELECT ${READ_KEYS.map((k) => name(CODE_OF.get(k) ?? k)).join(", ")} FROM ${table}`;
 /** An INSERT of every stored column, each bound by its key, followed by `tail`. */
 export const insertStored = (tail: string): string =>
   `INSERT INTO ${table} (${STORED_KEYS.map(name).join(", ")}) VALUES (${STORED_KEYS.map((k) => `$${k}`).join(", ")}) ${tail}`;
@@ -113,6 +136,11 @@ export const OF_INSTALL = `((${name("executionId")} = ?1 AND ${name("rid")} IS N
 const ID_KEYS = new Set<Key>(["executionId", "randomId"]);
 const BOOLEAN = READ_KEYS.map((k) => columns[k].columnType === "SQLiteBoolean");
 const IS_ID = READ_KEYS.map((k) => ID_KEYS.has(k));
+/** Each read column's words when it is a coded label (codes.ts): a stored number is an index into them. */
+const WORDS: (readonly string[] | null)[] = READ_KEYS.map((k) => {
+  const code = CODE_OF.get(k);
+  return code === undefined ? null : CODED[columns[code].name.replace(/_code$/, "") as CodedColumn];
+});
 const ERROR = READ_KEYS.indexOf("error");
 const ERROR_REST = READ_KEYS.indexOf("errorRest");
 
@@ -122,8 +150,19 @@ export function decodeExecution(values: unknown[]): Execution {
   for (let i = 0; i < READ_KEYS.length; i++) {
     if (i === ERROR_REST) continue;
     const value = values[i] ?? null;
+    const words = WORDS[i]!;
     row[READ_KEYS[i]!] =
-      value === null ? null : IS_ID[i] ? decodeId(value as string | Uint8Array) : BOOLEAN[i] ? value === 1 : value;
+      value === null
+        ? null
+        : words !== null
+          ? typeof value === "number"
+            ? words[value]
+            : value
+          : IS_ID[i]
+            ? decodeId(value as string | Uint8Array)
+            : BOOLEAN[i]
+              ? value === 1
+              : value;
   }
   // Joined in place: this runs for every report (the write path reads the execution first).
   const rest = (values[ERROR_REST] ?? null) as Uint8Array | null;

@@ -13,6 +13,7 @@ import {
   uniqueIndex,
 } from "drizzle-orm/sqlite-core";
 import { decodeId, encodeId } from "./ids.ts";
+import { CODED, codeColumn, decodeSql, wordDecoder, wordEncoder, type CodedColumn } from "./codes.ts";
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
@@ -28,6 +29,25 @@ const storedId = customType<{ data: string; driverData: string | Uint8Array }>({
   fromDriver: (value) => decodeId(value),
 });
 
+/**
+ * The stored column of coded label `name` (codes.ts), read as the word and written or compared as
+ * the code: Drizzle selects decode it in TypeScript, and a filter's bound value is encoded. No type
+ * (BLOB affinity), so SQLite keeps each value as it is given: a word that looks like a number stays text.
+ */
+function codedColumn(name: CodedColumn) {
+  const encode = wordEncoder(name);
+  const decode = wordDecoder(name);
+  return customType<{ data: string; driverData: string | number }>({
+    dataType: () => "blob",
+    toDriver: (word) => encode(word)!,
+    fromDriver: (stored) => decode(stored),
+  })(codeColumn(name));
+}
+/** The virtual column of coded label `name`: the word, for SQL that must see it (a sort by the word). */
+const wordColumn = (name: CodedColumn) => text(name).generatedAlwaysAs(sql.raw(decodeSql(name)), { mode: "virtual" });
+/** The type codes of a kind (domain/execution.ts kindOfType): tools are pve and tool, addons addon. */
+const typeCodes = (...words: (typeof CODED.type)[number][]) => words.map((w) => CODED.type.indexOf(w)).join(", ");
+
 const outcomeCase = `CASE "outcome_code" ${OUTCOMES.map((o, i) => `WHEN ${i} THEN '${o}'`).join(" ")} END`;
 /** An instant kept as milliseconds after created_at (fewer bytes: 0 costs none), read as epoch ms. */
 const after = (stored: string) => sql.raw(`"created_at" + "${stored}"`);
@@ -36,9 +56,11 @@ const after = (stored: string) => sql.raw(`"created_at" + "${stored}"`);
  * Executions (docs/protocol.md#the-record): one row per attempt; an install is the rows sharing a random_id.
  * Stored compactly (docs/decisions/2026-11-27-execution-rows.md): ids as 16 bytes; random_id only
  * when it differs from execution_id (`rid`: a retry's); kind and outcome as what they are derived
- * from (type) or as a small code; the timeline's instants as offsets from created_at. The columns
- * the rest of the engine reads and filters on (random_id, kind, outcome, updated_at, ...) are
- * virtual columns over them: computed when read, never stored.
+ * from (type) or as a small code; the timeline's instants as offsets from created_at; the labels
+ * of a few known words (status, type, method, vendors, repo, ...) as codes (codes.ts), read and
+ * filtered through their code columns. The columns the rest of the engine reads and filters on
+ * (random_id, kind, outcome, updated_at, ...) are virtual columns over them: computed when read,
+ * never stored.
  */
 export const executions = sqliteTable(
   "executions",
@@ -53,37 +75,54 @@ export const executions = sqliteTable(
     kind: text("kind", { enum: KINDS })
       .notNull()
       .generatedAlwaysAs(
-        sql`CASE WHEN "type" IN ('pve', 'tool') THEN 'tool' WHEN "type" = 'addon' THEN 'addon' ELSE 'install' END`,
+        // Over the stored code (known words are always coded), not over the virtual type.
+        sql.raw(
+          `CASE WHEN "${codeColumn("type")}" IN (${typeCodes("pve", "tool")}) THEN 'tool' WHEN "${codeColumn("type")}" = ${typeCodes("addon")} THEN 'addon' ELSE 'install' END`,
+        ),
         { mode: "virtual" },
       ),
     payloadVersion: integer("payload_version"),
-    type: text("type").notNull(),
+    typeCode: codedColumn("type").notNull(),
+    type: wordColumn("type").notNull(),
     ctType: integer("ct_type"),
     diskSize: real("disk_size"),
     coreCount: integer("core_count"),
     ramSize: integer("ram_size"),
-    osType: text("os_type"),
+    osTypeCode: codedColumn("os_type"),
+    osType: wordColumn("os_type"),
     osVersion: text("os_version"),
-    disableip6: text("disableip6"),
+    disableip6Code: codedColumn("disableip6"),
+    disableip6: wordColumn("disableip6"),
     nsapp: text("nsapp"),
-    method: text("method"),
+    methodCode: codedColumn("method"),
+    method: wordColumn("method"),
     pveVersion: text("pve_version"),
-    cpuVendor: text("cpu_vendor"),
+    cpuVendorCode: codedColumn("cpu_vendor"),
+    cpuVendor: wordColumn("cpu_vendor"),
     cpuModel: text("cpu_model"),
-    gpuVendor: text("gpu_vendor"),
+    gpuVendorCode: codedColumn("gpu_vendor"),
+    gpuVendor: wordColumn("gpu_vendor"),
     gpuModel: text("gpu_model"),
-    ramSpeed: text("ram_speed"),
-    gpuPassthrough: text("gpu_passthrough"),
-    hostGpu: text("host_gpu"),
-    arch: text("arch"),
-    platform: text("platform"),
+    ramSpeedCode: codedColumn("ram_speed"),
+    ramSpeed: wordColumn("ram_speed"),
+    gpuPassthroughCode: codedColumn("gpu_passthrough"),
+    gpuPassthrough: wordColumn("gpu_passthrough"),
+    hostGpuCode: codedColumn("host_gpu"),
+    hostGpu: wordColumn("host_gpu"),
+    archCode: codedColumn("arch"),
+    arch: wordColumn("arch"),
+    platformCode: codedColumn("platform"),
+    platform: wordColumn("platform"),
     hasArm: integer("has_arm", { mode: "boolean" }),
-    repoSource: text("repo_source"),
-    repoSlug: text("repo_slug"),
+    repoSourceCode: codedColumn("repo_source"),
+    repoSource: wordColumn("repo_source"),
+    repoSlugCode: codedColumn("repo_slug"),
+    repoSlug: wordColumn("repo_slug"),
     kernelVersion: text("kernel_version"),
     appVersion: text("app_version"),
     extra: text("extra"),
-    status: text("status").notNull(),
+    statusCode: codedColumn("status").notNull(),
+    status: wordColumn("status").notNull(),
     /** The outcome's index in OUTCOMES. */
     outcomeCode: integer("outcome_code").notNull(),
     outcome: text("outcome", { enum: OUTCOMES }).notNull().generatedAlwaysAs(sql.raw(outcomeCase), { mode: "virtual" }),
@@ -92,7 +131,8 @@ export const executions = sqliteTable(
     /** Null, or the rest of a long error text after `error`, zstd-compressed. */
     errorRest: blob("error_rest", { mode: "buffer" }),
     exitCode: integer("exit_code"),
-    errorCategory: text("error_category"),
+    errorCategoryCode: codedColumn("error_category"),
+    errorCategory: wordColumn("error_category"),
     failedCommand: text("failed_command"),
     failedLine: integer("failed_line"),
     installDuration: integer("install_duration"),
@@ -218,7 +258,24 @@ export type StoredOnly = {
   configuringIn: number | null;
   finishedIn: number | null;
   errorRest: Buffer | null;
-};
+} & { [K in CodedKey]: K extends "typeCode" | "statusCode" ? string : string | null };
+/** The stored columns of coded labels (codes.ts), by key. */
+export type CodedKey =
+  | "typeCode"
+  | "osTypeCode"
+  | "disableip6Code"
+  | "methodCode"
+  | "cpuVendorCode"
+  | "gpuVendorCode"
+  | "ramSpeedCode"
+  | "gpuPassthroughCode"
+  | "hostGpuCode"
+  | "archCode"
+  | "platformCode"
+  | "repoSourceCode"
+  | "repoSlugCode"
+  | "statusCode"
+  | "errorCategoryCode";
 /** The row is the domain's Execution, column for column (read, virtual or stored), with what it stores instead. */
 export type ExecutionRow = Execution & StoredOnly;
 /** Fails to compile when the table and the domain's Execution drift. */

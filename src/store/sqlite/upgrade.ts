@@ -9,6 +9,7 @@ import { parseExitCode } from "../../domain/exit-codes.ts";
 import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 import { ROLLUP_VERSION } from "../../domain/rollup.ts";
 import { LEGACY_HELD_COST } from "./held.ts";
+import { codeColumn, wordEncoder } from "./codes.ts";
 
 /** Rows updated per transaction, so a large database upgrades without one huge transaction. */
 const CHUNK = 5000;
@@ -26,9 +27,11 @@ export function deriveEndings(sqlite: Database): number {
      WHERE rowid > ? AND payload_version IS NULL AND outcome NOT IN ('success', 'in_progress') AND error_category IS NULL
      ORDER BY rowid LIMIT ${CHUNK}`,
   );
-  const update = sqlite.query<never, [number | null, string | null, number, number]>(
-    "UPDATE executions SET exit_code = ?, error_category = ?, outcome_code = ? WHERE rowid = ?",
+  const update = sqlite.query<never, [number | null, string | number | null, number, number]>(
+    // The category is stored as its code (codes.ts); error_category is the virtual column over it.
+    `UPDATE executions SET exit_code = ?, "${codeColumn("error_category")}" = ?, outcome_code = ? WHERE rowid = ?`,
   );
+  const category = wordEncoder("error_category");
   let changed = 0;
   let after = 0;
   for (;;) {
@@ -43,7 +46,7 @@ export function deriveEndings(sqlite: Database): number {
           exitCode,
           errorCategory: categoryFor({ clientCategory: null, exitCode, error: r.error, outcome: r.outcome }),
         });
-        update.run(ending.exitCode, ending.errorCategory, OUTCOMES.indexOf(ending.outcome), r.rowid);
+        update.run(ending.exitCode, category(ending.errorCategory), OUTCOMES.indexOf(ending.outcome), r.rowid);
         changed++;
       }
     })();

@@ -10,8 +10,13 @@ import { executions, type CodedKey, type StoredOnly } from "./schema.ts";
 import { CODED, wordEncoder, type CodedColumn, type WordEncoder } from "./codes.ts";
 
 const camel = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-/** The stored columns of coded labels (codes.ts), by key: `<name>_code` is `<camelName>Code`. */
-const CODED_KEYS = Object.keys(CODED).map((n) => `${camel(n)}Code`) as CodedKey[];
+/** The coded labels (codes.ts) by their names: the word's key and the stored code's (`<name>_code` is `<camelName>Code`). */
+const CODED_LABELS = (Object.keys(CODED) as CodedColumn[]).map((name) => ({
+  name,
+  key: camel(name) as Key,
+  code: `${camel(name)}Code` as CodedKey,
+}));
+const CODED_KEYS = CODED_LABELS.map((c) => c.code);
 
 const OUTCOME_CODE = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 
@@ -38,7 +43,7 @@ export const READ_KEYS = (Object.keys(columns) as Key[]).filter((k) => !STORED_O
  * and decode it in TypeScript, filters compare codes; the virtual word column would make SQLite
  * evaluate a CASE per row (10-14 % slower full-row reads, docs/decisions/2026-11-27-label-codes-read-in-typescript.md).
  */
-const CODE_OF = new Map<Key, Key>(Object.keys(CODED).map((n) => [camel(n) as Key, `${camel(n)}Code` as Key]));
+const CODE_OF = new Map<Key, Key>(CODED_LABELS.map((c) => [c.key, c.code]));
 const readColumn = (k: Key) => columns[CODE_OF.get(k) ?? k];
 /** The read columns, for Drizzle's select: ids, booleans and coded labels are decoded by their column types. */
 export const readColumns = Object.fromEntries(READ_KEYS.map((k) => [k, readColumn(k)])) as {
@@ -138,8 +143,8 @@ const BOOLEAN = READ_KEYS.map((k) => columns[k].columnType === "SQLiteBoolean");
 const IS_ID = READ_KEYS.map((k) => ID_KEYS.has(k));
 /** Each read column's words when it is a coded label (codes.ts): a stored number is an index into them. */
 const WORDS: (readonly string[] | null)[] = READ_KEYS.map((k) => {
-  const code = CODE_OF.get(k);
-  return code === undefined ? null : CODED[columns[code].name.replace(/_code$/, "") as CodedColumn];
+  const coded = CODED_LABELS.find((c) => c.key === k);
+  return coded === undefined ? null : CODED[coded.name];
 });
 const ERROR = READ_KEYS.indexOf("error");
 const ERROR_REST = READ_KEYS.indexOf("errorRest");

@@ -1,10 +1,12 @@
 // Rollup cells of the PostgreSQL engine: one row per (grain, stored slice, bucket), its counts in
 // the three binary parts the SQLite engine stores too (domain/rollup-codec.ts), so a cell is one
 // row to read and to write, not one per dimension value (docs/decisions/2026-11-26-postgresql-rollup-cells.md:
-// counter rows took ~3.6 KB per execution). A batch adds its deltas to the cells it
-// touches: each cell's row is made if new and locked in key order, merged by the domain's rule
-// (mergeInto), written back, or removed when nothing is counted in it any more. Nodes writing the
-// same cell wait for each other's commit; the key order keeps them from waiting in a cycle.
+// counter rows took ~3.6 KB per execution). A batch appends its deltas to rollup_deltas (appendDeltas)
+// instead of merging them into the cells it touches: merging locked each cell until COMMIT, so nodes
+// writing the same apps waited for each other, and decoding, merging and re-encoding the cells was
+// a third of a node's CPU per report (docs/decisions/2026-11-27-postgresql-rollup-deltas.md). The
+// fold (foldDeltas, in the background on one node at a time) merges them into the cells, each
+// delta exactly once; every read adds the deltas not folded yet to the cells it reads (readCells).
 import type { Sql } from "postgres";
 import {
   GRAINS,
@@ -30,6 +32,7 @@ import {
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract/executions.ts";
 import { LabelCache } from "../common/labels.ts";
+import { only } from "../common/sum-cells.ts";
 
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;
@@ -122,6 +125,14 @@ const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
   (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) ||
   a.key.bucket - b.key.bucket;
 
+/** A delta that changes nothing (a move within a cell that came back to where it was). */
+const isNothing = (d: RollupData): boolean =>
+  isEmpty(d) && Object.keys(d.dur).length === 0 && Object.keys(d.err).length === 0;
+
+/** A part as hex text: postgres.js sends no arrays of bytea. */
+const hex = (p: Uint8Array | null) =>
+  p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex");
+
 /** A stored cell, whole; read in transaction `tx` (labels made by this batch known to `own`). */
 async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<RollupData> {
   const d = emptyData();
@@ -137,8 +148,73 @@ async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<Rollu
   return d;
 }
 
-/** Adds cell deltas (negative counts take away) to the stored cells, in one transaction. */
-export async function addRollups(
+/**
+ * A batch's cell deltas (negative counts take away), appended to rollup_deltas in one statement:
+ * no cell is read, locked or written (the fold merges them, foldDeltas).
+ */
+export async function appendDeltas(
+  tx: Tx,
+  labels: BatchLabels,
+  deltas: Iterable<{ key: RollupKey; data: RollupData }>,
+): Promise<void> {
+  const list = [...deltas].filter(({ data }) => !isNothing(data));
+  if (list.length === 0) return;
+  const wanted = new Set<string>();
+  for (const { data } of list) labelsOf(data, wanted);
+  await labels.ensure(tx, wanted);
+  const parts = list.map(({ key, data }) => encodeCell(data, isAllApps(key.app), labels));
+  await tx`
+    INSERT INTO rollup_deltas (grain, slice, bucket, data, apps, errors)
+    SELECT g, s, b, decode(d, 'hex'), decode(a, 'hex'), decode(e, 'hex')
+    FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.key.app)}::text[], ${list.map((c) => c.key.bucket)}::bigint[],
+      ${parts.map((p) => hex(p.data))}::text[], ${parts.map((p) => hex(p.apps))}::text[], ${parts.map((p) => hex(p.errors))}::text[]) AS u(g, s, b, d, a, e)`;
+}
+
+/**
+ * Merges up to `limit` deltas into the cells and removes them, in the caller's transaction: a
+ * delta is folded exactly once (removed by the transaction that merges it; a fold that fails
+ * leaves both as they were). Deltas of one cell are summed first, so the cell is written once.
+ * The number of deltas folded.
+ */
+export async function foldDeltas(tx: Tx, labels: BatchLabels, limit: number): Promise<number> {
+  const rows = await tx<Row[]>`
+    DELETE FROM rollup_deltas WHERE ctid = ANY(ARRAY(SELECT ctid FROM rollup_deltas LIMIT ${limit}))
+    RETURNING grain, slice, bucket, data, apps, errors`;
+  const sums = new Map<string, { key: RollupKey; data: RollupData }>();
+  for (const row of rows) {
+    const key = {
+      grain: row.grain as Grain,
+      app: row.slice,
+      bucket: row.bucket,
+    };
+    const k = keyText(key);
+    const sum = sums.get(k) ?? { key, data: emptyData() };
+    mergeInto(sum.data, await decodeRow(tx, labels, row));
+    sums.set(k, sum);
+  }
+  await mergeCells(
+    tx,
+    labels,
+    [...sums.values()].filter(({ data }) => !isNothing(data)),
+  );
+  return rows.length;
+}
+
+/** Every delta merged into the cells (a batch that holds the fold lock alone: none can be added meanwhile). */
+export async function foldAllDeltas(tx: Tx, labels: BatchLabels): Promise<void> {
+  while ((await foldDeltas(tx, labels, FOLD_CHUNK)) === FOLD_CHUNK);
+}
+
+/** Most deltas one fold statement takes (memory: one chunk's rows and sums). */
+export const FOLD_CHUNK = 20_000;
+
+/**
+ * Adds cell deltas (negative counts take away) to the stored cells, in one transaction: each
+ * cell's row is made if new and locked in key order, merged by the domain's rule (mergeInto),
+ * written back, or removed when nothing is counted in it any more. Only the fold, the hour fold,
+ * and a rebuild write cells; batches append deltas (appendDeltas).
+ */
+export async function mergeCells(
   tx: Tx,
   labels: BatchLabels,
   deltas: Iterable<{ key: RollupKey; data: RollupData }>,
@@ -166,11 +242,12 @@ export async function addRollups(
     const row = rows.get(keyText(key))!;
     const merged = mergeInto(await decodeRow(tx, labels, row), data);
     if (isEmpty(merged)) gone.push(row.ctid);
-    else put.push({ ctid: row.ctid, parts: encodeCell(merged, isAllApps(key.app), labels) });
+    else
+      put.push({
+        ctid: row.ctid,
+        parts: encodeCell(merged, isAllApps(key.app), labels),
+      });
   }
-  // As hex text: postgres.js sends no arrays of bytea.
-  const hex = (p: Uint8Array | null) =>
-    p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex");
   if (put.length > 0) {
     const ctids = put.map((p) => p.ctid);
     await tx`
@@ -196,7 +273,11 @@ export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until
     for (const row of rows) {
       const data = await decodeRow(tx, labels, row);
       for (const grain of [GRAINS.day, GRAINS.month] as const) {
-        const key = { grain, app: row.slice, bucket: bucketStart(row.bucket, grain) };
+        const key = {
+          grain,
+          app: row.slice,
+          bucket: bucketStart(row.bucket, grain),
+        };
         const k = keyText(key);
         const sum = sums.get(k) ?? { key, data: emptyData() };
         mergeInto(sum.data, data);
@@ -204,15 +285,17 @@ export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until
       }
     }
     hours += new Set(rows.map((r) => r.bucket)).size;
-    await addRollups(tx, labels, sums.values());
+    await mergeCells(tx, labels, sums.values());
   }
   await tx`DELETE FROM rollup_cells WHERE grain = ${GRAINS.hour} AND bucket < ${hoursFrom(until)}`;
   return hours;
 }
 
-/** Removes every cell of every grain with its bucket in [from, to): nothing counted there is stored any more. */
-export const dropCells = (tx: Tx, from: number, to: number) =>
-  tx`DELETE FROM rollup_cells WHERE bucket >= ${from} AND bucket < ${to}`;
+/** Removes every cell and delta of every grain with its bucket in [from, to): nothing counted there is stored any more. */
+export async function dropCells(tx: Tx, from: number, to: number): Promise<void> {
+  await tx`DELETE FROM rollup_cells WHERE bucket >= ${from} AND bucket < ${to}`;
+  await tx`DELETE FROM rollup_deltas WHERE bucket >= ${from} AND bucket < ${to}`;
+}
 
 /**
  * Parsed parts of stored cells with the version of the row they were parsed from (xmin and ctid:
@@ -259,14 +342,27 @@ function assemble(cached: Partial<Record<RollupPart, RollupData>>, parts: readon
 
 const VERSION = "xmin::text || '/' || ctid::text";
 
-/** The row versions of the day cells of `slices` on `day` (what a day's counted hours depend on). */
+/**
+ * The row versions of the day cells of `slices` on `day`, and of their deltas not folded yet
+ * (what a day's counted hours depend on); one statement, so both are of one moment.
+ */
 export async function dayVersions(pg: Sql, slices: readonly string[], day: number): Promise<string> {
-  const rows = await pg<{ slice: string; version: string }[]>`
-    SELECT slice, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[]) ORDER BY slice`;
-  return rows.map((r) => `${r.slice}:${r.version}`).join(",");
+  const rows = await pg<{ v: string }[]>`
+    SELECT 'c' || slice || ':' || ${pg.unsafe(VERSION)} AS v FROM rollup_cells WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[])
+    UNION ALL
+    SELECT 'd' || slice || ':' || ${pg.unsafe(VERSION)} FROM rollup_deltas WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[])
+    ORDER BY 1`;
+  return rows.map((r) => r.v).join(",");
 }
 
-/** Stored cells of one grain with bucket in [from, to), of some stored slices (or all: null), with the parts asked for; oldest first. */
+/** A cell's key and row version (null: a delta not folded yet, with its parts). */
+type Listed = { slice: string; bucket: number; version: string | null } & Parts;
+
+/**
+ * Stored cells of one grain with bucket in [from, to), of some stored slices (or all: null), with
+ * the parts asked for, each with the deltas not folded into it yet; oldest first. A cell that
+ * comes to nothing with its deltas is not listed (the fold would remove it).
+ */
 export async function readCells(
   pg: Sql,
   labels: PgLabels,
@@ -277,36 +373,96 @@ export async function readCells(
   slices: readonly string[] | null,
   parts: readonly RollupPart[],
 ): Promise<RollupCell[]> {
-  // One statement for every slice asked (a slice of every repo and platform adds up to a dozen).
-  const sliceIs = slices === null ? pg`TRUE` : pg`slice = ANY(${slices}::text[])`;
-  const stored = await pg<{ slice: string; bucket: number; version: string }[]>`
-    SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
+  for (;;) {
+    const cells = await tryReadCells(pg, labels, cache, grain, from, to, slices, parts);
+    if (cells) return cells;
+  }
+}
+
+/** readCells, or null when a fold changed a cell between its two statements (read again). */
+async function tryReadCells(
+  pg: Sql,
+  labels: PgLabels,
+  cache: CellParts,
+  grain: Grain,
+  from: number,
+  to: number,
+  slices: readonly string[] | null,
+  parts: readonly RollupPart[],
+): Promise<RollupCell[] | null> {
+  // One statement for every slice asked (a slice of every repo and platform adds up to a dozen):
+  // the cells' versions (keys only, small) and the deltas not folded yet, of one moment.
+  const sliceIs = () => (slices === null ? pg`TRUE` : pg`slice = ANY(${slices}::text[])`);
+  const listed = await pg<Listed[]>`
+    SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, NULL::bytea AS data, NULL::bytea AS apps, NULL::bytea AS errors
+    FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs()} AND bucket >= ${from} AND bucket < ${to}
+    UNION ALL
+    SELECT slice, bucket, NULL, data, apps, errors
+    FROM rollup_deltas WHERE grain = ${grain} AND ${sliceIs()} AND bucket >= ${from} AND bucket < ${to}`;
   const keyOf = (s: string, bucket: number) => keyText({ grain, app: s, bucket });
+  const stored: Listed[] = [];
+  const deltas = new Map<string, { slice: string; bucket: number; rows: Listed[] }>();
+  for (const row of listed) {
+    if (row.version !== null) {
+      stored.push(row);
+      continue;
+    }
+    const k = keyOf(row.slice, row.bucket);
+    const d = deltas.get(k);
+    if (d) d.rows.push(row);
+    else deltas.set(k, { slice: row.slice, bucket: row.bucket, rows: [row] });
+  }
+  // A cell with deltas is read whole enough to say whether it comes to nothing (its data part).
+  const withData: readonly RollupPart[] = parts.includes("data") ? parts : [...parts, "data"];
+  const needOf = (k: string) => (deltas.has(k) ? withData : parts);
+  // Parsed parts of each cell listed: kept from an earlier read at the same version, or fetched.
+  const parsed = new Map<string, Partial<Record<RollupPart, RollupData>>>();
   const stale = stored.filter((c) => {
-    const cached = cache.get(keyOf(c.slice, c.bucket));
-    return cached?.version !== c.version || parts.some((p) => cached.parts[p] === undefined);
+    const k = keyOf(c.slice, c.bucket);
+    const need = needOf(k);
+    if (need.length === 0) return false;
+    const cached = cache.get(k);
+    if (cached?.version !== c.version || need.some((p) => cached.parts[p] === undefined)) return true;
+    parsed.set(k, cached.parts);
+    return false;
   });
-  if (stale.length > 0 && parts.length > 0) {
+  if (stale.length > 0) {
     const rows = await pg<({ slice: string; bucket: number; version: string } & Partial<Parts>)[]>`
-      SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, ${pg.unsafe(parts.join(", "))} FROM rollup_cells
+      SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, ${pg.unsafe(withData.join(", "))} FROM rollup_cells
       WHERE grain = ${grain} AND (slice, bucket) IN (SELECT * FROM unnest(${stale.map((c) => c.slice)}::text[], ${stale.map((c) => c.bucket)}::bigint[]))`;
+    const versions = new Map(stale.map((c) => [keyOf(c.slice, c.bucket), c.version]));
+    // A fold between the two statements changed or removed a cell: its deltas may be in it now.
+    if (rows.length !== stale.length || rows.some((r) => versions.get(keyOf(r.slice, r.bucket)) !== r.version))
+      return null;
     for (const row of rows) {
-      for (const part of parts) {
+      const k = keyOf(row.slice, row.bucket);
+      const got: Partial<Record<RollupPart, RollupData>> = {};
+      for (const part of withData) {
         const d = emptyData();
         await labels.decode(d, part, row[part]);
-        cache.put(keyOf(row.slice, row.bucket), row.version, part, d);
+        cache.put(k, row.version, part, d);
+        got[part] = d;
       }
+      parsed.set(k, got);
     }
   }
   const cells: RollupCell[] = [];
   for (const c of stored) {
-    if (parts.length === 0) {
-      cells.push({ slice: c.slice, bucket: c.bucket, data: emptyData() });
-      continue;
+    const k = keyOf(c.slice, c.bucket);
+    if (deltas.has(k)) continue; // below, with its deltas
+    const data = parts.length === 0 ? emptyData() : assemble(parsed.get(k)!, parts);
+    cells.push({ slice: c.slice, bucket: c.bucket, data });
+  }
+  const storedKeys = new Set(stored.map((c) => keyOf(c.slice, c.bucket)));
+  for (const [k, { slice, bucket, rows }] of deltas) {
+    // Summed into a copy: cached parts are shared.
+    const sum = storedKeys.has(k) ? mergeInto(emptyData(), assemble(parsed.get(k)!, withData)) : emptyData();
+    for (const row of rows) {
+      const d = emptyData();
+      for (const part of withData) await labels.decode(d, part, row[part]);
+      mergeInto(sum, d);
     }
-    const cached = cache.get(keyOf(c.slice, c.bucket));
-    // Gone between the two reads (it came to nothing): as if read after.
-    if (cached) cells.push({ slice: c.slice, bucket: c.bucket, data: assemble(cached.parts, parts) });
+    if (!isEmpty(sum)) cells.push({ slice, bucket, data: only(sum, parts, new Set(withData)) });
   }
   // Slices by code point, as SQLite compares text (the server's collation may not).
   return cells.sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));

@@ -218,8 +218,8 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
   return {
     store,
     location: redacted(location),
-    serve() {
-      folder.poke(); // deltas a node left behind (it stopped before its fold) are folded by the next to serve
+    serve({ log }) {
+      folder.serve(log); // deltas a node left behind (it stopped before its fold) are folded by the next to serve
       return { commit: (ops) => store.write(ops), stop: async () => {} };
     },
     async sizes() {

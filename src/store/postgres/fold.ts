@@ -5,6 +5,7 @@
 // when the fold runs changes the cost of reads and writes, never an answer
 // (docs/decisions/2026-11-27-postgresql-rollup-deltas.md).
 import type { Sql } from "postgres";
+import type { Logger } from "../../log.ts";
 import { FOLD_CHUNK, foldDeltas, type PgLabels } from "./cells.ts";
 import { transaction } from "./transaction.ts";
 import { FOLD_LOCK } from "./writes.ts";
@@ -42,12 +43,20 @@ export class DeltaFolder {
   /** Deltas were appended (or left by a fold that could not take them all) since the fold began. */
   private due = false;
   private closed = false;
+  /** Where a failed fold is told (while serving; a command's own writes are folded at close). */
+  private log: Logger | null = null;
 
   constructor(
     private readonly sql: Sql,
     private readonly labels: PgLabels,
     private readonly delayMs = FOLD_DELAY_MS,
   ) {}
+
+  /** Serving: a failed fold is logged, and what another node left is folded now. */
+  serve(log: Logger): void {
+    this.log = log;
+    this.poke();
+  }
 
   /** Deltas were appended: a fold runs within delayMs. */
   poke(): void {
@@ -70,9 +79,12 @@ export class DeltaFolder {
         if (folded === null) this.due = true; // another node folds now; what it leaves, at the next try
         if (folded !== FOLD_CHUNK) return;
       }
-    } catch {
-      // The server cannot answer now: the deltas stay (reads add them) until the next write
-      // pokes again; nothing is lost or counted twice (a fold is one transaction).
+    } catch (e) {
+      // The deltas stay (reads add them) until the next write pokes again; nothing is lost or
+      // counted twice (a fold is one transaction).
+      this.log?.warn("rollup deltas not folded; reads add them until a fold succeeds", {
+        error: (e as Error).message,
+      });
     }
   }
 

@@ -432,15 +432,15 @@ async function runBatch(
     // alone as well, instead of a lock each: the server's lock table has room for a few thousand
     // locks in all (max_locks_per_transaction x max_connections), and several such batches at once
     // would fill it ("out of shared memory").
+    // One round trip (migration 0013's installstats_begin): the fold lock, the keys' locks in
+    // order, then the fold mark, read after the locks are held.
     const names = lockNames(ops);
     const alone = names.length > MAX_KEY_LOCKS || ops.some((op) => op.kind === "fold" || op.kind === "drop-before");
-    await (alone
-      ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`
-      : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
     const keys = alone ? [] : names.map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
+    const [begun] = await tx<{ foldedUntil: number }[]>`
+      SELECT installstats_begin(${FOLD_LOCK}, ${alone}, ${keys.map(String)}::bigint[], ${MARKS.foldedUntil}) AS "foldedUntil"`;
     const fx: BatchEffects = {
-      deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil), storedSlicesOf),
+      deltas: new RollupDeltas(begun!.foldedUntil, storedSlicesOf),
       labels: batchLabels,
       sightings: new SignatureSightings(),
       budget: new BatchBudget(tx, limits),

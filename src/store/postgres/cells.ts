@@ -265,7 +265,7 @@ export async function mergeCells(
   const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
   const put: { ctid: string; parts: StoredParts }[] = [];
   const gone: string[] = [];
-  const pause = pauses();
+  const pause = pauses(8); // a cell of every app takes ~0.2 ms to decode, merge and encode
   for (const { key, data } of list) {
     await pause();
     const row = rows.get(keyText(key))!;

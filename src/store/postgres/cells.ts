@@ -384,8 +384,10 @@ export async function dayVersions(pg: Sql, slices: readonly string[], day: numbe
   return rows.map((r) => r.v).join(",");
 }
 
-/** A cell's key and row version (null: a delta not folded yet, with its parts). */
-type Listed = { slice: string; bucket: number; version: string | null } & Parts;
+/** A cell's or a delta's key and row version (a delta's marked DELTA). */
+type Listed = { slice: string; bucket: number; version: string };
+/** How a delta's version starts in a listing (a cell's is digits). */
+const DELTA = "d";
 
 /**
  * Stored cells of one grain with bucket in [from, to), of some stored slices (or all: null), with
@@ -420,28 +422,37 @@ async function tryReadCells(
   parts: readonly RollupPart[],
 ): Promise<RollupCell[] | null> {
   // One statement for every slice asked (a slice of every repo and platform adds up to a dozen):
-  // the cells' versions (keys only, small) and the deltas not folded yet, of one moment.
+  // the versions (keys only, small) of the cells and of the deltas not folded yet, of one moment.
   const sliceIs = () => (slices === null ? pg`TRUE` : pg`slice = ANY(${slices}::text[])`);
   const listed = await pg<Listed[]>`
-    SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, NULL::bytea AS data, NULL::bytea AS apps, NULL::bytea AS errors
+    SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version
     FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs()} AND bucket >= ${from} AND bucket < ${to}
     UNION ALL
-    SELECT slice, bucket, NULL, data, apps, errors
+    SELECT slice, bucket, ${DELTA} || ${pg.unsafe(VERSION)}
     FROM rollup_deltas WHERE grain = ${grain} AND ${sliceIs()} AND bucket >= ${from} AND bucket < ${to}`;
   const keyOf = (s: string, bucket: number) => keyText({ grain, app: s, bucket });
   const stored: Listed[] = [];
   const keys: string[] = []; // of `stored`
-  const deltas = new Map<string, { slice: string; bucket: number; rows: Listed[] }>();
+  const deltas = new Map<string, { slice: string; bucket: number; rows: Partial<Parts>[] }>();
+  const deltaVersions: string[] = [];
   for (const row of listed) {
     const key = keyOf(row.slice, row.bucket);
-    if (row.version !== null) {
+    if (!row.version.startsWith(DELTA)) {
       stored.push(row);
       keys.push(key);
       continue;
     }
-    const d = deltas.get(key);
-    if (d) d.rows.push(row);
-    else deltas.set(key, { slice: row.slice, bucket: row.bucket, rows: [row] });
+    deltaVersions.push(row.version.slice(DELTA.length));
+    if (!deltas.has(key)) deltas.set(key, { slice: row.slice, bucket: row.bucket, rows: [] });
+  }
+  if (deltaVersions.length > 0) {
+    // Their parts, by version: a fold since the listing removed some (read again).
+    const rows = await pg<({ slice: string; bucket: number } & Parts)[]>`
+      SELECT slice, bucket, data, apps, errors FROM rollup_deltas
+      WHERE ctid = ANY(${deltaVersions.map((v) => v.slice(v.indexOf("/") + 1))}::tid[])
+        AND ${pg.unsafe(VERSION)} = ANY(${deltaVersions}::text[])`;
+    if (rows.length !== deltaVersions.length) return null;
+    for (const row of rows) deltas.get(keyOf(row.slice, row.bucket))!.rows.push(row);
   }
   // A cell with deltas is read whole enough to say whether it comes to nothing (its data part).
   const withData: readonly RollupPart[] = parts.includes("data") ? parts : [...parts, "data"];

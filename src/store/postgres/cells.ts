@@ -394,18 +394,9 @@ const DELTA = "d";
  * the parts asked for, each with the deltas not folded into it yet; oldest first. A cell that
  * comes to nothing with its deltas is not listed (the fold would remove it).
  */
-export async function readCells(
-  pg: Sql,
-  labels: PgLabels,
-  cache: CellParts,
-  grain: Grain,
-  from: number,
-  to: number,
-  slices: readonly string[] | null,
-  parts: readonly RollupPart[],
-): Promise<RollupCell[]> {
+export async function readCells(...args: Parameters<typeof tryReadCells>): Promise<RollupCell[]> {
   for (;;) {
-    const cells = await tryReadCells(pg, labels, cache, grain, from, to, slices, parts);
+    const cells = await tryReadCells(...args);
     if (cells) return cells;
   }
 }

@@ -138,6 +138,7 @@ function totalOf(d: RollupData): Counts {
  */
 export function encodeCell(d: RollupData, allApps: boolean, labels: Labels): StoredParts {
   const w = writer;
+  w.length = 0; // what an encoding that threw (a label without an id) left
   const total = totalOf(d);
 
   w.byte(FORMAT.data);

@@ -1,10 +1,12 @@
 // Rollup cells of the PostgreSQL engine: one row per (grain, stored slice, bucket), its counts in
 // the three binary parts the SQLite engine stores too (domain/rollup-codec.ts), so a cell is one
 // row to read and to write, not one per dimension value (docs/decisions/2026-11-26-postgresql-rollup-cells.md:
-// counter rows took ~3.6 KB per execution). A batch adds its deltas to the cells it
-// touches: each cell's row is made if new and locked in key order, merged by the domain's rule
-// (mergeInto), written back, or removed when nothing is counted in it any more. Nodes writing the
-// same cell wait for each other's commit; the key order keeps them from waiting in a cycle.
+// counter rows took ~3.6 KB per execution). A batch appends its deltas to rollup_deltas (appendDeltas)
+// instead of merging them into the cells it touches: merging locked each cell until COMMIT, so nodes
+// writing the same apps waited for each other, and decoding, merging and re-encoding the cells was
+// a third of a node's CPU per report (docs/decisions/2026-11-27-postgresql-rollup-deltas.md). The
+// fold (foldDeltas, in the background on one node at a time) merges them into the cells, each
+// delta exactly once; every read adds the deltas not folded yet to the cells it reads (readCells).
 import type { Sql } from "postgres";
 import {
   GRAINS,
@@ -30,6 +32,7 @@ import {
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract/executions.ts";
 import { LabelCache } from "../common/labels.ts";
+import { only } from "../common/sum-cells.ts";
 
 /** A connection inside a transaction (transaction.ts). */
 type Tx = Sql;
@@ -65,6 +68,13 @@ export class PgLabels {
   }
 }
 
+/** A label the batch has no id for yet (BatchLabels.ensure makes it). */
+class LabelNotMadeError extends Error {
+  constructor(label: string) {
+    super(`rollup label ${JSON.stringify(label)} was not made before it was used`);
+  }
+}
+
 /**
  * A batch's labels: the committed ones, and those it inserts itself, in its own transaction, known
  * to the node only once it commits. Nothing is unique by text (schema.ts rollupLabels), so no batch
@@ -96,7 +106,7 @@ export class BatchLabels implements Labels {
 
   id(label: string): number {
     const id = this.shared.cache.has(label) ? this.shared.cache.id(label) : this.ownIds.get(label);
-    if (id === undefined) throw new Error(`rollup label ${JSON.stringify(label)} was not made before it was used`);
+    if (id === undefined) throw new LabelNotMadeError(label);
     return id;
   }
 
@@ -122,6 +132,24 @@ const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
   (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) ||
   a.key.bucket - b.key.bucket;
 
+/**
+ * A pause for the event loop every so many steps of a long loop: the fold decodes and merges a
+ * second's deltas of every batch in the node that answers reports, and done in one go it held
+ * requests back (p99 at 64 connections 38-50 -> 150-280 ms, measured with bench-pg-profile).
+ */
+function pauses(every = 64): () => Promise<void> | undefined {
+  let n = 0;
+  return () => (++n % every === 0 ? new Promise<void>((resolve) => setImmediate(resolve)) : undefined);
+}
+
+/** A delta that changes nothing (a move within a cell that came back to where it was). */
+const isNothing = (d: RollupData): boolean =>
+  isEmpty(d) && Object.keys(d.dur).length === 0 && Object.keys(d.err).length === 0;
+
+/** A part as hex text: postgres.js sends no arrays of bytea. */
+const hex = (p: Uint8Array | null) =>
+  p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex");
+
 /** A stored cell, whole; read in transaction `tx` (labels made by this batch known to `own`). */
 async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<RollupData> {
   const d = emptyData();
@@ -137,8 +165,83 @@ async function decodeRow(tx: Tx, labels: BatchLabels, row: Parts): Promise<Rollu
   return d;
 }
 
-/** Adds cell deltas (negative counts take away) to the stored cells, in one transaction. */
-export async function addRollups(
+/**
+ * A batch's cell deltas (negative counts take away), appended to rollup_deltas in one statement:
+ * no cell is read, locked or written (the fold merges them, foldDeltas).
+ */
+export async function appendDeltas(
+  tx: Tx,
+  labels: BatchLabels,
+  deltas: Iterable<{ key: RollupKey; data: RollupData }>,
+): Promise<void> {
+  const list = [...deltas].filter(({ data }) => !isNothing(data));
+  if (list.length === 0) return;
+  const encode = () => list.map(({ key, data }) => encodeCell(data, isAllApps(key.app), labels));
+  let parts: StoredParts[];
+  try {
+    // Labels are nearly always known already: collecting them first cost 3 % of a node's CPU.
+    parts = encode();
+  } catch (e) {
+    if (!(e instanceof LabelNotMadeError)) throw e;
+    const wanted = new Set<string>();
+    for (const { data } of list) labelsOf(data, wanted);
+    await labels.ensure(tx, wanted);
+    parts = encode();
+  }
+  await tx`
+    INSERT INTO rollup_deltas (grain, slice, bucket, data, apps, errors)
+    SELECT g, s, b, decode(d, 'hex'), decode(a, 'hex'), decode(e, 'hex')
+    FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.key.app)}::text[], ${list.map((c) => c.key.bucket)}::bigint[],
+      ${parts.map((p) => hex(p.data))}::text[], ${parts.map((p) => hex(p.apps))}::text[], ${parts.map((p) => hex(p.errors))}::text[]) AS u(g, s, b, d, a, e)`;
+}
+
+/**
+ * Merges up to `limit` deltas into the cells and removes them, in the caller's transaction: a
+ * delta is folded exactly once (removed by the transaction that merges it; a fold that fails
+ * leaves both as they were). Deltas of one cell are summed first, so the cell is written once.
+ * The number of deltas folded.
+ */
+export async function foldDeltas(tx: Tx, labels: BatchLabels, limit: number): Promise<number> {
+  const rows = await tx<Row[]>`
+    DELETE FROM rollup_deltas WHERE ctid = ANY(ARRAY(SELECT ctid FROM rollup_deltas LIMIT ${limit}))
+    RETURNING grain, slice, bucket, data, apps, errors`;
+  const sums = new Map<string, { key: RollupKey; data: RollupData }>();
+  const pause = pauses();
+  for (const row of rows) {
+    await pause();
+    const key = {
+      grain: row.grain as Grain,
+      app: row.slice,
+      bucket: row.bucket,
+    };
+    const k = keyText(key);
+    const sum = sums.get(k) ?? { key, data: emptyData() };
+    mergeInto(sum.data, await decodeRow(tx, labels, row));
+    sums.set(k, sum);
+  }
+  await mergeCells(
+    tx,
+    labels,
+    [...sums.values()].filter(({ data }) => !isNothing(data)),
+  );
+  return rows.length;
+}
+
+/** Every delta merged into the cells (a batch that holds the fold lock alone: none can be added meanwhile). */
+export async function foldAllDeltas(tx: Tx, labels: BatchLabels): Promise<void> {
+  while ((await foldDeltas(tx, labels, FOLD_CHUNK)) === FOLD_CHUNK);
+}
+
+/** Most deltas one fold statement takes (memory: one chunk's rows and sums). */
+export const FOLD_CHUNK = 20_000;
+
+/**
+ * Adds cell deltas (negative counts take away) to the stored cells, in one transaction: each
+ * cell's row is made if new and locked in key order, merged by the domain's rule (mergeInto),
+ * written back, or removed when nothing is counted in it any more. Only the fold, the hour fold,
+ * and a rebuild write cells; batches append deltas (appendDeltas).
+ */
+export async function mergeCells(
   tx: Tx,
   labels: BatchLabels,
   deltas: Iterable<{ key: RollupKey; data: RollupData }>,
@@ -162,15 +265,18 @@ export async function addRollups(
   const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
   const put: { ctid: string; parts: StoredParts }[] = [];
   const gone: string[] = [];
+  const pause = pauses(8); // a cell of every app takes ~0.2 ms to decode, merge and encode
   for (const { key, data } of list) {
+    await pause();
     const row = rows.get(keyText(key))!;
     const merged = mergeInto(await decodeRow(tx, labels, row), data);
     if (isEmpty(merged)) gone.push(row.ctid);
-    else put.push({ ctid: row.ctid, parts: encodeCell(merged, isAllApps(key.app), labels) });
+    else
+      put.push({
+        ctid: row.ctid,
+        parts: encodeCell(merged, isAllApps(key.app), labels),
+      });
   }
-  // As hex text: postgres.js sends no arrays of bytea.
-  const hex = (p: Uint8Array | null) =>
-    p === null ? null : Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString("hex");
   if (put.length > 0) {
     const ctids = put.map((p) => p.ctid);
     await tx`
@@ -196,7 +302,11 @@ export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until
     for (const row of rows) {
       const data = await decodeRow(tx, labels, row);
       for (const grain of [GRAINS.day, GRAINS.month] as const) {
-        const key = { grain, app: row.slice, bucket: bucketStart(row.bucket, grain) };
+        const key = {
+          grain,
+          app: row.slice,
+          bucket: bucketStart(row.bucket, grain),
+        };
         const k = keyText(key);
         const sum = sums.get(k) ?? { key, data: emptyData() };
         mergeInto(sum.data, data);
@@ -204,15 +314,17 @@ export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until
       }
     }
     hours += new Set(rows.map((r) => r.bucket)).size;
-    await addRollups(tx, labels, sums.values());
+    await mergeCells(tx, labels, sums.values());
   }
   await tx`DELETE FROM rollup_cells WHERE grain = ${GRAINS.hour} AND bucket < ${hoursFrom(until)}`;
   return hours;
 }
 
-/** Removes every cell of every grain with its bucket in [from, to): nothing counted there is stored any more. */
-export const dropCells = (tx: Tx, from: number, to: number) =>
-  tx`DELETE FROM rollup_cells WHERE bucket >= ${from} AND bucket < ${to}`;
+/** Removes every cell and delta of every grain with its bucket in [from, to): nothing counted there is stored any more. */
+export async function dropCells(tx: Tx, from: number, to: number): Promise<void> {
+  await tx`DELETE FROM rollup_cells WHERE bucket >= ${from} AND bucket < ${to}`;
+  await tx`DELETE FROM rollup_deltas WHERE bucket >= ${from} AND bucket < ${to}`;
+}
 
 /**
  * Parsed parts of stored cells with the version of the row they were parsed from (xmin and ctid:
@@ -259,15 +371,38 @@ function assemble(cached: Partial<Record<RollupPart, RollupData>>, parts: readon
 
 const VERSION = "xmin::text || '/' || ctid::text";
 
-/** The row versions of the day cells of `slices` on `day` (what a day's counted hours depend on). */
+/**
+ * The row versions of the day cells of `slices` on `day`, and of their deltas not folded yet
+ * (what a day's counted hours depend on); one statement, so both are of one moment.
+ */
 export async function dayVersions(pg: Sql, slices: readonly string[], day: number): Promise<string> {
-  const rows = await pg<{ slice: string; version: string }[]>`
-    SELECT slice, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[]) ORDER BY slice`;
-  return rows.map((r) => `${r.slice}:${r.version}`).join(",");
+  const rows = await pg<{ v: string }[]>`
+    SELECT 'c' || slice || ':' || ${pg.unsafe(VERSION)} AS v FROM rollup_cells WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[])
+    UNION ALL
+    SELECT 'd' || slice || ':' || ${pg.unsafe(VERSION)} FROM rollup_deltas WHERE grain = ${GRAINS.day} AND bucket = ${day} AND slice = ANY(${slices}::text[])
+    ORDER BY 1`;
+  return rows.map((r) => r.v).join(",");
 }
 
-/** Stored cells of one grain with bucket in [from, to), of some stored slices (or all: null), with the parts asked for; oldest first. */
-export async function readCells(
+/** A cell's or a delta's key and row version (a delta's marked DELTA). */
+type Listed = { slice: string; bucket: number; version: string };
+/** How a delta's version starts in a listing (a cell's is digits). */
+const DELTA = "d";
+
+/**
+ * Stored cells of one grain with bucket in [from, to), of some stored slices (or all: null), with
+ * the parts asked for, each with the deltas not folded into it yet; oldest first. A cell that
+ * comes to nothing with its deltas is not listed (the fold would remove it).
+ */
+export async function readCells(...args: Parameters<typeof tryReadCells>): Promise<RollupCell[]> {
+  for (;;) {
+    const cells = await tryReadCells(...args);
+    if (cells) return cells;
+  }
+}
+
+/** readCells, or null when a fold changed a cell between its two statements (read again). */
+async function tryReadCells(
   pg: Sql,
   labels: PgLabels,
   cache: CellParts,
@@ -276,37 +411,91 @@ export async function readCells(
   to: number,
   slices: readonly string[] | null,
   parts: readonly RollupPart[],
-): Promise<RollupCell[]> {
-  // One statement for every slice asked (a slice of every repo and platform adds up to a dozen).
-  const sliceIs = slices === null ? pg`TRUE` : pg`slice = ANY(${slices}::text[])`;
-  const stored = await pg<{ slice: string; bucket: number; version: string }[]>`
-    SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs} AND bucket >= ${from} AND bucket < ${to}`;
+): Promise<RollupCell[] | null> {
+  // One statement for every slice asked (a slice of every repo and platform adds up to a dozen):
+  // the versions (keys only, small) of the cells and of the deltas not folded yet, of one moment.
+  const sliceIs = () => (slices === null ? pg`TRUE` : pg`slice = ANY(${slices}::text[])`);
+  const listed = await pg<Listed[]>`
+    SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version
+    FROM rollup_cells WHERE grain = ${grain} AND ${sliceIs()} AND bucket >= ${from} AND bucket < ${to}
+    UNION ALL
+    SELECT slice, bucket, ${DELTA} || ${pg.unsafe(VERSION)}
+    FROM rollup_deltas WHERE grain = ${grain} AND ${sliceIs()} AND bucket >= ${from} AND bucket < ${to}`;
   const keyOf = (s: string, bucket: number) => keyText({ grain, app: s, bucket });
-  const stale = stored.filter((c) => {
-    const cached = cache.get(keyOf(c.slice, c.bucket));
-    return cached?.version !== c.version || parts.some((p) => cached.parts[p] === undefined);
-  });
-  if (stale.length > 0 && parts.length > 0) {
+  const stored: Listed[] = [];
+  const keys: string[] = []; // of `stored`
+  const deltas = new Map<string, { slice: string; bucket: number; rows: Partial<Parts>[] }>();
+  const deltaVersions: string[] = [];
+  for (const row of listed) {
+    const key = keyOf(row.slice, row.bucket);
+    if (!row.version.startsWith(DELTA)) {
+      stored.push(row);
+      keys.push(key);
+      continue;
+    }
+    deltaVersions.push(row.version.slice(DELTA.length));
+    if (!deltas.has(key)) deltas.set(key, { slice: row.slice, bucket: row.bucket, rows: [] });
+  }
+  if (deltaVersions.length > 0) {
+    // Their parts, by version: a fold since the listing removed some (read again).
+    const rows = await pg<({ slice: string; bucket: number } & Parts)[]>`
+      SELECT slice, bucket, data, apps, errors FROM rollup_deltas
+      WHERE ctid = ANY(${deltaVersions.map((v) => v.slice(v.indexOf("/") + 1))}::tid[])
+        AND ${pg.unsafe(VERSION)} = ANY(${deltaVersions}::text[])`;
+    if (rows.length !== deltaVersions.length) return null;
+    for (const row of rows) deltas.get(keyOf(row.slice, row.bucket))!.rows.push(row);
+  }
+  // A cell with deltas is read whole enough to say whether it comes to nothing (its data part).
+  const withData: readonly RollupPart[] = parts.includes("data") ? parts : [...parts, "data"];
+  const needOf = (key: string) => (deltas.size > 0 && deltas.has(key) ? withData : parts);
+  // Parsed parts of each cell listed: kept from an earlier read at the same version, or fetched.
+  const parsed = new Map<string, Partial<Record<RollupPart, RollupData>>>();
+  const stale: (Listed & { key: string })[] = [];
+  for (let i = 0; i < stored.length; i++) {
+    const c = stored[i]!;
+    const key = keys[i]!;
+    const need = needOf(key);
+    if (need.length === 0) continue;
+    const cached = cache.get(key);
+    if (cached?.version !== c.version || need.some((p) => cached.parts[p] === undefined)) stale.push({ ...c, key });
+    else parsed.set(key, cached.parts);
+  }
+  if (stale.length > 0) {
     const rows = await pg<({ slice: string; bucket: number; version: string } & Partial<Parts>)[]>`
-      SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, ${pg.unsafe(parts.join(", "))} FROM rollup_cells
+      SELECT slice, bucket, ${pg.unsafe(VERSION)} AS version, ${pg.unsafe(withData.join(", "))} FROM rollup_cells
       WHERE grain = ${grain} AND (slice, bucket) IN (SELECT * FROM unnest(${stale.map((c) => c.slice)}::text[], ${stale.map((c) => c.bucket)}::bigint[]))`;
-    for (const row of rows) {
-      for (const part of parts) {
+    const versions = new Map(stale.map((c) => [c.key, c.version]));
+    const fetched: [string, (typeof rows)[number]][] = rows.map((r) => [keyOf(r.slice, r.bucket), r]);
+    // A fold between the two statements changed or removed a cell: its deltas may be in it now.
+    if (rows.length !== stale.length || fetched.some(([key, r]) => versions.get(key) !== r.version)) return null;
+    for (const [key, row] of fetched) {
+      const got: Partial<Record<RollupPart, RollupData>> = {};
+      for (const part of withData) {
         const d = emptyData();
         await labels.decode(d, part, row[part]);
-        cache.put(keyOf(row.slice, row.bucket), row.version, part, d);
+        cache.put(key, row.version, part, d);
+        got[part] = d;
       }
+      parsed.set(key, got);
     }
   }
   const cells: RollupCell[] = [];
-  for (const c of stored) {
-    if (parts.length === 0) {
-      cells.push({ slice: c.slice, bucket: c.bucket, data: emptyData() });
-      continue;
+  for (let i = 0; i < stored.length; i++) {
+    const c = stored[i]!;
+    if (deltas.size > 0 && deltas.has(keys[i]!)) continue; // below, with its deltas
+    const data = parts.length === 0 ? emptyData() : assemble(parsed.get(keys[i]!)!, parts);
+    cells.push({ slice: c.slice, bucket: c.bucket, data });
+  }
+  for (const [key, { slice, bucket, rows }] of deltas) {
+    // Summed into a copy: cached parts are shared.
+    const cell = parsed.get(key);
+    const sum = cell ? mergeInto(emptyData(), assemble(cell, withData)) : emptyData();
+    for (const row of rows) {
+      const d = emptyData();
+      for (const part of withData) await labels.decode(d, part, row[part]);
+      mergeInto(sum, d);
     }
-    const cached = cache.get(keyOf(c.slice, c.bucket));
-    // Gone between the two reads (it came to nothing): as if read after.
-    if (cached) cells.push({ slice: c.slice, bucket: c.bucket, data: assemble(cached.parts, parts) });
+    if (!isEmpty(sum)) cells.push({ slice, bucket, data: only(sum, parts, new Set(withData)) });
   }
   // Slices by code point, as SQLite compares text (the server's collation may not).
   return cells.sort((a, b) => a.bucket - b.bucket || (a.slice < b.slice ? -1 : a.slice > b.slice ? 1 : 0));

@@ -21,7 +21,8 @@ import { rebuildDays } from "../common/rebuild.ts";
 import { committedCounters } from "./budgets.ts";
 import { boundedWhileDown, connectionLost, markDown, transaction } from "./transaction.ts";
 import { MARKS } from "./intake.ts";
-import { PgLabels, addRollups } from "./cells.ts";
+import { PgLabels, mergeCells } from "./cells.ts";
+import { DeltaFolder } from "./fold.ts";
 import { getMark, writeBatch } from "./writes.ts";
 import { relayStatus } from "./relay.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
@@ -78,8 +79,14 @@ function routed(
   ) as unknown as ExecutionReads;
 }
 
-function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): Store {
-  const labels = new PgLabels(pg);
+function storeOf(
+  pg: Sql,
+  db: PgDb,
+  location: string,
+  replica: Replica | null,
+  labels: PgLabels,
+  folder: DeltaFolder,
+): Store {
   let limits: StoreLimits = DEFAULT_LIMITS;
   let relay: RelayPolicy | null = null;
   const partitions = new Partitions(pg);
@@ -110,23 +117,33 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
     ...routed(reads, fromReplica),
     async write(ops: readonly WriteOp[]) {
       try {
-        return await writeBatch(pg, ops, { limits, relay, partitions, labels });
+        const results = await writeBatch(pg, ops, {
+          limits,
+          relay,
+          partitions,
+          labels,
+        });
+        folder.poke();
+        return results;
       } catch (e) {
         throw refusal(e, location);
       }
     },
     async rebuildRollups(onDay) {
       const span = await reads.recordSpan();
-      await pg`TRUNCATE rollup_cells`;
+      await pg`TRUNCATE rollup_cells, rollup_deltas`;
       if (!span) return;
       const foldedUntil = await getMark(pg, MARKS.foldedUntil);
       for (const day of rebuildDays(span, onDay)) {
         const deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
-        for await (const r of reads.iterateExecutions({ from: day, to: day + DAY }))
+        for await (const r of reads.iterateExecutions({
+          from: day,
+          to: day + DAY,
+        }))
           deltas.add(r, r.outcome, 1, failureSignatureId(r.outcome, r.error));
         const batch = labels.batch();
         await transaction(pg, (tx) =>
-          addRollups(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]),
+          mergeCells(tx, batch, [...deltas.cells.values(), ...deltas.openCells().values()]),
         );
         batch.commit();
       }
@@ -157,6 +174,7 @@ function storeOf(pg: Sql, db: PgDb, location: string, replica: Replica | null): 
       return ran ? result : null;
     },
     async close() {
+      await folder.close();
       await replica?.close();
       await pg.end({ timeout: 5 });
     },
@@ -184,9 +202,11 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
   const { sql: pg, db } = await openPostgres(location, opts);
   let replica: Replica | null = null;
   let store: Store;
+  const labels = new PgLabels(pg);
+  const folder = new DeltaFolder(pg, labels);
   try {
     if (opts.readReplica) replica = await openReplica(opts.readReplica.url, opts.readReplica.maxLagMs, opts);
-    store = storeOf(pg, db, location, replica);
+    store = storeOf(pg, db, location, replica, labels, folder);
     if (opts.migrate) await upgradeRollups(pg, store);
   } catch (e) {
     await replica?.close();
@@ -198,7 +218,10 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
   return {
     store,
     location: redacted(location),
-    serve: () => ({ commit: (ops) => store.write(ops), stop: async () => {} }),
+    serve({ log }) {
+      folder.serve(log); // deltas a node left behind (it stopped before its fold) are folded by the next to serve
+      return { commit: (ops) => store.write(ops), stop: async () => {} };
+    },
     async sizes() {
       const [row] = await pg<{ bytes: number }[]>`SELECT pg_database_size(current_database())::bigint AS bytes`;
       return [{ file: "database", bytes: row?.bytes ?? 0 }];
@@ -216,7 +239,11 @@ export async function openPostgresEngine(location: string, opts: OpenOptions): P
         problems,
         integrity: null,
         budgets,
-        database: { engine: "postgres", location: redacted(location), replica: replicaStatus },
+        database: {
+          engine: "postgres",
+          location: redacted(location),
+          replica: replicaStatus,
+        },
       };
     },
     close: () => store.close(),

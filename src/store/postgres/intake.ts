@@ -1,5 +1,5 @@
 // What ingestion writes (reports, loads, refusals), a run of them at a time: the rows they touch
-// are read in three statements, the domain decides op by op against those rows as the batch changes
+// are read in two statements, the domain decides op by op against those rows as the batch changes
 // them, and the changes go back in a few set-wise statements. A batch's cost is then a handful of
 // round trips to the server whatever its size, where a statement per op made every report wait
 // for five (docs/performance.md#postgresql-2026-11-26-issue-17). The batch holds the advisory locks of every
@@ -143,7 +143,7 @@ class Run {
   }
 }
 
-/** Reads the executions, held reports and attempt counts the ops name: three statements whatever the run's size. */
+/** Reads the executions, held reports and attempt counts the ops name: two statements whatever the run's size. */
 async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
   const ids = new Set<string>();
   const installs = new Set<string>();
@@ -165,14 +165,20 @@ async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
   const rows = await tx<
     Execution[]
   >`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`;
-  const held = await tx<(HeldRow & { executionId: string })[]>`
-    SELECT execution_id AS "executionId", ${tx.unsafe(SELECT_HELD)} FROM held_reports WHERE execution_id = ANY(${idList}::text[])`;
-  const attempts = await tx<{ randomId: string; n: number }[]>`
-    SELECT random_id AS "randomId", count(*)::int AS n FROM execution_ids WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`;
+  // Held reports and attempt counts in one statement (a round trip less): a held report's row has
+  // its execution id, an install's count its random id.
+  const side = await tx<(HeldRow & { executionId: string | null; randomId: string | null; n: number | null })[]>`
+    SELECT execution_id AS "executionId", NULL::text AS "randomId", NULL::int AS n, ${tx.unsafe(SELECT_HELD)}
+    FROM held_reports WHERE execution_id = ANY(${idList}::text[])
+    UNION ALL
+    SELECT NULL, random_id, count(*)::int, NULL, NULL, NULL, NULL, NULL
+    FROM execution_ids WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`;
   for (const id of idList) run.executions.set(id, undefined);
   for (const row of rows) run.executions.set(row.executionId, row);
-  for (const row of held) run.held.set(row.executionId, heldOf(row));
-  for (const row of attempts) run.attempts.set(row.randomId, row.n);
+  for (const row of side) {
+    if (row.executionId !== null) run.held.set(row.executionId, heldOf(row));
+    else run.attempts.set(row.randomId!, row.n!);
+  }
   return run;
 }
 

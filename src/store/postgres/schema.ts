@@ -21,7 +21,9 @@ import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
 
 const ms = (name: string) => bigint(name, { mode: "number" });
-const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({
+  dataType: () => "bytea",
+});
 
 /**
  * Executions (docs/protocol.md#the-record): one row per attempt; an install is the rows sharing a random_id.
@@ -185,8 +187,8 @@ export const budgetCounters = pgTable("budget_counters", {
 /**
  * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x stored slice x bucket, its
  * counts in the three binary parts of domain/rollup-codec.ts (as the SQLite engine's `rollups`):
- * every dimension but nsapp and the durations; the nsapp dimension; the error signatures. A batch
- * merges its deltas into the cells it touches under their row locks (cells.ts); a cell that comes
+ * every dimension but nsapp and the durations; the nsapp dimension; the error signatures. Batches append
+ * their deltas to rollup_deltas; the fold merges them into the cells (cells.ts); a cell that comes
  * to nothing goes. Stored with fillfactor 70 (migration 0011, by hand: Drizzle has no table storage
  * parameters), so a cell written back usually stays on its page (a HOT update, no index entry).
  */
@@ -201,6 +203,26 @@ export const rollupCells = pgTable(
     errors: bytea("errors"),
   },
   (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket] }), index("rollup_cells_bucket").on(t.grain, t.bucket)],
+);
+
+/**
+ * What batches added to the rollup cells and the fold has not merged yet (cells.ts): a batch
+ * appends its deltas here instead of locking, reading and rewriting the cells it touches, so
+ * writers never wait for each other on a cell; a background fold moves them into rollup_cells,
+ * each delta exactly once (deleted in the transaction that merges it). Reads add the deltas of the
+ * cells they read to what is stored. Parts as in rollup_cells (counts may be negative).
+ */
+export const rollupDeltas = pgTable(
+  "rollup_deltas",
+  {
+    grain: smallint("grain").notNull(),
+    slice: text("slice").notNull(),
+    bucket: ms("bucket").notNull(),
+    data: bytea("data").notNull(),
+    apps: bytea("apps"),
+    errors: bytea("errors"),
+  },
+  (t) => [index("rollup_deltas_bucket").on(t.grain, t.bucket)],
 );
 
 /**

@@ -1,7 +1,8 @@
 // The write side of the PostgreSQL engine: one transaction per batch, on any number of nodes at
 // once (docs/decisions/2026-11-25-postgresql-engine.md). A batch first locks every execution
 // and install it touches (advisory locks, in one order), so the domain's decisions see what is
-// stored as a single writer would; it merges its counts into the rollup cells before COMMIT.
+// stored as a single writer would; it appends its counts to the rollup deltas before COMMIT (the
+// fold merges them into the cells: fold.ts).
 import type { Sql } from "postgres";
 import { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution, Report } from "../../domain/execution.ts";
@@ -15,7 +16,7 @@ import { count } from "../common/counting.ts";
 import { applyAlertOp } from "./alerts.ts";
 import { applyIssueOp } from "./issues.ts";
 import { BatchBudget, RETURNING_LEAVING } from "./budgets.ts";
-import { addRollups, dropCells, foldHours, type PgLabels } from "./cells.ts";
+import { appendDeltas, dropCells, foldAllDeltas, foldHours, type PgLabels } from "./cells.ts";
 import {
   MARKS,
   SELECT_HELD,
@@ -37,8 +38,8 @@ import { FROM_IDS, SELECT_EXECUTION } from "./rows.ts";
 import { transaction } from "./transaction.ts";
 import { importMarkName } from "../common/marks.ts";
 
-/** Advisory lock every batch takes: shared by writers, alone for a fold, a month's drop, or a batch too large to lock key by key. */
-const FOLD_LOCK = 0x666f6c64; // "fold"
+/** Advisory lock every batch takes: shared by writers (and the deltas' fold), alone for a fold, a month's drop, or a batch too large to lock key by key. */
+export const FOLD_LOCK = 0x666f6c64; // "fold"
 
 /** Most execution and install locks one batch takes; a batch naming more runs alone (see runBatch). */
 const MAX_KEY_LOCKS = 1024;
@@ -130,12 +131,15 @@ async function deleteInstall(
   await fx.budget.release(logged);
   // The install's reports waiting to be relayed go too: its executions', and its held reports'.
   await fx.relay.forget(tx, [...records.map((r) => r.executionId), ...held]);
-  return { found: records.length > 0 || held.length > 0 || logged.length > 0, executions: records.length };
+  return {
+    found: records.length > 0 || held.length > 0 || logged.length > 0,
+    executions: records.length,
+  };
 }
 
-/** The batch's counts so far go into the rollup cells, and it counts afresh from there. */
+/** The batch's counts so far go into the rollup deltas, and it counts afresh from there. */
 async function flushCounts(tx: Tx, fx: BatchEffects, foldedUntil = fx.deltas.foldedUntil): Promise<void> {
-  await addRollups(tx, fx.labels, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
+  await appendDeltas(tx, fx.labels, [...fx.deltas.cells.values(), ...fx.deltas.openCells().values()]);
   fx.deltas = new RollupDeltas(foldedUntil, storedSlicesOf);
 }
 
@@ -299,13 +303,22 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
         bodyKept ? null : { size: bodySize, hash: bodySha256 },
       );
       return placed
-        ? { kind: "created", bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize }
+        ? {
+            kind: "created",
+            bodyKept: placed.bodyStore !== "head" || placed.body.byteLength >= placed.bodySize,
+          }
         : { kind: "dropped" };
     }
     case "delete":
-      return { kind: "deleted", ...(await deleteInstall(tx, op.randomId, op.at, fx)) };
+      return {
+        kind: "deleted",
+        ...(await deleteInstall(tx, op.randomId, op.at, fx)),
+      };
     case "drop-before":
-      return { kind: "dropped", ...(await dropBefore(tx, op.before, op.at, fx, partitions)) };
+      return {
+        kind: "dropped",
+        ...(await dropBefore(tx, op.before, op.at, fx, partitions)),
+      };
     case "expire": {
       const record = await getExecution(tx, op.executionId);
       if (!record || record.outcome !== "in_progress") return { kind: "expired", changed: false };
@@ -340,10 +353,12 @@ async function apply(tx: Tx, op: MaintenanceOp, fx: BatchEffects, partitions: Pa
       await tx`UPDATE rejected_reports SET replayed_at = ${op.at}, replay_result = ${op.result} WHERE id = ${op.rejectedId}`;
       return { kind: "marked" };
     case "fold": {
-      // The batch's own counts so far go in first: the fold sums what is stored.
+      // The batch's own counts so far go in first, and every delta into the cells: the fold sums
+      // what is stored (it holds the fold lock alone: no delta is added or folded meanwhile).
       const from = fx.deltas.foldedUntil;
       await flushCounts(tx, fx, Math.max(from, op.until));
       if (op.until <= from) return { kind: "folded", hours: 0 };
+      await foldAllDeltas(tx, fx.labels);
       const hours = await foldHours(tx, fx.labels, from, op.until);
       await setMark(tx, MARKS.foldedUntil, op.until);
       return { kind: "folded", hours };
@@ -417,15 +432,15 @@ async function runBatch(
     // alone as well, instead of a lock each: the server's lock table has room for a few thousand
     // locks in all (max_locks_per_transaction x max_connections), and several such batches at once
     // would fill it ("out of shared memory").
+    // One round trip (migration 0013's installstats_begin): the fold lock, the keys' locks in
+    // order, then the fold mark, read after the locks are held.
     const names = lockNames(ops);
     const alone = names.length > MAX_KEY_LOCKS || ops.some((op) => op.kind === "fold" || op.kind === "drop-before");
-    await (alone
-      ? tx`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`
-      : tx`SELECT pg_advisory_xact_lock_shared(${FOLD_LOCK})`);
     const keys = alone ? [] : names.map(lockKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    if (keys.length > 0) await tx`SELECT installstats_lock_all(${keys.map(String)}::bigint[])`;
+    const [begun] = await tx<{ foldedUntil: number }[]>`
+      SELECT installstats_begin(${FOLD_LOCK}, ${alone}, ${keys.map(String)}::bigint[], ${MARKS.foldedUntil}) AS "foldedUntil"`;
     const fx: BatchEffects = {
-      deltas: new RollupDeltas(await getMark(tx, MARKS.foldedUntil), storedSlicesOf),
+      deltas: new RollupDeltas(begun!.foldedUntil, storedSlicesOf),
       labels: batchLabels,
       sightings: new SignatureSightings(),
       budget: new BatchBudget(tx, limits),

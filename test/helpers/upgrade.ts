@@ -117,6 +117,18 @@ export async function writeThrough(location: string, stored: readonly Execution[
   }
 }
 
+/**
+ * Forgets the `count` newest PostgreSQL migrations so they run again on the next open, and undoes
+ * 0013 (rollup deltas), the one that cannot run over what it made: a current database made to look
+ * like one of an earlier release. The deltas table is empty then (an engine folds what it appended
+ * when it closes).
+ */
+export async function forgetNewestPostgresMigrations(pg: postgres.Sql, count: number): Promise<void> {
+  await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= (SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC OFFSET ${count - 1} LIMIT 1)`;
+  await pg`DROP TABLE rollup_deltas`;
+  await pg`DROP FUNCTION installstats_begin(bigint, boolean, bigint[], text)`;
+}
+
 /** Puts a held report into an SQLite database of an earlier schema, its budget as that release kept it. */
 export function insertHeld(sqlite: Database, held: Report, at: number): void {
   const h = encodeHeld(held);

@@ -264,7 +264,7 @@ function dimensionValue(r: RollupRecord, dim: Dimension, outcome: Outcome, error
     case "nsapp":
       return text(r.nsapp);
     case "os":
-      return [r.osType, r.osVersion].filter((v) => v !== null).join(" ");
+      return r.osType === null ? (r.osVersion ?? "") : r.osVersion === null ? r.osType : `${r.osType} ${r.osVersion}`;
     case "pve_version":
       return text(r.pveVersion);
     case "type":
@@ -361,7 +361,9 @@ export const emptyData = (): RollupData => ({ dims: {}, dur: {}, err: valueMap()
 
 /** A record's value in every dimension (counted as `outcome`), computed once however many cells it is counted in. */
 function dimensionValues(r: RollupRecord, outcome: Outcome, errorSig: string | null): string[] {
-  return DIMENSIONS.map((dim) => dimensionValue(r, dim, outcome, errorSig));
+  const values = new Array<string>(DIMENSIONS.length);
+  for (let k = 0; k < DIMENSIONS.length; k++) values[k] = dimensionValue(r, DIMENSIONS[k]!, outcome, errorSig);
+  return values;
 }
 
 /**

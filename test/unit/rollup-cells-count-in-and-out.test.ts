@@ -162,6 +162,23 @@ describe("addRecord", () => {
     expect(cell.err).toEqual({});
   });
 
+  test('the os is its type and version, either alone when the other is absent, or ""', () => {
+    const cell = emptyData();
+    for (const [osType, osVersion] of [
+      ["debian", "12"],
+      ["alpine", null],
+      [null, "24.04"],
+      [null, null],
+    ] as const)
+      addRecord(cell, record({ osType, osVersion }), "success", 1, true, null);
+    expect(cell.dims.os).toEqual({
+      "debian 12": [1, 0, 0, 0, 0, 0],
+      alpine: [1, 0, 0, 0, 0, 0],
+      "24.04": [1, 0, 0, 0, 0, 0],
+      "": [1, 0, 0, 0, 0, 0],
+    });
+  });
+
   test("counting a removal in place equals merging the same counts as a delta", () => {
     const a = record({ nsapp: "pihole", outcome: "success", status: "done", error: null, exitCode: 0 });
     const b = record();

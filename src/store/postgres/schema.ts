@@ -184,6 +184,16 @@ export const budgetCounters = pgTable("budget_counters", {
   value: bigint("value", { mode: "number" }).notNull(),
 });
 
+/** A rollup cell's key and parts: what rollup_cells stores and rollup_deltas adds to it. */
+const cellParts = () => ({
+  grain: smallint("grain").notNull(),
+  slice: text("slice").notNull(),
+  bucket: ms("bucket").notNull(),
+  data: bytea("data").notNull(),
+  apps: bytea("apps"),
+  errors: bytea("errors"),
+});
+
 /**
  * Rollup cells: one row per grain (0 hour, 1 day, 2 month) x stored slice x bucket, its
  * counts in the three binary parts of domain/rollup-codec.ts (as the SQLite engine's `rollups`):
@@ -192,18 +202,10 @@ export const budgetCounters = pgTable("budget_counters", {
  * to nothing goes. Stored with fillfactor 70 (migration 0011, by hand: Drizzle has no table storage
  * parameters), so a cell written back usually stays on its page (a HOT update, no index entry).
  */
-export const rollupCells = pgTable(
-  "rollup_cells",
-  {
-    grain: smallint("grain").notNull(),
-    slice: text("slice").notNull(),
-    bucket: ms("bucket").notNull(),
-    data: bytea("data").notNull(),
-    apps: bytea("apps"),
-    errors: bytea("errors"),
-  },
-  (t) => [primaryKey({ columns: [t.grain, t.slice, t.bucket] }), index("rollup_cells_bucket").on(t.grain, t.bucket)],
-);
+export const rollupCells = pgTable("rollup_cells", cellParts(), (t) => [
+  primaryKey({ columns: [t.grain, t.slice, t.bucket] }),
+  index("rollup_cells_bucket").on(t.grain, t.bucket),
+]);
 
 /**
  * What batches added to the rollup cells and the fold has not merged yet (cells.ts): a batch
@@ -212,18 +214,9 @@ export const rollupCells = pgTable(
  * each delta exactly once (deleted in the transaction that merges it). Reads add the deltas of the
  * cells they read to what is stored. Parts as in rollup_cells (counts may be negative).
  */
-export const rollupDeltas = pgTable(
-  "rollup_deltas",
-  {
-    grain: smallint("grain").notNull(),
-    slice: text("slice").notNull(),
-    bucket: ms("bucket").notNull(),
-    data: bytea("data").notNull(),
-    apps: bytea("apps"),
-    errors: bytea("errors"),
-  },
-  (t) => [index("rollup_deltas_bucket").on(t.grain, t.bucket)],
-);
+export const rollupDeltas = pgTable("rollup_deltas", cellParts(), (t) => [
+  index("rollup_deltas_bucket").on(t.grain, t.bucket),
+]);
 
 /**
  * The texts rollup cells are made of (dimensions, values, signature ids); cells hold their ids.

@@ -133,9 +133,9 @@ const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
   a.key.bucket - b.key.bucket;
 
 /**
- * A pause for the event loop every so many steps of a long loop: the fold decodes and merges a
- * second's deltas of every batch in the node that answers reports, and done in one go it held
- * requests back (p99 at 64 connections 38-50 -> 150-280 ms, measured with bench-pg-profile).
+ * A pause for the event loop every so many steps of a long loop: the fold decodes and merges the
+ * deltas of many batches in the node that answers reports, and done in one go (a second's deltas
+ * then) it held requests back (p99 at 64 connections 38-50 -> 150-280 ms, bench-pg-profile).
  */
 function pauses(every = 64): () => Promise<void> | undefined {
   let n = 0;

@@ -25,24 +25,37 @@ interface Metric {
   render(): string | Promise<string>;
 }
 
+/** One labelled series of a counter; the ingestion routes keep theirs, so a report names no labels. */
+export class CounterSeries {
+  value = 0;
+  constructor(readonly labels: Labels) {}
+  inc(by = 1): void {
+    this.value += by;
+  }
+}
+
 class Counter implements Metric {
-  private values = new Map<string, { labels: Labels; value: number }>();
+  private byKey = new Map<string, CounterSeries>();
   constructor(
     readonly name: string,
     readonly help: string,
   ) {}
-  inc(labels: Labels = {}, by = 1): void {
+  /** The series of `labels`, made on first use (a series renders once made: make it when it counts). */
+  series(labels: Labels = {}): CounterSeries {
     const k = key(labels);
-    const v = this.values.get(k);
-    if (v) v.value += by;
-    else this.values.set(k, { labels, value: by });
+    let s = this.byKey.get(k);
+    if (!s) this.byKey.set(k, (s = new CounterSeries(labels)));
+    return s;
+  }
+  inc(labels: Labels = {}, by = 1): void {
+    this.series(labels).inc(by);
   }
   get(labels: Labels = {}): number {
-    return this.values.get(key(labels))?.value ?? 0;
+    return this.byKey.get(key(labels))?.value ?? 0;
   }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    for (const { labels, value } of this.values.values()) lines.push(`${this.name}${labelText(labels)} ${value}`);
+    for (const { labels, value } of this.byKey.values()) lines.push(`${this.name}${labelText(labels)} ${value}`);
     return lines.join("\n");
   }
 }
@@ -64,24 +77,44 @@ export class Gauge implements Metric {
   }
 }
 
+/** One labelled series of a histogram (see CounterSeries). */
+export class HistogramSeries {
+  readonly counts: number[];
+  sum = 0;
+  count = 0;
+  constructor(
+    readonly labels: Labels,
+    private readonly buckets: readonly number[],
+  ) {
+    this.counts = buckets.map(() => 0);
+  }
+  observe(value: number): void {
+    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) this.counts[i]!++;
+    this.sum += value;
+    this.count++;
+  }
+}
+
 class Histogram implements Metric {
-  private series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  private byKey = new Map<string, HistogramSeries>();
   constructor(
     readonly name: string,
     readonly help: string,
     readonly buckets: readonly number[],
   ) {}
-  observe(value: number, labels: Labels = {}): void {
+  /** The series of `labels`, made on first use. */
+  series(labels: Labels = {}): HistogramSeries {
     const k = key(labels);
-    let s = this.series.get(k);
-    if (!s) this.series.set(k, (s = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
-    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) s.counts[i]!++;
-    s.sum += value;
-    s.count++;
+    let s = this.byKey.get(k);
+    if (!s) this.byKey.set(k, (s = new HistogramSeries(labels, this.buckets)));
+    return s;
+  }
+  observe(value: number, labels: Labels = {}): void {
+    this.series(labels).observe(value);
   }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    for (const s of this.series.values()) {
+    for (const s of this.byKey.values()) {
       this.buckets.forEach((le, i) =>
         lines.push(`${this.name}_bucket${labelText({ ...s.labels, le: String(le) })} ${s.counts[i]}`),
       );

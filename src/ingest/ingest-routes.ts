@@ -7,7 +7,7 @@ import type { NormalizeOptions } from "../domain/normalize.ts";
 import { requiredIn, sentDocOf, sentIn, wireName, type SentField } from "../domain/fields.ts";
 import type { Endpoint, Rejection } from "../domain/rejection.ts";
 import { ErrorBody, RETRY_AFTER_SECONDS, errorBody, serverFault } from "../http/errors.ts";
-import type { Metrics } from "../http/metrics.ts";
+import type { CounterSeries, HistogramSeries, Metrics } from "../http/metrics.ts";
 import type { ClientCosts, Network, RateLimiter } from "../http/rate-limit.ts";
 import { OutcomeSchema } from "../http/schemas.ts";
 import type { Logger } from "../log.ts";
@@ -207,11 +207,12 @@ async function ingest(deps: IngestDeps, endpoint: Endpoint, request: Request, cl
 /** Rate limit, then ingest; every answer is timed, and every failure answered in the one error shape. */
 async function respond(
   deps: IngestDeps,
-  endpoint: Endpoint,
+  meters: Meters,
   request: Request,
   server: Server<unknown> | null,
 ): Promise<Response> {
   const { headersFor, clientOf, limiter, clock, metrics, log } = deps;
+  const { endpoint } = meters;
   const started = performance.now();
   const headers = headersFor(request);
   headers["content-type"] = "application/json";
@@ -227,7 +228,7 @@ async function respond(
       body = errorBody("rate_limited", `too many reports from this network; retry in ${verdict.retryAfterS} s`);
     } else {
       ({ status, body } = await ingest(deps, endpoint, request, client));
-      metrics.ingestSeconds.observe((performance.now() - started) / 1000, { endpoint });
+      meters.took((performance.now() - started) / 1000);
     }
   } catch (e) {
     if (e instanceof RequestAbortedError || request.signal.aborted) {
@@ -243,14 +244,38 @@ async function respond(
 }
 
 /**
+ * An endpoint's series in /metrics, kept once made: naming a series' labels for every report
+ * (a key built and sorted) cost more than counting in it.
+ */
+class Meters {
+  private seconds: HistogramSeries | null = null;
+  private readonly byStatus = new Map<number, CounterSeries>();
+  constructor(
+    private readonly metrics: Metrics,
+    readonly endpoint: Endpoint,
+  ) {}
+  took(seconds: number): void {
+    (this.seconds ??= this.metrics.ingestSeconds.series({ endpoint: this.endpoint })).observe(seconds);
+  }
+  answered(status: number): void {
+    let requests = this.byStatus.get(status);
+    if (!requests) {
+      requests = this.metrics.requests.series({ route: PATHS[this.endpoint], method: "POST", status: String(status) });
+      this.byStatus.set(status, requests);
+    }
+    requests.inc();
+  }
+}
+
+/**
  * The hot path, mounted as Bun routes: Elysia's per-request lifecycle cost ~12 µs per report
  * (a third of the no-storage floor, docs/decisions/2026-11-22-ingestion-on-bun-routes.md). Counted here since Elysia's hooks do not run.
  */
-function nativeRoute(deps: IngestDeps, endpoint: Endpoint) {
+function nativeRoute(deps: IngestDeps, meters: Meters) {
   return {
     POST: async (request: Request, server: Server<unknown>) => {
-      const response = await respond(deps, endpoint, request, server);
-      deps.metrics.requests.inc({ route: PATHS[endpoint], method: "POST", status: String(response.status) });
+      const response = await respond(deps, meters, request, server);
+      meters.answered(response.status);
       return response;
     },
   };
@@ -289,11 +314,11 @@ const UnknownPathList = t.Object(
  * The Elysia routes document the endpoints (OpenAPI) and answer in-process requests (app.handle)
  * and path variants; both mounts answer with the same `respond`.
  */
-function ingestPlugin(deps: IngestDeps, unknownPaths: UnknownPaths) {
+function ingestPlugin(deps: IngestDeps, meters: Record<Endpoint, Meters>, unknownPaths: UnknownPaths) {
   return new Elysia({ name: "ingest" })
     .post(
       PATHS.upload,
-      ({ request, server }) => respond(deps, "upload", request, server),
+      ({ request, server }) => respond(deps, meters.upload, request, server),
       hook(
         "Installation started",
         "201 for a new random_id, 200 with duplicate:true when it is already stored (the stored record is unchanged).",
@@ -302,7 +327,7 @@ function ingestPlugin(deps: IngestDeps, unknownPaths: UnknownPaths) {
     )
     .post(
       PATHS.updatestatus,
-      ({ request, server }) => respond(deps, "updatestatus", request, server),
+      ({ request, server }) => respond(deps, meters.updatestatus, request, server),
       hook(
         "Installation status update",
         "200 when applied, 202 when held until the start report arrives, 409 when the install already has a final status.",
@@ -311,7 +336,7 @@ function ingestPlugin(deps: IngestDeps, unknownPaths: UnknownPaths) {
     )
     .post(
       PATHS.telemetry,
-      ({ request, server }) => respond(deps, "telemetry", request, server),
+      ({ request, server }) => respond(deps, meters.telemetry, request, server),
       hook(
         "Any report of the current clients (payload v1 and v2)",
         "Start (installing), progress (validation, configuring) and final reports (success, failed, aborted, unknown) of one execution, and one-shot tool and addon reports. 201 for a new execution; 200 when it changed one, and with duplicate:true for a report that changes nothing (the client retries every non-2xx, so a repeated report is never a conflict); 202 for an install's final report that came before its start (held until it comes).",
@@ -332,13 +357,18 @@ function ingestPlugin(deps: IngestDeps, unknownPaths: UnknownPaths) {
 export function ingestRoutes(deps: IngestDeps) {
   const { writer, clock, metrics, log, maxBodyBytes, costs } = deps;
   const unknownPaths = unknownPathTracker({ writer, clock, metrics, log, maxBodyBytes, paths: PATHS, costs });
+  const meters: Record<Endpoint, Meters> = {
+    upload: new Meters(metrics, "upload"),
+    updatestatus: new Meters(metrics, "updatestatus"),
+    telemetry: new Meters(metrics, "telemetry"),
+  };
   return {
-    plugin: ingestPlugin(deps, unknownPaths),
+    plugin: ingestPlugin(deps, meters, unknownPaths),
     unknownPaths,
     native: {
-      [PATHS.upload]: nativeRoute(deps, "upload"),
-      [PATHS.updatestatus]: nativeRoute(deps, "updatestatus"),
-      [PATHS.telemetry]: nativeRoute(deps, "telemetry"),
+      [PATHS.upload]: nativeRoute(deps, meters.upload),
+      [PATHS.updatestatus]: nativeRoute(deps, meters.updatestatus),
+      [PATHS.telemetry]: nativeRoute(deps, meters.telemetry),
     },
   };
 }

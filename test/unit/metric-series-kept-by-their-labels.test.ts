@@ -13,7 +13,9 @@ describe("metric series", () => {
     expect(m.requests.series({ method: "POST", status: "201", route: "/upload" })).toBe(kept);
     expect(m.requests.get({ route: "/upload", method: "POST", status: "201" })).toBe(4);
     expect(m.requests.get({ route: "/upload", method: "POST", status: "202" })).toBe(0);
-    expect(await m.registry.render()).toContain('installstats_http_requests_total{method="POST",route="/upload",status="201"} 4');
+    expect(await m.registry.render()).toContain(
+      'installstats_http_requests_total{method="POST",route="/upload",status="201"} 4',
+    );
   });
 
   test("a histogram's series counts its observations into buckets, sum and count", async () => {

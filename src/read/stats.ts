@@ -215,7 +215,7 @@ async function typeByApps(
   const known = typesOfApps.get(store) ?? new Map<string, string>();
   typesOfApps.set(store, known);
   const learn = async (which: readonly string[]) => {
-    for (const e of await store.newestOfApps(which)) if (e.nsapp !== null) known.set(e.nsapp, e.type);
+    for (const a of await store.typesOfApps(which)) known.set(a.nsapp, a.type);
   };
   const unknown = apps.filter((app) => !known.has(app));
   await learn(unknown);

@@ -855,12 +855,14 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect((await page({}, { offset: 50 })).total).toBe(12);
     });
 
-    test("newestOfApps: each app's newest execution, the latest inserted of a millisecond; unknown apps left out", async () => {
+    test("typesOfApps: each app's type as of its newest execution, the latest inserted of a millisecond; unknown apps left out", async () => {
       const store = await loaded();
-      const got = await store.newestOfApps(["nginx", "docker", "no-such-app", "homeassistant"]);
-      expect(idsOf(got)).toEqual(["f12", "f11", "f09"]);
-      expect(got[0]).toEqual(rows[11]!);
-      expect(await store.newestOfApps([])).toEqual([]);
+      const newest = (app: string) => rows.filter((r) => r.nsapp === app).at(-1)!;
+      const got = await store.typesOfApps(["nginx", "docker", "no-such-app", "homeassistant"]);
+      expect(got).toEqual(["nginx", "docker", "homeassistant"].map((nsapp) => ({ nsapp, type: newest(nsapp).type })));
+      // homeassistant's first run was an LXC, its newest a VM.
+      expect(got.find((a) => a.nsapp === "homeassistant")?.type).toBe("vm");
+      expect(await store.typesOfApps([])).toEqual([]);
     });
 
     test('pageExecutions: any of several repo sources, "" for those naming none', async () => {

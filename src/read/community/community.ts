@@ -191,7 +191,7 @@ export async function newestOf(
  * where a rollup read per app would cost a few milliseconds each.
  */
 export async function typesOf(store: StoreReads, apps: readonly string[]): Promise<Map<string, string>> {
-  return new Map((await store.newestOfApps(apps)).map((e) => [e.nsapp ?? "", e.type]));
+  return new Map((await store.typesOfApps(apps)).map((a) => [a.nsapp, a.type]));
 }
 
 /** A time as ClickHouse's toString prints it: "2026-11-25 10:00:00.000" (UTC). */

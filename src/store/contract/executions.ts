@@ -39,6 +39,12 @@ export type ReportResult =
   | { kind: "held" }
   | { kind: "already-final"; outcome: Outcome };
 
+/** An app and the type of its newest execution. */
+export interface AppType {
+  nsapp: string;
+  type: string;
+}
+
 export interface ExecutionResults {
   report: ReportResult;
 }
@@ -122,8 +128,11 @@ export interface ExecutionReads {
     filter: ExecutionFilter,
     page: { limit: number; after?: ListCursor; order?: ListOrder },
   ): Promise<{ rows: Execution[]; next: ListCursor | null }>;
-  /** Each app's newest execution (an index seek per app); apps without one are left out. */
-  newestOfApps(apps: readonly string[]): Promise<Execution[]>;
+  /**
+   * Each app's type as of its newest execution (the latest inserted of a millisecond; an index
+   * seek per app, reading the type alone); apps without one are left out.
+   */
+  typesOfApps(apps: readonly string[]): Promise<AppType[]>;
   /** One numbered page and how many executions match in all. */
   pageExecutions(filter: ExecutionFilter, page: PageQuery): Promise<{ rows: Execution[]; total: number }>;
   /**
@@ -164,7 +173,7 @@ export interface ExecutionReads {
 export const EXECUTION_READS = {
   getExecutions: "once",
   listExecutions: "once",
-  newestOfApps: "once",
+  typesOfApps: "once",
   pageExecutions: "once",
   executionChunks: "stream",
   iterateExecutions: "stream",

@@ -15,7 +15,14 @@ import {
   type RollupPart,
 } from "../../domain/rollup.ts";
 import { DAY } from "../../domain/time.ts";
-import type { ExecutionFilter, ListCursor, PageQuery, RollupSelection, StoreReads } from "../contract/executions.ts";
+import type {
+  AppType,
+  ExecutionFilter,
+  ListCursor,
+  PageQuery,
+  RollupSelection,
+  StoreReads,
+} from "../contract/executions.ts";
 import type { RejectedEntry } from "../contract/rejected.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
 import { decodeHeld, entryBody } from "../common/budgets.ts";
@@ -153,16 +160,16 @@ async function listExecutions(
   return { rows: page.map(({ seq: _, ...row }) => row), next };
 }
 
-async function newestOfApps({ db }: ReadContext, apps: readonly string[]): Promise<Execution[]> {
-  const out: Execution[] = [];
-  for (const app of apps) {
+async function typesOfApps({ db }: ReadContext, apps: readonly string[]): Promise<AppType[]> {
+  const out: AppType[] = [];
+  for (const nsapp of apps) {
     const [row] = await db
-      .select(executionColumns)
+      .select({ type: executions.type })
       .from(executions)
-      .where(sql`${executions.nsapp} = ${app}`)
+      .where(sql`${executions.nsapp} = ${nsapp}`)
       .orderBy(desc(executions.createdAt), desc(executions.seq))
       .limit(1);
-    if (row) out.push(row);
+    if (row) out.push({ nsapp, type: row.type });
   }
   return out;
 }
@@ -386,7 +393,7 @@ export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)
         .where(ofInstall(randomId))
         .orderBy(asc(executions.attempt), asc(executions.createdAt)),
     listExecutions: (filter, page) => listExecutions(ctx, filter, page),
-    newestOfApps: (apps) => newestOfApps(ctx, apps),
+    typesOfApps: (apps) => typesOfApps(ctx, apps),
     pageExecutions: (filter, page) => pageExecutions(ctx, filter, page),
     executionChunks: (filter, page) => executionChunks(ctx, filter, page),
     countUpdatedSince: (filter, since) => countUpdatedSince(ctx, filter, since),

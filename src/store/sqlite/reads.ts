@@ -6,15 +6,25 @@ import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { emptyData, settle, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
-import type { ExecutionFilter, ListCursor, PageQuery, RollupCell, RollupSelection } from "../contract/executions.ts";
+import type {
+  AppType,
+  ExecutionFilter,
+  ListCursor,
+  PageQuery,
+  RollupCell,
+  RollupSelection,
+} from "../contract/executions.ts";
 import type { Db } from "./database.ts";
 import { asDamage } from "./integrity.ts";
 import { fromRow, joinError } from "./error-text.ts";
 import { errorSignatures, executions, rollupLabels, rollupState, rollups } from "./schema.ts";
 import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, filterColumns, readColumns } from "./rows.ts";
 import { encodeId } from "./ids.ts";
+import { wordDecoder } from "./codes.ts";
 import { LabelCache } from "../common/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
+
+const typeWord = wordDecoder("type");
 
 const GRAIN_NAMES = ["hour", "day", "month"];
 /** Names a rollup cell in an error: "rollup cell day *|lxc 2026-06-01T00:00:00.000Z". */
@@ -200,8 +210,9 @@ function prepareReadStatements(sqlite: Database, db: Db) {
     getExecutions: sqlite.query<unknown[], [string | Uint8Array]>(
       `${SELECT_READ} WHERE ${OF_INSTALL} ORDER BY "${executions.attempt.name}", "${executions.createdAt.name}"`,
     ),
-    newestOfApp: sqlite.query<unknown[], [string]>(
-      `${SELECT_READ} WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
+    // The code alone: a whole row (wide, its error text in overflow pages) cost 8x as much.
+    typeOfApp: sqlite.query<{ code: string | number }, [string]>(
+      `SELECT "${executions.typeCode.name}" AS code FROM "${getTableName(executions)}" WHERE "${executions.nsapp.name}" = ? ORDER BY "${executions.createdAt.name}" DESC, rowid DESC LIMIT 1`,
     ),
     countAttempts: sqlite.query<{ n: number }, [string | Uint8Array]>(
       `SELECT count(*) AS n FROM "${getTableName(executions)}" WHERE ${OF_INSTALL}`,
@@ -528,8 +539,14 @@ export function createSqliteReads(
     countUpdatedSince: (filter: ExecutionFilter, since: readonly number[]) => countUpdatedSince(ctx, filter, since),
     listExecutions: (filter: ExecutionFilter, page: Parameters<typeof listExecutions>[2]) =>
       listExecutions(ctx, filter, page),
-    newestOfApps: (apps: readonly string[]): Execution[] =>
-      apps.flatMap((app) => q.newestOfApp.values(app).map(decodeExecution)),
+    typesOfApps(apps: readonly string[]): AppType[] {
+      const out: AppType[] = [];
+      for (const nsapp of apps) {
+        const row = q.typeOfApp.get(nsapp);
+        if (row) out.push({ nsapp, type: typeWord(row.code) });
+      }
+      return out;
+    },
     pageExecutions: (filter: ExecutionFilter, page: PageQuery) => pageExecutions(ctx, filter, page),
     *iterateExecutions(filter: ExecutionFilter): Generator<Execution> {
       for (const chunk of chunks(filter)) yield* chunk;

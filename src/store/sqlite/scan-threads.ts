@@ -4,7 +4,7 @@
 import type { Execution } from "../../domain/execution.ts";
 import type { Logger } from "../../log.ts";
 import { ReadBudgetError } from "../contract/errors.ts";
-import type { ExecutionFilter, ListCursor, PageQuery } from "../contract/executions.ts";
+import type { AppType, ExecutionFilter, ListCursor, PageQuery } from "../contract/executions.ts";
 import type { HourCells, ScanReply, ScanRequest, ScannerStart } from "./scanner.ts";
 
 type Page = { limit: number; after?: ListCursor; order?: "newest" | "oldest" };
@@ -20,7 +20,7 @@ type Pending = {
 export interface Scans {
   listExecutions(filter: ExecutionFilter, page: Page): Promise<{ rows: Execution[]; next: ListCursor | null }>;
   pageExecutions(filter: ExecutionFilter, page: PageQuery): Promise<{ rows: Execution[]; total: number }>;
-  newestOfApps(apps: readonly string[]): Promise<Execution[]>;
+  typesOfApps(apps: readonly string[]): Promise<AppType[]>;
   executionChunks(filter: ExecutionFilter, page?: ChunkPage): AsyncGenerator<Execution[], void>;
   errorTextCounts(): Promise<{ error: string; count: number }[]>;
   /** Hour cells of `slice` counted from the executions of `filter` (old-hours.ts), encoded. */
@@ -83,7 +83,7 @@ function spawn(pool: Pool, owner: () => Thread): Worker {
 const askAgain = (request: ScanRequest): boolean =>
   request.op === "list" ||
   request.op === "page" ||
-  request.op === "newest" ||
+  request.op === "types" ||
   request.op === "errors" ||
   request.op === "hours";
 
@@ -184,7 +184,7 @@ export function startScanThreads(workerUrl: URL, path: string, opts: ScanOptions
   return {
     listExecutions: (filter, page) => ask(pool, { op: "list", filter, page }),
     pageExecutions: (filter, page) => ask(pool, { op: "page", filter, page }),
-    newestOfApps: (apps) => ask(pool, { op: "newest", apps }),
+    typesOfApps: (apps) => ask(pool, { op: "types", apps }),
     errorTextCounts: () => ask(pool, { op: "errors" }),
     hourCells: (filter, slice) => ask(pool, { op: "hours", filter, slice }),
     executionChunks: (filter, page = {}) => chunks(pool, filter, page),

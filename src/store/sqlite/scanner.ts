@@ -4,7 +4,7 @@
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Execution } from "../../domain/execution.ts";
-import type { ExecutionFilter, ListCursor, PageQuery } from "../contract/executions.ts";
+import type { AppType, ExecutionFilter, ListCursor, PageQuery } from "../contract/executions.ts";
 import { isAllApps } from "../../domain/rollup.ts";
 import { encodeCell, type StoredParts } from "../../domain/rollup-codec.ts";
 import { LabelCache } from "../common/labels.ts";
@@ -24,7 +24,7 @@ export type ScanRequest =
       page: { limit: number; after?: ListCursor; order?: "newest" | "oldest" };
     }
   | { id: number; op: "page"; filter: ExecutionFilter; page: PageQuery }
-  | { id: number; op: "newest"; apps: readonly string[] }
+  | { id: number; op: "types"; apps: readonly string[] }
   /** Opens a stream of chunks (executionChunks); `next` pulls one, `close` ends it. */
   | {
       id: number;
@@ -49,6 +49,7 @@ type ScanValue =
   | { rows: Execution[]; next: ListCursor | null }
   | { rows: Execution[]; total: number }
   | Execution[]
+  | AppType[]
   | null
   | { error: string; count: number }[]
   | HourCells;
@@ -82,8 +83,8 @@ function answer(request: ScanRequest): ScanValue | Promise<ScanValue> {
   switch (request.op) {
     case "list":
       return reads.listExecutions(request.filter, request.page);
-    case "newest":
-      return reads.newestOfApps(request.apps);
+    case "types":
+      return reads.typesOfApps(request.apps);
     case "page":
       return reads.pageExecutions(request.filter, request.page);
     case "errors":

@@ -105,7 +105,7 @@ function engineReads(state: StoreState): EngineReads<AllReads> {
   const inner: EngineReads<AllReads> = {
     getExecutions: (randomId) => reads.getExecutions(randomId),
     listExecutions: (filter, page) => (state.scans ?? reads).listExecutions(filter, page),
-    newestOfApps: (apps) => (state.scans ?? reads).newestOfApps(apps),
+    typesOfApps: (apps) => (state.scans ?? reads).typesOfApps(apps),
     pageExecutions: (filter, page) => (state.scans ?? reads).pageExecutions(filter, page),
     // Each chunk is its own query, run to completion before it is handed over.
     executionChunks: (filter, page) => (state.scans ?? reads).executionChunks(filter, page),

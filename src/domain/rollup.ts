@@ -335,9 +335,11 @@ function dimensionValue(r: RollupRecord, dim: Dimension, outcome: Outcome, error
 
 // Durations in log-spaced bins, four per doubling (each bin spans +19%), from 1 s to ~18 days.
 const BINS_PER_DOUBLING = 4;
+/** Bins are 0 to DURATION_BINS - 1. */
+export const DURATION_BINS = 81;
 function durationBin(ms: number): number {
   const s = Math.max(ms, 1000) / 1000;
-  return Math.min(Math.floor(Math.log2(s) * BINS_PER_DOUBLING), 80);
+  return Math.min(Math.floor(Math.log2(s) * BINS_PER_DOUBLING), DURATION_BINS - 1);
 }
 /** The geometric middle of a bin, in seconds. */
 export const binMiddleSeconds = (bin: number): number => 2 ** ((bin + 0.5) / BINS_PER_DOUBLING);

@@ -9,6 +9,7 @@ import {
   appSlice,
   binMiddleSeconds,
   bucketStart,
+  DURATION_BINS,
   emptyData,
   monthCeil,
   repoClass,
@@ -283,12 +284,20 @@ export function durationBins(
   onto: ReadonlyMap<number, number> | null = null,
   sign: 1 | -1 = 1,
 ): Map<number, number> {
-  const merged = new Map(onto);
+  // Each cell's bins read by index into an array (hundreds of cells): iterating their keys into a
+  // Map was most of a 30-day summary's CPU, five times as slow.
+  const sums = new Array<number | undefined>(DURATION_BINS);
+  if (onto) for (const [bin, n] of onto) sums[bin] = n;
   for (const { data } of cells) {
     const bins = data.dur[outcome];
     if (bins === undefined) continue;
-    for (const bin in bins) merged.set(Number(bin), (merged.get(Number(bin)) ?? 0) + sign * bins[bin]!);
+    for (let bin = 0; bin < DURATION_BINS; bin++) {
+      const n = bins[bin];
+      if (n !== undefined) sums[bin] = (sums[bin] ?? 0) + sign * n;
+    }
   }
+  const merged = new Map<number, number>();
+  for (let bin = 0; bin < DURATION_BINS; bin++) if (sums[bin] !== undefined) merged.set(bin, sums[bin]!);
   return merged;
 }
 

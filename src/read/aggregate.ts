@@ -384,13 +384,19 @@ export function breakdown(
   o: BreakdownOptions,
 ): { groups: Group[]; total_groups: number } {
   const sums = new Map<string, Counts>();
+  const addTo = (value: string, counts: Counts) => {
+    if (p.only && p.only.dim === o.by && value !== p.only.value) return;
+    const sum = sums.get(value);
+    if (sum) add(sum, counts);
+    else sums.set(value, add(zero(), counts));
+  };
   for (const { data } of cells) {
     // An app slice holds no nsapp dimension: it is the app.
-    const values: [string, Counts][] =
-      o.by === "nsapp" && p.nsapp !== null ? [[p.nsapp, cellTotal(data, null)]] : Object.entries(data.dims[o.by] ?? {});
-    for (const [value, counts] of values) {
-      if (p.only && p.only.dim === o.by && value !== p.only.value) continue;
-      add(sums.get(value) ?? (sums.set(value, zero()), sums.get(value)!), counts);
+    if (o.by === "nsapp" && p.nsapp !== null) addTo(p.nsapp, cellTotal(data, null));
+    else {
+      // Keys walked in place: Object.entries made an array per value of every cell (a quarter of the CPU by app).
+      const byValue = data.dims[o.by];
+      for (const value in byValue) addTo(value, byValue[value]!);
     }
   }
   let groups: Group[] = [...sums].map(([value, counts]) => {

@@ -13,7 +13,11 @@ const run = (id: string, app: string, createdAt: number, failed: boolean) =>
     outcome: failed ? "failed" : "success",
     installDuration: 60,
     ...(failed
-      ? { exitCode: 100, errorCategory: "dependency", error: "exit_code=100 | apt failed | at line 12: apt-get install" }
+      ? {
+          exitCode: 100,
+          errorCategory: "dependency",
+          error: "exit_code=100 | apt failed | at line 12: apt-get install",
+        }
       : {}),
   });
 

@@ -335,15 +335,17 @@ async function signaturesOf({ store }: StatsSource, r: Read, limit: number, issu
 /**
  * Sums of the settled cells of reads whose answer does not depend on buckets, kept by the cells'
  * identities (settled.ts): a window read again (another question of it, the next poll) adds only
- * its open cells to the kept sum. A year's sum with its error signatures is ~6 MB: a few are kept.
+ * its open cells to the kept sum. A page asks for dozens (a breakdown's cells hold its dimension
+ * only); a year's sum with its error signatures is ~6 MB, so of those a few are kept.
  */
-const keptSettledSums = byWindow<Cell>(12);
+const keptSums = { counts: byWindow<Cell>(64), signatures: byWindow<Cell>(8) };
 
 /** `r` with its settled cells as one summed cell (counts, durations and signatures are additive). */
-function settledSummed(r: Read): Read {
+function settledSummed(r: Read, parts: readonly RollupPart[]): Read {
   const { settled, open } = settledAndOpen(r.cells);
   if (settled.length <= 1) return r;
-  const sum = keptSettledSums(settled, "", () => {
+  const kept = parts.includes("errors") ? keptSums.signatures : keptSums.counts;
+  const sum = kept(settled, "", () => {
     const data = emptyData();
     for (const c of settled) mergeInto(data, c.data);
     settle(data);
@@ -353,14 +355,14 @@ function settledSummed(r: Read): Read {
 }
 
 async function summaryOf(src: StatsSource, f: ExecutionFilter, w: Window) {
-  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "summary" }, ["data"])));
+  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "summary" }, ["data"])), ["data"]);
   return { source: r.source, ...summarize(r.cells, r.plan) };
 }
 
 async function breakdownOf(src: StatsSource, f: ExecutionFilter, w: Window, o: BreakdownOptions) {
   // By app over every app: the per-app counts are all it needs (an app's own slice has none).
   const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
-  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "breakdown", by: o.by }, parts)));
+  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "breakdown", by: o.by }, parts)), parts);
   return { source: r.source, ...breakdown(r.cells, r.plan, o) };
 }
 
@@ -379,14 +381,14 @@ async function timeseriesOf(src: StatsSource, f: ExecutionFilter, w: Window, int
 
 async function driversOf(src: StatsSource, f: ExecutionFilter, w: Window, minRuns: number) {
   const dims = driverDimensions(f.nsapp !== undefined);
-  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "drivers" }, ["data"], dims)));
+  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "drivers" }, ["data"], dims)), ["data"]);
   const { total, values } = finishedByValue(r.cells, dims);
   return { source: r.source, ...rankDrivers(total, values, minRuns) };
 }
 
 /** Failed installs per signature id in the window, most frequent first, and their sum. */
 const readErrors = async (src: StatsSource, f: ExecutionFilter, w: Window) =>
-  settledSummed(await read(src, f, w, daily(src, w, { kind: "errors" }, ["errors"])));
+  settledSummed(await read(src, f, w, daily(src, w, { kind: "errors" }, ["errors"])), ["errors"]);
 
 /**
  * Breakdowns by several dimensions and the error signatures (without issues) of one filter and
@@ -411,7 +413,7 @@ async function cutsOf(
     ]);
     return { breakdowns: groups.map((g) => ({ groups: g.groups, total_groups: g.total_groups })), errors };
   }
-  const r = settledSummed(await read(src, f, w, daily(src, w, use, ["data", "errors"], bys)));
+  const r = settledSummed(await read(src, f, w, daily(src, w, use, ["data", "errors"], bys)), ["data", "errors"]);
   return {
     breakdowns: bys.map((by) => breakdown(r.cells, r.plan, { ...o, by })),
     errors: await signaturesOf(src, r, signatures, false),

@@ -284,16 +284,16 @@ export function durationBins(
   onto: ReadonlyMap<number, number> | null = null,
   sign: 1 | -1 = 1,
 ): Map<number, number> {
-  // Each cell's bins read by index into an array (hundreds of cells): iterating their keys into a
-  // Map was most of a 30-day summary's CPU, five times as slow.
+  // Added up in an array by bin, not in a Map (a lookup and a store less per bin). Keys are
+  // walked, not every bin looked up: most cells (an hour's, an app's) hold a few.
   const sums = new Array<number | undefined>(DURATION_BINS);
   if (onto) for (const [bin, n] of onto) sums[bin] = n;
   for (const { data } of cells) {
     const bins = data.dur[outcome];
     if (bins === undefined) continue;
-    for (let bin = 0; bin < DURATION_BINS; bin++) {
-      const n = bins[bin];
-      if (n !== undefined) sums[bin] = (sums[bin] ?? 0) + sign * n;
+    for (const key in bins) {
+      const bin = Number(key);
+      sums[bin] = (sums[bin] ?? 0) + sign * bins[key]!;
     }
   }
   const merged = new Map<number, number>();

@@ -34,7 +34,7 @@ type Source = "rollup" | "scan";
  * (typeByApps checks what it finds against the cells, so a stale entry costs a re-read, never a
  * wrong count). Kept across requests: learning it is an index seek per app.
  */
-const typesOfApps = new WeakMap<StoreReads, Map<string, string>>();
+const knownTypes = new WeakMap<StoreReads, Map<string, string>>();
 
 interface Read {
   source: Source;
@@ -212,8 +212,8 @@ async function typeByApps(
   const { store } = src;
   const keep = kept <= total - kept;
   const apps = [...totalsBy(cells, "nsapp")].filter(([, n]) => n !== 0).map(([app]) => app);
-  const known = typesOfApps.get(store) ?? new Map<string, string>();
-  typesOfApps.set(store, known);
+  const known = knownTypes.get(store) ?? new Map<string, string>();
+  knownTypes.set(store, known);
   const learn = async (which: readonly string[]) => {
     for (const a of await store.typesOfApps(which)) known.set(a.nsapp, a.type);
   };

@@ -117,12 +117,20 @@ const sumOf = (map: Record<string, Counts>): Counts => {
   return total;
 };
 
-/** Non-empty values of a dimension: "" is derived from the total. */
-function writeValues(w: Writer, map: Record<string, Counts>, labels: Labels): void {
-  let n = 0;
-  for (const value in map) if (value !== "") n++;
-  w.uint(n);
-  for (const value in map) if (value !== "") w.counts(map[value]!, labels.id(value));
+/**
+ * A dimension's non-empty values ("" is derived from the total). Listed once: for-in over a large
+ * prototype-less map is O(keys) each time, and asking first whether there is any, then counting,
+ * then writing walked each map four times (~5 % of a PostgreSQL node's CPU, in the fold).
+ */
+function valuesOf(map: Record<string, Counts>): string[] {
+  const values: string[] = [];
+  for (const value in map) if (value !== "") values.push(value);
+  return values;
+}
+
+function writeValues(w: Writer, map: Record<string, Counts>, values: readonly string[], labels: Labels): void {
+  w.uint(values.length);
+  for (const value of values) w.counts(map[value]!, labels.id(value));
 }
 
 /** The cell's installs per outcome: every dimension adds up to it (each record has one value in each). */
@@ -144,13 +152,16 @@ export function encodeCell(d: RollupData, allApps: boolean, labels: Labels): Sto
   w.byte(FORMAT.data);
   w.counts(total, 0);
   const dims = d.dims as Record<string, Record<string, Counts> | undefined>;
-  let present = 0;
-  for (const dim in dims) if (dim !== NSAPP && hasValue(dims[dim]!)) present++;
-  w.uint(present);
+  const present: [string, string[]][] = [];
   for (const dim in dims) {
-    if (dim === NSAPP || !hasValue(dims[dim]!)) continue;
+    if (dim === NSAPP) continue;
+    const values = valuesOf(dims[dim]!);
+    if (values.length > 0) present.push([dim, values]);
+  }
+  w.uint(present.length);
+  for (const [dim, values] of present) {
     w.uint(labels.id(dim));
-    writeValues(w, dims[dim]!, labels);
+    writeValues(w, dims[dim]!, values, labels);
   }
   const outcomes = Object.keys(d.dur) as Outcome[];
   w.uint(outcomes.length);
@@ -169,7 +180,8 @@ export function encodeCell(d: RollupData, allApps: boolean, labels: Labels): Sto
   if (allApps) {
     w.byte(FORMAT.apps);
     w.counts(total, 0);
-    writeValues(w, dims.nsapp ?? {}, labels);
+    const byApp = dims.nsapp ?? {};
+    writeValues(w, byApp, valuesOf(byApp), labels);
     apps = w.take();
   }
 
@@ -185,11 +197,6 @@ export function encodeCell(d: RollupData, allApps: boolean, labels: Labels): Sto
     errors = w.take();
   }
   return { data, apps, errors };
-}
-
-function hasValue(map: Record<string, Counts>): boolean {
-  for (const value in map) if (value !== "") return true;
-  return false;
 }
 
 /** Every label a cell's parts would use: a store that assigns ids outside the batch's transaction asks for them first. */

@@ -208,11 +208,14 @@ function sizeOf(map: object): number {
 }
 /** `key` is set in `map`, counted if it is new. */
 function put<T>(map: Record<string, T>, key: string, value: T): void {
-  if (map[key] === undefined) {
-    const n = sizes.get(map);
-    if (n !== undefined) sizes.set(map, n + 1);
-  }
+  if (map[key] === undefined) putNew(map, key, value);
+  else map[key] = value;
+}
+/** `key`, which the caller just found absent, is set in `map` and counted (no second look-up). */
+function putNew<T>(map: Record<string, T>, key: string, value: T): void {
   map[key] = value;
+  const n = sizes.get(map);
+  if (n !== undefined) sizes.set(map, n + 1);
 }
 /** `key` leaves `map`; true when that left it empty. */
 function remove(map: Record<string, unknown>, key: string): boolean {
@@ -408,7 +411,7 @@ function countEnding(d: RollupData, bin: number | null, outcome: Outcome, errorS
 function bump(d: RollupData, dim: Dimension, value: string, i: number, sign: 1 | -1): void {
   const byValue = (d.dims[dim] ??= valueMap());
   let counts = byValue[value];
-  if (counts === undefined) put(byValue, value, (counts = zeroCounts()));
+  if (counts === undefined) putNew(byValue, value, (counts = zeroCounts()));
   counts[i] = counts[i]! + sign;
   if (sign < 0 && counts[i] === 0 && counts.every((c) => c === 0) && remove(byValue, value)) delete d.dims[dim];
 }
@@ -417,7 +420,7 @@ function bump(d: RollupData, dim: Dimension, value: string, i: number, sign: 1 |
 function shift(d: RollupData, dim: Dimension, value: string, i: number, j: number): void {
   const byValue = (d.dims[dim] ??= valueMap());
   let counts = byValue[value];
-  if (counts === undefined) put(byValue, value, (counts = zeroCounts()));
+  if (counts === undefined) putNew(byValue, value, (counts = zeroCounts()));
   counts[i] = counts[i]! - 1;
   counts[j] = counts[j]! + 1;
   if (counts[j] === 0 && counts.every((c) => c === 0) && remove(byValue, value)) delete d.dims[dim];
@@ -500,7 +503,7 @@ export function addLeaf(d: RollupData, leaf: RollupData, app: string | null): vo
   const byApp = (d.dims.nsapp ??= valueMap());
   const nsapp = app.slice(1);
   let counts = byApp[nsapp];
-  if (counts === undefined) put(byApp, nsapp, (counts = zeroCounts()));
+  if (counts === undefined) putNew(byApp, nsapp, (counts = zeroCounts()));
   for (const value in totals) {
     const c = totals[value]!;
     for (let k = 0; k < counts.length; k++) counts[k] = counts[k]! + c[k]!;
@@ -518,7 +521,7 @@ export function mergeInto(a: RollupData, b: RollupData): RollupData {
     for (const value in values) {
       const counts = values[value]!;
       let t = target[value];
-      if (t === undefined) put(target, value, (t = zeroCounts()));
+      if (t === undefined) putNew(target, value, (t = zeroCounts()));
       let any = 0;
       for (let k = 0; k < t.length; k++) any |= t[k] = t[k]! + counts[k]!;
       if (any === 0) {

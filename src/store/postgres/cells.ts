@@ -227,7 +227,9 @@ export async function appendDeltas(
     SELECT g, s, b, decode(d, 'hex'), decode(a, 'hex'), decode(e, 'hex')
     FROM unnest(${list.map((c) => c.key.grain)}::smallint[], ${list.map((c) => c.key.app)}::text[], ${list.map((c) => c.key.bucket)}::bigint[],
       ${data}::text[], ${apps}::text[], ${errors}::text[]) AS u(g, s, b, d, a, e)`;
-  list.forEach(({ data: delta }, i) => labels.shared.appended.keep(partsKey(data[i]!, apps[i]!, errors[i]!), delta));
+  list.forEach(({ data: delta }, i) =>
+    labels.shared.appended.keep(partsKey(data[i] ?? null, apps[i] ?? null, errors[i] ?? null), delta),
+  );
 }
 
 /**

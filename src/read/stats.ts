@@ -26,15 +26,9 @@ import {
 import { GRAINS, emptyData, mergeInto, settle, type Dimension, type RollupPart } from "../domain/rollup.ts";
 import { driverDimensions, rankDrivers } from "../domain/drivers.ts";
 import { byWindow, settledAndOpen } from "./settled.ts";
+import { keptTypes, learnTypes } from "./app-types.ts";
 
 type Source = "rollup" | "scan";
-
-/**
- * Each app's install type as its newest run had it, per store: where to look for a type's runs
- * (typeByApps checks what it finds against the cells, so a stale entry costs a re-read, never a
- * wrong count). Kept across requests: learning it is an index seek per app.
- */
-const knownTypes = new WeakMap<StoreReads, Map<string, string>>();
 
 interface Read {
   source: Source;
@@ -212,16 +206,14 @@ async function typeByApps(
   const { store } = src;
   const keep = kept <= total - kept;
   const apps = [...totalsBy(cells, "nsapp")].filter(([, n]) => n !== 0).map(([app]) => app);
-  const known = knownTypes.get(store) ?? new Map<string, string>();
-  knownTypes.set(store, known);
-  const learn = async (which: readonly string[]) => {
-    for (const a of await store.typesOfApps(which)) known.set(a.nsapp, a.type);
-  };
+  // Where to look for a type's runs: each app's type as learned before (app-types.ts), checked
+  // against the cells below, so a stale one costs a re-read, never a wrong count.
+  const known = keptTypes(store);
   const unknown = apps.filter((app) => !known.has(app));
-  await learn(unknown);
+  await learnTypes(store, unknown);
   // What was learned before may be stale (an app's newest run of another type): learned afresh once.
   for (let fresh = unknown.length === apps.length; ; fresh = true) {
-    const side = apps.filter((app) => known.has(app) && (known.get(app) === split.type) === keep);
+    const side = apps.filter((app) => known.has(app) && (known.get(app)!.type === split.type) === keep);
     const reads = await Promise.all(
       side.map(async (app) => {
         const p = plan({ ...split.base, nsapp: app }, shape.use) as RollupPlan;
@@ -242,7 +234,7 @@ async function typeByApps(
       return { source: "rollup", plan: split.basePlan, cells: keep ? summed : [...cells, ...summed] };
     }
     if (fresh) return null;
-    await learn(apps);
+    await learnTypes(store, apps);
   }
 }
 

@@ -416,6 +416,25 @@ describe("telemetry-service compatible API", () => {
     ).toMatchObject({ total: 4 });
   });
 
+  test("an app's type in the listings is its newest run's, kept for a minute after it is read", async () => {
+    const t = await testApp();
+    await load(t);
+    const typeOf = async (app: string) =>
+      (
+        (await t.get("/api/scripts?repo=all")).body as { top_scripts: { app: string; type: string }[] }
+      ).top_scripts.find((x) => x.app === app)?.type;
+    expect(await typeOf("nginx")).toBe("lxc");
+    // nginx's newest run becomes a VM: the listing shows it once the kept type is a minute old.
+    t.clock.advance(1_000);
+    const vm = { payload_version: 2, type: "vm", nsapp: "nginx", status: "installing", repo_source: "ProxmoxVE" };
+    expect((await t.post("/telemetry", { ...vm, random_id: "n4", execution_id: "n4" })).status).toBe(201);
+    expect(await typeOf("nginx")).toBe("lxc");
+    t.clock.advance(58_000); // 59 s after it was read
+    expect(await typeOf("nginx")).toBe("lxc");
+    t.clock.advance(1_000);
+    expect(await typeOf("nginx")).toBe("vm");
+  });
+
   test("/api/errors: failures by exit code, category and app, the newest failures, runs still going today, a daily timeline", async () => {
     const t = await testApp();
     await load(t);

@@ -13,6 +13,7 @@ import type { Window } from "../aggregate.ts";
 import { failuresIn } from "../failures.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
+import { typesAsOf } from "../app-types.ts";
 import {
   ALL_GROUPS,
   PLATFORM_PARAM,
@@ -31,7 +32,6 @@ import {
   statusFilter,
   toCommunityRecord,
   topOf,
-  typesOf,
   windowOf,
   type Summed,
 } from "./community.ts";
@@ -246,9 +246,10 @@ async function scripts({ store, clock }: AnalysisDeps, query: Static<typeof Scri
   const filters = repoFilters(query.repo, platformOf(query.platform));
   const { top } = perRequest(store);
   const apps = await top(filters, w, "nsapp", 1_000_000);
-  const types = await typesOf(
+  const types = await typesAsOf(
     store,
     apps.map((a) => a.value),
+    now,
   );
   const recent = await newestOf(store, filters, w, RECENT_SCRIPTS);
   return {
@@ -453,9 +454,10 @@ async function errors({ store, clock }: AnalysisDeps, query: Static<typeof Error
     .sort((a, b) => b.failed - a.failed || b.aborted - a.aborted || a.value.localeCompare(b.value))
     .slice(0, APP_ERRORS);
   const details = await appDetails(store, stats, filters, w, failing);
-  const types = await typesOf(
+  const types = await typesAsOf(
     store,
     failing.map((a) => a.value),
+    now,
   );
   return {
     total_errors: totalErrors,

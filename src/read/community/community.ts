@@ -186,14 +186,6 @@ export async function newestOf(
     .slice(0, limit);
 }
 
-/**
- * Each app's type as of its newest run (the original's anyLast(type)): one index seek per app,
- * where a rollup read per app would cost a few milliseconds each.
- */
-export async function typesOf(store: StoreReads, apps: readonly string[]): Promise<Map<string, string>> {
-  return new Map((await store.typesOfApps(apps)).map((a) => [a.nsapp, a.type]));
-}
-
 /** A time as ClickHouse's toString prints it: "2026-11-25 10:00:00.000" (UTC). */
 export const chTime = (t: number): string => new Date(t).toISOString().replace("T", " ").replace("Z", "");
 

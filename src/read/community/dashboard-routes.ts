@@ -8,6 +8,7 @@ import type { ExecutionFilter, StoreReads } from "../../store/contract/execution
 import type { Window } from "../aggregate.ts";
 import { docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
+import { typesAsOf } from "../app-types.ts";
 import {
   CommunityRecord,
   PLATFORM_PARAM,
@@ -22,7 +23,6 @@ import {
   type Summed,
   toCommunityRecord,
   topOf,
-  typesOf,
   windowOf,
 } from "./community.ts";
 
@@ -142,7 +142,7 @@ async function dailyStats(stats: Stats, filters: readonly ExecutionFilter[], w: 
 }
 
 /** The apps that fail most often among those with enough runs (the original's minimum by window), with their type. */
-async function failedApps(store: StoreReads, ranking: readonly Summed[], days: number) {
+async function failedApps(store: StoreReads, ranking: readonly Summed[], days: number, now: number) {
   const min = minInstalls(days);
   const apps = ranking
     .filter((g) => g.total >= min && g.failed > 0)
@@ -155,9 +155,10 @@ async function failedApps(store: StoreReads, ranking: readonly Summed[], days: n
     .sort((a, b) => b.failure_rate - a.failure_rate || b.failed_count - a.failed_count)
     .slice(0, 16);
   // The original ranks app and type pairs; an app keeps its type.
-  const appTypes = await typesOf(
+  const appTypes = await typesAsOf(
     store,
     apps.map((a) => a.app),
+    now,
   );
   return apps.map((a) => ({ ...a, type: appTypes.get(a.app) ?? "" }));
 }
@@ -186,7 +187,8 @@ function medianDuration(summaries: readonly { duration: { median_s: number | nul
 /** The community service's dashboard data, from rollups. */
 async function dashboard({ store, clock }: DashboardDeps, query: Static<typeof DashboardQuery>) {
   const days = goDays(query.days, 1, dashboardDays);
-  const w = windowOf(days, clock());
+  const now = clock();
+  const w = windowOf(days, now);
   const slug = label("slug", query.slug);
   const filters = repoFilters(query.repo, platformOf(query.platform)).map((f) => (slug ? { ...f, repoSlug: slug } : f));
   // One request's aggregates share what a scan folds (a slug rollups cannot select with another dimension).
@@ -219,7 +221,7 @@ async function dashboard({ store, clock }: DashboardDeps, query: Static<typeof D
   const [patterns, daily, failing] = await Promise.all([
     errorPatterns(stats, filters, w),
     dailyStats(stats, filters, w),
-    failedApps(store, ranking, days),
+    failedApps(store, ranking, days, now),
   ]);
   // The 20 newest of the window, over every repo filter (none when the counts say there are
   // none: a filter's list would walk the window for nothing).

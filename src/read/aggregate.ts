@@ -116,13 +116,17 @@ function dimensionFilters(
   );
 }
 
-/** What the cells are read for; "every" needs every dimension (the community's consolidated dashboard). */
+/**
+ * What the cells are read for; "failures" needs the failure keys only (each failing app's codes,
+ * categories and signatures), "every" every dimension (the community's consolidated dashboard).
+ */
 export type Use =
   | { kind: "summary" }
   | { kind: "breakdown"; by: Dimension }
   | { kind: "timeseries" }
   | { kind: "errors" }
   | { kind: "drivers" }
+  | { kind: "failures" }
   | { kind: "every" };
 
 export type Plan =

@@ -55,6 +55,8 @@ function dimsOf(use: Use, p: Extract<Plan, { source: "rollup" }>): Dimension[] |
       return total;
     case "errors":
       return [];
+    case "failures":
+      return ["failure"];
     case "every":
       return undefined;
   }
@@ -328,15 +330,15 @@ async function signaturesOf({ store }: StatsSource, r: Read, limit: number, issu
  * Sums of the settled cells of reads whose answer does not depend on buckets, kept by the cells'
  * identities (settled.ts): a window read again (another question of it, the next poll) adds only
  * its open cells to the kept sum. A page asks for dozens (a breakdown's cells hold its dimension
- * only); a year's sum with its error signatures is ~6 MB, so of those a few are kept.
+ * only); a year's sum with its error signatures, or its failure keys, is ~6 MB, so of those a few
+ * are kept.
  */
-const keptSums = { counts: byWindow<Cell>(64), signatures: byWindow<Cell>(8) };
+const keptSums = { counts: byWindow<Cell>(64), signatures: byWindow<Cell>(8), failures: byWindow<Cell>(8) };
 
-/** `r` with its settled cells as one summed cell (counts, durations and signatures are additive). */
-function settledSummed(r: Read, parts: readonly RollupPart[]): Read {
+/** `r` with its settled cells as one summed cell (counts, durations and signatures are additive), kept in `kept`. */
+function settledSummed(r: Read, kept: (typeof keptSums)[keyof typeof keptSums]): Read {
   const { settled, open } = settledAndOpen(r.cells);
   if (settled.length <= 1) return r;
-  const kept = parts.includes("errors") ? keptSums.signatures : keptSums.counts;
   const sum = kept(settled, "", () => {
     const data = emptyData();
     for (const c of settled) mergeInto(data, c.data);
@@ -347,14 +349,17 @@ function settledSummed(r: Read, parts: readonly RollupPart[]): Read {
 }
 
 async function summaryOf(src: StatsSource, f: ExecutionFilter, w: Window) {
-  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "summary" }, ["data"])), ["data"]);
+  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "summary" }, ["data"])), keptSums.counts);
   return { source: r.source, ...summarize(r.cells, r.plan) };
 }
 
 async function breakdownOf(src: StatsSource, f: ExecutionFilter, w: Window, o: BreakdownOptions) {
   // By app over every app: the per-app counts are all it needs (an app's own slice has none).
   const parts: RollupPart[] = o.by === "nsapp" && f.nsapp === undefined ? ["apps"] : ["data"];
-  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "breakdown", by: o.by }, parts)), parts);
+  const r = settledSummed(
+    await read(src, f, w, daily(src, w, { kind: "breakdown", by: o.by }, parts)),
+    keptSums.counts,
+  );
   return { source: r.source, ...breakdown(r.cells, r.plan, o) };
 }
 
@@ -373,14 +378,14 @@ async function timeseriesOf(src: StatsSource, f: ExecutionFilter, w: Window, int
 
 async function driversOf(src: StatsSource, f: ExecutionFilter, w: Window, minRuns: number) {
   const dims = driverDimensions(f.nsapp !== undefined);
-  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "drivers" }, ["data"], dims)), ["data"]);
+  const r = settledSummed(await read(src, f, w, daily(src, w, { kind: "drivers" }, ["data"], dims)), keptSums.counts);
   const { total, values } = finishedByValue(r.cells, dims);
   return { source: r.source, ...rankDrivers(total, values, minRuns) };
 }
 
 /** Failed installs per signature id in the window, most frequent first, and their sum. */
 const readErrors = async (src: StatsSource, f: ExecutionFilter, w: Window) =>
-  settledSummed(await read(src, f, w, daily(src, w, { kind: "errors" }, ["errors"])), ["errors"]);
+  settledSummed(await read(src, f, w, daily(src, w, { kind: "errors" }, ["errors"])), keptSums.signatures);
 
 /**
  * Breakdowns by several dimensions and the error signatures (without issues) of one filter and
@@ -405,7 +410,7 @@ async function cutsOf(
     ]);
     return { breakdowns: groups.map((g) => ({ groups: g.groups, total_groups: g.total_groups })), errors };
   }
-  const r = settledSummed(await read(src, f, w, daily(src, w, use, ["data", "errors"], bys)), ["data", "errors"]);
+  const r = settledSummed(await read(src, f, w, daily(src, w, use, ["data", "errors"], bys)), keptSums.signatures);
   return {
     breakdowns: bys.map((by) => breakdown(r.cells, r.plan, { ...o, by })),
     errors: await signaturesOf(src, r, signatures, false),
@@ -424,6 +429,9 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
      */
     cells: (f: ExecutionFilter, w: Window): Promise<Read> =>
       read(src, f, w, daily(src, w, { kind: "every" }, ["data", "apps"])),
+    /** The failure keys of a window's failed runs (domain/rollup.ts), its settled cells summed. */
+    failureKeys: async (f: ExecutionFilter, w: Window): Promise<Read> =>
+      settledSummed(await read(src, f, w, daily(src, w, { kind: "failures" }, ["data"])), keptSums.failures),
     summary: (f: ExecutionFilter, w: Window) => summaryOf(src, f, w),
     breakdown: (f: ExecutionFilter, w: Window, o: BreakdownOptions) => breakdownOf(src, f, w, o),
     timeseries: (f: ExecutionFilter, w: Window, interval: Interval) => timeseriesOf(src, f, w, interval),

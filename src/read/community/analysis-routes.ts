@@ -337,7 +337,7 @@ async function appDetails(
     { codes: Map<string, number>; categories: Map<string, number>; firsts: [string, number][] }
   >();
   for (const app of apps) byApp.set(app, { codes: new Map(), categories: new Map(), firsts: [] });
-  for (const { cells } of await Promise.all(filters.map((f) => stats.cells(f, w)))) {
+  for (const { cells } of await Promise.all(filters.map((f) => stats.failureKeys(f, w)))) {
     const signatures = new Map<string, Map<string, number>>();
     for (const { data } of cells) {
       const keys = data.dims.failure;

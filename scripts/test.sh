@@ -69,6 +69,4 @@ bun --version
 bun install --frozen-lockfile
 # Type check, import rules (dependency-cruiser) and unused code (knip): docs/architecture.md.
 bun run lint
-# One worker process per core: most files wait on servers, browsers and child processes, so the
-# whole suite takes ~13 minutes on 2 cores instead of ~20 one file at a time.
-bun test --parallel
+bun test

@@ -23,6 +23,7 @@ import { encodeId } from "./ids.ts";
 import { wordDecoder } from "./codes.ts";
 import { LabelCache } from "../common/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
+import { RecentlyUsed } from "../common/recently-used.ts";
 
 const typeWord = wordDecoder("type");
 
@@ -57,22 +58,19 @@ const PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
  * the same questions over the same cells again and again; least recently used go past `limit`.
  */
 class DecodedCells {
-  private readonly cells = new Map<string, { stored: (Uint8Array | null)[]; data: RollupData }>();
+  private readonly cells: RecentlyUsed<{ stored: (Uint8Array | null)[]; data: RollupData }>;
 
-  constructor(private readonly limit: number) {}
+  constructor(limit: number) {
+    this.cells = new RecentlyUsed(limit);
+  }
 
   get(key: string, stored: readonly (Uint8Array | null)[]): RollupData | undefined {
     const hit = this.cells.get(key);
-    if (hit === undefined || !sameBytes(hit.stored, stored)) return undefined;
-    this.cells.delete(key); // re-inserted: a Map's order is least recently used first
-    this.cells.set(key, hit);
-    return hit.data;
+    return hit !== undefined && sameBytes(hit.stored, stored) ? hit.data : undefined;
   }
 
   set(key: string, stored: (Uint8Array | null)[], data: RollupData): void {
-    this.cells.delete(key);
     this.cells.set(key, { stored, data });
-    if (this.cells.size > this.limit) this.cells.delete(this.cells.keys().next().value!);
   }
 }
 
@@ -251,21 +249,10 @@ interface ReadContext {
 /**
  * The listing queries (listExecutions), prepared, by everything bound into them: a page that polls
  * lists the same window (whole hours) again and again, and building and preparing the query each
- * time was ~14 % of /api/scripts' CPU at 1M installs. Each run reads the rows afresh; least
- * recently used go past LISTINGS_MAX.
+ * time was ~14 % of /api/scripts' CPU at 1M installs. Each run reads the rows afresh.
  */
 const LISTINGS_MAX = 64;
-class Listings {
-  private readonly byKey = new Map<string, ReturnType<typeof listingQuery>>();
-
-  get(key: string, make: () => ReturnType<typeof listingQuery>): ReturnType<typeof listingQuery> {
-    const q = this.byKey.get(key) ?? make();
-    this.byKey.delete(key); // re-inserted: a Map's order is least recently used first
-    this.byKey.set(key, q);
-    if (this.byKey.size > LISTINGS_MAX) this.byKey.delete(this.byKey.keys().next().value!);
-    return q;
-  }
-}
+type Listings = RecentlyUsed<ReturnType<typeof listingQuery>>;
 
 function* executionChunks(
   { sqlite, db }: ReadContext,
@@ -396,7 +383,10 @@ function listExecutions(
   { limit, after, order = "newest" }: { limit: number; after?: ListCursor; order?: "newest" | "oldest" },
 ) {
   const page = { limit, after, order };
-  const rows = listings.get(JSON.stringify([filter, page]), () => listingQuery(db, filter, page)).all();
+  const key = JSON.stringify([filter, page]);
+  let query = listings.get(key);
+  if (query === undefined) listings.set(key, (query = listingQuery(db, filter, page)));
+  const rows = query.all();
   const listed = rows.slice(0, limit);
   const last = listed.at(-1);
   const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
@@ -547,7 +537,7 @@ export function createSqliteReads(
     ranges: new Map(),
     decoded: new DecodedCells(16_384),
     fetched: new FetchedRanges(sqlite, 256),
-    listings: new Listings(),
+    listings: new RecentlyUsed(LISTINGS_MAX),
   };
   const { q } = ctx;
   const chunks = (filter: ExecutionFilter, page?: Parameters<typeof executionChunks>[2]) =>

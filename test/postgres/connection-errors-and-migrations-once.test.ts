@@ -114,6 +114,43 @@ describe("the PostgreSQL engine's database", () => {
       await sql.end();
     }
   });
+  test("a transaction waiting for a busy pool waits while the servers keep answering; servers silent for 3 s refuse it", async () => {
+    const sql = postgres(await freshDatabase(), { max: 1, onnotice: () => {} });
+    try {
+      // One connection, 20 transactions of 0.25 s each at once: the last waits ~5 s, an answer every 0.25 s.
+      const started = Date.now();
+      const ends = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          transaction(sql, async (tx) => {
+            await tx`SELECT pg_sleep(0.25)`;
+            return i;
+          }).then(
+            () => Date.now() - started,
+            (e: unknown) => `refused: ${(e as Error).message}`,
+          ),
+        ),
+      );
+      expect(ends.filter((e) => typeof e === "string")).toEqual([]);
+      expect(Math.max(...(ends as number[]))).toBeGreaterThan(4500);
+
+      // One statement holds the only connection for 4 s without an answer: a failover looks the same.
+      const holder = transaction(sql, async (tx) => tx`SELECT pg_sleep(4)`);
+      await Bun.sleep(100);
+      const waitFrom = Date.now();
+      const refused = await transaction(sql, async (tx) => tx`SELECT 1`).then(
+        () => null,
+        (e: unknown) => ({ code: (e as { code?: string }).code, after: Date.now() - waitFrom }),
+      );
+      expect(refused?.code).toBe("CONNECT_TIMEOUT");
+      expect(refused!.after).toBeGreaterThanOrEqual(2800);
+      expect(refused!.after).toBeLessThan(3800);
+      await holder;
+      // A connection that comes ends the down state the refusal began, for the other tests of this process.
+      await transaction(sql, async (tx) => tx`SELECT 1`);
+    } finally {
+      await sql.end();
+    }
+  });
   test("while the servers are down a read gives up 3 s after it started, or 0.5 s after the servers were found down if that is later; one starting then after 0.5 s", async () => {
     const never = new Promise<never>(() => {});
     const outcome = (p: Promise<unknown>, from: number) =>

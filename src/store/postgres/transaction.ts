@@ -23,11 +23,14 @@ export class RolledBackError extends Error {
 }
 
 /**
- * How long a transaction waits for a connection. While no server takes writes (a failover: the
- * old primary gone, the new one not promoted yet) postgres.js tries the URL's hosts again and again
- * and a write would wait for the whole switch; the clients give up after 5 s (curl -m 5), so the
- * write is refused (503 with Retry-After) after this instead. Measured: before, answers took up to
- * 3.2 s during a 3.25 s switch, and would take as long as any switch.
+ * How long the servers may stay silent while a transaction waits for a connection. While no server
+ * takes writes (a failover: the old primary gone, the new one not promoted yet) postgres.js tries
+ * the URL's hosts again and again and a write would wait for the whole switch; the clients give up
+ * after 5 s (curl -m 5), so the write is refused (503 with Retry-After) after this instead.
+ * Measured: before, answers took up to 3.2 s during a 3.25 s switch, and would take as long as any
+ * switch. A wait only for a busy pool (every connection in a transaction the servers keep
+ * answering) goes on: refusing it as a failover failed 1 of 3 runs of the suite in parallel
+ * (docs/decisions/2026-11-28-busy-pool-is-not-a-failover.md).
  */
 const CONNECTION_WAIT_MS = 3000;
 /**
@@ -42,12 +45,14 @@ const DOWN_FOR_MS = 10_000;
 class ConnectionWaitError extends Error {
   readonly code = "CONNECT_TIMEOUT";
   constructor(ms: number) {
-    super(`no connection to a server that takes writes within ${ms / 1000} s`);
+    super(`no connection to a server that takes writes: none answered for ${ms / 1000} s`);
   }
 }
 
 /** When a connection was last lost or did not come (per process: every store of it shares the servers). */
 let downSince = 0;
+/** When a server last answered a transaction of each client: a connection came, a statement was answered. */
+const heardAt = new WeakMap<Sql, number>();
 /** Reads in flight, told when the servers are found unreachable. */
 const onDown = new Set<() => void>();
 
@@ -87,7 +92,11 @@ export function boundedWhileDown<T>(read: Promise<T>): Promise<T> {
   });
 }
 
-/** A reserved connection, or ConnectionWaitError; one that comes too late goes back to the pool. */
+/**
+ * A reserved connection, or ConnectionWaitError once the servers answered none of this client's
+ * transactions for the wait (not once this one waited that long: the pool's queue is first come,
+ * first served, so a busy pool answers in the end); one that comes too late goes back to the pool.
+ */
 async function reserve(sql: Sql): Promise<Awaited<ReturnType<Sql["reserve"]>>> {
   const pending = sql.reserve();
   const ms = Date.now() - downSince < DOWN_FOR_MS ? DOWN_WAIT_MS : CONNECTION_WAIT_MS;
@@ -95,9 +104,17 @@ async function reserve(sql: Sql): Promise<Awaited<ReturnType<Sql["reserve"]>>> {
   try {
     const tx = await Promise.race([
       pending,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ConnectionWaitError(ms)), ms))),
+      new Promise<never>((_, reject) => {
+        const check = (): void => {
+          const silent = Date.now() - (heardAt.get(sql) ?? 0);
+          if (silent >= ms) reject(new ConnectionWaitError(ms));
+          else timer = setTimeout(check, ms - silent);
+        };
+        timer = setTimeout(check, ms);
+      }),
     ]);
     downSince = 0;
+    heardAt.set(sql, Date.now());
     return tx;
   } catch (e) {
     markDown();
@@ -126,12 +143,14 @@ export async function transaction<T>(sql: Sql, fn: (tx: Sql) => Promise<T>): Pro
   let usable = true;
   const step = async <R>(p: Promise<R>): Promise<R> => {
     try {
-      return await p;
+      const answer = await p;
+      heardAt.set(sql, Date.now());
+      return answer;
     } catch (e) {
       if (connectionLost(e)) {
         usable = false;
         markDown();
-      }
+      } else if (typeof (e as { severity?: unknown }).severity === "string") heardAt.set(sql, Date.now()); // the server's error is an answer too
       throw e;
     }
   };

@@ -2,6 +2,7 @@
 // hour later, or after a report, a window holds the same settled cells and a few open ones (open
 // hours, scans), so what is derived from the settled ones is kept by their identities and the open
 // ones are added to a copy. Adding up a year's cells again was half of /api/new's CPU at 1M.
+import { RecentlyUsed } from "../domain/recently-used.ts";
 import { isSettled } from "../domain/rollup.ts";
 import type { Cell } from "./aggregate.ts";
 
@@ -32,24 +33,22 @@ type Derive<T> = (before: T, lost: readonly Cell[], gained: readonly Cell[]) => 
 export function byWindow<T>(
   size: number,
 ): (settled: readonly Cell[], shape: string, make: () => T, derive?: Derive<T>) => T {
-  const kept = new Map<string, { shape: string; cells: readonly Cell[]; value: T }>();
+  const kept = new RecentlyUsed<{ shape: string; cells: readonly Cell[]; value: T }>(size);
   return (settled, shape, make, derive) => {
     const key = `${shape}|${settled.map(idOf).join(",")}`;
-    const entry = kept.get(key) ?? {
-      shape,
-      cells: settled,
-      value: (derive && near(kept, settled, shape, derive)) ?? make(),
-    };
-    kept.delete(key);
-    kept.set(key, entry);
-    if (kept.size > size) kept.delete(kept.keys().next().value!);
+    let entry = kept.get(key);
+    if (entry === undefined)
+      kept.set(
+        key,
+        (entry = { shape, cells: settled, value: (derive && near(kept, settled, shape, derive)) ?? make() }),
+      );
     return entry.value;
   };
 }
 
 /** `derive` from the kept window of `shape` with the fewest cells changed, unless they are half of them or more. */
 function near<T>(
-  kept: ReadonlyMap<string, { shape: string; cells: readonly Cell[]; value: T }>,
+  kept: RecentlyUsed<{ shape: string; cells: readonly Cell[]; value: T }>,
   settled: readonly Cell[],
   shape: string,
   derive: Derive<T>,

@@ -964,6 +964,7 @@ export function newDashboardRoutes(deps: NewDeps) {
   const windowed: Sections = reuseByKey(
     (key: string) => windowedSections(deps.store, key),
     () => deps.store.changeMarker(),
+    deps.clock,
   );
   return new Elysia({ name: "new-dashboard" })
     .get("/api/new", ({ query, set }) => newDashboard(deps, windowed, query, set), NewRoute)

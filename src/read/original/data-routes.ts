@@ -268,6 +268,7 @@ export function dataRoutes(deps: DataRoutesDeps) {
     errorCounts: reuseWhileExpensive(
       async () => errorCountsBody(await store.errorTextCounts()),
       () => store.changeMarker(),
+      clock,
     ),
   };
   return new Elysia({ name: "compat" })

@@ -1,5 +1,6 @@
 // Cells as the read side asks for them, made of what an engine stores: the parts asked for only,
 // and a slice of every repo or platform as the sum of its stored slices' cells (domain/rollup.ts storedSlicesIn).
+import { RecentlyUsed } from "../../domain/recently-used.ts";
 import { emptyData, mergeInto, settle, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 
 const EVERY_PART: ReadonlySet<RollupPart> = new Set(["data", "apps", "errors"]);
@@ -39,25 +40,21 @@ function idOf(data: RollupData): number {
  * cell decoded again is another number, so its sum is made again).
  */
 export class SumCache {
-  private readonly sums = new Map<string, { inputs: number[]; data: RollupData }>();
+  private readonly sums: RecentlyUsed<{ inputs: number[]; data: RollupData }>;
 
-  constructor(private readonly limit = 4096) {}
+  constructor(limit = 4096) {
+    this.sums = new RecentlyUsed(limit);
+  }
 
   sum(key: string, inputs: RollupData[]): RollupData {
     const ids = inputs.map(idOf);
     const hit = this.sums.get(key);
-    if (hit && hit.inputs.length === ids.length && hit.inputs.every((id, i) => id === ids[i])) {
-      this.sums.delete(key); // re-inserted: a Map's order is least recently used first
-      this.sums.set(key, hit);
-      return hit.data;
-    }
+    if (hit && hit.inputs.length === ids.length && hit.inputs.every((id, i) => id === ids[i])) return hit.data;
     // Cells may be shared with a cache: summed into a copy of their own.
     const data = emptyData();
     for (const d of inputs) mergeInto(data, d);
     settle(data);
-    this.sums.delete(key);
     this.sums.set(key, { inputs: ids, data });
-    if (this.sums.size > this.limit) this.sums.delete(this.sums.keys().next().value!);
     return data;
   }
 

@@ -29,6 +29,7 @@ import {
   type Labels,
   type StoredParts,
 } from "../../domain/rollup-codec.ts";
+import { RecentlyUsed } from "../../domain/recently-used.ts";
 import { DAY } from "../../domain/time.ts";
 import type { RollupCell } from "../contract/executions.ts";
 import { LabelCache } from "../common/labels.ts";
@@ -196,7 +197,7 @@ const sameBytes = (kept: Uint8Array | null, stored: Buffer | null): boolean =>
  * decoded as before. A kept cell is taken out before it is changed, and kept again once written.
  */
 class WrittenCells {
-  private readonly byKey = new Map<string, { parts: StoredParts; data: RollupData }>();
+  private readonly byKey = new RecentlyUsed<{ parts: StoredParts; data: RollupData }>(WRITTEN_MAX);
 
   /** The cell stored as `row`, decoded, when its bytes are the ones this node wrote last. */
   take(key: string, row: Parts): RollupData | undefined {
@@ -210,7 +211,6 @@ class WrittenCells {
   }
 
   keep(key: string, parts: StoredParts, data: RollupData): void {
-    if (this.byKey.size >= WRITTEN_MAX) this.byKey.delete(this.byKey.keys().next().value!);
     this.byKey.set(key, { parts, data });
   }
 }
@@ -406,28 +406,15 @@ export async function dropCells(tx: Tx, from: number, to: number): Promise<void>
  * again and again; a read first asks for the versions (keys only, small) and fetches and parses
  * only the cells it has not parsed at that version. Least recently used cells go past `limit`.
  */
-export class CellParts {
-  private readonly cells = new Map<string, { version: string; parts: Partial<Record<RollupPart, RollupData>> }>();
-
-  constructor(private readonly limit = 50_000) {}
-
-  get(key: string) {
-    const cell = this.cells.get(key);
-    if (cell) {
-      this.cells.delete(key); // re-inserted: a Map's order is least recently used first
-      this.cells.set(key, cell);
-    }
-    return cell;
+export class CellParts extends RecentlyUsed<{ version: string; parts: Partial<Record<RollupPart, RollupData>> }> {
+  constructor(limit = 50_000) {
+    super(limit);
   }
 
   put(key: string, version: string, part: RollupPart, data: RollupData): void {
-    let cell = this.cells.get(key);
-    if (cell?.version !== version) this.cells.set(key, (cell = { version, parts: {} }));
+    let cell = this.get(key);
+    if (cell?.version !== version) this.set(key, (cell = { version, parts: {} }));
     cell.parts[part] = data;
-    for (const oldest of this.cells.keys()) {
-      if (this.cells.size <= this.limit) break;
-      this.cells.delete(oldest);
-    }
   }
 }
 

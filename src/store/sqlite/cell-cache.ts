@@ -4,6 +4,7 @@
 // was a third of the write cost. A cell is parsed part by part (readers need one column), and
 // whole before a write merges into it. The store clears it when a transaction fails (it may hold
 // uncommitted merges) and when another connection wrote (PRAGMA data_version moved).
+import { RecentlyUsed } from "../../domain/recently-used.ts";
 import { emptyData, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 
 export interface CachedCell {
@@ -16,38 +17,11 @@ export const ALL_PARTS: readonly RollupPart[] = ["data", "apps", "errors"];
 
 export const cellKey = (grain: Grain, bucket: number, app: string): string => `${grain}|${bucket}|${app}`;
 
-export class CellCache {
-  private readonly cells = new Map<string, CachedCell>();
-
-  constructor(private readonly limit: number) {}
-
-  /** The cached cell, now the most recently used; undefined when not cached. */
-  get(key: string): CachedCell | undefined {
-    const cell = this.cells.get(key);
-    if (cell) {
-      this.cells.delete(key); // re-inserted: a Map's order is least recently used first
-      this.cells.set(key, cell);
-    }
-    return cell;
-  }
-
+export class CellCache extends RecentlyUsed<CachedCell> {
   /** The cached cell, or a new empty one (nothing parsed yet) put in its place. */
   entry(key: string): CachedCell {
     let cell = this.get(key);
     if (!cell) this.set(key, (cell = { have: new Set(), data: emptyData() }));
     return cell;
-  }
-
-  set(key: string, cell: CachedCell): void {
-    this.cells.set(key, cell);
-    if (this.cells.size > this.limit) this.cells.delete(this.cells.keys().next().value!);
-  }
-
-  delete(key: string): void {
-    this.cells.delete(key);
-  }
-
-  clear(): void {
-    this.cells.clear();
   }
 }

@@ -23,7 +23,7 @@ import { encodeId } from "./ids.ts";
 import { wordDecoder } from "./codes.ts";
 import { LabelCache } from "../common/labels.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
-import { RecentlyUsed } from "../common/recently-used.ts";
+import { RecentlyUsed } from "../../domain/recently-used.ts";
 
 const typeWord = wordDecoder("type");
 
@@ -104,14 +104,12 @@ interface FetchedRange {
  * it back with the rows, and a later change never lands on a value seen in between.
  */
 class FetchedRanges {
-  private readonly rows = new Map<string, FetchedRange>();
+  private readonly rows: RecentlyUsed<FetchedRange>;
   private at = "";
   private readonly marks: Statement<{ v: number; c: number }, []>;
 
-  constructor(
-    sqlite: Database,
-    private readonly limit: number,
-  ) {
+  constructor(sqlite: Database, limit: number) {
+    this.rows = new RecentlyUsed(limit);
     sqlite.run("CREATE TEMP TABLE IF NOT EXISTS rollup_changes (mark INTEGER NOT NULL)");
     sqlite.run("INSERT INTO temp.rollup_changes SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM temp.rollup_changes)");
     for (const op of ["INSERT", "UPDATE", "DELETE"])
@@ -135,7 +133,6 @@ class FetchedRanges {
     if (range === undefined) {
       range = { rows: fetch(), decoded: new Map() };
       this.rows.set(key, range);
-      if (this.rows.size > this.limit) this.rows.delete(this.rows.keys().next().value!);
     }
     return range;
   }

@@ -1,6 +1,7 @@
-// A bounded map that lets the least recently used entries go: what the engines keep of what they
-// read (decoded cells, prepared listings), so that asking again costs nothing and memory stays
-// bounded. A Map iterates in insertion order, so an entry used is taken out and put back at the end.
+// A bounded map that lets the least recently used entries go: what the engines and the reads keep
+// of what they read or computed (decoded cells, sums, prepared listings, answers), so that asking
+// again costs nothing and memory stays bounded. A Map iterates in insertion order, so an entry
+// used is taken out and put back at the end.
 
 export class RecentlyUsed<V> {
   private readonly entries = new Map<string, V>();
@@ -22,5 +23,18 @@ export class RecentlyUsed<V> {
     this.entries.delete(key);
     this.entries.set(key, value);
     if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  /** Every entry kept, least recently used first. */
+  values(): IterableIterator<V> {
+    return this.entries.values();
   }
 }

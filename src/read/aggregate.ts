@@ -14,7 +14,6 @@ import {
   monthCeil,
   repoClass,
   sliceKey,
-  valueMap,
   zeroCounts,
   type Counts,
   type Dimension,
@@ -204,19 +203,12 @@ function only(counts: Counts, outcome: Outcome | null): Counts {
   return kept;
 }
 
-/**
- * A value's counts in a map keyed by client strings: own properties only, so "__proto__",
- * "constructor" or "toString" find their own counts or none, never Object.prototype's members,
- * whatever the map's prototype (domain/rollup.ts gives them none).
- */
-const own = <T>(map: Record<string, T> | undefined, key: string): T | undefined =>
-  map !== undefined && Object.hasOwn(map, key) ? map[key] : undefined;
-
 /** Installs a cell counts: any dimension sums to the total, as every record has one value in each. */
 function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } | null): Counts {
-  if (dimFilter) return [...(own(d.dims[dimFilter.dim], dimFilter.value) ?? zero())] as Counts;
+  if (dimFilter) return [...(d.dims[dimFilter.dim]?.get(dimFilter.value) ?? zero())];
   const total = zero();
-  for (const counts of Object.values(d.dims.type ?? {})) add(total, counts);
+  const types = d.dims.type;
+  if (types !== undefined) for (const counts of types.values()) add(total, counts);
   return total;
 }
 
@@ -295,10 +287,7 @@ export function durationBins(
   for (const { data } of cells) {
     const bins = data.dur[outcome];
     if (bins === undefined) continue;
-    for (const key in bins) {
-      const bin = Number(key);
-      sums[bin] = (sums[bin] ?? 0) + sign * bins[key]!;
-    }
+    for (const [bin, n] of bins) sums[bin] = (sums[bin] ?? 0) + sign * n;
   }
   const merged = new Map<number, number>();
   for (let bin = 0; bin < DURATION_BINS; bin++) if (sums[bin] !== undefined) merged.set(bin, sums[bin]!);
@@ -348,7 +337,7 @@ interface RetryStats {
 function retryStats(cells: readonly Cell[]): RetryStats {
   const byAttempt = new Map<string, Counts>();
   for (const { data } of cells)
-    for (const [attempt, counts] of Object.entries(data.dims.attempt ?? {}))
+    for (const [attempt, counts] of data.dims.attempt ?? [])
       add(byAttempt.get(attempt) ?? (byAttempt.set(attempt, zero()), byAttempt.get(attempt)!), counts);
   const sum = (c: Counts | undefined) => (c ? c.reduce((a, b) => a + b, 0) : 0);
   const installs = sum(byAttempt.get("1"));
@@ -398,9 +387,8 @@ export function breakdown(
     // An app slice holds no nsapp dimension: it is the app.
     if (o.by === "nsapp" && p.nsapp !== null) addTo(p.nsapp, cellTotal(data, null));
     else {
-      // Keys walked in place: Object.entries made an array per value of every cell (a quarter of the CPU by app).
       const byValue = data.dims[o.by];
-      for (const value in byValue) addTo(value, byValue[value]!);
+      if (byValue !== undefined) for (const [value, counts] of byValue) addTo(value, counts);
     }
   }
   let groups: Group[] = [...sums].map(([value, counts]) => {
@@ -475,18 +463,17 @@ export function finishedByValue(
   const total: RunCounts = { failed: 0, runs: 0 };
   const values = new Map<Dimension, Map<string, RunCounts>>(dims.map((d) => [d, new Map()]));
   for (const { data } of cells) {
-    const types = data.dims.type ?? {};
-    for (const value in types) {
-      const c = types[value]!;
-      total.failed += c[F]!;
-      total.runs += c[S]! + c[F]!;
-    }
+    const types = data.dims.type;
+    if (types !== undefined)
+      for (const c of types.values()) {
+        total.failed += c[F]!;
+        total.runs += c[S]! + c[F]!;
+      }
     for (const dim of dims) {
       const sums = values.get(dim)!;
-      const byValue = data.dims[dim] ?? {};
-      // for-in over a map without a prototype: every key is the cell's own value.
-      for (const value in byValue) {
-        const c = byValue[value]!;
+      const byValue = data.dims[dim];
+      if (byValue === undefined) continue;
+      for (const [value, c] of byValue) {
         const runs = c[S]! + c[F]!;
         if (runs === 0) continue;
         const sum = sums.get(value);
@@ -538,9 +525,8 @@ export function dimensionSums(
         into(sums, shared, p.nsapp, cellTotal(data, null));
         continue;
       }
-      // for-in over the cell's own map (no prototype, domain/rollup.ts): no entry arrays made.
       const values = data.dims[dim];
-      if (values !== undefined) for (const value in values) into(sums, shared, value, values[value]!);
+      if (values !== undefined) for (const [value, counts] of values) into(sums, shared, value, counts);
     }
   }
   return out;
@@ -552,27 +538,27 @@ export function dimensionSums(
  * a sum of cells of every app. One cell, so the sums over it cost one cell's keys, not each app's.
  */
 export function appsCell(apps: readonly { app: string; cells: readonly Cell[] }[], sign: 1 | -1, bucket: number): Cell {
-  const out: RollupData = { dims: {}, dur: {}, err: valueMap() };
-  const addTo = (into: Record<string, Counts>, value: string, c: Counts) => {
-    const t = into[value];
-    if (t === undefined) into[value] = c.map((n) => n * sign) as Counts;
+  const out = emptyData();
+  const addTo = (into: Map<string, Counts>, value: string, c: Counts) => {
+    const t = into.get(value);
+    if (t === undefined) into.set(value, c.map((n) => n * sign) as Counts);
     else for (let k = 0; k < t.length; k++) t[k] = t[k]! + c[k]! * sign;
   };
-  const byApp = (out.dims.nsapp = valueMap<Counts>());
+  const byApp = (out.dims.nsapp = new Map());
   for (const { app, cells } of apps) {
     for (const { data } of cells) {
       addTo(byApp, app, cellTotal(data, null));
       for (const dim in data.dims) {
-        const values = data.dims[dim as Dimension]!;
-        const into = (out.dims[dim as Dimension] ??= valueMap<Counts>());
-        for (const value in values) addTo(into, value, values[value]!);
+        let into = out.dims[dim as Dimension];
+        if (into === undefined) out.dims[dim as Dimension] = into = new Map();
+        for (const [value, counts] of data.dims[dim as Dimension]!) addTo(into, value, counts);
       }
       for (const outcome in data.dur) {
-        const bins = data.dur[outcome as Outcome]!;
-        const into = (out.dur[outcome as Outcome] ??= valueMap<number>());
-        for (const bin in bins) into[bin] = (into[bin] ?? 0) + bins[bin]! * sign;
+        let into = out.dur[outcome as Outcome];
+        if (into === undefined) out.dur[outcome as Outcome] = into = new Map();
+        for (const [bin, n] of data.dur[outcome as Outcome]!) into.set(bin, (into.get(bin) ?? 0) + n * sign);
       }
-      for (const id in data.err) out.err[id] = (out.err[id] ?? 0) + data.err[id]! * sign;
+      for (const [id, n] of data.err) out.err.set(id, (out.err.get(id) ?? 0) + n * sign);
     }
   }
   return { bucket, data: out };
@@ -584,8 +570,7 @@ export function totalsBy(cells: readonly Cell[], dim: Dimension): Map<string, nu
   for (const { data } of cells) {
     const values = data.dims[dim];
     if (values === undefined) continue;
-    for (const value in values) {
-      const c = values[value]!;
+    for (const [value, c] of values) {
       out.set(value, (out.get(value) ?? 0) + c[0] + c[1] + c[2] + c[3] + c[4] + c[5]);
     }
   }
@@ -611,8 +596,7 @@ export function errorTop(
   limit: number,
 ): { top: [string, number][]; distinct: number; total: number; sums: Map<string, number> } {
   const sums = new Map<string, number>();
-  // for-in lists own keys here (Object.prototype has no enumerable members), so every id is the cell's own.
-  for (const { data } of cells) for (const sig in data.err) sums.set(sig, (sums.get(sig) ?? 0) + data.err[sig]!);
+  for (const { data } of cells) for (const [sig, n] of data.err) sums.set(sig, (sums.get(sig) ?? 0) + n);
   const top: [string, number][] = [];
   let distinct = 0;
   let total = 0;

@@ -28,7 +28,7 @@ export interface CellFailures {
  */
 const takenApart = new WeakMap<RollupData, CellFailures>();
 
-export function failuresIn(data: RollupData, keys: Record<string, Counts>): CellFailures {
+export function failuresIn(data: RollupData, keys: ReadonlyMap<string, Counts>): CellFailures {
   const settled = isSettled(data);
   const kept = settled ? takenApart.get(data) : undefined;
   if (kept !== undefined) return kept;
@@ -42,8 +42,7 @@ export function failuresIn(data: RollupData, keys: Record<string, Counts>): Cell
     failed: [],
     failedOnly: [],
   };
-  for (const key in keys) {
-    const c = keys[key]!;
+  for (const [key, c] of keys) {
     const failed = c[1] + c[5];
     if (failed === 0 || key === "") continue;
     const appAt = key.lastIndexOf(FAILURE_SEPARATOR);

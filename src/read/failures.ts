@@ -28,7 +28,7 @@ export interface CellFailures {
  */
 const takenApart = new WeakMap<RollupData, CellFailures>();
 
-export function failuresIn(data: RollupData, keys: ReadonlyMap<string, Counts>): CellFailures {
+export function failuresIn(data: RollupData, keys: Record<string, Counts>): CellFailures {
   const settled = isSettled(data);
   const kept = settled ? takenApart.get(data) : undefined;
   if (kept !== undefined) return kept;
@@ -42,7 +42,8 @@ export function failuresIn(data: RollupData, keys: ReadonlyMap<string, Counts>):
     failed: [],
     failedOnly: [],
   };
-  for (const [key, c] of keys) {
+  for (const key in keys) {
+    const c = keys[key]!;
     const failed = c[1] + c[5];
     if (failed === 0 || key === "") continue;
     const appAt = key.lastIndexOf(FAILURE_SEPARATOR);

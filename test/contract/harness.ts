@@ -286,13 +286,10 @@ export async function everyPage(
 export async function hourTotals(store: Store, slice: string = ALL): Promise<Record<Outcome, number>> {
   const totals = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
   for (const { data } of await store.readRollups({ grain: GRAINS.hour, slice, ...EVERYTHING, parts: ["data"] })) {
-    for (const counts of data.dims.type?.values() ?? []) OUTCOMES.forEach((o, i) => (totals[o] += counts[i]!));
+    for (const counts of Object.values(data.dims.type ?? {})) OUTCOMES.forEach((o, i) => (totals[o] += counts[i]!));
   }
   return totals;
 }
-
-/** A cell's map of values (or signatures) written as an object literal. */
-export const mapOf = <T>(o: Record<string, T>): Map<string, T> => new Map(Object.entries(o));
 
 export const outcomes = (partial: Partial<Record<Outcome, number>>): Record<Outcome, number> =>
   Object.fromEntries(OUTCOMES.map((o) => [o, partial[o] ?? 0])) as Record<Outcome, number>;
@@ -315,11 +312,12 @@ export async function rollupSnapshot(store: Store, apps: readonly string[]) {
 
 /** What a cell holds of the parts asked for: data = every dimension but nsapp, and durations; apps = nsapp; errors = the rest. */
 export function onlyParts(d: RollupData, parts: readonly RollupPart[]): RollupData {
-  const { nsapp, ...rest } = d.dims;
-  const out: RollupData = { dims: {}, dur: {}, err: new Map() };
-  if (parts.includes("data")) Object.assign(out, { dims: { ...rest }, dur: d.dur });
+  const { dims, dur, ...errors } = d;
+  const { nsapp, ...rest } = dims;
+  const out = { dims: {}, dur: {}, ...Object.fromEntries(Object.keys(errors).map((k) => [k, {}])) } as RollupData;
+  if (parts.includes("data")) Object.assign(out, { dims: { ...rest }, dur });
   if (parts.includes("apps") && nsapp !== undefined) out.dims.nsapp = nsapp;
-  if (parts.includes("errors")) out.err = d.err;
+  if (parts.includes("errors")) Object.assign(out, errors);
   return out;
 }
 

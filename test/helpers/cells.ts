@@ -62,23 +62,13 @@ export function rewriteCell(
   return { id: row.id, before: { data: row.data, apps: row.apps, errors: row.errors } };
 }
 
-/** A cell's Maps as the objects they were before (and as JSON writes them): keys in the order an object lists them. */
-export function plainCell(d: RollupData) {
-  return {
-    dims: Object.fromEntries(Object.entries(d.dims).map(([dim, values]) => [dim, Object.fromEntries(values)])),
-    dur: Object.fromEntries(Object.entries(d.dur).map(([outcome, bins]) => [outcome, Object.fromEntries(bins)])),
-    err: Object.fromEntries(d.err),
-  };
-}
-
 /** A cell as the engines stored it before migration 0016 (SQLite) / 0011 (PostgreSQL): three JSON texts. */
 export function jsonColumns(d: RollupData): { data: string; apps: string; errors: string } {
-  const { dims, dur, err } = plainCell(d);
-  const { nsapp, ...rest } = dims;
+  const { nsapp, ...rest } = d.dims;
   return {
-    data: JSON.stringify({ dims: rest, dur }),
+    data: JSON.stringify({ dims: rest, dur: d.dur }),
     apps: JSON.stringify(nsapp ?? {}),
-    errors: JSON.stringify(err),
+    errors: JSON.stringify(d.err),
   };
 }
 

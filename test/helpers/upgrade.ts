@@ -52,7 +52,8 @@ export async function dayTotals(store: Store, at: number): Promise<number[]> {
     parts: ["data"],
   });
   const total = [0, 0, 0, 0, 0, 0];
-  for (const { data } of cells) for (const c of data.dims.type?.values() ?? []) c.forEach((n, i) => (total[i]! += n));
+  for (const { data } of cells)
+    for (const c of Object.values(data.dims.type ?? {})) c.forEach((n, i) => (total[i]! += n));
   return total;
 }
 

@@ -416,7 +416,7 @@ describe("aggregates equal a recount of the raw rows", () => {
     expect(ok).toMatchObject({ ok: true, records: 1500, mismatches: [], signatureGaps: 0 });
     // One count of a stored day cell of every app, one more than the records say.
     const cell = rewriteCell(t.sqlite, 1, sliceKey("install", "", ALL_APPS, "pve"), (d) => {
-      const counts = d.dims.type!.values().next().value!;
+      const counts = Object.values(d.dims.type!)[0]!;
       counts[0] = counts[0] + 1;
     });
     const bad = await verifyRollups(t.store);

@@ -34,10 +34,10 @@ async function writeCounters(tx: postgres.Sql, cells: Iterable<{ key: RollupKey;
   for (const { key, data } of cells) {
     const at = [key.grain, key.app, key.bucket];
     for (const [dim, values] of Object.entries(data.dims))
-      for (const [value, c] of values) counts.push([...at, dim, value, ...c]);
+      for (const [value, c] of Object.entries(values)) counts.push([...at, dim, value, ...c]);
     for (const [outcome, bins] of Object.entries(data.dur))
-      for (const [bin, n] of bins) durations.push([...at, outcome, bin, n]);
-    for (const [signature, n] of data.err) errors.push([...at, signature, n]);
+      for (const [bin, n] of Object.entries(bins)) durations.push([...at, outcome, Number(bin), n]);
+    for (const [signature, n] of Object.entries(data.err)) errors.push([...at, signature, n]);
   }
   const col = (rows: (string | number)[][], i: number) => rows.map((r) => r[i]!) as never;
   await tx`INSERT INTO rollup_counts SELECT * FROM unnest(${col(counts, 0)}::smallint[], ${col(counts, 1)}::text[], ${col(counts, 2)}::bigint[], ${col(counts, 3)}::text[],

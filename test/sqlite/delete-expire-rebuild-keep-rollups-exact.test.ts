@@ -158,8 +158,7 @@ describe("open hours", () => {
       await a.write([{ kind: "fold", until: now + 24 * 3_600_000, at: now }]);
       await settle();
       expect(await day(a)).toEqual(await day(stored));
-      const failedOf = async (s: Store) =>
-        (await day(s)).reduce((n, c) => n + (c.data.dims.type?.get("lxc")?.[1] ?? 0), 0);
+      const failedOf = async (s: Store) => (await day(s)).reduce((n, c) => n + (c.data.dims.type?.lxc?.[1] ?? 0), 0);
       expect(await failedOf(a)).toBe(4);
       await a.write([done("a-4", now + 2 * 3_600_000)]);
       expect(await failedOf(a)).toBe(5);

@@ -3,7 +3,7 @@
 // ties by id, and the distinct count and the sum are those of every id with failures.
 import { describe, expect, test } from "bun:test";
 import { errorTop, type Cell } from "../../src/read/aggregate.ts";
-import { emptyData } from "../../src/domain/rollup.ts";
+import { emptyData, valueMap } from "../../src/domain/rollup.ts";
 
 /** Cells whose error maps hold `ids` ids with small counts (many ties), some summing to zero or less. */
 function cellsOf(seed: number, cells: number, ids: number): Cell[] {
@@ -14,12 +14,13 @@ function cellsOf(seed: number, cells: number, ids: number): Cell[] {
   };
   return Array.from({ length: cells }, (_, bucket) => {
     const data = emptyData();
+    data.err = valueMap();
     for (let k = 0; k < ids / 2; k++) {
       const id = Math.floor(rnd() * ids)
         .toString(16)
         .padStart(8, "0");
       // A negative count: a complement's cells take counts away.
-      data.err.set(id, (data.err.get(id) ?? 0) + (rnd() < 0.1 ? -1 : Math.floor(rnd() * 4)));
+      data.err[id] = (data.err[id] ?? 0) + (rnd() < 0.1 ? -1 : Math.floor(rnd() * 4));
     }
     return { bucket, data };
   });
@@ -28,7 +29,7 @@ function cellsOf(seed: number, cells: number, ids: number): Cell[] {
 /** Every id's sum, those above zero, most first and by id on ties: what the top must be the head of. */
 function fullOrder(cells: readonly Cell[]): [string, number][] {
   const sums = new Map<string, number>();
-  for (const { data } of cells) for (const [id, n] of data.err) sums.set(id, (sums.get(id) ?? 0) + n);
+  for (const { data } of cells) for (const id in data.err) sums.set(id, (sums.get(id) ?? 0) + data.err[id]!);
   return [...sums].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
@@ -53,7 +54,8 @@ describe("errorTop", () => {
   test("no cells, or no failures: nothing", () => {
     expect(errorTop([], 10)).toMatchObject({ top: [], distinct: 0, total: 0 });
     const none = emptyData();
-    none.err.set("abc", 0);
+    none.err = valueMap();
+    none.err.abc = 0;
     expect(errorTop([{ bucket: 0, data: none }], 10)).toMatchObject({ top: [], distinct: 0, total: 0 });
   });
 });

@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import { SumCache, sumByBucket } from "../../src/store/common/sum-cells.ts";
 import { addRecord, emptyData, type RollupData, type RollupRecord } from "../../src/domain/rollup.ts";
-import { mapOf, record as execution } from "../contract/harness.ts";
+import { record as execution } from "../contract/harness.ts";
 
 const record = (nsapp: string, platform: string): RollupRecord =>
   execution(`${nsapp}-${platform}`, { nsapp, platform, createdAt: 0 });
@@ -28,9 +28,9 @@ describe("sums of stored slices", () => {
     expect(first.map((c) => c.bucket)).toEqual([1, 2]);
     // One cell in a bucket is that cell; two are summed into a cell of their own.
     expect(first[0]!.data).toBe(pve[1]!.data);
-    expect(first[1]!.data.dims.nsapp).toEqual(mapOf({ a: [2, 0, 0, 0, 0, 0], c: [1, 0, 0, 0, 0, 0] }));
-    expect(first[1]!.data.dims.platform).toEqual(mapOf({ pve: [1, 0, 0, 0, 0, 0], incus: [2, 0, 0, 0, 0, 0] }));
-    expect(pve[0]!.data.dims.nsapp).toEqual(mapOf({ a: [1, 0, 0, 0, 0, 0] }));
+    expect(first[1]!.data.dims.nsapp).toEqual({ a: [2, 0, 0, 0, 0, 0], c: [1, 0, 0, 0, 0, 0] });
+    expect(first[1]!.data.dims.platform).toEqual({ pve: [1, 0, 0, 0, 0, 0], incus: [2, 0, 0, 0, 0, 0] });
+    expect(pve[0]!.data.dims.nsapp).toEqual({ a: [1, 0, 0, 0, 0, 0] });
     // The same cells: the same sum. Without the cache: an equal sum of its own.
     expect(sumByBucket([pve, incus], kept)[1]!.data).toBe(first[1]!.data);
     expect(sumByBucket([pve, incus])[1]!.data).toEqual(first[1]!.data);
@@ -39,7 +39,7 @@ describe("sums of stored slices", () => {
     const changed = [{ bucket: 2, data: cellOf(record("a", "incus")) }];
     const again = sumByBucket([pve, changed], kept);
     expect(again[1]!.data).not.toBe(first[1]!.data);
-    expect(again[1]!.data.dims.nsapp).toEqual(mapOf({ a: [2, 0, 0, 0, 0, 0] }));
+    expect(again[1]!.data.dims.nsapp).toEqual({ a: [2, 0, 0, 0, 0, 0] });
     // Another key (another shape or slice set): a sum of its own.
     expect(sumByBucket([pve, incus], { cache, key: "other" })[1]!.data).not.toBe(first[1]!.data);
   });

@@ -16,7 +16,7 @@ export function only(
   const withData = parts.includes("data");
   const dims: RollupData["dims"] = withData ? rest : {};
   if (nsapp && parts.includes("apps")) dims.nsapp = nsapp;
-  return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : new Map() };
+  return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
 }
 
 /** A number per decoded cell object, never reused: a sum remembers what it added up without holding it. */

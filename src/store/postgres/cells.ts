@@ -147,7 +147,8 @@ function pauses(every = 64): () => Promise<void> | undefined {
 }
 
 /** A delta that changes nothing (a move within a cell that came back to where it was). */
-const isNothing = (d: RollupData): boolean => isEmpty(d) && Object.keys(d.dur).length === 0 && d.err.size === 0;
+const isNothing = (d: RollupData): boolean =>
+  isEmpty(d) && Object.keys(d.dur).length === 0 && Object.keys(d.err).length === 0;
 
 /** A part as hex text: postgres.js sends no arrays of bytea. */
 const hex = (p: Uint8Array | null) =>

@@ -491,6 +491,17 @@ export function countHour(
 }
 
 /**
+ * Counts `c` into `d`, the hour cell of its leaf slice (leafSliceOf): what countHour does there,
+ * for a caller that finds the cell without making the slice's key (open-hours.ts). A move stays in
+ * that cell: RollupDeltas.change moves only within one hour and leaf.
+ */
+export function countLeaf(d: RollupData, c: OpenCount): void {
+  const values = dimensionValues(c.r, c.outcome, c.errorSig);
+  if (c.from) moveRecord(d, false, c.from, c, dimensionValues(c.from.r, c.from.outcome, c.from.errorSig), values);
+  else addRecord(d, c.r, c.outcome, c.sign, false, c.errorSig, values);
+}
+
+/**
  * Adds the cell of a leaf slice (leafSliceOf) into a cell of a slice that contains it; into a
  * slice of every app, its executions count in nsapp too, under the leaf's app (`app`, appSlice).
  * What addRecord would have counted there record by record.

@@ -8,27 +8,34 @@
 // leafSliceOf); the other stored slice of an hour (those classes', every app) is the sum of its leaves, made
 // when read and kept until a write changes that hour. Counting every record into each of its
 // slices was the largest part of a report's CPU (docs/decisions/2026-11-27-open-hours-leaf-cells.md).
+// Counting finds a record's leaf by its app and then its classes, without making the slice's key:
+// the key's text and its lookup were a tenth of a start report's instructions.
 import { failureSignatureId } from "../../domain/error-signature.ts";
-import type { Execution, Kind } from "../../domain/execution.ts";
+import { kindOfType, type Execution, type Kind } from "../../domain/execution.ts";
 import {
   ALL_APPS,
   GRAINS,
   addLeaf,
   appSlice,
   bucketStart,
-  countHour,
+  countLeaf,
   emptyData,
   isEmpty,
   leafSliceOf,
   mergeInto,
   parseSlice,
+  platformClass,
+  repoClass,
   sliceKey,
   type OpenCount,
   type RollupData,
+  type RollupRecord,
 } from "../../domain/rollup.ts";
 import type { RollupCell } from "../contract/executions.ts";
 
 interface Leaf {
+  /** Its slice key (leafSliceOf). */
+  slice: string;
   kind: Kind;
   repo: string;
   platform: string;
@@ -51,53 +58,77 @@ function sliceOf(slice: string): { kind: Kind; repo: string | null; platform: st
 const isLeaf = (s: ReturnType<typeof sliceOf>): boolean => s.repo !== null && s.platform !== null && s.app !== null;
 
 export class OpenHours {
+  /** The leaves by slice key (reads), */
   private readonly leaves = new Map<string, Leaf>();
+  /** and by nsapp ("" for none; counting): an app has a leaf per kind, repo and platform class it ran under, a few. */
+  private readonly leavesOfApp = new Map<string, Leaf[]>();
   /** Sums made for reads, by hour: dropped when a write changes the hour. */
   private readonly sums = new Map<number, Map<string, RollupData | null>>();
   /** The fold mark these cells start at. */
   foldedUntil = 0;
 
-  private readonly leafCell = (slice: string, hour: number): RollupData => {
-    let leaf = this.leaves.get(slice);
-    if (!leaf) {
-      const { kind, repo, platform, app } = sliceOf(slice);
-      this.leaves.set(slice, (leaf = { kind, repo: repo!, platform: platform!, app: app!, byHour: new Map() }));
-    }
+  /** The leaf a record counts in (leafSliceOf), made if new. */
+  private leafOf(r: RollupRecord): Leaf {
+    const nsapp = r.nsapp ?? "";
+    const kind = kindOfType(r.type);
+    const repo = repoClass(r.repoSource);
+    const platform = platformClass(r);
+    let ofApp = this.leavesOfApp.get(nsapp);
+    if (ofApp === undefined) this.leavesOfApp.set(nsapp, (ofApp = []));
+    for (const leaf of ofApp) if (leaf.kind === kind && leaf.repo === repo && leaf.platform === platform) return leaf;
+    const leaf: Leaf = { slice: leafSliceOf(r)[0]!, kind, repo, platform, app: appSlice(r.nsapp), byHour: new Map() };
+    ofApp.push(leaf);
+    this.leaves.set(leaf.slice, leaf);
+    return leaf;
+  }
+
+  private forget(leaf: Leaf): void {
+    this.leaves.delete(leaf.slice);
+    const nsapp = leaf.app.slice(1);
+    const ofApp = this.leavesOfApp.get(nsapp)!.filter((l) => l !== leaf);
+    if (ofApp.length > 0) this.leavesOfApp.set(nsapp, ofApp);
+    else this.leavesOfApp.delete(nsapp);
+  }
+
+  private static cellOf(leaf: Leaf, hour: number): RollupData {
     let cell = leaf.byHour.get(hour);
-    if (!cell) leaf.byHour.set(hour, (cell = emptyData()));
+    if (cell === undefined) leaf.byHour.set(hour, (cell = emptyData()));
     return cell;
-  };
+  }
 
   /** Forgets everything and counts `rows` (those created from `foldedUntil` on) afresh. */
   recount(foldedUntil: number, rows: Iterable<Execution>): void {
     this.leaves.clear();
+    this.leavesOfApp.clear();
     this.sums.clear();
     this.foldedUntil = foldedUntil;
     for (const r of rows)
-      countHour(
-        this.leafCell,
-        { r, outcome: r.outcome, sign: 1, errorSig: failureSignatureId(r.outcome, r.error) },
-        leafSliceOf,
-      );
+      countLeaf(OpenHours.cellOf(this.leafOf(r), bucketStart(r.createdAt, GRAINS.hour)), {
+        r,
+        outcome: r.outcome,
+        sign: 1,
+        errorSig: failureSignatureId(r.outcome, r.error),
+      });
   }
 
   /** Counts committed changes in; cells a removal emptied go, as a recount would not have them. */
   apply(counts: readonly OpenCount[]): void {
     for (const c of counts) {
       if (c.r.createdAt < this.foldedUntil) continue; // folded in the same batch
-      countHour(this.leafCell, c, leafSliceOf);
+      const leaf = this.leafOf(c.r);
       const hour = bucketStart(c.r.createdAt, GRAINS.hour);
+      countLeaf(OpenHours.cellOf(leaf, hour), c);
       this.sums.delete(hour);
-      if (c.sign < 0) this.dropIfEmpty(leafSliceOf(c.r)[0]!, hour);
+      if (c.sign < 0) this.dropIfEmpty(leaf, hour);
     }
   }
 
   /** The fold mark moved to `until`: the hours before it are stored now. */
   folded(until: number): void {
     this.foldedUntil = until;
-    for (const [slice, leaf] of this.leaves) {
+    for (const leaf of this.leaves.values()) {
       for (const hour of leaf.byHour.keys()) if (hour < until) leaf.byHour.delete(hour);
-      if (leaf.byHour.size === 0) this.leaves.delete(slice);
+      if (leaf.byHour.size === 0) this.forget(leaf);
     }
     for (const hour of this.sums.keys()) if (hour < until) this.sums.delete(hour);
   }
@@ -192,11 +223,10 @@ export class OpenHours {
     return data;
   }
 
-  private dropIfEmpty(slice: string, hour: number): void {
-    const leaf = this.leaves.get(slice);
-    const cell = leaf?.byHour.get(hour);
-    if (!leaf || !cell || !isEmpty(cell)) return;
+  private dropIfEmpty(leaf: Leaf, hour: number): void {
+    const cell = leaf.byHour.get(hour);
+    if (!cell || !isEmpty(cell)) return;
     leaf.byHour.delete(hour);
-    if (leaf.byHour.size === 0) this.leaves.delete(slice);
+    if (leaf.byHour.size === 0) this.forget(leaf);
   }
 }

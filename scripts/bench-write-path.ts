@@ -7,6 +7,7 @@
 // reports cost, start-up and warm-up cancel):
 //
 //   bun scripts/bench-write-path.ts [--reports 20000] [--warmup 5000] [--batch 64] [--rounds 5]
+//   bun scripts/bench-write-path.ts --instructions   (runs itself twice under cachegrind, ~1 min:)
 //   BUN_JSC_useConcurrentJIT=0 BUN_JSC_useConcurrentGC=0 valgrind --tool=cachegrind --cache-sim=no \
 //     --cachegrind-out-file=/dev/null bun scripts/bench-write-path.ts --reports 10240 --warmup 2560 --rounds 1
 //   (again with --reports 2560; instructions per report = the difference of "I refs" / 7680)
@@ -28,8 +29,35 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "5000" },
     batch: { type: "string", default: "64" },
     rounds: { type: "string", default: "5" },
+    instructions: { type: "boolean", default: false },
   },
 });
+
+if (values.instructions) {
+  const refs = (reports: number): number => {
+    const run = Bun.spawnSync(
+      ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", process.execPath].concat([
+        import.meta.path,
+        "--reports",
+        String(reports),
+        "--warmup",
+        "2560",
+        "--rounds",
+        "1",
+      ]),
+      { env: { ...process.env, BUN_JSC_useConcurrentJIT: "0", BUN_JSC_useConcurrentGC: "0" }, stdout: "ignore" },
+    );
+    const found = /I\s+refs:\s+([\d,]+)/.exec(run.stderr.toString());
+    if (!run.success || !found) {
+      console.error("bench-write-path: valgrind did not run (Debian: apt-get install -y valgrind)");
+      process.exit(2);
+    }
+    return Number(found[1]!.replaceAll(",", ""));
+  };
+  const [more, fewer] = [refs(10_240), refs(2_560)];
+  console.log(`${Math.round((more - fewer) / 7_680)} instructions per start report (${more} - ${fewer}, / 7680)`);
+  process.exit(0);
+}
 const [reports, warmup, batch, rounds] = [values.reports, values.warmup, values.batch, values.rounds].map(Number);
 if (![reports, warmup, batch, rounds].every((n) => Number.isSafeInteger(n) && n! >= 0) || batch! < 1) {
   console.error("bench-write-path: --reports, --warmup, --batch and --rounds take whole numbers (batch at least 1)");

@@ -34,7 +34,12 @@ const { values } = parseArgs({
 });
 
 if (values.instructions) {
+  function missing(): never {
+    console.error("bench-write-path: valgrind did not run (Debian: apt-get install -y valgrind)");
+    process.exit(2);
+  }
   const refs = (reports: number): number => {
+    if (Bun.which("valgrind") === null) missing();
     const run = Bun.spawnSync(
       ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", process.execPath].concat([
         import.meta.path,
@@ -48,10 +53,7 @@ if (values.instructions) {
       { env: { ...process.env, BUN_JSC_useConcurrentJIT: "0", BUN_JSC_useConcurrentGC: "0" }, stdout: "ignore" },
     );
     const found = /I\s+refs:\s+([\d,]+)/.exec(run.stderr.toString());
-    if (!run.success || !found) {
-      console.error("bench-write-path: valgrind did not run (Debian: apt-get install -y valgrind)");
-      process.exit(2);
-    }
+    if (!run.success || !found) missing();
     return Number(found[1]!.replaceAll(",", ""));
   };
   const [more, fewer] = [refs(10_240), refs(2_560)];

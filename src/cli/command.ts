@@ -60,6 +60,8 @@ interface OpenLocationOptions {
   checked?: boolean;
   /** OpenOptions.labelLimit. */
   labelLimit?: number;
+  /** OpenOptions.deferMonths. */
+  deferMonths?: boolean;
 }
 
 /** Opens the database at `location` as openDatabaseOf opens --db (copy opens two). */
@@ -75,6 +77,7 @@ export async function openLocation(location: string, ctx: CommandContext, opts: 
       readReplica,
       passwordFile: ctx.config.dbPasswordFile,
       labelLimit: opts.labelLimit,
+      deferMonths: opts.deferMonths,
       warn: opts.warn ?? ((text) => ctx.err(`installstats: warning: ${text}\n`)),
     });
   } catch (e) {

@@ -51,7 +51,12 @@ export const seed: Command = {
       profile: profile as SeedProfile,
     });
     // Generated data needs no power-loss durability while it is written.
-    const engine = await openDatabaseOf(ctx, { create: true, durability: "normal", labelLimit: SEED_LABELS });
+    const engine = await openDatabaseOf(ctx, {
+      create: true,
+      durability: "normal",
+      labelLimit: SEED_LABELS,
+      deferMonths: true,
+    });
     try {
       // Generated installs look like real ones and are stored like them: once mixed, nothing tells
       // them apart. So seed fills an empty database, and anything else only when told to.

@@ -166,6 +166,8 @@ export const GRAINS = { hour: 0, day: 1, month: 2 } as const;
 export type Grain = (typeof GRAINS)[keyof typeof GRAINS];
 const ALL_GRAINS: readonly Grain[] = [GRAINS.hour, GRAINS.day, GRAINS.month];
 const DAY_AND_MONTH: readonly Grain[] = [GRAINS.day, GRAINS.month];
+const HOUR_AND_DAY: readonly Grain[] = [GRAINS.hour, GRAINS.day];
+const DAY_ONLY: readonly Grain[] = [GRAINS.day];
 
 /**
  * Days of hour cells kept before the fold mark's day: hourly series reach back at most 31 days.
@@ -636,6 +638,11 @@ export class RollupDeltas {
     readonly foldedUntil: number,
     readonly slices: Slices = slicesOf,
     private readonly target: ((key: RollupKey) => RollupData) | null = null,
+    /**
+     * Month cells from this month on are not counted: the engine sums them from their day cells
+     * later (SQLite's bulk loads, docs/decisions/2026-11-28-month-cells-summed-after-bulk-loads.md).
+     */
+    readonly monthsFrom: number = Number.POSITIVE_INFINITY,
   ) {
     this.hoursFrom = hoursFrom(foldedUntil);
   }
@@ -654,7 +661,9 @@ export class RollupDeltas {
 
   /** The stored grains a folded hour counts in. */
   private grainsOf(hour: number): readonly Grain[] {
-    return hour >= this.hoursFrom ? ALL_GRAINS : DAY_AND_MONTH;
+    const month = hour < this.monthsFrom;
+    if (hour >= this.hoursFrom) return month ? ALL_GRAINS : HOUR_AND_DAY;
+    return month ? DAY_AND_MONTH : DAY_ONLY;
   }
 
   /** Counts `sign` installs of `r` as `outcome` in every cell it belongs to. */

@@ -28,6 +28,12 @@ export interface OpenOptions {
    * year's failures need them at once. PostgreSQL holds every label either way.
    */
   labelLimit?: number;
+  /**
+   * A bulk writer (seed) whose records all lie in the past: the SQLite engine counts them in day
+   * cells only and sums the month cells from those at the next fold, instead of rewriting each
+   * month cell every batch. PostgreSQL's deltas fold rewrites them once per fold either way.
+   */
+  deferMonths?: boolean;
 }
 
 /** The engine's worker entry points: checkpoints, and reads off the thread that acknowledges reports. */

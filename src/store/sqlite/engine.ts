@@ -43,7 +43,7 @@ export function openSqliteEngine(path: string, opts: OpenOptions): SqliteEngine 
   const guard = createFileGuard(sqlite, path);
   let store: SqliteStore;
   try {
-    store = createSqliteStore(sqlite, db, { guard, labelLimit: opts.labelLimit });
+    store = createSqliteStore(sqlite, db, { guard, labelLimit: opts.labelLimit, deferMonths: opts.deferMonths });
     // Data whose rules are code: derived after the SQL migrations, before anything reads or writes.
     if (opts.migrate && !rollupsCurrent(sqlite)) {
       deriveEndings(sqlite);

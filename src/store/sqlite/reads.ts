@@ -225,6 +225,18 @@ function prepareReadStatements(sqlite: Database, db: Db) {
      FROM "${getTableName(sig)}" WHERE "${sig.id.name}" IN (SELECT value FROM json_each(?))`,
     ),
     getFoldedUntil: db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare(),
+    getMonthsFrom: db.select({ t: rollupState.monthsFrom }).from(rollupState).where(eq(rollupState.id, 1)).prepare(),
+    sliceSpans: sqlite.query<{ slice: number; first: number; last: number }, Record<"grain" | "from", number>>(
+      `SELECT "${rollups.slice.name}" AS slice, min("${rollups.bucket.name}") AS first, max("${rollups.bucket.name}") AS last
+     FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from GROUP BY "${rollups.slice.name}"`,
+    ),
+    sliceCells: sqlite.query<
+      { bucket: number; data: unknown; apps: unknown; errors: unknown },
+      Record<"grain" | "slice" | "from" | "to", number>
+    >(
+      `SELECT "${rollups.bucket.name}" AS bucket, "${rollups.data.name}" AS data, "${rollups.apps.name}" AS apps, "${rollups.errors.name}" AS errors
+     FROM "${table}" WHERE ${cellWhere} AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to`,
+    ),
   };
 }
 
@@ -488,12 +500,8 @@ function storedRollups(
   return out;
 }
 
-/** One stored cell with every part, or undefined (the write path merges into it). */
-function storedCell(ctx: ReadContext, grain: Grain, slice: string, bucket: number): RollupData | undefined {
-  const id = sliceId(ctx, slice);
-  if (id === undefined) return undefined;
-  const row = ctx.q.wholeCell.get({ grain, slice: id, bucket });
-  if (!row) return undefined;
+/** A stored cell's row with every part, decoded afresh; damage names the cell. */
+function wholeData(ctx: ReadContext, row: Record<RollupPart, unknown>, grain: Grain, slice: string, bucket: number) {
   const data = emptyData();
   try {
     for (const part of PARTS) decode(ctx, data, part, row[part]);
@@ -503,20 +511,43 @@ function storedCell(ctx: ReadContext, grain: Grain, slice: string, bucket: numbe
   return data;
 }
 
+/** A slice label's text, the dictionary loaded again once when it is not known yet. */
+function sliceText({ labels, load }: ReadContext, id: number, where: string): string {
+  const slice = labels.text(id) ?? (load(), labels.text(id));
+  if (slice === undefined) throw asDamage(new Error(`slice label ${id} is not in the dictionary`), where);
+  return slice;
+}
+
+/** One stored cell with every part, or undefined (the write path merges into it). */
+function storedCell(ctx: ReadContext, grain: Grain, slice: string, bucket: number): RollupData | undefined {
+  const id = sliceId(ctx, slice);
+  if (id === undefined) return undefined;
+  const row = ctx.q.wholeCell.get({ grain, slice: id, bucket });
+  return row ? wholeData(ctx, row, grain, slice, bucket) : undefined;
+}
+
+/** The stored cells of one slice and grain in [from, to), every part, each parsed afresh as it is read (the months' sums). */
+function* sliceCells(ctx: ReadContext, grain: Grain, slice: string, from: number, to: number): Generator<RollupData> {
+  const id = sliceId(ctx, slice);
+  if (id === undefined) return;
+  for (const row of ctx.q.sliceCells.iterate({ grain, slice: id, from, to }))
+    yield wholeData(ctx, row, grain, slice, row.bucket);
+}
+
+/** Each slice with cells of `grain` from `from` on, with its first and last bucket there. */
+function sliceSpans(ctx: ReadContext, grain: Grain, from: number): { slice: string; first: number; last: number }[] {
+  return ctx.q.sliceSpans.all({ grain, from }).map(({ slice, first, last }) => ({
+    slice: sliceText(ctx, slice, `rollup slices of grain ${grain}`),
+    first,
+    last,
+  }));
+}
+
 /** Every stored cell of one grain in [from, to), parsed afresh (verify, fold). */
 function storedCells(ctx: ReadContext, grain: Grain, from: number, to: number): RollupCell[] {
-  const { labels, load } = ctx;
-  return ctx.q.allCells.all({ grain, from, to }).map(({ slice: id, bucket, ...parts }) => {
-    const slice = labels.text(id) ?? (load(), labels.text(id));
-    if (slice === undefined)
-      throw asDamage(new Error(`slice label ${id} is not in the dictionary`), cellName(grain, `#${id}`, bucket));
-    const data = emptyData();
-    try {
-      for (const part of PARTS) decode(ctx, data, part, parts[part]);
-    } catch (e) {
-      throw asDamage(e, cellName(grain, slice, bucket));
-    }
-    return { slice, bucket, data };
+  return ctx.q.allCells.all({ grain, from, to }).map((row) => {
+    const slice = sliceText(ctx, row.slice, cellName(grain, `#${row.slice}`, row.bucket));
+    return { slice, bucket: row.bucket, data: wholeData(ctx, row, grain, slice, row.bucket) };
   });
 }
 
@@ -578,6 +609,8 @@ export function createSqliteReads(
       storedRollups(ctx, selection, slices),
     storedCell: (grain: Grain, slice: string, bucket: number) => storedCell(ctx, grain, slice, bucket),
     storedCells: (grain: Grain, from: number, to: number) => storedCells(ctx, grain, from, to),
+    sliceCells: (grain: Grain, slice: string, from: number, to: number) => sliceCells(ctx, grain, slice, from, to),
+    sliceSpans: (grain: Grain, from: number) => sliceSpans(ctx, grain, from),
 
     /** The label dictionary (the write path gives new labels through it). */
     labels,
@@ -585,6 +618,8 @@ export function createSqliteReads(
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
     storedFoldedUntil: (): number => q.getFoldedUntil.get()?.t ?? 0,
+    /** Month cells from here on are summed from their day cells (rollupState.monthsFrom); Infinity: none. */
+    storedMonthsFrom: (): number => q.getMonthsFrom.get()?.t ?? Number.POSITIVE_INFINITY,
 
     signatures(ids: readonly string[]): KnownSignature[] {
       if (ids.length === 0) return [];

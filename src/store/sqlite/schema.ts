@@ -331,6 +331,12 @@ export const rollupState = sqliteTable("rollup_state", {
   foldedUntil: integer("folded_until").notNull(),
   /** What the stored cells count (ROLLUP_VERSION); an older version is rebuilt at start-up. */
   version: integer("version").notNull().default(0),
+  /**
+   * Month cells from this month on are not kept up to date (a bulk load left them to be summed
+   * from their day cells); reads sum the day cells meanwhile, the next fold stores the sums and
+   * clears it. Null: every month cell is current.
+   */
+  monthsFrom: integer("months_from"),
 });
 
 /**

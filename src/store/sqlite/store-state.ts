@@ -17,6 +17,7 @@ import { createMaintenanceReads } from "./maintenance-reads.ts";
 import { OpenHours } from "./open-hours.ts";
 import { createSqliteReads, sqliteLabels } from "./reads.ts";
 import type { Scans } from "./scan-threads.ts";
+import type { MonthMark } from "./write-context.ts";
 import { createSqliteWrites } from "./writes.ts";
 
 /**
@@ -31,6 +32,7 @@ export interface StoreState {
   readonly cells: CellCache;
   readonly open: OpenHours;
   readonly old: OldHours;
+  readonly months: MonthMark;
   /**
    * Sums of the stored slices a slice of every repo or platform adds up, while those cells stand:
    * of a few dimensions (small: a year's daily series is 3 kinds x 365 of them), and of every
@@ -62,10 +64,12 @@ export function createStoreState(
   db: Db,
   limits: StoreLimits = DEFAULT_LIMITS,
   labelLimit: number | null = null,
+  deferMonths = false,
 ): StoreState {
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const old = new OldHours();
+  const months: MonthMark = { from: Number.POSITIVE_INFINITY, defer: deferMonths };
   const reads = createSqliteReads(sqlite, db, sqliteLabels(sqlite, labelLimit));
   const limit = { current: limits };
   const relayPolicy: { current: RelayPolicy | null } = { current: null };
@@ -74,13 +78,14 @@ export function createStoreState(
     cells,
     open,
     old,
+    months,
     sums: new SumCache(8192),
     wholeSums: new SumCache(1024),
     reads,
     maintenance: createMaintenanceReads(db),
     alerts: createAlertReads(db),
     issues: createIssueReads(db),
-    writes: createSqliteWrites(sqlite, db, reads, cells, open, old, limit, relayPolicy),
+    writes: createSqliteWrites(sqlite, db, reads, cells, open, old, months, limit, relayPolicy),
     limits: limit,
     relayPolicy,
     damage: null,
@@ -122,6 +127,7 @@ export function recount(state: StoreState): void {
   reads.loadLabels();
   const foldedUntil = reads.storedFoldedUntil();
   open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));
+  state.months.from = reads.storedMonthsFrom();
 }
 
 /** Recounts what this connection can no longer vouch for; cheap when nothing changed. `mark`: a batch is about to begin. */

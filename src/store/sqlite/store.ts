@@ -32,10 +32,12 @@ export interface SqliteStoreOptions {
   limits?: StoreLimits;
   /** Rollup labels held in memory (OpenOptions.labelLimit); every one met by default. */
   labelLimit?: number | null;
+  /** Month cells summed from the day cells at the next fold, not counted as records come (OpenOptions.deferMonths). */
+  deferMonths?: boolean;
 }
 
 export function createSqliteStore(sqlite: Database, db: Db, opts: SqliteStoreOptions = {}): SqliteStore {
-  const state = createStoreState(sqlite, db, opts.limits, opts.labelLimit);
+  const state = createStoreState(sqlite, db, opts.limits, opts.labelLimit, opts.deferMonths);
   const { guard } = opts;
   return {
     ...guardReads<AllReads>(engineReads(state), READS, { translate: (e) => seen(state, e) }),
@@ -86,7 +88,11 @@ export function writeNow(state: StoreState, ops: readonly WriteOp[], guard?: Fil
 function rebuildNow(state: StoreState, onDay?: (day: number, end: number) => void): void {
   const { sqlite, reads, open, writes } = state;
   const span = reads.recordSpan();
-  sqlite.transaction(() => sqlite.run("DELETE FROM rollups"))();
+  // Every cell is counted again, months with their days: no month is left to sum.
+  sqlite.transaction(() => {
+    sqlite.run("DELETE FROM rollups");
+    sqlite.run("UPDATE rollup_state SET months_from = NULL");
+  })();
   recount(state);
   if (!span) return;
   // Hours from the fold mark on are open hours, recounted into memory above.

@@ -114,6 +114,10 @@ function prepareHotStatements(sqlite: Database) {
     dropOldHours: sqlite.query<never, { before: number }>(
       `DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.hour} AND "${rollups.bucket.name}" < $before`,
     ),
+    /** Month cells from a month on, to be summed again from their days (cells.ts sumMonths). */
+    dropMonthsFrom: sqlite.query<never, { from: number }>(
+      `DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.month} AND "${rollups.bucket.name}" >= $from`,
+    ),
   };
 }
 
@@ -179,6 +183,11 @@ function prepareStatements(db: Db) {
       .values({ id: 1, foldedUntil: sql.placeholder("until") })
       .onConflictDoUpdate({ target: rollupState.id, set: { foldedUntil: sql`excluded.folded_until` } })
       .prepare(),
+    setMonthsFrom: db
+      .update(rollupState)
+      .set({ monthsFrom: sql`${sql.placeholder("from")}` })
+      .where(eq(rollupState.id, 1))
+      .prepare(),
     // Compare-and-set: a load of an older in-progress install may have lowered the mark meanwhile.
     moveStuckMark: db
       .update(expiryState)
@@ -228,6 +237,17 @@ export interface BatchEffects {
   held: boolean;
 }
 
+/**
+ * The month mark (rollupState.monthsFrom) as this connection knows it: month cells from `from` on
+ * are summed from their day cells when the store next folds (cells.ts sumMonths), and read as
+ * those sums meanwhile (rollup-reads.ts). `defer`: this connection counts no month cell at all and
+ * moves the mark back to the earliest month it counts in (a bulk load: SqliteStoreOptions.deferMonths).
+ */
+export interface MonthMark {
+  from: number;
+  readonly defer: boolean;
+}
+
 /** The write side of one connection: made once (createWriteContext), passed to every step of a batch. */
 export interface WriteContext {
   sqlite: Database;
@@ -236,6 +256,7 @@ export interface WriteContext {
   cells: CellCache;
   openHours: OpenHours;
   oldHours: OldHours;
+  months: MonthMark;
   limits: { current: StoreLimits };
   q: ReturnType<typeof prepareStatements>;
   hot: ReturnType<typeof prepareHotStatements>;
@@ -260,6 +281,7 @@ export function createWriteContext(
   cells: CellCache,
   openHours: OpenHours,
   oldHours: OldHours,
+  months: MonthMark,
   limits: { current: StoreLimits },
   relayPolicy: { current: RelayPolicy | null },
 ): WriteContext {
@@ -271,6 +293,7 @@ export function createWriteContext(
     cells,
     openHours,
     oldHours,
+    months,
     limits,
     q: prepareStatements(db),
     hot: prepareHotStatements(sqlite),

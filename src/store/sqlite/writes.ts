@@ -190,7 +190,7 @@ function runBatch(ctx: WriteContext, ops: readonly WriteOp[]): { results: WriteR
 /** The write side of one connection (store.ts): the context made once, a transaction per batch. */
 export function createSqliteWrites(...args: Parameters<typeof createWriteContext>) {
   const ctx = createWriteContext(...args);
-  const { sqlite, cells, openHours, oldHours, counters, labels, relay } = ctx;
+  const { sqlite, cells, openHours, oldHours, counters, labels, relay, months } = ctx;
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => runBatch(ctx, ops));
   const rebuildDay = sqlite.transaction((day: number, end: number) => recountDay(ctx, day, end));
 
@@ -202,6 +202,7 @@ export function createSqliteWrites(...args: Parameters<typeof createWriteContext
     /** One transaction; after COMMIT, folded hours leave memory and the open-hour counts join it. */
     write(ops: readonly WriteOp[]): WriteResult[] {
       let batch: { results: WriteResult[]; fx: BatchEffects };
+      const monthsFrom = months.from;
       try {
         batch = writeBatch.immediate(ops);
       } catch (e) {
@@ -209,6 +210,7 @@ export function createSqliteWrites(...args: Parameters<typeof createWriteContext
         oldHours.clear();
         labels.rollback();
         counters.reset();
+        months.from = monthsFrom;
         throw e;
       }
       labels.commit();

@@ -1,0 +1,1 @@
+ALTER TABLE `rollup_state` ADD `months_from` integer;

@@ -17,6 +17,7 @@ import {
   type RollupKey,
 } from "../../domain/rollup.ts";
 import { encodeCell } from "../../domain/rollup-codec.ts";
+import { DAY } from "../../domain/time.ts";
 import type { ResultFor, WriteOp } from "../contract/store.ts";
 import { ALL_PARTS, cellKey, type CachedCell } from "./cell-cache.ts";
 import type { BatchEffects, WriteContext } from "./write-context.ts";
@@ -63,8 +64,11 @@ function putCell({ hot, labels }: WriteContext, key: RollupKey, data: RollupData
   return true;
 }
 
-/** Writes back every cell the batch touched (or removes it, when nothing is counted in it any more). */
-export function storeTouched(ctx: WriteContext): void {
+/**
+ * Writes back every cell the batch touched (or removes it, when nothing is counted in it any
+ * more); the earliest day it wrote a cell of (Infinity: none).
+ */
+export function storeTouched(ctx: WriteContext): number {
   const { cells, months } = ctx;
   let firstDay = Number.POSITIVE_INFINITY;
   for (const [id, { key, cell }] of ctx.touched) {
@@ -79,6 +83,17 @@ export function storeTouched(ctx: WriteContext): void {
   ctx.touched.clear();
   // Deferred: the months of the days counted in are summed later; until then they are read as sums.
   if (months.defer && firstDay < months.from) moveMonthMark(ctx, bucketStart(firstDay, GRAINS.month));
+  return firstDay;
+}
+
+/**
+ * A bulk load's months that ended a day or more before the earliest day its batch wrote, summed:
+ * a load in time order has passed them (late writes, such as expiries 12 hours on, fall in the
+ * day after), so memory holds one month's summing at a time, not the whole load's at its end. A
+ * write into a summed month later moves the mark back again.
+ */
+export function sumPassedMonths(ctx: WriteContext, firstDay: number): void {
+  if (ctx.months.defer && Number.isFinite(firstDay)) sumMonths(ctx, bucketStart(firstDay - DAY, GRAINS.month));
 }
 
 function moveMonthMark(ctx: WriteContext, from: number): void {
@@ -96,18 +111,21 @@ function moveMonthMark(ctx: WriteContext, from: number): void {
 const COLLECT_EVERY_SLICES = 100;
 
 /**
- * Month cells from the month mark on, summed from their day cells and stored; the mark cleared.
- * A slice's month at a time, its day cells read one by one; the sums are not kept in the cell
- * cache (a month summed is rarely counted into again soon).
+ * Month cells from the month mark to `until` (a month's start; Infinity: every month), summed from
+ * their day cells and stored; the mark moved to `until`. A slice's month at a time, its day cells
+ * read one by one; the sums are not kept in the cell cache (a month summed is rarely counted into
+ * again soon).
  */
-function sumMonths(ctx: WriteContext): void {
+function sumMonths(ctx: WriteContext, until: number): void {
   storeTouched(ctx); // the day cells as this batch counted them
   const from = ctx.months.from;
+  if (until <= from) return;
   // None of them is in the cell cache: this connection counts in no month from the mark on, and
   // another's moving the mark made it count everything again (store-state.ts recount).
-  ctx.hot.dropMonthsFrom.run({ from });
+  const to = Math.min(until, Number.MAX_SAFE_INTEGER);
+  ctx.hot.dropMonths.run({ from, to });
   let slices = 0;
-  for (const { slice, first, last } of ctx.reads.sliceSpans(GRAINS.day, from)) {
+  for (const { slice, first, last } of ctx.reads.sliceSpans(GRAINS.day, from, to)) {
     if (++slices % COLLECT_EVERY_SLICES === 0) Bun.gc(true);
     for (let month = bucketStart(first, GRAINS.month); month <= last; month = monthCeil(month + 1)) {
       const sum = emptyData();
@@ -115,7 +133,7 @@ function sumMonths(ctx: WriteContext): void {
       putCell(ctx, { grain: GRAINS.month, app: slice, bucket: month }, sum);
     }
   }
-  moveMonthMark(ctx, Number.POSITIVE_INFINITY);
+  moveMonthMark(ctx, until);
 }
 
 export function mergeSightings(ctx: WriteContext, sightings: SignatureSightings): void {
@@ -146,7 +164,7 @@ export function fold(
 ): ResultFor<typeof op> {
   const hours = foldHours(ctx, op.until, fx);
   if (Number.isFinite(ctx.months.from)) {
-    sumMonths(ctx);
+    sumMonths(ctx, Number.POSITIVE_INFINITY);
     // The batch's later writes count in every month again; its open hours' counts so far join memory after COMMIT.
     fx.open.push(fx.deltas);
     fx.deltas = deltasFrom(ctx, fx.deltas.foldedUntil);

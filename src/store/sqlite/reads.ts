@@ -226,9 +226,9 @@ function prepareReadStatements(sqlite: Database, db: Db) {
     ),
     getFoldedUntil: db.select({ t: rollupState.foldedUntil }).from(rollupState).where(eq(rollupState.id, 1)).prepare(),
     getMonthsFrom: db.select({ t: rollupState.monthsFrom }).from(rollupState).where(eq(rollupState.id, 1)).prepare(),
-    sliceSpans: sqlite.query<{ slice: number; first: number; last: number }, Record<"grain" | "from", number>>(
+    sliceSpans: sqlite.query<{ slice: number; first: number; last: number }, Record<"grain" | "from" | "to", number>>(
       `SELECT "${rollups.slice.name}" AS slice, min("${rollups.bucket.name}") AS first, max("${rollups.bucket.name}") AS last
-     FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from GROUP BY "${rollups.slice.name}"`,
+     FROM "${table}" WHERE "${rollups.grain.name}" = $grain AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to GROUP BY "${rollups.slice.name}"`,
     ),
     sliceCells: sqlite.query<
       { bucket: number; data: unknown; apps: unknown; errors: unknown },
@@ -534,9 +534,14 @@ function* sliceCells(ctx: ReadContext, grain: Grain, slice: string, from: number
     yield wholeData(ctx, row, grain, slice, row.bucket);
 }
 
-/** Each slice with cells of `grain` from `from` on, with its first and last bucket there. */
-function sliceSpans(ctx: ReadContext, grain: Grain, from: number): { slice: string; first: number; last: number }[] {
-  return ctx.q.sliceSpans.all({ grain, from }).map(({ slice, first, last }) => ({
+/** Each slice with cells of `grain` in [from, to), with its first and last bucket there. */
+function sliceSpans(
+  ctx: ReadContext,
+  grain: Grain,
+  from: number,
+  to: number,
+): { slice: string; first: number; last: number }[] {
+  return ctx.q.sliceSpans.all({ grain, from, to }).map(({ slice, first, last }) => ({
     slice: sliceText(ctx, slice, `rollup slices of grain ${grain}`),
     first,
     last,
@@ -610,7 +615,7 @@ export function createSqliteReads(
     storedCell: (grain: Grain, slice: string, bucket: number) => storedCell(ctx, grain, slice, bucket),
     storedCells: (grain: Grain, from: number, to: number) => storedCells(ctx, grain, from, to),
     sliceCells: (grain: Grain, slice: string, from: number, to: number) => sliceCells(ctx, grain, slice, from, to),
-    sliceSpans: (grain: Grain, from: number) => sliceSpans(ctx, grain, from),
+    sliceSpans: (grain: Grain, from: number, to: number) => sliceSpans(ctx, grain, from, to),
 
     /** The label dictionary (the write path gives new labels through it). */
     labels,

@@ -114,9 +114,9 @@ function prepareHotStatements(sqlite: Database) {
     dropOldHours: sqlite.query<never, { before: number }>(
       `DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.hour} AND "${rollups.bucket.name}" < $before`,
     ),
-    /** Month cells from a month on, to be summed again from their days (cells.ts sumMonths). */
-    dropMonthsFrom: sqlite.query<never, { from: number }>(
-      `DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.month} AND "${rollups.bucket.name}" >= $from`,
+    /** Month cells of [from, to), to be summed again from their days (cells.ts sumMonths). */
+    dropMonths: sqlite.query<never, { from: number; to: number }>(
+      `DELETE FROM "${getTableName(rollups)}" WHERE "${rollups.grain.name}" = ${GRAINS.month} AND "${rollups.bucket.name}" >= $from AND "${rollups.bucket.name}" < $to`,
     ),
   };
 }

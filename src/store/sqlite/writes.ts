@@ -9,7 +9,7 @@ import type { LeavingEntry } from "../common/budgets.ts";
 import { count } from "../common/counting.ts";
 import { importMarkName } from "../common/marks.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
-import { deltasFrom, fold, mergeSightings, recountDay, storeTouched } from "./cells.ts";
+import { deltasFrom, fold, mergeSightings, recountDay, storeTouched, sumPassedMonths } from "./cells.ts";
 import { encodeId } from "./ids.ts";
 import {
   applyHeldAlone,
@@ -181,7 +181,7 @@ function runBatch(ctx: WriteContext, ops: readonly WriteOp[]): { results: WriteR
   if (fx.held) keepHeldWithinBudget(ctx, fx);
   ctx.relay.trim(ops.reduce((at, op) => Math.max(at, op.at), 0));
   ctx.counters.flush();
-  storeTouched(ctx);
+  sumPassedMonths(ctx, storeTouched(ctx));
   fx.open.push(fx.deltas);
   mergeSightings(ctx, fx.sightings);
   return { results, fx };

@@ -469,8 +469,8 @@ export async function seedDatabase(
     }
   }
   await flush();
-  // A store opened for a bulk load (OpenOptions.deferMonths) sums its month cells now; for any
-  // other a fold to the mark it has already is nothing to do.
+  // A store opened for a bulk load (OpenOptions.deferMonths) sums the months it has not summed
+  // yet; for any other a fold to the mark it has already is nothing to do.
   await store.write([{ kind: "fold", until: await store.foldedUntil(), at: options.end }]);
   return { records: written, seconds: (performance.now() - began) / 1000, writes };
 }

@@ -29,9 +29,10 @@ export interface OpenOptions {
    */
   labelLimit?: number;
   /**
-   * A bulk writer (seed) whose records all lie in the past: the SQLite engine counts them in day
-   * cells only and sums the month cells from those at the next fold, instead of rewriting each
-   * month cell every batch. PostgreSQL's deltas fold rewrites them once per fold either way.
+   * A bulk writer (seed) whose records all lie in the past: the SQLite engine counts them in hour
+   * and day cells only and sums each month from its day cells once the load has passed it (the
+   * rest at the next fold), instead of rewriting each month cell every batch. PostgreSQL's deltas
+   * fold rewrites them once per fold either way.
    */
   deferMonths?: boolean;
 }

@@ -32,7 +32,7 @@ export interface SqliteStoreOptions {
   limits?: StoreLimits;
   /** Rollup labels held in memory (OpenOptions.labelLimit); every one met by default. */
   labelLimit?: number | null;
-  /** Month cells summed from the day cells at the next fold, not counted as records come (OpenOptions.deferMonths). */
+  /** Month cells summed from the day cells once a load has passed them, not counted as records come (OpenOptions.deferMonths). */
   deferMonths?: boolean;
 }
 

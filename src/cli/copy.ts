@@ -1,5 +1,6 @@
 import { verifyRollups } from "../maintenance/verify.ts";
 import type { Store } from "../store/contract/store.ts";
+import { BULK_LOAD, bulkWriter } from "../store/bulk-load.ts";
 import { displayLocation, locationKey } from "../store/open.ts";
 import { copyStore, type CopyPart, type CopySummary } from "../transfer/copy.ts";
 import { UsageError, openLocation, type Command } from "./command.ts";
@@ -56,11 +57,12 @@ export const copy: Command = {
       throw new UsageError(`--from and --to are the same database (${displayLocation(from)})`);
     const source = await openLocation(from, ctx, { create: false, flag: "--from" });
     try {
-      const target = await openLocation(to, ctx, { create: true, flag: "--to" });
+      const target = await openLocation(to, ctx, { create: true, flag: "--to", ...BULK_LOAD });
       try {
         // The target keeps what it is given within the budgets it will be served with.
         target.store.setLimits({ logBytes: config.logBudget, heldBytes: config.heldBudget });
-        const summary = await copyStore(source.store, target.store, {
+        const writer = bulkWriter(target.store);
+        const summary = await copyStore(source.store, writer, {
           at: Date.now(),
           source: locationKey(from),
           onProgress: (part, s) =>
@@ -68,6 +70,7 @@ export const copy: Command = {
               `copying ${PARTS[part]}: ${s[part].read.toLocaleString()} read, ${s[part].copied.toLocaleString()} copied, ${s[part].duplicates.toLocaleString()} there already`,
             ),
         });
+        await writer.finish(Date.now());
         // Checked: the target holds at least what was read of each part, and its rollups equal a recount.
         const day = (t: number) => new Date(t).toISOString().slice(0, 10);
         const check = await verifyRollups(target.store, (d, end) =>

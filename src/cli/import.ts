@@ -5,6 +5,7 @@ import { ImportFormatError, sniff } from "../transfer/input-format.ts";
 import type { LoadSummary } from "../transfer/load-executions.ts";
 import { SourceError, importFromApi } from "../transfer/telemetry-service-api.ts";
 import { importServiceDump } from "../transfer/telemetry-service-dump.ts";
+import { BULK_LOAD, bulkWriter } from "../store/bulk-load.ts";
 import { CliError, EXIT } from "./errors.ts";
 import { UsageError, countFlag, openDatabaseOf, type Command, type CommandContext } from "./command.ts";
 
@@ -122,13 +123,17 @@ async function fromFile(ctx: CommandContext, file: string, zone: string): Promis
     if (e instanceof ImportFormatError) throw new UsageError(`${name}: ${e.message}`);
     throw e;
   }
-  const engine = await openDatabaseOf(ctx, { create: true });
+  const engine = await openDatabaseOf(ctx, { create: true, ...BULK_LOAD });
   const { store } = engine;
-  const deps: Deps = { reads: store, commit: (ops) => store.write(ops) };
+  const writer = bulkWriter(store);
+  const deps: Deps = { reads: store, commit: (ops) => writer.write(ops) };
   try {
-    return input.format === "clickhouse-jsoneachrow" || input.format === "clickhouse-csv"
-      ? await fromDump(ctx, deps, input.text, input.format, zone, read)
-      : await fromRecords(ctx, deps, input, read);
+    const code =
+      input.format === "clickhouse-jsoneachrow" || input.format === "clickhouse-csv"
+        ? await fromDump(ctx, deps, input.text, input.format, zone, read)
+        : await fromRecords(ctx, deps, input, read);
+    await writer.finish(Date.now());
+    return code;
   } catch (e) {
     ctx.progress("");
     if (e instanceof ImportFormatError)
@@ -220,11 +225,12 @@ async function fromApi(ctx: CommandContext, url: string, zone: string): Promise<
     if (!existsSync(tokenFile)) throw new UsageError(`--token-file ${tokenFile} does not exist`);
     token = readFileSync(tokenFile, "utf8").trim();
   }
-  const engine = await openDatabaseOf(ctx, { create: true });
+  const engine = await openDatabaseOf(ctx, { create: true, ...BULK_LOAD });
   const { store } = engine;
+  const writer = bulkWriter(store);
   const refused = refusals(ctx);
   try {
-    const s = await importFromApi({ reads: store, commit: (ops) => store.write(ops) }, url, {
+    const s = await importFromApi({ reads: store, commit: (ops) => writer.write(ops) }, url, {
       normalize: ctx.config,
       zone,
       at: Date.now(),
@@ -241,6 +247,7 @@ async function fromApi(ctx: CommandContext, url: string, zone: string): Promise<
         ctx.err(`installstats import: ${error}; trying again in ${(waitMs / 1000).toFixed(1)} s\n`);
       },
     });
+    await writer.finish(Date.now());
     ctx.progress("");
     refused.more();
     const summary = {

@@ -1,12 +1,6 @@
 import { displayLocation } from "../store/open.ts";
-import {
-  SEED_DEFAULTS,
-  SEED_LABELS,
-  SEED_PROFILES,
-  seedDatabase,
-  seedOptions,
-  type SeedProfile,
-} from "../seed/seed.ts";
+import { SEED_DEFAULTS, SEED_PROFILES, seedDatabase, seedOptions, type SeedProfile } from "../seed/seed.ts";
+import { BULK_LOAD } from "../store/bulk-load.ts";
 import type { Store } from "../store/contract/store.ts";
 import { UsageError, countFlag, openDatabaseOf, type Command } from "./command.ts";
 
@@ -54,8 +48,7 @@ export const seed: Command = {
     const engine = await openDatabaseOf(ctx, {
       create: true,
       durability: "normal",
-      labelLimit: SEED_LABELS,
-      deferMonths: true,
+      ...BULK_LOAD,
     });
     try {
       // Generated installs look like real ones and are stored like them: once mixed, nothing tells

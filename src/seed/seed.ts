@@ -12,6 +12,7 @@
 // make (a `load` op), kept so that sizes and speeds compare with theirs.
 import { normalizeStart, normalizeUpdate } from "../domain/normalize.ts";
 import type { ResultOf, Store, WriteOp } from "../store/contract/store.ts";
+import { bulkWriter } from "../store/bulk-load.ts";
 import { DAY_OF_WEEK, HOUR_OF_DAY, Rng, buildCatalogue, growth, hashString, uuid4 } from "./seed-data.ts";
 import { DAY, HOUR } from "../domain/time.ts";
 import { HOUR_CELL_DAYS, storedSlicesOf } from "../domain/rollup.ts";
@@ -349,24 +350,7 @@ export interface SeedResult {
 const MAX_BATCH_CELLS = 1000;
 
 /**
- * A full collection between batches every this many writes: parsed cells and reports come and go
- * by the hundred thousand, and left to itself the heap grew to several times what is alive (RSS
- * 264 MB at 100k installs, 200-260 MB at 1M). Every 10k writes peaked at 166-208 MB for 300k
- * /upload installs once cells were split by platform (CI: 203), every 2.5k at 145-148 MB for
- * 3-7 % more time (1M of today's traffic 259 -> 215 MB; docs/decisions/2026-11-27-seed-collections.md).
- */
-const COLLECT_EVERY = 2_500;
-
-/**
- * Rollup labels one generation of the seed's store holds (OpenOptions.labelLimit): every distinct
- * failure of the data is a label (~125,000 at 1M installs of today's traffic), and held all they
- * grew the seed's peak with the number of installs (1M: 219-239 MB, 186-191 bounded; 4,096 took 7 %
- * more CPU for no lower peak: docs/decisions/2026-11-27-seed-bounded-labels.md).
- */
-export const SEED_LABELS = 16_384;
-
-/**
- * Writes `options.records` generated installs through `store.write`, in batches of at most
+ * Writes `options.records` generated installs through `store.write` as a bulk load (store/bulk-load.ts), in batches of at most
  * `batchSize` operations in time order (the upload profile keeps an hour whole in one batch when
  * it fits). Refuses a database that already holds this seed's records.
  */
@@ -384,7 +368,7 @@ export async function seedDatabase(
   let installs: boolean[] = [];
   let written = 0;
   let writes = 0;
-  let sinceCollect = 0;
+  const writer = bulkWriter(store);
   let checked = false;
   /** The stored app slices' hours or days the batch writes to (MAX_BATCH_CELLS). */
   const touched = new Set<string>();
@@ -415,7 +399,7 @@ export async function seedDatabase(
 
   const flush = async () => {
     if (ops.length === 0) return;
-    const results = await store.write(ops);
+    const results = await writer.write(ops);
     results.forEach((result, i) => {
       const op = ops[i]!;
       if (result.kind !== expected[i]) {
@@ -430,15 +414,10 @@ export async function seedDatabase(
       if (installs[i]) written++;
     });
     writes += ops.length;
-    sinceCollect += ops.length;
     touched.clear();
     ops = [];
     expected = [];
     installs = [];
-    if (sinceCollect >= COLLECT_EVERY) {
-      sinceCollect = 0;
-      Bun.gc(true);
-    }
     onProgress?.({ written, total });
   };
   const add = (op: WriteOp, expect: Planned["expect"], install: boolean) => {
@@ -469,8 +448,6 @@ export async function seedDatabase(
     }
   }
   await flush();
-  // A store opened for a bulk load (OpenOptions.deferMonths) sums the months it has not summed
-  // yet; for any other a fold to the mark it has already is nothing to do.
-  await store.write([{ kind: "fold", until: await store.foldedUntil(), at: options.end }]);
+  await writer.finish(options.end);
   return { records: written, seconds: (performance.now() - began) / 1000, writes };
 }

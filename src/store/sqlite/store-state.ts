@@ -23,7 +23,7 @@ import { createSqliteWrites } from "./writes.ts";
 /**
  * Parsed cells kept between batches and reads. Cells are small binary rows now, decoded in
  * microseconds, so the cache saves less than it costs in memory: with 8192 cells a bulk load
- * (seed) peaked at 229 MB of RSS at 1M installs, with 512 at ~175 MB (test/e2e/seed-runs-in-constant-memory.test.ts).
+ * (seed) peaked at 229 MB of RSS at 1M installs, with 512 at ~175 MB (test/e2e/bulk-loads-run-in-constant-memory.test.ts).
  */
 const CACHED_CELLS = 512;
 

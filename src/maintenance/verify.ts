@@ -14,6 +14,7 @@ import {
 } from "../domain/rollup.ts";
 import { failureSignature } from "../domain/error-signature.ts";
 import { DAY } from "../domain/time.ts";
+import { collections } from "../store/bulk-load.ts";
 
 interface CellMismatch {
   grain: number;
@@ -243,7 +244,13 @@ export async function verifyRollups(
     return v.check;
   await checkStrays(v, firstDay, endDay);
   let currentMonth: number | null = null;
+  // A day's cells, stored and recounted, decoded side by side, are garbage the next day: left to
+  // itself the heap grew to several times that (207,288 executions over 60 days: 799-898 MB).
+  const collect = collections();
+  let recountedBefore = 0;
   for (let day = firstDay; day < endDay; day += DAY) {
+    collect(v.check.records - recountedBefore);
+    recountedBefore = v.check.records;
     onDay?.(day, endDay);
     const month = bucketStart(day, GRAINS.month);
     if (month !== currentMonth) {

@@ -17,7 +17,7 @@ export const BULK_LOAD = { deferMonths: true, labelLimit: 16_384 } as const sati
 >;
 
 /**
- * A full collection after a batch every this many writes: parsed cells and records come and go by
+ * A full collection after a batch every this many writes (records gone through): parsed cells and records come and go by
  * the hundred thousand, and the heap grew to several times what is alive (the seed: RSS 264 MB at
  * 100k installs; every 10k writes 166-208 MB for 300k /upload installs, every 2.5k 145-148 MB for
  * 3-7 % more time: docs/decisions/2026-11-27-seed-collections.md).
@@ -25,7 +25,7 @@ export const BULK_LOAD = { deferMonths: true, labelLimit: 16_384 } as const sati
 const COLLECT_EVERY = 2_500;
 
 export interface BulkWriter {
-  /** store.write, with a full collection every COLLECT_EVERY writes. */
+  /** store.write, with a full collection every COLLECT_EVERY writes (`collections`). */
   write(ops: readonly WriteOp[]): Promise<WriteResult[]>;
   /**
    * Sums the months the load left to sum (a fold to where the store is folded already: for a
@@ -35,16 +35,26 @@ export interface BulkWriter {
   finish(at: number): Promise<void>;
 }
 
+/**
+ * For a command that goes through a whole data set (a bulk load, `verify`): told how many records
+ * it has just been through, it collects once COLLECT_EVERY have gone by since the last collection.
+ */
+export function collections(): (records: number) => void {
+  let since = 0;
+  return (records) => {
+    since += records;
+    if (since < COLLECT_EVERY) return;
+    since = 0;
+    Bun.gc(true);
+  };
+}
+
 export function bulkWriter(store: Pick<Store, "write" | "foldedUntil">): BulkWriter {
-  let sinceCollect = 0;
+  const collect = collections();
   return {
     async write(ops) {
       const results = await store.write(ops);
-      sinceCollect += ops.length;
-      if (sinceCollect >= COLLECT_EVERY) {
-        sinceCollect = 0;
-        Bun.gc(true);
-      }
+      collect(ops.length);
       return results;
     },
     async finish(at) {

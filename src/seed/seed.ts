@@ -350,9 +350,10 @@ export interface SeedResult {
 const MAX_BATCH_CELLS = 1000;
 
 /**
- * Writes `options.records` generated installs through `store.write` as a bulk load (store/bulk-load.ts), in batches of at most
- * `batchSize` operations in time order (the upload profile keeps an hour whole in one batch when
- * it fits). Refuses a database that already holds this seed's records.
+ * Writes `options.records` generated installs through `store.write` as a bulk load
+ * (store/bulk-load.ts), in batches of at most `batchSize` operations in time order (the upload
+ * profile keeps an hour whole in one batch when it fits). Refuses a database that already holds
+ * this seed's records.
  */
 export async function seedDatabase(
   store: Store,

@@ -370,7 +370,7 @@ export async function seedDatabase(
   let written = 0;
   let writes = 0;
   const writer = bulkWriter(store);
-  // Collected once its batch is let go (bulkWriter.write collects with the batch still held: +13 MB here).
+  // Collected once its batch is let go (bulkWriter.write collects with the batch still held: +4-5 MB).
   const collect = collections();
   let checked = false;
   /** The stored app slices' hours or days the batch writes to (MAX_BATCH_CELLS). */

@@ -17,7 +17,7 @@ export const BULK_LOAD = { deferMonths: true, labelLimit: 16_384 } as const sati
 >;
 
 /**
- * A full collection after a batch every this many writes (records gone through): parsed cells and records come and go by
+ * A full collection every this many records gone through: parsed cells and records come and go by
  * the hundred thousand, and the heap grew to several times what is alive (the seed: RSS 264 MB at
  * 100k installs; every 10k writes 166-208 MB for 300k /upload installs, every 2.5k 145-148 MB for
  * 3-7 % more time: docs/decisions/2026-11-27-seed-collections.md).

@@ -6,6 +6,7 @@ import { kindOfType, type Execution, type Kind } from "./execution.ts";
 import type { DimensionField } from "./fields.ts";
 import { OUTCOMES, isFailure, type Outcome } from "./outcome.ts";
 import { DAY, HOUR } from "./time.ts";
+import { RecentlyUsed } from "./recently-used.ts";
 
 export const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 
@@ -132,13 +133,26 @@ export const storedSlicesOf: Slices = (r) => {
 };
 
 /** The stored slices a slice adds up: one per repo class for every repo, times one per platform class for every platform; a stored slice is itself. */
-export function storedSlicesIn(slice: string): string[] {
-  const { kind, repo, platform, app } = sliceParts(slice);
-  if (repo !== null && platform !== null) return [slice];
-  const repos = repo === null ? REPO_CLASSES : [repo];
-  const platforms = platform === null ? PLATFORM_CLASSES : [platform];
-  return repos.flatMap((rp) => platforms.map((pl) => sliceKey(kind, rp, app, pl)));
+export function storedSlicesIn(slice: string): readonly string[] {
+  let stored = storedSlices.get(slice);
+  if (stored === undefined) {
+    const { kind, repo, platform, app } = sliceParts(slice);
+    const repos = repo === null ? REPO_CLASSES : [repo];
+    const platforms = platform === null ? PLATFORM_CLASSES : [platform];
+    stored =
+      repo !== null && platform !== null
+        ? [slice]
+        : repos.flatMap((rp) => platforms.map((pl) => sliceKey(kind, rp, app, pl)));
+    storedSlices.set(slice, stored);
+  }
+  return stored;
 }
+
+/**
+ * storedSlicesIn's answers for the slices read lately: a read asks for the same slices request
+ * after request, and the same strings are cheaper to look up than new ones (their hashes kept).
+ */
+const storedSlices = new RecentlyUsed<readonly string[]>(4096);
 
 /** A slice key's parts as written: repo and platform null for every one, the app as its slice ("*" or "=<nsapp>"). */
 function sliceParts(slice: string): { kind: Kind; repo: string | null; platform: string | null; app: string } {

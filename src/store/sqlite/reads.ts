@@ -98,15 +98,18 @@ interface FetchedRange {
  * Rows of the range queries fetched while no rollup cell changed: one page's aggregates ask for
  * the same cells again and again (a dashboard of 97 range queries asked 30 distinct ones, fetching
  * 4.9 MB of cell bytes at 1M), and reports mostly change executions and open hours, not stored
- * cells. Another connection's commit moves PRAGMA data_version; a change of a cell by this
- * connection, by any statement, moves a mark that TEMP triggers keep (temp: this connection's
- * own, no schema change). The mark is a random number, not a count: a rolled-back change takes
- * it back with the rows, and a later change never lands on a value seen in between.
+ * cells. A change of a cell by this connection, by any statement, moves a mark that TEMP triggers
+ * keep (temp: this connection's own, no schema change). The mark is a random number, not a count:
+ * a rolled-back change takes it back with the rows, and a later change never lands on a value seen
+ * in between. Another connection's commit is the store's to notice (store-state.ts checkState,
+ * which every rollup read passes first): it forgets the rows then (`clear`), as it recounts the
+ * open hours, so the rows and the open hours a read adds up are of the same moment. Asking SQLite
+ * for data_version here too cost 3-5 µs a range, dozens of ranges a request.
  */
 class FetchedRanges {
   private readonly rows: RecentlyUsed<FetchedRange>;
-  private at = "";
-  private readonly marks: Statement<{ v: number; c: number }, []>;
+  private at: number | null = null;
+  private readonly mark: Statement<{ c: number }, []>;
 
   constructor(sqlite: Database, limit: number) {
     this.rows = new RecentlyUsed(limit);
@@ -116,18 +119,15 @@ class FetchedRanges {
       sqlite.run(
         `CREATE TEMP TRIGGER IF NOT EXISTS rollup_changes_${op.toLowerCase()} AFTER ${op} ON main."${table}" BEGIN UPDATE temp.rollup_changes SET mark = random(); END`,
       );
-    this.marks = sqlite.query(
-      "SELECT (SELECT data_version FROM pragma_data_version) AS v, (SELECT mark FROM temp.rollup_changes) AS c",
-    );
+    this.mark = sqlite.query("SELECT mark AS c FROM temp.rollup_changes");
   }
 
   /** The rows of `key`, fetched by `fetch` unless fetched since the last change. */
   get(key: string, fetch: () => unknown[][]): FetchedRange {
-    const { v, c } = this.marks.get()!;
-    const now = `${v}|${c}`;
-    if (now !== this.at) {
+    const { c } = this.mark.get()!;
+    if (c !== this.at) {
       this.rows.clear();
-      this.at = now;
+      this.at = c;
     }
     let range = this.rows.get(key);
     if (range === undefined) {
@@ -135,6 +135,11 @@ class FetchedRanges {
       this.rows.set(key, range);
     }
     return range;
+  }
+
+  /** Another connection may have changed cells: every range is fetched afresh. */
+  clear(): void {
+    this.rows.clear();
   }
 }
 
@@ -620,6 +625,8 @@ export function createSqliteReads(
     /** The label dictionary (the write path gives new labels through it). */
     labels,
     loadLabels: load,
+    /** Rollup rows fetched so far are forgotten (another connection committed: store-state.ts recount). */
+    forgetFetched: () => ctx.fetched.clear(),
 
     // Migration 0004 inserts the one row; without it nothing counts as folded, which is always correct.
     storedFoldedUntil: (): number => q.getFoldedUntil.get()?.t ?? 0,

@@ -3,7 +3,7 @@
 // thread while serving.
 import { LabelCache } from "../common/labels.ts";
 import { countHours, daysOf, sliceFilter } from "../common/old-hours.ts";
-import { only, sumByBucket } from "../common/sum-cells.ts";
+import { only, sumByBucket, sumOfLists } from "../common/sum-cells.ts";
 import type { RollupSelection } from "../contract/executions.ts";
 import { decodePart } from "../../domain/rollup-codec.ts";
 import {
@@ -111,10 +111,10 @@ function storedAndOpen(state: StoreState, selection: RollupSelection, slices: re
   // can be kept by their identity. Open hours (all after the stored ones) keep their own sums.
   const cache = selection.dims === undefined ? wholeSums : sums;
   const key = `${grain}|${parts.join(",")}|${selection.dims?.join(",") ?? "*"}|${slices.join(",")}`;
-  const stored = sumByBucket(
-    [...reads.storedRollups({ ...selection, to: storedTo(state, grain, to) }, slices).values()],
-    { cache, key },
-  );
+  const stored = sumOfLists(reads.storedRollups({ ...selection, to: storedTo(state, grain, to) }, slices), {
+    cache,
+    key,
+  });
   const days = unsummedMonths(state, grain, from, to);
   if (days) {
     // Each day cell a list of its own, bucketed by its month: summed per month.

@@ -124,6 +124,7 @@ export function recount(state: StoreState): void {
   old.clear();
   sums.clear();
   wholeSums.clear();
+  reads.forgetFetched();
   reads.loadLabels();
   const foldedUntil = reads.storedFoldedUntil();
   open.recount(foldedUntil, reads.iterateExecutions({ from: foldedUntil }));

@@ -7,6 +7,25 @@ export const WEEK = 7 * DAY;
 export const floorHour = (t: number): number => Math.floor(t / HOUR) * HOUR;
 export const ceilHour = (t: number): number => Math.ceil(t / HOUR) * HOUR;
 
+/**
+ * ISO strings of times in order, as Date#toISOString writes them: whole hours of one day share its
+ * date, made once (a Date and its string per point were ~17 % of an hourly series' CPU).
+ */
+export function isoTimes(ts: readonly number[]): string[] {
+  let day = Number.NaN;
+  let date = "";
+  return ts.map((t) => {
+    if (t % HOUR !== 0 || t < 0) return new Date(t).toISOString();
+    const d = t - (t % DAY);
+    if (d !== day) {
+      day = d;
+      date = new Date(d).toISOString().slice(0, 11);
+    }
+    const h = (t - d) / HOUR;
+    return `${date}${h < 10 ? "0" : ""}${h}:00:00.000Z`;
+  });
+}
+
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:?\d{2})?$/;
 
 /** Calendar date and clock time as epoch ms read as UTC, the offset it names (ms; null: none), or null when no such time. */

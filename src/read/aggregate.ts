@@ -11,6 +11,7 @@ import {
   bucketStart,
   DURATION_BINS,
   emptyData,
+  isSettled,
   monthCeil,
   repoClass,
   sliceKey,
@@ -609,39 +610,73 @@ export const errorCounts = (cells: readonly Cell[]): [string, number][] =>
 const byCount = (a: [string, number], b: [string, number]): number =>
   b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 
+/** A settled cell's signatures with failures, most first, and their sum: made once per cell (no one changes it). */
+const ranked = new WeakMap<RollupData, { entries: [string, number][]; total: number }>();
+function rankedOf(data: RollupData): { entries: [string, number][]; total: number } {
+  let r = ranked.get(data);
+  if (r === undefined) {
+    const entries: [string, number][] = [];
+    let total = 0;
+    for (const sig in data.err) {
+      const n = data.err[sig]!;
+      if (n <= 0) continue;
+      entries.push([sig, n]);
+      total += n;
+    }
+    ranked.set(data, (r = { entries: entries.sort(byCount), total }));
+  }
+  return r;
+}
+
 /**
  * The `limit` most frequent error signatures of the cells (most first), how many signatures have
- * failed installs and how many those are, and each id's sum. The top is selected, not sorted out
- * of every id: a year of today's traffic holds ~55k signatures, and sorting them all was most of
- * the read (50-100 ms of CPU).
+ * failed installs and how many those are, and any id's count. A window's cells are mostly one
+ * settled sum (stats.ts settledSummed) and a few open hours: the sum's signatures are ranked once
+ * (a year of today's traffic holds ~55k, 30 days ~10k: summing them into a map on every request
+ * was most of its CPU), and the others' few are counted on top of it.
  */
 export function errorTop(
   cells: readonly Cell[],
   limit: number,
-): { top: [string, number][]; distinct: number; total: number; sums: Map<string, number> } {
-  const sums = new Map<string, number>();
+): { top: [string, number][]; distinct: number; total: number; count: (id: string) => number } {
+  const base = cells.find((c) => isSettled(c.data))?.data;
+  const { entries, total: baseTotal } = base === undefined ? { entries: [], total: 0 } : rankedOf(base);
+  const counted = (id: string): number => (base !== undefined && Object.hasOwn(base.err, id) ? base.err[id]! : 0);
+  const more = new Map<string, number>();
   // for-in lists own keys here (Object.prototype has no enumerable members), so every id is the cell's own.
-  for (const { data } of cells) for (const sig in data.err) sums.set(sig, (sums.get(sig) ?? 0) + data.err[sig]!);
-  const top: [string, number][] = [];
-  let distinct = 0;
-  let total = 0;
-  for (const entry of sums) {
-    if (entry[1] <= 0) continue;
-    distinct++;
-    total += entry[1];
-    if (limit === Number.POSITIVE_INFINITY) {
-      top.push(entry);
-      continue;
-    }
-    if (top.length >= limit && (limit === 0 || byCount(entry, top[top.length - 1]!) >= 0)) continue;
-    // Kept in order, the last the least: an insertion into at most `limit` entries.
-    let i = top.length;
-    while (i > 0 && byCount(entry, top[i - 1]!) < 0) i--;
-    top.splice(i, 0, entry);
-    if (top.length > limit) top.pop();
+  for (const { data } of cells) {
+    if (data === base) continue;
+    for (const sig in data.err) more.set(sig, (more.get(sig) ?? 0) + data.err[sig]!);
   }
-  if (limit === Number.POSITIVE_INFINITY) top.sort(byCount);
-  return { top, distinct, total, sums };
+  let distinct = entries.length;
+  let total = baseTotal;
+  const changed: [string, number][] = [];
+  for (const [sig, n] of more) {
+    const before = counted(sig);
+    const after = before + n;
+    distinct += (after > 0 ? 1 : 0) - (before > 0 ? 1 : 0);
+    total += Math.max(0, after) - Math.max(0, before);
+    if (after > 0) changed.push([sig, after]);
+  }
+  changed.sort(byCount);
+  // The ranked ids the others did not change, in order, merged with those they did.
+  const top: [string, number][] = [];
+  let i = 0;
+  let j = 0;
+  while (top.length < limit) {
+    while (i < entries.length && more.has(entries[i]![0])) i++;
+    const a = entries[i];
+    const b = changed[j];
+    if (a === undefined && b === undefined) break;
+    if (b === undefined || (a !== undefined && byCount(a, b) < 0)) {
+      top.push(a!);
+      i++;
+    } else {
+      top.push(b);
+      j++;
+    }
+  }
+  return { top, distinct, total, count: (id) => counted(id) + (more.get(id) ?? 0) };
 }
 
 /** The plan that reads cells folded from already-filtered records. */

@@ -288,12 +288,12 @@ const daily = (src: StatsSource, w: Window, use: Use, parts: RollupPart[], more?
   ...(more ? { more } : {}),
 });
 
-/** The `limit` most frequent failure signatures of cells read (selected, not sorted), how many there are, and their sums. */
+/** The `limit` most frequent failure signatures of cells read, how many there are, and any id's count. */
 function countsOf(r: Read, limit: number) {
   const counted =
     r.plan.outcome === null || r.plan.outcome === "failed"
       ? errorTop(r.cells, limit)
-      : { top: [], distinct: 0, total: 0, sums: new Map<string, number>() };
+      : { top: [], distinct: 0, total: 0, count: () => 0 };
   return { source: r.source, ...counted };
 }
 
@@ -437,8 +437,8 @@ export function createStats(store: StoreReads, scans?: Map<string, Promise<Cell[
     timeseries: (f: ExecutionFilter, w: Window, interval: Interval) => timeseriesOf(src, f, w, interval),
     /** Failed installs with signature `id` in the window, and with any signature. */
     async signatureCount(f: ExecutionFilter, w: Window, id: string) {
-      const { sums, total } = countsOf(await readErrors(src, f, w), 0);
-      return { count: Math.max(0, sums.get(id) ?? 0), totalFailed: total };
+      const { count, total } = countsOf(await readErrors(src, f, w), 0);
+      return { count: Math.max(0, count(id)), totalFailed: total };
     },
     /** Dimension values over-represented among the window's failures (domain/drivers.ts). */
     drivers: (f: ExecutionFilter, w: Window, minRuns: number) => driversOf(src, f, w, minRuns),

@@ -17,7 +17,7 @@ import { BREAKDOWN_DIMENSIONS } from "../../domain/rollup.ts";
 import { createStats, type Stats } from "../stats.ts";
 import { INTERVALS, pointCount } from "../aggregate.ts";
 import { CONFIDENCE, driverDimensions, type Driver } from "../../domain/drivers.ts";
-import { DAY } from "../../domain/time.ts";
+import { DAY, isoTimes } from "../../domain/time.ts";
 
 /** Default window of the aggregate endpoints when none is given. */
 const DEFAULT_STATS_DAYS = 30;
@@ -304,11 +304,12 @@ async function timeseries(ctx: StatsContext, query: Static<typeof TimeseriesQuer
       `a timeseries has at most ${MAX_POINTS} points; interval=${interval} over this window makes ${n}: use week or a shorter window`,
     );
   const { source, points } = await ctx.stats.timeseries(filter, w, interval);
+  const times = isoTimes(points.map((p) => p.t));
   return {
     window: windowJson(w),
     source,
     interval,
-    points: points.map((p) => ({ ...p, t: new Date(p.t).toISOString() })),
+    points: points.map((p, i) => ({ ...p, t: times[i]! })),
   };
 }
 

@@ -217,7 +217,9 @@ const own = <T>(map: Record<string, T> | undefined, key: string): T | undefined 
 function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } | null): Counts {
   if (dimFilter) return [...(own(d.dims[dimFilter.dim], dimFilter.value) ?? zero())] as Counts;
   const total = zero();
-  for (const counts of Object.values(d.dims.type ?? {})) add(total, counts);
+  // for-in, not Object.values: an array per cell was ~13 % of an hourly series' CPU.
+  const types = d.dims.type;
+  for (const value in types) add(total, types[value]!);
   return total;
 }
 
@@ -467,7 +469,18 @@ export function timeseries(
   }
   const points: Point[] = [];
   for (let t = intervalStart(w.from, interval); t < w.to; t += STEP[interval]) {
-    points.push({ t, ...outcomeCounts(only(sums.get(t) ?? zero(), p.outcome)) });
+    const c = outcomeCounts(only(sums.get(t) ?? zero(), p.outcome));
+    points.push({
+      t,
+      total: c.total,
+      success: c.success,
+      failed: c.failed,
+      blocked: c.blocked,
+      aborted: c.aborted,
+      in_progress: c.in_progress,
+      unknown: c.unknown,
+      success_rate: c.success_rate,
+    });
   }
   return points;
 }

@@ -97,7 +97,14 @@ const Timeseries = t.Object(
     window: WindowJson,
     source: Source,
     interval: t.String(),
-    points: t.Array(t.Object({ t: t.String({ format: "date-time" }), ...OutcomeCountsSchema })),
+    // The points' times without `format`: checking 744 of them in each answer as dates was ~12 % of an
+    // hourly series' CPU; isoTimes writes them as Date#toISOString does (its unit test).
+    points: t.Array(
+      t.Object({
+        t: t.String({ description: "the point's start, an ISO 8601 UTC time (2026-11-28T05:00:00.000Z)" }),
+        ...OutcomeCountsSchema,
+      }),
+    ),
   },
   { title: "Timeseries" },
 );

@@ -266,6 +266,23 @@ function outcomeCounts(c: Counts): OutcomeCounts {
 
 const round = (x: number): number => Math.round(x * 10_000) / 10_000;
 
+/**
+ * `head` with the counts after it, field by field (in the answer's order): spreading the counts
+ * into a new object cost ~6 % of a top-apps request and ~5 % of an hourly series.
+ */
+function withCounts<H extends object>(head: H, c: OutcomeCounts): H & OutcomeCounts {
+  const o = head as H & OutcomeCounts;
+  o.total = c.total;
+  o.success = c.success;
+  o.failed = c.failed;
+  o.blocked = c.blocked;
+  o.aborted = c.aborted;
+  o.in_progress = c.in_progress;
+  o.unknown = c.unknown;
+  o.success_rate = c.success_rate;
+  return o;
+}
+
 interface DurationStats {
   /** Installs the percentiles are computed over. */
   n: number;
@@ -410,19 +427,9 @@ export function breakdown(
   for (const [value, counts] of sums) {
     const c = outcomeCounts(only(counts, p.outcome));
     if (c.total === 0) continue;
-    // Field by field: spreading `c` cost ~6 % of a top-apps request.
-    groups.push({
-      value: value === "" ? null : value,
-      total: c.total,
-      success: c.success,
-      failed: c.failed,
-      blocked: c.blocked,
-      aborted: c.aborted,
-      in_progress: c.in_progress,
-      unknown: c.unknown,
-      success_rate: c.success_rate,
-      failure_rate: c.success_rate === null ? null : round(1 - c.success_rate),
-    });
+    const g = withCounts({ value: value === "" ? null : value }, c) as Group;
+    g.failure_rate = c.success_rate === null ? null : round(1 - c.success_rate);
+    groups.push(g);
   }
   if (o.sort === "failure_rate") {
     groups = groups.filter((g) => g.success + g.failed >= o.minRuns && g.failure_rate !== null);
@@ -469,18 +476,7 @@ export function timeseries(
   }
   const points: Point[] = [];
   for (let t = intervalStart(w.from, interval); t < w.to; t += STEP[interval]) {
-    const c = outcomeCounts(only(sums.get(t) ?? zero(), p.outcome));
-    points.push({
-      t,
-      total: c.total,
-      success: c.success,
-      failed: c.failed,
-      blocked: c.blocked,
-      aborted: c.aborted,
-      in_progress: c.in_progress,
-      unknown: c.unknown,
-      success_rate: c.success_rate,
-    });
+    points.push(withCounts({ t }, outcomeCounts(only(sums.get(t) ?? zero(), p.outcome))));
   }
   return points;
 }

@@ -123,8 +123,8 @@ const Errors = t.Object(
         count: t.Integer(),
         share: t.Number(),
         apps: t.Array(t.String(), { description: "apps that have ever failed with this signature" }),
-        first_seen: t.Nullable(t.String({ format: "date-time" })),
-        last_seen: t.Nullable(t.String({ format: "date-time" })),
+        first_seen: t.Nullable(t.String({ description: "an ISO 8601 UTC time (2026-11-28T05:00:00.000Z)" })),
+        last_seen: t.Nullable(t.String({ description: "an ISO 8601 UTC time" })),
         example: t.Nullable(t.String()),
         issue: t.Nullable(
           t.Object(

@@ -1,6 +1,6 @@
 // Issue links in SQLite (src/issues/ decides; this keeps): claims, links and their release inside
 // the batch's transaction like every other op. One writer per file, so a read then a write is atomic.
-import { and, desc, eq, inArray, isNotNull, isNull } from "drizzle-orm";
+import { and, desc, eq, inArray, isNotNull, isNull, sql } from "drizzle-orm";
 import type { IssueLink } from "../contract/issues.ts";
 import { linkOf } from "../common/issue-links.ts";
 import type { ResultOf, WriteOp } from "../contract/store.ts";
@@ -57,16 +57,26 @@ export function createIssueWrites(db: Db) {
 }
 
 export function createIssueReads(db: Db) {
+  const linked = isNotNull(issueLinks.url);
+  const order = [desc(issueLinks.linkedAt), issueLinks.signature] as const;
+  // Prepared once, the ids as one JSON parameter: a statement made for each list of ids was ~25 % of
+  // the error signatures' CPU.
+  const every = db
+    .select()
+    .from(issueLinks)
+    .where(linked)
+    .orderBy(...order)
+    .prepare();
+  const some = db
+    .select()
+    .from(issueLinks)
+    .where(and(linked, inArray(issueLinks.signature, sql`(SELECT value FROM json_each(${sql.placeholder("ids")}))`)))
+    .orderBy(...order)
+    .prepare();
   return {
     issueLinks(ids?: readonly string[]): IssueLink[] {
       if (ids !== undefined && ids.length === 0) return [];
-      const linked = isNotNull(issueLinks.url);
-      const rows = db
-        .select()
-        .from(issueLinks)
-        .where(ids === undefined ? linked : and(linked, inArray(issueLinks.signature, [...ids])))
-        .orderBy(desc(issueLinks.linkedAt), issueLinks.signature)
-        .all();
+      const rows = ids === undefined ? every.all() : some.all({ ids: JSON.stringify(ids) });
       return rows.map(linkOf).filter((l): l is IssueLink => l !== null);
     },
   };

@@ -143,6 +143,48 @@ class FetchedRanges {
   }
 }
 
+/** This connection's changes and other connections' commits so far: equal markers, same data. */
+function changeMarker(q: ReturnType<typeof prepareReadStatements>): string {
+  const { c, v } = q.changes.get()!;
+  return `${c}:${v}`;
+}
+
+/**
+ * Signatures read, kept until anything changes: a page asks for the same few dozen on every request
+ * (their rows, apps parsed, were ~30 % of the error signatures' CPU). A report changes a
+ * signature's last sighting and apps without touching a stored rollup cell (its hour is open), so
+ * what is kept goes with this connection's changes and others' commits (`changeMarker`), not with
+ * the rollups' mark; inside a transaction nothing is kept (a rollback leaves the marker as it was).
+ */
+class KnownSignatures {
+  private readonly rows: RecentlyUsed<KnownSignature>;
+  private at = "";
+
+  constructor(
+    private readonly sqlite: Database,
+    private readonly q: ReturnType<typeof prepareReadStatements>,
+    limit: number,
+  ) {
+    this.rows = new RecentlyUsed(limit);
+  }
+
+  of(ids: readonly string[]): KnownSignature[] {
+    if (this.sqlite.inTransaction) return this.fetch(ids);
+    const at = changeMarker(this.q);
+    if (at !== this.at) {
+      this.rows.clear();
+      this.at = at;
+    }
+    const missing = ids.filter((id) => this.rows.get(id) === undefined);
+    if (missing.length > 0) for (const s of this.fetch(missing)) this.rows.set(s.id, s);
+    return ids.flatMap((id) => this.rows.get(id) ?? []);
+  }
+
+  private fetch(ids: readonly string[]): KnownSignature[] {
+    return this.q.signaturesOf.all(JSON.stringify(ids)).map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
+  }
+}
+
 /**
  * The label dictionary of a connection: labels are loaded as they are met (another connection's),
  * given inside the write transaction by an INSERT (pending until it commits). With `limit`, at most
@@ -578,6 +620,7 @@ export function createSqliteReads(
     listings: new RecentlyUsed(LISTINGS_MAX),
   };
   const { q } = ctx;
+  const known = new KnownSignatures(sqlite, q, 1024);
   const chunks = (filter: ExecutionFilter, page?: Parameters<typeof executionChunks>[2]) =>
     executionChunks(ctx, filter, page);
 
@@ -611,10 +654,7 @@ export function createSqliteReads(
       for (const chunk of chunks(filter)) yield* chunk;
     },
     errorTextCounts: () => errorTextCounts(ctx),
-    changeMarker(): string {
-      const { c, v } = q.changes.get()!;
-      return `${c}:${v}`;
-    },
+    changeMarker: () => changeMarker(q),
     storedRollups: (selection: Omit<RollupSelection, "slice">, slices: readonly string[]) =>
       storedRollups(ctx, selection, slices),
     storedCell: (grain: Grain, slice: string, bucket: number) => storedCell(ctx, grain, slice, bucket),
@@ -633,10 +673,7 @@ export function createSqliteReads(
     /** Month cells from here on are summed from their day cells (rollupState.monthsFrom); Infinity: none. */
     storedMonthsFrom: (): number => q.getMonthsFrom.get()?.t ?? Number.POSITIVE_INFINITY,
 
-    signatures(ids: readonly string[]): KnownSignature[] {
-      if (ids.length === 0) return [];
-      return q.signaturesOf.all(JSON.stringify(ids)).map((s) => ({ ...s, apps: JSON.parse(s.apps) as string[] }));
-    },
+    signatures: (ids: readonly string[]): KnownSignature[] => (ids.length === 0 ? [] : known.of(ids)),
 
     recordSpan(): { first: number; last: number } | null {
       const span = q.recordSpan.get();

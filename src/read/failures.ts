@@ -62,3 +62,65 @@ export function failuresIn(data: RollupData, keys: Record<string, Counts>): Cell
   if (settled) takenApart.set(data, out);
   return out;
 }
+
+/** One app's failed runs (failed only) by exit code (0 left out), by category and by signature. */
+export interface AppFailures {
+  codes: Map<string, number>;
+  categories: Map<string, number>;
+  signatures: Map<string, number>;
+}
+
+const tallied = new WeakMap<RollupData, Map<string, AppFailures>>();
+
+/** `m` with `n` added to `key`'s count. */
+export const addTo = (m: Map<string, number>, key: string, n: number) => m.set(key, (m.get(key) ?? 0) + n);
+
+/**
+ * A cell's failed runs by app (failuresIn's keys added up per app), kept with a settled cell as
+ * failuresIn's keys are: walking a month's keys for each request was ~40 % of /api/errors' CPU.
+ */
+export function failuresByApp(data: RollupData, keys: Record<string, Counts>): ReadonlyMap<string, AppFailures> {
+  const settled = isSettled(data);
+  const kept = settled ? tallied.get(data) : undefined;
+  if (kept !== undefined) return kept;
+  const f = failuresIn(data, keys);
+  const out = new Map<string, AppFailures>();
+  for (let i = 0; i < f.app.length; i++) {
+    const n = f.failedOnly[i]!;
+    if (n === 0) continue;
+    let a = out.get(f.app[i]!);
+    if (a === undefined) out.set(f.app[i]!, (a = { codes: new Map(), categories: new Map(), signatures: new Map() }));
+    if (f.code[i] !== 0) addTo(a.codes, String(f.code[i]), n);
+    addTo(a.categories, f.category[i]!, n);
+    if (f.signed[i]) addTo(a.signatures, f.signature[i]!, n);
+  }
+  if (settled) tallied.set(data, out);
+  return out;
+}
+
+const ranked = new WeakMap<AppFailures, [string, number][]>();
+
+/** Most failures first, then by id. */
+const before = (a: [string, number], b: [string, number]) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+/**
+ * The signature with most failures (then the smallest id) of a settled tally's app with `more`
+ * added: the settled one's signatures ranked once (an app has thousands), `more`'s few counted on top.
+ */
+export function firstSignature(
+  settled: AppFailures | undefined,
+  more: ReadonlyMap<string, number>,
+): [string, number] | null {
+  let first: [string, number] | null = null;
+  const consider = (s: [string, number]) => {
+    if (s[1] > 0 && (first === null || before(s, first) < 0)) first = s;
+  };
+  for (const [id, n] of more) consider([id, (settled?.signatures.get(id) ?? 0) + n]);
+  if (settled === undefined) return first;
+  let order = ranked.get(settled);
+  if (order === undefined) ranked.set(settled, (order = [...settled.signatures].filter(([, n]) => n > 0).sort(before)));
+  // The best of those `more` left as they were.
+  const unchanged = order.find(([id]) => !more.has(id));
+  if (unchanged !== undefined) consider(unchanged);
+  return first;
+}

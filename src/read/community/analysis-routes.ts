@@ -8,9 +8,9 @@ import { Elysia, t, type Static } from "elysia";
 import { categoryOfExitCode } from "../../domain/error-category.ts";
 import { explainExitCode } from "../../domain/exit-codes.ts";
 import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from "../../store/contract/executions.ts";
-import { MAX_VALUE_LENGTH } from "../../domain/rollup.ts";
+import { MAX_VALUE_LENGTH, isSettled } from "../../domain/rollup.ts";
 import type { Window } from "../aggregate.ts";
-import { failuresIn } from "../failures.ts";
+import { addTo, failuresByApp, firstSignature, type AppFailures } from "../failures.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
 import { typesAsOf } from "../app-types.ts";
@@ -315,8 +315,6 @@ const asSummed = (counts: ReadonlyMap<string, number>): Summed[] =>
     .map(([value, n]) => ({ value, total: n, success: 0, failed: n, aborted: 0, in_progress: 0 }))
     .sort((a, b) => b.total - a.total || a.value.localeCompare(b.value));
 
-const more = (m: Map<string, number>, key: string, n: number) => m.set(key, (m.get(key) ?? 0) + n);
-
 /**
  * Each failing app's exit codes, categories and first signature, read from the failure keys of the
  * window's cells of every app (code, category, signature and app in one key: domain/rollup.ts):
@@ -338,28 +336,27 @@ async function appDetails(
   >();
   for (const app of apps) byApp.set(app, { codes: new Map(), categories: new Map(), firsts: [] });
   for (const { cells } of await Promise.all(filters.map((f) => stats.failureKeys(f, w)))) {
-    const signatures = new Map<string, Map<string, number>>();
+    // The settled sum's tallies (kept with it) and the open cells' on top.
+    let settled: ReadonlyMap<string, AppFailures> | undefined;
+    const open: ReadonlyMap<string, AppFailures>[] = [];
     for (const { data } of cells) {
-      const keys = data.dims.failure;
-      if (keys === undefined) continue;
-      const f = failuresIn(data, keys);
-      for (let i = 0; i < f.app.length; i++) {
-        const a = byApp.get(f.app[i]!);
-        const n = f.failedOnly[i]!;
-        if (a === undefined || n === 0) continue;
-        if (f.code[i] !== 0) more(a.codes, String(f.code[i]), n);
-        more(a.categories, f.category[i]!, n);
-        if (!f.signed[i]) continue;
-        const ofApp = signatures.get(f.app[i]!) ?? new Map<string, number>();
-        signatures.set(f.app[i]!, more(ofApp, f.signature[i]!, n));
-      }
+      if (data.dims.failure === undefined) continue;
+      const tally = failuresByApp(data, data.dims.failure);
+      if (settled === undefined && isSettled(data)) settled = tally;
+      else open.push(tally);
     }
-    // This filter's first signature of each app (most failures, then by id), as its cells' error counts rank them.
-    for (const [app, counts] of signatures) {
-      let first: [string, number] | null = null;
-      for (const [id, n] of counts)
-        if (n > 0 && (first === null || n > first[1] || (n === first[1] && id < first[0]))) first = [id, n];
-      if (first !== null) byApp.get(app)!.firsts.push(first);
+    for (const [app, a] of byApp) {
+      const base = settled?.get(app);
+      const more = new Map<string, number>();
+      for (const t of [base, ...open.map((o) => o.get(app))]) {
+        if (t === undefined) continue;
+        for (const [code, n] of t.codes) addTo(a.codes, code, n);
+        for (const [category, n] of t.categories) addTo(a.categories, category, n);
+        if (t !== base) for (const [id, n] of t.signatures) addTo(more, id, n);
+      }
+      // This filter's first signature of the app (most failures, then by id), as its cells' error counts rank them.
+      const first = firstSignature(base, more);
+      if (first !== null) a.firsts.push(first);
     }
   }
   // Across filters the first of most failures (the first filter's on a tie).

@@ -70,32 +70,44 @@ export interface AppFailures {
   signatures: Map<string, number>;
 }
 
+/** What an app without failures in a cell has (shared: read only). */
+const NONE: AppFailures = { codes: new Map(), categories: new Map(), signatures: new Map() };
+
 const tallied = new WeakMap<RollupData, Map<string, AppFailures>>();
 
 /** `m` with `n` added to `key`'s count. */
 export const addTo = (m: Map<string, number>, key: string, n: number) => m.set(key, (m.get(key) ?? 0) + n);
 
 /**
- * A cell's failed runs by app (failuresIn's keys added up per app), kept with a settled cell as
- * failuresIn's keys are: walking a month's keys for each request was ~40 % of /api/errors' CPU.
+ * The failed runs of `apps` in a cell (failuresIn's keys added up per app), kept with a settled
+ * cell as failuresIn's keys are: walking a month's keys for each request was ~40 % of /api/errors'
+ * CPU. Only the apps asked for are added up (a page asks for the same few dozen), so a year's sum
+ * keeps a few dozen apps' tallies, not every app's.
  */
-export function failuresByApp(data: RollupData, keys: Record<string, Counts>): ReadonlyMap<string, AppFailures> {
+export function failuresByApp(
+  data: RollupData,
+  keys: Record<string, Counts>,
+  apps: readonly string[],
+): ReadonlyMap<string, AppFailures> {
   const settled = isSettled(data);
-  const kept = settled ? tallied.get(data) : undefined;
-  if (kept !== undefined) return kept;
-  const f = failuresIn(data, keys);
-  const out = new Map<string, AppFailures>();
-  for (let i = 0; i < f.app.length; i++) {
-    const n = f.failedOnly[i]!;
-    if (n === 0) continue;
-    let a = out.get(f.app[i]!);
-    if (a === undefined) out.set(f.app[i]!, (a = { codes: new Map(), categories: new Map(), signatures: new Map() }));
-    if (f.code[i] !== 0) addTo(a.codes, String(f.code[i]), n);
-    addTo(a.categories, f.category[i]!, n);
-    if (f.signed[i]) addTo(a.signatures, f.signature[i]!, n);
+  const kept = (settled ? tallied.get(data) : undefined) ?? new Map<string, AppFailures>();
+  const missing = new Set(apps.filter((app) => !kept.has(app)));
+  if (missing.size > 0) {
+    const f = failuresIn(data, keys);
+    for (let i = 0; i < f.app.length; i++) {
+      const n = f.failedOnly[i]!;
+      const app = f.app[i]!;
+      if (n === 0 || !missing.has(app)) continue;
+      let a = kept.get(app);
+      if (a === undefined) kept.set(app, (a = { codes: new Map(), categories: new Map(), signatures: new Map() }));
+      if (f.code[i] !== 0) addTo(a.codes, String(f.code[i]), n);
+      addTo(a.categories, f.category[i]!, n);
+      if (f.signed[i]) addTo(a.signatures, f.signature[i]!, n);
+    }
+    for (const app of missing) if (!kept.has(app)) kept.set(app, NONE);
   }
-  if (settled) tallied.set(data, out);
-  return out;
+  if (settled) tallied.set(data, kept);
+  return kept;
 }
 
 const ranked = new WeakMap<AppFailures, [string, number][]>();

@@ -335,13 +335,14 @@ async function appDetails(
     { codes: Map<string, number>; categories: Map<string, number>; firsts: [string, number][] }
   >();
   for (const app of apps) byApp.set(app, { codes: new Map(), categories: new Map(), firsts: [] });
+  const asked = [...byApp.keys()];
   for (const { cells } of await Promise.all(filters.map((f) => stats.failureKeys(f, w)))) {
     // The settled sum's tallies (kept with it) and the open cells' on top.
     let settled: ReadonlyMap<string, AppFailures> | undefined;
     const open: ReadonlyMap<string, AppFailures>[] = [];
     for (const { data } of cells) {
       if (data.dims.failure === undefined) continue;
-      const tally = failuresByApp(data, data.dims.failure);
+      const tally = failuresByApp(data, data.dims.failure, asked);
       if (settled === undefined && isSettled(data)) settled = tally;
       else open.push(tally);
     }

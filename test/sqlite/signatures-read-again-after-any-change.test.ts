@@ -53,3 +53,27 @@ test("a signature read again reflects every sighting, whoever wrote it", () => {
   a.sqlite.close();
   b.sqlite.close();
 });
+
+test("more signatures than are kept are all answered, each once", () => {
+  const file = join(tempDir(), "many-signatures.db");
+  const a = openDatabase(file, { durability: "normal", migrate: true });
+  const state = createStoreState(a.sqlite, a.db);
+  const T = Date.UTC(2026, 10, 2, 10);
+  // Letters only: digits would be normalized into one signature.
+  const word = (n: number) =>
+    Array.from({ length: 3 }, (_, k) => "abcdefghijklmnopqrstuvwxyz"[Math.floor(n / 26 ** k) % 26]).join("");
+  const texts = Array.from({ length: 1100 }, (_, i) => `install failed: missing package ${word(i)}`);
+  writeNow(
+    state,
+    texts.map((error, i) =>
+      finishedLoad(`m${i}`, T + i, { nsapp: "nginx", status: "failed", outcome: "failed", error, exitCode: 1 }),
+    ),
+  );
+  const ids = texts.map((t) => failureSignatureId("failed", t)!);
+  expect(new Set(ids).size).toBe(1100);
+  for (const asked of [ids, [...ids, ...ids.slice(0, 10)], ids.slice(0, 5)]) {
+    const got = state.reads.signatures(asked).map((s) => s.id);
+    expect(got.sort()).toEqual([...new Set(asked)].sort());
+  }
+  a.sqlite.close();
+});

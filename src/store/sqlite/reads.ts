@@ -175,9 +175,20 @@ class KnownSignatures {
       this.rows.clear();
       this.at = at;
     }
-    const missing = ids.filter((id) => this.rows.get(id) === undefined);
-    if (missing.length > 0) for (const s of this.fetch(missing)) this.rows.set(s.id, s);
-    return ids.flatMap((id) => this.rows.get(id) ?? []);
+    // Each id once, found here or fetched (more ids than are kept still all answered).
+    const found = new Map<string, KnownSignature>();
+    const missing: string[] = [];
+    for (const id of new Set(ids)) {
+      const kept = this.rows.get(id);
+      if (kept === undefined) missing.push(id);
+      else found.set(id, kept);
+    }
+    if (missing.length > 0)
+      for (const s of this.fetch(missing)) {
+        found.set(s.id, s);
+        this.rows.set(s.id, s);
+      }
+    return [...found.values()];
   }
 
   private fetch(ids: readonly string[]): KnownSignature[] {

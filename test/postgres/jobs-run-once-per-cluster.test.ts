@@ -1,9 +1,13 @@
 // Scheduled jobs once per cluster: nodes sharing a PostgreSQL database take a lease on each job
 // (Store.leaseJob), so a round runs on one node, and not again until it is due.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { openEngine } from "../../src/store/open.ts";
 import type { Engine } from "../../src/store/engine.ts";
 import { createDatabase, startPostgres, type PgServer } from "../helpers/postgres.ts";
+
+// Starting a server (initdb) takes seconds when the suite's browser tests share the cores: past
+// bun's 5 s default, the hook timed out (CI-like run, 2026-11-29).
+setDefaultTimeout(60_000);
 
 let server: PgServer;
 let url: string;

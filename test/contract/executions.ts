@@ -26,6 +26,8 @@ import {
   type PageSort,
   type StoreReads,
 } from "../../src/store/contract/executions.ts";
+import type { WriteOp } from "../../src/store/contract/store.ts";
+import { LATE_MS } from "../../src/store/common/heard.ts";
 import { SCANNED, breakdown, foldRecords, summarize } from "../../src/read/aggregate.ts";
 import { createStats } from "../../src/read/stats.ts";
 import {
@@ -455,8 +457,48 @@ export function executionsContract({ database, freshStore }: Harness): void {
         2, 2, 1, 0,
       ]);
       expect(await store.countUpdatedSince({ outcome: "in_progress" }, [PAST, PAST + 2 * MIN])).toEqual([1, 0]);
-      expect(await store.countUpdatedSince({ from: PAST + MIN }, [PAST])).toEqual([1]);
       expect(await store.countUpdatedSince({}, [])).toEqual([]);
+    });
+
+    test("heard from since a time: every run that reported since, however long after its start (the late index's edges)", async () => {
+      const store = await freshStore();
+      const T = PAST + 3 * DAY;
+      // Reports at, just before and just after the edges a read looks at: the time asked, and
+      // LATE_MS before it, where the near range ends and the late index begins.
+      const gaps = [0, 1, MIN, LATE_MS - 1, LATE_MS, LATE_MS + 1, 2 * HOUR, DAY, 2 * DAY];
+      const asked = [T - DAY, T - HOUR, T - 20 * MIN, T];
+      const ops: WriteOp[] = [];
+      let n = 0;
+      for (const t of asked)
+        for (const startGap of gaps)
+          for (const heardGap of [-1, 0, 1, 5 * MIN]) {
+            const start = t - startGap;
+            const last = t + heardGap;
+            if (last < start) continue;
+            const id = `h${n++}`;
+            ops.push(tel(id, id, "installing", start, { nsapp: "debian" }));
+            if (last > start) ops.push(tel(id, id, n % 3 === 0 ? "installing" : "success", last));
+          }
+      await store.write(ops);
+      // An expired run was heard from when it expired (its updated_at).
+      await store.write([{ kind: "expire", executionId: "h0", at: T - 10 * MIN }]);
+      const all: Execution[] = [];
+      for await (const e of store.iterateExecutions({})) all.push(e);
+      for (const outcome of [undefined, "in_progress", "success"] as const) {
+        const of = all.filter((e) => outcome === undefined || e.outcome === outcome);
+        const filter = outcome === undefined ? {} : { outcome };
+        const since = [...asked, T - LATE_MS, T + 1];
+        expect(await store.countUpdatedSince(filter, since)).toEqual(
+          since.map((t) => of.filter((e) => e.updatedAt >= t).length),
+        );
+        for (const t of since) {
+          const heard = of.filter((e) => e.updatedAt >= t).sort((a, b) => b.updatedAt - a.updatedAt);
+          const listed = await store.listUpdatedSince(filter, t, 7);
+          expect(listed.map((e) => e.updatedAt)).toEqual(heard.slice(0, 7).map((e) => e.updatedAt));
+          expect(listed.every((e) => e.updatedAt >= t && (outcome === undefined || e.outcome === outcome))).toBe(true);
+          expect((await store.listUpdatedSince(filter, t, 1000)).length).toBe(heard.length);
+        }
+      }
     });
   });
 

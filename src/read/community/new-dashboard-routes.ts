@@ -614,10 +614,6 @@ function liveRun(e: Execution, now: number): RecentRun {
 
 const RECENT = 300;
 const LIVE_ROWS = 40;
-/** How far back the live panels look for runs that may still report (the longest run is a day). */
-const LIVE_LOOKBACK = 2 * DAY;
-/** Runs in flight listed for the live panel; more are counted by a query. */
-const LIVE_LISTED = 500;
 
 /** `a` and `b` added up, neither changed. */
 function sumOf(a: Sums, b: Sums): Sums {
@@ -709,15 +705,33 @@ export async function dailyOf(
     .filter((p) => p.runs > 0);
 }
 
-/** The newest runs of the window over every filter, the most recently heard from first. */
+/**
+ * The days that hold the window's newest `limit` runs, by its daily series (rollups): from the
+ * newest day with runs back to the day that completes `limit`. A filter no index serves (a
+ * platform, a repo) makes a listing read every row it passes, so it passes only these; null when
+ * the window has no runs.
+ */
+function newestRunsSpan(daily: readonly DailyPoint[], w: Window, limit: number): Window | null {
+  const newest = daily.at(-1);
+  if (newest === undefined) return null;
+  let runs = 0;
+  let i = daily.length - 1;
+  while (i > 0 && (runs += daily[i]!.runs) < limit) i--;
+  return { from: Math.max(w.from, Date.parse(daily[i]!.day)), to: Math.min(w.to, Date.parse(newest.day) + DAY) };
+}
+
+/** The newest runs of the window over every filter, the most recently heard from first; `daily`: the window's (dailyOf). */
 export async function recentOf(
   store: StoreReads,
   filters: readonly ExecutionFilter[],
   w: Window,
+  daily: readonly DailyPoint[],
   limit = RECENT,
 ): Promise<Execution[]> {
+  const span = newestRunsSpan(daily, w, limit);
+  if (span === null) return [];
   const lists = await Promise.all(
-    filters.map(async (f) => (await store.listExecutions({ ...f, from: w.from, to: w.to }, { limit })).rows),
+    filters.map(async (f) => (await store.listExecutions({ ...f, ...span }, { limit })).rows),
   );
   return lists
     .flat()
@@ -728,22 +742,12 @@ export async function recentOf(
 
 /** What is going on now, whatever the filters: runs heard from lately, and those in flight. */
 async function liveOf(store: StoreReads, now: number) {
-  const from = now - LIVE_LOOKBACK;
-  const [[lastHour = 0, lastDay = 0], going] = await Promise.all([
-    store.countUpdatedSince({ from }, [now - HOUR, now - DAY]),
-    store.listExecutions({ from, outcome: "in_progress" }, { limit: LIVE_LISTED }),
+  const [[lastHour = 0, lastDay = 0], [inFlight = 0], going] = await Promise.all([
+    store.countUpdatedSince({}, [now - HOUR, now - DAY]),
+    store.countUpdatedSince({ outcome: "in_progress" }, [now - 20 * MINUTE]),
+    store.listUpdatedSince({ outcome: "in_progress" }, now - 2 * HOUR, LIVE_ROWS),
   ]);
-  const lately = now - 20 * MINUTE;
-  // Every run in flight listed (no page after): counted from the list, not by another scan.
-  const inFlight =
-    going.next === null
-      ? going.rows.filter((e) => e.updatedAt >= lately).length
-      : ((await store.countUpdatedSince({ from, outcome: "in_progress" }, [lately]))[0] ?? 0);
-  const live = going.rows
-    .filter((e) => e.updatedAt >= now - 2 * HOUR)
-    .sort((a, b) => b.updatedAt - a.updatedAt)
-    .slice(0, LIVE_ROWS)
-    .map((e) => liveRun(e, now));
+  const live = going.map((e) => liveRun(e, now));
   return { live_in_flight: inFlight, live_last_hour: lastHour, live_last_24h: lastDay, live_now: orNull(live) };
 }
 
@@ -820,10 +824,11 @@ async function windowedSections(store: StoreReads, key: string) {
   // One request's aggregates share what a scan folds (a filter rollups cannot select).
   const stats = createStats(store, new Map());
   const span = await store.recordSpan();
+  const byDay = dailyOf(stats, filters, w);
   const [{ sums, headline, medianSuccessS, failures }, daily, recent, everything] = await Promise.all([
     readSums(stats, filters, w),
-    dailyOf(stats, filters, w),
-    recentOf(store, filters, w),
+    byDay,
+    byDay.then((d) => recentOf(store, filters, w, d)),
     span ? stats.summary({}, allTime(span, w.to)) : null,
   ]);
   const minRuns = minRunsFor(p.days);
@@ -939,7 +944,9 @@ const LogRoute = {
 async function logExport({ store, clock }: NewDeps, query: Static<typeof LogQuery>) {
   const p = newParams(query);
   const filters = filtersOf(p);
-  const rows = logRows((await recentOf(store, filters, windowOf(p.days, clock()))).map(recentRun), {
+  const w = windowOf(p.days, clock());
+  const daily = await dailyOf(createStats(store, new Map()), filters, w);
+  const rows = logRows((await recentOf(store, filters, w, daily)).map(recentRun), {
     q: query.q,
     status: query.status,
     type: query.type,

@@ -70,6 +70,9 @@ export interface ExecutionFilter extends FilterValues {
   except?: ExecutionFilter;
 }
 
+/** What "heard from since" reads may be asked to narrow by. */
+export type HeardFilter = Pick<ExecutionFilter, "outcome">;
+
 type ListOrder = "newest" | "oldest";
 
 /** Columns a numbered page can be sorted by (the community service's `sort`). */
@@ -148,9 +151,12 @@ export interface ExecutionReads {
   iterateExecutions(filter: ExecutionFilter): AsyncIterable<Execution>;
   /**
    * How many executions matching `filter` reported anything at or after each time in `since`
-   * (updated_at), one count per time: what is going on lately, whenever a run started.
+   * (updated_at), one count per time: what is going on lately, whenever a run started. Bounded
+   * reads, however old the store (store/common/heard.ts).
    */
-  countUpdatedSince(filter: ExecutionFilter, since: readonly number[]): Promise<number[]>;
+  countUpdatedSince(filter: HeardFilter, since: readonly number[]): Promise<number[]>;
+  /** Executions matching `filter` that reported anything at or after `since`, most recently heard from first, at most `limit`. */
+  listUpdatedSince(filter: HeardFilter, since: number, limit: number): Promise<Execution[]>;
   /** Executions per exact error text (non-empty), most frequent first: one scan of every execution. */
   errorTextCounts(): Promise<{ error: string; count: number }[]>;
   /** Changes whenever anything is committed: a cheap key for caching answers. */
@@ -178,6 +184,7 @@ export const EXECUTION_READS = {
   executionChunks: "stream",
   iterateExecutions: "stream",
   countUpdatedSince: "once",
+  listUpdatedSince: "once",
   errorTextCounts: "once",
   changeMarker: "once",
   readRollups: "once",

@@ -1,6 +1,6 @@
 // Read queries of the PostgreSQL engine: executions (keyset and numbered pages, chunks), rollup
 // cells (cells.ts), error signatures, the maintenance reads.
-import { and, asc, desc, inArray, sql, getTableColumns, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, inArray, sql, getTableColumns, type SQL } from "drizzle-orm";
 import type { Sql } from "postgres";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
@@ -18,6 +18,7 @@ import { DAY } from "../../domain/time.ts";
 import type {
   AppType,
   ExecutionFilter,
+  HeardFilter,
   ListCursor,
   PageQuery,
   RollupSelection,
@@ -34,6 +35,7 @@ import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS } from "./intake.ts";
 import { getMark } from "./writes.ts";
 import { importMarkName } from "../common/marks.ts";
+import { LATE_MS, nearFrom } from "../common/heard.ts";
 
 const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
 /** One install's executions, found through execution_ids (an index on random_id, then only their months' partitions). */
@@ -194,20 +196,49 @@ async function pageExecutions({ db }: ReadContext, filter: ExecutionFilter, page
   return { rows, total: counted?.n ?? 0 };
 }
 
+/** Reported at or after `t`. */
+const heard = (t: number): SQL => sql`${executions.updatedAt} >= ${t}`;
+/** Heard from since `t` though started before the near range: in the partial index (schema.ts executions_heard_late). */
+const heardLate = (t: number): SQL | undefined =>
+  and(sql.raw(`"updated_at" - "created_at" > ${LATE_MS}`), heard(t), sql`${executions.createdAt} < ${nearFrom(t)}`);
+
 async function countUpdatedSince(
   { db }: ReadContext,
-  filter: ExecutionFilter,
+  filter: HeardFilter,
   since: readonly number[],
 ): Promise<number[]> {
-  if (since.length === 0) return [];
-  const sums = Object.fromEntries(
-    since.map((t, i) => [
-      `n${i}`,
-      sql<number>`count(*) FILTER (WHERE ${executions.updatedAt} >= ${t})`.mapWith(Number),
-    ]),
+  const n = async (where: SQL | undefined) =>
+    (
+      await db
+        .select({ n: count() })
+        .from(executions)
+        .where(and(whereOf(filter), where))
+    )[0]?.n ?? 0;
+  return Promise.all(
+    since.map(
+      async (t) => (await n(and(sql`${executions.createdAt} >= ${nearFrom(t)}`, heard(t)))) + (await n(heardLate(t))),
+    ),
   );
-  const [row] = await db.select(sums).from(executions).where(whereOf(filter));
-  return since.map((_, i) => Number(row?.[`n${i}`] ?? 0));
+}
+
+async function listUpdatedSince(
+  { db }: ReadContext,
+  filter: HeardFilter,
+  since: number,
+  limit: number,
+): Promise<Execution[]> {
+  const newest = (where: SQL | undefined) =>
+    db
+      .select(executionColumns)
+      .from(executions)
+      .where(and(whereOf(filter), where))
+      .orderBy(desc(executions.updatedAt))
+      .limit(limit);
+  const [near, late] = await Promise.all([
+    newest(and(sql`${executions.createdAt} >= ${nearFrom(since)}`, heard(since))),
+    newest(heardLate(since)),
+  ]);
+  return [...near, ...late].sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt).slice(0, limit);
 }
 
 async function errorTextCounts({ pg }: ReadContext): Promise<{ error: string; count: number }[]> {
@@ -397,6 +428,7 @@ export function createPostgresReads(pg: Sql, db: PgDb, labels = new PgLabels(pg)
     pageExecutions: (filter, page) => pageExecutions(ctx, filter, page),
     executionChunks: (filter, page) => executionChunks(ctx, filter, page),
     countUpdatedSince: (filter, since) => countUpdatedSince(ctx, filter, since),
+    listUpdatedSince: (filter, since, limit) => listUpdatedSince(ctx, filter, since, limit),
     async *iterateExecutions(filter) {
       for await (const chunk of executionChunks(ctx, filter)) yield* chunk;
     },

@@ -19,6 +19,7 @@ import {
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
+import { LATE_MS } from "../common/heard.ts";
 
 const ms = (name: string) => bigint(name, { mode: "number" });
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({
@@ -89,6 +90,10 @@ export const executions = pgTable(
   (t) => [
     index("executions_created_at").on(t.createdAt, t.seq),
     index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq),
+    // Runs that reported long after they started, for "heard from since" (store/common/heard.ts).
+    index("executions_heard_late")
+      .on(t.updatedAt)
+      .where(sql.raw(`"updated_at" - "created_at" > ${LATE_MS}`)),
   ],
 );
 

@@ -1,7 +1,7 @@
 // Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
 // rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
-import { and, asc, desc, eq, isNotNull, ne, sql, getTableName, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, gte, isNotNull, lt, ne, sql, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { emptyData, settle, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
@@ -9,6 +9,7 @@ import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
 import type {
   AppType,
   ExecutionFilter,
+  HeardFilter,
   ListCursor,
   PageQuery,
   RollupCell,
@@ -22,6 +23,7 @@ import { READ_KEYS, OF_INSTALL, SELECT_READ, decodeExecution, filterColumns, rea
 import { encodeId } from "./ids.ts";
 import { wordDecoder } from "./codes.ts";
 import { LabelCache } from "../common/labels.ts";
+import { LATE_MS, nearFrom } from "../common/heard.ts";
 import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/filter.ts";
 import { RecentlyUsed } from "../../domain/recently-used.ts";
 
@@ -402,17 +404,41 @@ function decode(
 const sliceId = ({ labels }: ReadContext, slice: string): number | undefined =>
   labels.has(slice) ? labels.id(slice) : undefined;
 
-function countUpdatedSince({ db }: ReadContext, filter: ExecutionFilter, since: readonly number[]): number[] {
-  if (since.length === 0) return [];
-  const sums = since.map((t, i) =>
-    sql<number>`coalesce(sum(${executions.updatedAt} >= ${t}), 0)`.mapWith(Number).as(`n${i}`),
+/** Reported at or after `t`. */
+const heard = (t: number): SQL => gte(executions.updatedAt, t);
+/** Heard from since `t` though started before the near range: in the partial index (schema.ts executions_heard_late). */
+const heardLate = (t: number): SQL | undefined =>
+  and(sql.raw(`"updated_in" > ${LATE_MS}`), heard(t), lt(executions.createdAt, nearFrom(t)));
+
+function countUpdatedSince({ db }: ReadContext, filter: HeardFilter, since: readonly number[]): number[] {
+  const n = (where: SQL | undefined) =>
+    db
+      .select({ n: count() })
+      .from(executions)
+      .where(and(whereOf(filter), where))
+      .get()?.n ?? 0;
+  return since.map(
+    (t) =>
+      // Started since t: from the created_at index alone when no outcome is asked.
+      n(gte(executions.createdAt, t)) +
+      n(and(gte(executions.createdAt, nearFrom(t)), lt(executions.createdAt, t), heard(t))) +
+      n(heardLate(t)),
   );
-  const [row] = db
-    .select(Object.fromEntries(sums.map((s, i) => [`n${i}`, s])))
-    .from(executions)
-    .where(whereOf(filter))
-    .all();
-  return since.map((_, i) => Number((row as Record<string, number> | undefined)?.[`n${i}`] ?? 0));
+}
+
+function listUpdatedSince({ db }: ReadContext, filter: HeardFilter, since: number, limit: number): Execution[] {
+  const newest = (where: SQL | undefined) =>
+    db
+      .select(readColumns)
+      .from(executions)
+      .where(and(whereOf(filter), where))
+      .orderBy(desc(executions.updatedAt))
+      .limit(limit)
+      .all();
+  return [...newest(and(gte(executions.createdAt, nearFrom(since)), heard(since))), ...newest(heardLate(since))]
+    .map(fromRow)
+    .sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt)
+    .slice(0, limit);
 }
 
 /** The prepared query of one listing: `limit` + 1 rows of `filter` after the cursor, in `order`. */
@@ -649,7 +675,9 @@ export function createSqliteReads(
     attemptsOf: (randomId: string, firstRunAbsent = false): number =>
       (firstRunAbsent ? q.countRetries : q.countAttempts).get(encodeId(randomId))?.n ?? 0,
     executionChunks: chunks,
-    countUpdatedSince: (filter: ExecutionFilter, since: readonly number[]) => countUpdatedSince(ctx, filter, since),
+    countUpdatedSince: (filter: HeardFilter, since: readonly number[]) => countUpdatedSince(ctx, filter, since),
+    listUpdatedSince: (filter: HeardFilter, since: number, limit: number) =>
+      listUpdatedSince(ctx, filter, since, limit),
     listExecutions: (filter: ExecutionFilter, page: Parameters<typeof listExecutions>[2]) =>
       listExecutions(ctx, filter, page),
     typesOfApps(apps: readonly string[]): AppType[] {

@@ -17,6 +17,7 @@ import { CODED, codeColumn, decodeSql, wordDecoder, wordEncoder, type CodedColum
 import { KINDS, type Execution } from "../../domain/execution.ts";
 import { OUTCOMES } from "../../domain/outcome.ts";
 import { ENDPOINTS, LOGGED_AT, REJECT_REASONS } from "../../domain/rejection.ts";
+import { LATE_MS } from "../common/heard.ts";
 
 /**
  * Ids as stored: a canonical UUID (lowercase, as clients make them) as its 16 bytes, anything
@@ -157,6 +158,10 @@ export const executions = sqliteTable(
     index("executions_nsapp_created_at").on(t.nsapp, t.createdAt),
     // An install's later executions (retries); its first is found by its execution_id (rows.ts).
     index("executions_rid").on(t.rid).where(sql`"rid" IS NOT NULL`),
+    // Runs that reported long after they started, for "heard from since" (store/common/heard.ts).
+    index("executions_heard_late")
+      .on(t.updatedAt)
+      .where(sql.raw(`"updated_in" > ${LATE_MS}`)),
   ],
 );
 

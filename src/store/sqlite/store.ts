@@ -119,8 +119,9 @@ function engineReads(state: StoreState): EngineReads<AllReads> {
       for await (const chunk of inner.executionChunks(filter)) yield* chunk;
     },
     errorTextCounts: () => (state.scans ?? reads).errorTextCounts(),
-    // On the main thread: asked with a window of hours (the live counts), a short index range.
+    // On the main thread: short index ranges (store/common/heard.ts).
     countUpdatedSince: (filter, since) => reads.countUpdatedSince(filter, since),
+    listUpdatedSince: (filter, since, limit) => reads.listUpdatedSince(filter, since, limit),
     changeMarker: () => reads.changeMarker(),
     signatures: (ids) => reads.signatures(ids),
     recordSpan: () => reads.recordSpan(),

@@ -1,0 +1,1 @@
+CREATE INDEX "executions_heard_late" ON "executions" USING btree ("updated_at") WHERE "updated_at" - "created_at" > 3600000;

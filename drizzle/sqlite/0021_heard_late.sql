@@ -1,0 +1,1 @@
+CREATE INDEX `executions_heard_late` ON `executions` (`updated_at`) WHERE "updated_in" > 3600000;

@@ -16,7 +16,7 @@ import { byWindow, settledAndOpen } from "../settled.ts";
 import { csvCell } from "../export.ts";
 import { allTime, docParam } from "../query.ts";
 import { createStats } from "../stats.ts";
-import { collapsedStatus, goDays, label, windowOf } from "./community.ts";
+import { collapsedStatus, goDays, label, newestOf, windowOf } from "./community.ts";
 
 // ------------------------------------------------------------------ parameters
 
@@ -705,39 +705,16 @@ export async function dailyOf(
     .filter((p) => p.runs > 0);
 }
 
-/**
- * The days that hold the window's newest `limit` runs, by its daily series (rollups): from the
- * newest day with runs back to the day that completes `limit`. A filter no index serves (a
- * platform, a repo) makes a listing read every row it passes, so it passes only these; null when
- * the window has no runs.
- */
-function newestRunsSpan(daily: readonly DailyPoint[], w: Window, limit: number): Window | null {
-  const newest = daily.at(-1);
-  if (newest === undefined) return null;
-  let runs = 0;
-  let i = daily.length - 1;
-  while (i > 0 && (runs += daily[i]!.runs) < limit) i--;
-  return { from: Math.max(w.from, Date.parse(daily[i]!.day)), to: Math.min(w.to, Date.parse(newest.day) + DAY) };
-}
-
-/** The newest runs of the window over every filter, the most recently heard from first; `daily`: the window's (dailyOf). */
+/** The newest runs of the window over every filter (newestOf), the most recently heard from first. */
 export async function recentOf(
   store: StoreReads,
   filters: readonly ExecutionFilter[],
   w: Window,
-  daily: readonly DailyPoint[],
   limit = RECENT,
 ): Promise<Execution[]> {
-  const span = newestRunsSpan(daily, w, limit);
-  if (span === null) return [];
-  const lists = await Promise.all(
-    filters.map(async (f) => (await store.listExecutions({ ...f, ...span }, { limit })).rows),
+  return (await newestOf(store, filters, w, limit)).sort(
+    (a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt,
   );
-  return lists
-    .flat()
-    .sort((a, b) => b.createdAt - a.createdAt)
-    .slice(0, limit)
-    .sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt);
 }
 
 /** What is going on now, whatever the filters: runs heard from lately, and those in flight. */
@@ -824,11 +801,10 @@ async function windowedSections(store: StoreReads, key: string) {
   // One request's aggregates share what a scan folds (a filter rollups cannot select).
   const stats = createStats(store, new Map());
   const span = await store.recordSpan();
-  const byDay = dailyOf(stats, filters, w);
   const [{ sums, headline, medianSuccessS, failures }, daily, recent, everything] = await Promise.all([
     readSums(stats, filters, w),
-    byDay,
-    byDay.then((d) => recentOf(store, filters, w, d)),
+    dailyOf(stats, filters, w),
+    recentOf(store, filters, w),
     span ? stats.summary({}, allTime(span, w.to)) : null,
   ]);
   const minRuns = minRunsFor(p.days);
@@ -944,9 +920,7 @@ const LogRoute = {
 async function logExport({ store, clock }: NewDeps, query: Static<typeof LogQuery>) {
   const p = newParams(query);
   const filters = filtersOf(p);
-  const w = windowOf(p.days, clock());
-  const daily = await dailyOf(createStats(store, new Map()), filters, w);
-  const rows = logRows((await recentOf(store, filters, w, daily)).map(recentRun), {
+  const rows = logRows((await recentOf(store, filters, windowOf(p.days, clock()))).map(recentRun), {
     q: query.q,
     status: query.status,
     type: query.type,

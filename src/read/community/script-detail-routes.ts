@@ -73,11 +73,10 @@ export function scriptDetailRoutes(deps: { store: StoreReads; clock: () => numbe
       const filters = filtersOf({ repo, slug: "", platform, ctype: "" }).map((f) => ({ ...f, nsapp: app }));
       const w = windowOf(days, deps.clock());
       const stats = createStats(deps.store, new Map());
-      const byDay = dailyOf(stats, filters, w);
       const [{ sums, headline, medianSuccessS, failures }, daily, recent] = await Promise.all([
         readSums(stats, filters, w),
-        byDay,
-        byDay.then((d) => recentOf(deps.store, filters, w, d, RECENT)),
+        dailyOf(stats, filters, w),
+        recentOf(deps.store, filters, w, RECENT),
       ]);
       const groups = groupBreakdowns(sums, minRunsFor(days));
       return {

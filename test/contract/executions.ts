@@ -1546,9 +1546,16 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const records = executionsAt(mark, 50, "x");
       await store.write(records.map((r) => loadOp(r)));
       const day = bucketStart(records[0]!.createdAt, GRAINS.day);
-      const read = () =>
-        store.readRollups({ grain: GRAINS.hour, slice: ALL, from: day, to: day + DAY, parts: ALL_PARTS });
+      const read = (parts: readonly RollupPart[] = ALL_PARTS) =>
+        store.readRollups({ grain: GRAINS.hour, slice: ALL, from: day, to: day + DAY, parts });
+      const recount = (of: Execution[], parts: RollupPart[]) =>
+        recountHours(of, ALL, day, day + DAY).map((c) => ({ bucket: c.bucket, data: onlyParts(c.data, parts) }));
       expect(await read()).toEqual(recountHours(records, ALL, day, day + DAY)); // counted, and kept
+      // A part alone is made once from the kept cells, the same objects while the day stands
+      // (readers keep what they derive from settled cells by identity: read/settled.ts).
+      const apps = await read(["apps"]);
+      expect(apps).toEqual(recount(records, ["apps"]));
+      (await read(["apps"])).forEach((c, i) => expect(c.data).toBe(apps[i]!.data));
       // The install still in progress ends (its report arrives 50 days late).
       await one(store, updateOp("x-3", "failed", "exit code 1", mark - DAY));
       await one(store, loadOp(record("x-6", { createdAt: records[0]!.createdAt + 30 * MIN, nsapp: "c" })));
@@ -1556,6 +1563,8 @@ export function executionsContract({ database, freshStore }: Harness): void {
       const now = await allInstalls(store);
       expect(now.length).toBe(records.length);
       expect(await read()).toEqual(recountHours(now, ALL, day, day + DAY));
+      for (const parts of [["apps"], ["data"], ["errors"]] as RollupPart[][])
+        expect(await read(parts)).toEqual(recount(now, parts));
       await expectVerified(store, records.length);
     });
 

@@ -13,6 +13,7 @@ import {
   parseSlice,
   platformClass,
   repoClass,
+  settle,
   type RollupData,
 } from "../../domain/rollup.ts";
 import { DAY } from "../../domain/time.ts";
@@ -94,7 +95,8 @@ export class OldHours {
       if (kept?.version === now) {
         this.days.delete(key); // re-inserted: a Map's order is least recently used first
       } else {
-        kept = { day, version: now, cells: await count(slice, day) };
+        // Never changed once counted (a write that changes the day makes it count again): settled.
+        kept = { day, version: now, cells: (await count(slice, day)).map((c) => ({ ...c, data: settle(c.data) })) };
         for (const oldest of this.days.keys()) {
           if (this.days.size < this.limit) break;
           this.days.delete(oldest);

@@ -23,6 +23,25 @@ export function only(
   return { dims, dur: withData ? data.dur : {}, err: parts.includes("errors") ? data.err : {} };
 }
 
+const projections = new WeakMap<RollupData, Map<string, RollupData>>();
+
+/**
+ * `only(data, parts)` of a settled cell, made once per parts asked and settled in turn: a reader
+ * keeps what it derives from settled cells by their identities (read/settled.ts), and a projection
+ * made afresh on every read would be a new, open cell each time.
+ */
+export function onlyKept(data: RollupData, parts: readonly RollupPart[]): RollupData {
+  const key = parts.join(",");
+  let byParts = projections.get(data);
+  if (byParts === undefined) projections.set(data, (byParts = new Map()));
+  let out = byParts.get(key);
+  if (out === undefined) {
+    out = only(data, parts);
+    byParts.set(key, out === data ? out : settle(out));
+  }
+  return out;
+}
+
 /** A number per decoded cell object, never reused: a sum remembers what it added up without holding it. */
 const cellIds = new WeakMap<RollupData, number>();
 let nextCellId = 0;

@@ -29,7 +29,7 @@ import { filterWhere, pageSortColumn, pageWhere, type Like } from "../common/fil
 import { decodeHeld, entryBody } from "../common/budgets.ts";
 import { CellParts, PgLabels, dayVersions, readCells } from "./cells.ts";
 import { OldHours, countHours, daysOf, sliceFilter } from "../common/old-hours.ts";
-import { only, sumByBucket } from "../common/sum-cells.ts";
+import { onlyKept, sumByBucket } from "../common/sum-cells.ts";
 import type { PgDb } from "./database.ts";
 import { errorSignatures, executions, rejectedReports } from "./schema.ts";
 import { MARKS } from "./intake.ts";
@@ -278,7 +278,7 @@ async function readRollups(
       async (s, day) => countHours(executionChunks(ctx, sliceFilter(s, day, day + DAY)), s),
       (s, day) => dayVersions(pg, storedSlicesIn(s), day),
     );
-    for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
+    for (const c of counted) out.push({ bucket: c.bucket, data: onlyKept(c.data, parts) });
   }
   const start = Math.max(from, first);
   if (start < to) {

@@ -3,7 +3,7 @@
 // thread while serving.
 import { LabelCache } from "../common/labels.ts";
 import { countHours, daysOf, sliceFilter } from "../common/old-hours.ts";
-import { only, sumByBucket, sumOfLists } from "../common/sum-cells.ts";
+import { only, onlyKept, sumByBucket, sumOfLists } from "../common/sum-cells.ts";
 import type { RollupSelection } from "../contract/executions.ts";
 import { decodePart } from "../../domain/rollup-codec.ts";
 import {
@@ -40,7 +40,7 @@ export async function readRollups(state: StoreState, selection: RollupSelection)
       .flat()
       .map((c) => c.bucket);
     const counted = await old.read(slice, from, end, days, (s, day) => countDay(state, s, day));
-    for (const c of counted) out.push({ bucket: c.bucket, data: only(c.data, parts) });
+    for (const c of counted) out.push({ bucket: c.bucket, data: onlyKept(c.data, parts) });
   }
   const start = Math.max(from, first);
   if (start < to) out.push(...storedAndOpen(state, { ...selection, from: start }, storedSlicesIn(slice)));

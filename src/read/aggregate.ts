@@ -402,45 +402,120 @@ export interface BreakdownOptions {
   limit: number;
 }
 
-export function breakdown(
-  cells: readonly Cell[],
-  p: Extract<Plan, { source: "rollup" }>,
-  o: BreakdownOptions,
-): { groups: Group[]; total_groups: number } {
+/** Runs per value of `o.by` in the cells (only the filter's value when it is of that dimension). */
+function valueSums(cells: readonly Cell[], p: Extract<Plan, { source: "rollup" }>, by: Dimension): Map<string, Counts> {
   const sums = new Map<string, Counts>();
   const addTo = (value: string, counts: Counts) => {
-    if (p.only && p.only.dim === o.by && value !== p.only.value) return;
+    if (p.only && p.only.dim === by && value !== p.only.value) return;
     const sum = sums.get(value);
     if (sum) add(sum, counts);
     else sums.set(value, add(zero(), counts));
   };
   for (const { data } of cells) {
     // An app slice holds no nsapp dimension: it is the app.
-    if (o.by === "nsapp" && p.nsapp !== null) addTo(p.nsapp, cellTotal(data, null));
+    if (by === "nsapp" && p.nsapp !== null) addTo(p.nsapp, cellTotal(data, null));
     else {
       // Keys walked in place: Object.entries made an array per value of every cell (a quarter of the CPU by app).
-      const byValue = data.dims[o.by];
+      const byValue = data.dims[by];
       for (const value in byValue) addTo(value, byValue[value]!);
     }
   }
-  let groups: Group[] = [];
-  for (const [value, counts] of sums) {
-    const c = outcomeCounts(only(counts, p.outcome));
-    if (c.total === 0) continue;
-    const g = withCounts({ value: value === "" ? null : value }, c) as Group;
-    g.failure_rate = c.success_rate === null ? null : round(1 - c.success_rate);
-    groups.push(g);
+  return sums;
+}
+
+/** A value's group as the breakdown lists it; null when it has no runs or the ranking leaves it out. */
+function groupOf(value: string, counts: Counts, p: Extract<Plan, { source: "rollup" }>, o: BreakdownOptions) {
+  const c = outcomeCounts(only(counts, p.outcome));
+  if (c.total === 0) return null;
+  const g = withCounts({ value: value === "" ? null : value }, c) as Group;
+  g.failure_rate = c.success_rate === null ? null : round(1 - c.success_rate);
+  if (o.sort === "failure_rate" && (g.success + g.failed < o.minRuns || g.failure_rate === null)) return null;
+  return g;
+}
+
+/** By value: no value as if it were "null", and before an app named so (a total order, so merged rankings agree). */
+const byValue = (a: Group, b: Group) =>
+  String(a.value).localeCompare(String(b.value)) || Number(b.value === null) - Number(a.value === null);
+
+/** The order of a breakdown's groups: by failure rate (then failures), or by runs; then by value. */
+const groupOrder = (o: BreakdownOptions) =>
+  o.sort === "failure_rate"
+    ? (a: Group, b: Group) => b.failure_rate! - a.failure_rate! || b.failed - a.failed || byValue(a, b)
+    : (a: Group, b: Group) => b.total - a.total || byValue(a, b);
+
+/** Groups of `sums`, ranked, each with its value's key. */
+function rankedGroups(sums: Map<string, Counts>, p: Extract<Plan, { source: "rollup" }>, o: BreakdownOptions) {
+  const out: { key: string; group: Group }[] = [];
+  for (const [key, counts] of sums) {
+    const group = groupOf(key, counts, p, o);
+    if (group !== null) out.push({ key, group });
   }
-  if (o.sort === "failure_rate") {
-    groups = groups.filter((g) => g.success + g.failed >= o.minRuns && g.failure_rate !== null);
-    groups.sort(
-      (a, b) =>
-        b.failure_rate! - a.failure_rate! || b.failed - a.failed || String(a.value).localeCompare(String(b.value)),
-    );
-  } else {
-    groups.sort((a, b) => b.total - a.total || String(a.value).localeCompare(String(b.value)));
+  const order = groupOrder(o);
+  return out.sort((a, b) => order(a.group, b.group));
+}
+
+/**
+ * A settled cell's value sums and ranked groups, by what else shapes them. Kept with the cell:
+ * summing and ranking a year's apps again for each request was ~40 % of top apps' CPU; the open
+ * cells' few values are counted on top. The groups are frozen: answers share them.
+ */
+const rankedOfSettled = new WeakMap<
+  RollupData,
+  Map<string, { sums: Map<string, Counts>; ranked: { key: string; group: Group }[] }>
+>();
+
+function settledRanking(base: Cell, p: Extract<Plan, { source: "rollup" }>, o: BreakdownOptions) {
+  const shape = `${o.by}|${o.sort}|${o.minRuns}|${p.outcome}|${p.nsapp}|${p.only?.dim}|${p.only?.value}`;
+  let byShape = rankedOfSettled.get(base.data);
+  if (byShape === undefined) rankedOfSettled.set(base.data, (byShape = new Map()));
+  let kept = byShape.get(shape);
+  if (kept === undefined) {
+    const sums = valueSums([base], p, o.by);
+    const groups = rankedGroups(sums, p, o);
+    for (const g of groups) Object.freeze(g.group);
+    byShape.set(shape, (kept = { sums, ranked: groups }));
   }
-  return { groups: groups.slice(0, o.limit), total_groups: groups.length };
+  return kept;
+}
+
+export function breakdown(
+  cells: readonly Cell[],
+  p: Extract<Plan, { source: "rollup" }>,
+  o: BreakdownOptions,
+): { groups: Group[]; total_groups: number } {
+  const base = cells.find((c) => isSettled(c.data));
+  if (base === undefined) {
+    const groups = rankedGroups(valueSums(cells, p, o.by), p, o);
+    return { groups: groups.slice(0, o.limit).map((g) => g.group), total_groups: groups.length };
+  }
+  const settled = settledRanking(base, p, o);
+  const more = valueSums(
+    cells.filter((c) => c !== base),
+    p,
+    o.by,
+  );
+  // The values the open cells counted in, ranked again with their settled sums; the others as ranked.
+  const changed: { key: string; group: Group }[] = [];
+  for (const [key, counts] of more) {
+    const before = settled.sums.get(key);
+    const group = groupOf(key, before === undefined ? counts : add([...before] as Counts, counts), p, o);
+    if (group !== null) changed.push({ key, group });
+  }
+  const order = groupOrder(o);
+  changed.sort((a, b) => order(a.group, b.group));
+  let unchanged = 0;
+  const groups: Group[] = [];
+  let j = 0;
+  for (const s of settled.ranked) {
+    if (more.has(s.key)) continue;
+    unchanged++;
+    if (groups.length >= o.limit) continue;
+    while (j < changed.length && groups.length < o.limit && order(changed[j]!.group, s.group) < 0)
+      groups.push(changed[j++]!.group);
+    if (groups.length < o.limit) groups.push(s.group);
+  }
+  while (j < changed.length && groups.length < o.limit) groups.push(changed[j++]!.group);
+  return { groups, total_groups: unchanged + changed.length };
 }
 
 export const INTERVALS = ["hour", "day", "week"] as const;

@@ -3,7 +3,7 @@
 // one run on this machine and fails when the working tree lost more than --threshold (10%) on any
 // of: server CPU per ingested report (start reports and /telemetry lifecycles, medians over
 // --rounds), peak RSS under that load, idle RSS of an empty server, seed CPU time and peak RSS
-// and bytes per install after `seed --records N`, and the p95 of the heaviest aggregate read over
+// (medians over --rounds, alternated) and bytes per install after `seed --records N`, and the p95 of the heaviest aggregate read over
 // the seeded data. Prints every figure, both sides and their ratio.
 //
 //   bun run bench:guard [--against <commit>] [--current <commit>] [--quick] [--rounds 2] [--duration 10]
@@ -25,7 +25,7 @@
 // server that would not start, a bad flag). Needs git, wrk (Debian: apt-get install -y wrk).
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { Database } from "bun:sqlite";
 import {
@@ -252,6 +252,18 @@ interface Seeded {
   bytesPerInstall: number;
 }
 
+/** The rounds' medians; the database (the same data every round) and its size of the last. */
+function medianSeed(rounds: readonly Seeded[]): Seeded {
+  const last = rounds.at(-1)!;
+  return {
+    db: last.db,
+    wallS: median(rounds.map((s) => s.wallS)),
+    cpuS: median(rounds.map((s) => s.cpuS)),
+    peakRssMb: median(rounds.map((s) => s.peakRssMb)),
+    bytesPerInstall: last.bytesPerInstall,
+  };
+}
+
 /** Whether `bin seed` takes --profile (binaries before seed profiles seed /upload installs only). */
 function seedHasProfile(bin: string): boolean {
   const r = Bun.spawnSync([bin, "seed", "--help"], { stdout: "pipe", stderr: "pipe" });
@@ -430,18 +442,24 @@ async function main(): Promise<number> {
     }
   }
 
+  // Seeds alternate by round as the ingestion rounds do: one seed per side once measured its
+  // CPU x1.11 of the other's with the same code (the machine's drift), x0.99 alternated.
+  const seeds: Record<Side, Seeded[]> = { reference: [], current: [] };
+  for (let r = 0; r < (opt.quick ? 0 : rounds); r++)
+    for (const side of order(r)) {
+      log(`seed --records ${records}, round ${r + 1}/${rounds}: ${side}`);
+      const s = await seed(bins[side], seedFlags[side], join(work, `seed-${side}-${r}`));
+      log(
+        `  ${s.wallS.toFixed(1)} s (${s.cpuS.toFixed(1)} s CPU), peak RSS ${s.peakRssMb.toFixed(0)} MB, ${s.bytesPerInstall.toFixed(0)} bytes per install`,
+      );
+      seeds[side].push(s);
+    }
   const seeded = {} as Record<Side, Seeded>;
-  for (const side of opt.quick ? [] : sides) {
-    log(`seed --records ${records}: ${side}`);
-    seeded[side] = await seed(bins[side], seedFlags[side], join(work, `seed-${side}`));
-    log(
-      `  ${seeded[side].wallS.toFixed(1)} s (${seeded[side].cpuS.toFixed(1)} s CPU), peak RSS ${seeded[side].peakRssMb.toFixed(0)} MB, ${seeded[side].bytesPerInstall.toFixed(0)} bytes per install`,
-    );
-  }
   const readResults = {} as Record<Side, Awaited<ReturnType<typeof reads>>>;
   for (const side of opt.quick ? [] : sides) {
+    seeded[side] = medianSeed(seeds[side]);
     log(`aggregate reads over the seeded data: ${side}`);
-    readResults[side] = await reads(bins[side], seeded[side], join(work, `seed-${side}`));
+    readResults[side] = await reads(bins[side], seeded[side], dirname(seeded[side].db));
   }
 
   // A reference without /telemetry (older than the current clients' protocol) answers 404: its

@@ -28,6 +28,8 @@ import {
 } from "../../src/store/contract/executions.ts";
 import type { WriteOp } from "../../src/store/contract/store.ts";
 import { LATE_MS } from "../../src/store/common/heard.ts";
+
+const OUTCOMES_LISTED = ["success", "failed", "aborted", "in_progress", "unknown"] as const;
 import { SCANNED, breakdown, foldRecords, summarize } from "../../src/read/aggregate.ts";
 import { createStats } from "../../src/read/stats.ts";
 import {
@@ -599,6 +601,48 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect(idsOf((await store.listExecutions({ outcome: "failed" }, { limit: 10 })).rows)).toEqual(["f1"]);
       expect(await hourTotals(store)).toEqual(outcomes({ blocked: 1, failed: 1 }));
       await expectVerified(store, 2);
+    });
+
+    test("listings by outcome: every outcome, in pages both ways, with other filters, and an outcome that is none", async () => {
+      const store = await freshStore();
+      const ops: WriteOp[] = [];
+      const endings = ["success", "failed", "aborted", null, "failed", "success"] as const;
+      for (let i = 0; i < 30; i++) {
+        const at = PAST + i * MIN + (i % 4) * 7;
+        ops.push(startOp(`o${i}`, { nsapp: i % 2 === 0 ? "a" : "b" }, at));
+        const end = endings[i % endings.length]!;
+        if (end !== null) ops.push(updateOp(`o${i}`, end, end === "failed" ? "exit code 1" : null, at + 30 * MIN));
+      }
+      await store.write(ops);
+      // Every run began in progress and most ended later; one in progress expires (unknown).
+      await store.write([{ kind: "expire", executionId: "o3", at: PAST + DAY }]);
+      const all = await allInstalls(store);
+      for (const outcome of OUTCOMES_LISTED) {
+        const want = all
+          .filter((e) => e.outcome === outcome)
+          .sort((a, b) => b.createdAt - a.createdAt)
+          .map((e) => e.executionId);
+        for (const filter of [
+          { outcome },
+          { outcome, nsapp: "a" },
+          { outcome, from: PAST + 5 * MIN },
+        ] as ExecutionFilter[]) {
+          const expected = want.filter((id) => {
+            const e = all.find((x) => x.executionId === id)!;
+            return (filter.nsapp === undefined || e.nsapp === filter.nsapp) && e.createdAt >= (filter.from ?? 0);
+          });
+          expect(
+            (await everyPage(store, filter, 4, "newest")).flat().map((e) => e.executionId),
+            outcome,
+          ).toEqual(expected);
+          expect(
+            (await everyPage(store, filter, 3, "oldest")).flat().map((e) => e.executionId),
+            outcome,
+          ).toEqual([...expected].reverse());
+        }
+      }
+      // Not an outcome: nothing, never an error (a reader's value passed through).
+      expect((await store.listExecutions({ outcome: "nope" as Outcome }, { limit: 10 })).rows).toEqual([]);
     });
 
     test("an update for an unknown install is held; its start report takes the held status, with no duration", async () => {

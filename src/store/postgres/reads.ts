@@ -4,6 +4,7 @@ import { and, asc, count, desc, inArray, sql, getTableColumns, type SQL } from "
 import type { Sql } from "postgres";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
+import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import type { RejectReason } from "../../domain/rejection.ts";
 import {
@@ -43,7 +44,17 @@ const ofInstall = (randomId: string | undefined): SQL | undefined =>
   randomId === undefined
     ? undefined
     : sql`(${executions.executionId}, ${executions.createdAt}) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
-const whereOf = (f: ExecutionFilter): SQL | undefined => and(filterWhere(executions, f, like), ofInstall(f.randomId));
+/**
+ * An outcome written into the statement: PostgreSQL uses a partial index (schema.ts
+ * executions_failed) only where it can prove the index's condition, which a bound parameter of a
+ * generic plan does not. An outcome that is none of OUTCOMES matches nothing, as the text did.
+ */
+const outcomeIs = (outcome: Outcome | undefined): SQL | undefined => {
+  if (outcome === undefined) return undefined;
+  return OUTCOMES.includes(outcome) ? sql`${executions.outcome} = ${sql.raw(`'${outcome}'`)}` : sql`1 = 0`;
+};
+const whereOf = (f: ExecutionFilter): SQL | undefined =>
+  and(filterWhere(executions, { ...f, outcome: undefined }, like), outcomeIs(f.outcome), ofInstall(f.randomId));
 
 const { seq: _seq, ...executionColumns } = getTableColumns(executions);
 const CHUNK_ROWS = 1000;

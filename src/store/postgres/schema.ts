@@ -90,6 +90,9 @@ export const executions = pgTable(
   (t) => [
     index("executions_created_at").on(t.createdAt, t.seq),
     index("executions_nsapp_created_at").on(t.nsapp, t.createdAt, t.seq),
+    // Failed runs by time: lists of failures (the newest of /api/errors) read these rows, not every
+    // run they pass. Used when a statement names the outcome itself (reads.ts outcomeIs).
+    index("executions_failed").on(t.createdAt, t.seq).where(sql.raw(`"outcome" = 'failed'`)),
     // Runs that reported long after they started, for "heard from since" (store/common/heard.ts).
     index("executions_heard_late")
       .on(t.updatedAt)

@@ -4,6 +4,7 @@ import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 import { and, asc, count, desc, eq, gte, isNotNull, lt, ne, sql, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
+import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 import { emptyData, settle, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
 import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
 import type {
@@ -46,8 +47,22 @@ const ofInstall = (randomId: string | undefined): SQL | undefined => {
   const id = encodeId(randomId);
   return sql`((${executions.executionId} = ${id} AND ${executions.rid} IS NULL) OR ${executions.rid} = ${id})`;
 };
+/**
+ * An outcome as its code written into the statement: SQLite uses a partial index (schema.ts
+ * executions_failed) only for a term equal to its own, and compares the stored code instead of
+ * the virtual word. An outcome that is none of OUTCOMES matches nothing, as the word did.
+ */
+const outcomeIs = (outcome: Outcome | undefined): SQL | undefined => {
+  if (outcome === undefined) return undefined;
+  const code = OUTCOMES.indexOf(outcome);
+  return code < 0 ? sql`1 = 0` : sql`${executions.outcomeCode} = ${sql.raw(String(code))}`;
+};
 const whereOf = (f: ExecutionFilter): SQL | undefined =>
-  and(filterWhere(filterColumns, { ...f, randomId: undefined }, like), ofInstall(f.randomId));
+  and(
+    filterWhere(filterColumns, { ...f, randomId: undefined, outcome: undefined }, like),
+    outcomeIs(f.outcome),
+    ofInstall(f.randomId),
+  );
 
 export type SqliteReads = ReturnType<typeof createSqliteReads>;
 

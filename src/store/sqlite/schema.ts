@@ -158,6 +158,11 @@ export const executions = sqliteTable(
     index("executions_nsapp_created_at").on(t.nsapp, t.createdAt),
     // An install's later executions (retries); its first is found by its execution_id (rows.ts).
     index("executions_rid").on(t.rid).where(sql`"rid" IS NOT NULL`),
+    // Failed runs by time: lists of failures (the newest of /api/errors) read these rows, not every
+    // run they pass. Used when a statement names the code itself (reads.ts outcomeIs).
+    index("executions_failed")
+      .on(t.createdAt)
+      .where(sql.raw(`"outcome_code" = ${OUTCOMES.indexOf("failed")}`)),
     // Runs that reported long after they started, for "heard from since" (store/common/heard.ts).
     index("executions_heard_late")
       .on(t.updatedAt)

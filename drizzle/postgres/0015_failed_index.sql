@@ -1,0 +1,1 @@
+CREATE INDEX "executions_failed" ON "executions" USING btree ("created_at","seq") WHERE "outcome" = 'failed';

@@ -1,0 +1,1 @@
+CREATE INDEX `executions_failed` ON `executions` (`created_at`) WHERE "outcome_code" = 1;

@@ -494,11 +494,16 @@ function listExecutions(
   const key = JSON.stringify([filter, page]);
   let query = listings.get(key);
   if (query === undefined) listings.set(key, (query = listingQuery(db, filter, page)));
-  const rows = query.all();
+  // Values in column order, decoded once (rows.ts decodeExecution), as executionChunks reads them:
+  // Drizzle's mapped objects were copied twice more per row (a fifth of /api/errors' CPU).
+  const rows = query.values() as unknown[][];
   const listed = rows.slice(0, limit);
   const last = listed.at(-1);
-  const next: ListCursor | null = rows.length > limit && last ? { createdAt: last.createdAt, seq: last.seq } : null;
-  return { rows: listed.map(({ seq: _, ...row }) => fromRow(row)), next };
+  const next: ListCursor | null =
+    rows.length > limit && last
+      ? { createdAt: last[CREATED_AT] as number, seq: last[READ_KEYS.length] as number }
+      : null;
+  return { rows: listed.map(decodeExecution), next };
 }
 
 function pageExecutions(

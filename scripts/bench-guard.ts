@@ -3,8 +3,9 @@
 // one run on this machine and fails when the working tree lost more than --threshold (10%) on any
 // of: server CPU per ingested report (start reports and /telemetry lifecycles, medians over
 // --rounds), peak RSS under that load, idle RSS of an empty server, seed CPU time and peak RSS
-// (medians over --rounds, alternated) and bytes per install after `seed --records N`, and the p95 of the heaviest aggregate read over
-// the seeded data. Prints every figure, both sides and their ratio.
+// (medians over --rounds, alternated) and bytes per install after `seed --records N`, and the
+// p95 of the heaviest aggregate read over the seeded data. Prints every figure, both sides and
+// their ratio.
 //
 //   bun run bench:guard [--against <commit>] [--current <commit>] [--quick] [--rounds 2] [--duration 10]
 //                       [--warmup 5] [--connections 64] [--records 200000] [--profile upload] [--threshold 0.10] [--keep]

@@ -3,7 +3,7 @@
 // either engine, plus the outcome counts of the rollups over one day.
 import { afterAll, beforeAll } from "bun:test";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -14,6 +14,8 @@ import { encodeHeld } from "../../src/store/common/budgets.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { createDatabase, startPostgres, type PgServer } from "./postgres.ts";
 import { execution, reportOp } from "./reports.ts";
+
+const PG_MIGRATIONS = new URL("../../drizzle/postgres/", import.meta.url).pathname;
 
 export const OPEN = { durability: "normal" as const, migrate: true, create: true };
 
@@ -118,15 +120,21 @@ export async function writeThrough(location: string, stored: readonly Execution[
 }
 
 /**
- * Forgets the `count` newest PostgreSQL migrations so they run again on the next open, and undoes
- * 0013 (rollup deltas), the one that cannot run over what it made: a current database made to look
- * like one of an earlier release. The deltas table is empty then (an engine folds what it appended
- * when it closes).
+ * Forgets the PostgreSQL migrations from `tag` on so they run again on the next open, and undoes
+ * what those after 0012 made (0013's rollup deltas and function, 0014's and 0015's indexes), which
+ * cannot run over themselves: a current database made to look like one of an earlier release. The
+ * deltas table is empty then (an engine folds what it appended when it closes).
  */
-export async function forgetNewestPostgresMigrations(pg: postgres.Sql, count: number): Promise<void> {
-  await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= (SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC OFFSET ${count - 1} LIMIT 1)`;
+export async function forgetPostgresMigrationsFrom(pg: postgres.Sql, tag: string): Promise<void> {
+  const journal = JSON.parse(readFileSync(join(PG_MIGRATIONS, "meta/_journal.json"), "utf8")) as {
+    entries: { tag: string; when: number }[];
+  };
+  const from = journal.entries.find((e) => e.tag === tag);
+  if (from === undefined) throw new Error(`no PostgreSQL migration ${tag}`);
+  await pg`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= ${from.when}`;
   await pg`DROP TABLE rollup_deltas`;
   await pg`DROP FUNCTION installstats_begin(bigint, boolean, bigint[], text)`;
+  await pg`DROP INDEX executions_heard_late, executions_failed`;
 }
 
 /** Puts a held report into an SQLite database of an earlier schema, its budget as that release kept it. */

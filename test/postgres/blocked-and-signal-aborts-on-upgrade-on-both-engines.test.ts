@@ -20,7 +20,7 @@ import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
 import { reportOp, uploadStart } from "../helpers/reports.ts";
 import {
-  forgetNewestPostgresMigrations,
+  forgetPostgresMigrationsFrom,
   OPEN,
   dayTotals,
   endedAt,
@@ -162,8 +162,8 @@ describe("postgres", () => {
       ...postgresUnderneath(pg),
       async write() {
         await writeThrough(location, STORED, HELD, T0);
-        // 0012 (and 0013 after it) runs again on open, over the rows as the previous release wrote them.
-        await forgetNewestPostgresMigrations(pg, 2);
+        // 0012 (and those after it) runs again on open, over the rows as the previous release wrote them.
+        await forgetPostgresMigrationsFrom(pg, "0012_blocked_outcome");
         await pg`UPDATE marks SET value = 4 WHERE name = 'rollup_version'`;
       },
     };

@@ -21,7 +21,7 @@ import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { insertOldExecutions, sqliteMigrationsUpTo } from "../helpers/cells.ts";
 import { reportOp, uploadStart } from "../helpers/reports.ts";
 import {
-  forgetNewestPostgresMigrations,
+  forgetPostgresMigrationsFrom,
   OPEN,
   dayTotals,
   endedAt,
@@ -157,8 +157,8 @@ describe("postgres", () => {
       ...postgresUnderneath(pg),
       async write() {
         await writeThrough(location, STORED, HELD, T0);
-        // 0011 runs again (it drops the cells and makes the label dictionary), 0010, 0012 and 0013 over the rows as they are.
-        await forgetNewestPostgresMigrations(pg, 4);
+        // 0011 runs again (it drops the cells and makes the label dictionary), 0010 and those after it over the rows as they are.
+        await forgetPostgresMigrationsFrom(pg, "0010_declines_abort");
         await pg`DROP TABLE rollup_labels`;
         await pg`UPDATE marks SET value = 2 WHERE name = 'rollup_version'`;
       },

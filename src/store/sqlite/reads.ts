@@ -449,9 +449,9 @@ function listUpdatedSince({ db }: ReadContext, filter: HeardFilter, since: numbe
       .where(and(whereOf(filter), where))
       .orderBy(desc(executions.updatedAt))
       .limit(limit)
-      .all();
+      .values() as unknown[][];
   return [...newest(and(gte(executions.createdAt, nearFrom(since)), heard(since))), ...newest(heardLate(since))]
-    .map(fromRow)
+    .map(decodeExecution)
     .sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt)
     .slice(0, limit);
 }

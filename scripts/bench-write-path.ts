@@ -1,13 +1,16 @@
-// The SQLite write path's cost per start report without HTTP: bodies as the clients send them are
-// taken in (src/ingest/pipeline.ts) and written to a fresh database with durability full, a batch of
-// --batch at a time, as the group-commit writer hands them over. Prints the process's user and
-// system CPU per report, each round and the median. Where the machine is shared, count instructions
+// The SQLite write path's cost per report without HTTP: bodies as the clients send them are taken in
+// (src/ingest/pipeline.ts) and written to a fresh database with durability full, a batch of --batch
+// at a time, as the group-commit writer hands them over. --mode start: start reports (/upload);
+// --mode telemetry: today's clients (/telemetry, payload v2), --batch runs in flight, each batch one
+// report of each (installing, validation, configuring, then the final one; a fifth fail with a ~9 KiB
+// log tail and a third of those are retried), as scripts/bench/ingest.lua sends them. Prints the
+// process's user and system CPU per report, each round and the median. Where the machine is shared, count instructions
 // instead: they do not move with the load (cachegrind, Debian package valgrind; JavaScriptCore's
 // concurrent JIT and GC off so that runs repeat; the difference of two runs is what the extra
 // reports cost, start-up and warm-up cancel):
 //
-//   bun scripts/bench-write-path.ts [--reports 20000] [--warmup 5000] [--batch 64] [--rounds 5]
-//   bun scripts/bench-write-path.ts --instructions   (runs itself twice under cachegrind, ~1 min:)
+//   bun scripts/bench-write-path.ts [--mode start|telemetry] [--reports 20000] [--warmup 5000] [--batch 64] [--rounds 5]
+//   bun scripts/bench-write-path.ts [--mode ...] --instructions   (runs itself twice under cachegrind, ~1 min:)
 //   BUN_JSC_useConcurrentJIT=0 BUN_JSC_useConcurrentGC=0 valgrind --tool=cachegrind --cache-sim=no \
 //     --cachegrind-out-file=/dev/null bun scripts/bench-write-path.ts --reports 10240 --warmup 2560 --rounds 1
 //   (again with --reports 2560; instructions per report = the difference of "I refs" / 7680)
@@ -30,8 +33,13 @@ const { values } = parseArgs({
     batch: { type: "string", default: "64" },
     rounds: { type: "string", default: "5" },
     instructions: { type: "boolean", default: false },
+    mode: { type: "string", default: "start" },
   },
 });
+if (values.mode !== "start" && values.mode !== "telemetry") {
+  console.error(`bench-write-path: --mode is start or telemetry, not ${values.mode}`);
+  process.exit(2);
+}
 
 if (values.instructions) {
   function missing(): never {
@@ -43,6 +51,10 @@ if (values.instructions) {
     const run = Bun.spawnSync(
       ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", process.execPath].concat([
         import.meta.path,
+        "--mode",
+        values.mode!,
+        "--batch",
+        values.batch!,
         "--reports",
         String(reports),
         "--warmup",
@@ -57,7 +69,8 @@ if (values.instructions) {
     return Number(found[1]!.replaceAll(",", ""));
   };
   const [more, fewer] = [refs(10_240), refs(2_560)];
-  console.log(`${Math.round((more - fewer) / 7_680)} instructions per start report (${more} - ${fewer}, / 7680)`);
+  const what = values.mode === "start" ? "start report" : "/telemetry report";
+  console.log(`${Math.round((more - fewer) / 7_680)} instructions per ${what} (${more} - ${fewer}, / 7680)`);
   process.exit(0);
 }
 const [reports, warmup, batch, rounds] = [values.reports, values.warmup, values.batch, values.rounds].map(Number);
@@ -74,13 +87,33 @@ const OS = [
 ] as const;
 const encoder = new TextEncoder();
 let seq = 0;
-/** A start report as /upload receives it: a new install, its app skewed as real traffic is. */
+/** A seeded generator (mulberry32): every run writes the same reports, so instruction counts repeat. */
+let state = 27;
+function random(): number {
+  state = (state + 0x6d2b79f5) | 0;
+  let t = Math.imul(state ^ (state >>> 15), 1 | state);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+const hex = (digits: number) => Array.from({ length: digits }, () => Math.floor(random() * 16).toString(16)).join("");
+/** A random id in the UUID shape the clients send, from the seeded generator. */
+const someId = () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`;
+/** An app, skewed as real traffic is. */
+const someApp = () => APPS[Math.floor(random() ** 2 * APPS.length)]!;
+
+function taken(endpoint: "upload" | "telemetry", body: unknown): WriteOp {
+  const taken = intake(endpoint, encoder.encode(JSON.stringify(body)), Date.now(), defaults);
+  if (!taken.ok) throw new Error(`bench-write-path: a generated report was refused: ${taken.rejection.message}`);
+  return taken.op;
+}
+
+/** A start report as /upload receives it: a new install. */
 function startReport(): WriteOp {
   const [osType, osVersion] = OS[seq++ % OS.length]!;
-  const body = JSON.stringify({
-    random_id: crypto.randomUUID(),
+  return taken("upload", {
+    random_id: someId(),
     type: "lxc",
-    nsapp: APPS[Math.floor(Math.random() ** 2 * APPS.length)],
+    nsapp: someApp(),
     status: "installing",
     disk_size: 8,
     core_count: 2,
@@ -91,17 +124,101 @@ function startReport(): WriteOp {
     method: "default",
     pve_version: "8.2.4",
   });
-  const taken = intake("upload", encoder.encode(body), Date.now(), defaults);
-  if (!taken.ok) throw new Error(`bench-write-path: a generated report was refused: ${taken.rejection.message}`);
-  return taken.op;
 }
+
+const STEPS = ["installing", "validation", "configuring"] as const;
+/** The ~9 KiB log tails failed runs send after their error line. */
+const LOG_TAILS = Array.from({ length: 4 }, (_, k) =>
+  Array.from(
+    { length: 90 },
+    (_, l) =>
+      `[1${k}:${l % 60}] step ${l} of build ${k}: compiling module_${l}.c -> module_${l}.o (warning: unused variable 'tmp${l}')`,
+  ).join("\n"),
+);
+interface Run {
+  fields: Record<string, unknown>;
+  step: number;
+  failed: boolean;
+}
+/** A run of today's client: the same descriptive fields in each of its reports. */
+function newRun(randomId: string, executionId: string): Run {
+  const [osType, osVersion] = OS[seq++ % OS.length]!;
+  const nsapp = someApp();
+  return {
+    step: 0,
+    failed: false,
+    fields: {
+      payload_version: 2,
+      random_id: randomId,
+      execution_id: executionId,
+      type: "lxc",
+      nsapp,
+      ct_type: 1,
+      disk_size: 8,
+      core_count: 2,
+      ram_size: 2048,
+      os_type: osType,
+      os_version: osVersion,
+      pve_version: "8.4.1",
+      method: "default",
+      cpu_vendor: "intel",
+      cpu_model: "Intel(R) N100",
+      gpu_vendor: "intel",
+      gpu_model: "UHD Graphics 630",
+      gpu_passthrough: "no",
+      ram_speed: "3200",
+      arch: "amd64",
+      platform: "pve",
+      has_arm: false,
+      kernel_version: "6.8.12-4-pve",
+      app_version: `1.${nsapp.length % 10}.0`,
+      repo_source: "ProxmoxVE",
+      repo_slug: "community-scripts/ProxmoxVE",
+    },
+  };
+}
+/** --batch runs in flight; each batch takes the next report of every one. */
+const runs: Run[] = [];
+/** The next report of run `i`; a run that ended is followed by its retry (a third of failures) or a new one. */
+function telemetryReport(i: number): WriteOp {
+  let run = runs[i];
+  if (run === undefined || run.step > STEPS.length) {
+    const retry = run?.failed === true && run.fields.execution_id === run.fields.random_id && random() < 0.33;
+    const randomId = retry ? String(run!.fields.random_id) : someId();
+    run = runs[i] = newRun(randomId, retry ? someId() : randomId);
+  }
+  const step = run.step++;
+  if (step < STEPS.length) {
+    if (step === STEPS.length - 1) run.failed = random() < 0.2;
+    return taken("telemetry", {
+      ...run.fields,
+      status: STEPS[step],
+      exit_code: 0,
+      error: "",
+      install_duration: step * 40,
+    });
+  }
+  if (!run.failed)
+    return taken("telemetry", { ...run.fields, status: "success", exit_code: 0, error: "", install_duration: 200 });
+  return taken("telemetry", {
+    ...run.fields,
+    status: "failed",
+    exit_code: 100,
+    error: `exit_code=100 | APT: package installation failed | at line 212: apt-get install -y libssl-dev\n---\n${LOG_TAILS[seq % LOG_TAILS.length]}`,
+    error_category: "dependency",
+    failed_command: "apt-get install -y libssl-dev",
+    failed_line: 212,
+    install_duration: 130,
+  });
+}
+const nextReport = values.mode === "start" ? startReport : telemetryReport;
 
 const dir = mkdtempSync(join(tmpdir(), "installstats-write-path-"));
 const engine = await openEngine(join(dir, "bench.db"), { create: true, durability: "full", migrate: true });
 try {
   const write = async (n: number) => {
     for (let done = 0; done < n; done += batch!) {
-      const ops = Array.from({ length: Math.min(batch!, n - done) }, startReport);
+      const ops = Array.from({ length: Math.min(batch!, n - done) }, (_, i) => nextReport(i));
       await engine.store.write(ops);
     }
   };
@@ -121,7 +238,7 @@ try {
     const user = median(perReport.map((p) => p.user));
     const system = median(perReport.map((p) => p.system));
     console.log(
-      `median of ${rounds} rounds of ${reports} start reports, ${batch} a batch: user ${user.toFixed(2)} µs, system ${system.toFixed(2)} µs, together ${(user + system).toFixed(2)} µs per report`,
+      `median of ${rounds} rounds of ${reports} ${values.mode} reports, ${batch} a batch: user ${user.toFixed(2)} µs, system ${system.toFixed(2)} µs, together ${(user + system).toFixed(2)} µs per report`,
     );
   }
 } finally {

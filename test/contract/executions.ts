@@ -1413,6 +1413,31 @@ export function executionsContract({ database, freshStore }: Harness): void {
       expect((await store.signatures([apt]))[0]).toEqual(known[0]!);
       await expectVerified(store, 5);
     });
+
+    test("signatures: seen again, the span widens either way and the apps are kept or added to", async () => {
+      const store = await freshStore();
+      const H = await openHour(store);
+      const text = "exit code 100: apt-get install failed at line 42";
+      const apt = failureSignatureId("failed", text)!;
+      const apps = ["nginx", "nginx", "nginx", "docker", "nginx"];
+      await store.write(apps.map((nsapp, i) => startOp(`s${i}`, { nsapp }, H + i * MIN)));
+      const seen = async () => {
+        const [known] = await store.signatures([apt]);
+        return known && { firstSeen: known.firstSeen - H, lastSeen: known.lastSeen - H, apps: known.apps };
+      };
+      const fail = (i: number, minute: number) => one(store, updateOp(`s${i}`, "failed", text, H + minute * MIN));
+      await fail(0, 30);
+      expect(await seen()).toEqual({ firstSeen: 30 * MIN, lastSeen: 30 * MIN, apps: ["nginx"] });
+      await fail(1, 20); // earlier, an app listed already
+      expect(await seen()).toEqual({ firstSeen: 20 * MIN, lastSeen: 30 * MIN, apps: ["nginx"] });
+      await fail(2, 40); // later, an app listed already
+      expect(await seen()).toEqual({ firstSeen: 20 * MIN, lastSeen: 40 * MIN, apps: ["nginx"] });
+      await fail(3, 25); // within the span, a new app
+      expect(await seen()).toEqual({ firstSeen: 20 * MIN, lastSeen: 40 * MIN, apps: ["docker", "nginx"] });
+      await fail(4, 35); // within the span, a listed app: nothing changes
+      expect(await seen()).toEqual({ firstSeen: 20 * MIN, lastSeen: 40 * MIN, apps: ["docker", "nginx"] });
+      expect((await store.signatures([apt]))[0]!.example).toBe(text);
+    });
   });
 
   // -------------------------------------------------------------- hour cells of older hours

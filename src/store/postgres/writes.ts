@@ -265,8 +265,9 @@ export async function mergeSightings(tx: Tx, sightings: SignatureSightings): Pro
       ON CONFLICT (id) DO UPDATE SET
         first_seen = least(error_signatures.first_seen, excluded.first_seen),
         last_seen = greatest(error_signatures.last_seen, excluded.last_seen),
-        apps = (SELECT coalesce(jsonb_agg(a ORDER BY a), '[]'::jsonb)::text FROM (
-          SELECT DISTINCT jsonb_array_elements_text(error_signatures.apps::jsonb || excluded.apps::jsonb) AS a) s)`;
+        apps = CASE WHEN error_signatures.apps::jsonb @> excluded.apps::jsonb THEN error_signatures.apps ELSE (
+          SELECT coalesce(jsonb_agg(a ORDER BY a), '[]'::jsonb)::text FROM (
+            SELECT DISTINCT jsonb_array_elements_text(error_signatures.apps::jsonb || excluded.apps::jsonb) AS a) s) END`;
   }
 }
 

@@ -19,6 +19,7 @@ import {
 import { encodeCell } from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
 import type { ResultFor, WriteOp } from "../contract/store.ts";
+import { withApps } from "../common/signature-apps.ts";
 import { ALL_PARTS, cellKey, type CachedCell } from "./cell-cache.ts";
 import type { BatchEffects, WriteContext } from "./write-context.ts";
 
@@ -140,16 +141,13 @@ export function mergeSightings(ctx: WriteContext, sightings: SignatureSightings)
   const { q } = ctx;
   for (const [id, seen] of sightings.seen) {
     const stored = q.getSignature.get({ id });
-    const apps = new Set<string>(stored ? (JSON.parse(stored.apps) as string[]) : []);
-    for (const app of seen.apps) apps.add(app);
-    q.putSignature.run({
-      id,
-      signature: seen.signature,
-      example: stored?.example ?? seen.example,
-      firstSeen: Math.min(stored?.firstSeen ?? seen.firstSeen, seen.firstSeen),
-      lastSeen: Math.max(stored?.lastSeen ?? seen.lastSeen, seen.lastSeen),
-      apps: JSON.stringify([...apps].sort()),
-    });
+    if (stored === undefined) {
+      q.putSignature.run({ id, ...seen, apps: JSON.stringify([...seen.apps].sort()) });
+      continue;
+    }
+    const apps = withApps(stored.apps, seen.apps);
+    if (apps !== null || seen.firstSeen < stored.firstSeen || seen.lastSeen > stored.lastSeen)
+      q.seeSignature.run({ id, firstSeen: seen.firstSeen, lastSeen: seen.lastSeen, apps });
   }
 }
 

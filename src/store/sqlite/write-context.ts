@@ -213,7 +213,21 @@ function prepareStatements(db: Db) {
       .values({ source: sql.placeholder("source"), rejectedId: sql.placeholder("id") })
       .onConflictDoUpdate({ target: copyMarks.source, set: { rejectedId: sql`excluded.rejected_id` } })
       .prepare(),
-    getSignature: db.select().from(errorSignatures).where(eq(errorSignatures.id, byId.id)).prepare(),
+    getSignature: db
+      .select({ firstSeen: errorSignatures.firstSeen, lastSeen: errorSignatures.lastSeen, apps: errorSignatures.apps })
+      .from(errorSignatures)
+      .where(eq(errorSignatures.id, byId.id))
+      .prepare(),
+    /** A stored signature seen again: its span widened, its apps replaced when one was new. */
+    seeSignature: db
+      .update(errorSignatures)
+      .set({
+        firstSeen: sql`min(${errorSignatures.firstSeen}, ${sql.placeholder("firstSeen")})`,
+        lastSeen: sql`max(${errorSignatures.lastSeen}, ${sql.placeholder("lastSeen")})`,
+        apps: sql`coalesce(${sql.placeholder("apps")}, ${errorSignatures.apps})`,
+      })
+      .where(eq(errorSignatures.id, byId.id))
+      .prepare(),
     putSignature: db
       .insert(errorSignatures)
       .values(placeholdersFor(errorSignatures))

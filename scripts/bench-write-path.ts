@@ -95,9 +95,16 @@ function random(): number {
   t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
-const hex = (digits: number) => Array.from({ length: digits }, () => Math.floor(random() * 16).toString(16)).join("");
+/** Eight hex digits from the seeded generator. */
+const word = () =>
+  Math.floor(random() * 0x100000000)
+    .toString(16)
+    .padStart(8, "0");
 /** A random id in the UUID shape the clients send, from the seeded generator. */
-const someId = () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`;
+function someId(): string {
+  const [a, b, c, d] = [word(), word(), word(), word()];
+  return `${a}-${b.slice(0, 4)}-4${b.slice(5)}-a${c.slice(1, 4)}-${c.slice(4)}${d}`;
+}
 /** An app, skewed as real traffic is. */
 const someApp = () => APPS[Math.floor(random() ** 2 * APPS.length)]!;
 

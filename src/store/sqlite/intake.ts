@@ -3,7 +3,7 @@
 // counts, its held report and its relay entry are written in place.
 import type { Execution, Report } from "../../domain/execution.ts";
 import { decide, executionFromHeld, type HeldReport } from "../../domain/lifecycle.ts";
-import type { Rejection } from "../../domain/rejection.ts";
+import type { Endpoint, Rejection } from "../../domain/rejection.ts";
 import type { ReportWrite } from "../contract/executions.ts";
 import type { ResultFor, WriteOp, WriteResult } from "../contract/store.ts";
 import { encodeHeld } from "../common/budgets.ts";
@@ -135,15 +135,26 @@ function keepStuckMark(ctx: WriteContext, execution: Execution): void {
   ctx.stuckMark = execution.createdAt;
 }
 
+/**
+ * `row` was just written by a report from `endpoint`: kept as the run in flight it is, or forgotten.
+ * Only today's clients' runs are kept: they report four times, one report after another, where the
+ * old clients send a start and a final one, and the start alone of a run they never finish; rows
+ * kept until they are pushed out cost more (the collector's work on them) than the lookup saves.
+ */
+function wrote(ctx: WriteContext, row: Execution, endpoint: Endpoint): void {
+  if (row.outcome === "in_progress" && endpoint === "telemetry") ctx.inFlight.set(row.executionId, row);
+  else ctx.inFlight.delete(row.executionId);
+}
+
 /** One report against its stored execution: created, updated, held, a duplicate, or refused as already final. */
 export function applyReport(
   ctx: WriteContext,
   op: Extract<WriteOp, { kind: "report" }>,
   fx: BatchEffects,
 ): ResultFor<typeof op> {
-  const { reads, hot, relay } = ctx;
+  const { reads, hot, relay, inFlight } = ctx;
   const { report } = op;
-  const current = reads.getExecution(report.executionId);
+  const current = inFlight.get(report.executionId) ?? reads.getExecution(report.executionId);
   // The held reports' count is read once per batch (budgets): with none held, nothing to look up.
   const held = current === undefined && ctx.counters.get("held.count") > 0 ? heldFor(ctx, report.executionId) : null;
   const repaired = op.repairs.length > 0;
@@ -161,6 +172,7 @@ export function applyReport(
   switch (decision.kind) {
     case "insert":
       hot.insertExecution.run(decision.row);
+      wrote(ctx, decision.row, op.endpoint);
       keepStuckMark(ctx, decision.row);
       count(fx, decision.row, 1, op.at);
       relay.queue(report, decision.row, op.at);
@@ -172,6 +184,7 @@ export function applyReport(
       break;
     case "update":
       (sameKeys(current!, decision.row) ? hot.updateExecution : hot.replaceExecution).run(decision.row);
+      wrote(ctx, decision.row, op.endpoint);
       recount(fx, current!, decision.row, op.at);
       relay.queue(report, decision.row, op.at);
       result = { kind: "updated", outcome: decision.row.outcome };
@@ -181,6 +194,7 @@ export function applyReport(
       // written and recounted, and relayed: the upstream has not seen that report either.
       if (decision.row) {
         (sameKeys(current!, decision.row) ? hot.updateExecution : hot.replaceExecution).run(decision.row);
+        wrote(ctx, decision.row, op.endpoint);
         recount(fx, current!, decision.row, op.at);
         relay.queue(report, decision.row, op.at);
       }

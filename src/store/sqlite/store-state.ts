@@ -2,6 +2,8 @@
 // side, the caches both share (parsed cells, open hours, counted old hours), the controls, and
 // what tells this connection that another one committed. Built once per connection.
 import type { Database, Statement } from "bun:sqlite";
+import type { Execution } from "../../domain/execution.ts";
+import { RecentlyUsed } from "../../domain/recently-used.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import { StorageDamagedError, StorageUnavailableError } from "../contract/errors.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
@@ -26,6 +28,8 @@ import { createSqliteWrites } from "./writes.ts";
  * (seed) peaked at 229 MB of RSS at 1M installs, with 512 at ~175 MB (test/e2e/bulk-loads-run-in-constant-memory.test.ts).
  */
 const CACHED_CELLS = 512;
+/** /telemetry runs in progress kept as written (~1 KB each): more than a busy server has in flight at once. */
+const RUNS_IN_FLIGHT = 1024;
 
 export interface StoreState {
   readonly sqlite: Database;
@@ -40,6 +44,8 @@ export interface StoreState {
    */
   readonly sums: SumCache;
   readonly wholeSums: SumCache;
+  /** Runs in progress as this connection last wrote them (write-context.ts inFlight). */
+  readonly inFlight: RecentlyUsed<Execution>;
   readonly reads: ReturnType<typeof createSqliteReads>;
   readonly maintenance: ReturnType<typeof createMaintenanceReads>;
   readonly alerts: ReturnType<typeof createAlertReads>;
@@ -65,6 +71,7 @@ export function createStoreState(
   limits: StoreLimits = DEFAULT_LIMITS,
   labelLimit: number | null = null,
   deferMonths = false,
+  inFlightLimit = RUNS_IN_FLIGHT,
 ): StoreState {
   const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
@@ -73,6 +80,7 @@ export function createStoreState(
   const reads = createSqliteReads(sqlite, db, sqliteLabels(sqlite, labelLimit));
   const limit = { current: limits };
   const relayPolicy: { current: RelayPolicy | null } = { current: null };
+  const inFlight = new RecentlyUsed<Execution>(inFlightLimit);
   const state: StoreState = {
     sqlite,
     cells,
@@ -85,7 +93,8 @@ export function createStoreState(
     maintenance: createMaintenanceReads(db),
     alerts: createAlertReads(db),
     issues: createIssueReads(db),
-    writes: createSqliteWrites(sqlite, db, reads, cells, open, old, months, limit, relayPolicy),
+    inFlight,
+    writes: createSqliteWrites(sqlite, db, reads, cells, open, old, months, limit, relayPolicy, inFlight),
     limits: limit,
     relayPolicy,
     damage: null,
@@ -120,6 +129,7 @@ export function refuseIf(problem: string | null | undefined): void {
 /** Neither the cached cells nor the open hours can be vouched for: counted again from what is stored. */
 export function recount(state: StoreState): void {
   const { cells, old, sums, wholeSums, reads, open } = state;
+  state.inFlight.clear();
   cells.clear();
   old.clear();
   sums.clear();

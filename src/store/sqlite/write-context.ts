@@ -6,6 +6,7 @@ import { and, eq, lt, sql, getTableColumns, getTableName, type Placeholder } fro
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
+import type { RecentlyUsed } from "../../domain/recently-used.ts";
 import type { HeldReport } from "../../domain/lifecycle.ts";
 import { GRAINS, type RollupDeltas, type RollupKey } from "../../domain/rollup.ts";
 import type { OldHours } from "../common/old-hours.ts";
@@ -282,6 +283,15 @@ export interface WriteContext {
   /** The stuck mark as this batch sees it; null until read (intake.ts keepStuckMark). */
   stuckMark: number | null;
   /**
+   * /telemetry runs in progress as this connection last wrote them, by execution id (intake.ts
+   * applyReport): today's clients send four reports a run within minutes, and each looked its run
+   * up again (a primary-key lookup and its 48 columns decoded, ~14 % of the write path's
+   * instructions per /telemetry report). Kept true by forgetting them all whenever anything else
+   * may write executions (writes.ts apply), a batch rolls back, or another connection commits
+   * (store-state.ts recount). docs/decisions/2026-11-29-runs-in-flight-kept-as-written.md
+   */
+  inFlight: RecentlyUsed<Execution>;
+  /**
    * Cells a batch counts into, in place (cells.ts touch): each stored cell parsed whole the first
    * time the batch touches it, and written back once at the end (storeTouched).
    */
@@ -298,6 +308,7 @@ export function createWriteContext(
   months: MonthMark,
   limits: { current: StoreLimits },
   relayPolicy: { current: RelayPolicy | null },
+  inFlight: RecentlyUsed<Execution>,
 ): WriteContext {
   const counters = new Counters(sqlite);
   return {
@@ -317,6 +328,7 @@ export function createWriteContext(
     issues: createIssueWrites(db),
     relay: createSqliteRelay(sqlite, counters, relayPolicy),
     stuckMark: null,
+    inFlight,
     touched: new Map(),
   };
 }

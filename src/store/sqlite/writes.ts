@@ -107,6 +107,8 @@ function forgetRejected(ctx: WriteContext, { before }: Op<"forget-rejected">): R
 }
 
 function apply(ctx: WriteContext, op: WriteOp, fx: BatchEffects): WriteResult {
+  // Only reports keep the runs in flight true as they write them; anything else may write executions.
+  if (op.kind !== "report" && op.kind !== "reject") ctx.inFlight.clear();
   switch (op.kind) {
     case "report":
       return applyReport(ctx, op, fx);
@@ -190,7 +192,7 @@ function runBatch(ctx: WriteContext, ops: readonly WriteOp[]): { results: WriteR
 /** The write side of one connection (store.ts): the context made once, a transaction per batch. */
 export function createSqliteWrites(...args: Parameters<typeof createWriteContext>) {
   const ctx = createWriteContext(...args);
-  const { sqlite, cells, openHours, oldHours, counters, labels, relay, months } = ctx;
+  const { sqlite, cells, openHours, oldHours, counters, labels, relay, months, inFlight } = ctx;
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => runBatch(ctx, ops));
   const rebuildDay = sqlite.transaction((day: number, end: number) => recountDay(ctx, day, end));
 
@@ -206,6 +208,7 @@ export function createSqliteWrites(...args: Parameters<typeof createWriteContext
       try {
         batch = writeBatch.immediate(ops);
       } catch (e) {
+        inFlight.clear(); // it may hold rows that were rolled back
         cells.clear(); // it may hold merges that were rolled back
         oldHours.clear();
         labels.rollback();

@@ -17,16 +17,7 @@ import { checkState, createStoreState } from "../../src/store/sqlite/store-state
 import { writeNow } from "../../src/store/sqlite/store.ts";
 import { DEFAULT_LIMITS } from "../../src/store/common/budgets.ts";
 import { tempDir } from "../helpers/tmp.ts";
-
-/** A seeded generator (mulberry32): a failure names the same writes again. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../helpers/random.ts";
 
 const encoder = new TextEncoder();
 const STEPS = ["installing", "validation", "configuring"];
@@ -43,7 +34,7 @@ describe("runs in flight kept in memory", () => {
     const kept = open(join(dir, "kept.db"));
     const other = open(join(dir, "kept.db")); // a second connection to the same file
     const none = open(join(dir, "none.db"), 0);
-    const next = random(29);
+    const next = prng(29);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
     let at = kept.state.open.foldedUntil + 60_000;
     let ids = 0;

@@ -3,6 +3,7 @@
 // name, the search answers what the parsed list does, and a merge lists the union, sorted.
 import { describe, expect, test } from "bun:test";
 import { holds, withApps } from "../../src/store/common/signature-apps.ts";
+import { prng } from "../helpers/random.ts";
 
 const ALPHABET = ['"', "\\", ",", "[", "]", "a", "\n"];
 /** Every name of one to three characters of ALPHABET. */
@@ -16,19 +17,9 @@ const NAMES = (() => {
   return out;
 })();
 
-/** A seeded generator (mulberry32), so a failure names the list it failed on again. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe("an error signature's apps, found in their stored text", () => {
   test("holds answers what the parsed list answers, for every name of 1-3 JSON-special characters", () => {
-    const next = random(27);
+    const next = prng(27);
     for (let round = 0; round < 300; round++) {
       const size = Math.floor(next() * 6);
       const list = [...new Set(Array.from({ length: size }, () => NAMES[Math.floor(next() * NAMES.length)]!))].sort();

@@ -44,7 +44,7 @@ export interface StoreState {
    */
   readonly sums: SumCache;
   readonly wholeSums: SumCache;
-  /** Runs in progress as this connection last wrote them (write-context.ts inFlight). */
+  /** /telemetry runs in progress as this connection last wrote them (write-context.ts inFlight). */
   readonly inFlight: RecentlyUsed<Execution>;
   readonly reads: ReturnType<typeof createSqliteReads>;
   readonly maintenance: ReturnType<typeof createMaintenanceReads>;

@@ -9,6 +9,7 @@ import { commandHelp, overview } from "./cli/help.ts";
 import { COMMANDS, DEFAULT_COMMAND } from "./cli/commands.ts";
 import { DatabaseOpenError } from "./store/engine.ts";
 import { UnsupportedLocationError } from "./store/location.ts";
+import { selfCommand } from "./maintenance/self-command.ts";
 
 // scripts/release.ts stamps the commit and date in with --define; absent in development.
 declare const INSTALLSTATS_BUILD: string;
@@ -74,6 +75,8 @@ async function run(argv: string[]): Promise<number> {
       checkpointer: new URL("./store/sqlite/checkpointer.ts", import.meta.url),
       scanner: new URL("./store/sqlite/scanner.ts", import.meta.url),
     },
+    env: process.env,
+    relaunch: (env) => process.execve?.(process.execPath, [...selfCommand(), ...argv], env),
   });
 }
 

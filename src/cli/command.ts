@@ -24,6 +24,13 @@ export interface CommandContext {
   progress: (text: string) => void;
   /** Worker entry points, resolved by the entry module (the only one whose URL means something in the binary). */
   workers: Workers;
+  /** The process's environment, as the config was read from it. */
+  env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Runs this command line again in this process (same PID) under `env`; returns only where the
+   * runtime cannot, and then the command goes on as it is.
+   */
+  relaunch: (env: Record<string, string>) => void;
 }
 
 export interface Command {

@@ -6,6 +6,8 @@ import { linkBase, startupLines } from "./addresses.ts";
 import { loadAlerts } from "../alerts/rules.ts";
 import { openDatabaseOf, type Command } from "./command.ts";
 import { CliError, EXIT } from "./errors.ts";
+import { serveEnvironment } from "./allocator.ts";
+import { locate } from "../store/location.ts";
 
 /** One line for a failed listen: the cause and the fix, by the error's code. */
 export function listenFailure(code: string | undefined, host: string, port: number, user: { root: boolean }): string {
@@ -35,6 +37,9 @@ export const serve: Command = {
   settings: SETTINGS,
   async run(ctx) {
     const { config, version, out, workers } = ctx;
+    // Before anything is opened: the process is replaced (allocator.ts).
+    const env = serveEnvironment(locate(config.db).engine, ctx.env);
+    if (env !== null) ctx.relaunch(env);
     const clock = Date.now;
     const log = createLogger(
       config.logLevel,

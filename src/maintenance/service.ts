@@ -10,6 +10,7 @@ import type { Store, WriteOp } from "../store/contract/store.ts";
 import type { GroupCommitWriter } from "../store/writer.ts";
 import { pruneOlderThan, type PruneResult } from "./prune.ts";
 import { REPLAYABLE, replayRejected, type ReplayableReason, type ReplaySummary } from "./replay.ts";
+import { selfCommand } from "./self-command.ts";
 
 export interface Maintenance {
   /** `wholePeriods`: the retention job's way (prune.ts PruneOptions). */
@@ -17,11 +18,6 @@ export interface Maintenance {
   replay(opts: { reason?: ReplayableReason; limit?: number; dryRun?: boolean }): Promise<ReplaySummary>;
   /** A new backup file in the backup directory; older ones beyond backupKeep are removed. */
   backup(): Promise<{ path: string; bytes: number; removed: string[] }>;
-}
-
-/** How to run this program again: the binary itself, or bun with the entry script in development. */
-function selfCommand(): string[] {
-  return Bun.main.startsWith("/$bunfs/") ? [process.execPath] : [process.execPath, Bun.main];
 }
 
 const backupDirOf = (config: Config): string => config.backupDir ?? join(dirname(config.db), "backups");

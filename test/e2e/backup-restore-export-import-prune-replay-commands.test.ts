@@ -87,6 +87,10 @@ async function run(
     out: (t) => void (out += t),
     err: (t) => void (err += t),
     progress: () => {},
+    env: {},
+    relaunch: () => {
+      throw new Error("only serve on PostgreSQL runs itself again");
+    },
   });
   return { code, out, err };
 }

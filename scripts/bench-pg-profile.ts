@@ -6,10 +6,12 @@
 //   - what the backends serving the nodes were doing, sampled from pg_stat_activity and pg_locks
 //     every --sample-ms: running, waiting for a lock (by lock type: advisory, transactionid,
 //     tuple...), waiting for the WAL, or idle in the transaction while the node computes;
-//     the lock share is what serializes the nodes.
+//     the lock share is what serializes the nodes;
+//   - with --perf, the nodes' CPU by thread and by what the kernel did for them (scripts/bench/perf.ts:
+//     the allocator's returns and page faults, the JIT, system calls), which --cpu-prof cannot see.
 //
 //   bun scripts/bench-pg-profile.ts [--nodes 1] [--connections 64] [--duration 10] [--warmup 3]
-//                                   [--mode start|mixed|telemetry] [--sample-ms 10] [--bin path] [--pg URL] [--cpu-prof DIR]
+//                                   [--mode start|mixed|telemetry] [--sample-ms 10] [--bin path] [--pg URL] [--cpu-prof DIR] [--perf]
 //
 // Without --pg a throwaway server is started on loopback with pg_stat_statements (removed at the
 // end); with --pg, the server must have pg_stat_statements in shared_preload_libraries. Prints a
@@ -28,8 +30,8 @@ import {
   stopGracefully,
   type Listening,
   type Mode,
-  type WrkResult,
 } from "./bench/lib.ts";
+import { perfRecord, perfTables, perfWorks } from "./bench/perf.ts";
 import { BENCH_PG_SETTINGS, dropDatabase, freshDatabase, pgCpuSeconds, pgTarget, type PgTarget } from "./bench/pg.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -47,6 +49,7 @@ const { values: opt } = parseArgs({
     bin: { type: "string" },
     pg: { type: "string" },
     "cpu-prof": { type: "string" },
+    perf: { type: "boolean", default: false },
   },
 });
 
@@ -67,6 +70,10 @@ const sampleMs = whole("sample-ms", 1);
 const mode = opt.mode as Mode;
 if (!["start", "mixed", "telemetry"].includes(mode)) usage("--mode must be start, mixed or telemetry");
 if (!Bun.which("wrk")) usage("wrk is not installed (Debian: apt-get install -y wrk)");
+if (opt.perf && !(await perfWorks()))
+  usage(
+    "--perf needs perf and the right to sample (Debian: apt-get install -y linux-perf; kernel.perf_event_paranoid <= 1 or root)",
+  );
 
 const log = (msg: string) => process.stderr.write(`[pg-profile ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const work = mkdtempSync(join(tmpdir(), "bench-pg-profile-"));
@@ -208,7 +215,17 @@ async function main(): Promise<void> {
         await sleep(sampleMs);
       }
     })();
-    const runs: WrkResult[] = await load(durationS, "run");
+    // --perf: the nodes' every thread and the kernel under them, sampled over the same seconds.
+    const [runs, split] = await Promise.all([
+      load(durationS, "run"),
+      opt.perf
+        ? perfRecord(
+            servers.map((s) => s.pid),
+            durationS,
+            work,
+          )
+        : null,
+    ]);
     sampling = false;
     await sampler;
     const node1 = servers.map((s) => cpuSeconds(s.pid) ?? 0);
@@ -240,6 +257,7 @@ async function main(): Promise<void> {
       lines.push(`| PostgreSQL, everything (WAL writer, checkpointer, ...) | ${us(pgAll1 - pgAll0)} |`);
       lines.push(`| together | ${us(nodeS + pgAll1 - pgAll0)} |`);
     }
+    if (split) lines.push("", ...perfTables(split, requests, "report"));
     const totalMs = statements.reduce((n, s) => n + s.total, 0);
     lines.push(
       "",

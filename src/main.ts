@@ -76,7 +76,13 @@ async function run(argv: string[]): Promise<number> {
       scanner: new URL("./store/sqlite/scanner.ts", import.meta.url),
     },
     env: process.env,
-    relaunch: (env) => process.execve?.(process.execPath, [...selfCommand(), ...argv], env),
+    relaunch: (env) => {
+      try {
+        process.execve?.(process.execPath, [...selfCommand(), ...argv], env);
+      } catch {
+        // Not run again (the binary gone from its path, say): the command goes on as it is.
+      }
+    },
   });
 }
 

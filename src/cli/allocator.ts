@@ -1,7 +1,7 @@
 // The memory allocator's setting a server runs under. Bun's allocator (mimalloc) gives the memory
 // a write batch frees back to the system within milliseconds, and the next batch takes it again a
 // page fault at a time. A PostgreSQL node builds protocol messages of ~100 KB per batch: giving
-// back and faulting in were a quarter of its CPU per report, and the SQLite server's ~8 %
+// back and faulting in were a quarter of its CPU per report (the SQLite server's a tenth)
 // (docs/decisions/2026-11-29-postgresql-nodes-keep-freed-memory.md). mimalloc reads its options
 // once, as the process starts, so a node runs itself again with the option set. The SQLite server
 // keeps giving memory back: its idle RSS is a homelab's budget (10 MB more without).

@@ -6,7 +6,7 @@ import { linkBase, startupLines } from "./addresses.ts";
 import { loadAlerts } from "../alerts/rules.ts";
 import { openDatabaseOf, type Command } from "./command.ts";
 import { CliError, EXIT } from "./errors.ts";
-import { serveEnvironment } from "./allocator.ts";
+import { PURGE_DELAY, serveEnvironment } from "./allocator.ts";
 import { locate } from "../store/location.ts";
 
 /** One line for a failed listen: the cause and the fix, by the error's code. */
@@ -47,6 +47,8 @@ export const serve: Command = {
       clock,
       process.stderr.isTTY === true,
     );
+    // Still here: the runtime could not run it again.
+    if (env !== null) log.warn(`could not start again with ${PURGE_DELAY}=-1; running with the allocator's default`);
     // A mistake in the alerts file stops serve before anything is opened (exit 2, one line).
     const alerts = config.alerts === null ? undefined : await loadAlerts(config.alerts, process.env);
     // Before the database is opened (and migrated): one server per database file.

@@ -103,13 +103,15 @@ function moveMonthMark(ctx: WriteContext, from: number): void {
 }
 
 /**
- * A full collection every this many slices while months are summed: the decoded day cells are
- * garbage at once, and left to itself the heap grew past what the seed's load itself needs
- * (months of 200,000 installs over a year summed in a process of 56 MB: a high-water mark of 196
- * MB with the sums cached and no collections, 153 MB not cached, 121 MB with these collections,
- * 99 MB with the day cells read one at a time too).
+ * A full collection after every this many bytes of stored day cells read while months are summed:
+ * the decoded day cells are garbage at once, and the few slices of every app hold most of them
+ * (a dense month's: ~20 KB stored a day, thousands of values decoded). Collected every 100 slices,
+ * they came in one stretch, and the month of 600,000 installs over 22 days summed alone rose the
+ * high-water mark by 75 MB; by 256 KB read 57 MB, by 64 KB 41 MB for ~20 % more of the summing's
+ * CPU (docs/performance.md, 2026-11-29). Earlier, 200,000 over a year: 196 MB with the sums
+ * cached and no collections, 121 MB every 100 slices.
  */
-const COLLECT_EVERY_SLICES = 100;
+const COLLECT_EVERY_BYTES = 64 * 1024;
 
 /**
  * Month cells from the month mark to `until` (a month's start; Infinity: every month), summed from
@@ -125,12 +127,18 @@ function sumMonths(ctx: WriteContext, until: number): void {
   // another's moving the mark made it count everything again (store-state.ts recount).
   const to = Math.min(until, Number.MAX_SAFE_INTEGER);
   ctx.hot.dropMonths.run({ from, to });
-  let slices = 0;
+  let read = 0;
   for (const { slice, first, last } of ctx.reads.sliceSpans(GRAINS.day, from, to)) {
-    if (++slices % COLLECT_EVERY_SLICES === 0) Bun.gc(true);
     for (let month = bucketStart(first, GRAINS.month); month <= last; month = monthCeil(month + 1)) {
       const sum = emptyData();
-      for (const day of ctx.reads.sliceCells(GRAINS.day, slice, month, monthCeil(month + 1))) mergeInto(sum, day);
+      for (const day of ctx.reads.sliceCells(GRAINS.day, slice, month, monthCeil(month + 1))) {
+        mergeInto(sum, day.data);
+        read += day.bytes;
+        if (read >= COLLECT_EVERY_BYTES) {
+          Bun.gc(true);
+          read = 0;
+        }
+      }
       putCell(ctx, { grain: GRAINS.month, app: slice, bucket: month }, sum);
     }
   }

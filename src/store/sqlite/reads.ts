@@ -630,13 +630,28 @@ function storedCell(ctx: ReadContext, grain: Grain, slice: string, bucket: numbe
   return row ? wholeData(ctx, row, grain, slice, bucket) : undefined;
 }
 
-/** The stored cells of one slice and grain in [from, to), every part, each parsed afresh as it is read (the months' sums). */
-function* sliceCells(ctx: ReadContext, grain: Grain, slice: string, from: number, to: number): Generator<RollupData> {
+/**
+ * The stored cells of one slice and grain in [from, to), every part, each parsed afresh as it is
+ * read (the months' sums), with its stored size in bytes.
+ */
+function* sliceCells(
+  ctx: ReadContext,
+  grain: Grain,
+  slice: string,
+  from: number,
+  to: number,
+): Generator<{ data: RollupData; bytes: number }> {
   const id = sliceId(ctx, slice);
   if (id === undefined) return;
   for (const row of ctx.q.sliceCells.iterate({ grain, slice: id, from, to }))
-    yield wholeData(ctx, row, grain, slice, row.bucket);
+    yield { data: wholeData(ctx, row, grain, slice, row.bucket), bytes: storedBytes(row) };
 }
+
+const storedBytes = (row: Record<RollupPart, unknown>): number =>
+  PARTS.reduce((n, part) => {
+    const stored = row[part];
+    return n + (stored instanceof Uint8Array ? stored.byteLength : 0);
+  }, 0);
 
 /** Each slice with cells of `grain` in [from, to), with its first and last bucket there. */
 function sliceSpans(

@@ -242,11 +242,16 @@ class Reader {
 
   /** Counts of one value, and the number written before them (a label, or 0 for a total). */
   counts(): [number, Counts] {
+    const c = zeroCounts();
+    return [this.countsInto(c), c];
+  }
+
+  /** Counts of one value into `c` (summing reads millions: no arrays made); the number written before them. */
+  countsInto(c: Counts): number {
     const head = this.uint();
     const mask = head % MASKS;
-    const c = zeroCounts();
-    for (let i = 0; i < N; i++) if (mask & (1 << i)) c[i] = this.int();
-    return [Math.floor(head / MASKS), c];
+    for (let i = 0; i < N; i++) c[i] = mask & (1 << i) ? this.int() : 0;
+    return Math.floor(head / MASKS);
   }
 }
 
@@ -299,9 +304,7 @@ export function decodePart(
   dims?: ReadonlySet<string>,
 ): void {
   if (stored === null || stored === undefined) return;
-  if (!(stored instanceof Uint8Array)) throw new CellFormatError(`cell part ${part} is not binary`);
-  const r = new Reader(stored);
-  if (r.byte() !== FORMAT[part]) throw new CellFormatError(`cell part ${part} has an unknown format`);
+  const r = reader(stored, part);
   if (part === "data") {
     const [, total] = r.counts();
     const seen = new Set<string>();
@@ -346,5 +349,191 @@ export function decodePart(
       d.err[sig] = r.int();
     }
   }
+  done(r, part);
+}
+
+// ------------------------------------------------------------------ summing stored parts
+
+/** Counts per label id, N to a value, in one flat array (a month of a dense slice sums ~70,000 values). */
+class CountTable {
+  private readonly slots = new Map<number, number>();
+  private counts = new Float64Array(64 * N);
+
+  add(id: number, c: Counts): void {
+    let slot = this.slots.get(id);
+    if (slot === undefined) {
+      slot = this.slots.size;
+      this.slots.set(id, slot);
+      if ((slot + 1) * N > this.counts.length) {
+        const bigger = new Float64Array(this.counts.length * 2);
+        bigger.set(this.counts);
+        this.counts = bigger;
+      }
+    }
+    for (let i = 0; i < N; i++) this.counts[slot * N + i] = this.counts[slot * N + i]! + c[i]!;
+  }
+
+  /** How many values have counts not all zero (a sum keeps no empty entry, as mergeInto). */
+  present(): number {
+    let n = 0;
+    for (const slot of this.slots.values()) if (this.any(slot)) n++;
+    return n;
+  }
+
+  /** The values with counts, their number first, as a stored part writes them. */
+  write(w: Writer): void {
+    w.uint(this.present());
+    const c = zeroCounts();
+    for (const [id, slot] of this.slots) {
+      if (!this.any(slot)) continue;
+      for (let i = 0; i < N; i++) c[i] = this.counts[slot * N + i]!;
+      w.counts(c, id);
+    }
+  }
+
+  private any(slot: number): boolean {
+    for (let i = 0; i < N; i++) if (this.counts[slot * N + i] !== 0) return true;
+    return false;
+  }
+}
+
+/** Entries of a map of counts that are not zero. */
+function nonZero(map: ReadonlyMap<number, number>): number {
+  let n = 0;
+  for (const c of map.values()) if (c !== 0) n++;
+  return n;
+}
+
+/** A map of counts as stored: its entries that are not zero, their number first. */
+function writeNonZero(w: Writer, map: ReadonlyMap<number, number>): void {
+  w.uint(nonZero(map));
+  for (const [key, c] of map) {
+    if (c === 0) continue;
+    w.uint(key);
+    w.int(c);
+  }
+}
+
+/**
+ * Stored cells summed as stored, by label id: what decoding each, merging them (mergeInto) and
+ * encoding the sum would store, with no label looked up but the dimensions' and nothing decoded
+ * into objects. A bulk load sums its months from their day cells so (store/sqlite/cells.ts): a
+ * dense month of every app holds ~70,000 labels, more than a bounded dictionary keeps, and
+ * encoding the decoded sum looked each up in the table again.
+ */
+export class StoredSum {
+  private readonly total = zeroCounts();
+  private readonly dims = new Map<number, CountTable>();
+  private readonly dur = new Map<number, Map<number, number>>();
+  private apps: { total: Counts; values: CountTable } | null = null;
+  private readonly errors = new Map<number, number>();
+  /** Each value's counts as read. */
+  private readonly read = zeroCounts();
+
+  /** `labels` names the dimensions only, to refuse a part that is not a cell's. */
+  constructor(private readonly labels: Labels) {}
+
+  /** Adds one stored cell; anything but well-formed parts is a CellFormatError. */
+  add(parts: Record<keyof StoredParts, unknown>): void {
+    this.addData(reader(parts.data, "data"));
+    if (parts.apps !== null && parts.apps !== undefined) this.addApps(reader(parts.apps, "apps"));
+    if (parts.errors !== null && parts.errors !== undefined) this.addErrors(reader(parts.errors, "errors"));
+  }
+
+  private addData(r: Reader): void {
+    r.countsInto(this.read);
+    addCounts(this.total, this.read);
+    for (let n = r.uint(); n > 0; n--) {
+      const id = r.uint();
+      const dim = text(this.labels, id);
+      if (dim === NSAPP || !KNOWN.has(dim))
+        throw new CellFormatError(`cell part data names an unknown dimension ${JSON.stringify(dim)}`);
+      let values = this.dims.get(id);
+      if (values === undefined) this.dims.set(id, (values = new CountTable()));
+      for (let k = r.uint(); k > 0; k--) values.add(r.countsInto(this.read), this.read);
+    }
+    for (let n = r.uint(); n > 0; n--) {
+      const outcome = r.uint();
+      if (outcome >= N) throw new CellFormatError("cell part data names an unknown outcome");
+      let bins = this.dur.get(outcome);
+      if (bins === undefined) this.dur.set(outcome, (bins = new Map()));
+      for (let k = r.uint(); k > 0; k--) {
+        const bin = r.uint();
+        bins.set(bin, (bins.get(bin) ?? 0) + r.int());
+      }
+    }
+    done(r, "data");
+  }
+
+  private addApps(r: Reader): void {
+    this.apps ??= { total: zeroCounts(), values: new CountTable() };
+    r.countsInto(this.read);
+    addCounts(this.apps.total, this.read);
+    for (let n = r.uint(); n > 0; n--) this.apps.values.add(r.countsInto(this.read), this.read);
+    done(r, "apps");
+  }
+
+  private addErrors(r: Reader): void {
+    for (let n = r.uint(); n > 0; n--) {
+      const id = r.uint();
+      this.errors.set(id, (this.errors.get(id) ?? 0) + r.int());
+    }
+    done(r, "errors");
+  }
+
+  /** The sum as stored parts; null when it counts nothing (the cell goes). */
+  parts(): StoredParts | null {
+    if (this.total.every((c) => c === 0) && nonZero(this.errors) === 0) return null;
+    const w = writer;
+    w.length = 0;
+    w.byte(FORMAT.data);
+    w.counts(this.total, 0);
+    let dims = 0;
+    for (const values of this.dims.values()) if (values.present() > 0) dims++;
+    w.uint(dims);
+    for (const [id, values] of this.dims) {
+      if (values.present() === 0) continue;
+      w.uint(id);
+      values.write(w);
+    }
+    let outcomes = 0;
+    for (const bins of this.dur.values()) if (nonZero(bins) > 0) outcomes++;
+    w.uint(outcomes);
+    for (const [outcome, bins] of this.dur) {
+      if (nonZero(bins) === 0) continue;
+      w.uint(outcome);
+      writeNonZero(w, bins);
+    }
+    const data = w.take();
+    let apps: Uint8Array | null = null;
+    if (this.apps !== null) {
+      w.byte(FORMAT.apps);
+      w.counts(this.apps.total, 0);
+      this.apps.values.write(w);
+      apps = w.take();
+    }
+    let errors: Uint8Array | null = null;
+    if (nonZero(this.errors) > 0) {
+      w.byte(FORMAT.errors);
+      writeNonZero(w, this.errors);
+      errors = w.take();
+    }
+    return { data, apps, errors };
+  }
+}
+
+function addCounts(a: Counts, b: Counts): void {
+  for (let i = 0; i < N; i++) a[i] = a[i]! + b[i]!;
+}
+
+/** A reader past a stored part's format byte. */
+function reader(stored: unknown, part: RollupPart): Reader {
+  if (!(stored instanceof Uint8Array)) throw new CellFormatError(`cell part ${part} is not binary`);
+  const r = new Reader(stored);
+  if (r.byte() !== FORMAT[part]) throw new CellFormatError(`cell part ${part} has an unknown format`);
+  return r;
+}
+
+function done(r: Reader, part: RollupPart): void {
   if (!r.done) throw new CellFormatError(`cell part ${part} has bytes past its end`);
 }

@@ -9,7 +9,15 @@ import {
   type RollupData,
   type RollupRecord,
 } from "../../src/domain/rollup.ts";
-import { CellFormatError, UnknownLabelError, decodePart, encodeCell, labelsOf } from "../../src/domain/rollup-codec.ts";
+import {
+  CellFormatError,
+  StoredSum,
+  UnknownLabelError,
+  decodePart,
+  encodeCell,
+  labelsOf,
+  type StoredParts,
+} from "../../src/domain/rollup-codec.ts";
 import { LabelCache } from "../../src/store/common/labels.ts";
 import { HOUR } from "../../src/domain/time.ts";
 
@@ -175,5 +183,74 @@ describe("rollup cells as stored", () => {
     expect(() => decodePart(emptyData(), "apps", parts.data, labels)).toThrow(CellFormatError); // another part's format
     const stranger = new LabelCache();
     expect(() => decodePart(emptyData(), "data", parts.data, stranger)).toThrow(UnknownLabelError);
+  });
+
+  test("stored cells summed as stored equal the decoded cells merged, with no label looked up but the dimensions'", () => {
+    for (const allApps of [true, false]) {
+      const { labels } = dictionary();
+      // Days of one slice: /upload days (most dimensions "", no signatures), telemetry days with
+      // failures and durations, a day of one record, and values that several days share.
+      const days: RollupData[] = [];
+      for (let d = 0; d < 6; d++) {
+        const day = emptyData();
+        const n = d === 3 ? 1 : 12;
+        for (let i = 0; i < n; i++) {
+          const r =
+            d % 2 === 0
+              ? uploadRecord({ nsapp: `app-${(d + i) % 4}`, coreCount: i % 3, createdAt: d * 24 * HOUR })
+              : telemetryRecord({
+                  nsapp: `app-${i % 6}`,
+                  status: i % 3 === 0 ? "done" : "failed",
+                  outcome: i % 3 === 0 ? "success" : "failed",
+                  error: `exit_code=${100 + (i % 4)} | day ${d}`,
+                  durationMs: 1000 * (i + d),
+                  attempt: 1 + (i % 3),
+                });
+          addRecord(day, r, r.outcome, 1, allApps, r.outcome === "failed" ? `sig-${d}-${i % 3}` : null);
+        }
+        days.push(day);
+      }
+      const stored = days.map((d) => encodeCell(d, allApps, labels));
+      const merged = emptyData();
+      for (const d of days) mergeInto(merged, roundTrip(d, allApps, labels));
+
+      // Only the dimensions' labels are asked for by id; no text is looked up by its label.
+      const asked: number[] = [];
+      const counting = { id: (l: string) => labels.id(l), text: (id: number) => (asked.push(id), labels.text(id)) };
+      const sum = new StoredSum({ ...counting, id: () => expect.unreachable() as never });
+      for (const parts of stored) sum.add(parts);
+      const summed = sum.parts()!;
+      const dimensionIds = new Set(DIMENSIONS.filter((d) => d !== "nsapp").map((d) => labels.id(d)));
+      expect(asked.length).toBeGreaterThan(0);
+      for (const id of asked) expect(dimensionIds.has(id)).toBe(true);
+
+      const decoded = emptyData();
+      for (const part of PARTS) decodePart(decoded, part, summed[part], labels);
+      expect(decoded).toEqual(merged);
+      expect(summed.apps === null).toBe(!allApps);
+      expect(summed.errors).not.toBeNull();
+    }
+  });
+
+  test("a stored sum of nothing is no cell; damage in any part is a CellFormatError", () => {
+    const { labels } = dictionary();
+    expect(new StoredSum(labels).parts()).toBeNull();
+    const cell = emptyData();
+    addRecord(cell, telemetryRecord(), "failed", 1, true, "abc");
+    const parts = encodeCell(cell, true, labels);
+    const damaged: Partial<StoredParts>[] = [
+      { data: parts.data.subarray(0, parts.data.length - 1) },
+      { apps: parts.data },
+      { errors: new Uint8Array([...parts.errors!, 7]) },
+      { data: "text where bytes belong" as unknown as Uint8Array },
+    ];
+    for (const over of damaged) expect(() => new StoredSum(labels).add({ ...parts, ...over })).toThrow(CellFormatError);
+    // A data part whose dimension label is not a dimension (here: the app's name).
+    const notADimension = encodeCell(cell, true, labels).data.slice();
+    const sum = new StoredSum({
+      id: labels.id.bind(labels),
+      text: (id) => (id === labels.id("type") ? "jellyfin" : labels.text(id)),
+    });
+    expect(() => sum.add({ data: notADimension, apps: null, errors: null })).toThrow(/unknown dimension/);
   });
 });

@@ -10,7 +10,6 @@ import {
   hoursFrom,
   isAllApps,
   isEmpty,
-  mergeInto,
   monthCeil,
   storedSlicesOf,
   type RollupData,
@@ -103,21 +102,21 @@ function moveMonthMark(ctx: WriteContext, from: number): void {
 }
 
 /**
- * A full collection after every this many bytes of stored day cells read while months are summed:
- * the decoded day cells are garbage at once, and the few slices of every app hold most of them
- * (a dense month's: ~20 KB stored a day, thousands of values decoded). Collected every 100 slices,
- * they came in one stretch, and the month of 600,000 installs over 22 days summed alone rose the
- * high-water mark by 75 MB; by 256 KB read 57 MB, by 64 KB 41 MB for ~20 % more of the summing's
- * CPU (docs/performance.md, 2026-11-29). Earlier, 200,000 over a year: 196 MB with the sums
- * cached and no collections, 121 MB every 100 slices.
+ * A full collection after every this many bytes of stored day cells summed into months: what a
+ * summing leaves is garbage at once, and the slices of every app come first and hold most of it.
+ * Summing the month of 600,000 installs over 22 days alone raised the high-water mark by 18 MB
+ * so, 25 MB by 256 KB and 32 MB with no collections, for 3.1, 2.4 and 1.5 s of CPU (decoded,
+ * merged and collected every 100 slices, as before: 76 MB, 5.5 s; docs/performance.md, 2026-11-29).
  */
 const COLLECT_EVERY_BYTES = 64 * 1024;
 
 /**
  * Month cells from the month mark to `until` (a month's start; Infinity: every month), summed from
  * their day cells and stored; the mark moved to `until`. A slice's month at a time, its day cells
- * read one by one; the sums are not kept in the cell cache (a month summed is rarely counted into
- * again soon).
+ * read one by one and summed as stored, by label id (StoredSum): decoded and merged, a dense
+ * month's sum held ~70,000 labels, more than a bulk load's dictionary keeps, and encoding it looked
+ * each up again (docs/performance.md, 2026-11-29). The sums are not kept in the cell cache (a
+ * month summed is rarely counted into again soon).
  */
 function sumMonths(ctx: WriteContext, until: number): void {
   storeTouched(ctx); // the day cells as this batch counted them
@@ -128,18 +127,17 @@ function sumMonths(ctx: WriteContext, until: number): void {
   const to = Math.min(until, Number.MAX_SAFE_INTEGER);
   ctx.hot.dropMonths.run({ from, to });
   let read = 0;
+  const collect = (bytes: number) => {
+    read += bytes;
+    if (read < COLLECT_EVERY_BYTES) return;
+    read = 0;
+    Bun.gc(true);
+  };
   for (const { slice, first, last } of ctx.reads.sliceSpans(GRAINS.day, from, to)) {
     for (let month = bucketStart(first, GRAINS.month); month <= last; month = monthCeil(month + 1)) {
-      const sum = emptyData();
-      for (const day of ctx.reads.sliceCells(GRAINS.day, slice, month, monthCeil(month + 1))) {
-        mergeInto(sum, day.data);
-        read += day.bytes;
-        if (read >= COLLECT_EVERY_BYTES) {
-          Bun.gc(true);
-          read = 0;
-        }
-      }
-      putCell(ctx, { grain: GRAINS.month, app: slice, bucket: month }, sum);
+      const parts = ctx.reads.sliceSum(GRAINS.day, slice, month, monthCeil(month + 1), collect);
+      if (parts !== null)
+        ctx.hot.putRollup.run({ grain: GRAINS.month, slice: ctx.labels.id(slice), bucket: month, ...parts });
     }
   }
   moveMonthMark(ctx, until);

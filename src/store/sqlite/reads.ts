@@ -6,7 +6,7 @@ import type { KnownSignature } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import { OUTCOMES, type Outcome } from "../../domain/outcome.ts";
 import { emptyData, settle, type Grain, type RollupData, type RollupPart } from "../../domain/rollup.ts";
-import { UnknownLabelError, decodePart } from "../../domain/rollup-codec.ts";
+import { StoredSum, UnknownLabelError, decodePart, type StoredParts } from "../../domain/rollup-codec.ts";
 import type {
   AppType,
   ExecutionFilter,
@@ -631,20 +631,30 @@ function storedCell(ctx: ReadContext, grain: Grain, slice: string, bucket: numbe
 }
 
 /**
- * The stored cells of one slice and grain in [from, to), every part, each parsed afresh as it is
- * read (the months' sums), with its stored size in bytes.
+ * The stored cells of one slice and grain in [from, to) summed as stored (StoredSum: the months' sums
+ * of a bulk load), read one by one, each one's stored bytes told to `read`; null when they count
+ * nothing. Damage names the cell.
  */
-function* sliceCells(
+function sliceSum(
   ctx: ReadContext,
   grain: Grain,
   slice: string,
   from: number,
   to: number,
-): Generator<{ data: RollupData; bytes: number }> {
+  read: (bytes: number) => void,
+): StoredParts | null {
   const id = sliceId(ctx, slice);
-  if (id === undefined) return;
-  for (const row of ctx.q.sliceCells.iterate({ grain, slice: id, from, to }))
-    yield { data: wholeData(ctx, row, grain, slice, row.bucket), bytes: storedBytes(row) };
+  if (id === undefined) return null;
+  const sum = new StoredSum(ctx.labels);
+  for (const row of ctx.q.sliceCells.iterate({ grain, slice: id, from, to })) {
+    try {
+      sum.add(row);
+    } catch (e) {
+      throw asDamage(e, cellName(grain, slice, row.bucket));
+    }
+    read(storedBytes(row));
+  }
+  return sum.parts();
 }
 
 const storedBytes = (row: Record<RollupPart, unknown>): number =>
@@ -733,7 +743,8 @@ export function createSqliteReads(
       storedRollups(ctx, selection, slices),
     storedCell: (grain: Grain, slice: string, bucket: number) => storedCell(ctx, grain, slice, bucket),
     storedCells: (grain: Grain, from: number, to: number) => storedCells(ctx, grain, from, to),
-    sliceCells: (grain: Grain, slice: string, from: number, to: number) => sliceCells(ctx, grain, slice, from, to),
+    sliceSum: (grain: Grain, slice: string, from: number, to: number, read: (bytes: number) => void) =>
+      sliceSum(ctx, grain, slice, from, to, read),
     sliceSpans: (grain: Grain, from: number, to: number) => sliceSpans(ctx, grain, from, to),
 
     /** The label dictionary (the write path gives new labels through it). */

@@ -255,7 +255,7 @@ class Reader {
   }
 }
 
-function text(labels: Labels, id: number): string {
+function text(labels: Pick<Labels, "text">, id: number): string {
   const t = labels.text(id);
   if (t === undefined) throw new UnknownLabelError(id);
   return t;
@@ -431,7 +431,7 @@ export class StoredSum {
   private readonly read = zeroCounts();
 
   /** `labels` names the dimensions only, to refuse a part that is not a cell's. */
-  constructor(private readonly labels: Labels) {}
+  constructor(private readonly labels: Pick<Labels, "text">) {}
 
   /** Adds one stored cell; anything but well-formed parts is a CellFormatError. */
   add(parts: Record<keyof StoredParts, unknown>): void {

@@ -645,7 +645,8 @@ function sliceSum(
 ): StoredParts | null {
   const id = sliceId(ctx, slice);
   if (id === undefined) return null;
-  const sum = new StoredSum(ctx.labels);
+  // A dimension's label another connection gave, not loaded here yet: the dictionary loaded again once.
+  const sum = new StoredSum({ text: (id) => ctx.labels.text(id) ?? (ctx.load(), ctx.labels.text(id)) });
   for (const row of ctx.q.sliceCells.iterate({ grain, slice: id, from, to })) {
     try {
       sum.add(row);

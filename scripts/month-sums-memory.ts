@@ -1,8 +1,8 @@
 // Memory of a bulk load's month sums (src/store/sqlite/cells.ts sumMonths), alone: the months of a
 // seeded SQLite database summed again from its day cells, as a bulk load sums them once it has
 // passed them, in a process of their own. Prints the high-water mark before and after, and the
-// time. The peak of a dense seed is this summing (seed --records 600000 --days 22: 173 MB through
-// the load, 213 MB at its end), so this measures it in seconds instead of a seed's minutes.
+// time. The peak of a dense seed is this summing (seed --records 600000 --days 22: 173 MiB through
+// the load, 207.9 MiB at its end), so this measures it in seconds instead of a seed's minutes.
 //
 //   bun scripts/month-sums-memory.ts <seeded.db> [--runs 3] [--tree <checkout>]
 //
@@ -78,7 +78,7 @@ try {
     if (child.exitCode !== 0) throw new Error(`run ${run} failed (exit ${child.exitCode})`);
     const r = JSON.parse(child.stdout.toString()) as { before: number; after: number; seconds: number; cpu: number };
     console.log(
-      `run ${run}: months from ${new Date(month).toISOString().slice(0, 7)} summed: high-water mark ${r.before.toFixed(1)} -> ${r.after.toFixed(1)} MB (+${(r.after - r.before).toFixed(1)}), ${r.seconds.toFixed(2)} s, ${r.cpu.toFixed(2)} s CPU`,
+      `run ${run}: months from ${new Date(month).toISOString().slice(0, 7)} summed: high-water mark ${r.before.toFixed(1)} -> ${r.after.toFixed(1)} MiB (+${(r.after - r.before).toFixed(1)}), ${r.seconds.toFixed(2)} s, ${r.cpu.toFixed(2)} s CPU`,
     );
   }
 } finally {

@@ -104,9 +104,9 @@ function moveMonthMark(ctx: WriteContext, from: number): void {
 /**
  * A full collection after every this many bytes of stored day cells summed into months: what a
  * summing leaves is garbage at once, and the slices of every app come first and hold most of it.
- * Summing the month of 600,000 installs over 22 days alone raised the high-water mark by 17 MB so
- * (3.7 s of CPU), by 32 MB with no collections (1.5 s); decoded, merged and collected every 100
- * slices, as before: 76 MB, 5.5-6.0 s (docs/performance.md, 2026-11-29).
+ * Summing the month of 600,000 installs over 22 days alone raised the high-water mark by 17 MiB so
+ * (3.7 s of CPU), by 32 MiB with no collections (1.5 s); decoded, merged and collected every 100
+ * slices, as before: 76 MiB, 5.5-6.0 s (docs/performance.md, 2026-11-29).
  */
 const COLLECT_EVERY_BYTES = 64 * 1024;
 

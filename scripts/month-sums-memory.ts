@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Database } from "bun:sqlite";
+import { GRAINS } from "../src/domain/rollup.ts";
 
 const { values, positionals } = parseArgs({
   args: Bun.argv.slice(2),
@@ -64,7 +65,7 @@ try {
     rmSync(db, { force: true });
     copyFileSync(source, db);
     const sqlite = new Database(db);
-    const { first } = sqlite.query("SELECT min(bucket) AS first FROM rollups WHERE grain = 1").get() as {
+    const { first } = sqlite.query("SELECT min(bucket) AS first FROM rollups WHERE grain = ?").get(GRAINS.day) as {
       first: number | null;
     };
     if (first === null) throw new Error(`${source} has no day cells`);

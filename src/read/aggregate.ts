@@ -215,12 +215,19 @@ const own = <T>(map: Record<string, T> | undefined, key: string): T | undefined 
 
 /** Installs a cell counts: any dimension sums to the total, as every record has one value in each. */
 function cellTotal(d: RollupData, dimFilter: { dim: Dimension; value: string } | null): Counts {
-  if (dimFilter) return [...(own(d.dims[dimFilter.dim], dimFilter.value) ?? zero())] as Counts;
-  const total = zero();
+  return addTotal(zero(), d, dimFilter);
+}
+
+/** `sum` plus the installs cell `d` counts (cellTotal). */
+function addTotal(sum: Counts, d: RollupData, dimFilter: { dim: Dimension; value: string } | null): Counts {
+  if (dimFilter) {
+    const counts = own(d.dims[dimFilter.dim], dimFilter.value);
+    return counts === undefined ? sum : add(sum, counts);
+  }
   // for-in, not Object.values: an array per cell was ~13 % of an hourly series' CPU.
   const types = d.dims.type;
-  for (const value in types) add(total, types[value]!);
-  return total;
+  for (const value in types) add(sum, types[value]!);
+  return sum;
 }
 
 /** Executions the cells count (every outcome), and those of them with a dimension's value. */
@@ -544,16 +551,16 @@ export function timeseries(
   w: Window,
   interval: Interval,
 ): Point[] {
-  const sums = new Map<number, Counts>();
+  // Sums by point index: an hourly month reads ~10,000 cells, and a map entry and an array per
+  // cell were a third of its CPU.
+  const first = intervalStart(w.from, interval);
+  const step = STEP[interval];
+  const sums: Counts[] = Array.from({ length: pointCount(w, interval) }, zero);
   for (const { bucket, data } of cells) {
-    const t = intervalStart(bucket, interval);
-    add(sums.get(t) ?? (sums.set(t, zero()), sums.get(t)!), cellTotal(data, p.only));
+    const sum = sums[(intervalStart(bucket, interval) - first) / step];
+    if (sum !== undefined) addTotal(sum, data, p.only);
   }
-  const points: Point[] = [];
-  for (let t = intervalStart(w.from, interval); t < w.to; t += STEP[interval]) {
-    points.push(withCounts({ t }, outcomeCounts(only(sums.get(t) ?? zero(), p.outcome))));
-  }
-  return points;
+  return sums.map((sum, i) => withCounts({ t: first + i * step }, outcomeCounts(only(sum, p.outcome))));
 }
 
 /**

@@ -75,14 +75,22 @@ export function oneOf<const T extends string>(field: string, v: Raw, values: rea
 }
 
 /**
- * Route options for a query schema that also refuse parameters it does not name: Elysia drops
- * them silently, so `?stauts=failed` would read every install. The compatibility paths keep the
- * originals' leniency and do not use this.
+ * A query schema that lets parameters it does not name through to the route, which reads only
+ * those it names: the compatibility paths take and ignore them as the originals do, and
+ * strictQuery refuses them with the names it takes. (Elysia's own check would refuse them as
+ * "Unexpected property" now that answers and queries are not normalized: app.ts.)
+ */
+export const openQuery = <const S extends TObject>(schema: S): S => ({ ...schema, additionalProperties: true });
+
+/**
+ * Route options for a query schema that also refuse parameters it does not name, so
+ * `?stauts=failed` does not read every install. The compatibility paths keep the originals'
+ * leniency (openQuery alone).
  */
 export function strictQuery<const S extends TObject>(schema: S) {
   const known = new Set(Object.keys(schema.properties));
   return {
-    query: schema,
+    query: openQuery(schema),
     beforeHandle({ request }: { request: Request }) {
       for (const name of new URL(request.url).searchParams.keys()) {
         if (!known.has(name))

@@ -357,6 +357,11 @@ describe("access, configuration and refusals", () => {
       status: 422,
       body: { error: "invalid_field" },
     });
+    // A field the body does not take (a misspelt title) is named, not dropped for the default.
+    expect(await admin.send("00112233aabbccdd", { titel: "Fails on arm64" })).toMatchObject({
+      status: 422,
+      body: { error: "invalid_field", field: "titel" },
+    });
     expect(await admin.preview("00112233aabbccdd", "?days=0")).toMatchObject({ status: 400, body: { field: "days" } });
     expect(await admin.preview("00112233aabbccdd", "?stauts=failed")).toMatchObject({ status: 400 });
     expect(fake!.requests).toEqual([]);

@@ -11,7 +11,7 @@ import { PAGE_SORTS, type ExecutionFilter, type PageSort, type StoreReads } from
 import { MAX_VALUE_LENGTH, isSettled } from "../../domain/rollup.ts";
 import type { Window } from "../aggregate.ts";
 import { addTo, failuresByApp, firstSignature, type AppFailures } from "../failures.ts";
-import { allTime, docParam } from "../query.ts";
+import { allTime, docParam, openQuery } from "../query.ts";
 import { createStats } from "../stats.ts";
 import { typesAsOf } from "../app-types.ts";
 import {
@@ -171,7 +171,7 @@ const RecordsQuery = t.Object({
   platform: PLATFORM_PARAM,
 });
 const RecordsRoute = {
-  query: RecordsQuery,
+  query: openQuery(RecordsQuery),
   response: {
     200: t.Object({
       records: t.Array(CommunityRecord),
@@ -224,7 +224,7 @@ const ScriptsQuery = t.Object({
   platform: PLATFORM_PARAM,
 });
 const ScriptsRoute = {
-  query: ScriptsQuery,
+  query: openQuery(ScriptsQuery),
   response: {
     200: t.Object({
       total_scripts: t.Integer(),
@@ -288,7 +288,7 @@ const ErrorsQuery = t.Object({
   platform: PLATFORM_PARAM,
 });
 const ErrorsRoute = {
-  query: ErrorsQuery,
+  query: openQuery(ErrorsQuery),
   response: { 200: ErrorsJson },
   detail: { tags, summary: "Error analysis: exit codes, categories and the apps that fail most, from rollups" },
 };

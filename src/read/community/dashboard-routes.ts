@@ -6,7 +6,7 @@ import { EXIT_CODE_EXPLANATIONS } from "../../domain/exit-codes.ts";
 import { HOUR } from "../../domain/time.ts";
 import type { ExecutionFilter, StoreReads } from "../../store/contract/executions.ts";
 import type { Window } from "../aggregate.ts";
-import { docParam } from "../query.ts";
+import { docParam, openQuery } from "../query.ts";
 import { createStats } from "../stats.ts";
 import { typesAsOf } from "../app-types.ts";
 import {
@@ -84,7 +84,7 @@ const ExitCodesRoute = {
 
 const RepoSlugsQuery = t.Object({ days: docParam("days back from today (1-365, default 30)"), repo: REPO_PARAM });
 const RepoSlugsRoute = {
-  query: RepoSlugsQuery,
+  query: openQuery(RepoSlugsQuery),
   response: t.Object({ repo_slugs: t.Array(Count("slug")) }),
   detail: { tags, summary: "Repositories (owner/repo) that sent reports, most first" },
 };
@@ -108,7 +108,7 @@ const DashboardQuery = t.Object({
   platform: PLATFORM_PARAM,
 });
 const DashboardRoute = {
-  query: DashboardQuery,
+  query: openQuery(DashboardQuery),
   response: { 200: DashboardJson },
   detail: { tags, summary: "The community service's dashboard data, from rollups" },
 };

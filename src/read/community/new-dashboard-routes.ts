@@ -14,7 +14,7 @@ import { failuresIn } from "../failures.ts";
 import { reuseByKey } from "../reuse.ts";
 import { byWindow, settledAndOpen } from "../settled.ts";
 import { csvCell } from "../export.ts";
-import { allTime, docParam } from "../query.ts";
+import { allTime, docParam, openQuery } from "../query.ts";
 import { createStats } from "../stats.ts";
 import { collapsedStatus, goDays, label, newestOf, windowOf } from "./community.ts";
 
@@ -849,7 +849,7 @@ const NewQuery = t.Object({
   ctype: docParam("lxc, vm, addon or pve (host tools); anything else: every type"),
 });
 const NewRoute = {
-  query: NewQuery,
+  query: openQuery(NewQuery),
   response: { 200: NewDash },
   detail: {
     tags,
@@ -907,7 +907,7 @@ const LogQuery = t.Object({
   category: docParam("the log's category select: exactly"),
 });
 const LogRoute = {
-  query: LogQuery,
+  query: openQuery(LogQuery),
   detail: {
     tags,
     summary: "The install log of /api/new as the page exports it: CSV of its 300 newest runs, the page's columns",

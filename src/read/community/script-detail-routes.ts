@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import { ErrorBody, errorBody } from "../../http/errors.ts";
 import type { StoreReads } from "../../store/contract/executions.ts";
-import { docParam } from "../query.ts";
+import { docParam, openQuery } from "../query.ts";
 import { createStats } from "../stats.ts";
 import { goDays, label, windowOf } from "./community.ts";
 import {
@@ -100,12 +100,14 @@ export function scriptDetailRoutes(deps: { store: StoreReads; clock: () => numbe
       };
     },
     {
-      query: t.Object({
-        app: docParam("the script (nsapp), exactly; required"),
-        days: docParam("days back from today, 1-365 (default 30)"),
-        repo: docParam('repo_source, or absent / "all": every repository'),
-        platform: docParam("pve or incus; anything else: every platform"),
-      }),
+      query: openQuery(
+        t.Object({
+          app: docParam("the script (nsapp), exactly; required"),
+          days: docParam("days back from today, 1-365 (default 30)"),
+          repo: docParam('repo_source, or absent / "all": every repository'),
+          platform: docParam("pve or incus; anything else: every platform"),
+        }),
+      ),
       response: { 200: ScriptDetail, 400: ErrorBody },
       detail: {
         tags: ["telemetry-service compatible"],

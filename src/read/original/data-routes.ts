@@ -21,7 +21,7 @@ import {
   pageWindow,
   type OriginalSource,
 } from "./data-shapes.ts";
-import { allTime } from "../query.ts";
+import { allTime, openQuery } from "../query.ts";
 import { createStats, type Stats } from "../stats.ts";
 import { reuseWhileExpensive } from "../reuse.ts";
 
@@ -193,10 +193,12 @@ const listRoute = (summary: string, description: string) => ({
 
 const JsonRoute = listRoute("Every install (original API)", "All installs, oldest first, streamed as one JSON array.");
 const PaginatedRoute = {
-  query: t.Object({
-    page: queryText("1-based page; below 1 or not a number means 1"),
-    limit: queryText("installs per page; below 1 or not a number means 10; no upper bound (the page is streamed)"),
-  }),
+  query: openQuery(
+    t.Object({
+      page: queryText("1-based page; below 1 or not a number means 1"),
+      limit: queryText("installs per page; below 1 or not a number means 10; no upper bound (the page is streamed)"),
+    }),
+  ),
   ...listRoute(
     "One page of installs (original API)",
     "Oldest first; a page past the end is []. No total or page count, as in the original.",
@@ -211,18 +213,22 @@ const SummaryRoute = {
   },
 };
 const NsappRoute = {
-  query: t.Object({
-    nsapp: queryText(
-      'exact application name (case-sensitive); absent or "" lists installs without one, as in the original',
-    ),
-  }),
+  query: openQuery(
+    t.Object({
+      nsapp: queryText(
+        'exact application name (case-sensitive); absent or "" lists installs without one, as in the original',
+      ),
+    }),
+  ),
   ...listRoute("Installs of one app (original API)", "Oldest first, streamed; an unknown app is []."),
 };
 const DateRoute = {
-  query: t.Object({
-    start_date: queryText("first day, YYYY-MM-DD (UTC); required"),
-    end_date: queryText("last day, YYYY-MM-DD (UTC), included whole; required"),
-  }),
+  query: openQuery(
+    t.Object({
+      start_date: queryText("first day, YYYY-MM-DD (UTC); required"),
+      end_date: queryText("last day, YYYY-MM-DD (UTC), included whole; required"),
+    }),
+  ),
   response: { 200: RecordList, 400: ErrorBody },
   detail: {
     tags,
@@ -232,20 +238,24 @@ const DateRoute = {
   },
 };
 const StatusRoute = {
-  query: t.Object({
-    status: queryText(
-      "in the original's words: done, failed or installing (today's success is done, an abort failed, a run still going installing); matched case-insensitively",
-    ),
-  }),
+  query: openQuery(
+    t.Object({
+      status: queryText(
+        "in the original's words: done, failed or installing (today's success is done, an abort failed, a run still going installing); matched case-insensitively",
+      ),
+    }),
+  ),
   ...listRoute("Installs with one status (original API)", "Oldest first, streamed."),
 };
 const OsRoute = {
-  query: t.Object({
-    os_type: queryText("e.g. debian (stored lowercase, so matched case-insensitively)"),
-    os_version: queryText(
-      "e.g. 12, exact. Both parameters are matched: an absent one matches installs without that value, as in the original",
-    ),
-  }),
+  query: openQuery(
+    t.Object({
+      os_type: queryText("e.g. debian (stored lowercase, so matched case-insensitively)"),
+      os_version: queryText(
+        "e.g. 12, exact. Both parameters are matched: an absent one matches installs without that value, as in the original",
+      ),
+    }),
+  ),
   ...listRoute("Installs on one OS type and version (original API)", "Oldest first, streamed."),
 };
 const ErrorsRoute = {

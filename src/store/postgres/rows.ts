@@ -13,10 +13,16 @@ export const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)
 /** `"execution_id" AS "executionId", ...`: every column of an execution under its domain name. */
 export const SELECT_EXECUTION = EXECUTION_COLUMNS.map(({ key, name }) => `e."${name}" AS "${key}"`).join(", ");
 
-/** The columns of an execution keyed by column name, for an INSERT. */
-export function rowOf(e: Execution): Record<string, string | number | boolean | null> {
-  const row: Record<string, string | number | boolean | null> = {};
-  for (const { key, name } of EXECUTION_COLUMNS) row[name] = e[key];
+/**
+ * The columns of an execution keyed by column name, for json_populate_recordset: a null column is
+ * left out (the record it fills starts as NULLs), which is nearly half of a row's JSON.
+ */
+export function rowOf(e: Execution): Record<string, string | number | boolean> {
+  const row: Record<string, string | number | boolean> = {};
+  for (const { key, name } of EXECUTION_COLUMNS) {
+    const value = e[key];
+    if (value !== null) row[name] = value;
+  }
   return row;
 }
 

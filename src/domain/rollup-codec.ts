@@ -380,9 +380,9 @@ class CountTable {
     return n;
   }
 
-  /** The values with counts, their number first, as a stored part writes them. */
-  write(w: Writer): void {
-    w.uint(this.present());
+  /** The values with counts, their number (`present`, when known) first, as a stored part writes them. */
+  write(w: Writer, present = this.present()): void {
+    w.uint(present);
     const c = zeroCounts();
     for (const [id, slot] of this.slots) {
       if (!this.any(slot)) continue;
@@ -404,9 +404,9 @@ function nonZero(map: ReadonlyMap<number, number>): number {
   return n;
 }
 
-/** A map of counts as stored: its entries that are not zero, their number first. */
-function writeNonZero(w: Writer, map: ReadonlyMap<number, number>): void {
-  w.uint(nonZero(map));
+/** A map of counts as stored: its entries that are not zero, their number (`n`, when known) first. */
+function writeNonZero(w: Writer, map: ReadonlyMap<number, number>, n = nonZero(map)): void {
+  w.uint(n);
   for (const [key, c] of map) {
     if (c === 0) continue;
     w.uint(key);
@@ -483,26 +483,26 @@ export class StoredSum {
 
   /** The sum as stored parts; null when it counts nothing (the cell goes). */
   parts(): StoredParts | null {
-    if (this.total.every((c) => c === 0) && nonZero(this.errors) === 0) return null;
+    const errorCount = nonZero(this.errors);
+    if (this.total.every((c) => c === 0) && errorCount === 0) return null;
     const w = writer;
     w.length = 0;
     w.byte(FORMAT.data);
     w.counts(this.total, 0);
-    let dims = 0;
-    for (const values of this.dims.values()) if (values.present() > 0) dims++;
-    w.uint(dims);
-    for (const [id, values] of this.dims) {
-      if (values.present() === 0) continue;
+    // Each table's entries counted once: the part names how many come before it writes them.
+    const dims = [...this.dims].map(([id, values]) => ({ id, values, n: values.present() })).filter((d) => d.n > 0);
+    w.uint(dims.length);
+    for (const { id, values, n } of dims) {
       w.uint(id);
-      values.write(w);
+      values.write(w, n);
     }
-    let outcomes = 0;
-    for (const bins of this.dur.values()) if (nonZero(bins) > 0) outcomes++;
-    w.uint(outcomes);
-    for (const [outcome, bins] of this.dur) {
-      if (nonZero(bins) === 0) continue;
+    const outcomes = [...this.dur]
+      .map(([outcome, bins]) => ({ outcome, bins, n: nonZero(bins) }))
+      .filter((o) => o.n > 0);
+    w.uint(outcomes.length);
+    for (const { outcome, bins, n } of outcomes) {
       w.uint(outcome);
-      writeNonZero(w, bins);
+      writeNonZero(w, bins, n);
     }
     const data = w.take();
     let apps: Uint8Array | null = null;
@@ -513,9 +513,9 @@ export class StoredSum {
       apps = w.take();
     }
     let errors: Uint8Array | null = null;
-    if (nonZero(this.errors) > 0) {
+    if (errorCount > 0) {
       w.byte(FORMAT.errors);
-      writeNonZero(w, this.errors);
+      writeNonZero(w, this.errors, errorCount);
       errors = w.take();
     }
     return { data, apps, errors };

@@ -245,7 +245,7 @@ describe("damaged data", () => {
     const s = await fileService(path);
     const summary = () => s.runtime.app.handle(new Request("http://localhost/api/stats/summary?days=365"));
     expect((await summary()).status).toBe(200);
-    // Bytes changed under the server (through another connection here, so its cached cells go too).
+    // Bytes changed under the server (through another connection here, so its caches are counted again).
     const other = new Database(path);
     other.run('UPDATE rollups SET data = \'{"dims":{"type":{"lxc":\' WHERE grain = 2');
     other.close();

@@ -19,29 +19,19 @@ import { encodeCell } from "../../domain/rollup-codec.ts";
 import { DAY } from "../../domain/time.ts";
 import type { ResultFor, WriteOp } from "../contract/store.ts";
 import { withApps } from "../common/signature-apps.ts";
-import { ALL_PARTS, cellKey, type CachedCell } from "./cell-cache.ts";
 import type { BatchEffects, WriteContext } from "./write-context.ts";
 
-/** A cell a write can merge into: every part parsed (a reader may have parsed only one). */
-const whole = (cell: CachedCell): boolean => cell.have.size === ALL_PARTS.length;
-
 /**
- * The cell `key` as the batch counts into it: parsed whole (from the cache, or read) the first
- * time the batch touches it. A failed transaction clears the cache, so nothing counted in a
- * rolled-back batch outlives it.
+ * The cell `key` as the batch counts into it: read and decoded the first time the batch touches
+ * it. Not kept between batches: a kept cell saved a read of a few microseconds and cost the
+ * collections of a bulk load more than that (a seed of 100,000 over 4 days: 18 % more time and
+ * 12 MB more peak with 512 cells kept; docs/decisions/2026-11-29-cells-not-kept-between-batches.md).
  */
 function touch(ctx: WriteContext, key: RollupKey): RollupData {
-  const id = cellKey(key.grain, key.bucket, key.app);
+  const id = `${key.grain}|${key.bucket}|${key.app}`;
   let t = ctx.touched.get(id);
-  if (!t) {
-    let cell = ctx.cells.get(id);
-    if (!cell || !whole(cell)) {
-      cell = { have: new Set(ALL_PARTS), data: ctx.reads.storedCell(key.grain, key.app, key.bucket) ?? emptyData() };
-      ctx.cells.set(id, cell);
-    }
-    ctx.touched.set(id, (t = { key, cell }));
-  }
-  return t.cell.data;
+  if (!t) ctx.touched.set(id, (t = { key, data: ctx.reads.storedCell(key.grain, key.app, key.bucket) ?? emptyData() }));
+  return t.data;
 }
 
 /** Deltas counted straight into the touched cells; month cells only before the month mark (none when deferred). */
@@ -53,15 +43,11 @@ export const deltasFrom = (ctx: WriteContext, foldedUntil: number): RollupDeltas
     ctx.months.defer ? Number.NEGATIVE_INFINITY : ctx.months.from,
   );
 
-/** Stores one cell, or removes it when nothing is counted in it; whether it is stored. */
-function putCell({ hot, labels }: WriteContext, key: RollupKey, data: RollupData): boolean {
+/** Stores one cell, or removes it when nothing is counted in it. */
+function putCell({ hot, labels }: WriteContext, key: RollupKey, data: RollupData): void {
   const row = { grain: key.grain, slice: labels.id(key.app), bucket: key.bucket };
-  if (isEmpty(data)) {
-    hot.deleteRollup.run(row);
-    return false;
-  }
-  hot.putRollup.run({ ...row, ...encodeCell(data, isAllApps(key.app), labels) });
-  return true;
+  if (isEmpty(data)) hot.deleteRollup.run(row);
+  else hot.putRollup.run({ ...row, ...encodeCell(data, isAllApps(key.app), labels) });
 }
 
 /**
@@ -69,16 +55,15 @@ function putCell({ hot, labels }: WriteContext, key: RollupKey, data: RollupData
  * more); the earliest day it wrote a cell of (Infinity: none).
  */
 export function storeTouched(ctx: WriteContext): number {
-  const { cells, months } = ctx;
+  const { months } = ctx;
   let firstDay = Number.POSITIVE_INFINITY;
-  for (const [id, { key, cell }] of ctx.touched) {
+  for (const { key, data } of ctx.touched.values()) {
     if (key.grain === GRAINS.day) {
       // Hours counted from this day's records (old-hours.ts) no longer hold.
       ctx.oldHours.forgetDay(key.bucket);
       firstDay = Math.min(firstDay, key.bucket);
     }
-    if (putCell(ctx, key, cell.data)) cells.set(id, cell);
-    else cells.delete(id);
+    putCell(ctx, key, data);
   }
   ctx.touched.clear();
   // Deferred: the months of the days counted in are summed later; until then they are read as sums.
@@ -115,15 +100,12 @@ const COLLECT_EVERY_BYTES = 64 * 1024;
  * their day cells and stored; the mark moved to `until`. A slice's month at a time, its day cells
  * read one by one and summed as stored, by label id (StoredSum): decoded and merged, a dense
  * month's sum held ~70,000 labels, more than a bulk load's dictionary keeps, and encoding it looked
- * each up again (docs/performance.md, 2026-11-29). The sums are not kept in the cell cache (a
- * month summed is rarely counted into again soon).
+ * each up again (docs/performance.md, 2026-11-29).
  */
 function sumMonths(ctx: WriteContext, until: number): void {
   storeTouched(ctx); // the day cells as this batch counted them
   const from = ctx.months.from;
   if (until <= from) return;
-  // None of them is in the cell cache: this connection counts in no month from the mark on, and
-  // another's moving the mark made it count everything again (store-state.ts recount).
   const to = Math.min(until, Number.MAX_SAFE_INTEGER);
   ctx.hot.dropMonths.run({ from, to });
   let read = 0;

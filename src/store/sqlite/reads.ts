@@ -1,5 +1,5 @@
 // Read queries over SQLite: execution listings (keyset pagination), streaming iteration, stored
-// rollup cells (parsed through the cell cache) and error signatures. Open hours are the store's.
+// rollup cells (decoded ones kept while their bytes stand) and error signatures. Open hours are the store's.
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 import { and, asc, count, desc, eq, gte, isNotNull, lt, ne, sql, getTableName, type SQL } from "drizzle-orm";
 import type { KnownSignature } from "../../domain/error-signature.ts";

@@ -1,5 +1,5 @@
 // What the SQLite Store works with (store.ts, rollup-reads.ts): the connection's reads and write
-// side, the caches both share (parsed cells, open hours, counted old hours), the controls, and
+// side, the caches both share (open hours, counted old hours), the controls, and
 // what tells this connection that another one committed. Built once per connection.
 import type { Database, Statement } from "bun:sqlite";
 import type { Execution } from "../../domain/execution.ts";
@@ -11,7 +11,6 @@ import { DEFAULT_LIMITS } from "../common/budgets.ts";
 import { OldHours } from "../common/old-hours.ts";
 import { SumCache } from "../common/sum-cells.ts";
 import { createAlertReads } from "./alerts.ts";
-import { CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import { asDamage, isCorruption } from "./integrity.ts";
 import { createIssueReads } from "./issues.ts";
@@ -22,18 +21,11 @@ import type { Scans } from "./scan-threads.ts";
 import type { MonthMark } from "./write-context.ts";
 import { createSqliteWrites } from "./writes.ts";
 
-/**
- * Parsed cells kept between batches and reads. Cells are small binary rows now, decoded in
- * microseconds, so the cache saves less than it costs in memory: with 8192 cells a bulk load
- * (seed) peaked at 229 MB of RSS at 1M installs, with 512 at ~175 MB (test/e2e/bulk-loads-run-in-constant-memory.test.ts).
- */
-const CACHED_CELLS = 512;
 /** /telemetry runs in progress kept as written (~1 KB each): more than a busy server has in flight at once. */
 const RUNS_IN_FLIGHT = 1024;
 
 export interface StoreState {
   readonly sqlite: Database;
-  readonly cells: CellCache;
   readonly open: OpenHours;
   readonly old: OldHours;
   readonly months: MonthMark;
@@ -73,7 +65,6 @@ export function createStoreState(
   deferMonths = false,
   inFlightLimit = RUNS_IN_FLIGHT,
 ): StoreState {
-  const cells = new CellCache(CACHED_CELLS);
   const open = new OpenHours();
   const old = new OldHours();
   const months: MonthMark = { from: Number.POSITIVE_INFINITY, defer: deferMonths };
@@ -83,7 +74,6 @@ export function createStoreState(
   const inFlight = new RecentlyUsed<Execution>(inFlightLimit);
   const state: StoreState = {
     sqlite,
-    cells,
     open,
     old,
     months,
@@ -94,7 +84,7 @@ export function createStoreState(
     alerts: createAlertReads(db),
     issues: createIssueReads(db),
     inFlight,
-    writes: createSqliteWrites(sqlite, db, reads, cells, open, old, months, limit, relayPolicy, inFlight),
+    writes: createSqliteWrites(sqlite, db, reads, open, old, months, limit, relayPolicy, inFlight),
     limits: limit,
     relayPolicy,
     damage: null,
@@ -126,11 +116,10 @@ export function refuseIf(problem: string | null | undefined): void {
   if (problem) throw new StorageUnavailableError(problem);
 }
 
-/** Neither the cached cells nor the open hours can be vouched for: counted again from what is stored. */
+/** Neither the caches nor the open hours can be vouched for: counted again from what is stored. */
 export function recount(state: StoreState): void {
-  const { cells, old, sums, wholeSums, reads, open } = state;
+  const { old, sums, wholeSums, reads, open } = state;
   state.inFlight.clear();
-  cells.clear();
   old.clear();
   sums.clear();
   wholeSums.clear();

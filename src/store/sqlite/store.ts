@@ -1,4 +1,4 @@
-// The SQLite Store: one connection, reads and writes over one cell cache, open hours in memory.
+// The SQLite Store: one connection, reads and writes, open hours in memory.
 // bun:sqlite is synchronous, so the engine works synchronously inside (a batch runs start to
 // COMMIT without yielding) and fulfils the asynchronous contract at this one door. The steps are
 // module functions over the connection's StoreState (store-state.ts): what a read or a batch

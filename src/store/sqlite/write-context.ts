@@ -8,13 +8,12 @@ import type { SignatureSightings } from "../../domain/error-signature.ts";
 import type { Execution } from "../../domain/execution.ts";
 import type { RecentlyUsed } from "../../domain/recently-used.ts";
 import type { HeldReport } from "../../domain/lifecycle.ts";
-import { GRAINS, type RollupDeltas, type RollupKey } from "../../domain/rollup.ts";
+import { GRAINS, type RollupData, type RollupDeltas, type RollupKey } from "../../domain/rollup.ts";
 import type { OldHours } from "../common/old-hours.ts";
 import type { RelayPolicy } from "../../domain/relay.ts";
 import type { StoreLimits } from "../contract/maintenance.ts";
 import { Counters, createLogBudget } from "./budgets.ts";
 import { decodeHeld } from "../common/budgets.ts";
-import type { CachedCell, CellCache } from "./cell-cache.ts";
 import type { Db } from "./database.ts";
 import type { OpenHours } from "./open-hours.ts";
 import { LEGACY_HELD_COST } from "./held.ts";
@@ -268,7 +267,6 @@ export interface WriteContext {
   sqlite: Database;
   reads: SqliteReads;
   labels: SqliteReads["labels"];
-  cells: CellCache;
   openHours: OpenHours;
   oldHours: OldHours;
   months: MonthMark;
@@ -292,17 +290,16 @@ export interface WriteContext {
    */
   inFlight: RecentlyUsed<Execution>;
   /**
-   * Cells a batch counts into, in place (cells.ts touch): each stored cell parsed whole the first
+   * Cells a batch counts into, in place (cells.ts touch): each stored cell decoded the first
    * time the batch touches it, and written back once at the end (storeTouched).
    */
-  touched: Map<string, { key: RollupKey; cell: CachedCell }>;
+  touched: Map<string, { key: RollupKey; data: RollupData }>;
 }
 
 export function createWriteContext(
   sqlite: Database,
   db: Db,
   reads: SqliteReads,
-  cells: CellCache,
   openHours: OpenHours,
   oldHours: OldHours,
   months: MonthMark,
@@ -315,7 +312,6 @@ export function createWriteContext(
     sqlite,
     reads,
     labels: reads.labels,
-    cells,
     openHours,
     oldHours,
     months,

@@ -192,7 +192,7 @@ function runBatch(ctx: WriteContext, ops: readonly WriteOp[]): { results: WriteR
 /** The write side of one connection (store.ts): the context made once, a transaction per batch. */
 export function createSqliteWrites(...args: Parameters<typeof createWriteContext>) {
   const ctx = createWriteContext(...args);
-  const { sqlite, cells, openHours, oldHours, counters, labels, relay, months, inFlight } = ctx;
+  const { sqlite, openHours, oldHours, counters, labels, relay, months, inFlight } = ctx;
   const writeBatch = sqlite.transaction((ops: readonly WriteOp[]) => runBatch(ctx, ops));
   const rebuildDay = sqlite.transaction((day: number, end: number) => recountDay(ctx, day, end));
 
@@ -209,7 +209,6 @@ export function createSqliteWrites(...args: Parameters<typeof createWriteContext
         batch = writeBatch.immediate(ops);
       } catch (e) {
         inFlight.clear(); // it may hold rows that were rolled back
-        cells.clear(); // it may hold merges that were rolled back
         oldHours.clear();
         labels.rollback();
         counters.reset();
@@ -228,7 +227,6 @@ export function createSqliteWrites(...args: Parameters<typeof createWriteContext
       try {
         rebuildDay.immediate(day, end);
       } catch (e) {
-        cells.clear();
         labels.rollback();
         throw e;
       }

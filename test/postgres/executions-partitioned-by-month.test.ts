@@ -11,7 +11,7 @@ import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { missingMonth, monthOf, partitionName } from "../../src/store/postgres/partitions.ts";
-import { EXECUTION_COLUMNS, rowOf } from "../../src/store/postgres/rows.ts";
+import { INSERT_COLUMNS, rowOf } from "../../src/store/postgres/rows.ts";
 import { transaction } from "../../src/store/postgres/transaction.ts";
 import { mergeSightings } from "../../src/store/postgres/writes.ts";
 import { createDatabase, migrationsBefore, startPostgres, type PgServer } from "../helpers/postgres.ts";
@@ -96,12 +96,11 @@ describe("executions partitioned by month", () => {
       // The schema as the releases before 0006 made it, and data written as their engine wrote it:
       // rows, rollup counters (open hours: nothing folded yet) and error signatures.
       await migrate(drizzle(old), { migrationsFolder: migrationsBefore("0006_partition_by_month") });
-      const columns = EXECUTION_COLUMNS.map(({ name }) => `"${name}"`).join(", ");
       await transaction(old, async (tx) => {
         for (let i = 0; i < executions.length; i += 500) {
           const json = JSON.stringify(executions.slice(i, i + 500).map(rowOf));
           await tx.unsafe(
-            `INSERT INTO executions (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::executions, $1::text::json)`,
+            `INSERT INTO executions (${INSERT_COLUMNS}) SELECT ${INSERT_COLUMNS} FROM json_populate_recordset(NULL::executions, $1::text::json)`,
             [json],
           );
         }

@@ -14,7 +14,7 @@ import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { Partitions } from "../../src/store/postgres/partitions.ts";
-import { EXECUTION_COLUMNS, rowOf } from "../../src/store/postgres/rows.ts";
+import { INSERT_COLUMNS, rowOf } from "../../src/store/postgres/rows.ts";
 import { transaction } from "../../src/store/postgres/transaction.ts";
 import { mergeSightings } from "../../src/store/postgres/writes.ts";
 import { answersOf, jsonColumns, oldLayoutCells } from "../helpers/cells.ts";
@@ -50,12 +50,11 @@ describe("upgrade from the rollup layout before migration 0011", () => {
     try {
       await migrate(drizzle(old), { migrationsFolder: migrationsBefore("0011_rollup_cells_binary") });
       await new Partitions(old).ensure(records.map((e) => e.createdAt));
-      const columns = EXECUTION_COLUMNS.map(({ name }) => `"${name}"`).join(", ");
       await transaction(old, async (tx) => {
         for (let i = 0; i < records.length; i += 500) {
           const json = JSON.stringify(records.slice(i, i + 500).map(rowOf));
           await tx.unsafe(
-            `INSERT INTO executions (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::executions, $1::text::json)`,
+            `INSERT INTO executions (${INSERT_COLUMNS}) SELECT ${INSERT_COLUMNS} FROM json_populate_recordset(NULL::executions, $1::text::json)`,
             [json],
           );
         }

@@ -15,7 +15,7 @@ import { count, recount } from "../common/counting.ts";
 import type { BatchBudget } from "./budgets.ts";
 import type { BatchLabels } from "./cells.ts";
 import type { relayBatch } from "./relay.ts";
-import { EXECUTION_COLUMNS, FROM_IDS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
+import { FROM_IDS, INSERT_COLUMNS, SELECT_EXECUTION, UPDATABLE, rowOf } from "./rows.ts";
 
 /** A connection inside a transaction (transaction.ts). */
 export type Tx = Sql;
@@ -94,7 +94,6 @@ export function heldRows(
 /** Rows as JSON for json_populate_recordset: one parameter however many rows. */
 const rowsJson = (rows: Iterable<Execution>): string => JSON.stringify([...rows].map(rowOf));
 
-const COLUMNS = EXECUTION_COLUMNS.map(({ name }) => `"${name}"`).join(", ");
 const SET_UPDATABLE = `(${UPDATABLE.map((n) => `"${n}"`).join(", ")}) = (${UPDATABLE.map((n) => `r."${n}"`).join(", ")})`;
 
 /**
@@ -284,7 +283,7 @@ function applyReport(run: Run, op: Extract<IntakeOp, { kind: "report" }>, fx: Ba
 export function insertRows(tx: Tx, rows: Iterable<Execution>): Promise<unknown> {
   return tx`
     WITH inserted AS (
-      INSERT INTO executions (${tx.unsafe(COLUMNS)}) SELECT ${tx.unsafe(COLUMNS)} FROM json_populate_recordset(NULL::executions, ${rowsJson(rows)}::text::json)
+      INSERT INTO executions (${tx.unsafe(INSERT_COLUMNS)}) SELECT ${tx.unsafe(INSERT_COLUMNS)} FROM json_populate_recordset(NULL::executions, ${rowsJson(rows)}::text::json)
       RETURNING execution_id, random_id, created_at)
     INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM inserted`;
 }

@@ -6,9 +6,12 @@ import { executions } from "./schema.ts";
 
 const columns = getTableColumns(executions);
 /** The domain's keys with their column names, insertion order (seq) left out. */
-export const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)[])
+const EXECUTION_COLUMNS = (Object.keys(columns) as (keyof typeof columns)[])
   .filter((k) => k !== "seq")
   .map((key) => ({ key, name: columns[key].name }));
+
+/** `"execution_id", "random_id", ...`: every column of an execution, for an INSERT's column list. */
+export const INSERT_COLUMNS = EXECUTION_COLUMNS.map(({ name }) => `"${name}"`).join(", ");
 
 /** `"execution_id" AS "executionId", ...`: every column of an execution under its domain name. */
 export const SELECT_EXECUTION = EXECUTION_COLUMNS.map(({ key, name }) => `e."${name}" AS "${key}"`).join(", ");

@@ -12,6 +12,7 @@ import { ALL_APPS, GRAINS, sliceKey } from "../../src/domain/rollup.ts";
 import type { Store } from "../../src/store/contract/store.ts";
 import { encodeHeld } from "../../src/store/common/budgets.ts";
 import { openEngine } from "../../src/store/open.ts";
+import { INSERT_COLUMNS, rowOf } from "../../src/store/postgres/rows.ts";
 import { createDatabase, startPostgres, type PgServer } from "./postgres.ts";
 import { execution, reportOp } from "./reports.ts";
 
@@ -121,9 +122,9 @@ export async function writeThrough(location: string, stored: readonly Execution[
 
 /**
  * Forgets the PostgreSQL migrations from `tag` on so they run again on the next open, and undoes
- * what those after 0012 made (0013's rollup deltas and function, 0014's and 0015's indexes), which
- * cannot run over themselves: a current database made to look like one of an earlier release. The
- * deltas table is empty then (an engine folds what it appended when it closes).
+ * what those after 0012 made (0013's rollup deltas and function, 0014's and 0015's indexes, 0016's
+ * column), which cannot run over themselves: a current database made to look like one of an
+ * earlier release. The deltas table is empty then (an engine folds what it appended when it closes).
  */
 export async function forgetPostgresMigrationsFrom(pg: postgres.Sql, tag: string): Promise<void> {
   const journal = JSON.parse(readFileSync(join(PG_MIGRATIONS, "meta/_journal.json"), "utf8")) as {
@@ -135,6 +136,23 @@ export async function forgetPostgresMigrationsFrom(pg: postgres.Sql, tag: string
   await pg`DROP TABLE rollup_deltas`;
   await pg`DROP FUNCTION installstats_begin(bigint, boolean, bigint[], text)`;
   await pg`DROP INDEX executions_heard_late, executions_failed`;
+  await pg`ALTER TABLE execution_ids DROP COLUMN seq`;
+}
+
+/**
+ * Executions and their ids written as the releases before PostgreSQL migration 0016 wrote them
+ * (execution_ids without the rows' insertion order), into a database of such a schema with no
+ * executions yet.
+ */
+export async function insertRowsBefore0016(tx: postgres.Sql, records: readonly Execution[]): Promise<void> {
+  for (let i = 0; i < records.length; i += 500) {
+    const json = JSON.stringify(records.slice(i, i + 500).map(rowOf));
+    await tx.unsafe(
+      `INSERT INTO executions (${INSERT_COLUMNS}) SELECT ${INSERT_COLUMNS} FROM json_populate_recordset(NULL::executions, $1::text::json)`,
+      [json],
+    );
+  }
+  await tx`INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM executions`;
 }
 
 /** Puts a held report into an SQLite database of an earlier schema, its budget as that release kept it. */

@@ -14,11 +14,12 @@ import { openEngine } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/contract/store.ts";
 import { PgLabels, mergeCells } from "../../src/store/postgres/cells.ts";
 import { DELTA_FOLD_LOCK } from "../../src/store/postgres/fold.ts";
-import { MARKS, insertRows } from "../../src/store/postgres/intake.ts";
+import { MARKS } from "../../src/store/postgres/intake.ts";
 import { Partitions } from "../../src/store/postgres/partitions.ts";
 import { transaction } from "../../src/store/postgres/transaction.ts";
 import { getMark, mergeSightings } from "../../src/store/postgres/writes.ts";
 import { createDatabase, migrationsBefore, startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { insertRowsBefore0016 } from "../helpers/upgrade.ts";
 import {
   ALL,
   MIN,
@@ -177,7 +178,7 @@ describe("rollup deltas", () => {
       const labels = new PgLabels(old);
       const batch = labels.batch();
       await transaction(old, async (tx) => {
-        await insertRows(tx, records);
+        await insertRowsBefore0016(tx, records);
         const deltas = new RollupDeltas(await getMark(tx, MARKS.foldedUntil), storedSlicesOf);
         const sightings = new SignatureSightings();
         for (const r of records) {

@@ -14,11 +14,11 @@ import { verifyRollups } from "../../src/maintenance/verify.ts";
 import { generateExecutions, seedOptions } from "../../src/seed/seed.ts";
 import { openEngine } from "../../src/store/open.ts";
 import { Partitions } from "../../src/store/postgres/partitions.ts";
-import { INSERT_COLUMNS, rowOf } from "../../src/store/postgres/rows.ts";
 import { transaction } from "../../src/store/postgres/transaction.ts";
 import { mergeSightings } from "../../src/store/postgres/writes.ts";
 import { answersOf, jsonColumns, oldLayoutCells } from "../helpers/cells.ts";
 import { createDatabase, migrationsBefore, startPostgres, type PgServer } from "../helpers/postgres.ts";
+import { insertRowsBefore0016 } from "../helpers/upgrade.ts";
 
 setDefaultTimeout(120_000);
 
@@ -51,14 +51,7 @@ describe("upgrade from the rollup layout before migration 0011", () => {
       await migrate(drizzle(old), { migrationsFolder: migrationsBefore("0011_rollup_cells_binary") });
       await new Partitions(old).ensure(records.map((e) => e.createdAt));
       await transaction(old, async (tx) => {
-        for (let i = 0; i < records.length; i += 500) {
-          const json = JSON.stringify(records.slice(i, i + 500).map(rowOf));
-          await tx.unsafe(
-            `INSERT INTO executions (${INSERT_COLUMNS}) SELECT ${INSERT_COLUMNS} FROM json_populate_recordset(NULL::executions, $1::text::json)`,
-            [json],
-          );
-        }
-        await tx`INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM executions`;
+        await insertRowsBefore0016(tx, records);
         for (let i = 0; i < cells.length; i += 1000) {
           const chunk = cells
             .slice(i, i + 1000)

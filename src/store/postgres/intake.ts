@@ -94,6 +94,17 @@ export function heldRows(
 /** Rows as JSON for json_populate_recordset: one parameter however many rows. */
 const rowsJson = (rows: Iterable<Execution>): string => JSON.stringify([...rows].map(rowOf));
 
+/** Stored rows changed, as JSON for json_populate_recordset, each with the insertion order that finds it. */
+function storedRowsJson(rows: Iterable<Execution>, seqs: ReadonlyMap<string, number>): string {
+  const out = [];
+  for (const e of rows) {
+    const row = rowOf(e);
+    row.seq = seqs.get(e.executionId)!; // every stored row a run changes, it read
+    out.push(row);
+  }
+  return JSON.stringify(out);
+}
+
 const SET_UPDATABLE = `(${UPDATABLE.map((n) => `"${n}"`).join(", ")}) = (${UPDATABLE.map((n) => `r."${n}"`).join(", ")})`;
 
 /**
@@ -103,6 +114,8 @@ const SET_UPDATABLE = `(${UPDATABLE.map((n) => `"${n}"`).join(", ")}) = (${UPDAT
 class Run {
   /** Stored (or created by this run) executions by id; undefined when there is none. */
   readonly executions = new Map<string, Execution | undefined>();
+  /** The insertion order of each stored execution read: with its creation time, where its row is. */
+  readonly seqs = new Map<string, number>();
   readonly held = new Map<string, HeldReport | null>();
   readonly attempts = new Map<string, number>();
   /** New rows in the order they were created (their seq follows it), in their final state. */
@@ -162,8 +175,8 @@ async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
   // One after another, not pipelined: postgres.js 3.4 never settles a pipelined statement whose
   // prepared form a pooler lost (it sends it again, out of turn); a batch then hung for good.
   const rows = await tx<
-    Execution[]
-  >`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`;
+    (Execution & { seq: number })[]
+  >`SELECT ${tx.unsafe(SELECT_EXECUTION)}, k.seq FROM ${tx.unsafe(FROM_IDS)} WHERE k.execution_id = ANY(${idList}::text[])`;
   // Held reports and attempt counts in one statement (a round trip less): a held report's row has
   // its execution id, an install's count its random id.
   const side = await tx<(HeldRow & { executionId: string | null; randomId: string | null; n: number | null })[]>`
@@ -173,7 +186,10 @@ async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
     SELECT NULL, random_id, count(*)::int, NULL, NULL, NULL, NULL, NULL
     FROM execution_ids WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`;
   for (const id of idList) run.executions.set(id, undefined);
-  for (const row of rows) run.executions.set(row.executionId, row);
+  for (const { seq, ...row } of rows) {
+    run.executions.set(row.executionId, row);
+    run.seqs.set(row.executionId, seq);
+  }
   for (const row of side) {
     if (row.executionId !== null) run.held.set(row.executionId, heldOf(row));
     else run.attempts.set(row.randomId!, row.n!);
@@ -284,23 +300,27 @@ export function insertRows(tx: Tx, rows: Iterable<Execution>): Promise<unknown> 
   return tx`
     WITH inserted AS (
       INSERT INTO executions (${tx.unsafe(INSERT_COLUMNS)}) SELECT ${tx.unsafe(INSERT_COLUMNS)} FROM json_populate_recordset(NULL::executions, ${rowsJson(rows)}::text::json)
-      RETURNING execution_id, random_id, created_at)
-    INSERT INTO execution_ids (execution_id, random_id, created_at) SELECT execution_id, random_id, created_at FROM inserted`;
+      RETURNING execution_id, random_id, created_at, seq)
+    INSERT INTO execution_ids (execution_id, random_id, created_at, seq) SELECT execution_id, random_id, created_at, seq FROM inserted`;
 }
 
 /** Writes what the run changed, each kind of change in one statement; then the relay's entries in order. */
 async function flush(tx: Tx, run: Run, fx: BatchEffects): Promise<void> {
   if (run.inserts.size > 0) await insertRows(tx, run.inserts.values());
   if (run.updates.size > 0) {
-    // The creation time finds the row's partition (it never changes once stored). The creation
-    // times again as an array: the planner takes json_populate_recordset for 100 rows and, while
-    // the table is small, hash-joined it to a scan of every partition (3.5 ms a batch of 32 at
-    // 3k rows); with the array it reads only those times' index entries (1.3 ms).
+    // The creation time and insertion order are the row's one index entry in its month's
+    // partition (neither changes once stored). The creation times again as an array: a plan made
+    // while the partition was small (a new month's) hash-joins json_populate_recordset's guessed
+    // 100 rows to a scan of the whole partition, and keeps doing so as it grows; with the array
+    // it reads only those times' index entries.
     const updates = [...run.updates.values()];
-    await tx`
+    const updated = await tx`
       UPDATE executions AS e SET ${tx.unsafe(SET_UPDATABLE)}
-      FROM json_populate_recordset(NULL::executions, ${rowsJson(updates)}::text::json) AS r
-      WHERE e.execution_id = r.execution_id AND e.created_at = r.created_at AND e.created_at = ANY(${updates.map((u) => u.createdAt)}::bigint[])`;
+      FROM json_populate_recordset(NULL::executions, ${storedRowsJson(updates, run.seqs)}::text::json) AS r
+      WHERE e.created_at = r.created_at AND e.seq = r.seq AND e.created_at = ANY(${updates.map((u) => u.createdAt)}::bigint[])`;
+    // A row not found would leave its counts changed and its row not: the batch fails instead.
+    if (updated.count !== run.updates.size)
+      throw new Error(`updated ${updated.count} of ${run.updates.size} stored executions`);
   }
   if (run.oldestOpen !== null) lowerStuckMark(fx, run.oldestOpen);
   // Held reports replaced or taken leave the budget before the new ones come in (same execution: a new row).

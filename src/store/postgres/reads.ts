@@ -39,11 +39,11 @@ import { importMarkName } from "../common/marks.ts";
 import { LATE_MS, nearFrom } from "../common/heard.ts";
 
 const like: Like = (column, pattern) => sql`${column} ILIKE ${pattern} ESCAPE '\\'`;
-/** One install's executions, found through execution_ids (an index on random_id, then only their months' partitions). */
+/** One install's executions, found through execution_ids (an index on random_id, then each row's own index entry). */
 const ofInstall = (randomId: string | undefined): SQL | undefined =>
   randomId === undefined
     ? undefined
-    : sql`(${executions.executionId}, ${executions.createdAt}) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
+    : sql`(${executions.createdAt}, ${executions.seq}) IN (SELECT created_at, seq FROM execution_ids WHERE random_id = ${randomId})`;
 /**
  * An outcome written into the statement: PostgreSQL uses a partial index (schema.ts
  * executions_failed) only where it can prove the index's condition, which a bound parameter of a

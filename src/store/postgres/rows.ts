@@ -34,7 +34,6 @@ export const UPDATABLE = EXECUTION_COLUMNS.filter(({ key }) => key !== "executio
 
 /**
  * Where an execution is found by its id or its install: its row in execution_ids names its
- * creation time, so only its month's partition is searched (`k` the ids, `e` the execution).
+ * creation time and insertion order, one entry of one month's index (`k` the ids, `e` the execution).
  */
-export const FROM_IDS =
-  "execution_ids k JOIN executions e ON e.created_at = k.created_at AND e.execution_id = k.execution_id";
+export const FROM_IDS = "execution_ids k JOIN executions e ON e.created_at = k.created_at AND e.seq = k.seq";

@@ -101,9 +101,11 @@ export const executions = pgTable(
 );
 
 /**
- * Every execution's id, install and creation time (its month, so its partition): the primary key
- * keeps execution ids unique across months; an install's executions are found by random_id; the
- * rows of a month that retention drops go by the BRIN index on created_at.
+ * Every execution's id, install, creation time (its month, so its partition) and insertion order:
+ * the primary key keeps execution ids unique across months; an install's executions are found by
+ * random_id; the rows of a month that retention drops go by the BRIN index on created_at.
+ * (created_at, seq) is the execution's one entry in executions_created_at: created_at alone is
+ * shared by the dozens of rows a busy second stores in one millisecond, each read to find one.
  */
 export const executionIds = pgTable(
   "execution_ids",
@@ -111,6 +113,7 @@ export const executionIds = pgTable(
     executionId: text("execution_id").primaryKey(),
     randomId: text("random_id").notNull(),
     createdAt: ms("created_at").notNull(),
+    seq: bigint("seq", { mode: "number" }).notNull(),
   },
   (t) => [
     index("execution_ids_random_id").on(t.randomId),

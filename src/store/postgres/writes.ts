@@ -118,7 +118,7 @@ async function deleteInstall(
     Execution[]
   >`SELECT ${tx.unsafe(SELECT_EXECUTION)} FROM ${tx.unsafe(FROM_IDS)} WHERE k.random_id = ${randomId}`;
   if (records.length > 0) {
-    await tx`DELETE FROM executions WHERE (execution_id, created_at) IN (SELECT execution_id, created_at FROM execution_ids WHERE random_id = ${randomId})`;
+    await tx`DELETE FROM executions WHERE (created_at, seq) IN (SELECT created_at, seq FROM execution_ids WHERE random_id = ${randomId})`;
     await tx`DELETE FROM execution_ids WHERE random_id = ${randomId}`;
   }
   for (const record of records) count(fx, record, -1, at);

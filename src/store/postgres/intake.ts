@@ -186,9 +186,11 @@ async function readFor(tx: Tx, ops: readonly IntakeOp[]): Promise<Run> {
     SELECT NULL, random_id, count(*)::int, NULL, NULL, NULL, NULL, NULL
     FROM execution_ids WHERE random_id = ANY(${installList}::text[]) GROUP BY random_id`;
   for (const id of idList) run.executions.set(id, undefined);
-  for (const { seq, ...row } of rows) {
+  for (const row of rows) {
+    // The row keeps its seq as it goes on as an Execution (nothing reads it there): a copy
+    // without it cost ~1 % of a node's CPU under today's clients.
     run.executions.set(row.executionId, row);
-    run.seqs.set(row.executionId, seq);
+    run.seqs.set(row.executionId, row.seq);
   }
   for (const row of side) {
     if (row.executionId !== null) run.held.set(row.executionId, heldOf(row));

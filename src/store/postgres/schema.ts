@@ -104,8 +104,8 @@ export const executions = pgTable(
  * Every execution's id, install, creation time (its month, so its partition) and insertion order:
  * the primary key keeps execution ids unique across months; an install's executions are found by
  * random_id; the rows of a month that retention drops go by the BRIN index on created_at.
- * (created_at, seq) is the execution's one entry in executions_created_at: created_at alone is
- * shared by the dozens of rows a busy second stores in one millisecond, each read to find one.
+ * (created_at, seq) is the execution's one entry in executions_created_at: under load dozens of
+ * rows share a millisecond, and created_at alone had each of them read to find one.
  */
 export const executionIds = pgTable(
   "execution_ids",

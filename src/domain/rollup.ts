@@ -605,6 +605,9 @@ export type RollupKey = {
   bucket: number;
 };
 
+/** The text a cell is keyed by in memory, the same in every engine's maps (verify compares them). */
+export const cellId = (grain: Grain, bucket: number, app: string): string => `${grain}|${bucket}|${app}`;
+
 type CellMap = Map<string, { key: RollupKey; data: RollupData }>;
 
 /** One record counted (+1) or uncounted (-1) as `outcome`; or, with `from`, moved from how it was counted. */
@@ -662,7 +665,7 @@ export class RollupDeltas {
   }
 
   private static cell(map: CellMap, grain: Grain, bucket: number, app: string): RollupData {
-    const id = `${grain}|${bucket}|${app}`;
+    const id = cellId(grain, bucket, app);
     let cell = map.get(id);
     if (!cell) map.set(id, (cell = { key: { grain, app, bucket }, data: emptyData() }));
     return cell.data;

@@ -6,6 +6,7 @@ import {
   GRAINS,
   RollupDeltas,
   bucketStart,
+  cellId,
   mergeInto,
   storedSlicesIn,
   storedSlicesOf,
@@ -178,7 +179,7 @@ async function checkDay(v: Verification, day: number): Promise<void> {
   const have = new Map<string, { grain: number; app: string; bucket: number; data: RollupData }>();
   for (const grain of [GRAINS.hour, GRAINS.day]) {
     for (const c of (await v.store.rollupCells(grain, day, day + DAY)).filter(isStored))
-      have.set(`${grain}|${c.bucket}|${c.slice}`, { grain, app: c.slice, bucket: c.bucket, data: c.data });
+      have.set(cellId(grain, c.bucket, c.slice), { grain, app: c.slice, bucket: c.bucket, data: c.data });
   }
   // Open hours' cells (in hour grain only) are compared like stored ones.
   for (const [id, { key, data }] of [...expected.cells, ...expected.openCells()]) {

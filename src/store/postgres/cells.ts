@@ -11,6 +11,7 @@ import type { Sql } from "postgres";
 import {
   GRAINS,
   bucketStart,
+  cellId,
   emptyData,
   hoursFrom,
   isAllApps,
@@ -130,7 +131,6 @@ type Row = { grain: number; slice: string; bucket: number } & Parts;
 /** A row locked by this transaction, with where it is: no other can move it before COMMIT. */
 type LockedRow = Row & { ctid: string };
 
-const keyText = (k: RollupKey): string => `${k.grain}|${k.bucket}|${k.app}`;
 const byKey = (a: { key: RollupKey }, b: { key: RollupKey }) =>
   a.key.grain - b.key.grain ||
   (a.key.app < b.key.app ? -1 : a.key.app > b.key.app ? 1 : 0) ||
@@ -285,7 +285,7 @@ export async function foldDeltas(tx: Tx, labels: BatchLabels, limit: number): Pr
       app: row.slice,
       bucket: row.bucket,
     };
-    const k = keyText(key);
+    const k = cellId(key.grain, key.bucket, key.app);
     const sum = sums.get(k) ?? { key, data: emptyData() };
     const mine = labels.shared.appended.take(partsKey(hex(row.data), hex(row.apps), hex(row.errors)));
     mergeInto(sum.data, mine ?? (await decodeRow(tx, labels, row)));
@@ -334,14 +334,14 @@ export async function mergeCells(
     ORDER BY g, s, b
     ON CONFLICT (grain, slice, bucket) DO UPDATE SET grain = excluded.grain
     RETURNING ctid::text AS ctid, grain, slice, bucket, data, apps, errors`;
-  const rows = new Map(stored.map((r) => [keyText({ grain: r.grain as Grain, app: r.slice, bucket: r.bucket }), r]));
+  const rows = new Map(stored.map((r) => [cellId(r.grain as Grain, r.bucket, r.slice), r]));
   const put: { ctid: string; parts: StoredParts }[] = [];
   const gone: string[] = [];
   const { written } = labels.shared;
   const pause = pauses(8); // a cell of every app takes ~0.2 ms to decode, merge and encode
   for (const { key, data } of list) {
     await pause();
-    const k = keyText(key);
+    const k = cellId(key.grain, key.bucket, key.app);
     const row = rows.get(k)!;
     const merged = mergeInto(written.take(k, row) ?? (await decodeRow(tx, labels, row)), data);
     if (isEmpty(merged)) gone.push(row.ctid);
@@ -381,7 +381,7 @@ export async function foldHours(tx: Tx, labels: BatchLabels, from: number, until
           app: row.slice,
           bucket: bucketStart(row.bucket, grain),
         };
-        const k = keyText(key);
+        const k = cellId(key.grain, key.bucket, key.app);
         const sum = sums.get(k) ?? { key, data: emptyData() };
         mergeInto(sum.data, data);
         sums.set(k, sum);
@@ -482,7 +482,7 @@ async function tryReadCells(
     UNION ALL
     SELECT slice, bucket, ${DELTA} || ${pg.unsafe(VERSION)}
     FROM rollup_deltas WHERE grain = ${grain} AND ${sliceIs()} AND bucket >= ${from} AND bucket < ${to}`;
-  const keyOf = (s: string, bucket: number) => keyText({ grain, app: s, bucket });
+  const keyOf = (s: string, bucket: number) => cellId(grain, bucket, s);
   const stored: Listed[] = [];
   const keys: string[] = []; // of `stored`
   const deltas = new Map<string, { slice: string; bucket: number; rows: Partial<Parts>[] }>();

@@ -6,6 +6,7 @@ import {
   GRAINS,
   RollupDeltas,
   bucketStart,
+  cellId,
   emptyData,
   hoursFrom,
   isAllApps,
@@ -28,7 +29,7 @@ import type { BatchEffects, WriteContext } from "./write-context.ts";
  * 12 MB more peak with 512 cells kept; docs/decisions/2026-11-29-cells-not-kept-between-batches.md).
  */
 function touch(ctx: WriteContext, key: RollupKey): RollupData {
-  const id = `${key.grain}|${key.bucket}|${key.app}`;
+  const id = cellId(key.grain, key.bucket, key.app);
   let t = ctx.touched.get(id);
   if (!t) ctx.touched.set(id, (t = { key, data: ctx.reads.storedCell(key.grain, key.app, key.bucket) ?? emptyData() }));
   return t.data;
